@@ -1,0 +1,165 @@
+/*
+ * core.h - the tdb engine: named tables of key/value records.
+ *
+ * An engine (struct tdbe_engine) owns a set of named tables.  Each table
+ * lives in its own region: up to max_extents extents of 2 MiB, backed by
+ * hugetlb pages when the host has them, else 4 KiB pages (see
+ * tdbe_table_stat()).  Everything inside a region is addressed by byte
+ * offsets from the region start, never by pointers, so a region can be
+ * mapped read-only at any address in another process and walked there
+ * (tdbe_view_*).
+ *
+ * Concurrency rules:
+ *  - Readers (tdbe_get, tdbe_lookup, cursors) never block and never see a
+ *    torn or half-written record: records are immutable once published,
+ *    a replace publishes a new record, and memory is reused only after an
+ *    RCU grace period.
+ *  - Writers (put, del) to one table are serialised by a per-table mutex;
+ *    writers to different tables run in parallel.  A writer may wait for a
+ *    grace period, so it must not be called inside tdbe_read_lock().
+ *  - Table create/drop/open are serialised by the engine's mutex.
+ *
+ * Errors are negative errno values; tdbe_strerror() names them, and
+ * functions taking a struct tdbe_extack * also leave a static message
+ * saying exactly what was wrong (the netlink extended-ack idea).
+ */
+#ifndef TDB_CORE_CORE_H
+#define TDB_CORE_CORE_H
+
+#include "platform.h"
+
+/* Limits.  Anything beyond them is refused with -EINVAL (or -E2BIG for
+ * sizes), never truncated. */
+#define TDBE_KEY_MIN        1u
+#define TDBE_KEY_MAX        4096u            /* bytes */
+#define TDBE_VALUE_MAX      (1u << 20)       /* 1 MiB */
+#define TDBE_NAME_MAX       64u              /* table name, bytes, no NUL */
+#define TDBE_EXTENTS_MAX    32768u           /* 64 GiB per table */
+#define TDBE_EXTENTS_DEFAULT 512u            /* 1 GiB per table */
+
+/* The static message of the last error, like struct netlink_ext_ack. */
+struct tdbe_extack {
+	const char *msg;
+};
+
+struct tdbe_engine;
+struct tdbe_table;
+
+struct tdbe_table_opts {
+	unsigned int max_extents;   /* size cap; 0 = TDBE_EXTENTS_DEFAULT */
+};
+
+struct tdbe_table_stat {
+	uint64_t records;           /* keys present */
+	uint64_t bytes_used;        /* key + value bytes of those records */
+	uint64_t bytes_allocated;   /* allocator bytes in use (records, index) */
+	uint64_t bytes_pending;     /* freed, waiting for a grace period */
+	uint32_t extents;           /* extents backed now */
+	uint32_t max_extents;       /* the cap */
+	uint64_t page_size;         /* 2097152 (hugetlb) or 4096 */
+	uint64_t index_nodes;       /* interior nodes of the hash trie */
+	uint64_t index_buckets;     /* leaf buckets of the hash trie */
+};
+
+/* --- engine and tables ---------------------------------------------- */
+struct tdbe_engine *tdbe_engine_new(int *err);
+/* Frees every table; no handle may be in use. */
+void tdbe_engine_free(struct tdbe_engine *e);
+
+/* -EEXIST if the name is taken, -EINVAL for a bad name or option. */
+int tdbe_table_create(struct tdbe_engine *e, const char *name,
+		      const struct tdbe_table_opts *opts,
+		      struct tdbe_extack *ext);
+/*
+ * Remove the name at once; the table's memory is released when the last
+ * handle is closed and readers are gone.  Handles still open keep
+ * working on the dropped table.  -ENOENT if there is no such table.
+ */
+int tdbe_table_drop(struct tdbe_engine *e, const char *name,
+		    struct tdbe_extack *ext);
+/* A counted handle; -ENOENT if there is no such table. */
+int tdbe_table_open(struct tdbe_engine *e, const char *name,
+		    struct tdbe_table **out, struct tdbe_extack *ext);
+void tdbe_table_close(struct tdbe_table *t);
+/* Calls fn for each table in creation order; stops if fn returns non-0
+ * and returns that value. */
+int tdbe_table_list(struct tdbe_engine *e,
+		    int (*fn)(void *arg, const char *name,
+			      const struct tdbe_table_stat *st),
+		    void *arg);
+void tdbe_table_stat(struct tdbe_table *t, struct tdbe_table_stat *st);
+const char *tdbe_table_name(const struct tdbe_table *t);
+/* For mapping the table elsewhere (tdbe_view_open); -1 if none. */
+int tdbe_table_fd(const struct tdbe_table *t);
+
+/* --- records --------------------------------------------------------- */
+enum {
+	TDBE_NOOVERWRITE = 1u << 0,  /* put fails with -EEXIST if key exists */
+};
+
+/*
+ * Insert or replace.  -EINVAL/-E2BIG for keys or values out of limits,
+ * -EEXIST with TDBE_NOOVERWRITE, -ENOSPC when the table is at its cap
+ * (the table is unchanged and stays usable), -ENOMEM when the host is out
+ * of memory.
+ */
+int tdbe_put(struct tdbe_table *t, const void *key, size_t klen,
+	     const void *val, size_t vlen, unsigned int flags,
+	     struct tdbe_extack *ext);
+/* 0 if deleted, -ENOENT if absent. */
+int tdbe_del(struct tdbe_table *t, const void *key, size_t klen,
+	     struct tdbe_extack *ext);
+/*
+ * Copy the value out.  Returns the value length (>= 0); -ENOENT if absent;
+ * -ENOBUFS if cap is too small, with *need set to the length.
+ */
+long tdbe_get(struct tdbe_table *t, const void *key, size_t klen,
+	      void *buf, size_t cap, size_t *need);
+
+/*
+ * Zero-copy lookup: between tdbe_read_lock() and tdbe_read_unlock() the
+ * returned pointers stay valid (the record may be replaced or deleted
+ * meanwhile; the caller keeps seeing the old one).  0 or -ENOENT.
+ */
+void tdbe_read_lock(void);
+void tdbe_read_unlock(void);
+int tdbe_lookup(struct tdbe_table *t, const void *key, size_t klen,
+		const void **val, size_t *vlen);
+
+/* --- cursors ----------------------------------------------------------
+ * A cursor walks a whole table in hash order.  Every key present for the
+ * whole walk is returned exactly once, whatever writers do meanwhile;
+ * keys inserted or deleted during the walk may or may not be returned.
+ * The cursor copies each record into its own buffer: the pointers it
+ * returns stay valid until the next call.  A cursor holds no lock between
+ * calls and may be used from any single thread at a time.
+ */
+struct tdbe_cursor;
+struct tdbe_cursor *tdbe_cursor_open(struct tdbe_table *t, int *err);
+/* 1 and a record; 0 at the end; -ENOMEM if a buffer cannot grow. */
+int tdbe_cursor_next(struct tdbe_cursor *c, const void **key, size_t *klen,
+		     const void **val, size_t *vlen);
+void tdbe_cursor_close(struct tdbe_cursor *c);
+
+/* --- views: a region mapped elsewhere ---------------------------------
+ * A view walks a region that another party mapped (read-only, at any
+ * address): the caller hands in the address of each extent.  Every offset
+ * read from the region is checked against the extents given, so a view of
+ * a damaged region returns -EUCLEAN instead of reading out of bounds.
+ * The region must not be changing (a later issue adds reader slots for
+ * live zero-copy readers).
+ */
+struct tdbe_view {
+	const void *const *ext;     /* address of each extent */
+	uint32_t nextents;
+};
+/* Checks the region header; -EUCLEAN if it is not a tdb region. */
+int tdbe_view_check(const struct tdbe_view *v, struct tdbe_extack *ext);
+/* Number of extents the region header says are in use. */
+uint32_t tdbe_view_extents(const void *extent0);
+int tdbe_view_lookup(const struct tdbe_view *v, const void *key, size_t klen,
+		     const void **val, size_t *vlen);
+
+const char *tdbe_strerror(int err);
+
+#endif

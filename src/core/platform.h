@@ -1,0 +1,85 @@
+/*
+ * platform.h - everything the engine (src/core) needs from its host.
+ *
+ * The engine is freestanding C: it calls no libc or kernel function
+ * except memcpy/memcmp/memset and what this header declares.  A home
+ * (user space: src/platform/user.c with liburcu; the kernel module: a
+ * later kmod/platform.c with kernel RCU) implements these functions.
+ * tests/check_symbols.sh proves the rule by listing the undefined symbols
+ * of the engine's objects.
+ *
+ * Atomics and barriers are macros, because they must compile to plain
+ * instructions on the hot path; the per-home header picked below maps them
+ * to compiler builtins (user space) or READ_ONCE/smp_* (kernel).
+ */
+#ifndef TDB_CORE_PLATFORM_H
+#define TDB_CORE_PLATFORM_H
+
+#ifdef __KERNEL__
+#include "platform_kernel.h"
+#else
+#include "platform_user.h"
+#endif
+
+/* --- private memory (not shared with readers in other processes) ----- */
+void *tdbp_alloc(size_t size);            /* zeroed; NULL on failure */
+void tdbp_free(void *ptr);
+
+/* --- pages for the scratch pool (pool.c): 2^order 4 KiB pages ------- */
+#define TDBP_PAGE_SHIFT 12
+#define TDBP_PAGE_SIZE ((size_t)1 << TDBP_PAGE_SHIFT)
+void *tdbp_pages_alloc(unsigned int order);   /* page-aligned, not zeroed */
+void tdbp_pages_free(void *pages, unsigned int order);
+
+/* --- regions: shared memory made of TDBP_EXTENT_SIZE extents -------- */
+#define TDBP_EXTENT_SHIFT 21
+#define TDBP_EXTENT_SIZE ((size_t)1 << TDBP_EXTENT_SHIFT)   /* 2 MiB */
+
+struct tdbp_region;
+
+/*
+ * Reserve room for max_extents extents and map none yet.  name is used
+ * for the memfd / log lines.  Returns NULL and sets *err (negative errno).
+ */
+struct tdbp_region *tdbp_region_create(const char *name,
+				       unsigned int max_extents, int *err);
+/*
+ * Back extent number idx (always the next one: idx == current count) and
+ * return its address, zeroed.  NULL with *err = -ENOMEM when the host has
+ * no memory left.
+ */
+void *tdbp_region_grow(struct tdbp_region *r, unsigned int idx, int *err);
+void tdbp_region_destroy(struct tdbp_region *r);
+/* Size of the pages backing the region: 2 MiB (hugetlb) or 4 KiB. */
+size_t tdbp_region_page_size(const struct tdbp_region *r);
+/* A descriptor other processes can map read-only; -1 if the home has none. */
+int tdbp_region_fd(const struct tdbp_region *r);
+
+/* --- locks ----------------------------------------------------------- */
+struct tdbp_mutex;
+struct tdbp_mutex *tdbp_mutex_create(void);
+void tdbp_mutex_destroy(struct tdbp_mutex *m);
+void tdbp_mutex_lock(struct tdbp_mutex *m);
+void tdbp_mutex_unlock(struct tdbp_mutex *m);
+
+/* --- RCU ------------------------------------------------------------- */
+/*
+ * Read-side sections nest, never block, and may run in any thread (the
+ * user home registers threads with liburcu on first use).
+ * tdbp_rcu_synchronize() waits until every section that began before it
+ * has ended; it must not be called inside a read-side section.
+ */
+void tdbp_rcu_read_lock(void);
+void tdbp_rcu_read_unlock(void);
+void tdbp_rcu_synchronize(void);
+
+/* --- misc ------------------------------------------------------------ */
+uint64_t tdbp_hash64(const void *data, size_t len, uint64_t seed); /* xxh64 */
+uint64_t tdbp_random_u64(void);
+
+enum { TDBP_LOG_ERR = 3, TDBP_LOG_WARNING = 4, TDBP_LOG_INFO = 6,
+       TDBP_LOG_DEBUG = 7 };	/* syslog levels */
+void tdbp_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif
