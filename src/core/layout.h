@@ -1,0 +1,164 @@
+/*
+ * layout.h - the bytes of a region: what lives where, addressed by offset.
+ *
+ * A region is an array of 2 MiB extents.  An offset is a byte position in
+ * that array: extent = off >> 21, byte = off & (2 MiB - 1).  Nothing in a
+ * region holds a pointer, so any process can map it at any address and
+ * walk it (view.c).  Offset 0 is the region header, so 0 doubles as
+ * "none" everywhere.
+ *
+ *   extent 0:  page 0 = region header (0..2047) + extent header (2048..)
+ *   extent n:  page 0 = extent header
+ *   other pages: slabs of one size class, or runs of pages for one large
+ *   object; each starts with a 64-byte struct tdba_slab.
+ *
+ * All fields are written by the one writer of the table (under the
+ * table's mutex).  Fields that readers follow (node slots, bucket count
+ * and entries, nextents) are published with release stores and read with
+ * acquire loads; everything a published offset leads to was fully written
+ * before it was published and never changes until it is freed, which
+ * happens only after a grace period.
+ */
+#ifndef TDB_CORE_LAYOUT_H
+#define TDB_CORE_LAYOUT_H
+
+#include "platform.h"
+
+#define TDB_REGION_MAGIC   0x314e4f4947455242ull  /* "BREGION1" */
+#define TDB_LAYOUT_VERSION 1u
+
+#define TDB_PAGE_SHIFT     12
+#define TDB_PAGE           (1u << TDB_PAGE_SHIFT)
+#define TDB_EXT_PAGES      (TDBP_EXTENT_SIZE >> TDB_PAGE_SHIFT)   /* 512 */
+#define TDB_EXT_MASK       (TDBP_EXTENT_SIZE - 1)
+
+/* --- allocator ------------------------------------------------------- */
+#define TDBA_NCLASSES      44          /* 16..256 by 16, then 4 per 2^n */
+#define TDBA_SMALL_MAX     32768u      /* bigger objects get page runs */
+#define TDBA_SLAB_HDR      64u         /* objects start this far in */
+#define TDBA_CLASS_LARGE   0xffffu
+#define TDBA_SLAB_MAGIC    0x534c4142u /* "SLAB" */
+
+struct tdba_slab {
+	uint32_t magic;
+	uint16_t cls;          /* size class, or TDBA_CLASS_LARGE */
+	uint16_t npages;       /* pages in this slab / run */
+	uint32_t nobj;         /* objects the slab holds */
+	uint32_t nfree;        /* of which free */
+	uint32_t nbump;        /* objects [0, nbump) were handed out once */
+	uint32_t pad;
+	uint64_t free_head;    /* offset of a free object, its first 8 bytes
+				* hold the next one; 0 = none */
+	uint64_t next, prev;   /* partial list of the class (slab offsets) */
+};
+
+/* Extent header: which pages are free and which slab each used page
+ * belongs to, so free() finds the slab header from any object offset. */
+struct tdba_ext {
+	uint64_t free_map[TDB_EXT_PAGES / 64];  /* bit set = page free */
+	uint32_t nfree;                         /* pages free */
+	uint32_t pad;
+	uint16_t page_slab[TDB_EXT_PAGES];      /* first page of the slab */
+};
+#define TDBA_EXT_HDR_OFF_0 2048u  /* extent header offset in extent 0 */
+
+/* --- region header ---------------------------------------------------- */
+struct tdb_region_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t max_extents;
+	uint32_t nextents;     /* extents backed; release-published */
+	uint32_t root_slots;   /* slots of the root node */
+	uint64_t seed;         /* xxh64 seed of this table */
+	uint64_t root;         /* offset of the root node; never changes */
+	/* statistics, written by the writer, read relaxed */
+	uint64_t nrecords;
+	uint64_t bytes_used;
+	uint64_t bytes_allocated;
+	uint64_t index_nodes;
+	uint64_t index_buckets;
+	/* allocator */
+	uint64_t partial[TDBA_NCLASSES];  /* slabs with free objects */
+	uint32_t ext_hint;                /* no free page below this extent */
+	uint32_t pad;
+};
+
+/* --- records ----------------------------------------------------------- */
+/* A record never changes once published: a replace publishes a new one. */
+struct tdb_rec {
+	uint32_t klen;
+	uint32_t vlen;
+	unsigned char data[];  /* key, then value */
+};
+
+/* --- index: a hash trie over xxh64(key, seed) -------------------------
+ * The root node has TDBI_ROOT_SLOTS slots chosen by the top 12 bits of
+ * the hash; each interior node below it has 64 slots chosen by the next
+ * 6 bits.  A slot holds 0 (empty), the offset of a node with bit 0 set,
+ * or the offset of a bucket.  Buckets hold up to `cap` entries (hash,
+ * record offset); a full bucket bursts into a node one level down, except
+ * at TDBI_MAX_DEPTH where it grows instead.  The hash only steers: every
+ * match is confirmed by comparing the full key in the record.
+ *
+ * Deleting an entry stores record 0 (a tombstone) in place, so a delete
+ * never needs memory; an insert reuses a tombstone before appending.
+ */
+#define TDBI_ROOT_BITS   12
+#define TDBI_ROOT_SLOTS  (1u << TDBI_ROOT_BITS)
+#define TDBI_NODE_BITS   6
+#define TDBI_NODE_SLOTS  (1u << TDBI_NODE_BITS)
+#define TDBI_MAX_DEPTH   8          /* interior levels below the root */
+#define TDBI_BUCKET_CAP  8
+#define TDBI_NODE_TAG    1ull
+
+struct tdbi_node {
+	uint64_t slot[TDBI_NODE_SLOTS];
+};
+
+struct tdbi_entry {
+	uint64_t hash;
+	uint64_t rec;          /* 0 = tombstone */
+};
+
+struct tdbi_bucket {
+	uint32_t count;        /* entries in use (live or tombstone) */
+	uint32_t cap;
+	uint64_t pad;
+	struct tdbi_entry e[];
+};
+
+/* Bit position of the slot index at a given depth (root = depth 0). */
+static inline unsigned int tdbi_shift(unsigned int depth)
+{
+	return depth == 0 ? 64 - TDBI_ROOT_BITS
+			  : 64 - TDBI_ROOT_BITS - TDBI_NODE_BITS * depth;
+}
+
+static inline unsigned int tdbi_slot_index(uint64_t hash, unsigned int depth)
+{
+	unsigned int mask = depth == 0 ? TDBI_ROOT_SLOTS - 1
+				       : TDBI_NODE_SLOTS - 1;
+	return (unsigned int)(hash >> tdbi_shift(depth)) & mask;
+}
+
+/* --- translation -------------------------------------------------------
+ * A map turns offsets into addresses: the address of each extent.  The
+ * owner's map has every extent it ever backed (the array is sized for the
+ * cap up front, so readers never see it move).
+ */
+struct tdb_map {
+	unsigned char **ext;
+	uint32_t nextents;     /* for checked maps (views) only */
+};
+
+static inline void *tdb_ptr(const struct tdb_map *m, uint64_t off)
+{
+	return m->ext[off >> TDBP_EXTENT_SHIFT] + (off & TDB_EXT_MASK);
+}
+
+static inline struct tdb_region_hdr *tdb_hdr(const struct tdb_map *m)
+{
+	return (struct tdb_region_hdr *)m->ext[0];
+}
+
+#endif

@@ -1,0 +1,516 @@
+/*
+ * table.c - the engine (a named set of tables) and the record operations
+ * put, get, lookup and del; also the limbo of freed offsets that wait for
+ * a grace period before the allocator may reuse them.
+ */
+#include "internal.h"
+
+struct tdbe_engine {
+	struct tdbp_mutex *lock;   /* the table list and names */
+	struct tdbe_table *tables; /* newest first */
+};
+
+/* --- limbo ------------------------------------------------------------- */
+
+static void limbo_reclaim(struct tdbe_table *t)
+{
+	uint32_t i;
+
+	if (!t->limbo.n)
+		return;
+	tdbp_rcu_synchronize();
+	for (i = 0; i < t->limbo.n; i++)
+		tdba_free(t, t->limbo.off[i]);
+	t->limbo.n = 0;
+	t->limbo.bytes = 0;
+}
+
+void tdb_retire(struct tdbe_table *t, uint64_t off)
+{
+	struct tdb_limbo *l = &t->limbo;
+
+	if (l->n == l->cap) {
+		uint32_t cap = l->cap ? l->cap * 2 : 256;
+		uint64_t *n = tdbp_alloc(sizeof(*n) * cap);
+
+		if (!n) {
+			/* No memory to remember it: wait for the readers
+			 * right here instead. */
+			limbo_reclaim(t);
+			tdbp_rcu_synchronize();
+			tdba_free(t, off);
+			return;
+		}
+		if (l->n)
+			memcpy(n, l->off, sizeof(*n) * l->n);
+		tdbp_free(l->off);
+		l->off = n;
+		l->cap = cap;
+	}
+	l->off[l->n++] = off;
+	l->bytes += tdba_usable(t, off);
+}
+
+/* Writers call this after each change: reclaim in batches, so one grace
+ * period is shared by thousands of frees. */
+static void limbo_maybe_reclaim(struct tdbe_table *t)
+{
+	if (t->limbo.n >= TDB_LIMBO_BATCH ||
+	    t->limbo.bytes >= TDBP_EXTENT_SIZE * 4)
+		limbo_reclaim(t);
+}
+
+uint64_t tdb_alloc_reclaim(struct tdbe_table *t, size_t size)
+{
+	uint64_t off = tdba_alloc(t, size);
+
+	if (!off && t->limbo.n) {
+		limbo_reclaim(t);
+		off = tdba_alloc(t, size);
+	}
+	return off;
+}
+
+/* --- tables ------------------------------------------------------------ */
+
+static int check_name(const char *name, struct tdbe_extack *ext)
+{
+	size_t i;
+
+	if (!name || !name[0]) {
+		TDB_EXTACK(ext, "table name is empty");
+		return -EINVAL;
+	}
+	for (i = 0; name[i]; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (i >= TDBE_NAME_MAX) {
+			TDB_EXTACK(ext, "table name is longer than 64 bytes");
+			return -ENAMETOOLONG;
+		}
+		if (c < 0x21 || c == 0x7f || c == '/') {
+			TDB_EXTACK(ext, "table name has a space, control "
+					"character or '/'");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static struct tdbe_table *find_table(struct tdbe_engine *e, const char *name)
+{
+	struct tdbe_table *t;
+
+	for (t = e->tables; t; t = t->next)
+		if (!strcmp_tdb(t->name, name))
+			return t;
+	return NULL;
+}
+
+static void table_free(struct tdbe_table *t)
+{
+	/* No handle is left, so no reader can be inside this table; the
+	 * limbo needs no grace period, the region just goes. */
+	tdbp_free(t->limbo.off);
+	tdbr_destroy(t);
+	if (t->wlock)
+		tdbp_mutex_destroy(t->wlock);
+	tdbp_free(t);
+}
+
+static void table_unref(struct tdbe_table *t)
+{
+	if (tdb_fetch_sub(&t->refs, 1) == 1)
+		table_free(t);
+}
+
+static int table_new(const char *name, const struct tdbe_table_opts *opts,
+		     struct tdbe_table **out, struct tdbe_extack *ext)
+{
+	unsigned int max = opts && opts->max_extents ? opts->max_extents
+						     : TDBE_EXTENTS_DEFAULT;
+	struct tdbe_table *t;
+	int err;
+
+	if (max > TDBE_EXTENTS_MAX) {
+		TDB_EXTACK(ext, "max_extents is over TDBE_EXTENTS_MAX (32768)");
+		return -EINVAL;
+	}
+	if (max < 1) {
+		TDB_EXTACK(ext, "max_extents must be at least 1");
+		return -EINVAL;
+	}
+	t = tdbp_alloc(sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	memcpy(t->name, name, strlen_tdb(name) + 1);
+	t->refs = 1;
+	t->max_extents = max;
+	tdba_init_classes(t->class_pages);
+	t->wlock = tdbp_mutex_create();
+	if (!t->wlock) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = tdbr_init(t, name, ext);
+	if (err)
+		goto fail;
+	err = tdbi_init(t);
+	if (err) {
+		TDB_EXTACK(ext, "no room for the index root");
+		goto fail;
+	}
+	*out = t;
+	return 0;
+fail:
+	table_free(t);
+	return err;
+}
+
+struct tdbe_engine *tdbe_engine_new(int *err)
+{
+	struct tdbe_engine *e = tdbp_alloc(sizeof(*e));
+
+	if (!e) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	e->lock = tdbp_mutex_create();
+	if (!e->lock) {
+		tdbp_free(e);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	return e;
+}
+
+void tdbe_engine_free(struct tdbe_engine *e)
+{
+	struct tdbe_table *t, *next;
+
+	if (!e)
+		return;
+	for (t = e->tables; t; t = next) {
+		next = t->next;
+		table_unref(t);
+	}
+	tdbp_mutex_destroy(e->lock);
+	tdbp_free(e);
+}
+
+int tdbe_table_create(struct tdbe_engine *e, const char *name,
+		      const struct tdbe_table_opts *opts,
+		      struct tdbe_extack *ext)
+{
+	struct tdbe_table *t;
+	int err = check_name(name, ext);
+
+	if (err)
+		return err;
+	tdbp_mutex_lock(e->lock);
+	if (find_table(e, name)) {
+		TDB_EXTACK(ext, "a table with this name exists");
+		err = -EEXIST;
+		goto out;
+	}
+	err = table_new(name, opts, &t, ext);
+	if (err)
+		goto out;
+	t->engine = e;
+	t->next = e->tables;
+	e->tables = t;
+	tdbp_log(TDBP_LOG_INFO, "table %s: created, cap %u extents, %s pages",
+		 name, t->max_extents,
+		 tdbp_region_page_size(t->region) == TDBP_EXTENT_SIZE
+			 ? "2 MiB huge" : "4 KiB");
+out:
+	tdbp_mutex_unlock(e->lock);
+	return err;
+}
+
+int tdbe_table_drop(struct tdbe_engine *e, const char *name,
+		    struct tdbe_extack *ext)
+{
+	struct tdbe_table **pp, *t = NULL;
+
+	tdbp_mutex_lock(e->lock);
+	for (pp = &e->tables; *pp; pp = &(*pp)->next) {
+		if (!strcmp_tdb((*pp)->name, name)) {
+			t = *pp;
+			*pp = t->next;
+			t->next = NULL;
+			t->dropped = true;
+			break;
+		}
+	}
+	tdbp_mutex_unlock(e->lock);
+	if (!t) {
+		TDB_EXTACK(ext, "no table with this name");
+		return -ENOENT;
+	}
+	table_unref(t);
+	return 0;
+}
+
+int tdbe_table_open(struct tdbe_engine *e, const char *name,
+		    struct tdbe_table **out, struct tdbe_extack *ext)
+{
+	struct tdbe_table *t;
+
+	tdbp_mutex_lock(e->lock);
+	t = name ? find_table(e, name) : NULL;
+	if (t)
+		tdb_fetch_add(&t->refs, 1);
+	tdbp_mutex_unlock(e->lock);
+	if (!t) {
+		TDB_EXTACK(ext, "no table with this name");
+		return -ENOENT;
+	}
+	*out = t;
+	return 0;
+}
+
+void tdbe_table_close(struct tdbe_table *t)
+{
+	if (t)
+		table_unref(t);
+}
+
+void tdbe_table_stat(struct tdbe_table *t, struct tdbe_table_stat *st)
+{
+	struct tdb_region_hdr *h = tdb_hdr(&t->map);
+
+	tdbp_mutex_lock(t->wlock);
+	st->records = h->nrecords;
+	st->bytes_used = h->bytes_used;
+	st->bytes_allocated = h->bytes_allocated;
+	st->bytes_pending = t->limbo.bytes;
+	st->extents = h->nextents;
+	st->max_extents = t->max_extents;
+	st->page_size = tdbp_region_page_size(t->region);
+	st->index_nodes = h->index_nodes;
+	st->index_buckets = h->index_buckets;
+	tdbp_mutex_unlock(t->wlock);
+}
+
+int tdbe_table_list(struct tdbe_engine *e,
+		    int (*fn)(void *arg, const char *name,
+			      const struct tdbe_table_stat *st),
+		    void *arg)
+{
+	struct tdbe_table *t, **all;
+	struct tdbe_table_stat st;
+	size_t n = 0, i;
+	int ret = 0;
+
+	/* Snapshot the list with references, then call fn unlocked so it may
+	 * use the engine itself. */
+	tdbp_mutex_lock(e->lock);
+	for (t = e->tables; t; t = t->next)
+		n++;
+	all = tdbp_alloc(sizeof(*all) * (n ? n : 1));
+	if (!all) {
+		tdbp_mutex_unlock(e->lock);
+		return -ENOMEM;
+	}
+	for (t = e->tables, i = n; t; t = t->next) {
+		tdb_fetch_add(&t->refs, 1);
+		all[--i] = t;          /* creation order */
+	}
+	tdbp_mutex_unlock(e->lock);
+	for (i = 0; i < n; i++) {
+		if (!ret) {
+			tdbe_table_stat(all[i], &st);
+			ret = fn(arg, all[i]->name, &st);
+		}
+		table_unref(all[i]);
+	}
+	tdbp_free(all);
+	return ret;
+}
+
+const char *tdbe_table_name(const struct tdbe_table *t)
+{
+	return t->name;
+}
+
+int tdbe_table_fd(const struct tdbe_table *t)
+{
+	return tdbp_region_fd(t->region);
+}
+
+/* --- records ----------------------------------------------------------- */
+
+static int check_key(const void *key, size_t klen, struct tdbe_extack *ext)
+{
+	if (!key || klen < TDBE_KEY_MIN) {
+		TDB_EXTACK(ext, "key is empty");
+		return -EINVAL;
+	}
+	if (klen > TDBE_KEY_MAX) {
+		TDB_EXTACK(ext, "key is longer than TDBE_KEY_MAX (4096 bytes)");
+		return -E2BIG;
+	}
+	return 0;
+}
+
+static inline void make_key(const struct tdbe_table *t, struct tdb_key *k,
+			    const void *key, size_t klen)
+{
+	k->data = key;
+	k->len = klen;
+	k->hash = tdbp_hash64(key, klen, tdb_hdr(&t->map)->seed);
+}
+
+int tdbe_put(struct tdbe_table *t, const void *key, size_t klen,
+	     const void *val, size_t vlen, unsigned int flags,
+	     struct tdbe_extack *ext)
+{
+	struct tdb_region_hdr *h;
+	struct tdb_key k;
+	struct tdb_rec *r;
+	uint64_t rec, old;
+	int err = check_key(key, klen, ext);
+
+	if (err)
+		return err;
+	if (vlen > TDBE_VALUE_MAX) {
+		TDB_EXTACK(ext, "value is longer than TDBE_VALUE_MAX (1 MiB)");
+		return -E2BIG;
+	}
+	if (vlen && !val) {
+		TDB_EXTACK(ext, "value is NULL");
+		return -EINVAL;
+	}
+	if (flags & ~(unsigned int)TDBE_NOOVERWRITE) {
+		TDB_EXTACK(ext, "unknown put flag");
+		return -EINVAL;
+	}
+	make_key(t, &k, key, klen);
+
+	tdbp_mutex_lock(t->wlock);
+	h = tdb_hdr(&t->map);
+	rec = tdb_alloc_reclaim(t, sizeof(*r) + klen + vlen);
+	if (!rec) {
+		err = -ENOSPC;
+		goto nospace;
+	}
+	/* Fill the record completely before the index publishes it. */
+	r = tdb_ptr(&t->map, rec);
+	r->klen = (uint32_t)klen;
+	r->vlen = (uint32_t)vlen;
+	memcpy(r->data, key, klen);
+	if (vlen)
+		memcpy(r->data + klen, val, vlen);
+	err = tdbi_insert(t, &k, rec, flags & TDBE_NOOVERWRITE, &old);
+	if (err) {
+		tdba_free(t, rec);     /* never published */
+		if (err == -EEXIST)
+			TDB_EXTACK(ext, "key exists and no-overwrite was asked");
+		else
+			goto nospace;
+		goto out;
+	}
+	if (old) {
+		const struct tdb_rec *o = tdb_ptr(&t->map, old);
+
+		h->bytes_used -= o->klen + o->vlen;
+		tdb_retire(t, old);
+	} else {
+		h->nrecords++;
+	}
+	h->bytes_used += klen + vlen;
+	limbo_maybe_reclaim(t);
+	goto out;
+nospace:
+	if (h->nextents >= t->max_extents)
+		TDB_EXTACK(ext, "table is full: at its max_extents cap");
+	else
+		TDB_EXTACK(ext, "host memory for the table ran out");
+	err = h->nextents >= t->max_extents ? -ENOSPC : -ENOMEM;
+out:
+	tdbp_mutex_unlock(t->wlock);
+	return err;
+}
+
+int tdbe_del(struct tdbe_table *t, const void *key, size_t klen,
+	     struct tdbe_extack *ext)
+{
+	struct tdb_region_hdr *h;
+	struct tdb_key k;
+	uint64_t rec;
+	int err = check_key(key, klen, ext);
+
+	if (err)
+		return err;
+	make_key(t, &k, key, klen);
+	tdbp_mutex_lock(t->wlock);
+	h = tdb_hdr(&t->map);
+	rec = tdbi_remove(t, &k);
+	if (rec) {
+		const struct tdb_rec *r = tdb_ptr(&t->map, rec);
+
+		h->nrecords--;
+		h->bytes_used -= r->klen + r->vlen;
+		tdb_retire(t, rec);
+		limbo_maybe_reclaim(t);
+	} else {
+		TDB_EXTACK(ext, "no such key");
+		err = -ENOENT;
+	}
+	tdbp_mutex_unlock(t->wlock);
+	return err;
+}
+
+void tdbe_read_lock(void)
+{
+	tdbp_rcu_read_lock();
+}
+
+void tdbe_read_unlock(void)
+{
+	tdbp_rcu_read_unlock();
+}
+
+int tdbe_lookup(struct tdbe_table *t, const void *key, size_t klen,
+		const void **val, size_t *vlen)
+{
+	struct tdb_key k;
+	const struct tdb_rec *r;
+	uint64_t rec;
+
+	if (check_key(key, klen, NULL))
+		return check_key(key, klen, NULL);
+	make_key(t, &k, key, klen);
+	rec = tdbi_lookup(&t->map, &k);
+	if (!rec)
+		return -ENOENT;
+	r = tdb_ptr(&t->map, rec);
+	*val = r->data + r->klen;
+	*vlen = r->vlen;
+	return 0;
+}
+
+long tdbe_get(struct tdbe_table *t, const void *key, size_t klen,
+	      void *buf, size_t cap, size_t *need)
+{
+	const void *v;
+	size_t vlen;
+	long ret;
+
+	tdbp_rcu_read_lock();
+	ret = tdbe_lookup(t, key, klen, &v, &vlen);
+	if (!ret) {
+		if (need)
+			*need = vlen;
+		if (vlen > cap) {
+			ret = -ENOBUFS;
+		} else {
+			if (vlen)
+				memcpy(buf, v, vlen);
+			ret = (long)vlen;
+		}
+	}
+	tdbp_rcu_read_unlock();
+	return ret;
+}

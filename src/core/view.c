@@ -1,0 +1,131 @@
+/*
+ * view.c - looking keys up in a region mapped by someone else.
+ *
+ * The same walk as tdbi_lookup, but the region is not trusted: every
+ * offset is checked to lie, with the whole object it names, inside one
+ * of the extents the caller mapped, and the walk is bounded by the trie's
+ * depth, so a damaged region yields -EUCLEAN, never a wild read or a loop.
+ */
+#include "internal.h"
+
+/* Is [off, off + len) inside one mapped extent (and off non-zero)? */
+static bool in_view(const struct tdbe_view *v, uint64_t off, uint64_t len)
+{
+	uint64_t e = off >> TDBP_EXTENT_SHIFT;
+
+	return off && e < v->nextents && len <= TDBP_EXTENT_SIZE &&
+	       (off & TDB_EXT_MASK) + len <= TDBP_EXTENT_SIZE;
+}
+
+static const void *vptr(const struct tdbe_view *v, uint64_t off)
+{
+	return (const unsigned char *)v->ext[off >> TDBP_EXTENT_SHIFT] +
+	       (off & TDB_EXT_MASK);
+}
+
+uint32_t tdbe_view_extents(const void *extent0)
+{
+	const struct tdb_region_hdr *h = extent0;
+
+	return tdb_load_acquire(&h->nextents);
+}
+
+int tdbe_view_check(const struct tdbe_view *v, struct tdbe_extack *ext)
+{
+	const struct tdb_region_hdr *h;
+
+	if (!v || !v->ext || v->nextents < 1 || !v->ext[0]) {
+		TDB_EXTACK(ext, "view has no extents");
+		return -EINVAL;
+	}
+	h = v->ext[0];
+	if (h->magic != TDB_REGION_MAGIC) {
+		TDB_EXTACK(ext, "not a tdb region (bad magic)");
+		return -EUCLEAN;
+	}
+	if (h->version != TDB_LAYOUT_VERSION) {
+		TDB_EXTACK(ext, "region layout version is not supported");
+		return -EUCLEAN;
+	}
+	if (h->root_slots != TDBI_ROOT_SLOTS ||
+	    !in_view(v, h->root, sizeof(uint64_t) * TDBI_ROOT_SLOTS)) {
+		TDB_EXTACK(ext, "region's index root is out of bounds");
+		return -EUCLEAN;
+	}
+	if (tdb_load_acquire(&h->nextents) > v->nextents) {
+		TDB_EXTACK(ext, "region has more extents than the view maps");
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+static int view_bucket(const struct tdbe_view *v, uint64_t off,
+		       const struct tdb_key *k, const void **val, size_t *vlen)
+{
+	const struct tdbi_bucket *b;
+	uint32_t i, n;
+
+	if (!in_view(v, off, sizeof(*b)))
+		return -EUCLEAN;
+	b = vptr(v, off);
+	n = tdb_load_acquire(&b->count);
+	if (n > b->cap ||
+	    !in_view(v, off, sizeof(*b) + (uint64_t)n * sizeof(b->e[0])))
+		return -EUCLEAN;
+	for (i = 0; i < n; i++) {
+		const struct tdb_rec *r;
+		uint64_t rec;
+
+		if (tdb_load_relaxed(&b->e[i].hash) != k->hash)
+			continue;
+		rec = tdb_load_acquire(&b->e[i].rec);
+		if (!rec)
+			continue;
+		if (!in_view(v, rec, sizeof(*r)))
+			return -EUCLEAN;
+		r = vptr(v, rec);
+		if (r->klen > TDBE_KEY_MAX || r->vlen > TDBE_VALUE_MAX ||
+		    !in_view(v, rec, sizeof(*r) + (uint64_t)r->klen + r->vlen))
+			return -EUCLEAN;
+		if (r->klen == k->len && !memcmp(r->data, k->data, k->len)) {
+			*val = r->data + r->klen;
+			*vlen = r->vlen;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int tdbe_view_lookup(const struct tdbe_view *v, const void *key, size_t klen,
+		     const void **val, size_t *vlen)
+{
+	const struct tdb_region_hdr *h;
+	struct tdb_key k;
+	uint64_t slot;
+	unsigned int depth;
+	int err = tdbe_view_check(v, NULL);
+
+	if (err)
+		return err;
+	if (!key || klen < TDBE_KEY_MIN || klen > TDBE_KEY_MAX)
+		return -EINVAL;
+	h = v->ext[0];
+	k.data = key;
+	k.len = klen;
+	k.hash = tdbp_hash64(key, klen, h->seed);
+	slot = tdb_load_acquire(&((const uint64_t *)vptr(v, h->root))
+					[tdbi_slot_index(k.hash, 0)]);
+	for (depth = 1; slot & TDBI_NODE_TAG; depth++) {
+		uint64_t off = slot & ~TDBI_NODE_TAG;
+
+		if (depth > TDBI_MAX_DEPTH ||
+		    !in_view(v, off, sizeof(struct tdbi_node)))
+			return -EUCLEAN;
+		slot = tdb_load_acquire(&((const struct tdbi_node *)
+					  vptr(v, off))->slot[
+					  tdbi_slot_index(k.hash, depth)]);
+	}
+	if (!slot)
+		return -ENOENT;
+	return view_bucket(v, slot, &k, val, vlen);
+}

@@ -1,0 +1,320 @@
+/*
+ * user.c - the user-space home of the engine (see src/core/platform.h):
+ * memfd-backed regions with hugetlb when the host has hugepages, pthread
+ * mutexes, liburcu (memb flavour) for RCU, libxxhash, and a log sink.
+ */
+#define _LGPL_SOURCE 1
+#include <urcu/urcu-memb.h>
+#include <xxhash.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <linux/memfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "platform.h"
+#include "user.h"
+
+/* --- log ------------------------------------------------------------- */
+
+static struct {
+	tdbp_log_fn *fn;
+	void *arg;
+} log_sink;
+
+void tdbp_set_log(tdbp_log_fn *fn, void *arg)
+{
+	log_sink.fn = fn;
+	log_sink.arg = arg;
+}
+
+void tdbp_log_stderr(void *arg, int level, const char *msg)
+{
+	if (level <= (int)(long)arg)
+		fprintf(stderr, "tdb: %s\n", msg);
+}
+
+void tdbp_log(int level, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!log_sink.fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_sink.fn(log_sink.arg, level, buf);
+}
+
+/* --- memory ------------------------------------------------------------ */
+
+void *tdbp_alloc(size_t size)
+{
+	return calloc(1, size);
+}
+
+void tdbp_free(void *ptr)
+{
+	free(ptr);
+}
+
+void *tdbp_pages_alloc(unsigned int order)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, TDBP_PAGE_SIZE, TDBP_PAGE_SIZE << order))
+		return NULL;
+	return p;
+}
+
+void tdbp_pages_free(void *pages, unsigned int order)
+{
+	(void)order;
+	free(pages);
+}
+
+/* --- regions ------------------------------------------------------------
+ * A region is one memfd, mapped extent by extent into an address range
+ * reserved (PROT_NONE) for the whole cap at creation, so extents are
+ * contiguous here and at offset i * 2 MiB in the file for other mappers.
+ * The page size is chosen when extent 0 is backed: a hugetlb memfd if
+ * mapping it works, else a normal one, and a log line says which.  A
+ * region never mixes the two, so once on hugepages, growth fails with
+ * -ENOMEM when the hugepage pool runs dry.
+ */
+struct tdbp_region {
+	int fd;
+	bool huge;
+	unsigned char *base;       /* 2 MiB aligned */
+	void *reserve;
+	size_t reserve_len;
+	unsigned int max, n;
+	char name[80];
+};
+
+static int map_extent(struct tdbp_region *r, unsigned int idx)
+{
+	off_t off = (off_t)idx * (off_t)TDBP_EXTENT_SIZE;
+	void *p;
+
+	if (ftruncate(r->fd, off + (off_t)TDBP_EXTENT_SIZE))
+		return -errno;
+	p = mmap(r->base + off, TDBP_EXTENT_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, r->fd, off);
+	if (p == MAP_FAILED) {
+		int err = -errno;
+
+		/* Give the file its old size back; the range stays reserved
+		 * because MAP_FIXED failed before replacing it... unless the
+		 * kernel unmapped it, so reserve it again to be sure. */
+		if (ftruncate(r->fd, off) == 0)
+			mmap(r->base + off, TDBP_EXTENT_SIZE, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
+			     MAP_NORESERVE, -1, 0);
+		return err;
+	}
+	return 0;
+}
+
+struct tdbp_region *tdbp_region_create(const char *name,
+				       unsigned int max_extents, int *err)
+{
+	struct tdbp_region *r = calloc(1, sizeof(*r));
+	uintptr_t a;
+
+	if (!r) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	snprintf(r->name, sizeof(r->name), "tdb:%s", name);
+	r->max = max_extents;
+	r->reserve_len = ((size_t)max_extents + 1) * TDBP_EXTENT_SIZE;
+	r->reserve = mmap(NULL, r->reserve_len, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r->reserve == MAP_FAILED) {
+		*err = -errno;
+		free(r);
+		return NULL;
+	}
+	a = ((uintptr_t)r->reserve + TDBP_EXTENT_SIZE - 1) &
+	    ~(uintptr_t)(TDBP_EXTENT_SIZE - 1);
+	r->base = (unsigned char *)a;
+	r->fd = memfd_create(r->name, MFD_CLOEXEC | MFD_HUGETLB | MFD_HUGE_2MB);
+	r->huge = r->fd >= 0;
+	if (r->fd < 0)
+		r->fd = memfd_create(r->name, MFD_CLOEXEC);
+	if (r->fd < 0) {
+		*err = -errno;
+		munmap(r->reserve, r->reserve_len);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static int fall_back_to_small_pages(struct tdbp_region *r, int why)
+{
+	int fd = memfd_create(r->name, MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	close(r->fd);
+	r->fd = fd;
+	r->huge = false;
+	tdbp_log(TDBP_LOG_WARNING,
+		 "%s: no 2 MiB hugepages (%s; see vm.nr_hugepages), "
+		 "falling back to 4 KiB pages", r->name, strerror(-why));
+	return 0;
+}
+
+void *tdbp_region_grow(struct tdbp_region *r, unsigned int idx, int *err)
+{
+	int e;
+
+	if (idx != r->n || idx >= r->max) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	e = map_extent(r, idx);
+	if (e && idx == 0 && r->huge) {
+		e = fall_back_to_small_pages(r, e);
+		if (!e)
+			e = map_extent(r, idx);
+	}
+	if (e) {
+		if (r->huge)
+			tdbp_log(TDBP_LOG_ERR, "%s: cannot back extent %u: "
+				 "the hugepage pool is exhausted (%s)",
+				 r->name, idx, strerror(-e));
+		*err = e == -ENOSPC || e == -EFBIG ? -ENOMEM : e;
+		return NULL;
+	}
+	if (idx == 0 && r->huge)
+		tdbp_log(TDBP_LOG_INFO, "%s: backed by 2 MiB hugepages",
+			 r->name);
+	r->n++;
+	return r->base + (size_t)idx * TDBP_EXTENT_SIZE;
+}
+
+void tdbp_region_destroy(struct tdbp_region *r)
+{
+	if (!r)
+		return;
+	munmap(r->reserve, r->reserve_len);
+	close(r->fd);
+	free(r);
+}
+
+size_t tdbp_region_page_size(const struct tdbp_region *r)
+{
+	return r->huge ? TDBP_EXTENT_SIZE : (size_t)sysconf(_SC_PAGESIZE);
+}
+
+int tdbp_region_fd(const struct tdbp_region *r)
+{
+	return r->fd;
+}
+
+/* --- locks ------------------------------------------------------------- */
+
+struct tdbp_mutex {
+	pthread_mutex_t m;
+};
+
+struct tdbp_mutex *tdbp_mutex_create(void)
+{
+	struct tdbp_mutex *m = malloc(sizeof(*m));
+
+	if (m)
+		pthread_mutex_init(&m->m, NULL);
+	return m;
+}
+
+void tdbp_mutex_destroy(struct tdbp_mutex *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_destroy(&m->m);
+	free(m);
+}
+
+void tdbp_mutex_lock(struct tdbp_mutex *m)
+{
+	pthread_mutex_lock(&m->m);
+}
+
+void tdbp_mutex_unlock(struct tdbp_mutex *m)
+{
+	pthread_mutex_unlock(&m->m);
+}
+
+/* --- RCU ----------------------------------------------------------------
+ * liburcu's memb flavour needs each reader thread registered.  Threads
+ * register on first use and unregister when they exit (a pthread key
+ * destructor), so callers never have to think about it.
+ */
+static pthread_key_t rcu_key;
+static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
+static __thread bool rcu_registered;
+
+static void rcu_thread_exit(void *unused)
+{
+	(void)unused;
+	if (rcu_registered) {
+		urcu_memb_unregister_thread();
+		rcu_registered = false;
+	}
+}
+
+static void rcu_key_init(void)
+{
+	pthread_key_create(&rcu_key, rcu_thread_exit);
+}
+
+static void rcu_register(void)
+{
+	pthread_once(&rcu_once, rcu_key_init);
+	urcu_memb_register_thread();
+	pthread_setspecific(rcu_key, (void *)1);
+	rcu_registered = true;
+}
+
+void tdbp_rcu_read_lock(void)
+{
+	if (__builtin_expect(!rcu_registered, 0))
+		rcu_register();
+	urcu_memb_read_lock();
+}
+
+void tdbp_rcu_read_unlock(void)
+{
+	urcu_memb_read_unlock();
+}
+
+void tdbp_rcu_synchronize(void)
+{
+	urcu_memb_synchronize_rcu();
+}
+
+/* --- misc --------------------------------------------------------------- */
+
+uint64_t tdbp_hash64(const void *data, size_t len, uint64_t seed)
+{
+	return XXH64(data, len, seed);
+}
+
+uint64_t tdbp_random_u64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+		v = (uint64_t)(uintptr_t)&v ^ (uint64_t)getpid() << 32;
+	return v;
+}
