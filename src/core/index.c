@@ -2,17 +2,19 @@
  * index.c - the full-key hash trie (see layout.h for its shape).
  *
  * Readers (tdbi_lookup, tdbi_next) run under RCU and never block: they
- * follow slots with acquire loads and confirm every hash match by
- * comparing the full key.  The writer (insert, remove) changes the trie
- * only in ways a concurrent reader cannot misread:
- *   - append an entry to a bucket, then publish the new count;
- *   - replace an entry's record with one release store;
- *   - tombstone an entry (record 0) with one release store;
- *   - reuse a tombstoned entry: hash first, then the record (a reader
- *     that sees a mix either skips it or compares a real key);
+ * follow slots and entries with acquire loads and confirm every tag match
+ * by comparing the full key.  The writer (insert, remove) changes the
+ * trie only by single release stores that a reader sees entirely or not
+ * at all:
+ *   - store an entry into a hole, or append one and then publish the new
+ *     count;
+ *   - replace an entry's record (same key) or clear it to a hole;
  *   - replace a whole bucket (burst or growth) by building the new nodes
- *     privately and publishing them with one release store of the slot;
- *     the old bucket is retired and freed after a grace period.
+ *     privately and publishing them with one store of the slot; the old
+ *     bucket is retired and freed after a grace period.
+ * Records never change once published, so an entry always names a
+ * consistent key, and the key's hash can be recomputed from it (bursts
+ * and the ordered walk do so; entries keep only a 24-bit tag).
  */
 #include "internal.h"
 
@@ -28,6 +30,13 @@ static inline bool rec_has_key(const struct tdb_map *m, uint64_t rec,
 	const struct tdb_rec *r = tdb_ptr(m, rec);
 
 	return r->klen == k->len && memcmp(r->data, k->data, k->len) == 0;
+}
+
+static inline uint64_t rec_hash(const struct tdb_map *m, uint64_t rec)
+{
+	const struct tdb_rec *r = tdb_ptr(m, rec);
+
+	return tdbp_hash64(r->data, r->klen, tdb_hdr(m)->seed);
 }
 
 int tdbi_key_cmp(uint64_t ha, const void *ka, size_t la,
@@ -64,13 +73,11 @@ uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k)
 	b = bucket_at(m, slot);
 	n = tdb_load_acquire(&b->count);
 	for (i = 0; i < n; i++) {
-		uint64_t rec;
+		uint64_t e = tdb_load_acquire(&b->e[i]);
 
-		if (tdb_load_relaxed(&b->e[i].hash) != k->hash)
-			continue;
-		rec = tdb_load_acquire(&b->e[i].rec);
-		if (rec && rec_has_key(m, rec, k))
-			return rec;
+		if (e && tdbi_entry_tag_is(e, k->hash) &&
+		    rec_has_key(m, tdbi_entry_rec(e), k))
+			return tdbi_entry_rec(e);
 	}
 	return 0;
 }
@@ -107,24 +114,26 @@ static uint64_t *find_slot(struct tdbe_table *t, uint64_t hash,
 	return slot;
 }
 
-static size_t bucket_size(uint32_t cap)
-{
-	return sizeof(struct tdbi_bucket) + cap * sizeof(struct tdbi_entry);
-}
+/* A live entry with its full hash, for rebuilding. */
+struct wide_entry {
+	uint64_t hash, e;
+};
 
-static uint64_t bucket_new(struct tdbe_table *t, const struct tdbi_entry *e,
+static uint64_t bucket_new(struct tdbe_table *t, const struct wide_entry *w,
 			   uint32_t n, uint32_t cap)
 {
-	uint64_t off = tdb_alloc_reclaim(t, bucket_size(cap));
+	uint64_t off = tdb_alloc_reclaim(t, sizeof(struct tdbi_bucket) +
+					       cap * sizeof(uint64_t));
 	struct tdbi_bucket *b;
+	uint32_t i;
 
 	if (!off)
 		return 0;
 	b = bucket_at(&t->map, off);
 	b->count = n;
 	b->cap = cap;
-	b->pad = 0;
-	memcpy(b->e, e, n * sizeof(*e));
+	for (i = 0; i < n; i++)
+		b->e[i] = w[i].e;
 	tdb_hdr(&t->map)->index_buckets++;
 	return off;
 }
@@ -158,11 +167,11 @@ static void subtree_discard(struct tdbe_table *t, uint64_t slot)
 
 /*
  * Build, privately, the subtree for n live entries whose slot sits in a
- * node at depth `depth`: one bucket if they fit (or no bits are left),
- * else a node one level down.  Returns the slot value, or 0 when out of
- * room (everything built so far is discarded).  e[] is reordered.
+ * node at depth `depth`: one bucket if they fit (or no hash bits are
+ * left), else a node one level down.  Returns the slot value, or 0 when
+ * out of room (everything built so far is discarded).  w[] is reordered.
  */
-static uint64_t build(struct tdbe_table *t, struct tdbi_entry *e, uint32_t n,
+static uint64_t build(struct tdbe_table *t, struct wide_entry *w, uint32_t n,
 		      unsigned int depth)
 {
 	struct tdbi_node *node;
@@ -174,8 +183,8 @@ static uint64_t build(struct tdbe_table *t, struct tdbi_entry *e, uint32_t n,
 		uint32_t cap = TDBI_BUCKET_CAP;
 
 		while (cap < n)
-			cap *= 2;
-		return bucket_new(t, e, n, cap);
+			cap = cap * 2 + 1;
+		return bucket_new(t, w, n, cap);
 	}
 	off = tdb_alloc_reclaim(t, sizeof(*node));
 	if (!off)
@@ -183,22 +192,21 @@ static uint64_t build(struct tdbe_table *t, struct tdbi_entry *e, uint32_t n,
 	node = tdb_ptr(&t->map, off);
 	memset(node, 0, sizeof(*node));
 	tdb_hdr(&t->map)->index_nodes++;
-	/* Sort entries into the new node's slots (a counting pass per slot
-	 * would be O(64n); a simple partition by slot index is enough). */
+	/* Partition w[] by slot index in the new node, in slot order. */
 	for (i = 0; i < TDBI_NODE_SLOTS && lo < n; i++) {
 		uint32_t j, hi = lo;
 
 		for (j = lo; j < n; j++) {
-			if (tdbi_slot_index(e[j].hash, d) == i) {
-				struct tdbi_entry tmp = e[hi];
+			if (tdbi_slot_index(w[j].hash, d) == i) {
+				struct wide_entry tmp = w[hi];
 
-				e[hi++] = e[j];
-				e[j] = tmp;
+				w[hi++] = w[j];
+				w[j] = tmp;
 			}
 		}
 		if (hi == lo)
 			continue;
-		node->slot[i] = build(t, e + lo, hi - lo, d);
+		node->slot[i] = build(t, w + lo, hi - lo, d);
 		if (!node->slot[i]) {
 			subtree_discard(t, off | TDBI_NODE_TAG);
 			return 0;
@@ -208,34 +216,33 @@ static uint64_t build(struct tdbe_table *t, struct tdbi_entry *e, uint32_t n,
 	return off | TDBI_NODE_TAG;
 }
 
-/*
- * Replace a full bucket by a subtree holding its live entries plus one
- * more.  The scratch array lives in private memory.
- */
+/* Replace a full bucket by a subtree holding its live entries plus one
+ * more.  The scratch array lives in private memory. */
 static int rebuild(struct tdbe_table *t, uint64_t *slot, unsigned int depth,
-		   const struct tdbi_entry *add)
+		   const struct wide_entry *add)
 {
 	struct tdbi_bucket *b = bucket_at(&t->map, *slot);
-	struct tdbi_entry stack_e[TDBI_BUCKET_CAP + 1], *e = stack_e;
+	struct wide_entry stack_w[TDBI_BUCKET_CAP + 1], *w = stack_w;
+	uint64_t sub, old = *slot;
 	uint32_t i, n = 0;
-	uint64_t sub;
 
-	if (b->cap + 1 > TDBI_BUCKET_CAP + 1) {
-		e = tdbp_alloc(sizeof(*e) * (b->cap + 1));
-		if (!e)
+	if (b->cap > TDBI_BUCKET_CAP) {
+		w = tdbp_alloc(sizeof(*w) * (b->cap + 1));
+		if (!w)
 			return -ENOMEM;
 	}
-	for (i = 0; i < b->count; i++)
-		if (b->e[i].rec)
-			e[n++] = b->e[i];
-	e[n++] = *add;
-	sub = build(t, e, n, depth);
-	if (e != stack_e)
-		tdbp_free(e);
+	for (i = 0; i < b->count; i++) {
+		if (!b->e[i])
+			continue;
+		w[n].hash = rec_hash(&t->map, tdbi_entry_rec(b->e[i]));
+		w[n++].e = b->e[i];
+	}
+	w[n++] = *add;
+	sub = build(t, w, n, depth);
+	if (w != stack_w)
+		tdbp_free(w);
 	if (!sub)
 		return -ENOSPC;
-	uint64_t old = *slot;
-
 	tdb_store_release(slot, sub);
 	bucket_retire(t, old);
 	return 0;
@@ -246,7 +253,7 @@ int tdbi_insert(struct tdbe_table *t, const struct tdb_key *k, uint64_t rec,
 {
 	unsigned int depth;
 	uint64_t *slot = find_slot(t, k->hash, &depth);
-	struct tdbi_entry add = { .hash = k->hash, .rec = rec };
+	struct wide_entry add = { k->hash, tdbi_entry(k->hash, rec) };
 	struct tdbi_bucket *b;
 	uint32_t i, hole = UINT32_MAX;
 
@@ -261,28 +268,28 @@ int tdbi_insert(struct tdbe_table *t, const struct tdb_key *k, uint64_t rec,
 	}
 	b = bucket_at(&t->map, *slot);
 	for (i = 0; i < b->count; i++) {
-		struct tdbi_entry *e = &b->e[i];
+		uint64_t e = b->e[i];
 
-		if (!e->rec) {
+		if (!e) {
 			if (hole == UINT32_MAX)
 				hole = i;
 			continue;
 		}
-		if (e->hash != k->hash || !rec_has_key(&t->map, e->rec, k))
+		if (!tdbi_entry_tag_is(e, k->hash) ||
+		    !rec_has_key(&t->map, tdbi_entry_rec(e), k))
 			continue;
 		if (nooverwrite)
 			return -EEXIST;
-		*old = e->rec;
-		tdb_store_release(&e->rec, rec);
+		*old = tdbi_entry_rec(e);
+		tdb_store_release(&b->e[i], add.e);
 		return 0;
 	}
 	if (hole != UINT32_MAX) {
-		tdb_store_relaxed(&b->e[hole].hash, k->hash);
-		tdb_store_release(&b->e[hole].rec, rec);
+		tdb_store_release(&b->e[hole], add.e);
 		return 0;
 	}
 	if (b->count < b->cap) {
-		b->e[b->count] = add;
+		b->e[b->count] = add.e;
 		tdb_store_release(&b->count, b->count + 1);
 		return 0;
 	}
@@ -301,14 +308,14 @@ uint64_t tdbi_remove(struct tdbe_table *t, const struct tdb_key *k)
 		return 0;
 	b = bucket_at(&t->map, *slot);
 	for (i = 0; i < b->count; i++) {
-		struct tdbi_entry *e = &b->e[i];
+		uint64_t e = b->e[i];
 
-		if (!e->rec)
+		if (!e)
 			continue;
-		if (!found && e->hash == k->hash &&
-		    rec_has_key(&t->map, e->rec, k)) {
-			found = e->rec;
-			tdb_store_release(&e->rec, 0);
+		if (!found && tdbi_entry_tag_is(e, k->hash) &&
+		    rec_has_key(&t->map, tdbi_entry_rec(e), k)) {
+			found = tdbi_entry_rec(e);
+			tdb_store_release(&b->e[i], 0);
 			continue;
 		}
 		live++;
@@ -325,7 +332,7 @@ uint64_t tdbi_remove(struct tdbe_table *t, const struct tdb_key *k)
 }
 
 /* --- ordered walk -------------------------------------------------------
- * Entries are ordered by (hash, key).  The trie is ordered by hash (slot
+ * Records are ordered by (hash, key).  The trie is ordered by hash (slot
  * indexes come from the hash's high bits down), so the successor of a
  * bound is found by descending along the bound's hash and moving right.
  */
@@ -334,56 +341,51 @@ struct next_best {
 	const struct tdb_rec *r;
 };
 
-static bool entry_after(const struct tdb_map *m, uint64_t hash, uint64_t rec,
-			const struct tdb_key *bound, struct next_best *best)
+static void consider(const struct tdb_map *m, uint64_t rec,
+		     const struct tdb_key *bound, struct next_best *best)
 {
 	const struct tdb_rec *r = tdb_ptr(m, rec);
+	uint64_t hash = tdbp_hash64(r->data, r->klen, tdb_hdr(m)->seed);
 
 	if (bound && tdbi_key_cmp(hash, r->data, r->klen,
 				  bound->hash, bound->data, bound->len) <= 0)
-		return false;
-	if (best->rec && tdbi_key_cmp(hash, r->data, r->klen,
-				      best->hash, best->r->data,
-				      best->r->klen) >= 0)
-		return false;
-	/* An entry being reused under us can pair one key's hash with
-	 * another's record; such an entry never belongs to a key present
-	 * for the whole walk, so it is safe to skip it. */
-	if (tdbp_hash64(r->data, r->klen, tdb_hdr(m)->seed) != hash)
-		return false;
+		return;
+	if (best->rec && tdbi_key_cmp(hash, r->data, r->klen, best->hash,
+				      best->r->data, best->r->klen) >= 0)
+		return;
 	best->rec = rec;
 	best->hash = hash;
 	best->r = r;
-	return true;
 }
 
 static bool next_in(const struct tdb_map *m, uint64_t slot,
 		    unsigned int depth, const struct tdb_key *bound,
 		    struct next_best *best)
 {
+	const struct tdbi_bucket *b;
+	uint32_t i, cnt;
+
 	if (!slot)
 		return false;
 	if (slot & TDBI_NODE_TAG) {
 		const struct tdbi_node *node = tdb_ptr(m, slot & ~TDBI_NODE_TAG);
 		unsigned int n = depth ? TDBI_NODE_SLOTS : TDBI_ROOT_SLOTS;
-		unsigned int i = bound ? tdbi_slot_index(bound->hash, depth) : 0;
+		unsigned int j = bound ? tdbi_slot_index(bound->hash, depth) : 0;
 		bool first = true;
 
-		for (; i < n; i++, first = false)
-			if (next_in(m, tdb_load_acquire(&node->slot[i]),
+		for (; j < n; j++, first = false)
+			if (next_in(m, tdb_load_acquire(&node->slot[j]),
 				    depth + 1, first ? bound : NULL, best))
 				return true;
 		return false;
 	}
-	const struct tdbi_bucket *b = bucket_at(m, slot);
-	uint32_t i, cnt = tdb_load_acquire(&b->count);
-
+	b = bucket_at(m, slot);
+	cnt = tdb_load_acquire(&b->count);
 	for (i = 0; i < cnt; i++) {
-		uint64_t h = tdb_load_relaxed(&b->e[i].hash);
-		uint64_t rec = tdb_load_acquire(&b->e[i].rec);
+		uint64_t e = tdb_load_acquire(&b->e[i]);
 
-		if (rec)
-			entry_after(m, h, rec, bound, best);
+		if (e)
+			consider(m, tdbi_entry_rec(e), bound, best);
 	}
 	return best->rec != 0;
 }
@@ -392,9 +394,8 @@ uint64_t tdbi_next(const struct tdb_map *m, const struct tdb_key *bound,
 		   uint64_t *hash)
 {
 	struct next_best best = { 0, 0, NULL };
-	uint64_t root = tdb_hdr(m)->root;
 
-	next_in(m, root | TDBI_NODE_TAG, 0, bound, &best);
+	next_in(m, tdb_hdr(m)->root | TDBI_NODE_TAG, 0, bound, &best);
 	*hash = best.hash;
 	return best.rec;
 }

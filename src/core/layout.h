@@ -95,37 +95,58 @@ struct tdb_rec {
  * The root node has TDBI_ROOT_SLOTS slots chosen by the top 12 bits of
  * the hash; each interior node below it has 64 slots chosen by the next
  * 6 bits.  A slot holds 0 (empty), the offset of a node with bit 0 set,
- * or the offset of a bucket.  Buckets hold up to `cap` entries (hash,
- * record offset); a full bucket bursts into a node one level down, except
- * at TDBI_MAX_DEPTH where it grows instead.  The hash only steers: every
- * match is confirmed by comparing the full key in the record.
+ * or the offset of a bucket.  A bucket is one 64-byte cache line of up to
+ * 7 entries; a full bucket bursts into a node one level down, except at
+ * TDBI_MAX_DEPTH where it is copied into a bigger bucket instead.
  *
- * Deleting an entry stores record 0 (a tombstone) in place, so a delete
- * never needs memory; an insert reuses a tombstone before appending.
+ * An entry is one 64-bit word, so it is published, replaced and cleared
+ * atomically: the low 40 bits are the record offset / 16 (records are
+ * 16-byte aligned; 40 bits reach 16 TiB), the high 24 bits a tag from the
+ * hash's low bits, which lets a lookup skip most non-matching records.
+ * The tag only steers: every match is confirmed by comparing the full key
+ * stored in the record.  Entry 0 is a hole: deleting stores 0 in place,
+ * so a delete never needs memory; an insert fills a hole before
+ * appending.
  */
 #define TDBI_ROOT_BITS   12
 #define TDBI_ROOT_SLOTS  (1u << TDBI_ROOT_BITS)
 #define TDBI_NODE_BITS   6
 #define TDBI_NODE_SLOTS  (1u << TDBI_NODE_BITS)
 #define TDBI_MAX_DEPTH   8          /* interior levels below the root */
-#define TDBI_BUCKET_CAP  8
+#define TDBI_BUCKET_CAP  7          /* 8-byte header + 7 entries = 64 B */
 #define TDBI_NODE_TAG    1ull
+#define TDBI_REC_BITS    40
+#define TDBI_REC_MASK    ((1ull << TDBI_REC_BITS) - 1)
 
 struct tdbi_node {
 	uint64_t slot[TDBI_NODE_SLOTS];
 };
 
-struct tdbi_entry {
-	uint64_t hash;
-	uint64_t rec;          /* 0 = tombstone */
+struct tdbi_bucket {
+	uint32_t count;        /* entries in use (live or hole) */
+	uint32_t cap;          /* 7, 15, 31, ... */
+	uint64_t e[];
 };
 
-struct tdbi_bucket {
-	uint32_t count;        /* entries in use (live or tombstone) */
-	uint32_t cap;
-	uint64_t pad;
-	struct tdbi_entry e[];
-};
+static inline uint64_t tdbi_tag(uint64_t hash)
+{
+	return hash << TDBI_REC_BITS;      /* low 24 bits of the hash */
+}
+
+static inline uint64_t tdbi_entry(uint64_t hash, uint64_t rec)
+{
+	return tdbi_tag(hash) | rec >> 4;
+}
+
+static inline uint64_t tdbi_entry_rec(uint64_t e)
+{
+	return (e & TDBI_REC_MASK) << 4;
+}
+
+static inline bool tdbi_entry_tag_is(uint64_t e, uint64_t hash)
+{
+	return (e & ~TDBI_REC_MASK) == tdbi_tag(hash);
+}
 
 /* Bit position of the slot index at a given depth (root = depth 0). */
 static inline unsigned int tdbi_shift(unsigned int depth)

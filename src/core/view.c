@@ -74,13 +74,11 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 		return -EUCLEAN;
 	for (i = 0; i < n; i++) {
 		const struct tdb_rec *r;
-		uint64_t rec;
+		uint64_t e = tdb_load_acquire(&b->e[i]), rec;
 
-		if (tdb_load_relaxed(&b->e[i].hash) != k->hash)
+		if (!e || !tdbi_entry_tag_is(e, k->hash))
 			continue;
-		rec = tdb_load_acquire(&b->e[i].rec);
-		if (!rec)
-			continue;
+		rec = tdbi_entry_rec(e);
 		if (!in_view(v, rec, sizeof(*r)))
 			return -EUCLEAN;
 		r = vptr(v, rec);
