@@ -276,21 +276,21 @@ void tdbe_table_close(struct tdbe_table *t)
 		table_unref(t);
 }
 
+/* Lock-free: each counter is read on its own, so a stat taken while a
+ * writer runs may mix values from just before and just after a change. */
 void tdbe_table_stat(struct tdbe_table *t, struct tdbe_table_stat *st)
 {
 	struct tdb_region_hdr *h = tdb_hdr(&t->map);
 
-	tdbp_mutex_lock(t->wlock);
-	st->records = h->nrecords;
-	st->bytes_used = h->bytes_used;
-	st->bytes_allocated = h->bytes_allocated;
-	st->bytes_pending = t->limbo.bytes;
-	st->extents = h->nextents;
+	st->records = tdb_load_relaxed(&h->nrecords);
+	st->bytes_used = tdb_load_relaxed(&h->bytes_used);
+	st->bytes_allocated = tdb_load_relaxed(&h->bytes_allocated);
+	st->bytes_pending = tdb_load_relaxed(&t->limbo.bytes);
+	st->extents = tdb_load_acquire(&h->nextents);
 	st->max_extents = t->max_extents;
 	st->page_size = tdbp_region_page_size(t->region);
-	st->index_nodes = h->index_nodes;
-	st->index_buckets = h->index_buckets;
-	tdbp_mutex_unlock(t->wlock);
+	st->index_nodes = tdb_load_relaxed(&h->index_nodes);
+	st->index_buckets = tdb_load_relaxed(&h->index_buckets);
 }
 
 int tdbe_table_list(struct tdbe_engine *e,
