@@ -800,6 +800,82 @@ test_destroy_frees_all(void **state)
 }
 
 /*
+ * Small requests get one page at a time while the pool is small, then
+ * chunks of 1/16-1/8 of the pool up to grow_order; big requests get the
+ * order they need.
+ */
+static void
+test_growth(void **state)
+{
+	struct tdbe_pool *p = tdbe_pool_create(&cache, 0);
+	unsigned int max_order = 0, prev_order = 0, n_order0 = 1;
+	long allocs = plat.allocs;
+	char *o;
+
+	(void)state;
+	assert_non_null(p);
+	assert_int_equal(cache.grow_order, TDBE_POOL_GROW_ORDER);
+	while (p->pages < 8192) {               /* 32 MiB of 64 B objects */
+		size_t before = p->pages;
+
+		o = tdbe_pool_alloc(p, 64);
+		assert_non_null(o);
+		*(long *)o = 1;
+		if (plat.allocs == allocs)
+			continue;
+		allocs = plat.allocs;
+		/* A new chunk: order 0 below 16 pages, then 1/16..1/8. */
+		if (before < 16) {
+			assert_int_equal(plat.last_order, 0);
+			n_order0++;
+		} else {
+			assert_true(((size_t)8 << plat.last_order) <= before);
+			assert_true(((size_t)16 << plat.last_order) > before
+				    || plat.last_order == TDBE_POOL_GROW_ORDER);
+		}
+		assert_true(plat.last_order >= prev_order);
+		prev_order = plat.last_order;
+		if (plat.last_order > max_order)
+			max_order = plat.last_order;
+	}
+	assert_int_equal(n_order0, 16);
+	assert_int_equal(max_order, TDBE_POOL_GROW_ORDER);
+
+	/* A big request still gets just the order it needs. */
+	while (tdbe_pool_room(p) >= 5000)
+		tdbe_pool_alloc(p, 64);
+	o = tdbe_pool_alloc(p, 5000);
+	assert_non_null(o);
+	assert_int_equal(plat.last_order, 1);
+	tdbe_pool_free(p, o, 5000);
+
+	/* A growth chunk that cannot be had falls back to one page. */
+	while (tdbe_pool_room(p) >= 64)
+		tdbe_pool_alloc(p, 64);
+	cache.limit = cache.held + 1;
+	o = tdbe_pool_alloc(p, 64);
+	assert_non_null(o);
+	assert_int_equal(plat.last_order, 0);
+	cache.limit = 0;
+	tdbe_pool_destroy(p);
+
+	/* grow_order 0: one page at a time, like TfwPool. */
+	cache.grow_order = 0;
+	p = tdbe_pool_create(&cache, 0);
+	assert_non_null(p);
+	allocs = plat.allocs;
+	for (int i = 0; i < 100000; i++) {
+		o = tdbe_pool_alloc(p, 64);
+		assert_non_null(o);
+		if (plat.allocs != allocs)
+			assert_int_equal(plat.last_order, 0);
+		allocs = plat.allocs;
+	}
+	assert_true(p->pages > 1000);
+	tdbe_pool_destroy(p);
+}
+
+/*
  * A random mix of every operation against a model of the live blocks:
  * blocks never overlap, keep their contents, and are aligned.
  */
@@ -843,10 +919,17 @@ blk_cmp(const void *a, const void *b)
 }
 
 static void
-model_check(struct blk *live, int n)
+model_check(const struct tdbe_pool *p, struct blk *live, int n)
 {
 	static struct blk sorted[4096];
+	const struct tdbe_pool_chunk *c;
+	size_t pages = 0;
 	int m = 0;
+
+	/* The pool's page count matches its chunk list. */
+	for (c = p->curr; c; c = c->next)
+		pages += (size_t)1 << c->order;
+	assert_int_equal(pages, p->pages);
 
 	for (int i = 0; i < n; i++) {
 		assert_true(check(live[i].p, live[i].n, live[i].seed));
@@ -936,9 +1019,9 @@ test_random_model(void **state)
 			total += sz;
 		}
 		if (step % 997 == 0)
-			model_check(live, n);
+			model_check(p, live, n);
 	}
-	model_check(live, n);
+	model_check(p, live, n);
 	tdbe_pool_destroy(p);
 }
 
@@ -963,6 +1046,7 @@ main(void)
 		T(test_alloc_failure),
 		T(test_page_limit),
 		T(test_destroy_frees_all),
+		T(test_growth),
 		T(test_random_model),
 	};
 

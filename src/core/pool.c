@@ -50,6 +50,7 @@ tdbe_pool_cache_init(struct tdbe_pool_cache *c, unsigned int cap)
 	c->cap = cap;
 	c->held = 0;
 	c->limit = 0;
+	c->grow_order = TDBE_POOL_GROW_ORDER;
 	return 0;
 }
 
@@ -134,6 +135,7 @@ tdbe_pool_create(struct tdbe_pool_cache *cache, size_t hint)
 	p->end = (char *)c + (TDBP_PAGE_SIZE << order);
 	p->curr = c;
 	p->cache = cache;
+	p->pages = (size_t)1 << order;
 	return p;
 }
 
@@ -154,11 +156,30 @@ tdbe_pool_destroy(struct tdbe_pool *p)
 }
 
 /*
- * n does not fit in the current chunk: take a chunk big enough for it and
- * make it current.  The old chunk keeps its offset, and its tail stays
- * unused until this new chunk is freed empty and popped.  The data of a
- * new chunk starts right after its 16-byte header, which suits both
- * aligned and unaligned requests.
+ * Order of the next chunk for a small request (one that fits in a page):
+ * 0 below 16 pages, then floor(log2(pages)) - 3, so the new chunk is
+ * 1/16 to 1/8 of the pool, capped by the cache's grow_order.
+ */
+static unsigned int
+pool_grow_order(const struct tdbe_pool *p)
+{
+	unsigned int lg, cap = p->cache->grow_order;
+
+	if (p->pages < 16 || !cap)
+		return 0;
+	lg = (unsigned int)(sizeof(unsigned long) * 8 - 1)
+	     - (unsigned int)__builtin_clzl((unsigned long)p->pages);
+	if (cap > TDBE_POOL_ORDER_MAX)
+		cap = TDBE_POOL_ORDER_MAX;
+	return lg - 3 < cap ? lg - 3 : cap;
+}
+
+/*
+ * n does not fit in the current chunk: take a new chunk (big enough for n,
+ * see Growth in pool.h) and make it current.  The old chunk keeps its
+ * offset, and its tail stays unused until this new chunk is freed empty
+ * and popped.  The data of a new chunk starts right after its 16-byte
+ * header, which suits both aligned and unaligned requests.
  */
 void *
 __tdbe_pool_alloc_slow(struct tdbe_pool *p, size_t n)
@@ -169,9 +190,18 @@ __tdbe_pool_alloc_slow(struct tdbe_pool *p, size_t n)
 	if (n > POOL_CHUNK_MAX - sizeof(*c))
 		return NULL;
 	order = pool_order(sizeof(*c) + n);
+	if (!order)
+		order = pool_grow_order(p);
 	c = pool_pages_get(p->cache, order);
-	if (tdb_unlikely(!c))
-		return NULL;
+	if (tdb_unlikely(!c)) {
+		/* A growth chunk may be what failed: one page may not. */
+		if (!order || (sizeof(*c) + n > TDBP_PAGE_SIZE))
+			return NULL;
+		order = 0;
+		c = pool_pages_get(p->cache, 0);
+		if (!c)
+			return NULL;
+	}
 	c->next = p->curr;
 	c->order = order;
 	c->off = 0;
@@ -180,6 +210,7 @@ __tdbe_pool_alloc_slow(struct tdbe_pool *p, size_t n)
 	p->curr = c;
 	p->pos = (char *)(c + 1) + n;
 	p->end = (char *)c + (TDBP_PAGE_SIZE << order);
+	p->pages += (size_t)1 << order;
 	return c + 1;
 }
 
@@ -196,6 +227,7 @@ __tdbe_pool_pop(struct tdbe_pool *p)
 	p->curr = prev;
 	p->pos = (char *)prev + prev->off;
 	p->end = (char *)prev + (TDBP_PAGE_SIZE << prev->order);
+	p->pages -= (size_t)1 << c->order;
 	pool_pages_put(p->cache, c, c->order);
 }
 
@@ -248,6 +280,7 @@ tdbe_pool_realloc(struct tdbe_pool *p, void *ptr, size_t old_n, size_t new_n)
 		/* The old chunk held only this block, and it is not the first
 		 * chunk (whose data starts after the descriptor): drop it. */
 		p->curr->next = oc->next;
+		p->pages -= (size_t)1 << oc->order;
 		pool_pages_put(p->cache, oc, oc->order);
 	}
 	return r;
