@@ -64,6 +64,7 @@
 #include "loops.h"
 
 size_t bp_n = 20 * 1000 * 1000;
+uint64_t bp_cpu_ns;
 
 void
 bp_fail(void)
@@ -330,7 +331,8 @@ child(const char *peer, const char *cname, const char *n)
 	ns = cases[c].fn[p]();
 	getrusage(RUSAGE_SELF, &ru1);
 
-	printf("%" PRIu64 " %ld\n", ns, ru1.ru_minflt - ru0.ru_minflt);
+	printf("%" PRIu64 " %" PRIu64 " %ld\n", ns, bp_cpu_ns,
+	       ru1.ru_minflt - ru0.ru_minflt);
 	fflush(stdout);
 	if (p == P_OURS)
 		tdbe_pool_cache_destroy(&bp_cache);
@@ -341,22 +343,28 @@ child(const char *peer, const char *cname, const char *n)
 	return 0;
 }
 
-/* Run one child; its elapsed ns, or 0 if it failed; *flt: page faults. */
-static uint64_t
-spawn(int p, int c, long *flt)
+/* One run of one cell. */
+struct sample {
+	uint64_t wall, cpu;     /* ns; wall == 0: the run failed */
+	long faults;            /* minor page faults of the case */
+};
+
+/* Run one child. */
+static struct sample
+spawn(int p, int c)
 {
-	char nbuf[32], out[64];
+	struct sample sm = { 0, 0, 0 };
+	char nbuf[32], out[128];
 	int fd[2], st;
-	uint64_t ns;
 	ssize_t len = 0, r;
 	pid_t pid;
 
 	snprintf(nbuf, sizeof(nbuf), "%zu", bp_n);
 	if (pipe(fd))
-		return 0;
+		return sm;
 	pid = fork();
 	if (pid < 0)
-		return 0;
+		return sm;
 	if (pid == 0) {
 		char *argv[] = { "tdb-bench-pool", "--child",
 				 (char *)peer_name[p], (char *)cases[c].name,
@@ -374,11 +382,11 @@ spawn(int p, int c, long *flt)
 		len += r;
 	close(fd[0]);
 	out[len] = 0;
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
-		return 0;
-	if (sscanf(out, "%" SCNu64 " %ld", &ns, flt) != 2)
-		return 0;
-	return ns;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)
+	    || sscanf(out, "%" SCNu64 " %" SCNu64 " %ld", &sm.wall, &sm.cpu,
+		      &sm.faults) != 3)
+		sm.wall = 0;
+	return sm;
 }
 
 /* ------------------------------------------------------------------------
@@ -392,18 +400,60 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Median of the runs, or 0 if any run failed. */
+/* Median of the runs (wall or CPU time), or 0 if any run failed. */
 static double
-median(uint64_t *v, int n)
+median(const struct sample *v, int n, int use_cpu)
 {
 	uint64_t s[n];
 
-	memcpy(s, v, sizeof(s));
+	for (int i = 0; i < n; i++) {
+		if (!v[i].wall)
+			return 0;
+		s[i] = use_cpu ? v[i].cpu : v[i].wall;
+	}
 	qsort(s, (size_t)n, sizeof(s[0]), cmp_u64);
-	if (!s[0])
-		return 0;
 	return n & 1 ? (double)s[n / 2]
 		     : ((double)s[n / 2 - 1] + (double)s[n / 2]) / 2;
+}
+
+static int case_on[NCASES], peer_on[NPEERS];
+
+/*
+ * One table, a row per case and a column per peer: med / ops (ns per
+ * allocation), med / 1e6 (ms), or, with ratio, med of the peer / med of
+ * ours.
+ */
+enum { T_NS, T_MS, T_RATIO };
+
+static void
+table(const char *title, double med[][NPEERS], int kind)
+{
+	printf("\n%s\n%-18s", title, "case");
+	for (int p = kind == T_RATIO; p < NPEERS; p++)
+		if (peer_on[p])
+			printf("%9s", peer_name[p]);
+	printf("\n");
+	for (int c = 0; c < NCASES; c++) {
+		if (!case_on[c])
+			continue;
+		printf("%-18s", cases[c].label);
+		for (int p = kind == T_RATIO; p < NPEERS; p++) {
+			if (!peer_on[p])
+				continue;
+			if (!cases[c].fn[p])
+				printf("%9s", "n/a");
+			else if (!med[c][p] || (kind == T_RATIO
+						&& !med[c][P_OURS]))
+				printf("%9s", "FAIL");
+			else if (kind == T_RATIO)
+				printf("%9.2f", med[c][p] / med[c][P_OURS]);
+			else if (kind == T_MS)
+				printf("%9.1f", med[c][p] / 1e6);
+			else
+				printf("%9.2f", med[c][p] / (double)case_ops(c));
+		}
+		printf("\n");
+	}
 }
 
 static void
@@ -487,15 +537,12 @@ usage(void)
 int
 main(int argc, char **argv)
 {
-	int runs = 5, cpu = -1, raw = 0;
-	int case_on[NCASES] = { 0 }, peer_on[NPEERS] = { 0 };
-	int any_case = 0, any_peer = 0;
+	int runs = 5, cpu = -1, raw = 0, any_case = 0, any_peer = 0;
 	double scale = 1.0, load[3];
-	static uint64_t res[16][NPEERS][64];
-	static double med[16][NPEERS];
-	static long flt[16][NPEERS][64];
+	static struct sample res[NCASES][NPEERS][64];
+	static double wall[NCASES][NPEERS], cput[NCASES][NPEERS];
 	struct utsname un;
-	char model[128];
+	char model[128], title[128];
 	size_t sp;
 
 	if (argc == 5 && !strcmp(argv[1], "--child"))
@@ -560,11 +607,10 @@ main(int argc, char **argv)
 	uname(&un);
 	sp = gslice_spacing();
 	printf("tdb-bench-pool: N = %zu (scale %g), %d fresh process%s per"
-	       " cell, median ns per allocation\n", bp_n, scale, runs,
-	       runs > 1 ? "es" : "");
+	       " cell, medians\n", bp_n, scale, runs, runs > 1 ? "es" : "");
 	printf("machine: %s, %ld CPUs, %s %s%s\n", model,
 	       sysconf(_SC_NPROCESSORS_ONLN), un.sysname, un.release,
-	       cpu >= 0 ? ", pinned" : "");
+	       cpu >= 0 ? ", pinned to one CPU" : "");
 	printf("peers: glibc %s, GLib %u.%u.%u, boost %s, APR %s\n",
 	       gnu_get_libc_version(), glib_major_version, glib_minor_version,
 	       glib_micro_version, boost_version(), apr_version_string());
@@ -585,8 +631,8 @@ main(int argc, char **argv)
 			for (int p = 0; p < NPEERS; p++) {
 				if (!peer_on[p] || !cases[c].fn[p])
 					continue;
-				res[c][p][r] = spawn(p, c, &flt[c][p][r]);
-				if (!res[c][p][r])
+				res[c][p][r] = spawn(p, c);
+				if (!res[c][p][r].wall)
 					fprintf(stderr, "%s %s: FAILED\n",
 						cases[c].name, peer_name[p]);
 			}
@@ -595,91 +641,42 @@ main(int argc, char **argv)
 
 	for (int c = 0; c < NCASES; c++)
 		for (int p = 0; p < NPEERS; p++)
-			if (case_on[c] && peer_on[p] && cases[c].fn[p])
-				med[c][p] = median(res[c][p], runs);
-
-	printf("\nns per allocation (median of %d)\n%-18s", runs, "case");
-	for (int p = 0; p < NPEERS; p++)
-		if (peer_on[p])
-			printf("%9s", peer_name[p]);
-	printf("\n");
-	for (int c = 0; c < NCASES; c++) {
-		if (!case_on[c])
-			continue;
-		printf("%-18s", cases[c].label);
-		for (int p = 0; p < NPEERS; p++) {
-			if (!peer_on[p])
-				continue;
-			if (!cases[c].fn[p])
-				printf("%9s", "n/a");
-			else if (!med[c][p])
-				printf("%9s", "FAIL");
-			else
-				printf("%9.2f", med[c][p] / (double)case_ops(c));
-		}
-		printf("\n");
-	}
-
-	if (peer_on[P_OURS]) {
-		printf("\nratio peer/ours (> 1: ours is faster)\n%-18s", "case");
-		for (int p = 1; p < NPEERS; p++)
-			if (peer_on[p])
-				printf("%9s", peer_name[p]);
-		printf("\n");
-		for (int c = 0; c < NCASES; c++) {
-			if (!case_on[c])
-				continue;
-			printf("%-18s", cases[c].label);
-			for (int p = 1; p < NPEERS; p++) {
-				if (!peer_on[p])
-					continue;
-				if (!cases[c].fn[p])
-					printf("%9s", "n/a");
-				else if (!med[c][p] || !med[c][P_OURS])
-					printf("%9s", "FAIL");
-				else
-					printf("%9.2f",
-					       med[c][p] / med[c][P_OURS]);
+			if (case_on[c] && peer_on[p] && cases[c].fn[p]) {
+				wall[c][p] = median(res[c][p], runs, 0);
+				cput[c][p] = median(res[c][p], runs, 1);
 			}
-			printf("\n");
-		}
-	}
 
-	printf("\nmilliseconds per case (median; the seed's unit)\n%-18s",
-	       "case");
-	for (int p = 0; p < NPEERS; p++)
-		if (peer_on[p])
-			printf("%9s", peer_name[p]);
-	printf("\n");
-	for (int c = 0; c < NCASES; c++) {
-		if (!case_on[c])
-			continue;
-		printf("%-18s", cases[c].label);
-		for (int p = 0; p < NPEERS; p++) {
-			if (!peer_on[p])
-				continue;
-			if (!cases[c].fn[p])
-				printf("%9s", "n/a");
-			else if (!med[c][p])
-				printf("%9s", "FAIL");
-			else
-				printf("%9.1f", med[c][p] / 1e6);
-		}
-		printf("\n");
-	}
+	snprintf(title, sizeof(title),
+		 "wall clock, ns per allocation (median of %d)", runs);
+	table(title, wall, T_NS);
+	if (peer_on[P_OURS])
+		table("wall clock, ratio peer/ours (> 1: ours is faster)",
+		      wall, T_RATIO);
+	snprintf(title, sizeof(title),
+		 "CPU time (user + system), ns per allocation (median of %d)",
+		 runs);
+	table(title, cput, T_NS);
+	if (peer_on[P_OURS])
+		table("CPU time, ratio peer/ours (> 1: ours is faster)", cput,
+		      T_RATIO);
+	table("wall clock, ms per case (median; the seed's unit)", wall,
+	      T_MS);
 
 	if (raw) {
-		printf("\nsamples: ms (page faults of the case process)\n");
+		printf("\nsamples: wall ms / CPU ms (page faults of the case"
+		       " process)\n");
 		for (int c = 0; c < NCASES; c++)
 			for (int p = 0; p < NPEERS; p++) {
 				if (!case_on[c] || !peer_on[p]
 				    || !cases[c].fn[p])
 					continue;
-				printf("%-12s %-7s", cases[c].name,
+				printf("%-10s %-6s", cases[c].name,
 				       peer_name[p]);
 				for (int r = 0; r < runs; r++)
-					printf(" %7.1f (%6ld)",
-					       res[c][p][r] / 1e6, flt[c][p][r]);
+					printf(" %6.1f/%6.1f (%ld)",
+					       res[c][p][r].wall / 1e6,
+					       res[c][p][r].cpu / 1e6,
+					       res[c][p][r].faults);
 				printf("\n");
 			}
 	}
