@@ -24,8 +24,10 @@
  * page: profiling the alloc-only benchmark showed a pool of hundreds of
  * MB spending most of its time getting single pages from the platform
  * (in user space one posix_memalign per page, which also faults in a
- * wasted page for its own header).  The tail given up when a chunk is
- * abandoned stays below 1/8 of the pool for the same reason.
+ * wasted page for its own header).  What growth costs is memory: the
+ * unused end of the newest chunk, less than 1/8 of the pool.  (A tail
+ * abandoned by a request that did not fit is always smaller than that
+ * request, with or without growth.)
  *
  * Freeing is stack-like: only the last allocation is really freed; any
  * other free is a silent no-op and the memory comes back at destroy.  A
@@ -83,8 +85,8 @@
  * large request.  Not thread-safe (see above).
  *
  * Fields are public so callers and tests can read the counters; change
- * them only through the functions below, except `limit', which may be
- * set at any time.
+ * them only through the functions below, except `limit' and
+ * `grow_order', which may be set at any time.
  */
 struct tdbe_pool_cache {
 	unsigned int count;      /* pages in pages[] now */
