@@ -572,7 +572,7 @@ static void test_value_limits(void **state)
 {
 	struct tdbe_table *t = mk("vals", 0);
 	struct tdbe_extack ext;
-	unsigned char *v = malloc(TDBE_VALUE_MAX + 1);
+	unsigned char *v = malloc(TDBE_VALUE_MAX + 8);
 	unsigned char *buf = malloc(TDBE_VALUE_MAX + 1);
 	struct tdbe_table_stat st;
 	size_t need;
@@ -582,7 +582,7 @@ static void test_value_limits(void **state)
 	(void)state;
 	assert_non_null(v);
 	assert_non_null(buf);
-	fill(v, TDBE_VALUE_MAX + 1, 2);
+	fill(v, TDBE_VALUE_MAX + 8, 2);
 
 	/* Empty value: present, length 0. */
 	put_ok(t, "empty", 5, v, 0);
