@@ -14,7 +14,8 @@
  * reused inside a section is caught.  Stable keys (never deleted, only
  * replaced) must come back from every cursor scan exactly once; other
  * keys at most once.  Two thirds into the run the table is dropped while
- * every thread keeps using its handle.
+ * every thread keeps using its handle.  Meanwhile another thread
+ * creates, fills, lists and drops side tables.
  *
  * TDB_CONC_SECONDS=<s> sets the run time (default 4).
  */
@@ -384,6 +385,73 @@ static void *cursor_thread(void *arg)
 	return cs;
 }
 
+/* Other tables come and go (engine mutex, table list) meanwhile. */
+struct tstats { uint64_t cycles, listed; };
+static struct tdbe_engine *g_e;
+
+static int list_cb(void *arg, const char *name,
+		   const struct tdbe_table_stat *st)
+{
+	uint64_t *n = arg;
+
+	if (!name || !st || !name[0])
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+static void *table_churn(void *arg)
+{
+	struct tstats *ts = calloc(1, sizeof(*ts));
+	struct tdbe_table_opts o = { .max_extents = 2 };
+	struct tdbe_extack ext = { 0 };
+	struct tdbe_table *t;
+	char name[32], val[64];
+	int rc;
+
+	(void)arg;
+	while (!stopped()) {
+		uint64_t i = ts->cycles++;
+
+		snprintf(name, sizeof(name), "side-%u", (unsigned)(i % 4));
+		rc = tdbe_table_create(g_e, name, &o, &ext);
+		if (rc && rc != -EEXIST) {
+			fail("side table create: %d", rc);
+			break;
+		}
+		rc = tdbe_table_open(g_e, name, &t, &ext);
+		if (rc) {
+			fail("side table open: %d", rc);
+			break;
+		}
+		snprintf(val, sizeof(val), "cycle %llu", (unsigned long long)i);
+		rc = tdbe_put(t, "k", 1, val, strlen(val), 0, &ext);
+		if (!rc) {
+			char buf[64];
+			size_t need;
+			long n = tdbe_get(t, "k", 1, buf, sizeof(buf), &need);
+
+			if (n != (long)strlen(val) || memcmp(buf, val, n))
+				rc = -EBADMSG;
+		}
+		if (rc) {
+			fail("side table put/get: %d", rc);
+			break;
+		}
+		if (tdbe_table_list(g_e, list_cb, &ts->listed) < 0) {
+			fail("table_list passed a bad entry");
+			break;
+		}
+		/* Drop every other cycle while still holding the handle. */
+		if (i % 2 && (rc = tdbe_table_drop(g_e, name, &ext))) {
+			fail("side table drop: %d", rc);
+			break;
+		}
+		tdbe_table_close(t);
+	}
+	return ts;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -399,7 +467,8 @@ int main(void)
 	struct tdbe_table_opts o = { 0 };
 	struct tdbe_extack ext = { 0 };
 	struct tdbe_engine *e;
-	pthread_t wt[NWRITERS], rg, rl, ct;
+	pthread_t wt[NWRITERS], rg, rl, ct, tt;
+	struct tstats *ts;
 	struct wstats *ws[NWRITERS];
 	struct rstats *rgs, *rls;
 	struct cstats *cs;
@@ -409,7 +478,7 @@ int main(void)
 	long i;
 
 	tdbp_set_log(tdbp_log_stderr, (void *)(long)TDBP_LOG_ERR);
-	e = tdbe_engine_new(&err);
+	e = g_e = tdbe_engine_new(&err);
 	if (!e) {
 		fprintf(stderr, "engine_new: %d\n", err);
 		return 1;
@@ -439,6 +508,7 @@ int main(void)
 	pthread_create(&rg, NULL, reader_get, NULL);
 	pthread_create(&rl, NULL, reader_lookup, NULL);
 	pthread_create(&ct, NULL, cursor_thread, NULL);
+	pthread_create(&tt, NULL, table_churn, NULL);
 
 	while (!stopped() && now() - t0 < secs) {
 		usleep(20000);
@@ -456,19 +526,21 @@ int main(void)
 	pthread_join(rg, (void **)&rgs);
 	pthread_join(rl, (void **)&rls);
 	pthread_join(ct, (void **)&cs);
+	pthread_join(tt, (void **)&ts);
 
 	printf("%.1f s: writers %" PRIu64 "+%" PRIu64 " puts, %" PRIu64 "+%"
 	       PRIu64 " dels; get %" PRIu64 " found %" PRIu64 " absent %"
 	       PRIu64 " enobufs; lookup %" PRIu64 " found %" PRIu64
-	       " absent; cursor %" PRIu64 " scans %" PRIu64 " records\n",
+	       " absent; cursor %" PRIu64 " scans %" PRIu64 " records; "
+	       "side tables %" PRIu64 " cycles\n",
 	       now() - t0, ws[0]->puts, ws[1]->puts, ws[0]->dels, ws[1]->dels,
 	       rgs->found, rgs->enoent, rgs->enobufs, rls->found, rls->enoent,
-	       cs->scans, cs->records);
+	       cs->scans, cs->records, ts->cycles);
 	if (!g_failed) {
 		/* Sanity: the run really exercised every path. */
 		if (!ws[0]->puts || !ws[1]->puts || !ws[0]->dels ||
 		    !rgs->found || !rgs->enoent || !rls->found ||
-		    !rls->enoent || cs->scans < 2)
+		    !rls->enoent || cs->scans < 2 || ts->cycles < 10)
 			fail("a thread made no progress");
 	}
 	if (!g_failed) {
@@ -501,6 +573,7 @@ int main(void)
 	free(rgs);
 	free(rls);
 	free(cs);
+	free(ts);
 	free(v);
 	if (g_failed) {
 		fprintf(stderr, "test_concurrency: FAILED: %s\n", g_failmsg);

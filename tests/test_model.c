@@ -401,6 +401,12 @@ static void check_stat(struct tab *tb)
 	      ", model %" PRIu64, tb->name, st.bytes_used, tb->m.bytes);
 	CHECK(st.extents <= st.max_extents, "%s: extents %u > max %u",
 	      tb->name, st.extents, st.max_extents);
+	CHECK(st.extents >= 1, "%s: no extents", tb->name);
+	CHECK(st.bytes_allocated >= st.bytes_used, "%s: bytes_allocated %"
+	      PRIu64 " < bytes_used %" PRIu64, tb->name, st.bytes_allocated,
+	      st.bytes_used);
+	CHECK(st.page_size == 4096 || st.page_size == 2097152,
+	      "%s: page_size %" PRIu64, tb->name, st.page_size);
 	CHECK(st.max_extents == (tb->max_extents ? tb->max_extents
 						 : TDBE_EXTENTS_DEFAULT),
 	      "%s: max_extents %u", tb->name, st.max_extents);
