@@ -13,9 +13,10 @@
  * re-check the bytes at the end of their read-side section, so memory
  * reused inside a section is caught.  Stable keys (never deleted, only
  * replaced) must come back from every cursor scan exactly once; other
- * keys at most once.  Two thirds into the run the table is dropped while
- * every thread keeps using its handle.  Meanwhile another thread
- * creates, fills, lists and drops side tables.
+ * keys at most once.  Most keys are first inserted while the readers
+ * run, so the index grows under them.  Two thirds into the run the
+ * table is dropped while every thread keeps using its handle.
+ * Meanwhile another thread creates, fills, lists and drops side tables.
  *
  * TDB_CONC_SECONDS=<s> sets the run time (default 4).
  */
@@ -34,7 +35,8 @@
 #include "core.h"
 #include "user.h"
 
-#define NKEYS      4096u
+#define NKEYS      32768u
+#define NINITIAL   2048u           /* present before the threads start */
 #define NSTABLE    256u            /* keys [0, NSTABLE) are never deleted */
 #define VMAGIC     0x76616c75u     /* "valu" */
 #define VMAX       6000u
@@ -488,8 +490,9 @@ int main(void)
 		fprintf(stderr, "create/open: %d (%s)\n", rc, ext.msg);
 		return 1;
 	}
-	/* Every key present at version 1 to start with. */
-	for (id = 0; id < NKEYS; id++) {
+	/* The first keys present at version 1 to start with; the rest are
+	 * inserted while readers run (so buckets burst under them). */
+	for (id = 0; id < NINITIAL; id++) {
 		struct ckey k;
 		size_t n = make_value(v, id, 1);
 
