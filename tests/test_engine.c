@@ -340,18 +340,21 @@ static void test_bad_names(void **state)
 	memset(maxname, 'm', TDBE_NAME_MAX);
 	maxname[TDBE_NAME_MAX] = 0;
 
-	/* The header: "-EINVAL for a bad name".  Check them all, then fail
-	 * listing every deviation. */
+	/* The header: -ENAMETOOLONG for a name over TDBE_NAME_MAX, -EINVAL
+	 * for any other bad name.  Check them all, then fail listing every
+	 * deviation. */
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int want = bad[i] == longname ? -ENAMETOOLONG : -EINVAL;
+
 		ext.msg = NULL;
 		rc = tdbe_table_create(g_e, bad[i], &o, &ext);
-		if (rc != -EINVAL) {
+		if (rc != want) {
 			print_error("create of bad name #%zu '%.12s%s' (%zu "
-				    "bytes): %d %s, expected -EINVAL\n", i,
+				    "bytes): %d %s, expected %d\n", i,
 				    bad[i] ? bad[i] : "(NULL)",
 				    bad[i] && strlen(bad[i]) > 12 ? "..." : "",
 				    bad[i] ? strlen(bad[i]) : 0, rc,
-				    tdbe_strerror(rc));
+				    tdbe_strerror(rc), want);
 			nbad++;
 		}
 		if (rc >= 0 || !ext.msg) {

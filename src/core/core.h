@@ -28,8 +28,9 @@
 
 #include "platform.h"
 
-/* Limits.  Anything beyond them is refused with -EINVAL (or -E2BIG for
- * sizes), never truncated. */
+/* Limits.  Anything beyond them is refused (-E2BIG for key and value
+ * sizes, -EINVAL for an empty key, -ENAMETOOLONG for a long table name),
+ * never truncated. */
 #define TDBE_KEY_MIN        1u
 #define TDBE_KEY_MAX        4096u            /* bytes */
 #define TDBE_VALUE_MAX      (1u << 20)       /* 1 MiB */
@@ -66,7 +67,9 @@ struct tdbe_engine *tdbe_engine_new(int *err);
 /* Frees every table; no handle may be in use. */
 void tdbe_engine_free(struct tdbe_engine *e);
 
-/* -EEXIST if the name is taken, -EINVAL for a bad name or option. */
+/* -EEXIST if the name is taken, -ENAMETOOLONG for a name over
+ * TDBE_NAME_MAX, -EINVAL for another bad name (empty, a space, a control
+ * character or '/') or a bad option. */
 int tdbe_table_create(struct tdbe_engine *e, const char *name,
 		      const struct tdbe_table_opts *opts,
 		      struct tdbe_extack *ext);

@@ -249,7 +249,7 @@ static int rebuild(struct tdbe_table *t, uint64_t *slot, unsigned int depth,
 }
 
 int tdbi_insert(struct tdbe_table *t, const struct tdb_key *k, uint64_t rec,
-		bool nooverwrite, uint64_t *old)
+		uint64_t *old)
 {
 	unsigned int depth;
 	uint64_t *slot = find_slot(t, k->hash, &depth);
@@ -278,8 +278,6 @@ int tdbi_insert(struct tdbe_table *t, const struct tdb_key *k, uint64_t rec,
 		if (!tdbi_entry_tag_is(e, k->hash) ||
 		    !rec_has_key(&t->map, tdbi_entry_rec(e), k))
 			continue;
-		if (nooverwrite)
-			return -EEXIST;
 		*old = tdbi_entry_rec(e);
 		tdb_store_release(&b->e[i], add.e);
 		return 0;

@@ -78,9 +78,10 @@ struct tdb_key {
 };
 int tdbi_init(struct tdbe_table *t);
 uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k);
-/* Insert or replace; *old gets the replaced record (0 if none). */
+/* Insert or replace; *old gets the replaced record (0 if none).
+ * -ENOSPC / -ENOMEM when a bucket must burst and there is no room. */
 int tdbi_insert(struct tdbe_table *t, const struct tdb_key *k, uint64_t rec,
-		bool nooverwrite, uint64_t *old);
+		uint64_t *old);
 /* Tombstone the key's entry; returns its record or 0. */
 uint64_t tdbi_remove(struct tdbe_table *t, const struct tdb_key *k);
 /* The first live record whose (hash, key) is greater than the bound

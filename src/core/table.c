@@ -390,6 +390,13 @@ int tdbe_put(struct tdbe_table *t, const void *key, size_t klen,
 
 	tdbp_mutex_lock(t->wlock);
 	h = tdb_hdr(&t->map);
+	/* A no-overwrite put of a present key must say -EEXIST even when the
+	 * table is full, so look before allocating. */
+	if ((flags & TDBE_NOOVERWRITE) && tdbi_lookup(&t->map, &k)) {
+		TDB_EXTACK(ext, "key exists and no-overwrite was asked");
+		err = -EEXIST;
+		goto out;
+	}
 	rec = tdb_alloc_reclaim(t, sizeof(*r) + klen + vlen);
 	if (!rec) {
 		err = -ENOSPC;
@@ -402,14 +409,10 @@ int tdbe_put(struct tdbe_table *t, const void *key, size_t klen,
 	memcpy(r->data, key, klen);
 	if (vlen)
 		memcpy(r->data + klen, val, vlen);
-	err = tdbi_insert(t, &k, rec, flags & TDBE_NOOVERWRITE, &old);
+	err = tdbi_insert(t, &k, rec, &old);
 	if (err) {
 		tdba_free(t, rec);     /* never published */
-		if (err == -EEXIST)
-			TDB_EXTACK(ext, "key exists and no-overwrite was asked");
-		else
-			goto nospace;
-		goto out;
+		goto nospace;
 	}
 	if (old) {
 		const struct tdb_rec *o = tdb_ptr(&t->map, old);

@@ -8,12 +8,14 @@
  */
 #include "internal.h"
 
-/* Is [off, off + len) inside one mapped extent (and off non-zero)? */
+/* Is [off, off + len) inside one mapped extent, off non-zero and aligned
+ * as every object in a region is (16 bytes)? */
 static bool in_view(const struct tdbe_view *v, uint64_t off, uint64_t len)
 {
 	uint64_t e = off >> TDBP_EXTENT_SHIFT;
 
-	return off && e < v->nextents && len <= TDBP_EXTENT_SIZE &&
+	return off && !(off & 15) && e < v->nextents &&
+	       len <= TDBP_EXTENT_SIZE &&
 	       (off & TDB_EXT_MASK) + len <= TDBP_EXTENT_SIZE;
 }
 
