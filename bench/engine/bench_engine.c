@@ -668,19 +668,54 @@ static long read_long(const char *path)
 	return v;
 }
 
-/* The 1-minute load average: other work on the machine skews figures. */
-static double loadavg(void)
-{
-	FILE *f = fopen("/proc/loadavg", "r");
-	double v = -1;
+/*
+ * Other work on the machine skews the figures: measure it.  cpu_sample()
+ * reads the busy and total CPU time of the whole machine (/proc/stat) and
+ * this process's own CPU time; the difference is everybody else's.
+ */
+struct cpu_sample {
+	double busy, total, steal, self;        /* seconds */
+};
 
+static void cpu_sample(struct cpu_sample *c)
+{
+	unsigned long long v[8] = { 0 };
+	double hz = (double)sysconf(_SC_CLK_TCK);
+	struct timespec ts;
+	FILE *f = fopen("/proc/stat", "r");
+
+	memset(c, 0, sizeof(*c));
 	if (f) {
-		if (fscanf(f, "%lf", &v) != 1)
-			v = -1;
+		if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+			   &v[7]) != 8)
+			memset(v, 0, sizeof(v));
 		fclose(f);
 	}
-	return v;
+	/* user nice system idle iowait irq softirq steal */
+	c->busy = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
+	c->total = c->busy + (v[3] + v[4]) / hz;
+	c->steal = v[7] / hz;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	c->self = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+/* Share of the machine's CPU time used by others between a and b, and
+ * the share stolen by the hypervisor; -1 if unknown. */
+static double cpu_others(const struct cpu_sample *a,
+			 const struct cpu_sample *b, double *steal)
+{
+	double total = b->total - a->total;
+	double o;
+
+	*steal = total > 0 ? (b->steal - a->steal) / total : -1;
+	if (total <= 0)
+		return -1;
+	o = (b->busy - a->busy - (b->self - a->self)) / total;
+	return o < 0 ? 0 : o;
+}
+
+static struct cpu_sample cpu_at_start;
 
 static void print_header(void)
 {
@@ -701,9 +736,19 @@ static void print_header(void)
 	printf("  machine   %s, nproc %d, kernel %s, vm.nr_hugepages %ld\n",
 	       cpu, CPU_COUNT(&set), u.release,
 	       read_long("/proc/sys/vm/nr_hugepages"));
-	printf("  load avg  %.2f at start%s\n", loadavg(),
-	       loadavg() > 0.5 ? " - other work is running: figures will be "
-	       "noisy" : "");
+	{
+		struct cpu_sample a, b;
+		double steal, o;
+
+		cpu_sample(&a);
+		usleep(300000);
+		cpu_sample(&b);
+		o = cpu_others(&a, &b, &steal);
+		if (o >= 0)
+			printf("  others    other processes used %.0f%% of the "
+			       "CPUs just before the start%s\n", o * 100,
+			       o > 0.1 ? " - the figures will be noisy" : "");
+	}
 	printf("  build     gcc %s%s%s\n", __VERSION__,
 #ifdef __OPTIMIZE__
 	       ", optimised",
@@ -731,6 +776,8 @@ static void print_header(void)
 static void print_results(double secs)
 {
 	const struct tdbe_table_stat *st = &tstat_loaded;
+	struct cpu_sample end;
+	double steal, o;
 
 	printf("  tdb       page size %s; after the load %" PRIu32 " of max %"
 	       PRIu32 " extents (%.0f MiB), %.0f MiB allocated\n",
@@ -757,9 +804,17 @@ static void print_results(double secs)
 		       w->phase, phase_ops(w->t), w->tdb, t, w->lmdb, l, t / l,
 		       goal);
 	}
+	cpu_sample(&end);
+	o = cpu_others(&cpu_at_start, &end, &steal);
 	printf("\nops/s: median of %u run%s (load: one pass); tdb/LMDB: ratio "
-	       "of the medians.\nTotal %.1f s; load average %.2f at the end."
-	       "\n", opt.runs, opt.runs == 1 ? "" : "s", secs, loadavg());
+	       "of the medians.\nTotal %.1f s", opt.runs,
+	       opt.runs == 1 ? "" : "s", secs);
+	if (o >= 0)
+		printf("; meanwhile other processes and kernel threads (the "
+		       "LMDB file's writeback too)\nused %.0f%% of the CPUs, "
+		       "the hypervisor stole %.0f%%%s", o * 100, steal * 100,
+		       o > 0.1 || steal > 0.05 ? ": figures are noisy" : "");
+	printf(".\n");
 }
 
 /* --- main --------------------------------------------------------------- */
@@ -939,6 +994,7 @@ int main(int argc, char **argv)
 		tdb_fail(err, "table open", &ext);
 	lmdb_open_env();
 
+	cpu_sample(&cpu_at_start);
 	t0 = now();
 	load();
 	for (unsigned int r = 0; r < opt.runs; r++)
