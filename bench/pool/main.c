@@ -4,7 +4,7 @@
  *
  * Usage:
  *   tdb-bench-pool [--runs R] [--scale S] [--case LIST] [--peer LIST]
- *                  [--cpu K] [--raw]
+ *                  [--cpu K] [--grow-order K] [--raw]
  *
  *   --runs R     fresh processes per (case, peer); the table shows the
  *                median (default 5)
@@ -14,6 +14,8 @@
  *   --peer LIST  comma-separated subset of: ours, malloc, glib, boost, apr
  *                (default: all)
  *   --cpu K      pin the driver and every case to CPU K
+ *   --grow-order K  ours only: cache.grow_order (default TDBE_POOL_GROW_ORDER;
+ *                0 = TfwPool's one page per new chunk), for comparison
  *   --raw        also print every sample
  *
  *   tdb-bench-pool --child PEER CASE N   (internal: one case, one process)
@@ -313,9 +315,14 @@ child(const char *peer, const char *cname, const char *n)
 	}
 	bp_n = strtoull(n, NULL, 10);
 
-	if (p == P_OURS && tdbe_pool_cache_init(&bp_cache,
-						TDBE_POOL_CACHE_MAX))
-		return 2;
+	if (p == P_OURS) {
+		const char *g = getenv("TDB_BENCH_POOL_GROW_ORDER");
+
+		if (tdbe_pool_cache_init(&bp_cache, TDBE_POOL_CACHE_MAX))
+			return 2;
+		if (g)
+			bp_cache.grow_order = (unsigned int)atoi(g);
+	}
 	if (p == P_APR) {
 		apr_allocator_t *a;
 
@@ -529,7 +536,7 @@ usage(void)
 {
 	fprintf(stderr,
 		"usage: tdb-bench-pool [--runs R] [--scale S] [--case LIST]"
-		" [--peer LIST] [--cpu K] [--raw]\n"
+		" [--peer LIST] [--cpu K] [--grow-order K] [--raw]\n"
 		"  cases: small small-free big big-free mix cd\n"
 		"  peers: ours malloc glib boost apr\n");
 }
@@ -538,6 +545,7 @@ int
 main(int argc, char **argv)
 {
 	int runs = 5, cpu = -1, raw = 0, any_case = 0, any_peer = 0;
+	int others = 0;
 	double scale = 1.0, load[3];
 	static struct sample res[NCASES][NPEERS][64];
 	static double wall[NCASES][NPEERS], cput[NCASES][NPEERS];
@@ -567,6 +575,13 @@ main(int argc, char **argv)
 			scale = atof(v);
 		} else if (!strcmp(a, "--cpu")) {
 			cpu = atoi(v);
+		} else if (!strcmp(a, "--grow-order")) {
+			/* Read by the children (ours). */
+			if (atoi(v) < 0 || atoi(v) > (int)TDBE_POOL_ORDER_MAX
+			    || setenv("TDB_BENCH_POOL_GROW_ORDER", v, 1)) {
+				usage();
+				return 2;
+			}
 		} else if (!strcmp(a, "--case")) {
 			if (parse_list(v, case_on, find_case, "case"))
 				return 2;
@@ -619,6 +634,10 @@ main(int argc, char **argv)
 	       sp == 16 ? "the real slab/magazine slice allocator"
 			: "malloc", sp,
 	       getenv("G_SLICE") ? ", G_SLICE is set" : "");
+	if (getenv("TDB_BENCH_POOL_GROW_ORDER"))
+		printf("ours: cache.grow_order = %s (default %u)\n",
+		       getenv("TDB_BENCH_POOL_GROW_ORDER"),
+		       TDBE_POOL_GROW_ORDER);
 	if (getloadavg(load, 3) == 3)
 		printf("load average at start: %.2f\n", load[0]);
 	fflush(stdout);
@@ -646,17 +665,21 @@ main(int argc, char **argv)
 				cput[c][p] = median(res[c][p], runs, 1);
 			}
 
+	/* Ratios need ours and at least one peer. */
+	for (int p = P_OURS + 1; p < NPEERS; p++)
+		others |= peer_on[p] && peer_on[P_OURS];
+
 	snprintf(title, sizeof(title),
 		 "wall clock, ns per allocation (median of %d)", runs);
 	table(title, wall, T_NS);
-	if (peer_on[P_OURS])
+	if (others)
 		table("wall clock, ratio peer/ours (> 1: ours is faster)",
 		      wall, T_RATIO);
 	snprintf(title, sizeof(title),
 		 "CPU time (user + system), ns per allocation (median of %d)",
 		 runs);
 	table(title, cput, T_NS);
-	if (peer_on[P_OURS])
+	if (others)
 		table("CPU time, ratio peer/ours (> 1: ours is faster)", cput,
 		      T_RATIO);
 	table("wall clock, ms per case (median; the seed's unit)", wall,
