@@ -566,6 +566,56 @@ static void do_lookup(struct tab *tb, struct rng *r)
 		      tb->name, kl, rc, vl, s->vlen);
 }
 
+/* tdbe_lookup_many over 1..40 keys (groups and a partial group), some
+ * present, some absent, some invalid: each answer must match the model. */
+#define MANY_MAX 40
+static uint8_t g_many_keys[MANY_MAX][TDBE_KEY_MAX + 16];
+
+static void do_lookup_many(struct tab *tb, struct rng *r)
+{
+	struct tdbe_lookup_req req[MANY_MAX];
+	struct slot *model[MANY_MAX];
+	unsigned int n = 1 + (unsigned int)below(r, MANY_MAX), i, found = 0;
+	unsigned int got;
+
+	for (i = 0; i < n; i++) {
+		size_t kl = pick_key(r, g_many_keys[i]);
+
+		if (below(r, 50) == 0)
+			kl = below(r, 2) ? 0 : TDBE_KEY_MAX + 1;   /* invalid */
+		req[i].key = g_many_keys[i];
+		req[i].klen = kl;
+		req[i].err = 12345;
+		model[i] = kl && kl <= TDBE_KEY_MAX
+				   ? ref_find(&tb->m, g_many_keys[i], kl) : NULL;
+		found += model[i] != NULL;
+	}
+	tdbe_read_lock();
+	got = tdbe_lookup_many(tb->t, req, n);
+	for (i = 0; i < n; i++) {
+		int want = !req[i].klen ? -EINVAL
+			   : req[i].klen > TDBE_KEY_MAX ? -E2BIG
+			   : model[i] ? 0 : -ENOENT;
+
+		if (req[i].err != want) {
+			tdbe_read_unlock();
+			failf("%s: lookup_many #%u of %u (klen %zu): err %d, "
+			      "want %d", tb->name, i, n, req[i].klen,
+			      req[i].err, want);
+		}
+		if (model[i] && !value_equals(req[i].val, req[i].vlen,
+					      model[i]->vlen, model[i]->vseed)) {
+			tdbe_read_unlock();
+			failf("%s: lookup_many #%u of %u: wrong value (vlen "
+			      "%zu, model %u)", tb->name, i, n, req[i].vlen,
+			      model[i]->vlen);
+		}
+	}
+	tdbe_read_unlock();
+	CHECK(got == found, "%s: lookup_many found %u, model %u", tb->name,
+	      got, found);
+}
+
 static void do_del(struct tab *tb, struct rng *r)
 {
 	size_t kl = pick_key(r, g_key);
@@ -628,8 +678,10 @@ static void one_op(struct tab *tb, struct rng *r)
 		do_put(tb, r, TDBE_NOOVERWRITE);
 	else if (x < 730)
 		do_get(tb, r);
-	else if (x < 780)
+	else if (x < 760)
 		do_lookup(tb, r);
+	else if (x < 780)
+		do_lookup_many(tb, r);
 	else if (x < 990)
 		do_del(tb, r);
 	else

@@ -12,6 +12,8 @@
  *   lookup  W keys, zero-copy: tdbe_lookup under tdbe_read_lock taken per
  *           lookup, and (other W keys) once around the pass | mdb_get in
  *           one read transaction
+ *   many    W keys, zero-copy, 16 per tdbe_lookup_many call and read lock
+ *           (the walks' cache misses overlap) | the same mdb_get pass
  *   put     replace values: W1 keys, LMDB one write transaction per put;
  *           W keys, LMDB 1000 puts per transaction; tdb: tdbe_put
  *   del     W1 keys, LMDB one transaction per delete; W keys, 1000 deletes
@@ -337,6 +339,40 @@ static double tdb_lookup(uint64_t n, bool lock_each)
 	return n / (now() - t0);
 }
 
+/* Zero-copy, TDBE_LOOKUP_GROUP keys per tdbe_lookup_many call and per
+ * read lock: the way a server draining a ring of requests would look
+ * them up (their cache misses overlap). */
+static double tdb_lookup_many(uint64_t n)
+{
+	struct tdbe_lookup_req req[TDBE_LOOKUP_GROUP];
+	double t0;
+
+	warm(n);
+	t0 = now();
+	for (uint64_t k = 0; k < n; k += TDBE_LOOKUP_GROUP) {
+		unsigned int m = n - k < TDBE_LOOKUP_GROUP
+					 ? (unsigned int)(n - k)
+					 : TDBE_LOOKUP_GROUP;
+
+		for (unsigned int j = 0; j < m; j++) {
+			req[j].key = key(perm[k + j]);
+			req[j].klen = KEY_LEN;
+		}
+		tdbe_read_lock();
+		tdbe_lookup_many(tbl, req, m);
+		for (unsigned int j = 0; j < m; j++) {
+			if (tdb_unlikely(req[j].err < 0)) {
+				tdbe_read_unlock();
+				tdb_fail(req[j].err, "lookup_many", NULL);
+			}
+			value_check("tdb lookup_many", perm[k + j],
+				    req[j].val, req[j].vlen);
+		}
+		tdbe_read_unlock();
+	}
+	return n / (now() - t0);
+}
+
 /* Unmeasured: perm[0, n) (every step-th) are as expected; so is the count. */
 static void tdb_verify(uint64_t n, unsigned int step)
 {
@@ -487,10 +523,11 @@ static uint64_t lmdb_file_bytes(void)
 
 /* --- phases and results --------------------------------------------- */
 /* Phases after the load; each has its own permutation per run. */
-enum { P_LOAD, P_GET, P_LOOKUP, P_LOOKUP_ALL, P_PUT_1, P_PUT_B, P_DEL_1,
-       P_DEL_B, P_N };
+enum { P_LOAD, P_GET, P_LOOKUP, P_LOOKUP_ALL, P_LOOKUP_MANY, P_PUT_1,
+       P_PUT_B, P_DEL_1, P_DEL_B, P_N };
 
-/* What each engine measured: [phase][run]; LMDB has no P_LOOKUP_ALL. */
+/* What each engine measured: [phase][run]; LMDB has no P_LOOKUP_ALL or
+ * P_LOOKUP_MANY (both are compared with its P_LOOKUP pass). */
 static double tres[P_N][MAX_RUNS], lres[P_N][MAX_RUNS];
 
 static const struct row {
@@ -506,6 +543,8 @@ static const struct row {
 	  P_LOOKUP, P_LOOKUP, 5 },
 	{ "get",  "tdbe_lookup, 1 lock",  "mdb_get, 1 read txn",
 	  P_LOOKUP_ALL, P_LOOKUP, 5 },
+	{ "get",  "tdbe_lookup_many, 16", "mdb_get, 1 read txn",
+	  P_LOOKUP_MANY, P_LOOKUP, 5 },
 	{ "put",  "tdbe_put",             "mdb_put, 1 txn/put",
 	  P_PUT_1, P_PUT_1, 10 },
 	{ "put",  "tdbe_put",             "mdb_put, 1000/txn",
@@ -546,6 +585,7 @@ static double phase_tdb(int p, uint64_t n, uint32_t gen)
 	case P_GET:        return tdb_get(n);
 	case P_LOOKUP:     return tdb_lookup(n, true);
 	case P_LOOKUP_ALL: return tdb_lookup(n, false);
+	case P_LOOKUP_MANY: return tdb_lookup_many(n);
 	case P_DEL_1:
 	case P_DEL_B:      return tdb_write(n, 0);
 	default:           return tdb_write(n, gen);
@@ -557,7 +597,8 @@ static double phase_lmdb(int p, uint64_t n, uint32_t gen)
 	switch (p) {
 	case P_GET:        return lmdb_get(n, true);
 	case P_LOOKUP:     return lmdb_get(n, false);
-	case P_LOOKUP_ALL: return 0;   /* compared with P_LOOKUP's pass */
+	case P_LOOKUP_ALL:
+	case P_LOOKUP_MANY: return 0;  /* compared with P_LOOKUP's pass */
 	case P_PUT_1:      return lmdb_write(n, gen, 1);
 	case P_DEL_1:      return lmdb_write(n, 0, 1);
 	case P_DEL_B:      return lmdb_write(n, 0, BATCH);

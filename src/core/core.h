@@ -129,6 +129,24 @@ void tdbe_read_unlock(void);
 int tdbe_lookup(struct tdbe_table *t, const void *key, size_t klen,
 		const void **val, size_t *vlen);
 
+/*
+ * Many lookups at once, inside tdbe_read_lock(): the same answers as
+ * calling tdbe_lookup() on each, faster because the cache misses of the
+ * n walks overlap instead of following one another.  Sets each req's
+ * err (0, -ENOENT, -EINVAL, -E2BIG) and val/vlen; returns how many were
+ * found.  Any n works; they are walked TDBE_LOOKUP_GROUP at a time.
+ */
+#define TDBE_LOOKUP_GROUP 16u
+struct tdbe_lookup_req {
+	const void *key;
+	size_t klen;
+	const void *val;            /* out */
+	size_t vlen;                /* out */
+	int err;                    /* out */
+};
+unsigned int tdbe_lookup_many(struct tdbe_table *t,
+			      struct tdbe_lookup_req *req, unsigned int n);
+
 /* --- cursors ----------------------------------------------------------
  * A cursor walks a whole table in hash order.  Every key present for the
  * whole walk is returned exactly once, whatever writers do meanwhile;

@@ -82,6 +82,98 @@ uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k)
 	return 0;
 }
 
+/*
+ * The same walk for a group of keys, interleaved: each round advances
+ * every unfinished walk by one step and prefetches what its next step
+ * will read, so the group's cache misses overlap.  A walk is: slots
+ * (root, then nodes) -> bucket -> the records its tag matches.
+ */
+enum { WALK_SLOT, WALK_BUCKET, WALK_RECORD, WALK_DONE };
+
+struct walk {
+	const uint64_t *slot;      /* WALK_SLOT: the slot to read next */
+	const struct tdbi_bucket *b;
+	uint64_t rec;              /* WALK_RECORD: candidate to compare */
+	uint32_t depth, i;         /* node depth; next bucket entry */
+	int state;
+};
+
+/* One step of walk w for key k; prefetches what the next step reads.
+ * Returns true when the walk is over (found in *rec, or not there). */
+static bool walk_step(const struct tdb_map *m, struct walk *w,
+		      const struct tdb_key *k, uint64_t *rec)
+{
+	uint64_t v;
+	uint32_t n;
+
+	switch (w->state) {
+	case WALK_SLOT:
+		v = tdb_load_acquire(w->slot);
+		if (v & TDBI_NODE_TAG) {
+			const struct tdbi_node *node =
+				tdb_ptr(m, v & ~TDBI_NODE_TAG);
+
+			w->depth++;
+			w->slot = &node->slot[tdbi_slot_index(k->hash,
+							      w->depth)];
+			tdb_prefetch(w->slot);
+			return false;
+		}
+		if (!v)
+			return true;
+		w->b = bucket_at(m, v);
+		w->i = 0;
+		w->state = WALK_BUCKET;
+		tdb_prefetch(w->b);
+		return false;
+	case WALK_RECORD:
+		if (rec_has_key(m, w->rec, k)) {
+			*rec = w->rec;
+			return true;
+		}
+		w->i++;
+		/* fall through - look for the next tag match */
+	default:
+		n = tdb_load_acquire(&w->b->count);
+		for (; w->i < n; w->i++) {
+			v = tdb_load_acquire(&w->b->e[w->i]);
+			if (v && tdbi_entry_tag_is(v, k->hash)) {
+				w->rec = tdbi_entry_rec(v);
+				w->state = WALK_RECORD;
+				tdb_prefetch(tdb_ptr(m, w->rec));
+				return false;
+			}
+		}
+		return true;
+	}
+}
+
+void tdbi_lookup_group(const struct tdb_map *m, const struct tdb_key *k,
+		       unsigned int n, uint64_t *rec)
+{
+	const struct tdbi_node *root = tdb_ptr(m, tdb_hdr(m)->root);
+	struct walk w[TDBE_LOOKUP_GROUP];
+	unsigned int i, left = n;
+
+	for (i = 0; i < n; i++) {
+		w[i].slot = &root->slot[tdbi_slot_index(k[i].hash, 0)];
+		w[i].depth = 0;
+		w[i].state = WALK_SLOT;
+		rec[i] = 0;
+		tdb_prefetch(w[i].slot);
+	}
+	while (left) {
+		for (i = 0; i < n; i++) {
+			if (w[i].state == WALK_DONE)
+				continue;
+			if (walk_step(m, &w[i], &k[i], &rec[i])) {
+				w[i].state = WALK_DONE;
+				left--;
+			}
+		}
+	}
+}
+
 /* --- writer side ------------------------------------------------------- */
 
 int tdbi_init(struct tdbe_table *t)

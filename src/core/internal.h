@@ -78,6 +78,10 @@ struct tdb_key {
 };
 int tdbi_init(struct tdbe_table *t);
 uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k);
+/* Walk up to TDBE_LOOKUP_GROUP keys in lock step, prefetching each
+ * walk's next step; rec[i] = record or 0. */
+void tdbi_lookup_group(const struct tdb_map *m, const struct tdb_key *k,
+		       unsigned int n, uint64_t *rec);
 /* Insert or replace; *old gets the replaced record (0 if none).
  * -ENOSPC / -ENOMEM when a bucket must burst and there is no room. */
 int tdbi_insert(struct tdbe_table *t, const struct tdb_key *k, uint64_t rec,

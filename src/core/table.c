@@ -494,6 +494,43 @@ int tdbe_lookup(struct tdbe_table *t, const void *key, size_t klen,
 	return 0;
 }
 
+unsigned int tdbe_lookup_many(struct tdbe_table *t,
+			      struct tdbe_lookup_req *req, unsigned int n)
+{
+	struct tdb_key k[TDBE_LOOKUP_GROUP];
+	uint64_t rec[TDBE_LOOKUP_GROUP];
+	unsigned int base, i, g, found = 0;
+	unsigned int idx[TDBE_LOOKUP_GROUP];
+
+	for (base = 0; base < n; base += TDBE_LOOKUP_GROUP) {
+		unsigned int end = n - base < TDBE_LOOKUP_GROUP
+					   ? n : base + TDBE_LOOKUP_GROUP;
+
+		for (g = 0, i = base; i < end; i++) {
+			req[i].err = check_key(req[i].key, req[i].klen, NULL);
+			if (req[i].err)
+				continue;
+			make_key(t, &k[g], req[i].key, req[i].klen);
+			idx[g++] = i;
+		}
+		tdbi_lookup_group(&t->map, k, g, rec);
+		for (i = 0; i < g; i++) {
+			struct tdbe_lookup_req *r = &req[idx[i]];
+			const struct tdb_rec *rp;
+
+			if (!rec[i]) {
+				r->err = -ENOENT;
+				continue;
+			}
+			rp = tdb_ptr(&t->map, rec[i]);
+			r->val = rp->data + rp->klen;
+			r->vlen = rp->vlen;
+			found++;
+		}
+	}
+	return found;
+}
+
 long tdbe_get(struct tdbe_table *t, const void *key, size_t klen,
 	      void *buf, size_t cap, size_t *need)
 {

@@ -5,6 +5,8 @@
  */
 #define _LGPL_SOURCE 1
 #include <urcu/urcu-memb.h>
+/* Inline xxh64: no PLT call on every lookup. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <errno.h>
