@@ -1,0 +1,104 @@
+/*
+ * tdb/ring.h - the shared ring ABI (stable; version TDB_RING_VERSION).
+ *
+ * A ring carries a byte stream of netlink messages from one producer to
+ * its consumer(s), through memory both map (a memfd in user space, pages
+ * of /dev/tdb later).  Three kinds share one layout:
+ *
+ *   TDB_RING_SUBMIT   client -> owner requests, one consumer
+ *   TDB_RING_COMPLETE owner -> client replies, one consumer
+ *   TDB_RING_FEED     owner -> any number of watchers (change feed);
+ *                     the producer never waits, readers that are lapped
+ *                     see an overrun and resynchronise
+ *
+ * Memory: one 4 KiB header page, then `data_size` bytes of data (a power
+ * of two, at least 4 KiB), so the whole mapping is TDB_RING_HDR_SIZE +
+ * data_size bytes.  The data pages are mapped writable by the producer
+ * only; consumers map them read-only.  The header page is writable by
+ * both sides of a SUBMIT/COMPLETE ring (each writes only its own cache
+ * line) and read-only for FEED readers.
+ *
+ * Indices are free-running 64-bit byte counts; position = index &
+ * (data_size - 1).  Each side keeps its own index privately and only
+ * publishes it here; it never trusts the value it reads back.
+ *
+ * Messages: each starts with a struct nlmsghdr, lengths are padded to
+ * NLMSG_ALIGN (4 bytes), and a message never wraps.  When a message does
+ * not fit before the end of the data area, the producer fills the rest
+ * with one NLMSG_NOOP message (nlmsg_len = bytes to the end) and starts
+ * at position 0; if fewer than NLMSG_HDRLEN (16) bytes are left, they
+ * are skipped with no message at all.  A message is at most `max_msg`
+ * bytes (at most data_size / 2).
+ *
+ * Publication (acquire/release, as io_uring and AF_XDP): the producer
+ * writes messages, then stores `prod` with release; the consumer loads
+ * `prod` with acquire, copies the messages out, then stores `cons` with
+ * release, which hands the space back.
+ *
+ * Sleeping: a consumer that finds the ring empty sets
+ * TDB_RING_F_CONS_WAITING in `flags`, issues a full barrier, looks at
+ * `prod` again, and only then sleeps on `futex` (FUTEX_WAIT, shared, on
+ * the value it read before setting the flag).  A producer publishes,
+ * issues a full barrier, and if the flag is set increments `futex` and
+ * wakes it (or writes the consumer's eventfd instead, when one was agreed
+ * at attach time).  A producer waiting for space does the same with
+ * TDB_RING_F_PROD_WAITING.  In the steady state nobody sleeps, so nobody
+ * makes a system call.
+ *
+ * FEED rings: `tail` is the index of the oldest message still intact;
+ * before the producer overwrites older messages it advances `tail` (to a
+ * message boundary) and only then writes.  A reader copies a message out,
+ * then re-reads `tail`: if tail passed the message's start, the copy may
+ * be torn and the reader has been lapped.  Every FEED message carries a
+ * sequence number in nlmsg_seq, one more than the previous message's.
+ * The producer bumps `futex` and wakes it on every publish: readers map
+ * the header read-only and cannot say they sleep.
+ */
+#ifndef TDB_RING_H
+#define TDB_RING_H
+
+#include <linux/types.h>
+
+#define TDB_RING_MAGIC     0x474e495242445421ULL   /* "!TDBRING" */
+#define TDB_RING_VERSION   1
+#define TDB_RING_HDR_SIZE  4096u
+#define TDB_RING_MIN_DATA  4096u
+#define TDB_RING_MAX_DATA  (1u << 30)
+#define TDB_RING_CACHELINE 64
+
+enum tdb_ring_kind {
+	TDB_RING_SUBMIT = 1,
+	TDB_RING_COMPLETE = 2,
+	TDB_RING_FEED = 3,
+};
+
+/* flags */
+#define TDB_RING_F_CONS_WAITING (1u << 0)  /* consumer asleep on futex */
+#define TDB_RING_F_PROD_WAITING (1u << 1)  /* producer waits for space */
+#define TDB_RING_F_OVERRUN      (1u << 2)  /* one side found the other
+					    * breaking the protocol and
+					    * stopped using the ring */
+
+struct tdb_ring_hdr {
+	/* line 0: written once by the creator, then constant */
+	__u64 magic;
+	__u32 version;
+	__u32 kind;            /* enum tdb_ring_kind */
+	__u32 hdr_size;        /* TDB_RING_HDR_SIZE: data starts here */
+	__u32 data_size;       /* power of two */
+	__u32 max_msg;         /* largest message, bytes */
+	__u32 reserved0[9];
+	/* line 1: the producer's */
+	__u64 prod __attribute__((aligned(TDB_RING_CACHELINE)));
+	__u64 tail;            /* FEED: oldest intact message */
+	__u32 reserved1[12];
+	/* line 2: the consumer's (unused by FEED rings) */
+	__u64 cons __attribute__((aligned(TDB_RING_CACHELINE)));
+	__u32 reserved2[14];
+	/* line 3: sleeping and waking */
+	__u32 flags __attribute__((aligned(TDB_RING_CACHELINE)));
+	__u32 futex;
+	__u32 reserved3[14];
+};
+
+#endif
