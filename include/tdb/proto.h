@@ -1,0 +1,300 @@
+/*
+ * tdb/proto.h - the tdb wire protocol (stable ABI; TDB_PROTO_VERSION).
+ *
+ * Clients and the owner (tdbd, later tdb.ko) talk in netlink messages of
+ * one generic-netlink-style family.  The same bytes travel over the
+ * shared rings (tdb/ring.h), over AF_UNIX to tdbd and, later, over
+ * generic netlink to tdb.ko.  docs/PROTOCOL.md is the tutorial; this
+ * header is the reference.
+ *
+ * MESSAGE LAYOUT
+ *
+ *   struct nlmsghdr     nlmsg_len, nlmsg_type = TDB_PROTO_FAMILY,
+ *                       nlmsg_flags, nlmsg_seq, nlmsg_pid
+ *   struct genlmsghdr   cmd (enum tdb_cmd), version = TDB_PROTO_VERSION,
+ *                       reserved = 0
+ *   attributes          struct nlattr TLVs (enum tdb_attr), each padded
+ *                       to 4 bytes (NLA_ALIGN)
+ *
+ *  - nlmsg_len counts the whole message and is a multiple of 4; the
+ *    attributes fill the payload exactly (no bytes left over).
+ *  - nlmsg_type: over rings and AF_UNIX it is the fixed TDB_PROTO_FAMILY.
+ *    Over generic netlink the family TDB_GENL_NAME ("tdb") gets a
+ *    dynamic id from the kernel's genl controller, which takes the place
+ *    of TDB_PROTO_FAMILY; every other byte is identical.
+ *  - All integers are in host byte order (the protocol never leaves the
+ *    host); NLA_F_NET_BYTEORDER is never set.  u64 attributes are only
+ *    4-byte aligned: read them with memcpy (mnl_attr_get_u64 does).
+ *  - Nested attributes (TDB_A_STAT, TDB_A_COUNTERS) have NLA_F_NESTED set
+ *    in nla_type; no other attribute has it.
+ *  - A message is at most TDB_PROTO_MSG_MAX bytes.  The biggest real
+ *    ones are a PUT or a SCAN part with a 1 MiB value, so a ring that
+ *    carries them needs max_msg >= TDB_PROTO_MSG_MAX (a data area of
+ *    4 MiB or more, as max_msg <= data_size / 2).
+ *
+ * REQUESTS, REPLIES, NOTIFICATIONS
+ *
+ * Replies reuse the command number of the request; the direction is told
+ * by NLM_F_REQUEST, set on every request and on nothing else.
+ *
+ *  - A request has NLM_F_REQUEST, NLM_F_DUMP for the dump commands
+ *    (TABLE_LIST, SCAN) and only for them, and NLM_F_ACK for the commands
+ *    answered by an ack (below).  No other flag is allowed.
+ *  - Every request gets exactly one answer:
+ *      "ack" commands:   NLMSG_ERROR with error 0 on success;
+ *      "reply" commands: one message with the request's cmd, no
+ *                        NLM_F_REQUEST, no NLM_F_MULTI;
+ *      "dump" commands:  zero or more parts (the request's cmd,
+ *                        NLM_F_MULTI), then NLMSG_DONE (NLM_F_MULTI, a
+ *                        32-bit int: 0, or the negative errno that ended
+ *                        the dump early, plus extack TLVs as below);
+ *    and on failure, instead, an NLMSG_ERROR with a negative errno.
+ *    The owner answers this way whatever NLM_F_ACK says; NLM_F_ACK is set
+ *    on "ack" commands so that generic netlink, which acks only when
+ *    asked, behaves the same.
+ *  - Every answer carries the request's nlmsg_seq and nlmsg_pid.  The
+ *    owner answers one client's requests in order; a client picks its
+ *    sequence numbers (e.g. counting up) and matches answers by them.
+ *    nlmsg_pid is 0 over rings and AF_UNIX; over generic netlink it is
+ *    the socket's port id, as usual.
+ *  - Notifications: a change feed (a TDB_RING_FEED ring) carries the
+ *    changes to a watched table as PUT, DEL and TABLE_DROP messages
+ *    without NLM_F_REQUEST and with no flags; nlmsg_seq is the feed's
+ *    sequence number (tdb/ring.h).  Acks are never PUT/DEL/TABLE_DROP
+ *    messages, so these are unambiguous.
+ *
+ * COMMANDS  (R = required attribute, o = optional; answer kind)
+ *
+ *   cmd           request                         answer  reply / part
+ *   TABLE_CREATE  TABLE R, MAX_EXTENTS o, UID o,  ack
+ *                 GID o, MODE o
+ *   TABLE_DROP    TABLE R                         ack     notification: TABLE o
+ *   TABLE_LIST    -                               dump    TABLE R, STAT R
+ *   TABLE_STAT    TABLE R                         reply   TABLE R, STAT R
+ *   GET           TABLE R, KEY R, TXN o           reply   VALUE R
+ *   PUT           TABLE R, KEY R, VALUE R,        ack     notification: KEY R,
+ *                 FLAGS o, TXN o                          VALUE R, TABLE o
+ *   DEL           TABLE R, KEY R, TXN o           ack     notification: KEY R,
+ *                                                         TABLE o
+ *   SCAN          TABLE R, PREFIX o, LIMIT o,     dump    KEY, VALUE, CURSOR
+ *                 CURSOR o                                (see SCAN below)
+ *   TXN_BEGIN     -                               reply   TXN R
+ *   TXN_COMMIT    TXN R                           ack
+ *   TXN_ABORT     TXN R                           ack
+ *   WATCH         TABLE R, PREFIX o               ack
+ *   UNWATCH       TABLE R, PREFIX o               ack
+ *   STATS         -                               reply   COUNTERS R
+ *
+ * GET of an absent key answers NLMSG_ERROR -ENOENT.  PUT with
+ * TDB_PUT_NOOVERWRITE of a present key answers -EEXIST.  A PUT, DEL or
+ * GET with TXN acts inside that transaction (ids come from TXN_BEGIN and
+ * belong to the client that began them).  WATCH starts notifications for
+ * the table (keys with PREFIX only, when given) on the client's feed;
+ * UNWATCH with the same TABLE and PREFIX stops them.  How a feed is
+ * handed to a client belongs to the transport (tdbd, tdb.ko).
+ *
+ * SCAN: each part is one record (KEY and VALUE) and may also carry
+ * CURSOR; a part may also carry CURSOR alone.  The owner stops after
+ * LIMIT records (no limit when absent) or when it bounds its work; if the
+ * table may hold more, the last part carries CURSOR.  A new SCAN with
+ * that CURSOR (and the same TABLE and PREFIX) goes on after the last
+ * record returned.  A cursor is opaque: clients only hand it back.  Keys
+ * present for the whole scan are returned exactly once; order is the
+ * owner's (hash order today), not key order.
+ *
+ * ATTRIBUTES  (types; payload lengths in bytes)
+ *
+ *   TDB_A_PAD          empty; padding before a u64 (may repeat; ignored)
+ *   TDB_A_TABLE        NUL-terminated string: 1..TDB_NAME_MAX bytes, then
+ *                      one NUL (payload 2..65); no space, control
+ *                      character (< 0x21, 0x7f) or '/'; no inner NUL
+ *   TDB_A_KEY          binary, TDB_KEY_MIN..TDB_KEY_MAX (1..4096)
+ *   TDB_A_VALUE        binary, 0..TDB_VALUE_MAX (1 MiB), in fragments:
+ *                      see VALUES below
+ *   TDB_A_FLAGS        u32: PUT flags (TDB_PUT_*); unknown bits refused
+ *   TDB_A_TXN          u64, not 0: transaction id
+ *   TDB_A_PREFIX       binary, 0..TDB_KEY_MAX: keys starting with these
+ *                      bytes (empty = all keys)
+ *   TDB_A_LIMIT        u32, >= 1: at most this many records
+ *   TDB_A_CURSOR       binary, 1..TDB_CURSOR_MAX, opaque
+ *   TDB_A_STAT         nested, enum tdb_stat_attr: one table's figures
+ *   TDB_A_COUNTERS     nested, enum tdb_counter_attr: the owner's figures
+ *   TDB_A_MAX_EXTENTS  u32, 1..TDB_EXTENTS_MAX: the table's size cap in
+ *                      2 MiB extents (default TDB_EXTENTS_DEFAULT)
+ *   TDB_A_UID          u32, not (u32)-1: the table's owner
+ *   TDB_A_GID          u32, not (u32)-1: the table's group
+ *   TDB_A_MODE         u32, permission bits only (mask 0777)
+ *
+ * Each attribute appears at most once per message (nest), except PAD and
+ * the fragments of one VALUE.  The type and limits of an attribute are
+ * the same in every command that takes it.
+ *
+ * VALUES: a netlink attribute holds at most 65531 bytes (nla_len is
+ * 16 bits), so a value is sent as consecutive TDB_A_VALUE attributes
+ * whose payloads, concatenated, are the value.  Every fragment but the
+ * last holds exactly TDB_VALUE_FRAG bytes; the last holds
+ * 1..TDB_VALUE_FRAG bytes (or 0 when it is the only one: the empty
+ * value); a fragment shorter than TDB_VALUE_FRAG ends the value.  No
+ * other attribute comes between fragments.  So a value of n bytes always
+ * has the same encoding: max(1, ceil(n / TDB_VALUE_FRAG)) fragments.
+ *
+ * ERRORS
+ *
+ * A failed request is answered by NLMSG_ERROR: struct nlmsgerr holding a
+ * negative errno and the request's struct nlmsghdr (the request's
+ * payload is not echoed: NLM_F_CAPPED is set), then, with NLM_F_ACK_TLVS,
+ * attributes of enum nlmsgerr_attrs:
+ *   NLMSGERR_ATTR_MSG       NUL-terminated text saying what was wrong
+ *                           (at most TDB_PROTO_EXTACK_MAX bytes before
+ *                           the NUL)
+ *   NLMSGERR_ATTR_OFFS      u32: offset of the attribute at fault, from
+ *                           the first byte of the request's nlmsghdr
+ *   NLMSGERR_ATTR_MISS_TYPE u32: a required attribute that was missing
+ * An ack is the same message with error 0 and no attributes.  An error
+ * answer is at most TDB_PROTO_ERROR_MAX bytes.  Receivers also accept an
+ * NLMSG_ERROR that echoes the request (NLM_F_CAPPED clear), as generic
+ * netlink sends by default.
+ *
+ * The validator's errnos (the engine uses the same ones for the same
+ * faults, so a client sees one errno whichever side caught it):
+ *   -EBADMSG          framing: lengths that disagree (nlmsg_len,
+ *                     nla_len, bytes left over), a missing genlmsghdr
+ *   -EMSGSIZE         a message over TDB_PROTO_MSG_MAX
+ *   -EPROTONOSUPPORT  genlmsghdr.version is not one the owner speaks
+ *   -EOPNOTSUPP       an unknown nlmsg_type, cmd, attribute type (in a
+ *                     request) or flag bit
+ *   -EINVAL           bad nlmsg_flags, missing, duplicate or misplaced
+ *                     attributes, wrong lengths or values, bad names,
+ *                     an empty key
+ *   -E2BIG            a key, prefix or value over its limit
+ *   -ENAMETOOLONG     a table name over TDB_NAME_MAX
+ * A message too short for its nlmsghdr, or whose nlmsg_len is beyond the
+ * bytes received, cannot be answered (there is no trustworthy header to
+ * answer): on a ring that is a protocol violation and ends the client's
+ * connection.  Everything else gets an NLMSG_ERROR.
+ *
+ * VERSIONS
+ *
+ * genlmsghdr.version is TDB_PROTO_VERSION (1; 0 is never valid).  The
+ * owner answers a request in the request's version, and refuses a
+ * version it does not speak with -EPROTONOSUPPORT and a message; a client
+ * that gets that may retry with an older version.  Within one version
+ * the ABI only grows: new commands, new optional request attributes and
+ * new reply attributes get new numbers; nothing is renumbered, removed
+ * or given a new meaning.  An owner refuses what it does not know in a
+ * request (-EOPNOTSUPP), so a client learns its request was not
+ * understood rather than half-done; a client skips attribute types it
+ * does not know in answers and notifications (top level and nested), so
+ * the owner may add figures without a new version.  Anything else
+ * (a new required attribute, a changed answer) needs a new version.
+ */
+#ifndef TDB_PROTO_H
+#define TDB_PROTO_H
+
+#include <linux/types.h>
+#include <linux/netlink.h>
+#include <linux/genetlink.h>
+
+/* nlmsg_type of every tdb message over rings and AF_UNIX (>=
+ * NLMSG_MIN_TYPE, so it never collides with NLMSG_NOOP/ERROR/DONE). */
+#define TDB_PROTO_FAMILY   0x20
+#define TDB_PROTO_VERSION  1
+/* The generic netlink family name of tdb.ko (dynamic id). */
+#define TDB_GENL_NAME      "tdb"
+
+/* Limits (the engine's: src/core/core.h). */
+#define TDB_KEY_MIN          1u
+#define TDB_KEY_MAX          4096u
+#define TDB_VALUE_MAX        (1u << 20)        /* 1 MiB */
+#define TDB_NAME_MAX         64u               /* bytes, without the NUL */
+#define TDB_EXTENTS_MAX      32768u
+#define TDB_EXTENTS_DEFAULT  512u
+#define TDB_CURSOR_MAX       4352u             /* TDB_KEY_MAX + 256 */
+#define TDB_VALUE_FRAG       65528u            /* bytes per VALUE fragment */
+#define TDB_VALUE_FRAGS_MAX  17u               /* ceil(1 MiB / 65528) */
+#define TDB_PROTO_MSG_MAX    ((1u << 20) + (16u << 10))
+#define TDB_PROTO_EXTACK_MAX 255u              /* message text, bytes */
+#define TDB_PROTO_ERROR_MAX  512u              /* an NLMSG_ERROR answer */
+
+enum tdb_cmd {
+	TDB_CMD_UNSPEC       = 0,     /* never valid */
+	TDB_CMD_TABLE_CREATE = 1,
+	TDB_CMD_TABLE_DROP   = 2,
+	TDB_CMD_TABLE_LIST   = 3,     /* dump */
+	TDB_CMD_TABLE_STAT   = 4,
+	TDB_CMD_GET          = 5,
+	TDB_CMD_PUT          = 6,
+	TDB_CMD_DEL          = 7,
+	TDB_CMD_SCAN         = 8,     /* dump */
+	TDB_CMD_TXN_BEGIN    = 9,
+	TDB_CMD_TXN_COMMIT   = 10,
+	TDB_CMD_TXN_ABORT    = 11,
+	TDB_CMD_WATCH        = 12,
+	TDB_CMD_UNWATCH      = 13,
+	TDB_CMD_STATS        = 14,
+	__TDB_CMD_MAX,
+	TDB_CMD_MAX = __TDB_CMD_MAX - 1
+};
+
+enum tdb_attr {
+	TDB_A_UNSPEC      = 0,        /* never valid */
+	TDB_A_PAD         = 1,        /* empty */
+	TDB_A_TABLE       = 2,        /* NUL-terminated string */
+	TDB_A_KEY         = 3,        /* binary */
+	TDB_A_VALUE       = 4,        /* binary, fragments */
+	TDB_A_FLAGS       = 5,        /* u32, TDB_PUT_* */
+	TDB_A_TXN         = 6,        /* u64 */
+	TDB_A_PREFIX      = 7,        /* binary */
+	TDB_A_LIMIT       = 8,        /* u32 */
+	TDB_A_CURSOR      = 9,        /* binary, opaque */
+	TDB_A_STAT        = 10,       /* nested, enum tdb_stat_attr */
+	TDB_A_COUNTERS    = 11,       /* nested, enum tdb_counter_attr */
+	TDB_A_MAX_EXTENTS = 12,       /* u32 */
+	TDB_A_UID         = 13,       /* u32 */
+	TDB_A_GID         = 14,       /* u32 */
+	TDB_A_MODE        = 15,       /* u32 */
+	__TDB_A_MAX,
+	TDB_A_MAX = __TDB_A_MAX - 1
+};
+
+/* TDB_A_FLAGS of PUT.  Bits not defined here are reserved: refused with
+ * -EOPNOTSUPP until a later revision gives them a meaning. */
+#define TDB_PUT_NOOVERWRITE  (1u << 0)   /* -EEXIST if the key is present */
+#define TDB_PUT_FLAGS_ALL    TDB_PUT_NOOVERWRITE
+
+/* Inside TDB_A_STAT: one table (tdbe_table_stat and its owner). */
+enum tdb_stat_attr {
+	TDB_STAT_A_UNSPEC          = 0,
+	TDB_STAT_A_PAD             = 1,   /* empty */
+	TDB_STAT_A_RECORDS         = 2,   /* u64, R: keys present */
+	TDB_STAT_A_BYTES_USED      = 3,   /* u64, R: key + value bytes */
+	TDB_STAT_A_BYTES_ALLOCATED = 4,   /* u64, R: allocator bytes in use */
+	TDB_STAT_A_BYTES_PENDING   = 5,   /* u64: freed, awaiting readers */
+	TDB_STAT_A_EXTENTS         = 6,   /* u32, R: 2 MiB extents backed */
+	TDB_STAT_A_MAX_EXTENTS     = 7,   /* u32, R: the cap */
+	TDB_STAT_A_PAGE_SIZE       = 8,   /* u64, R: 2097152 or 4096 */
+	TDB_STAT_A_INDEX_NODES     = 9,   /* u64: interior trie nodes */
+	TDB_STAT_A_INDEX_BUCKETS   = 10,  /* u64: trie buckets */
+	TDB_STAT_A_UID             = 11,  /* u32: owner */
+	TDB_STAT_A_GID             = 12,  /* u32: group */
+	TDB_STAT_A_MODE            = 13,  /* u32: permission bits */
+	__TDB_STAT_A_MAX,
+	TDB_STAT_A_MAX = __TDB_STAT_A_MAX - 1
+};
+
+/* Inside TDB_A_COUNTERS: the owner as a whole (STATS). */
+enum tdb_counter_attr {
+	TDB_CTR_A_UNSPEC    = 0,
+	TDB_CTR_A_PAD       = 1,          /* empty */
+	TDB_CTR_A_TABLES    = 2,          /* u32, R: tables that exist */
+	TDB_CTR_A_CLIENTS   = 3,          /* u32: clients connected */
+	TDB_CTR_A_WATCHES   = 4,          /* u32: watches in force */
+	TDB_CTR_A_TXNS      = 5,          /* u32: transactions open */
+	TDB_CTR_A_REQUESTS  = 6,          /* u64: requests answered */
+	TDB_CTR_A_ERRORS    = 7,          /* u64: of which failed */
+	TDB_CTR_A_UPTIME_MS = 8,          /* u64: since the owner started */
+	__TDB_CTR_A_MAX,
+	TDB_CTR_A_MAX = __TDB_CTR_A_MAX - 1
+};
+
+#endif
