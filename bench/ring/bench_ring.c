@@ -93,9 +93,9 @@
 /* Default message counts (before --scale): rings stream up to RING_MSGS
  * messages and RING_BYTES bytes per case; sockets SOCK_MSGS per receiver
  * (the reference figures in issue 3 used 20 k messages). */
-#define RING_MSGS    500000ull
-#define RING_BYTES   (120ull << 20)
-#define SOCK_MSGS    20000ull
+#define RING_MSGS    4000000ull
+#define RING_BYTES   (512ull << 20)
+#define SOCK_MSGS    50000ull
 #define PP_SPIN      200000u
 #define PP_SLEEP     20000u
 
@@ -154,11 +154,11 @@ static struct {
 	unsigned int batch;
 	double scale;
 	uint32_t ring_kb;       /* SPSC ring data size */
-	uint32_t feed_kb;       /* 0: hold the whole run */
+	uint32_t feed_kb;       /* FEED ring data size */
 	uint32_t sockbuf_kb;
 	unsigned int spin_polls;
 	unsigned int pp_size, pp_iters_spin, pp_iters_sleep;
-	bool pin, matrix, latency, mc_pace, verbose;
+	bool pin, matrix, latency, mc_pace, feed_pace, verbose;
 	unsigned int group;
 	unsigned int timeout_s;
 	const char *csv;
@@ -166,10 +166,11 @@ static struct {
 	.runs = 3,
 	.nrx = 4, .rx = { 1, 2, 4, 10 },
 	.nsz = 5, .sz = { 64, 128, 512, 1024, 4096 },
-	.batch = 64, .scale = 1.0, .ring_kb = 1024, .feed_kb = 0,
+	.batch = 64, .scale = 1.0, .ring_kb = 1024, .feed_kb = 1024,
 	.sockbuf_kb = 32768, .spin_polls = 0,
 	.pp_size = 64, .pp_iters_spin = PP_SPIN, .pp_iters_sleep = PP_SLEEP,
 	.pin = true, .matrix = true, .latency = true, .mc_pace = true,
+	.feed_pace = true,
 	.timeout_s = 60,
 };
 
@@ -216,6 +217,8 @@ static void pin_to(int cpu)
 		die("sched_setaffinity(%d): %s", cpu, strerror(errno));
 }
 
+static double median(double *v, unsigned int n);
+
 /* --- shared control block ----------------------------------------------- */
 struct rxstat {
 	_Atomic uint64_t got;           /* messages delivered so far */
@@ -225,6 +228,7 @@ struct rxstat {
 	uint64_t lap_lost;              /* messages the ring said were lost */
 	uint64_t reorder, bad, foreign, enobufs;
 	uint64_t end_ns;
+	uint64_t sleeps;                /* rings: tdb_ring_wait/feed_wait */
 	uint32_t portid;
 	int failed;
 	char why[160];
@@ -236,12 +240,17 @@ struct ctl {
 	uint64_t t0, t_sent;
 	uint64_t send_errors;           /* failed sends (not ECONNREFUSED) */
 	uint64_t paced;                 /* multicast: times the sender waited */
+	uint64_t wakes;                 /* rings: publishes that woke */
+	uint64_t space_waits;           /* rings: tdb_ring_wait_space calls */
 	int pfailed;
 	char pwhy[160];
 	/* ping-pong */
 	uint32_t pp_portid[2];
 	double lat_p50, lat_p99, lat_p999, lat_min, lat_mean;
 	struct rxstat rx[MAX_RX];
+	_Atomic uint64_t probe __attribute__((aligned(128)));
+	uint64_t probe_pad[15];
+	double probe_ns;
 };
 
 static struct ctl *ctl;
@@ -489,7 +498,9 @@ struct tres {
 	double sent, delivered;         /* msgs/s */
 	uint64_t lost, laps, lap_lost, reorder, bad, enobufs, send_errors;
 	uint64_t paced;
+	uint64_t got, futex;            /* messages delivered, futex calls */
 	double secs;
+	double probe;                   /* probe_xcpu() before the run */
 };
 
 static uint64_t msgs_for(enum tp tp, size_t size)
@@ -501,21 +512,12 @@ static uint64_t msgs_for(enum tp tp, size_t size)
 		if ((double)RING_BYTES / (double)size < m)
 			m = (double)RING_BYTES / (double)size;
 		if (!tps[tp].batched)
-			m /= 4;         /* a wake per message: slower */
+			m /= 8;         /* a wake per message: slower */
 	} else {
 		m = (double)SOCK_MSGS;
 	}
 	m *= opt.scale;
 	return m < 1000 ? 1000 : (uint64_t)m;
-}
-
-static uint32_t pow2_at_least(uint64_t v)
-{
-	uint64_t p = TDB_RING_MIN_DATA;
-
-	while (p < v && p < TDB_RING_MAX_DATA)
-		p <<= 1;
-	return (uint32_t)p;
 }
 
 /* --- receivers ---------------------------------------------------------- */
@@ -565,6 +567,7 @@ static void rx_ring(struct tcase *c, unsigned int i, struct rx *x)
 			cpu_relax();
 			continue;
 		}
+		x->st->sleeps++;
 		n = feed ? tdb_feed_wait(&r, 1000) : tdb_ring_wait(&r, 1000);
 		if (n < 0 && n != -ETIMEDOUT && n != -EINTR) {
 			fail_to(x->st->why, "wait: %s", strerror(-n));
@@ -669,6 +672,31 @@ static int wait_ready(unsigned int n)
 	return 0;
 }
 
+/* Pacing of the transports that never block their sender (netlink
+ * multicast, FEED rings): at most `window` messages ahead of the slowest
+ * receiver, as its progress in shared memory says. */
+static void pace(struct tcase *c, uint64_t sent, uint64_t window)
+{
+	for (unsigned int spins = 0;; spins++) {
+		uint64_t low = UINT64_MAX;
+
+		for (unsigned int i = 0; i < c->n; i++) {
+			uint64_t g = atomic_load_explicit(&ctl->rx[i].pos,
+							  memory_order_relaxed);
+			if (g < low)
+				low = g;
+		}
+		if (sent - low <= window || atomic_load(&ctl->done))
+			return;
+		if (!spins)
+			ctl->paced++;
+		if (spins < 64)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
 static int tx_ring(struct tcase *c, unsigned char *msg)
 {
 	struct tdb_ring r[MAX_RX];
@@ -676,19 +704,30 @@ static int tx_ring(struct tcase *c, unsigned char *msg)
 	unsigned int b = tps[c->tp].batched ? opt.batch : 1;
 	const struct nlmsghdr *nlh = (const struct nlmsghdr *)msg;
 
+	uint64_t window = 0;
+
 	for (unsigned int i = 0; i < nr; i++)
 		if (ringmem_attach(&c->rings[i], &r[i], true, ctl->pwhy))
 			return -1;
+	if (tps[c->tp].feed && opt.feed_pace) {
+		/* half the ring, at least a batch */
+		window = c->feed_size / 2 / NLMSG_ALIGN(c->size);
+		if (window < b)
+			window = b;
+	}
 	if (wait_ready(c->n))
 		return -1;
 	ctl->t0 = now_ns();
 	for (uint64_t seq = 0; seq < c->m; seq++) {
+		if (window && seq % b == 0)
+			pace(c, seq + b, window);
 		msg_stamp(msg, c->size, seq);
 		for (unsigned int i = 0; i < nr; i++) {
 			int err;
 
 			while ((err = tdb_ring_put(&r[i], nlh)) == -EAGAIN) {
 				/* full: publishes, sleeps until there is room */
+				ctl->space_waits++;
 				err = tdb_ring_wait_space(&r[i], c->size, 1000);
 				if (err && err != -ETIMEDOUT && err != -EINTR)
 					break;
@@ -709,34 +748,12 @@ static int tx_ring(struct tcase *c, unsigned char *msg)
 						strerror(-err));
 					return -1;
 				}
+				ctl->wakes += (uint64_t)err;
 			}
 		}
 	}
 	ctl->t_sent = now_ns();
 	return 0;
-}
-
-/* Multicast pacing: at most `window` messages ahead of the slowest. */
-static void mc_pace(struct tcase *c, uint64_t sent, uint64_t window)
-{
-	for (unsigned int spins = 0;; spins++) {
-		uint64_t low = UINT64_MAX;
-
-		for (unsigned int i = 0; i < c->n; i++) {
-			uint64_t g = atomic_load_explicit(&ctl->rx[i].pos,
-							  memory_order_relaxed);
-			if (g < low)
-				low = g;
-		}
-		if (sent - low <= window || atomic_load(&ctl->done))
-			return;
-		if (!spins)
-			ctl->paced++;
-		if (spins < 64)
-			cpu_relax();
-		else
-			sched_yield();
-	}
 }
 
 static int tx_sock(struct tcase *c, unsigned char *msg0)
@@ -804,7 +821,7 @@ static int tx_sock(struct tcase *c, unsigned char *msg0)
 		unsigned int nb = c->m - seq < b ? (unsigned int)(c->m - seq) : b;
 
 		if (kind == K_NLM && opt.mc_pace)
-			mc_pace(c, seq + nb, window);
+			pace(c, seq + nb, window);
 		for (unsigned int k = 0; k < nb; k++)
 			msg_stamp(bufs + (size_t)k * c->size, c->size, seq + k);
 		for (unsigned int d = 0; d < ndst; d++) {
@@ -934,6 +951,50 @@ static int reap(pid_t *pids, unsigned int n, unsigned int timeout_s,
 	return bad ? -1 : 0;
 }
 
+/*
+ * How far apart the two CPUs are now: the round trip of one cache line
+ * between a process on CPU 0 and one on CPU 1 (median of 5 bursts of 2k).
+ * On this kind of VM it moves between ~200 and ~600 ns from one second
+ * to the next (where the host runs the vCPUs), and the rings' figures
+ * move with it.  -1 without pinning.
+ */
+static double probe_xcpu(void)
+{
+	enum { BURST = 2000, BURSTS = 5 };
+	pid_t pids[2];
+	double v[BURSTS];
+
+	if (!opt.pin || ncpu < 2)
+		return -1;
+	atomic_store(&ctl->probe, 0);
+	for (int side = 0; side < 2; side++) {
+		pids[side] = fork_or_die();
+		if (pids[side])
+			continue;
+		pin_to(side);
+		for (int b = 0; b < BURSTS; b++) {
+			uint64_t base = (uint64_t)b * 2 * BURST, t0 = now_ns();
+
+			for (uint64_t i = base + (uint64_t)side;
+			     i < base + 2 * BURST; i += 2) {
+				while (atomic_load_explicit(&ctl->probe,
+					memory_order_acquire) != i)
+					cpu_relax();
+				atomic_store_explicit(&ctl->probe, i + 1,
+						      memory_order_release);
+			}
+			if (!side)
+				v[b] = (double)(now_ns() - t0) / BURST;
+		}
+		if (!side)
+			ctl->probe_ns = median(v, BURSTS);
+		_exit(0);
+	}
+	if (reap(pids, 2, 10, "CPU probe"))
+		return -1;
+	return ctl->probe_ns;
+}
+
 static void run_case(struct tcase *c, struct tres *res)
 {
 	pid_t pids[MAX_RX + 1];
@@ -943,6 +1004,7 @@ static void run_case(struct tcase *c, struct tres *res)
 
 	memset(ctl, 0, sizeof(*ctl));
 	memset(res, 0, sizeof(*res));
+	res->probe = probe_xcpu();
 	snprintf(what, sizeof(what), "%s, %u receivers, %zu B",
 		 tps[c->tp].key, c->n, c->size);
 	if (kind == K_RING) {
@@ -1011,7 +1073,10 @@ static void run_case(struct tcase *c, struct tres *res)
 		res->reorder += s->reorder;
 		res->bad += s->bad;
 		res->enobufs += s->enobufs;
+		res->got += atomic_load(&s->got);
+		res->futex += s->sleeps;
 	}
+	res->futex += ctl->wakes + ctl->space_waits;
 	res->send_errors = ctl->send_errors;
 	res->paced = ctl->paced;
 	res->secs = (double)(end - ctl->t0) * 1e-9;
@@ -1384,15 +1449,18 @@ static const char *ratio(char *buf, double a, double b)
 struct cell {
 	uint64_t m;
 	unsigned int nok;
-	double sent[MAX_RUNS], deliv[MAX_RUNS];
+	double sent[MAX_RUNS], deliv[MAX_RUNS], probe[MAX_RUNS];
 	uint64_t lost, laps, lap_lost, reorder, bad, enobufs, send_errors;
 	uint64_t paced;
+	uint64_t got, futex;    /* all runs */
 	double msent, mdeliv;   /* medians */
 };
 
 static struct cell cells[MAX_LIST][MAX_LIST][NTP];
 static struct pres ppres[NPP][MAX_RUNS];
 static double pp_med[NPP][5];
+static double pp_probe[MAX_RUNS];
+static unsigned int pp_nprobe;
 static bool pp_ok[NPP];
 
 static void finish_cells(void)
@@ -1424,12 +1492,12 @@ static void print_case(unsigned int a, unsigned int s)
 
 	printf("\n%u receiver%s, %u B messages\n", opt.rx[a],
 	       opt.rx[a] == 1 ? "" : "s", opt.sz[s]);
-	printf("  %-28s %8s %9s %11s %8s %6s  %8s %8s %8s\n", "transport",
-	       "msgs", "sent/s", "delivered/s", "drops", "laps", "/nl-uni",
-	       "/nl-mc", "/unix");
+	printf("  %-28s %8s %9s %11s %6s %5s %8s  %7s %7s %7s\n", "transport",
+	       "msgs", "sent/s", "delivered/s", "drops", "laps", "futex/1k",
+	       "/nl-uni", "/nl-mc", "/unix");
 	for (int t = 0; t < NTP; t++) {
 		const struct cell *c = &row[t];
-		char drops[24], laps[16], name[40];
+		char drops[24], laps[16], name[40], fx[16];
 
 		if (!opt.tp_on[t])
 			continue;
@@ -1444,9 +1512,14 @@ static void print_case(unsigned int a, unsigned int s)
 			snprintf(laps, sizeof(laps), "%" PRIu64, c->laps);
 		else
 			snprintf(laps, sizeof(laps), "-");
-		printf("  %-28s %8" PRIu64 " %9s %11s %8s %6s  %8s %8s %8s\n",
+		if (tps[t].kind == K_RING && c->got)
+			snprintf(fx, sizeof(fx), "%.1f",
+				 1000.0 * (double)c->futex / (double)c->got);
+		else
+			snprintf(fx, sizeof(fx), "-");
+		printf("  %-28s %8" PRIu64 " %9s %11s %6s %5s %8s  %7s %7s %7s\n",
 		       name, c->m, rate(b1, c->msent), rate(b2, c->mdeliv),
-		       drops, laps, ratio(b3, c->mdeliv, nlu),
+		       drops, laps, fx, ratio(b3, c->mdeliv, nlu),
 		       ratio(b4, c->mdeliv, nlm), ratio(b5, c->mdeliv, ux));
 	}
 }
@@ -1576,6 +1649,19 @@ static void print_pp(void)
 	}
 	printf("  (medians over runs of each run's percentiles; /ring: against "
 	       "the ring in the same mode)\n");
+	if (pp_nprobe) {
+		double lo = pp_probe[0], hi = pp_probe[0];
+
+		for (unsigned int i = 1; i < pp_nprobe; i++) {
+			lo = pp_probe[i] < lo ? pp_probe[i] : lo;
+			hi = pp_probe[i] > hi ? pp_probe[i] : hi;
+		}
+		printf("  floor: one cache line bounced CPU 0 -> CPU 1 -> CPU 0 "
+		       "took %.0f ns (median; %.0f-%.0f)\n  before the runs; a "
+		       "ring hop needs two dependent line transfers (the index, "
+		       "then the message).\n",
+		       median(pp_probe, pp_nprobe), lo, hi);
+	}
 }
 
 static void write_csv(void)
@@ -1633,7 +1719,8 @@ static void usage(FILE *f)
 "                        nlm-mm,unix-mm (default all)\n"
 "  -b, --batch N         messages per ring publish and per sendmmsg (default 64)\n"
 "      --ring-kb N       SPSC ring data size in KiB (default 1024)\n"
-"      --feed-kb N       FEED ring data size in KiB (default: hold the run)\n"
+"      --feed-kb N       FEED ring data size in KiB (default 1024)\n"
+"      --feed-nopace     let the FEED producer lap slow readers (laps counted)\n"
 "      --sockbuf-kb N    SO_RCVBUF/SO_SNDBUF, forced (default 32768)\n"
 "      --spin-polls N    ring receivers poll N times before sleeping (0)\n"
 "      --mc-nopace       let the multicast sender run ahead (drops counted)\n"
@@ -1682,7 +1769,7 @@ int main(int argc, char **argv)
 		{ "pp-iters", 1, 0, 12 }, { "no-pin", 0, 0, 13 },
 		{ "no-latency", 0, 0, 14 }, { "no-matrix", 0, 0, 15 },
 		{ "csv", 1, 0, 16 }, { "timeout", 1, 0, 17 },
-		{ "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' },
+		{ "feed-nopace", 0, 0, 18 }, { "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	struct cpu_sample c0, c1, cs;
@@ -1760,6 +1847,7 @@ int main(int argc, char **argv)
 		case 15: opt.matrix = false; break;
 		case 16: opt.csv = optarg; break;
 		case 17: opt.timeout_s = (unsigned int)atoi(optarg); break;
+		case 18: opt.feed_pace = false; break;
 		case 'v': opt.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -1782,11 +1870,12 @@ int main(int argc, char **argv)
 		if (rk < TDB_RING_MIN_DATA || (rk & (rk - 1)) ||
 		    rk > TDB_RING_MAX_DATA)
 			die("--ring-kb: a power of two, 4 KiB - 1 GiB");
-		if (opt.feed_kb && ((opt.feed_kb & (opt.feed_kb - 1)) ||
-				    opt.feed_kb < 4 || opt.feed_kb > (1u << 20)))
+		if ((opt.feed_kb & (opt.feed_kb - 1)) ||
+		    opt.feed_kb < 4 || opt.feed_kb > (1u << 20))
 			die("--feed-kb: a power of two, 4 KiB - 1 GiB");
 		for (unsigned int s = 0; s < opt.nsz; s++)
-			if (opt.sz[s] > rk / 2 || opt.sz[s] > RING_MAXMSG)
+			if (opt.sz[s] > rk / 2 || opt.sz[s] > RING_MAXMSG ||
+			    opt.sz[s] > opt.feed_kb * 512)
 				die("size %u does not fit the rings", opt.sz[s]);
 	}
 	ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -1836,21 +1925,19 @@ int main(int argc, char **argv)
 	printf("  pinning   %s\n", !opt.pin ? "none (--no-pin)" :
 	       ncpu >= 2 ? "producer / ping on CPU 0, every receiver / pong on "
 	       "CPU 1" : "only 1 CPU: none");
-	printf("  rings     SPSC %u KiB each; FEED %s; publish every %u "
-	       "messages (and every message: publish/msg rows);\n"
-	       "            receivers %s\n", opt.ring_kb,
-	       opt.feed_kb ? "fixed" : "sized to hold the whole run (no laps "
-	       "expected)", opt.batch,
-	       opt.spin_polls ? "poll, then sleep on the futex" :
+	printf("  rings     SPSC %u KiB each, FEED %u KiB (%s); publish every "
+	       "%u messages\n            (publish/msg rows: every message); "
+	       "receivers %s\n", opt.ring_kb, opt.feed_kb,
+	       opt.feed_pace ? "producer paced to half a ring ahead of the "
+	       "slowest reader" : "producer not paced: laps counted",
+	       opt.batch, opt.spin_polls ? "poll, then sleep on the futex" :
 	       "sleep on the futex when the ring is empty");
-	if (opt.feed_kb)
-		printf("            FEED ring %u KiB\n", opt.feed_kb);
 	printf("  sockets   SO_RCVBUF/SO_SNDBUF %u KiB (forced), blocking; "
 	       "multicast group %u, %s\n", opt.sockbuf_kb, opt.group,
 	       opt.mc_pace ? "sender paced to the slowest receiver's buffer" :
 	       "sender not paced (drops counted)");
 	printf("  messages  rings: up to %.0fk and %.0f MiB per case "
-	       "(publish/msg rows: a quarter);\n            sockets: %.0fk per "
+	       "(publish/msg rows: an eighth);\n            sockets: %.0fk per "
 	       "receiver; %u run%s per case, medians\n",
 	       RING_MSGS * opt.scale / 1000, RING_BYTES * opt.scale / 1048576.0,
 	       SOCK_MSGS * opt.scale / 1000, opt.runs,
@@ -1873,18 +1960,24 @@ int main(int argc, char **argv)
 				c.n = opt.rx[a];
 				c.size = opt.sz[s];
 				c.m = msgs_for(c.tp, c.size);
-				c.feed_size = opt.feed_kb ? opt.feed_kb * 1024 :
-					pow2_at_least(c.m * NLMSG_ALIGN(c.size) +
-						      65536);
+				c.feed_size = opt.feed_kb * 1024;
 				cl->m = c.m;
 				run_case(&c, &r);
 				if (opt.verbose)
 					fprintf(stderr, "run %u %s n=%u s=%zu: "
-						"%.0f sent/s %.0f deliv/s %.3f s\n",
+						"probe %.0f ns, "
+						"%.0f sent/s %.0f deliv/s %.3f s"
+						"; wakes %" PRIu64 " space waits %"
+						PRIu64 " rx sleeps %" PRIu64 "\n",
 						run, tps[t].key, c.n, c.size,
-						r.sent, r.delivered, r.secs);
+						r.probe, r.sent, r.delivered,
+						r.secs,
+						ctl->wakes, ctl->space_waits,
+						r.futex - ctl->wakes -
+						ctl->space_waits);
 				if (!r.ok)
 					continue;
+				cl->probe[cl->nok] = r.probe;
 				cl->sent[cl->nok] = r.sent;
 				cl->deliv[cl->nok] = r.delivered;
 				cl->nok++;
@@ -1896,6 +1989,8 @@ int main(int argc, char **argv)
 				cl->enobufs += r.enobufs;
 				cl->send_errors += r.send_errors;
 				cl->paced += r.paced;
+				cl->got += r.got;
+				cl->futex += r.futex;
 			}
 			fprintf(stderr, "tdb-bench-ring: matrix run %u of %u "
 				"done (%.0f s)\n", run + 1, opt.runs,
@@ -1903,7 +1998,11 @@ int main(int argc, char **argv)
 		}
 	}
 	if (opt.latency) {
-		for (unsigned int run = 0; run < opt.runs; run++)
+		for (unsigned int run = 0; run < opt.runs; run++) {
+			double pr = probe_xcpu();
+
+			if (pr > 0)
+				pp_probe[pp_nprobe++] = pr;
 			for (int t = 0; t < NPP; t++) {
 				struct ppcase c;
 
@@ -1913,7 +2012,13 @@ int main(int argc, char **argv)
 					  opt.pp_iters_spin : opt.pp_iters_sleep;
 				c.warm = c.iters / 10;
 				run_pp(&c, &ppres[t][run]);
+				if (opt.verbose)
+					fprintf(stderr, "run %u ping-pong %s: "
+						"p50 %.0f ns p99 %.0f ns\n", run,
+						pps[t].key, ppres[t][run].p50,
+						ppres[t][run].p99);
 			}
+		}
 		for (int t = 0; t < NPP; t++) {
 			double v[5][MAX_RUNS];
 			unsigned int n = 0;
@@ -1944,7 +2049,9 @@ int main(int argc, char **argv)
 		       "delivered/s: messages received by all receivers "
 		       "together per second (N x sent for\nN receivers); drops: "
 		       "lost + ENOBUFS + failed sends (all runs); laps: FEED "
-		       "overruns;\n/nl-uni, /nl-mc, /unix: delivered/s against "
+		       "overruns;\nfutex/1k: ring futex calls (wakes sent, producer waits for "
+		       "space, receiver sleeps)\nper 1000 messages delivered; "
+		       "/nl-uni, /nl-mc, /unix: delivered/s against "
 		       "the socket rows of one send per message.\n",
 		       opt.runs, opt.runs == 1 ? "" : "s");
 		for (unsigned int a = 0; a < opt.nrx; a++)
