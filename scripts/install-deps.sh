@@ -6,7 +6,8 @@ PKGS="build-essential g++ meson ninja-build pkg-config
       libxxhash-dev liburcu-dev libcmocka-dev liblmdb-dev lmdb-utils
       libmnl-dev libsystemd-dev
       libglib2.0-dev libboost-dev libapr1-dev
-      binutils procps"
+      binutils procps
+      gnuplot-nox"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

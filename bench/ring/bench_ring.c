@@ -14,8 +14,8 @@
  * and ENOBUFS errors are counted and reported.
  *
  *   feed     one TDB_RING_FEED ring written once, read by N reader
- *            processes at their own cursors (read-only mappings); sized to
- *            hold the whole run unless --feed-kb, laps are reported
+ *            processes at their own cursors (read-only mappings); laps
+ *            (overruns) are counted and reported
  *   copy     N TDB_RING_SUBMIT rings (SPSC), the producer writes a copy of
  *            each message into each (for N = 1: the plain SPSC ring)
  *   feed1,   the same, publishing after every message instead of every
@@ -38,12 +38,14 @@
  * delivered/s is the number of messages delivered to all receivers over
  * the time until the last receiver had its last message.
  *
- * Netlink multicast never blocks the sender (the kernel drops what does
- * not fit a receiver's buffer), so by default the producer keeps at most
- * a receive buffer's worth of messages ahead of the slowest receiver (it
- * reads their counts in shared memory), the user-space equivalent of the
- * seed's "blocking broadcast" patch; --mc-nopace turns that off and the
- * drops are then reported.  A multicast sendto reports ECONNREFUSED
+ * Netlink multicast and FEED rings never block the sender (the kernel
+ * drops what does not fit a receiver's buffer; the FEED producer laps a
+ * slow reader), so by default the producer keeps at most half a receive
+ * buffer's (half a ring's) worth of messages ahead of the slowest receiver,
+ * reading their progress in shared memory: the user-space equivalent of
+ * the seed's "blocking broadcast" patch, so that delivered/s measures
+ * what the receivers can take.  --mc-nopace and --feed-nopace turn that
+ * off; drops and laps are then reported.  A multicast sendto reports ECONNREFUSED
  * after delivering to the group (no kernel socket has port 0 in
  * NETLINK_USERSOCK): that counts as sent.
  *
@@ -1711,7 +1713,7 @@ static void usage(FILE *f)
 "throughput (1 producer, N receivers) and ping-pong latency.\n"
 "\n"
 "  -r, --runs N          repeats of every case, medians reported (default 3)\n"
-"  -q, --quick           one run, a quarter of the messages (~30 s)\n"
+"  -q, --quick           one run, 15%% of the messages (~30 s)\n"
 "      --scale F         multiply the message counts by F\n"
 "      --receivers LIST  receiver counts (default 1,2,4,10; at most %d)\n"
 "      --sizes LIST      message sizes in bytes (default 64,128,512,1024,4096)\n"
@@ -1856,7 +1858,7 @@ int main(int argc, char **argv)
 	(void)tp_given;
 	if (quick) {
 		opt.runs = 1;
-		opt.scale *= 0.25;
+		opt.scale *= 0.15;
 		opt.pp_iters_spin /= 4;
 		opt.pp_iters_sleep /= 4;
 	}
