@@ -235,6 +235,8 @@ static void feed_make_room(struct tdb_ring *r, uint64_t end)
 		return;
 	while (end - t > r->data_size && t != r->pos)
 		t = feed_next(r, t);
+	/* tail may pass prod when a batch bigger than the ring is not yet
+	 * published; readers then wait for the publish (tdb_feed_read). */
 	r->other = t;
 	store_release(&r->hdr->tail, t);
 	/* The tail store must be visible before the data stores that
@@ -297,6 +299,7 @@ void *tdb_ring_reserve(struct tdb_ring *r, size_t len)
 		r->pos += pad;
 	}
 	r->reserved = need;
+	r->reserved_len = len;
 	return r->data + (r->pos & r->mask);
 }
 
@@ -304,8 +307,8 @@ int tdb_ring_commit(struct tdb_ring *r, size_t len)
 {
 	struct nlmsghdr *nlh;
 
-	if (!r->reserved || len < NLMSG_HDRLEN ||
-	    NLMSG_ALIGN(len) > r->reserved)
+	/* len against what was asked for, before any 32-bit rounding. */
+	if (!r->reserved || len < NLMSG_HDRLEN || len > r->reserved_len)
 		return -EINVAL;
 	nlh = (struct nlmsghdr *)(r->data + (r->pos & r->mask));
 	nlh->nlmsg_len = (uint32_t)len;        /* ours, whatever was built */
@@ -572,6 +575,8 @@ static int resync(struct tdb_ring *r, uint64_t tail, uint64_t *lost)
 			t += NLMSG_ALIGN(h.nlmsg_len);
 		}
 		if (lapped(r, tail, &t2)) {
+			if ((int64_t)(t2 - load_acquire(&r->hdr->prod)) > 0)
+				return 0;   /* mid-batch: try again later */
 			tail = t2;
 			continue;
 		}
@@ -601,8 +606,13 @@ int tdb_feed_read(struct tdb_ring *r, unsigned int budget,
 	if (r->kind != TDB_RING_FEED)
 		return -EINVAL;
 	p = load_acquire(&r->hdr->prod);
-	if (lapped(r, r->pos, &t))
+	if (lapped(r, r->pos, &t)) {
+		/* The producer is retiring messages of a batch it has not
+		 * published yet: nothing is readable until it does. */
+		if ((int64_t)(t - p) > 0)
+			return 0;
 		return resync(r, t, lost);
+	}
 	if (p - r->pos > r->data_size || (p & 3))
 		return violation(r, "feed producer index is out of range");
 	while (r->pos != p && work < budget) {
@@ -614,8 +624,11 @@ int tdb_feed_read(struct tdb_ring *r, unsigned int budget,
 		work++;
 		/* Whatever we read, it only counts if the producer had not
 		 * started overwriting it when we finished. */
-		if (lapped(r, r->pos, &t))
+		if (lapped(r, r->pos, &t)) {
+			if ((int64_t)(t - load_acquire(&r->hdr->prod)) > 0)
+				return (int)n;
 			return resync(r, t, lost);
+		}
 		if (len < 0)
 			return violation(r, why);
 		if (!len) {

@@ -32,6 +32,7 @@ struct tdb_ring {
 	uint64_t published;         /* producer: last index stored in hdr->prod */
 	uint64_t other;             /* producer: last valid cons; feed: tail */
 	uint64_t reserved;          /* producer: bytes reserved, not committed */
+	size_t reserved_len;        /* producer: the len asked for */
 	uint32_t seq;               /* feed: next sequence number */
 	bool seq_known;             /* feed reader: seq is meaningful */
 	int eventfd;                /* wake the consumer with this, or -1 */
