@@ -35,8 +35,8 @@
  * `prod` with acquire, copies the messages out, then stores `cons` with
  * release, which hands the space back.
  *
- * Sleeping: a consumer that finds the ring empty sets
- * TDB_RING_F_CONS_WAITING in `flags`, issues a full barrier, looks at
+ * Sleeping: a consumer that finds the ring empty reads `futex`, then
+ * sets TDB_RING_F_CONS_WAITING in `flags` (a full barrier), looks at
  * `prod` again, and only then sleeps on `futex` (FUTEX_WAIT, shared, on
  * the value it read before setting the flag).  A producer publishes,
  * issues a full barrier, and if the flag is set increments `futex` and

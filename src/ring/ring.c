@@ -374,9 +374,14 @@ int tdb_ring_wait_space(struct tdb_ring *r, size_t len, int timeout_ms)
 			return -EPROTO;
 		/* Unpublished messages would never be consumed. */
 		tdb_ring_publish(r);
+		/* The futex value first, then the flag: a consumer that
+		 * frees too little, clears our flag and bumps the futex
+		 * after we read it makes the wait return at once, and we
+		 * set the flag again; read after the flag, that bump would
+		 * leave us asleep with no flag set (a lost wake-up). */
+		v = __atomic_load_n(&r->hdr->futex, __ATOMIC_SEQ_CST);
 		__atomic_fetch_or(&r->hdr->flags, TDB_RING_F_PROD_WAITING,
 				  __ATOMIC_SEQ_CST);
-		v = __atomic_load_n(&r->hdr->futex, __ATOMIC_SEQ_CST);
 		if (has_room(r, r->pos + pad + need))
 			return 0;
 		err = futex_wait(&r->hdr->futex, v, timeout_ms);
@@ -508,9 +513,10 @@ int tdb_ring_wait(struct tdb_ring *r, int timeout_ms)
 
 	if (r->dead)
 		return -EPROTO;
+	/* The futex value before the flag, as in tdb_ring_wait_space. */
+	v = __atomic_load_n(&r->hdr->futex, __ATOMIC_SEQ_CST);
 	__atomic_fetch_or(&r->hdr->flags, TDB_RING_F_CONS_WAITING,
 			  __ATOMIC_SEQ_CST);
-	v = __atomic_load_n(&r->hdr->futex, __ATOMIC_SEQ_CST);
 	err = load_prod(r, &p);
 	if (err)
 		return err;
