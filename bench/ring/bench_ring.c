@@ -95,9 +95,9 @@
 /* Default message counts (before --scale): rings stream up to RING_MSGS
  * messages and RING_BYTES bytes per case; sockets SOCK_MSGS per receiver
  * (the reference figures in issue 3 used 20 k messages). */
-#define RING_MSGS    4000000ull
-#define RING_BYTES   (512ull << 20)
-#define SOCK_MSGS    50000ull
+#define RING_MSGS    2000000ull
+#define RING_BYTES   (256ull << 20)
+#define SOCK_MSGS    30000ull
 #define PP_SPIN      200000u
 #define PP_SLEEP     20000u
 
@@ -1713,7 +1713,7 @@ static void usage(FILE *f)
 "throughput (1 producer, N receivers) and ping-pong latency.\n"
 "\n"
 "  -r, --runs N          repeats of every case, medians reported (default 3)\n"
-"  -q, --quick           one run, 15%% of the messages (~30 s)\n"
+"  -q, --quick           one run, a quarter of the messages (~20 s)\n"
 "      --scale F         multiply the message counts by F\n"
 "      --receivers LIST  receiver counts (default 1,2,4,10; at most %d)\n"
 "      --sizes LIST      message sizes in bytes (default 64,128,512,1024,4096)\n"
@@ -1858,7 +1858,7 @@ int main(int argc, char **argv)
 	(void)tp_given;
 	if (quick) {
 		opt.runs = 1;
-		opt.scale *= 0.15;
+		opt.scale *= 0.25;
 		opt.pp_iters_spin /= 4;
 		opt.pp_iters_sleep /= 4;
 	}
