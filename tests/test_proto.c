@@ -329,6 +329,23 @@ static void assert_same(const struct tdb_proto_msg *in,
 		assert_int_equal(out->mode, in->mode);
 }
 
+/* The pad bytes after every attribute in [a, end) (and in nests) are 0:
+ * a builder must not leak what its buffer held before. */
+static void assert_padding_zero(const unsigned char *p, const unsigned char *end)
+{
+	while (p < end) {
+		const struct nlattr *a = (const void *)p;
+		uint32_t i;
+
+		assert_true(a->nla_len >= 4 && p + a->nla_len <= end);
+		for (i = a->nla_len; i < (uint32_t)NLA_ALIGN(a->nla_len); i++)
+			assert_int_equal(p[i], 0);
+		if (a->nla_type & NLA_F_NESTED)
+			assert_padding_zero(p + 4, p + a->nla_len);
+		p += NLA_ALIGN(a->nla_len);
+	}
+}
+
 /* Build m into an exact-size buffer, check size() agrees, parse it back
  * and compare.  Returns the length; the message is left in wbuf. */
 static long roundtrip(const struct tdb_proto_msg *m, enum tdb_proto_dir dir)
@@ -342,8 +359,13 @@ static long roundtrip(const struct tdb_proto_msg *m, enum tdb_proto_dir dir)
 	assert_true(size > 0);
 	exact = malloc((size_t)size);
 	assert_non_null(exact);
+	memset(exact, 0xa5, (size_t)size);      /* an older message */
 	len = tdb_proto_build(exact, (size_t)size, dir, m, &ext);
 	assert_int_equal(len, size);
+	assert_padding_zero((unsigned char *)exact + GENL_LEN,
+			    (unsigned char *)exact + len);
+	assert_int_equal(((struct genlmsghdr *)((char *)exact +
+			 NLMSG_HDRLEN))->reserved, 0);
 	assert_int_equal(((struct nlmsghdr *)exact)->nlmsg_len, len);
 	assert_int_equal(len % 4, 0);
 	memcpy(wbuf, exact, (size_t)len);
@@ -1682,6 +1704,19 @@ static void test_error_replies(void **state)
 	assert_int_equal(parse(wbuf, TDB_PROTO_ANSWER, &out, &e2), 0);
 	assert_int_equal(out.seq, 0);
 	assert_int_equal(out.orig->nlmsg_len, 0);
+
+	/* every byte defined, whatever the buffer held */
+	memset(wbuf, 0xa5, 1024);
+	ext = (struct tdb_proto_extack){ "odd length.", 40, 3 };
+	len = tdb_proto_error(wbuf, sizeof(wbuf), (void *)wbuf2, -EINVAL,
+			      &ext);
+	assert_true(len > 0);
+	assert_padding_zero((unsigned char *)wbuf + NLMSG_HDRLEN +
+			    sizeof(struct nlmsgerr), (unsigned char *)wbuf + len);
+	memset(wbuf, 0xa5, 1024);
+	len = tdb_proto_done(wbuf, sizeof(wbuf), (void *)wbuf2, -EIO, &ext);
+	assert_padding_zero((unsigned char *)wbuf + NLMSG_HDRLEN + 4,
+			    (unsigned char *)wbuf + len);
 
 	/* a long message is cut to TDB_PROTO_EXTACK_MAX bytes */
 	memset(longmsg, 'x', sizeof(longmsg) - 1);

@@ -1076,6 +1076,23 @@ long tdb_proto_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 	return msg_size(dir, m, ext);
 }
 
+/*
+ * mnl_attr_put_check() and zero padding: libmnl 1.0.4 leaves the pad
+ * bytes as they were, and a buffer (a ring) may still hold an older
+ * message there.  Every byte a builder emits is defined.
+ */
+static bool put_bytes(struct nlmsghdr *nlh, size_t size, uint16_t type,
+		      size_t len, const void *data)
+{
+	struct nlattr *a = mnl_nlmsg_get_payload_tail(nlh);
+
+	if (!mnl_attr_put_check(nlh, size, type, len, data))
+		return false;
+	memset((char *)mnl_attr_get_payload(a) + len, 0,
+	       MNL_ALIGN(len) - len);
+	return true;
+}
+
 static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 		     const struct nest_pol *np, const void *in)
 {
@@ -1138,7 +1155,7 @@ static bool put_value(struct nlmsghdr *nlh, size_t size, const void *val,
 	do {
 		uint32_t n = len > TDB_VALUE_FRAG ? TDB_VALUE_FRAG : len;
 
-		if (!mnl_attr_put_check(nlh, size, TDB_A_VALUE, n, p))
+		if (!put_bytes(nlh, size, TDB_A_VALUE, n, p))
 			return false;
 		p += n;
 		len -= n;
@@ -1157,22 +1174,22 @@ static bool put_attrs(struct nlmsghdr *nlh, size_t size,
 			continue;
 		switch (t) {
 		case TDB_A_TABLE:
-			ok = mnl_attr_put_strz_check(nlh, size, t, m->table);
+			ok = put_bytes(nlh, size, t, strlen(m->table) + 1,
+				       m->table);
 			break;
 		case TDB_A_KEY:
-			ok = mnl_attr_put_check(nlh, size, t, m->key_len,
-						m->key);
+			ok = put_bytes(nlh, size, t, m->key_len, m->key);
 			break;
 		case TDB_A_VALUE:
 			ok = put_value(nlh, size, m->value, m->value_len);
 			break;
 		case TDB_A_PREFIX:
-			ok = mnl_attr_put_check(nlh, size, t, m->prefix_len,
-						m->prefix);
+			ok = put_bytes(nlh, size, t, m->prefix_len,
+				       m->prefix);
 			break;
 		case TDB_A_CURSOR:
-			ok = mnl_attr_put_check(nlh, size, t, m->cursor_len,
-						m->cursor);
+			ok = put_bytes(nlh, size, t, m->cursor_len,
+				       m->cursor);
 			break;
 		case TDB_A_TXN:
 			ok = mnl_attr_put_u64_check(nlh, size, t, m->txn);
@@ -1305,8 +1322,8 @@ static long put_ack(void *buf, size_t size, uint16_t type,
 		struct nlattr *a = mnl_nlmsg_get_payload_tail(nlh);
 
 		/* mlen + 1 bytes: the text, cut, and then its NUL */
-		if (!mnl_attr_put_check(nlh, size, NLMSGERR_ATTR_MSG, mlen + 1,
-					ext->msg))
+		if (!put_bytes(nlh, size, NLMSGERR_ATTR_MSG, mlen + 1,
+			       ext->msg))
 			return -EMSGSIZE;
 		((char *)mnl_attr_get_payload(a))[mlen] = '\0';
 	}
