@@ -1,13 +1,16 @@
 #!/bin/sh
 # Install every Debian 12 package tdb needs to build, test and benchmark.
 # Run as root.  Safe to run again.
+# clang + libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for
+# tests/fuzz (clang-14 only recommends libclang-rt-14-dev).
 set -eu
 PKGS="build-essential g++ meson ninja-build pkg-config
       libxxhash-dev liburcu-dev libcmocka-dev liblmdb-dev lmdb-utils
       libmnl-dev libsystemd-dev
       libglib2.0-dev libboost-dev libapr1-dev
       binutils procps
-      gnuplot-nox"
+      gnuplot-nox
+      clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
