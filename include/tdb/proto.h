@@ -150,6 +150,8 @@
  *   NLMSGERR_ATTR_OFFS      u32: offset of the attribute at fault, from
  *                           the first byte of the request's nlmsghdr
  *   NLMSGERR_ATTR_MISS_TYPE u32: a required attribute that was missing
+ *                           (missing inside a nest: OFFS is the nest's
+ *                           offset, MISS_TYPE the type within it)
  * An ack is the same message with error 0 and no attributes.  An error
  * answer is at most TDB_PROTO_ERROR_MAX bytes.  Receivers also accept an
  * NLMSG_ERROR that echoes the request (NLM_F_CAPPED clear), as generic
