@@ -2119,6 +2119,65 @@ static void test_feed_big_batch(void **state)
 	feed_free(f);
 }
 
+/*
+ * The owner restarts: a new producer attaches to a FEED ring that has
+ * messages (attach reads prod and tail, so it resumes where the last one
+ * stopped).  The ABI: every FEED message's nlmsg_seq is one more than the
+ * previous one's, so the new producer continues the numbering, and a
+ * reader that read the old messages reads the new ones without a
+ * violation.
+ */
+static void test_feed_producer_reattach(void **state)
+{
+	struct feed *f = feed_new(4096);
+	struct reader rd;
+	struct coll col;
+	uint64_t lost = 0;
+	unsigned int i;
+	char bad[200] = "";
+	int rc;
+
+	(void)state;
+	reader_attach(&rd, f);
+	for (i = 0; i < 5; i++)
+		feed_post(f, 100, i);
+	tdb_ring_publish(&f->p);
+	coll_init(&col, &f->w);
+	assert_int_equal(tdb_feed_read(&rd.r, 100, collect, &col, &lost), 5);
+	tdb_ring_detach(&f->p);
+	assert_int_equal(tdb_ring_attach_producer(&f->p, f->w.hdr, f->w.data,
+						  4096, TDB_RING_FEED), 0);
+	for (i = 5; i < 10; i++) {
+		unsigned char *w = tdb_ring_reserve(&f->p, 100);
+
+		assert_non_null(w);
+		assert_ptr_equal(w, f->w.data + f->idx);
+		build(w, 100, i);
+		assert_int_equal(tdb_ring_commit(&f->p, 100), 0);
+		f->seq[f->n] = ((struct nlmsghdr *)w)->nlmsg_seq;
+		if (f->seq[f->n] != f->seq[f->n - 1] + 1 && !bad[0])
+			snprintf(bad, sizeof(bad), "after the producer "
+				 "re-attached, message %u has seq %u; the one "
+				 "before had %u", i, f->seq[f->n],
+				 f->seq[f->n - 1]);
+		f->n++;
+		f->idx += 100;
+	}
+	tdb_ring_publish(&f->p);
+	rc = tdb_feed_read(&rd.r, 100, collect, &col, &lost);
+	if (rc != 5 && !bad[0])
+		snprintf(bad, sizeof(bad), "the reader got %d (%s) after the "
+			 "producer re-attached", rc, tdb_ring_error(&rd.r) ?
+			 tdb_ring_error(&rd.r) : "");
+	reader_detach(&rd);
+	feed_free(f);
+	if (bad[0])
+		fail_msg("%s", bad);
+	coll_ok(&col);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(col.id[i], i);
+}
+
 struct feed_sleeper {
 	struct reader *rd;
 	int rc;
@@ -2201,6 +2260,7 @@ int main(void)
 		cmocka_unit_test(test_feed_lap_during_read),
 		cmocka_unit_test(test_feed_late_reader),
 		cmocka_unit_test(test_feed_big_batch),
+		cmocka_unit_test(test_feed_producer_reattach),
 		cmocka_unit_test(test_feed_wait),
 	};
 
