@@ -1456,6 +1456,7 @@ struct cell {
 	uint64_t paced;
 	uint64_t got, futex;    /* all runs */
 	double msent, mdeliv;   /* medians */
+	double spread;          /* delivered/s: (max - min) / median */
 };
 
 static struct cell cells[MAX_LIST][MAX_LIST][NTP];
@@ -1472,8 +1473,18 @@ static void finish_cells(void)
 			for (int t = 0; t < NTP; t++) {
 				struct cell *c = &cells[a][s][t];
 
+				double lo = 0, hi = 0;
+
 				c->msent = median(c->sent, c->nok);
 				c->mdeliv = median(c->deliv, c->nok);
+				for (unsigned int k = 0; k < c->nok; k++) {
+					if (!k || c->deliv[k] < lo)
+						lo = c->deliv[k];
+					if (!k || c->deliv[k] > hi)
+						hi = c->deliv[k];
+				}
+				c->spread = c->mdeliv > 0 ?
+					    (hi - lo) / c->mdeliv : 0;
 			}
 }
 
@@ -1494,9 +1505,9 @@ static void print_case(unsigned int a, unsigned int s)
 
 	printf("\n%u receiver%s, %u B messages\n", opt.rx[a],
 	       opt.rx[a] == 1 ? "" : "s", opt.sz[s]);
-	printf("  %-28s %8s %9s %11s %6s %5s %8s  %7s %7s %7s\n", "transport",
-	       "msgs", "sent/s", "delivered/s", "drops", "laps", "futex/1k",
-	       "/nl-uni", "/nl-mc", "/unix");
+	printf("  %-28s %8s %9s %11s %6s %6s %5s %8s  %7s %7s %7s\n",
+	       "transport", "msgs", "sent/s", "delivered/s", "spread", "drops",
+	       "laps", "futex/1k", "/nl-uni", "/nl-mc", "/unix");
 	for (int t = 0; t < NTP; t++) {
 		const struct cell *c = &row[t];
 		char drops[24], laps[16], name[40], fx[16];
@@ -1519,9 +1530,9 @@ static void print_case(unsigned int a, unsigned int s)
 				 1000.0 * (double)c->futex / (double)c->got);
 		else
 			snprintf(fx, sizeof(fx), "-");
-		printf("  %-28s %8" PRIu64 " %9s %11s %6s %5s %8s  %7s %7s %7s\n",
-		       name, c->m, rate(b1, c->msent), rate(b2, c->mdeliv),
-		       drops, laps, fx, ratio(b3, c->mdeliv, nlu),
+		printf("  %-28s %8" PRIu64 " %9s %11s %5.0f%% %6s %5s %8s  %7s "
+		       "%7s %7s\n", name, c->m, rate(b1, c->msent),
+		       rate(b2, c->mdeliv), c->spread * 100, drops, laps, fx, ratio(b3, c->mdeliv, nlu),
 		       ratio(b4, c->mdeliv, nlm), ratio(b5, c->mdeliv, ux));
 	}
 }
@@ -1674,7 +1685,7 @@ static void write_csv(void)
 		die("%s: %s", opt.csv, strerror(errno));
 	fprintf(f, "test,receivers,size,transport,messages,runs,sent_per_s,"
 		"delivered_per_s,drops,laps,lap_lost,reorder,bad,enobufs,"
-		"send_errors\n");
+		"send_errors,spread,futex_per_msg,probe_ns\n");
 	for (unsigned int a = 0; a < opt.nrx; a++)
 		for (unsigned int s = 0; s < opt.nsz; s++)
 			for (int t = 0; t < NTP; t++) {
@@ -1685,11 +1696,14 @@ static void write_csv(void)
 				fprintf(f, "tput,%u,%u,%s,%" PRIu64 ",%u,%.0f,"
 					"%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64
 					",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-					",%" PRIu64 "\n", opt.rx[a], opt.sz[s],
-					tps[t].key, c->m, c->nok, c->msent,
-					c->mdeliv, c->lost, c->laps, c->lap_lost,
-					c->reorder, c->bad, c->enobufs,
-					c->send_errors);
+					",%" PRIu64 ",%.3f,%.4f,%.0f\n", opt.rx[a],
+					opt.sz[s], tps[t].key, c->m, c->nok,
+					c->msent, c->mdeliv, c->lost, c->laps,
+					c->lap_lost, c->reorder, c->bad,
+					c->enobufs, c->send_errors, c->spread,
+					c->got ? (double)c->futex /
+						 (double)c->got : 0,
+					median((double *)c->probe, c->nok));
 			}
 	fprintf(f, "\ntest,size,transport,iters,min_ns,p50_ns,p99_ns,p999_ns\n");
 	for (int t = 0; t < NPP; t++)
@@ -2054,7 +2068,8 @@ int main(int argc, char **argv)
 		       "overruns;\nfutex/1k: ring futex calls (wakes sent, producer waits for "
 		       "space, receiver sleeps)\nper 1000 messages delivered; "
 		       "/nl-uni, /nl-mc, /unix: delivered/s against "
-		       "the socket rows of one send per message.\n",
+		       "the socket rows of one send per message;\nspread: (max - min) / median "
+		       "of delivered/s over the runs.\n",
 		       opt.runs, opt.runs == 1 ? "" : "s");
 		for (unsigned int a = 0; a < opt.nrx; a++)
 			for (unsigned int s = 0; s < opt.nsz; s++)
