@@ -1962,6 +1962,9 @@ int main(int argc, char **argv)
 	/* the matrix, runs interleaved: run 1 of every case, then run 2... */
 	if (opt.matrix) {
 		for (unsigned int run = 0; run < opt.runs; run++) {
+			struct cpu_sample r0, r1;
+
+			cpu_sample(&r0);
 			for (unsigned int a = 0; a < opt.nrx; a++)
 			for (unsigned int s = 0; s < opt.nsz; s++)
 			for (int t = 0; t < NTP; t++) {
@@ -2008,9 +2011,13 @@ int main(int argc, char **argv)
 				cl->got += r.got;
 				cl->futex += r.futex;
 			}
+			cpu_sample(&r1);
+			o = cpu_others(&r0, &r1, &steal);
 			fprintf(stderr, "tdb-bench-ring: matrix run %u of %u "
-				"done (%.0f s)\n", run + 1, opt.runs,
-				(double)(now_ns() - t_start) * 1e-9);
+				"done (%.0f s; others %.0f%%, steal %.0f%%)\n",
+				run + 1, opt.runs,
+				(double)(now_ns() - t_start) * 1e-9, o * 100,
+				steal * 100);
 		}
 	}
 	if (opt.latency) {
