@@ -52,11 +52,13 @@
  *    The owner answers this way whatever NLM_F_ACK says; NLM_F_ACK is set
  *    on "ack" commands so that generic netlink, which acks only when
  *    asked, behaves the same.
- *  - Every answer carries the request's nlmsg_seq and nlmsg_pid.  The
- *    owner answers one client's requests in order; a client picks its
- *    sequence numbers (e.g. counting up) and matches answers by them.
- *    nlmsg_pid is 0 over rings and AF_UNIX; over generic netlink it is
- *    the socket's port id, as usual.
+ *  - Every answer carries the request's nlmsg_seq and nlmsg_pid.  A
+ *    client picks its sequence numbers (e.g. counting up) and matches
+ *    answers by them: answers to different requests may come in any
+ *    order (a slow SCAN need not hold up a GET); the parts of one dump
+ *    come in order and end with its NLMSG_DONE.  nlmsg_pid is 0 over
+ *    rings and AF_UNIX; over generic netlink it is the socket's port
+ *    id, as usual.
  *  - Notifications: a change feed (a TDB_RING_FEED ring) carries the
  *    changes to a watched table as PUT, DEL and TABLE_DROP messages
  *    without NLM_F_REQUEST and with no flags; nlmsg_seq is the feed's
