@@ -154,6 +154,33 @@ static int attach(struct tdb_ring *r, void *hdr, const void *data,
 	return 0;
 }
 
+static uint64_t feed_next(const struct tdb_ring *r, uint64_t i);
+
+/*
+ * A FEED producer that attaches to a ring with messages in it (the owner
+ * restarting its feed) goes on with the sequence numbers: one more than
+ * the newest intact message's, so readers see no false gap.  The walk is
+ * bounded by the ring (tail..prod is at most data_size bytes).
+ */
+static void feed_resume_seq(struct tdb_ring *r)
+{
+	uint64_t i = r->other;
+
+	while (i != r->pos) {
+		uint32_t off = (uint32_t)(i & r->mask);
+		const struct nlmsghdr *nlh =
+			(const struct nlmsghdr *)(r->data + off);
+		uint64_t next = feed_next(r, i);
+
+		if (r->data_size - off >= NLMSG_HDRLEN &&
+		    nlh->nlmsg_type != NLMSG_NOOP)
+			r->seq = nlh->nlmsg_seq + 1;
+		if (next == i || next - r->other > r->pos - r->other)
+			break;
+		i = next;
+	}
+}
+
 int tdb_ring_attach_producer(struct tdb_ring *r, void *hdr, void *data,
 			     size_t data_map_size, uint32_t kind)
 {
@@ -167,6 +194,8 @@ int tdb_ring_attach_producer(struct tdb_ring *r, void *hdr, void *data,
 	if (r->pos - r->other > r->data_size || (r->pos & 3) || (r->other & 3))
 		return violation(r, "ring indices are inconsistent");
 	r->published = r->pos;
+	if (kind == TDB_RING_FEED)
+		feed_resume_seq(r);
 	return 0;
 }
 
