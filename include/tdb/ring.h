@@ -47,7 +47,8 @@
  *
  * FEED rings: `tail` is the index of the oldest message still intact;
  * before the producer overwrites older messages it advances `tail` (to a
- * message boundary) and only then writes.  A reader copies a message out,
+ * message boundary, retiring about 1/16 of the ring at a time so that the
+ * store and its barrier are rare) and only then writes.  A reader copies a message out,
  * then re-reads `tail`: if tail passed the message's start, the copy may
  * be torn and the reader has been lapped.  Every FEED message carries a
  * sequence number in nlmsg_seq, one more than the previous message's.
@@ -90,8 +91,7 @@ struct tdb_ring_hdr {
 	__u32 reserved0[9];
 	/* line 1: the producer's */
 	__u64 prod __attribute__((aligned(TDB_RING_CACHELINE)));
-	__u64 tail;            /* FEED: oldest intact message */
-	__u32 reserved1[12];
+	__u32 reserved1[14];
 	/* line 2: the consumer's (unused by FEED rings) */
 	__u64 cons __attribute__((aligned(TDB_RING_CACHELINE)));
 	__u32 reserved2[14];
@@ -99,6 +99,11 @@ struct tdb_ring_hdr {
 	__u32 flags __attribute__((aligned(TDB_RING_CACHELINE)));
 	__u32 futex;
 	__u32 reserved3[14];
+	/* line 4: FEED only, the oldest intact message.  Its own line: it
+	 * moves once per retired chunk, while `prod` moves every publish,
+	 * and every reader re-reads it after every message. */
+	__u64 tail __attribute__((aligned(TDB_RING_CACHELINE)));
+	__u32 reserved4[14];
 };
 
 #endif

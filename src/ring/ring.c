@@ -262,7 +262,9 @@ static void feed_make_room(struct tdb_ring *r, uint64_t end)
 
 	if (end - t <= r->data_size)
 		return;
-	while (end - t > r->data_size && t != r->pos)
+	/* Retire a chunk (1/16 of the ring) beyond what is needed, so the
+	 * tail store and its fence happen once per chunk, not per message. */
+	while (end - t > r->data_size - r->data_size / 16 && t != r->pos)
 		t = feed_next(r, t);
 	/* tail may pass prod when a batch bigger than the ring is not yet
 	 * published; readers then wait for the publish (tdb_feed_read). */
