@@ -551,8 +551,12 @@ int tdb_ring_wait(struct tdb_ring *r, int timeout_ms)
 	err = load_prod(r, &p);
 	if (err)
 		return err;
-	if (p != r->pos)
+	if (p != r->pos) {
+		/* Not going to sleep: spare the producer a wake-up call. */
+		__atomic_fetch_and(&r->hdr->flags, ~TDB_RING_F_CONS_WAITING,
+				   __ATOMIC_RELAXED);
 		return 0;
+	}
 	if (r->eventfd >= 0) {
 		struct pollfd pfd = { .fd = r->eventfd, .events = POLLIN };
 		uint64_t cnt;
