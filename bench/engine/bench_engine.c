@@ -52,6 +52,7 @@
 
 #include "core.h"
 #include "../../src/platform/user.h"
+#include "../common/machine.h"
 
 #define KEY_LEN      16u
 #define BATCH        1000u
@@ -675,27 +676,6 @@ static void run(unsigned int r)
 }
 
 /* --- machine info ------------------------------------------------------ */
-static void cpu_model(char *buf, size_t len)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[512];
-
-	snprintf(buf, len, "unknown CPU");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *c = strchr(line, ':');
-
-		if (!c || strncmp(line, "model name", 10))
-			continue;
-		c += 1 + strspn(c + 1, " \t");
-		c[strcspn(c, "\n")] = 0;
-		snprintf(buf, len, "%s", c);
-		break;
-	}
-	fclose(f);
-}
-
 static long read_long(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -707,53 +687,6 @@ static long read_long(const char *path)
 		fclose(f);
 	}
 	return v;
-}
-
-/*
- * Other work on the machine skews the figures: measure it.  cpu_sample()
- * reads the busy and total CPU time of the whole machine (/proc/stat) and
- * this process's own CPU time; the difference is everybody else's.
- */
-struct cpu_sample {
-	double busy, total, steal, self;        /* seconds */
-};
-
-static void cpu_sample(struct cpu_sample *c)
-{
-	unsigned long long v[8] = { 0 };
-	double hz = (double)sysconf(_SC_CLK_TCK);
-	struct timespec ts;
-	FILE *f = fopen("/proc/stat", "r");
-
-	memset(c, 0, sizeof(*c));
-	if (f) {
-		if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
-			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-			   &v[7]) != 8)
-			memset(v, 0, sizeof(v));
-		fclose(f);
-	}
-	/* user nice system idle iowait irq softirq steal */
-	c->busy = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
-	c->total = c->busy + (v[3] + v[4]) / hz;
-	c->steal = v[7] / hz;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	c->self = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Share of the machine's CPU time used by others between a and b, and
- * the share stolen by the hypervisor; -1 if unknown. */
-static double cpu_others(const struct cpu_sample *a,
-			 const struct cpu_sample *b, double *steal)
-{
-	double total = b->total - a->total;
-	double o;
-
-	*steal = total > 0 ? (b->steal - a->steal) / total : -1;
-	if (total <= 0)
-		return -1;
-	o = (b->busy - a->busy - (b->self - a->self)) / total;
-	return o < 0 ? 0 : o;
 }
 
 static struct cpu_sample cpu_at_start;

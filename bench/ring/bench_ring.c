@@ -80,6 +80,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "../common/machine.h"
 
 #define MAX_RX       16
 #define MAX_LIST     16
@@ -1343,71 +1344,6 @@ static void run_pp(struct ppcase *c, struct pres *res)
 }
 
 /* --- machine ------------------------------------------------------------ */
-static void cpu_model(char *buf, size_t len)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[512];
-
-	snprintf(buf, len, "unknown CPU");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, ':');
-
-		if (!strncmp(line, "model name", 10) && p) {
-			p += 2;
-			p[strcspn(p, "\n")] = 0;
-			snprintf(buf, len, "%s", p);
-			break;
-		}
-	}
-	fclose(f);
-}
-
-/* Other work on the machine skews the figures: the busy share of the
- * CPUs not spent by this process or its (reaped) children. */
-struct cpu_sample {
-	double busy, total, steal, self;
-};
-
-static void cpu_sample(struct cpu_sample *c)
-{
-	unsigned long long v[8] = { 0 };
-	double hz = (double)sysconf(_SC_CLK_TCK);
-	struct rusage ru, rc;
-	FILE *f = fopen("/proc/stat", "r");
-
-	memset(c, 0, sizeof(*c));
-	if (f) {
-		if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
-			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-			   &v[7]) != 8)
-			memset(v, 0, sizeof(v));
-		fclose(f);
-	}
-	c->busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
-	c->total = c->busy + (double)(v[3] + v[4]) / hz;
-	c->steal = (double)v[7] / hz;
-	getrusage(RUSAGE_SELF, &ru);
-	getrusage(RUSAGE_CHILDREN, &rc);
-	c->self = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-			   rc.ru_utime.tv_sec + rc.ru_stime.tv_sec) +
-		  (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec +
-			   rc.ru_utime.tv_usec + rc.ru_stime.tv_usec) * 1e-6;
-}
-
-static double cpu_others(const struct cpu_sample *a,
-			 const struct cpu_sample *b, double *steal)
-{
-	double total = b->total - a->total, o;
-
-	*steal = total > 0 ? (b->steal - a->steal) / total : -1;
-	if (total <= 0)
-		return -1;
-	o = (b->busy - a->busy - (b->self - a->self)) / total;
-	return o < 0 ? 0 : o;
-}
-
 /* --- report ------------------------------------------------------------- */
 static int cmp_dbl(const void *a, const void *b)
 {
