@@ -57,6 +57,7 @@ static const char *const phase_name[] = { "consumer", "space", "eventfd" };
 struct ctl {
 	uint64_t acked;         /* consumer: rounds done */
 	uint64_t refilled;      /* producer (space): rounds done */
+	uint64_t primed;        /* producer (space): the ring is full */
 	uint64_t round[2];      /* where each side is, for the watchdog */
 	/* counts */
 	uint64_t wakes_sent, flag_seen, waits, slept, spurious, epolls;
@@ -237,6 +238,7 @@ static void producer(int fd, int efd, enum phase ph, uint64_t rounds,
 		for (r = 0; r < 4; r++)
 			post(&p, 1024, (uint32_t)r);
 		tdb_ring_publish(&p);
+		__atomic_store_n(&ctl->primed, 1, __ATOMIC_RELEASE);
 	}
 	for (r = 0; r < rounds; r++) {
 		ctl->round[0] = r;
@@ -311,6 +313,7 @@ static void consumer(int fd, int efd, enum phase ph, uint64_t rounds,
 		alarm(WATCHDOG);
 		if (ph == PH_SPACE) {
 			/* the ring is full; the producer goes to sleep */
+			spin_until(&ctl->primed, 1);
 			spin_until(&ctl->refilled, r);
 			if (rnd(&s, 2))
 				flag_set_within(TDB_RING_F_PROD_WAITING,
