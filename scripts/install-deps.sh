@@ -8,7 +8,7 @@ PKGS="build-essential g++ meson ninja-build pkg-config
       libxxhash-dev liburcu-dev libcmocka-dev liblmdb-dev lmdb-utils
       libmnl-dev libsystemd-dev
       libglib2.0-dev libboost-dev libapr1-dev
-      binutils procps
+      binutils procps systemd redis-server redis-tools
       gnuplot-nox
       clang libclang-rt-14-dev"
 missing=""

@@ -1396,6 +1396,64 @@ static void test_cursor_interleaved(void **state)
 	tdbe_table_close(t);
 }
 
+/* A walk resumed in a new cursor after any key gives exactly the rest,
+ * also after a key that has since been deleted. */
+static void test_cursor_seek(void **state)
+{
+	enum { N = 300 };
+	struct tdbe_table *t = mk("cseek", 0);
+	static char keys[N][16];
+	char big[TDBE_KEY_MAX + 1];
+	struct tdbe_cursor *c;
+	const void *k, *v;
+	size_t kl, vl;
+	int err = 0, i, n, cut;
+
+	(void)state;
+	for (i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "seek-%d", i);
+		assert_int_equal(tdbe_put(t, keys[i], strlen(keys[i]), "v", 1,
+					  0, NULL), 0);
+	}
+	/* the full walk, in order */
+	c = tdbe_cursor_open(t, &err);
+	assert_non_null(c);
+	for (n = 0; tdbe_cursor_next(c, &k, &kl, &v, &vl) == 1; n++) {
+		assert_true(kl < sizeof(keys[0]));
+		memcpy(keys[n], k, kl);
+		keys[n][kl] = 0;
+	}
+	tdbe_cursor_close(c);
+	assert_int_equal(n, N);
+	for (cut = 0; cut < N; cut += 37) {
+		if (cut % 2)    /* resume after a key that is gone */
+			assert_int_equal(tdbe_del(t, keys[cut],
+						  strlen(keys[cut]), NULL), 0);
+		c = tdbe_cursor_open(t, &err);
+		assert_non_null(c);
+		assert_int_equal(tdbe_cursor_seek(c, keys[cut],
+						  strlen(keys[cut])), 0);
+		for (i = cut + 1; tdbe_cursor_next(c, &k, &kl, &v, &vl) == 1;
+		     i++) {
+			assert_true(i < N);
+			assert_memory_equal(k, keys[i], kl);
+		}
+		assert_int_equal(i, N);
+		tdbe_cursor_close(c);
+		if (cut % 2)
+			assert_int_equal(tdbe_put(t, keys[cut],
+				strlen(keys[cut]), "v", 1, 0, NULL), 0);
+	}
+	c = tdbe_cursor_open(t, &err);
+	assert_non_null(c);
+	memset(big, 'k', sizeof(big));
+	assert_int_equal(tdbe_cursor_seek(c, big, sizeof(big)), -E2BIG);
+	assert_int_equal(tdbe_cursor_seek(c, big, 0), -EINVAL);
+	assert_int_equal(tdbe_cursor_seek(c, big, TDBE_KEY_MAX), 0);
+	tdbe_cursor_close(c);
+	tdbe_table_close(t);
+}
+
 /* The same with a writer thread. */
 struct writer_arg {
 	struct churn ch;
@@ -1488,6 +1546,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cursor_all_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cursor_interleaved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cursor_concurrent_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cursor_seek, setup, teardown),
 		cmocka_unit_test(test_strerror),
 	};
 

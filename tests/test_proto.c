@@ -165,7 +165,7 @@ static void full_stat(struct tdb_proto_stat *st)
 
 static void full_counters(struct tdb_proto_counters *c)
 {
-	c->present = 0x1fc;     /* types 2..8 */
+	c->present = 0x7fffc;   /* types 2..18 */
 	c->tables = 3;
 	c->clients = 40;
 	c->watches = 5;
@@ -173,6 +173,16 @@ static void full_counters(struct tdb_proto_counters *c)
 	c->requests = 1ull << 33;
 	c->errors = 12;
 	c->uptime_ms = 86400000;
+	c->accepted = 1ull << 40;
+	c->cleanups = 77;
+	c->txns_aborted = 78;
+	c->watches_dropped = 79;
+	c->rings = 80;
+	c->rings_freed = 81;
+	c->stuck = 82;
+	c->violations = 83;
+	c->throttled = 84;
+	c->dumps = 85;
 }
 
 /* Fill m with every attribute the command takes in that direction. */
@@ -234,6 +244,7 @@ static const struct {
 	[TDB_CMD_WATCH] = { A(TABLE) | A(PREFIX), A(TABLE), 0, 0, 0xffff },
 	[TDB_CMD_UNWATCH] = { A(TABLE) | A(PREFIX), A(TABLE), 0, 0, 0xffff },
 	[TDB_CMD_STATS] = { 0, 0, A(COUNTERS), A(COUNTERS), 0 },
+	[TDB_CMD_ATTACH] = { 0, 0, 0, 0, 0xffff },
 };
 
 /* Every field that the attributes in `attrs` carry is equal. */
@@ -317,6 +328,16 @@ static void assert_same(const struct tdb_proto_msg *in,
 		SAME(requests, TDB_CTR_A_REQUESTS);
 		SAME(errors, TDB_CTR_A_ERRORS);
 		SAME(uptime_ms, TDB_CTR_A_UPTIME_MS);
+		SAME(accepted, TDB_CTR_A_ACCEPTED);
+		SAME(cleanups, TDB_CTR_A_CLEANUPS);
+		SAME(txns_aborted, TDB_CTR_A_TXNS_ABORTED);
+		SAME(watches_dropped, TDB_CTR_A_WATCHES_DROPPED);
+		SAME(rings, TDB_CTR_A_RINGS);
+		SAME(rings_freed, TDB_CTR_A_RINGS_FREED);
+		SAME(stuck, TDB_CTR_A_STUCK);
+		SAME(violations, TDB_CTR_A_VIOLATIONS);
+		SAME(throttled, TDB_CTR_A_THROTTLED);
+		SAME(dumps, TDB_CTR_A_DUMPS);
 #undef SAME
 	}
 	if (at & A(MAX_EXTENTS))

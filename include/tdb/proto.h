@@ -86,6 +86,7 @@
  *   WATCH         TABLE R, PREFIX o               ack
  *   UNWATCH       TABLE R, PREFIX o               ack
  *   STATS         -                               reply   COUNTERS R
+ *   ATTACH        -                               ack     (tdbd socket only)
  *
  * GET of an absent key answers NLMSG_ERROR -ENOENT.  PUT with
  * TDB_PUT_NOOVERWRITE of a present key answers -EEXIST.  A PUT, DEL or
@@ -94,6 +95,12 @@
  * the table (keys with PREFIX only, when given) on the client's feed;
  * UNWATCH with the same TABLE and PREFIX stops them.  How a feed is
  * handed to a client belongs to the transport (tdbd, tdb.ko).
+ *
+ * ATTACH and WATCH over tdbd's Unix socket pass file descriptors with
+ * the ack (SCM_RIGHTS on its first byte): ATTACH gives the client its
+ * submission ring, completion ring and wake-up eventfd, WATCH the
+ * table's change feed (read-only).  Sent over a ring they are refused
+ * with -EOPNOTSUPP.  docs/PROTOCOL.md, "tdbd's socket", has the details.
  *
  * SCAN: each part is one record (KEY and VALUE) and may also carry
  * CURSOR; a part may also carry CURSOR alone.  The owner stops after
@@ -236,6 +243,7 @@ enum tdb_cmd {
 	TDB_CMD_WATCH        = 12,
 	TDB_CMD_UNWATCH      = 13,
 	TDB_CMD_STATS        = 14,
+	TDB_CMD_ATTACH       = 15,    /* tdbd socket only: map rings */
 	__TDB_CMD_MAX,
 	TDB_CMD_MAX = __TDB_CMD_MAX - 1
 };
@@ -297,6 +305,21 @@ enum tdb_counter_attr {
 	TDB_CTR_A_REQUESTS  = 6,          /* u64: requests answered */
 	TDB_CTR_A_ERRORS    = 7,          /* u64: of which failed */
 	TDB_CTR_A_UPTIME_MS = 8,          /* u64: since the owner started */
+	TDB_CTR_A_ACCEPTED  = 9,          /* u64: clients accepted, ever */
+	TDB_CTR_A_CLEANUPS  = 10,         /* u64: clients cleaned up after
+					   * they went (hang-up, death) */
+	TDB_CTR_A_TXNS_ABORTED = 11,      /* u64: transactions aborted by a
+					   * cleanup */
+	TDB_CTR_A_WATCHES_DROPPED = 12,   /* u64: watches dropped by a
+					   * cleanup */
+	TDB_CTR_A_RINGS     = 13,         /* u32: client rings mapped now */
+	TDB_CTR_A_RINGS_FREED = 14,       /* u64: client rings freed */
+	TDB_CTR_A_STUCK     = 15,         /* u64: clients disconnected for
+					   * not draining their completions */
+	TDB_CTR_A_VIOLATIONS = 16,        /* u64: clients disconnected for
+					   * breaking the protocol */
+	TDB_CTR_A_THROTTLED = 17,         /* u32: clients throttled now */
+	TDB_CTR_A_DUMPS     = 18,         /* u32: dumps (scans) in progress */
 	__TDB_CTR_A_MAX,
 	TDB_CTR_A_MAX = __TDB_CTR_A_MAX - 1
 };

@@ -161,6 +161,11 @@ struct tdbe_cursor *tdbe_cursor_open(struct tdbe_table *t, int *err);
 int tdbe_cursor_next(struct tdbe_cursor *c, const void **key, size_t *klen,
 		     const void **val, size_t *vlen);
 void tdbe_cursor_close(struct tdbe_cursor *c);
+/* Go on after `key` (present or not): the next tdbe_cursor_next returns
+ * the record after it in the cursor's order, so a walk can be resumed
+ * in a new cursor from the last key returned.  -EINVAL/-E2BIG for a key
+ * out of limits, -ENOMEM. */
+int tdbe_cursor_seek(struct tdbe_cursor *c, const void *key, size_t klen);
 
 /* --- views: a region mapped elsewhere ---------------------------------
  * A view walks a region that another party mapped (read-only, at any

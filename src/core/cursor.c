@@ -101,3 +101,25 @@ int tdbe_cursor_next(struct tdbe_cursor *c, const void **key, size_t *klen,
 			return err;
 	}
 }
+
+int tdbe_cursor_seek(struct tdbe_cursor *c, const void *key, size_t klen)
+{
+	int err;
+
+	if (!klen || klen > TDBE_KEY_MAX)
+		return klen ? -E2BIG : -EINVAL;
+	if (klen > c->cap) {
+		c->started = false;     /* nothing worth keeping in buf */
+		err = grow(c, klen);
+		if (err)
+			return err;
+	}
+	memcpy(c->buf, key, klen);
+	c->bound.data = c->buf;
+	c->bound.len = klen;
+	c->bound.hash = tdbp_hash64(key, klen,
+				    tdb_hdr(&c->table->map)->seed);
+	c->started = true;
+	c->done = false;
+	return 0;
+}

@@ -109,6 +109,16 @@ static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
 	[TDB_CTR_A_REQUESTS] = PT_U64,
 	[TDB_CTR_A_ERRORS] = PT_U64,
 	[TDB_CTR_A_UPTIME_MS] = PT_U64,
+	[TDB_CTR_A_ACCEPTED] = PT_U64,
+	[TDB_CTR_A_CLEANUPS] = PT_U64,
+	[TDB_CTR_A_TXNS_ABORTED] = PT_U64,
+	[TDB_CTR_A_WATCHES_DROPPED] = PT_U64,
+	[TDB_CTR_A_RINGS] = PT_U32,
+	[TDB_CTR_A_RINGS_FREED] = PT_U64,
+	[TDB_CTR_A_STUCK] = PT_U64,
+	[TDB_CTR_A_VIOLATIONS] = PT_U64,
+	[TDB_CTR_A_THROTTLED] = PT_U32,
+	[TDB_CTR_A_DUMPS] = PT_U32,
 };
 
 static const struct nest_pol stat_pol = {
@@ -184,6 +194,9 @@ static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 	[TDB_CMD_STATS] = { "STATS", false, false,
 		0, 0,
 		ANS_REPLY, A(COUNTERS), A(COUNTERS) },
+	[TDB_CMD_ATTACH] = { "ATTACH", false, true,
+		0, 0,
+		ANS_NONE, 0, 0 },
 };
 #undef A
 
@@ -376,6 +389,16 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_CTR_A_REQUESTS: c->requests = v; break;
 		case TDB_CTR_A_ERRORS: c->errors = v; break;
 		case TDB_CTR_A_UPTIME_MS: c->uptime_ms = v; break;
+		case TDB_CTR_A_ACCEPTED: c->accepted = v; break;
+		case TDB_CTR_A_CLEANUPS: c->cleanups = v; break;
+		case TDB_CTR_A_TXNS_ABORTED: c->txns_aborted = v; break;
+		case TDB_CTR_A_WATCHES_DROPPED: c->watches_dropped = v; break;
+		case TDB_CTR_A_RINGS: c->rings = (uint32_t)v; break;
+		case TDB_CTR_A_RINGS_FREED: c->rings_freed = v; break;
+		case TDB_CTR_A_STUCK: c->stuck = v; break;
+		case TDB_CTR_A_VIOLATIONS: c->violations = v; break;
+		case TDB_CTR_A_THROTTLED: c->throttled = (uint32_t)v; break;
+		case TDB_CTR_A_DUMPS: c->dumps = (uint32_t)v; break;
 		}
 		c->present |= BIT(type);
 	}
@@ -1135,6 +1158,16 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_CTR_A_REQUESTS: v = c->requests; break;
 			case TDB_CTR_A_ERRORS: v = c->errors; break;
 			case TDB_CTR_A_UPTIME_MS: v = c->uptime_ms; break;
+			case TDB_CTR_A_ACCEPTED: v = c->accepted; break;
+			case TDB_CTR_A_CLEANUPS: v = c->cleanups; break;
+			case TDB_CTR_A_TXNS_ABORTED: v = c->txns_aborted; break;
+			case TDB_CTR_A_WATCHES_DROPPED: v = c->watches_dropped; break;
+			case TDB_CTR_A_RINGS: v = c->rings; break;
+			case TDB_CTR_A_RINGS_FREED: v = c->rings_freed; break;
+			case TDB_CTR_A_STUCK: v = c->stuck; break;
+			case TDB_CTR_A_VIOLATIONS: v = c->violations; break;
+			case TDB_CTR_A_THROTTLED: v = c->throttled; break;
+			case TDB_CTR_A_DUMPS: v = c->dumps; break;
 			}
 		}
 		ok = np->pt[t] == PT_U32 ?

@@ -62,6 +62,9 @@ struct tdb_proto_counters {
 	uint32_t present;
 	uint32_t tables, clients, watches, txns;
 	uint64_t requests, errors, uptime_ms;
+	uint64_t accepted, cleanups, txns_aborted, watches_dropped;
+	uint32_t rings, throttled, dumps;
+	uint64_t rings_freed, stuck, violations;
 };
 
 #define TDB_PROTO_BIT(a)    (1u << (a))
