@@ -1,0 +1,271 @@
+/*
+ * tdb/client.h - libtdbclient, the client library of tdb.
+ *
+ * A client connects to the owner (tdbd) over its Unix socket, gets a
+ * submission and a completion ring in shared memory (tdb/ring.h) and
+ * sends requests of the tdb protocol (tdb/proto.h) through them.  Clients
+ * that cannot map rings (TDBC_NO_RINGS) send the same messages over the
+ * socket: slower, same semantics.
+ *
+ * Names: everything public starts with tdbc_ / TDBC_ (never tdb_, which
+ * belongs to Samba's libtdb); the library is libtdbclient.so.0, the
+ * pkg-config module tdbclient, the headers live in <tdb/...>.
+ *
+ * THREADS: a struct tdbc (a connection) and everything made from it
+ * (tables, transactions, scans, watches) is used by one thread at a time;
+ * threads that work in parallel open one connection each (a connection
+ * costs two rings, 8 MiB of mostly untouched shared memory by default).
+ * Different connections are independent.  A client that forks keeps its
+ * connection in the parent only; the child must connect anew.
+ *
+ * ERRORS: functions return 0 (or a count or length) on success and a
+ * negative errno on failure.  tdbc_strerror() names an errno;
+ * tdbc_errmsg() gives the owner's extended-ack text for the last failure
+ * on a connection ("no such table", "key is longer than 4096 bytes"...),
+ * or the library's own explanation for a local failure.  Common errnos:
+ *   -ENOENT   no such table / key          -EEXIST  key or table exists
+ *   -EACCES   the table's mode forbids it  -ENOSPC  the table is full
+ *   -E2BIG    key or value over its limit  -EINVAL  bad argument
+ *   -ENOBUFS  value bigger than the buffer (see tdbc_get)
+ *   -ECONNREFUSED / -ENOENT (connect)  no daemon at the socket path
+ *   -EPIPE / -ECONNRESET  the daemon went away; the connection is dead
+ *   -EPROTO   the daemon broke the protocol; the connection is dead
+ *   -ETIMEDOUT  a wait with a timeout ran out
+ */
+#ifndef TDB_CLIENT_H
+#define TDB_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <tdb/proto.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where the library looks for tdbd when given no path: the environment
+ * variable TDBC_SOCKET_ENV, else TDBC_SOCKET_DEFAULT. */
+#define TDBC_SOCKET_DEFAULT "/run/tdb/tdbd.sock"
+#define TDBC_SOCKET_ENV     "TDB_SOCKET"
+
+struct tdbc;            /* a connection */
+struct tdbc_table;      /* a table handle: a name bound to a connection */
+struct tdbc_txn;        /* an open transaction */
+struct tdbc_scan;       /* a scan in progress */
+struct tdbc_watch;      /* a watch on a table's change feed */
+
+/* --- connecting -------------------------------------------------------- */
+
+#define TDBC_NO_RINGS  (1u << 0)  /* talk over the socket only (slow path) */
+
+/*
+ * Connect to tdbd at `path` (NULL: $TDB_SOCKET, else the default) and
+ * attach rings (unless TDBC_NO_RINGS).  0 and *out, or a negative errno;
+ * on failure *out is NULL and, if errmsg is not NULL, a message saying
+ * what went wrong (naming the path) is copied there (errmsg_size bytes,
+ * NUL-terminated).
+ */
+int tdbc_connect(struct tdbc **out, const char *path, unsigned int flags,
+		 char *errmsg, size_t errmsg_size);
+/* Close the connection: tdbd aborts its open transactions and drops its
+ * watches.  Handles made from it must be closed before (or are freed
+ * here: tables, transactions, scans, watches that are still open). */
+void tdbc_close(struct tdbc *c);
+
+/* The socket path a connect with `path` would use. */
+const char *tdbc_socket_path(const char *path);
+/* The owner's message for the last failure on c ("" if none). */
+const char *tdbc_errmsg(const struct tdbc *c);
+/* strerror() for tdb's errnos (never NULL). */
+const char *tdbc_strerror(int err);
+/* Does the connection use rings (1) or the socket only (0)? */
+int tdbc_uses_rings(const struct tdbc *c);
+
+/* --- tables ------------------------------------------------------------ */
+
+struct tdbc_table_opts {
+	uint32_t max_extents;   /* size cap in 2 MiB extents; 0 = default */
+	uint32_t mode;          /* permission bits; (uint32_t)-1 = default
+				 * (0600) */
+	uint32_t uid, gid;      /* owner; (uint32_t)-1 = the caller's
+				 * (others: root only) */
+};
+/* Fill opts with the defaults. */
+void tdbc_table_opts_init(struct tdbc_table_opts *opts);
+
+/* opts NULL = defaults.  -EEXIST if it exists. */
+int tdbc_table_create(struct tdbc *c, const char *name,
+		      const struct tdbc_table_opts *opts);
+int tdbc_table_drop(struct tdbc *c, const char *name);
+
+struct tdbc_table_stat {
+	char name[TDB_NAME_MAX + 1];
+	uint64_t records, bytes_used, bytes_allocated, bytes_pending;
+	uint32_t extents, max_extents;
+	uint64_t page_size;     /* 2097152 (hugetlb) or 4096 */
+	uint64_t index_nodes, index_buckets;
+	uint32_t uid, gid, mode;
+};
+int tdbc_table_stat(struct tdbc *c, const char *name,
+		    struct tdbc_table_stat *st);
+/* Call fn for each table the caller may read; fn returns nonzero to
+ * stop (that value is returned).  Returns 0 or a negative errno. */
+typedef int tdbc_table_fn(void *arg, const struct tdbc_table_stat *st);
+int tdbc_table_list(struct tdbc *c, tdbc_table_fn *fn, void *arg);
+
+/* A handle names a table for the data calls below; opening checks that
+ * the table exists and may be read (-ENOENT, -EACCES).  The handle stays
+ * valid if the table is dropped (calls then fail with -ENOENT). */
+int tdbc_table_open(struct tdbc *c, const char *name,
+		    struct tdbc_table **out);
+void tdbc_table_close(struct tdbc_table *t);
+const char *tdbc_table_name(const struct tdbc_table *t);
+
+/* --- data (blocking) ---------------------------------------------------
+ * txn NULL: the operation stands alone (applied and visible when the call
+ * returns).  With a transaction: buffered by the owner until commit; a
+ * get inside the transaction sees the transaction's own changes.
+ */
+
+#define TDBC_NOOVERWRITE TDB_PUT_NOOVERWRITE   /* put: -EEXIST if present */
+
+int tdbc_put(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	     size_t klen, const void *val, size_t vlen, unsigned int flags);
+int tdbc_del(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	     size_t klen);
+/*
+ * Copy the value into buf (cap bytes).  Returns the value's length; if
+ * that is more than cap, returns -ENOBUFS and sets *need (if not NULL) to
+ * the length, and buf holds nothing useful.  -ENOENT if absent.
+ */
+long tdbc_get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	      size_t klen, void *buf, size_t cap, size_t *need);
+/* The same into a malloc()ed buffer the caller frees. */
+long tdbc_get_alloc(struct tdbc_table *t, struct tdbc_txn *txn,
+		    const void *key, size_t klen, void **val);
+
+/* --- transactions ------------------------------------------------------
+ * A transaction collects puts and deletes over any tables of the
+ * connection; commit applies all of them atomically: readers see all of
+ * it or none of it, and if one change fails (e.g. -EEXIST of a
+ * no-overwrite put, -ENOSPC) none is applied and commit returns that
+ * error.  Abort (or close, or the client's death) discards it.  The
+ * handle is freed by commit and abort whatever they return.
+ */
+int tdbc_txn_begin(struct tdbc *c, struct tdbc_txn **out);
+int tdbc_txn_commit(struct tdbc_txn *txn);
+int tdbc_txn_abort(struct tdbc_txn *txn);
+
+/* --- scans -------------------------------------------------------------
+ * Every key present for the whole scan is returned exactly once, in the
+ * owner's order (not sorted).  A scan is not a snapshot: keys written
+ * meanwhile may or may not appear.  prefix NULL/0 = all keys; limit 0 =
+ * no limit.  Records are fetched in batches; the pointers next() gives
+ * stay valid until the following next() or close.
+ */
+int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
+		   uint64_t limit, struct tdbc_scan **out);
+/* 1 and a record, 0 at the end, or a negative errno. */
+int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
+		   const void **val, size_t *vlen);
+void tdbc_scan_close(struct tdbc_scan *s);
+
+/* --- watching ----------------------------------------------------------
+ * Follow a table's change feed: every put, delete (and the table's drop)
+ * from the moment of the watch on, for keys starting with prefix
+ * (NULL/0: all).  Needs read permission.  The feed is a broadcast ring
+ * the owner writes once for all watchers; a watcher that falls more
+ * than a ring's worth behind gets -EOVERFLOW once, with the number of
+ * changes it lost, and should resynchronise (e.g. by scanning) before
+ * reading on.  Watchers never slow down writers.
+ */
+enum tdbc_event_kind {
+	TDBC_EV_PUT = 1,
+	TDBC_EV_DEL = 2,
+	TDBC_EV_DROP = 3,       /* the table was dropped; the watch ends */
+};
+struct tdbc_event {
+	enum tdbc_event_kind kind;
+	uint32_t seq;           /* the feed's sequence number */
+	const void *key;        /* PUT, DEL */
+	size_t klen;
+	const void *val;        /* PUT */
+	size_t vlen;
+};
+int tdbc_watch(struct tdbc_table *t, const void *prefix, size_t plen,
+	       struct tdbc_watch **out);
+/*
+ * The next change: 1 and *ev (pointers valid until the next call), 0 if
+ * none came within timeout_ms (0: do not wait; < 0: wait for ever),
+ * -EOVERFLOW once after the watcher was lapped (*lost, if not NULL, gets
+ * the number of changes missed; 0 if unknown), -ENOENT after a DROP
+ * event, or another negative errno.
+ */
+int tdbc_watch_next(struct tdbc_watch *w, struct tdbc_event *ev,
+		    int timeout_ms, uint64_t *lost);
+void tdbc_watch_close(struct tdbc_watch *w);
+
+/* --- stats ------------------------------------------------------------- */
+
+struct tdbc_stats {
+	uint32_t tables, clients, watches, txns;
+	uint64_t requests, errors, uptime_ms;
+	uint64_t accepted, cleanups, txns_aborted, watches_dropped;
+	uint32_t rings, throttled, dumps;
+	uint64_t rings_freed, stuck, violations;
+};
+int tdbc_stats(struct tdbc *c, struct tdbc_stats *st);
+
+/* --- asynchronous API --------------------------------------------------
+ * Queue many requests, send them with one publish (one wake-up at most),
+ * then reap completions.  Requests on one connection complete in any
+ * order; match them by `user`.  Blocking calls may be mixed in: they
+ * keep the completions of queued requests for tdbc_reap.
+ */
+enum tdbc_op {
+	TDBC_OP_GET = 1,
+	TDBC_OP_PUT = 2,
+	TDBC_OP_DEL = 3,
+};
+struct tdbc_req {
+	enum tdbc_op op;
+	struct tdbc_table *table;
+	struct tdbc_txn *txn;   /* NULL: stands alone */
+	const void *key;
+	size_t klen;
+	const void *val;        /* PUT */
+	size_t vlen;
+	unsigned int flags;     /* PUT: TDBC_NOOVERWRITE */
+	uint64_t user;          /* handed back in the completion */
+};
+struct tdbc_cqe {
+	uint64_t user;
+	int res;                /* 0 or a negative errno */
+	const void *val;        /* GET: the value, valid until the next
+				 * tdbc_reap or blocking call */
+	size_t vlen;
+};
+/*
+ * Queue n requests and publish them.  Returns how many were queued (all
+ * or, when the submission ring or the owner's in-flight limit is full, a
+ * prefix: reap and submit the rest), or a negative errno if none was.
+ * The key and value bytes are copied: the caller may reuse them at once.
+ */
+int tdbc_submit(struct tdbc *c, const struct tdbc_req *reqs, unsigned int n);
+/*
+ * Reap up to n completions into cqes.  Waits up to timeout_ms (< 0: for
+ * ever, 0: not at all) for at least min completions (min <= n).
+ * Returns the number reaped (possibly 0 after a timeout) or a negative
+ * errno.
+ */
+int tdbc_reap(struct tdbc *c, struct tdbc_cqe *cqes, unsigned int n,
+	      unsigned int min, int timeout_ms);
+/* Requests submitted and not reaped yet. */
+unsigned int tdbc_inflight(const struct tdbc *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
