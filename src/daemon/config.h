@@ -1,0 +1,116 @@
+/*
+ * config.h - tdbd's settings: defaults, tdbd.conf, command-line overrides.
+ *
+ * Precedence: built-in defaults, then the config file, then the command
+ * line.  On SIGHUP tdbd builds a fresh struct from the file and the same
+ * command line and applies what may change at run time
+ * (tdbd_config_reloadable); everything else needs a restart and is
+ * reported as such.
+ *
+ * The file: one `key = value` per line; blank lines and lines starting
+ * with '#' (after optional blanks) are ignored; blanks around key and
+ * value are ignored; a value may be double-quoted (then it may contain
+ * '#' and blanks; \" and \\ escape).  Every key is also a long option:
+ * `--key VALUE` or `--key=VALUE`.  Unknown keys, bad values, duplicate
+ * keys in one file and missing values are errors naming the file, the
+ * line and the reason: "/etc/tdb/tdbd.conf:12: ring-size: not a power
+ * of two (5000000)".
+ *
+ * No global state: everything is in struct tdbd_config.  Functions never
+ * print or exit; they return 0 or a negative errno and fill err.
+ */
+#ifndef TDBD_CONFIG_H
+#define TDBD_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TDBD_CONFIG_DEFAULT "/etc/tdb/tdbd.conf"
+
+struct tdbd_config {
+	/* key             type / range                     default */
+	char socket[108];      /* socket: path (sun_path)   "/run/tdb/tdbd.sock" */
+	uint32_t socket_mode;  /* socket-mode: octal, <= 0777      0660 */
+	char socket_group[64]; /* socket-group: group name or number; ""
+				* = the daemon's group          "" */
+	char data_dir[PATH_MAX];/* data-dir: directory; "" = a scratch
+				* directory made at start and removed at
+				* exit                          "" */
+	uint32_t workers;      /* workers: 1..64 threads serving rings  1 */
+	uint32_t ring_size;    /* ring-size: bytes per client ring, a power
+				* of two, 4M..256M (K/M/G suffixes)  4M */
+	uint32_t feed_size;    /* feed-size: bytes per table change feed,
+				* power of two, 4M..1G            4M */
+	bool hugepages;        /* hugepages: yes/no, true/false, on/off,
+				* 1/0: try hugetlb memfds for rings  yes */
+	uint32_t client_deadline_ms; /* client-deadline: a duration
+				* (ms, s, m suffixes; bare = ms), 1ms..1h:
+				* a client that leaves its completions
+				* undrained this long is cut off      10s */
+	uint32_t max_clients;  /* max-clients: 1..65536              1024 */
+	uint32_t max_txn_ops;  /* max-txn-ops: 1..1048576 changes per
+				* transaction                        65536 */
+	uint64_t max_txn_bytes;/* max-txn-bytes: bytes buffered per
+				* transaction, 1K..4G (suffixes)     64M */
+	uint32_t max_txns;     /* max-txns: open transactions per
+				* client, 1..1024                       16 */
+	uint32_t table_mode;   /* table-mode: octal, <= 0777: mode of new
+				* tables when the creator gives none  0600 */
+	uint32_t idle_spin_us; /* idle-spin: a duration in us (us, ms
+				* suffixes; bare = us), 0..100ms: how long
+				* a worker polls before sleeping       50us */
+	int log_level;         /* log-level: error, warning, notice, info,
+				* debug (syslog levels)              info */
+};
+
+/* Fill in the defaults. */
+void tdbd_config_defaults(struct tdbd_config *c);
+
+/* Set one key from its text value (the file and the command line both
+ * come here).  -ENOENT unknown key, -EINVAL bad value; err gets
+ * "key: reason (value)". */
+int tdbd_config_set(struct tdbd_config *c, const char *key,
+		    const char *value, char *err, size_t errlen);
+
+/* Apply a file.  -ENOENT if it does not exist (err names it), -EACCES
+ * etc. if it cannot be read, -EINVAL for a bad line: err is
+ * "path:line: reason". */
+int tdbd_config_load(struct tdbd_config *c, const char *path, char *err,
+		     size_t errlen);
+
+/*
+ * The command line.  Options: --config PATH (default TDBD_CONFIG_DEFAULT,
+ * read only if it exists; a --config file must exist), --check-config
+ * (sets *check), --help (sets *help), --version (sets *version), and
+ * every config key as --key VALUE / --key=VALUE.  Builds the whole
+ * configuration: defaults, the file, then the options, so an option
+ * beats the file whatever their order.  *config_path gets the file used
+ * (NULL if none).  -EINVAL with err ("--ring-size: not a power of two
+ * (5000000)", "unknown option --foo", "--socket needs a value").
+ */
+struct tdbd_args {
+	const char *config_path;   /* out: the file read, or NULL */
+	bool check, help, version; /* out */
+};
+int tdbd_config_from_args(struct tdbd_config *c, int argc, char *const argv[],
+			  struct tdbd_args *args, char *err, size_t errlen);
+
+/* The usage text (options and keys with defaults), for --help. */
+const char *tdbd_config_usage(void);
+
+/*
+ * Print-free description of what changed between two configurations:
+ * fills `changed` with the keys that differ (comma-separated, "" if
+ * none) and `restart` with those among them that need a restart
+ * (socket, data-dir, workers, ring-size, feed-size, hugepages).  The
+ * others (socket-mode, socket-group, client-deadline, max-*, table-mode,
+ * idle-spin, log-level) take effect at reload.
+ */
+void tdbd_config_diff(const struct tdbd_config *old,
+		      const struct tdbd_config *new_, char *changed,
+		      size_t changed_len, char *restart, size_t restart_len);
+
+#endif
