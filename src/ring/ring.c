@@ -292,6 +292,18 @@ static bool has_room(struct tdb_ring *r, uint64_t end)
 	return end - c <= r->data_size;
 }
 
+bool tdb_ring_has_room(struct tdb_ring *r, size_t len)
+{
+	uint32_t off, rem, need;
+
+	if (r->dead || r->reserved || len > r->max_msg || r->kind == TDB_RING_FEED)
+		return !r->dead && !r->reserved && len <= r->max_msg;
+	need = NLMSG_ALIGN((uint32_t)(len < NLMSG_HDRLEN ? NLMSG_HDRLEN : len));
+	off = (uint32_t)(r->pos & r->mask);
+	rem = r->data_size - off;
+	return has_room(r, r->pos + (need > rem ? rem : 0) + need);
+}
+
 void *tdb_ring_reserve(struct tdb_ring *r, size_t len)
 {
 	uint32_t off, rem, need, pad;

@@ -88,6 +88,9 @@ void tdb_ring_set_eventfd(struct tdb_ring *r, int fd);
  *   is already open).
  */
 void *tdb_ring_reserve(struct tdb_ring *r, size_t len);
+/* Would tdb_ring_reserve(r, len) succeed now?  Changes nothing (a FEED
+ * producer always has room for up to max_msg). */
+bool tdb_ring_has_room(struct tdb_ring *r, size_t len);
 /* -EINVAL if len is not within what was reserved or is < NLMSG_HDRLEN.
  * FEED rings: commit stamps nlmsg_seq with the next sequence number. */
 int tdb_ring_commit(struct tdb_ring *r, size_t len);

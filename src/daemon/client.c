@@ -1,0 +1,493 @@
+/*
+ * client.c - one client of tdbd: its rings in memfds, its socket (the
+ * slow path and the control channel), where its answers go, and what is
+ * undone when it leaves.
+ *
+ * Invariants:
+ *  - Only the client's worker touches a struct client after hand-over.
+ *  - Memfds passed to a client are sealed against shrinking and growing
+ *    before they are passed, so the client cannot make our mappings fault
+ *    (SIGBUS) by truncating them.  We map the data a client writes
+ *    (its submission ring) read-only: nothing we read there is trusted
+ *    beyond what tdb_ring_consume checks.
+ *  - Every request gets exactly one answer, on the channel it came in
+ *    on.  An answer that finds the completion ring full waits in the
+ *    stash (one at most); while something waits, the client's requests
+ *    are not read (it has stopped draining; it only stops itself).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "tdbd.h"
+
+#define HUGE_SPAN  (2u << 20)
+#define OUT_MAX    (4u << 20)   /* socket output queued before blocking */
+
+/* --- memfd rings ----------------------------------------------------- */
+
+static int shm_try(const char *name, uint32_t kind, uint32_t data_size,
+		   bool huge, struct shm_ring *r)
+{
+	unsigned int fl = MFD_CLOEXEC | MFD_ALLOW_SEALING |
+			  (huge ? MFD_HUGETLB : 0);
+	int err;
+
+	r->span = huge ? HUGE_SPAN : TDB_RING_HDR_SIZE;
+	r->data_size = data_size;
+	r->map_size = r->span + data_size;
+	r->map = MAP_FAILED;
+	r->fd = memfd_create(name, fl);
+	if (r->fd < 0)
+		return -errno;
+	if (ftruncate(r->fd, (off_t)r->map_size) < 0)
+		goto fail;
+	r->map = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      r->fd, 0);
+	if (r->map == MAP_FAILED)
+		goto fail;
+	err = tdb_ring_format(r->map, kind, data_size, 0);
+	if (err) {
+		errno = -err;
+		goto fail;
+	}
+	if (fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+		  F_SEAL_SEAL) < 0)
+		goto fail;
+	return 0;
+fail:
+	err = -errno;
+	tdbd_shm_ring_free(r);
+	return err;
+}
+
+int tdbd_shm_ring(struct tdbd *d, const char *name, uint32_t kind,
+		  uint32_t data_size, struct shm_ring *out)
+{
+	int err;
+
+	if (d->cfg.hugepages &&
+	    __atomic_load_n(&d->hugepages_ok, __ATOMIC_RELAXED)) {
+		err = shm_try(name, kind, data_size, true, out);
+		if (!err)
+			return 0;
+		/* Say it once; then stop trying. */
+		if (__atomic_exchange_n(&d->hugepages_ok, false,
+					__ATOMIC_RELAXED))
+			tdbd_log(L_NOTICE, "rings: hugetlb memfd failed (%s); "
+				 "using 4 KiB pages from now on",
+				 strerror(-err));
+	}
+	return shm_try(name, kind, data_size, false, out);
+}
+
+void tdbd_shm_ring_free(struct shm_ring *r)
+{
+	if (r->map && r->map != MAP_FAILED)
+		munmap(r->map, r->map_size);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->map = NULL;
+	r->fd = -1;
+}
+
+static int pidfd_open(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* --- life ------------------------------------------------------------ */
+
+struct client *tdbd_client_new(struct tdbd *d, int sock,
+			       const struct creds *cr)
+{
+	struct client *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->d = d;
+	c->sock = sock;
+	c->cr = *cr;
+	c->evfd = -1;
+	c->sub_shm.fd = c->comp_shm.fd = -1;
+	c->id = __atomic_add_fetch(&d->next_client, 1, __ATOMIC_RELAXED);
+	c->pidfd = pidfd_open(cr->pid);   /* -1 is fine: hang-up still works */
+	return c;
+}
+
+int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
+{
+	struct tdbd *d = c->d;
+	struct tdb_proto_extack ext = { 0 };
+	char name[64];
+	int fds[3], err;
+
+	if (c->attached) {
+		ext.msg = "rings are attached already";
+		err = -EBUSY;
+		goto refuse;
+	}
+	snprintf(name, sizeof(name), "tdb-sub:%llu",
+		 (unsigned long long)c->id);
+	err = tdbd_shm_ring(d, name, TDB_RING_SUBMIT, d->cfg.ring_size,
+			    &c->sub_shm);
+	if (err)
+		goto refuse_msg;
+	snprintf(name, sizeof(name), "tdb-comp:%llu",
+		 (unsigned long long)c->id);
+	err = tdbd_shm_ring(d, name, TDB_RING_COMPLETE, d->cfg.ring_size,
+			    &c->comp_shm);
+	if (err)
+		goto refuse_msg;
+	/* Our view of the submission data must be read-only: remap it. */
+	if (mmap((unsigned char *)c->sub_shm.map + c->sub_shm.span,
+		 c->sub_shm.data_size, PROT_READ, MAP_SHARED | MAP_FIXED,
+		 c->sub_shm.fd, (off_t)c->sub_shm.span) == MAP_FAILED) {
+		err = -errno;
+		goto refuse_msg;
+	}
+	c->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->evfd < 0) {
+		err = -errno;
+		goto refuse_msg;
+	}
+	err = tdb_ring_attach_consumer(&c->sub, c->sub_shm.map,
+			(unsigned char *)c->sub_shm.map + c->sub_shm.span,
+			c->sub_shm.data_size, TDB_RING_SUBMIT);
+	if (!err)
+		err = tdb_ring_attach_producer(&c->comp, c->comp_shm.map,
+			(unsigned char *)c->comp_shm.map + c->comp_shm.span,
+			c->comp_shm.data_size, TDB_RING_COMPLETE);
+	if (err)
+		goto refuse_msg;
+	tdb_ring_set_eventfd(&c->sub, c->evfd);
+	fds[0] = c->sub_shm.fd;
+	fds[1] = c->comp_shm.fd;
+	fds[2] = c->evfd;
+	err = tdbd_client_ack_fds(c, req, fds, 3);
+	if (err)
+		return err;
+	c->attached = true;
+	__atomic_fetch_add(&d->ctr.rings, 2, __ATOMIC_RELAXED);
+	return 1;
+refuse_msg:
+	ext.msg = "cannot make the client's rings (out of memory?)";
+	tdbd_log(L_WARNING, "client %llu: rings: %s",
+		 (unsigned long long)c->id, strerror(-err));
+	tdb_ring_detach(&c->sub);
+	tdb_ring_detach(&c->comp);
+	tdbd_shm_ring_free(&c->sub_shm);
+	tdbd_shm_ring_free(&c->comp_shm);
+	if (c->evfd >= 0)
+		close(c->evfd);
+	c->evfd = -1;
+refuse:
+	{
+		unsigned char buf[TDB_PROTO_ERROR_MAX];
+		long n = tdb_proto_error(buf, sizeof(buf), req, err, &ext);
+
+		if (n > 0)
+			tdbd_client_emit(c, CH_SOCK, buf, (size_t)n);
+	}
+	return 0;
+}
+
+/* --- socket output ---------------------------------------------------- */
+
+void tdbd_client_update_out(struct client *c)
+{
+	bool want = c->out_len > c->out_off;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP,
+				  .data.ptr = c };
+
+	if (want == c->want_out || !c->w)
+		return;
+	if (want)
+		ev.events |= EPOLLOUT;
+	if (epoll_ctl(c->w->epfd, EPOLL_CTL_MOD, c->sock, &ev) == 0)
+		c->want_out = want;
+}
+
+int tdbd_client_flush(struct client *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->sock, c->out + c->out_off,
+				 c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			c->why = "socket write failed (client gone)";
+			return -errno;
+		}
+		c->out_off += (size_t)n;
+	}
+	if (c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	tdbd_client_update_out(c);
+	return 0;
+}
+
+static int out_append(struct client *c, const void *msg, size_t len)
+{
+	if (c->out_off && c->out_len + len > c->out_cap) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	if (c->out_len + len > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 65536;
+		unsigned char *n;
+
+		while (cap < c->out_len + len)
+			cap *= 2;
+		n = realloc(c->out, cap);
+		if (!n)
+			return -ENOMEM;
+		c->out = n;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_len, msg, len);
+	c->out_len += len;
+	return 0;
+}
+
+bool tdbd_client_room(struct client *c, enum chan ch, size_t len)
+{
+	if (ch == CH_SOCK)
+		return c->out_len - c->out_off + len <= OUT_MAX;
+	return !c->stash_len && tdb_ring_has_room(&c->comp, len);
+}
+
+int tdbd_client_emit(struct client *c, enum chan ch, const void *msg,
+		     size_t len)
+{
+	void *p;
+
+	if (ch == CH_SOCK) {
+		int err = out_append(c, msg, len);
+
+		if (err)
+			return err;
+		return tdbd_client_flush(c);
+	}
+	if (!c->stash_len) {
+		p = tdb_ring_reserve(&c->comp, len);
+		if (p) {
+			memcpy(p, msg, len);
+			tdb_ring_commit(&c->comp, len);
+			c->comp_dirty = true;
+			return 0;
+		}
+		if (errno != EAGAIN) {
+			c->why = "completion ring broken by the client";
+			c->dead = true;
+			return -errno;
+		}
+	}
+	/* Full: keep it until the client drains (one answer at most: we
+	 * read no more requests meanwhile). */
+	p = realloc(c->stash, c->stash_len + len);
+	if (!p)
+		return -ENOMEM;
+	c->stash = p;
+	memcpy(c->stash + c->stash_len, msg, len);
+	c->stash_len += len;
+	return -EAGAIN;
+}
+
+int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
+			const int *fds, unsigned int nfds)
+{
+	unsigned char buf[TDB_PROTO_ERROR_MAX];
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	struct tdb_proto_extack ext = { 0 };
+	struct iovec iov;
+	struct msghdr mh = { 0 };
+	struct cmsghdr *cm;
+	long n = tdb_proto_error(buf, sizeof(buf), req, 0, &ext);
+	ssize_t s;
+	int err;
+
+	if (n < 0)
+		return (int)n;
+	/* Whatever is queued goes first, so the fds ride on the ack. */
+	err = tdbd_client_flush(c);
+	if (err)
+		return err;
+	if (c->out_len > c->out_off) {
+		c->why = "socket output backed up during a hand-over of "
+			 "descriptors";
+		return -EAGAIN;
+	}
+	iov.iov_base = buf;
+	iov.iov_len = (size_t)n;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	s = sendmsg(c->sock, &mh, MSG_NOSIGNAL);
+	if (s < 0) {
+		c->why = "socket write failed (client gone)";
+		return -errno;
+	}
+	if ((size_t)s < (size_t)n)      /* the rest as ordinary output */
+		return out_append(c, buf + s, (size_t)n - (size_t)s);
+	return 0;
+}
+
+/* --- socket input ----------------------------------------------------- */
+
+/* Run every whole message in the input buffer. */
+static int run_input(struct client *c)
+{
+	size_t off = 0;
+
+	while (c->in_len - off >= NLMSG_HDRLEN && !c->dead) {
+		struct nlmsghdr nh;
+
+		memcpy(&nh, c->in + off, sizeof(nh));
+		if (nh.nlmsg_len < NLMSG_HDRLEN ||
+		    nh.nlmsg_len > TDB_PROTO_MSG_MAX ||
+		    nh.nlmsg_len & 3) {
+			c->why = "socket: a message length that cannot be "
+				 "framed (protocol violation)";
+			__atomic_fetch_add(&c->d->ctr.violations, 1,
+					   __ATOMIC_RELAXED);
+			return -EPROTO;
+		}
+		if (c->in_len - off < nh.nlmsg_len)
+			break;
+		/* Not while the socket's answers back up: the client
+		 * stopped reading. */
+		if (!tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
+			break;
+		tdbd_exec(c, CH_SOCK, c->in + off, nh.nlmsg_len);
+		off += nh.nlmsg_len;
+	}
+	memmove(c->in, c->in + off, c->in_len - off);
+	c->in_len -= off;
+	return 0;
+}
+
+int tdbd_client_read(struct client *c)
+{
+	for (;;) {
+		ssize_t n;
+		int err;
+
+		if (c->in_cap - c->in_len < 65536) {
+			size_t cap = c->in_cap ? c->in_cap * 2 : 131072;
+			unsigned char *p;
+
+			if (cap > TDB_PROTO_MSG_MAX + 131072 &&
+			    c->in_len >= TDB_PROTO_MSG_MAX)
+				break;   /* a whole message is there */
+			p = realloc(c->in, cap);
+			if (!p)
+				return -ENOMEM;
+			c->in = p;
+			c->in_cap = cap;
+		}
+		n = recv(c->sock, c->in + c->in_len, c->in_cap - c->in_len,
+			 MSG_DONTWAIT);
+		if (n == 0) {
+			c->why = "hang-up";
+			return -ECONNRESET;
+		}
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			c->why = "socket read failed";
+			return -errno;
+		}
+		c->in_len += (size_t)n;
+		err = run_input(c);
+		if (err)
+			return err;
+		if (c->in_len >= NLMSG_HDRLEN &&
+		    !tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
+			break;  /* blocked on output: read no more */
+	}
+	return run_input(c);
+}
+
+/* --- leaving ----------------------------------------------------------- */
+
+void tdbd_client_cleanup(struct client *c)
+{
+	struct tdbd *d = c->d;
+	unsigned int i;
+
+	while (c->txns) {
+		struct txn *x = c->txns;
+
+		c->txns = x->next;
+		tdbd_txn_free(d, x);
+		__atomic_fetch_add(&d->ctr.txns_aborted, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&d->ctr.txns, 1, __ATOMIC_RELAXED);
+	}
+	c->ntxns = 0;
+	while (c->watches) {
+		struct watch *wa = c->watches;
+
+		c->watches = wa->next;
+		pthread_mutex_lock(&d->wlock);
+		wa->dt->watchers--;
+		pthread_mutex_unlock(&d->wlock);
+		tdbd_table_put(d, wa->dt);
+		free(wa);
+		__atomic_fetch_add(&d->ctr.watches_dropped, 1,
+				   __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&d->ctr.watches, 1, __ATOMIC_RELAXED);
+	}
+	for (i = 0; i < MAX_DUMPS; i++)
+		if (c->dumps[i].used)
+			tdbd_dump_end(c, &c->dumps[i]);
+	if (c->attached) {
+		tdb_ring_detach(&c->sub);
+		tdb_ring_detach(&c->comp);
+		tdbd_shm_ring_free(&c->sub_shm);
+		tdbd_shm_ring_free(&c->comp_shm);
+		c->attached = false;
+		__atomic_fetch_sub(&d->ctr.rings, 2, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&d->ctr.rings_freed, 2, __ATOMIC_RELAXED);
+	}
+	if (c->blocked_since)
+		__atomic_fetch_sub(&d->ctr.throttled, 1, __ATOMIC_RELAXED);
+	c->blocked_since = 0;
+	tdbd_table_put(d, c->cache);
+	c->cache = NULL;
+}
+
+void tdbd_client_free(struct client *c)
+{
+	tdbd_client_cleanup(c);
+	if (c->evfd >= 0)
+		close(c->evfd);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	if (c->sock >= 0)
+		close(c->sock);
+	free(c->in);
+	free(c->out);
+	free(c->stash);
+	free(c);
+}

@@ -1,0 +1,598 @@
+/*
+ * main.c - tdbd: start-up, the listening socket, signals, systemd, and
+ * an orderly stop.
+ *
+ * The main thread owns the listening socket, the signals (a signalfd:
+ * every other thread has them blocked) and a timer; it accepts clients,
+ * reads their credentials from the kernel and hands each to the least
+ * loaded worker.  SIGHUP reloads tdbd.conf; SIGTERM/SIGINT stop: no more
+ * accepts, workers answer what their clients already sent, then exit.
+ *
+ * systemd: READY=1 once serving, STATUS= lines, WATCHDOG=1 only while
+ * every worker has finished a round within half the watchdog interval
+ * (so a hung worker gets the service restarted), RELOADING=1 / READY=1
+ * around a reload, STOPPING=1.  Socket activation: a socket passed by
+ * systemd (sd_listen_fds) is used instead of making one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "platform/user.h"
+#include "tdbd.h"
+
+#define TICK_MS 250
+
+uint64_t tdbd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Everything main() sets up, for an orderly undo. */
+struct daemon_state {
+	struct tdbd d;
+	int argc;
+	char **argv;
+	int lfd, sigfd, tfd, epfd, lockfd;
+	bool own_socket;        /* we made it: chmod at reload, unlink */
+	bool scratch;           /* data dir made by us: remove at exit */
+	char lockpath[PATH_MAX + 16];
+	uint64_t watchdog_usec;
+	uint64_t last_status;
+};
+
+static void engine_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	tdbd_log(level, "engine: %s", msg);
+}
+
+/* --- data directory ------------------------------------------------------ */
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	char *p;
+
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, mode) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Make (or check) the data directory and lock it against a second
+ * daemon, which is told who holds it. */
+static int data_dir_open(struct daemon_state *s)
+{
+	struct tdbd_config *cfg = &s->d.cfg;
+	char pid[32] = "";
+	int err, fd;
+	ssize_t n;
+
+	if (!cfg->data_dir[0]) {
+		char tmpl[] = "/tmp/tdbd.XXXXXX";
+
+		if (!mkdtemp(tmpl)) {
+			tdbd_log(L_ERR, "cannot make a scratch directory in "
+				 "/tmp: %s", strerror(errno));
+			return -errno;
+		}
+		snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%s", tmpl);
+		s->scratch = true;
+	} else if ((err = mkdir_p(cfg->data_dir, 0750))) {
+		tdbd_log(L_ERR, "data directory %s: %s", cfg->data_dir,
+			 strerror(-err));
+		return err;
+	}
+	snprintf(s->lockpath, sizeof(s->lockpath), "%s/tdbd.lock",
+		 cfg->data_dir);
+	fd = open(s->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		tdbd_log(L_ERR, "data directory %s: cannot open %s: %s",
+			 cfg->data_dir, s->lockpath, strerror(errno));
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		err = -errno;
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = 0;
+		pid[strcspn(pid, "\n")] = 0;
+		tdbd_log(L_ERR, "data directory %s is in use by another tdbd "
+			 "(pid %s; lock %s)", cfg->data_dir,
+			 pid[0] ? pid : "unknown", s->lockpath);
+		close(fd);
+		return err == -EWOULDBLOCK ? -EBUSY : err;
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)n, 0) != n)
+		tdbd_log(L_WARNING, "cannot write pid to %s", s->lockpath);
+	s->lockfd = fd;
+	return 0;
+}
+
+static void data_dir_close(struct daemon_state *s)
+{
+	if (s->lockfd >= 0) {
+		if (s->scratch)
+			unlink(s->lockpath);
+		close(s->lockfd);
+	}
+	if (s->scratch && rmdir(s->d.cfg.data_dir))
+		tdbd_log(L_WARNING, "cannot remove scratch directory %s: %s",
+			 s->d.cfg.data_dir, strerror(errno));
+}
+
+/* --- the socket --------------------------------------------------------- */
+
+static int socket_perms(struct daemon_state *s)
+{
+	struct tdbd_config *cfg = &s->d.cfg;
+	gid_t gid = (gid_t)-1;
+
+	if (cfg->socket_group[0]) {
+		struct group *g = getgrnam(cfg->socket_group);
+		char *end;
+		unsigned long v = strtoul(cfg->socket_group, &end, 10);
+
+		if (g)
+			gid = g->gr_gid;
+		else if (!*end)
+			gid = (gid_t)v;
+		else {
+			tdbd_log(L_ERR, "socket-group: no group named '%s'",
+				 cfg->socket_group);
+			return -EINVAL;
+		}
+	}
+	if (chmod(cfg->socket, cfg->socket_mode) ||
+	    (gid != (gid_t)-1 && chown(cfg->socket, (uid_t)-1, gid))) {
+		tdbd_log(L_ERR, "socket %s: cannot set mode/group: %s",
+			 cfg->socket, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* Is a daemon answering on path?  (A leftover socket file refuses.) */
+static bool socket_alive(const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool alive;
+
+	if (fd < 0)
+		return false;
+	alive = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+	close(fd);
+	return alive;
+}
+
+static int socket_make(struct daemon_state *s)
+{
+	struct tdbd_config *cfg = &s->d.cfg;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)];
+	char *slash;
+	mode_t old;
+	int fd, err;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", cfg->socket);
+	snprintf(dir, sizeof(dir), "%s", cfg->socket);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		if ((err = mkdir_p(dir, 0755))) {
+			tdbd_log(L_ERR, "socket directory %s: %s", dir,
+				 strerror(-err));
+			return err;
+		}
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	old = umask(0177);      /* no window with a looser mode */
+	err = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	if (err == -EADDRINUSE) {
+		if (socket_alive(&sa)) {
+			tdbd_log(L_ERR, "socket %s: another daemon is "
+				 "listening there", cfg->socket);
+			umask(old);
+			close(fd);
+			return -EADDRINUSE;
+		}
+		tdbd_log(L_NOTICE, "socket %s: removing a stale socket left "
+			 "by a daemon that died", cfg->socket);
+		unlink(cfg->socket);
+		err = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	}
+	umask(old);
+	if (err) {
+		tdbd_log(L_ERR, "socket %s: %s", cfg->socket, strerror(-err));
+		close(fd);
+		return err;
+	}
+	s->own_socket = true;
+	if ((err = socket_perms(s)) || listen(fd, 512)) {
+		err = err ? err : -errno;
+		close(fd);
+		return err;
+	}
+	s->lfd = fd;
+	return 0;
+}
+
+static int socket_open(struct daemon_state *s)
+{
+	int n = sd_listen_fds(1);
+
+	if (n > 1) {
+		tdbd_log(L_ERR, "socket activation: %d sockets passed, "
+			 "expected one", n);
+		return -EINVAL;
+	}
+	if (n == 1) {
+		int fd = SD_LISTEN_FDS_START;
+
+		if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
+			tdbd_log(L_ERR, "socket activation: the socket passed "
+				 "is not a listening Unix stream socket");
+			return -EINVAL;
+		}
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		s->lfd = fd;
+		tdbd_log(L_INFO, "using the socket systemd passed");
+		return 0;
+	}
+	return socket_make(s);
+}
+
+/* --- clients arriving ------------------------------------------------------ */
+
+static int peer_creds(int fd, struct creds *cr)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+
+	memset(cr, 0, sizeof(*cr));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len))
+		return -errno;
+	cr->pid = uc.pid;
+	cr->uid = uc.uid;
+	cr->gid = uc.gid;
+	len = sizeof(cr->groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, cr->groups, &len) == 0)
+		cr->ngroups = len / sizeof(gid_t);
+	return 0;   /* ERANGE (over 64 groups): primary group only */
+}
+
+static void accept_all(struct daemon_state *s)
+{
+	struct tdbd *d = &s->d;
+
+	for (;;) {
+		int fd = accept4(s->lfd, NULL, NULL,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct client *c;
+		struct creds cr;
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR &&
+			    errno != ECONNABORTED)
+				tdbd_log(L_WARNING, "accept: %s",
+					 strerror(errno));
+			return;
+		}
+		if (peer_creds(fd, &cr)) {
+			tdbd_log(L_WARNING, "client without credentials "
+				 "refused: %s", strerror(errno));
+			close(fd);
+			continue;
+		}
+		if (__atomic_load_n(&d->ctr.clients, __ATOMIC_RELAXED) >=
+		    d->cfg.max_clients) {
+			tdbd_log(L_WARNING, "client pid %d refused: max-clients "
+				 "(%u) reached", (int)cr.pid,
+				 d->cfg.max_clients);
+			close(fd);
+			continue;
+		}
+		c = tdbd_client_new(d, fd, &cr);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		__atomic_fetch_add(&d->ctr.accepted, 1, __ATOMIC_RELAXED);
+		tdbd_log(L_DEBUG, "client %llu: pid %d uid %u gid %u",
+			 (unsigned long long)c->id, (int)cr.pid,
+			 (unsigned int)cr.uid, (unsigned int)cr.gid);
+		tdbd_worker_hand(d, c);
+	}
+}
+
+/* --- reload, watchdog, status ------------------------------------------- */
+
+static void reload(struct daemon_state *s)
+{
+	struct tdbd *d = &s->d;
+	struct tdbd_config n;
+	struct tdbd_args a;
+	char err[512], changed[512], restart[256];
+
+	tdbd_notify("RELOADING=1\nMONOTONIC_USEC=%llu",
+		    (unsigned long long)(tdbd_now_ns() / 1000));
+	if (tdbd_config_from_args(&n, s->argc, s->argv, &a, err,
+				  sizeof(err))) {
+		tdbd_log(L_ERR, "reload refused, configuration unchanged: %s",
+			 err);
+		tdbd_notify("READY=1\nSTATUS=reload refused: %s", err);
+		return;
+	}
+	tdbd_config_diff(&d->cfg, &n, changed, sizeof(changed), restart,
+			 sizeof(restart));
+	if (restart[0])
+		tdbd_log(L_WARNING, "reload: %s changed but take effect only "
+			 "at restart", restart);
+	/* What may change at run time; workers read these fields as they
+	 * go, each on its own (no field depends on another). */
+	d->cfg.socket_mode = n.socket_mode;
+	memcpy(d->cfg.socket_group, n.socket_group, sizeof(n.socket_group));
+	__atomic_store_n(&d->cfg.client_deadline_ms, n.client_deadline_ms,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.max_clients, n.max_clients, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.max_txn_ops, n.max_txn_ops, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.max_txn_bytes, n.max_txn_bytes,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.max_txns, n.max_txns, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.table_mode, n.table_mode, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.idle_spin_us, n.idle_spin_us,
+			 __ATOMIC_RELAXED);
+	d->cfg.log_level = n.log_level;
+	tdbd_log_set_level(n.log_level);
+	if (s->own_socket)
+		socket_perms(s);
+	tdbd_log(L_INFO, "reloaded %s: %s", a.config_path ? a.config_path :
+		 "(no file)", changed[0] ? changed : "nothing changed");
+	tdbd_notify("READY=1\nSTATUS=reloaded; serving on %s",
+		    d->cfg.socket);
+}
+
+static void tick(struct daemon_state *s)
+{
+	struct tdbd *d = &s->d;
+	uint64_t now = tdbd_now_ns(), oldest = now;
+	unsigned int i;
+
+	for (i = 0; i < d->nworkers; i++) {
+		uint64_t hb = __atomic_load_n(&d->workers[i].heartbeat,
+					      __ATOMIC_RELAXED);
+
+		if (hb < oldest)
+			oldest = hb;
+	}
+	if (s->watchdog_usec) {
+		if ((now - oldest) / 1000 < s->watchdog_usec / 2)
+			tdbd_notify("WATCHDOG=1");
+		else
+			tdbd_log(L_ERR, "a worker has not finished a round "
+				 "in %llu ms: withholding WATCHDOG=1",
+				 (unsigned long long)(now - oldest) / 1000000);
+	}
+	if (now - s->last_status > 5000000000ull) {
+		s->last_status = now;
+		tdbd_notify("STATUS=serving %u client(s), %u table(s); "
+			    "%llu requests",
+			    __atomic_load_n(&d->ctr.clients, __ATOMIC_RELAXED),
+			    tdbd_table_count(d),
+			    (unsigned long long)__atomic_load_n(
+				    &d->ctr.requests, __ATOMIC_RELAXED));
+	}
+}
+
+/* --- start and stop -------------------------------------------------------- */
+
+static int signals_open(struct daemon_state *s)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	/* Before any thread starts, so all inherit the mask. */
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return s->sigfd < 0 ? -errno : 0;
+}
+
+static int timer_open(struct daemon_state *s)
+{
+	struct itimerspec its = { 0 };
+	uint64_t usec = 0;
+	uint64_t ms = TICK_MS;
+
+	if (sd_watchdog_enabled(0, &usec) > 0 && usec) {
+		s->watchdog_usec = usec;
+		if (usec / 4000 < ms)
+			ms = usec / 4000 ? usec / 4000 : 1;
+	}
+	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->tfd < 0)
+		return -errno;
+	its.it_interval.tv_sec = (time_t)(ms / 1000);
+	its.it_interval.tv_nsec = (long)(ms % 1000) * 1000000L;
+	its.it_value = its.it_interval;
+	return timerfd_settime(s->tfd, 0, &its, NULL) ? -errno : 0;
+}
+
+static int start(struct daemon_state *s)
+{
+	struct tdbd *d = &s->d;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int err;
+
+	d->start_ns = tdbd_now_ns();
+	d->hugepages_ok = true;
+	pthread_mutex_init(&d->wlock, NULL);
+	tdbp_set_log(engine_log, NULL);
+	if ((err = data_dir_open(s)))
+		return err;
+	d->engine = tdbe_engine_new(&err);
+	if (!d->engine) {
+		tdbd_log(L_ERR, "engine: %s", tdbe_strerror(err));
+		return err;
+	}
+	if ((err = tdbd_tables_init(d)) || (err = signals_open(s)) ||
+	    (err = timer_open(s)) || (err = socket_open(s)))
+		return err;
+	if ((err = tdbd_workers_start(d))) {
+		tdbd_log(L_ERR, "workers: %s", strerror(-err));
+		return err;
+	}
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return -errno;
+	ev.data.fd = s->lfd;
+	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
+	ev.data.fd = s->sigfd;
+	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &ev);
+	ev.data.fd = s->tfd;
+	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->tfd, &ev);
+	return 0;
+}
+
+/* Serve until SIGTERM/SIGINT. */
+static void serve(struct daemon_state *s)
+{
+	for (;;) {
+		struct epoll_event ev[8];
+		int n = epoll_wait(s->epfd, ev, 8, -1), i;
+
+		for (i = 0; i < n; i++) {
+			int fd = ev[i].data.fd;
+
+			if (fd == s->lfd) {
+				accept_all(s);
+			} else if (fd == s->tfd) {
+				uint64_t x;
+
+				if (read(s->tfd, &x, sizeof(x)) < 0)
+					(void)0;
+				tick(s);
+			} else if (fd == s->sigfd) {
+				struct signalfd_siginfo si;
+
+				while (read(s->sigfd, &si, sizeof(si)) ==
+				       sizeof(si)) {
+					if (si.ssi_signo == SIGHUP) {
+						reload(s);
+						continue;
+					}
+					tdbd_log(L_INFO, "%s: stopping",
+						 strsignal((int)si.ssi_signo));
+					return;
+				}
+			}
+		}
+	}
+}
+
+static void stop(struct daemon_state *s)
+{
+	struct tdbd *d = &s->d;
+
+	tdbd_notify("STOPPING=1\nSTATUS=stopping: answering what clients "
+		    "sent, then closing");
+	if (s->lfd >= 0) {
+		close(s->lfd);
+		if (s->own_socket)
+			unlink(d->cfg.socket);
+	}
+	if (d->workers)
+		tdbd_workers_stop(d);
+	if (d->buckets)
+		tdbd_tables_fini(d);
+	if (d->engine)
+		tdbe_engine_free(d->engine);
+	data_dir_close(s);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->tfd >= 0)
+		close(s->tfd);
+	if (s->sigfd >= 0)
+		close(s->sigfd);
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon_state s;
+	struct tdbd_args a;
+	char err[512];
+	int rc;
+
+	s.argc = argc;
+	s.argv = argv;
+	s.lfd = s.sigfd = s.tfd = s.epfd = s.lockfd = -1;
+	if (tdbd_config_from_args(&s.d.cfg, argc, argv, &a, err,
+				  sizeof(err))) {
+		fprintf(stderr, "tdbd: %s\n", err);
+		return 2;
+	}
+	if (a.help) {
+		fputs(tdbd_config_usage(), stdout);
+		return 0;
+	}
+	if (a.version) {
+		printf("tdbd %s\n", TDB_VERSION);
+		return 0;
+	}
+	if (a.check) {
+		printf("tdbd: configuration OK (%s)\n",
+		       a.config_path ? a.config_path : "defaults and options");
+		return 0;
+	}
+	tdbd_log_set_level(s.d.cfg.log_level);
+	rc = start(&s);
+	if (rc) {
+		tdbd_notify("STATUS=failed to start: %s", strerror(-rc));
+		stop(&s);
+		return 1;
+	}
+	tdbd_log(L_INFO, "serving on %s; data in %s%s; %u worker(s)",
+		 s.d.cfg.socket, s.d.cfg.data_dir,
+		 s.scratch ? " (scratch, removed at exit)" : "",
+		 s.d.cfg.workers);
+	tdbd_notify("READY=1\nSTATUS=serving on %s", s.d.cfg.socket);
+	serve(&s);
+	stop(&s);
+	tdbd_log(L_INFO, "stopped");
+	return 0;
+}

@@ -1,0 +1,345 @@
+/*
+ * tables.c - the registry of tables: each engine table with its owner,
+ * mode and change feed, looked up by name, and the access check.
+ *
+ * Invariants:
+ *  - A struct dtable lives while it has references; the registry holds
+ *    one from create to drop.  Lookups take a reference under the read
+ *    lock; create and drop change the hash under the write lock, and only
+ *    while the caller holds d->wlock (so they are also ordered with every
+ *    data change).
+ *  - reg_gen changes whenever the set of names changes, so a client's
+ *    cached dtable is good while reg_gen is what it was.
+ *  - A table's feed exists from its first WATCH to its drop; only the
+ *    holder of d->wlock writes it, so it has one producer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tdbd.h"
+
+static unsigned int name_hash(const char *s)
+{
+	unsigned int h = 2166136261u;   /* FNV-1a: names are short */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+bool tdbd_may(const struct creds *cr, const struct dtable *dt,
+	      unsigned int want)
+{
+	unsigned int bits, i;
+
+	if (cr->uid == 0)
+		return true;
+	if (cr->uid == dt->uid) {
+		bits = dt->mode >> 6;
+	} else {
+		bool member = cr->gid == dt->gid;
+
+		for (i = 0; !member && i < cr->ngroups; i++)
+			member = cr->groups[i] == dt->gid;
+		bits = member ? dt->mode >> 3 : dt->mode;
+	}
+	return (bits & want) == want;
+}
+
+int tdbd_tables_init(struct tdbd *d)
+{
+	d->nbuckets = 1024;
+	d->buckets = calloc(d->nbuckets, sizeof(*d->buckets));
+	if (!d->buckets)
+		return -ENOMEM;
+	return -pthread_rwlock_init(&d->reg_lock, NULL);
+}
+
+static void feed_free(struct feed *f)
+{
+	if (!f)
+		return;
+	tdb_ring_detach(&f->prod);
+	if (f->map)
+		munmap(f->map, f->map_size);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f);
+}
+
+static void dtable_free(struct dtable *dt)
+{
+	tdbe_table_close(dt->t);
+	feed_free(dt->feed);
+	free(dt);
+}
+
+void tdbd_tables_fini(struct tdbd *d)
+{
+	unsigned int i;
+
+	for (i = 0; d->buckets && i < d->nbuckets; i++) {
+		struct dtable *dt = d->buckets[i], *next;
+
+		for (; dt; dt = next) {
+			next = dt->next;
+			dtable_free(dt);
+		}
+	}
+	free(d->buckets);
+	d->buckets = NULL;
+	pthread_rwlock_destroy(&d->reg_lock);
+}
+
+static struct dtable **slot_of(struct tdbd *d, const char *name)
+{
+	struct dtable **p = &d->buckets[name_hash(name) % d->nbuckets];
+
+	while (*p && strcmp((*p)->name, name))
+		p = &(*p)->next;
+	return p;
+}
+
+struct dtable *tdbd_table_get(struct tdbd *d, const char *name)
+{
+	struct dtable *dt;
+
+	pthread_rwlock_rdlock(&d->reg_lock);
+	dt = *slot_of(d, name);
+	if (dt)
+		__atomic_fetch_add(&dt->refs, 1, __ATOMIC_RELAXED);
+	pthread_rwlock_unlock(&d->reg_lock);
+	return dt;
+}
+
+void tdbd_table_put(struct tdbd *d, struct dtable *dt)
+{
+	(void)d;
+	if (dt && __atomic_sub_fetch(&dt->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		dtable_free(dt);
+}
+
+uint64_t tdbd_table_gen(struct tdbd *d)
+{
+	return __atomic_load_n(&d->reg_gen, __ATOMIC_ACQUIRE);
+}
+
+unsigned int tdbd_table_count(struct tdbd *d)
+{
+	return __atomic_load_n(&d->ntables, __ATOMIC_RELAXED);
+}
+
+int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
+		      uint32_t uid, uint32_t gid, uint32_t mode,
+		      struct tdb_proto_extack *ext)
+{
+	struct tdbe_table_opts o = { .max_extents = max_ext };
+	struct tdbe_extack ee = { 0 };
+	struct dtable *dt = calloc(1, sizeof(*dt));
+	int err;
+
+	if (!dt)
+		return -ENOMEM;
+	err = tdbe_table_create(d->engine, name, &o, &ee);
+	if (!err)
+		err = tdbe_table_open(d->engine, name, &dt->t, &ee);
+	if (err) {
+		ext->msg = err == -EEXIST ? "table exists" : ee.msg;
+		free(dt);
+		return err;
+	}
+	snprintf(dt->name, sizeof(dt->name), "%s", name);
+	dt->uid = uid;
+	dt->gid = gid;
+	dt->mode = mode & 0777;
+	dt->refs = 1;
+	pthread_rwlock_wrlock(&d->reg_lock);
+	*slot_of(d, name) = dt;
+	d->ntables++;
+	__atomic_fetch_add(&d->reg_gen, 1, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&d->reg_lock);
+	tdbd_log(L_INFO, "table %s created (owner %u:%u, mode %04o)", name,
+		 uid, gid, mode);
+	return 0;
+}
+
+int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
+		    struct tdb_proto_extack *ext)
+{
+	struct tdbe_extack ee = { 0 };
+	struct dtable **p;
+	int err;
+
+	if (dt->dropped) {
+		ext->msg = "no such table";
+		return -ENOENT;
+	}
+	err = tdbe_table_drop(d->engine, dt->name, &ee);
+	if (err) {
+		ext->msg = ee.msg;
+		return err;
+	}
+	pthread_rwlock_wrlock(&d->reg_lock);
+	p = slot_of(d, dt->name);
+	if (*p == dt)
+		*p = dt->next;
+	d->ntables--;
+	__atomic_fetch_add(&d->reg_gen, 1, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&d->reg_lock);
+	dt->dropped = true;
+	if (dt->feed) {         /* the last message watchers get */
+		struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_DROP,
+			.attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+			.table = dt->name,
+			.table_len = (uint32_t)strlen(dt->name) };
+		long len = tdb_proto_size(TDB_PROTO_ANSWER, &m, NULL);
+		void *p2 = len > 0 ? tdb_ring_reserve(&dt->feed->prod,
+						     (size_t)len) : NULL;
+
+		if (p2 && tdb_proto_build(p2, (size_t)len, TDB_PROTO_ANSWER,
+					  &m, NULL) == len) {
+			tdb_ring_commit(&dt->feed->prod, (size_t)len);
+			tdb_ring_publish(&dt->feed->prod);
+		} else if (p2) {
+			tdb_ring_abort(&dt->feed->prod);
+		}
+	}
+	tdbd_log(L_INFO, "table %s dropped", dt->name);
+	tdbd_table_put(d, dt);  /* the registry's reference */
+	return 0;
+}
+
+int tdbd_table_snapshot(struct tdbd *d, struct dtable ***out,
+			unsigned int *n)
+{
+	struct dtable **v;
+	unsigned int i, k = 0;
+
+	pthread_rwlock_rdlock(&d->reg_lock);
+	v = calloc(d->ntables + 1, sizeof(*v));
+	if (!v) {
+		pthread_rwlock_unlock(&d->reg_lock);
+		return -ENOMEM;
+	}
+	for (i = 0; i < d->nbuckets; i++) {
+		struct dtable *dt;
+
+		for (dt = d->buckets[i]; dt && k < d->ntables; dt = dt->next) {
+			__atomic_fetch_add(&dt->refs, 1, __ATOMIC_RELAXED);
+			v[k++] = dt;
+		}
+	}
+	pthread_rwlock_unlock(&d->reg_lock);
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+/* --- feeds ------------------------------------------------------------- */
+
+static int feed_make(struct tdbd *d, struct dtable *dt)
+{
+	struct feed *f = calloc(1, sizeof(*f));
+	struct shm_ring r;
+	char name[96];
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	snprintf(name, sizeof(name), "tdb-feed:%s", dt->name);
+	err = tdbd_shm_ring(d, name, TDB_RING_FEED, d->cfg.feed_size, &r);
+	if (err) {
+		free(f);
+		return err;
+	}
+	f->fd = r.fd;
+	f->map = r.map;
+	f->map_size = r.map_size;
+	f->span = r.span;
+	err = tdb_ring_attach_producer(&f->prod, f->map,
+				       (unsigned char *)f->map + f->span,
+				       r.data_size, TDB_RING_FEED);
+	if (err) {
+		feed_free(f);
+		return err;
+	}
+	dt->feed = f;
+	return 0;
+}
+
+int tdbd_feed_open_ro(struct tdbd *d, struct dtable *dt, int *fd)
+{
+	char path[64];
+	int err;
+
+	if (!dt->feed && (err = feed_make(d, dt)))
+		return err;
+	/* A read-only open of the same memfd: a client given this fd can
+	 * map the feed only read-only, so it cannot scribble on it. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", dt->feed->fd);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	return *fd < 0 ? -errno : 0;
+}
+
+static void feed_send(struct dtable *dt, struct tdb_proto_msg *m)
+{
+	struct tdb_ring *r = &dt->feed->prod;
+	long len = tdb_proto_size(TDB_PROTO_ANSWER, m, NULL);
+	void *p;
+
+	if (len <= 0)
+		return;
+	p = tdb_ring_reserve(r, (size_t)len);
+	if (!p) {
+		tdbd_log(L_WARNING, "feed of %s: a change of %ld bytes does "
+			 "not fit (feed-size too small): watchers miss it",
+			 dt->name, len);
+		return;
+	}
+	if (tdb_proto_build(p, (size_t)len, TDB_PROTO_ANSWER, m, NULL) != len) {
+		tdb_ring_abort(r);
+		return;
+	}
+	tdb_ring_commit(r, (size_t)len);
+	tdb_ring_publish(r);
+}
+
+void tdbd_feed_put(struct tdbd *d, struct dtable *dt, const void *key,
+		   size_t klen, const void *val, size_t vlen)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_PUT };
+
+	(void)d;
+	if (!dt->feed || !dt->watchers)
+		return;
+	m.attrs = TDB_PROTO_BIT(TDB_A_TABLE) | TDB_PROTO_BIT(TDB_A_KEY) |
+		  TDB_PROTO_BIT(TDB_A_VALUE);
+	m.table = dt->name;
+	m.table_len = (uint32_t)strlen(dt->name);
+	m.key = key;
+	m.key_len = (uint32_t)klen;
+	m.value = val;
+	m.value_len = (uint32_t)vlen;
+	feed_send(dt, &m);
+}
+
+void tdbd_feed_del(struct tdbd *d, struct dtable *dt, const void *key,
+		   size_t klen)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_DEL };
+
+	(void)d;
+	if (!dt->feed || !dt->watchers)
+		return;
+	m.attrs = TDB_PROTO_BIT(TDB_A_TABLE) | TDB_PROTO_BIT(TDB_A_KEY);
+	m.table = dt->name;
+	m.table_len = (uint32_t)strlen(dt->name);
+	m.key = key;
+	m.key_len = (uint32_t)klen;
+	feed_send(dt, &m);
+}

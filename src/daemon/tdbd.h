@@ -1,0 +1,310 @@
+/*
+ * tdbd.h - the daemon's internal structures, shared by its files.
+ *
+ *   main.c     start-up, listening socket, signals, systemd, shutdown
+ *   worker.c   worker threads: serve the rings and sockets of their
+ *              clients, round after round
+ *   client.c   one client: credentials, rings (memfds), socket I/O,
+ *              clean-up when it goes
+ *   exec.c     one request against the engine, its answer
+ *   tables.c   the table registry: owner, mode, feeds, access checks
+ *   txn.c      transactions: buffered changes, atomic commit
+ *   notify.c   sd_notify and logging
+ *
+ * Threads.  The main thread accepts connections and hands each client to
+ * one worker, which then owns it: only that worker touches the struct
+ * client (its rings, socket buffers, transactions, dumps).  Shared
+ * between workers: the engine (thread-safe), the registry (rwlock), the
+ * write lock and the counters (atomics).
+ *
+ * Writes.  Every change (put, delete, commit, create, drop) runs under
+ * d->wlock, so changes have one order, feeds have one producer, and a
+ * transaction's commit is not interleaved with other writes.  Readers do
+ * not take it: a GET reads d->txn_seq before and after (a seqcount), and
+ * retries if a commit ran meanwhile, so it sees a transaction whole or
+ * not at all.
+ */
+#ifndef TDBD_TDBD_H
+#define TDBD_TDBD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "core.h"
+#include "proto.h"
+#include "ring.h"
+
+struct tdbd;
+struct worker;
+struct client;
+
+/* --- logging (notify.c) ---------------------------------------------- */
+
+enum { L_ERR = 3, L_WARNING = 4, L_NOTICE = 5, L_INFO = 6, L_DEBUG = 7 };
+void tdbd_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void tdbd_log_set_level(int level);
+/* sd_notify(), if NOTIFY_SOCKET is set; formatted. */
+void tdbd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* --- tables (tables.c) ----------------------------------------------- */
+
+/* A change feed: the broadcast ring watchers map read-only. */
+struct feed {
+	int fd;                 /* memfd, read-write (ours) */
+	void *map;              /* whole memfd */
+	size_t map_size, span;
+	struct tdb_ring prod;
+};
+
+struct dtable {
+	struct dtable *next;    /* registry hash chain */
+	char name[TDBE_NAME_MAX + 1];
+	struct tdbe_table *t;   /* engine handle */
+	uint32_t uid, gid, mode;
+	unsigned int refs;      /* atomic; the registry holds one */
+	bool dropped;           /* under wlock */
+	struct feed *feed;      /* under wlock; NULL until first watched */
+	unsigned int watchers;  /* under wlock */
+};
+
+/* Who a client is (SO_PEERCRED, SO_PEERGROUPS). */
+struct creds {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	unsigned int ngroups;
+	gid_t groups[64];
+};
+
+#define MAY_READ  4u
+#define MAY_WRITE 2u
+bool tdbd_may(const struct creds *cr, const struct dtable *dt,
+	      unsigned int want);
+
+int tdbd_tables_init(struct tdbd *d);
+void tdbd_tables_fini(struct tdbd *d);
+/* A counted reference to the table, or NULL (-ENOENT). */
+struct dtable *tdbd_table_get(struct tdbd *d, const char *name);
+void tdbd_table_put(struct tdbd *d, struct dtable *dt);
+/* Under wlock. */
+int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
+		      uint32_t uid, uint32_t gid, uint32_t mode,
+		      struct tdb_proto_extack *ext);
+int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
+		    struct tdb_proto_extack *ext);
+/* Snapshot of the registry: an array of counted references. */
+int tdbd_table_snapshot(struct tdbd *d, struct dtable ***out,
+			unsigned int *n);
+unsigned int tdbd_table_count(struct tdbd *d);
+uint64_t tdbd_table_gen(struct tdbd *d);
+/* Under wlock: the feed (made on first use); a read-only fd to pass. */
+int tdbd_feed_open_ro(struct tdbd *d, struct dtable *dt, int *fd);
+/* Under wlock: tell the table's watchers (no-op without a feed). */
+void tdbd_feed_put(struct tdbd *d, struct dtable *dt, const void *key,
+		   size_t klen, const void *val, size_t vlen);
+void tdbd_feed_del(struct tdbd *d, struct dtable *dt, const void *key,
+		   size_t klen);
+
+/* --- memfds shared with clients (client.c) --------------------------- */
+
+/* A ring in a memfd: header page at 0, data at `span`. */
+struct shm_ring {
+	int fd;
+	void *map;
+	size_t map_size, span;
+	uint32_t data_size;
+};
+int tdbd_shm_ring(struct tdbd *d, const char *name, uint32_t kind,
+		  uint32_t data_size, struct shm_ring *out);
+void tdbd_shm_ring_free(struct shm_ring *r);
+
+/* --- transactions (txn.c) -------------------------------------------- */
+
+struct txn_op {
+	struct dtable *dt;      /* counted */
+	bool del;
+	uint32_t flags;
+	uint32_t klen, vlen;
+	unsigned char *key;     /* key, then value, in one allocation */
+};
+
+struct txn {
+	struct txn *next;
+	uint64_t id;
+	struct txn_op *ops;
+	uint32_t nops, cap;
+	uint64_t bytes;
+};
+
+struct txn *tdbd_txn_new(struct tdbd *d);
+void tdbd_txn_free(struct tdbd *d, struct txn *x);
+int tdbd_txn_add(struct tdbd *d, struct txn *x, struct dtable *dt, bool del,
+		 uint32_t flags, const void *key, size_t klen,
+		 const void *val, size_t vlen, struct tdb_proto_extack *ext);
+/* The latest change to key in x: 1 put (*val, *vlen), 0 deleted,
+ * -ENOENT not touched. */
+int tdbd_txn_find(const struct txn *x, const struct dtable *dt,
+		  const void *key, size_t klen, const void **val,
+		  size_t *vlen);
+/* Apply all or nothing; takes wlock. */
+int tdbd_txn_commit(struct tdbd *d, struct txn *x,
+		    struct tdb_proto_extack *ext);
+
+/* --- clients (client.c, worker.c, exec.c) ----------------------------- */
+
+enum chan { CH_SOCK, CH_RING };
+
+/* A dump in progress (SCAN or TABLE_LIST). */
+struct dump {
+	bool used;
+	enum chan ch;
+	struct nlmsghdr req;    /* the request's header: seq, pid */
+	uint8_t cmd;
+	/* SCAN */
+	struct dtable *dt;
+	struct tdbe_cursor *cur;
+	unsigned char *prefix;
+	uint32_t plen;
+	uint64_t left;          /* records still allowed (LIMIT) */
+	uint64_t sent;
+	/* TABLE_LIST */
+	struct dtable **tabs;
+	unsigned int ntabs, at;
+};
+#define MAX_DUMPS 8
+
+struct watch {
+	struct watch *next;
+	struct dtable *dt;      /* counted */
+	uint32_t plen;
+	unsigned char prefix[];
+};
+
+struct client {
+	struct tdbd *d;
+	struct worker *w;
+	unsigned int slot;      /* index in w->clients */
+	uint64_t id;
+	int sock, pidfd, evfd;  /* evfd: the submission ring's wake-up */
+	struct creds cr;
+	bool dead;              /* cleaned up at the end of the round */
+	const char *why;        /* why it is being dropped */
+
+	/* rings (after ATTACH) */
+	bool attached;
+	struct shm_ring sub_shm, comp_shm;
+	struct tdb_ring sub, comp;
+	bool comp_dirty;        /* committed, not yet published */
+
+	/* socket: input bytes not yet a whole message; output not sent */
+	unsigned char *in;
+	size_t in_len, in_cap;
+	unsigned char *out;
+	size_t out_len, out_off, out_cap;
+	bool want_out;          /* EPOLLOUT armed */
+
+	/* an answer that did not fit in the completion ring */
+	unsigned char *stash;
+	size_t stash_len;
+	uint64_t blocked_since; /* ns; 0 = not blocked */
+
+	struct dump dumps[MAX_DUMPS];
+	unsigned int ndumps;
+	struct txn *txns;
+	unsigned int ntxns;
+	struct watch *watches;
+
+	/* the table of the last request (a counted ref) and the
+	 * registry generation it was looked up in */
+	struct dtable *cache;
+	uint64_t cache_gen;
+};
+
+struct worker {
+	struct tdbd *d;
+	unsigned int id;
+	pthread_t thread;
+	int epfd, ctlfd;        /* ctlfd: eventfd, main -> worker */
+	struct client **clients;
+	unsigned int nclients, cap;
+	pthread_mutex_t inbox_lock;
+	struct client **inbox;  /* handed over by main, not yet taken */
+	unsigned int ninbox, inbox_cap;
+	uint64_t heartbeat;     /* ns, atomic: last round */
+	unsigned char *scratch; /* an answer being built (MSG_MAX) */
+	uint64_t next_check;    /* ns: next deadline check */
+};
+
+/* Counters, atomics (STATS). */
+struct counters {
+	uint64_t requests, errors, accepted, cleanups, txns_aborted;
+	uint64_t watches_dropped, rings_freed, stuck, violations;
+	uint32_t clients, watches, txns, rings, throttled, dumps;
+};
+
+struct tdbd {
+	struct tdbd_config cfg;
+	struct tdbe_engine *engine;
+	pthread_mutex_t wlock;
+	uint64_t txn_seq;       /* seqcount: odd while a commit applies */
+	uint64_t next_txn;      /* atomic */
+	uint64_t next_client;   /* atomic */
+	uint64_t start_ns;
+	bool hugepages_ok;      /* atomic: false once hugetlb failed */
+	volatile int stopping;  /* atomic: drain and stop */
+	struct counters ctr;
+
+	/* registry */
+	pthread_rwlock_t reg_lock;
+	struct dtable **buckets;
+	unsigned int nbuckets, ntables;
+	uint64_t reg_gen;       /* atomic: bumped on create and drop */
+
+	struct worker *workers;
+	unsigned int nworkers;
+};
+
+uint64_t tdbd_now_ns(void);
+
+/* client.c */
+struct client *tdbd_client_new(struct tdbd *d, int sock,
+			       const struct creds *cr);
+/* Free everything (the client is out of its worker's lists). */
+void tdbd_client_free(struct client *c);
+/* Socket side: read what is there and run whole messages (>= 0) or say
+ * the client must go (< 0, c->why set). */
+int tdbd_client_read(struct client *c);
+/* Send buffered socket output; < 0 if the socket is gone. */
+int tdbd_client_flush(struct client *c);
+/* Queue an answer on a channel (copying it).  -EAGAIN: it went to the
+ * stash and the client is blocked until the stash drains. */
+int tdbd_client_emit(struct client *c, enum chan ch, const void *msg,
+		     size_t len);
+/* Room for an answer of len bytes on ch right now? */
+bool tdbd_client_room(struct client *c, enum chan ch, size_t len);
+int tdbd_client_attach(struct client *c, const struct nlmsghdr *req);
+/* Pass fds with an ack on the socket. */
+int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
+			const int *fds, unsigned int nfds);
+void tdbd_client_update_out(struct client *c);
+
+/* exec.c */
+/* Run one request (a private copy of len bytes) that came in on ch. */
+void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len);
+/* Go on with the client's dumps; returns the work done; *blocked set if
+ * one waits for the client to drain its answers. */
+unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,
+			    bool *blocked);
+void tdbd_dump_end(struct client *c, struct dump *dp);
+void tdbd_client_cleanup(struct client *c);
+
+/* worker.c */
+int tdbd_workers_start(struct tdbd *d);
+void tdbd_workers_stop(struct tdbd *d);
+void tdbd_worker_hand(struct tdbd *d, struct client *c);
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * txn.c - transactions: changes buffered per client, applied at commit
+ * all together or not at all.
+ *
+ * Commit, under d->wlock:
+ *  1. d->txn_seq becomes odd: GETs that overlap the commit retry (see
+ *     tdbd.h), so no reader sees part of it;
+ *  2. each change is applied in order, after saving the key's old value
+ *     in an undo list;
+ *  3. if a change fails (-EEXIST of a no-overwrite put, -ENOSPC, ...),
+ *     the changes already applied are undone in reverse order from the
+ *     undo list; the commit fails with that error and nothing is left;
+ *  4. d->txn_seq becomes even again, then watchers are told about each
+ *     change (only for a commit that succeeded).
+ * An undo can itself fail only if restoring an old value needs memory
+ * the table no longer has (its cap reached meanwhile by this same
+ * commit's garbage awaiting a grace period); that is logged as an error.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tdbd.h"
+
+struct txn *tdbd_txn_new(struct tdbd *d)
+{
+	struct txn *x = calloc(1, sizeof(*x));
+
+	if (x)
+		x->id = __atomic_add_fetch(&d->next_txn, 1, __ATOMIC_RELAXED);
+	return x;
+}
+
+void tdbd_txn_free(struct tdbd *d, struct txn *x)
+{
+	uint32_t i;
+
+	if (!x)
+		return;
+	for (i = 0; i < x->nops; i++) {
+		tdbd_table_put(d, x->ops[i].dt);
+		free(x->ops[i].key);
+	}
+	free(x->ops);
+	free(x);
+}
+
+int tdbd_txn_add(struct tdbd *d, struct txn *x, struct dtable *dt, bool del,
+		 uint32_t flags, const void *key, size_t klen,
+		 const void *val, size_t vlen, struct tdb_proto_extack *ext)
+{
+	struct txn_op *op;
+
+	if (x->nops >= d->cfg.max_txn_ops) {
+		ext->msg = "transaction has max-txn-ops changes already";
+		return -E2BIG;
+	}
+	if (x->bytes + klen + vlen > d->cfg.max_txn_bytes) {
+		ext->msg = "transaction would exceed max-txn-bytes";
+		return -E2BIG;
+	}
+	if (x->nops == x->cap) {
+		uint32_t cap = x->cap ? x->cap * 2 : 16;
+		struct txn_op *n = realloc(x->ops, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		x->ops = n;
+		x->cap = cap;
+	}
+	op = &x->ops[x->nops];
+	op->key = malloc(klen + vlen + 1);
+	if (!op->key)
+		return -ENOMEM;
+	memcpy(op->key, key, klen);
+	if (vlen)
+		memcpy(op->key + klen, val, vlen);
+	op->klen = (uint32_t)klen;
+	op->vlen = (uint32_t)vlen;
+	op->del = del;
+	op->flags = flags;
+	op->dt = dt;
+	__atomic_fetch_add(&dt->refs, 1, __ATOMIC_RELAXED);
+	x->nops++;
+	x->bytes += klen + vlen;
+	return 0;
+}
+
+int tdbd_txn_find(const struct txn *x, const struct dtable *dt,
+		  const void *key, size_t klen, const void **val,
+		  size_t *vlen)
+{
+	uint32_t i = x->nops;
+
+	while (i--) {
+		const struct txn_op *op = &x->ops[i];
+
+		if (op->dt != dt || op->klen != klen ||
+		    memcmp(op->key, key, klen))
+			continue;
+		if (op->del)
+			return 0;
+		*val = op->key + op->klen;
+		*vlen = op->vlen;
+		return 1;
+	}
+	return -ENOENT;
+}
+
+/* The old state of one key, to put back. */
+struct undo {
+	bool had;               /* the key was present */
+	void *old;
+	size_t olen;
+};
+
+static int save_old(struct txn_op *op, struct undo *u)
+{
+	size_t need = 0;
+	long n = tdbe_get(op->dt->t, op->key, op->klen, NULL, 0, &need);
+
+	u->had = false;
+	u->old = NULL;
+	if (n == -ENOENT)
+		return 0;
+	if (n >= 0 && n == 0) {
+		u->had = true;
+		u->olen = 0;
+		return 0;
+	}
+	if (n != -ENOBUFS)
+		return (int)n;
+	/* a concurrent writer cannot change it: we hold wlock */
+	u->old = malloc(need ? need : 1);
+	if (!u->old)
+		return -ENOMEM;
+	n = tdbe_get(op->dt->t, op->key, op->klen, u->old, need, &need);
+	if (n < 0) {
+		free(u->old);
+		u->old = NULL;
+		return (int)n;
+	}
+	u->had = true;
+	u->olen = (size_t)n;
+	return 0;
+}
+
+static void undo_one(struct tdbd *d, struct txn_op *op, struct undo *u)
+{
+	int err;
+
+	(void)d;
+	if (u->had)
+		err = tdbe_put(op->dt->t, op->key, op->klen, u->old, u->olen,
+			       0, NULL);
+	else
+		err = tdbe_del(op->dt->t, op->key, op->klen, NULL);
+	if (err && !(err == -ENOENT && !u->had))
+		tdbd_log(L_ERR, "table %s: undoing a failed commit: %s; the "
+			 "key may keep the transaction's value",
+			 op->dt->name, tdbe_strerror(err));
+}
+
+static int apply_one(struct txn_op *op, struct tdbe_extack *ee)
+{
+	if (op->dt->dropped) {
+		ee->msg = "a table of the transaction was dropped";
+		return -ENOENT;
+	}
+	if (op->del) {
+		int err = tdbe_del(op->dt->t, op->key, op->klen, ee);
+
+		return err == -ENOENT ? 0 : err;   /* deleting nothing is ok */
+	}
+	return tdbe_put(op->dt->t, op->key, op->klen, op->key + op->klen,
+			op->vlen, op->flags & TDB_PUT_NOOVERWRITE ?
+			TDBE_NOOVERWRITE : 0, ee);
+}
+
+int tdbd_txn_commit(struct tdbd *d, struct txn *x,
+		    struct tdb_proto_extack *ext)
+{
+	struct undo *u = calloc(x->nops ? x->nops : 1, sizeof(*u));
+	struct tdbe_extack ee = { 0 };
+	uint32_t i, done = 0;
+	int err = 0;
+
+	if (!u)
+		return -ENOMEM;
+	pthread_mutex_lock(&d->wlock);
+	__atomic_fetch_add(&d->txn_seq, 1, __ATOMIC_SEQ_CST);   /* odd */
+	for (i = 0; i < x->nops && !err; i++) {
+		err = save_old(&x->ops[i], &u[i]);
+		if (!err)
+			err = apply_one(&x->ops[i], &ee);
+		if (!err)
+			done = i + 1;
+	}
+	if (err) {
+		ext->msg = ee.msg ? ee.msg : "a change of the transaction "
+			   "failed; none was applied";
+		if (err == -EEXIST)
+			ext->msg = "key exists (no-overwrite put in the "
+				   "transaction); none was applied";
+		while (done--)
+			undo_one(d, &x->ops[done], &u[done]);
+	}
+	__atomic_fetch_add(&d->txn_seq, 1, __ATOMIC_SEQ_CST);   /* even */
+	for (i = 0; !err && i < x->nops; i++) {
+		struct txn_op *op = &x->ops[i];
+
+		if (op->del)
+			tdbd_feed_del(d, op->dt, op->key, op->klen);
+		else
+			tdbd_feed_put(d, op->dt, op->key, op->klen,
+				      op->key + op->klen, op->vlen);
+	}
+	pthread_mutex_unlock(&d->wlock);
+	for (i = 0; i < x->nops; i++)
+		free(u[i].old);
+	free(u);
+	return err;
+}

@@ -1,0 +1,452 @@
+/*
+ * worker.c - the worker threads: each serves the rings and sockets of the
+ * clients handed to it, round after round.
+ *
+ * A round visits every client once: it flushes an answer left in the
+ * stash, moves the client's dumps on, and takes at most REQ_BUDGET
+ * requests from its submission ring, so one busy client cannot take more
+ * than its share of a round.  Completions are published once per client
+ * per round (one wake-up at most).  When a round finds nothing, the
+ * worker polls for idle-spin microseconds, then arms every submission
+ * ring's waiting flag and sleeps in epoll on the clients' eventfds,
+ * sockets and pidfds.
+ *
+ * A client that leaves its completions undrained (the stash or a dump
+ * waiting for room) is "blocked": we read none of its requests, and after
+ * client-deadline it is disconnected.  Nobody else waits for it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "tdbd.h"
+
+#define REQ_BUDGET   64u        /* requests per client per round */
+#define DUMP_BUDGET  256u       /* records examined per dump per round */
+#define SLEEP_MS     100        /* longest sleep: heartbeat, deadlines */
+#define BLOCKED_MS   1          /* sleep while someone is blocked */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax() __asm__ __volatile__("" ::: "memory")
+#endif
+
+/* epoll tags in the low bits of the client pointer */
+enum { T_SOCK = 0, T_PIDFD = 1, T_EVFD = 2 };
+
+static void *tag(struct client *c, unsigned int t)
+{
+	return (void *)((uintptr_t)c | t);
+}
+
+static int ep_add(struct worker *w, int fd, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = ptr };
+
+	return epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/* --- clients in and out ------------------------------------------------ */
+
+static void take_inbox(struct worker *w)
+{
+	struct client **in;
+	unsigned int n, i;
+
+	pthread_mutex_lock(&w->inbox_lock);
+	in = w->inbox;
+	n = w->ninbox;
+	w->inbox = NULL;
+	w->ninbox = w->inbox_cap = 0;
+	pthread_mutex_unlock(&w->inbox_lock);
+	for (i = 0; i < n; i++) {
+		struct client *c = in[i];
+
+		if (w->nclients == w->cap) {
+			unsigned int cap = w->cap ? w->cap * 2 : 16;
+			struct client **v = realloc(w->clients,
+						    cap * sizeof(*v));
+
+			if (!v) {
+				tdbd_log(L_ERR, "worker %u: out of memory "
+					 "taking a client", w->id);
+				tdbd_client_free(c);
+				__atomic_fetch_sub(&w->d->ctr.clients, 1,
+						   __ATOMIC_RELAXED);
+				continue;
+			}
+			w->clients = v;
+			w->cap = cap;
+		}
+		c->w = w;
+		c->slot = w->nclients;
+		w->clients[w->nclients++] = c;
+		if (ep_add(w, c->sock, EPOLLIN | EPOLLRDHUP, tag(c, T_SOCK)) ||
+		    (c->pidfd >= 0 &&
+		     ep_add(w, c->pidfd, EPOLLIN, tag(c, T_PIDFD)))) {
+			c->dead = true;
+			c->why = "epoll failed";
+		}
+	}
+	free(in);
+}
+
+static void drop_client(struct worker *w, struct client *c)
+{
+	struct tdbd *d = w->d;
+	unsigned int ntx = c->ntxns, nwa = 0;
+	struct watch *wa;
+
+	for (wa = c->watches; wa; wa = wa->next)
+		nwa++;
+	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->sock, NULL);
+	if (c->pidfd >= 0)
+		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
+	if (c->evfd >= 0)
+		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->evfd, NULL);
+	tdbd_log(c->why && strcmp(c->why, "hang-up") ? L_NOTICE : L_DEBUG,
+		 "client %llu (pid %d, uid %u) gone: %s; aborted %u "
+		 "transaction(s), dropped %u watch(es)",
+		 (unsigned long long)c->id, (int)c->cr.pid,
+		 (unsigned int)c->cr.uid, c->why ? c->why : "closed", ntx,
+		 nwa);
+	w->clients[c->slot] = w->clients[--w->nclients];
+	w->clients[c->slot]->slot = c->slot;
+	tdbd_client_free(c);
+	__atomic_fetch_sub(&d->ctr.clients, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&d->ctr.cleanups, 1, __ATOMIC_RELAXED);
+}
+
+static void reap_dead(struct worker *w)
+{
+	unsigned int i = w->nclients;
+
+	while (i--)
+		if (w->clients[i]->dead)
+			drop_client(w, w->clients[i]);
+}
+
+/* --- serving ----------------------------------------------------------- */
+
+static int on_ring_msg(void *arg, const struct nlmsghdr *nlh)
+{
+	struct client *c = arg;
+
+	tdbd_exec(c, CH_RING, nlh, nlh->nlmsg_len);
+	/* Stop taking requests once an answer has nowhere to go. */
+	return c->stash_len || c->dead ? -EAGAIN : 0;
+}
+
+static bool flush_stash(struct client *c)
+{
+	size_t off = 0;
+
+	while (off < c->stash_len) {
+		const struct nlmsghdr *nh =
+			(const struct nlmsghdr *)(c->stash + off);
+		void *p = tdb_ring_reserve(&c->comp, nh->nlmsg_len);
+
+		if (!p)
+			break;
+		memcpy(p, nh, nh->nlmsg_len);
+		tdb_ring_commit(&c->comp, nh->nlmsg_len);
+		c->comp_dirty = true;
+		off += NLMSG_ALIGN(nh->nlmsg_len);
+	}
+	memmove(c->stash, c->stash + off, c->stash_len - off);
+	c->stash_len -= off;
+	return c->stash_len == 0;
+}
+
+static void set_blocked(struct client *c, bool blocked, uint64_t now)
+{
+	struct tdbd *d = c->d;
+
+	if (blocked && !c->blocked_since) {
+		c->blocked_since = now;
+		__atomic_fetch_add(&d->ctr.throttled, 1, __ATOMIC_RELAXED);
+	} else if (!blocked && c->blocked_since) {
+		c->blocked_since = 0;
+		__atomic_fetch_sub(&d->ctr.throttled, 1, __ATOMIC_RELAXED);
+	}
+	if (c->blocked_since && now - c->blocked_since >
+	    (uint64_t)d->cfg.client_deadline_ms * 1000000) {
+		c->dead = true;
+		c->why = "stuck: left its completions undrained past "
+			 "client-deadline";
+		__atomic_fetch_add(&d->ctr.stuck, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* One client's share of a round; returns the work done. */
+static unsigned int serve(struct client *c, uint64_t now)
+{
+	unsigned int done = 0;
+	bool blocked = false;
+	int rc;
+
+	if (c->dead)
+		return 0;
+	if (c->stash_len && !flush_stash(c))
+		blocked = true;
+	if (c->ndumps) {
+		done += tdbd_dumps_run(c, DUMP_BUDGET, &blocked);
+		if (c->dead)
+			return done;
+	}
+	if (c->attached && !c->stash_len) {
+		rc = tdb_ring_consume(&c->sub, REQ_BUDGET, on_ring_msg, c);
+		if (rc == -EPROTO) {
+			c->dead = true;
+			c->why = tdb_ring_error(&c->sub);
+			tdbd_log(L_WARNING, "client %llu (pid %d): %s",
+				 (unsigned long long)c->id, (int)c->cr.pid,
+				 c->why);
+			__atomic_fetch_add(&c->d->ctr.violations, 1,
+					   __ATOMIC_RELAXED);
+		} else if (rc > 0) {
+			done += (unsigned int)rc;
+		} else if (rc == -EAGAIN) {
+			done++;
+		}
+	}
+	if (c->comp_dirty) {
+		c->comp_dirty = false;
+		if (tdb_ring_publish(&c->comp) == -EPROTO && !c->dead) {
+			c->dead = true;
+			c->why = tdb_ring_error(&c->comp);
+			__atomic_fetch_add(&c->d->ctr.violations, 1,
+					   __ATOMIC_RELAXED);
+		}
+	}
+	if (c->stash_len || !tdbd_client_room(c, CH_SOCK, 0))
+		blocked = true;
+	set_blocked(c, blocked, now);
+	return done;
+}
+
+static void on_event(struct worker *w, struct epoll_event *ev)
+{
+	uintptr_t p = (uintptr_t)ev->data.ptr;
+	struct client *c = (struct client *)(p & ~(uintptr_t)3);
+	uint64_t cnt;
+
+	if (!c) {               /* our control eventfd */
+		if (read(w->ctlfd, &cnt, sizeof(cnt)) < 0)
+			(void)0;
+		return;
+	}
+	if (c->dead)
+		return;
+	switch (p & 3) {
+	case T_EVFD:
+		if (read(c->evfd, &cnt, sizeof(cnt)) < 0)
+			(void)0;        /* EAGAIN: someone read it */
+		return;
+	case T_PIDFD:
+		c->dead = true;
+		c->why = "the client process exited";
+		return;
+	}
+	if (ev->events & EPOLLOUT && tdbd_client_flush(c))
+		c->dead = true;
+	if (ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+		bool was = c->attached;
+
+		if (tdbd_client_read(c) < 0)
+			c->dead = true;
+		if (!was && c->attached &&
+		    ep_add(w, c->evfd, EPOLLIN, tag(c, T_EVFD))) {
+			c->dead = true;
+			c->why = "epoll failed";
+		}
+	}
+}
+
+static void poll_events(struct worker *w, int timeout_ms)
+{
+	struct epoll_event ev[64];
+	int n, i;
+
+	n = epoll_wait(w->epfd, ev, 64, timeout_ms);
+	for (i = 0; i < n; i++)
+		on_event(w, &ev[i]);
+}
+
+/* Say we sleep on every ring; false if one has work after all. */
+static bool arm_all(struct worker *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->nclients; i++) {
+		struct client *c = w->clients[i];
+
+		if (c->attached && !c->dead && !c->stash_len &&
+		    tdb_ring_wait(&c->sub, 0) != -ETIMEDOUT)
+			return false;
+	}
+	return true;
+}
+
+static bool anyone_blocked(struct worker *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->nclients; i++)
+		if (w->clients[i]->blocked_since || w->clients[i]->ndumps)
+			return true;
+	return false;
+}
+
+static unsigned int round_once(struct worker *w)
+{
+	uint64_t now = tdbd_now_ns();
+	unsigned int i, done = 0;
+
+	for (i = 0; i < w->nclients; i++)
+		done += serve(w->clients[i], now);
+	reap_dead(w);
+	__atomic_store_n(&w->heartbeat, now, __ATOMIC_RELAXED);
+	return done;
+}
+
+/* SIGTERM: answer what the clients already sent, then let them go. */
+static void drain_and_close(struct worker *w)
+{
+	uint64_t until = tdbd_now_ns() + 2000000000ull;
+	unsigned int i;
+
+	while (round_once(w) && tdbd_now_ns() < until)
+		poll_events(w, 0);
+	for (i = 0; i < w->nclients; i++) {
+		w->clients[i]->dead = true;
+		w->clients[i]->why = "tdbd is stopping";
+		tdbd_client_flush(w->clients[i]);
+	}
+	reap_dead(w);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct tdbd *d = w->d;
+	uint64_t last_work = tdbd_now_ns();
+	unsigned int rounds = 0;
+
+	while (!__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+		uint64_t now;
+
+		if (__atomic_load_n(&w->ninbox, __ATOMIC_RELAXED))
+			take_inbox(w);
+		if (round_once(w)) {
+			last_work = tdbd_now_ns();
+			if (++rounds % 64 == 0)
+				poll_events(w, 0);
+			continue;
+		}
+		now = tdbd_now_ns();
+		if (now - last_work < (uint64_t)d->cfg.idle_spin_us * 1000) {
+			if (++rounds % 64 == 0)
+				poll_events(w, 0);
+			cpu_relax();
+			continue;
+		}
+		if (!arm_all(w))
+			continue;
+		poll_events(w, anyone_blocked(w) ? BLOCKED_MS : SLEEP_MS);
+		last_work = tdbd_now_ns();
+	}
+	take_inbox(w);
+	drain_and_close(w);
+	return NULL;
+}
+
+/* --- start, stop, hand-over ------------------------------------------------ */
+
+int tdbd_workers_start(struct tdbd *d)
+{
+	unsigned int i;
+
+	d->nworkers = d->cfg.workers;
+	d->workers = calloc(d->nworkers, sizeof(*d->workers));
+	if (!d->workers)
+		return -ENOMEM;
+	for (i = 0; i < d->nworkers; i++) {
+		struct worker *w = &d->workers[i];
+		int err;
+
+		w->d = d;
+		w->id = i;
+		pthread_mutex_init(&w->inbox_lock, NULL);
+		w->epfd = epoll_create1(EPOLL_CLOEXEC);
+		w->ctlfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		w->scratch = malloc(TDB_PROTO_MSG_MAX);
+		if (w->epfd < 0 || w->ctlfd < 0 || !w->scratch)
+			return -ENOMEM;
+		if ((err = ep_add(w, w->ctlfd, EPOLLIN, NULL)))
+			return err;
+		w->heartbeat = tdbd_now_ns();
+		err = pthread_create(&w->thread, NULL, worker_main, w);
+		if (err)
+			return -err;
+	}
+	return 0;
+}
+
+void tdbd_workers_stop(struct tdbd *d)
+{
+	unsigned int i;
+	uint64_t one = 1;
+
+	__atomic_store_n(&d->stopping, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < d->nworkers; i++)
+		if (write(d->workers[i].ctlfd, &one, sizeof(one)) < 0)
+			(void)0;
+	for (i = 0; i < d->nworkers; i++) {
+		struct worker *w = &d->workers[i];
+
+		if (w->thread)
+			pthread_join(w->thread, NULL);
+		close(w->epfd);
+		close(w->ctlfd);
+		free(w->scratch);
+		free(w->clients);
+		free(w->inbox);
+		pthread_mutex_destroy(&w->inbox_lock);
+	}
+	free(d->workers);
+	d->workers = NULL;
+}
+
+void tdbd_worker_hand(struct tdbd *d, struct client *c)
+{
+	struct worker *w = &d->workers[0];
+	unsigned int i;
+	uint64_t one = 1;
+
+	for (i = 1; i < d->nworkers; i++)
+		if (d->workers[i].nclients < w->nclients)
+			w = &d->workers[i];
+	pthread_mutex_lock(&w->inbox_lock);
+	if (w->ninbox == w->inbox_cap) {
+		unsigned int cap = w->inbox_cap ? w->inbox_cap * 2 : 8;
+		struct client **v = realloc(w->inbox, cap * sizeof(*v));
+
+		if (!v) {
+			pthread_mutex_unlock(&w->inbox_lock);
+			tdbd_client_free(c);
+			return;
+		}
+		w->inbox = v;
+		w->inbox_cap = cap;
+	}
+	w->inbox[w->ninbox++] = c;
+	__atomic_fetch_add(&d->ctr.clients, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&w->inbox_lock);
+	if (write(w->ctlfd, &one, sizeof(one)) < 0)
+		(void)0;
+}
