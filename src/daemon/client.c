@@ -204,18 +204,22 @@ refuse:
 
 /* --- socket output ---------------------------------------------------- */
 
+/*
+ * epoll interest follows the output: EPOLLOUT while answers wait to be
+ * sent; no EPOLLIN while they back up past OUT_MAX (we would not read the
+ * requests anyway, and level-triggered EPOLLIN would wake us for ever).
+ */
 void tdbd_client_update_out(struct client *c)
 {
-	bool want = c->out_len > c->out_off;
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP,
-				  .data.ptr = c };
+	size_t pending = c->out_len - c->out_off;
+	uint32_t want = EPOLLRDHUP | (pending ? EPOLLOUT : 0) |
+			(pending <= OUT_MAX ? EPOLLIN : 0);
+	struct epoll_event ev = { .events = want, .data.ptr = c };
 
-	if (want == c->want_out || !c->w)
+	if (want == c->ep_events || !c->w)
 		return;
-	if (want)
-		ev.events |= EPOLLOUT;
 	if (epoll_ctl(c->w->epfd, EPOLL_CTL_MOD, c->sock, &ev) == 0)
-		c->want_out = want;
+		c->ep_events = want;
 }
 
 int tdbd_client_flush(struct client *c)
@@ -275,13 +279,8 @@ int tdbd_client_emit(struct client *c, enum chan ch, const void *msg,
 {
 	void *p;
 
-	if (ch == CH_SOCK) {
-		int err = out_append(c, msg, len);
-
-		if (err)
-			return err;
-		return tdbd_client_flush(c);
-	}
+	if (ch == CH_SOCK)      /* sent at the end of the round or read */
+		return out_append(c, msg, len);
 	if (!c->stash_len) {
 		p = tdb_ring_reserve(&c->comp, len);
 		if (p) {
@@ -426,7 +425,9 @@ int tdbd_client_read(struct client *c)
 		    !tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
 			break;  /* blocked on output: read no more */
 	}
-	return run_input(c);
+	if (run_input(c))
+		return -EPROTO;
+	return tdbd_client_flush(c);
 }
 
 /* --- leaving ----------------------------------------------------------- */

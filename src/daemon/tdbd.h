@@ -205,7 +205,7 @@ struct client {
 	size_t in_len, in_cap;
 	unsigned char *out;
 	size_t out_len, out_off, out_cap;
-	bool want_out;          /* EPOLLOUT armed */
+	uint32_t ep_events;     /* the socket's epoll interest now */
 
 	/* an answer that did not fit in the completion ring */
 	unsigned char *stash;

@@ -85,7 +85,8 @@ static void take_inbox(struct worker *w)
 		c->w = w;
 		c->slot = w->nclients;
 		w->clients[w->nclients++] = c;
-		if (ep_add(w, c->sock, EPOLLIN | EPOLLRDHUP, tag(c, T_SOCK)) ||
+		c->ep_events = EPOLLIN | EPOLLRDHUP;
+		if (ep_add(w, c->sock, c->ep_events, tag(c, T_SOCK)) ||
 		    (c->pidfd >= 0 &&
 		     ep_add(w, c->pidfd, EPOLLIN, tag(c, T_PIDFD)))) {
 			c->dead = true;
@@ -223,6 +224,8 @@ static unsigned int serve(struct client *c, uint64_t now)
 					   __ATOMIC_RELAXED);
 		}
 	}
+	if (c->out_len > c->out_off && tdbd_client_flush(c))
+		c->dead = true;
 	if (c->stash_len || !tdbd_client_room(c, CH_SOCK, 0))
 		blocked = true;
 	set_blocked(c, blocked, now);
@@ -254,7 +257,9 @@ static void on_event(struct worker *w, struct epoll_event *ev)
 	}
 	if (ev->events & EPOLLOUT && tdbd_client_flush(c))
 		c->dead = true;
-	if (ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+	/* After a flush, requests already buffered may run again. */
+	if (!c->dead && ev->events & (EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLERR |
+				      EPOLLRDHUP)) {
 		bool was = c->attached;
 
 		if (tdbd_client_read(c) < 0)
