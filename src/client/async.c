@@ -1,0 +1,369 @@
+/*
+ * async.c - the asynchronous API: tdbc_submit, tdbc_reap, tdbc_inflight.
+ *
+ * Requests in flight live in an open-addressing table keyed by their
+ * sequence number (linear probing, deletion by backward shift, at most
+ * half full).  io.c routes every answer whose seq is there to
+ * tdbc__async_deliver, which turns it into a struct tdbc_done at the end
+ * of a FIFO, whoever was reading at the time (tdbc_reap, a blocking call
+ * or a wait for ring space): so mixing blocking calls in loses nothing.
+ * tdbc_reap moves entries from the FIFO to `reaped`, whose values stay
+ * allocated until the next tdbc_reap or blocking call (tdbc__enter).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* --- the table of requests in flight ------------------------------------- */
+
+static uint32_t slot_home(const struct tdbc *c, uint32_t seq)
+{
+	return seq & (c->slot_cap - 1);   /* seqs count up: no clustering */
+}
+
+static long slot_find(const struct tdbc *c, uint32_t seq)
+{
+	uint32_t i;
+
+	if (!c->slot_cap)
+		return -1;
+	for (i = slot_home(c, seq); c->slots[i].used;
+	     i = (i + 1) & (c->slot_cap - 1))
+		if (c->slots[i].seq == seq)
+			return i;
+	return -1;
+}
+
+static void slot_put(struct tdbc *c, const struct tdbc_slot *s)
+{
+	uint32_t i = slot_home(c, s->seq);
+
+	while (c->slots[i].used)
+		i = (i + 1) & (c->slot_cap - 1);
+	c->slots[i] = *s;
+	c->slots[i].used = 1;
+	c->slot_used++;
+}
+
+/* Room for one more, keeping the table at most half full. */
+static int slot_reserve(struct tdbc *c)
+{
+	struct tdbc_slot *old = c->slots;
+	uint32_t cap = c->slot_cap, i;
+
+	if ((c->slot_used + 1) * 2 <= c->slot_cap)
+		return 0;
+	c->slot_cap = cap ? cap * 2 : 256;
+	c->slots = calloc(c->slot_cap, sizeof(*c->slots));
+	if (!c->slots) {
+		c->slots = old;
+		c->slot_cap = cap;
+		return tdbc__fail(c, -ENOMEM, "out of memory for requests in "
+				  "flight");
+	}
+	c->slot_used = 0;
+	for (i = 0; i < cap; i++)
+		if (old[i].used)
+			slot_put(c, &old[i]);
+	free(old);
+	return 0;
+}
+
+/* Remove slot i; later members of its probe run move back to fill it. */
+static void slot_del(struct tdbc *c, uint32_t i)
+{
+	uint32_t mask = c->slot_cap - 1, j = i, home;
+
+	c->slots[i].used = 0;
+	c->slot_used--;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!c->slots[j].used)
+			return;
+		home = slot_home(c, c->slots[j].seq);
+		/* j may move to i if its home is not in (i, j] */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			c->slots[i] = c->slots[j];
+			c->slots[j].used = 0;
+			i = j;
+		}
+	}
+}
+
+/* --- completions ------------------------------------------------------------ */
+
+static int done_push(struct tdbc *c, const struct tdbc_done *d)
+{
+	if (c->done_len == c->done_cap) {
+		uint32_t cap = c->done_cap ? c->done_cap * 2 : 256, i;
+		struct tdbc_done *v = malloc(cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (i = 0; i < c->done_len; i++)
+			v[i] = c->done[(c->done_head + i) % c->done_cap];
+		free(c->done);
+		c->done = v;
+		c->done_cap = cap;
+		c->done_head = 0;
+	}
+	c->done[(c->done_head + c->done_len) % c->done_cap] = *d;
+	c->done_len++;
+	return 0;
+}
+
+static void done_free(struct tdbc_done *d)
+{
+	free(d->val);
+	free(d->msg);
+}
+
+/* Turn an answer into a completion (the answer's bytes are not ours to
+ * keep: the value and the text are copied). */
+static int make_done(struct tdbc *c, const struct tdb_proto_msg *m,
+		     int kind, struct tdbc_done *d)
+{
+	if (kind == TDBC_ANS_REPLY) {
+		d->val = malloc(m->value_len ? m->value_len : 1);
+		if (!d->val)
+			return -ENOMEM;
+		tdb_proto_value_copy(m, d->val);
+		d->vlen = m->value_len;
+		return 0;
+	}
+	d->res = m->error;
+	if (m->error && m->ext.msg && m->ext.msg[0]) {
+		d->msg = strdup(m->ext.msg);
+		if (!d->msg)
+			return -ENOMEM;
+	}
+	(void)c;
+	return 0;
+}
+
+int tdbc__async_deliver(struct tdbc *c, const struct tdb_proto_msg *m)
+{
+	struct tdbc_done d = { 0 };
+	long i = slot_find(c, m->seq);
+	int kind;
+
+	if (i < 0)
+		return 0;
+	kind = tdbc__classify(c, m, c->slots[i].cmd);
+	if (kind < 0)
+		return kind;
+	if (kind == TDBC_ANS_PART)
+		return tdbc__die(c, -EPROTO, "tdbd answered %s with a dump "
+				 "part", tdb_proto_cmd_name(c->slots[i].cmd));
+	d.user = c->slots[i].user;
+	slot_del(c, (uint32_t)i);
+	if (make_done(c, m, kind, &d) || done_push(c, &d)) {
+		done_free(&d);
+		return tdbc__die(c, -ENOMEM, "out of memory keeping a "
+				 "completion");
+	}
+	return 1;
+}
+
+void tdbc__release_reaped(struct tdbc *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->reaped_len; i++)
+		done_free(&c->reaped[i]);
+	c->reaped_len = 0;
+}
+
+void tdbc__async_free(struct tdbc *c)
+{
+	uint32_t i;
+
+	tdbc__release_reaped(c);
+	for (i = 0; i < c->done_len; i++)
+		done_free(&c->done[(c->done_head + i) % c->done_cap]);
+	free(c->done);
+	free(c->reaped);
+	free(c->slots);
+	c->done = c->reaped = NULL;
+	c->slots = NULL;
+	c->done_len = c->reaped_cap = c->slot_cap = c->slot_used = 0;
+}
+
+/* --- submit -------------------------------------------------------------------- */
+
+static const uint8_t op_cmd[] = {
+	[TDBC_OP_GET] = TDB_CMD_GET,
+	[TDBC_OP_PUT] = TDB_CMD_PUT,
+	[TDBC_OP_DEL] = TDB_CMD_DEL,
+};
+
+/* Check one request and describe it in m. */
+static int req_msg(struct tdbc *c, const struct tdbc_req *r,
+		   struct tdb_proto_msg *m)
+{
+	int err;
+
+	memset(m, 0, sizeof(*m));
+	if (r->op < TDBC_OP_GET || r->op > TDBC_OP_DEL)
+		return tdbc__fail(c, -EINVAL, "unknown op %d", (int)r->op);
+	if (!r->table || r->table->h.c != c)
+		return tdbc__fail(c, -EINVAL, "request without a table of "
+				  "this connection");
+	if (r->txn && r->txn->h.c != c)
+		return tdbc__fail(c, -EINVAL, "transaction belongs to another "
+				  "connection");
+	err = tdbc__check_key(c, r->key, r->klen);
+	if (err)
+		return err;
+	m->cmd = op_cmd[r->op];
+	m->attrs = TDB_PROTO_BIT(TDB_A_TABLE) | TDB_PROTO_BIT(TDB_A_KEY);
+	m->table = r->table->name;
+	m->key = r->key;
+	m->key_len = (uint32_t)r->klen;
+	if (r->txn) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_TXN);
+		m->txn = r->txn->id;
+	}
+	if (r->op != TDBC_OP_PUT)
+		return 0;
+	err = tdbc__check_value(c, r->val, r->vlen);
+	if (err)
+		return err;
+	if (r->flags & ~TDBC_NOOVERWRITE)
+		return tdbc__fail(c, -EINVAL, "unknown put flags %#x",
+				  r->flags & ~TDBC_NOOVERWRITE);
+	m->attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
+	m->value = r->val;
+	m->value_len = (uint32_t)r->vlen;
+	if (r->flags) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_FLAGS);
+		m->flags = r->flags;
+	}
+	return 0;
+}
+
+/* Queue one request (built into the ring, not published). */
+static int submit_one(struct tdbc *c, const struct tdbc_req *r)
+{
+	struct tdbc_slot s = { .user = r->user };
+	struct tdb_proto_msg m;
+	long i;
+	int err;
+
+	err = req_msg(c, r, &m);
+	if (!err)
+		err = slot_reserve(c);
+	if (err)
+		return err;
+	m.seq = tdbc__seq(c);
+	s.seq = m.seq;
+	s.cmd = m.cmd;
+	/* In the table before it is sent: a socket send reads answers. */
+	slot_put(c, &s);
+	err = tdbc__send_nowait(c, &m);
+	if (err && !c->dead) {
+		i = slot_find(c, s.seq);
+		if (i >= 0)
+			slot_del(c, (uint32_t)i);
+	}
+	return err;
+}
+
+int tdbc_submit(struct tdbc *c, const struct tdbc_req *reqs, unsigned int n)
+{
+	unsigned int i;
+	int err = tdbc__enter(c), err2;
+
+	if (err)
+		return err;
+	if (n && !reqs)
+		return tdbc__fail(c, -EINVAL, "reqs is NULL");
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	for (i = 0; i < n; i++) {
+		err = submit_one(c, &reqs[i]);
+		if (err)
+			break;
+	}
+	if (c->dead)
+		return c->dead;
+	err2 = tdbc__publish(c);
+	if (err2)
+		return err2;
+	if (i == 0 && err == -EAGAIN)
+		return tdbc__fail(c, -EAGAIN, "the submission ring is full "
+				  "(%u requests in flight): reap completions "
+				  "and submit again", tdbc_inflight(c));
+	return i > 0 ? (int)i : err;
+}
+
+/* --- reap ------------------------------------------------------------------------ */
+
+static bool enough_done(struct tdbc *c, void *arg)
+{
+	return c->done_len >= *(unsigned int *)arg;
+}
+
+static int reaped_room(struct tdbc *c, unsigned int n)
+{
+	struct tdbc_done *v;
+
+	if (c->reaped_cap >= n)
+		return 0;
+	v = realloc(c->reaped, n * sizeof(*v));
+	if (!v)
+		return tdbc__fail(c, -ENOMEM, "out of memory");
+	c->reaped = v;
+	c->reaped_cap = n;
+	return 0;
+}
+
+int tdbc_reap(struct tdbc *c, struct tdbc_cqe *cqes, unsigned int n,
+	      unsigned int min, int timeout_ms)
+{
+	unsigned int want, k, i;
+	int err;
+
+	if (!c)
+		return -EINVAL;
+	tdbc__release_reaped(c);
+	/* A dead connection still hands out what came before the end. */
+	if (c->dead && !c->done_len)
+		return c->dead;
+	if ((n && !cqes) || min > n)
+		return tdbc__fail(c, -EINVAL, "bad reap arguments (n %u, "
+				  "min %u)", n, min);
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	/* Never wait for completions that cannot come. */
+	want = min < tdbc_inflight(c) ? min : tdbc_inflight(c);
+	err = c->dead ? 0 : tdbc__wait(c, enough_done, &want, timeout_ms);
+	if (err && err != -ETIMEDOUT && !c->done_len)
+		return err;
+	k = n < c->done_len ? n : c->done_len;
+	if (reaped_room(c, k))
+		return -ENOMEM;
+	for (i = 0; i < k; i++) {
+		struct tdbc_done *d = &c->done[c->done_head];
+
+		c->reaped[i] = *d;
+		c->done_head = (c->done_head + 1) % c->done_cap;
+		c->done_len--;
+		cqes[i].user = d->user;
+		cqes[i].res = d->res;
+		cqes[i].val = d->val;
+		cqes[i].vlen = d->vlen;
+		if (d->res)
+			tdbc__fail(c, d->res, "%s", d->msg ? d->msg :
+				   tdbc_strerror(d->res));
+	}
+	c->reaped_len = k;
+	return (int)k;
+}
+
+unsigned int tdbc_inflight(const struct tdbc *c)
+{
+	return c ? c->slot_used + c->done_len : 0;
+}

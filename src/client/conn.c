@@ -1,0 +1,400 @@
+/*
+ * conn.c - connections: finding the socket, connecting, ATTACH and the
+ * mapping of the rings it hands over, closing, and the error texts
+ * (tdbc_errmsg, tdbc_strerror).  Also the argument checks the other
+ * files share, so that a bad key is refused before anything is sent.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* --- handles ------------------------------------------------------------ */
+
+void tdbc__link(struct tdbc *c, struct tdbc_handle *h, enum tdbc_kind k)
+{
+	h->c = c;
+	h->kind = k;
+	h->link.next = c->handles.next;
+	h->link.prev = &c->handles;
+	c->handles.next->prev = &h->link;
+	c->handles.next = &h->link;
+}
+
+void tdbc__unlink(struct tdbc_handle *h)
+{
+	h->link.prev->next = h->link.next;
+	h->link.next->prev = h->link.prev;
+	h->link.next = h->link.prev = &h->link;
+}
+
+/* --- errors ------------------------------------------------------------- */
+
+static void vset(struct tdbc *c, const char *fmt, va_list ap)
+{
+	vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
+}
+
+int tdbc__fail(struct tdbc *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vset(c, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int tdbc__die(struct tdbc *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->dead)
+		return c->dead;     /* the first reason is the one to keep */
+	c->dead = err;
+	va_start(ap, fmt);
+	vset(c, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *tdbc_errmsg(const struct tdbc *c)
+{
+	return c ? c->errmsg : "no connection";
+}
+
+const char *tdbc_strerror(int err)
+{
+	const char *s;
+
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case 0:            return "success";
+	case ENOENT:       return "no such table or key (or no daemon at "
+				  "the socket path)";
+	case EEXIST:       return "key or table exists";
+	case EACCES:       return "the table's mode forbids it";
+	case ENOSPC:       return "the table is full";
+	case E2BIG:        return "key or value over its limit";
+	case EINVAL:       return "invalid argument";
+	case ENOBUFS:      return "value bigger than the buffer";
+	case ECONNREFUSED: return "no daemon at the socket path";
+	case EPIPE:
+	case ECONNRESET:   return "the daemon went away; the connection is "
+				  "dead";
+	case EPROTO:       return "the daemon broke the protocol; the "
+				  "connection is dead";
+	case ETIMEDOUT:    return "timed out";
+	case EOVERFLOW:    return "the watcher fell behind and lost changes";
+	case ENAMETOOLONG: return "name too long";
+	case EAGAIN:       return "try again (the submission ring is full)";
+	}
+	s = strerrordesc_np(err);
+	return s ? s : "unknown error";
+}
+
+/* --- arguments ------------------------------------------------------------ */
+
+int tdbc__check_key(struct tdbc *c, const void *key, size_t klen)
+{
+	if (klen < TDB_KEY_MIN)
+		return tdbc__fail(c, -EINVAL, "key is empty");
+	if (klen > TDB_KEY_MAX)
+		return tdbc__fail(c, -E2BIG, "key is longer than %u bytes "
+				  "(%zu)", TDB_KEY_MAX, klen);
+	if (!key)
+		return tdbc__fail(c, -EINVAL, "key is NULL");
+	return 0;
+}
+
+int tdbc__check_value(struct tdbc *c, const void *val, size_t vlen)
+{
+	if (vlen > TDB_VALUE_MAX)
+		return tdbc__fail(c, -E2BIG, "value is longer than %u bytes "
+				  "(%zu)", TDB_VALUE_MAX, vlen);
+	if (vlen && !val)
+		return tdbc__fail(c, -EINVAL, "value is NULL");
+	return 0;
+}
+
+int tdbc__check_prefix(struct tdbc *c, const void *prefix, size_t plen)
+{
+	if (plen > TDB_KEY_MAX)
+		return tdbc__fail(c, -E2BIG, "prefix is longer than %u bytes "
+				  "(%zu)", TDB_KEY_MAX, plen);
+	if (plen && !prefix)
+		return tdbc__fail(c, -EINVAL, "prefix is NULL");
+	return 0;
+}
+
+/* --- ring memfds ---------------------------------------------------------- */
+
+/* The header span of a ring memfd: the huge page size on hugetlbfs. */
+static int ring_span(int fd, size_t *span)
+{
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return -errno;
+	*span = 4096;
+	if ((unsigned long)sfs.f_type == HUGETLBFS_MAGIC) {
+		size_t b = (size_t)sfs.f_bsize;
+
+		if (b < 4096 || (b & (b - 1)))
+			return -EPROTO;
+		*span = b;
+	}
+	return 0;
+}
+
+int tdbc__map_ring(struct tdbc *c, int fd, bool data_writable,
+		   bool hdr_writable, struct tdbc_map *map)
+{
+	int hprot = PROT_READ | (hdr_writable ? PROT_WRITE : 0);
+	int dprot = PROT_READ | (data_writable ? PROT_WRITE : 0);
+	struct stat st;
+	size_t span = 4096;
+	int err;
+
+	memset(map, 0, sizeof(*map));
+	if (fstat(fd, &st) < 0)
+		return tdbc__fail(c, -errno, "cannot stat a ring from tdbd: "
+				  "%s", strerror(errno));
+	err = ring_span(fd, &span);
+	if (err)
+		return tdbc__fail(c, err, "cannot tell the page size of a "
+				  "ring from tdbd");
+	if (!S_ISREG(st.st_mode) || st.st_size <= (off_t)span ||
+	    (uint64_t)st.st_size - span > TDB_RING_MAX_DATA)
+		return tdbc__fail(c, -EPROTO, "a ring from tdbd has a bad "
+				  "size (%lld bytes)", (long long)st.st_size);
+	map->hdr_len = span;
+	map->data_len = (size_t)st.st_size - span;
+	map->hdr = mmap(NULL, span, hprot, MAP_SHARED, fd, 0);
+	if (map->hdr == MAP_FAILED) {
+		map->hdr = NULL;
+		return tdbc__fail(c, -errno, "cannot map a ring header: %s",
+				  strerror(errno));
+	}
+	map->data = mmap(NULL, map->data_len, dprot, MAP_SHARED, fd,
+			 (off_t)span);
+	if (map->data == MAP_FAILED) {
+		err = -errno;
+		map->data = NULL;
+		tdbc__unmap_ring(map);
+		return tdbc__fail(c, err, "cannot map a ring's data: %s",
+				  strerror(-err));
+	}
+	return 0;
+}
+
+void tdbc__unmap_ring(struct tdbc_map *map)
+{
+	if (map->data)
+		munmap(map->data, map->data_len);
+	if (map->hdr)
+		munmap(map->hdr, map->hdr_len);
+	memset(map, 0, sizeof(*map));
+}
+
+/* --- connecting ------------------------------------------------------------ */
+
+const char *tdbc_socket_path(const char *path)
+{
+	const char *env;
+
+	if (path && *path)
+		return path;
+	env = getenv(TDBC_SOCKET_ENV);
+	if (env && *env)
+		return env;
+	return TDBC_SOCKET_DEFAULT;
+}
+
+int tdbc_uses_rings(const struct tdbc *c)
+{
+	return c && c->rings;
+}
+
+static int attach_rings(struct tdbc *c, const int fds[3])
+{
+	int err;
+
+	err = tdbc__map_ring(c, fds[0], true, true, &c->sq_map);
+	if (!err)
+		err = tdbc__map_ring(c, fds[1], false, true, &c->cq_map);
+	if (err)
+		return err;
+	err = tdb_ring_attach_producer(&c->sq, c->sq_map.hdr, c->sq_map.data,
+				       c->sq_map.data_len, TDB_RING_SUBMIT);
+	if (err)
+		return tdbc__fail(c, err, "submission ring from tdbd: %s",
+				  tdb_ring_error(&c->sq) ?
+				  tdb_ring_error(&c->sq) : strerror(-err));
+	err = tdb_ring_attach_consumer(&c->cq, c->cq_map.hdr, c->cq_map.data,
+				       c->cq_map.data_len, TDB_RING_COMPLETE);
+	if (err)
+		return tdbc__fail(c, err, "completion ring from tdbd: %s",
+				  tdb_ring_error(&c->cq) ?
+				  tdb_ring_error(&c->cq) : strerror(-err));
+	c->evfd = fds[2];
+	tdb_ring_set_eventfd(&c->sq, c->evfd);
+	c->rings = true;
+	return 0;
+}
+
+/* ATTACH over the socket; its ack brings the rings' fds. */
+static int attach(struct tdbc *c)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_ATTACH };
+	struct tdbc_call call = { .nfds = 3 };
+	int err, i;
+
+	err = tdbc__call(c, &m, &call, true);
+	if (err)
+		return err;
+	err = attach_rings(c, call.fds);
+	/* The mappings keep the memfds alive; the eventfd is kept (in
+	 * c->evfd) only when the rings are in use. */
+	for (i = 0; i < 3; i++)
+		if (i < 2 || err)
+			close(call.fds[i]);
+	return err;
+}
+
+static int open_socket(struct tdbc *c, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = strlen(path);
+
+	if (n >= sizeof(sa.sun_path))
+		return tdbc__fail(c, -ENAMETOOLONG, "socket path %s is longer "
+				  "than %zu bytes", path,
+				  sizeof(sa.sun_path) - 1);
+	memcpy(sa.sun_path, path, n + 1);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return tdbc__fail(c, -errno, "socket: %s", strerror(errno));
+	while (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == EINTR)
+			continue;
+		return tdbc__fail(c, -errno, "cannot connect to tdbd at %s: "
+				  "%s", path, strerror(errno));
+	}
+	return 0;
+}
+
+static struct tdbc *conn_alloc(void)
+{
+	struct tdbc *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->fd = -1;
+	c->evfd = -1;
+	c->handles.next = c->handles.prev = &c->handles;
+	return c;
+}
+
+int tdbc_connect(struct tdbc **out, const char *path, unsigned int flags,
+		 char *errmsg, size_t errmsg_size)
+{
+	const char *where = tdbc_socket_path(path);
+	struct tdbc *c;
+	int err;
+
+	if (errmsg && errmsg_size)
+		errmsg[0] = '\0';
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	c = conn_alloc();
+	if (!c) {
+		if (errmsg && errmsg_size)
+			snprintf(errmsg, errmsg_size, "out of memory");
+		return -ENOMEM;
+	}
+	if (flags & ~TDBC_NO_RINGS)
+		err = tdbc__fail(c, -EINVAL, "unknown connect flags %#x",
+				 flags & ~TDBC_NO_RINGS);
+	else
+		err = open_socket(c, where);
+	if (!err && !(flags & TDBC_NO_RINGS)) {
+		err = attach(c);
+		if (err && errmsg && errmsg_size)
+			snprintf(errmsg, errmsg_size, "tdbd at %s: ATTACH: %s",
+				 where, c->errmsg);
+	} else if (err && errmsg && errmsg_size) {
+		snprintf(errmsg, errmsg_size, "%s", c->errmsg);
+	}
+	if (err) {
+		tdbc_close(c);
+		return err;
+	}
+	c->errmsg[0] = '\0';
+	*out = c;
+	return 0;
+}
+
+/* --- closing ---------------------------------------------------------------- */
+
+static void free_handles(struct tdbc *c)
+{
+	while (c->handles.next != &c->handles) {
+		struct tdbc_handle *h = (struct tdbc_handle *)c->handles.next;
+
+		switch (h->kind) {
+		case TDBC_K_TABLE:
+			tdbc_table_close((struct tdbc_table *)h);
+			break;
+		case TDBC_K_TXN:
+			/* tdbd aborts it when the connection goes */
+			tdbc__unlink(h);
+			free(h);
+			break;
+		case TDBC_K_SCAN:
+			tdbc__scan_free((struct tdbc_scan *)h);
+			break;
+		case TDBC_K_WATCH:
+			tdbc__watch_free((struct tdbc_watch *)h, false);
+			break;
+		}
+	}
+}
+
+void tdbc_close(struct tdbc *c)
+{
+	unsigned int i;
+
+	if (!c)
+		return;
+	free_handles(c);
+	tdbc__async_free(c);
+	if (c->rings) {
+		tdb_ring_detach(&c->sq);
+		tdb_ring_detach(&c->cq);
+	}
+	tdbc__unmap_ring(&c->sq_map);
+	tdbc__unmap_ring(&c->cq_map);
+	for (i = 0; i < c->nfdq; i++)
+		close(c->fdq[i]);
+	if (c->evfd >= 0)
+		close(c->evfd);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->rbuf);
+	free(c->sbuf);
+	free(c);
+}

@@ -1,0 +1,218 @@
+/*
+ * internal.h - libtdbclient's private structures and the functions its
+ * files share (nothing here is exported: libtdbclient.map keeps every
+ * symbol but tdbc_* local).
+ *
+ * A connection (struct tdbc) is one socket to tdbd and, unless
+ * TDBC_NO_RINGS, a submission ring (we produce) and a completion ring (we
+ * consume).  Every request gets a fresh sequence number and exactly one
+ * answer; io.c reads answers from both channels and routes each by its
+ * sequence number to one of two places:
+ *  - the blocking call in progress (struct tdbc_call; at most one, as a
+ *    connection is used by one thread at a time and calls do not nest);
+ *  - the table of asynchronous requests (async.c), whose completions are
+ *    stashed until tdbc_reap.
+ * An answer to anything else means tdbd broke the protocol (-EPROTO).
+ *
+ * Death: once c->dead is set (-EPROTO, -ECONNRESET, -EPIPE) every call
+ * returns it at once and nothing more is sent.
+ */
+#ifndef TDBC_INTERNAL_H
+#define TDBC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tdb/client.h"
+#include "proto.h"
+#include "ring.h"
+
+/* Everything declared from here on is hidden: tdbc__* would otherwise
+ * match the version script's tdbc_* and be exported. */
+#pragma GCC visibility push(hidden)
+
+#define TDBC_ERRMSG_MAX   256
+#define TDBC_FDQ_MAX      16    /* fds received and not yet claimed */
+#define TDBC_SPIN_NS      30000 /* poll the completion ring this long
+				 * before sleeping */
+#define TDBC_NAP_MS       100   /* longest sleep between hang-up checks */
+
+/* A doubly linked list of the handles made from a connection, so that
+ * tdbc_close can free what the caller left open. */
+struct tdbc_link {
+	struct tdbc_link *prev, *next;
+};
+
+/* One mapped ring memfd: the header [0, span) and the data after it. */
+struct tdbc_map {
+	void *hdr, *data;
+	size_t hdr_len, data_len;
+};
+
+/* The blocking call in progress: its request's seq and how its answer
+ * is taken.  on_msg gets each family message (reply or dump part) and
+ * returns 0 or a negative errno (the call then fails with it, and the
+ * answer is still read to its end). */
+struct tdbc_call;
+typedef int tdbc_call_fn(struct tdbc *c, struct tdbc_call *call,
+			 const struct tdb_proto_msg *m);
+struct tdbc_call {
+	uint32_t seq;
+	uint8_t cmd;
+	bool done;              /* the final answer came */
+	int res;                /* 0 or a negative errno */
+	tdbc_call_fn *on_msg;
+	void *arg;
+	unsigned int nfds;      /* fds the ack carries (ATTACH 3, WATCH 1) */
+	int fds[3];
+};
+
+/* A finished asynchronous request, waiting for tdbc_reap. */
+struct tdbc_done {
+	uint64_t user;
+	int res;
+	void *val;              /* GET: malloc()ed value (NULL if empty) */
+	size_t vlen;
+	char *msg;              /* the owner's text of a failure, or NULL */
+};
+
+/* An asynchronous request in flight, by seq (open addressing). */
+struct tdbc_slot {
+	uint32_t seq;
+	uint8_t used;
+	uint8_t cmd;
+	uint64_t user;
+};
+
+struct tdbc {
+	int fd;                 /* the socket */
+	int evfd;               /* the submission ring's wake-up, or -1 */
+	bool rings;
+	int dead;               /* 0, or the errno every call now returns */
+	uint32_t seq;           /* the last sequence number used */
+	char errmsg[TDBC_ERRMSG_MAX];
+
+	struct tdb_ring sq, cq;
+	struct tdbc_map sq_map, cq_map;
+
+	/* socket receive side: a stream of messages, framed by nlmsg_len */
+	unsigned char *rbuf;
+	size_t rlen, rcap;
+	int fdq[TDBC_FDQ_MAX];  /* SCM_RIGHTS fds in arrival order */
+	unsigned int nfdq;
+	unsigned int sock_pending;   /* requests sent over the socket and
+				      * not fully answered yet */
+	/* socket send side: a scratch buffer to build requests in */
+	unsigned char *sbuf;
+	size_t scap;
+
+	struct tdbc_call *call; /* the blocking call waiting, or NULL */
+
+	/* asynchronous requests (async.c) */
+	struct tdbc_slot *slots;
+	uint32_t slot_cap, slot_used;   /* cap: 0 or a power of two */
+	struct tdbc_done *done;         /* a FIFO of completions */
+	uint32_t done_cap, done_head, done_len;
+	struct tdbc_done *reaped;       /* handed out by the last reap */
+	uint32_t reaped_len, reaped_cap;
+
+	struct tdbc_link handles;       /* tables, txns, scans, watches */
+};
+
+/* The handle kinds share a header so tdbc_close can free any of them. */
+enum tdbc_kind { TDBC_K_TABLE, TDBC_K_TXN, TDBC_K_SCAN, TDBC_K_WATCH };
+struct tdbc_handle {
+	struct tdbc_link link;
+	enum tdbc_kind kind;
+	struct tdbc *c;
+};
+
+struct tdbc_table {
+	struct tdbc_handle h;
+	char name[TDB_NAME_MAX + 1];
+};
+
+struct tdbc_txn {
+	struct tdbc_handle h;
+	uint64_t id;
+};
+
+/* --- conn.c ------------------------------------------------------------ */
+void tdbc__link(struct tdbc *c, struct tdbc_handle *h, enum tdbc_kind k);
+void tdbc__unlink(struct tdbc_handle *h);
+/* Set c->errmsg (printf-style); returns err. */
+int tdbc__fail(struct tdbc *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The connection is dead with err (the first death wins); returns it. */
+int tdbc__die(struct tdbc *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Map a ring memfd (span from fstatfs, data_size = st_size - span). */
+int tdbc__map_ring(struct tdbc *c, int fd, bool data_writable,
+		   bool hdr_writable, struct tdbc_map *map);
+void tdbc__unmap_ring(struct tdbc_map *map);
+/* Checks of caller arguments, done before anything is sent. */
+int tdbc__check_key(struct tdbc *c, const void *key, size_t klen);
+int tdbc__check_value(struct tdbc *c, const void *val, size_t vlen);
+int tdbc__check_prefix(struct tdbc *c, const void *prefix, size_t plen);
+
+/* --- io.c -------------------------------------------------------------- */
+/* Send one request (the caller sets m->seq) over the submission ring, or
+ * over the socket when there are no rings or it does not fit the ring's
+ * max_msg (or when over_socket).  publish: make it visible at once. */
+int tdbc__send(struct tdbc *c, struct tdb_proto_msg *m, bool over_socket,
+	       bool publish);
+/* Like tdbc__send, but never waits for ring space: -EAGAIN if full. */
+int tdbc__send_nowait(struct tdbc *c, struct tdb_proto_msg *m);
+/* Publish what was committed to the submission ring. */
+int tdbc__publish(struct tdbc *c);
+/* Send m and wait for its whole answer; call->on_msg takes the family
+ * messages.  Returns call->res (errmsg set on failure). */
+int tdbc__call(struct tdbc *c, struct tdb_proto_msg *m,
+	       struct tdbc_call *call, bool over_socket);
+/* A fresh sequence number for a request (never 0). */
+static inline uint32_t tdbc__seq(struct tdbc *c)
+{
+	if (++c->seq == 0)
+		c->seq = 1;
+	return c->seq;
+}
+/* What an answer to a request of command cmd is: a dump part, the end of
+ * the answer (NLMSG_ERROR or NLMSG_DONE: m->error), or a reply (the end,
+ * with data).  A negative errno (the connection is dead) if it cannot be
+ * an answer to cmd. */
+enum { TDBC_ANS_PART, TDBC_ANS_END, TDBC_ANS_REPLY };
+int tdbc__classify(struct tdbc *c, const struct tdb_proto_msg *m,
+		   uint8_t cmd);
+/* Keep the owner's text of a failed answer in c->errmsg; returns
+ * m->error. */
+int tdbc__owner_fail(struct tdbc *c, const struct tdb_proto_msg *m,
+		     uint8_t cmd);
+/* Take what has arrived on both channels without waiting. */
+int tdbc__pump(struct tdbc *c);
+/* Wait until cond(c, arg) or timeout_ms (< 0: for ever) ran out
+ * (-ETIMEDOUT); -ECONNRESET etc. if the daemon goes away meanwhile. */
+typedef bool tdbc_cond_fn(struct tdbc *c, void *arg);
+int tdbc__wait(struct tdbc *c, tdbc_cond_fn *cond, void *arg,
+	       int timeout_ms);
+/* Is the daemon still there?  0, or the connection's death. */
+int tdbc__check_hangup(struct tdbc *c);
+/* Every entry point starts here: -errno of a dead connection, and the
+ * values handed out by the last tdbc_reap are released. */
+int tdbc__enter(struct tdbc *c);
+uint64_t tdbc__now_ns(void);
+
+/* --- async.c ----------------------------------------------------------- */
+/* Route an answer to an asynchronous request: 1 if it was one, 0 if its
+ * seq is not in flight, or a negative errno (connection dead). */
+int tdbc__async_deliver(struct tdbc *c, const struct tdb_proto_msg *m);
+void tdbc__async_free(struct tdbc *c);
+void tdbc__release_reaped(struct tdbc *c);
+
+/* --- scan.c, watch.c: freeing from tdbc_close --------------------------- */
+void tdbc__scan_free(struct tdbc_scan *s);
+void tdbc__watch_free(struct tdbc_watch *w, bool unwatch);
+
+#pragma GCC visibility pop
+
+#endif

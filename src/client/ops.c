@@ -1,0 +1,454 @@
+/*
+ * ops.c - the blocking calls: tables (create, drop, stat, list, open),
+ * data (put, del, get), transactions and the owner's stats.  Each builds
+ * one request, hands it to tdbc__call (io.c) and takes its answer
+ * through a small on_msg handler that copies what it needs out of the
+ * message before the next one is read.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* --- tables --------------------------------------------------------------- */
+
+void tdbc_table_opts_init(struct tdbc_table_opts *opts)
+{
+	opts->max_extents = 0;
+	opts->mode = (uint32_t)-1;
+	opts->uid = (uint32_t)-1;
+	opts->gid = (uint32_t)-1;
+}
+
+static int check_name(struct tdbc *c, const char *name)
+{
+	if (!name)
+		return tdbc__fail(c, -EINVAL, "table name is NULL");
+	return 0;
+}
+
+int tdbc_table_create(struct tdbc *c, const char *name,
+		      const struct tdbc_table_opts *opts)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_CREATE,
+				   .attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+				   .table = name };
+	struct tdbc_call call = { 0 };
+	int err = tdbc__enter(c);
+
+	if (!err)
+		err = check_name(c, name);
+	if (err)
+		return err;
+	if (opts && opts->max_extents) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_EXTENTS);
+		m.max_extents = opts->max_extents;
+	}
+	if (opts && opts->mode != (uint32_t)-1) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_MODE);
+		m.mode = opts->mode;
+	}
+	if (opts && opts->uid != (uint32_t)-1) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_UID);
+		m.uid = opts->uid;
+	}
+	if (opts && opts->gid != (uint32_t)-1) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_GID);
+		m.gid = opts->gid;
+	}
+	return tdbc__call(c, &m, &call, false);
+}
+
+int tdbc_table_drop(struct tdbc *c, const char *name)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_DROP,
+				   .attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+				   .table = name };
+	struct tdbc_call call = { 0 };
+	int err = tdbc__enter(c);
+
+	if (!err)
+		err = check_name(c, name);
+	if (err)
+		return err;
+	return tdbc__call(c, &m, &call, false);
+}
+
+static void fill_stat(struct tdbc_table_stat *st,
+		      const struct tdb_proto_msg *m)
+{
+	const struct tdb_proto_stat *s = &m->stat;
+
+	memset(st, 0, sizeof(*st));
+	memcpy(st->name, m->table, m->table_len <= TDB_NAME_MAX ?
+	       m->table_len : TDB_NAME_MAX);
+	st->records = s->records;
+	st->bytes_used = s->bytes_used;
+	st->bytes_allocated = s->bytes_allocated;
+	st->bytes_pending = s->bytes_pending;
+	st->extents = s->extents;
+	st->max_extents = s->max_extents;
+	st->page_size = s->page_size;
+	st->index_nodes = s->index_nodes;
+	st->index_buckets = s->index_buckets;
+	st->uid = s->uid;
+	st->gid = s->gid;
+	st->mode = s->mode;
+}
+
+static int stat_msg(struct tdbc *c, struct tdbc_call *call,
+		    const struct tdb_proto_msg *m)
+{
+	(void)c;
+	if (call->arg)
+		fill_stat(call->arg, m);
+	return 0;
+}
+
+static int table_stat(struct tdbc *c, const char *name,
+		      struct tdbc_table_stat *st)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_STAT,
+				   .attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+				   .table = name };
+	struct tdbc_call call = { .on_msg = stat_msg, .arg = st };
+	int err = check_name(c, name);
+
+	return err ? err : tdbc__call(c, &m, &call, false);
+}
+
+int tdbc_table_stat(struct tdbc *c, const char *name,
+		    struct tdbc_table_stat *st)
+{
+	int err = tdbc__enter(c);
+
+	if (!err && !st)
+		err = tdbc__fail(c, -EINVAL, "stat buffer is NULL");
+	return err ? err : table_stat(c, name, st);
+}
+
+/* TABLE_LIST collects the parts, then calls fn once the dump is over
+ * (fn may then call the library again). */
+struct list_acc {
+	struct tdbc_table_stat *v;
+	size_t n, cap;
+};
+
+static int list_msg(struct tdbc *c, struct tdbc_call *call,
+		    const struct tdb_proto_msg *m)
+{
+	struct list_acc *acc = call->arg;
+
+	if (acc->n == acc->cap) {
+		size_t cap = acc->cap ? acc->cap * 2 : 16;
+		void *p = realloc(acc->v, cap * sizeof(*acc->v));
+
+		if (!p)
+			return tdbc__fail(c, -ENOMEM, "out of memory listing "
+					  "tables");
+		acc->v = p;
+		acc->cap = cap;
+	}
+	fill_stat(&acc->v[acc->n++], m);
+	return 0;
+}
+
+int tdbc_table_list(struct tdbc *c, tdbc_table_fn *fn, void *arg)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_LIST };
+	struct list_acc acc = { 0 };
+	struct tdbc_call call = { .on_msg = list_msg, .arg = &acc };
+	size_t i;
+	int err = tdbc__enter(c);
+
+	if (!err && !fn)
+		err = tdbc__fail(c, -EINVAL, "callback is NULL");
+	if (!err)
+		err = tdbc__call(c, &m, &call, false);
+	for (i = 0; !err && i < acc.n; i++)
+		err = fn(arg, &acc.v[i]);
+	free(acc.v);
+	return err;
+}
+
+int tdbc_table_open(struct tdbc *c, const char *name,
+		    struct tdbc_table **out)
+{
+	struct tdbc_table *t;
+	int err = tdbc__enter(c);
+
+	if (out)
+		*out = NULL;
+	if (!err && !out)
+		err = tdbc__fail(c, -EINVAL, "out is NULL");
+	if (!err)
+		err = table_stat(c, name, NULL);
+	if (err)
+		return err;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return tdbc__fail(c, -ENOMEM, "out of memory");
+	/* table_stat succeeded, so the name is valid (<= TDB_NAME_MAX) */
+	strncpy(t->name, name, TDB_NAME_MAX);
+	tdbc__link(c, &t->h, TDBC_K_TABLE);
+	*out = t;
+	return 0;
+}
+
+void tdbc_table_close(struct tdbc_table *t)
+{
+	if (!t)
+		return;
+	tdbc__unlink(&t->h);
+	free(t);
+}
+
+const char *tdbc_table_name(const struct tdbc_table *t)
+{
+	return t ? t->name : NULL;
+}
+
+/* --- data ------------------------------------------------------------------ */
+
+/* Common checks of a data call; fills TABLE, KEY, TXN of m. */
+static int data_msg(struct tdbc_table *t, struct tdbc_txn *txn,
+		    const void *key, size_t klen, struct tdb_proto_msg *m)
+{
+	struct tdbc *c;
+	int err;
+
+	if (!t)
+		return -EINVAL;
+	c = t->h.c;
+	err = tdbc__enter(c);
+	if (!err && txn && txn->h.c != c)
+		err = tdbc__fail(c, -EINVAL, "transaction belongs to another "
+				 "connection");
+	if (!err)
+		err = tdbc__check_key(c, key, klen);
+	if (err)
+		return err;
+	m->attrs = TDB_PROTO_BIT(TDB_A_TABLE) | TDB_PROTO_BIT(TDB_A_KEY);
+	m->table = t->name;
+	m->key = key;
+	m->key_len = (uint32_t)klen;
+	if (txn) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_TXN);
+		m->txn = txn->id;
+	}
+	return 0;
+}
+
+int tdbc_put(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	     size_t klen, const void *val, size_t vlen, unsigned int flags)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_PUT };
+	struct tdbc_call call = { 0 };
+	int err = data_msg(t, txn, key, klen, &m);
+
+	if (err)
+		return err;
+	err = tdbc__check_value(t->h.c, val, vlen);
+	if (err)
+		return err;
+	if (flags & ~TDBC_NOOVERWRITE)
+		return tdbc__fail(t->h.c, -EINVAL, "unknown put flags %#x",
+				  flags & ~TDBC_NOOVERWRITE);
+	m.attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
+	m.value = val;
+	m.value_len = (uint32_t)vlen;
+	if (flags) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_FLAGS);
+		m.flags = flags;
+	}
+	return tdbc__call(t->h.c, &m, &call, false);
+}
+
+int tdbc_del(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	     size_t klen)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_DEL };
+	struct tdbc_call call = { 0 };
+	int err = data_msg(t, txn, key, klen, &m);
+
+	return err ? err : tdbc__call(t->h.c, &m, &call, false);
+}
+
+struct get_out {
+	void *buf;              /* the caller's buffer, or NULL: allocate */
+	size_t cap;
+	void **alloc;           /* tdbc_get_alloc's result */
+	size_t len;
+};
+
+static int get_msg(struct tdbc *c, struct tdbc_call *call,
+		   const struct tdb_proto_msg *m)
+{
+	struct get_out *o = call->arg;
+
+	o->len = m->value_len;
+	if (o->alloc) {
+		*o->alloc = malloc(m->value_len ? m->value_len : 1);
+		if (!*o->alloc)
+			return tdbc__fail(c, -ENOMEM, "out of memory for a "
+					  "value of %u bytes", m->value_len);
+		tdb_proto_value_copy(m, *o->alloc);
+		return 0;
+	}
+	if (m->value_len > o->cap)
+		return tdbc__fail(c, -ENOBUFS, "value of %u bytes does not "
+				  "fit the buffer of %zu", m->value_len,
+				  o->cap);
+	tdb_proto_value_copy(m, o->buf);
+	return 0;
+}
+
+static long get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+		size_t klen, struct get_out *o)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_GET };
+	struct tdbc_call call = { .on_msg = get_msg, .arg = o };
+	int err = data_msg(t, txn, key, klen, &m);
+
+	if (!err)
+		err = tdbc__call(t->h.c, &m, &call, false);
+	return err ? err : (long)o->len;
+}
+
+long tdbc_get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	      size_t klen, void *buf, size_t cap, size_t *need)
+{
+	struct get_out o = { .buf = buf, .cap = buf ? cap : 0 };
+	long r = get(t, txn, key, klen, &o);
+
+	if (r == -ENOBUFS && need)
+		*need = o.len;
+	return r;
+}
+
+long tdbc_get_alloc(struct tdbc_table *t, struct tdbc_txn *txn,
+		    const void *key, size_t klen, void **val)
+{
+	struct get_out o = { 0 };
+	void *p = NULL;
+	long r;
+
+	if (!val)
+		return t ? tdbc__fail(t->h.c, -EINVAL, "val is NULL") : -EINVAL;
+	*val = NULL;
+	o.alloc = &p;
+	r = get(t, txn, key, klen, &o);
+	if (r < 0)
+		free(p);
+	else
+		*val = p;
+	return r;
+}
+
+/* --- transactions ------------------------------------------------------------ */
+
+static int txn_msg(struct tdbc *c, struct tdbc_call *call,
+		   const struct tdb_proto_msg *m)
+{
+	(void)c;
+	*(uint64_t *)call->arg = m->txn;
+	return 0;
+}
+
+int tdbc_txn_begin(struct tdbc *c, struct tdbc_txn **out)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_TXN_BEGIN };
+	uint64_t id = 0;
+	struct tdbc_call call = { .on_msg = txn_msg, .arg = &id };
+	struct tdbc_txn *txn;
+	int err = tdbc__enter(c);
+
+	if (out)
+		*out = NULL;
+	if (!err && !out)
+		err = tdbc__fail(c, -EINVAL, "out is NULL");
+	if (err)
+		return err;
+	txn = calloc(1, sizeof(*txn));
+	if (!txn)
+		return tdbc__fail(c, -ENOMEM, "out of memory");
+	err = tdbc__call(c, &m, &call, false);
+	if (err) {
+		free(txn);
+		return err;
+	}
+	txn->id = id;
+	tdbc__link(c, &txn->h, TDBC_K_TXN);
+	*out = txn;
+	return 0;
+}
+
+static int txn_end(struct tdbc_txn *txn, uint8_t cmd)
+{
+	struct tdb_proto_msg m = { .cmd = cmd,
+				   .attrs = TDB_PROTO_BIT(TDB_A_TXN) };
+	struct tdbc_call call = { 0 };
+	struct tdbc *c;
+	int err;
+
+	if (!txn)
+		return -EINVAL;
+	c = txn->h.c;
+	m.txn = txn->id;
+	tdbc__unlink(&txn->h);
+	free(txn);
+	err = tdbc__enter(c);
+	return err ? err : tdbc__call(c, &m, &call, false);
+}
+
+int tdbc_txn_commit(struct tdbc_txn *txn)
+{
+	return txn_end(txn, TDB_CMD_TXN_COMMIT);
+}
+
+int tdbc_txn_abort(struct tdbc_txn *txn)
+{
+	return txn_end(txn, TDB_CMD_TXN_ABORT);
+}
+
+/* --- stats --------------------------------------------------------------------- */
+
+static int stats_msg(struct tdbc *c, struct tdbc_call *call,
+		     const struct tdb_proto_msg *m)
+{
+	const struct tdb_proto_counters *k = &m->counters;
+	struct tdbc_stats *st = call->arg;
+
+	(void)c;
+	memset(st, 0, sizeof(*st));
+	st->tables = k->tables;
+	st->clients = k->clients;
+	st->watches = k->watches;
+	st->txns = k->txns;
+	st->requests = k->requests;
+	st->errors = k->errors;
+	st->uptime_ms = k->uptime_ms;
+	st->accepted = k->accepted;
+	st->cleanups = k->cleanups;
+	st->txns_aborted = k->txns_aborted;
+	st->watches_dropped = k->watches_dropped;
+	st->rings = k->rings;
+	st->throttled = k->throttled;
+	st->dumps = k->dumps;
+	st->rings_freed = k->rings_freed;
+	st->stuck = k->stuck;
+	st->violations = k->violations;
+	return 0;
+}
+
+int tdbc_stats(struct tdbc *c, struct tdbc_stats *st)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_STATS };
+	struct tdbc_call call = { .on_msg = stats_msg, .arg = st };
+	int err = tdbc__enter(c);
+
+	if (!err && !st)
+		err = tdbc__fail(c, -EINVAL, "stats buffer is NULL");
+	return err ? err : tdbc__call(c, &m, &call, false);
+}

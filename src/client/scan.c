@@ -1,0 +1,221 @@
+/*
+ * scan.c - scans: paging through a table with SCAN requests.
+ *
+ * Each batch is one SCAN (LIMIT = the batch size or what is left of the
+ * caller's limit; after the first, the CURSOR of the previous batch's
+ * last part) whose whole dump is read into a queue of records before
+ * tdbc_scan_next hands them out.  Reading a batch to its end means no
+ * answer is ever left outstanding between calls: a caller who takes long
+ * over each record never leaves tdbd waiting on a full completion ring
+ * (which it would count as a stuck client), and closing early has
+ * nothing to drain.  The scan ends when a batch's last part carries no
+ * CURSOR, or when the caller's limit is reached.  The batch size adapts
+ * to the values' size so that a batch holds about BATCH_BYTES.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define BATCH_MAX    256u
+#define BATCH_BYTES  (8u << 20)
+
+struct rec {
+	struct rec *next;
+	size_t klen, vlen;
+	unsigned char data[];   /* key, then value */
+};
+
+struct tdbc_scan {
+	struct tdbc_handle h;
+	char table[TDB_NAME_MAX + 1];
+	unsigned char *prefix;
+	size_t plen;
+	uint64_t limit, received;    /* records queued, ever */
+	unsigned char cursor[TDB_CURSOR_MAX];
+	uint32_t cursor_len;         /* 0: no cursor (the first batch) */
+	bool last_had_cursor;        /* the batch's last part so far */
+	bool more;                   /* another batch is due */
+	uint32_t batch;              /* the next batch's LIMIT */
+	size_t batch_bytes;          /* bytes the current batch brought */
+	int err;                     /* ends the scan after the queue */
+	struct rec *head, **tailp, *cur;
+};
+
+static int part_record(struct tdbc *c, struct tdbc_scan *s,
+		       const struct tdb_proto_msg *m)
+{
+	struct rec *r;
+
+	if (s->limit && s->received >= s->limit)
+		return 0;   /* more than LIMIT came: not ours to return */
+	r = malloc(sizeof(*r) + m->key_len + m->value_len);
+	if (!r)
+		return tdbc__fail(c, -ENOMEM, "out of memory for a record of "
+				  "%u bytes", m->key_len + m->value_len);
+	r->next = NULL;
+	r->klen = m->key_len;
+	r->vlen = m->value_len;
+	memcpy(r->data, m->key, m->key_len);
+	tdb_proto_value_copy(m, r->data + m->key_len);
+	*s->tailp = r;
+	s->tailp = &r->next;
+	s->received++;
+	s->batch_bytes += r->klen + r->vlen;
+	return 0;
+}
+
+static int scan_msg(struct tdbc *c, struct tdbc_call *call,
+		    const struct tdb_proto_msg *m)
+{
+	struct tdbc_scan *s = call->arg;
+	int err = 0;
+
+	if (TDB_PROTO_HAS(m, TDB_A_KEY))
+		err = part_record(c, s, m);
+	s->last_had_cursor = TDB_PROTO_HAS(m, TDB_A_CURSOR);
+	if (s->last_had_cursor) {
+		memcpy(s->cursor, m->cursor, m->cursor_len);
+		s->cursor_len = m->cursor_len;
+	}
+	return err;
+}
+
+static void adapt_batch(struct tdbc_scan *s)
+{
+	if (s->batch_bytes > BATCH_BYTES && s->batch > 1)
+		s->batch /= 2;
+	else if (s->batch_bytes < BATCH_BYTES / 8 && s->batch < BATCH_MAX)
+		s->batch *= 2;
+}
+
+/* One batch, read to its end. */
+static int fetch(struct tdbc_scan *s)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_SCAN,
+				   .attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
+					    TDB_PROTO_BIT(TDB_A_LIMIT),
+				   .table = s->table };
+	struct tdbc_call call = { .on_msg = scan_msg, .arg = s };
+	uint64_t left = s->limit ? s->limit - s->received : UINT64_MAX;
+	int err;
+
+	m.limit = left < s->batch ? (uint32_t)left : s->batch;
+	if (s->plen) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_PREFIX);
+		m.prefix = s->prefix;
+		m.prefix_len = (uint32_t)s->plen;
+	}
+	if (s->cursor_len) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_CURSOR);
+		m.cursor = s->cursor;
+		m.cursor_len = s->cursor_len;
+	}
+	s->last_had_cursor = false;
+	s->batch_bytes = 0;
+	err = tdbc__call(s->h.c, &m, &call, false);
+	s->more = !err && s->last_had_cursor &&
+		  !(s->limit && s->received >= s->limit);
+	adapt_batch(s);
+	return err;
+}
+
+int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
+		   uint64_t limit, struct tdbc_scan **out)
+{
+	struct tdbc_scan *s;
+	struct tdbc *c;
+	int err;
+
+	if (!t || !out)
+		return -EINVAL;
+	*out = NULL;
+	c = t->h.c;
+	err = tdbc__enter(c);
+	if (!err)
+		err = tdbc__check_prefix(c, prefix, plen);
+	if (err)
+		return err;
+	s = calloc(1, sizeof(*s));
+	if (!s || (plen && !(s->prefix = malloc(plen)))) {
+		free(s);
+		return tdbc__fail(c, -ENOMEM, "out of memory");
+	}
+	memcpy(s->table, t->name, sizeof(s->table));
+	if (plen)
+		memcpy(s->prefix, prefix, plen);
+	s->plen = plen;
+	s->limit = limit;
+	s->batch = BATCH_MAX;
+	s->tailp = &s->head;
+	tdbc__link(c, &s->h, TDBC_K_SCAN);
+	/* The first batch now, so that a bad table or prefix fails here. */
+	err = fetch(s);
+	if (err && !s->head) {
+		tdbc__scan_free(s);
+		return err;
+	}
+	s->err = err;
+	*out = s;
+	return 0;
+}
+
+int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
+		   const void **val, size_t *vlen)
+{
+	int err;
+
+	if (!s)
+		return -EINVAL;
+	free(s->cur);
+	s->cur = NULL;
+	for (;;) {
+		struct rec *r = s->head;
+
+		if (r) {
+			s->head = r->next;
+			if (!s->head)
+				s->tailp = &s->head;
+			s->cur = r;
+			if (key)
+				*key = r->data;
+			if (klen)
+				*klen = r->klen;
+			if (val)
+				*val = r->data + r->klen;
+			if (vlen)
+				*vlen = r->vlen;
+			return 1;
+		}
+		if (s->err)
+			return s->err;
+		if (!s->more)
+			return 0;
+		err = tdbc__enter(s->h.c);
+		if (!err)
+			err = fetch(s);
+		if (err)
+			s->err = err;
+	}
+}
+
+void tdbc__scan_free(struct tdbc_scan *s)
+{
+	struct rec *r;
+
+	tdbc__unlink(&s->h);
+	while ((r = s->head)) {
+		s->head = r->next;
+		free(r);
+	}
+	free(s->cur);
+	free(s->prefix);
+	free(s);
+}
+
+void tdbc_scan_close(struct tdbc_scan *s)
+{
+	if (s)
+		tdbc__scan_free(s);
+}

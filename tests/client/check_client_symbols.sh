@@ -1,0 +1,29 @@
+#!/bin/sh
+# check_client_symbols.sh LIB - libtdbclient exports the public API and
+# nothing else: every defined dynamic symbol is tdbc_<name> (no tdbc__
+# internals, no tdb_ring_*/tdb_proto_* of the code linked in, which would
+# clash with Samba's libtdb), and the API's entry points are all there.
+set -eu
+lib=$1
+syms=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | sed 's/@.*//')
+bad=$(printf '%s\n' "$syms" | grep -v '^tdbc_[a-z]' || true)
+if [ -n "$bad" ]; then
+	echo "exported symbols outside tdbc_*:" >&2
+	printf '%s\n' "$bad" >&2
+	exit 1
+fi
+for f in tdbc_connect tdbc_close tdbc_socket_path tdbc_errmsg tdbc_strerror \
+	 tdbc_uses_rings tdbc_table_opts_init tdbc_table_create \
+	 tdbc_table_drop tdbc_table_stat tdbc_table_list tdbc_table_open \
+	 tdbc_table_close tdbc_table_name tdbc_put tdbc_del tdbc_get \
+	 tdbc_get_alloc tdbc_txn_begin tdbc_txn_commit tdbc_txn_abort \
+	 tdbc_scan_open tdbc_scan_next tdbc_scan_close tdbc_watch \
+	 tdbc_watch_next tdbc_watch_close tdbc_stats tdbc_submit tdbc_reap \
+	 tdbc_inflight; do
+	if ! printf '%s\n' "$syms" | grep -qx "$f"; then
+		echo "missing export: $f" >&2
+		exit 1
+	fi
+done
+n=$(printf '%s\n' "$syms" | wc -l)
+echo "ok: $n symbols, all tdbc_*"

@@ -1,0 +1,393 @@
+/*
+ * test_client_unit.c - libtdbclient without tdbd: where the socket path
+ * comes from, connecting to nothing, tdbc_strerror, arguments refused
+ * locally before any byte is sent, and a connection whose peer hangs up.
+ *
+ * The "peer" here is a bare listening socket that accepts and never
+ * answers (no protocol at all): it lets the tests see that nothing was
+ * written, and hang up under the client.  Table handles are made by hand
+ * through the library's internal header (tdbclient_static_dep), since
+ * tdbc_table_open needs an owner to answer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+
+/* --- a peer that never answers ------------------------------------------ */
+
+struct peer {
+	char dir[64];
+	char path[128];
+	int lfd, afd;
+};
+
+static void peer_listen(struct peer *p)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	strcpy(p->dir, "/tmp/tdbc-unit-XXXXXX");
+	assert_non_null(mkdtemp(p->dir));
+	snprintf(p->path, sizeof(p->path), "%s/sock", p->dir);
+	strcpy(sa.sun_path, p->path);
+	p->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(p->lfd >= 0);
+	assert_int_equal(bind(p->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(p->lfd, 4), 0);
+	p->afd = -1;
+}
+
+static void peer_accept(struct peer *p)
+{
+	p->afd = accept(p->lfd, NULL, NULL);
+	assert_true(p->afd >= 0);
+}
+
+/* Bytes the client has written to us so far (without waiting). */
+static ssize_t peer_bytes(struct peer *p)
+{
+	char buf[65536];
+	ssize_t n = recv(p->afd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	return n;
+}
+
+static void peer_close(struct peer *p)
+{
+	if (p->afd >= 0)
+		close(p->afd);
+	close(p->lfd);
+	unlink(p->path);
+	rmdir(p->dir);
+}
+
+/* A connection over the socket only (no ATTACH is sent) to the peer. */
+static struct tdbc *peer_connect(struct peer *p)
+{
+	char msg[256];
+	struct tdbc *c = NULL;
+
+	peer_listen(p);
+	assert_int_equal(tdbc_connect(&c, p->path, TDBC_NO_RINGS, msg,
+				      sizeof(msg)), 0);
+	assert_non_null(c);
+	assert_int_equal(tdbc_uses_rings(c), 0);
+	peer_accept(p);
+	return c;
+}
+
+/* A table handle without asking an owner (white box). */
+static void fake_table(struct tdbc *c, struct tdbc_table *t,
+		       const char *name)
+{
+	memset(t, 0, sizeof(*t));
+	t->h.c = c;
+	strcpy(t->name, name);
+}
+
+/* --- the socket path ------------------------------------------------------- */
+
+static void test_socket_path(void **state)
+{
+	(void)state;
+	unsetenv(TDBC_SOCKET_ENV);
+	assert_string_equal(tdbc_socket_path(NULL), TDBC_SOCKET_DEFAULT);
+	assert_string_equal(tdbc_socket_path("/x/y.sock"), "/x/y.sock");
+	setenv(TDBC_SOCKET_ENV, "/env/tdbd.sock", 1);
+	assert_string_equal(tdbc_socket_path(NULL), "/env/tdbd.sock");
+	/* the argument beats the environment */
+	assert_string_equal(tdbc_socket_path("/arg.sock"), "/arg.sock");
+	/* an empty variable counts as unset */
+	setenv(TDBC_SOCKET_ENV, "", 1);
+	assert_string_equal(tdbc_socket_path(NULL), TDBC_SOCKET_DEFAULT);
+	unsetenv(TDBC_SOCKET_ENV);
+}
+
+/* --- connecting to nothing ------------------------------------------------- */
+
+static void test_connect_missing(void **state)
+{
+	char dir[] = "/tmp/tdbc-unit-XXXXXX", path[128], msg[256];
+	struct tdbc *c = (struct tdbc *)&c;   /* must come back NULL */
+	int err;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/no-such.sock", dir);
+	err = tdbc_connect(&c, path, 0, msg, sizeof(msg));
+	assert_int_equal(err, -ENOENT);
+	assert_null(c);
+	assert_non_null(strstr(msg, path));
+
+	/* the same through $TDB_SOCKET, socket-only */
+	setenv(TDBC_SOCKET_ENV, path, 1);
+	msg[0] = 'x';
+	err = tdbc_connect(&c, NULL, TDBC_NO_RINGS, msg, sizeof(msg));
+	unsetenv(TDBC_SOCKET_ENV);
+	assert_int_equal(err, -ENOENT);
+	assert_non_null(strstr(msg, path));
+	/* a NULL errmsg is fine */
+	assert_int_equal(tdbc_connect(&c, path, 0, NULL, 0), -ENOENT);
+	rmdir(dir);
+}
+
+static void test_connect_refused(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[] = "/tmp/tdbc-unit-XXXXXX", msg[256];
+	struct tdbc *c = NULL;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/dead.sock", dir);
+	/* a socket file nobody listens on any more */
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	assert_int_equal(tdbc_connect(&c, sa.sun_path, 0, msg, sizeof(msg)),
+			 -ECONNREFUSED);
+	assert_null(c);
+	assert_non_null(strstr(msg, sa.sun_path));
+	unlink(sa.sun_path);
+	rmdir(dir);
+}
+
+static void test_connect_bad_args(void **state)
+{
+	char longpath[200], msg[256];
+	struct tdbc *c = NULL;
+
+	(void)state;
+	memset(longpath, 'a', sizeof(longpath) - 1);
+	longpath[0] = '/';
+	longpath[sizeof(longpath) - 1] = '\0';
+	assert_int_equal(tdbc_connect(&c, longpath, 0, msg, sizeof(msg)),
+			 -ENAMETOOLONG);
+	assert_null(c);
+	assert_non_null(strstr(msg, "longer than"));
+	assert_int_equal(tdbc_connect(&c, "/tmp/x.sock", 0x80, msg,
+				      sizeof(msg)), -EINVAL);
+	assert_non_null(strstr(msg, "flags"));
+	assert_int_equal(tdbc_connect(NULL, "/tmp/x.sock", 0, NULL, 0),
+			 -EINVAL);
+	/* a short message buffer is cut, still NUL-terminated */
+	assert_int_equal(tdbc_connect(&c, "/nonexistent/dir/s.sock", 0,
+				      msg, 8), -ENOENT);
+	assert_int_equal(strlen(msg), 7);
+}
+
+/* --- strerror -------------------------------------------------------------- */
+
+static void test_strerror(void **state)
+{
+	static const int errs[] = { ENOENT, EEXIST, EACCES, ENOSPC, E2BIG,
+				    EINVAL, ENOBUFS, ECONNREFUSED, EPIPE,
+				    ECONNRESET, EPROTO, ETIMEDOUT, EOVERFLOW };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+		const char *a = tdbc_strerror(-errs[i]);
+
+		assert_non_null(a);
+		assert_true(strlen(a) > 3);
+		/* sign does not matter */
+		assert_string_equal(a, tdbc_strerror(errs[i]));
+	}
+	assert_non_null(strstr(tdbc_strerror(-ENOENT), "no such"));
+	assert_non_null(strstr(tdbc_strerror(-ENOBUFS), "buffer"));
+	assert_non_null(strstr(tdbc_strerror(-EPROTO), "protocol"));
+	assert_string_equal(tdbc_strerror(0), "success");
+	/* errnos the table does not name fall back to the C library's */
+	assert_string_equal(tdbc_strerror(-EBADF), strerror(EBADF));
+	assert_string_equal(tdbc_strerror(99999), "unknown error");
+	assert_string_equal(tdbc_strerror(-99999), "unknown error");
+}
+
+/* --- arguments refused before anything is sent ----------------------------- */
+
+static void test_bad_keys(void **state)
+{
+	static char big[TDB_VALUE_MAX + 2];
+	struct tdbc_table t;
+	struct peer p;
+	struct tdbc *c = peer_connect(&p);
+	char key[TDB_KEY_MAX + 1] = { 0 }, buf[8];
+	void *val = NULL;
+
+	(void)state;
+	fake_table(c, &t, "t1");
+	assert_int_equal(tdbc_put(&t, NULL, key, 0, "v", 1, 0), -EINVAL);
+	assert_non_null(strstr(tdbc_errmsg(c), "empty"));
+	assert_int_equal(tdbc_put(&t, NULL, key, TDB_KEY_MAX + 1, "v", 1, 0),
+			 -E2BIG);
+	assert_non_null(strstr(tdbc_errmsg(c), "4096"));
+	assert_int_equal(tdbc_put(&t, NULL, NULL, 3, "v", 1, 0), -EINVAL);
+	assert_int_equal(tdbc_put(&t, NULL, "k", 1, big, TDB_VALUE_MAX + 1, 0),
+			 -E2BIG);
+	assert_int_equal(tdbc_put(&t, NULL, "k", 1, NULL, 5, 0), -EINVAL);
+	assert_int_equal(tdbc_put(&t, NULL, "k", 1, "v", 1, 0x10), -EINVAL);
+	assert_int_equal(tdbc_del(&t, NULL, key, 0), -EINVAL);
+	assert_int_equal(tdbc_del(&t, NULL, key, TDB_KEY_MAX + 1), -E2BIG);
+	assert_int_equal(tdbc_get(&t, NULL, key, 0, buf, sizeof(buf), NULL),
+			 -EINVAL);
+	assert_int_equal(tdbc_get(&t, NULL, key, (size_t)1 << 32, buf,
+				  sizeof(buf), NULL), -E2BIG);
+	assert_int_equal(tdbc_get_alloc(&t, NULL, key, TDB_KEY_MAX + 1, &val),
+			 -E2BIG);
+	assert_null(val);
+	assert_int_equal(tdbc_get_alloc(&t, NULL, "k", 1, NULL), -EINVAL);
+	/* nothing at all reached the socket */
+	assert_int_equal(peer_bytes(&p), 0);
+	tdbc_close(c);
+	peer_close(&p);
+}
+
+static void test_bad_args(void **state)
+{
+	struct tdbc_table t;
+	struct tdbc_scan *s = (struct tdbc_scan *)&s;
+	struct tdbc_watch *w = (struct tdbc_watch *)&w;
+	struct tdbc_req req = { .op = TDBC_OP_PUT, .key = "k", .klen = 1 };
+	struct tdbc_cqe cqe;
+	struct peer p;
+	struct tdbc *c = peer_connect(&p);
+	char name[80], prefix[TDB_KEY_MAX + 1] = { 0 };
+
+	(void)state;
+	fake_table(c, &t, "t1");
+	/* table names: checked by the codec before sending */
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	assert_int_equal(tdbc_table_create(c, name, NULL), -ENAMETOOLONG);
+	assert_int_equal(tdbc_table_create(c, "a/b", NULL), -EINVAL);
+	assert_int_equal(tdbc_table_create(c, "", NULL), -EINVAL);
+	assert_int_equal(tdbc_table_create(c, NULL, NULL), -EINVAL);
+	assert_int_equal(tdbc_table_drop(c, "a b"), -EINVAL);
+	assert_int_equal(tdbc_table_stat(c, "t", NULL), -EINVAL);
+	assert_int_equal(tdbc_table_list(c, NULL, NULL), -EINVAL);
+	/* prefixes */
+	assert_int_equal(tdbc_scan_open(&t, prefix, TDB_KEY_MAX + 1, 0, &s),
+			 -E2BIG);
+	assert_null(s);
+	assert_int_equal(tdbc_watch(&t, NULL, 3, &w), -EINVAL);
+	assert_null(w);
+	/* async: a bad first request is refused, nothing queued */
+	req.table = &t;
+	req.klen = 0;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	req.klen = TDB_KEY_MAX + 1;
+	assert_int_equal(tdbc_submit(c, &req, 1), -E2BIG);
+	req.klen = 1;
+	req.op = 9;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	req.op = TDBC_OP_GET;
+	req.table = NULL;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	assert_int_equal(tdbc_inflight(c), 0);
+	assert_int_equal(tdbc_reap(c, &cqe, 1, 2, 0), -EINVAL);
+	/* nothing in flight: reap returns at once with nothing */
+	assert_int_equal(tdbc_reap(c, &cqe, 1, 1, -1), 0);
+	assert_int_equal(peer_bytes(&p), 0);
+	tdbc_close(c);
+	peer_close(&p);
+}
+
+/* --- the peer goes away ---------------------------------------------------- */
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void test_hangup(void **state)
+{
+	struct tdbc_stats st;
+	struct tdbc_table t;
+	struct timespec t0;
+	struct peer p;
+	struct tdbc *c = peer_connect(&p);
+	int err;
+
+	(void)state;
+	fake_table(c, &t, "t1");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	close(p.afd);       /* the "daemon" dies */
+	p.afd = -1;
+	err = tdbc_stats(c, &st);
+	assert_true(err == -ECONNRESET || err == -EPIPE);
+	assert_true(strlen(tdbc_errmsg(c)) > 0);
+	/* dead: every later call returns the same error, sending nothing */
+	assert_int_equal(tdbc_put(&t, NULL, "k", 1, "v", 1, 0), err);
+	assert_int_equal(tdbc_stats(c, &st), err);
+	assert_int_equal(tdbc_table_create(c, "x", NULL), err);
+	assert_true(ms_since(&t0) < 2000);
+	tdbc_close(c);
+	peer_close(&p);
+}
+
+/* A peer that stays silent: a call waits, and the hang-up ends it. */
+static void test_hangup_while_waiting(void **state)
+{
+	struct timespec t0;
+	struct peer p;
+	struct tdbc *c = peer_connect(&p);
+	struct tdbc_stats st;
+	pid_t pid;
+	int err;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		usleep(200000);
+		_exit(0);
+	}
+	/* the child holds a copy of the accepted socket until it exits */
+	close(p.afd);
+	p.afd = -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	err = tdbc_stats(c, &st);
+	assert_true(err == -ECONNRESET || err == -EPIPE);
+	assert_true(ms_since(&t0) >= 150);
+	assert_true(ms_since(&t0) < 3000);
+	tdbc_close(c);
+	peer_close(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_socket_path),
+		cmocka_unit_test(test_connect_missing),
+		cmocka_unit_test(test_connect_refused),
+		cmocka_unit_test(test_connect_bad_args),
+		cmocka_unit_test(test_strerror),
+		cmocka_unit_test(test_bad_keys),
+		cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_hangup),
+		cmocka_unit_test(test_hangup_while_waiting),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
