@@ -81,8 +81,8 @@ static int feed_cb(void *arg, const struct nlmsghdr *nlh)
 	switch (m.cmd) {
 	case TDB_CMD_PUT:
 	case TDB_CMD_DEL:
-		if (m.key_len < w->plen ||
-		    memcmp(m.key, w->prefix, w->plen))
+		if (w->plen && (m.key_len < w->plen ||
+				memcmp(m.key, w->prefix, w->plen)))
 			return 0;
 		return keep_event(w, &m);
 	case TDB_CMD_TABLE_DROP:

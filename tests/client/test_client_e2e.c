@@ -1,8 +1,1164 @@
 /*
- * test_client_e2e.c - libtdbclient against a real tdbd (placeholder: the
- * end-to-end suite lands with the daemon; skipped until then).
+ * test_client_e2e.c - libtdbclient against a real tdbd.
+ *
+ * The daemon ($TDBD, set by meson to the built binary) is started on a
+ * socket in a scratch directory; without $TDBD the test is skipped (77).
+ * Every test of the main group runs twice: over rings and socket-only
+ * (TDBC_NO_RINGS).  The last test starts a daemon of its own and kills
+ * it under calls in progress: they must fail, not hang (an alarm() is
+ * the watchdog).
+ *
+ * TDBC_E2E_KEYS scales the scan and async tests (default 3000).
+ * TDBC_E2E_EXPECT_HUGEPAGES=1 (the -hugepages run) asserts that the
+ * rings tdbd passed really are hugetlb memfds (/proc/self/smaps).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <tdb/client.h>
+
+/* --- the daemon -------------------------------------------------------------- */
+
+struct daemon {
+	char dir[64], sock[128], data[128], log[128];
+	pid_t pid;
+};
+
+static const char *tdbd_path(void)
+{
+	const char *p = getenv("TDBD");
+
+	return p && *p && access(p, X_OK) == 0 ? p : NULL;
+}
+
+static int daemon_start(struct daemon *d)
+{
+	struct timespec nap = { 0, 20 * 1000000L };
+	struct tdbc *c;
+	int i, fd, st;
+
+	strcpy(d->dir, "/tmp/tdbc-e2e-XXXXXX");
+	if (!mkdtemp(d->dir))
+		return -errno;
+	snprintf(d->sock, sizeof(d->sock), "%s/tdbd.sock", d->dir);
+	snprintf(d->data, sizeof(d->data), "%s/data", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/tdbd.log", d->dir);
+	d->pid = fork();
+	if (d->pid < 0)
+		return -errno;
+	if (d->pid == 0) {
+		fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execl(tdbd_path(), "tdbd", "--socket", d->sock, "--data-dir",
+		      d->data, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 500; i++) {     /* up to 10 s */
+		if (tdbc_connect(&c, d->sock, TDBC_NO_RINGS, NULL, 0) == 0) {
+			tdbc_close(c);
+			return 0;
+		}
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+			d->pid = -1;
+			return -ECHILD;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+static void daemon_stop(struct daemon *d, int sig)
+{
+	char cmd[256];
+
+	if (d->pid > 0) {
+		kill(d->pid, sig);
+		waitpid(d->pid, NULL, 0);
+		d->pid = -1;
+	}
+	if (getenv("TDBC_E2E_VERBOSE")) {
+		snprintf(cmd, sizeof(cmd), "cat %s >&2", d->log);
+		if (system(cmd)) {}
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d->dir);
+	if (system(cmd)) {}
+}
+
+/* --- per-group state ------------------------------------------------------------ */
+
+static struct daemon g_daemon;
+
+struct mode {
+	unsigned int flags;     /* 0 (rings) or TDBC_NO_RINGS */
+	const char *tag;        /* makes table names unique per mode */
+};
+static const struct mode ring_mode = { 0, "r" };
+static const struct mode sock_mode = { TDBC_NO_RINGS, "s" };
+
+static unsigned int n_keys(void)
+{
+	const char *e = getenv("TDBC_E2E_KEYS");
+
+	return e && atoi(e) > 0 ? (unsigned int)atoi(e) : 3000;
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	return daemon_start(&g_daemon) ? -1 : 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	daemon_stop(&g_daemon, SIGTERM);
+	return 0;
+}
+
+static struct tdbc *conn(const struct mode *m)
+{
+	char msg[256];
+	struct tdbc *c = NULL;
+	int err = tdbc_connect(&c, g_daemon.sock, m->flags, msg, sizeof(msg));
+
+	if (err)
+		fail_msg("connect %s: %d %s", g_daemon.sock, err, msg);
+	assert_int_equal(tdbc_uses_rings(c), m->flags ? 0 : 1);
+	return c;
+}
+
+/* A fresh table "<base>-<mode>" and a handle to it. */
+static struct tdbc_table *fresh_table(struct tdbc *c, const struct mode *m,
+				      const char *base, char *name)
+{
+	struct tdbc_table *t = NULL;
+	int err;
+
+	sprintf(name, "%s-%s", base, m->tag);
+	err = tdbc_table_create(c, name, NULL);
+	if (err)
+		fail_msg("create %s: %d %s", name, err, tdbc_errmsg(c));
+	assert_int_equal(tdbc_table_open(c, name, &t), 0);
+	assert_string_equal(tdbc_table_name(t), name);
+	return t;
+}
+
+static void put_ok(struct tdbc_table *t, const char *k, const char *v)
+{
+	int err = tdbc_put(t, NULL, k, strlen(k), v, strlen(v), 0);
+
+	if (err)
+		fail_msg("put %s: %d", k, err);
+}
+
+/* The value of k as a string ("" if absent: then *err gets the errno). */
+static long get_str(struct tdbc_table *t, struct tdbc_txn *x, const char *k,
+		    char *buf, size_t cap)
+{
+	long n = tdbc_get(t, x, k, strlen(k), buf, cap - 1, NULL);
+
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+/* --- tables ---------------------------------------------------------------------- */
+
+struct list_find {
+	const char *name;
+	int seen;
+	struct tdbc_table_stat st;
+};
+
+static int list_fn(void *arg, const struct tdbc_table_stat *st)
+{
+	struct list_find *f = arg;
+
+	if (!strcmp(st->name, f->name)) {
+		f->seen++;
+		f->st = *st;
+	}
+	return 0;
+}
+
+static int list_stop(void *arg, const struct tdbc_table_stat *st)
+{
+	(void)st;
+	++*(int *)arg;
+	return 42;
+}
+
+static void test_tables(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc_table_opts o;
+	struct tdbc_table_stat st;
+	struct tdbc_table *t = NULL, *t2;
+	struct list_find f = { 0 };
+	struct tdbc *c = conn(m);
+	char name[80], buf[16];
+	int calls = 0;
+
+	sprintf(name, "tables-%s", m->tag);
+	tdbc_table_opts_init(&o);
+	assert_int_equal(o.max_extents, 0);
+	assert_int_equal(o.mode, (uint32_t)-1);
+	o.max_extents = 4;
+	o.mode = 0640;
+	assert_int_equal(tdbc_table_create(c, name, &o), 0);
+	assert_int_equal(tdbc_table_create(c, name, NULL), -EEXIST);
+	assert_true(strlen(tdbc_errmsg(c)) > 0);
+	assert_int_equal(tdbc_table_stat(c, name, &st), 0);
+	assert_string_equal(st.name, name);
+	assert_int_equal(st.max_extents, 4);
+	assert_int_equal(st.mode, 0640);
+	assert_int_equal(st.uid, getuid());
+	assert_int_equal(st.records, 0);
+	assert_true(st.page_size == 4096 || st.page_size == 2097152);
+
+	assert_int_equal(tdbc_table_open(c, name, &t), 0);
+	put_ok(t, "a", "1");
+	put_ok(t, "b", "22");
+	assert_int_equal(tdbc_table_stat(c, name, &st), 0);
+	assert_int_equal(st.records, 2);
+	assert_true(st.bytes_used >= 5);
+
+	f.name = name;
+	assert_int_equal(tdbc_table_list(c, list_fn, &f), 0);
+	assert_int_equal(f.seen, 1);
+	assert_int_equal(f.st.records, 2);
+	/* fn's nonzero stops the walk and is returned */
+	assert_int_equal(tdbc_table_list(c, list_stop, &calls), 42);
+	assert_int_equal(calls, 1);
+
+	assert_int_equal(tdbc_table_open(c, "no-such-table", &t2), -ENOENT);
+	assert_null(t2);
+	assert_int_equal(tdbc_table_stat(c, "no-such-table", &st), -ENOENT);
+	assert_true(strlen(tdbc_errmsg(c)) > 0);
+	assert_int_equal(tdbc_table_drop(c, "no-such-table"), -ENOENT);
+
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	assert_int_equal(tdbc_table_stat(c, name, &st), -ENOENT);
+	/* the handle outlives its table: calls fail with -ENOENT */
+	assert_int_equal(get_str(t, NULL, "a", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(tdbc_put(t, NULL, "a", 1, "x", 1, 0), -ENOENT);
+	f.seen = 0;
+	assert_int_equal(tdbc_table_list(c, list_fn, &f), 0);
+	assert_int_equal(f.seen, 0);
+	tdbc_table_close(t);
+	/* re-created under the same name: empty */
+	assert_int_equal(tdbc_table_create(c, name, NULL), 0);
+	assert_int_equal(tdbc_table_stat(c, name, &st), 0);
+	assert_int_equal(st.records, 0);
+	assert_int_equal(st.mode, 0600);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+/* --- put, get, del ----------------------------------------------------------------- */
+
+static void test_data(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *t;
+	char name[80], buf[64];
+	void *v = NULL;
+	size_t need = 0;
+	long n;
+
+	t = fresh_table(c, m, "data", name);
+	put_ok(t, "key", "hello world");
+	assert_int_equal(get_str(t, NULL, "key", buf, sizeof(buf)), 11);
+	assert_string_equal(buf, "hello world");
+	/* a buffer too small: -ENOBUFS and the length */
+	assert_int_equal(tdbc_get(t, NULL, "key", 3, buf, 4, &need), -ENOBUFS);
+	assert_int_equal(need, 11);
+	assert_int_equal(tdbc_get(t, NULL, "key", 3, NULL, 0, &need),
+			 -ENOBUFS);
+	assert_int_equal(need, 11);
+	assert_int_equal(tdbc_get(t, NULL, "key", 3, buf, 11, NULL), 11);
+	/* get_alloc */
+	n = tdbc_get_alloc(t, NULL, "key", 3, &v);
+	assert_int_equal(n, 11);
+	assert_memory_equal(v, "hello world", 11);
+	free(v);
+	/* replace; NOOVERWRITE refuses a present key */
+	put_ok(t, "key", "v2");
+	assert_int_equal(tdbc_put(t, NULL, "key", 3, "v3", 2, TDBC_NOOVERWRITE),
+			 -EEXIST);
+	assert_true(strlen(tdbc_errmsg(c)) > 0);
+	assert_int_equal(get_str(t, NULL, "key", buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "v2");
+	assert_int_equal(tdbc_put(t, NULL, "new", 3, "n", 1, TDBC_NOOVERWRITE),
+			 0);
+	/* the empty value */
+	assert_int_equal(tdbc_put(t, NULL, "empty", 5, NULL, 0, 0), 0);
+	assert_int_equal(tdbc_get(t, NULL, "empty", 5, buf, sizeof(buf), NULL),
+			 0);
+	assert_int_equal(tdbc_get_alloc(t, NULL, "empty", 5, &v), 0);
+	assert_non_null(v);
+	free(v);
+	/* binary keys, the longest key */
+	{
+		unsigned char k[4096];
+		size_t i;
+
+		for (i = 0; i < sizeof(k); i++)
+			k[i] = (unsigned char)(i * 7);
+		assert_int_equal(tdbc_put(t, NULL, k, sizeof(k), "long", 4, 0),
+				 0);
+		assert_int_equal(tdbc_get(t, NULL, k, sizeof(k), buf,
+					  sizeof(buf), NULL), 4);
+		assert_int_equal(tdbc_del(t, NULL, k, sizeof(k)), 0);
+	}
+	/* delete */
+	assert_int_equal(tdbc_del(t, NULL, "key", 3), 0);
+	assert_int_equal(tdbc_get(t, NULL, "key", 3, buf, sizeof(buf), NULL),
+			 -ENOENT);
+	assert_int_equal(tdbc_get_alloc(t, NULL, "key", 3, &v), -ENOENT);
+	assert_null(v);
+	assert_int_equal(tdbc_del(t, NULL, "key", 3), -ENOENT);
+	/* errmsg is kept until the next failure */
+	assert_true(strlen(tdbc_errmsg(c)) > 0);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_table_close(t);
+	tdbc_close(c);
+}
+
+/* 1 MiB values, the largest there are: 17 fragments each way. */
+static void test_big_values(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	unsigned char *val = malloc(TDB_VALUE_MAX + 1), *out;
+	struct tdbc_table *t;
+	char name[80];
+	size_t i, need = 0;
+	void *v = NULL;
+	int round;
+
+	assert_non_null(val);
+	out = malloc(TDB_VALUE_MAX);
+	assert_non_null(out);
+	t = fresh_table(c, m, "big", name);
+	for (round = 0; round < 3; round++) {
+		char k[16];
+
+		for (i = 0; i < TDB_VALUE_MAX; i++)
+			val[i] = (unsigned char)(i * 31 + round);
+		sprintf(k, "big%d", round);
+		assert_int_equal(tdbc_put(t, NULL, k, strlen(k), val,
+					  TDB_VALUE_MAX, 0), 0);
+		assert_int_equal(tdbc_get_alloc(t, NULL, k, strlen(k), &v),
+				 TDB_VALUE_MAX);
+		assert_memory_equal(v, val, TDB_VALUE_MAX);
+		free(v);
+		memset(out, 0, TDB_VALUE_MAX);
+		assert_int_equal(tdbc_get(t, NULL, k, strlen(k), out,
+					  TDB_VALUE_MAX, NULL), TDB_VALUE_MAX);
+		assert_memory_equal(out, val, TDB_VALUE_MAX);
+		assert_int_equal(tdbc_get(t, NULL, k, strlen(k), out,
+					  TDB_VALUE_MAX - 1, &need), -ENOBUFS);
+		assert_int_equal(need, TDB_VALUE_MAX);
+	}
+	/* one byte more is refused here, not by the daemon */
+	assert_int_equal(tdbc_put(t, NULL, "over", 4, val, TDB_VALUE_MAX + 1,
+				  0), -E2BIG);
+	/* a value that is exactly one fragment, and one byte more */
+	assert_int_equal(tdbc_put(t, NULL, "f1", 2, val, 65528, 0), 0);
+	assert_int_equal(tdbc_put(t, NULL, "f2", 2, val, 65529, 0), 0);
+	assert_int_equal(tdbc_get(t, NULL, "f1", 2, out, TDB_VALUE_MAX, NULL),
+			 65528);
+	assert_int_equal(tdbc_get(t, NULL, "f2", 2, out, TDB_VALUE_MAX, NULL),
+			 65529);
+	assert_memory_equal(out, val, 65529);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_table_close(t);
+	free(val);
+	free(out);
+	tdbc_close(c);
+}
+
+/* --- transactions -------------------------------------------------------------------- */
+
+static void test_txn(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m), *c2 = conn(m);
+	struct tdbc_table *t, *t2, *u;
+	struct tdbc_txn *x;
+	char name[80], name2[80], buf[32];
+
+	t = fresh_table(c, m, "txn", name);
+	u = fresh_table(c, m, "txn2", name2);
+	assert_int_equal(tdbc_table_open(c2, name, &t2), 0);
+
+	/* commit: all visible, over two tables */
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_put(t, x, "a", 1, "1", 1, 0), 0);
+	assert_int_equal(tdbc_put(u, x, "b", 1, "2", 1, 0), 0);
+	/* the transaction sees its own change; nobody else does yet */
+	assert_int_equal(get_str(t, x, "a", buf, sizeof(buf)), 1);
+	assert_int_equal(get_str(t, NULL, "a", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(get_str(t2, NULL, "a", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(tdbc_txn_commit(x), 0);
+	assert_int_equal(get_str(t2, NULL, "a", buf, sizeof(buf)), 1);
+	assert_int_equal(get_str(u, NULL, "b", buf, sizeof(buf)), 1);
+
+	/* abort: nothing */
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_put(t, x, "c", 1, "3", 1, 0), 0);
+	assert_int_equal(tdbc_del(t, x, "a", 1), 0);
+	assert_int_equal(get_str(t, x, "a", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(tdbc_txn_abort(x), 0);
+	assert_int_equal(get_str(t, NULL, "c", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(get_str(t, NULL, "a", buf, sizeof(buf)), 1);
+
+	/* a no-overwrite conflict fails the whole commit */
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_put(t, x, "y", 1, "new", 3, 0), 0);
+	assert_int_equal(tdbc_del(u, x, "b", 1), 0);
+	assert_int_equal(tdbc_put(t, x, "a", 1, "9", 1, TDBC_NOOVERWRITE), 0);
+	assert_int_equal(tdbc_txn_commit(x), -EEXIST);
+	assert_true(strlen(tdbc_errmsg(c)) > 0);
+	assert_int_equal(get_str(t, NULL, "y", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(get_str(u, NULL, "b", buf, sizeof(buf)), 1);
+	assert_int_equal(get_str(t, NULL, "a", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "1");
+
+	/* a transaction of another connection is refused locally */
+	assert_int_equal(tdbc_txn_begin(c2, &x), 0);
+	assert_int_equal(tdbc_put(t, x, "z", 1, "z", 1, 0), -EINVAL);
+	assert_int_equal(tdbc_txn_abort(x), 0);
+	/* left open: freed (and aborted by tdbd) at close */
+	assert_int_equal(tdbc_txn_begin(c2, &x), 0);
+	assert_int_equal(tdbc_put(t2, x, "open", 4, "o", 1, 0), 0);
+	tdbc_close(c2);
+	assert_int_equal(get_str(t, NULL, "open", buf, sizeof(buf)), -ENOENT);
+
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	assert_int_equal(tdbc_table_drop(c, name2), 0);
+	tdbc_close(c);     /* frees t and u */
+}
+
+/* --- scans ------------------------------------------------------------------------- */
+
+struct scan_count {
+	unsigned int n, dup, bad;
+};
+
+/* Scan t (prefix, limit) and count keys k%05u (seen[] marks them). */
+static void scan_keys(struct tdbc_table *t, const char *prefix,
+		      uint64_t limit, unsigned int nk, unsigned char *seen,
+		      struct scan_count *sc)
+{
+	struct tdbc_scan *s = NULL;
+	const void *k, *v;
+	size_t kl, vl;
+	int r;
+
+	memset(sc, 0, sizeof(*sc));
+	memset(seen, 0, nk);
+	assert_int_equal(tdbc_scan_open(t, prefix, prefix ? strlen(prefix) : 0,
+					limit, &s), 0);
+	while ((r = tdbc_scan_next(s, &k, &kl, &v, &vl)) == 1) {
+		char key[32], want[32];
+		unsigned int i;
+
+		sc->n++;
+		if (kl >= sizeof(key) || kl < 6 || ((const char *)k)[0] != 'k') {
+			sc->bad++;
+			continue;
+		}
+		memcpy(key, k, kl);
+		key[kl] = '\0';
+		i = (unsigned int)atoi(key + 1);
+		sprintf(want, "value-%u", i);
+		if (i >= nk || vl != strlen(want) || memcmp(v, want, vl) ||
+		    (prefix && strncmp(key, prefix, strlen(prefix))))
+			sc->bad++;
+		else if (seen[i]++)
+			sc->dup++;
+	}
+	assert_int_equal(r, 0);
+	/* after the end it stays at the end */
+	assert_int_equal(tdbc_scan_next(s, &k, &kl, &v, &vl), 0);
+	tdbc_scan_close(s);
+}
+
+static void test_scan(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	unsigned int nk = n_keys(), i, want;
+	unsigned char *seen = calloc(nk, 1);
+	struct tdbc_table *t;
+	struct scan_count sc;
+	struct tdbc_scan *s;
+	char name[80], buf[32];
+	const void *k;
+	size_t kl;
+
+	assert_non_null(seen);
+	t = fresh_table(c, m, "scan", name);
+	for (i = 0; i < nk; i++) {
+		char key[16], val[32];
+
+		sprintf(key, "k%05u", i);
+		sprintf(val, "value-%u", i);
+		put_ok(t, key, val);
+	}
+	for (i = 0; i < 100; i++) {     /* keys no prefix below matches */
+		char key[16];
+
+		sprintf(key, "other%u", i);
+		put_ok(t, key, "x");
+	}
+	/* everything: each key exactly once */
+	scan_keys(t, NULL, 0, nk, seen, &sc);
+	assert_int_equal(sc.n, nk + 100);
+	assert_int_equal(sc.bad, 100);   /* the "other" keys */
+	assert_int_equal(sc.dup, 0);
+	assert_null(memchr(seen, 0, nk));
+	/* a prefix: k01... = keys 1000..1999 */
+	scan_keys(t, "k01", 0, nk, seen, &sc);
+	want = nk > 2000 ? 1000 : nk > 1000 ? nk - 1000 : 0;
+	assert_int_equal(sc.n, want);
+	assert_int_equal(sc.bad + sc.dup, 0);
+	/* a limit: exactly that many, different keys (crosses batches) */
+	scan_keys(t, "k", 1000, nk, seen, &sc);
+	assert_int_equal(sc.n, nk < 1000 ? nk : 1000);
+	assert_int_equal(sc.bad + sc.dup, 0);
+	scan_keys(t, "k", 257, nk, seen, &sc);
+	assert_int_equal(sc.n, nk < 257 ? nk : 257);
+	assert_int_equal(sc.bad + sc.dup, 0);
+	/* a prefix nothing has */
+	scan_keys(t, "zzz", 0, nk, seen, &sc);
+	assert_int_equal(sc.n, 0);
+	/* close early, then the connection works as before */
+	assert_int_equal(tdbc_scan_open(t, NULL, 0, 0, &s), 0);
+	assert_int_equal(tdbc_scan_next(s, &k, &kl, NULL, NULL), 1);
+	assert_int_equal(tdbc_scan_next(s, &k, &kl, NULL, NULL), 1);
+	tdbc_scan_close(s);
+	assert_int_equal(get_str(t, NULL, "k00001", buf, sizeof(buf)), 7);
+	/* several scans open at once, interleaved */
+	{
+		struct tdbc_scan *a, *b;
+		unsigned int na = 0, nb = 0;
+
+		assert_int_equal(tdbc_scan_open(t, "k00", 3, 0, &a), 0);
+		assert_int_equal(tdbc_scan_open(t, "other", 5, 0, &b), 0);
+		for (;;) {
+			int ra = tdbc_scan_next(a, &k, &kl, NULL, NULL);
+			int rb = tdbc_scan_next(b, &k, &kl, NULL, NULL);
+
+			assert_true(ra >= 0 && rb >= 0);
+			na += (unsigned int)ra;
+			nb += (unsigned int)rb;
+			if (!ra && !rb)
+				break;
+		}
+		assert_int_equal(na, nk < 1000 ? nk : 1000);
+		assert_int_equal(nb, 100);
+		tdbc_scan_close(a);
+		/* b is left open: tdbc_close frees it */
+	}
+	/* the scan of a missing table fails at open */
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	assert_int_equal(tdbc_scan_open(t, NULL, 0, 0, &s), -ENOENT);
+	assert_null(s);
+	free(seen);
+	tdbc_close(c);
+}
+
+/* --- watches -------------------------------------------------------------------------- */
+
+static void expect_event(struct tdbc_watch *w, enum tdbc_event_kind kind,
+			 const char *key, const char *val, uint32_t *seq)
+{
+	struct tdbc_event ev;
+	int r = tdbc_watch_next(w, &ev, 5000, NULL);
+
+	if (r != 1)
+		fail_msg("watch_next: %d, waiting for %s", r, key ? key : "-");
+	assert_int_equal(ev.kind, kind);
+	if (key) {
+		assert_int_equal(ev.klen, strlen(key));
+		assert_memory_equal(ev.key, key, ev.klen);
+	}
+	if (val) {
+		assert_int_equal(ev.vlen, strlen(val));
+		assert_memory_equal(ev.val, val, ev.vlen);
+	}
+	/* in order */
+	if (*seq)
+		assert_true((int32_t)(ev.seq - *seq) > 0);
+	*seq = ev.seq;
+}
+
+static void test_watch(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m), *c2 = conn(m);
+	struct tdbc_watch *w, *all;
+	struct tdbc_table *t, *t2;
+	struct tdbc_event ev;
+	struct timespec t0, t1;
+	uint32_t seq = 0, seq_all = 0;
+	char name[80];
+	int i;
+
+	t = fresh_table(c, m, "watch", name);
+	assert_int_equal(tdbc_table_open(c2, name, &t2), 0);
+	assert_int_equal(tdbc_watch(t, "w/", 2, &w), 0);
+	assert_int_equal(tdbc_watch(t, NULL, 0, &all), 0);
+	/* nothing yet: 0 at once, and 0 after a timeout */
+	assert_int_equal(tdbc_watch_next(w, &ev, 0, NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(tdbc_watch_next(w, &ev, 150, NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 +
+		    (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 140);
+
+	/* changes from this connection and another, in order */
+	put_ok(t, "w/1", "one");
+	put_ok(t2, "x/1", "filtered");
+	assert_int_equal(tdbc_del(t2, NULL, "w/1", 3), 0);
+	put_ok(t2, "w/2", "two");
+	expect_event(w, TDBC_EV_PUT, "w/1", "one", &seq);
+	expect_event(w, TDBC_EV_DEL, "w/1", NULL, &seq);
+	expect_event(w, TDBC_EV_PUT, "w/2", "two", &seq);
+	assert_int_equal(tdbc_watch_next(w, &ev, 0, NULL), 0);
+	/* the unfiltered watch saw all four */
+	expect_event(all, TDBC_EV_PUT, "w/1", "one", &seq_all);
+	expect_event(all, TDBC_EV_PUT, "x/1", "filtered", &seq_all);
+	expect_event(all, TDBC_EV_DEL, "w/1", NULL, &seq_all);
+	expect_event(all, TDBC_EV_PUT, "w/2", "two", &seq_all);
+
+	/* a committed transaction shows up too */
+	{
+		struct tdbc_txn *x;
+
+		assert_int_equal(tdbc_txn_begin(c2, &x), 0);
+		assert_int_equal(tdbc_put(t2, x, "w/3", 3, "three", 5, 0), 0);
+		assert_int_equal(tdbc_put(t2, x, "w/4", 3, "four", 4, 0), 0);
+		assert_int_equal(tdbc_watch_next(w, &ev, 50, NULL), 0);
+		assert_int_equal(tdbc_txn_commit(x), 0);
+		expect_event(w, TDBC_EV_PUT, "w/3", "three", &seq);
+		expect_event(w, TDBC_EV_PUT, "w/4", "four", &seq);
+	}
+	/* many, with a 1 MiB value among them */
+	{
+		unsigned char *big = calloc(1, TDB_VALUE_MAX);
+
+		assert_non_null(big);
+		big[TDB_VALUE_MAX - 1] = 7;
+		assert_int_equal(tdbc_put(t2, NULL, "w/big", 5, big,
+					  TDB_VALUE_MAX, 0), 0);
+		for (i = 0; i < 200; i++) {
+			char k[16];
+
+			sprintf(k, "w/n%d", i);
+			put_ok(t2, k, "n");
+		}
+		assert_int_equal(tdbc_watch_next(w, &ev, 5000, NULL), 1);
+		assert_int_equal(ev.kind, TDBC_EV_PUT);
+		assert_int_equal(ev.vlen, TDB_VALUE_MAX);
+		assert_memory_equal(ev.val, big, TDB_VALUE_MAX);
+		for (i = 0; i < 200; i++) {
+			char k[16];
+
+			sprintf(k, "w/n%d", i);
+			expect_event(w, TDBC_EV_PUT, k, "n", &seq);
+		}
+		free(big);
+	}
+	tdbc_watch_close(all);
+	/* drop: a DROP event, then -ENOENT */
+	assert_int_equal(tdbc_table_drop(c2, name), 0);
+	assert_int_equal(tdbc_watch_next(w, &ev, 5000, NULL), 1);
+	assert_int_equal(ev.kind, TDBC_EV_DROP);
+	assert_int_equal(tdbc_watch_next(w, &ev, 0, NULL), -ENOENT);
+	tdbc_watch_close(w);
+	/* watching a missing table fails */
+	assert_int_equal(tdbc_watch(t, NULL, 0, &w), -ENOENT);
+	assert_null(w);
+	/* the connection still works after all that */
+	{
+		struct tdbc_stats st;
+
+		assert_int_equal(tdbc_stats(c, &st), 0);
+	}
+	tdbc_close(c2);
+	tdbc_close(c);
+}
+
+/* A watcher that falls a feed behind gets -EOVERFLOW once, then goes on. */
+static void test_watch_overflow(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	unsigned char *val = calloc(1, 65536);
+	struct tdbc_table *t;
+	struct tdbc_watch *w;
+	struct tdbc_event ev;
+	uint64_t lost = 0;
+	char name[80];
+	int i, r, n = 0;
+
+	assert_non_null(val);
+	t = fresh_table(c, m, "lap", name);
+	assert_int_equal(tdbc_watch(t, NULL, 0, &w), 0);
+	/* one change read first: the reader then knows where it is, so
+	 * it can count what it loses (a reader lapped before its first
+	 * message gets -EOVERFLOW with lost = 0, "unknown") */
+	put_ok(t, "first", "1");
+	assert_int_equal(tdbc_watch_next(w, &ev, 5000, NULL), 1);
+	/* 64 MiB of changes through a feed of a few MiB */
+	for (i = 0; i < 1024; i++) {
+		char k[16];
+
+		sprintf(k, "k%d", i);
+		assert_int_equal(tdbc_put(t, NULL, k, strlen(k), val, 65536, 0),
+				 0);
+	}
+	r = tdbc_watch_next(w, &ev, 1000, &lost);
+	assert_int_equal(r, -EOVERFLOW);
+	assert_true(lost > 0);
+	assert_true(lost < 1024);
+	assert_non_null(strstr(tdbc_errmsg(c), "lost"));
+	/* once: then the intact rest, in order, up to the last change */
+	while ((r = tdbc_watch_next(w, &ev, 0, NULL)) == 1) {
+		n++;
+		if (ev.klen == 5 && !memcmp(ev.key, "k1023", 5))
+			break;
+	}
+	assert_int_equal(r, 1);
+	assert_true(n > 0);
+	assert_true(n + lost <= 1024);
+	tdbc_watch_close(w);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	free(val);
+	tdbc_close(c);
+}
+
+/* --- stats ------------------------------------------------------------------------------ */
+
+static void test_stats(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_stats a, b;
+	struct tdbc_table *t;
+	char name[80];
+
+	t = fresh_table(c, m, "stats", name);
+	assert_int_equal(tdbc_stats(c, &a), 0);
+	assert_true(a.tables >= 1);
+	assert_true(a.clients >= 1);
+	assert_true(a.requests >= 2);
+	assert_true(a.uptime_ms > 0);
+	assert_true(a.accepted >= 1);
+	if (!m->flags)
+		assert_true(a.rings >= 2);
+	assert_int_equal(tdbc_put(t, NULL, "", 0, "v", 1, 0), -EINVAL);
+	assert_int_equal(tdbc_get(t, NULL, "nope", 4, NULL, 0, NULL), -ENOENT);
+	assert_int_equal(tdbc_stats(c, &b), 0);
+	/* the GET and the STATS itself; the empty key never left */
+	assert_true(b.requests >= a.requests + 2);
+	assert_true(b.errors >= a.errors + 1);
+	assert_true(b.uptime_ms >= a.uptime_ms);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+/* --- async ------------------------------------------------------------------------------- */
+
+struct expect {
+	int res;
+	char val[24];
+	bool done;
+};
+
+/* Submit all of reqs (partial submits: reap and retry), reaping into
+ * ex[] (indexed by user), mixing in blocking GETs of "probe". */
+static void run_async(struct tdbc *c, struct tdbc_table *t,
+		      struct tdbc_req *reqs, unsigned int n,
+		      struct expect *ex)
+{
+	struct tdbc_cqe cqe[64];
+	unsigned int sent = 0, got = 0, i;
+	int k;
+
+	while (got < n) {
+		if (sent < n) {
+			unsigned int chunk = n - sent < 500 ? n - sent : 500;
+
+			k = tdbc_submit(c, reqs + sent, chunk);
+			assert_true(k > 0 || k == -EAGAIN);
+			if (k > 0)
+				sent += (unsigned int)k;
+		}
+		assert_int_equal(tdbc_inflight(c), sent - got);
+		if (sent % 7 == 0) {
+			char buf[16];
+
+			/* a blocking call with requests in flight */
+			assert_int_equal(get_str(t, NULL, "probe", buf,
+						 sizeof(buf)), 5);
+		}
+		k = tdbc_reap(c, cqe, 64, sent > got ? 1 : 0, 5000);
+		assert_true(k >= 0);
+		for (i = 0; i < (unsigned int)k; i++) {
+			struct expect *e = &ex[cqe[i].user];
+
+			assert_true(cqe[i].user < n);
+			assert_false(e->done);
+			e->done = true;
+			if (cqe[i].res != e->res)
+				fail_msg("req %llu: res %d, want %d",
+					 (unsigned long long)cqe[i].user,
+					 cqe[i].res, e->res);
+			if (e->val[0]) {
+				assert_int_equal(cqe[i].vlen, strlen(e->val));
+				assert_memory_equal(cqe[i].val, e->val,
+						    cqe[i].vlen);
+			}
+		}
+		got += (unsigned int)k;
+	}
+	assert_int_equal(tdbc_inflight(c), 0);
+}
+
+static void test_async(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	unsigned int nk = n_keys(), i;
+	struct tdbc_req *reqs = calloc(nk, sizeof(*reqs));
+	struct expect *ex = calloc(nk, sizeof(*ex));
+	char (*keys)[16] = calloc(nk, 16), (*vals)[24] = calloc(nk, 24);
+	struct tdbc_cqe cqe[4];
+	struct tdbc_table *t;
+	char name[80], buf[32];
+
+	assert_true(reqs && ex && keys && vals);
+	t = fresh_table(c, m, "async", name);
+	put_ok(t, "probe", "probe");
+	/* round 1: puts (every 10th no-overwrite of a present key) */
+	for (i = 0; i < nk; i++) {
+		sprintf(keys[i], "a%u", i);
+		sprintf(vals[i], "val-%u", i);
+		reqs[i] = (struct tdbc_req){ .op = TDBC_OP_PUT, .table = t,
+			.key = keys[i], .klen = strlen(keys[i]),
+			.val = vals[i], .vlen = strlen(vals[i]), .user = i };
+		ex[i].res = 0;
+		if (i % 10 == 9) {
+			reqs[i].key = "probe";
+			reqs[i].klen = 5;
+			reqs[i].flags = TDBC_NOOVERWRITE;
+			ex[i].res = -EEXIST;
+		}
+	}
+	run_async(c, t, reqs, nk, ex);
+	/* round 2: mixed gets (present, absent), dels, puts */
+	memset(ex, 0, nk * sizeof(*ex));
+	for (i = 0; i < nk; i++) {
+		unsigned int j = i;
+
+		reqs[i] = (struct tdbc_req){ .table = t, .key = keys[j],
+			.klen = strlen(keys[j]), .user = i };
+		switch (i % 4) {
+		case 0:         /* get of a present key */
+			reqs[i].op = TDBC_OP_GET;
+			if (j % 10 == 9) {
+				ex[i].res = -ENOENT;
+			} else {
+				strcpy(ex[i].val, vals[j]);
+			}
+			break;
+		case 1:         /* get of an absent key */
+			reqs[i].op = TDBC_OP_GET;
+			reqs[i].key = "absent";
+			reqs[i].klen = 6;
+			ex[i].res = -ENOENT;
+			break;
+		case 2:         /* del */
+			reqs[i].op = TDBC_OP_DEL;
+			ex[i].res = j % 10 == 9 ? -ENOENT : 0;
+			break;
+		case 3:         /* put */
+			reqs[i].op = TDBC_OP_PUT;
+			reqs[i].val = "new";
+			reqs[i].vlen = 3;
+			break;
+		}
+	}
+	run_async(c, t, reqs, nk, ex);
+	for (i = 0; i < nk; i++) {
+		long n = get_str(t, NULL, keys[i], buf, sizeof(buf));
+
+		if (i % 10 == 9 && i % 4 != 3)
+			assert_int_equal(n, -ENOENT);
+		else if (i % 4 == 2)
+			assert_int_equal(n, -ENOENT);
+		else if (i % 4 == 3)
+			assert_string_equal(buf, "new");
+		else
+			assert_string_equal(buf, vals[i]);
+	}
+	/* in a transaction: invisible until the commit */
+	{
+		struct tdbc_txn *x;
+		struct tdbc_req r = { .op = TDBC_OP_PUT, .table = t,
+				      .key = "tx", .klen = 2, .val = "v",
+				      .vlen = 1, .user = 77 };
+
+		assert_int_equal(tdbc_txn_begin(c, &x), 0);
+		r.txn = x;
+		assert_int_equal(tdbc_submit(c, &r, 1), 1);
+		assert_int_equal(tdbc_reap(c, cqe, 4, 1, 5000), 1);
+		assert_int_equal(cqe[0].user, 77);
+		assert_int_equal(cqe[0].res, 0);
+		assert_int_equal(get_str(t, NULL, "tx", buf, sizeof(buf)),
+				 -ENOENT);
+		assert_int_equal(tdbc_txn_commit(x), 0);
+		assert_int_equal(get_str(t, NULL, "tx", buf, sizeof(buf)), 1);
+	}
+	/* a bad request after good ones: the good prefix is queued */
+	{
+		struct tdbc_req r[3] = {
+			{ .op = TDBC_OP_GET, .table = t, .key = "tx",
+			  .klen = 2, .user = 1 },
+			{ .op = TDBC_OP_GET, .table = t, .key = "tx",
+			  .klen = 2, .user = 2 },
+			{ .op = TDBC_OP_GET, .table = t, .key = "", .klen = 0,
+			  .user = 3 },
+		};
+
+		assert_int_equal(tdbc_submit(c, r, 3), 2);
+		assert_int_equal(tdbc_submit(c, r + 2, 1), -EINVAL);
+		assert_int_equal(tdbc_reap(c, cqe, 4, 2, 5000), 2);
+		assert_int_equal(cqe[0].res + cqe[1].res, 0);
+		assert_int_equal(cqe[0].user + cqe[1].user, 3);
+		/* nothing in flight: no wait at all */
+		assert_int_equal(tdbc_reap(c, cqe, 4, 4, -1), 0);
+	}
+	/* a timeout with nothing to reap yet is not an error */
+	{
+		struct tdbc_req r = { .op = TDBC_OP_GET, .table = t,
+				      .key = "tx", .klen = 2, .user = 5 };
+
+		assert_int_equal(tdbc_submit(c, &r, 1), 1);
+		assert_int_equal(tdbc_reap(c, cqe, 4, 1, 5000), 1);
+		assert_int_equal(tdbc_reap(c, cqe, 4, 0, 20), 0);
+	}
+	/* left in flight at close: fine */
+	assert_int_equal(tdbc_submit(c, reqs, 10), 10);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+	free(reqs);
+	free(ex);
+	free(keys);
+	free(vals);
+}
+
+static int count_ring_maps(int *huge);
+
+/* The rings are mapped (header and data, each ring), unmapped at close,
+ * and with hugepages they are hugetlb memfds. */
+static void test_ring_pages(void **state)
+{
+	const struct mode *m = *state;
+	const char *want = getenv("TDBC_E2E_EXPECT_HUGEPAGES");
+	struct tdbc *c;
+	int before, rings, huge;
+
+	if (m->flags)
+		skip();
+	before = count_ring_maps(&huge);
+	c = conn(m);
+	rings = count_ring_maps(&huge) - before;
+	/* header and data of each ring */
+	assert_int_equal(rings, 4);
+	if (want && !strcmp(want, "1"))
+		assert_true(huge >= 4);
+	tdbc_close(c);
+	assert_int_equal(count_ring_maps(&huge), before);
+}
+
+/* Mappings of ring memfds in this process; *huge: how many of them are
+ * backed by 2 MiB pages. */
+static int count_ring_maps(int *huge)
+{
+	char line[512];
+	bool in_ring = false;
+	int rings = 0;
+	FILE *f;
+
+	*huge = 0;
+	f = fopen("/proc/self/smaps", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (strchr(line, '-') && strchr(line, ' ') &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			in_ring = strstr(line, "tdb-sub") ||
+				  strstr(line, "tdb-comp");
+			rings += in_ring;
+			continue;
+		}
+		if (in_ring && !strncmp(line, "KernelPageSize:", 15))
+			*huge += strstr(line, " 2048 kB") != NULL;
+	}
+	fclose(f);
+	return rings;
+}
+
+/* --- the daemon dies ---------------------------------------------------------------------- */
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	fprintf(stderr, "test_client_e2e: a call hung after the daemon "
+		"died\n");
+	_exit(1);
+}
+
+/* Kill d (SIGKILL) after ms, from a child process. */
+static pid_t kill_later(pid_t target, int ms)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		usleep((useconds_t)ms * 1000);
+		kill(target, SIGKILL);
+		_exit(0);
+	}
+	return pid;
+}
+
+static bool dead_err(int err)
+{
+	return err == -ECONNRESET || err == -EPIPE;
+}
+
+static void test_daemon_killed(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc_req r = { .op = TDBC_OP_GET, .key = "k", .klen = 1 };
+	struct tdbc *c, *cw, *ca;
+	struct tdbc_table *t, *tw, *ta;
+	struct tdbc_watch *w;
+	struct tdbc_event ev;
+	struct tdbc_cqe cqe;
+	struct tdbc_stats st;
+	struct daemon d;
+	pid_t killer;
+	char buf[8];
+	int err, wst;
+
+	assert_int_equal(daemon_start(&d), 0);
+	signal(SIGALRM, on_alarm);
+	alarm(30);
+	assert_int_equal(tdbc_connect(&c, d.sock, m->flags, NULL, 0), 0);
+	assert_int_equal(tdbc_connect(&cw, d.sock, m->flags, NULL, 0), 0);
+	assert_int_equal(tdbc_connect(&ca, d.sock, m->flags, NULL, 0), 0);
+	assert_int_equal(tdbc_table_create(c, "doomed", NULL), 0);
+	assert_int_equal(tdbc_table_open(c, "doomed", &t), 0);
+	assert_int_equal(tdbc_table_open(cw, "doomed", &tw), 0);
+	assert_int_equal(tdbc_table_open(ca, "doomed", &ta), 0);
+	assert_int_equal(tdbc_put(t, NULL, "k", 1, "v", 1, 0), 0);
+	assert_int_equal(tdbc_watch(tw, NULL, 0, &w), 0);
+
+	/* frozen (all its threads: waitpid says when): requests wait;
+	 * then killed while we wait */
+	kill(d.pid, SIGSTOP);
+	assert_int_equal(waitpid(d.pid, &wst, WUNTRACED), d.pid);
+	assert_true(WIFSTOPPED(wst));
+	r.table = ta;
+	assert_int_equal(tdbc_submit(ca, &r, 1), 1);
+	killer = kill_later(d.pid, 300);
+	err = (int)tdbc_get(t, NULL, "k", 1, buf, sizeof(buf), NULL);
+	if (!dead_err(err))
+		fail_msg("get with the daemon killed: %d", err);
+	/* the connection is dead for good, and says why */
+	assert_int_equal(tdbc_stats(c, &st), err);
+	assert_int_equal(tdbc_put(t, NULL, "k", 1, "v", 1, 0), err);
+	assert_true(strlen(tdbc_errmsg(c)) > 0);
+	/* a watcher waiting for ever and a reaper waiting for ever wake */
+	err = tdbc_watch_next(w, &ev, -1, NULL);
+	assert_true(dead_err(err));
+	err = tdbc_reap(ca, &cqe, 1, 1, -1);
+	assert_true(dead_err(err));
+	assert_int_equal(tdbc_submit(ca, &r, 1), err);
+	waitpid(killer, NULL, 0);
+	waitpid(d.pid, NULL, 0);
+	d.pid = -1;
+	alarm(0);
+	tdbc_watch_close(w);
+	tdbc_close(c);
+	tdbc_close(cw);
+	tdbc_close(ca);
+	/* no daemon now: connect says so */
+	{
+		char msg[256];
+
+		assert_int_equal(tdbc_connect(&c, d.sock, m->flags, msg,
+					      sizeof(msg)), -ECONNREFUSED);
+		assert_non_null(strstr(msg, d.sock));
+	}
+	daemon_stop(&d, SIGKILL);
+}
+
 int main(void)
 {
-	return 77;
+#define BOTH(fn) \
+	cmocka_unit_test_prestate(fn, (void *)&ring_mode), \
+	cmocka_unit_test_prestate(fn, (void *)&sock_mode)
+	const struct CMUnitTest tests[] = {
+		BOTH(test_tables),
+		BOTH(test_data),
+		BOTH(test_big_values),
+		BOTH(test_txn),
+		BOTH(test_scan),
+		BOTH(test_watch),
+		BOTH(test_watch_overflow),
+		BOTH(test_stats),
+		BOTH(test_async),
+		BOTH(test_ring_pages),
+	};
+	const struct CMUnitTest killed[] = {
+		BOTH(test_daemon_killed),
+	};
+	int rc;
+
+	if (!tdbd_path()) {
+		printf("test_client_e2e: $TDBD is not set to an executable "
+		       "tdbd: skipped\n");
+		return 77;
+	}
+	rc = cmocka_run_group_tests_name("client-e2e", tests, group_setup,
+					 group_teardown);
+	rc |= cmocka_run_group_tests_name("client-e2e-killed", killed, NULL,
+					  NULL);
+	return rc;
 }
