@@ -564,7 +564,7 @@ static int do_line(struct file_state *f, char *s, unsigned int ln)
 /* Split what read() gives into lines of at most TDBD_LINE_MAX bytes. */
 static int read_lines(struct file_state *f, int fd)
 {
-	char line[TDBD_LINE_MAX + 1], buf[4096];
+	char line[TDBD_LINE_MAX + 2], buf[4096];   /* + '\r', NUL */
 	unsigned int ln = 1;
 	size_t len = 0;
 	ssize_t n, i;
@@ -600,7 +600,9 @@ static int read_lines(struct file_state *f, int fd)
 				msg(f->err, f->errlen, "%s:%u: contains a NUL "
 				    "byte (not a text file?)", f->path, ln);
 				return -EINVAL;
-			} else if (len == TDBD_LINE_MAX) {
+			} else if (len == TDBD_LINE_MAX + 1 ||
+				   (len == TDBD_LINE_MAX && buf[i] != '\r')) {
+				/* the limit does not count a CRLF's '\r' */
 				msg(f->err, f->errlen, "%s:%u: line longer than "
 				    "%d bytes", f->path, ln, TDBD_LINE_MAX);
 				return -EINVAL;

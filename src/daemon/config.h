@@ -4,7 +4,7 @@
  * Precedence: built-in defaults, then the config file, then the command
  * line.  On SIGHUP tdbd builds a fresh struct from the file and the same
  * command line and applies what may change at run time
- * (tdbd_config_reloadable); everything else needs a restart and is
+ * (tdbd_config_diff says which); everything else needs a restart and is
  * reported as such.
  *
  * The file: one `key = value` per line; blank lines and lines starting
@@ -77,7 +77,7 @@ int tdbd_config_set(struct tdbd_config *c, const char *key,
 
 /* Apply a file.  -ENOENT if it does not exist (err names it), -EACCES
  * etc. if it cannot be read, -EINVAL for a bad line: err is
- * "path:line: reason". */
+ * "path:line: reason".  On any error *c is left as it was. */
 int tdbd_config_load(struct tdbd_config *c, const char *path, char *err,
 		     size_t errlen);
 
@@ -89,7 +89,9 @@ int tdbd_config_load(struct tdbd_config *c, const char *path, char *err,
  * configuration: defaults, the file, then the options, so an option
  * beats the file whatever their order.  *config_path gets the file used
  * (NULL if none).  -EINVAL with err ("--ring-size: not a power of two
- * (5000000)", "unknown option --foo", "--socket needs a value").
+ * (5000000)", "unknown option --foo", "--socket needs a value"), or the
+ * file's error as tdbd_config_load gives it (-ENOENT for a missing
+ * --config file).  On error *c and *args are left as they were.
  */
 struct tdbd_args {
 	const char *config_path;   /* out: the file read, or NULL */

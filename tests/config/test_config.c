@@ -757,6 +757,17 @@ static void test_file_long_lines(void **state)
 	strcpy(buf + 4095, "6\n");
 	assert_int_equal(load_text(&c, buf), 0);
 	assert_int_equal(c.workers, 6);
+	/* ... also with CRLF, at the end of the file with or without
+	 * its '\n' */
+	strcpy(buf + 4095, "6\r\nmax-txns = 2\r\n");
+	assert_int_equal(load_text(&c, buf), 0);
+	assert_int_equal(c.workers, 6);
+	assert_int_equal(c.max_txns, 2);
+	strcpy(buf + 4095, "7\r");
+	assert_int_equal(load_text(&c, buf), 0);
+	assert_int_equal(c.workers, 7);
+	strcpy(buf + 4095, "7\rx\n");
+	expect_file_error(buf, "1: line longer than 4096 bytes");
 	/* 4097 bytes on line 2 */
 	strcpy(buf, "# one\n");
 	memset(buf + 6, 'x', 4097);
@@ -902,6 +913,43 @@ static void test_sample_file(void **state)
 		fail_msg("%s", err);
 	assert_memory_equal(&c, &d, sizeof(c));
 	free(out);
+}
+
+/* docs/CONFIG.md has a row for every key, with its default. */
+static void test_doc(void **state)
+{
+	const char *doc = getenv("TDB_CONFIG_DOC");
+	static const char *const defaults[NKEYS] = {
+		"/run/tdb/tdbd.sock", "0660", "\"\"", "\"\"", "1", "4M", "4M",
+		"yes", "10s", "1024", "65536", "64M", "16", "0600", "50us",
+		"info",
+	};
+	char *text, row[128], *p;
+	size_t i, len;
+	FILE *f;
+
+	(void)state;
+	if (!doc)
+		skip();
+	f = fopen(doc, "r");
+	assert_non_null(f);
+	text = malloc(1 << 20);
+	assert_non_null(text);
+	len = fread(text, 1, (1 << 20) - 1, f);
+	text[len] = '\0';
+	fclose(f);
+	for (i = 0; i < NKEYS; i++) {
+		snprintf(row, sizeof(row), "\n| `%s` |", all_keys[i]);
+		p = strstr(text, row);
+		if (!p)
+			fail_msg("CONFIG.md has no row for %s", all_keys[i]);
+		/* the row's default column: "| `DEFAULT` |" */
+		snprintf(row, sizeof(row), "| `%s` |", defaults[i]);
+		if (!strstr(p, row) || strstr(p, row) > strchr(p + 1, '\n'))
+			fail_msg("CONFIG.md: %s's row lacks %s", all_keys[i],
+				 row);
+	}
+	free(text);
 }
 
 /* --- the command line ---------------------------------------------------- */
@@ -1067,6 +1115,9 @@ static void test_args_errors(void **state)
 			fail_msg("case %zu:\n got '%s'\nwant '%s'", i, err,
 				 t[i].msg);
 		assert_memory_equal(&c, &before, sizeof(c));
+		/* *args untouched too (args() filled it with 0x5a) */
+		assert_int_equal(((unsigned char *)&a)[0], 0x5a);
+		assert_int_equal(((unsigned char *)&a)[sizeof(a) - 1], 0x5a);
 	}
 }
 
@@ -1607,6 +1658,7 @@ int main(void)
 		cmocka_unit_test(test_file_nul),
 		cmocka_unit_test(test_file_not_readable),
 		cmocka_unit_test(test_sample_file),
+		cmocka_unit_test(test_doc),
 		cmocka_unit_test(test_args_keys),
 		cmocka_unit_test(test_args_precedence),
 		cmocka_unit_test(test_args_errors),
