@@ -355,6 +355,8 @@ static void reload(struct daemon_state *s)
 		tdbd_notify("READY=1\nSTATUS=reload refused: %s", err);
 		return;
 	}
+	if (s->scratch && !n.data_dir[0])       /* still the scratch one */
+		memcpy(n.data_dir, d->cfg.data_dir, sizeof(n.data_dir));
 	tdbd_config_diff(&d->cfg, &n, changed, sizeof(changed), restart,
 			 sizeof(restart));
 	if (restart[0])

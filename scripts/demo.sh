@@ -1,0 +1,58 @@
+#!/bin/sh
+# The main job of `./run demo`: start tdbd in the foreground on a scratch
+# data directory, then show the tdb CLI against it from several
+# processes: create a table, put, get, scan, a watcher in a second
+# process, a transaction-free batch of puts, stats.  Stops tdbd at the
+# end (or, on a terminal with --serve, keeps it serving until Ctrl-C).
+#   scripts/demo.sh BUILD_DIR [--serve]
+set -eu
+build=${1:-build}
+serve=${2:-}
+tdbd=$build/src/daemon/tdbd
+tdb=$build/clients/cli/tdb
+[ -x "$tdbd" ] && [ -x "$tdb" ] || { echo "demo: build first ($tdbd, $tdb)" >&2; exit 1; }
+
+dir=$(mktemp -d /tmp/tdb-demo.XXXXXX)
+export TDB_SOCKET="$dir/tdbd.sock"
+say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+run() { say "$*"; "$@"; }
+
+"$tdbd" --socket "$TDB_SOCKET" --log-level notice &
+pid=$!
+stop() {
+	kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+	rm -rf "$dir"
+}
+trap stop EXIT INT TERM
+i=0
+while [ ! -S "$TDB_SOCKET" ]; do
+	i=$((i + 1)); [ $i -lt 100 ] || { echo "demo: tdbd did not start" >&2; exit 1; }
+	sleep 0.05
+done
+echo "tdbd (pid $pid) serving on $TDB_SOCKET, scratch data directory"
+
+run "$tdb" create users --mode 0644
+say "$tdb watch users --count 4 &   # a second process follows the changes"
+"$tdb" watch users --count 4 --timeout 5000 > "$dir/watch.out" &
+wpid=$!
+sleep 0.3
+run "$tdb" put users alice '{"age": 31}'
+run "$tdb" put users bob '{"age": 27}'
+say "printf 'binary\\000value' | $tdb put users carol --stdin"
+printf 'binary\000value' | "$tdb" put users carol --stdin
+run "$tdb" get users alice; echo
+run "$tdb" --hex get users carol; echo
+run "$tdb" del users bob
+run "$tdb" scan users
+run "$tdb" --json stat users
+run "$tdb" tables
+say "$tdb get users bob   # exit code 1: not found"
+"$tdb" get users bob || echo "(exit $?)"
+wait "$wpid" || true
+say "# what the watcher saw:"
+cat "$dir/watch.out"
+run "$tdb" stats
+if [ "$serve" = --serve ] && [ -t 0 ]; then
+	echo; echo "tdbd keeps serving on $TDB_SOCKET (export TDB_SOCKET=$TDB_SOCKET); Ctrl-C stops it."
+	wait "$pid"
+fi
