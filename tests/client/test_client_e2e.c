@@ -589,6 +589,69 @@ static void test_scan(void **state)
 	tdbc_close(c);
 }
 
+/* Keys deleted and added while a scan runs: every key present for the
+ * whole scan comes exactly once.  Each key is deleted (by another
+ * connection) as soon as the scan returns it, so the key each batch's
+ * cursor names is always gone when the next batch starts. */
+static void test_scan_concurrent(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m), *c2 = conn(m);
+	unsigned int nk = n_keys(), i, n = 0, dup = 0, added = 0;
+	unsigned char *seen = calloc(nk, 1);
+	struct tdbc_table *t, *t2;
+	struct tdbc_scan *s;
+	const void *k, *v;
+	size_t kl, vl;
+	char name[80];
+	int r;
+
+	assert_non_null(seen);
+	t = fresh_table(c, m, "scanc", name);
+	assert_int_equal(tdbc_table_open(c2, name, &t2), 0);
+	for (i = 0; i < nk; i++) {
+		char key[16];
+
+		sprintf(key, "k%05u", i);
+		put_ok(t, key, "v");
+	}
+	assert_int_equal(tdbc_scan_open(t, NULL, 0, 0, &s), 0);
+	while ((r = tdbc_scan_next(s, &k, &kl, &v, &vl)) == 1) {
+		char key[16];
+
+		assert_true(kl == 6);
+		memcpy(key, k, kl);
+		key[kl] = '\0';
+		if (key[0] == 'n')
+			continue;       /* added meanwhile: may come or not */
+		i = (unsigned int)atoi(key + 1);
+		assert_true(i < nk);
+		dup += seen[i]++ > 0;
+		n++;
+		assert_int_equal(tdbc_del(t2, NULL, key, kl), 0);
+		if (i % 3 == 0) {
+			sprintf(key, "n%05u", i);
+			put_ok(t2, key, "new");
+			added++;
+		}
+	}
+	assert_int_equal(r, 0);
+	tdbc_scan_close(s);
+	assert_int_equal(dup, 0);
+	assert_int_equal(n, nk);
+	assert_null(memchr(seen, 0, nk));
+	{
+		struct tdbc_table_stat st;
+
+		assert_int_equal(tdbc_table_stat(c, name, &st), 0);
+		assert_int_equal(st.records, added);
+	}
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	free(seen);
+	tdbc_close(c2);
+	tdbc_close(c);
+}
+
 /* --- watches -------------------------------------------------------------------------- */
 
 static void expect_event(struct tdbc_watch *w, enum tdbc_event_kind kind,
@@ -983,6 +1046,64 @@ static void test_async(void **state)
 
 static int count_ring_maps(int *huge);
 
+/* 1 MiB values through submit/reap: the submission ring (4 MiB) takes
+ * only a few at once, so submits come back short and completions wait
+ * for room in the completion ring. */
+static void test_async_big(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	unsigned char *val = malloc(TDB_VALUE_MAX);
+	struct tdbc_req reqs[24];
+	struct tdbc_cqe cqe[8];
+	struct tdbc_table *t;
+	unsigned int i, sent, got, shorts = 0;
+	char keys[24][8], name[80];
+	int k, round;
+
+	assert_non_null(val);
+	t = fresh_table(c, m, "asyncbig", name);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 24; i++) {
+			sprintf(keys[i], "b%u", i);
+			reqs[i] = (struct tdbc_req){ .table = t,
+				.op = round ? TDBC_OP_GET : TDBC_OP_PUT,
+				.key = keys[i], .klen = strlen(keys[i]),
+				.val = val, .vlen = TDB_VALUE_MAX, .user = i };
+		}
+		memset(val, round + 1, TDB_VALUE_MAX);
+		sent = got = 0;
+		while (got < 24) {
+			if (sent < 24) {
+				k = tdbc_submit(c, reqs + sent, 24 - sent);
+				assert_true(k > 0 || k == -EAGAIN);
+				if (k > 0)
+					sent += (unsigned int)k;
+				shorts += sent < 24;
+			}
+			k = tdbc_reap(c, cqe, 8, 1, 10000);
+			assert_true(k > 0);
+			for (i = 0; i < (unsigned int)k; i++) {
+				assert_int_equal(cqe[i].res, 0);
+				if (!round)
+					continue;
+				/* the values written in round 0 */
+				assert_int_equal(cqe[i].vlen, TDB_VALUE_MAX);
+				memset(val, 1, TDB_VALUE_MAX);
+				assert_memory_equal(cqe[i].val, val,
+						    TDB_VALUE_MAX);
+			}
+			got += (unsigned int)k;
+		}
+	}
+	/* rings: 24 MiB cannot have fitted a 4 MiB ring at once */
+	if (!m->flags)
+		assert_true(shorts > 0);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	free(val);
+	tdbc_close(c);
+}
+
 /* The rings are mapped (header and data, each ring), unmapped at close,
  * and with hugepages they are hugetlb memfds. */
 static void test_ring_pages(void **state)
@@ -1140,10 +1261,12 @@ int main(void)
 		BOTH(test_big_values),
 		BOTH(test_txn),
 		BOTH(test_scan),
+		BOTH(test_scan_concurrent),
 		BOTH(test_watch),
 		BOTH(test_watch_overflow),
 		BOTH(test_stats),
 		BOTH(test_async),
+		BOTH(test_async_big),
 		BOTH(test_ring_pages),
 	};
 	const struct CMUnitTest killed[] = {

@@ -5,7 +5,10 @@
  *
  * The "peer" here is a bare listening socket that accepts and never
  * answers (no protocol at all): it lets the tests see that nothing was
- * written, and hang up under the client.  Table handles are made by hand
+ * written, and hang up under the client.  A few tests make it break the
+ * protocol on purpose (garbage, an answer to nothing, an answer of the
+ * wrong kind, an fd nobody asked for): the connection must die with
+ * -EPROTO, or (the fd) the library must close what it did not ask for.  Table handles are made by hand
  * through the library's internal header (tdbclient_static_dep), since
  * tdbc_table_open needs an owner to answer.
  */
@@ -20,6 +23,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -375,6 +379,144 @@ static void test_hangup_while_waiting(void **state)
 	peer_close(&p);
 }
 
+/* --- a peer that breaks the protocol ----------------------------------------- */
+
+static void peer_send(struct peer *p, const void *buf, size_t len, int fd)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf.b;
+		mh.msg_controllen = sizeof(cbuf.b);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	assert_int_equal(sendmsg(p->afd, &mh, 0), (ssize_t)len);
+}
+
+/* The request the client sent (its header), read by the peer. */
+static void peer_request(struct peer *p, struct nlmsghdr *h)
+{
+	unsigned char buf[4096];
+	ssize_t n = recv(p->afd, buf, sizeof(buf), 0);
+
+	assert_true(n >= (ssize_t)NLMSG_HDRLEN);
+	memcpy(h, buf, sizeof(*h));
+	assert_int_equal(h->nlmsg_len, n);
+}
+
+static void test_garbage(void **state)
+{
+	struct nlmsghdr bad = { .nlmsg_len = 8 };
+	struct tdbc_stats st;
+	struct peer p;
+	struct tdbc *c = peer_connect(&p);
+
+	(void)state;
+	peer_send(&p, &bad, sizeof(bad), -1);
+	assert_int_equal(tdbc_stats(c, &st), -EPROTO);
+	assert_non_null(strstr(tdbc_errmsg(c), "length"));
+	/* dead for good: the same error at once, nothing sent */
+	assert_int_equal(peer_bytes(&p) > 0, 1);       /* the STATS */
+	assert_int_equal(tdbc_stats(c, &st), -EPROTO);
+	assert_int_equal(tdbc_table_drop(c, "t"), -EPROTO);
+	assert_int_equal(peer_bytes(&p), 0);
+	tdbc_close(c);
+	peer_close(&p);
+}
+
+static void test_unknown_seq(void **state)
+{
+	struct nlmsghdr req = { .nlmsg_len = NLMSG_HDRLEN, .nlmsg_seq = 999 };
+	unsigned char buf[TDB_PROTO_ERROR_MAX];
+	struct tdbc_stats st;
+	struct peer p;
+	struct tdbc *c = peer_connect(&p);
+	long n;
+
+	(void)state;
+	/* an ack, well formed, of a request never sent */
+	n = tdb_proto_error(buf, sizeof(buf), &req, 0, NULL);
+	assert_true(n > 0);
+	peer_send(&p, buf, (size_t)n, -1);
+	assert_int_equal(tdbc_stats(c, &st), -EPROTO);
+	assert_non_null(strstr(tdbc_errmsg(c), "seq 999"));
+	tdbc_close(c);
+	peer_close(&p);
+}
+
+/* An answer of the wrong kind (an ack where a reply is due). */
+static void test_wrong_answer(void **state)
+{
+	unsigned char buf[TDB_PROTO_ERROR_MAX];
+	struct nlmsghdr req;
+	struct tdbc_stats st;
+	struct peer p;
+	struct tdbc *c = peer_connect(&p);
+	long n;
+
+	(void)state;
+	if (fork() == 0) {      /* answers the STATS with an ack */
+		peer_request(&p, &req);
+		n = tdb_proto_error(buf, sizeof(buf), &req, 0, NULL);
+		peer_send(&p, buf, (size_t)n, -1);
+		_exit(0);
+	}
+	assert_int_equal(tdbc_stats(c, &st), -EPROTO);
+	assert_non_null(strstr(tdbc_errmsg(c), "STATS"));
+	wait(NULL);
+	tdbc_close(c);
+	peer_close(&p);
+}
+
+/* File descriptors nobody asked for are closed, not leaked. */
+static int count_fds(void)
+{
+	int n = 0, fd;
+
+	for (fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+static void test_stray_fds(void **state)
+{
+	unsigned char buf[TDB_PROTO_ERROR_MAX];
+	struct nlmsghdr req;
+	struct peer p;
+	struct tdbc *c = peer_connect(&p);
+	int before, pfd[2];
+	long n;
+
+	(void)state;
+	assert_int_equal(pipe(pfd), 0);
+	if (fork() == 0) {      /* acks the CREATE with an fd on it */
+		peer_request(&p, &req);
+		n = tdb_proto_error(buf, sizeof(buf), &req, 0, NULL);
+		peer_send(&p, buf, (size_t)n, pfd[0]);
+		_exit(0);
+	}
+	close(pfd[0]);
+	close(pfd[1]);
+	before = count_fds();
+	assert_int_equal(tdbc_table_create(c, "t", NULL), 0);
+	wait(NULL);
+	assert_int_equal(count_fds(), before);
+	tdbc_close(c);
+	peer_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +529,10 @@ int main(void)
 		cmocka_unit_test(test_bad_args),
 		cmocka_unit_test(test_hangup),
 		cmocka_unit_test(test_hangup_while_waiting),
+		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_unknown_seq),
+		cmocka_unit_test(test_wrong_answer),
+		cmocka_unit_test(test_stray_fds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
