@@ -137,6 +137,23 @@ bool h_wait_stats(struct tdbc *c, struct tdbc_stats *st, h_stats_fn *ok,
 bool h_gauges_equal(const struct tdbc_stats *a, const struct tdbc_stats *b);
 void h_print_stats(const char *what, const struct tdbc_stats *st);
 
+/* --- a well-behaved client ---------------------------------------------------
+ * A pinger is a child process that puts and gets back its own keys (table
+ * "ping<n>", which it creates) for as long as the test runs, timing each
+ * put+get pair.  h_pinger_finish() stops it and fails the test if it saw
+ * an error or a wrong value, did fewer than 100 pairs, or a pair took
+ * longer than the stall limit (1 s; 2 s under the sanitizers).
+ */
+struct h_pinger {
+	pid_t pid;
+	int n;
+	unsigned int flags;
+	int stop_wr, rep_rd;
+};
+void h_pinger_start(struct h_pinger *pg, const char *sock,
+		    unsigned int flags, int n);
+void h_pinger_finish(struct h_pinger *pg);
+
 /* --- a raw client ------------------------------------------------------------ */
 
 struct h_raw {

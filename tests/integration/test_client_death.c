@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -41,139 +40,6 @@
 #define BIG_RECORDS 1024
 #define BIG_VALUE   (32u << 10)
 #define TXN_KEYS    100
-
-/* --- pingers ------------------------------------------------------------ */
-
-struct ping_report {
-	uint64_t ops, max_us;
-	int err;                /* the first failure, or 0 */
-	char what[200];
-};
-
-struct pinger {
-	pid_t pid;
-	int stop_wr, rep_rd;
-};
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* Put and get back own keys until stop_rd becomes readable. */
-static void ping_loop(const char *sock, unsigned int flags, int n,
-		      int ready_wr, int stop_rd, int rep_wr)
-{
-	struct ping_report rep = { 0 };
-	struct tdbc_table *t = NULL;
-	struct tdbc *c = NULL;
-	char name[16], msg[256];
-	uint64_t rnd = 77 + (uint64_t)n;
-	int err;
-
-	snprintf(name, sizeof(name), "ping%d", n);
-	err = tdbc_connect(&c, sock, flags, msg, sizeof(msg));
-	CHECK(err == 0, "pinger connect: %s (%s)", h_errname(err), msg);
-	err = tdbc_table_create(c, name, NULL);
-	CHECK(err == 0, "create %s: %s", name, h_errname(err));
-	CHECK(tdbc_table_open(c, name, &t) == 0, "open %s", name);
-	CHECK(write(ready_wr, "r", 1) == 1, "ready pipe");
-	for (;;) {
-		struct pollfd pfd = { .fd = stop_rd, .events = POLLIN };
-		char key[16], val[64], got[64];
-		uint64_t t0, dt;
-		long len;
-		int kl, vl;
-
-		if (poll(&pfd, 1, 0) > 0)
-			break;
-		kl = snprintf(key, sizeof(key), "k%u",
-			      (unsigned int)(h_rand(&rnd) % 100));
-		vl = snprintf(val, sizeof(val), "v%llu",
-			      (unsigned long long)h_rand(&rnd));
-		t0 = now_us();
-		err = tdbc_put(t, NULL, key, (size_t)kl, val, (size_t)vl, 0);
-		if (err) {
-			rep.err = err;
-			snprintf(rep.what, sizeof(rep.what), "put: %s",
-				 tdbc_errmsg(c));
-			break;
-		}
-		len = tdbc_get(t, NULL, key, (size_t)kl, got, sizeof(got),
-			       NULL);
-		if (len != vl || memcmp(got, val, (size_t)vl)) {
-			rep.err = len < 0 ? (int)len : -EIO;
-			snprintf(rep.what, sizeof(rep.what), "get: %ld (%s)",
-				 len, len < 0 ? tdbc_errmsg(c) :
-				 "wrong value");
-			break;
-		}
-		dt = now_us() - t0;
-		if (dt > rep.max_us)
-			rep.max_us = dt;
-		rep.ops++;
-		/* a client that waits a little between calls, as most do */
-		if (rep.ops % 16 == 0)
-			h_sleep_ms(1);
-	}
-	CHECK(write(rep_wr, &rep, sizeof(rep)) == (ssize_t)sizeof(rep),
-	      "report pipe");
-	tdbc_close(c);
-}
-
-static void pinger_start(struct pinger *pg, const char *sock,
-			 unsigned int flags, int n)
-{
-	int ready[2], stop[2], rep[2];
-	char b;
-
-	CHECK(pipe(ready) == 0 && pipe(stop) == 0 && pipe(rep) == 0, "pipe");
-	pg->pid = fork();
-	CHECK(pg->pid >= 0, "fork");
-	if (pg->pid == 0) {
-		close(ready[0]);
-		close(stop[1]);
-		close(rep[0]);
-		ping_loop(sock, flags, n, ready[1], stop[0], rep[1]);
-		_exit(0);
-	}
-	h_track(pg->pid);
-	close(ready[1]);
-	close(stop[0]);
-	close(rep[1]);
-	CHECK(read(ready[0], &b, 1) == 1, "pinger %d did not start", n);
-	close(ready[0]);
-	pg->stop_wr = stop[1];
-	pg->rep_rd = rep[0];
-}
-
-static void pinger_finish(struct pinger *pg, int n)
-{
-	struct ping_report rep;
-	uint64_t limit = h_sanitized() ? 2000000 : 1000000;
-	int st;
-
-	CHECK(write(pg->stop_wr, "s", 1) == 1, "stop pipe");
-	CHECK(read(pg->rep_rd, &rep, sizeof(rep)) == (ssize_t)sizeof(rep),
-	      "pinger %d's report", n);
-	CHECK(waitpid(pg->pid, &st, 0) == pg->pid && WIFEXITED(st) &&
-	      WEXITSTATUS(st) == 0, "pinger %d failed", n);
-	h_untrack(pg->pid);
-	close(pg->stop_wr);
-	close(pg->rep_rd);
-	h_note("pinger %d (%s): %llu put+get pairs, slowest %llu us", n,
-	       n ? "socket" : "rings", (unsigned long long)rep.ops,
-	       (unsigned long long)rep.max_us);
-	CHECK(rep.err == 0, "pinger %d saw %s: %s", n, h_errname(rep.err),
-	      rep.what);
-	CHECK(rep.ops > 100, "pinger %d did only %llu calls", n,
-	      (unsigned long long)rep.ops);
-	CHECK(rep.max_us < limit, "pinger %d stalled: a put+get took %llu "
-	      "us", n, (unsigned long long)rep.max_us);
-}
 
 /* --- victims -------------------------------------------------------------- */
 
@@ -394,8 +260,11 @@ static void catch_in_dump(struct tdbc *c, pid_t pid,
 
 	for (i = 0; i < 100; i++) {
 		CHECK(kill(pid, SIGSTOP) == 0, "SIGSTOP");
-		if (h_wait_stats(c, &st, throttled_dump, base, 300))
+		if (h_wait_stats(c, &st, throttled_dump, base, 150)) {
+			if (getenv("TDB_ITEST_VERBOSE"))
+				h_note("caught in a dump after %d tries", i);
 			return;
+		}
 		CHECK(kill(pid, SIGCONT) == 0, "SIGCONT");
 		h_sleep_ms((unsigned int)(i % 7) * 3);
 	}
@@ -588,7 +457,7 @@ int main(void)
 	static const char *const args[] = { "--workers", "2",
 		"--client-deadline", "60s", NULL };
 	static const char *const tables[] = { "txn", "big", "watched", NULL };
-	struct pinger pg[2];
+	struct h_pinger pg[2];
 	struct tdbc_stats st;
 	struct h_daemon d;
 	struct tdbc *c;
@@ -597,8 +466,8 @@ int main(void)
 
 	h_init("tdbd-client-death", 600);
 	h_start(&d, "tdbd", args);
-	pinger_start(&pg[0], d.sock, 0, 0);
-	pinger_start(&pg[1], d.sock, TDBC_NO_RINGS, 1);
+	h_pinger_start(&pg[0], d.sock, 0, 0);
+	h_pinger_start(&pg[1], d.sock, TDBC_NO_RINGS, 1);
 	c = h_connect(&d, 0);
 	for (i = 0; tables[i]; i++)
 		CHECK(tdbc_table_create(c, tables[i], NULL) == 0, "create %s",
@@ -608,8 +477,8 @@ int main(void)
 	for (r = 0; r < rounds; r++)
 		round_of_deaths(c, d.sock);
 	h_note("%ld rounds of deaths", rounds);
-	pinger_finish(&pg[0], 0);
-	pinger_finish(&pg[1], 1);
+	h_pinger_finish(&pg[0]);
+	h_pinger_finish(&pg[1]);
 	h_stats(c, &st);
 	h_print_stats("end", &st);
 	tdbc_close(c);
