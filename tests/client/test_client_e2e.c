@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -62,6 +63,8 @@ static int daemon_start(struct daemon *d)
 	if (d->pid < 0)
 		return -errno;
 	if (d->pid == 0) {
+		/* never outlive the test, whatever way it ends */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (fd >= 0) {
 			dup2(fd, 1);
@@ -1182,6 +1185,8 @@ static bool dead_err(int err)
 	return err == -ECONNRESET || err == -EPIPE;
 }
 
+static struct daemon g_doomed;
+
 static void test_daemon_killed(void **state)
 {
 	const struct mode *m = *state;
@@ -1192,12 +1197,13 @@ static void test_daemon_killed(void **state)
 	struct tdbc_event ev;
 	struct tdbc_cqe cqe;
 	struct tdbc_stats st;
-	struct daemon d;
+	struct daemon *dp = &g_doomed, d;
 	pid_t killer;
 	char buf[8];
 	int err, wst;
 
-	assert_int_equal(daemon_start(&d), 0);
+	assert_int_equal(daemon_start(dp), 0);
+	d = *dp;
 	signal(SIGALRM, on_alarm);
 	alarm(30);
 	assert_int_equal(tdbc_connect(&c, d.sock, m->flags, NULL, 0), 0);
@@ -1233,7 +1239,7 @@ static void test_daemon_killed(void **state)
 	assert_int_equal(tdbc_submit(ca, &r, 1), err);
 	waitpid(killer, NULL, 0);
 	waitpid(d.pid, NULL, 0);
-	d.pid = -1;
+	dp->pid = -1;
 	alarm(0);
 	tdbc_watch_close(w);
 	tdbc_close(c);
@@ -1247,7 +1253,16 @@ static void test_daemon_killed(void **state)
 					      sizeof(msg)), -ECONNREFUSED);
 		assert_non_null(strstr(msg, d.sock));
 	}
-	daemon_stop(&d, SIGKILL);
+}
+
+/* Also after a failure: the doomed daemon goes, its directory too. */
+static int doomed_teardown(void **state)
+{
+	(void)state;
+	if (g_doomed.dir[0])
+		daemon_stop(&g_doomed, SIGKILL);
+	memset(&g_doomed, 0, sizeof(g_doomed));
+	return 0;
 }
 
 int main(void)
@@ -1270,7 +1285,10 @@ int main(void)
 		BOTH(test_ring_pages),
 	};
 	const struct CMUnitTest killed[] = {
-		BOTH(test_daemon_killed),
+		cmocka_unit_test_prestate_setup_teardown(test_daemon_killed,
+			NULL, doomed_teardown, (void *)&ring_mode),
+		cmocka_unit_test_prestate_setup_teardown(test_daemon_killed,
+			NULL, doomed_teardown, (void *)&sock_mode),
 	};
 	int rc;
 
