@@ -16,7 +16,7 @@
 
 #include "internal.h"
 
-/* --- the table of requests in flight ------------------------------------- */
+/* --- the table of requests in flight ------------------------------------ */
 
 static uint32_t slot_home(const struct tdbc *c, uint32_t seq)
 {
@@ -92,7 +92,7 @@ static void slot_del(struct tdbc *c, uint32_t i)
 	}
 }
 
-/* --- completions ------------------------------------------------------------ */
+/* --- completions -------------------------------------------------------- */
 
 static int done_push(struct tdbc *c, const struct tdbc_done *d)
 {
@@ -191,7 +191,7 @@ void tdbc__async_free(struct tdbc *c)
 	c->done_len = c->reaped_cap = c->slot_cap = c->slot_used = 0;
 }
 
-/* --- submit -------------------------------------------------------------------- */
+/* --- submit ------------------------------------------------------------- */
 
 static const uint8_t op_cmd[] = {
 	[TDBC_OP_GET] = TDB_CMD_GET,
@@ -299,7 +299,7 @@ int tdbc_submit(struct tdbc *c, const struct tdbc_req *reqs, unsigned int n)
 	return i > 0 ? (int)i : err;
 }
 
-/* --- reap ------------------------------------------------------------------------ */
+/* --- reap --------------------------------------------------------------- */
 
 static bool enough_done(struct tdbc *c, void *arg)
 {

@@ -105,7 +105,7 @@ const char *tdbc_strerror(int err)
 	return s ? s : "unknown error";
 }
 
-/* --- arguments ------------------------------------------------------------ */
+/* --- arguments ---------------------------------------------------------- */
 
 int tdbc__check_key(struct tdbc *c, const void *key, size_t klen)
 {
@@ -139,7 +139,7 @@ int tdbc__check_prefix(struct tdbc *c, const void *prefix, size_t plen)
 	return 0;
 }
 
-/* --- ring memfds ---------------------------------------------------------- */
+/* --- ring memfds -------------------------------------------------------- */
 
 /* The header span of a ring memfd: the huge page size on hugetlbfs. */
 static int ring_span(int fd, size_t *span)
@@ -209,7 +209,7 @@ void tdbc__unmap_ring(struct tdbc_map *map)
 	memset(map, 0, sizeof(*map));
 }
 
-/* --- connecting ------------------------------------------------------------ */
+/* --- connecting --------------------------------------------------------- */
 
 const char *tdbc_socket_path(const char *path)
 {
@@ -348,7 +348,7 @@ int tdbc_connect(struct tdbc **out, const char *path, unsigned int flags,
 	return 0;
 }
 
-/* --- closing ---------------------------------------------------------------- */
+/* --- closing ------------------------------------------------------------ */
 
 static void free_handles(struct tdbc *c)
 {

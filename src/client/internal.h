@@ -138,7 +138,7 @@ struct tdbc_txn {
 	uint64_t id;
 };
 
-/* --- conn.c ------------------------------------------------------------ */
+/* --- conn.c ------------------------------------------------------------- */
 void tdbc__link(struct tdbc *c, struct tdbc_handle *h, enum tdbc_kind k);
 void tdbc__unlink(struct tdbc_handle *h);
 /* Set c->errmsg (printf-style); returns err. */
@@ -156,7 +156,7 @@ int tdbc__check_key(struct tdbc *c, const void *key, size_t klen);
 int tdbc__check_value(struct tdbc *c, const void *val, size_t vlen);
 int tdbc__check_prefix(struct tdbc *c, const void *prefix, size_t plen);
 
-/* --- io.c -------------------------------------------------------------- */
+/* --- io.c --------------------------------------------------------------- */
 /* Send one request (the caller sets m->seq) over the submission ring, or
  * over the socket when there are no rings or it does not fit the ring's
  * max_msg (or when over_socket).  publish: make it visible at once. */
@@ -202,7 +202,7 @@ int tdbc__check_hangup(struct tdbc *c);
 int tdbc__enter(struct tdbc *c);
 uint64_t tdbc__now_ns(void);
 
-/* --- async.c ----------------------------------------------------------- */
+/* --- async.c ------------------------------------------------------------ */
 /* Route an answer to an asynchronous request: 1 if it was one, 0 if its
  * seq is not in flight, or a negative errno (connection dead). */
 int tdbc__async_deliver(struct tdbc *c, const struct tdb_proto_msg *m);

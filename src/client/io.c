@@ -47,7 +47,7 @@ int tdbc__enter(struct tdbc *c)
 	return c->dead;
 }
 
-/* --- classifying answers -------------------------------------------------- */
+/* --- classifying answers ------------------------------------------------ */
 
 int tdbc__classify(struct tdbc *c, const struct tdb_proto_msg *m,
 		   uint8_t cmd)
@@ -83,7 +83,7 @@ int tdbc__owner_fail(struct tdbc *c, const struct tdb_proto_msg *m,
 	return m->error;
 }
 
-/* --- routing -------------------------------------------------------------- */
+/* --- routing ------------------------------------------------------------ */
 
 /* Hand the fds that came with an ack to the call that expects them. */
 static int claim_fds(struct tdbc *c, struct tdbc_call *call)
@@ -163,7 +163,7 @@ static int dispatch(struct tdbc *c, const struct nlmsghdr *nlh, size_t len,
 	return route(c, &m);
 }
 
-/* --- the socket ----------------------------------------------------------- */
+/* --- the socket --------------------------------------------------------- */
 
 static void take_fds(struct tdbc *c, struct msghdr *mh)
 {
@@ -380,7 +380,7 @@ int tdbc__check_hangup(struct tdbc *c)
 	return err < 0 ? err : 0;
 }
 
-/* --- the rings ------------------------------------------------------------ */
+/* --- the rings ---------------------------------------------------------- */
 
 static int ring_cb(void *arg, const struct nlmsghdr *nlh)
 {
@@ -506,7 +506,7 @@ int tdbc__send_nowait(struct tdbc *c, struct tdb_proto_msg *m)
 	return send_req(c, m, false, false, false);
 }
 
-/* --- waiting -------------------------------------------------------------- */
+/* --- waiting ------------------------------------------------------------ */
 
 int tdbc__pump(struct tdbc *c)
 {

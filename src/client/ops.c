@@ -11,7 +11,7 @@
 
 #include "internal.h"
 
-/* --- tables --------------------------------------------------------------- */
+/* --- tables ------------------------------------------------------------- */
 
 void tdbc_table_opts_init(struct tdbc_table_opts *opts)
 {
@@ -209,7 +209,7 @@ const char *tdbc_table_name(const struct tdbc_table *t)
 	return t ? t->name : NULL;
 }
 
-/* --- data ------------------------------------------------------------------ */
+/* --- data --------------------------------------------------------------- */
 
 /* Common checks of a data call; fills TABLE, KEY, TXN of m. */
 static int data_msg(struct tdbc_table *t, struct tdbc_txn *txn,
@@ -346,7 +346,7 @@ long tdbc_get_alloc(struct tdbc_table *t, struct tdbc_txn *txn,
 	return r;
 }
 
-/* --- transactions ------------------------------------------------------------ */
+/* --- transactions ------------------------------------------------------- */
 
 static int txn_msg(struct tdbc *c, struct tdbc_call *call,
 		   const struct tdb_proto_msg *m)
@@ -412,7 +412,7 @@ int tdbc_txn_abort(struct tdbc_txn *txn)
 	return txn_end(txn, TDB_CMD_TXN_ABORT);
 }
 
-/* --- stats --------------------------------------------------------------------- */
+/* --- stats -------------------------------------------------------------- */
 
 static int stats_msg(struct tdbc *c, struct tdbc_call *call,
 		     const struct tdb_proto_msg *m)

@@ -33,7 +33,7 @@
 
 #include <tdb/client.h>
 
-/* --- the daemon -------------------------------------------------------------- */
+/* --- the daemon --------------------------------------------------------- */
 
 struct daemon {
 	char dir[64], sock[128], data[128], log[128];
@@ -105,7 +105,7 @@ static void daemon_stop(struct daemon *d, int sig)
 	if (system(cmd)) {}
 }
 
-/* --- per-group state ------------------------------------------------------------ */
+/* --- per-group state ---------------------------------------------------- */
 
 static struct daemon g_daemon;
 
@@ -182,7 +182,7 @@ static long get_str(struct tdbc_table *t, struct tdbc_txn *x, const char *k,
 	return n;
 }
 
-/* --- tables ---------------------------------------------------------------------- */
+/* --- tables ------------------------------------------------------------- */
 
 struct list_find {
 	const char *name;
@@ -275,7 +275,7 @@ static void test_tables(void **state)
 	tdbc_close(c);
 }
 
-/* --- put, get, del ----------------------------------------------------------------- */
+/* --- put, get, del ------------------------------------------------------ */
 
 static void test_data(void **state)
 {
@@ -400,7 +400,7 @@ static void test_big_values(void **state)
 	tdbc_close(c);
 }
 
-/* --- transactions -------------------------------------------------------------------- */
+/* --- transactions ------------------------------------------------------- */
 
 static void test_txn(void **state)
 {
@@ -462,7 +462,7 @@ static void test_txn(void **state)
 	tdbc_close(c);     /* frees t and u */
 }
 
-/* --- scans ------------------------------------------------------------------------- */
+/* --- scans -------------------------------------------------------------- */
 
 struct scan_count {
 	unsigned int n, dup, bad;
@@ -655,7 +655,7 @@ static void test_scan_concurrent(void **state)
 	tdbc_close(c);
 }
 
-/* --- watches -------------------------------------------------------------------------- */
+/* --- watches ------------------------------------------------------------ */
 
 static void expect_event(struct tdbc_watch *w, enum tdbc_event_kind kind,
 			 const char *key, const char *val, uint32_t *seq)
@@ -826,7 +826,7 @@ static void test_watch_overflow(void **state)
 	tdbc_close(c);
 }
 
-/* --- stats ------------------------------------------------------------------------------ */
+/* --- stats -------------------------------------------------------------- */
 
 static void test_stats(void **state)
 {
@@ -856,7 +856,7 @@ static void test_stats(void **state)
 	tdbc_close(c);
 }
 
-/* --- async ------------------------------------------------------------------------------- */
+/* --- async -------------------------------------------------------------- */
 
 struct expect {
 	int res;
@@ -1156,7 +1156,7 @@ static int count_ring_maps(int *huge)
 	return rings;
 }
 
-/* --- the daemon dies ---------------------------------------------------------------------- */
+/* --- the daemon dies ---------------------------------------------------- */
 
 static void on_alarm(int sig)
 {

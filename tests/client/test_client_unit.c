@@ -8,9 +8,9 @@
  * written, and hang up under the client.  A few tests make it break the
  * protocol on purpose (garbage, an answer to nothing, an answer of the
  * wrong kind, an fd nobody asked for): the connection must die with
- * -EPROTO, or (the fd) the library must close what it did not ask for.  Table handles are made by hand
- * through the library's internal header (tdbclient_static_dep), since
- * tdbc_table_open needs an owner to answer.
+ * -EPROTO, or (the fd) the library must close what it did not ask for.
+ * Table handles are made by hand through the library's internal header
+ * (tdbclient_static_dep), since tdbc_table_open needs an owner to answer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -104,7 +104,7 @@ static void fake_table(struct tdbc *c, struct tdbc_table *t,
 	strcpy(t->name, name);
 }
 
-/* --- the socket path ------------------------------------------------------- */
+/* --- the socket path ---------------------------------------------------- */
 
 static void test_socket_path(void **state)
 {
@@ -122,7 +122,7 @@ static void test_socket_path(void **state)
 	unsetenv(TDBC_SOCKET_ENV);
 }
 
-/* --- connecting to nothing ------------------------------------------------- */
+/* --- connecting to nothing ---------------------------------------------- */
 
 static void test_connect_missing(void **state)
 {
@@ -196,7 +196,7 @@ static void test_connect_bad_args(void **state)
 	assert_int_equal(strlen(msg), 7);
 }
 
-/* --- strerror -------------------------------------------------------------- */
+/* --- strerror ----------------------------------------------------------- */
 
 static void test_strerror(void **state)
 {
@@ -224,7 +224,7 @@ static void test_strerror(void **state)
 	assert_string_equal(tdbc_strerror(-99999), "unknown error");
 }
 
-/* --- arguments refused before anything is sent ----------------------------- */
+/* --- arguments refused before anything is sent -------------------------- */
 
 static void test_bad_keys(void **state)
 {
@@ -313,7 +313,7 @@ static void test_bad_args(void **state)
 	peer_close(&p);
 }
 
-/* --- the peer goes away ---------------------------------------------------- */
+/* --- the peer goes away ------------------------------------------------- */
 
 static long ms_since(const struct timespec *t0)
 {
@@ -379,7 +379,7 @@ static void test_hangup_while_waiting(void **state)
 	peer_close(&p);
 }
 
-/* --- a peer that breaks the protocol ----------------------------------------- */
+/* --- a peer that breaks the protocol ------------------------------------ */
 
 static void peer_send(struct peer *p, const void *buf, size_t len, int fd)
 {
