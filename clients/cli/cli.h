@@ -1,0 +1,89 @@
+/*
+ * cli.h - what the tdb CLI's files share: the parsed command line
+ * (struct cli), the exit codes, and the commands (cmd_*.c), which main.c
+ * calls once the command line is known to be valid and the connection
+ * is up.
+ */
+#ifndef TDB_CLI_H
+#define TDB_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tdb/client.h>
+
+#include "fmt.h"
+
+/* Exit codes (also in `tdb --help`); scripts rely on them. */
+enum {
+	EXIT_OK = 0,
+	EXIT_NOTFOUND = 1,      /* no such table or key */
+	EXIT_USAGE = 2,         /* bad command line */
+	EXIT_EXISTS = 3,        /* create of a table, put --no-overwrite */
+	EXIT_DENIED = 4,        /* the table's owner or mode forbids it */
+	EXIT_CONNECT = 5,       /* no daemon at the socket, cannot connect */
+	EXIT_ERROR = 6,         /* any other failure (daemon, I/O, ...) */
+};
+
+/* A byte string from the command line (decoded from hex when asked). */
+struct cli_bytes {
+	uint8_t *p;             /* malloc()ed, never NULL once set */
+	size_t n;
+	bool set;
+};
+
+struct cli {
+	/* global options */
+	const char *socket;     /* NULL: $TDB_SOCKET, else the default */
+	unsigned int flags;     /* TDBC_NO_RINGS */
+	bool json;
+	int enc;                /* forced enum fmt_enc; -1: the command's */
+	bool key_hex, value_hex;
+
+	/* command options (main.c checks each applies to the command) */
+	uint32_t max_extents;   /* 0: the daemon's default */
+	uint32_t mode, uid, gid;        /* (uint32_t)-1: default */
+	const char *file;       /* put --file */
+	bool use_stdin;         /* put --stdin, or VALUE "-" */
+	bool no_overwrite;
+	struct cli_bytes prefix;
+	uint64_t limit;         /* scan; 0: all */
+	bool keys_only;
+	uint64_t count;         /* watch: stop after this many; 0: never */
+	long timeout_ms;        /* watch: stop after this long; -1: never */
+
+	/* the command */
+	const char *cmd;        /* its name, for messages */
+	struct cli_bytes key, value;    /* decoded arguments */
+	const char *table;
+	struct tdbc *c;         /* the connection (commands that need one) */
+};
+
+/*
+ * Report a failure of the command: "tdb: CMD: <tdbc_strerror(err)>" and,
+ * if the connection has one, ": <tdbc_errmsg>"; returns the exit code
+ * err maps to (cli_exit_code).
+ */
+int cli_fail(const struct cli *cli, int err);
+/* The exit code for a negative errno of a command (not of connecting). */
+int cli_exit_code(int err);
+/* The encoding for keys and values: the forced one or the default. */
+enum fmt_enc cli_enc(const struct cli *cli, enum fmt_enc dflt);
+/* Open cli->table; on failure reports and returns the exit code, as a
+ * negative number (so the caller can tell it from 0). */
+int cli_open_table(struct cli *cli, struct tdbc_table **t);
+
+/* Commands: each returns its exit code. */
+int cmd_tables(struct cli *cli);
+int cmd_create(struct cli *cli);
+int cmd_drop(struct cli *cli);
+int cmd_stat(struct cli *cli);
+int cmd_stats(struct cli *cli);
+int cmd_get(struct cli *cli);
+int cmd_put(struct cli *cli);
+int cmd_del(struct cli *cli);
+int cmd_scan(struct cli *cli);
+int cmd_watch(struct cli *cli);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * cmd_tables.c - the tdb CLI's table and daemon commands: tables, create,
+ * drop, stat, stats.  Text output is NAME VALUE lines (stat, stats) or a
+ * header and aligned columns (tables); --json gives the objects that
+ * `tdb --help` describes, with the field names of the text output.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int ok_doc(const struct cli *cli)
+{
+	if (cli->json)
+		puts("{\"ok\":true}");
+	return EXIT_OK;
+}
+
+int cmd_create(struct cli *cli)
+{
+	struct tdbc_table_opts o;
+	int err;
+
+	tdbc_table_opts_init(&o);
+	o.max_extents = cli->max_extents;
+	if (cli->mode != (uint32_t)-1)
+		o.mode = cli->mode;
+	if (cli->uid != (uint32_t)-1)
+		o.uid = cli->uid;
+	if (cli->gid != (uint32_t)-1)
+		o.gid = cli->gid;
+	err = tdbc_table_create(cli->c, cli->table, &o);
+	return err ? cli_fail(cli, err) : ok_doc(cli);
+}
+
+int cmd_drop(struct cli *cli)
+{
+	int err = tdbc_table_drop(cli->c, cli->table);
+
+	return err ? cli_fail(cli, err) : ok_doc(cli);
+}
+
+/* --- one table's figures ------------------------------------------------ */
+
+/* The figures of struct tdbc_table_stat, in output order, as u64. */
+struct figure {
+	const char *name;
+	uint64_t v;
+};
+
+#define STAT_FIGURES 10
+
+static void stat_figures(const struct tdbc_table_stat *st,
+			 struct figure f[STAT_FIGURES])
+{
+	const struct figure all[STAT_FIGURES] = {
+		{ "records", st->records },
+		{ "bytes_used", st->bytes_used },
+		{ "bytes_allocated", st->bytes_allocated },
+		{ "bytes_pending", st->bytes_pending },
+		{ "extents", st->extents },
+		{ "max_extents", st->max_extents },
+		{ "page_size", st->page_size },
+		{ "index_nodes", st->index_nodes },
+		{ "index_buckets", st->index_buckets },
+		{ "uid", st->uid },
+	};
+
+	memcpy(f, all, sizeof(all));
+}
+
+static void stat_json(const struct tdbc_table_stat *st)
+{
+	struct figure f[STAT_FIGURES];
+	int i;
+
+	stat_figures(st, f);
+	fputs("{\"name\":", stdout);
+	fmt_json_cstr(stdout, st->name);
+	for (i = 0; i < STAT_FIGURES; i++)
+		printf(",\"%s\":%" PRIu64, f[i].name, f[i].v);
+	printf(",\"gid\":%" PRIu32 ",\"mode\":\"%04" PRIo32 "\"}\n",
+	       st->gid, st->mode);
+}
+
+static void stat_text(const struct tdbc_table_stat *st)
+{
+	struct figure f[STAT_FIGURES];
+	int i;
+
+	stat_figures(st, f);
+	printf("%-16s %s\n", "name", st->name);
+	for (i = 0; i < STAT_FIGURES; i++)
+		printf("%-16s %" PRIu64 "\n", f[i].name, f[i].v);
+	printf("%-16s %" PRIu32 "\n%-16s %04" PRIo32 "\n", "gid", st->gid,
+	       "mode", st->mode);
+}
+
+int cmd_stat(struct cli *cli)
+{
+	struct tdbc_table_stat st;
+	int err = tdbc_table_stat(cli->c, cli->table, &st);
+
+	if (err)
+		return cli_fail(cli, err);
+	if (cli->json)
+		stat_json(&st);
+	else
+		stat_text(&st);
+	return EXIT_OK;
+}
+
+/* --- the list of tables ------------------------------------------------- */
+
+/* Text output is aligned, so rows are collected first. */
+struct table_rows {
+	struct tdbc_table_stat *v;
+	size_t n, cap;
+	const struct cli *cli;
+};
+
+static int collect_row(void *arg, const struct tdbc_table_stat *st)
+{
+	struct table_rows *r = arg;
+	struct tdbc_table_stat *nv;
+
+	if (r->cli->json) {     /* JSON lines need no alignment */
+		stat_json(st);
+		return 0;
+	}
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 16;
+		nv = realloc(r->v, r->cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		r->v = nv;
+	}
+	r->v[r->n++] = *st;
+	return 0;
+}
+
+static void print_rows(const struct table_rows *r)
+{
+	int w = 4;              /* strlen("NAME") */
+	size_t i;
+	char ext[32], owner[32];
+
+	for (i = 0; i < r->n; i++)
+		if ((int)strlen(r->v[i].name) > w)
+			w = (int)strlen(r->v[i].name);
+	printf("%-*s %10s %12s %11s %7s %11s %4s\n", w, "NAME", "RECORDS",
+	       "BYTES", "EXTENTS", "PAGE", "OWNER", "MODE");
+	for (i = 0; i < r->n; i++) {
+		const struct tdbc_table_stat *st = &r->v[i];
+
+		snprintf(ext, sizeof(ext), "%" PRIu32 "/%" PRIu32,
+			 st->extents, st->max_extents);
+		snprintf(owner, sizeof(owner), "%" PRIu32 ":%" PRIu32,
+			 st->uid, st->gid);
+		printf("%-*s %10" PRIu64 " %12" PRIu64 " %11s %7" PRIu64
+		       " %11s %04" PRIo32 "\n", w, st->name, st->records,
+		       st->bytes_used, ext, st->page_size, owner, st->mode);
+	}
+}
+
+int cmd_tables(struct cli *cli)
+{
+	struct table_rows r = { .cli = cli };
+	int err = tdbc_table_list(cli->c, collect_row, &r);
+
+	if (!err && !cli->json)
+		print_rows(&r);
+	free(r.v);
+	return err ? cli_fail(cli, err) : EXIT_OK;
+}
+
+/* --- the daemon's counters ---------------------------------------------- */
+
+int cmd_stats(struct cli *cli)
+{
+	struct tdbc_stats s = { 0 };
+	int err = tdbc_stats(cli->c, &s), i;
+	/* every member of struct tdbc_stats, in its order */
+	const struct figure f[] = {
+		{ "tables", s.tables }, { "clients", s.clients },
+		{ "watches", s.watches }, { "txns", s.txns },
+		{ "requests", s.requests }, { "errors", s.errors },
+		{ "uptime_ms", s.uptime_ms }, { "accepted", s.accepted },
+		{ "cleanups", s.cleanups },
+		{ "txns_aborted", s.txns_aborted },
+		{ "watches_dropped", s.watches_dropped },
+		{ "rings", s.rings }, { "throttled", s.throttled },
+		{ "dumps", s.dumps }, { "rings_freed", s.rings_freed },
+		{ "stuck", s.stuck }, { "violations", s.violations },
+	};
+	const int n = (int)(sizeof(f) / sizeof(f[0]));
+
+	if (err)
+		return cli_fail(cli, err);
+	for (i = 0; i < n; i++) {
+		if (cli->json)
+			printf("%s\"%s\":%" PRIu64, i ? "," : "{", f[i].name,
+			       f[i].v);
+		else
+			printf("%-16s %" PRIu64 "\n", f[i].name, f[i].v);
+	}
+	if (cli->json)
+		puts("}");
+	return EXIT_OK;
+}

@@ -1,0 +1,260 @@
+/*
+ * fmt.c - the tdb CLI's byte formats (fmt.h): raw, escaped, hex and JSON
+ * output of keys and values; hex, number and whole-file input.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fmt.h"
+
+static const char hexdig[] = "0123456789abcdef";
+
+static void put_hex_byte(FILE *f, uint8_t b)
+{
+	putc(hexdig[b >> 4], f);
+	putc(hexdig[b & 15], f);
+}
+
+/* One byte in FMT_ESCAPE: the escapes are unambiguous (\x always takes
+ * two digits) and never produce a tab, so listings can use tabs. */
+static void put_escaped(FILE *f, uint8_t b)
+{
+	switch (b) {
+	case '\\': fputs("\\\\", f); return;
+	case '\n': fputs("\\n", f); return;
+	case '\t': fputs("\\t", f); return;
+	case '\r': fputs("\\r", f); return;
+	}
+	if (b >= 0x20 && b < 0x7f) {
+		putc(b, f);
+		return;
+	}
+	fputs("\\x", f);
+	put_hex_byte(f, b);
+}
+
+void fmt_bytes(FILE *f, const void *p, size_t n, enum fmt_enc enc)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	if (enc == FMT_RAW) {
+		if (n)
+			fwrite(p, 1, n, f);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (enc == FMT_HEX)
+			put_hex_byte(f, b[i]);
+		else
+			put_escaped(f, b[i]);
+	}
+}
+
+/* Length of the UTF-8 sequence at b[0..n) if it is valid and shortest,
+ * else 0.  The second byte's range carries the overlong, surrogate and
+ * > U+10FFFF checks (RFC 3629, section 4). */
+static size_t utf8_seq(const uint8_t *b, size_t n)
+{
+	uint8_t lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (b[0] < 0x80)
+		return 1;
+	if (b[0] >= 0xc2 && b[0] <= 0xdf)
+		len = 2;
+	else if (b[0] >= 0xe0 && b[0] <= 0xef)
+		len = 3;
+	else if (b[0] >= 0xf0 && b[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (b[0] == 0xe0)
+		lo = 0xa0;
+	else if (b[0] == 0xed)
+		hi = 0x9f;
+	else if (b[0] == 0xf0)
+		lo = 0x90;
+	else if (b[0] == 0xf4)
+		hi = 0x8f;
+	if (n < len || b[1] < lo || b[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if (b[i] < 0x80 || b[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+bool fmt_json_ok(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t i = 0, len;
+
+	while (i < n) {
+		if (b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' &&
+		    b[i] != '\r')
+			return false;
+		if (b[i] == 0x7f)
+			return false;
+		len = utf8_seq(b + i, n - i);
+		if (!len)
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+void fmt_json_str(FILE *f, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	putc('"', f);
+	for (i = 0; i < n; i++) {
+		switch (b[i]) {
+		case '"':  fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\t': fputs("\\t", f); break;
+		case '\r': fputs("\\r", f); break;
+		default:
+			/* Other controls never get here (fmt_json_ok);
+			 * \u escape them anyway rather than emit bad JSON. */
+			if (b[i] < 0x20)
+				fprintf(f, "\\u%04x", b[i]);
+			else
+				putc(b[i], f);
+		}
+	}
+	putc('"', f);
+}
+
+void fmt_json_cstr(FILE *f, const char *s)
+{
+	fmt_json_str(f, s, strlen(s));
+}
+
+void fmt_json_field(FILE *f, const char *name, const void *p, size_t n,
+		    bool hex)
+{
+	if (!hex && fmt_json_ok(p, n)) {
+		fprintf(f, "\"%s\":", name);
+		fmt_json_str(f, p, n);
+		return;
+	}
+	fprintf(f, "\"%s_hex\":\"", name);
+	fmt_bytes(f, p, n, FMT_HEX);
+	putc('"', f);
+}
+
+static int hex_val(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+	       c == '\v' || c == '\f';
+}
+
+int fmt_hex_decode(const char *s, size_t n, uint8_t **out, size_t *outlen)
+{
+	uint8_t *buf = malloc(n / 2 + 1);
+	size_t i, len = 0;
+	int v, hi = -1;
+
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (is_space(s[i]) && hi < 0)
+			continue;
+		v = hex_val(s[i]);
+		if (v < 0)
+			goto bad;
+		if (hi < 0) {
+			hi = v;
+		} else {
+			buf[len++] = (uint8_t)(hi << 4 | v);
+			hi = -1;
+		}
+	}
+	if (hi >= 0)
+		goto bad;
+	*out = buf;
+	*outlen = len;
+	return 0;
+bad:
+	free(buf);
+	return -EINVAL;
+}
+
+int fmt_parse_u64(const char *s, int base, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	int d;
+
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		d = hex_val(*s);
+		if (d < 0 || d >= base)
+			return -EINVAL;
+		if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
+			return -ERANGE;
+		v = v * (uint64_t)base + (uint64_t)d;
+	}
+	if (v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int fmt_read_all(int fd, size_t cap, uint8_t **out, size_t *len)
+{
+	size_t size = 4096, n = 0;
+	uint8_t *buf = malloc(size), *nb;
+	ssize_t r;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (n == size) {
+			if (n > cap)
+				break;
+			size *= 2;
+			nb = realloc(buf, size);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		r = read(fd, buf + n, size - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			r = -errno;
+			free(buf);
+			return (int)r;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > cap) {
+		free(buf);
+		return -E2BIG;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}

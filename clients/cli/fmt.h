@@ -1,0 +1,68 @@
+/*
+ * fmt.h - the tdb CLI's byte formats: how keys and values are printed
+ * (raw, C-style escapes, hex, JSON strings) and read (hex), and the
+ * strict number and input parsing the commands share.  Pure functions
+ * on buffers and FILE streams, no connection: tested alone by test_fmt.c.
+ *
+ * Every function here takes a length with its bytes: keys and values
+ * may hold NUL bytes, so nothing is ever measured with strlen().
+ */
+#ifndef TDB_CLI_FMT_H
+#define TDB_CLI_FMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum fmt_enc {
+	FMT_RAW,        /* the bytes as they are */
+	FMT_ESCAPE,     /* printable ASCII as is; \\ \n \t \r; else \xHH */
+	FMT_HEX,        /* two lowercase hex digits a byte */
+};
+
+/* Write n bytes at p to f in enc.  Write errors stay in ferror(f). */
+void fmt_bytes(FILE *f, const void *p, size_t n, enum fmt_enc enc);
+
+/*
+ * May the bytes be shown as a JSON string?  Yes if they are valid UTF-8
+ * (shortest forms, no surrogates, at most U+10FFFF) and hold no control
+ * character other than tab, newline and carriage return (so no NUL and
+ * no DEL).  Otherwise the JSON output gives them in hex.
+ */
+bool fmt_json_ok(const void *p, size_t n);
+/* Write the bytes as a JSON string, quotes included (fmt_json_ok). */
+void fmt_json_str(FILE *f, const void *p, size_t n);
+/* Write a C string (a table name, a fixed word) as a JSON string. */
+void fmt_json_cstr(FILE *f, const char *s);
+/*
+ * Write one member "name":"..." if the bytes are fmt_json_ok and hex is
+ * false, else "name_hex":"<hex>".  No separator before or after.
+ */
+void fmt_json_field(FILE *f, const char *name, const void *p, size_t n,
+		    bool hex);
+
+/*
+ * Decode hex digits (either case; ASCII white space between digits is
+ * skipped, so `tdb --hex get` output with its newline reads back) into
+ * a malloc()ed buffer.  0 and *out, *outlen (*out is never NULL, even
+ * for 0 bytes), -EINVAL for a stray character or an odd number of
+ * digits, -ENOMEM.
+ */
+int fmt_hex_decode(const char *s, size_t n, uint8_t **out, size_t *outlen);
+
+/*
+ * A whole unsigned number in base (10, or 8 for modes): digits only (no
+ * sign, no white space, nothing after), at most max.  0 and *out,
+ * -EINVAL if it is not a number, -ERANGE if it is over max.
+ */
+int fmt_parse_u64(const char *s, int base, uint64_t max, uint64_t *out);
+
+/*
+ * Read fd to its end into a malloc()ed buffer (*out never NULL).  Stops
+ * with -E2BIG once more than cap bytes came (so /dev/zero cannot eat
+ * the memory), or returns -errno of a failed read, -ENOMEM.
+ */
+int fmt_read_all(int fd, size_t cap, uint8_t **out, size_t *len);
+
+#endif

@@ -1,0 +1,575 @@
+/*
+ * main.c - tdb, the command line client of tdbd: the command line (global
+ * and command options, arguments), the connection, error reporting and
+ * exit codes.  The commands themselves are in cmd_*.c.
+ *
+ * Exit codes (scripts rely on them; also in `tdb --help`):
+ *   0  ok
+ *   1  not found: no such table or key (get, del, stat, drop, ...)
+ *   2  usage error: bad command line (nothing was sent)
+ *   3  exists: create of an existing table, put --no-overwrite
+ *   4  permission denied by the table's owner and mode
+ *   5  cannot connect to tdbd
+ *   6  any other error (from the daemon, reading input, writing output,
+ *      watch --count not reached before --timeout)
+ * Errors go to stderr as "tdb: COMMAND: <tdbc_strerror>: <tdbc_errmsg>".
+ *
+ * The whole command line is checked, and hex arguments and put's input
+ * read, before connecting: a usage error never depends on the daemon.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef TDB_VERSION
+#define TDB_VERSION "unknown"
+#endif
+
+/* Input is refused past this (put --file/--stdin): the value limit, or
+ * twice it and some white space in hex. */
+#define INPUT_CAP ((size_t)TDB_VALUE_MAX * 3)
+
+static const char usage_text[] =
+"Usage: tdb [OPTION]... COMMAND [ARG]...\n"
+"The command line client of tdbd, the tdb daemon.\n"
+"\n"
+"Commands:\n"
+"  tables                      list the tables one may read\n"
+"  create TABLE [--max-extents N] [--mode MODE] [--uid U] [--gid G]\n"
+"  drop TABLE\n"
+"  stat TABLE                  one table's figures\n"
+"  stats                       the daemon's counters\n"
+"  get TABLE KEY               the value to stdout\n"
+"  put TABLE KEY VALUE|- [--no-overwrite]\n"
+"  put TABLE KEY --file F | --stdin [--no-overwrite]\n"
+"  del TABLE KEY\n"
+"  scan TABLE [--prefix P] [--limit N] [--keys-only]\n"
+"  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
+"                              follow changes, one line each\n"
+"\n"
+"Options (before or after the command):\n"
+"      --socket PATH     tdbd's socket (default $TDB_SOCKET, else\n"
+"                        " TDBC_SOCKET_DEFAULT ")\n"
+"      --no-rings        talk over the socket only (no shared rings)\n"
+"      --json            machine output: one JSON document, or one per\n"
+"                        line for tables, scan and watch\n"
+"      --hex             print keys and values in hex\n"
+"      --escape          print keys and values with C escapes\n"
+"  -k, --key-hex         KEY and --prefix are given in hex\n"
+"  -v, --value-hex       VALUE (also from --file/--stdin) is given in hex\n"
+"  -h, --help            print this help and exit\n"
+"  -V, --version         print the version and exit\n"
+"  --max-extents N       create: size cap in 2 MiB extents (1..32768)\n"
+"  --mode MODE           create: permission bits, octal (default 0600)\n"
+"  --uid U, --gid G      create: owner, a number or name (root only)\n"
+"  --file F, --stdin     put: the value is the file's (stdin's) bytes\n"
+"  --no-overwrite        put: fail (exit 3) if the key exists\n"
+"  --prefix P            scan, watch: keys starting with P only\n"
+"  --limit N             scan: at most N records\n"
+"  --keys-only           scan: print keys only\n"
+"  --count N             watch: stop after N changes\n"
+"  --timeout MS          watch: stop after MS milliseconds in all\n"
+"Put -- before arguments that start with '-'.\n"
+"\n"
+"Output:\n"
+"  get prints the value's bytes as they are (so `tdb get T K > F` copies\n"
+"  it exactly); with --hex or --escape, as text and a newline.\n"
+"  scan prints KEY<tab>VALUE lines, watch PUT<tab>KEY<tab>VALUE,\n"
+"  DEL<tab>KEY, DROP, and OVERRUN lost=N when changes were lost (it\n"
+"  goes on); both escape keys and values by default: printable ASCII as\n"
+"  is, \\\\ \\n \\t \\r, other bytes \\xHH.\n"
+"  tables prints a header and one line per table; stat and stats print\n"
+"  NAME VALUE lines.  Modes are octal.\n"
+"  JSON: a key or value that is valid UTF-8 without control characters\n"
+"  (but tab, CR, LF) is a string member \"key\"/\"value\", else (or with\n"
+"  --hex) \"key_hex\"/\"value_hex\" holds its hex.  Shapes:\n"
+"    get     {\"key\":..,\"value\":..}\n"
+"    scan    {\"key\":..,\"value\":..} per line (no value: --keys-only)\n"
+"    watch   {\"event\":\"put\",\"seq\":N,\"key\":..,\"value\":..},\n"
+"            {\"event\":\"del\",\"seq\":N,\"key\":..},\n"
+"            {\"event\":\"drop\",\"seq\":N}, {\"event\":\"overrun\",\"lost\":N}\n"
+"    tables  per line, and stat: {\"name\":..,\"records\":N,\n"
+"            \"bytes_used\":N,\"bytes_allocated\":N,\"bytes_pending\":N,\n"
+"            \"extents\":N,\"max_extents\":N,\"page_size\":N,\n"
+"            \"index_nodes\":N,\"index_buckets\":N,\"uid\":N,\"gid\":N,\n"
+"            \"mode\":\"0640\"}\n"
+"    stats   {\"tables\":N,...} every counter of the daemon\n"
+"    create, drop, put, del: {\"ok\":true}\n"
+"  Errors go to stderr only.\n"
+"\n"
+"Exit codes: 0 ok, 1 not found, 2 usage error, 3 exists, 4 permission\n"
+"denied, 5 cannot connect, 6 other error (incl. watch --count not\n"
+"reached within --timeout).\n";
+
+/* --- options -------------------------------------------------------------- */
+
+enum {
+	OPT_SOCKET = 256, OPT_NO_RINGS, OPT_JSON, OPT_HEX, OPT_ESCAPE,
+	/* command options: bit (opt - OPT_CMD0) in struct command.opts */
+	OPT_CMD0,
+	OPT_MAX_EXTENTS = OPT_CMD0, OPT_MODE, OPT_UID, OPT_GID, OPT_FILE,
+	OPT_STDIN, OPT_NO_OVERWRITE, OPT_PREFIX, OPT_LIMIT, OPT_KEYS_ONLY,
+	OPT_COUNT, OPT_TIMEOUT,
+	OPT_END
+};
+#define O(opt) (1u << ((opt) - OPT_CMD0))
+
+static const struct option long_opts[] = {
+	{ "socket",       required_argument, NULL, OPT_SOCKET },
+	{ "no-rings",     no_argument,       NULL, OPT_NO_RINGS },
+	{ "json",         no_argument,       NULL, OPT_JSON },
+	{ "hex",          no_argument,       NULL, OPT_HEX },
+	{ "escape",       no_argument,       NULL, OPT_ESCAPE },
+	{ "key-hex",      no_argument,       NULL, 'k' },
+	{ "value-hex",    no_argument,       NULL, 'v' },
+	{ "help",         no_argument,       NULL, 'h' },
+	{ "version",      no_argument,       NULL, 'V' },
+	{ "max-extents",  required_argument, NULL, OPT_MAX_EXTENTS },
+	{ "mode",         required_argument, NULL, OPT_MODE },
+	{ "uid",          required_argument, NULL, OPT_UID },
+	{ "gid",          required_argument, NULL, OPT_GID },
+	{ "file",         required_argument, NULL, OPT_FILE },
+	{ "stdin",        no_argument,       NULL, OPT_STDIN },
+	{ "no-overwrite", no_argument,       NULL, OPT_NO_OVERWRITE },
+	{ "prefix",       required_argument, NULL, OPT_PREFIX },
+	{ "limit",        required_argument, NULL, OPT_LIMIT },
+	{ "keys-only",    no_argument,       NULL, OPT_KEYS_ONLY },
+	{ "count",        required_argument, NULL, OPT_COUNT },
+	{ "timeout",      required_argument, NULL, OPT_TIMEOUT },
+	{ NULL, 0, NULL, 0 }
+};
+
+struct command {
+	const char *name;
+	const char *args;       /* for usage messages */
+	int min_args, max_args; /* positional arguments after the name */
+	unsigned int opts;      /* O(OPT_...) it takes */
+	int (*run)(struct cli *cli);
+};
+
+static const struct command commands[] = {
+	{ "tables", "", 0, 0, 0, cmd_tables },
+	{ "create", "TABLE", 1, 1,
+	  O(OPT_MAX_EXTENTS) | O(OPT_MODE) | O(OPT_UID) | O(OPT_GID),
+	  cmd_create },
+	{ "drop", "TABLE", 1, 1, 0, cmd_drop },
+	{ "stat", "TABLE", 1, 1, 0, cmd_stat },
+	{ "stats", "", 0, 0, 0, cmd_stats },
+	{ "get", "TABLE KEY", 2, 2, 0, cmd_get },
+	{ "put", "TABLE KEY [VALUE]", 2, 3,
+	  O(OPT_FILE) | O(OPT_STDIN) | O(OPT_NO_OVERWRITE), cmd_put },
+	{ "del", "TABLE KEY", 2, 2, 0, cmd_del },
+	{ "scan", "TABLE", 1, 1,
+	  O(OPT_PREFIX) | O(OPT_LIMIT) | O(OPT_KEYS_ONLY), cmd_scan },
+	{ "watch", "TABLE", 1, 1,
+	  O(OPT_PREFIX) | O(OPT_COUNT) | O(OPT_TIMEOUT), cmd_watch },
+};
+
+/* What parsing collects besides struct cli. */
+struct parsed {
+	char **pos;             /* positional arguments, command first */
+	int npos;
+	unsigned int seen;      /* O(OPT_...) of command options given */
+	const char *prefix_arg; /* decoded once -k is known */
+};
+
+static int usage_error(const char *cmd, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "tdb: ");
+	if (cmd)
+		fprintf(stderr, "%s: ", cmd);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'tdb --help'.\n");
+	return EXIT_USAGE;
+}
+
+static int parse_num(const char *opt, const char *s, int base,
+		     uint64_t max, uint64_t *out)
+{
+	int err = fmt_parse_u64(s, base, max, out);
+
+	if (err == -ERANGE)
+		fprintf(stderr, "tdb: --%s %s: out of range (at most %llu)\n"
+			"Try 'tdb --help'.\n", opt, s,
+			(unsigned long long)max);
+	else if (err)
+		fprintf(stderr, "tdb: --%s %s: not a%s number\n"
+			"Try 'tdb --help'.\n", opt, s,
+			base == 8 ? "n octal" : "");
+	return err ? EXIT_USAGE : 0;
+}
+
+/* A user or group: a number, else a name looked up in passwd/group.
+ * (uint32_t)-1 is refused: it means "the caller's". */
+static int parse_id(const char *opt, const char *s, uint32_t *out)
+{
+	uint64_t v;
+	struct passwd *pw;
+	struct group *gr;
+
+	if (!fmt_parse_u64(s, 10, UINT32_MAX - 1, &v)) {
+		*out = (uint32_t)v;
+		return 0;
+	}
+	if (opt[0] == 'u' && (pw = getpwnam(s))) {
+		*out = pw->pw_uid;
+		return 0;
+	}
+	if (opt[0] == 'g' && (gr = getgrnam(s))) {
+		*out = gr->gr_gid;
+		return 0;
+	}
+	fprintf(stderr, "tdb: --%s %s: no such %s, nor a number\n"
+		"Try 'tdb --help'.\n", opt, s, opt[0] == 'u' ? "user" : "group");
+	return EXIT_USAGE;
+}
+
+static int set_enc(struct cli *cli, int enc)
+{
+	if (cli->enc >= 0 && cli->enc != enc)
+		return usage_error(NULL, "%s", "--hex and --escape exclude "
+				   "each other");
+	cli->enc = enc;
+	return 0;
+}
+
+/* One command option's argument. */
+static int parse_cmd_opt(struct cli *cli, struct parsed *p, int opt,
+			 const char *arg)
+{
+	uint64_t v;
+	int rc = 0;
+
+	p->seen |= O(opt);
+	switch (opt) {
+	case OPT_MAX_EXTENTS:
+		rc = parse_num("max-extents", arg, 10, TDB_EXTENTS_MAX, &v);
+		if (!rc && !v)
+			rc = usage_error(NULL, "--max-extents %s: at least 1",
+					 arg);
+		cli->max_extents = (uint32_t)v;
+		break;
+	case OPT_MODE:
+		rc = parse_num("mode", arg, 8, 0777, &v);
+		cli->mode = (uint32_t)v;
+		break;
+	case OPT_UID:
+		rc = parse_id("uid", arg, &cli->uid);
+		break;
+	case OPT_GID:
+		rc = parse_id("gid", arg, &cli->gid);
+		break;
+	case OPT_FILE:
+		cli->file = arg;
+		break;
+	case OPT_STDIN:
+		cli->use_stdin = true;
+		break;
+	case OPT_NO_OVERWRITE:
+		cli->no_overwrite = true;
+		break;
+	case OPT_PREFIX:
+		p->prefix_arg = arg;
+		break;
+	case OPT_LIMIT:
+		/* the protocol's LIMIT is a u32 */
+		rc = parse_num("limit", arg, 10, UINT32_MAX, &cli->limit);
+		break;
+	case OPT_KEYS_ONLY:
+		cli->keys_only = true;
+		break;
+	case OPT_COUNT:
+		rc = parse_num("count", arg, 10, UINT64_MAX, &cli->count);
+		break;
+	case OPT_TIMEOUT:
+		rc = parse_num("timeout", arg, 10, INT32_MAX, &v);
+		cli->timeout_ms = (long)v;
+		break;
+	}
+	return rc;
+}
+
+/* Returns -1 to go on, else an exit code (help, version, error). */
+static int parse_opt(struct cli *cli, struct parsed *p, int opt)
+{
+	switch (opt) {
+	case 1:                 /* a positional argument, in order */
+		p->pos[p->npos++] = optarg;
+		return -1;
+	case OPT_SOCKET:   cli->socket = optarg; return -1;
+	case OPT_NO_RINGS: cli->flags |= TDBC_NO_RINGS; return -1;
+	case OPT_JSON:     cli->json = true; return -1;
+	case OPT_HEX:
+		return set_enc(cli, FMT_HEX) ? EXIT_USAGE : -1;
+	case OPT_ESCAPE:
+		return set_enc(cli, FMT_ESCAPE) ? EXIT_USAGE : -1;
+	case 'k':          cli->key_hex = true; return -1;
+	case 'v':          cli->value_hex = true; return -1;
+	case 'h':
+		fputs(usage_text, stdout);
+		return fflush(stdout) ? EXIT_ERROR : EXIT_OK;
+	case 'V':
+		printf("tdb %s\n", TDB_VERSION);
+		return fflush(stdout) ? EXIT_ERROR : EXIT_OK;
+	case '?':               /* getopt said what */
+		fprintf(stderr, "Try 'tdb --help'.\n");
+		return EXIT_USAGE;
+	}
+	if (opt >= OPT_CMD0 && opt < OPT_END)
+		return parse_cmd_opt(cli, p, opt, optarg) ? EXIT_USAGE : -1;
+	return EXIT_USAGE;
+}
+
+/* getopt_long over the whole line; "-" first in optstring returns the
+ * positionals in order (as option 1) whatever POSIXLY_CORRECT says, so
+ * options may come before and after the command; "--" ends them. */
+static int parse_line(struct cli *cli, struct parsed *p, int argc,
+		      char **argv)
+{
+	int opt, rc;
+
+	argv[0] = (char *)"tdb";        /* getopt's messages say "tdb:" */
+	while ((opt = getopt_long(argc, argv, "-kvhV", long_opts,
+				  NULL)) != -1) {
+		rc = parse_opt(cli, p, opt);
+		if (rc >= 0)
+			return rc;
+	}
+	while (optind < argc)
+		p->pos[p->npos++] = argv[optind++];
+	return -1;
+}
+
+/* --- arguments ------------------------------------------------------------ */
+
+static const struct command *find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+/* A KEY, VALUE or --prefix argument: as given, or decoded from hex. */
+static int take_bytes(const char *cmd, const char *what, const char *arg,
+		      bool hex, struct cli_bytes *b)
+{
+	size_t n = strlen(arg); /* an argv string: it has no NUL inside */
+
+	if (hex) {
+		if (fmt_hex_decode(arg, n, &b->p, &b->n))
+			return usage_error(cmd, "%s is not hex (two digits "
+					   "a byte)", what);
+	} else {
+		b->p = malloc(n + 1);
+		if (!b->p)
+			return usage_error(cmd, "%s", "out of memory");
+		memcpy(b->p, arg, n);
+		b->n = n;
+	}
+	b->set = true;
+	return 0;
+}
+
+/* put's value from --file, --stdin or "-". */
+static int read_value(struct cli *cli)
+{
+	int fd = STDIN_FILENO, err;
+	uint8_t *raw;
+	size_t n;
+
+	if (cli->file && (fd = open(cli->file, O_RDONLY | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "tdb: put: %s: %s\n", cli->file,
+			strerror(errno));
+		return EXIT_ERROR;
+	}
+	err = fmt_read_all(fd, INPUT_CAP, &raw, &n);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (err) {
+		fprintf(stderr, "tdb: put: reading %s: %s\n",
+			cli->file ? cli->file : "stdin",
+			err == -E2BIG ? "too long for a value" :
+			strerror(-err));
+		return EXIT_ERROR;
+	}
+	if (!cli->value_hex) {
+		cli->value = (struct cli_bytes){ raw, n, true };
+		return 0;
+	}
+	err = fmt_hex_decode((const char *)raw, n, &cli->value.p,
+			     &cli->value.n);
+	free(raw);
+	if (err)
+		return usage_error("put", "%s", "the input is not hex (two "
+				   "digits a byte)");
+	cli->value.set = true;
+	return 0;
+}
+
+static int put_args(struct cli *cli, char **args, int nargs)
+{
+	int sources = (nargs == 3) + !!cli->file + cli->use_stdin;
+
+	if (nargs == 3 && !strcmp(args[2], "-")) {
+		if (cli->file || cli->use_stdin)
+			sources = 2;
+		cli->use_stdin = true;
+		nargs = 2;
+	}
+	if (sources != 1)
+		return usage_error("put", "%s", "give the value once: VALUE, "
+				   "-, --file F or --stdin");
+	if (nargs == 3)
+		return take_bytes("put", "VALUE", args[2], cli->value_hex,
+				  &cli->value);
+	return read_value(cli);
+}
+
+static const char *opt_name(int val)
+{
+	const struct option *o;
+
+	for (o = long_opts; o->name; o++)
+		if (o->val == val)
+			return o->name;
+	return "?";
+}
+
+/* Check the positionals and options against the command; decode them. */
+static int take_args(struct cli *cli, const struct command *cmd,
+		     struct parsed *p)
+{
+	char **args = p->pos + 1;
+	int nargs = p->npos - 1, rc;
+	unsigned int bad = p->seen & ~cmd->opts;
+
+	if (bad)
+		return usage_error(cmd->name, "--%s does not apply here",
+				   opt_name(OPT_CMD0 + __builtin_ctz(bad)));
+	if (nargs < cmd->min_args || nargs > cmd->max_args) {
+		fprintf(stderr, "tdb: %s: wrong number of arguments\n"
+			"Usage: tdb %s %s\nTry 'tdb --help'.\n", cmd->name,
+			cmd->name, cmd->args);
+		return EXIT_USAGE;
+	}
+	if (nargs >= 1)
+		cli->table = args[0];
+	if (nargs >= 2 && (rc = take_bytes(cmd->name, "KEY", args[1],
+					   cli->key_hex, &cli->key)))
+		return rc;
+	if (p->prefix_arg && (rc = take_bytes(cmd->name, "--prefix",
+					      p->prefix_arg, cli->key_hex,
+					      &cli->prefix)))
+		return rc;
+	if (!strcmp(cmd->name, "put"))
+		return put_args(cli, args, nargs);
+	return 0;
+}
+
+/* --- running ---------------------------------------------------------------- */
+
+int cli_exit_code(int err)
+{
+	switch (err) {
+	case -ENOENT: return EXIT_NOTFOUND;
+	case -EEXIST: return EXIT_EXISTS;
+	case -EACCES:
+	case -EPERM:  return EXIT_DENIED;
+	}
+	return EXIT_ERROR;
+}
+
+int cli_fail(const struct cli *cli, int err)
+{
+	const char *msg = cli->c ? tdbc_errmsg(cli->c) : "";
+
+	fprintf(stderr, "tdb: %s: %s%s%s\n", cli->cmd, tdbc_strerror(err),
+		*msg ? ": " : "", msg);
+	return cli_exit_code(err);
+}
+
+enum fmt_enc cli_enc(const struct cli *cli, enum fmt_enc dflt)
+{
+	return cli->enc >= 0 ? (enum fmt_enc)cli->enc : dflt;
+}
+
+int cli_open_table(struct cli *cli, struct tdbc_table **t)
+{
+	int err = tdbc_table_open(cli->c, cli->table, t);
+
+	return err ? -cli_fail(cli, err) : 0;
+}
+
+static int run(struct cli *cli, const struct command *cmd)
+{
+	char errmsg[512] = "";
+	int err, rc;
+
+	err = tdbc_connect(&cli->c, cli->socket, cli->flags, errmsg,
+			   sizeof(errmsg));
+	if (err) {
+		fprintf(stderr, "tdb: %s: %s%s%s\n", cmd->name,
+			tdbc_strerror(err), *errmsg ? ": " : "", errmsg);
+		return EXIT_CONNECT;
+	}
+	rc = cmd->run(cli);
+	tdbc_close(cli->c);
+	cli->c = NULL;
+	/* Output that could not be written is a failure, not a success
+	 * with a truncated answer. */
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "tdb: %s: writing the output: %s\n",
+			cmd->name, strerror(errno));
+		if (rc == EXIT_OK)
+			rc = EXIT_ERROR;
+	}
+	return rc;
+}
+
+static void cli_free(struct cli *cli, struct parsed *p)
+{
+	free(cli->key.p);
+	free(cli->value.p);
+	free(cli->prefix.p);
+	free(p->pos);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cli = {
+		.enc = -1, .mode = (uint32_t)-1, .uid = (uint32_t)-1,
+		.gid = (uint32_t)-1, .timeout_ms = -1,
+	};
+	struct parsed p = { .pos = calloc((size_t)argc + 1, sizeof(char *)) };
+	const struct command *cmd = NULL;
+	int rc;
+
+	if (!p.pos) {
+		fprintf(stderr, "tdb: out of memory\n");
+		return EXIT_ERROR;
+	}
+	rc = parse_line(&cli, &p, argc, argv);
+	if (rc < 0 && !p.npos)
+		rc = usage_error(NULL, "%s", "no command");
+	if (rc < 0 && !(cmd = find_command(p.pos[0])))
+		rc = usage_error(NULL, "no such command: %s", p.pos[0]);
+	if (rc < 0) {
+		cli.cmd = cmd->name;
+		rc = take_args(&cli, cmd, &p);
+		if (!rc)
+			rc = run(&cli, cmd);
+	}
+	cli_free(&cli, &p);
+	return rc;
+}

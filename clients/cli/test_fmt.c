@@ -1,0 +1,239 @@
+/*
+ * test_fmt.c - unit tests of the tdb CLI's byte formats (fmt.c): every
+ * output encoding on bytes that need escaping (NUL included), the UTF-8
+ * rule that picks JSON strings or hex, hex input, strict numbers and
+ * whole-input reads with their cap.  No daemon.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fmt.h"
+
+static int failed;
+
+#define CHECK(cond) do {						\
+	if (!(cond)) {							\
+		fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__,	\
+			__LINE__, #cond);				\
+		failed = 1;						\
+	}								\
+} while (0)
+
+/* What fn writes for n bytes at p, as a malloc()ed C string. */
+static char *render(void (*fn)(FILE *, const void *, size_t, int),
+		    const void *p, size_t n, int arg)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		abort();
+	fn(f, p, n, arg);
+	fclose(f);
+	return buf;
+}
+
+static void w_bytes(FILE *f, const void *p, size_t n, int enc)
+{
+	fmt_bytes(f, p, n, (enum fmt_enc)enc);
+}
+
+static void w_field(FILE *f, const void *p, size_t n, int hex)
+{
+	fmt_json_field(f, "key", p, n, hex);
+}
+
+static void check_render(void (*fn)(FILE *, const void *, size_t, int),
+			 const void *p, size_t n, int arg, const char *want,
+			 int line)
+{
+	char *got = render(fn, p, n, arg);
+
+	if (strcmp(got, want)) {
+		fprintf(stderr, "line %d: got [%s], want [%s]\n", line, got,
+			want);
+		failed = 1;
+	}
+	free(got);
+}
+#define RENDER(fn, lit, arg, want) \
+	check_render(fn, lit, sizeof(lit) - 1, arg, want, __LINE__)
+
+static void test_bytes(void)
+{
+	char *raw;
+
+	RENDER(w_bytes, "a\0b\\\n\t\r\x7f\xff \"", FMT_ESCAPE,
+	       "a\\x00b\\\\\\n\\t\\r\\x7f\\xff \"");
+	RENDER(w_bytes, "a\0\xff", FMT_HEX, "6100ff");
+	RENDER(w_bytes, "", FMT_HEX, "");
+	RENDER(w_bytes, "", FMT_ESCAPE, "");
+	/* raw keeps the NUL: compare with memcmp */
+	raw = render(w_bytes, "x\0y", 3, FMT_RAW);
+	CHECK(!memcmp(raw, "x\0y", 3));
+	free(raw);
+}
+
+#define JSON_OK(lit) fmt_json_ok(lit, sizeof(lit) - 1)
+
+static void test_json_ok(void)
+{
+	CHECK(JSON_OK(""));
+	CHECK(JSON_OK("hello world"));
+	CHECK(JSON_OK("tab\there\nand\r"));
+	CHECK(JSON_OK("h\xc3\xa9llo"));                 /* é */
+	CHECK(JSON_OK("\xe2\x82\xac"));                 /* € */
+	CHECK(JSON_OK("\xf0\x9f\x98\x80"));             /* U+1F600 */
+	CHECK(JSON_OK("\xf4\x8f\xbf\xbf"));             /* U+10FFFF */
+	CHECK(!JSON_OK("a\0b"));
+	CHECK(!JSON_OK("\x01"));
+	CHECK(!JSON_OK("\x7f"));
+	CHECK(!JSON_OK("\xc3"));                        /* cut short */
+	CHECK(!JSON_OK("\xc3\x28"));                    /* bad continuation */
+	CHECK(!JSON_OK("\xc0\x80"));                    /* overlong NUL */
+	CHECK(!JSON_OK("\xe0\x80\xaf"));                /* overlong / */
+	CHECK(!JSON_OK("\xed\xa0\x80"));                /* surrogate */
+	CHECK(!JSON_OK("\xf4\x90\x80\x80"));            /* > U+10FFFF */
+	CHECK(!JSON_OK("\xf5\x80\x80\x80"));
+	CHECK(!JSON_OK("\xff"));
+	CHECK(!JSON_OK("\x80"));
+}
+
+static void test_json_field(void)
+{
+	RENDER(w_field, "plain", 0, "\"key\":\"plain\"");
+	RENDER(w_field, "q\"b\\n\nt\t", 0, "\"key\":\"q\\\"b\\\\n\\nt\\t\"");
+	RENDER(w_field, "h\xc3\xa9", 0, "\"key\":\"h\xc3\xa9\"");
+	RENDER(w_field, "a\0b", 0, "\"key_hex\":\"610062\"");
+	RENDER(w_field, "\xff", 0, "\"key_hex\":\"ff\"");
+	RENDER(w_field, "plain", 1, "\"key_hex\":\"706c61696e\"");
+	RENDER(w_field, "", 0, "\"key\":\"\"");
+}
+
+static int decode(const char *s, const char *want, size_t wlen)
+{
+	uint8_t *out = NULL;
+	size_t n = 99;
+	int err = fmt_hex_decode(s, strlen(s), &out, &n);
+
+	if (!err) {
+		CHECK(out != NULL);
+		if (want && (n != wlen || memcmp(out, want, wlen)))
+			err = 1;
+		free(out);
+	}
+	return err;
+}
+
+static void test_hex_decode(void)
+{
+	uint8_t all[256], *back;
+	char *hex;
+	size_t n;
+	int i;
+
+	CHECK(!decode("", "", 0));
+	CHECK(!decode("00ff10", "\x00\xff\x10", 3));
+	CHECK(!decode("AbCd", "\xab\xcd", 2));
+	CHECK(!decode(" 00 ff\n", "\x00\xff", 2));
+	CHECK(decode("0", NULL, 0) == -EINVAL);
+	CHECK(decode("0 0", NULL, 0) == -EINVAL);
+	CHECK(decode("zz", NULL, 0) == -EINVAL);
+	CHECK(decode("0x00", NULL, 0) == -EINVAL);
+	/* every byte survives hex out and back */
+	for (i = 0; i < 256; i++)
+		all[i] = (uint8_t)i;
+	hex = render(w_bytes, all, sizeof(all), FMT_HEX);
+	CHECK(strlen(hex) == 512);
+	CHECK(!fmt_hex_decode(hex, strlen(hex), &back, &n));
+	CHECK(n == 256 && !memcmp(back, all, 256));
+	free(back);
+	free(hex);
+}
+
+static void test_numbers(void)
+{
+	uint64_t v = 7;
+
+	CHECK(!fmt_parse_u64("0", 10, 10, &v) && v == 0);
+	CHECK(!fmt_parse_u64("123", 10, 1000, &v) && v == 123);
+	CHECK(!fmt_parse_u64("18446744073709551615", 10, UINT64_MAX, &v) &&
+	      v == UINT64_MAX);
+	CHECK(fmt_parse_u64("18446744073709551616", 10, UINT64_MAX, &v) ==
+	      -ERANGE);
+	CHECK(fmt_parse_u64("1001", 10, 1000, &v) == -ERANGE);
+	CHECK(fmt_parse_u64("", 10, 10, &v) == -EINVAL);
+	CHECK(fmt_parse_u64("-1", 10, 10, &v) == -EINVAL);
+	CHECK(fmt_parse_u64("1x", 10, 10, &v) == -EINVAL);
+	CHECK(fmt_parse_u64(" 1", 10, 10, &v) == -EINVAL);
+	CHECK(fmt_parse_u64("a", 10, 100, &v) == -EINVAL);
+	CHECK(!fmt_parse_u64("0640", 8, 0777, &v) && v == 0640);
+	CHECK(fmt_parse_u64("8", 8, 0777, &v) == -EINVAL);
+	CHECK(fmt_parse_u64("1000", 8, 0777, &v) == -ERANGE);
+}
+
+/* Write n bytes of pattern into a pipe from a child, read them back. */
+static int read_pipe(size_t n, size_t cap, size_t *got)
+{
+	uint8_t *out = NULL, byte;
+	int fd[2], err;
+	size_t i;
+	pid_t pid;
+
+	if (pipe(fd))
+		abort();
+	pid = fork();
+	if (pid < 0)
+		abort();
+	if (pid == 0) {
+		close(fd[0]);
+		for (i = 0; i < n; i++) {
+			byte = (uint8_t)(i * 7);
+			if (write(fd[1], &byte, 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(fd[1]);
+	err = fmt_read_all(fd[0], cap, &out, got);
+	close(fd[0]);
+	waitpid(pid, NULL, 0);  /* killed by SIGPIPE after -E2BIG: fine */
+	if (!err) {
+		CHECK(out != NULL);
+		for (i = 0; i < *got; i++)
+			if (out[i] != (uint8_t)(i * 7))
+				err = 1;
+	}
+	free(out);
+	return err;
+}
+
+static void test_read_all(void)
+{
+	size_t got = 99;
+	uint8_t *out;
+
+	CHECK(!read_pipe(0, 100, &got) && got == 0);
+	CHECK(!read_pipe(5000, 10000, &got) && got == 5000);
+	CHECK(!read_pipe(10000, 10000, &got) && got == 10000);
+	CHECK(read_pipe(10001, 10000, &got) == -E2BIG);
+	CHECK(read_pipe(100000, 10000, &got) == -E2BIG);
+	CHECK(fmt_read_all(-1, 10, &out, &got) == -EBADF);
+}
+
+int main(void)
+{
+	test_bytes();
+	test_json_ok();
+	test_json_field();
+	test_hex_decode();
+	test_numbers();
+	test_read_all();
+	if (!failed)
+		printf("test_fmt: all passed\n");
+	return failed;
+}

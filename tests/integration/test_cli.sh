@@ -1,0 +1,398 @@
+#!/bin/sh
+# test_cli.sh - the tdb command line client (clients/cli) against a real
+# tdbd: every command, its output (text, --json, --hex, escapes) and its
+# exit code, binary keys and values with NUL bytes, a watcher in the
+# background fed by other tdb processes, usage errors, a missing daemon,
+# a refused user, and both transports (rings, --no-rings).
+#   test_cli.sh TDB TDBD
+# Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped (no
+# tdbd given).  The daemon runs on a socket in a scratch directory and is
+# stopped at the end: it must exit 0.
+set -u
+
+tdb=${1:?usage: test_cli.sh TDB TDBD}
+tdbd=${2:-}
+if [ -z "$tdbd" ] || [ ! -x "$tdbd" ]; then
+	echo "SKIP: no tdbd to test against"
+	exit 77
+fi
+
+dir=$(mktemp -d /tmp/tdb-cli-test.XXXXXX)
+chmod 755 "$dir"        # the refused-user check connects as nobody
+sock=$dir/tdbd.sock
+pid=
+failures=0
+checks=0
+
+cleanup() {
+	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+# The socket is 0666 so that nobody can reach it and be refused by a
+# table's mode (exit 4) rather than by the socket (exit 5).
+"$tdbd" --socket "$sock" --socket-mode 0666 --log-level notice \
+	>"$dir/tdbd.log" 2>&1 &
+pid=$!
+i=0
+while [ ! -S "$sock" ]; do
+	i=$((i + 1))
+	if [ $i -gt 200 ] || ! kill -0 "$pid" 2>/dev/null; then
+		echo "FAIL: tdbd did not start" >&2
+		cat "$dir/tdbd.log" >&2
+		exit 1
+	fi
+	sleep 0.05
+done
+export TDB_SOCKET="$sock"
+
+out=$dir/out
+err=$dir/err
+exp=$dir/exp
+
+# run CMD...: stdout in $out, stderr in $err, exit code in $rc.
+run() {
+	"$@" >"$out" 2>"$err"
+	rc=$?
+}
+
+# expect_rc RC CMD...: the command exits RC.
+expect_rc() {
+	want_rc=$1
+	shift
+	checks=$((checks + 1))
+	run "$@"
+	if [ "$rc" != "$want_rc" ]; then
+		fail "$* exited $rc, want $want_rc; stderr: $(cat "$err")"
+		return 1
+	fi
+	return 0
+}
+
+# expect_out TEXT CMD...: exit 0 and stdout exactly TEXT plus a newline
+# (TEXT "" means no output at all).
+expect_out() {
+	want=$1
+	shift
+	expect_rc 0 "$@" || return 1
+	if [ -z "$want" ]; then : >"$exp"; else printf '%s\n' "$want" >"$exp"; fi
+	if ! cmp -s "$out" "$exp"; then
+		fail "$*: stdout differs; got:"
+		od -c "$out" | head -20 >&2
+		echo "want:" >&2
+		od -c "$exp" | head -20 >&2
+	fi
+}
+
+# expect_err RC PREFIX CMD...: exit RC, nothing on stdout, stderr
+# starting with PREFIX.
+expect_err() {
+	err_rc=$1
+	prefix=$2
+	shift 2
+	expect_rc "$err_rc" "$@" || return 1
+	[ -s "$out" ] && fail "$*: wrote to stdout: $(cat "$out")"
+	case $(head -n 1 "$err") in
+	"$prefix"*) ;;
+	*) fail "$*: stderr '$(cat "$err")' does not start with '$prefix'" ;;
+	esac
+}
+
+# has GREP-ARGS...: grep finds them in $out (the last command's stdout).
+has() {
+	checks=$((checks + 1))
+	grep -q "$@" "$out" || fail "no '$*' in: $(cat "$out")"
+}
+
+# expect_file FILE CMD...: exit 0 and stdout byte for byte FILE.
+expect_file() {
+	file=$1
+	shift
+	expect_rc 0 "$@" || return 1
+	cmp -s "$out" "$file" || fail "$*: stdout is not $file's bytes"
+}
+
+# json_check PYEXPR: every line of $out is a JSON document and PYEXPR
+# (over `docs`, the list of them) is true.
+if command -v python3 >/dev/null 2>&1; then
+	json_check() {
+		checks=$((checks + 1))
+		python3 -c '
+import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)' "$out" "$1" ||
+		fail "json: $1 is not true of: $(cat "$out")"
+	}
+else
+	echo "note: no python3, JSON shapes not checked"
+	json_check() { :; }
+fi
+
+# --- usage errors (2): refused before connecting ---------------------------
+nosock="--socket $dir/nothing-here"
+expect_err 2 "tdb: no command" "$tdb"
+expect_err 2 "tdb: no such command: frob" "$tdb" frob
+expect_err 2 "tdb: get: wrong number of arguments" "$tdb" $nosock get t
+expect_err 2 "tdb: get: wrong number of arguments" "$tdb" $nosock get t k x
+expect_err 2 "tdb: get: --prefix does not apply" "$tdb" $nosock get t k --prefix a
+expect_err 2 "tdb: get: KEY is not hex" "$tdb" $nosock -k get t 0g
+expect_err 2 "tdb: get: KEY is not hex" "$tdb" $nosock -k get t 123
+expect_err 2 "tdb: put: give the value once" "$tdb" $nosock put t k
+expect_err 2 "tdb: put: give the value once" "$tdb" $nosock put t k v --stdin
+expect_err 2 "tdb: put: give the value once" "$tdb" $nosock put t k - --file /dev/null
+expect_err 2 "tdb: --mode 999: not an octal number" "$tdb" $nosock create t --mode 999
+expect_err 2 "tdb: --mode 1000: out of range" "$tdb" $nosock create t --mode 1000
+expect_err 2 "tdb: --max-extents 0: at least 1" "$tdb" $nosock create t --max-extents 0
+expect_err 2 "tdb: --limit x: not a number" "$tdb" $nosock scan t --limit x
+expect_err 2 "tdb: --hex and --escape exclude" "$tdb" $nosock --hex --escape get t k
+expect_err 2 "tdb: unrecognized option '--frob'" "$tdb" --frob stats
+expect_err 2 "tdb: --uid no-such-user-here: no such user" "$tdb" $nosock create t --uid no-such-user-here
+expect_rc 0 "$tdb" --help
+grep -q '^Exit codes: 0 ok, 1 not found, 2 usage error, 3 exists' "$out" ||
+	fail "--help does not give the exit codes"
+expect_rc 0 "$tdb" --version
+grep -q '^tdb [0-9]' "$out" || fail "--version says '$(cat "$out")'"
+
+# --- no daemon (5) -----------------------------------------------------------
+expect_err 5 "tdb: stats: " "$tdb" $nosock stats
+expect_err 5 "tdb: get: " env TDB_SOCKET="$dir/nothing-here" "$tdb" get t k
+
+# --- tables: create, list, stat, drop --------------------------------------
+expect_out "" "$tdb" create t1 --mode 0640
+expect_err 3 "tdb: create: key or table exists" "$tdb" create t1
+expect_out '{"ok":true}' "$tdb" --json create t2 --max-extents 3
+expect_rc 0 "$tdb" tables
+has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *OWNER  *MODE$'
+[ "$(grep -c . "$out")" = 3 ] || fail "tables: not a header and 2 lines: $(cat "$out")"
+run "$tdb" tables
+has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +$(id -u):$(id -g) +0640$"
+run "$tdb" tables
+has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +[0-9]+:[0-9]+ +0600$'
+expect_rc 0 "$tdb" --json tables
+json_check 'sorted(d["name"] for d in docs) == ["t1", "t2"] and
+	[d["mode"] for d in docs if d["name"] == "t1"] == ["0640"] and
+	[d["max_extents"] for d in docs if d["name"] == "t2"] == [3]'
+expect_rc 0 "$tdb" stat t2
+has -x 'max_extents *3'
+has -x 'mode *0600'
+has -x 'name *t2'
+[ "$(wc -l <"$out")" = 13 ] || fail "stat: $(wc -l <"$out") lines, want 13"
+expect_out "" "$tdb" drop t2
+expect_err 1 "tdb: drop: " "$tdb" drop t2
+expect_err 1 "tdb: stat: " "$tdb" stat t2
+expect_err 1 "tdb: get: " "$tdb" get t2 k
+
+# --- put, get, del ------------------------------------------------------------
+expect_out "" "$tdb" put t1 alice '{"age": 31}'
+printf '{"age": 31}' >"$exp.alice"
+expect_file "$exp.alice" "$tdb" get t1 alice
+expect_out '{"key":"alice","value":"{\"age\": 31}"}' "$tdb" --json get t1 alice
+expect_out '7b22616765223a2033317d' "$tdb" --hex get t1 alice
+
+# binary: NUL bytes, a newline, 0xff; from stdin, a file and "-"
+printf 'bin\000val\n\377' >"$dir/bin"
+expect_out "" "$tdb" put t1 carol --stdin <"$dir/bin"
+expect_file "$dir/bin" "$tdb" get t1 carol
+expect_out '62696e0076616c0aff' "$tdb" --hex get t1 carol
+expect_out 'bin\x00val\n\xff' "$tdb" --escape get t1 carol
+expect_out '{"key":"carol","value_hex":"62696e0076616c0aff"}' "$tdb" --json get t1 carol
+expect_out "" "$tdb" put t1 dave --file "$dir/bin"
+expect_file "$dir/bin" "$tdb" get t1 dave
+expect_out "" "$tdb" put t1 erin - <"$dir/bin"
+expect_file "$dir/bin" "$tdb" get t1 erin
+# hex out, hex in: `--hex get | -v put -` copies a value exactly
+"$tdb" --hex get t1 carol | "$tdb" -v put t1 frank - ||
+	fail "--hex get | -v put - failed"
+expect_file "$dir/bin" "$tdb" get t1 frank
+# binary keys (-k) and values (-v) given in hex
+expect_out "" "$tdb" -k -v put t1 00ff0a00 0001fe
+expect_out '0001fe' "$tdb" -k --hex get t1 00ff0a00
+expect_out '{"key_hex":"00ff0a00","value_hex":"0001fe"}' "$tdb" -k --json get t1 00ff0a00
+expect_err 1 "tdb: get: " "$tdb" -k get t1 00ff0a
+# an empty value
+expect_out "" "$tdb" put t1 empty ''
+expect_out "" "$tdb" get t1 empty
+expect_out '{"key":"empty","value":""}' "$tdb" --json get t1 empty
+# -- lets a value start with '-'
+expect_out "" "$tdb" put t1 neg -- -5
+expect_out "-5" "$tdb" --escape get t1 neg
+
+# --no-overwrite: 3 and the value stays; a new key goes in
+expect_err 3 "tdb: put: key or table exists" "$tdb" put t1 alice x --no-overwrite
+expect_file "$exp.alice" "$tdb" get t1 alice
+expect_out "" "$tdb" put t1 --no-overwrite gina g
+expect_out "g" "$tdb" --escape get t1 gina
+
+# missing keys: 1, and nothing on stdout
+expect_err 1 "tdb: get: no such table or key" "$tdb" get t1 nobody
+expect_err 1 "tdb: del: " "$tdb" del t1 nobody
+expect_out '{"ok":true}' "$tdb" --json del t1 gina
+expect_err 1 "tdb: get: " "$tdb" get t1 gina
+expect_out "" "$tdb" del t1 neg
+
+# --- scan ---------------------------------------------------------------------
+for k in 1 2 3 4 5; do
+	"$tdb" put t1 "p:$k" "v$k" || fail "put p:$k"
+done
+"$tdb" put t1 q:1 w || fail "put q:1"
+# t1 now: alice carol dave erin frank 00ff0a00 empty p:1-5 q:1 = 13
+expect_rc 0 "$tdb" stat t1
+has -x 'records *13'
+expect_rc 0 "$tdb" scan t1 --prefix p: --keys-only
+printf 'p:%s\n' 1 2 3 4 5 >"$exp"
+sort "$out" | cmp -s - "$exp" || fail "scan --prefix p: --keys-only: $(cat "$out")"
+expect_rc 0 "$tdb" scan t1 --prefix p:
+printf 'p:%s\tv%s\n' 1 1 2 2 3 3 4 4 5 5 >"$exp"
+sort "$out" | cmp -s - "$exp" || fail "scan --prefix p:: $(cat "$out")"
+expect_rc 0 "$tdb" scan t1 --prefix p: --limit 2
+[ "$(grep -c '^p:[1-5]	v[1-5]$' "$out")" = 2 ] && [ "$(wc -l <"$out")" = 2 ] ||
+	fail "scan --limit 2: $(cat "$out")"
+expect_rc 0 "$tdb" scan t1
+[ "$(wc -l <"$out")" = 13 ] || fail "scan: $(wc -l <"$out") lines, want 13"
+has -xF 'carol	bin\x00val\n\xff'
+has -xF '\x00\xff\n\x00	\x00\x01\xfe'
+has -xF 'empty	'
+expect_out '00ff0a00	0001fe' "$tdb" -k --hex scan t1 --prefix 00ff
+expect_out "" "$tdb" scan t1 --prefix zzz
+expect_rc 0 "$tdb" --json scan t1
+json_check 'len(docs) == 13 and
+	{"key": "carol", "value_hex": "62696e0076616c0aff"} in docs and
+	{"key": "p:3", "value": "v3"} in docs and
+	{"key_hex": "00ff0a00", "value_hex": "0001fe"} in docs'
+expect_rc 0 "$tdb" --json scan t1 --keys-only --prefix p:
+json_check 'sorted(d["key"] for d in docs) == ["p:1", "p:2", "p:3", "p:4", "p:5"]
+	and all(len(d) == 1 for d in docs)'
+
+# --- stats and --json stat ----------------------------------------------------
+expect_rc 0 "$tdb" stats
+for f in tables clients watches txns requests errors uptime_ms accepted \
+	cleanups txns_aborted watches_dropped rings throttled dumps \
+	rings_freed stuck violations; do
+	grep -Eq "^$f +[0-9]+$" "$out" || fail "stats has no $f line"
+done
+[ "$(wc -l <"$out")" = 17 ] || fail "stats: $(wc -l <"$out") lines, want 17"
+has -Ex 'tables +1'
+expect_rc 0 "$tdb" --json stats
+json_check 'len(docs) == 1 and sorted(docs[0]) == sorted("""tables clients
+	watches txns requests errors uptime_ms accepted cleanups txns_aborted
+	watches_dropped rings throttled dumps rings_freed stuck
+	violations""".split()) and docs[0]["tables"] == 1 and
+	docs[0]["requests"] > 0 and docs[0]["clients"] >= 1'
+expect_rc 0 "$tdb" --json stat t1
+json_check 'len(docs) == 1 and docs[0]["name"] == "t1" and
+	docs[0]["records"] == 13 and docs[0]["mode"] == "0640" and
+	sorted(docs[0]) == sorted("""name records bytes_used bytes_allocated
+	bytes_pending extents max_extents page_size index_nodes index_buckets
+	uid gid mode""".split()) and docs[0]["bytes_used"] > 0'
+
+# --- the other transport: --no-rings says and does the same ------------------
+expect_file "$dir/bin" "$tdb" --no-rings get t1 carol
+expect_out "" "$tdb" --no-rings put t1 p:6 v6
+expect_rc 0 "$tdb" --no-rings scan t1 --prefix p: --keys-only
+[ "$(wc -l <"$out")" = 6 ] || fail "--no-rings scan: $(cat "$out")"
+expect_out "" "$tdb" --no-rings del t1 p:6
+expect_err 1 "tdb: get: " "$tdb" --no-rings get t1 p:6
+
+# --- watch ----------------------------------------------------------------------
+# wait_watches N: until the daemon counts N watches: the watchers are set
+# up before anything is written that they must see (and earlier ones are
+# gone before a new one is counted).
+wait_watches() {
+	i=0
+	while :; do
+		n=$("$tdb" stats | sed -n 's/^watches  *//p')
+		[ "${n:-x}" = "$1" ] && return 0
+		i=$((i + 1))
+		[ $i -lt 200 ] || { fail "watchers did not show up"; return 1; }
+		sleep 0.05
+	done
+}
+wait_watches 0
+"$tdb" watch t1 --count 4 --timeout 20000 >"$dir/w1" 2>"$dir/w1.err" &
+w1=$!
+"$tdb" --json watch t1 --prefix w: --count 2 --timeout 20000 \
+	>"$dir/w2" 2>"$dir/w2.err" &
+w2=$!
+"$tdb" --no-rings --hex watch t1 --count 1 --timeout 20000 \
+	>"$dir/w3" 2>"$dir/w3.err" &
+w3=$!
+wait_watches 3
+"$tdb" put t1 w:1 a || fail "put w:1"
+printf 'b\000' | "$tdb" put t1 w:2 - || fail "put w:2"
+"$tdb" del t1 w:1 || fail "del w:1"
+"$tdb" put t1 x:1 'tab	in' || fail "put x:1"
+"$tdb" put t1 x:2 'not seen by the first watcher' || fail "put x:2"
+for w in w1 w2 w3; do
+	eval "wp=\$$w"
+	checks=$((checks + 1))
+	wait "$wp" || fail "watcher $w exited $?: $(cat "$dir/$w.err")"
+done
+printf 'PUT\tw:1\ta\nPUT\tw:2\tb\\x00\nDEL\tw:1\nPUT\tx:1\ttab\\tin\n' >"$exp"
+cmp -s "$dir/w1" "$exp" || fail "watch: got $(od -c "$dir/w1")"
+printf 'PUT\t773a31\t61\n' >"$exp"
+cmp -s "$dir/w3" "$exp" || fail "watch --hex: got $(cat "$dir/w3")"
+out=$dir/w2
+json_check 'len(docs) == 2 and
+	docs[0]["event"] == "put" and docs[0]["key"] == "w:1" and
+	docs[0]["value"] == "a" and
+	docs[1] == {"event": "put", "seq": docs[1]["seq"], "key": "w:2",
+	"value_hex": "6200"} and docs[1]["seq"] > docs[0]["seq"]'
+out=$dir/out
+
+# a watch that ends at the table's drop; one that times out short of --count
+expect_out "" "$tdb" create t3
+wait_watches 0
+"$tdb" watch t3 --timeout 20000 >"$dir/w4" 2>"$dir/w4.err" &
+w4=$!
+wait_watches 1
+"$tdb" put t3 k v || fail "put t3"
+"$tdb" drop t3 || fail "drop t3"
+checks=$((checks + 1))
+wait "$w4" || fail "watch of a dropped table exited $?: $(cat "$dir/w4.err")"
+printf 'PUT\tk\tv\nDROP\n' >"$exp"
+cmp -s "$dir/w4" "$exp" || fail "watch to the drop: got $(cat "$dir/w4")"
+expect_err 6 "tdb: watch: timed out: 0 of 2 changes" "$tdb" watch t1 --count 2 --timeout 200
+expect_out "" "$tdb" watch t1 --timeout 100
+expect_err 1 "tdb: watch: " "$tdb" watch nosuch --timeout 100
+
+# --- permission denied (4): another user and a 0640 table --------------------
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 &&
+   setpriv --reuid=65534 --regid=65534 --clear-groups "$tdb" --help \
+	>/dev/null 2>&1; then
+	as_nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
+	expect_out "" "$tdb" create t4 --mode 0600
+	expect_err 4 "tdb: get: " $as_nobody "$tdb" get t4 k
+	expect_err 4 "tdb: put: " $as_nobody "$tdb" put t4 k v
+	expect_out "" "$tdb" create t5 --mode 0644
+	expect_out "" "$tdb" put t5 k v
+	expect_out "v" $as_nobody "$tdb" --escape get t5 k
+	expect_err 4 "tdb: put: " $as_nobody "$tdb" put t5 k w
+	expect_err 4 "tdb: drop: " $as_nobody "$tdb" drop t5
+else
+	echo "note: not root or no setpriv: permission checks (exit 4) skipped"
+fi
+
+# --- the daemon stops cleanly ----------------------------------------------------
+kill -TERM "$pid"
+wait "$pid"
+drc=$?
+pid=
+checks=$((checks + 1))
+if [ "$drc" != 0 ]; then
+	fail "tdbd exited $drc"
+	cat "$dir/tdbd.log" >&2
+fi
+
+if [ "$failures" != 0 ]; then
+	echo "test_cli: $failures of $checks checks failed"
+	exit 1
+fi
+echo "test_cli: all $checks checks passed"
+exit 0
