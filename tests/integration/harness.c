@@ -70,6 +70,20 @@ long h_scaled(long n, long min)
 	return v < min ? min : v;
 }
 
+bool h_want(const char *part)
+{
+	const char *s = getenv("TDB_ITEST_ONLY");
+
+	return !s || !*s || !strcmp(s, part);
+}
+
+bool h_strict(void)
+{
+	const char *s = getenv("TDB_ITEST_STRICT");
+
+	return s && *s == '1';
+}
+
 bool h_sanitized(void)
 {
 	const char *s = getenv("TDB_ITEST_SANITIZED");
@@ -719,7 +733,7 @@ void h_pinger_finish(struct h_pinger *pg)
 	       (unsigned long long)rep.ops, (unsigned long long)rep.max_us);
 	CHECK(rep.err == 0, "pinger %d saw %s: %s", n, h_errname(rep.err),
 	      rep.what);
-	CHECK(rep.ops > 100, "pinger %d did only %llu calls", n,
+	CHECK(rep.ops >= 20, "pinger %d did only %llu calls", n,
 	      (unsigned long long)rep.ops);
 	CHECK(rep.max_us < limit, "pinger %d stalled: a put+get took %llu "
 	      "us", n, (unsigned long long)rep.max_us);

@@ -54,6 +54,13 @@ void h_done(void);
 const char *h_tdbd(void);
 /* n * TDB_ITEST_SCALE, at least 1 (at least `min` when min > 0). */
 long h_scaled(long n, long min);
+/* Assert known daemon bugs too (TDB_ITEST_STRICT=1)?  Tests that found
+ * a bug not fixed yet keep the check behind this, with a comment naming
+ * the bug. */
+bool h_strict(void);
+/* Run the part of a test named so?  (TDB_ITEST_ONLY=name runs only
+ * that part, when debugging by hand.) */
+bool h_want(const char *part);
 /* Is this the ASan/UBSan build (TDB_ITEST_SANITIZED=1)? */
 bool h_sanitized(void);
 uint64_t h_now_ms(void);
