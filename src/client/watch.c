@@ -239,6 +239,13 @@ int tdbc_watch_next(struct tdbc_watch *w, struct tdbc_event *ev,
 	if (timeout_ms > 0)
 		deadline = tdbc__now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	for (;;) {
+		/* Answers to requests in flight are taken meanwhile: tdbd
+		 * cuts off a client that leaves them undrained too long. */
+		if (c->slot_used) {
+			r = tdbc__pump(c);
+			if (r < 0)
+				return r;
+		}
 		r = read_feed(w, ev, lost);
 		if (r || timeout_ms == 0)
 			return r;

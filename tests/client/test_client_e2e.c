@@ -1325,6 +1325,24 @@ static void test_oversize_socket(void **state)
 	}
 	assert_int_equal(c->sock_pending, 0);
 	assert_int_equal(tdbc_get(t, NULL, "k14", 3, NULL, 0, NULL), -ENOBUFS);
+	/* waiting on a watch takes in the answers to requests in flight
+	 * (tdbd cuts off clients that leave them undrained) */
+	{
+		struct tdbc_req r = { .op = TDBC_OP_GET, .table = t,
+				      .key = "nope", .klen = 4, .user = 9 };
+		struct tdbc_watch *w;
+		struct tdbc_event ev;
+
+		assert_int_equal(tdbc_watch(t, NULL, 0, &w), 0);
+		assert_int_equal(tdbc_submit(c, &r, 1), 1);
+		assert_int_equal(c->done_len, 0);
+		assert_int_equal(tdbc_watch_next(w, &ev, 200, NULL), 0);
+		assert_int_equal(c->done_len, 1);
+		assert_int_equal(c->slot_used, 0);
+		assert_int_equal(tdbc_reap(c, cqe, 1, 0, 0), 1);
+		assert_int_equal(cqe[0].res, -ENOENT);
+		tdbc_watch_close(w);
+	}
 	assert_int_equal(tdbc_table_drop(c, name), 0);
 	free(val);
 	tdbc_close(c);
