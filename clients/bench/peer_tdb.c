@@ -1,0 +1,429 @@
+/*
+ * peer_tdb.c - tdb as a tdb-bench peer: tdbd (from --tdbd, $TDBD, the
+ * build tree meson told us about, or next to this program in the build
+ * tree) started on a socket in the benchmark's temp dir, reached through
+ * libtdbclient (include/tdb/client.h) over its shared rings.
+ *
+ *   batch 1   tdbc_get into a buffer / tdbc_put: one blocking call per
+ *             operation, a round trip through the rings
+ *   batch B   tdbc_submit of B requests (one publish), tdbc_reap until
+ *             all B are back
+ *
+ * The driver creates one table and loads it with batched asynchronous
+ * puts; every worker process opens its own connection (a connection
+ * cannot cross a fork) and refuses to run if it did not get rings.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tdb/client.h>
+
+#include "bench.h"
+
+#define TABLE     "bench"
+#define LOAD_PIPE 256u
+#define EXTENT    (2u << 20)
+
+static struct {
+	pid_t pid;
+	char bin[PATH_MAX];
+	char sock[108];
+	char log[4200];
+	char data[4200];
+	struct tdbc_table_stat st;      /* after the load */
+	int rings;
+} srv;
+
+/* --- finding tdbd -------------------------------------------------------- */
+static bool runnable(const char *p)
+{
+	return p && *p && !access(p, X_OK);
+}
+
+static const char *find_tdbd(void)
+{
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (opt.tdbd)
+		return opt.tdbd;
+	if (runnable(getenv("TDBD")))
+		return getenv("TDBD");
+#ifdef TDB_BENCH_TDBD
+	if (runnable(TDB_BENCH_TDBD))
+		return TDB_BENCH_TDBD;
+#endif
+	/* In a build tree: <build>/clients/bench/tdb-bench and
+	 * <build>/src/daemon/tdbd. */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		snprintf(srv.bin, sizeof(srv.bin), "%s/../../src/daemon/tdbd",
+			 dirname(self));
+		if (runnable(srv.bin))
+			return srv.bin;
+	}
+	return NULL;
+}
+
+/* --- driver ---------------------------------------------------------- */
+static int connect_retry(struct tdbc **c, char *msg)
+{
+	char why[MSG_LEN] = "";
+
+	for (int i = 0; i < 2000; i++) {
+		if (exited(srv.pid, why)) {
+			srv.pid = 0;
+			msgf(msg, "tdbd %s", why);
+			log_tail(srv.log, msg, MSG_LEN);
+			return -1;
+		}
+		if (!tdbc_connect(c, srv.sock, 0, why, sizeof(why)))
+			return 0;
+		usleep(10000);
+	}
+	msgf(msg, "tdbd did not accept on %s in 20 s: %s", srv.sock, why);
+	log_tail(srv.log, msg, MSG_LEN);
+	return -1;
+}
+
+static int create_table(struct tdbc *c, char *msg)
+{
+	/* The records, as many again waiting for a grace period, the
+	 * index: with room to spare (as tdb-bench-engine does). */
+	uint64_t need = (uint64_t)opt.keys * (KEY_LEN + opt.vsize + 64) * 3;
+	uint64_t ext = (need + EXTENT - 1) / EXTENT;
+	struct tdbc_table_opts to;
+	int err;
+
+	tdbc_table_opts_init(&to);
+	to.max_extents = ext < 1024 ? 1024 : ext > 32768 ? 32768 :
+		(uint32_t)ext;
+	err = tdbc_table_create(c, TABLE, &to);
+	if (err)
+		msgf(msg, "tdbc_table_create: %s: %s", tdbc_strerror(err),
+		     tdbc_errmsg(c));
+	return err;
+}
+
+/* Batched asynchronous puts of every key, generation 1. */
+static int load(struct tdbc *c, struct tdbc_table *t, char *msg)
+{
+	struct tdbc_req req[LOAD_PIPE];
+	struct tdbc_cqe cqe[LOAD_PIPE];
+	uint8_t *v = malloc((size_t)opt.vsize * LOAD_PIPE);
+	int err = 0;
+
+	if (!v) {
+		msgf(msg, "out of memory");
+		return -1;
+	}
+	for (uint32_t i = 0; i < opt.keys && !err; i += LOAD_PIPE) {
+		uint32_t n = opt.keys - i < LOAD_PIPE ? opt.keys - i :
+			LOAD_PIPE, sub = 0, done = 0;
+
+		for (uint32_t j = 0; j < n; j++) {
+			value_make(v + (size_t)j * opt.vsize, i + j, 1);
+			req[j] = (struct tdbc_req){
+				.op = TDBC_OP_PUT, .table = t,
+				.key = key_of(i + j), .klen = KEY_LEN,
+				.val = v + (size_t)j * opt.vsize,
+				.vlen = opt.vsize, .user = i + j,
+			};
+		}
+		while (done < n && !err) {
+			int r = sub < n ? tdbc_submit(c, req + sub, n - sub) :
+				0;
+
+			if (r > 0)
+				sub += (uint32_t)r;
+			else if (r < 0 && r != -EAGAIN)
+				err = r;
+			if (err)
+				break;
+			r = tdbc_reap(c, cqe, LOAD_PIPE, sub == n ?
+				      sub - done : 1, -1);
+			if (r < 0)
+				err = r;
+			for (int k = 0; k < r && !err; k++)
+				err = cqe[k].res;
+			done += r > 0 ? (uint32_t)r : 0;
+		}
+	}
+	free(v);
+	if (err)
+		msgf(msg, "tdb load: %s: %s", tdbc_strerror(err),
+		     tdbc_errmsg(c));
+	return err ? -1 : 0;
+}
+
+static int tdb_start(char *msg)
+{
+	const char *bin = find_tdbd();
+	const char *argv[32];
+	struct tdbc *c = NULL;
+	struct tdbc_table *t = NULL;
+	unsigned int a = 0;
+	double t0 = now();
+	int err;
+
+	if (!bin) {
+		msgf(msg, "no tdbd (give --tdbd PATH or set $TDBD)");
+		return 1;
+	}
+	if (bin != srv.bin)
+		snprintf(srv.bin, sizeof(srv.bin), "%s", bin);
+	if (!runnable(srv.bin)) {
+		msgf(msg, "cannot run tdbd %s", srv.bin);
+		return -1;
+	}
+	if ((size_t)snprintf(srv.sock, sizeof(srv.sock), "%s/tdbd.sock",
+			     tmpdir) >= sizeof(srv.sock)) {
+		msgf(msg, "socket path under %s is too long", tmpdir);
+		return -1;
+	}
+	snprintf(srv.log, sizeof(srv.log), "%s/tdbd.log", tmpdir);
+	snprintf(srv.data, sizeof(srv.data), "%s/tdbd.data", tmpdir);
+	/* --config /dev/null: this machine's tdbd.conf must not change
+	 * what is measured; --tdbd-arg options come last and win. */
+	argv[a++] = srv.bin;
+	argv[a++] = "--config";
+	argv[a++] = "/dev/null";
+	argv[a++] = "--socket";
+	argv[a++] = srv.sock;
+	argv[a++] = "--data-dir";
+	argv[a++] = srv.data;
+	for (unsigned int i = 0; i < opt.ntdbd_args; i++)
+		argv[a++] = opt.tdbd_args[i];
+	argv[a] = NULL;
+	srv.pid = spawn(argv, srv.log, msg);
+	if (srv.pid < 0) {
+		srv.pid = 0;
+		return -1;
+	}
+	err = connect_retry(&c, msg);
+	if (!err && !(srv.rings = tdbc_uses_rings(c))) {
+		msgf(msg, "tdbd gave no rings (see %s)", srv.log);
+		err = -1;
+	}
+	if (!err)
+		err = create_table(c, msg);
+	if (!err && (err = tdbc_table_open(c, TABLE, &t)))
+		msgf(msg, "tdbc_table_open: %s", tdbc_strerror(err));
+	if (!err)
+		err = load(c, t, msg);
+	if (!err && (err = tdbc_table_stat(c, TABLE, &srv.st)))
+		msgf(msg, "tdbc_table_stat: %s", tdbc_strerror(err));
+	if (t)
+		tdbc_table_close(t);
+	if (c)
+		tdbc_close(c);
+	if (err) {
+		stop_server(srv.pid);
+		srv.pid = 0;
+		return -1;
+	}
+	if (srv.st.records != opt.keys) {
+		msgf(msg, "tdb holds %llu records after loading %u keys",
+		     (unsigned long long)srv.st.records, opt.keys);
+		stop_server(srv.pid);
+		srv.pid = 0;
+		return -1;
+	}
+	fprintf(stderr, "  tdb: loaded %u keys in %.1f s\n", opt.keys,
+		now() - t0);
+	return 0;
+}
+
+static void tdb_stop(void)
+{
+	int st = stop_server(srv.pid);
+
+	if (st != 0)
+		fprintf(stderr, "tdb-bench: tdbd ended with status %d (log "
+			"%s)\n", st, srv.log);
+	srv.pid = 0;
+}
+
+static pid_t tdb_server(void)
+{
+	return srv.pid;
+}
+
+static void tdb_describe(void)
+{
+	printf("  tdb       %s --config /dev/null --socket ... --data-dir ...",
+	       srv.bin);
+	for (unsigned int i = 0; i < opt.ntdbd_args; i++)
+		printf(" %s", opt.tdbd_args[i]);
+	printf("\n            rings; table page size %s, %u extents "
+	       "(%.0f MiB) after the load\n",
+	       srv.st.page_size == EXTENT ? "2 MiB (hugetlb)" :
+	       srv.st.page_size == 4096 ? "4 KiB (no hugetlb)" : "unknown",
+	       srv.st.extents, srv.st.extents * 2.0);
+}
+
+static uint32_t tdb_ops(enum op op, unsigned int batch, unsigned int procs)
+{
+	(void)op, (void)batch, (void)procs;
+	return opt.ops;
+}
+
+/* --- worker ------------------------------------------------------------ */
+struct tdb_h {
+	struct tdbc *c;
+	struct tdbc_table *t;
+	uint8_t *vbuf, *rbuf;
+	struct tdbc_req req[BATCH_MAX];
+	struct tdbc_cqe cqe[BATCH_MAX];
+};
+
+static int fail(struct tdb_h *h, struct work *w, const char *what, long err)
+{
+	msgf(w->msg, "tdb %s: %s%s%s", what, tdbc_strerror((int)err),
+	     h && *tdbc_errmsg(h->c) ? ": " : "",
+	     h ? tdbc_errmsg(h->c) : "");
+	return -1;
+}
+
+static void tdb_close(void *hv)
+{
+	struct tdb_h *h = hv;
+
+	if (h->t)
+		tdbc_table_close(h->t);
+	if (h->c)
+		tdbc_close(h->c);
+	free(h->vbuf);
+	free(h->rbuf);
+	free(h);
+}
+
+static int tdb_open(struct work *w, void **out)
+{
+	struct tdb_h *h = calloc(1, sizeof(*h));
+	char why[MSG_LEN];
+	int err;
+
+	if (!h || !(h->vbuf = malloc((size_t)opt.vsize * BATCH_MAX)) ||
+	    !(h->rbuf = malloc(opt.vsize))) {
+		msgf(w->msg, "out of memory");
+		if (h)
+			tdb_close(h);
+		return -1;
+	}
+	err = tdbc_connect(&h->c, srv.sock, 0, why, sizeof(why));
+	if (err) {
+		msgf(w->msg, "tdbc_connect: %s", why);
+		tdb_close(h);
+		return -1;
+	}
+	if (!tdbc_uses_rings(h->c)) {
+		msgf(w->msg, "tdbc_connect gave a connection without rings");
+		tdb_close(h);
+		return -1;
+	}
+	err = tdbc_table_open(h->c, TABLE, &h->t);
+	if (err) {
+		fail(h, w, "table open", err);
+		tdb_close(h);
+		return -1;
+	}
+	*out = h;
+	return 0;
+}
+
+/* The n requests in h->req: submitted, all completions reaped and
+ * checked (a GET's value against its key). */
+static int run_batch(struct tdb_h *h, struct work *w, const uint32_t *idx,
+		     unsigned int n)
+{
+	unsigned int sub = 0, done = 0;
+
+	while (done < n) {
+		int r = sub < n ? tdbc_submit(h->c, h->req + sub, n - sub) : 0;
+
+		if (r > 0)
+			sub += (unsigned int)r;
+		else if (r < 0 && r != -EAGAIN)
+			return fail(h, w, "submit", r);
+		r = tdbc_reap(h->c, h->cqe, n, sub == n ? sub - done : 1, -1);
+		if (r < 0)
+			return fail(h, w, "reap", r);
+		for (int k = 0; k < r; k++) {
+			const struct tdbc_cqe *q = &h->cqe[k];
+
+			if (q->res)
+				return fail(h, w, w->op == OP_GET ? "get" :
+					    "put", q->res);
+			if (w->op == OP_GET &&
+			    value_check(idx[q->user], q->val, q->vlen, w->msg))
+				return -1;
+		}
+		done += (unsigned int)r;
+	}
+	return 0;
+}
+
+static int tdb_get(void *hv, struct work *w, const uint32_t *idx,
+		   unsigned int n)
+{
+	struct tdb_h *h = hv;
+
+	if (n == 1) {
+		size_t need = 0;
+		long len = tdbc_get(h->t, NULL, key_of(idx[0]), KEY_LEN,
+				    h->rbuf, opt.vsize, &need);
+
+		if (len < 0)
+			return fail(h, w, "get", len);
+		return value_check(idx[0], h->rbuf, (size_t)len, w->msg);
+	}
+	for (unsigned int j = 0; j < n; j++)
+		h->req[j] = (struct tdbc_req){
+			.op = TDBC_OP_GET, .table = h->t,
+			.key = key_of(idx[j]), .klen = KEY_LEN, .user = j,
+		};
+	return run_batch(h, w, idx, n);
+}
+
+static int tdb_put(void *hv, struct work *w, const uint32_t *idx,
+		   unsigned int n)
+{
+	struct tdb_h *h = hv;
+
+	if (n == 1) {
+		int err;
+
+		value_make(h->vbuf, idx[0], w->gen);
+		err = tdbc_put(h->t, NULL, key_of(idx[0]), KEY_LEN, h->vbuf,
+			       opt.vsize, 0);
+		return err ? fail(h, w, "put", err) : 0;
+	}
+	for (unsigned int j = 0; j < n; j++) {
+		uint8_t *v = h->vbuf + (size_t)j * opt.vsize;
+
+		value_make(v, idx[j], w->gen);
+		h->req[j] = (struct tdbc_req){
+			.op = TDBC_OP_PUT, .table = h->t,
+			.key = key_of(idx[j]), .klen = KEY_LEN,
+			.val = v, .vlen = opt.vsize, .user = j,
+		};
+	}
+	return run_batch(h, w, idx, n);
+}
+
+const struct peer peer_tdb = {
+	.name = "tdb",
+	.what = { { "tdbc_get", "tdbc_submit %u GETs + reap" },
+		  { "tdbc_put", "tdbc_submit %u PUTs + reap" } },
+	.start = tdb_start, .stop = tdb_stop, .server = tdb_server,
+	.describe = tdb_describe, .ops = tdb_ops,
+	.open = tdb_open, .get = tdb_get, .put = tdb_put,
+	.close = tdb_close,
+};
