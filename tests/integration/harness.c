@@ -388,7 +388,14 @@ void h_spawn_prog(struct h_daemon *d, const char *prog, const char *log,
 
 			snprintf(kv, sizeof(kv), "%s", env[i]);
 			eq = strchr(kv, '=');
-			if (eq) {
+			if (eq && !strcmp(eq + 1, "$PID")) {
+				char pid_s[16];
+
+				*eq = 0;
+				snprintf(pid_s, sizeof(pid_s), "%d",
+					 (int)getpid());
+				setenv(kv, pid_s, 1);
+			} else if (eq) {
 				*eq = 0;
 				setenv(kv, eq + 1, 1);
 			} else {
@@ -474,12 +481,10 @@ void h_wait_socket(struct h_daemon *d, unsigned int timeout_ms)
 	}
 }
 
-void h_start(struct h_daemon *d, const char *tag, const char *const *args)
+void h_base_args(struct h_daemon *d, const char *tag, const char **argv)
 {
-	const char *argv[64];
-	char log[H_PATH], conf[H_PATH];
-	unsigned int n = 0, i;
-	bool level = false;
+	char conf[H_PATH];
+	static char confs[H_PATH];
 	FILE *f;
 
 	memset(d, 0, sizeof(*d));
@@ -488,19 +493,34 @@ void h_start(struct h_daemon *d, const char *tag, const char *const *args)
 	strcat(d->sock, ".sock");
 	h_path(d->data, sizeof(d->data), tag);
 	strcat(d->data, ".data");
-	h_path(log, sizeof(log), tag);
-	strcat(log, ".log");
+	h_path(d->log, sizeof(d->log), tag);
+	strcat(d->log, ".log");
 	/* An empty file of our own, so /etc/tdb/tdbd.conf never counts. */
 	h_path(conf, sizeof(conf), "empty.conf");
 	f = fopen(conf, "a");
 	CHECK(f, "cannot make %s", conf);
 	fclose(f);
-	argv[n++] = "--config";
-	argv[n++] = conf;
-	argv[n++] = "--socket";
-	argv[n++] = d->sock;
-	argv[n++] = "--data-dir";
-	argv[n++] = d->data;
+	snprintf(confs, sizeof(confs), "%s", conf);
+	argv[0] = "--config";
+	argv[1] = confs;
+	argv[2] = "--socket";
+	argv[3] = d->sock;
+	argv[4] = "--data-dir";
+	argv[5] = d->data;
+	argv[6] = NULL;
+}
+
+void h_start_env(struct h_daemon *d, const char *tag,
+		 const char *const *args, const char *const *env)
+{
+	const char *argv[64];
+	char log[H_PATH];
+	unsigned int n, i;
+	bool level = false;
+
+	h_base_args(d, tag, argv);
+	for (n = 0; argv[n]; n++)
+		;
 	for (i = 0; args && args[i]; i++) {
 		CHECK(n < 60, "too many arguments");
 		if (!strcmp(args[i], "--log-level"))
@@ -512,8 +532,14 @@ void h_start(struct h_daemon *d, const char *tag, const char *const *args)
 		argv[n++] = "debug";
 	}
 	argv[n] = NULL;
-	h_spawn(d, log, argv, NULL);
+	snprintf(log, sizeof(log), "%s", d->log);
+	h_spawn(d, log, argv, env);
 	h_wait_socket(d, 20000);
+}
+
+void h_start(struct h_daemon *d, const char *tag, const char *const *args)
+{
+	h_start_env(d, tag, args, NULL);
 }
 
 unsigned int h_stop(struct h_daemon *d)

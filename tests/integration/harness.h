@@ -100,9 +100,17 @@ void h_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * tdbd exits first or takes over 20 s.
  */
 void h_start(struct h_daemon *d, const char *tag, const char *const *args);
+/* The same with extra environment (as h_spawn takes it). */
+void h_start_env(struct h_daemon *d, const char *tag,
+		 const char *const *args, const char *const *env);
+/* The arguments h_start gives before the caller's: --config <empty
+ * file> --socket d->sock --data-dir d->data (and sets those and d->log
+ * from tag); NULL-terminated in argv (room for 8). */
+void h_base_args(struct h_daemon *d, const char *tag, const char **argv);
 /* Fork/exec tdbd with exactly these args after argv[0] (nothing added),
  * stdout+stderr to d->log; no waiting.  env: extra "K=V" strings (NULL-
- * terminated, may be NULL), or "K" alone to unset K. */
+ * terminated, may be NULL), or "K" alone to unset K; a value "$PID"
+ * becomes the child's own pid (WATCHDOG_PID). */
 void h_spawn(struct h_daemon *d, const char *log, const char *const *args,
 	     const char *const *env);
 /* The same with another program as argv[0] (e.g. a wrapper). */
