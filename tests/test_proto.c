@@ -1016,7 +1016,7 @@ static size_t sample_messages(unsigned char *mem, size_t cap,
 		at += (size_t)len;
 	}
 	{
-		struct tdb_proto_extack e = { "what was wrong", 24, 3 };
+		struct tdb_proto_extack e = { .msg = "what was wrong", .offset = 24, .miss_type = 3 };
 
 		len = tdb_proto_error(mem + at, cap - at, (void *)mem, -EINVAL,
 				      &e);
@@ -1728,7 +1728,8 @@ static void test_error_replies(void **state)
 
 	/* every byte defined, whatever the buffer held */
 	memset(wbuf, 0xa5, 1024);
-	ext = (struct tdb_proto_extack){ "odd length.", 40, 3 };
+	ext = (struct tdb_proto_extack){ .msg = "odd length.", .offset = 40,
+				       .miss_type = 3 };
 	len = tdb_proto_error(wbuf, sizeof(wbuf), (void *)wbuf2, -EINVAL,
 			      &ext);
 	assert_true(len > 0);
@@ -1753,6 +1754,31 @@ static void test_error_replies(void **state)
 	assert_int_equal(out.ext.offset, 0xfffffff0);
 	assert_int_equal(out.ext.miss_type, 0xffff);
 	assert_int_equal(out.error, -MAX_ERRNO_TEST);
+	assert_int_equal(out.ext.cookie_len, 0);
+
+	/* an ack with a cookie (tdbd's WATCH: where the feed starts), also
+	 * next to a message and with the longest cookie netlink allows */
+	memset(&ext, 0, sizeof(ext));
+	ext.cookie_len = 4;
+	memcpy(ext.cookie, "\x01\x02\x03\x04", 4);
+	len = tdb_proto_error(wbuf, sizeof(wbuf), req.nlh, 0, &ext);
+	assert_true(len > 0);
+	assert_int_equal(parse(wbuf, TDB_PROTO_ANSWER, &out, &e2), 0);
+	assert_int_equal(out.error, 0);
+	assert_int_equal(out.ext.cookie_len, 4);
+	assert_memory_equal(out.ext.cookie, "\x01\x02\x03\x04", 4);
+	assert_null(out.ext.msg);
+	ext.msg = "with text";
+	ext.cookie_len = TDB_PROTO_COOKIE_MAX;
+	memset(ext.cookie, 0x5a, TDB_PROTO_COOKIE_MAX);
+	len = tdb_proto_error(wbuf, sizeof(wbuf), req.nlh, -ENOENT, &ext);
+	assert_int_equal(parse(wbuf, TDB_PROTO_ANSWER, &out, &e2), 0);
+	assert_int_equal(out.ext.cookie_len, TDB_PROTO_COOKIE_MAX);
+	assert_int_equal(out.ext.cookie[TDB_PROTO_COOKIE_MAX - 1], 0x5a);
+	assert_string_equal(out.ext.msg, "with text");
+	ext.cookie_len = TDB_PROTO_COOKIE_MAX + 1;      /* refused to build */
+	assert_int_equal(tdb_proto_error(wbuf, sizeof(wbuf), req.nlh, 0, &ext),
+			 -EINVAL);
 
 	/* bad error values */
 	assert_int_equal(tdb_proto_error(wbuf, sizeof(wbuf), NULL, 1, NULL),
@@ -1831,7 +1857,7 @@ static void test_error_parsing(void **state)
 	assert_int_equal(parse(wbuf, TDB_PROTO_ANSWER, &out, &ext), -EBADMSG);
 	/* MSG without its NUL */
 	len = tdb_proto_error(wbuf, sizeof(wbuf), orig, -EIO,
-			      &(struct tdb_proto_extack){ "abcd", 0, 0 });
+			      &(struct tdb_proto_extack){ .msg = "abcd" });
 	assert_true(len > 0);
 	assert_int_equal(parse(wbuf, TDB_PROTO_ANSWER, &out, &ext), 0);
 	((char *)wbuf)[len - 4] = 'e';      /* the NUL and its padding */
@@ -1863,8 +1889,8 @@ static void test_done(void **state)
 	assert_int_equal(out.seq, 31337);
 	assert_null(out.orig);
 
-	ext = (struct tdb_proto_extack){ "table dropped during the scan", 0,
-					 0 };
+	ext = (struct tdb_proto_extack){
+		.msg = "table dropped during the scan" };
 	len = tdb_proto_done(wbuf, sizeof(wbuf), req, -ENOENT, &ext);
 	assert_true(len > 0);
 	assert_int_equal(nlh->nlmsg_flags, NLM_F_MULTI | NLM_F_ACK_TLVS);
@@ -1927,7 +1953,8 @@ static long build_msg(void *b, size_t size, const void *arg)
 static long build_error(void *b, size_t size, const void *arg)
 {
 	static const struct tdb_proto_extack e = {
-		"this message says what was wrong", 40, 2,
+		.msg = "this message says what was wrong", .offset = 40,
+		.miss_type = 2,
 	};
 
 	return tdb_proto_error(b, size, arg, -EINVAL, &e);
@@ -1935,7 +1962,7 @@ static long build_error(void *b, size_t size, const void *arg)
 
 static long build_done(void *b, size_t size, const void *arg)
 {
-	static const struct tdb_proto_extack e = { "why", 0, 0 };
+	static const struct tdb_proto_extack e = { .msg = "why" };
 
 	return tdb_proto_done(b, size, arg, -EIO, &e);
 }

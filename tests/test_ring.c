@@ -2036,6 +2036,53 @@ static void test_feed_late_reader(void **state)
 	feed_free(f);
 }
 
+/* tdb_feed_start_at: a reader that learns the sequence number where its
+ * watch began reads from there (not from the newest message), and is
+ * told with -EOVERFLOW how many it missed if that start was overwritten. */
+static void test_feed_start_at(void **state)
+{
+	struct feed *f = feed_new(4096);
+	struct reader b;
+	struct coll col;
+	uint64_t lost = 0;
+	unsigned int i, first;
+
+	(void)state;
+	for (i = 0; i < 10; i++)
+		feed_post(f, 100, i);
+	tdb_ring_publish(&f->p);
+	reader_attach(&b, f);   /* at the newest: would see nothing */
+	assert_int_equal(tdb_feed_start_at(&b.r, f->seq[6]), 0);
+	coll_init(&col, &f->w);
+	assert_int_equal(tdb_feed_read(&b.r, 100, collect, &col, &lost), 4);
+	coll_ok(&col);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(col.id[i], 6 + i);
+	/* a start in the future: nothing until it is written */
+	assert_int_equal(tdb_feed_start_at(&b.r, f->seq[9] + 2), 0);
+	coll_init(&col, &f->w);
+	assert_int_equal(tdb_feed_read(&b.r, 100, collect, &col, &lost), 0);
+	feed_post(f, 100, 10);
+	feed_post(f, 100, 11);
+	tdb_ring_publish(&f->p);
+	assert_int_equal(tdb_feed_read(&b.r, 100, collect, &col, &lost), 1);
+	assert_int_equal(col.id[0], 11);
+	/* a start overwritten by laps: -EOVERFLOW once, then the oldest */
+	while (f->idx < 3 * 4096)
+		feed_post(f, 200, f->n);
+	tdb_ring_publish(&f->p);
+	first = oldest_intact(f);
+	assert_int_equal(tdb_feed_start_at(&b.r, f->seq[2]), 0);
+	coll_init(&col, &f->w);
+	assert_int_equal(tdb_feed_read(&b.r, 100, collect, &col, &lost),
+			 -EOVERFLOW);
+	assert_int_equal(lost, f->seq[first] - f->seq[2]);
+	assert_true(tdb_feed_read(&b.r, 100, collect, &col, &lost) > 0);
+	assert_int_equal(col.seq[0], f->seq[first]);
+	reader_detach(&b);
+	feed_free(f);
+}
+
 /*
  * The producer commits a batch bigger than the ring before it publishes
  * (it never waits), so `tail` passes `prod`; a reader polling meanwhile
@@ -2262,6 +2309,7 @@ int main(void)
 		cmocka_unit_test(test_feed_lap),
 		cmocka_unit_test(test_feed_lap_during_read),
 		cmocka_unit_test(test_feed_late_reader),
+		cmocka_unit_test(test_feed_start_at),
 		cmocka_unit_test(test_feed_big_batch),
 		cmocka_unit_test(test_feed_producer_reattach),
 		cmocka_unit_test(test_feed_wait),

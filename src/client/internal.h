@@ -66,6 +66,10 @@ struct tdbc_call {
 	void *arg;
 	unsigned int nfds;      /* fds the ack carries (ATTACH 3, WATCH 1) */
 	int fds[3];
+	/* the ack's NLMSGERR_ATTR_COOKIE (WATCH: the feed's sequence
+	 * number where the watch starts); cookie_len 0 = none */
+	uint32_t cookie_len;
+	unsigned char cookie[TDB_PROTO_COOKIE_MAX];
 };
 
 /* A finished asynchronous request, waiting for tdbc_reap. */

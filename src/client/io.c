@@ -124,6 +124,10 @@ static int call_deliver(struct tdbc *c, struct tdbc_call *call,
 			call->res = tdbc__owner_fail(c, m, call->cmd);
 		return 0;
 	}
+	if (m->type == NLMSG_ERROR && m->ext.cookie_len) {
+		call->cookie_len = m->ext.cookie_len;
+		memcpy(call->cookie, m->ext.cookie, m->ext.cookie_len);
+	}
 	if (call->nfds && m->type == NLMSG_ERROR)
 		return claim_fds(c, call);
 	return 0;

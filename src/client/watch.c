@@ -138,6 +138,14 @@ static int watch_start(struct tdbc_watch *w)
 		err = tdb_ring_attach_consumer(&w->ring, w->map.hdr,
 					       w->map.data, w->map.data_len,
 					       TDB_RING_FEED);
+		/* Start where tdbd says the watch began, not at the newest
+		 * message: changes made since the WATCH are not missed. */
+		if (!err && call.cookie_len == sizeof(uint32_t)) {
+			uint32_t seq;
+
+			memcpy(&seq, call.cookie, sizeof(seq));
+			err = tdb_feed_start_at(&w->ring, seq);
+		}
 		if (err)
 			tdbc__fail(c, err, "change feed from tdbd: %s",
 				   tdb_ring_error(&w->ring) ?

@@ -37,7 +37,7 @@
 /* --- memfd rings ----------------------------------------------------- */
 
 static int shm_try(const char *name, uint32_t kind, uint32_t data_size,
-		   bool huge, struct shm_ring *r)
+		   bool huge, unsigned int seals, struct shm_ring *r)
 {
 	unsigned int fl = MFD_CLOEXEC | MFD_ALLOW_SEALING |
 			  (huge ? MFD_HUGETLB : 0);
@@ -61,7 +61,7 @@ static int shm_try(const char *name, uint32_t kind, uint32_t data_size,
 		errno = -err;
 		goto fail;
 	}
-	if (fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	if (fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | seals |
 		  F_SEAL_SEAL) < 0)
 		goto fail;
 	return 0;
@@ -72,13 +72,13 @@ fail:
 }
 
 int tdbd_shm_ring(struct tdbd *d, const char *name, uint32_t kind,
-		  uint32_t data_size, struct shm_ring *out)
+		  uint32_t data_size, unsigned int seals, struct shm_ring *out)
 {
 	int err;
 
 	if (d->cfg.hugepages &&
 	    __atomic_load_n(&d->hugepages_ok, __ATOMIC_RELAXED)) {
-		err = shm_try(name, kind, data_size, true, out);
+		err = shm_try(name, kind, data_size, true, seals, out);
 		if (!err)
 			return 0;
 		/* Say it once; then stop trying. */
@@ -88,7 +88,7 @@ int tdbd_shm_ring(struct tdbd *d, const char *name, uint32_t kind,
 				 "using 4 KiB pages from now on",
 				 strerror(-err));
 	}
-	return shm_try(name, kind, data_size, false, out);
+	return shm_try(name, kind, data_size, false, seals, out);
 }
 
 void tdbd_shm_ring_free(struct shm_ring *r)
@@ -139,13 +139,13 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 	}
 	snprintf(name, sizeof(name), "tdb-sub:%llu",
 		 (unsigned long long)c->id);
-	err = tdbd_shm_ring(d, name, TDB_RING_SUBMIT, d->cfg.ring_size,
+	err = tdbd_shm_ring(d, name, TDB_RING_SUBMIT, d->cfg.ring_size, 0,
 			    &c->sub_shm);
 	if (err)
 		goto refuse_msg;
 	snprintf(name, sizeof(name), "tdb-comp:%llu",
 		 (unsigned long long)c->id);
-	err = tdbd_shm_ring(d, name, TDB_RING_COMPLETE, d->cfg.ring_size,
+	err = tdbd_shm_ring(d, name, TDB_RING_COMPLETE, d->cfg.ring_size, 0,
 			    &c->comp_shm);
 	if (err)
 		goto refuse_msg;
@@ -174,7 +174,7 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 	fds[0] = c->sub_shm.fd;
 	fds[1] = c->comp_shm.fd;
 	fds[2] = c->evfd;
-	err = tdbd_client_ack_fds(c, req, fds, 3);
+	err = tdbd_client_ack_fds(c, req, NULL, fds, 3);
 	if (err)
 		return err;
 	c->attached = true;
@@ -236,6 +236,7 @@ int tdbd_client_flush(struct client *c)
 			return -errno;
 		}
 		c->out_off += (size_t)n;
+		c->sent += (uint64_t)n;
 	}
 	if (c->out_off == c->out_len)
 		c->out_off = c->out_len = 0;
@@ -290,9 +291,13 @@ int tdbd_client_emit(struct client *c, enum chan ch, const void *msg,
 			return 0;
 		}
 		if (errno != EAGAIN) {
+			int err = -errno;
+
 			c->why = "completion ring broken by the client";
 			c->dead = true;
-			return -errno;
+			__atomic_fetch_add(&c->d->ctr.violations, 1,
+					   __ATOMIC_RELAXED);
+			return err;
 		}
 	}
 	/* Full: keep it until the client drains (one answer at most: we
@@ -307,15 +312,15 @@ int tdbd_client_emit(struct client *c, enum chan ch, const void *msg,
 }
 
 int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
-			const int *fds, unsigned int nfds)
+			const struct tdb_proto_extack *ext, const int *fds,
+			unsigned int nfds)
 {
 	unsigned char buf[TDB_PROTO_ERROR_MAX];
 	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
-	struct tdb_proto_extack ext = { 0 };
 	struct iovec iov;
 	struct msghdr mh = { 0 };
 	struct cmsghdr *cm;
-	long n = tdb_proto_error(buf, sizeof(buf), req, 0, &ext);
+	long n = tdb_proto_error(buf, sizeof(buf), req, 0, ext);
 	ssize_t s;
 	int err;
 
@@ -389,6 +394,7 @@ static int run_input(struct client *c)
 int tdbd_client_read(struct client *c)
 {
 	for (;;) {
+		size_t want;
 		ssize_t n;
 		int err;
 
@@ -405,8 +411,16 @@ int tdbd_client_read(struct client *c)
 			c->in = p;
 			c->in_cap = cap;
 		}
-		n = recv(c->sock, c->in + c->in_len, c->in_cap - c->in_len,
-			 MSG_DONTWAIT);
+		want = c->in_cap - c->in_len;
+		if (c->draining) {      /* stopping: only what came before */
+			if (!c->drain_sock)
+				break;
+			if (want > c->drain_sock)
+				want = c->drain_sock;
+		}
+		n = recv(c->sock, c->in + c->in_len, want, MSG_DONTWAIT);
+		if (n > 0 && c->draining)
+			c->drain_sock -= (size_t)n;
 		if (n == 0) {
 			c->why = "hang-up";
 			return -ECONNRESET;

@@ -492,8 +492,10 @@ static int do_watch(struct rq *r)
 {
 	struct client *c = r->c;
 	struct tdbd *d = c->d;
+	struct tdb_proto_extack ack = { 0 };
 	struct watch *wa, **pp;
 	struct dtable *dt;
+	uint32_t seq = 0;
 	int err = 0, fd = -1;
 
 	if (r->ch == CH_RING) {
@@ -512,7 +514,7 @@ static int do_watch(struct rq *r)
 	if (!wa)
 		return -ENOMEM;
 	pthread_mutex_lock(&d->wlock);
-	err = dt->dropped ? -ENOENT : tdbd_feed_open_ro(d, dt, &fd);
+	err = dt->dropped ? -ENOENT : tdbd_feed_open_ro(d, dt, &fd, &seq);
 	if (!err)
 		dt->watchers++;
 	pthread_mutex_unlock(&d->wlock);
@@ -530,7 +532,11 @@ static int do_watch(struct rq *r)
 	wa->next = c->watches;
 	c->watches = wa;
 	__atomic_fetch_add(&d->ctr.watches, 1, __ATOMIC_RELAXED);
-	err = tdbd_client_ack_fds(c, r->m.nlh, &fd, 1);
+	/* The cookie: the feed's sequence number where this watch starts,
+	 * so the reader misses nothing written before it maps the feed. */
+	ack.cookie_len = sizeof(seq);
+	memcpy(ack.cookie, &seq, sizeof(seq));
+	err = tdbd_client_ack_fds(c, r->m.nlh, &ack, &fd, 1);
 	close(fd);
 	if (err) {
 		c->dead = true;
@@ -540,17 +546,26 @@ static int do_watch(struct rq *r)
 	return 1;       /* answered */
 }
 
+/* UNWATCH names the table; the watch may be of a table dropped since
+ * (the name is then free or taken by another table): look in the
+ * client's own watches, not in the registry. */
 static int do_unwatch(struct rq *r)
 {
 	struct client *c = r->c;
-	struct watch *wa, **pp;
-	struct dtable *dt;
-	int err = 0;
+	struct watch *wa = NULL, **pp;
+	struct dtable *dt = NULL;
 
-	dt = resolve(r, &err);
-	if (!dt)
-		return err;
-	wa = find_watch(c, dt, &r->m, &pp);
+	for (pp = &c->watches; *pp; pp = &(*pp)->next) {
+		struct watch *x = *pp;
+
+		if (!strcmp(x->dt->name, r->m.table) &&
+		    x->plen == r->m.prefix_len &&
+		    (!x->plen || !memcmp(x->prefix, r->m.prefix, x->plen))) {
+			wa = x;
+			dt = x->dt;
+			break;
+		}
+	}
 	if (!wa) {
 		r->ext.msg = "not watching this table with this prefix";
 		return -ENOENT;

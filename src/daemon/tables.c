@@ -252,7 +252,8 @@ static int feed_make(struct tdbd *d, struct dtable *dt)
 	if (!f)
 		return -ENOMEM;
 	snprintf(name, sizeof(name), "tdb-feed:%s", dt->name);
-	err = tdbd_shm_ring(d, name, TDB_RING_FEED, d->cfg.feed_size, &r);
+	err = tdbd_shm_ring(d, name, TDB_RING_FEED, d->cfg.feed_size,
+			    F_SEAL_FUTURE_WRITE, &r);
 	if (err) {
 		free(f);
 		return err;
@@ -272,7 +273,8 @@ static int feed_make(struct tdbd *d, struct dtable *dt)
 	return 0;
 }
 
-int tdbd_feed_open_ro(struct tdbd *d, struct dtable *dt, int *fd)
+int tdbd_feed_open_ro(struct tdbd *d, struct dtable *dt, int *fd,
+		      uint32_t *seq)
 {
 	char path[64];
 	int err;
@@ -281,6 +283,7 @@ int tdbd_feed_open_ro(struct tdbd *d, struct dtable *dt, int *fd)
 		return err;
 	/* A read-only open of the same memfd: a client given this fd can
 	 * map the feed only read-only, so it cannot scribble on it. */
+	*seq = dt->feed->prod.seq;      /* the watch starts here */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", dt->feed->fd);
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
 	return *fd < 0 ? -errno : 0;

@@ -101,8 +101,10 @@ int tdbd_table_snapshot(struct tdbd *d, struct dtable ***out,
 			unsigned int *n);
 unsigned int tdbd_table_count(struct tdbd *d);
 uint64_t tdbd_table_gen(struct tdbd *d);
-/* Under wlock: the feed (made on first use); a read-only fd to pass. */
-int tdbd_feed_open_ro(struct tdbd *d, struct dtable *dt, int *fd);
+/* Under wlock: the feed (made on first use); a read-only fd to pass and
+ * the sequence number of the next change (where a watch starts). */
+int tdbd_feed_open_ro(struct tdbd *d, struct dtable *dt, int *fd,
+		      uint32_t *seq);
 /* Under wlock: tell the table's watchers (no-op without a feed). */
 void tdbd_feed_put(struct tdbd *d, struct dtable *dt, const void *key,
 		   size_t klen, const void *val, size_t vlen);
@@ -118,8 +120,11 @@ struct shm_ring {
 	size_t map_size, span;
 	uint32_t data_size;
 };
+/* seals: added to F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL (a feed adds
+ * F_SEAL_FUTURE_WRITE: after our own mapping, nobody can map it
+ * writable, not even through a re-open of /proc/self/fd/N). */
 int tdbd_shm_ring(struct tdbd *d, const char *name, uint32_t kind,
-		  uint32_t data_size, struct shm_ring *out);
+		  uint32_t data_size, unsigned int seals, struct shm_ring *out);
 void tdbd_shm_ring_free(struct shm_ring *r);
 
 /* --- transactions (txn.c) -------------------------------------------- */
@@ -205,12 +210,18 @@ struct client {
 	size_t in_len, in_cap;
 	unsigned char *out;
 	size_t out_len, out_off, out_cap;
+	uint64_t sent;          /* socket bytes sent, ever (progress) */
 	uint32_t ep_events;     /* the socket's epoll interest now */
 
 	/* an answer that did not fit in the completion ring */
 	unsigned char *stash;
 	size_t stash_len;
 	uint64_t blocked_since; /* ns; 0 = not blocked */
+
+	/* stopping: answer only what was sent before (bytes left of it) */
+	bool draining;
+	uint64_t drain_to;      /* submission ring index at SIGTERM */
+	size_t drain_sock;      /* socket bytes the kernel held then */
 
 	struct dump dumps[MAX_DUMPS];
 	unsigned int ndumps;
@@ -289,7 +300,8 @@ bool tdbd_client_room(struct client *c, enum chan ch, size_t len);
 int tdbd_client_attach(struct client *c, const struct nlmsghdr *req);
 /* Pass fds with an ack on the socket. */
 int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
-			const int *fds, unsigned int nfds);
+			const struct tdb_proto_extack *ext, const int *fds,
+			unsigned int nfds);
 void tdbd_client_update_out(struct client *c);
 
 /* exec.c */

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "tdbd.h"
@@ -137,6 +138,12 @@ static int on_ring_msg(void *arg, const struct nlmsghdr *nlh)
 {
 	struct client *c = arg;
 
+	/* Stopping: a message that starts at or after the index of
+	 * SIGTERM was sent after it; it gets no answer (pos is already
+	 * past this message here). */
+	if (c->draining && (int64_t)(c->sub.pos - NLMSG_ALIGN(nlh->nlmsg_len) -
+				     c->drain_to) >= 0)
+		return -ECANCELED;
 	tdbd_exec(c, CH_RING, nlh, nlh->nlmsg_len);
 	/* Stop taking requests once an answer has nowhere to go. */
 	return c->stash_len || c->dead ? -EAGAIN : 0;
@@ -172,27 +179,35 @@ static uint64_t round_now(uint64_t *now)
 	return *now;
 }
 
-static void set_blocked(struct client *c, bool blocked, uint64_t *nowp)
+/*
+ * A client is blocked while answers wait for it (stash, a dump with no
+ * room, socket output not taken).  The deadline counts from the last
+ * time it took anything: a slow reader that keeps draining is throttled
+ * but never cut off; one that takes nothing for client-deadline is.
+ */
+static void set_blocked(struct client *c, bool blocked, bool progress,
+			uint64_t *nowp)
 {
 	struct tdbd *d = c->d;
-	uint64_t now;
+	uint64_t now, limit;
 
 	if (!blocked && !c->blocked_since)
 		return;
 	now = round_now(nowp);
-
-	if (blocked && !c->blocked_since) {
-		c->blocked_since = now;
-		__atomic_fetch_add(&d->ctr.throttled, 1, __ATOMIC_RELAXED);
-	} else if (!blocked && c->blocked_since) {
+	if (!blocked) {
 		c->blocked_since = 0;
 		__atomic_fetch_sub(&d->ctr.throttled, 1, __ATOMIC_RELAXED);
+		return;
 	}
-	if (c->blocked_since && now - c->blocked_since >
-	    (uint64_t)d->cfg.client_deadline_ms * 1000000) {
+	if (!c->blocked_since)
+		__atomic_fetch_add(&d->ctr.throttled, 1, __ATOMIC_RELAXED);
+	if (!c->blocked_since || progress)
+		c->blocked_since = now;
+	limit = (uint64_t)__atomic_load_n(&d->cfg.client_deadline_ms,
+					  __ATOMIC_RELAXED) * 1000000;
+	if (now - c->blocked_since > limit) {
 		c->dead = true;
-		c->why = "stuck: left its completions undrained past "
-			 "client-deadline";
+		c->why = "stuck: took none of its answers for client-deadline";
 		__atomic_fetch_add(&d->ctr.stuck, 1, __ATOMIC_RELAXED);
 	}
 }
@@ -200,14 +215,23 @@ static void set_blocked(struct client *c, bool blocked, uint64_t *nowp)
 /* One client's share of a round; returns the work done. */
 static unsigned int serve(struct client *c, uint64_t *now)
 {
+	uint64_t sent = c->sent, cons = c->attached ? c->comp.other : 0;
 	unsigned int done = 0;
-	bool blocked = false;
+	bool blocked = false, progress;
 	int rc;
 
 	if (c->dead)
 		return 0;
 	if (c->stash_len && !flush_stash(c))
 		blocked = true;
+	/* Socket requests read earlier and held back while its answers
+	 * backed up: run them once there is room again. */
+	if (c->in_len >= NLMSG_HDRLEN &&
+	    tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX) &&
+	    tdbd_client_read(c) < 0) {
+		c->dead = true;
+		return done;
+	}
 	if (c->ndumps) {
 		done += tdbd_dumps_run(c, DUMP_BUDGET, &blocked);
 		if (c->dead)
@@ -240,9 +264,11 @@ static unsigned int serve(struct client *c, uint64_t *now)
 	}
 	if (c->out_len > c->out_off && tdbd_client_flush(c))
 		c->dead = true;
-	if (c->stash_len || !tdbd_client_room(c, CH_SOCK, 0))
+	if (c->stash_len || c->out_len > c->out_off)
 		blocked = true;
-	set_blocked(c, blocked, now);
+	/* progress: the client took socket bytes or completion space */
+	progress = c->sent != sent || (c->attached && c->comp.other != cons);
+	set_blocked(c, blocked, progress, now);
 	return done;
 }
 
@@ -286,7 +312,7 @@ static void on_event(struct worker *w, struct epoll_event *ev)
 	}
 }
 
-static void poll_events(struct worker *w, int timeout_ms)
+static unsigned int poll_events(struct worker *w, int timeout_ms)
 {
 	struct epoll_event ev[64];
 	int n, i;
@@ -294,6 +320,7 @@ static void poll_events(struct worker *w, int timeout_ms)
 	n = epoll_wait(w->epfd, ev, 64, timeout_ms);
 	for (i = 0; i < n; i++)
 		on_event(w, &ev[i]);
+	return n > 0 ? (unsigned int)n : 0;
 }
 
 /* Say we sleep on every ring; false if one has work after all. */
@@ -334,18 +361,56 @@ static unsigned int round_once(struct worker *w)
 	return done;
 }
 
-/* SIGTERM: answer what the clients already sent, then let them go. */
+/* Has every client been answered all it sent before SIGTERM? */
+static bool drained(struct worker *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->nclients; i++) {
+		struct client *c = w->clients[i];
+
+		if (c->dead)
+			continue;
+		if (c->blocked_since)   /* not taking answers: not waited for */
+			continue;
+		if (c->out_len > c->out_off || c->stash_len || c->drain_sock ||
+		    c->ndumps)
+			return false;
+		if (c->attached && (int64_t)(c->sub.pos - c->drain_to) < 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * SIGTERM: answer what the clients already sent (rings and sockets),
+ * send those answers, then let the clients go.  Bounded: a client that
+ * does not take its answers is not waited for beyond 2 s.
+ */
 static void drain_and_close(struct worker *w)
 {
 	uint64_t until = tdbd_now_ns() + 2000000000ull;
-	unsigned int i;
+	unsigned int i, quiet = 0;
 
-	while (round_once(w) && tdbd_now_ns() < until)
-		poll_events(w, 0);
+	for (i = 0; i < w->nclients; i++) {
+		struct client *c = w->clients[i];
+		int avail = 0;
+		long r = c->attached ? tdb_ring_pending(&c->sub) : 0;
+
+		if (ioctl(c->sock, FIONREAD, &avail) < 0 || avail < 0)
+			avail = 0;
+		c->drain_to = c->sub.pos + (r > 0 ? (uint64_t)r : 0);
+		c->drain_sock = (size_t)avail;
+		c->draining = true;
+	}
+	while (quiet < 3 && tdbd_now_ns() < until) {
+		poll_events(w, 1);
+		round_once(w);
+		quiet = drained(w) ? quiet + 1 : 0;
+	}
 	for (i = 0; i < w->nclients; i++) {
 		w->clients[i]->dead = true;
 		w->clients[i]->why = "tdbd is stopping";
-		tdbd_client_flush(w->clients[i]);
 	}
 	reap_dead(w);
 }

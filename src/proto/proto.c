@@ -761,6 +761,14 @@ static int tlv_cb(const struct nlattr *a, void *data)
 		else
 			m->ext.miss_type = mnl_attr_get_u32(a);
 		break;
+	case NLMSGERR_ATTR_COOKIE:
+		if (mnl_attr_get_payload_len(a) > TDB_PROTO_COOKIE_MAX)
+			return pfail(s, EINVAL, "NLMSGERR_ATTR_COOKIE is longer "
+				     "than 20 bytes", off);
+		m->ext.cookie_len = mnl_attr_get_payload_len(a);
+		memcpy(m->ext.cookie, mnl_attr_get_payload(a),
+		       m->ext.cookie_len);
+		break;
 	}
 	return MNL_CB_OK;
 }
@@ -1328,6 +1336,12 @@ static long put_ack(void *buf, size_t size, uint16_t type,
 		need += attr_size(4);
 		tlvs = true;
 	}
+	if (ext && ext->cookie_len) {
+		if (ext->cookie_len > TDB_PROTO_COOKIE_MAX)
+			return -EINVAL;
+		need += attr_size(ext->cookie_len);
+		tlvs = true;
+	}
 	if (need > size)
 		return -EMSGSIZE;
 
@@ -1366,6 +1380,10 @@ static long put_ack(void *buf, size_t size, uint16_t type,
 	if (ext && ext->miss_type &&
 	    !mnl_attr_put_u32_check(nlh, size, NLMSGERR_ATTR_MISS_TYPE,
 				    ext->miss_type))
+		return -EMSGSIZE;
+	if (ext && ext->cookie_len &&
+	    !put_bytes(nlh, size, NLMSGERR_ATTR_COOKIE, ext->cookie_len,
+		       ext->cookie))
 		return -EMSGSIZE;
 	return (long)nlh->nlmsg_len;
 }

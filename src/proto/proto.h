@@ -39,6 +39,8 @@ enum tdb_proto_dir {
 				  * NLMSG_ERROR, NLMSG_DONE, notifications */
 };
 
+#define TDB_PROTO_COOKIE_MAX 20u       /* NETLINK_MAX_COOKIE_LEN */
+
 /* What was wrong, as an extended ack carries it. */
 struct tdb_proto_extack {
 	const char *msg;        /* static text, or NULL */
@@ -46,6 +48,10 @@ struct tdb_proto_extack {
 				 * of the message; 0 = none (no attribute
 				 * starts before byte 20) */
 	uint32_t miss_type;     /* required attribute missing; 0 = none */
+	/* NLMSGERR_ATTR_COOKIE: data an ack hands back (tdbd's WATCH: the
+	 * feed's next sequence number, a u32); cookie_len 0 = none */
+	uint32_t cookie_len;
+	unsigned char cookie[TDB_PROTO_COOKIE_MAX];
 };
 
 /* TDB_A_STAT; `present` has bit (1u << TDB_STAT_A_x) for each field. */

@@ -607,6 +607,7 @@ static int resync(struct tdb_ring *r, uint64_t tail, uint64_t *lost)
 
 	if (lost)
 		*lost = 0;
+	r->from_set = false;    /* lapped while skipping to a start */
 	for (tries = 0; tries < 8; tries++) {
 		uint64_t t = tail, t2;
 		unsigned int steps;
@@ -688,6 +689,24 @@ int tdb_feed_read(struct tdb_ring *r, unsigned int budget,
 			r->pos += skip;
 			continue;
 		}
+		if (r->from_set) {
+			int32_t d = (int32_t)(nlh->nlmsg_seq - r->from_seq);
+
+			if (d < 0) {            /* before the start: skip */
+				r->seq = nlh->nlmsg_seq + 1;
+				r->seq_known = true;
+				r->pos += (uint64_t)len;
+				continue;
+			}
+			r->from_set = false;
+			if (d > 0) {            /* the start was overwritten */
+				r->seq = nlh->nlmsg_seq;
+				r->seq_known = true;
+				if (lost)
+					*lost = (uint64_t)d;
+				return -EOVERFLOW;
+			}
+		}
 		if (r->seq_known && nlh->nlmsg_seq != r->seq)
 			return violation(r, "feed sequence number skipped "
 					    "without a lap");
@@ -700,6 +719,25 @@ int tdb_feed_read(struct tdb_ring *r, unsigned int budget,
 			return ret;
 	}
 	return (int)n;
+}
+
+int tdb_feed_start_at(struct tdb_ring *r, uint32_t seq)
+{
+	uint64_t t, p;
+
+	if (r->dead)
+		return -EPROTO;
+	if (r->kind != TDB_RING_FEED)
+		return -EINVAL;
+	t = load_acquire(&r->hdr->tail);
+	p = load_acquire(&r->hdr->prod);
+	if ((t & 3) || p - t > r->data_size)
+		return violation(r, "feed tail is out of range");
+	r->pos = t;
+	r->seq_known = false;
+	r->from_set = true;
+	r->from_seq = seq;
+	return 0;
 }
 
 int tdb_feed_wait(struct tdb_ring *r, int timeout_ms)

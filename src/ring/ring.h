@@ -35,6 +35,8 @@ struct tdb_ring {
 	size_t reserved_len;        /* producer: the len asked for */
 	uint32_t seq;               /* feed: next sequence number */
 	bool seq_known;             /* feed reader: seq is meaningful */
+	bool from_set;              /* feed reader: skip until from_seq */
+	uint32_t from_seq;
 	int eventfd;                /* wake the consumer with this, or -1 */
 	bool dead;
 	const char *error;          /* static text of the violation */
@@ -138,5 +140,14 @@ int tdb_feed_read(struct tdb_ring *r, unsigned int budget,
 		  tdb_ring_msg_fn *fn, void *arg, uint64_t *lost);
 /* Sleep until the feed moves past the reader's position. */
 int tdb_feed_wait(struct tdb_ring *r, int timeout_ms);
+/*
+ * Read from the message with sequence number `seq` on (e.g. the feed's
+ * next number when a watch began, which the owner reports), instead of
+ * from the newest: the reader goes back to the oldest intact message and
+ * skips those before seq.  If seq was overwritten already, the first
+ * tdb_feed_read returns -EOVERFLOW with *lost = how many are gone.
+ * -EPROTO if the header is out of range.
+ */
+int tdb_feed_start_at(struct tdb_ring *r, uint32_t seq);
 
 #endif
