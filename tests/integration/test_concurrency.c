@@ -362,7 +362,8 @@ static void op_batch(struct child *ch)
 		reqs[k].user = k;
 		if (kind[k] == TDBC_OP_PUT) {
 			for (j = 0; j < 64; j++)
-				vals[k * 64 + j] = (unsigned char)h_rand(&ch->rnd);
+				vals[k * 64 + j] =
+					(unsigned char)h_rand(&ch->rnd);
 			reqs[k].val = vals + k * 64;
 			reqs[k].vlen = 1 + rnd(ch, 64);
 		}
@@ -403,7 +404,8 @@ static void op_batch(struct child *ch)
 				break;
 			case TDBC_OP_PUT:
 				CHECK_EQ(cqes[k].res, 0, "async put");
-				model_set(m, reqs[u].val, (uint32_t)reqs[u].vlen);
+				model_set(m, reqs[u].val,
+					  (uint32_t)reqs[u].vlen);
 				break;
 			case TDBC_OP_DEL:
 				CHECK_EQ(cqes[k].res, m->present ? 0 : -ENOENT,
@@ -708,7 +710,7 @@ int main(void)
 	struct tdbc *c;
 	pid_t pids[NPROC];
 	int ready[2], go[2], reps[2], p, live = NPROC;
-	long ops = h_scaled(4000, 100);
+	long ops = h_scaled(3000, 100);
 	uint64_t t0, deadline;
 	char b;
 
