@@ -78,8 +78,9 @@ static void stat_json(const struct tdbc_table_stat *st)
 	int i;
 
 	stat_figures(st, f);
-	fputs("{\"name\":", stdout);
-	fmt_json_cstr(stdout, st->name);
+	/* a name may hold bytes >= 0x80 (proto.h), so maybe "name_hex" */
+	putchar('{');
+	fmt_json_field(stdout, "name", st->name, strlen(st->name), false);
 	for (i = 0; i < STAT_FIGURES; i++)
 		printf(",\"%s\":%" PRIu64, f[i].name, f[i].v);
 	printf(",\"gid\":%" PRIu32 ",\"mode\":\"%04" PRIo32 "\"}\n",

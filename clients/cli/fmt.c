@@ -131,11 +131,6 @@ void fmt_json_str(FILE *f, const void *p, size_t n)
 	putc('"', f);
 }
 
-void fmt_json_cstr(FILE *f, const char *s)
-{
-	fmt_json_str(f, s, strlen(s));
-}
-
 void fmt_json_field(FILE *f, const char *name, const void *p, size_t n,
 		    bool hex)
 {

@@ -33,8 +33,6 @@ void fmt_bytes(FILE *f, const void *p, size_t n, enum fmt_enc enc);
 bool fmt_json_ok(const void *p, size_t n);
 /* Write the bytes as a JSON string, quotes included (fmt_json_ok). */
 void fmt_json_str(FILE *f, const void *p, size_t n);
-/* Write a C string (a table name, a fixed word) as a JSON string. */
-void fmt_json_cstr(FILE *f, const char *s);
 /*
  * Write one member "name":"..." if the bytes are fmt_json_ok and hex is
  * false, else "name_hex":"<hex>".  No separator before or after.

@@ -65,7 +65,7 @@ static const char usage_text[] =
 "      --escape          print keys and values with C escapes\n"
 "  -k, --key-hex         KEY and --prefix are given in hex\n"
 "  -v, --value-hex       VALUE (also from --file/--stdin) is given in hex\n"
-"  -h, --help            print this help and exit\n"
+"  -h, --help, help      print this help and exit\n"
 "  -V, --version         print the version and exit\n"
 "  --max-extents N       create: size cap in 2 MiB extents (1..32768)\n"
 "  --mode MODE           create: permission bits, octal (default 0600)\n"
@@ -88,9 +88,10 @@ static const char usage_text[] =
 "  is, \\\\ \\n \\t \\r, other bytes \\xHH.\n"
 "  tables prints a header and one line per table; stat and stats print\n"
 "  NAME VALUE lines.  Modes are octal.\n"
-"  JSON: a key or value that is valid UTF-8 without control characters\n"
-"  (but tab, CR, LF) is a string member \"key\"/\"value\", else (or with\n"
-"  --hex) \"key_hex\"/\"value_hex\" holds its hex.  Shapes:\n"
+"  JSON: a key, value or table name that is valid UTF-8 without control\n"
+"  characters (but tab, CR, LF) is a string member \"key\"/\"value\"/\n"
+"  \"name\", else (keys and values also with --hex) \"key_hex\"/\n"
+"  \"value_hex\"/\"name_hex\" holds its hex.  Shapes:\n"
 "    get     {\"key\":..,\"value\":..}\n"
 "    scan    {\"key\":..,\"value\":..} per line (no value: --keys-only)\n"
 "    watch   {\"event\":\"put\",\"seq\":N,\"key\":..,\"value\":..},\n"
@@ -280,14 +281,19 @@ static int parse_cmd_opt(struct cli *cli, struct parsed *p, int opt,
 		p->prefix_arg = arg;
 		break;
 	case OPT_LIMIT:
-		/* the protocol's LIMIT is a u32 */
+		/* the protocol's LIMIT is a u32; the library's 0 means
+		 * "no limit", which --limit 0 would not say */
 		rc = parse_num("limit", arg, 10, UINT32_MAX, &cli->limit);
+		if (!rc && !cli->limit)
+			rc = usage_error(NULL, "--limit %s: at least 1", arg);
 		break;
 	case OPT_KEYS_ONLY:
 		cli->keys_only = true;
 		break;
 	case OPT_COUNT:
 		rc = parse_num("count", arg, 10, UINT64_MAX, &cli->count);
+		if (!rc && !cli->count)
+			rc = usage_error(NULL, "--count %s: at least 1", arg);
 		break;
 	case OPT_TIMEOUT:
 		rc = parse_num("timeout", arg, 10, INT32_MAX, &v);
@@ -562,6 +568,8 @@ int main(int argc, char **argv)
 	rc = parse_line(&cli, &p, argc, argv);
 	if (rc < 0 && !p.npos)
 		rc = usage_error(NULL, "%s", "no command");
+	if (rc < 0 && !strcmp(p.pos[0], "help"))
+		rc = parse_opt(&cli, &p, 'h');
 	if (rc < 0 && !(cmd = find_command(p.pos[0])))
 		rc = usage_error(NULL, "no such command: %s", p.pos[0]);
 	if (rc < 0) {

@@ -154,6 +154,11 @@ expect_err 2 "tdb: --limit x: not a number" "$tdb" $nosock scan t --limit x
 expect_err 2 "tdb: --hex and --escape exclude" "$tdb" $nosock --hex --escape get t k
 expect_err 2 "tdb: unrecognized option '--frob'" "$tdb" --frob stats
 expect_err 2 "tdb: --uid no-such-user-here: no such user" "$tdb" $nosock create t --uid no-such-user-here
+expect_err 2 "tdb: --count 0: at least 1" "$tdb" $nosock watch t --count 0
+expect_err 2 "tdb: --limit 0: at least 1" "$tdb" $nosock scan t --limit 0
+expect_err 2 "tdb: watch: --keys-only does not apply" "$tdb" $nosock watch t --keys-only
+expect_rc 0 "$tdb" help
+grep -q '^Usage: tdb ' "$out" || fail "help: $(head -n 1 "$out")"
 expect_rc 0 "$tdb" --help
 grep -q '^Exit codes: 0 ok, 1 not found, 2 usage error, 3 exists' "$out" ||
 	fail "--help does not give the exit codes"
@@ -361,6 +366,48 @@ cmp -s "$dir/w4" "$exp" || fail "watch to the drop: got $(cat "$dir/w4")"
 expect_err 6 "tdb: watch: timed out: 0 of 2 changes" "$tdb" watch t1 --count 2 --timeout 200
 expect_out "" "$tdb" watch t1 --timeout 100
 expect_err 1 "tdb: watch: " "$tdb" watch nosuch --timeout 100
+
+# a watcher that falls behind: its output pipe is full (not read until
+# $dir/go exists) while 40 puts of 200 kB lap the 4 MiB feed; it says
+# OVERRUN with the exact number lost, goes on, and ends at the drop.
+expect_out "" "$tdb" create t6
+head -c 200000 /dev/zero >"$dir/big"
+wait_watches 0
+{ "$tdb" watch t6 --timeout 60000 2>"$dir/w6.err"; echo $? >"$dir/w6.rc"; } |
+	{ while [ ! -e "$dir/go" ]; do sleep 0.05; done; cat; } >"$dir/w6" &
+w6=$!
+wait_watches 1
+i=0
+while [ $i -lt 40 ]; do
+	i=$((i + 1))
+	"$tdb" put t6 "k$i" --file "$dir/big" || fail "put k$i to t6"
+done
+touch "$dir/go"
+"$tdb" drop t6 || fail "drop t6"
+wait "$w6"
+checks=$((checks + 1))
+[ "$(cat "$dir/w6.rc")" = 0 ] ||
+	fail "lapped watcher exited $(cat "$dir/w6.rc"): $(cat "$dir/w6.err")"
+lost=$(sed -n 's/^OVERRUN lost=\([0-9][0-9]*\)$/\1/p' "$dir/w6")
+puts=$(grep -c '^PUT	k[0-9]*	\\x00\\x00' "$dir/w6")
+checks=$((checks + 1))
+if [ -z "$lost" ] || [ "$lost" -lt 1 ] || [ $((lost + puts)) != 40 ] ||
+   [ "$(tail -n 1 "$dir/w6")" != DROP ]; then
+	fail "lapped watcher: lost '$lost' + $puts PUT lines != 40, or no DROP:"
+	cut -c 1-40 "$dir/w6" >&2
+fi
+
+# table names: UTF-8 is a JSON string, other bytes >= 0x80 go in hex
+tname=$(printf 't\303\251')
+expect_out "" "$tdb" create "$tname"
+expect_rc 0 "$tdb" --json stat "$tname"
+json_check 'docs[0]["name"] == "t\u00e9"'
+expect_out "" "$tdb" drop "$tname"
+tname=$(printf 't\303')
+expect_out "" "$tdb" create "$tname"
+expect_rc 0 "$tdb" --json tables
+json_check '{"74c3"} == {d.get("name_hex") for d in docs if "name" not in d}'
+expect_out "" "$tdb" drop "$tname"
 
 # --- permission denied (4): another user and a 0640 table --------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 &&
