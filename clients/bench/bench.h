@@ -49,6 +49,7 @@ struct options {
 	unsigned int ntdbd_args;
 	const char *redis;      /* --redis */
 	const char *only;       /* --only: comma list of systems */
+	bool op_on[OP_N];       /* --op: which operations run */
 	bool strict;            /* --strict: a missing peer is exit 77 */
 	bool verbose;
 };

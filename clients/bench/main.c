@@ -52,6 +52,7 @@ struct options opt = {
 	.keys = 1000000, .ops = 100000, .txn_ops = 10000, .sync_ops = 1000,
 	.vsize = 100, .procs = { 1, 8 }, .nprocs = 2,
 	.batches = { 1, 32 }, .nbatches = 2, .runs = 3,
+	.op_on = { true, true },
 };
 char *keys;
 char tmpdir[4096];
@@ -82,6 +83,7 @@ static struct result res[NPEERS][OP_N][4][8][RUNS_MAX];
 /* --- the shared slots the workers fill -------------------------------- */
 struct slot {
 	double t0, t1;
+	double cpu;              /* the worker's CPU time between them */
 	uint32_t nsamp;
 	int failed;
 	char msg[MSG_LEN];
@@ -169,6 +171,19 @@ static void make_keys(void)
 }
 
 /* --- a worker ----------------------------------------------------------- */
+static double tv(struct timeval t)
+{
+	return (double)t.tv_sec + (double)t.tv_usec * 1e-6;
+}
+
+static double self_cpu(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
 /* The work of process `proc` of a cell: its keys' stream depends on the
  * cell and run, never on the system. */
 static __attribute__((noreturn))
@@ -203,6 +218,7 @@ void worker(const struct peer *p, struct work *w, unsigned int procs,
 	/* The barrier: the driver closes its end of `go` to release all. */
 	while (read(go, &c, 1) < 0 && errno == EINTR)
 		;
+	sl->cpu = -self_cpu();
 	sl->t0 = t = now();
 	for (uint32_t k = 0; k < calls; k++) {
 		unsigned int n = ops - done < w->batch ? ops - done : w->batch;
@@ -227,6 +243,7 @@ void worker(const struct peer *p, struct work *w, unsigned int procs,
 		done += n;
 	}
 	sl->t1 = now();
+	sl->cpu += self_cpu();
 	p->close(h);
 	_exit(0);
 }
@@ -247,9 +264,23 @@ static double pct(const uint32_t *s, size_t n, double q)
 	return n ? s[i ? i - 1 : 0] : 0;
 }
 
-static double tv(struct timeval t)
+/* --verbose: the whole distribution of the cell's samples (sorted in
+ * gather[0, n)), per call. */
+static void describe_latency(const struct peer *p, enum op op,
+			     unsigned int procs, unsigned int batch, size_t n)
 {
-	return (double)t.tv_sec + (double)t.tv_usec * 1e-6;
+	static const double q[] = { 0.1, 0.5, 0.9, 0.99, 0.999, 1 };
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sum += gather[i];
+	fprintf(stderr, "    %s %s procs %u batch %u: %zu samples of a call, "
+		"us: mean %.2f", p->name, op_name[op], procs, batch, n,
+		n ? sum / (double)n / 1000 : 0);
+	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++)
+		fprintf(stderr, " p%g %.2f", q[i] * 100,
+			pct(gather, n, q[i]) / 1000);
+	fprintf(stderr, "\n");
 }
 
 static void run_cell(size_t s, enum op op, unsigned int bi, unsigned int pi,
@@ -300,17 +331,15 @@ static void run_cell(size_t s, enum op op, unsigned int bi, unsigned int pi,
 	w0 = now();
 	close(go[1]);           /* ... go */
 	for (unsigned int i = 0; i < procs; i++) {
-		struct rusage ru;
 		int st;
 		pid_t pid;
 
-		while ((pid = wait4(workers[i], &st, 0, &ru)) < 0 &&
+		while ((pid = waitpid(workers[i], &st, 0)) < 0 &&
 		       errno == EINTR)
 			check_interrupt();
 		workers[i] = 0;
 		if (pid < 0)
 			die("wait: %s", strerror(errno));
-		cli += tv(ru.ru_utime) + tv(ru.ru_stime);
 		if (slots[i].failed)
 			die("%s, %s, %u procs, batch %u, process %u: %s",
 			    p->name, op_name[op], procs, batch, i,
@@ -325,6 +354,7 @@ static void run_cell(size_t s, enum op op, unsigned int bi, unsigned int pi,
 	srv1 = spid ? proc_cpu(spid) : 0;
 	check_interrupt();
 	for (unsigned int i = 0; i < procs; i++) {
+		cli += slots[i].cpu;
 		first = slots[i].t0 < first ? slots[i].t0 : first;
 		last = slots[i].t1 > last ? slots[i].t1 : last;
 		memcpy(gather + n, samples + (size_t)i * SAMPLES_MAX,
@@ -332,11 +362,13 @@ static void run_cell(size_t s, enum op op, unsigned int bi, unsigned int pi,
 		n += slots[i].nsamp;
 	}
 	qsort(gather, n, sizeof(*gather), cmp_u32);
+	if (opt.verbose)
+		describe_latency(p, op, procs, batch, n);
 	r->ops = ops;
 	r->ops_s = (double)ops * procs / (last - first);
 	r->p50 = pct(gather, n, 0.50) / 1000.0 / batch;
 	r->p99 = pct(gather, n, 0.99) / 1000.0 / batch;
-	r->cli = cli / (w1 - w0);
+	r->cli = cli / (last - first);
 	r->srv = spid && srv0 >= 0 && srv1 >= 0 ? (srv1 - srv0) / (w1 - w0) :
 		0;
 	r->done = true;
@@ -473,8 +505,10 @@ static void goal_put(size_t peer, double goal, const char *what)
 	bool all = true;
 
 	printf("  put >= %.0fx %-28s", goal, what);
-	if (sys[S_TDB].started || sys[peer].started || b1 < 0) {
+	if (sys[S_TDB].started || sys[peer].started || b1 < 0 ||
+	    !opt.op_on[OP_PUT]) {
 		printf(" not evaluated (%s)\n", b1 < 0 ? "no batch 1" :
+		       !opt.op_on[OP_PUT] ? "no put" :
 		       sys[S_TDB].started ? "tdb skipped" : "peer skipped");
 		return;
 	}
@@ -503,7 +537,7 @@ static void print_goals(void)
 	goal_put(S_REDIS, 20, "Redis SET, unpipelined:");
 
 	printf("  get round trip p50 < 2 us (tdbc_get):  ");
-	if (sys[S_TDB].started || b1 < 0) {
+	if (sys[S_TDB].started || b1 < 0 || !opt.op_on[OP_GET]) {
 		printf(" not evaluated\n");
 	} else {
 		for (unsigned int pi = 0; pi < opt.nprocs; pi++)
@@ -525,7 +559,8 @@ static void print_goals(void)
 		bool all = true;
 
 		for (int op = 0; op < OP_N; op++)
-			for (unsigned int bi = 0; bi < opt.nbatches; bi++) {
+			for (unsigned int bi = 0; bi < opt.nbatches &&
+			     opt.op_on[op]; bi++) {
 				double a = MED(S_TDB, op, bi, 0, ops_s);
 				double z = MED(S_TDB, op, bi, opt.nprocs - 1,
 					       ops_s);
@@ -720,6 +755,7 @@ static void usage(FILE *f)
 "                       -A 2)\n"
 "  -R, --redis PATH     the redis-server to start (default: from $PATH)\n"
 "  -O, --only LIST      systems to run: tdb,lmdb,redis (default all)\n"
+"  -w, --op LIST        operations: get,put (default both)\n"
 "  -S, --strict         exit 77 (skip) if tdbd or redis-server is missing\n"
 "                       and 1 if a system fails to start (for the tests)\n"
 "  -v, --verbose        each run's figures on stderr\n"
@@ -770,6 +806,26 @@ static unsigned int parse_list(const char *s, const char *what,
 	return n;
 }
 
+static void parse_ops(const char *s)
+{
+	char buf[64], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	opt.op_on[OP_GET] = opt.op_on[OP_PUT] = false;
+	for (char *t = strtok_r(buf, ",", &save); t;
+	     t = strtok_r(NULL, ",", &save)) {
+		int op = !strcmp(t, "get") ? OP_GET :
+			!strcmp(t, "put") ? OP_PUT : -1;
+
+		if (op < 0) {
+			fprintf(stderr, "tdb-bench: unknown operation '%s' "
+				"(get, put)\n", t);
+			exit(2);
+		}
+		opt.op_on[op] = true;
+	}
+}
+
 static bool wanted(size_t s)
 {
 	const char *name = s == S_LMDB_SYNC ? "lmdb" : peers[s]->name;
@@ -801,6 +857,7 @@ static void parse_args(int argc, char **argv)
 		{ "tdbd-arg", required_argument, NULL, 'A' },
 		{ "redis", required_argument, NULL, 'R' },
 		{ "only", required_argument, NULL, 'O' },
+		{ "op", required_argument, NULL, 'w' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -808,7 +865,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:o:t:y:p:b:r:s:d:T:A:R:O:Svh",
+	while ((c = getopt_long(argc, argv, "n:o:t:y:p:b:r:s:d:T:A:R:O:w:Svh",
 				lo, NULL)) != -1) {
 		switch (c) {
 		case 'n':
@@ -853,6 +910,7 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 'R': opt.redis = optarg; break;
 		case 'O': opt.only = optarg; break;
+		case 'w': parse_ops(optarg); break;
 		case 'S': opt.strict = true; break;
 		case 'v': opt.verbose = true; break;
 		case 'h': usage(stdout); exit(0);
@@ -956,7 +1014,8 @@ int main(int argc, char **argv)
 	t0 = now();
 	for (unsigned int run = 0; run < opt.runs; run++)
 		for (int op = 0; op < OP_N; op++)
-			for (unsigned int pi = 0; pi < opt.nprocs; pi++)
+			for (unsigned int pi = 0; pi < opt.nprocs &&
+			     opt.op_on[op]; pi++)
 				for (unsigned int bi = 0; bi < opt.nbatches;
 				     bi++) {
 					for (size_t k = 0; k < NPEERS; k++) {
@@ -968,8 +1027,9 @@ int main(int argc, char **argv)
 					}
 					progress(run, op, bi, pi);
 				}
-	print_table(OP_GET);
-	print_table(OP_PUT);
+	for (int op = 0; op < OP_N; op++)
+		if (opt.op_on[op])
+			print_table(op);
 	print_goals();
 	print_footer(now() - t0);
 	cleanup();

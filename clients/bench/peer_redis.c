@@ -297,9 +297,14 @@ static int redis_start(char *msg)
 	double t0 = now();
 	int err;
 
-	if (opt.redis)
+	if (opt.redis) {
 		snprintf(srv.bin, sizeof(srv.bin), "%s", opt.redis);
-	else if (!find_in_path("redis-server", srv.bin, sizeof(srv.bin))) {
+		if (access(srv.bin, X_OK)) {
+			msgf(msg, "cannot run %s: %s", srv.bin,
+			     strerror(errno));
+			return errno == ENOENT ? 1 : -1;
+		}
+	} else if (!find_in_path("redis-server", srv.bin, sizeof(srv.bin))) {
 		msgf(msg, "no redis-server in $PATH (apt-get install "
 		     "redis-server, or --redis PATH)");
 		return 1;

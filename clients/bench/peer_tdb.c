@@ -179,8 +179,8 @@ static int tdb_start(char *msg)
 	if (bin != srv.bin)
 		snprintf(srv.bin, sizeof(srv.bin), "%s", bin);
 	if (!runnable(srv.bin)) {
-		msgf(msg, "cannot run tdbd %s", srv.bin);
-		return -1;
+		msgf(msg, "cannot run tdbd %s: %s", srv.bin, strerror(errno));
+		return errno == ENOENT ? 1 : -1;
 	}
 	if ((size_t)snprintf(srv.sock, sizeof(srv.sock), "%s/tdbd.sock",
 			     tmpdir) >= sizeof(srv.sock)) {
