@@ -22,6 +22,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,12 +183,18 @@ struct parsed {
 	const char *prefix_arg; /* decoded once -k is known */
 };
 
-static int usage_error(const char *cmd, const char *fmt, const char *arg)
+/* "tdb: [CMD: ]message" and the hint; returns EXIT_USAGE. */
+__attribute__((format(printf, 2, 3)))
+static int usage_error(const char *cmd, const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "tdb: ");
 	if (cmd)
 		fprintf(stderr, "%s: ", cmd);
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "\nTry 'tdb --help'.\n");
 	return EXIT_USAGE;
 }
@@ -198,14 +205,12 @@ static int parse_num(const char *opt, const char *s, int base,
 	int err = fmt_parse_u64(s, base, max, out);
 
 	if (err == -ERANGE)
-		fprintf(stderr, "tdb: --%s %s: out of range (at most %llu)\n"
-			"Try 'tdb --help'.\n", opt, s,
-			(unsigned long long)max);
-	else if (err)
-		fprintf(stderr, "tdb: --%s %s: not a%s number\n"
-			"Try 'tdb --help'.\n", opt, s,
-			base == 8 ? "n octal" : "");
-	return err ? EXIT_USAGE : 0;
+		return usage_error(NULL, "--%s %s: out of range (at most "
+				   "%llu)", opt, s, (unsigned long long)max);
+	if (err)
+		return usage_error(NULL, "--%s %s: not a%s number", opt, s,
+				   base == 8 ? "n octal" : "");
+	return 0;
 }
 
 /* A user or group: a number, else a name looked up in passwd/group.
@@ -228,16 +233,15 @@ static int parse_id(const char *opt, const char *s, uint32_t *out)
 		*out = gr->gr_gid;
 		return 0;
 	}
-	fprintf(stderr, "tdb: --%s %s: no such %s, nor a number\n"
-		"Try 'tdb --help'.\n", opt, s, opt[0] == 'u' ? "user" : "group");
-	return EXIT_USAGE;
+	return usage_error(NULL, "--%s %s: no such %s, nor a number", opt, s,
+			   opt[0] == 'u' ? "user" : "group");
 }
 
 static int set_enc(struct cli *cli, int enc)
 {
 	if (cli->enc >= 0 && cli->enc != enc)
-		return usage_error(NULL, "%s", "--hex and --escape exclude "
-				   "each other");
+		return usage_error(NULL, "--hex and --escape exclude each "
+				   "other");
 	cli->enc = enc;
 	return 0;
 }
@@ -246,7 +250,7 @@ static int set_enc(struct cli *cli, int enc)
 static int parse_cmd_opt(struct cli *cli, struct parsed *p, int opt,
 			 const char *arg)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	int rc = 0;
 
 	p->seen |= O(opt);
@@ -371,17 +375,22 @@ static int take_bytes(const char *cmd, const char *what, const char *arg,
 		      bool hex, struct cli_bytes *b)
 {
 	size_t n = strlen(arg); /* an argv string: it has no NUL inside */
+	int err = 0;
 
 	if (hex) {
-		if (fmt_hex_decode(arg, n, &b->p, &b->n))
-			return usage_error(cmd, "%s is not hex (two digits "
-					   "a byte)", what);
-	} else {
-		b->p = malloc(n + 1);
-		if (!b->p)
-			return usage_error(cmd, "%s", "out of memory");
+		err = fmt_hex_decode(arg, n, &b->p, &b->n);
+	} else if ((b->p = malloc(n + 1))) {
 		memcpy(b->p, arg, n);
 		b->n = n;
+	} else {
+		err = -ENOMEM;
+	}
+	if (err == -EINVAL)
+		return usage_error(cmd, "%s is not hex (two digits a byte)",
+				   what);
+	if (err) {
+		fprintf(stderr, "tdb: %s: %s\n", cmd, strerror(-err));
+		return EXIT_ERROR;
 	}
 	b->set = true;
 	return 0;
@@ -416,9 +425,12 @@ static int read_value(struct cli *cli)
 	err = fmt_hex_decode((const char *)raw, n, &cli->value.p,
 			     &cli->value.n);
 	free(raw);
-	if (err)
-		return usage_error("put", "%s", "the input is not hex (two "
-				   "digits a byte)");
+	if (err) {
+		fprintf(stderr, "tdb: put: reading %s: %s\n",
+			cli->file ? cli->file : "stdin", err == -EINVAL ?
+			"not hex (two digits a byte)" : strerror(-err));
+		return EXIT_ERROR;
+	}
 	cli->value.set = true;
 	return 0;
 }
@@ -434,8 +446,8 @@ static int put_args(struct cli *cli, char **args, int nargs)
 		nargs = 2;
 	}
 	if (sources != 1)
-		return usage_error("put", "%s", "give the value once: VALUE, "
-				   "-, --file F or --stdin");
+		return usage_error("put", "give the value once: VALUE, -, "
+				   "--file F or --stdin");
 	if (nargs == 3)
 		return take_bytes("put", "VALUE", args[2], cli->value_hex,
 				  &cli->value);
@@ -463,12 +475,10 @@ static int take_args(struct cli *cli, const struct command *cmd,
 	if (bad)
 		return usage_error(cmd->name, "--%s does not apply here",
 				   opt_name(OPT_CMD0 + __builtin_ctz(bad)));
-	if (nargs < cmd->min_args || nargs > cmd->max_args) {
-		fprintf(stderr, "tdb: %s: wrong number of arguments\n"
-			"Usage: tdb %s %s\nTry 'tdb --help'.\n", cmd->name,
-			cmd->name, cmd->args);
-		return EXIT_USAGE;
-	}
+	if (nargs < cmd->min_args || nargs > cmd->max_args)
+		return usage_error(cmd->name, "wrong number of arguments\n"
+				   "Usage: tdb %s%s%s", cmd->name,
+				   *cmd->args ? " " : "", cmd->args);
 	if (nargs >= 1)
 		cli->table = args[0];
 	if (nargs >= 2 && (rc = take_bytes(cmd->name, "KEY", args[1],
@@ -567,7 +577,7 @@ int main(int argc, char **argv)
 	}
 	rc = parse_line(&cli, &p, argc, argv);
 	if (rc < 0 && !p.npos)
-		rc = usage_error(NULL, "%s", "no command");
+		rc = usage_error(NULL, "no command");
 	if (rc < 0 && !strcmp(p.pos[0], "help"))
 		rc = parse_opt(&cli, &p, 'h');
 	if (rc < 0 && !(cmd = find_command(p.pos[0])))

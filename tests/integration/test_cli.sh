@@ -157,6 +157,11 @@ expect_err 2 "tdb: --uid no-such-user-here: no such user" "$tdb" $nosock create 
 expect_err 2 "tdb: --count 0: at least 1" "$tdb" $nosock watch t --count 0
 expect_err 2 "tdb: --limit 0: at least 1" "$tdb" $nosock scan t --limit 0
 expect_err 2 "tdb: watch: --keys-only does not apply" "$tdb" $nosock watch t --keys-only
+# put's input is read before connecting; unreadable or bad input is 6
+expect_err 6 "tdb: put: $dir/none: No such file" "$tdb" $nosock put t k --file "$dir/none"
+expect_err 6 "tdb: put: reading $dir: Is a directory" "$tdb" $nosock put t k --file "$dir"
+echo zz >"$dir/zz"
+expect_err 6 "tdb: put: reading stdin: not hex" "$tdb" $nosock -v put t k - <"$dir/zz"
 expect_rc 0 "$tdb" help
 grep -q '^Usage: tdb ' "$out" || fail "help: $(head -n 1 "$out")"
 expect_rc 0 "$tdb" --help
