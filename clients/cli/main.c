@@ -68,16 +68,17 @@ static const char usage_text[] =
 "  -v, --value-hex       VALUE (also from --file/--stdin) is given in hex\n"
 "  -h, --help, help      print this help and exit\n"
 "  -V, --version         print the version and exit\n"
-"  --max-extents N       create: size cap in 2 MiB extents (1..32768)\n"
-"  --mode MODE           create: permission bits, octal (default 0600)\n"
-"  --uid U, --gid G      create: owner, a number or name (root only)\n"
-"  --file F, --stdin     put: the value is the file's (stdin's) bytes\n"
-"  --no-overwrite        put: fail (exit 3) if the key exists\n"
-"  --prefix P            scan, watch: keys starting with P only\n"
-"  --limit N             scan: at most N records\n"
-"  --keys-only           scan: print keys only\n"
-"  --count N             watch: stop after N changes\n"
-"  --timeout MS          watch: stop after MS milliseconds in all\n"
+"      --max-extents N   create: size cap in 2 MiB extents (1..32768)\n"
+"      --mode MODE       create: permission bits, octal (default: tdbd's\n"
+"                        table-mode, 0600 unless set)\n"
+"      --uid U, --gid G  create: owner, a number or name (root only)\n"
+"      --file F, --stdin put: the value is the file's (stdin's) bytes\n"
+"      --no-overwrite    put: fail (exit 3) if the key exists\n"
+"      --prefix P        scan, watch: keys starting with P only\n"
+"      --limit N         scan: at most N records\n"
+"      --keys-only       scan: print keys only\n"
+"      --count N         watch: stop after N changes\n"
+"      --timeout MS      watch: stop after MS milliseconds in all\n"
 "Put -- before arguments that start with '-'.\n"
 "\n"
 "Output:\n"
@@ -97,7 +98,8 @@ static const char usage_text[] =
 "    scan    {\"key\":..,\"value\":..} per line (no value: --keys-only)\n"
 "    watch   {\"event\":\"put\",\"seq\":N,\"key\":..,\"value\":..},\n"
 "            {\"event\":\"del\",\"seq\":N,\"key\":..},\n"
-"            {\"event\":\"drop\",\"seq\":N}, {\"event\":\"overrun\",\"lost\":N}\n"
+"            {\"event\":\"drop\",\"seq\":N},\n"
+"            {\"event\":\"overrun\",\"lost\":N}\n"
 "    tables  per line, and stat: {\"name\":..,\"records\":N,\n"
 "            \"bytes_used\":N,\"bytes_allocated\":N,\"bytes_pending\":N,\n"
 "            \"extents\":N,\"max_extents\":N,\"page_size\":N,\n"
@@ -111,7 +113,7 @@ static const char usage_text[] =
 "denied, 5 cannot connect, 6 other error (incl. watch --count not\n"
 "reached within --timeout).\n";
 
-/* --- options -------------------------------------------------------------- */
+/* --- options ------------------------------------------------------------ */
 
 enum {
 	OPT_SOCKET = 256, OPT_NO_RINGS, OPT_JSON, OPT_HEX, OPT_ESCAPE,
@@ -358,7 +360,7 @@ static int parse_line(struct cli *cli, struct parsed *p, int argc,
 	return -1;
 }
 
-/* --- arguments ------------------------------------------------------------ */
+/* --- arguments ---------------------------------------------------------- */
 
 static const struct command *find_command(const char *name)
 {
@@ -493,7 +495,7 @@ static int take_args(struct cli *cli, const struct command *cmd,
 	return 0;
 }
 
-/* --- running ---------------------------------------------------------------- */
+/* --- running ------------------------------------------------------------ */
 
 int cli_exit_code(int err)
 {
