@@ -1009,6 +1009,17 @@ bool h_raw_wait_closed(struct h_raw *r, int timeout_ms)
 	}
 }
 
+bool h_raw_wait_hup(struct h_raw *r, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = r->fd, .events = POLLRDHUP };
+	int n;
+
+	do
+		n = poll(&pfd, 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	return n > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 unsigned int h_raw_take_fds(struct h_raw *r, int *fds, unsigned int max)
 {
 	unsigned int n = r->nfds < max ? r->nfds : max, i;

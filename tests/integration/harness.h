@@ -209,6 +209,9 @@ int h_raw_call(struct h_raw *r, struct tdb_proto_msg *m, h_part_fn *part,
 /* Did the daemon close the connection within timeout_ms (anything it
  * sent first is discarded)? */
 bool h_raw_wait_closed(struct h_raw *r, int timeout_ms);
+/* The same without reading anything (a client that reads nothing must
+ * stay one that reads nothing): poll for the hang-up only. */
+bool h_raw_wait_hup(struct h_raw *r, int timeout_ms);
 /* Take the descriptors received so far (up to max); returns how many. */
 unsigned int h_raw_take_fds(struct h_raw *r, int *fds, unsigned int max);
 

@@ -632,12 +632,12 @@ int main(void)
 	}
 
 	/* Requests already sent when SIGTERM came are answered.
-	 * KNOWN BUG (tdbd, worker.c drain_and_close): the drain runs rounds
+	 * A tdbd bug this found (fixed in 91badb4; name kept for
+	 * h_known_bug: stop-skips-socket): the drain ran rounds
 	 * over the rings until one finds no work, but reads the sockets
-	 * only between rounds; when the first round finds nothing, requests
-	 * waiting in a socket are never read and their client just sees
-	 * the connection close (seen in about one trial in eight).  Listed
-	 * as stop-skips-socket. */
+	 * only between rounds; when the first round found nothing,
+	 * requests waiting in a socket were never read and their client
+	 * just saw the connection close (one trial in eight). */
 	{
 		unsigned int trials = (unsigned int)h_scaled(8, 4), i, lost = 0;
 

@@ -663,13 +663,13 @@ static void seals(const char *sock)
 		maps = p != MAP_FAILED;
 		if (maps)
 			munmap(p, (size_t)st.st_size);
-		/* KNOWN BUG (tdbd, tables.c tdbd_feed_open_ro): the feed's
-		 * memfd is sealed against shrinking and growing only, so
-		 * any watcher (read permission is enough, any uid) can
-		 * re-open it read-write through /proc/self/fd and forge
-		 * or garble the changes every other watcher of the table
-		 * reads.  F_SEAL_FUTURE_WRITE, added after tdbd's own
-		 * mapping is made, closes it.  Listed as feed-writable. */
+		/* A tdbd bug this found (fixed in 91badb4; h_known_bug
+		 * name feed-writable): the feed's memfd was sealed against
+		 * shrinking and growing only, so any watcher (read
+		 * permission is enough, any uid) could re-open it
+		 * read-write through /proc/self/fd and forge or garble
+		 * the changes every other watcher of the table reads.
+		 * F_SEAL_FUTURE_WRITE after tdbd's own mapping closes it. */
 		if (maps && h_known_bug("feed-writable"))
 			h_note("KNOWN BUG: the feed maps writable through a "
 			       "re-open of /proc/self/fd/N");
@@ -803,10 +803,10 @@ static void scribble(const char *sock, enum scribble sc)
 	}
 	rr_close(&x);
 	if (sc == SC_CONS && h_known_bug("comp-violation-uncounted")) {
-		/* KNOWN BUG (tdbd, client.c tdbd_client_emit): a completion
-		 * ring the client broke drops the client ("completion ring
-		 * broken by the client") without counting a violation.
-		 * Listed as comp-violation-uncounted. */
+		/* A tdbd bug this found (fixed in 91badb4; h_known_bug
+		 * name comp-violation-uncounted): a completion ring the
+		 * client broke dropped the client ("completion ring broken
+		 * by the client") without counting a violation. */
 		struct tdbc_stats st2;
 
 		h_wait_stats(ctl, &st2, settled_any, &base, 5000);
@@ -849,7 +849,7 @@ static bool cut_off(struct h_raw *r, const struct tdbc_stats *base,
 		return false;
 	}
 	t0 = h_now_ms();
-	if (!h_raw_wait_closed(r, 10000)) {
+	if (!h_raw_wait_hup(r, 10000)) {
 		CHECK(known_bug && h_known_bug("deaf-socket"), "%s: still "
 		      "connected 10 s after it was throttled "
 		      "(client-deadline 2 s)", what);
@@ -908,14 +908,15 @@ static void deaf_socket(const char *sock)
 
 		h_raw_send_msg(&r, &m);
 	}
-	/* KNOWN BUG (tdbd, client.c/worker.c): a socket client is
-	 * "blocked" (throttled, cut off after client-deadline) only while
-	 * more than OUT_MAX bytes of answers wait, but its requests stop
-	 * being run as soon as fewer than TDB_PROTO_ERROR_MAX bytes of room
-	 * are left, and nothing runs them again while the socket stays
-	 * full.  A flush that brings the backlog just under OUT_MAX leaves
-	 * the client neither served nor blocked: never cut off.  Seen in
-	 * about one try in three.  Listed as deaf-socket. */
+	/* A tdbd bug this found (fixed in 91badb4; h_known_bug name
+	 * deaf-socket): a socket client was "blocked" (throttled, cut off
+	 * after client-deadline) only while more than OUT_MAX bytes of
+	 * answers waited, but its requests stopped being run as soon as
+	 * fewer than TDB_PROTO_ERROR_MAX bytes of room were left, and
+	 * nothing ran them again while the socket stayed full: a flush
+	 * that brought the backlog just under OUT_MAX left the client
+	 * neither served nor blocked, never cut off (one try in three).
+	 * The wait below must not read: reading is progress. */
 	if (!cut_off(&r, &base, "socket client that never reads", true)) {
 		h_note("KNOWN BUG: a socket client that never reads was not "
 		       "cut off after client-deadline");
