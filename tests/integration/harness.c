@@ -371,6 +371,9 @@ static void remember(struct h_daemon *d)
 void h_spawn_prog(struct h_daemon *d, const char *prog, const char *log,
 		  const char *const *args, const char *const *env)
 {
+	static const char *const systemd_env[] = { "NOTIFY_SOCKET",
+		"WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID",
+		"LISTEN_FDNAMES", "JOURNAL_STREAM", NULL };
 	const char *argv[64];
 	unsigned int n = 0, i;
 	pid_t parent = getpid(), pid;
@@ -395,6 +398,10 @@ void h_spawn_prog(struct h_daemon *d, const char *prog, const char *log,
 			_exit(1);
 		dup2(fd, 1);
 		dup2(fd, 2);
+		/* Hermetic: nothing of a systemd the test may run under
+		 * (JOURNAL_STREAM would also change the log's format). */
+		for (i = 0; systemd_env[i]; i++)
+			unsetenv(systemd_env[i]);
 		for (i = 0; env && env[i]; i++) {
 			char kv[512], *eq;
 
