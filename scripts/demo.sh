@@ -41,7 +41,7 @@ run "$tdb" put users bob '{"age": 27}'
 say "printf 'binary\\000value' | $tdb put users carol --stdin"
 printf 'binary\000value' | "$tdb" put users carol --stdin
 run "$tdb" get users alice; echo
-run "$tdb" --hex get users carol; echo
+run "$tdb" --hex get users carol
 run "$tdb" del users bob
 run "$tdb" scan users
 run "$tdb" --json stat users

@@ -82,8 +82,7 @@ const char *tdbc_strerror(int err)
 		err = -err;
 	switch (err) {
 	case 0:            return "success";
-	case ENOENT:       return "no such table or key (or no daemon at "
-				  "the socket path)";
+	case ENOENT:       return "no such table or key";
 	case EEXIST:       return "key or table exists";
 	case EACCES:       return "the table's mode forbids it";
 	case ENOSPC:       return "the table is full";
