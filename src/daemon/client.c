@@ -43,6 +43,7 @@ static int shm_try(const char *name, uint32_t kind, uint32_t data_size,
 			  (huge ? MFD_HUGETLB : 0);
 	int err;
 
+	r->guard = -1;
 	r->span = huge ? HUGE_SPAN : TDB_RING_HDR_SIZE;
 	r->data_size = data_size;
 	r->map_size = r->span + data_size;
@@ -93,6 +94,8 @@ int tdbd_shm_ring(struct tdbd *d, const char *name, uint32_t kind,
 
 void tdbd_shm_ring_free(struct shm_ring *r)
 {
+	tdbd_sigbus_unguard(r->guard);
+	r->guard = -1;
 	if (r->map && r->map != MAP_FAILED)
 		munmap(r->map, r->map_size);
 	if (r->fd >= 0)
@@ -120,6 +123,7 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 	c->cr = *cr;
 	c->evfd = -1;
 	c->sub_shm.fd = c->comp_shm.fd = -1;
+	c->sub_shm.guard = c->comp_shm.guard = -1;
 	c->id = __atomic_add_fetch(&d->next_client, 1, __ATOMIC_RELAXED);
 	c->pidfd = pidfd_open(cr->pid);   /* -1 is fine: hang-up still works */
 	return c;
@@ -149,6 +153,16 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 			    &c->comp_shm);
 	if (err)
 		goto refuse_msg;
+	/* The client can punch holes in these memfds: a SIGBUS there must
+	 * cost it its connection, not kill us (sigbus.c). */
+	c->sub_shm.guard = tdbd_sigbus_guard(c->sub_shm.map,
+					     c->sub_shm.map_size);
+	c->comp_shm.guard = tdbd_sigbus_guard(c->comp_shm.map,
+					      c->comp_shm.map_size);
+	if (c->sub_shm.guard < 0 || c->comp_shm.guard < 0) {
+		err = -EUSERS;
+		goto refuse_msg;
+	}
 	/* Our view of the submission data must be read-only: remap it. */
 	if (mmap((unsigned char *)c->sub_shm.map + c->sub_shm.span,
 		 c->sub_shm.data_size, PROT_READ, MAP_SHARED | MAP_FIXED,

@@ -472,6 +472,12 @@ static int start(struct daemon_state *s)
 		tdbd_log(L_ERR, "engine: %s", tdbe_strerror(err));
 		return err;
 	}
+	/* two rings per client, for the largest max-clients a reload may
+	 * set */
+	if ((err = tdbd_sigbus_init(2 * 65536))) {
+		tdbd_log(L_ERR, "SIGBUS guard: %s", strerror(-err));
+		return err;
+	}
 	if ((err = tdbd_tables_init(d)) || (err = signals_open(s)) ||
 	    (err = timer_open(s)) || (err = socket_open(s)))
 		return err;
@@ -545,6 +551,7 @@ static void stop(struct daemon_state *s)
 	if (d->engine)
 		tdbe_engine_free(d->engine);
 	data_dir_close(s);
+	tdbd_sigbus_fini();
 	if (s->epfd >= 0)
 		close(s->epfd);
 	if (s->tfd >= 0)

@@ -119,6 +119,7 @@ struct shm_ring {
 	void *map;
 	size_t map_size, span;
 	uint32_t data_size;
+	int guard;              /* sigbus.c slot, or -1 */
 };
 /* seals: added to F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL (a feed adds
  * F_SEAL_FUTURE_WRITE: after our own mapping, nobody can map it
@@ -126,6 +127,16 @@ struct shm_ring {
 int tdbd_shm_ring(struct tdbd *d, const char *name, uint32_t kind,
 		  uint32_t data_size, unsigned int seals, struct shm_ring *out);
 void tdbd_shm_ring_free(struct shm_ring *r);
+
+/* --- SIGBUS from client memfds (sigbus.c) ------------------------------ */
+
+int tdbd_sigbus_init(unsigned int slots);
+void tdbd_sigbus_fini(void);
+/* Guard a mapping: a SIGBUS in it replaces it with zero pages and marks
+ * the slot hit, instead of killing us.  A slot >= 0, or -ENOSPC. */
+int tdbd_sigbus_guard(void *addr, size_t len);
+void tdbd_sigbus_unguard(int slot);
+bool tdbd_sigbus_hit(int slot);
 
 /* --- transactions (txn.c) -------------------------------------------- */
 

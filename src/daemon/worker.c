@@ -264,6 +264,15 @@ static unsigned int serve(struct client *c, uint64_t *now)
 	}
 	if (c->out_len > c->out_off && tdbd_client_flush(c))
 		c->dead = true;
+	if (c->attached && !c->dead &&
+	    (tdbd_sigbus_hit(c->sub_shm.guard) ||
+	     tdbd_sigbus_hit(c->comp_shm.guard))) {
+		c->dead = true;
+		c->why = "its ring memory went away under us (SIGBUS: holes "
+			 "punched in its memfd?)";
+		__atomic_fetch_add(&c->d->ctr.violations, 1, __ATOMIC_RELAXED);
+		return done;
+	}
 	if (c->stash_len || c->out_len > c->out_off)
 		blocked = true;
 	/* progress: the client took socket bytes or completion space */
