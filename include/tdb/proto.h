@@ -99,7 +99,9 @@
  * ATTACH and WATCH over tdbd's Unix socket pass file descriptors with
  * the ack (SCM_RIGHTS on its first byte): ATTACH gives the client its
  * submission ring, completion ring and wake-up eventfd, WATCH the
- * table's change feed (read-only).  Sent over a ring they are refused
+ * table's change feed (read-only) and, in NLMSGERR_ATTR_COOKIE, the
+ * feed's u32 sequence number where the watch starts.  Sent over a ring
+ * they are refused
  * with -EOPNOTSUPP.  docs/PROTOCOL.md, "tdbd's socket", has the details.
  *
  * SCAN: each part is one record (KEY and VALUE) and may also carry
