@@ -465,6 +465,7 @@ void tdbd_client_cleanup(struct client *c)
 	struct tdbd *d = c->d;
 	unsigned int i;
 
+	tdbd_held_free(c);
 	while (c->txns) {
 		struct txn *x = c->txns;
 

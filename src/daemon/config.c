@@ -47,6 +47,7 @@ enum ktype {
 	K_US,       /* duration: us (bare), ms */
 	K_BOOL,
 	K_LEVEL,    /* syslog level by name */
+	K_SYNC,     /* always, batch, none (enum wal_sync) */
 };
 
 struct key {
@@ -90,6 +91,17 @@ static const struct key keys[] = {
 	{ "idle-spin", K_US, FIELD(idle_spin_us), 0, 100000, "0..100ms",
 	  false, false },
 	{ "log-level", K_LEVEL, FIELD(log_level), 0, 0, NULL, false, false },
+	{ "sync", K_SYNC, FIELD(sync), 0, 0, NULL, false, true },
+	{ "batch-interval", K_MS, FIELD(batch_ms), 1, 10000, "1ms..10s",
+	  false, true },
+	{ "wal-segment-size", K_SIZE, FIELD(wal_segment_size), MiB, GiB,
+	  "1M..1G", false, true },
+	{ "checkpoint-interval", K_MS, FIELD(checkpoint_interval_ms), 1000,
+	  86400000, "1s..1440m", false, true },
+	{ "checkpoint-wal-size", K_SIZE, FIELD(checkpoint_wal_size), MiB,
+	  64 * GiB, "1M..64G", false, true },
+	{ "wal-truncate-damaged", K_BOOL, FIELD(wal_truncate_damaged), 0, 0,
+	  NULL, false, true },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -122,6 +134,11 @@ void tdbd_config_defaults(struct tdbd_config *c)
 	c->table_mode = 0600;
 	c->idle_spin_us = 50;
 	c->log_level = LOG_INFO;
+	c->sync = 0;                    /* WAL_SYNC_ALWAYS */
+	c->batch_ms = 10;
+	c->wal_segment_size = 64 * MiB;
+	c->checkpoint_interval_ms = 300000;
+	c->checkpoint_wal_size = 256 * MiB;
 }
 
 /* --- messages ------------------------------------------------------------ */
@@ -409,6 +426,16 @@ static const char *set_key(const struct key *k, struct tdbd_config *c,
 		if (!(why = parse_level(value, &lvl)))
 			c->log_level = lvl;
 		return why;
+	case K_SYNC:
+		if (!strcmp(value, "always"))
+			c->sync = 0;
+		else if (!strcmp(value, "batch"))
+			c->sync = 1;
+		else if (!strcmp(value, "none"))
+			c->sync = 2;
+		else
+			return "not a sync mode (always, batch or none)";
+		return NULL;
 	default:
 		if (!(why = parse_number(k, value, &v, buf, buflen)))
 			store_number(k, c, v);
@@ -837,9 +864,24 @@ const char *tdbd_config_usage(void)
 "                         0..100ms (default 50us)\n"
 "  --log-level LEVEL      error, warning, notice, info or debug\n"
 "                         (default info)\n"
+"  --sync MODE            (R) when a change is acknowledged: always (once\n"
+"                         its WAL record is on disk), batch (after the next\n"
+"                         group fsync, <= batch-interval), none (at once;\n"
+"                         lost on a crash, never corrupt) (default always)\n"
+"  --batch-interval TIME  (R) longest wait for a batch fsync, 1ms..10s\n"
+"                         (default 10ms)\n"
+"  --wal-segment-size SIZE (R) WAL segment files, 1M..1G (default 64M)\n"
+"  --checkpoint-interval TIME (R) checkpoint into LMDB this often when\n"
+"                         anything changed, 1s..1440m (default 5m)\n"
+"  --checkpoint-wal-size SIZE (R) ... or after this much WAL, 1M..64G\n"
+"                         (default 256M)\n"
+"  --wal-truncate-damaged BOOL (R) at start, cut a damaged WAL at the\n"
+"                         damage (losing what follows) instead of refusing\n"
+"                         to start (default no)\n"
 "\n"
 "SIZE: bytes, or a number with K, M or G (powers of 1024).  TIME: for\n"
-"client-deadline ms, s or m (bare = ms); for idle-spin us or ms (bare =\n"
+"client-deadline, batch-interval and checkpoint-interval ms, s or m\n"
+"(bare = ms); for idle-spin us or ms (bare =\n"
 "us).  BOOL: yes/no, true/false, on/off, 1/0.  MODE: octal (0660 or 660).\n"
 "See docs/CONFIG.md.\n";
 }

@@ -64,6 +64,15 @@ struct tdbd_config {
 				* a worker polls before sleeping       50us */
 	int log_level;         /* log-level: error, warning, notice, info,
 				* debug (syslog levels)              info */
+	/* durability (docs/DURABILITY.md) */
+	uint32_t sync;         /* sync: always, batch, none (enum
+				* wal_sync)                        always */
+	uint32_t batch_ms;     /* batch-interval: 1ms..10s            10ms */
+	uint64_t wal_segment_size; /* wal-segment-size: 1M..1G         64M */
+	uint32_t checkpoint_interval_ms; /* checkpoint-interval: 1s..24h 5m */
+	uint64_t checkpoint_wal_size; /* checkpoint-wal-size: 1M..64G  256M */
+	bool wal_truncate_damaged; /* wal-truncate-damaged: cut a damaged
+				* WAL at the damage at start          no */
 };
 
 /* Fill in the defaults. */

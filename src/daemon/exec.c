@@ -27,6 +27,7 @@ struct rq {
 	enum chan ch;
 	struct tdb_proto_msg m;
 	struct tdb_proto_extack ext;
+	uint64_t lsn;           /* the WAL record of the change it made */
 };
 
 /* --- answers ------------------------------------------------------------ */
@@ -248,6 +249,57 @@ static int do_get(struct rq *r)
 	}
 }
 
+/* Does the key exist?  Under wlock, so the answer holds until we let go. */
+static bool key_exists(struct dtable *dt, const void *key, size_t klen)
+{
+	size_t need;
+
+	return tdbe_get(dt->t, key, klen, NULL, 0, &need) != -ENOENT;
+}
+
+/*
+ * Under wlock: log the change, then apply it.  A change that is sure to
+ * fail (deleting a missing key, a no-overwrite put of a present one) is
+ * refused before it is logged; one the engine refuses anyway (the table
+ * at its cap) has its record taken back.
+ */
+static int apply_put_del(struct tdbd *d, struct dtable *dt, bool del,
+			 struct rq *r, const void *val, struct tdbe_extack *ee)
+{
+	const void *key = r->m.key;
+	size_t klen = r->m.key_len;
+	int err;
+
+	if (dt->dropped) {
+		ee->msg = "no such table";
+		return -ENOENT;
+	}
+	if (del && !key_exists(dt, key, klen))
+		return -ENOENT;
+	if (!del && r->m.flags & TDB_PUT_NOOVERWRITE && key_exists(dt, key, klen))
+		return -EEXIST;
+	err = del ? tdbd_log_del(d, dt, key, klen, &r->lsn, &ee->msg) :
+		    tdbd_log_put(d, dt, key, klen, val, r->m.value_len, &r->lsn,
+				 &ee->msg);
+	if (err)
+		return err;
+	err = del ? tdbe_del(dt->t, key, klen, ee) :
+		    tdbe_put(dt->t, key, klen, val, r->m.value_len,
+			     r->m.flags & TDB_PUT_NOOVERWRITE ?
+			     TDBE_NOOVERWRITE : 0, ee);
+	if (err) {
+		tdbd_log_retract(d, r->lsn);
+		r->lsn = 0;
+		return err;
+	}
+	tdbd_dirty_add(dt, key, klen);
+	if (del)
+		tdbd_feed_del(d, dt, key, klen);
+	else
+		tdbd_feed_put(d, dt, key, klen, val, r->m.value_len);
+	return 0;
+}
+
 static int do_put_del(struct rq *r, bool del)
 {
 	struct client *c = r->c;
@@ -274,28 +326,14 @@ static int do_put_del(struct rq *r, bool del)
 		return err;
 	}
 	pthread_mutex_lock(&d->wlock);
-	if (dt->dropped) {
-		err = -ENOENT;
-		ee.msg = "no such table";
-	} else if (del) {
-		err = tdbe_del(dt->t, r->m.key, r->m.key_len, &ee);
-		if (!err)
-			tdbd_feed_del(d, dt, r->m.key, r->m.key_len);
-	} else {
-		err = tdbe_put(dt->t, r->m.key, r->m.key_len, val,
-			       r->m.value_len, r->m.flags & TDB_PUT_NOOVERWRITE ?
-			       TDBE_NOOVERWRITE : 0, &ee);
-		if (!err)
-			tdbd_feed_put(d, dt, r->m.key, r->m.key_len, val,
-				      r->m.value_len);
-	}
+	err = apply_put_del(d, dt, del, r, val, &ee);
 	pthread_mutex_unlock(&d->wlock);
 	free(buf);
 	if (err == -ENOENT && del && !ee.msg)
 		ee.msg = "no such key";
 	if (err == -EEXIST)
 		ee.msg = "key exists (no-overwrite put)";
-	if (err == -ENOSPC)
+	if (err == -ENOSPC && !ee.msg)
 		ee.msg = "table is full (at its max-extents cap)";
 	r->ext.msg = ee.msg;
 	return err;
@@ -318,6 +356,8 @@ static int do_create(struct rq *r)
 	struct tdbd *d = r->c->d;
 	const struct creds *cr = &r->c->cr;
 	uint32_t uid = cr->uid, gid = cr->gid, mode = d->cfg.table_mode;
+	uint32_t max_ext;
+	struct dtable *dt;
 	int err;
 
 	if (TDB_PROTO_HAS(&r->m, TDB_A_UID))
@@ -337,10 +377,24 @@ static int do_create(struct rq *r)
 		r->ext.offset = r->m.attr_off[TDB_A_GID];
 		return -EPERM;
 	}
+	max_ext = TDB_PROTO_HAS(&r->m, TDB_A_MAX_EXTENTS) ? r->m.max_extents : 0;
 	pthread_mutex_lock(&d->wlock);
-	err = tdbd_table_create(d, r->m.table,
-				TDB_PROTO_HAS(&r->m, TDB_A_MAX_EXTENTS) ?
-				r->m.max_extents : 0, uid, gid, mode, &r->ext);
+	if ((dt = tdbd_table_get(d, r->m.table))) {
+		tdbd_table_put(d, dt);
+		r->ext.msg = "table exists";
+		err = -EEXIST;
+	} else {
+		err = tdbd_log_create(d, r->m.table, d->next_table_id + 1, uid,
+				      gid, mode, max_ext, &r->lsn, &r->ext.msg);
+	}
+	if (!err) {
+		err = tdbd_table_create(d, r->m.table, max_ext, uid, gid, mode,
+					d->next_table_id + 1, NULL, &r->ext);
+		if (err) {
+			tdbd_log_retract(d, r->lsn);
+			r->lsn = 0;
+		}
+	}
 	pthread_mutex_unlock(&d->wlock);
 	return err;
 }
@@ -359,7 +413,16 @@ static int do_drop(struct rq *r)
 		return -EPERM;
 	}
 	pthread_mutex_lock(&d->wlock);
-	err = tdbd_table_drop(d, dt, &r->ext);
+	if (dt->dropped) {
+		r->ext.msg = "no such table";
+		err = -ENOENT;
+	} else {
+		err = tdbd_log_drop(d, dt->name, &r->lsn, &r->ext.msg);
+	}
+	if (!err && (err = tdbd_table_drop(d, dt, &r->ext))) {
+		tdbd_log_retract(d, r->lsn);
+		r->lsn = 0;
+	}
 	pthread_mutex_unlock(&d->wlock);
 	return err;
 }
@@ -465,7 +528,7 @@ static int do_txn(struct rq *r)
 	c->ntxns--;
 	__atomic_fetch_sub(&d->ctr.txns, 1, __ATOMIC_RELAXED);
 	if (r->m.cmd == TDB_CMD_TXN_COMMIT)
-		err = tdbd_txn_commit(d, x, &r->ext);
+		err = tdbd_txn_commit(d, x, &r->lsn, &r->ext);
 	tdbd_txn_free(d, x);
 	return err;
 }
@@ -883,6 +946,8 @@ void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)
 		return;
 	}
 	err = dispatch(&r);
+	if (!err && r.lsn && tdbd_ack_later(c, ch, r.m.nlh, r.lsn))
+		return;         /* acked once its WAL record is on disk */
 	if (err <= 0)
 		answer_err(&r, err);
 }

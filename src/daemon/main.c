@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
@@ -138,6 +139,14 @@ static int data_dir_open(struct daemon_state *s)
 	return 0;
 }
 
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
 static void data_dir_close(struct daemon_state *s)
 {
 	if (s->lockfd >= 0) {
@@ -145,7 +154,9 @@ static void data_dir_close(struct daemon_state *s)
 			unlink(s->lockpath);
 		close(s->lockfd);
 	}
-	if (s->scratch && rmdir(s->d.cfg.data_dir))
+	/* a scratch directory goes with everything in it (WAL, checkpoint) */
+	if (s->scratch && nftw(s->d.cfg.data_dir, rm_one, 16,
+			       FTW_DEPTH | FTW_PHYS))
 		tdbd_log(L_WARNING, "cannot remove scratch directory %s: %s",
 			 s->d.cfg.data_dir, strerror(errno));
 }
@@ -464,6 +475,7 @@ static int start(struct daemon_state *s)
 	d->start_ns = tdbd_now_ns();
 	d->hugepages_ok = true;
 	pthread_mutex_init(&d->wlock, NULL);
+	pthread_mutex_init(&d->wake_lock, NULL);
 	tdbp_set_log(engine_log, NULL);
 	if ((err = data_dir_open(s)))
 		return err;
@@ -479,7 +491,10 @@ static int start(struct daemon_state *s)
 		return err;
 	}
 	if ((err = tdbd_tables_init(d)) || (err = signals_open(s)) ||
-	    (err = timer_open(s)) || (err = socket_open(s)))
+	    (err = timer_open(s)))
+		return err;
+	/* recovery: before a client can connect */
+	if ((err = tdbd_durable_start(d)) || (err = socket_open(s)))
 		return err;
 	if ((err = tdbd_workers_start(d))) {
 		tdbd_log(L_ERR, "workers: %s", strerror(-err));
@@ -546,6 +561,7 @@ static void stop(struct daemon_state *s)
 	}
 	if (d->workers)
 		tdbd_workers_stop(d);
+	tdbd_durable_stop(d);
 	if (d->buckets)
 		tdbd_tables_fini(d);
 	if (d->engine)

@@ -76,6 +76,7 @@ static void dtable_free(struct dtable *dt)
 {
 	tdbe_table_close(dt->t);
 	feed_free(dt->feed);
+	tdbd_dirty_free(dt->dirty);
 	free(dt);
 }
 
@@ -135,8 +136,8 @@ unsigned int tdbd_table_count(struct tdbd *d)
 }
 
 int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
-		      uint32_t uid, uint32_t gid, uint32_t mode,
-		      struct tdb_proto_extack *ext)
+		      uint32_t uid, uint32_t gid, uint32_t mode, uint64_t id,
+		      struct dtable **out, struct tdb_proto_extack *ext)
 {
 	struct tdbe_table_opts o = { .max_extents = max_ext };
 	struct tdbe_extack ee = { 0 };
@@ -154,6 +155,11 @@ int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 		return err;
 	}
 	snprintf(dt->name, sizeof(dt->name), "%s", name);
+	dt->id = id ? id : d->next_table_id + 1;
+	if (dt->id > d->next_table_id)
+		d->next_table_id = dt->id;
+	dt->max_extents = max_ext;
+	dt->ckpt_full = true;   /* new: the next checkpoint writes it all */
 	dt->uid = uid;
 	dt->gid = gid;
 	dt->mode = mode & 0777;
@@ -165,6 +171,8 @@ int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 	pthread_rwlock_unlock(&d->reg_lock);
 	tdbd_log(L_INFO, "table %s created (owner %u:%u, mode %04o)", name,
 		 uid, gid, mode);
+	if (out)
+		*out = dt;
 	return 0;
 }
 

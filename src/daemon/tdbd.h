@@ -60,9 +60,17 @@ struct feed {
 	struct tdb_ring prod;
 };
 
+struct dirty;
+
 struct dtable {
 	struct dtable *next;    /* registry hash chain */
 	char name[TDBE_NAME_MAX + 1];
+	uint64_t id;            /* unique for the data directory's life */
+	uint32_t max_extents;
+	/* under wlock: keys changed since the last checkpoint took the
+	 * set, or (ckpt_full) the whole table must be rewritten */
+	struct dirty *dirty;
+	bool ckpt_full;
 	struct tdbe_table *t;   /* engine handle */
 	uint32_t uid, gid, mode;
 	unsigned int refs;      /* atomic; the registry holds one */
@@ -91,9 +99,11 @@ void tdbd_tables_fini(struct tdbd *d);
 struct dtable *tdbd_table_get(struct tdbd *d, const char *name);
 void tdbd_table_put(struct tdbd *d, struct dtable *dt);
 /* Under wlock. */
+/* id 0: the next free one.  *out (may be NULL): the new table, not
+ * counted (the registry's reference; valid under wlock). */
 int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
-		      uint32_t uid, uint32_t gid, uint32_t mode,
-		      struct tdb_proto_extack *ext);
+		      uint32_t uid, uint32_t gid, uint32_t mode, uint64_t id,
+		      struct dtable **out, struct tdb_proto_extack *ext);
 int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
 		    struct tdb_proto_extack *ext);
 /* Snapshot of the registry: an array of counted references. */
@@ -166,13 +176,53 @@ int tdbd_txn_add(struct tdbd *d, struct txn *x, struct dtable *dt, bool del,
 int tdbd_txn_find(const struct txn *x, const struct dtable *dt,
 		  const void *key, size_t klen, const void **val,
 		  size_t *vlen);
-/* Apply all or nothing; takes wlock. */
-int tdbd_txn_commit(struct tdbd *d, struct txn *x,
+/* Apply all or nothing, logged as one WAL record (*lsn); takes wlock. */
+int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		    struct tdb_proto_extack *ext);
+
+/* --- durability (durable.c) -------------------------------------------- */
+
+struct wal;
+struct ckpt;
+
+/* Recover (checkpoint, then WAL replay), open the WAL, start the
+ * checkpointer.  Before clients are accepted. */
+int tdbd_durable_start(struct tdbd *d);
+/* Last checkpoint (after the workers stopped), close everything. */
+void tdbd_durable_stop(struct tdbd *d);
+/* Under wlock: log one change before applying it.  0 and *lsn, or a
+ * negative errno with *msg saying why (nothing was logged). */
+int tdbd_log_put(struct tdbd *d, struct dtable *dt, const void *key,
+		 size_t klen, const void *val, size_t vlen, uint64_t *lsn,
+		 const char **msg);
+int tdbd_log_del(struct tdbd *d, struct dtable *dt, const void *key,
+		 size_t klen, uint64_t *lsn, const char **msg);
+int tdbd_log_txn(struct tdbd *d, struct txn *x, uint64_t *lsn,
+		 const char **msg);
+int tdbd_log_create(struct tdbd *d, const char *name, uint64_t id,
+		    uint32_t uid, uint32_t gid, uint32_t mode,
+		    uint32_t max_ext, uint64_t *lsn, const char **msg);
+int tdbd_log_drop(struct tdbd *d, const char *name, uint64_t *lsn,
+		  const char **msg);
+/* Under wlock: the change logged as lsn could not be applied. */
+void tdbd_log_retract(struct tdbd *d, uint64_t lsn);
+/* Under wlock: the key changed (for the next checkpoint). */
+void tdbd_dirty_add(struct dtable *dt, const void *key, size_t klen);
+void tdbd_dirty_free(struct dirty *s);
 
 /* --- clients (client.c, worker.c, exec.c) ----------------------------- */
 
 enum chan { CH_SOCK, CH_RING };
+
+/* An acknowledgement of a change waits until its WAL record is durable
+ * (sync always or batch); false if it may go out now. */
+bool tdbd_ack_later(struct client *c, enum chan ch,
+		    const struct nlmsghdr *req, uint64_t lsn);
+/* Send the held acknowledgements whose records are durable now. */
+void tdbd_held_release(struct client *c);
+void tdbd_held_free(struct client *c);
+/* Too many held: read no more of its requests for now. */
+bool tdbd_held_full(const struct client *c);
 
 /* A dump in progress (SCAN or TABLE_LIST). */
 struct dump {
@@ -234,6 +284,11 @@ struct client {
 	uint64_t drain_to;      /* submission ring index at SIGTERM */
 	size_t drain_sock;      /* socket bytes the kernel held then */
 
+	/* acknowledgements waiting for their WAL record to be durable,
+	 * oldest (lowest LSN) first */
+	struct held *held, *held_tail;
+	unsigned int nheld;
+
 	struct dump dumps[MAX_DUMPS];
 	unsigned int ndumps;
 	struct txn *txns;
@@ -259,12 +314,14 @@ struct worker {
 	uint64_t heartbeat;     /* ns, atomic: last round */
 	unsigned char *scratch; /* an answer being built (MSG_MAX) */
 	uint64_t next_check;    /* ns: next deadline check */
+	unsigned int nheld;     /* atomic: held acks of its clients */
 };
 
 /* Counters, atomics (STATS). */
 struct counters {
 	uint64_t requests, errors, accepted, cleanups, txns_aborted;
 	uint64_t watches_dropped, rings_freed, stuck, violations;
+	uint64_t wal_records, wal_syncs_waited, checkpoints, ckpt_failures;
 	uint32_t clients, watches, txns, rings, throttled, dumps;
 };
 
@@ -288,6 +345,14 @@ struct tdbd {
 
 	struct worker *workers;
 	unsigned int nworkers;
+
+	/* durability (durable.c) */
+	struct wal *wal;
+	struct ckpt *ckpt;
+	uint64_t next_table_id; /* under wlock */
+	pthread_mutex_t wake_lock;      /* workers vs the WAL's callback */
+	bool wake_on;           /* under wake_lock: workers may be woken */
+	struct durable *dur;    /* the checkpointer's state */
 };
 
 uint64_t tdbd_now_ns(void);

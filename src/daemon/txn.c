@@ -177,7 +177,7 @@ static int apply_one(struct txn_op *op, struct tdbe_extack *ee)
 			TDBE_NOOVERWRITE : 0, ee);
 }
 
-int tdbd_txn_commit(struct tdbd *d, struct txn *x,
+int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		    struct tdb_proto_extack *ext)
 {
 	struct undo *u = calloc(x->nops ? x->nops : 1, sizeof(*u));
@@ -196,6 +196,11 @@ int tdbd_txn_commit(struct tdbd *d, struct txn *x,
 		if (!err)
 			done = i + 1;
 	}
+	/* Logged after it applied whole, before anyone can see it (the
+	 * seqcount is still odd): a commit that cannot be logged is undone
+	 * like one that failed. */
+	if (!err && x->nops && (err = tdbd_log_txn(d, x, lsn, &ee.msg)))
+		*lsn = 0;
 	if (err) {
 		ext->msg = ee.msg ? ee.msg : "a change of the transaction "
 			   "failed; none was applied";
@@ -209,6 +214,7 @@ int tdbd_txn_commit(struct tdbd *d, struct txn *x,
 	for (i = 0; !err && i < x->nops; i++) {
 		struct txn_op *op = &x->ops[i];
 
+		tdbd_dirty_add(op->dt, op->key, op->klen);
 		if (op->del)
 			tdbd_feed_del(d, op->dt, op->key, op->klen);
 		else

@@ -145,8 +145,9 @@ static int on_ring_msg(void *arg, const struct nlmsghdr *nlh)
 				     c->drain_to) >= 0)
 		return -ECANCELED;
 	tdbd_exec(c, CH_RING, nlh, nlh->nlmsg_len);
-	/* Stop taking requests once an answer has nowhere to go. */
-	return c->stash_len || c->dead ? -EAGAIN : 0;
+	/* Stop taking requests once an answer has nowhere to go, or too
+	 * many wait for the disk. */
+	return c->stash_len || c->dead || tdbd_held_full(c) ? -EAGAIN : 0;
 }
 
 static bool flush_stash(struct client *c)
@@ -222,6 +223,12 @@ static unsigned int serve(struct client *c, uint64_t *now)
 
 	if (c->dead)
 		return 0;
+	if (c->held) {
+		unsigned int n = c->nheld;
+
+		tdbd_held_release(c);
+		done += n - c->nheld;
+	}
 	if (c->stash_len && !flush_stash(c))
 		blocked = true;
 	/* Socket requests read earlier and held back while its answers
@@ -237,7 +244,7 @@ static unsigned int serve(struct client *c, uint64_t *now)
 		if (c->dead)
 			return done;
 	}
-	if (c->attached && !c->stash_len) {
+	if (c->attached && !c->stash_len && !tdbd_held_full(c)) {
 		rc = tdb_ring_consume(&c->sub, REQ_BUDGET, on_ring_msg, c);
 		if (rc == -EPROTO) {
 			c->dead = true;
@@ -383,7 +390,7 @@ static bool drained(struct worker *w)
 		if (c->blocked_since)   /* not taking answers: not waited for */
 			continue;
 		if (c->out_len > c->out_off || c->stash_len || c->drain_sock ||
-		    c->ndumps)
+		    c->ndumps || c->held)
 			return false;
 		if (c->attached && (int64_t)(c->sub.pos - c->drain_to) < 0)
 			return false;
@@ -502,6 +509,9 @@ int tdbd_workers_start(struct tdbd *d)
 		if (err)
 			return -err;
 	}
+	pthread_mutex_lock(&d->wake_lock);
+	d->wake_on = true;
+	pthread_mutex_unlock(&d->wake_lock);
 	return 0;
 }
 
@@ -514,11 +524,16 @@ void tdbd_workers_stop(struct tdbd *d)
 	for (i = 0; i < d->nworkers; i++)
 		if (write(d->workers[i].ctlfd, &one, sizeof(one)) < 0)
 			(void)0;
+	for (i = 0; i < d->nworkers; i++)
+		if (d->workers[i].thread)
+			pthread_join(d->workers[i].thread, NULL);
+	/* the WAL's flusher must not write to ctlfds closed below */
+	pthread_mutex_lock(&d->wake_lock);
+	d->wake_on = false;
+	pthread_mutex_unlock(&d->wake_lock);
 	for (i = 0; i < d->nworkers; i++) {
 		struct worker *w = &d->workers[i];
 
-		if (w->thread)
-			pthread_join(w->thread, NULL);
 		close(w->epfd);
 		close(w->ctlfd);
 		free(w->scratch);

@@ -1,0 +1,1027 @@
+/*
+ * ckpt.c - the checkpoint store (ckpt.h): the LMDB environment in
+ * <data-dir>/checkpoint, its layout (table databases, "/long/<table>",
+ * "/meta"), the on-disk encodings, and the mapping of LMDB's errors to
+ * negative errnos and messages.
+ *
+ * Invariants:
+ *  - "/meta" is opened once, in tdbd_ckpt_open's committed write txn, so
+ *    its handle is valid for the life of the env; it is never dropped.
+ *    Every other handle (table and "/long/" databases) is opened by name
+ *    inside the transaction that uses it and is never kept past it (see
+ *    "Database handles" below).
+ *  - ck->lock is held from tdbd_ckpt_begin to commit/abort and for all of
+ *    a tdbd_ckpt_load_table: at most one transaction of the process opens
+ *    table handles at a time.  read_meta uses only "/meta" and does not
+ *    take it.
+ *  - A key of klen <= ck->maxkey lives in the table's database verbatim;
+ *    a longer one lives only in "/long/<table>".  The two never hold the
+ *    same key, so a record has exactly one place.
+ *  - A write transaction that saw one failure is spoiled: every later
+ *    call returns that failure and commit aborts.  A checkpoint therefore
+ *    commits only if every change given to it was applied.
+ *  - Nothing is printed, nothing is global; the only outside input is the
+ *    TDBD_CKPT_MAPSIZE environment variable read by tdbd_ckpt_open.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "ckpt.h"
+
+#define CKPT_FORMAT 1u
+#define CKPT_MAXDBS 8192u
+#define CKPT_MAPSIZE (1ULL << 40)       /* 1 TiB of address space */
+#define NAME_MAX_LEN 64u                /* table name, bytes, no NUL */
+#define LONG_PREFIX "/long/"
+#define META_DB "/meta"
+#define META_TABLE "table/"
+#define HASH_BYTES 16u                  /* xxh64 seed 1, seed 2, BE */
+
+/*
+ * struct ckpt_table_rec, the value of "table/<name>" in "/meta": packed,
+ * every field little-endian.  Written and read field by field, never by
+ * copying struct ckpt_table, so the format does not follow the compiler.
+ */
+enum {
+	REC_ID = 0,             /* u64 */
+	REC_UID = 8,            /* u32 */
+	REC_GID = 12,           /* u32 */
+	REC_MODE = 16,          /* u32 */
+	REC_MAX_EXTENTS = 20,   /* u32 */
+	REC_SYNC = 24,          /* u32 */
+	REC_SIZE = 28,
+};
+
+struct ckpt {
+	MDB_env *env;
+	MDB_dbi meta;           /* "/meta", valid for the env's life */
+	unsigned int maxkey;    /* mdb_env_get_maxkeysize() */
+	pthread_mutex_t lock;   /* see the invariants above */
+	char path[];            /* <dir>/checkpoint, for messages */
+};
+
+/*
+ * Database handles.  LMDB makes a handle opened in a write txn valid for
+ * the env only when that txn commits; if it aborts the handle is closed,
+ * and mdb_drop(..., 1) closes a handle at once, even if its txn later
+ * aborts.  A cache of handles in struct ckpt would have to follow all
+ * of that.  Instead every transaction opens the handles it needs by name
+ * (mdb_dbi_open of a name the env already has open is a scan of the open
+ * names, no I/O), so no handle outlives the transaction that got it and
+ * an abort cannot leave a stale one behind.  A write txn remembers the
+ * handles of the last table it touched (puts come grouped by table);
+ * that memory dies with the txn and drop_table clears it.
+ *
+ * mdb_dbi_open must not run in two transactions of a process at once,
+ * and a handle a txn opened is published only when it ends, so ck->lock
+ * is held for the whole of every transaction that opens one.
+ */
+struct ckpt_txn {
+	struct ckpt *ck;
+	MDB_txn *txn;
+	int rc;                 /* first failure, 0 if none */
+	bool cur_ok;            /* cur_* are the handles of cur_name */
+	char cur_name[NAME_MAX_LEN + 1];
+	MDB_dbi cur_dbi, cur_long;
+	char err[512];          /* message for rc */
+	unsigned char lkey[];   /* ck->maxkey bytes: a long key's LMDB key */
+};
+
+/* --- encodings --------------------------------------------------------- */
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_be64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (56 - 8 * i));
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* The LMDB key of a long key (klen > maxkey): its first maxkey - 16
+ * bytes, then xxh64(key, 1) and xxh64(key, 2) big-endian; maxkey bytes. */
+static void long_key(unsigned int maxkey, unsigned char *out,
+		     const void *key, size_t klen)
+{
+	size_t pre = maxkey - HASH_BYTES;
+
+	memcpy(out, key, pre);
+	put_be64(out + pre, XXH64(key, klen, 1));
+	put_be64(out + pre + 8, XXH64(key, klen, 2));
+}
+
+/* 1..64 bytes, no '/' (the layout's separator); NUL-terminated. */
+static bool name_ok(const char *name)
+{
+	size_t len;
+
+	if (!name)
+		return false;
+	len = strnlen(name, NAME_MAX_LEN + 1);
+	return len >= 1 && len <= NAME_MAX_LEN && !strchr(name, '/');
+}
+
+/* --- errors ------------------------------------------------------------ */
+
+/*
+ * LMDB returns either a system errno (positive) or one of its own codes
+ * (MDB_KEYEXIST..MDB_LAST_ERRCODE, negative: -30799..-30780).  Map both
+ * to a negative errno.
+ */
+static int mdb_errno(int rc)
+{
+	if (rc >= 0)
+		return -rc;
+	switch (rc) {
+	case MDB_MAP_FULL:
+		return -ENOSPC;         /* the map (TDBD_CKPT_MAPSIZE) is full */
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_KEYEXIST:
+		return -EEXIST;
+	case MDB_PAGE_NOTFOUND:
+	case MDB_CORRUPTED:
+	case MDB_INCOMPATIBLE:         /* a name is not a database, or flags */
+		return -EUCLEAN;
+	case MDB_PANIC:
+		return -EIO;
+	case MDB_VERSION_MISMATCH:
+	case MDB_INVALID:              /* not an LMDB file */
+		return -EPROTO;
+	case MDB_MAP_RESIZED:
+	case MDB_READERS_FULL:
+	case MDB_TLS_FULL:
+		return -EAGAIN;
+	case MDB_DBS_FULL:
+		return -EMFILE;         /* over CKPT_MAXDBS databases */
+	case MDB_TXN_FULL:
+		return -E2BIG;          /* too many dirty pages in one txn */
+	case MDB_CURSOR_FULL:
+	case MDB_PAGE_FULL:
+		return -EOVERFLOW;
+	case MDB_BAD_RSLOT:
+	case MDB_BAD_TXN:
+	case MDB_BAD_VALSIZE:
+		return -EINVAL;
+	case MDB_BAD_DBI:
+		return -EBADF;
+	default:
+		return -EIO;
+	}
+}
+
+/* "checkpoint <path>: <what>[: <why>]" into err (if any); returns rc. */
+static int vsay(char *err, size_t errlen, const char *path, int rc,
+		const char *why, const char *fmt, va_list ap)
+{
+	int n;
+
+	if (!err || !errlen)
+		return rc;
+	n = snprintf(err, errlen, "checkpoint %s: ", path);
+	if (n < 0 || (size_t)n >= errlen)
+		return rc;
+	vsnprintf(err + n, errlen - n, fmt, ap);
+	if (why) {
+		size_t len = strlen(err);
+
+		if (len < errlen)
+			snprintf(err + len, errlen - len, ": %s", why);
+	}
+	return rc;
+}
+
+__attribute__((format(printf, 6, 7)))
+static int say(char *err, size_t errlen, const char *path, int rc,
+	       const char *why, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(err, errlen, path, rc, why, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* An LMDB failure: the mapped errno, and its mdb_strerror as the why. */
+#define say_mdb(err, errlen, path, mrc, ...) \
+	say(err, errlen, path, mdb_errno(mrc), mdb_strerror(mrc), __VA_ARGS__)
+
+/* Record tx's first failure and its message; once tx has failed, every
+ * call returns that first failure (see the invariants). */
+__attribute__((format(printf, 4, 5)))
+static int tx_fail(struct ckpt_txn *tx, int rc, const char *why,
+		   const char *fmt, ...)
+{
+	va_list ap;
+
+	if (tx->rc)
+		return tx->rc;
+	va_start(ap, fmt);
+	tx->rc = vsay(tx->err, sizeof(tx->err), tx->ck->path, rc, why, fmt,
+		      ap);
+	va_end(ap);
+	return tx->rc;
+}
+
+#define tx_fail_mdb(tx, mrc, ...) \
+	tx_fail(tx, mdb_errno(mrc), mdb_strerror(mrc), __VA_ARGS__)
+
+/* ck->lock; EDEADLK (an error-checking mutex) = this thread holds it. */
+static int take_lock(struct ckpt *ck, char *err, size_t errlen,
+		     const char *what)
+{
+	int rc = pthread_mutex_lock(&ck->lock);
+
+	if (rc == EDEADLK)
+		return say(err, errlen, ck->path, -EDEADLK, NULL,
+			   "%s: this thread is writing a checkpoint", what);
+	if (rc)
+		return say(err, errlen, ck->path, -rc, strerror(rc),
+			   "%s: lock", what);
+	return 0;
+}
+
+/* --- open and close ---------------------------------------------------- */
+
+static int mapsize_from_env(uint64_t *out)
+{
+	const char *s = getenv("TDBD_CKPT_MAPSIZE");
+	unsigned long long v;
+	char *end;
+
+	*out = CKPT_MAPSIZE;
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || v == 0 || s[0] == '-' ||
+	    v > SIZE_MAX)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Open "/meta" in a write txn (so the handle is the env's once it
+ * commits) and give a new store its format record. */
+static int meta_init(struct ckpt *ck, char *err, size_t errlen)
+{
+	unsigned char fmt[4];
+	MDB_val k = { 6, "format" }, v = { sizeof(fmt), fmt };
+	MDB_txn *txn;
+	MDB_stat st;
+	int rc;
+
+	rc = mdb_txn_begin(ck->env, NULL, 0, &txn);
+	if (rc)
+		return say_mdb(err, errlen, ck->path, rc, "mdb_txn_begin");
+	rc = mdb_dbi_open(txn, META_DB, MDB_CREATE, &ck->meta);
+	if (rc) {
+		mdb_txn_abort(txn);
+		return say_mdb(err, errlen, ck->path, rc, "open " META_DB);
+	}
+	rc = mdb_stat(txn, ck->meta, &st);
+	if (!rc && st.ms_entries == 0) {
+		/* A new store.  An old one keeps its record, even a wrong
+		 * one: read_meta and begin refuse it, open leaves it be. */
+		put_le32(fmt, CKPT_FORMAT);
+		rc = mdb_put(txn, ck->meta, &k, &v, 0);
+	}
+	if (rc) {
+		mdb_txn_abort(txn);
+		return say_mdb(err, errlen, ck->path, rc, "init " META_DB);
+	}
+	rc = mdb_txn_commit(txn);
+	if (rc)
+		return say_mdb(err, errlen, ck->path, rc, "commit " META_DB);
+	return 0;
+}
+
+int tdbd_ckpt_open(const char *dir, struct ckpt **out, char *err,
+		   size_t errlen)
+{
+	pthread_mutexattr_t ma;
+	struct ckpt *ck;
+	uint64_t mapsize;
+	size_t len;
+	int rc;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
+	len = strlen(dir) + sizeof("/checkpoint");
+	ck = calloc(1, sizeof(*ck) + len);
+	if (!ck)
+		return say(err, errlen, dir, -ENOMEM, NULL, "out of memory");
+	snprintf(ck->path, len, "%s/checkpoint", dir);
+
+	if (mapsize_from_env(&mapsize) < 0) {
+		rc = say(err, errlen, ck->path, -EINVAL, NULL,
+			 "TDBD_CKPT_MAPSIZE=%s: not a size in bytes",
+			 getenv("TDBD_CKPT_MAPSIZE"));
+		goto out_free;
+	}
+	if (mkdir(ck->path, 0750) && errno != EEXIST) {
+		rc = say(err, errlen, ck->path, -errno, strerror(errno),
+			 "mkdir");
+		goto out_free;
+	}
+	rc = mdb_env_create(&ck->env);
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "mdb_env_create");
+		goto out_free;
+	}
+	rc = mdb_env_set_maxdbs(ck->env, CKPT_MAXDBS);
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "mdb_env_set_maxdbs");
+		goto out_env;
+	}
+	rc = mdb_env_set_mapsize(ck->env, (size_t)mapsize);
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "mdb_env_set_mapsize");
+		goto out_env;
+	}
+	/* Full sync (no MDB_NOSYNC/NOMETASYNC): a commit is on disk when it
+	 * returns.  MDB_NOTLS: read txns are not tied to a thread. */
+	rc = mdb_env_open(ck->env, ck->path, MDB_NOTLS, 0640);
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "mdb_env_open");
+		goto out_env;
+	}
+	rc = mdb_env_get_maxkeysize(ck->env);
+	if (rc <= (int)HASH_BYTES * 2) {
+		rc = say(err, errlen, ck->path, -EINVAL, NULL,
+			 "LMDB key size limit %d too small", rc);
+		goto out_env;
+	}
+	ck->maxkey = (unsigned int)rc;
+	rc = meta_init(ck, err, errlen);
+	if (rc)
+		goto out_env;
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	rc = -pthread_mutex_init(&ck->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	if (rc) {
+		rc = say(err, errlen, ck->path, rc, strerror(-rc),
+			 "pthread_mutex_init");
+		goto out_env;
+	}
+	*out = ck;
+	return 0;
+
+out_env:
+	mdb_env_close(ck->env);     /* also after a failed mdb_env_open */
+out_free:
+	free(ck);
+	return rc;
+}
+
+void tdbd_ckpt_close(struct ckpt *ck)
+{
+	if (!ck)
+		return;
+	mdb_env_close(ck->env);
+	pthread_mutex_destroy(&ck->lock);
+	free(ck);
+}
+
+/* --- reading ----------------------------------------------------------- */
+
+/* The "format" record must say CKPT_FORMAT. */
+static int check_format(struct ckpt *ck, MDB_txn *txn, char *err,
+			size_t errlen)
+{
+	MDB_val k = { 6, "format" }, v;
+	uint32_t fmt;
+	int rc;
+
+	rc = mdb_get(txn, ck->meta, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return say(err, errlen, ck->path, -EUCLEAN, NULL,
+			   META_DB ": no format record");
+	if (rc)
+		return say_mdb(err, errlen, ck->path, rc,
+			       "read " META_DB " format");
+	if (v.mv_size != 4)
+		return say(err, errlen, ck->path, -EUCLEAN, NULL,
+			   META_DB ": format record of %zu bytes, expected 4",
+			   v.mv_size);
+	fmt = get_le32(v.mv_data);
+	if (fmt != CKPT_FORMAT)
+		return say(err, errlen, ck->path, -EPROTO, NULL,
+			   "format %" PRIu32 ", this tdbd reads format %u",
+			   fmt, CKPT_FORMAT);
+	return 0;
+}
+
+/* "table/<name>" -> *t; the record must be REC_SIZE bytes. */
+static int decode_table(struct ckpt *ck, const MDB_val *k, const MDB_val *v,
+			struct ckpt_table *t, char *err, size_t errlen)
+{
+	const char *name = (const char *)k->mv_data + strlen(META_TABLE);
+	size_t nlen = k->mv_size - strlen(META_TABLE);
+	const unsigned char *p = v->mv_data;
+
+	if (nlen < 1 || nlen > NAME_MAX_LEN || memchr(name, '/', nlen) ||
+	    memchr(name, '\0', nlen))
+		return say(err, errlen, ck->path, -EUCLEAN, NULL,
+			   META_DB ": schema key with a bad table name "
+			   "(%zu bytes)", nlen);
+	memset(t, 0, sizeof(*t));
+	memcpy(t->name, name, nlen);
+	if (v->mv_size != REC_SIZE)
+		return say(err, errlen, ck->path, -EUCLEAN, NULL,
+			   "table %s: schema record of %zu bytes, "
+			   "expected %d", t->name, v->mv_size, REC_SIZE);
+	t->id = get_le64(p + REC_ID);
+	t->uid = get_le32(p + REC_UID);
+	t->gid = get_le32(p + REC_GID);
+	t->mode = get_le32(p + REC_MODE);
+	t->max_extents = get_le32(p + REC_MAX_EXTENTS);
+	t->sync = get_le32(p + REC_SYNC);
+	return 0;
+}
+
+static int read_tables(struct ckpt *ck, MDB_txn *txn,
+		       struct ckpt_table **tabs, unsigned int *n,
+		       char *err, size_t errlen)
+{
+	const size_t plen = strlen(META_TABLE);
+	struct ckpt_table *a = NULL, *na;
+	unsigned int cap = 0, cnt = 0;
+	MDB_cursor *cur;
+	MDB_val k = { plen, META_TABLE }, v;
+	int rc;
+
+	rc = mdb_cursor_open(txn, ck->meta, &cur);
+	if (rc)
+		return say_mdb(err, errlen, ck->path, rc,
+			       "read " META_DB ": mdb_cursor_open");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size < plen || memcmp(k.mv_data, META_TABLE, plen))
+			break;          /* past the "table/" keys */
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 16;
+			na = realloc(a, cap * sizeof(*a));
+			if (!na) {
+				rc = say(err, errlen, ck->path, -ENOMEM, NULL,
+					 "read " META_DB ": out of memory");
+				goto fail;
+			}
+			a = na;
+		}
+		rc = decode_table(ck, &k, &v, &a[cnt], err, errlen);
+		if (rc)
+			goto fail;
+		cnt++;
+	}
+	if (rc != MDB_NOTFOUND && rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "read " META_DB);
+		goto fail;
+	}
+	mdb_cursor_close(cur);
+	*tabs = a;
+	*n = cnt;
+	return 0;
+fail:
+	mdb_cursor_close(cur);
+	free(a);
+	return rc;
+}
+
+int tdbd_ckpt_read_meta(struct ckpt *ck, uint64_t *lsn,
+			struct ckpt_table **tabs, unsigned int *n,
+			char *err, size_t errlen)
+{
+	MDB_val k = { 3, "lsn" }, v;
+	MDB_txn *txn;
+	int rc;
+
+	*lsn = 0;
+	*tabs = NULL;
+	*n = 0;
+	/* Only "/meta", whose handle is the env's: no ck->lock needed. */
+	rc = mdb_txn_begin(ck->env, NULL, MDB_RDONLY, &txn);
+	if (rc)
+		return say_mdb(err, errlen, ck->path, rc, "mdb_txn_begin");
+	rc = check_format(ck, txn, err, errlen);
+	if (rc)
+		goto out;
+	rc = mdb_get(txn, ck->meta, &k, &v);
+	if (rc == MDB_NOTFOUND) {
+		rc = 0;                 /* no checkpoint written yet */
+	} else if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "read " META_DB " lsn");
+		goto out;
+	} else if (v.mv_size != 8) {
+		rc = say(err, errlen, ck->path, -EUCLEAN, NULL,
+			 META_DB ": lsn record of %zu bytes, expected 8",
+			 v.mv_size);
+		goto out;
+	} else {
+		*lsn = get_le64(v.mv_data);
+	}
+	rc = read_tables(ck, txn, tabs, n, err, errlen);
+	if (rc)
+		*lsn = 0;
+out:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+/* Every record of one database: verbatim (short) or decoded (long). */
+static int load_db(struct ckpt *ck, MDB_txn *txn, MDB_dbi dbi,
+		   const char *name, bool is_long, ckpt_record_fn fn,
+		   void *arg, char *err, size_t errlen)
+{
+	const size_t pre = ck->maxkey - HASH_BYTES;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc;
+
+	rc = mdb_cursor_open(txn, dbi, &cur);
+	if (rc)
+		return say_mdb(err, errlen, ck->path, rc,
+			       "load %s: mdb_cursor_open", name);
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		const unsigned char *lk = k.mv_data, *p = v.mv_data, *key;
+		unsigned char h[HASH_BYTES];
+		uint32_t klen;
+
+		if (!is_long) {
+			rc = fn(arg, k.mv_data, k.mv_size, v.mv_data,
+				v.mv_size);
+			if (rc)
+				goto out;
+			continue;
+		}
+		/* LMDB key: prefix + 2 hashes (maxkey bytes); value: u32 LE
+		 * klen, key, value.  All of it must agree. */
+		if (k.mv_size != ck->maxkey) {
+			rc = say(err, errlen, ck->path, -EUCLEAN, NULL,
+				 "table %s: " LONG_PREFIX "%s key of %zu "
+				 "bytes, expected %u", name, name, k.mv_size,
+				 ck->maxkey);
+			goto out;
+		}
+		if (v.mv_size < 4) {
+			rc = say(err, errlen, ck->path, -EUCLEAN, NULL,
+				 "table %s: " LONG_PREFIX "%s record of %zu "
+				 "bytes has no key length", name, name,
+				 v.mv_size);
+			goto out;
+		}
+		klen = get_le32(p);
+		if (klen <= ck->maxkey || klen > v.mv_size - 4) {
+			rc = say(err, errlen, ck->path, -EUCLEAN, NULL,
+				 "table %s: " LONG_PREFIX "%s record of %zu "
+				 "bytes gives a key of %" PRIu32 " bytes "
+				 "(must be %u..%zu)", name, name, v.mv_size,
+				 klen, ck->maxkey + 1, v.mv_size - 4);
+			goto out;
+		}
+		key = p + 4;
+		put_be64(h, XXH64(key, klen, 1));
+		put_be64(h + 8, XXH64(key, klen, 2));
+		if (memcmp(lk, key, pre) || memcmp(lk + pre, h, HASH_BYTES)) {
+			rc = say(err, errlen, ck->path, -EUCLEAN, NULL,
+				 "table %s: " LONG_PREFIX "%s record's key "
+				 "does not match its LMDB key", name, name);
+			goto out;
+		}
+		rc = fn(arg, key, klen, key + klen, v.mv_size - 4 - klen);
+		if (rc)
+			goto out;
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	else
+		rc = say_mdb(err, errlen, ck->path, rc, "load %s%s",
+			     is_long ? LONG_PREFIX : "", name);
+out:
+	mdb_cursor_close(cur);
+	return rc;
+}
+
+int tdbd_ckpt_load_table(struct ckpt *ck, const char *name,
+			 ckpt_record_fn fn, void *arg, char *err,
+			 size_t errlen)
+{
+	char lname[sizeof(LONG_PREFIX) + NAME_MAX_LEN];
+	MDB_dbi dbi, ldbi;
+	MDB_txn *txn;
+	int rc;
+
+	if (!name_ok(name))
+		return say(err, errlen, ck->path, -EINVAL, NULL,
+			   "load_table: bad table name");
+	rc = take_lock(ck, err, errlen, "load_table");
+	if (rc)
+		return rc;
+	rc = mdb_txn_begin(ck->env, NULL, MDB_RDONLY, &txn);
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "mdb_txn_begin");
+		goto out_unlock;
+	}
+	rc = mdb_dbi_open(txn, name, 0, &dbi);
+	if (rc == MDB_NOTFOUND) {
+		rc = say(err, errlen, ck->path, -ENOENT, NULL,
+			 "table %s: not in the checkpoint", name);
+		goto out;
+	}
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "open table %s", name);
+		goto out;
+	}
+	snprintf(lname, sizeof(lname), LONG_PREFIX "%s", name);
+	rc = mdb_dbi_open(txn, lname, 0, &ldbi);
+	if (rc == MDB_NOTFOUND) {
+		rc = say(err, errlen, ck->path, -EUCLEAN, NULL,
+			 "table %s: database %s missing", name, lname);
+		goto out;
+	}
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "open %s", lname);
+		goto out;
+	}
+	rc = load_db(ck, txn, dbi, name, false, fn, arg, err, errlen);
+	if (!rc)
+		rc = load_db(ck, txn, ldbi, name, true, fn, arg, err, errlen);
+out:
+	/* Abort closes the handles this txn opened: none is kept. */
+	mdb_txn_abort(txn);
+out_unlock:
+	pthread_mutex_unlock(&ck->lock);
+	return rc;
+}
+
+/* --- writing ----------------------------------------------------------- */
+
+int tdbd_ckpt_begin(struct ckpt *ck, struct ckpt_txn **out, char *err,
+		    size_t errlen)
+{
+	struct ckpt_txn *tx;
+	int rc;
+
+	*out = NULL;
+	tx = calloc(1, sizeof(*tx) + ck->maxkey);
+	if (!tx)
+		return say(err, errlen, ck->path, -ENOMEM, NULL,
+			   "begin: out of memory");
+	tx->ck = ck;
+	rc = take_lock(ck, err, errlen, "begin");
+	if (rc) {
+		free(tx);
+		return rc;
+	}
+	rc = mdb_txn_begin(ck->env, NULL, 0, &tx->txn);
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "mdb_txn_begin");
+		goto fail;
+	}
+	rc = check_format(ck, tx->txn, err, errlen);
+	if (rc) {
+		mdb_txn_abort(tx->txn);
+		goto fail;
+	}
+	*out = tx;
+	return 0;
+fail:
+	pthread_mutex_unlock(&ck->lock);
+	free(tx);
+	return rc;
+}
+
+/*
+ * The handles of table name and of "/long/<name>" in tx, created if
+ * create.  A table without its database is -ENOENT; one with it but
+ * without the "/long/" one (reset_table makes both) is -EUCLEAN.
+ */
+static int tx_dbis(struct ckpt_txn *tx, const char *name, bool create,
+		   const char *what, MDB_dbi *dbi, MDB_dbi *ldbi)
+{
+	char lname[sizeof(LONG_PREFIX) + NAME_MAX_LEN];
+	unsigned int flags = create ? MDB_CREATE : 0;
+	int rc;
+
+	if (tx->cur_ok && !strcmp(tx->cur_name, name)) {
+		*dbi = tx->cur_dbi;
+		*ldbi = tx->cur_long;
+		return 0;
+	}
+	rc = mdb_dbi_open(tx->txn, name, flags, dbi);
+	if (rc == MDB_NOTFOUND)
+		return tx_fail(tx, -ENOENT, NULL, "%s %s: no such table "
+			       "(reset_table makes it)", what, name);
+	if (rc)
+		return tx_fail_mdb(tx, rc, "%s %s: open", what, name);
+	snprintf(lname, sizeof(lname), LONG_PREFIX "%s", name);
+	rc = mdb_dbi_open(tx->txn, lname, flags, ldbi);
+	if (rc == MDB_NOTFOUND)
+		return tx_fail(tx, -EUCLEAN, NULL, "%s %s: database %s "
+			       "missing", what, name, lname);
+	if (rc)
+		return tx_fail_mdb(tx, rc, "%s %s: open %s", what, name,
+				   lname);
+	tx->cur_ok = true;
+	strcpy(tx->cur_name, name);
+	tx->cur_dbi = *dbi;
+	tx->cur_long = *ldbi;
+	return 0;
+}
+
+int tdbd_ckpt_reset_table(struct ckpt_txn *tx, const char *name)
+{
+	MDB_dbi dbi, ldbi;
+	int rc;
+
+	if (tx->rc)
+		return tx->rc;
+	if (!name_ok(name))
+		return tx_fail(tx, -EINVAL, NULL, "reset_table: bad table name");
+	rc = tx_dbis(tx, name, true, "reset_table", &dbi, &ldbi);
+	if (rc)
+		return rc;
+	rc = mdb_drop(tx->txn, dbi, 0);
+	if (!rc)
+		rc = mdb_drop(tx->txn, ldbi, 0);
+	if (rc)
+		return tx_fail_mdb(tx, rc, "reset_table %s: mdb_drop", name);
+	return 0;
+}
+
+/* mdb_drop(..., 1) of one database if it exists. */
+static int drop_db(struct ckpt_txn *tx, const char *table,
+		   const char *dbname)
+{
+	MDB_dbi dbi;
+	int rc;
+
+	rc = mdb_dbi_open(tx->txn, dbname, 0, &dbi);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (!rc)
+		rc = mdb_drop(tx->txn, dbi, 1);   /* closes dbi, even on abort */
+	if (rc)
+		return tx_fail_mdb(tx, rc, "drop_table %s: drop %s", table,
+				   dbname);
+	return 0;
+}
+
+int tdbd_ckpt_drop_table(struct ckpt_txn *tx, const char *name)
+{
+	char lname[sizeof(LONG_PREFIX) + NAME_MAX_LEN];
+	char mkey[sizeof(META_TABLE) + NAME_MAX_LEN];
+	MDB_val k;
+	int rc;
+
+	if (tx->rc)
+		return tx->rc;
+	if (!name_ok(name))
+		return tx_fail(tx, -EINVAL, NULL, "drop_table: bad table name");
+	if (tx->cur_ok && !strcmp(tx->cur_name, name))
+		tx->cur_ok = false;     /* its handles are about to close */
+	snprintf(lname, sizeof(lname), LONG_PREFIX "%s", name);
+	rc = drop_db(tx, name, name);
+	if (!rc)
+		rc = drop_db(tx, name, lname);
+	if (rc)
+		return rc;
+	k.mv_size = (size_t)snprintf(mkey, sizeof(mkey), META_TABLE "%s",
+				     name);
+	k.mv_data = mkey;
+	rc = mdb_del(tx->txn, tx->ck->meta, &k, NULL);
+	if (rc && rc != MDB_NOTFOUND)
+		return tx_fail_mdb(tx, rc, "drop_table %s: delete schema",
+				   name);
+	return 0;
+}
+
+/* Arguments common to put and del. */
+static int check_key(struct ckpt_txn *tx, const char *what,
+		     const char *name, size_t klen)
+{
+	if (!name_ok(name))
+		return tx_fail(tx, -EINVAL, NULL, "%s: bad table name", what);
+	if (klen == 0 || klen > UINT32_MAX)
+		return tx_fail(tx, -EINVAL, NULL, "%s %s: key of %zu bytes",
+			       what, name, klen);
+	return 0;
+}
+
+/*
+ * Look up a long key's record: 0 and *v if it holds exactly key,
+ * MDB_NOTFOUND if there is none, -EEXIST if another key has the same
+ * LMDB key (same prefix and both hashes; the format holds one of them).
+ */
+static int long_get(struct ckpt_txn *tx, MDB_dbi ldbi, MDB_val *lk,
+		    const void *key, size_t klen, MDB_val *v)
+{
+	int rc = mdb_get(tx->txn, ldbi, lk, v);
+
+	if (rc)
+		return rc;
+	if (v->mv_size < 4 + klen || get_le32(v->mv_data) != klen ||
+	    memcmp((const unsigned char *)v->mv_data + 4, key, klen))
+		return -EEXIST;
+	return 0;
+}
+
+int tdbd_ckpt_put(struct ckpt_txn *tx, const char *name, const void *key,
+		  size_t klen, const void *val, size_t vlen)
+{
+	struct ckpt *ck = tx->ck;
+	MDB_val k, v;
+	MDB_dbi dbi, ldbi;
+	int rc;
+
+	if (tx->rc)
+		return tx->rc;
+	rc = check_key(tx, "put", name, klen);
+	if (rc)
+		return rc;
+	rc = tx_dbis(tx, name, false, "put", &dbi, &ldbi);
+	if (rc)
+		return rc;
+	if (klen <= ck->maxkey) {
+		k.mv_size = klen;
+		k.mv_data = (void *)key;
+		v.mv_size = vlen;
+		v.mv_data = (void *)val;
+		rc = mdb_put(tx->txn, dbi, &k, &v, 0);
+		if (rc)
+			return tx_fail_mdb(tx, rc, "put %s", name);
+		return 0;
+	}
+	if (vlen > SIZE_MAX - 4 - klen)
+		return tx_fail(tx, -E2BIG, NULL, "put %s: record too big",
+			       name);
+	long_key(ck->maxkey, tx->lkey, key, klen);
+	k.mv_size = ck->maxkey;
+	k.mv_data = tx->lkey;
+	rc = long_get(tx, ldbi, &k, key, klen, &v);
+	if (rc == -EEXIST)
+		return tx_fail(tx, -EEXIST, NULL, "put %s: a %zu-byte key "
+			       "collides with another in " LONG_PREFIX "%s",
+			       name, klen, name);
+	if (rc && rc != MDB_NOTFOUND)
+		return tx_fail_mdb(tx, rc, "put %s: read " LONG_PREFIX "%s",
+				   name, name);
+	v.mv_size = 4 + klen + vlen;
+	v.mv_data = NULL;
+	rc = mdb_put(tx->txn, ldbi, &k, &v, MDB_RESERVE);
+	if (rc)
+		return tx_fail_mdb(tx, rc, "put %s: " LONG_PREFIX "%s", name,
+				   name);
+	put_le32(v.mv_data, (uint32_t)klen);
+	memcpy((unsigned char *)v.mv_data + 4, key, klen);
+	if (vlen)
+		memcpy((unsigned char *)v.mv_data + 4 + klen, val, vlen);
+	return 0;
+}
+
+int tdbd_ckpt_del(struct ckpt_txn *tx, const char *name, const void *key,
+		  size_t klen)
+{
+	struct ckpt *ck = tx->ck;
+	MDB_dbi dbi, ldbi;
+	MDB_val k, v;
+	int rc;
+
+	if (tx->rc)
+		return tx->rc;
+	rc = check_key(tx, "del", name, klen);
+	if (rc)
+		return rc;
+	rc = tx_dbis(tx, name, false, "del", &dbi, &ldbi);
+	if (rc)
+		return rc;
+	if (klen <= ck->maxkey) {
+		k.mv_size = klen;
+		k.mv_data = (void *)key;
+		rc = mdb_del(tx->txn, dbi, &k, NULL);
+	} else {
+		long_key(ck->maxkey, tx->lkey, key, klen);
+		k.mv_size = ck->maxkey;
+		k.mv_data = tx->lkey;
+		rc = long_get(tx, ldbi, &k, key, klen, &v);
+		if (rc == -EEXIST)
+			return 0;       /* the slot holds another key */
+		if (!rc)
+			rc = mdb_del(tx->txn, ldbi, &k, NULL);
+	}
+	if (rc && rc != MDB_NOTFOUND)
+		return tx_fail_mdb(tx, rc, "del %s", name);
+	return 0;
+}
+
+int tdbd_ckpt_set_table(struct ckpt_txn *tx, const struct ckpt_table *t)
+{
+	char mkey[sizeof(META_TABLE) + NAME_MAX_LEN];
+	unsigned char rec[REC_SIZE];
+	MDB_val k, v = { sizeof(rec), rec };
+	int rc;
+
+	if (tx->rc)
+		return tx->rc;
+	if (!name_ok(t->name))
+		return tx_fail(tx, -EINVAL, NULL, "set_table: bad table name");
+	put_le64(rec + REC_ID, t->id);
+	put_le32(rec + REC_UID, t->uid);
+	put_le32(rec + REC_GID, t->gid);
+	put_le32(rec + REC_MODE, t->mode);
+	put_le32(rec + REC_MAX_EXTENTS, t->max_extents);
+	put_le32(rec + REC_SYNC, t->sync);
+	k.mv_size = (size_t)snprintf(mkey, sizeof(mkey), META_TABLE "%s",
+				     t->name);
+	k.mv_data = mkey;
+	rc = mdb_put(tx->txn, tx->ck->meta, &k, &v, 0);
+	if (rc)
+		return tx_fail_mdb(tx, rc, "set_table %s", t->name);
+	return 0;
+}
+
+/* End tx's LMDB txn (already ended if txn is NULL) and free it. */
+static void tx_end(struct ckpt_txn *tx)
+{
+	struct ckpt *ck = tx->ck;
+
+	if (tx->txn)
+		mdb_txn_abort(tx->txn);
+	pthread_mutex_unlock(&ck->lock);
+	free(tx);
+}
+
+int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
+		     size_t errlen)
+{
+	unsigned char buf[8];
+	MDB_val k = { 3, "lsn" }, v = { sizeof(buf), buf };
+	int rc;
+
+	if (!tx->rc) {
+		put_le64(buf, lsn);
+		rc = mdb_put(tx->txn, tx->ck->meta, &k, &v, 0);
+		if (rc)
+			tx_fail_mdb(tx, rc, "commit: write lsn");
+	}
+	if (!tx->rc) {
+		rc = mdb_txn_commit(tx->txn);   /* frees the txn, even failing */
+		tx->txn = NULL;
+		if (rc)
+			tx_fail_mdb(tx, rc, "commit");
+	}
+	rc = tx->rc;
+	if (rc && err && errlen)
+		snprintf(err, errlen, "%s", tx->err);
+	tx_end(tx);
+	return rc;
+}
+
+void tdbd_ckpt_abort(struct ckpt_txn *tx)
+{
+	if (tx)
+		tx_end(tx);
+}

@@ -1,0 +1,83 @@
+/*
+ * ckpt.h - the checkpoint store: an LMDB environment in the data
+ * directory that holds every table as of some WAL position (the
+ * checkpoint LSN).
+ *
+ * Layout of <data-dir>/checkpoint/ (data.mdb, lock.mdb), readable with
+ * the standard tools (mdb_stat -a, mdb_dump -s TABLE):
+ *   - one named database per table, named exactly as the table, holding
+ *     its records key -> value, for keys up to LMDB's key limit
+ *     (mdb_env_get_maxkeysize(), 511 bytes in Debian's liblmdb);
+ *   - "/long/<table>" (table names cannot contain '/'): records whose key
+ *     is longer than that.  LMDB key: the first (maxkey - 16) bytes of
+ *     the key, then xxh64(key, 1) and xxh64(key, 2) big-endian; LMDB
+ *     value: u32 little-endian key length, the key, then the value;
+ *   - "/meta": "lsn" -> u64 LE, the checkpoint LSN; "format" -> u32 LE 1;
+ *     "table/<name>" -> struct ckpt_table_rec (little-endian fields),
+ *     one per table present at the checkpoint.
+ *
+ * A checkpoint is one LMDB write transaction: either all of it (records,
+ * drops, schemas and the LSN) is there after a crash, or none of it.
+ *
+ * Functions never print or exit; they return 0 or a negative errno and,
+ * where they take one, fill err with what went wrong ("checkpoint
+ * /var/lib/tdb/checkpoint: mdb_env_open: Permission denied").
+ */
+#ifndef TDBD_CKPT_H
+#define TDBD_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ckpt;
+struct ckpt_txn;
+
+/* A table's schema as the checkpoint keeps it. */
+struct ckpt_table {
+	char name[65];          /* NUL-terminated, 1..64 bytes */
+	uint64_t id;            /* tdbd's table id: a new id = a new table */
+	uint32_t uid, gid, mode;
+	uint32_t max_extents;
+	uint32_t sync;          /* enum tdbd_sync of the table */
+};
+
+/* Open (creating if needed) <dir>/checkpoint. */
+int tdbd_ckpt_open(const char *dir, struct ckpt **out, char *err,
+		   size_t errlen);
+void tdbd_ckpt_close(struct ckpt *ck);
+
+/* The checkpoint LSN (0 for an empty store) and the tables in it (a
+ * malloc'd array the caller frees; *n may be 0). */
+int tdbd_ckpt_read_meta(struct ckpt *ck, uint64_t *lsn,
+			struct ckpt_table **tabs, unsigned int *n,
+			char *err, size_t errlen);
+
+/* Call fn for every record of the table (short and long keys); stops at
+ * the first non-zero return of fn and returns it. */
+typedef int (*ckpt_record_fn)(void *arg, const void *key, size_t klen,
+			      const void *val, size_t vlen);
+int tdbd_ckpt_load_table(struct ckpt *ck, const char *name,
+			 ckpt_record_fn fn, void *arg, char *err,
+			 size_t errlen);
+
+/* Writing a checkpoint: begin, any number of changes, commit or abort. */
+int tdbd_ckpt_begin(struct ckpt *ck, struct ckpt_txn **out, char *err,
+		    size_t errlen);
+/* Make the table's databases exist and be empty (a new or rewritten
+ * table). */
+int tdbd_ckpt_reset_table(struct ckpt_txn *tx, const char *name);
+/* Remove the table's databases and schema. */
+int tdbd_ckpt_drop_table(struct ckpt_txn *tx, const char *name);
+int tdbd_ckpt_put(struct ckpt_txn *tx, const char *name, const void *key,
+		  size_t klen, const void *val, size_t vlen);
+/* Deleting a key that is not there is not an error. */
+int tdbd_ckpt_del(struct ckpt_txn *tx, const char *name, const void *key,
+		  size_t klen);
+/* Store the schema of a table (replacing the one there). */
+int tdbd_ckpt_set_table(struct ckpt_txn *tx, const struct ckpt_table *t);
+/* Set the LSN, commit (fsync'd by LMDB) and free tx. */
+int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
+		     size_t errlen);
+void tdbd_ckpt_abort(struct ckpt_txn *tx);
+
+#endif

@@ -1,0 +1,865 @@
+/*
+ * durable.c - what makes tdbd's tables survive it: the WAL every change
+ * is logged in before it is applied, acknowledgements held until their
+ * record is on disk, checkpoints into LMDB, and recovery at start
+ * (docs/DURABILITY.md).
+ *
+ * Invariants:
+ *  - Every change (put, delete, transaction, create, drop) is written to
+ *    the WAL under d->wlock before it is applied, so the WAL's order is
+ *    the order of changes.  A change the engine then refuses is
+ *    retracted (the record is cut off again) before wlock is released.
+ *  - With sync always or batch a change's acknowledgement is held
+ *    (struct held, per client, in LSN order) until wal_durable() reaches
+ *    its LSN; with none it goes out at once.
+ *  - A checkpoint takes each table's dirty set and the WAL's written LSN
+ *    under wlock, then writes outside it: the values it reads may be
+ *    newer than that LSN, which is harmless since replaying a put or a
+ *    delete twice gives the same result; and it syncs the WAL up to
+ *    everything written before it commits, so the checkpoint never holds
+ *    a change whose record could still be lost.  Only then are segments
+ *    wholly before its LSN removed.  A checkpoint that fails gives its
+ *    dirty sets back.
+ *  - Recovery = load the checkpoint, replay the WAL after its LSN, then
+ *    start a new segment; clients are accepted only after it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "ckpt.h"
+#include "tdbd.h"
+#include "wal.h"
+
+#define HELD_MAX  4096u         /* held acks per client before we stop
+				 * reading its requests */
+#define DIRTY_MAX (1u << 20)    /* keys tracked per table; beyond, the
+				 * table is rewritten whole */
+
+/* --- dirty sets: keys changed since the last checkpoint ------------------ */
+
+struct dkey {
+	uint64_t h;
+	uint32_t klen;
+	unsigned char *key;     /* NULL: empty slot */
+};
+
+struct dirty {
+	struct dkey *v;
+	uint32_t n, cap;        /* cap a power of two; n <= cap / 2 */
+};
+
+void tdbd_dirty_free(struct dirty *s)
+{
+	uint32_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->cap; i++)
+		free(s->v[i].key);
+	free(s->v);
+	free(s);
+}
+
+static struct dkey *dirty_slot(struct dirty *s, uint64_t h, const void *key,
+			       size_t klen)
+{
+	uint32_t i = (uint32_t)h & (s->cap - 1);
+
+	while (s->v[i].key && !(s->v[i].h == h && s->v[i].klen == klen &&
+				!memcmp(s->v[i].key, key, klen)))
+		i = (i + 1) & (s->cap - 1);
+	return &s->v[i];
+}
+
+static int dirty_grow(struct dirty *s)
+{
+	struct dirty t = { .cap = s->cap ? s->cap * 2 : 64 };
+	uint32_t i;
+
+	t.v = calloc(t.cap, sizeof(*t.v));
+	if (!t.v)
+		return -ENOMEM;
+	for (i = 0; i < s->cap; i++)
+		if (s->v[i].key)
+			*dirty_slot(&t, s->v[i].h, s->v[i].key,
+				    s->v[i].klen) = s->v[i];
+	free(s->v);
+	s->v = t.v;
+	s->cap = t.cap;
+	return 0;
+}
+
+/* Under wlock.  Out of memory or over DIRTY_MAX: the table goes whole. */
+void tdbd_dirty_add(struct dtable *dt, const void *key, size_t klen)
+{
+	uint64_t h = XXH64(key, klen, 0);
+	struct dirty *s = dt->dirty;
+	struct dkey *k;
+
+	if (dt->ckpt_full)
+		return;
+	if (!s && !(s = dt->dirty = calloc(1, sizeof(*s))))
+		goto whole;
+	if ((s->n + 1) * 2 > s->cap) {
+		if (s->n >= DIRTY_MAX || dirty_grow(s))
+			goto whole;
+	}
+	k = dirty_slot(s, h, key, klen);
+	if (k->key)
+		return;
+	if (!(k->key = malloc(klen ? klen : 1)))
+		goto whole;
+	memcpy(k->key, key, klen);
+	k->h = h;
+	k->klen = (uint32_t)klen;
+	s->n++;
+	return;
+whole:
+	dt->ckpt_full = true;
+	tdbd_dirty_free(dt->dirty);
+	dt->dirty = NULL;
+}
+
+/* Give a checkpoint's set back to the table (the checkpoint failed). */
+static void dirty_merge(struct dtable *dt, struct dirty *s, bool full)
+{
+	uint32_t i;
+
+	if (full)
+		dt->ckpt_full = true;
+	for (i = 0; s && i < s->cap; i++)
+		if (s->v[i].key)
+			tdbd_dirty_add(dt, s->v[i].key, s->v[i].klen);
+	tdbd_dirty_free(s);
+}
+
+/* --- logging changes (under wlock) --------------------------------------- */
+
+static void count_record(struct tdbd *d)
+{
+	__atomic_fetch_add(&d->ctr.wal_records, 1, __ATOMIC_RELAXED);
+}
+
+int tdbd_log_put(struct tdbd *d, struct dtable *dt, const void *key,
+		 size_t klen, const void *val, size_t vlen, uint64_t *lsn,
+		 const char **msg)
+{
+	int err;
+
+	wal_begin(d->wal, WAL_OPS);
+	wal_add_op(d->wal, WAL_OP_PUT, dt->name, key, (uint32_t)klen, val,
+		   (uint32_t)vlen);
+	err = wal_commit(d->wal, lsn, msg);
+	if (!err)
+		count_record(d);
+	return err;
+}
+
+int tdbd_log_del(struct tdbd *d, struct dtable *dt, const void *key,
+		 size_t klen, uint64_t *lsn, const char **msg)
+{
+	int err;
+
+	wal_begin(d->wal, WAL_OPS);
+	wal_add_op(d->wal, WAL_OP_DEL, dt->name, key, (uint32_t)klen, NULL, 0);
+	err = wal_commit(d->wal, lsn, msg);
+	if (!err)
+		count_record(d);
+	return err;
+}
+
+int tdbd_log_txn(struct tdbd *d, struct txn *x, uint64_t *lsn,
+		 const char **msg)
+{
+	uint32_t i;
+	int err;
+
+	wal_begin(d->wal, WAL_OPS);
+	for (i = 0; i < x->nops; i++) {
+		struct txn_op *op = &x->ops[i];
+
+		wal_add_op(d->wal, op->del ? WAL_OP_DEL : WAL_OP_PUT,
+			   op->dt->name, op->key, op->klen,
+			   op->key + op->klen, op->del ? 0 : op->vlen);
+	}
+	err = wal_commit(d->wal, lsn, msg);
+	if (!err)
+		count_record(d);
+	return err;
+}
+
+int tdbd_log_create(struct tdbd *d, const char *name, uint64_t id,
+		    uint32_t uid, uint32_t gid, uint32_t mode,
+		    uint32_t max_ext, uint64_t *lsn, const char **msg)
+{
+	wal_begin(d->wal, WAL_CREATE);
+	wal_add_create(d->wal, id, name, uid, gid, mode, max_ext,
+		       d->cfg.sync);
+	return wal_commit(d->wal, lsn, msg);
+}
+
+int tdbd_log_drop(struct tdbd *d, const char *name, uint64_t *lsn,
+		  const char **msg)
+{
+	wal_begin(d->wal, WAL_DROP);
+	wal_add_drop(d->wal, name);
+	return wal_commit(d->wal, lsn, msg);
+}
+
+void tdbd_log_retract(struct tdbd *d, uint64_t lsn)
+{
+	int err = wal_retract(d->wal, lsn);
+
+	if (err)
+		tdbd_log(L_ERR, "WAL: cannot take back record %llu of a "
+			 "change that failed: %s; tdbd needs a restart",
+			 (unsigned long long)lsn, strerror(-err));
+}
+
+/* --- held acknowledgements ------------------------------------------------- */
+
+struct held {
+	struct held *next;
+	uint64_t lsn;
+	enum chan ch;
+	struct nlmsghdr req;
+};
+
+static void held_count(struct client *c, int delta)
+{
+	c->nheld += (unsigned int)delta;
+	__atomic_add_fetch(&c->w->nheld, (unsigned int)delta, __ATOMIC_SEQ_CST);
+}
+
+bool tdbd_ack_later(struct client *c, enum chan ch,
+		    const struct nlmsghdr *req, uint64_t lsn)
+{
+	struct tdbd *d = c->d;
+	struct held *h;
+
+	if (d->cfg.sync == WAL_SYNC_NONE || wal_durable(d->wal) >= lsn)
+		return false;
+	if (!(h = malloc(sizeof(*h)))) {
+		/* no memory to wait asynchronously: wait here */
+		wal_sync_to(d->wal, lsn);
+		return false;
+	}
+	h->next = NULL;
+	h->lsn = lsn;
+	h->ch = ch;
+	h->req = *req;
+	if (c->held_tail)
+		c->held_tail->next = h;
+	else
+		c->held = h;
+	c->held_tail = h;
+	held_count(c, 1);
+	if (d->cfg.sync == WAL_SYNC_ALWAYS)
+		wal_kick(d->wal);
+	__atomic_fetch_add(&d->ctr.wal_syncs_waited, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+void tdbd_held_release(struct client *c)
+{
+	struct tdbd *d = c->d;
+	uint64_t dur = wal_durable(d->wal);
+	int failed = wal_failed(d->wal);
+	unsigned char buf[TDB_PROTO_ERROR_MAX];
+
+	while (c->held && (c->held->lsn <= dur || failed)) {
+		struct held *h = c->held;
+		struct tdb_proto_extack ext = { 0 };
+		int err = 0;
+		long n;
+
+		if (h->lsn > dur) {
+			err = -EIO;
+			ext.msg = "the WAL could not be synced (fdatasync "
+				  "failed): this change is applied but may "
+				  "not survive a crash; tdbd needs a restart";
+		}
+		n = tdb_proto_error(buf, sizeof(buf), &h->req, err, &ext);
+		if (n > 0)
+			tdbd_client_emit(c, h->ch, buf, (size_t)n);
+		c->held = h->next;
+		if (!c->held)
+			c->held_tail = NULL;
+		free(h);
+		held_count(c, -1);
+	}
+}
+
+void tdbd_held_free(struct client *c)
+{
+	while (c->held) {
+		struct held *h = c->held;
+
+		c->held = h->next;
+		free(h);
+		held_count(c, -1);
+	}
+	c->held_tail = NULL;
+}
+
+bool tdbd_held_full(const struct client *c)
+{
+	return c->nheld >= HELD_MAX;
+}
+
+/* The flusher thread: records became durable (or the log failed). */
+static void on_durable(void *arg, uint64_t lsn)
+{
+	struct tdbd *d = arg;
+	uint64_t one = 1;
+	unsigned int i;
+
+	(void)lsn;
+	pthread_mutex_lock(&d->wake_lock);
+	for (i = 0; d->wake_on && i < d->nworkers; i++)
+		if (__atomic_load_n(&d->workers[i].nheld, __ATOMIC_SEQ_CST) &&
+		    write(d->workers[i].ctlfd, &one, sizeof(one)) < 0)
+			(void)0;
+	pthread_mutex_unlock(&d->wake_lock);
+}
+
+/* --- checkpoints ------------------------------------------------------------ */
+
+struct ck_tab {
+	char name[TDBE_NAME_MAX + 1];
+	uint64_t id;
+};
+
+struct durable {
+	char wal_dir[PATH_MAX + 8];
+	pthread_t thr;
+	bool thr_started;
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool stop, now;         /* under m */
+	uint64_t ckpt_lsn;      /* the checkpointer's */
+	uint64_t last_ns;
+	struct ck_tab *tabs;    /* what the checkpoint holds */
+	unsigned int ntabs;
+	void *buf;              /* values read back */
+	size_t bufcap;
+};
+
+struct taken {
+	struct dtable *dt;      /* counted */
+	struct dirty *dirty;
+	bool full;
+};
+
+static int ck_tab_find(const struct durable *u, const char *name,
+		       uint64_t id)
+{
+	unsigned int i;
+
+	for (i = 0; i < u->ntabs; i++)
+		if (!strcmp(u->tabs[i].name, name))
+			return u->tabs[i].id == id ? 1 : 0;
+	return -1;
+}
+
+static int write_key(struct durable *u, struct ckpt_txn *tx,
+		     struct dtable *dt, const void *key, size_t klen)
+{
+	size_t need = 0;
+	long n;
+
+	for (;;) {
+		n = tdbe_get(dt->t, key, klen, u->buf, u->bufcap, &need);
+		if (n != -ENOBUFS)
+			break;
+		free(u->buf);
+		u->bufcap = need;
+		if (!(u->buf = malloc(need))) {
+			u->bufcap = 0;
+			return -ENOMEM;
+		}
+	}
+	if (n == -ENOENT)
+		return tdbd_ckpt_del(tx, dt->name, key, klen);
+	if (n < 0)
+		return (int)n;
+	return tdbd_ckpt_put(tx, dt->name, key, klen, u->buf, (size_t)n);
+}
+
+static int write_table(struct durable *u, struct ckpt_txn *tx,
+		       struct taken *k)
+{
+	struct dtable *dt = k->dt;
+	struct ckpt_table sch = { .id = dt->id, .uid = dt->uid, .gid = dt->gid,
+		.mode = dt->mode, .max_extents = dt->max_extents };
+	int err = 0;
+
+	snprintf(sch.name, sizeof(sch.name), "%s", dt->name);
+	if (k->full || ck_tab_find(u, dt->name, dt->id) != 1) {
+		struct tdbe_cursor *cur;
+		const void *key, *val;
+		size_t klen, vlen;
+		int r;
+
+		if ((err = tdbd_ckpt_reset_table(tx, dt->name)))
+			return err;
+		if (!(cur = tdbe_cursor_open(dt->t, &err)))
+			return err;
+		while (!err && (r = tdbe_cursor_next(cur, &key, &klen, &val,
+						     &vlen)) > 0)
+			err = tdbd_ckpt_put(tx, dt->name, key, klen, val,
+					    vlen);
+		if (!err && r < 0)
+			err = r;
+		tdbe_cursor_close(cur);
+	} else if (k->dirty) {
+		uint32_t i;
+
+		for (i = 0; !err && i < k->dirty->cap; i++)
+			if (k->dirty->v[i].key)
+				err = write_key(u, tx, dt, k->dirty->v[i].key,
+						k->dirty->v[i].klen);
+	}
+	return err ? err : tdbd_ckpt_set_table(tx, &sch);
+}
+
+/* One checkpoint; 0 if done or nothing to do. */
+static int checkpoint(struct tdbd *d, const char *why)
+{
+	struct durable *u = d->dur;
+	struct taken *tk = NULL;
+	struct dtable **tabs = NULL;
+	struct ckpt_txn *tx = NULL;
+	struct ck_tab *nt = NULL;
+	unsigned int n = 0, i;
+	uint64_t lsn, t0 = tdbd_now_ns();
+	char err[512] = "";
+	int e;
+
+	pthread_mutex_lock(&d->wlock);
+	lsn = wal_written(d->wal);
+	if (lsn == u->ckpt_lsn) {
+		pthread_mutex_unlock(&d->wlock);
+		return 0;
+	}
+	e = tdbd_table_snapshot(d, &tabs, &n);
+	if (!e && !(tk = calloc(n ? n : 1, sizeof(*tk))))
+		e = -ENOMEM;
+	for (i = 0; !e && i < n; i++) {
+		tk[i].dt = tabs[i];
+		tk[i].dirty = tabs[i]->dirty;
+		tk[i].full = tabs[i]->ckpt_full;
+		tabs[i]->dirty = NULL;
+		tabs[i]->ckpt_full = false;
+	}
+	pthread_mutex_unlock(&d->wlock);
+	if (e) {
+		for (i = 0; i < n; i++)
+			tdbd_table_put(d, tabs[i]);
+		free(tabs);
+		snprintf(err, sizeof(err), "%s", strerror(-e));
+		goto fail_logged;
+	}
+	if (!(nt = calloc(n ? n : 1, sizeof(*nt)))) {
+		e = -ENOMEM;
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
+	if ((e = tdbd_ckpt_begin(d->ckpt, &tx, err, sizeof(err))))
+		goto fail;
+	for (i = 0; i < u->ntabs; i++) {
+		unsigned int j;
+
+		for (j = 0; j < n; j++)
+			if (!strcmp(tk[j].dt->name, u->tabs[i].name))
+				break;
+		if (j == n && (e = tdbd_ckpt_drop_table(tx, u->tabs[i].name))) {
+			snprintf(err, sizeof(err), "dropping %s: %s",
+				 u->tabs[i].name, strerror(-e));
+			goto fail;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if ((e = write_table(u, tx, &tk[i]))) {
+			snprintf(err, sizeof(err), "table %s: %s",
+				 tk[i].dt->name, strerror(-e));
+			goto fail;
+		}
+		snprintf(nt[i].name, sizeof(nt[i].name), "%s", tk[i].dt->name);
+		nt[i].id = tk[i].dt->id;
+	}
+	/* Nothing the checkpoint holds may be lost from the WAL. */
+	if ((e = wal_sync_to(d->wal, wal_written(d->wal)))) {
+		snprintf(err, sizeof(err), "the WAL could not be synced: %s",
+			 strerror(-e));
+		goto fail;
+	}
+	e = tdbd_ckpt_commit(tx, lsn, err, sizeof(err));
+	tx = NULL;
+	if (e)
+		goto fail;
+	free(u->tabs);
+	u->tabs = nt;
+	u->ntabs = n;
+	u->ckpt_lsn = lsn;
+	u->last_ns = tdbd_now_ns();
+	for (i = 0; i < n; i++) {
+		tdbd_dirty_free(tk[i].dirty);
+		tdbd_table_put(d, tk[i].dt);
+	}
+	free(tk);
+	free(tabs);
+	e = wal_remove_before(d->wal, lsn);
+	__atomic_fetch_add(&d->ctr.checkpoints, 1, __ATOMIC_RELAXED);
+	tdbd_log(L_INFO, "checkpoint at LSN %llu (%s): %u table(s), %llu ms; "
+		 "%d WAL segment(s) removed", (unsigned long long)lsn, why, n,
+		 (unsigned long long)((tdbd_now_ns() - t0) / 1000000), e);
+	return 0;
+fail:
+	if (tx)
+		tdbd_ckpt_abort(tx);
+	free(nt);
+	pthread_mutex_lock(&d->wlock);
+	for (i = 0; i < n; i++) {
+		dirty_merge(tk[i].dt, tk[i].dirty, tk[i].full);
+		tdbd_table_put(d, tk[i].dt);
+	}
+	pthread_mutex_unlock(&d->wlock);
+	free(tk);
+	free(tabs);
+fail_logged:
+	u->last_ns = tdbd_now_ns();     /* retry at the next trigger */
+	__atomic_fetch_add(&d->ctr.ckpt_failures, 1, __ATOMIC_RELAXED);
+	tdbd_log(L_ERR, "checkpoint (%s) failed: %s; the WAL is kept, "
+		 "nothing is lost; trying again later", why, err);
+	return e ? e : -EIO;
+}
+
+static void *checkpointer(void *arg)
+{
+	struct tdbd *d = arg;
+	struct durable *u = d->dur;
+
+	pthread_mutex_lock(&u->m);
+	while (!u->stop) {
+		struct timespec ts;
+		uint64_t since = tdbd_now_ns() - u->last_ns;
+		const char *why = NULL;
+
+		if (u->now)
+			why = "after recovery";
+		else if (wal_bytes_since(d->wal) >= d->cfg.checkpoint_wal_size)
+			why = "WAL size";
+		else if (since >= (uint64_t)d->cfg.checkpoint_interval_ms *
+				  1000000 && wal_written(d->wal) != u->ckpt_lsn)
+			why = "interval";
+		if (why) {
+			u->now = false;
+			pthread_mutex_unlock(&u->m);
+			checkpoint(d, why);
+			pthread_mutex_lock(&u->m);
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&u->cv, &u->m, &ts);
+	}
+	pthread_mutex_unlock(&u->m);
+	return NULL;
+}
+
+/* --- recovery ----------------------------------------------------------------- */
+
+struct rec_state {
+	struct tdbd *d;
+	struct dtable *dt;
+	uint64_t records, last_report;
+	const char *phase;
+};
+
+static void report(struct rec_state *rs, bool force)
+{
+	uint64_t now = tdbd_now_ns();
+
+	if (!force && now - rs->last_report < 1000000000ull)
+		return;
+	rs->last_report = now;
+	tdbd_notify("STATUS=recovering: %s, %llu records so far\n"
+		    "EXTEND_TIMEOUT_USEC=30000000", rs->phase,
+		    (unsigned long long)rs->records);
+	tdbd_log(L_INFO, "recovering: %s, %llu records so far", rs->phase,
+		 (unsigned long long)rs->records);
+}
+
+static int load_record(void *arg, const void *key, size_t klen,
+		       const void *val, size_t vlen)
+{
+	struct rec_state *rs = arg;
+	struct tdbe_extack ee = { 0 };
+	int err = tdbe_put(rs->dt->t, key, klen, val, vlen, 0, &ee);
+
+	if (err) {
+		tdbd_log(L_ERR, "checkpoint: table %s: a record cannot be "
+			 "loaded: %s", rs->dt->name,
+			 ee.msg ? ee.msg : tdbe_strerror(err));
+		return err;
+	}
+	if (!(++rs->records & 0xffff))
+		report(rs, false);
+	return 0;
+}
+
+static int load_checkpoint(struct tdbd *d, uint64_t *lsn)
+{
+	struct durable *u = d->dur;
+	struct rec_state rs = { .d = d, .phase = "loading the checkpoint" };
+	struct ckpt_table *tabs = NULL;
+	unsigned int n = 0, i;
+	char err[512];
+	int e;
+
+	if ((e = tdbd_ckpt_read_meta(d->ckpt, lsn, &tabs, &n, err,
+				     sizeof(err)))) {
+		tdbd_log(L_ERR, "%s", err);
+		return e;
+	}
+	u->tabs = calloc(n ? n : 1, sizeof(*u->tabs));
+	if (!u->tabs) {
+		free(tabs);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct tdb_proto_extack ext = { 0 };
+
+		e = tdbd_table_create(d, tabs[i].name, tabs[i].max_extents,
+				      tabs[i].uid, tabs[i].gid, tabs[i].mode,
+				      tabs[i].id, &rs.dt, &ext);
+		if (e) {
+			tdbd_log(L_ERR, "checkpoint: table %s cannot be made: "
+				 "%s", tabs[i].name,
+				 ext.msg ? ext.msg : strerror(-e));
+			break;
+		}
+		e = tdbd_ckpt_load_table(d->ckpt, tabs[i].name, load_record,
+					 &rs, err, sizeof(err));
+		if (e) {
+			if (err[0])
+				tdbd_log(L_ERR, "%s", err);
+			break;
+		}
+		rs.dt->ckpt_full = false;       /* the checkpoint has it */
+		snprintf(u->tabs[i].name, sizeof(u->tabs[i].name), "%s",
+			 tabs[i].name);
+		u->tabs[i].id = tabs[i].id;
+		u->ntabs = i + 1;
+	}
+	free(tabs);
+	if (!e)
+		tdbd_log(L_INFO, "checkpoint at LSN %llu: %u table(s), %llu "
+			 "records", (unsigned long long)*lsn, n,
+			 (unsigned long long)rs.records);
+	return e;
+}
+
+static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
+{
+	struct tdbd *d = rs->d;
+	struct wal_opv op;
+	uint32_t pos = 0;
+	int k, err;
+
+	while ((k = wal_next_op(r, &pos, &op)) > 0) {
+		struct tdbe_extack ee = { 0 };
+		struct dtable *dt = tdbd_table_get(d, op.name);
+
+		if (!dt) {
+			tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu "
+				 "changes table %s, which does not exist",
+				 r->file, (unsigned long long)r->off,
+				 (unsigned long long)r->lsn, op.name);
+			return -EUCLEAN;
+		}
+		if (op.op == WAL_OP_PUT)
+			err = tdbe_put(dt->t, op.key, op.klen, op.val,
+				       op.vlen, 0, &ee);
+		else
+			err = tdbe_del(dt->t, op.key, op.klen, &ee);
+		if (err == -ENOENT && op.op == WAL_OP_DEL)
+			err = 0;
+		if (!err)
+			tdbd_dirty_add(dt, op.key, op.klen);
+		else
+			tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu: "
+				 "table %s: %s", r->file,
+				 (unsigned long long)r->off,
+				 (unsigned long long)r->lsn, op.name,
+				 ee.msg ? ee.msg : tdbe_strerror(err));
+		tdbd_table_put(d, dt);
+		if (err)
+			return err;
+		rs->records++;
+	}
+	if (k < 0)
+		tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu is "
+			 "malformed inside (its CRC is right: a bug?)",
+			 r->file, (unsigned long long)r->off,
+			 (unsigned long long)r->lsn);
+	return k;
+}
+
+static int replay_rec(void *arg, const struct wal_rec *r)
+{
+	struct rec_state *rs = arg;
+	struct tdbd *d = rs->d;
+	struct tdb_proto_extack ext = { 0 };
+	struct wal_create c;
+	char name[65];
+	int err;
+
+	report(rs, false);
+	switch (r->type) {
+	case WAL_OPS:
+		return replay_ops(rs, r);
+	case WAL_CREATE:
+		if ((err = wal_get_create(r, &c)))
+			return err;
+		err = tdbd_table_create(d, c.name, c.max_extents, c.uid, c.gid,
+					c.mode, c.id, NULL, &ext);
+		break;
+	case WAL_DROP: {
+		struct dtable *dt;
+
+		if ((err = wal_get_drop(r, name)))
+			return err;
+		if (!(dt = tdbd_table_get(d, name))) {
+			err = -ENOENT;
+			break;
+		}
+		err = tdbd_table_drop(d, dt, &ext);
+		tdbd_table_put(d, dt);
+		break;
+	}
+	default:
+		return -EUCLEAN;
+	}
+	if (err)
+		tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu: %s",
+			 r->file, (unsigned long long)r->off,
+			 (unsigned long long)r->lsn,
+			 ext.msg ? ext.msg : strerror(-err));
+	return err;
+}
+
+static void replay_note(void *arg, const char *msg)
+{
+	(void)arg;
+	tdbd_log(L_WARNING, "WAL: %s", msg);
+}
+
+static int mkdir_if(const char *path)
+{
+	if (mkdir(path, 0750) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int tdbd_durable_start(struct tdbd *d)
+{
+	struct durable *u = calloc(1, sizeof(*u));
+	struct rec_state rs = { .d = d, .phase = "replaying the WAL" };
+	struct wal_replay_opts ro = { .fn = replay_rec, .arg = &rs,
+		.note = replay_note,
+		.truncate_damage = d->cfg.wal_truncate_damaged };
+	struct wal_replay_result res;
+	struct wal_opts wo = { .segment_size = d->cfg.wal_segment_size,
+		.batch_ms = d->cfg.batch_ms, .on_durable = on_durable,
+		.arg = d };
+	uint64_t t0 = tdbd_now_ns(), lsn = 0;
+	char err[PATH_MAX + 512];
+	int e;
+
+	if (!u)
+		return -ENOMEM;
+	d->dur = u;
+	pthread_mutex_init(&u->m, NULL);
+	pthread_cond_init(&u->cv, NULL);
+	snprintf(u->wal_dir, sizeof(u->wal_dir), "%s/wal", d->cfg.data_dir);
+	if ((e = mkdir_if(u->wal_dir))) {
+		tdbd_log(L_ERR, "WAL directory %s: %s", u->wal_dir,
+			 strerror(-e));
+		return e;
+	}
+	if ((e = tdbd_ckpt_open(d->cfg.data_dir, &d->ckpt, err,
+				sizeof(err)))) {
+		tdbd_log(L_ERR, "%s", err);
+		return e;
+	}
+	report(&(struct rec_state){ .phase = "loading the checkpoint" }, true);
+	if ((e = load_checkpoint(d, &lsn)))
+		return e;
+	u->ckpt_lsn = lsn;
+	ro.after = lsn;
+	rs.last_report = tdbd_now_ns();
+	if ((e = wal_replay(u->wal_dir, &ro, &res, err, sizeof(err)))) {
+		tdbd_log(L_ERR, "%s", err);
+		return e;
+	}
+	if (res.records)
+		tdbd_log(L_INFO, "WAL: replayed %llu record(s) (%llu "
+			 "change(s)) after LSN %llu from %u segment(s) in %llu "
+			 "ms; now at LSN %llu",
+			 (unsigned long long)res.records,
+			 (unsigned long long)rs.records,
+			 (unsigned long long)lsn, res.segments,
+			 (unsigned long long)((tdbd_now_ns() - t0) / 1000000),
+			 (unsigned long long)res.last_lsn);
+	if ((e = wal_open(u->wal_dir, res.last_lsn + 1, &wo, &d->wal, err,
+			  sizeof(err)))) {
+		tdbd_log(L_ERR, "%s", err);
+		return e;
+	}
+	u->last_ns = tdbd_now_ns();
+	u->now = res.records > 0;
+	if ((e = -pthread_create(&u->thr, NULL, checkpointer, d))) {
+		tdbd_log(L_ERR, "checkpoint thread: %s", strerror(-e));
+		return e;
+	}
+	u->thr_started = true;
+	return 0;
+}
+
+void tdbd_durable_stop(struct tdbd *d)
+{
+	struct durable *u = d->dur;
+
+	if (!u)
+		return;
+	if (u->thr_started) {
+		pthread_mutex_lock(&u->m);
+		u->stop = true;
+		pthread_cond_signal(&u->cv);
+		pthread_mutex_unlock(&u->m);
+		pthread_join(u->thr, NULL);
+	}
+	if (d->wal && d->ckpt && !wal_failed(d->wal)) {
+		tdbd_notify("STATUS=stopping: last checkpoint");
+		checkpoint(d, "stopping");
+	}
+	wal_close(d->wal);
+	d->wal = NULL;
+	tdbd_ckpt_close(d->ckpt);
+	d->ckpt = NULL;
+	free(u->tabs);
+	free(u->buf);
+	pthread_mutex_destroy(&u->m);
+	pthread_cond_destroy(&u->cv);
+	free(u);
+	d->dur = NULL;
+}

@@ -1,0 +1,181 @@
+/*
+ * wal.h - the write-ahead log: segment files of checksummed records in
+ * one directory, a group-commit flusher, and the reader recovery uses.
+ *
+ * Files.  <dir>/wal-<first LSN, 16 hex digits>.log.  A segment starts
+ * with a 32-byte header (magic "TDBWAL01", version, first LSN, CRC32C of
+ * the header) followed by records, each 8-byte aligned:
+ *
+ *   u32 crc     CRC32C of everything after this field up to len
+ *   u32 len     bytes of the record from crc on (not counting padding)
+ *   u64 lsn     log sequence number: the previous record's + 1, across
+ *               segments; the first record of a log is the first LSN of
+ *               its first segment
+ *   u8  type    WAL_OPS, WAL_CREATE, WAL_DROP
+ *   u8  pad[7]  zero
+ *   payload     (below), then zeros up to the next multiple of 8
+ *
+ * All integers little-endian.  Payloads:
+ *   WAL_OPS     u32 nops, then nops times: u8 op (WAL_OP_PUT/DEL),
+ *               u8 name_len, u16 0, u32 klen, u32 vlen, name, key, value.
+ *               One record is one atomic unit: a single put or delete,
+ *               or a whole transaction.
+ *   WAL_CREATE  u64 table id, u32 uid, gid, mode, max_extents, sync,
+ *               u8 name_len, name
+ *   WAL_DROP    u8 name_len, name
+ *
+ * Writing.  One appender at a time (tdbd's write lock): a record is built
+ * in the log's buffer and written to the current segment with write(2)
+ * before the change it describes is acknowledged, so a write that cannot
+ * be logged (ENOSPC) fails without having been applied or acked.  The
+ * flusher thread makes written records durable with fdatasync(2); every
+ * record written while one fdatasync runs shares the next one (group
+ * commit).  Durability is announced through wal_durable() and a callback.
+ *
+ * Reading (recovery).  wal_replay() walks the segments in LSN order and
+ * hands every intact record after a given LSN to a callback.  A bad
+ * record (short, bad length, bad CRC, wrong LSN) at the end of the last
+ * segment with nothing valid after it is a torn tail: it is cut off and
+ * logged.  Anything else is damage: replay stops with an error naming the
+ * file and offset, unless truncation was asked for, in which case the
+ * log is cut there (later segments are renamed *.damaged).
+ *
+ * No global state; functions return 0 or a negative errno and fill an
+ * error text where they take one.
+ */
+#ifndef TDB_WAL_H
+#define TDB_WAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum wal_type { WAL_OPS = 1, WAL_CREATE = 2, WAL_DROP = 3 };
+enum wal_op { WAL_OP_PUT = 1, WAL_OP_DEL = 2 };
+
+/* When an acknowledgement may go out (per daemon or per table). */
+enum wal_sync {
+	WAL_SYNC_ALWAYS = 0,    /* after the record is on disk */
+	WAL_SYNC_BATCH = 1,     /* after the next group fsync, <= batch ms */
+	WAL_SYNC_NONE = 2,      /* at once; lost on a crash, never corrupt */
+};
+const char *wal_sync_name(enum wal_sync s);
+int wal_sync_parse(const char *s, enum wal_sync *out);
+
+#define WAL_SEG_HDR 32u
+#define WAL_REC_HDR 24u
+#define WAL_REC_MAX (1u << 30)  /* a record is at most 1 GiB */
+
+uint32_t wal_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* --- writing ------------------------------------------------------------ */
+
+struct wal;
+
+struct wal_opts {
+	uint64_t segment_size;  /* rotate after this many bytes */
+	uint32_t batch_ms;      /* longest wait of a batch-mode record */
+	/* called by the flusher thread after durable LSN advances, or when
+	 * the log fails (wal_failed() then says why) */
+	void (*on_durable)(void *arg, uint64_t lsn);
+	void *arg;
+};
+
+/* Start a new segment at next_lsn in dir and the flusher thread. */
+int wal_open(const char *dir, uint64_t next_lsn, const struct wal_opts *o,
+	     struct wal **out, char *err, size_t errlen);
+/* Stop the flusher after a last fdatasync, close. */
+void wal_close(struct wal *w);
+
+/* Building a record (one appender at a time).  begin, then add ops (for
+ * WAL_OPS) or use the one-call helpers, then wal_commit. */
+void wal_begin(struct wal *w, enum wal_type type);
+int wal_add_op(struct wal *w, enum wal_op op, const char *name,
+	       const void *key, uint32_t klen, const void *val,
+	       uint32_t vlen);
+int wal_add_create(struct wal *w, uint64_t id, const char *name,
+		   uint32_t uid, uint32_t gid, uint32_t mode,
+		   uint32_t max_extents, uint32_t sync);
+int wal_add_drop(struct wal *w, const char *name);
+/* Write the record; *lsn its LSN.  On failure (-ENOSPC, -EIO, ...)
+ * nothing of it stays in the log and err_msg says what happened. */
+int wal_commit(struct wal *w, uint64_t *lsn, const char **err_msg);
+/* Take back the last record written (its change could not be applied).
+ * Only the very last record, only before another commit. */
+int wal_retract(struct wal *w, uint64_t lsn);
+
+/* The LSN of the last record written / made durable. */
+uint64_t wal_written(const struct wal *w);
+uint64_t wal_durable(const struct wal *w);
+/* Someone waits for lsn in always mode: sync now. */
+void wal_kick(struct wal *w);
+/* Wait until lsn is durable (or the log failed): 0 or -errno. */
+int wal_sync_to(struct wal *w, uint64_t lsn);
+/* 0, or the negative errno that broke the log (a failed fdatasync: the
+ * kernel may have dropped written pages, so durability is unknown and
+ * no later record is trusted until a restart). */
+int wal_failed(const struct wal *w);
+/* Bytes written since the last wal_remove_before (checkpoint trigger). */
+uint64_t wal_bytes_since(const struct wal *w);
+
+/* After a checkpoint at lsn: delete segments whose records are all
+ * <= lsn.  Returns the number removed. */
+int wal_remove_before(struct wal *w, uint64_t lsn);
+
+/* --- reading --------------------------------------------------------------- */
+
+/* A decoded record, pointing into the reader's buffer. */
+struct wal_rec {
+	uint64_t lsn;
+	enum wal_type type;
+	const unsigned char *payload;
+	uint32_t len;
+	const char *file;       /* segment name (for messages) */
+	uint64_t off;
+};
+
+/* An op of a WAL_OPS record; iterate with wal_next_op. */
+struct wal_opv {
+	enum wal_op op;
+	char name[65];
+	const void *key, *val;
+	uint32_t klen, vlen;
+};
+struct wal_create {
+	uint64_t id;
+	uint32_t uid, gid, mode, max_extents, sync;
+	char name[65];
+};
+/* Decoders check every length against the payload: -EUCLEAN if bad. */
+int wal_ops_count(const struct wal_rec *r, uint32_t *n);
+/* *pos starts at 0. 1 and an op, 0 at the end, -EUCLEAN. */
+int wal_next_op(const struct wal_rec *r, uint32_t *pos, struct wal_opv *op);
+int wal_get_create(const struct wal_rec *r, struct wal_create *c);
+int wal_get_drop(const struct wal_rec *r, char name[65]);
+
+struct wal_replay_opts {
+	uint64_t after;         /* hand over records with lsn > after */
+	bool truncate_damage;   /* cut the log at damage instead of failing */
+	/* fn returns 0 to go on, or a negative errno to stop */
+	int (*fn)(void *arg, const struct wal_rec *r);
+	void *arg;
+	/* progress: called about every 64 MiB read */
+	void (*progress)(void *arg, uint64_t bytes_done, uint64_t bytes_all);
+	/* what was found, in words (torn tail cut, damage cut); may be NULL */
+	void (*note)(void *arg, const char *msg);
+};
+struct wal_replay_result {
+	uint64_t last_lsn;      /* last intact record (or opts->after) */
+	uint64_t records;       /* records handed over */
+	uint64_t bytes;         /* bytes of log read */
+	uint32_t segments;
+};
+/*
+ * Replay dir's log.  -EUCLEAN for damage (err: "wal-...log: offset N:
+ * bad CRC (record LSN M); ..."), -ENOENT-like errors for missing
+ * segments (a gap in LSNs), or fn's error.
+ */
+int wal_replay(const char *dir, const struct wal_replay_opts *o,
+	       struct wal_replay_result *res, char *err, size_t errlen);
+
+#endif
