@@ -196,6 +196,11 @@ int cmd_stats(struct cli *cli)
 		{ "rings", s.rings }, { "throttled", s.throttled },
 		{ "dumps", s.dumps }, { "rings_freed", s.rings_freed },
 		{ "stuck", s.stuck }, { "violations", s.violations },
+		{ "wal_records", s.wal_records }, { "wal_lsn", s.wal_lsn },
+		{ "wal_durable", s.wal_durable },
+		{ "checkpoints", s.checkpoints },
+		{ "ckpt_failures", s.ckpt_failures },
+		{ "ckpt_lsn", s.ckpt_lsn },
 	};
 	const int n = (int)(sizeof(f) / sizeof(f[0]));
 

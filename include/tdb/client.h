@@ -215,6 +215,10 @@ struct tdbc_stats {
 	uint64_t accepted, cleanups, txns_aborted, watches_dropped;
 	uint32_t rings, throttled, dumps;
 	uint64_t rings_freed, stuck, violations;
+	/* durability: changes logged, the WAL's last written and durable
+	 * LSNs, checkpoints done and failed, the last checkpoint's LSN */
+	uint64_t wal_records, wal_lsn, wal_durable;
+	uint64_t checkpoints, ckpt_failures, ckpt_lsn;
 };
 int tdbc_stats(struct tdbc *c, struct tdbc_stats *st);
 

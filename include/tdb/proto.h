@@ -322,6 +322,16 @@ enum tdb_counter_attr {
 					   * breaking the protocol */
 	TDB_CTR_A_THROTTLED = 17,         /* u32: clients throttled now */
 	TDB_CTR_A_DUMPS     = 18,         /* u32: dumps (scans) in progress */
+	/* durability (tdbd; 0 where there is none) */
+	TDB_CTR_A_WAL_RECORDS = 19,       /* u64: changes logged since start */
+	TDB_CTR_A_WAL_LSN   = 20,         /* u64: LSN of the last WAL record
+					   * written */
+	TDB_CTR_A_WAL_DURABLE = 21,       /* u64: LSN up to which the WAL is
+					   * on disk */
+	TDB_CTR_A_CHECKPOINTS = 22,       /* u64: checkpoints since start */
+	TDB_CTR_A_CKPT_FAILURES = 23,     /* u64: checkpoints that failed (and
+					   * were tried again) */
+	TDB_CTR_A_CKPT_LSN  = 24,         /* u64: LSN of the last checkpoint */
 	__TDB_CTR_A_MAX,
 	TDB_CTR_A_MAX = __TDB_CTR_A_MAX - 1
 };

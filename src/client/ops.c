@@ -436,6 +436,12 @@ static int stats_msg(struct tdbc *c, struct tdbc_call *call,
 	st->rings = k->rings;
 	st->throttled = k->throttled;
 	st->dumps = k->dumps;
+	st->wal_records = k->wal_records;
+	st->wal_lsn = k->wal_lsn;
+	st->wal_durable = k->wal_durable;
+	st->checkpoints = k->checkpoints;
+	st->ckpt_failures = k->ckpt_failures;
+	st->ckpt_lsn = k->ckpt_lsn;
 	st->rings_freed = k->rings_freed;
 	st->stuck = k->stuck;
 	st->violations = k->violations;

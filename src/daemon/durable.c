@@ -263,7 +263,6 @@ bool tdbd_ack_later(struct client *c, enum chan ch,
 	held_count(c, 1);
 	if (d->cfg.sync == WAL_SYNC_ALWAYS)
 		wal_kick(d->wal);
-	__atomic_fetch_add(&d->ctr.wal_syncs_waited, 1, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -509,6 +508,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 	u->tabs = nt;
 	u->ntabs = n;
 	u->ckpt_lsn = lsn;
+	__atomic_store_n(&d->ctr.ckpt_lsn, lsn, __ATOMIC_RELAXED);
 	u->last_ns = tdbd_now_ns();
 	for (i = 0; i < n; i++) {
 		tdbd_dirty_free(tk[i].dirty);
@@ -805,6 +805,7 @@ int tdbd_durable_start(struct tdbd *d)
 	if ((e = load_checkpoint(d, &lsn)))
 		return e;
 	u->ckpt_lsn = lsn;
+	d->ctr.ckpt_lsn = lsn;
 	ro.after = lsn;
 	rs.last_report = tdbd_now_ns();
 	if ((e = wal_replay(u->wal_dir, &ro, &res, err, sizeof(err)))) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "tdbd.h"
+#include "wal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -383,6 +384,10 @@ static int do_create(struct rq *r)
 		tdbd_table_put(d, dt);
 		r->ext.msg = "table exists";
 		err = -EEXIST;
+	} else if (tdbd_table_count(d) >= TDBD_TABLES_MAX) {
+		r->ext.msg = "too many tables (4000, the checkpoint store's "
+			     "limit)";
+		err = -EMFILE;
 	} else {
 		err = tdbd_log_create(d, r->m.table, d->next_table_id + 1, uid,
 				      gid, mode, max_ext, &r->lsn, &r->ext.msg);
@@ -473,7 +478,7 @@ static int do_stats(struct rq *r)
 	struct tdb_proto_counters *o = &a.counters;
 
 	reply_init(r, &a, TDB_PROTO_BIT(TDB_A_COUNTERS));
-	o->present = 0x7fffc;           /* TDB_CTR_A_TABLES .. DUMPS */
+	o->present = 0x1fffffc;         /* TDB_CTR_A_TABLES .. CKPT_LSN */
 #define LD(x) __atomic_load_n(&k->x, __ATOMIC_RELAXED)
 	o->tables = tdbd_table_count(d);
 	o->clients = LD(clients);
@@ -492,6 +497,12 @@ static int do_stats(struct rq *r)
 	o->violations = LD(violations);
 	o->throttled = LD(throttled);
 	o->dumps = LD(dumps);
+	o->wal_records = LD(wal_records);
+	o->checkpoints = LD(checkpoints);
+	o->ckpt_failures = LD(ckpt_failures);
+	o->ckpt_lsn = LD(ckpt_lsn);
+	o->wal_lsn = wal_written(d->wal);
+	o->wal_durable = wal_durable(d->wal);
 #undef LD
 	return answer_msg(r->c, r->ch, &a) ?: 1;
 }

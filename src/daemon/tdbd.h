@@ -52,6 +52,10 @@ void tdbd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* --- tables (tables.c) ----------------------------------------------- */
 
+/* Tables at most: the checkpoint keeps two LMDB databases per table and
+ * opens at most 8192 (ckpt.c). */
+#define TDBD_TABLES_MAX 4000u
+
 /* A change feed: the broadcast ring watchers map read-only. */
 struct feed {
 	int fd;                 /* memfd, read-write (ours) */
@@ -321,7 +325,7 @@ struct worker {
 struct counters {
 	uint64_t requests, errors, accepted, cleanups, txns_aborted;
 	uint64_t watches_dropped, rings_freed, stuck, violations;
-	uint64_t wal_records, wal_syncs_waited, checkpoints, ckpt_failures;
+	uint64_t wal_records, checkpoints, ckpt_failures, ckpt_lsn;
 	uint32_t clients, watches, txns, rings, throttled, dumps;
 };
 

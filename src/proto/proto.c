@@ -119,6 +119,12 @@ static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
 	[TDB_CTR_A_VIOLATIONS] = PT_U64,
 	[TDB_CTR_A_THROTTLED] = PT_U32,
 	[TDB_CTR_A_DUMPS] = PT_U32,
+	[TDB_CTR_A_WAL_RECORDS] = PT_U64,
+	[TDB_CTR_A_WAL_LSN] = PT_U64,
+	[TDB_CTR_A_WAL_DURABLE] = PT_U64,
+	[TDB_CTR_A_CHECKPOINTS] = PT_U64,
+	[TDB_CTR_A_CKPT_FAILURES] = PT_U64,
+	[TDB_CTR_A_CKPT_LSN] = PT_U64,
 };
 
 static const struct nest_pol stat_pol = {
@@ -399,6 +405,12 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_CTR_A_VIOLATIONS: c->violations = v; break;
 		case TDB_CTR_A_THROTTLED: c->throttled = (uint32_t)v; break;
 		case TDB_CTR_A_DUMPS: c->dumps = (uint32_t)v; break;
+		case TDB_CTR_A_WAL_RECORDS: c->wal_records = v; break;
+		case TDB_CTR_A_WAL_LSN: c->wal_lsn = v; break;
+		case TDB_CTR_A_WAL_DURABLE: c->wal_durable = v; break;
+		case TDB_CTR_A_CHECKPOINTS: c->checkpoints = v; break;
+		case TDB_CTR_A_CKPT_FAILURES: c->ckpt_failures = v; break;
+		case TDB_CTR_A_CKPT_LSN: c->ckpt_lsn = v; break;
 		}
 		c->present |= BIT(type);
 	}
@@ -1176,6 +1188,12 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_CTR_A_VIOLATIONS: v = c->violations; break;
 			case TDB_CTR_A_THROTTLED: v = c->throttled; break;
 			case TDB_CTR_A_DUMPS: v = c->dumps; break;
+			case TDB_CTR_A_WAL_RECORDS: v = c->wal_records; break;
+			case TDB_CTR_A_WAL_LSN: v = c->wal_lsn; break;
+			case TDB_CTR_A_WAL_DURABLE: v = c->wal_durable; break;
+			case TDB_CTR_A_CHECKPOINTS: v = c->checkpoints; break;
+			case TDB_CTR_A_CKPT_FAILURES: v = c->ckpt_failures; break;
+			case TDB_CTR_A_CKPT_LSN: v = c->ckpt_lsn; break;
 			}
 		}
 		ok = np->pt[t] == PT_U32 ?

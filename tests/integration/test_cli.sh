@@ -284,17 +284,21 @@ json_check 'sorted(d["key"] for d in docs) == ["p:1", "p:2", "p:3", "p:4", "p:5"
 expect_rc 0 "$tdb" stats
 for f in tables clients watches txns requests errors uptime_ms accepted \
 	cleanups txns_aborted watches_dropped rings throttled dumps \
-	rings_freed stuck violations; do
+	rings_freed stuck violations wal_records wal_lsn wal_durable \
+	checkpoints ckpt_failures ckpt_lsn; do
 	grep -Eq "^$f +[0-9]+$" "$out" || fail "stats has no $f line"
 done
-[ "$(wc -l <"$out")" = 17 ] || fail "stats: $(wc -l <"$out") lines, want 17"
+[ "$(wc -l <"$out")" = 23 ] || fail "stats: $(wc -l <"$out") lines, want 23"
 has -Ex 'tables +1'
 expect_rc 0 "$tdb" --json stats
 json_check 'len(docs) == 1 and sorted(docs[0]) == sorted("""tables clients
 	watches txns requests errors uptime_ms accepted cleanups txns_aborted
 	watches_dropped rings throttled dumps rings_freed stuck
-	violations""".split()) and docs[0]["tables"] == 1 and
-	docs[0]["requests"] > 0 and docs[0]["clients"] >= 1'
+	violations wal_records wal_lsn wal_durable checkpoints ckpt_failures
+	ckpt_lsn""".split()) and docs[0]["tables"] == 1 and
+	docs[0]["requests"] > 0 and docs[0]["clients"] >= 1 and
+	docs[0]["wal_records"] > 0 and
+	docs[0]["wal_durable"] == docs[0]["wal_lsn"]'
 expect_rc 0 "$tdb" --json stat t1
 json_check 'len(docs) == 1 and docs[0]["name"] == "t1" and
 	docs[0]["records"] == 13 and docs[0]["mode"] == "0640" and
