@@ -249,6 +249,8 @@ struct wal {
 	pthread_cond_t cv;      /* the flusher waits here */
 	pthread_cond_t done;    /* wal_sync_to waits here */
 	bool urgent, stop;
+	uint64_t retracts;      /* under m: a sync that began before a
+				 * retract must not declare its target */
 	pthread_mutex_t sync_lock;
 	pthread_t thr;
 	bool thr_started;
@@ -335,10 +337,17 @@ static void set_failed(struct wal *w, int err)
 				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
+/* Under m: durable only grows (but see wal_retract). */
+static void advance(struct wal *w, uint64_t lsn)
+{
+	if (lsn > wal_durable(w))
+		__atomic_store_n(&w->durable, lsn, __ATOMIC_RELEASE);
+}
+
 static void *flusher(void *arg)
 {
 	struct wal *w = arg;
-	uint64_t since = 0;
+	uint64_t since = 0, gen;
 
 	pthread_mutex_lock(&w->m);
 	for (;;) {
@@ -371,21 +380,24 @@ static void *flusher(void *arg)
 		}
 		w->urgent = false;
 		since = 0;
+		gen = w->retracts;
 		pthread_mutex_unlock(&w->m);
 
 		pthread_mutex_lock(&w->sync_lock);
 		if (fdatasync(w->fd))
 			err = -errno;
 		pthread_mutex_unlock(&w->sync_lock);
-		if (err)
-			set_failed(w, err);
-		else
-			__atomic_store_n(&w->durable, target, __ATOMIC_RELEASE);
-		if (w->o.on_durable)
-			w->o.on_durable(w->o.arg, wal_durable(w));
 
 		pthread_mutex_lock(&w->m);
+		if (err)
+			set_failed(w, err);
+		else if (gen == w->retracts)
+			advance(w, target);
 		pthread_cond_broadcast(&w->done);
+		pthread_mutex_unlock(&w->m);
+		if (w->o.on_durable)
+			w->o.on_durable(w->o.arg, wal_durable(w));
+		pthread_mutex_lock(&w->m);
 	}
 	pthread_cond_broadcast(&w->done);
 	pthread_mutex_unlock(&w->m);
@@ -575,7 +587,9 @@ static int rotate(struct wal *w)
 		return err;
 	}
 	/* everything up to here is on disk now */
-	__atomic_store_n(&w->durable, w->next_lsn - 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&w->m);
+	advance(w, w->next_lsn - 1);
+	pthread_mutex_unlock(&w->m);
 	w->seg_first = w->next_lsn;
 	w->off = WAL_SEG_HDR;
 	return 0;
@@ -653,12 +667,13 @@ int wal_retract(struct wal *w, uint64_t lsn)
 	w->next_lsn = lsn;
 	w->last_lsn = 0;
 	__atomic_store_n(&w->written, lsn - 1, __ATOMIC_SEQ_CST);
-	/* durable may already say lsn: it is the flusher's "up to" mark
-	 * and the next record reuses lsn, which it covers only once it is
-	 * synced again.  Pull it back. */
+	/* durable may already say lsn, and a sync running now may be about
+	 * to: the next record reuses lsn, which is durable only once it is
+	 * synced itself.  Pull durable back and void the running sync. */
 	pthread_mutex_lock(&w->m);
 	if (wal_durable(w) >= lsn)
 		__atomic_store_n(&w->durable, lsn - 1, __ATOMIC_RELEASE);
+	w->retracts++;
 	pthread_mutex_unlock(&w->m);
 	return 0;
 }
