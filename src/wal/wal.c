@@ -519,7 +519,11 @@ static int add_name(struct wal *w, const char *name)
 	size_t n = strlen(name);
 	unsigned char *p;
 
-	if (n > 64 || !(p = grow(w, 1 + n)))
+	if (!n || n > 64) {     /* the reader refuses it: fail the record */
+		w->build_err = true;
+		return -EINVAL;
+	}
+	if (!(p = grow(w, 1 + n)))
 		return -ENOMEM;
 	p[0] = (unsigned char)n;
 	memcpy(p + 1, name, n);
@@ -530,9 +534,16 @@ int wal_add_op(struct wal *w, enum wal_op op, const char *name,
 	       const void *key, uint32_t klen, const void *val, uint32_t vlen)
 {
 	size_t n = strlen(name);
-	unsigned char *p = n <= 64 ? grow(w, 12 + n + klen + vlen) : NULL;
+	unsigned char *p;
 
-	if (!p)
+	/* what the reader would refuse fails the whole record (commit
+	 * must not write it without this op, nor with it) */
+	if (!n || n > 64 || (op != WAL_OP_PUT && op != WAL_OP_DEL) ||
+	    (op == WAL_OP_DEL && vlen)) {
+		w->build_err = true;
+		return -EINVAL;
+	}
+	if (!(p = grow(w, 12 + n + klen + vlen)))
 		return -ENOMEM;
 	p[0] = (unsigned char)op;
 	p[1] = (unsigned char)n;
@@ -569,18 +580,16 @@ int wal_add_drop(struct wal *w, const char *name)
 	return add_name(w, name);
 }
 
-/* Start a new segment at w->next_lsn; the old one is synced first. */
+/* Start a new segment at w->next_lsn; the old one is synced first, before
+ * the new one exists: a crash in between must not leave a torn record in
+ * a segment that is no longer the last (recovery takes that for damage). */
 static int rotate(struct wal *w)
 {
-	int fd, err;
+	int fd, err = 0;
 
-	if ((err = seg_create(w, w->next_lsn, &fd)))
-		return err;     /* stay on the old segment; try again later */
 	pthread_mutex_lock(&w->sync_lock);
 	if (fdatasync(w->fd))
 		err = -errno;
-	close(w->fd);
-	w->fd = fd;
 	pthread_mutex_unlock(&w->sync_lock);
 	if (err) {
 		set_failed(w, err);
@@ -589,7 +598,14 @@ static int rotate(struct wal *w)
 	/* everything up to here is on disk now */
 	pthread_mutex_lock(&w->m);
 	advance(w, w->next_lsn - 1);
+	pthread_cond_broadcast(&w->done);
 	pthread_mutex_unlock(&w->m);
+	if ((err = seg_create(w, w->next_lsn, &fd)))
+		return err;     /* stay on the old segment; try again later */
+	pthread_mutex_lock(&w->sync_lock);
+	close(w->fd);
+	w->fd = fd;
+	pthread_mutex_unlock(&w->sync_lock);
 	w->seg_first = w->next_lsn;
 	w->off = WAL_SEG_HDR;
 	return 0;
@@ -611,8 +627,11 @@ int wal_commit(struct wal *w, uint64_t *lsn, const char **err_msg)
 			   "over 1 GiB)";
 		return w->len > WAL_REC_MAX - 4096 ? -E2BIG : -ENOMEM;
 	}
-	if (w->off >= w->o.segment_size)
-		rotate(w);
+	if (w->off >= w->o.segment_size && rotate(w) && wal_failed(w)) {
+		*err_msg = "the WAL failed (fdatasync error): restart tdbd to "
+			   "recover";
+		return -EIO;
+	}
 	len = w->len;
 	padded = (len + 7) & ~(size_t)7;
 	if (!grow(w, padded - len)) {
