@@ -15,11 +15,14 @@
  *  - A checkpoint takes each table's dirty set and the WAL's written LSN
  *    under wlock, then writes outside it: the values it reads may be
  *    newer than that LSN, which is harmless since replaying a put or a
- *    delete twice gives the same result; and it syncs the WAL up to
- *    everything written before it commits, so the checkpoint never holds
- *    a change whose record could still be lost.  Only then are segments
- *    wholly before its LSN removed.  A checkpoint that fails gives its
- *    dirty sets back.
+ *    delete twice gives the same result.  It reads each value under
+ *    wlock (briefly, key by key), so it never sees a transaction commit
+ *    half-applied or a failed one before its undo.  And it syncs the WAL
+ *    up to everything written before it commits, so the checkpoint never
+ *    holds a change whose record could still be lost.  Only then are
+ *    segments wholly before its LSN removed.  A checkpoint that fails
+ *    gives its dirty sets back, and one that failed is not retried for
+ *    the WAL-size trigger before CKPT_RETRY_NS.
  *  - Recovery = load the checkpoint, replay the WAL after its LSN, then
  *    start a new segment; clients are accepted only after it.
  */
@@ -41,6 +44,8 @@
 				 * reading its requests */
 #define DIRTY_MAX (1u << 20)    /* keys tracked per table; beyond, the
 				 * table is rewritten whole */
+#define CKPT_RETRY_NS 1000000000ull  /* a failed checkpoint's retry on the
+				      * WAL-size trigger waits this long */
 
 /* --- dirty sets: keys changed since the last checkpoint ------------------ */
 
@@ -345,11 +350,32 @@ struct durable {
 	bool stop, now;         /* under m */
 	uint64_t ckpt_lsn;      /* the checkpointer's */
 	uint64_t last_ns;
+	bool failing;           /* the last checkpoint failed */
 	struct ck_tab *tabs;    /* what the checkpoint holds */
 	unsigned int ntabs;
 	void *buf;              /* values read back */
 	size_t bufcap;
+	uint64_t written, tick_ns;      /* this checkpoint's progress */
 };
+
+/* A record went into the checkpoint.  While stopping (the last
+ * checkpoint may take minutes for a big table rewritten whole), tell
+ * systemd once a second so TimeoutStopSec does not kill us meanwhile. */
+static void ckpt_progress(struct tdbd *d, struct durable *u)
+{
+	uint64_t now;
+
+	if (++u->written & 0x3fff ||
+	    !__atomic_load_n(&d->stopping, __ATOMIC_RELAXED))
+		return;
+	now = tdbd_now_ns();
+	if (now - u->tick_ns < 1000000000ull)
+		return;
+	u->tick_ns = now;
+	tdbd_notify("STATUS=stopping: last checkpoint, %llu records "
+		    "written\nEXTEND_TIMEOUT_USEC=30000000",
+		    (unsigned long long)u->written);
+}
 
 struct taken {
 	struct dtable *dt;      /* counted */
@@ -368,12 +394,18 @@ static int ck_tab_find(const struct durable *u, const char *name,
 	return -1;
 }
 
-static int write_key(struct durable *u, struct ckpt_txn *tx,
+/* Values are read under wlock, one key (or cursor step) at a time: a
+ * transaction commit applies its changes before it logs them and undoes
+ * them if it fails, all under wlock, so a read outside it could see a
+ * commit half-applied, or a failed one not yet undone, and the
+ * checkpoint would keep changes that were never logged. */
+static int write_key(struct tdbd *d, struct durable *u, struct ckpt_txn *tx,
 		     struct dtable *dt, const void *key, size_t klen)
 {
 	size_t need = 0;
 	long n;
 
+	pthread_mutex_lock(&d->wlock);
 	for (;;) {
 		n = tdbe_get(dt->t, key, klen, u->buf, u->bufcap, &need);
 		if (n != -ENOBUFS)
@@ -382,9 +414,11 @@ static int write_key(struct durable *u, struct ckpt_txn *tx,
 		u->bufcap = need;
 		if (!(u->buf = malloc(need))) {
 			u->bufcap = 0;
-			return -ENOMEM;
+			n = -ENOMEM;
+			break;
 		}
 	}
+	pthread_mutex_unlock(&d->wlock);
 	if (n == -ENOENT)
 		return tdbd_ckpt_del(tx, dt->name, key, klen);
 	if (n < 0)
@@ -392,8 +426,8 @@ static int write_key(struct durable *u, struct ckpt_txn *tx,
 	return tdbd_ckpt_put(tx, dt->name, key, klen, u->buf, (size_t)n);
 }
 
-static int write_table(struct durable *u, struct ckpt_txn *tx,
-		       struct taken *k)
+static int write_table(struct tdbd *d, struct durable *u,
+		       struct ckpt_txn *tx, struct taken *k)
 {
 	struct dtable *dt = k->dt;
 	struct ckpt_table sch = { .id = dt->id, .uid = dt->uid, .gid = dt->gid,
@@ -411,20 +445,28 @@ static int write_table(struct durable *u, struct ckpt_txn *tx,
 			return err;
 		if (!(cur = tdbe_cursor_open(dt->t, &err)))
 			return err;
-		while (!err && (r = tdbe_cursor_next(cur, &key, &klen, &val,
-						     &vlen)) > 0)
-			err = tdbd_ckpt_put(tx, dt->name, key, klen, val,
-					    vlen);
+		do {
+			pthread_mutex_lock(&d->wlock);
+			r = tdbe_cursor_next(cur, &key, &klen, &val, &vlen);
+			pthread_mutex_unlock(&d->wlock);
+			if (r > 0)
+				err = tdbd_ckpt_put(tx, dt->name, key, klen,
+						    val, vlen);
+			ckpt_progress(d, u);
+		} while (!err && r > 0);
 		if (!err && r < 0)
 			err = r;
 		tdbe_cursor_close(cur);
 	} else if (k->dirty) {
 		uint32_t i;
 
-		for (i = 0; !err && i < k->dirty->cap; i++)
-			if (k->dirty->v[i].key)
-				err = write_key(u, tx, dt, k->dirty->v[i].key,
-						k->dirty->v[i].klen);
+		for (i = 0; !err && i < k->dirty->cap; i++) {
+			if (!k->dirty->v[i].key)
+				continue;
+			err = write_key(d, u, tx, dt, k->dirty->v[i].key,
+					k->dirty->v[i].klen);
+			ckpt_progress(d, u);
+		}
 	}
 	return err ? err : tdbd_ckpt_set_table(tx, &sch);
 }
@@ -471,6 +513,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
+	u->written = 0;
 	if ((e = tdbd_ckpt_begin(d->ckpt, &tx, err, sizeof(err))))
 		goto fail;
 	for (i = 0; i < u->ntabs; i++) {
@@ -486,7 +529,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 		}
 	}
 	for (i = 0; i < n; i++) {
-		if ((e = write_table(u, tx, &tk[i]))) {
+		if ((e = write_table(d, u, tx, &tk[i]))) {
 			snprintf(err, sizeof(err), "table %s: %s",
 				 tk[i].dt->name, strerror(-e));
 			goto fail;
@@ -510,6 +553,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 	u->ckpt_lsn = lsn;
 	__atomic_store_n(&d->ctr.ckpt_lsn, lsn, __ATOMIC_RELAXED);
 	u->last_ns = tdbd_now_ns();
+	u->failing = false;
 	for (i = 0; i < n; i++) {
 		tdbd_dirty_free(tk[i].dirty);
 		tdbd_table_put(d, tk[i].dt);
@@ -536,6 +580,7 @@ fail:
 	free(tabs);
 fail_logged:
 	u->last_ns = tdbd_now_ns();     /* retry at the next trigger */
+	u->failing = true;
 	__atomic_fetch_add(&d->ctr.ckpt_failures, 1, __ATOMIC_RELAXED);
 	tdbd_log(L_ERR, "checkpoint (%s) failed: %s; the WAL is kept, "
 		 "nothing is lost; trying again later", why, err);
@@ -555,7 +600,12 @@ static void *checkpointer(void *arg)
 
 		if (u->now)
 			why = "after recovery";
-		else if (wal_bytes_since(d->wal) >= d->cfg.checkpoint_wal_size)
+		/* after a failure (a full disk) not at once again: the
+		 * WAL is still over the size, and a retry in a loop would
+		 * spin and flood the log */
+		else if (wal_bytes_since(d->wal) >=
+			 d->cfg.checkpoint_wal_size &&
+			 (!u->failing || since >= CKPT_RETRY_NS))
 			why = "WAL size";
 		else if (since >= (uint64_t)d->cfg.checkpoint_interval_ms *
 				  1000000 && wal_written(d->wal) != u->ckpt_lsn)
