@@ -190,10 +190,15 @@ static int tdb_start(char *msg)
 	snprintf(srv.log, sizeof(srv.log), "%s/tdbd.log", tmpdir);
 	snprintf(srv.data, sizeof(srv.data), "%s/tdbd.data", tmpdir);
 	/* --config /dev/null: this machine's tdbd.conf must not change
-	 * what is measured; --tdbd-arg options come last and win. */
+	 * what is measured; --sync none: the peers do not sync either
+	 * (LMDB MDB_NOSYNC, Redis without fsync; tdb-bench-durable
+	 * measures the synced modes); --tdbd-arg options come last and
+	 * win. */
 	argv[a++] = srv.bin;
 	argv[a++] = "--config";
 	argv[a++] = "/dev/null";
+	argv[a++] = "--sync";
+	argv[a++] = "none";
 	argv[a++] = "--socket";
 	argv[a++] = srv.sock;
 	argv[a++] = "--data-dir";
@@ -257,7 +262,8 @@ static pid_t tdb_server(void)
 
 static void tdb_describe(void)
 {
-	printf("  tdb       %s --config /dev/null --socket ... --data-dir ...",
+	printf("  tdb       %s --config /dev/null --sync none --socket ... "
+	       "--data-dir ...",
 	       srv.bin);
 	for (unsigned int i = 0; i < opt.ntdbd_args; i++)
 		printf(" %s", opt.tdbd_args[i]);
