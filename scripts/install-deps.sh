@@ -3,6 +3,7 @@
 # Run as root.  Safe to run again.
 # clang + libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for
 # tests/fuzz (clang-14 only recommends libclang-rt-14-dev).
+# mandoc: the man-lint test of the manual pages (man/).
 set -eu
 PKGS="build-essential g++ meson ninja-build pkg-config
       libxxhash-dev liburcu-dev libcmocka-dev liblmdb-dev lmdb-utils
@@ -10,7 +11,8 @@ PKGS="build-essential g++ meson ninja-build pkg-config
       libglib2.0-dev libboost-dev libapr1-dev
       binutils procps systemd redis-server redis-tools
       gnuplot-nox
-      clang libclang-rt-14-dev"
+      clang libclang-rt-14-dev
+      mandoc"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -161,12 +161,40 @@ int tdbc_txn_abort(struct tdbc_txn *txn);
 /* --- scans -------------------------------------------------------------
  * Every key present for the whole scan is returned exactly once, in the
  * owner's order (not sorted).  A scan is not a snapshot: keys written
- * meanwhile may or may not appear.  prefix NULL/0 = all keys; limit 0 =
+ * meanwhile may or may not appear (TDBC_SCAN_SNAPSHOT below makes one
+ * that is).  prefix NULL/0 = all keys; limit 0 =
  * no limit.  Records are fetched in batches; the pointers next() gives
  * stay valid until the following next() or close.
  */
 int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
 		   uint64_t limit, struct tdbc_scan **out);
+/*
+ * The same with options (flags 0: tdbc_scan_open).
+ *
+ * TDBC_SCAN_SNAPSHOT: the scan returns the table exactly as it was when
+ * the scan was opened: every record present then, with the value it had
+ * then, each once, and nothing written since, while writers go on (tdbd
+ * keeps the old values of the keys changed meanwhile; docs/PROTOCOL.md,
+ * "Snapshot scans").  Records come in no particular order.  Unlike a
+ * plain scan it is one request whose answer is read as next() asks for
+ * records, so:
+ *  - memory stays small whatever the table's size, and tdbd waits for
+ *    the reader; but a reader that stops calling next() for tdbd's
+ *    client-deadline (10 s by default) is cut off (-ECONNRESET), as for
+ *    any answer not taken;
+ *  - one snapshot scan at a time per connection (-EBUSY); other calls
+ *    may be made meanwhile on the same connection;
+ *  - closing it before its end reads and drops the rest of the dump
+ *    (close the connection instead to stop at once);
+ *  - -ENOBUFS from next(): too many keys changed during the scan for
+ *    tdbd's max-snapshot-bytes (the records already returned are not a
+ *    snapshot of anything); -EOPNOTSUPP at open: a tdbd without
+ *    snapshot scans.
+ */
+#define TDBC_SCAN_SNAPSHOT (1u << 0)
+int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
+			 size_t plen, uint64_t limit, unsigned int flags,
+			 struct tdbc_scan **out);
 /* 1 and a record, 0 at the end, or a negative errno. */
 int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
 		   const void **val, size_t *vlen);

@@ -79,7 +79,7 @@
  *   DEL           TABLE R, KEY R, TXN o           ack     notification: KEY R,
  *                                                         TABLE o
  *   SCAN          TABLE R, PREFIX o, LIMIT o,     dump    KEY, VALUE, CURSOR
- *                 CURSOR o                                (see SCAN below)
+ *                 CURSOR o, SCAN_FLAGS o                  (see SCAN below)
  *   TXN_BEGIN     -                               reply   TXN R
  *   TXN_COMMIT    TXN R                           ack
  *   TXN_ABORT     TXN R                           ack
@@ -113,6 +113,19 @@
  * present for the whole scan are returned exactly once; order is the
  * owner's (hash order today), not key order.
  *
+ * SCAN with SCAN_FLAGS TDB_SCAN_SNAPSHOT: the dump is the table exactly
+ * as it was when the owner took the request (every record present then,
+ * with the value it had then, each once; nothing written later), while
+ * writers go on.  It is one dump for the whole table (PREFIX and LIMIT
+ * apply; CURSOR is refused with -EINVAL and no part carries one), paced
+ * by the client like any dump.  The owner keeps the old value of each
+ * key changed during the dump; if that grows past its bound (tdbd:
+ * max-snapshot-bytes) the dump ends with NLMSG_DONE -ENOBUFS ("snapshot
+ * grew past ...").  The parts of one table's snapshot come in no
+ * particular order; a table dropped meanwhile still dumps as it was.
+ * An owner that does not know SCAN_FLAGS refuses it (-EOPNOTSUPP), so a
+ * client never mistakes a plain scan for a snapshot.
+ *
  * ATTRIBUTES  (types; payload lengths in bytes)
  *
  *   TDB_A_PAD          empty; padding before a u64 (may repeat; ignored)
@@ -135,6 +148,7 @@
  *   TDB_A_UID          u32, not (u32)-1: the table's owner
  *   TDB_A_GID          u32, not (u32)-1: the table's group
  *   TDB_A_MODE         u32, permission bits only (mask 0777)
+ *   TDB_A_SCAN_FLAGS   u32: SCAN flags (TDB_SCAN_*); unknown bits refused
  *
  * Each attribute appears at most once per message (nest), except PAD and
  * the fragments of one VALUE.  The type and limits of an attribute are
@@ -267,6 +281,7 @@ enum tdb_attr {
 	TDB_A_UID         = 13,       /* u32 */
 	TDB_A_GID         = 14,       /* u32 */
 	TDB_A_MODE        = 15,       /* u32 */
+	TDB_A_SCAN_FLAGS  = 16,       /* u32, TDB_SCAN_* */
 	__TDB_A_MAX,
 	TDB_A_MAX = __TDB_A_MAX - 1
 };
@@ -275,6 +290,10 @@ enum tdb_attr {
  * -EOPNOTSUPP until a later revision gives them a meaning. */
 #define TDB_PUT_NOOVERWRITE  (1u << 0)   /* -EEXIST if the key is present */
 #define TDB_PUT_FLAGS_ALL    TDB_PUT_NOOVERWRITE
+
+/* TDB_A_SCAN_FLAGS of SCAN.  Unknown bits are refused (-EOPNOTSUPP). */
+#define TDB_SCAN_SNAPSHOT    (1u << 0)   /* the table as of the request */
+#define TDB_SCAN_FLAGS_ALL   TDB_SCAN_SNAPSHOT
 
 /* Inside TDB_A_STAT: one table (tdbe_table_stat and its owner). */
 enum tdb_stat_attr {

@@ -10,6 +10,8 @@
  * sequence number to one of two places:
  *  - the blocking call in progress (struct tdbc_call; at most one, as a
  *    connection is used by one thread at a time and calls do not nest);
+ *  - the snapshot scan streaming its one dump (c->stream, scan.c; at
+ *    most one), whose parts are queued until tdbc_scan_next takes them;
  *  - the table of asynchronous requests (async.c), whose completions are
  *    stashed until tdbc_reap.
  * An answer to anything else means tdbd broke the protocol (-EPROTO).
@@ -112,6 +114,8 @@ struct tdbc {
 	size_t scap;
 
 	struct tdbc_call *call; /* the blocking call waiting, or NULL */
+	struct tdbc_scan *stream;       /* the snapshot scan whose dump is
+					 * still coming (scan.c), or NULL */
 
 	/* asynchronous requests (async.c) */
 	struct tdbc_slot *slots;
@@ -215,6 +219,9 @@ void tdbc__release_reaped(struct tdbc *c);
 
 /* --- scan.c, watch.c: freeing from tdbc_close --------------------------- */
 void tdbc__scan_free(struct tdbc_scan *s);
+/* Route an answer to the snapshot scan streaming on c: 1 if it was one
+ * of its messages, 0 if not, or a negative errno (connection dead). */
+int tdbc__scan_route(struct tdbc *c, const struct tdb_proto_msg *m);
 void tdbc__watch_free(struct tdbc_watch *w, bool unwatch);
 
 #pragma GCC visibility pop

@@ -140,6 +140,9 @@ static int route(struct tdbc *c, const struct tdb_proto_msg *m)
 
 	if (call && !call->done && m->seq == call->seq)
 		return call_deliver(c, call, m);
+	r = tdbc__scan_route(c, m);
+	if (r)
+		return r < 0 ? r : 0;
 	r = tdbc__async_deliver(c, m);
 	if (r)
 		return r < 0 ? r : 0;

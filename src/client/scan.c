@@ -11,6 +11,17 @@
  * nothing to drain.  The scan ends when a batch's last part carries no
  * CURSOR, or when the caller's limit is reached.  The batch size adapts
  * to the values' size so that a batch holds about BATCH_BYTES.
+ *
+ * A snapshot scan (TDBC_SCAN_SNAPSHOT) cannot be cut into batches: the
+ * snapshot lives as long as its one SCAN dump.  It is a stream: the
+ * request goes out once, c->stream names it, and io.c's router hands
+ * its parts to tdbc__scan_route() whenever the connection reads answers
+ * (in tdbc_scan_next, or in any other call meanwhile), which queues
+ * them.  tdbc_scan_next waits only until one record (or the end) is
+ * queued, so memory stays within what one read of the rings or socket
+ * brings, whatever the table's size, and tdbd paces the dump to the
+ * reader.  Closing a stream early reads the rest of the dump and throws
+ * it away (tdbd has no way to stop a dump but the connection's end).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,6 +52,11 @@ struct tdbc_scan {
 	size_t batch_bytes;          /* bytes the current batch brought */
 	int err;                     /* ends the scan after the queue */
 	struct rec *head, **tailp, *cur;
+	/* snapshot: one dump, read as it comes */
+	bool stream;
+	bool ended;                  /* its NLMSG_DONE (or error) came */
+	bool discard;                /* closing: drop the parts */
+	uint32_t seq;
 };
 
 static int part_record(struct tdbc *c, struct tdbc_scan *s,
@@ -121,8 +137,97 @@ static int fetch(struct tdbc_scan *s)
 	return err;
 }
 
+/* --- snapshot streams --------------------------------------------------- */
+
+int tdbc__scan_route(struct tdbc *c, const struct tdb_proto_msg *m)
+{
+	struct tdbc_scan *s = c->stream;
+	int kind;
+
+	if (!s || m->seq != s->seq)
+		return 0;
+	kind = tdbc__classify(c, m, TDB_CMD_SCAN);
+	if (kind < 0)
+		return kind;
+	if (kind == TDBC_ANS_PART) {
+		if (!s->discard && !s->err && TDB_PROTO_HAS(m, TDB_A_KEY))
+			s->err = part_record(c, s, m);
+		return 1;
+	}
+	s->ended = true;
+	c->stream = NULL;
+	if (m->error && !s->err && !s->discard)
+		s->err = tdbc__owner_fail(c, m, TDB_CMD_SCAN);
+	return 1;
+}
+
+static bool stream_ready(struct tdbc *c, void *arg)
+{
+	struct tdbc_scan *s = arg;
+
+	(void)c;
+	return s->head || s->ended;
+}
+
+/* Wait until a record or the end is queued. */
+static int stream_wait(struct tdbc_scan *s)
+{
+	int err = tdbc__wait(s->h.c, stream_ready, s, -1);
+
+	if (err && !s->err)
+		s->err = err;
+	return err;
+}
+
+static int stream_open(struct tdbc_scan *s)
+{
+	struct tdbc *c = s->h.c;
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_SCAN,
+				   .attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
+					    TDB_PROTO_BIT(TDB_A_SCAN_FLAGS),
+				   .table = s->table,
+				   .scan_flags = TDB_SCAN_SNAPSHOT };
+	int err;
+
+	if (s->limit) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_LIMIT);
+		m.limit = s->limit > UINT32_MAX ? UINT32_MAX :
+			  (uint32_t)s->limit;
+	}
+	if (s->plen) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_PREFIX);
+		m.prefix = s->prefix;
+		m.prefix_len = (uint32_t)s->plen;
+	}
+	m.seq = tdbc__seq(c);
+	s->seq = m.seq;
+	/* Routed from the moment the request could be seen. */
+	c->stream = s;
+	err = tdbc__send(c, &m, false, true);
+	if (err) {
+		if (c->stream == s)
+			c->stream = NULL;
+		s->ended = true;
+		return err;
+	}
+	err = stream_wait(s);
+	/* Refused at once (no such table, no snapshots here): say so now. */
+	if (!err && !s->head && s->err)
+		err = s->err;
+	return err;
+}
+
+/* --- opening ------------------------------------------------------------ */
+
 int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
 		   uint64_t limit, struct tdbc_scan **out)
+{
+	return tdbc_scan_open_flags(t, prefix, plen, limit, 0, out);
+}
+
+int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
+			 size_t plen, uint64_t limit, unsigned int flags,
+			 struct tdbc_scan **out)
 {
 	struct tdbc_scan *s;
 	struct tdbc *c;
@@ -135,6 +240,12 @@ int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
 	err = tdbc__enter(c);
 	if (!err)
 		err = tdbc__check_prefix(c, prefix, plen);
+	if (!err && (flags & ~TDBC_SCAN_SNAPSHOT))
+		err = tdbc__fail(c, -EINVAL, "unknown scan flags %#x",
+				 flags & ~TDBC_SCAN_SNAPSHOT);
+	if (!err && (flags & TDBC_SCAN_SNAPSHOT) && c->stream)
+		err = tdbc__fail(c, -EBUSY, "a snapshot scan is already open "
+				 "on this connection (one at a time)");
 	if (err)
 		return err;
 	s = calloc(1, sizeof(*s));
@@ -149,9 +260,11 @@ int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
 	s->limit = limit;
 	s->batch = BATCH_MAX;
 	s->tailp = &s->head;
+	s->stream = flags & TDBC_SCAN_SNAPSHOT;
 	tdbc__link(c, &s->h, TDBC_K_SCAN);
-	/* The first batch now, so that a bad table or prefix fails here. */
-	err = fetch(s);
+	/* The first batch (or part) now, so that a bad table or prefix
+	 * fails here. */
+	err = s->stream ? stream_open(s) : fetch(s);
 	if (err && !s->head) {
 		tdbc__scan_free(s);
 		return err;
@@ -190,6 +303,16 @@ int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
 		}
 		if (s->err)
 			return s->err;
+		if (s->stream) {
+			if (s->ended)
+				return 0;
+			err = tdbc__enter(s->h.c);
+			if (!err)
+				err = stream_wait(s);
+			if (err)
+				s->err = err;
+			continue;
+		}
 		if (!s->more)
 			return 0;
 		err = tdbc__enter(s->h.c);
@@ -204,6 +327,8 @@ void tdbc__scan_free(struct tdbc_scan *s)
 {
 	struct rec *r;
 
+	if (s->h.c->stream == s)
+		s->h.c->stream = NULL;
 	tdbc__unlink(&s->h);
 	while ((r = s->head)) {
 		s->head = r->next;
@@ -214,8 +339,27 @@ void tdbc__scan_free(struct tdbc_scan *s)
 	free(s);
 }
 
+static void free_queue(struct tdbc_scan *s)
+{
+	struct rec *r;
+
+	while ((r = s->head)) {
+		s->head = r->next;
+		free(r);
+	}
+	s->tailp = &s->head;
+}
+
 void tdbc_scan_close(struct tdbc_scan *s)
 {
-	if (s)
-		tdbc__scan_free(s);
+	if (!s)
+		return;
+	/* A stream not at its end: take the rest of the dump (dropping it)
+	 * so that its parts never reach another call. */
+	if (s->stream && !s->ended && !s->h.c->dead) {
+		free_queue(s);
+		s->discard = true;
+		tdbc__wait(s->h.c, stream_ready, s, -1);
+	}
+	tdbc__scan_free(s);
 }

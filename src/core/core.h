@@ -166,6 +166,12 @@ void tdbe_cursor_close(struct tdbe_cursor *c);
  * in a new cursor from the last key returned.  -EINVAL/-E2BIG for a key
  * out of limits, -ENOMEM. */
 int tdbe_cursor_seek(struct tdbe_cursor *c, const void *key, size_t klen);
+/* The cursors' order of two keys of table t: < 0, 0 or > 0 as a comes
+ * before b, is b, or comes after it (tdbe_cursor_next returns records
+ * in increasing order).  For a caller that must tell whether a walk has
+ * already gone past a key (tdbd's snapshots).  Any key lengths. */
+int tdbe_key_order(const struct tdbe_table *t, const void *a, size_t alen,
+		   const void *b, size_t blen);
 
 /* --- views: a region mapped elsewhere ---------------------------------
  * A view walks a region that another party mapped (read-only, at any

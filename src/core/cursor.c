@@ -123,3 +123,12 @@ int tdbe_cursor_seek(struct tdbe_cursor *c, const void *key, size_t klen)
 	c->done = false;
 	return 0;
 }
+
+int tdbe_key_order(const struct tdbe_table *t, const void *a, size_t alen,
+		   const void *b, size_t blen)
+{
+	uint64_t seed = tdb_hdr(&t->map)->seed;
+
+	return tdbi_key_cmp(tdbp_hash64(a, alen, seed), a, alen,
+			    tdbp_hash64(b, blen, seed), b, blen);
+}

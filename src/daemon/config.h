@@ -57,6 +57,9 @@ struct tdbd_config {
 				* transaction, 1K..4G (suffixes)     64M */
 	uint32_t max_txns;     /* max-txns: open transactions per
 				* client, 1..1024                       16 */
+	uint64_t max_snapshot_bytes; /* max-snapshot-bytes: old values
+				* one snapshot scan keeps for the keys
+				* changed during it, 1K..64G (restart) 256M */
 	uint32_t table_mode;   /* table-mode: octal, <= 0777: mode of new
 				* tables when the creator gives none  0600 */
 	uint32_t idle_spin_us; /* idle-spin: a duration in us (us, ms

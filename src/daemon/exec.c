@@ -1,6 +1,7 @@
 /*
  * exec.c - running one request against the engine and answering it;
- * dumps (SCAN, TABLE_LIST) that go on as the client drains its answers.
+ * dumps (SCAN, TABLE_LIST, snapshot SCANs) that go on as the client
+ * drains its answers.
  *
  * Every request gets exactly one answer (tdb/proto.h): an ack or error
  * (NLMSG_ERROR), a reply, or dump parts ending in NLMSG_DONE.  Access is
@@ -284,6 +285,7 @@ static int apply_put_del(struct tdbd *d, struct dtable *dt, bool del,
 				 &ee->msg);
 	if (err)
 		return err;
+	tdbd_snap_save(dt, key, klen);  /* the pre-image, before the change */
 	err = del ? tdbe_del(dt->t, key, klen, ee) :
 		    tdbe_put(dt->t, key, klen, val, r->m.value_len,
 			     r->m.flags & TDB_PUT_NOOVERWRITE ?
@@ -684,6 +686,7 @@ void tdbd_dump_end(struct client *c, struct dump *dp)
 	unsigned int i;
 
 	tdbe_cursor_close(dp->cur);
+	tdbd_snap_free(c->d, dp->snap);
 	tdbd_table_put(c->d, dp->dt);
 	free(dp->prefix);
 	for (i = 0; dp->tabs && i < dp->ntabs; i++)
@@ -696,6 +699,8 @@ void tdbd_dump_end(struct client *c, struct dump *dp)
 
 static int do_scan(struct rq *r)
 {
+	bool snap = TDB_PROTO_HAS(&r->m, TDB_A_SCAN_FLAGS) &&
+		    (r->m.scan_flags & TDB_SCAN_SNAPSHOT);
 	struct dtable *dt;
 	struct dump *dp;
 	int err = 0;
@@ -703,6 +708,12 @@ static int do_scan(struct rq *r)
 	dt = resolve_may(r, MAY_READ, &err);
 	if (!dt)
 		return err;
+	if (snap && TDB_PROTO_HAS(&r->m, TDB_A_CURSOR)) {
+		r->ext.msg = "a snapshot scan is one dump of the whole table: "
+			     "it takes no CURSOR";
+		r->ext.offset = r->m.attr_off[TDB_A_CURSOR];
+		return -EINVAL;
+	}
 	if (TDB_PROTO_HAS(&r->m, TDB_A_CURSOR)) {
 		const unsigned char *cu = r->m.cursor;
 
@@ -731,6 +742,15 @@ static int do_scan(struct rq *r)
 		} else {
 			err = -ENOMEM;
 		}
+	}
+	if (!err && snap) {
+		/* Under wlock: between two changes, and every later change
+		 * to the table saves its pre-image first. */
+		pthread_mutex_lock(&r->c->d->wlock);
+		dp->snap = tdbd_snap_new(r->c->d, dt, dp->prefix, dp->plen);
+		pthread_mutex_unlock(&r->c->d->wlock);
+		if (!dp->snap)
+			err = -ENOMEM;
 	}
 	if (err) {
 		tdbd_dump_end(r->c, dp);
@@ -800,6 +820,79 @@ static void part_init(struct dump *dp, struct tdb_proto_msg *a,
 }
 
 /*
+ * A snapshot scan (tdbd.h, "snapshots"): the walk of the live table,
+ * each record checked against the snapshot, then the pre-images the walk
+ * did not send.  Same pacing as scan_run; no part carries a CURSOR.
+ */
+static unsigned int snap_run(struct client *c, struct dump *dp,
+			     unsigned int budget, bool *blocked)
+{
+	unsigned int done = 0;
+
+	while (done < budget) {
+		struct tdb_proto_msg a;
+		const char *msg = NULL;
+		const void *k, *v;
+		size_t kl, vl;
+		int rc;
+
+		if (!dp->left) {
+			if (!dump_done(c, dp, 0, NULL))
+				*blocked = true;
+			return done + 1;
+		}
+		if (!tdbd_client_room(c, dp->ch, TDB_PROTO_MSG_MAX)) {
+			*blocked = true;
+			return done;
+		}
+		if (!dp->walked) {
+			rc = tdbe_cursor_next(dp->cur, &k, &kl, &v, &vl);
+			if (rc == 0) {
+				tdbd_snap_freeze(dp->snap);
+				dp->walked = true;
+				done++;
+				continue;
+			}
+			if (rc > 0) {
+				done++;
+				if (dp->plen && (kl < dp->plen ||
+						 memcmp(k, dp->prefix, dp->plen)))
+					continue;
+				rc = tdbd_snap_check(dp->snap, k, kl, &v, &vl,
+						     &msg);
+				if (rc == 0)
+					continue;
+			}
+		} else {
+			rc = tdbd_snap_next_left(dp->snap, &k, &kl, &v, &vl,
+						 &msg);
+			if (rc >= 0)
+				done++;
+			if (rc == 0) {
+				if (!dump_done(c, dp, 0, NULL))
+					*blocked = true;
+				return done;
+			}
+		}
+		if (rc < 0) {
+			if (!dump_done(c, dp, rc, msg ? msg : tdbe_strerror(rc)))
+				*blocked = true;
+			return done + 1;
+		}
+		part_init(dp, &a, TDB_PROTO_BIT(TDB_A_KEY) |
+			  TDB_PROTO_BIT(TDB_A_VALUE));
+		a.key = k;
+		a.key_len = (uint32_t)kl;
+		a.value = v;
+		a.value_len = (uint32_t)vl;
+		dump_part(c, dp, &a);
+		dp->left--;
+		dp->sent++;
+	}
+	return done;
+}
+
+/*
  * Returns work done; stops when out of budget or room.  Room for the
  * biggest part is checked before a record is taken from the cursor, so a
  * record taken is always sent.
@@ -808,6 +901,9 @@ static unsigned int scan_run(struct client *c, struct dump *dp,
 			     unsigned int budget, bool *blocked)
 {
 	unsigned int done = 0;
+
+	if (dp->snap)
+		return snap_run(c, dp, budget, blocked);
 
 	while (done < budget) {
 		unsigned char cursor[TDB_KEY_MAX + 1];

@@ -1,6 +1,7 @@
 /*
  * tables.c - the registry of tables: each engine table with its owner,
- * mode and change feed, looked up by name, and the access check.
+ * mode and change feed, looked up by name, and the access check; the
+ * snapshots of snapshot scans (tdbd.h, "snapshots").
  *
  * Invariants:
  *  - A struct dtable lives while it has references; the registry holds
@@ -12,6 +13,11 @@
  *    cached dtable is good while reg_gen is what it was.
  *  - A table's feed exists from its first WATCH to its drop; only the
  *    holder of d->wlock writes it, so it has one producer.
+ *  - A snapshot is on its table's list (dt->snaps, under wlock) from its
+ *    scan's start to its end or the table's drop.  Its map is changed
+ *    under its own mutex, by writers (holding wlock too) and by its scan;
+ *    entries are freed only with the snapshot, so the pre-image pointers
+ *    the scan hands out stay valid without the mutex.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "tdbd.h"
 
@@ -200,6 +207,7 @@ int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
 	__atomic_fetch_add(&d->reg_gen, 1, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&d->reg_lock);
 	dt->dropped = true;
+	tdbd_snap_detach_all(dt);
 	if (dt->feed) {         /* the last message watchers get */
 		struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_DROP,
 			.attrs = TDB_PROTO_BIT(TDB_A_TABLE),
@@ -353,4 +361,328 @@ void tdbd_feed_del(struct tdbd *d, struct dtable *dt, const void *key,
 	m.key = key;
 	m.key_len = (uint32_t)klen;
 	feed_send(dt, &m);
+}
+
+/* --- snapshots ----------------------------------------------------------- */
+
+/* One key changed since the snapshot: its state at snapshot time. */
+struct snap_ent {
+	struct snap_ent *next;  /* hash chain */
+	uint64_t hash;
+	uint32_t klen, vlen;
+	bool present;           /* the key existed at snapshot time */
+	bool sent;              /* sent, or must not be (the walk passed the
+				 * key while it was unchanged) */
+	unsigned char data[];   /* key, then the value it had */
+};
+
+struct snapshot {
+	struct snapshot *next;  /* dt->snaps, under wlock */
+	struct dtable *dt;      /* counted */
+	bool registered;        /* under wlock: on dt->snaps */
+	pthread_mutex_t lock;   /* everything below */
+	struct snap_ent **buckets;
+	size_t nbuckets, nents;
+	uint64_t bytes, max_bytes;
+	unsigned char *prefix;
+	uint32_t plen;
+	bool frozen;            /* the walk is over: no more changes taken */
+	int err;                /* the snapshot broke: its scan fails */
+	char msg[TDB_PROTO_EXTACK_MAX];
+	size_t at;              /* after the freeze: the bucket walked, */
+	struct snap_ent *cur;   /* and the next entry in it */
+	uint32_t pos_len;       /* the last key the walk looked up (0: none) */
+	unsigned char pos[TDBE_KEY_MAX];
+};
+
+#define SNAP_BUCKETS_MIN 64u
+
+static uint64_t snap_hash(const void *key, size_t klen)
+{
+	return XXH64(key, klen, 0);
+}
+
+static bool snap_wants(const struct snapshot *s, const void *key,
+		       size_t klen)
+{
+	return !s->plen || (klen >= s->plen &&
+			    !memcmp(key, s->prefix, s->plen));
+}
+
+struct snapshot *tdbd_snap_new(struct tdbd *d, struct dtable *dt,
+			       const void *prefix, size_t plen)
+{
+	struct snapshot *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (plen && !(s->prefix = malloc(plen))) {
+		free(s);
+		return NULL;
+	}
+	if (plen)
+		memcpy(s->prefix, prefix, plen);
+	s->plen = (uint32_t)plen;
+	pthread_mutex_init(&s->lock, NULL);
+	s->max_bytes = d->cfg.max_snapshot_bytes;
+	s->dt = dt;
+	__atomic_fetch_add(&dt->refs, 1, __ATOMIC_RELAXED);
+	s->next = dt->snaps;
+	dt->snaps = s;
+	s->registered = true;
+	return s;
+}
+
+void tdbd_snap_free(struct tdbd *d, struct snapshot *s)
+{
+	struct snapshot **pp;
+	size_t i;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&d->wlock);
+	if (s->registered) {
+		for (pp = &s->dt->snaps; *pp && *pp != s; pp = &(*pp)->next)
+			;
+		if (*pp)
+			*pp = s->next;
+		s->registered = false;
+	}
+	pthread_mutex_unlock(&d->wlock);
+	for (i = 0; i < s->nbuckets; i++) {
+		struct snap_ent *e = s->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			free(e);
+		}
+	}
+	free(s->buckets);
+	free(s->prefix);
+	pthread_mutex_destroy(&s->lock);
+	tdbd_table_put(d, s->dt);
+	free(s);
+}
+
+void tdbd_snap_detach_all(struct dtable *dt)
+{
+	struct snapshot *s;
+
+	for (s = dt->snaps; s; s = s->next)
+		s->registered = false;
+	dt->snaps = NULL;
+}
+
+/* Under s->lock. */
+static struct snap_ent *snap_find(const struct snapshot *s, uint64_t h,
+				  const void *key, size_t klen)
+{
+	struct snap_ent *e;
+
+	if (!s->nbuckets)
+		return NULL;
+	for (e = s->buckets[h & (s->nbuckets - 1)]; e; e = e->next)
+		if (e->hash == h && e->klen == klen &&
+		    !memcmp(e->data, key, klen))
+			return e;
+	return NULL;
+}
+
+/* Under s->lock: the first failure sticks; the writers go on. */
+static void snap_fail(struct snapshot *s, int err)
+{
+	if (s->err)
+		return;
+	s->err = err;
+	if (err == -ENOBUFS)
+		snprintf(s->msg, sizeof(s->msg), "snapshot grew past "
+			 "max-snapshot-bytes (%llu bytes of old values of keys "
+			 "changed during the scan); raise it or dump when "
+			 "fewer writes run",
+			 (unsigned long long)s->max_bytes);
+	else
+		snprintf(s->msg, sizeof(s->msg), "snapshot failed: cannot "
+			 "keep the old value of a changed key: %s",
+			 tdbe_strerror(err));
+	tdbd_log(L_WARNING, "table %s: a snapshot scan fails: %s",
+		 s->dt->name, s->msg);
+}
+
+/* Under s->lock: room for one more entry (the table doubles at load 1). */
+static int snap_grow(struct snapshot *s)
+{
+	size_t n = s->nbuckets ? s->nbuckets * 2 : SNAP_BUCKETS_MIN, i;
+	struct snap_ent **b;
+	uint64_t add;
+
+	if (s->nents < s->nbuckets)
+		return 0;
+	add = (uint64_t)(n - s->nbuckets) * sizeof(*b);
+	if (s->bytes + add > s->max_bytes)
+		return -ENOBUFS;
+	b = calloc(n, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i < s->nbuckets; i++) {
+		struct snap_ent *e = s->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			e->next = b[e->hash & (n - 1)];
+			b[e->hash & (n - 1)] = e;
+		}
+	}
+	free(s->buckets);
+	s->buckets = b;
+	s->nbuckets = n;
+	s->bytes += add;
+	return 0;
+}
+
+/* Under wlock (the key's value cannot change meanwhile). */
+static void snap_save_one(struct dtable *dt, struct snapshot *s,
+			  const void *key, size_t klen)
+{
+	uint64_t h = snap_hash(key, klen);
+	struct snap_ent *e;
+	size_t need = 0, vlen = 0;
+	bool present;
+	long n;
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->frozen || s->err || snap_find(s, h, key, klen))
+		goto out;
+	n = tdbe_get(dt->t, key, klen, NULL, 0, &need);
+	if (n < 0 && n != -ENOENT && n != -ENOBUFS) {
+		snap_fail(s, (int)n);
+		goto out;
+	}
+	present = n != -ENOENT;
+	if (n == -ENOBUFS)
+		vlen = need;
+	if (s->bytes + sizeof(*e) + klen + vlen > s->max_bytes) {
+		snap_fail(s, -ENOBUFS);
+		goto out;
+	}
+	err = snap_grow(s);
+	if (err) {
+		snap_fail(s, err);
+		goto out;
+	}
+	e = malloc(sizeof(*e) + klen + vlen);
+	if (!e) {
+		snap_fail(s, -ENOMEM);
+		goto out;
+	}
+	memcpy(e->data, key, klen);
+	if (vlen) {
+		n = tdbe_get(dt->t, key, klen, e->data + klen, vlen, &need);
+		if (n != (long)vlen) {
+			free(e);
+			snap_fail(s, n < 0 ? (int)n : -EIO);
+			goto out;
+		}
+	}
+	e->hash = h;
+	e->klen = (uint32_t)klen;
+	e->vlen = (uint32_t)vlen;
+	e->present = present;
+	/* A key at or before the walk's position went out unchanged (it was
+	 * present since the snapshot, so the walk returned it). */
+	e->sent = s->pos_len && tdbe_key_order(dt->t, key, klen, s->pos,
+					       s->pos_len) <= 0;
+	e->next = s->buckets[h & (s->nbuckets - 1)];
+	s->buckets[h & (s->nbuckets - 1)] = e;
+	s->nents++;
+	s->bytes += sizeof(*e) + klen + vlen;
+out:
+	pthread_mutex_unlock(&s->lock);
+}
+
+void tdbd_snap_save(struct dtable *dt, const void *key, size_t klen)
+{
+	struct snapshot *s;
+
+	for (s = dt->snaps; s; s = s->next)
+		if (snap_wants(s, key, klen))
+			snap_save_one(dt, s, key, klen);
+}
+
+int tdbd_snap_check(struct snapshot *s, const void *key, size_t klen,
+		    const void **val, size_t *vlen, const char **msg)
+{
+	uint64_t h = snap_hash(key, klen);
+	struct snap_ent *e;
+	int rc = 1;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->err) {
+		*msg = s->msg;
+		rc = s->err;
+		goto out;
+	}
+	/* From here on, a change saved for this key (or one before it)
+	 * is marked sent: what goes out now is its snapshot state. */
+	memcpy(s->pos, key, klen);
+	s->pos_len = (uint32_t)klen;
+	e = snap_find(s, h, key, klen);
+	if (!e)
+		goto out;               /* unchanged: the live value */
+	if (e->sent || !e->present) {
+		e->sent = true;
+		rc = 0;
+		goto out;
+	}
+	e->sent = true;
+	*val = e->data + e->klen;
+	*vlen = e->vlen;
+out:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+void tdbd_snap_freeze(struct snapshot *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->frozen = true;
+	s->at = 0;
+	s->cur = NULL;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int tdbd_snap_next_left(struct snapshot *s, const void **key, size_t *klen,
+			const void **val, size_t *vlen, const char **msg)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->err) {
+		*msg = s->msg;
+		rc = s->err;
+		goto out;
+	}
+	for (;;) {
+		struct snap_ent *e = s->cur;
+
+		if (!e) {
+			if (s->at >= s->nbuckets)
+				goto out;
+			s->cur = s->buckets[s->at++];
+			continue;
+		}
+		s->cur = e->next;
+		if (e->sent || !e->present)
+			continue;
+		e->sent = true;
+		*key = e->data;
+		*klen = e->klen;
+		*val = e->data + e->klen;
+		*vlen = e->vlen;
+		rc = 1;
+		goto out;
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
 }

@@ -7,7 +7,8 @@
  *   client.c   one client: credentials, rings (memfds), socket I/O,
  *              clean-up when it goes
  *   exec.c     one request against the engine, its answer
- *   tables.c   the table registry: owner, mode, feeds, access checks
+ *   tables.c   the table registry: owner, mode, feeds, access checks;
+ *              snapshots (the old values a snapshot scan needs)
  *   txn.c      transactions: buffered changes, atomic commit
  *   notify.c   sd_notify and logging
  *
@@ -65,6 +66,7 @@ struct feed {
 };
 
 struct dirty;
+struct snapshot;
 
 struct dtable {
 	struct dtable *next;    /* registry hash chain */
@@ -81,6 +83,7 @@ struct dtable {
 	bool dropped;           /* under wlock */
 	struct feed *feed;      /* under wlock; NULL until first watched */
 	unsigned int watchers;  /* under wlock */
+	struct snapshot *snaps; /* under wlock: snapshots taking changes */
 };
 
 /* Who a client is (SO_PEERCRED, SO_PEERGROUPS). */
@@ -124,6 +127,51 @@ void tdbd_feed_put(struct tdbd *d, struct dtable *dt, const void *key,
 		   size_t klen, const void *val, size_t vlen);
 void tdbd_feed_del(struct tdbd *d, struct dtable *dt, const void *key,
 		   size_t klen);
+
+/* --- snapshots (tables.c) ---------------------------------------------
+ * A snapshot scan (SCAN with TDB_SCAN_SNAPSHOT) dumps a table as it was
+ * when the scan began, while writers go on, without copying the table:
+ *  - the scan registers a snapshot on the table under wlock;
+ *  - every change to a table with snapshots calls tdbd_snap_save() under
+ *    wlock BEFORE it is applied, which keeps the key's pre-image (absent,
+ *    or present and its value) in each snapshot that does not have the
+ *    key yet (the first change wins);
+ *  - the scan walks the live table with a cursor and asks
+ *    tdbd_snap_check() about each record: unchanged keys go out as they
+ *    are, changed ones as their pre-image (or not at all);
+ *  - after the walk (tdbd_snap_freeze) tdbd_snap_next_left() gives the
+ *    pre-images the walk did not send (keys deleted before it got there).
+ * A pre-image saved for a key the walk has already passed (the cursor's
+ * order, tdbe_key_order) is marked sent at once: that key went out
+ * unchanged.  Writers are never failed by a snapshot: one that grows past
+ * its bound (max-snapshot-bytes) or cannot get memory stops taking
+ * changes and fails its scan (tdbd_snap_check returns the error).
+ */
+/* Under wlock: a new snapshot of dt (keys starting with prefix only)
+ * registered on it; NULL if out of memory. */
+struct snapshot *tdbd_snap_new(struct tdbd *d, struct dtable *dt,
+			       const void *prefix, size_t plen);
+/* Unregister (takes wlock: not under it) and free. */
+void tdbd_snap_free(struct tdbd *d, struct snapshot *s);
+/* Under wlock, before key of dt changes (no-op without snapshots). */
+void tdbd_snap_save(struct dtable *dt, const void *key, size_t klen);
+/* Under wlock: dt is dropped; its snapshots take no more changes (a
+ * dropped table does not change). */
+void tdbd_snap_detach_all(struct dtable *dt);
+/*
+ * The scan's walk returned key (value *val, *vlen): 1 send it with
+ * *val and *vlen (the live value, or the pre-image put there), 0 skip it
+ * (absent at snapshot time), or the snapshot's error (*msg says why).
+ * *val stays valid until the snapshot is freed.
+ */
+int tdbd_snap_check(struct snapshot *s, const void *key, size_t klen,
+		    const void **val, size_t *vlen, const char **msg);
+/* The walk is over: the snapshot takes no more changes. */
+void tdbd_snap_freeze(struct snapshot *s);
+/* After the freeze: 1 and the next pre-image the walk did not send, 0 at
+ * the end, or the snapshot's error (*msg). */
+int tdbd_snap_next_left(struct snapshot *s, const void **key, size_t *klen,
+			const void **val, size_t *vlen, const char **msg);
 
 /* --- memfds shared with clients (client.c) --------------------------- */
 
@@ -241,6 +289,8 @@ struct dump {
 	uint32_t plen;
 	uint64_t left;          /* records still allowed (LIMIT) */
 	uint64_t sent;
+	struct snapshot *snap;  /* TDB_SCAN_SNAPSHOT, else NULL */
+	bool walked;            /* snapshot: the cursor is done */
 	/* TABLE_LIST */
 	struct dtable **tabs;
 	unsigned int ntabs, at;

@@ -6,7 +6,7 @@
  *  1. d->txn_seq becomes odd: GETs that overlap the commit retry (see
  *     tdbd.h), so no reader sees part of it;
  *  2. each change is applied in order, after saving the key's old value
- *     in an undo list;
+ *     in an undo list (and in the table's snapshots, tdbd_snap_save);
  *  3. if a change fails (-EEXIST of a no-overwrite put, -ENOSPC, ...),
  *     the changes already applied are undone in reverse order from the
  *     undo list; the commit fails with that error and nothing is left;
@@ -191,8 +191,11 @@ int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 	__atomic_fetch_add(&d->txn_seq, 1, __ATOMIC_SEQ_CST);   /* odd */
 	for (i = 0; i < x->nops && !err; i++) {
 		err = save_old(&x->ops[i], &u[i]);
-		if (!err)
+		if (!err) {
+			tdbd_snap_save(x->ops[i].dt, x->ops[i].key,
+				       x->ops[i].klen);
 			err = apply_one(&x->ops[i], &ee);
+		}
 		if (!err)
 			done = i + 1;
 	}

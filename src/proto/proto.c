@@ -73,6 +73,8 @@ static const struct attr_pol attr_pol[TDB_A_MAX + 1] = {
 		"GID is not a u32", "GID is not a u32", NULL },
 	[TDB_A_MODE] = { PT_U32, MNL_TYPE_U32, 4, 4, EINVAL,
 		"MODE is not a u32", "MODE is not a u32", NULL },
+	[TDB_A_SCAN_FLAGS] = { PT_U32, MNL_TYPE_U32, 4, 4, EINVAL,
+		"SCAN_FLAGS is not a u32", "SCAN_FLAGS is not a u32", NULL },
 };
 
 /* Nested attributes: u32, u64 or PAD; `need` is required in answers. */
@@ -180,7 +182,8 @@ static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 		A(TABLE) | A(KEY) | A(TXN), A(TABLE) | A(KEY),
 		ANS_NOTIFY, A(TABLE) | A(KEY), A(KEY) },
 	[TDB_CMD_SCAN] = { "SCAN", true, false,
-		A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR), A(TABLE),
+		A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR) | A(SCAN_FLAGS),
+		A(TABLE),
 		ANS_PART, A(KEY) | A(VALUE) | A(CURSOR), 0 /* scan_part_ok */ },
 	[TDB_CMD_TXN_BEGIN] = { "TXN_BEGIN", false, false,
 		0, 0,
@@ -281,6 +284,10 @@ static int check_int(unsigned int type, uint64_t v,
 	case TDB_A_FLAGS:
 		if (v & ~(uint64_t)TDB_PUT_FLAGS_ALL)
 			return fail(ext, EOPNOTSUPP, "unknown PUT flag", off);
+		break;
+	case TDB_A_SCAN_FLAGS:
+		if (v & ~(uint64_t)TDB_SCAN_FLAGS_ALL)
+			return fail(ext, EOPNOTSUPP, "unknown SCAN flag", off);
 		break;
 	case TDB_A_TXN:
 		if (v == 0)
@@ -507,7 +514,8 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 	case TDB_A_MAX_EXTENTS:
 	case TDB_A_UID:
 	case TDB_A_GID:
-	case TDB_A_MODE: {
+	case TDB_A_MODE:
+	case TDB_A_SCAN_FLAGS: {
 		uint32_t v = mnl_attr_get_u32(a);
 
 		err = check_int(type, v, s->ext, off);
@@ -520,6 +528,7 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 		else if (type == TDB_A_MAX_EXTENTS) m->max_extents = v;
 		else if (type == TDB_A_UID) m->uid = v;
 		else if (type == TDB_A_GID) m->gid = v;
+		else if (type == TDB_A_SCAN_FLAGS) m->scan_flags = v;
 		else m->mode = v;
 		break;
 	}
@@ -1080,12 +1089,15 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 		case TDB_A_MAX_EXTENTS:
 		case TDB_A_UID:
 		case TDB_A_GID:
-		case TDB_A_MODE: {
+		case TDB_A_MODE:
+		case TDB_A_SCAN_FLAGS: {
 			uint32_t v = t == TDB_A_FLAGS ? m->flags :
 				     t == TDB_A_LIMIT ? m->limit :
 				     t == TDB_A_MAX_EXTENTS ? m->max_extents :
 				     t == TDB_A_UID ? m->uid :
-				     t == TDB_A_GID ? m->gid : m->mode;
+				     t == TDB_A_GID ? m->gid :
+				     t == TDB_A_SCAN_FLAGS ? m->scan_flags :
+				     m->mode;
 
 			err = check_int(t, v, ext, 0);
 			if (err)
@@ -1271,6 +1283,10 @@ static bool put_attrs(struct nlmsghdr *nlh, size_t size,
 			break;
 		case TDB_A_MODE:
 			ok = mnl_attr_put_u32_check(nlh, size, t, m->mode);
+			break;
+		case TDB_A_SCAN_FLAGS:
+			ok = mnl_attr_put_u32_check(nlh, size, t,
+						    m->scan_flags);
 			break;
 		case TDB_A_STAT:
 			ok = put_nest(nlh, size, t, &stat_pol, &m->stat);

@@ -114,6 +114,7 @@ struct tdb_proto_msg {
 	uint64_t txn;
 	uint32_t limit;
 	uint32_t max_extents, uid, gid, mode;
+	uint32_t scan_flags;          /* TDB_A_SCAN_FLAGS */
 	struct tdb_proto_stat stat;
 	struct tdb_proto_counters counters;
 	/* parse: offset of each attribute present (its first fragment) */

@@ -1,0 +1,145 @@
+/*
+ * common.c - exit codes, messages, connecting and the progress bar of
+ * tdb-dump and tdb-load (common.h).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+const char *dx_prog = "tdb-dump";
+
+void dx_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", dx_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void dx_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: warning: ", dx_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int dx_exit_for(int err)
+{
+	switch (err) {
+	case 0:
+		return DX_OK;
+	case -ENOENT:
+		return DX_NOTFOUND;
+	case -EACCES:
+	case -EPERM:
+		return DX_PERM;
+	case -ECONNREFUSED:
+		return DX_CONNECT;
+	}
+	return DX_OTHER;
+}
+
+const char *dx_why(struct tdbc *c, int err)
+{
+	static char buf[512];
+	const char *m = c ? tdbc_errmsg(c) : "";
+
+	if (m && m[0] && strcmp(m, tdbc_strerror(err)))
+		snprintf(buf, sizeof(buf), "%s: %s", tdbc_strerror(err), m);
+	else
+		snprintf(buf, sizeof(buf), "%s", tdbc_strerror(err));
+	return buf;
+}
+
+struct tdbc *dx_connect(const char *path, bool no_rings)
+{
+	char msg[512];
+	struct tdbc *c;
+	int err;
+
+	err = tdbc_connect(&c, path, no_rings ? TDBC_NO_RINGS : 0, msg,
+			   sizeof(msg));
+	if (err) {
+		dx_err("cannot connect to tdbd: %s", msg[0] ? msg :
+		       tdbc_strerror(err));
+		exit(DX_CONNECT);
+	}
+	return c;
+}
+
+/* --- the progress bar ---------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void dx_progress_init(struct dx_progress *p, bool allowed)
+{
+	memset(p, 0, sizeof(*p));
+	p->on = allowed && isatty(STDERR_FILENO);
+}
+
+void dx_progress(struct dx_progress *p, const char *label, uint64_t done,
+		 uint64_t total, const char *unit)
+{
+	struct winsize ws;
+	char bar[64];
+	unsigned int cols = 80, width, fill, i;
+	uint64_t t;
+
+	if (!p->on)
+		return;
+	t = now_ns();
+	if (p->drawn && t - p->last_ns < 100000000ull)
+		return;
+	p->last_ns = t;
+	if (!ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) && ws.ws_col >= 40)
+		cols = ws.ws_col;
+	width = cols - 40 < 40 ? cols - 40 : 40;
+	if (width < 10)
+		width = 10;
+	if (total) {
+		if (done > total)
+			done = total;
+		fill = (unsigned int)(done * width / total);
+		for (i = 0; i < width; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[width] = '\0';
+		fprintf(stderr, "\r\033[K%-16.16s [%s] %3u%% %llu/%llu %s",
+			label, bar, (unsigned int)(done * 100 / total),
+			(unsigned long long)done, (unsigned long long)total,
+			unit);
+	} else {
+		fprintf(stderr, "\r\033[K%-16.16s %llu %s", label,
+			(unsigned long long)done, unit);
+	}
+	fflush(stderr);
+	p->drawn = true;
+}
+
+void dx_progress_clear(struct dx_progress *p)
+{
+	if (!p->on || !p->drawn)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	p->drawn = false;
+}

@@ -1,0 +1,61 @@
+/*
+ * common.h - what tdb-dump and tdb-load share: exit codes, messages on
+ * stderr, connecting to tdbd, and the progress bar.
+ *
+ * Exit codes (both tools; scripts rely on them, both --help texts list
+ * them):
+ *   0  ok
+ *   1  not found: no such table (-s); a table dropped while tdb-load
+ *      loads it
+ *   2  usage error: bad command line (nothing was done)
+ *   4  permission denied by a table's owner and mode
+ *   5  cannot connect to tdbd
+ *   6  any other error: from tdbd (a snapshot that grew past
+ *      max-snapshot-bytes, a full table...), reading or writing a file
+ *   7  tdb-load: malformed input; the message names the file and line
+ * Messages: "PROG: error text" on stderr; input errors
+ * "PROG: FILE:LINE: error text"; warnings "PROG: ...: warning: ...".
+ */
+#ifndef TDB_DUMP_COMMON_H
+#define TDB_DUMP_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <tdb/client.h>
+
+enum {
+	DX_OK = 0,
+	DX_NOTFOUND = 1,
+	DX_USAGE = 2,
+	DX_PERM = 4,
+	DX_CONNECT = 5,
+	DX_OTHER = 6,
+	DX_INPUT = 7,
+};
+
+extern const char *dx_prog;
+
+void dx_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void dx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The exit code for a failure with this errno. */
+int dx_exit_for(int err);
+/* "strerror: owner's message" of the last failure on c. */
+const char *dx_why(struct tdbc *c, int err);
+/* Connect (path NULL: $TDB_SOCKET or the default) or exit DX_CONNECT. */
+struct tdbc *dx_connect(const char *path, bool no_rings);
+
+/* A progress bar on stderr, when stderr is a terminal (and the caller
+ * says it may: not -q, not writing the dump to that terminal). */
+struct dx_progress {
+	bool on, drawn;
+	uint64_t last_ns;
+};
+void dx_progress_init(struct dx_progress *p, bool allowed);
+/* At most ten redraws a second; total 0 = unknown. */
+void dx_progress(struct dx_progress *p, const char *label, uint64_t done,
+		 uint64_t total, const char *unit);
+/* Erase it (before anything else is printed, and at the end). */
+void dx_progress_clear(struct dx_progress *p);
+
+#endif

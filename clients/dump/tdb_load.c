@@ -1,0 +1,566 @@
+/*
+ * tdb_load.c - tdb-load: dumps in the text format of db_dump and
+ * mdb_dump (VERSION=3, dumpfmt.h), from tdb-dump or LMDB's mdb_dump,
+ * loaded into a running tdbd.
+ *
+ * The input is read a line at a time (bounded memory whatever its size:
+ * a line is at most one item, DF_LINE_MAX bytes).  Records are gathered
+ * into batches of at most --batch records and BATCH_BYTES bytes, each
+ * committed as one transaction whose puts are pipelined (tdbc_submit,
+ * tdbc_reap) rather than one round trip each.  A batch the daemon refuses
+ * as too big
+ * for its max-txn-ops / max-txn-bytes is split; with -N, a batch whose
+ * commit meets an existing key is put again record by record with
+ * no-overwrite, skipping the keys that exist.
+ *
+ * Each block goes into the table its database= names, or -s TABLE; a
+ * missing table is created with the dump's tdb_owner, tdb_group,
+ * tdb_mode and tdb_max_extents (an owner or group only root may give is
+ * dropped with a warning).  Unknown header keywords are warned about and
+ * ignored, as mdb_load does.
+ *
+ * Malformed input stops the load with "tdb-load: FILE:LINE: why" and
+ * exit 7: the records before the bad line's record are committed; that
+ * record (never part of it) and everything after are not loaded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dumpfmt.h"
+
+#ifndef TDB_VERSION
+#define TDB_VERSION "unknown"
+#endif
+
+#define BATCH_DEFAULT 1000u
+#define BATCH_MAX     65536u
+#define BATCH_BYTES   (4u << 20)
+#define PIPE          64u       /* puts submitted per tdbc_submit */
+
+static const char usage_text[] =
+"Usage: tdb-load [OPTION]... [SOCKET]\n"
+"Load dumps in the text format of db_dump and mdb_dump (VERSION=3), as\n"
+"tdb-dump and mdb_dump write them, into tdbd.  Each block goes into the\n"
+"table its database= line names; a missing table is created (with the\n"
+"dump's tdb_owner, tdb_group, tdb_mode and tdb_max_extents, if any).\n"
+"\n"
+"  -f, --file FILE     read FILE (default: standard input)\n"
+"  -s, --table TABLE   load every block into TABLE, whatever its\n"
+"                      database= says (needed for a block without one,\n"
+"                      as mdb_dump writes LMDB's main database)\n"
+"  -N, --no-overwrite  keep the values of keys that exist already\n"
+"  -b, --batch N       records per transaction, 1..65536 (default 1000;\n"
+"                      a transaction also holds at most 4 MiB)\n"
+"  -q, --quiet         no progress bar (there is one only when stderr is\n"
+"                      a terminal)\n"
+"  -S, --socket PATH   tdbd's socket, also given as SOCKET (default\n"
+"                      $TDB_SOCKET, else " TDBC_SOCKET_DEFAULT ")\n"
+"      --no-rings      talk over the socket only (no shared rings)\n"
+"  -V, --version       print the version and exit\n"
+"  -h, --help          print this help and exit\n"
+"\n"
+"Input: format=bytevalue or print; type=btree (or hash); keys 1..4096\n"
+"bytes, values up to 1 MiB; unknown keywords are ignored with a warning;\n"
+"databases with duplicate keys (dupsort) are refused.  Malformed input\n"
+"stops the load with FILE:LINE and why: the records before the bad one\n"
+"are loaded, it and the rest are not.\n"
+"\n"
+"Exit codes: 0 ok, 1 a table went away, 2 usage error, 4 permission\n"
+"denied, 5 cannot connect to tdbd, 6 any other error (from tdbd, reading\n"
+"the input), 7 malformed input.\n";
+
+struct opts {
+	bool noov, quiet, no_rings;
+	const char *table, *file, *sock;
+	unsigned int batch;
+};
+
+/* A record of the batch: offsets into the arena. */
+struct brec {
+	size_t off;
+	uint32_t klen, vlen;
+};
+
+struct load {
+	struct opts o;
+	struct tdbc *c;
+	const char *fname;              /* for messages */
+	struct df_in in;
+	struct dx_progress pg;
+	uint64_t size;                  /* of the input, 0 if unknown */
+	/* the table being loaded */
+	struct tdbc_table *t;
+	char tname[TDB_NAME_MAX + 1];
+	/* the batch */
+	struct brec *recs;
+	unsigned int n;
+	unsigned char *arena;
+	size_t used;
+	uint64_t loaded, skipped;
+	char why[512];                  /* tdbd's text of a pipelined
+					 * failure ("" if none) */
+};
+
+static void usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", dx_prog);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry '%s --help'.\n", dx_prog);
+	exit(DX_USAGE);
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "file", required_argument, NULL, 'f' },
+		{ "table", required_argument, NULL, 's' },
+		{ "no-overwrite", no_argument, NULL, 'N' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "no-rings", no_argument, NULL, 'R' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	unsigned long v;
+	int ch;
+
+	memset(o, 0, sizeof(*o));
+	o->batch = BATCH_DEFAULT;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":f:s:Nb:qS:Vh", lo,
+				 NULL)) != -1) {
+		switch (ch) {
+		case 'f': o->file = optarg; break;
+		case 's': o->table = optarg; break;
+		case 'N': o->noov = true; break;
+		case 'b':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || !optarg[0] || v < 1 ||
+			    v > BATCH_MAX)
+				usage_error("-b: not a number in 1..65536: "
+					    "'%s'", optarg);
+			o->batch = (unsigned int)v;
+			break;
+		case 'q': o->quiet = true; break;
+		case 'S': o->sock = optarg; break;
+		case 'R': o->no_rings = true; break;
+		case 'V':
+			printf("tdb-load %s\n", TDB_VERSION);
+			exit(DX_OK);
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(DX_OK);
+		case ':':
+			usage_error("option %s needs an argument",
+				    argv[optind - 1]);
+			break;
+		default:
+			usage_error("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc) {
+		if (o->sock || optind + 1 < argc)
+			usage_error("unexpected argument '%s' (one SOCKET "
+				    "at most)", argv[argc - 1]);
+		o->sock = argv[optind];
+	}
+	if (o->table && (!o->table[0] || strlen(o->table) > TDB_NAME_MAX))
+		usage_error("not a table name: '%s'", o->table);
+}
+
+/* --- committing ----------------------------------------------------------- */
+
+static void daemon_error(struct load *L, int err, const char *what)
+{
+	dx_progress_clear(&L->pg);
+	if (L->why[0])
+		dx_err("%s: %s: %s: %s", L->tname, what, tdbc_strerror(err),
+		       L->why);
+	else
+		dx_err("%s: %s: %s", L->tname, what, dx_why(L->c, err));
+	exit(dx_exit_for(err));
+}
+
+static const void *rec_key(const struct load *L, const struct brec *r)
+{
+	return L->arena + r->off;
+}
+
+static const void *rec_val(const struct load *L, const struct brec *r)
+{
+	return L->arena + r->off + r->klen;
+}
+
+/* One by one, no-overwrite: an existing key is skipped. */
+static int put_each(struct load *L, unsigned int lo, unsigned int hi)
+{
+	unsigned int i;
+	int err;
+
+	for (i = lo; i < hi; i++) {
+		const struct brec *r = &L->recs[i];
+
+		err = tdbc_put(L->t, NULL, rec_key(L, r), r->klen,
+			       rec_val(L, r), r->vlen,
+			       L->o.noov ? TDBC_NOOVERWRITE : 0);
+		if (err == -EEXIST && L->o.noov) {
+			L->skipped++;
+			continue;
+		}
+		if (err)
+			return err;
+		L->loaded++;
+	}
+	return 0;
+}
+
+/* Records [lo, hi) put into x, pipelined: 0 or the first failure. */
+static int put_all(struct load *L, struct tdbc_txn *x, unsigned int lo,
+		   unsigned int hi, unsigned int flags)
+{
+	struct tdbc_req rq[PIPE];
+	struct tdbc_cqe cq[PIPE];
+	unsigned int next = lo, done = 0, m, j;
+	int first = 0, r;
+
+	while (done < hi - lo) {
+		while (next < hi) {
+			m = hi - next < PIPE ? hi - next : PIPE;
+			for (j = 0; j < m; j++) {
+				const struct brec *b = &L->recs[next + j];
+
+				rq[j] = (struct tdbc_req){ .op = TDBC_OP_PUT,
+					.table = L->t, .txn = x,
+					.key = rec_key(L, b), .klen = b->klen,
+					.val = rec_val(L, b), .vlen = b->vlen,
+					.flags = flags, .user = next + j };
+			}
+			r = tdbc_submit(L->c, rq, m);
+			if (r == -EAGAIN)
+				break;          /* full: reap first */
+			if (r < 0)
+				return r;
+			next += (unsigned int)r;
+			if ((unsigned int)r < m)
+				break;
+		}
+		r = tdbc_reap(L->c, cq, PIPE, 1, -1);
+		if (r < 0)
+			return r;
+		for (j = 0; j < (unsigned int)r; j++) {
+			if (cq[j].res && !first) {
+				first = cq[j].res;
+				snprintf(L->why, sizeof(L->why), "%s",
+					 tdbc_errmsg(L->c));
+			}
+		}
+		done += (unsigned int)r;
+	}
+	return first;
+}
+
+/* Records [lo, hi) of the batch as one transaction (or split). */
+static int commit_range(struct load *L, unsigned int lo, unsigned int hi)
+{
+	unsigned int flags = L->o.noov ? TDBC_NOOVERWRITE : 0;
+	struct tdbc_txn *x;
+	int err;
+
+	if (lo == hi)
+		return 0;
+	L->why[0] = '\0';
+	err = tdbc_txn_begin(L->c, &x);
+	if (err)
+		return err;
+	err = put_all(L, x, lo, hi, flags);
+	if (err)
+		tdbc_txn_abort(x);
+	else
+		err = tdbc_txn_commit(x);
+	if (!err) {
+		L->loaded += hi - lo;
+		return 0;
+	}
+	/* Over tdbd's max-txn-ops / max-txn-bytes: halve it; a record too
+	 * big for a transaction alone goes in alone. */
+	if (err == -E2BIG && hi - lo > 1) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		err = commit_range(L, lo, mid);
+		return err ? err : commit_range(L, mid, hi);
+	}
+	if (err == -E2BIG || (err == -EEXIST && L->o.noov)) {
+		L->why[0] = '\0';
+		return put_each(L, lo, hi);
+	}
+	return err;
+}
+
+static void flush(struct load *L)
+{
+	int err = commit_range(L, 0, L->n);
+
+	if (err)
+		daemon_error(L, err, "loading");
+	L->n = 0;
+	L->used = 0;
+}
+
+/* --- input errors ------------------------------------------------------------ */
+
+/* Stop at a bad line: commit the records before it, then exit 7. */
+__attribute__((noreturn))
+static void input_error(struct load *L, uint64_t line, const char *why)
+{
+	dx_progress_clear(&L->pg);
+	dx_err("%s:%llu: %s", L->fname, (unsigned long long)line, why);
+	if (L->t && L->n)
+		flush(L);
+	exit(DX_INPUT);
+}
+
+/* The next line, or exit on a read error / an over-long line. */
+static int next_line(struct load *L, const unsigned char **line,
+		     size_t *len)
+{
+	int rc = df_getline(&L->in, line, len);
+
+	if (rc == -EMSGSIZE)
+		input_error(L, L->in.lineno, "line longer than any item can "
+			    "be (3 MiB)");
+	if (rc == -ENOMEM)
+		input_error(L, L->in.lineno, "out of memory for a line");
+	if (rc < 0) {
+		dx_progress_clear(&L->pg);
+		dx_err("reading %s: %s", L->fname, strerror(-rc));
+		if (L->t && L->n)
+			flush(L);
+		exit(DX_OTHER);
+	}
+	return rc;
+}
+
+/* --- tables ------------------------------------------------------------------ */
+
+static void open_table(struct load *L, const struct df_header *h,
+		       uint64_t hdr_line)
+{
+	const char *name = L->o.table ? L->o.table :
+			   h->have_table ? h->table : NULL;
+	struct tdbc_table_opts to;
+	int err;
+
+	if (!name)
+		input_error(L, hdr_line, "this block's header has no "
+			    "database= line: name the table with -s TABLE");
+	if (L->t && !strcmp(L->tname, name))
+		return;
+	if (L->t)
+		tdbc_table_close(L->t);
+	L->t = NULL;
+	snprintf(L->tname, sizeof(L->tname), "%s", name);
+	err = tdbc_table_open(L->c, name, &L->t);
+	if (err == -ENOENT) {
+		tdbc_table_opts_init(&to);
+		if (h->have_mode)
+			to.mode = h->mode;
+		if (h->have_max_extents)
+			to.max_extents = h->max_extents;
+		if (h->have_uid)
+			to.uid = h->uid;
+		if (h->have_gid)
+			to.gid = h->gid;
+		err = tdbc_table_create(L->c, name, &to);
+		if (err == -EPERM && (h->have_uid || h->have_gid)) {
+			dx_progress_clear(&L->pg);
+			dx_warn("%s: the dump's owner %u, group %u: %s; "
+				"created as yours", name, h->uid, h->gid,
+				tdbc_errmsg(L->c));
+			to.uid = to.gid = (uint32_t)-1;
+			err = tdbc_table_create(L->c, name, &to);
+		}
+		if (err == -EEXIST)     /* created meanwhile: load into it */
+			err = 0;
+		if (!err)
+			err = tdbc_table_open(L->c, name, &L->t);
+	}
+	if (err)
+		daemon_error(L, err, "opening the table");
+}
+
+/* --- the input ------------------------------------------------------------------ */
+
+static void progress(struct load *L)
+{
+	if (L->size)
+		dx_progress(&L->pg, L->tname, L->in.bytes, L->size, "bytes");
+	else
+		dx_progress(&L->pg, L->tname, L->loaded + L->n, 0, "records");
+}
+
+static bool is_data_end(const unsigned char *line, size_t len)
+{
+	return len == 8 && !memcmp(line, "DATA=END", 8);
+}
+
+/* An item line: " " and the item. */
+static void item_line(struct load *L, const unsigned char *line, size_t len,
+		      const char *what_missing)
+{
+	if (!len || line[0] != ' ')
+		input_error(L, L->in.lineno, what_missing);
+}
+
+/* One block's records, up to DATA=END. */
+static void load_data(struct load *L, const struct df_header *h)
+{
+	const unsigned char *line;
+	const char *msg = NULL;
+	size_t len;
+	long kl, vl;
+
+	for (;;) {
+		unsigned char *dst;
+		uint64_t kline;
+
+		if (!next_line(L, &line, &len))
+			input_error(L, L->in.lineno + 1, "unexpected end of "
+				    "input: no DATA=END");
+		if (is_data_end(line, len))
+			break;
+		item_line(L, line, len, "expected a key line (a space, then "
+			  "the key) or DATA=END");
+		kline = L->in.lineno;
+		dst = L->arena + L->used;
+		kl = df_decode(h->print, line + 1, len - 1, dst, TDB_KEY_MAX,
+			       &msg);
+		if (kl == -E2BIG)
+			input_error(L, kline, "key longer than 4096 bytes "
+				    "(tdb's limit)");
+		if (kl < 0)
+			input_error(L, kline, msg);
+		if (kl == 0)
+			input_error(L, kline, "empty key (tdb keys are 1..4096 "
+				    "bytes)");
+		if (!next_line(L, &line, &len))
+			input_error(L, kline, "unexpected end of input: a key "
+				    "without its value");
+		if (is_data_end(line, len))
+			input_error(L, kline, "a key without its value "
+				    "(DATA=END follows it)");
+		item_line(L, line, len, "expected a value line (a space, "
+			  "then the value)");
+		vl = df_decode(h->print, line + 1, len - 1, dst + kl,
+			       TDB_VALUE_MAX, &msg);
+		if (vl == -E2BIG)
+			input_error(L, L->in.lineno, "value longer than 1 MiB "
+				    "(tdb's limit)");
+		if (vl < 0)
+			input_error(L, L->in.lineno, msg);
+		L->recs[L->n].off = L->used;
+		L->recs[L->n].klen = (uint32_t)kl;
+		L->recs[L->n].vlen = (uint32_t)vl;
+		L->n++;
+		L->used += (size_t)(kl + vl);
+		if (L->n >= L->o.batch || L->used >= BATCH_BYTES)
+			flush(L);
+		progress(L);
+	}
+	flush(L);
+}
+
+/* Blocks until the end of input. */
+static void load_all(struct load *L)
+{
+	const unsigned char *line;
+	struct df_header h;
+	const char *msg = NULL;
+	size_t len;
+	int r;
+
+	for (;;) {
+		uint64_t start = 0;
+
+		df_header_init(&h);
+		for (;;) {
+			if (!next_line(L, &line, &len)) {
+				if (!start)
+					return;         /* between blocks */
+				input_error(L, L->in.lineno + 1, "unexpected "
+					    "end of input in a header (no "
+					    "HEADER=END)");
+			}
+			if (!start)
+				start = L->in.lineno;
+			r = df_header_line(&h, line, len, &msg);
+			if (r < 0)
+				input_error(L, L->in.lineno, msg);
+			if (r == DF_HDR_END)
+				break;
+			if (r == DF_HDR_UNKNOWN) {
+				const unsigned char *eq = memchr(line, '=',
+								 len);
+
+				dx_progress_clear(&L->pg);
+				dx_warn("%s:%llu: unrecognized keyword ignored: "
+					"%.*s", L->fname,
+					(unsigned long long)L->in.lineno,
+					(int)(eq - line), (const char *)line);
+			}
+		}
+		open_table(L, &h, start);
+		load_data(L, &h);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct load L;
+	struct stat sb;
+	int fd = STDIN_FILENO;
+
+	dx_prog = "tdb-load";
+	memset(&L, 0, sizeof(L));
+	parse(argc, argv, &L.o);
+	L.fname = L.o.file ? L.o.file : "-";
+	if (L.o.file) {
+		fd = open(L.o.file, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			dx_err("cannot open %s: %s", L.o.file,
+			       strerror(errno));
+			return DX_OTHER;
+		}
+	}
+	if (!fstat(fd, &sb) && S_ISREG(sb.st_mode))
+		L.size = (uint64_t)sb.st_size;
+	L.recs = calloc(L.o.batch, sizeof(*L.recs));
+	L.arena = malloc(BATCH_BYTES + TDB_KEY_MAX + TDB_VALUE_MAX);
+	if (!L.recs || !L.arena || df_in_init(&L.in, fd)) {
+		dx_err("out of memory");
+		return DX_OTHER;
+	}
+	L.c = dx_connect(L.o.sock, L.o.no_rings);
+	dx_progress_init(&L.pg, !L.o.quiet);
+	load_all(&L);
+	dx_progress_clear(&L.pg);
+	if (L.t)
+		tdbc_table_close(L.t);
+	tdbc_close(L.c);
+	df_in_free(&L.in);
+	free(L.recs);
+	free(L.arena);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return DX_OK;
+}

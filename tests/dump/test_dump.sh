@@ -1,0 +1,486 @@
+#!/bin/sh
+# test_dump.sh - tdb-dump and tdb-load (clients/dump) against a real tdbd
+# and LMDB's own mdb_dump / mdb_load (Debian lmdb-utils):
+#  - round trips tdb -> tdb in both formats, binary keys and values (NUL,
+#    newline, backslash), empty values, keys at LMDB's 511-byte limit;
+#  - tdb-dump -> mdb_load (compared through mdb_dump of the result), with
+#    tdb's header keywords (mdb_load warns and loads) and with -M;
+#  - mdb_dump -> tdb-load, bytevalue and -p, named and main databases;
+#  - 1 MiB values (mdb_load needs the mapsize= tdb-dump writes);
+#  - a large table (100k records, scaled) streaming in bounded memory:
+#    peak RSS of tdb-dump and tdb-load far under the data's size;
+#  - malformed input: FILE:LINE, exit 7, the records before it loaded and
+#    nothing of the bad one or after; -N; unknown keywords warned about;
+#    the metadata keywords applied on create; exit codes; no progress bar
+#    unless on a terminal.
+#   test_dump.sh TDB_DUMP TDB_LOAD TDBD HELPER
+# Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped (no
+# tdbd, or no mdb_dump / mdb_load).
+set -u
+
+dump=${1:?usage: test_dump.sh TDB_DUMP TDB_LOAD TDBD HELPER}
+load=${2:?}
+tdbd=${3:?}
+helper=${4:?}
+scale=${TDB_ITEST_SCALE:-1}
+sanitized=${TDB_ITEST_SANITIZED:-0}
+if [ ! -x "$tdbd" ]; then
+	echo "SKIP: no tdbd to test against"
+	exit 77
+fi
+if ! command -v mdb_dump >/dev/null || ! command -v mdb_load >/dev/null
+then
+	echo "SKIP: no mdb_dump / mdb_load (Debian lmdb-utils)"
+	exit 77
+fi
+
+dir=$(mktemp -d /tmp/tdb-dump-test.XXXXXX)
+sock=$dir/tdbd.sock
+pid=
+failures=0
+checks=0
+
+cleanup() {
+	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+note() {
+	echo "== $*"
+}
+
+: >"$dir/empty.conf"
+"$tdbd" --config "$dir/empty.conf" --socket "$sock" --log-level notice \
+	--workers 2 >"$dir/tdbd.log" 2>&1 &
+pid=$!
+i=0
+while [ ! -S "$sock" ]; do
+	i=$((i + 1))
+	if [ $i -gt 400 ] || ! kill -0 "$pid" 2>/dev/null; then
+		echo "FAIL: tdbd did not start" >&2
+		cat "$dir/tdbd.log" >&2
+		exit 1
+	fi
+	sleep 0.05
+done
+export TDB_SOCKET="$sock"
+
+out=$dir/out
+err=$dir/err
+
+# expect_rc RC CMD...: the command exits RC (stdout $out, stderr $err).
+expect_rc() {
+	want=$1
+	shift
+	checks=$((checks + 1))
+	"$@" >"$out" 2>"$err"
+	rc=$?
+	if [ "$rc" != "$want" ]; then
+		fail "$* exited $rc, want $want; stderr: $(head -c 600 "$err")"
+		return 1
+	fi
+	return 0
+}
+
+# expect_err TEXT: stderr of the last command has TEXT.
+expect_err() {
+	checks=$((checks + 1))
+	grep -qF -- "$1" "$err" || fail "stderr lacks '$1': $(head -c 600 "$err")"
+}
+
+# no_err: the last command wrote nothing to stderr.
+no_err() {
+	checks=$((checks + 1))
+	[ ! -s "$err" ] || fail "unexpected stderr: $(head -c 600 "$err")"
+}
+
+# norm DUMPFILE [--nodb] > sorted records (one line each, hex)
+norm() {
+	f=$1
+	shift
+	"$helper" norm "$@" "$f" | LC_ALL=C sort
+}
+
+# same A B WHAT: two normalized record lists are equal.
+same() {
+	checks=$((checks + 1))
+	if ! cmp -s "$1" "$2"; then
+		fail "$3: records differ ($(wc -l <"$1") vs $(wc -l <"$2") lines)"
+		diff "$1" "$2" | head -5 >&2
+		return 1
+	fi
+	return 0
+}
+
+# ndump TABLE: tdb-dump -s TABLE, normalized without the db name.
+ndump() {
+	"$dump" -q -s "$1" >"$dir/nd.txt" || fail "tdb-dump -s $1 failed"
+	norm "$dir/nd.txt" --nodb
+}
+
+# --- usage and exit codes ----------------------------------------------------
+note "usage and exit codes"
+expect_rc 2 "$dump"
+expect_err "give -a"
+expect_rc 2 "$dump" -a -s x
+expect_rc 2 "$dump" --bogus
+expect_rc 2 "$load" -b 0
+expect_rc 0 "$dump" --help
+expect_rc 0 "$load" --version
+expect_rc 1 "$dump" -s nosuch
+expect_err "nosuch"
+expect_rc 5 "$dump" -a -S "$dir/nope.sock"
+expect_rc 5 "$load" -S "$dir/nope.sock" </dev/null
+expect_rc 0 "$dump" -a
+no_err
+checks=$((checks + 1))
+[ ! -s "$out" ] || fail "tdb-dump -a of no tables wrote something"
+
+# --- round trips, binary data ------------------------------------------------
+note "tdb -> tdb round trips (binary keys at 511 bytes, empty values)"
+"$helper" gen 1 2000 bin --maxval 700 >"$dir/d1.txt"
+norm "$dir/d1.txt" --nodb >"$dir/d1.norm"
+expect_rc 0 "$load" -f "$dir/d1.txt" && no_err
+ndump bin >"$dir/x.norm"
+same "$dir/d1.norm" "$dir/x.norm" "tdb-load, tdb-dump (bytevalue)"
+expect_rc 0 "$dump" -p -s bin
+cp "$out" "$dir/d1p.txt"
+norm "$dir/d1p.txt" --nodb >"$dir/x.norm"
+same "$dir/d1.norm" "$dir/x.norm" "tdb-dump -p"
+checks=$((checks + 1))
+grep -q '^format=print$' "$dir/d1p.txt" || fail "-p: no format=print"
+checks=$((checks + 1))
+grep -qF '\5c' "$dir/d1p.txt" || fail "-p: no escaped backslash"
+expect_rc 0 "$load" -s bin2 -f "$dir/d1p.txt"
+ndump bin2 >"$dir/x.norm"
+same "$dir/d1.norm" "$dir/x.norm" "tdb-dump -p | tdb-load -s"
+# the print form of the generator too (an independent encoder)
+"$helper" gen 1 2000 bin3 --maxval 700 --print >"$dir/d1q.txt"
+expect_rc 0 "$load" -f "$dir/d1q.txt"
+ndump bin3 >"$dir/x.norm"
+same "$dir/d1.norm" "$dir/x.norm" "format=print input"
+# the exact text: tdb-dump's print output of a known record
+printf 'VERSION=3\nformat=bytevalue\ndatabase=exact\ntype=btree\nHEADER=END\n 006b0a5c\n 2061207e7f\n 65\n \nDATA=END\n' \
+	>"$dir/exact.txt"
+expect_rc 0 "$load" -f "$dir/exact.txt"
+expect_rc 0 "$dump" -p -M -s exact
+checks=$((checks + 1))
+grep -qxF ' \00k\0a\5c' "$out" && grep -qxF '  a ~\7f' "$out" &&
+	grep -qx ' ' "$out" && grep -qx 'mapsize=[0-9]*' "$out" &&
+	! grep -q '^tdb_' "$out" ||
+	fail "tdb-dump -p -M text: $(cat "$out")"
+
+# --- tdb-dump -> mdb_load ----------------------------------------------------
+note "tdb-dump -> mdb_load (keywords warned about, -M clean)"
+mkdir "$dir/env1" "$dir/env2"
+"$dump" -q -s bin >"$dir/t1.txt"
+expect_rc 0 mdb_load -f "$dir/t1.txt" "$dir/env1"
+expect_err "unrecognized keyword ignored: tdb_owner"
+expect_rc 0 mdb_dump -s bin "$dir/env1"
+cp "$out" "$dir/m1.txt"
+norm "$dir/m1.txt" --nodb >"$dir/x.norm"
+same "$dir/d1.norm" "$dir/x.norm" "tdb-dump | mdb_load | mdb_dump"
+"$dump" -q -M -p -s bin >"$dir/t1p.txt"
+expect_rc 0 mdb_load -f "$dir/t1p.txt" "$dir/env2"
+no_err
+expect_rc 0 mdb_dump -s bin "$dir/env2"
+cp "$out" "$dir/m2.txt"
+norm "$dir/m2.txt" --nodb >"$dir/x.norm"
+same "$dir/d1.norm" "$dir/x.norm" "tdb-dump -p -M | mdb_load | mdb_dump"
+# -a: one block per table, all into one environment
+mkdir "$dir/env3"
+"$dump" -q -a >"$dir/all.txt"
+checks=$((checks + 1))
+[ "$(grep -c '^VERSION=3$' "$dir/all.txt")" = 4 ] ||
+	fail "tdb-dump -a: $(grep -c '^VERSION=3$' "$dir/all.txt") blocks, want 4"
+expect_rc 0 mdb_load -f "$dir/all.txt" "$dir/env3"
+expect_rc 0 mdb_dump -l "$dir/env3"
+checks=$((checks + 1))
+[ "$(tr '\n' ' ' <"$out")" = "bin bin2 bin3 exact " ] ||
+	fail "mdb_dump -l after -a: $(cat "$out")"
+expect_rc 0 mdb_dump -a "$dir/env3"
+cp "$out" "$dir/m3.txt"
+norm "$dir/all.txt" >"$dir/a.norm"
+norm "$dir/m3.txt" >"$dir/x.norm"
+same "$dir/a.norm" "$dir/x.norm" "tdb-dump -a | mdb_load | mdb_dump -a"
+
+# --- mdb_dump -> tdb-load ----------------------------------------------------
+note "mdb_dump -> tdb-load"
+expect_rc 0 "$load" -f "$dir/m3.txt" -q
+for t in bin bin2 bin3; do
+	ndump $t >"$dir/x.norm"
+	same "$dir/d1.norm" "$dir/x.norm" "mdb_dump -a | tdb-load ($t)"
+done
+# -p, from an environment without backslashes (mdb_dump 0.9.24 -p writes
+# '\' unescaped, which no reader can tell from an escape)
+"$helper" gen 2 1500 nos --noslash >"$dir/d2.txt"
+norm "$dir/d2.txt" --nodb >"$dir/d2.norm"
+mkdir "$dir/env4"
+expect_rc 0 mdb_load -f "$dir/d2.txt" "$dir/env4"
+expect_rc 0 mdb_dump -p -s nos "$dir/env4"
+cp "$out" "$dir/m4p.txt"
+expect_rc 0 "$load" -s nosp -f "$dir/m4p.txt"
+ndump nosp >"$dir/x.norm"
+same "$dir/d2.norm" "$dir/x.norm" "mdb_dump -p | tdb-load"
+# LMDB's main database: no database= line, so -s names the table
+"$helper" gen 3 300 main --nodb >"$dir/d3.txt"
+mkdir "$dir/env5"
+expect_rc 0 mdb_load -f "$dir/d3.txt" "$dir/env5"
+expect_rc 0 mdb_dump "$dir/env5"
+cp "$out" "$dir/m5.txt"
+expect_rc 7 "$load" -f "$dir/m5.txt"
+expect_err "m5.txt:1: this block's header has no database= line"
+expect_rc 0 "$load" -s main -f "$dir/m5.txt"
+norm "$dir/d3.txt" --nodb >"$dir/d3.norm"
+ndump main >"$dir/x.norm"
+same "$dir/d3.norm" "$dir/x.norm" "mdb_dump (main DB) | tdb-load -s"
+
+# --- 1 MiB values ------------------------------------------------------------
+note "1 MiB values"
+"$helper" gen 4 20 mib --big 4 >"$dir/d4.txt"
+norm "$dir/d4.txt" --nodb >"$dir/d4.norm"
+expect_rc 0 "$load" -f "$dir/d4.txt"
+ndump mib >"$dir/x.norm"
+same "$dir/d4.norm" "$dir/x.norm" "1 MiB values through tdb"
+"$dump" -q -p -s mib >"$dir/t4p.txt"       # 3 MiB lines
+expect_rc 0 "$load" -s mib2 -f "$dir/t4p.txt"
+ndump mib2 >"$dir/x.norm"
+same "$dir/d4.norm" "$dir/x.norm" "1 MiB values in print form"
+mkdir "$dir/env6"
+"$dump" -q -M -s mib >"$dir/t4.txt"
+expect_rc 0 mdb_load -f "$dir/t4.txt" "$dir/env6"
+expect_rc 0 mdb_dump -s mib "$dir/env6"
+cp "$out" "$dir/m6.txt"
+norm "$dir/m6.txt" --nodb >"$dir/x.norm"
+same "$dir/d4.norm" "$dir/x.norm" "1 MiB values into mdb_load"
+# without tdb-dump's mapsize=, mdb_load's own 1 MiB map cannot hold them
+grep -v '^mapsize=' "$dir/t4.txt" >"$dir/t4n.txt"
+mkdir "$dir/env7"
+expect_rc 1 mdb_load -f "$dir/t4n.txt" "$dir/env7"
+expect_err "MDB_MAP_FULL"
+
+# --- a large table in bounded memory -----------------------------------------
+n=$(awk -v s="$scale" 'BEGIN { n = int(100000 * s); print n < 20000 ? 20000 : n }')
+note "a large table: $n records of 600 bytes"
+"$helper" gen 5 "$n" large --fixval 600 --maxkey 40 >"$dir/d5.txt"
+norm "$dir/d5.txt" --nodb >"$dir/d5.norm"
+expect_rc 0 "$helper" rss "$dir/rss.load" "$load" -q -f "$dir/d5.txt"
+expect_rc 0 "$helper" rss "$dir/rss.dump" "$dump" -q -s large -f "$dir/t5.txt"
+norm "$dir/t5.txt" --nodb >"$dir/x.norm"
+same "$dir/d5.norm" "$dir/x.norm" "large table round trip"
+mkdir "$dir/env8"
+expect_rc 0 mdb_load -f "$dir/t5.txt" "$dir/env8"
+expect_rc 0 mdb_dump -s large "$dir/env8"
+cp "$out" "$dir/m8.txt"
+norm "$dir/m8.txt" --nodb >"$dir/x.norm"
+same "$dir/d5.norm" "$dir/x.norm" "large table into mdb_load"
+data_kb=$((n * 620 / 1024))
+limit_kb=32768
+[ "$sanitized" = 1 ] && limit_kb=262144
+for t in load dump; do
+	kb=$(cat "$dir/rss.$t")
+	echo "   tdb-$t: peak RSS $kb KiB for $data_kb KiB of records"
+	checks=$((checks + 1))
+	[ "$kb" -lt "$limit_kb" ] ||
+		fail "tdb-$t: peak RSS $kb KiB, over $limit_kb KiB"
+done
+# a pipe in, a pipe out
+checks=$((checks + 1))
+"$dump" -s large | "$load" -s large2 || fail "tdb-dump | tdb-load"
+ndump large2 >"$dir/x.norm"
+same "$dir/d5.norm" "$dir/x.norm" "tdb-dump | tdb-load"
+
+# --- malformed input ----------------------------------------------------------
+note "malformed input: FILE:LINE, nothing partial"
+# 10 records "k1".."k10"; record 6 is broken in various ways
+mkbad() {   # mkbad NAME KEYLINE VALLINE  (for record 6)
+	{
+		printf 'VERSION=3\nformat=bytevalue\ndatabase=%s\ntype=btree\nHEADER=END\n' "$1"
+		for r in 1 2 3 4 5; do
+			printf ' %s\n 7631\n' "$(printf "k$r" | od -An -tx1 | tr -d ' \n')"
+		done
+		printf '%s\n%s\n' "$2" "$3"
+		for r in 7 8 9 10; do
+			printf ' %s\n 7631\n' "$(printf "k$r" | od -An -tx1 | tr -d ' \n')"
+		done
+		printf 'DATA=END\n'
+	} >"$dir/$1.txt"
+}
+# loaded_keys TABLE: the keys present, sorted, one a line (text)
+loaded_keys() {
+	"$dump" -q -p -M -s "$1" | awk 'f && /^ / { if (++n % 2) print substr($0, 2) }
+		/^HEADER=END$/ { f = 1 }' | LC_ALL=C sort | tr '\n' ' '
+}
+want_keys="k1 k2 k3 k4 k5 "
+mkbad bad1 ' 6b36' ' 763'                # odd hex in the value
+expect_rc 7 "$load" -b 3 -f "$dir/bad1.txt"
+expect_err "tdb-load: $dir/bad1.txt:17: odd number of hex digits"
+checks=$((checks + 1))
+[ "$(loaded_keys bad1)" = "$want_keys" ] ||
+	fail "bad1 loaded: $(loaded_keys bad1)"
+mkbad bad2 ' 6b3g' ' 7631'              # not hex in the key
+expect_rc 7 "$load" -f "$dir/bad2.txt"
+expect_err "bad2.txt:16: not a hex digit"
+checks=$((checks + 1))
+[ "$(loaded_keys bad2)" = "$want_keys" ] ||
+	fail "bad2 loaded: $(loaded_keys bad2)"
+mkbad bad3 ' 6b36' '7631'               # no leading space
+expect_rc 7 "$load" -f "$dir/bad3.txt"
+expect_err "bad3.txt:17: expected a value line"
+mkbad bad4 ' 6b36' 'DATA=END'           # a key without its value
+expect_rc 7 "$load" -f "$dir/bad4.txt"
+expect_err "bad4.txt:16: a key without its value"
+checks=$((checks + 1))
+[ "$(loaded_keys bad4)" = "$want_keys" ] ||
+	fail "bad4 loaded: $(loaded_keys bad4)"
+mkbad bad5 ' ' ' 7631'                  # an empty key
+expect_rc 7 "$load" -f "$dir/bad5.txt"
+expect_err "bad5.txt:16: empty key"
+# print form: a bad escape
+printf 'VERSION=3\nformat=print\ndatabase=bad6\ntype=btree\nHEADER=END\n k1\n v1\n k2\n a\\zz\nDATA=END\n' >"$dir/bad6.txt"
+expect_rc 7 "$load" -f "$dir/bad6.txt"
+expect_err "bad6.txt:9: bad escape"
+checks=$((checks + 1))
+[ "$(loaded_keys bad6)" = "k1 " ] || fail "bad6 loaded: $(loaded_keys bad6)"
+# the input ends inside a record, before DATA=END, inside a header
+printf 'VERSION=3\nformat=print\ndatabase=bad7\ntype=btree\nHEADER=END\n k1\n v1\n k2\n' >"$dir/bad7.txt"
+expect_rc 7 "$load" -f "$dir/bad7.txt"
+expect_err "bad7.txt:8: unexpected end of input: a key without its value"
+checks=$((checks + 1))
+[ "$(loaded_keys bad7)" = "k1 " ] || fail "bad7 loaded: $(loaded_keys bad7)"
+printf 'VERSION=3\nformat=print\ndatabase=bad8\ntype=btree\nHEADER=END\n k1\n v1\n' >"$dir/bad8.txt"
+expect_rc 7 "$load" -f "$dir/bad8.txt"
+expect_err "bad8.txt:8: unexpected end of input: no DATA=END"
+printf 'VERSION=3\nformat=print\n' | "$load" >"$out" 2>"$err"
+rc=$?
+checks=$((checks + 1))
+[ $rc = 7 ] || fail "a cut header: exit $rc"
+expect_err "tdb-load: -:3: unexpected end of input in a header"
+# header errors (nothing loaded at all)
+for h in 'VERSION=4' 'format=hex' 'type=recno' 'dupsort=1' 'garbage line' \
+	'tdb_mode=999'; do
+	printf 'VERSION=3\n%s\ndatabase=bad9\nHEADER=END\n 6b\n 76\nDATA=END\n' \
+		"$h" >"$dir/bad9.txt"
+	expect_rc 7 "$load" -f "$dir/bad9.txt"
+	expect_err "bad9.txt:2: "
+done
+expect_rc 1 "$dump" -s bad9
+# limits: a key over 4096 bytes, a value over 1 MiB
+awk 'BEGIN { printf "VERSION=3\nformat=print\ndatabase=bad10\nHEADER=END\n "
+	for (i = 0; i < 4097; i++) printf "k"; printf "\n v\nDATA=END\n" }' \
+	>"$dir/bad10.txt"
+expect_rc 7 "$load" -f "$dir/bad10.txt"
+expect_err "bad10.txt:5: key longer than 4096 bytes"
+# a second block after a good one: the good one stays
+{ cat "$dir/exact.txt"; printf 'VERSION=3\ndatabase=bad11\nHEADER=END\n 6b\n 7\nDATA=END\n'; } \
+	| sed 's/database=exact/database=good11/' >"$dir/bad11.txt"
+expect_rc 7 "$load" -f "$dir/bad11.txt"
+expect_err "bad11.txt:15: odd number of hex digits"
+expect_rc 0 "$dump" -s good11
+
+# --- warnings, -N, metadata --------------------------------------------------
+note "unknown keywords, -N, metadata"
+printf 'VERSION=3\nformat=print\ndatabase=warn\ncolour=blue\ntype=btree\nmaxreaders=126\ndb_pagesize=4096\nHEADER=END\n a\n 1\nDATA=END\n' \
+	>"$dir/warn.txt"
+expect_rc 0 "$load" -f "$dir/warn.txt"
+expect_err "tdb-load: warning: $dir/warn.txt:4: unrecognized keyword ignored: colour"
+checks=$((checks + 1))
+[ "$(wc -l <"$err")" = 1 ] || fail "more than one warning: $(cat "$err")"
+printf 'VERSION=3\nformat=print\ndatabase=nov\ntype=btree\nHEADER=END\n a\n old\nDATA=END\n' >"$dir/n1.txt"
+printf 'VERSION=3\nformat=print\ndatabase=nov\ntype=btree\nHEADER=END\n a\n new\n b\n new\n b\n newer\nDATA=END\n' >"$dir/n2.txt"
+expect_rc 0 "$load" -f "$dir/n1.txt"
+expect_rc 0 "$load" -N -f "$dir/n2.txt"
+expect_rc 0 "$dump" -p -M -s nov
+checks=$((checks + 1))
+[ "$(sed -n '/HEADER=END/,$p' "$out" | tr '\n' '|')" = "HEADER=END| a| old| b| new|DATA=END|" ] ||
+[ "$(sed -n '/HEADER=END/,$p' "$out" | tr '\n' '|')" = "HEADER=END| b| new| a| old|DATA=END|" ] ||
+	fail "-N: $(cat "$out")"
+expect_rc 0 "$load" -f "$dir/n2.txt"
+expect_rc 0 "$dump" -p -M -s nov
+checks=$((checks + 1))
+grep -qx ' newer' "$out" && ! grep -qx ' old' "$out" ||
+	fail "without -N the last value wins: $(cat "$out")"
+printf 'VERSION=3\nformat=print\ndatabase=meta\ntype=btree\ntdb_owner=4321\ntdb_group=765\ntdb_mode=0604\ntdb_max_extents=7\nHEADER=END\n a\n 1\nDATA=END\n' >"$dir/meta.txt"
+expect_rc 0 "$load" -f "$dir/meta.txt"
+expect_rc 0 "$dump" -s meta
+checks=$((checks + 1))
+if [ "$(id -u)" = 0 ]; then
+	grep -qx 'tdb_owner=4321' "$out" && grep -qx 'tdb_group=765' "$out" ||
+		fail "owner/group not applied: $(cat "$out")"
+else
+	grep -qx "tdb_owner=$(id -u)" "$out" ||
+		fail "owner: $(cat "$out")"
+fi
+checks=$((checks + 1))
+grep -qx 'tdb_mode=0604' "$out" && grep -qx 'tdb_max_extents=7' "$out" ||
+	fail "mode/max_extents not applied: $(cat "$out")"
+# an existing table keeps its own metadata
+sed 's/tdb_mode=0604/tdb_mode=0600/' "$dir/meta.txt" >"$dir/meta2.txt"
+expect_rc 0 "$load" -f "$dir/meta2.txt"
+expect_rc 0 "$dump" -s meta
+checks=$((checks + 1))
+grep -qx 'tdb_mode=0604' "$out" || fail "existing table's mode changed"
+
+# --- a tdbd with tiny transactions: batches split, big records alone ----------
+note "tdbd with max-txn-ops 7, max-txn-bytes 64K"
+sock2=$dir/tdbd2.sock
+"$tdbd" --config "$dir/empty.conf" --socket "$sock2" --log-level notice \
+	--max-txn-ops 7 --max-txn-bytes 64K >"$dir/tdbd2.log" 2>&1 &
+pid2=$!
+i=0
+while [ ! -S "$sock2" ] && [ $i -lt 400 ]; do
+	i=$((i + 1))
+	sleep 0.05
+done
+expect_rc 0 "$load" -S "$sock2" -f "$dir/d1.txt"
+expect_rc 0 "$load" -S "$sock2" -f "$dir/d4.txt"
+expect_rc 0 "$load" -S "$sock2" -N -s bin -f "$dir/d1p.txt"
+for t in bin mib; do
+	"$dump" -q -S "$sock2" -s $t >"$dir/small.txt" ||
+		fail "tdb-dump -s $t from the second tdbd"
+	norm "$dir/small.txt" --nodb >"$dir/x.norm"
+	[ $t = bin ] && want="$dir/d1.norm" || want="$dir/d4.norm"
+	same "$want" "$dir/x.norm" "loaded in split transactions ($t)"
+done
+kill -TERM "$pid2"
+wait "$pid2"
+rc=$?
+checks=$((checks + 1))
+[ $rc = 0 ] || fail "the second tdbd exited $rc"
+
+# --- the progress bar: only on a terminal ---------------------------------------
+note "progress bar"
+expect_rc 0 "$dump" -s large -f "$dir/t5b.txt"
+no_err
+if command -v script >/dev/null; then
+	checks=$((checks + 1))
+	script -qec "\"$dump\" -s large -f \"$dir/t5c.txt\"" /dev/null \
+		>"$dir/tty.out" 2>&1 </dev/null
+	grep -q 'records' "$dir/tty.out" ||
+		fail "no progress bar on a terminal: $(head -c 300 "$dir/tty.out")"
+	checks=$((checks + 1))
+	script -qec "\"$dump\" -q -s large -f \"$dir/t5c.txt\"" /dev/null \
+		>"$dir/tty.out" 2>&1 </dev/null
+	[ ! -s "$dir/tty.out" ] || fail "-q: $(head -c 300 "$dir/tty.out")"
+fi
+
+# --- the daemon ------------------------------------------------------------------
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+pid=
+checks=$((checks + 1))
+[ "$rc" = 0 ] || fail "tdbd exited $rc"
+checks=$((checks + 1))
+if grep -q 'ERROR\|Sanitizer\|runtime error' "$dir/tdbd.log"; then
+	fail "tdbd's log: $(grep 'ERROR\|Sanitizer\|runtime error' "$dir/tdbd.log" | head -3)"
+fi
+echo "$((checks - failures)) passed, $failures failed"
+[ "$failures" = 0 ]
