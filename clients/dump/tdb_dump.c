@@ -260,7 +260,7 @@ int main(int argc, char **argv)
 	struct tdbc *c;
 	uint64_t mapsize;
 	size_t i;
-	int err;
+	int err, rc = DX_OK;
 
 	dx_prog = "tdb-dump";
 	parse(argc, argv, &o);
@@ -271,7 +271,8 @@ int main(int argc, char **argv)
 		err = tdbc_table_stat(c, o.table, &st);
 		if (err) {
 			dx_err("%s: %s", o.table, dx_why(c, err));
-			return dx_exit_for(err);
+			rc = dx_exit_for(err);
+			goto out;
 		}
 		if (collect(&ts, &st))
 			err = -ENOMEM;
@@ -279,31 +280,32 @@ int main(int argc, char **argv)
 		err = tdbc_table_list(c, collect, &ts);
 		if (err) {
 			dx_err("listing the tables: %s", dx_why(c, err));
-			return dx_exit_for(err);
+			rc = dx_exit_for(err);
+			goto out;
 		}
 		if (ts.n)
 			qsort(ts.v, ts.n, sizeof(*ts.v), by_name);
 	}
 	if (err) {
 		dx_err("out of memory");
-		return DX_OTHER;
+		rc = DX_OTHER;
+		goto out;
 	}
 	if (o.list) {
 		for (i = 0; i < ts.n; i++)
 			printf("%s\n", ts.v[i].st.name);
 		if (fflush(stdout) || ferror(stdout)) {
 			dx_err("writing standard output: %s", strerror(errno));
-			return DX_OTHER;
+			rc = DX_OTHER;
 		}
-		tdbc_close(c);
-		free(ts.v);
-		return DX_OK;
+		goto out;
 	}
 	w.name = o.file ? o.file : "standard output";
 	w.f = o.file ? fopen(o.file, "w") : stdout;
 	if (!w.f) {
 		dx_err("cannot open %s: %s", o.file, strerror(errno));
-		return DX_OTHER;
+		rc = DX_OTHER;
+		goto out;
 	}
 	setvbuf(w.f, NULL, _IOFBF, 1u << 20);
 	dx_progress_init(&pg, !o.quiet && (o.file || !isatty(STDOUT_FILENO)));
@@ -316,7 +318,8 @@ int main(int argc, char **argv)
 		write_failed(&w);
 	if (w.f != stdout && fclose(w.f))
 		write_failed(&w);
+out:
 	tdbc_close(c);
 	free(ts.v);
-	return DX_OK;
+	return rc;
 }
