@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -538,9 +539,19 @@ int tdbc__pump(struct tdbc *c)
 
 /* Poll the completion ring for a short while: an answer usually comes
  * back within microseconds, sooner than a futex sleep and wake-up. */
+/*
+ * Poll the completion ring for up to ns.  The first SPIN_HOT_NS are a
+ * pure spin (an answer usually comes within ~1 us); after that each
+ * check also yields the CPU: with more clients than CPUs, spinners
+ * would otherwise take the CPU tdbd needs to answer them (8 clients on
+ * 2 CPUs got a quarter of one client's throughput; docs/BENCHMARKS.md
+ * section 4).
+ */
+#define SPIN_HOT_NS 2000u
+
 static void spin(struct tdbc *c, uint64_t ns)
 {
-	uint64_t end = tdbc__now_ns() + ns;
+	uint64_t start = tdbc__now_ns(), now;
 	unsigned int i;
 
 	for (i = 1;; i++) {
@@ -548,8 +559,13 @@ static void spin(struct tdbc *c, uint64_t ns)
 
 		if (p != 0)
 			return;
-		if (!(i & 31) && tdbc__now_ns() >= end)
-			return;
+		if (!(i & 31)) {
+			now = tdbc__now_ns();
+			if (now - start >= ns)
+				return;
+			if (now - start >= SPIN_HOT_NS)
+				sched_yield();
+		}
 		__asm__ __volatile__("" ::: "memory");
 	}
 }
