@@ -11,6 +11,8 @@
  *              snapshots (the old values a snapshot scan needs)
  *   txn.c      transactions: buffered changes, atomic commit
  *   notify.c   sd_notify and logging
+ *   durable.c  the WAL, acks held until durable, checkpoints, recovery
+ *   ckpt.c     the LMDB checkpoint store (ckpt.h)
  *
  * Threads.  The main thread accepts connections and hands each client to
  * one worker, which then owns it: only that worker touches the struct
