@@ -469,7 +469,7 @@ bool h_wait_exit(struct h_daemon *d, unsigned int timeout_ms)
 	}
 }
 
-static bool sock_accepts(const char *path)
+bool h_sock_accepts(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -492,7 +492,7 @@ void h_wait_socket(struct h_daemon *d, unsigned int timeout_ms)
 			h_fail(__FILE__, __LINE__, "tdbd running",
 			       "tdbd exited before serving (status %#x); "
 			       "log %s", d->status, d->log);
-		if (sock_accepts(d->sock))
+		if (h_sock_accepts(d->sock))
 			return;
 		CHECK(h_now_ms() < end, "tdbd did not accept on %s within "
 		      "%u ms", d->sock, timeout_ms);

@@ -122,6 +122,8 @@ void h_spawn_prog(struct h_daemon *d, const char *prog, const char *log,
 		  const char *const *args, const char *const *env);
 /* Wait until d->sock accepts (fails the test after timeout_ms or if the
  * process exits). */
+/* Does something accept connections on the Unix socket at path? */
+bool h_sock_accepts(const char *path);
 void h_wait_socket(struct h_daemon *d, unsigned int timeout_ms);
 /* Wait for the process to exit within timeout_ms: true and d->status, or
  * false (still running). */

@@ -582,20 +582,6 @@ static void spawn(struct h_daemon *d, long *off)
 	h_spawn(d, d->log, argv, NULL);
 }
 
-static bool sock_accepts(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	close(fd);
-	return ok;
-}
-
 /* The log of this run (from off). */
 static char *run_log(const struct h_daemon *d, long off)
 {
@@ -629,7 +615,7 @@ static void wait_ready(struct h_daemon *d, long off, unsigned int ms)
 	for (;;) {
 		if (h_wait_exit(d, 0))
 			fail_run(d, off, "tdbd exited before it was ready");
-		if (sock_accepts(d->sock))
+		if (h_sock_accepts(d->sock))
 			return;
 		if (h_now_ms() >= end)
 			fail_run(d, off, "tdbd was not ready in time");
