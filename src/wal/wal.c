@@ -237,7 +237,7 @@ struct wal {
 	unsigned char *buf;     /* the record being built */
 	size_t len, cap;
 	uint32_t nops;
-	bool build_err;
+	int build_err;          /* the first error building the record */
 	uint64_t last_lsn, last_off;    /* for wal_retract */
 	uint64_t bytes_since;   /* atomic */
 
@@ -479,7 +479,7 @@ static unsigned char *grow(struct wal *w, size_t more)
 	if (w->build_err)
 		return NULL;
 	if (w->len + more > WAL_REC_MAX) {
-		w->build_err = true;
+		w->build_err = -E2BIG;
 		return NULL;
 	}
 	if (w->len + more > w->cap) {
@@ -490,7 +490,7 @@ static unsigned char *grow(struct wal *w, size_t more)
 			cap *= 2;
 		nb = realloc(w->buf, cap);
 		if (!nb) {
-			w->build_err = true;
+			w->build_err = -ENOMEM;
 			return NULL;
 		}
 		w->buf = nb;
@@ -506,7 +506,7 @@ void wal_begin(struct wal *w, enum wal_type type)
 
 	w->len = 0;
 	w->nops = 0;
-	w->build_err = false;
+	w->build_err = 0;
 	p = grow(w, WAL_REC_HDR + (type == WAL_OPS ? 4 : 0));
 	if (!p)
 		return;
@@ -520,11 +520,11 @@ static int add_name(struct wal *w, const char *name)
 	unsigned char *p;
 
 	if (!n || n > 64) {     /* the reader refuses it: fail the record */
-		w->build_err = true;
+		w->build_err = -EINVAL;
 		return -EINVAL;
 	}
 	if (!(p = grow(w, 1 + n)))
-		return -ENOMEM;
+		return w->build_err;
 	p[0] = (unsigned char)n;
 	memcpy(p + 1, name, n);
 	return 0;
@@ -540,11 +540,11 @@ int wal_add_op(struct wal *w, enum wal_op op, const char *name,
 	 * must not write it without this op, nor with it) */
 	if (!n || n > 64 || (op != WAL_OP_PUT && op != WAL_OP_DEL) ||
 	    (op == WAL_OP_DEL && vlen)) {
-		w->build_err = true;
+		w->build_err = -EINVAL;
 		return -EINVAL;
 	}
 	if (!(p = grow(w, 12 + n + klen + vlen)))
-		return -ENOMEM;
+		return w->build_err;
 	p[0] = (unsigned char)op;
 	p[1] = (unsigned char)n;
 	p[2] = p[3] = 0;
@@ -622,10 +622,19 @@ int wal_commit(struct wal *w, uint64_t *lsn, const char **err_msg)
 			   "tdbd to recover";
 		return -EIO;
 	}
+	if (w->build_err == -EINVAL) {
+		*err_msg = "a WAL record with a bad table name or operation "
+			   "(nothing was logged)";
+		return -EINVAL;
+	}
+	if (w->build_err == -E2BIG) {
+		*err_msg = "the WAL record would be over 1 GiB (a transaction "
+			   "too big to log)";
+		return -E2BIG;
+	}
 	if (w->build_err || w->len < WAL_REC_HDR) {
-		*err_msg = "cannot build the WAL record (out of memory or "
-			   "over 1 GiB)";
-		return w->len > WAL_REC_MAX - 4096 ? -E2BIG : -ENOMEM;
+		*err_msg = "out of memory building the WAL record";
+		return -ENOMEM;
 	}
 	if (w->off >= w->o.segment_size && rotate(w) && wal_failed(w)) {
 		*err_msg = "the WAL failed (fdatasync error): restart tdbd to "
