@@ -1,0 +1,107 @@
+/*
+ * tdb/kdev.h - the /dev/tdb ABI of tdb.ko (stable; TDB_DEV_VERSION).
+ *
+ * tdb.ko keeps tables in the kernel.  A client reaches them two ways:
+ *
+ *  - /dev/tdb (this header): each open file is one client.  It asks for
+ *    its submission and completion rings with TDB_IOC_ATTACH, maps them
+ *    with mmap(2), writes requests into the submission ring (tdb/ring.h,
+ *    tdb/proto.h: the same bytes as with tdbd) and calls TDB_IOC_ENTER,
+ *    which consumes the submission ring and answers into the completion
+ *    ring before it returns (like io_uring_enter without SQPOLL).  Change
+ *    feeds of watched tables are mapped read-only from the same file.
+ *    close() is the dead-client hook: open transactions are aborted,
+ *    watches dropped, rings freed.
+ *  - generic netlink, family TDB_GENL_NAME ("tdb"): the same messages
+ *    with the family's dynamic id in nlmsg_type.  Changing state needs
+ *    CAP_NET_ADMIN; the multicast group TDB_GENL_MCGRP carries every
+ *    change (PUT, DEL, TABLE_DROP notifications with TDB_A_TABLE) and
+ *    joining it needs CAP_NET_ADMIN too.
+ *
+ * MAPPINGS.  Every ring of a client has an mmap offset (a multiple of
+ * TDB_DEV_SLOT): the ring's header page is at that offset, its data
+ * right after it (offset + TDB_RING_HDR_SIZE).  A client may map any
+ * page-aligned part of a ring, in one mmap or several, MAP_SHARED only:
+ *   submission ring  header and data writable
+ *   completion ring  header writable (the client's `cons` line), data
+ *                    read-only
+ *   change feed      read-only, and only while the client watches it
+ * A mapping that asks for more (PROT_WRITE where it is not allowed,
+ * bytes past the ring) fails with EACCES or EINVAL.  The kernel never
+ * trusts a byte of what is mapped writable: it keeps its own indices,
+ * reads the client's once, clamps them and copies each request once
+ * before it validates it.
+ *
+ * ENTER.  ioctl(fd, TDB_IOC_ENTER, 0) returns 0, or a negative errno:
+ *   -ENXIO   no rings attached yet
+ *   -EPROTO  the client broke the ring protocol earlier (a scribbled
+ *            index, a bad frame); its rings are dead (TDB_RING_F_OVERRUN
+ *            is set in both headers) and only close() is left
+ * The kernel stops consuming when the completion ring lacks room for the
+ * largest answer (the cq's max_msg); a dump (SCAN, TABLE_LIST) goes on
+ * at the next ENTER once the client has drained the completion ring.
+ * A client waits for nothing else: every answer is in the completion
+ * ring when ENTER returns, unless the ring was full.
+ *
+ * POLL.  poll(2) reports POLLIN when the completion ring holds answers,
+ * or when a feed the client watches has been written since its last
+ * TDB_IOC_ENTER: call ENTER, look at the feeds, then poll, and no
+ * change is missed.
+ *
+ * WATCH over the submission ring is acked with NLMSGERR_ATTR_COOKIE of
+ * struct tdb_dev_watch_cookie (12 bytes): the feed's sequence number
+ * where the watch starts and the feed's mmap offset.  (tdbd's WATCH
+ * cookie is the 4-byte sequence number alone.)
+ */
+#ifndef TDB_KDEV_H
+#define TDB_KDEV_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define TDB_DEV_PATH      "/dev/tdb"
+#define TDB_DEV_VERSION   1
+/* libtdbclient: TDB_BACKEND=kernel forces /dev/tdb (and fails if it is
+ * not there), TDB_BACKEND=daemon forces tdbd's socket; unset, /dev/tdb
+ * is used when it exists and no socket path was given. */
+#define TDB_BACKEND_ENV   "TDB_BACKEND"
+#define TDB_GENL_MCGRP    "changes"
+
+/* Ring sizes a client may ask for: data areas are powers of two in
+ * [TDB_RING_MIN_DATA, TDB_DEV_RING_MAX]. */
+#define TDB_DEV_RING_MAX  (64u << 20)
+/* mmap offsets: slot n is at n * TDB_DEV_SLOT.  Slot 0 is the
+ * submission ring, slot 1 the completion ring, slots 2 and up feeds. */
+#define TDB_DEV_SLOT      (1ULL << 32)
+#define TDB_DEV_OFF_SQ    (0ULL)
+#define TDB_DEV_OFF_CQ    (1ULL << 32)
+
+struct tdb_dev_attach {
+	/* in */
+	__u32 version;          /* TDB_DEV_VERSION */
+	__u32 flags;            /* 0 */
+	__u32 sq_data_size;     /* power of two */
+	__u32 cq_data_size;     /* power of two; for answers of any size,
+				 * at least 2 * TDB_PROTO_MSG_MAX rounded
+				 * up (4 MiB) */
+	/* out */
+	__u64 sq_offset;        /* TDB_DEV_OFF_SQ */
+	__u64 cq_offset;        /* TDB_DEV_OFF_CQ */
+	__u32 sq_max_msg;       /* also in the rings' headers */
+	__u32 cq_max_msg;
+	__u64 reserved[4];      /* 0 */
+};
+
+struct tdb_dev_watch_cookie {
+	__u32 seq;              /* the feed's next sequence number */
+	__u32 offset_lo;        /* the feed's mmap offset, in two halves */
+	__u32 offset_hi;        /* (the cookie is only 4-byte aligned) */
+} __attribute__((packed));
+
+#define TDB_IOC_MAGIC   0xDB
+/* Create this file's rings (once; -EBUSY the second time). */
+#define TDB_IOC_ATTACH  _IOWR(TDB_IOC_MAGIC, 1, struct tdb_dev_attach)
+/* Consume the submission ring, answer into the completion ring. */
+#define TDB_IOC_ENTER   _IO(TDB_IOC_MAGIC, 2)
+
+#endif

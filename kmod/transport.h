@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * transport.h - how main.c starts and stops the parts of tdb.ko.
+ *
+ * Load order: platform (memory limit) -> owner -> genl -> /dev/tdb;
+ * unload in reverse.  The misc device's fops hold a module reference
+ * per open file, so rmmod is refused (EBUSY) while a /dev/tdb client is
+ * attached; generic netlink clients hold none, so genl exit frees their
+ * per-socket state itself.
+ */
+#ifndef TDBK_TRANSPORT_H
+#define TDBK_TRANSPORT_H
+
+struct tdbk_owner;
+
+int tdbk_genl_init(struct tdbk_owner *o);
+void tdbk_genl_exit(void);
+int tdbk_dev_init(struct tdbk_owner *o);
+void tdbk_dev_exit(void);
+
+/* selftest.c: exercise the engine through the kernel platform at load
+ * time (module parameter selftest=1); 0 or a negative errno, logged. */
+int tdbk_selftest(void);
+
+/* platform.c: bytes of extents backed now, and the limit. */
+unsigned long tdbk_mem_used(void);
+unsigned long tdbk_mem_limit(void);
+
+#endif
