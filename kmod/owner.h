@@ -125,6 +125,11 @@ struct tdbk_counters {
 	atomic64_t rings_freed;
 	atomic64_t violations;          /* clients cut off for breaking the
 					 * ring protocol */
+	/* requests the transport answered itself, without tdbk_exec()
+	 * (refused by tdb_proto_parse, ...), and of those the failed
+	 * ones: STATS adds them to the owner's own counts */
+	atomic64_t requests;
+	atomic64_t errors;
 };
 struct tdbk_counters *tdbk_owner_counters(struct tdbk_owner *o);
 

@@ -1,0 +1,645 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * dev.c - /dev/tdb, the misc device of tdb.ko (the ABI is
+ * include/tdb/kdev.h): one client per open file, its rings (kring.c),
+ * TDB_IOC_ATTACH and TDB_IOC_ENTER, mmap of the rings and of watched
+ * change feeds, poll, and release() as the dead-client hook.
+ *
+ * Invariants:
+ *  - f->lock serialises everything that uses the client or its rings
+ *    (ATTACH, ENTER, feed lookups in mmap); the owner's functions are
+ *    only called under it, in process context, with no spinlock held.
+ *    Nothing under f->lock touches user memory, so mmap (which holds
+ *    mmap_lock and takes f->lock) cannot deadlock against it.
+ *  - The rings exist from ATTACH until release().  A mapping holds a
+ *    reference on the file (vma->vm_file), so release() runs only after
+ *    the last munmap: ring memory is never freed while mapped.  Feeds
+ *    are the owner's; a feed mapping holds a feed reference until its
+ *    last vma is gone.
+ *  - The kernel trusts nothing mapped writable (kring.c); a client that
+ *    breaks the ring protocol is cut off (f->dead, OVERRUN in both ring
+ *    headers, -EPROTO from ENTER) and counted as a violation.
+ *  - One ENTER does at most one ring's worth of work: it takes the
+ *    requests published when it starts (at most sq data_size bytes) and
+ *    answers while the completion ring has room, calling cond_resched()
+ *    between requests; a fatal signal stops it early.
+ */
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/poll.h>
+#include <linux/refcount.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
+
+#include "tdb/kdev.h"
+#include "owner.h"
+#include "kring.h"
+#include "transport.h"
+
+/* At most this many dumps (SCAN, TABLE_LIST) in progress per client,
+ * as tdbd's MAX_DUMPS. */
+#define TDBK_DEV_MAX_DUMPS 8
+
+static unsigned int dev_mode = 0660;
+module_param(dev_mode, uint, 0444);
+MODULE_PARM_DESC(dev_mode,
+		 "permission bits of /dev/tdb (default 0660, as tdbd's socket)");
+
+static struct tdbk_owner *dev_owner;
+
+/* A dump in progress, and the request it answers (for NLMSG_DONE). */
+struct dev_dump {
+	struct list_head node;
+	struct tdbk_dump *d;            /* NULL once finished */
+	struct nlmsghdr req;
+	int result;                     /* once finished: DONE's error */
+	const char *msg;                /* and its message (static) */
+};
+
+struct tdbk_file {
+	struct mutex lock;
+	struct tdbk_client *client;
+	struct tdbk_ring sq, cq;
+	bool attached;          /* set under lock, with release */
+	bool dead;              /* broke the ring protocol */
+	struct list_head dumps; /* struct dev_dump, oldest first */
+	unsigned int ndumps;
+	struct tdb_proto_msg m; /* the request being run (too big for the
+				 * stack) */
+	wait_queue_head_t wq;   /* poll() */
+	atomic_t feed_gen;      /* bumped by every write to a watched feed */
+	int feed_seen;          /* feed_gen when the last ENTER started */
+};
+
+/* A sink over the completion ring. */
+struct cq_sink {
+	struct tdbk_sink s;
+	struct tdbk_file *f;
+	unsigned int written;
+	size_t refused;         /* a message longer than the cq's max_msg */
+};
+
+static void *cq_reserve(struct tdbk_sink *s, size_t len)
+{
+	struct cq_sink *cs = container_of(s, struct cq_sink, s);
+
+	if (len > cs->f->cq.max_msg) {
+		cs->refused = len;
+		return NULL;
+	}
+	return tdbk_ring_reserve(&cs->f->cq, len);
+}
+
+static void cq_commit(struct tdbk_sink *s, void *p, size_t len)
+{
+	struct cq_sink *cs = container_of(s, struct cq_sink, s);
+	struct tdbk_ring *r = &cs->f->cq;
+
+	if (WARN_ON_ONCE(p != r->data + (r->pos & r->mask))) {
+		tdbk_ring_abort(r);
+		return;
+	}
+	tdbk_ring_commit(r, len);
+	cs->written++;
+}
+
+static void cq_sink_init(struct cq_sink *cs, struct tdbk_file *f)
+{
+	cs->s.reserve = cq_reserve;
+	cs->s.commit = cq_commit;
+	cs->f = f;
+	cs->written = 0;
+	cs->refused = 0;
+}
+
+static struct tdbk_counters *counters(void)
+{
+	return tdbk_owner_counters(dev_owner);
+}
+
+/* The client broke the ring protocol: cut it off. */
+static void kill_client(struct tdbk_file *f, const char *why)
+{
+	if (f->dead)
+		return;
+	f->dead = true;
+	tdbk_ring_violation(&f->sq, why);
+	tdbk_ring_violation(&f->cq, why);
+	atomic64_inc(&counters()->violations);
+	pr_warn_ratelimited("tdb: /dev/tdb client (pid %d, uid %u) cut off: %s\n",
+			    task_tgid_nr(current),
+			    from_kuid(&init_user_ns, current_uid()), why);
+	wake_up_interruptible_poll(&f->wq, EPOLLERR);
+}
+
+/*
+ * NLMSG_ERROR (done false) or NLMSG_DONE (done true) for req into the
+ * completion ring.  False if there is no room (the caller made sure
+ * there is, except for a DONE after a dump filled the ring).
+ */
+static bool answer(struct tdbk_file *f, const struct nlmsghdr *req, int err,
+		   const struct tdb_proto_extack *ext, bool done)
+{
+	void *p = tdbk_ring_reserve(&f->cq, TDB_PROTO_ERROR_MAX);
+	long n;
+
+	if (!p)
+		return false;
+	n = done ? tdb_proto_done(p, TDB_PROTO_ERROR_MAX, req, err, ext)
+		 : tdb_proto_error(p, TDB_PROTO_ERROR_MAX, req, err, ext);
+	if (n < 0) {
+		/* An errno out of range from below us: still one answer. */
+		pr_warn_once("tdb: answer with bad errno %d\n", err);
+		n = done ? tdb_proto_done(p, TDB_PROTO_ERROR_MAX, req, -EIO,
+					  NULL)
+			 : tdb_proto_error(p, TDB_PROTO_ERROR_MAX, req, -EIO,
+					   NULL);
+	}
+	if (n < 0) {
+		tdbk_ring_abort(&f->cq);
+		return false;
+	}
+	tdbk_ring_commit(&f->cq, (size_t)n);
+	return true;
+}
+
+static void dump_finish(struct tdbk_file *f, struct dev_dump *dd, int result,
+			const char *msg)
+{
+	tdbk_dump_free(dd->d);
+	dd->d = NULL;
+	dd->result = result;
+	dd->msg = msg;
+}
+
+/*
+ * Go on with the dumps, oldest first, while the completion ring has
+ * room for its largest message.  True when every dump is finished and
+ * answered (requests may be taken again), false when the ring is full.
+ */
+static bool run_dumps(struct tdbk_file *f)
+{
+	struct dev_dump *dd, *tmp;
+
+	list_for_each_entry_safe(dd, tmp, &f->dumps, node) {
+		while (dd->d) {
+			struct tdb_proto_extack ext = { NULL };
+			struct cq_sink cs;
+			int ret;
+
+			if (!tdbk_ring_has_room(&f->cq, f->cq.max_msg))
+				return false;
+			cq_sink_init(&cs, f);
+			ret = tdbk_dump_run(dd->d, &cs.s, &ext);
+			if (f->cq.reserved)
+				tdbk_ring_abort(&f->cq);
+			if (ret > 0 && cs.written) {
+				cond_resched();
+				continue;
+			}
+			if (ret > 0 && cs.refused) {
+				/* It can never fit: end the dump. */
+				dump_finish(f, dd, -EMSGSIZE,
+					    "a dump part is longer than the "
+					    "completion ring's max_msg");
+				break;
+			}
+			if (ret > 0)
+				/* Nothing written with room to spare: the
+				 * owner paused; the next ENTER goes on. */
+				return false;
+			dump_finish(f, dd, ret, ret ? ext.msg : NULL);
+		}
+		if (!answer(f, &dd->req, dd->result,
+			    &(struct tdb_proto_extack){ .msg = dd->msg }, true))
+			return false;
+		list_del(&dd->node);
+		f->ndumps--;
+		kfree(dd);
+	}
+	return true;
+}
+
+/* Run one request (a private copy, len bytes) and answer it. */
+static void run_request(struct tdbk_file *f, const void *msg, size_t len)
+{
+	struct tdb_proto_msg *m = &f->m;
+	struct tdb_proto_extack ext = { NULL };
+	struct tdbk_dump *dump = NULL;
+	struct dev_dump *dd = NULL;
+	struct cq_sink cs;
+	int err;
+
+	err = tdb_proto_parse(msg, len, TDB_PROTO_REQUEST, m, &ext);
+	if (err) {
+		/* kring.c checked the frame, so there is a header. */
+		answer(f, m->nlh ? m->nlh : msg, err, &ext, false);
+		return;
+	}
+	if (tdb_proto_cmd_is_dump(m->cmd)) {
+		if (f->ndumps >= TDBK_DEV_MAX_DUMPS) {
+			ext.msg = "too many dumps in progress on this "
+				  "connection (8)";
+			answer(f, m->nlh, -EBUSY, &ext, false);
+			return;
+		}
+		dd = kzalloc(sizeof(*dd), GFP_KERNEL);
+		if (!dd) {
+			ext.msg = "out of memory";
+			answer(f, m->nlh, -ENOMEM, &ext, false);
+			return;
+		}
+	}
+	cq_sink_init(&cs, f);
+	err = tdbk_exec(f->client, m, &cs.s, &ext, &dump);
+	if (f->cq.reserved)
+		tdbk_ring_abort(&f->cq);
+	if (err < 0) {
+		if (dump)
+			tdbk_dump_free(dump);
+		kfree(dd);
+		if (cs.refused) {
+			/* Ours, not the owner's: say which limit it was. */
+			memset(&ext, 0, sizeof(ext));
+			ext.msg = "the reply is longer than the completion "
+				  "ring's max_msg";
+			err = -EMSGSIZE;
+		}
+		answer(f, m->nlh, err, &ext, false);
+		return;
+	}
+	if (dump) {
+		if (WARN_ON_ONCE(!dd)) {
+			tdbk_dump_free(dump);
+			answer(f, m->nlh, -EIO, NULL, false);
+			return;
+		}
+		dd->d = dump;
+		dd->req = *m->nlh;
+		list_add_tail(&dd->node, &f->dumps);
+		f->ndumps++;
+		return;
+	}
+	if (dd) {
+		/* A dump command answered without a dump: end it empty. */
+		kfree(dd);
+		answer(f, m->nlh, 0, NULL, true);
+		return;
+	}
+	if (tdb_proto_cmd_is_ack(m->cmd)) {
+		/* An ack carries the cookie (WATCH), nothing else. */
+		struct tdb_proto_extack ack = { .cookie_len = ext.cookie_len };
+
+		if (ack.cookie_len > TDB_PROTO_COOKIE_MAX)
+			ack.cookie_len = 0;
+		memcpy(ack.cookie, ext.cookie, ack.cookie_len);
+		answer(f, m->nlh, 0, &ack, false);
+		return;
+	}
+	if (!cs.written) {
+		/* A reply command must get one answer. */
+		memset(&ext, 0, sizeof(ext));
+		if (cs.refused) {
+			ext.msg = "the reply is longer than the completion "
+				  "ring's max_msg";
+			err = -EMSGSIZE;
+		} else {
+			ext.msg = "no reply";
+			err = -EIO;
+		}
+		answer(f, m->nlh, err, &ext, false);
+	}
+}
+
+static long do_enter(struct tdbk_file *f)
+{
+	int seen = atomic_read(&f->feed_gen);
+	bool more;
+	long len;
+
+	if (!f->attached)
+		return -ENXIO;
+	if (f->dead)
+		return -EPROTO;
+	/* Feeds written from here on wake the next poll(). */
+	WRITE_ONCE(f->feed_seen, seen);
+	if (tdbk_ring_load(&f->sq)) {
+		kill_client(f, f->sq.error);
+		return -EPROTO;
+	}
+	more = run_dumps(f);
+	while (more && tdbk_ring_has_room(&f->cq, f->cq.max_msg)) {
+		if (fatal_signal_pending(current))
+			break;
+		len = tdbk_ring_pop(&f->sq);
+		if (len <= 0)
+			break;
+		run_request(f, f->sq.msg, (size_t)len);
+		if (!list_empty(&f->dumps))
+			more = run_dumps(f);
+		cond_resched();
+	}
+	if (f->sq.dead || f->cq.dead) {
+		kill_client(f, f->sq.dead ? f->sq.error : f->cq.error);
+		return -EPROTO;
+	}
+	tdbk_ring_release(&f->sq);
+	if (tdbk_ring_publish(&f->cq))
+		wake_up_interruptible_poll(&f->wq, EPOLLIN | EPOLLRDNORM);
+	return 0;
+}
+
+static bool good_ring_size(u32 size)
+{
+	return size >= TDB_RING_MIN_DATA && size <= TDB_DEV_RING_MAX &&
+	       is_power_of_2(size);
+}
+
+static long do_attach(struct tdbk_file *f, void __user *arg)
+{
+	struct tdb_dev_attach a;
+	unsigned int i;
+	int err;
+
+	if (copy_from_user(&a, arg, sizeof(a)))
+		return -EFAULT;
+	if (a.version != TDB_DEV_VERSION)
+		return -EPROTONOSUPPORT;
+	if (a.flags)
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(a.reserved); i++)
+		if (a.reserved[i])
+			return -EINVAL;
+	if (!good_ring_size(a.sq_data_size) || !good_ring_size(a.cq_data_size))
+		return -EINVAL;
+
+	mutex_lock(&f->lock);
+	if (f->attached) {
+		mutex_unlock(&f->lock);
+		return -EBUSY;
+	}
+	err = tdbk_ring_init(&f->sq, TDB_RING_SUBMIT, a.sq_data_size);
+	if (!err) {
+		err = tdbk_ring_init(&f->cq, TDB_RING_COMPLETE, a.cq_data_size);
+		if (err)
+			tdbk_ring_free(&f->sq);
+	}
+	if (!err) {
+		atomic_add(2, &counters()->rings);
+		/* poll() and mmap() look at the rings without the lock. */
+		smp_store_release(&f->attached, true);
+		a.sq_offset = TDB_DEV_OFF_SQ;
+		a.cq_offset = TDB_DEV_OFF_CQ;
+		a.sq_max_msg = f->sq.max_msg;
+		a.cq_max_msg = f->cq.max_msg;
+	}
+	mutex_unlock(&f->lock);
+	if (err)
+		return err;
+	/* After the unlock: a fault here takes mmap_lock.  The rings stay
+	 * attached if this fails; the client learns the offsets from
+	 * kdev.h and max_msg from the ring headers. */
+	if (copy_to_user(arg, &a, sizeof(a)))
+		return -EFAULT;
+	return 0;
+}
+
+static long tdbk_dev_ioctl(struct file *file, unsigned int cmd,
+			   unsigned long arg)
+{
+	struct tdbk_file *f = file->private_data;
+	long ret;
+
+	switch (cmd) {
+	case TDB_IOC_ATTACH:
+		return do_attach(f, (void __user *)arg);
+	case TDB_IOC_ENTER:
+		if (arg)
+			return -EINVAL;
+		mutex_lock(&f->lock);
+		ret = do_enter(f);
+		mutex_unlock(&f->lock);
+		return ret;
+	}
+	return -ENOTTY;
+}
+
+/* --- poll ------------------------------------------------------------------ */
+
+/* Called by the owner when a feed this client watches is written, from
+ * the writer's context: atomic and waitqueue work only. */
+static void feed_wake(void *arg)
+{
+	struct tdbk_file *f = arg;
+
+	atomic_inc(&f->feed_gen);
+	wake_up_interruptible_poll(&f->wq, EPOLLIN | EPOLLRDNORM);
+}
+
+static __poll_t tdbk_dev_poll(struct file *file, poll_table *wait)
+{
+	struct tdbk_file *f = file->private_data;
+	__poll_t mask = 0;
+
+	poll_wait(file, &f->wq, wait);
+	if (!smp_load_acquire(&f->attached))
+		return 0;
+	if (READ_ONCE(f->dead))
+		return EPOLLERR;
+	if (tdbk_ring_unread(&f->cq) ||
+	    atomic_read(&f->feed_gen) != READ_ONCE(f->feed_seen))
+		mask |= EPOLLIN | EPOLLRDNORM;
+	return mask;
+}
+
+/* --- mmap ------------------------------------------------------------------ */
+
+/* A feed mapping: the reference is shared by the vmas of one mmap (a
+ * split or fork calls open()); the last close() drops it. */
+struct feed_map {
+	refcount_t ref;
+	struct tdbk_feed *feed;
+};
+
+static void feed_vm_open(struct vm_area_struct *vma)
+{
+	struct feed_map *fm = vma->vm_private_data;
+
+	refcount_inc(&fm->ref);
+}
+
+static void feed_vm_close(struct vm_area_struct *vma)
+{
+	struct feed_map *fm = vma->vm_private_data;
+
+	if (refcount_dec_and_test(&fm->ref)) {
+		tdbk_feed_put(fm->feed);
+		kfree(fm);
+	}
+}
+
+static const struct vm_operations_struct feed_vm_ops = {
+	.open = feed_vm_open,
+	.close = feed_vm_close,
+};
+
+static int tdbk_dev_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct tdbk_file *f = file->private_data;
+	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	u64 slot = off >> 32, in = off & (TDB_DEV_SLOT - 1);
+	size_t len = vma->vm_end - vma->vm_start, size;
+	struct feed_map *fm = NULL;
+	size_t writable;        /* bytes from the ring's start */
+	void *mem;
+	int err;
+
+	/* vm_pgoff << PAGE_SHIFT must not have lost bits. */
+	if (vma->vm_pgoff > (U64_MAX >> PAGE_SHIFT))
+		return -EINVAL;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (!smp_load_acquire(&f->attached))
+		return -EINVAL;
+	if (slot == 0) {
+		mem = f->sq.hdr;
+		size = f->sq.size;
+		writable = size;
+	} else if (slot == 1) {
+		mem = f->cq.hdr;
+		size = f->cq.size;
+		writable = TDB_RING_HDR_SIZE;
+	} else {
+		fm = kzalloc(sizeof(*fm), GFP_KERNEL);
+		if (!fm)
+			return -ENOMEM;
+		mutex_lock(&f->lock);
+		fm->feed = tdbk_feed_get(f->client, slot);
+		mutex_unlock(&f->lock);
+		if (!fm->feed) {
+			kfree(fm);
+			return -EACCES;
+		}
+		refcount_set(&fm->ref, 1);
+		mem = tdbk_feed_mem(fm->feed);
+		size = tdbk_feed_size(fm->feed);
+		writable = 0;
+	}
+	err = -EINVAL;
+	if (in > size || len > size - in)
+		goto out;
+	if (in + len > writable) {
+		/* Part of it is read-only: no PROT_WRITE, now or later. */
+		err = -EACCES;
+		if (vma->vm_flags & VM_WRITE)
+			goto out;
+		vma->vm_flags &= ~VM_MAYWRITE;
+	}
+	err = remap_vmalloc_range(vma, mem, in >> PAGE_SHIFT);
+	if (err)
+		goto out;
+	if (fm) {
+		vma->vm_private_data = fm;
+		vma->vm_ops = &feed_vm_ops;
+	}
+	return 0;
+out:
+	if (fm) {
+		tdbk_feed_put(fm->feed);
+		kfree(fm);
+	}
+	return err;
+}
+
+/* --- open / release ------------------------------------------------------- */
+
+static int tdbk_dev_open(struct inode *inode, struct file *file)
+{
+	struct tdbk_file *f;
+	int err = 0;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	mutex_init(&f->lock);
+	INIT_LIST_HEAD(&f->dumps);
+	init_waitqueue_head(&f->wq);
+	atomic_set(&f->feed_gen, 0);
+	f->client = tdbk_client_new(dev_owner, file->f_cred, true, feed_wake,
+				    f, &err);
+	if (!f->client) {
+		kfree(f);
+		return err ? err : -ENOMEM;
+	}
+	atomic_inc(&counters()->clients);
+	atomic64_inc(&counters()->accepted);
+	file->private_data = f;
+	return stream_open(inode, file);
+}
+
+static int tdbk_dev_release(struct inode *inode, struct file *file)
+{
+	struct tdbk_file *f = file->private_data;
+	struct dev_dump *dd, *tmp;
+
+	/* No ioctl, mmap or poll can run now: the file is gone. */
+	list_for_each_entry_safe(dd, tmp, &f->dumps, node) {
+		if (dd->d)
+			tdbk_dump_free(dd->d);
+		kfree(dd);
+	}
+	/* Aborts its transactions and drops its watches: no feed_wake()
+	 * after this returns. */
+	tdbk_client_free(f->client);
+	atomic_dec(&counters()->clients);
+	if (f->attached) {
+		tdbk_ring_free(&f->sq);
+		tdbk_ring_free(&f->cq);
+		atomic_sub(2, &counters()->rings);
+		atomic64_add(2, &counters()->rings_freed);
+	}
+	mutex_destroy(&f->lock);
+	kfree(f);
+	return 0;
+}
+
+static const struct file_operations tdbk_dev_fops = {
+	.owner = THIS_MODULE,   /* rmmod is refused while a file is open */
+	.open = tdbk_dev_open,
+	.release = tdbk_dev_release,
+	.unlocked_ioctl = tdbk_dev_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = tdbk_dev_mmap,
+	.poll = tdbk_dev_poll,
+	.llseek = no_llseek,
+};
+
+static struct miscdevice tdbk_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "tdb",
+	.fops = &tdbk_dev_fops,
+};
+
+int tdbk_dev_init(struct tdbk_owner *o)
+{
+	if (dev_mode & ~0777u) {
+		pr_err("tdb: dev_mode %#o has bits other than 0777\n",
+		       dev_mode);
+		return -EINVAL;
+	}
+	dev_owner = o;
+	tdbk_misc.mode = (umode_t)dev_mode;
+	return misc_register(&tdbk_misc);
+}
+
+void tdbk_dev_exit(void)
+{
+	misc_deregister(&tdbk_misc);
+	dev_owner = NULL;
+}

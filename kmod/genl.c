@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * genl.c - tdb.ko's generic netlink family TDB_GENL_NAME ("tdb"): the
+ * protocol of include/tdb/proto.h over NETLINK_GENERIC, with the
+ * family's dynamic id in nlmsg_type; its per-socket client state; and
+ * the multicast group TDB_GENL_MCGRP ("changes") that carries every
+ * change notification.
+ *
+ * Invariants:
+ *  - Generic netlink does not validate our attributes (no policy,
+ *    liberal validation, see tdbk_family): a VALUE is sent as repeated
+ *    fragments, so the raw message goes to the same validator as over the rings
+ *    (tdb_proto_parse_family), and its errors travel in the extended
+ *    ack (message, offset of the attribute at fault, missing type).
+ *    Generic netlink itself still checks the genlmsghdr's length, the
+ *    command and GENL_ADMIN_PERM.
+ *  - The request is parsed in place in the skb: it is kernel memory,
+ *    written once by netlink_sendmsg() from the sender's buffer and not
+ *    writable by anyone afterwards, so it already is a private copy.
+ *  - One client (struct tdbk_client) per sending socket, created on the
+ *    socket's first request and freed once the socket is released
+ *    (NETLINK_URELEASE) and no dump of it is running.  Its transactions
+ *    belong to that socket.  Its credentials are the socket opener's
+ *    (the socket file's f_cred): fixed for the client's life, like the
+ *    opener's f_cred of /dev/tdb and SO_PEERCRED of tdbd's socket,
+ *    rather than whichever thread happens to send.
+ *  - gc->lock serialises calls on one client (the owner requires it):
+ *    two threads sending on one socket, and dumps, take turns.
+ *  - Everything here runs in process context (doit, dump start / dumpit
+ *    / done, the netlink notifier), so the owner may sleep.
+ */
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/hashtable.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/net.h>
+#include <linux/netlink.h>
+#include <linux/notifier.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <net/genetlink.h>
+#include <net/netlink.h>
+#include <net/sock.h>
+
+#include "tdb/kdev.h"
+#include "owner.h"
+#include "transport.h"
+
+#define TDBK_GENL_MAX_DUMPS 8   /* per socket, as tdbd's MAX_DUMPS */
+
+struct genl_client {
+	struct hlist_node node;         /* in genl_clients, under clients_lock */
+	struct kref ref;                /* the hash's, and one per dump */
+	u32 portid;
+	const struct sock *sk;          /* identity only, never dereferenced
+					 * once the socket may be gone */
+	bool hashed;
+	struct mutex lock;              /* calls on tc */
+	struct tdbk_client *tc;
+	unsigned int ndumps;            /* under lock */
+};
+
+static DEFINE_HASHTABLE(genl_clients, 8);
+static DEFINE_MUTEX(clients_lock);
+static struct tdbk_owner *genl_owner;
+static struct genl_family tdbk_family;
+
+static struct tdbk_counters *counters(void)
+{
+	return tdbk_owner_counters(genl_owner);
+}
+
+static void client_release(struct kref *ref)
+{
+	struct genl_client *gc = container_of(ref, struct genl_client, ref);
+
+	tdbk_client_free(gc->tc);
+	atomic_dec(&counters()->clients);
+	mutex_destroy(&gc->lock);
+	kfree(gc);
+}
+
+static void client_put(struct genl_client *gc)
+{
+	kref_put(&gc->ref, client_release);
+}
+
+/*
+ * The client of the socket that sent skb, with a reference; created on
+ * first use.  A client of the same port id but another socket belongs
+ * to a socket being released (its port id was reused before its
+ * NETLINK_URELEASE came): it is left for that notification.
+ */
+static struct genl_client *client_get(struct sk_buff *skb, int *err)
+{
+	struct sock *sk = NETLINK_CB(skb).sk;
+	u32 portid = NETLINK_CB(skb).portid;
+	struct genl_client *gc;
+
+	*err = 0;
+	if (!sk || !sk->sk_socket || !sk->sk_socket->file) {
+		*err = -ENOTCONN;
+		return NULL;
+	}
+	mutex_lock(&clients_lock);
+	hash_for_each_possible(genl_clients, gc, node, portid) {
+		if (gc->portid == portid && gc->sk == sk) {
+			kref_get(&gc->ref);
+			mutex_unlock(&clients_lock);
+			return gc;
+		}
+	}
+	gc = kzalloc(sizeof(*gc), GFP_KERNEL);
+	if (!gc) {
+		mutex_unlock(&clients_lock);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	gc->tc = tdbk_client_new(genl_owner, sk->sk_socket->file->f_cred,
+				 false, NULL, NULL, err);
+	if (!gc->tc) {
+		mutex_unlock(&clients_lock);
+		kfree(gc);
+		if (!*err)
+			*err = -ENOMEM;
+		return NULL;
+	}
+	kref_init(&gc->ref);            /* the hash's */
+	kref_get(&gc->ref);             /* the caller's */
+	gc->portid = portid;
+	gc->sk = sk;
+	gc->hashed = true;
+	mutex_init(&gc->lock);
+	hash_add(genl_clients, &gc->node, portid);
+	mutex_unlock(&clients_lock);
+	atomic_inc(&counters()->clients);
+	atomic64_inc(&counters()->accepted);
+	return gc;
+}
+
+/* A socket of ours was released: drop its client (the dumps still
+ * running keep it until their done()). */
+static int tdbk_genl_notify(struct notifier_block *nb, unsigned long event,
+		       void *ptr)
+{
+	struct netlink_notify *n = ptr;
+	struct genl_client *gc;
+	struct hlist_node *tmp;
+	HLIST_HEAD(gone);
+
+	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC ||
+	    !net_eq(n->net, &init_net))
+		return NOTIFY_DONE;
+	mutex_lock(&clients_lock);
+	hash_for_each_possible_safe(genl_clients, gc, tmp, node, n->portid) {
+		/* Every hashed client's socket is alive until its own
+		 * notification (this one, or one to come): the one being
+		 * released has been orphaned (SOCK_DEAD). */
+		if (gc->portid != n->portid || !sock_flag(gc->sk, SOCK_DEAD))
+			continue;
+		hash_del(&gc->node);
+		gc->hashed = false;
+		hlist_add_head(&gc->node, &gone);
+	}
+	mutex_unlock(&clients_lock);
+	hlist_for_each_entry_safe(gc, tmp, &gone, node)
+		client_put(gc);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block genl_nb = {
+	.notifier_call = tdbk_genl_notify,
+};
+
+/* --- validating ---------------------------------------------------------- */
+
+/* The validator's verdict in the extended ack; attributes at fault are
+ * pointed at inside the request (netlink turns that into an offset). */
+static void set_extack(struct netlink_ext_ack *extack,
+		       const struct nlmsghdr *nlh,
+		       const struct tdb_proto_extack *ext)
+{
+	if (!extack)
+		return;
+	extack->_msg = ext->msg;
+	if (ext->offset && ext->offset < nlh->nlmsg_len)
+		extack->bad_attr = (const struct nlattr *)
+				   ((const u8 *)nlh + ext->offset);
+	if (ext->miss_type)
+		extack->miss_type = (u16)ext->miss_type;
+	if (ext->cookie_len && ext->cookie_len <= NETLINK_MAX_COOKIE_LEN) {
+		memcpy(extack->cookie, ext->cookie, ext->cookie_len);
+		extack->cookie_len = (u8)ext->cookie_len;
+	}
+}
+
+static int parse(const struct nlmsghdr *nlh, struct tdb_proto_msg *m,
+		 struct netlink_ext_ack *extack)
+{
+	struct tdb_proto_extack ext = { NULL };
+	int err;
+
+	err = tdb_proto_parse_family(nlh, nlh->nlmsg_len, TDB_PROTO_REQUEST,
+				     (u16)tdbk_family.id, m, &ext);
+	if (err)
+		set_extack(extack, nlh, &ext);
+	return err;
+}
+
+/* --- doit: replies in an skb of their own --------------------------------- */
+
+struct reply_sink {
+	struct tdbk_sink s;
+	struct sk_buff *skb;
+	u32 portid;
+};
+
+static void *reply_reserve(struct tdbk_sink *s, size_t len)
+{
+	struct reply_sink *rs = container_of(s, struct reply_sink, s);
+
+	if (rs->skb || len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX)
+		return NULL;            /* one reply per request */
+	rs->skb = alloc_skb(NLMSG_ALIGN(len), GFP_KERNEL);
+	if (!rs->skb)
+		return NULL;
+	return skb_tail_pointer(rs->skb);
+}
+
+static void reply_commit(struct tdbk_sink *s, void *p, size_t len)
+{
+	struct reply_sink *rs = container_of(s, struct reply_sink, s);
+	struct nlmsghdr *nlh = p;
+
+	if (WARN_ON_ONCE(!rs->skb || p != skb_tail_pointer(rs->skb) ||
+			 len < NLMSG_HDRLEN ||
+			 NLMSG_ALIGN(len) > skb_tailroom(rs->skb)))
+		return;
+	nlh->nlmsg_len = (u32)len;
+	nlh->nlmsg_type = (u16)tdbk_family.id;
+	nlh->nlmsg_pid = rs->portid;
+	memset((u8 *)p + len, 0, NLMSG_ALIGN(len) - len);
+	skb_put(rs->skb, NLMSG_ALIGN(len));
+}
+
+static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct reply_sink rs = {
+		.s = { .reserve = reply_reserve, .commit = reply_commit },
+		.portid = info->snd_portid,
+	};
+	struct tdb_proto_extack ext = { NULL };
+	struct tdbk_dump *dump = NULL;
+	struct genl_client *gc;
+	struct tdb_proto_msg *m;
+	int err;
+
+	m = kmalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	err = parse(info->nlhdr, m, info->extack);
+	if (err)
+		goto out;
+	gc = client_get(skb, &err);
+	if (!gc)
+		goto out;
+	mutex_lock(&gc->lock);
+	err = tdbk_exec(gc->tc, m, &rs.s, &ext, &dump);
+	mutex_unlock(&gc->lock);
+	if (dump) {
+		/* Dump commands come through start/dumpit, never here. */
+		WARN_ON_ONCE(1);
+		mutex_lock(&gc->lock);
+		tdbk_dump_free(dump);
+		mutex_unlock(&gc->lock);
+		if (!err)
+			err = -EIO;
+	}
+	client_put(gc);
+	if (err < 0) {
+		set_extack(info->extack, info->nlhdr, &ext);
+		goto out;
+	}
+	if (rs.skb && rs.skb->len) {
+		err = genlmsg_unicast(genl_info_net(info), rs.skb,
+				      info->snd_portid);
+		rs.skb = NULL;
+		goto out;
+	}
+	if (tdb_proto_cmd_is_ack(m->cmd)) {
+		/* netlink acks (NLM_F_ACK); a cookie rides along. */
+		struct tdb_proto_extack ack = { .cookie_len = ext.cookie_len };
+
+		if (ack.cookie_len <= TDB_PROTO_COOKIE_MAX)
+			memcpy(ack.cookie, ext.cookie, ack.cookie_len);
+		else
+			ack.cookie_len = 0;
+		set_extack(info->extack, info->nlhdr, &ack);
+		err = 0;
+		goto out;
+	}
+	/* A reply command must be answered: it was not. */
+	if (info->extack)
+		info->extack->_msg = rs.skb ? "the reply was not written"
+					    : "out of memory for the reply";
+	err = rs.skb ? -EIO : -ENOMEM;
+out:
+	kfree_skb(rs.skb);
+	kfree(m);
+	return err;
+}
+
+/* --- dumps ----------------------------------------------------------------- */
+
+struct genl_dump {
+	struct genl_client *gc;
+	struct tdbk_dump *d;
+};
+
+struct skb_sink {
+	struct tdbk_sink s;
+	struct sk_buff *skb;
+	u32 portid;
+	unsigned int written;
+	int err;                /* growing an empty skb failed */
+};
+
+static void *skb_reserve_part(struct tdbk_sink *s, size_t len)
+{
+	struct skb_sink *ss = container_of(s, struct skb_sink, s);
+	size_t need = NLMSG_ALIGN(len);
+
+	if (len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX)
+		return NULL;
+	if (skb_tailroom(ss->skb) < need) {
+		/* A part that does not fit goes into the next skb; one that
+		 * does not fit an empty skb (a big value) grows it, so that
+		 * a dump never stalls.  Room is kept for NLMSG_DONE. */
+		if (ss->skb->len)
+			return NULL;
+		if (pskb_expand_head(ss->skb, 0,
+				     need + TDB_PROTO_ERROR_MAX -
+				     skb_tailroom(ss->skb), GFP_KERNEL)) {
+			ss->err = -ENOMEM;
+			return NULL;
+		}
+	}
+	return skb_tail_pointer(ss->skb);
+}
+
+static void skb_commit_part(struct tdbk_sink *s, void *p, size_t len)
+{
+	struct skb_sink *ss = container_of(s, struct skb_sink, s);
+	struct nlmsghdr *nlh = p;
+
+	if (WARN_ON_ONCE(p != skb_tail_pointer(ss->skb) ||
+			 len < NLMSG_HDRLEN ||
+			 NLMSG_ALIGN(len) > skb_tailroom(ss->skb)))
+		return;
+	nlh->nlmsg_len = (u32)len;
+	nlh->nlmsg_type = (u16)tdbk_family.id;
+	nlh->nlmsg_pid = ss->portid;
+	memset((u8 *)p + len, 0, NLMSG_ALIGN(len) - len);
+	skb_put(ss->skb, NLMSG_ALIGN(len));
+	ss->written++;
+}
+
+static void *null_reserve(struct tdbk_sink *s, size_t len)
+{
+	return NULL;
+}
+
+static void null_commit(struct tdbk_sink *s, void *p, size_t len)
+{
+}
+
+static struct tdbk_sink null_sink = {
+	.reserve = null_reserve,
+	.commit = null_commit,
+};
+
+static int tdbk_genl_start(struct netlink_callback *cb)
+{
+	struct tdb_proto_extack ext = { NULL };
+	struct tdbk_dump *dump = NULL;
+	struct genl_dump *gd;
+	struct tdb_proto_msg *m;
+	int err;
+
+	m = kmalloc(sizeof(*m), GFP_KERNEL);
+	gd = kzalloc(sizeof(*gd), GFP_KERNEL);
+	if (!m || !gd) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = parse(cb->nlh, m, cb->extack);
+	if (err)
+		goto fail;
+	gd->gc = client_get(cb->skb, &err);
+	if (!gd->gc)
+		goto fail;
+	mutex_lock(&gd->gc->lock);
+	if (gd->gc->ndumps >= TDBK_GENL_MAX_DUMPS) {
+		ext.msg = "too many dumps in progress on this connection (8)";
+		err = -EBUSY;
+	} else {
+		/* Parts go through dumpit: exec only starts the dump. */
+		err = tdbk_exec(gd->gc->tc, m, &null_sink, &ext, &dump);
+		if (!err && !dump) {
+			ext.msg = "the dump was not started";
+			err = -EIO;
+		}
+		if (!err)
+			gd->gc->ndumps++;
+	}
+	mutex_unlock(&gd->gc->lock);
+	if (err) {
+		set_extack(cb->extack, cb->nlh, &ext);
+		client_put(gd->gc);
+		goto fail;
+	}
+	gd->d = dump;
+	cb->args[0] = (long)gd;
+	kfree(m);
+	return 0;
+fail:
+	kfree(gd);
+	kfree(m);
+	return err;
+}
+
+static int tdbk_genl_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct genl_dump *gd = (struct genl_dump *)cb->args[0];
+	struct skb_sink ss = {
+		.s = { .reserve = skb_reserve_part, .commit = skb_commit_part },
+		.skb = skb,
+		.portid = NETLINK_CB(cb->skb).portid,
+	};
+	struct tdb_proto_extack ext = { NULL };
+	int ret;
+
+	if (!gd || !gd->d)
+		return 0;
+	mutex_lock(&gd->gc->lock);
+	ret = tdbk_dump_run(gd->d, &ss.s, &ext);
+	mutex_unlock(&gd->gc->lock);
+	if (ret > 0) {
+		if (skb->len)
+			return skb->len;
+		/* Nothing written into an empty skb: returning 0 would end
+		 * the dump, so end it with the reason instead. */
+		ret = ss.err ? ss.err : -EIO;
+		ext.msg = ss.err ? "out of memory for a dump part"
+				 : "the dump made no progress";
+	}
+	if (ret < 0 && cb->extack)
+		cb->extack->_msg = ext.msg;
+	/* 0 or a negative errno: netlink ends the dump with NLMSG_DONE
+	 * carrying it (after the parts already in skb). */
+	return ret;
+}
+
+static int tdbk_genl_done(struct netlink_callback *cb)
+{
+	struct genl_dump *gd = (struct genl_dump *)cb->args[0];
+
+	if (!gd)
+		return 0;
+	mutex_lock(&gd->gc->lock);
+	if (gd->d)
+		tdbk_dump_free(gd->d);
+	gd->gc->ndumps--;
+	mutex_unlock(&gd->gc->lock);
+	client_put(gd->gc);
+	kfree(gd);
+	cb->args[0] = 0;
+	return 0;
+}
+
+/* --- the family ------------------------------------------------------------ */
+
+/*
+ * Every command has both forms: a request with the wrong NLM_F_DUMP for
+ * its command then reaches the validator, which says what is wrong,
+ * instead of getting generic netlink's bare -EOPNOTSUPP.
+ */
+#define OP(c, fl) { .cmd = (c), .flags = (fl), \
+		    .validate = GENL_DONT_VALIDATE_STRICT | \
+				GENL_DONT_VALIDATE_DUMP, \
+		    .doit = tdbk_genl_doit, .start = tdbk_genl_start, \
+		    .dumpit = tdbk_genl_dumpit, .done = tdbk_genl_done }
+
+static const struct genl_ops tdbk_genl_ops[] = {
+	/* Changes need CAP_NET_ADMIN; reads are checked by the owner
+	 * against the tables' owner and mode bits. */
+	OP(TDB_CMD_TABLE_CREATE, GENL_ADMIN_PERM),
+	OP(TDB_CMD_TABLE_DROP, GENL_ADMIN_PERM),
+	OP(TDB_CMD_TABLE_LIST, 0),
+	OP(TDB_CMD_TABLE_STAT, 0),
+	OP(TDB_CMD_GET, 0),
+	OP(TDB_CMD_PUT, GENL_ADMIN_PERM),
+	OP(TDB_CMD_DEL, GENL_ADMIN_PERM),
+	OP(TDB_CMD_SCAN, 0),
+	OP(TDB_CMD_TXN_BEGIN, GENL_ADMIN_PERM),
+	OP(TDB_CMD_TXN_COMMIT, GENL_ADMIN_PERM),
+	OP(TDB_CMD_TXN_ABORT, GENL_ADMIN_PERM),
+	/* The owner answers these -EOPNOTSUPP over genl, with a message
+	 * (no feeds here: the "changes" group carries notifications). */
+	OP(TDB_CMD_WATCH, 0),
+	OP(TDB_CMD_UNWATCH, 0),
+	OP(TDB_CMD_STATS, 0),
+	/* tdbd's socket only: refused by the owner with a message. */
+	OP(TDB_CMD_ATTACH, 0),
+};
+
+static const struct genl_multicast_group tdbk_genl_mcgrps[] = {
+	/* Joining needs CAP_NET_ADMIN (genl_bind checks the flag). */
+	{ .name = TDB_GENL_MCGRP, .flags = GENL_MCAST_CAP_NET_ADMIN },
+};
+
+static struct genl_family tdbk_family __ro_after_init = {
+	.name = TDB_GENL_NAME,
+	.version = TDB_PROTO_VERSION,
+	/*
+	 * No policy, and liberal validation (GENL_DONT_VALIDATE_*, which
+	 * 6.1 allows only for commands below resv_start_op: so all of
+	 * ours are): genl's parse of a doit request then only splits the
+	 * attributes (a bare maxattr 0 still gets strict checks that
+	 * refuse every attribute), and a dump's is skipped.  The
+	 * validator checks what genl's header check would (reserved,
+	 * flags), and more.
+	 */
+	.maxattr = TDB_A_MAX,
+	.resv_start_op = __TDB_CMD_MAX,
+	.netnsok = false,
+	.parallel_ops = true,   /* we lock per client; the owner its own */
+	.module = THIS_MODULE,
+	.ops = tdbk_genl_ops,
+	.n_ops = ARRAY_SIZE(tdbk_genl_ops),
+	.mcgrps = tdbk_genl_mcgrps,
+	.n_mcgrps = ARRAY_SIZE(tdbk_genl_mcgrps),
+};
+
+/* --- notifications ----------------------------------------------------------- */
+
+/* The owner's change hook: a copy of each notification to the group,
+ * when anyone listens.  Called in process context (owner.h). */
+static void genl_on_change(void *arg, const void *msg, size_t len)
+{
+	struct nlmsghdr *nlh;
+	struct sk_buff *skb;
+
+	if (len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX)
+		return;
+	if (genl_has_listeners(&tdbk_family, &init_net, 0) <= 0)
+		return;
+	skb = alloc_skb(NLMSG_ALIGN(len), GFP_KERNEL);
+	if (!skb)
+		return;         /* a listener sees the gap as ENOBUFS would */
+	nlh = skb_put_zero(skb, NLMSG_ALIGN(len));
+	memcpy(nlh, msg, len);
+	nlh->nlmsg_len = (u32)len;
+	nlh->nlmsg_type = (u16)tdbk_family.id;
+	nlh->nlmsg_pid = 0;
+	genlmsg_multicast(&tdbk_family, skb, 0, 0, GFP_KERNEL);
+}
+
+int tdbk_genl_init(struct tdbk_owner *o)
+{
+	int err;
+
+	genl_owner = o;
+	err = netlink_register_notifier(&genl_nb);
+	if (err)
+		return err;
+	err = genl_register_family(&tdbk_family);
+	if (err) {
+		netlink_unregister_notifier(&genl_nb);
+		return err;
+	}
+	tdbk_owner_on_change(o, genl_on_change, NULL);
+	return 0;
+}
+
+void tdbk_genl_exit(void)
+{
+	struct genl_client *gc;
+	struct hlist_node *tmp;
+	unsigned int bkt;
+
+	tdbk_owner_on_change(genl_owner, NULL, NULL);
+	/* No doit runs after this; dumps hold a module reference, so none
+	 * is left when the module goes. */
+	genl_unregister_family(&tdbk_family);
+	netlink_unregister_notifier(&genl_nb);
+	mutex_lock(&clients_lock);
+	hash_for_each_safe(genl_clients, bkt, tmp, gc, node) {
+		hash_del(&gc->node);
+		gc->hashed = false;
+		client_put(gc);
+	}
+	mutex_unlock(&clients_lock);
+	genl_owner = NULL;
+}

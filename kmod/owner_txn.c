@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * owner_txn.c - transactions (TXN_BEGIN, TXN_COMMIT, TXN_ABORT): changes
+ * buffered per client, applied at commit all together or not at all,
+ * exactly as tdbd's src/daemon/txn.c does.
+ *
+ * A transaction belongs to the client that began it (c->txns, touched
+ * only by the client's thread).  Commit, under o->wlock:
+ *  1. o->txn_seq becomes odd: GETs that overlap the commit retry, so no
+ *     reader sees part of it;
+ *  2. each change is applied in order, after saving the key's old value
+ *     in an undo list;
+ *  3. if a change fails (-EEXIST of a no-overwrite put, -ENOSPC, a table
+ *     dropped meanwhile, ...), the changes already applied are undone in
+ *     reverse order; the commit fails with that error and nothing is
+ *     left;
+ *  4. o->txn_seq becomes even again, then watchers are told about each
+ *     change (only for a commit that succeeded).
+ * An undo can itself fail only if restoring an old value needs memory
+ * the table no longer has; that is logged.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "owner_int.h"
+
+/* The old state of one key, to put back. */
+struct undo {
+	bool had;               /* the key was present */
+	void *old;
+	size_t olen;
+};
+
+static struct ktxn *txn_new(struct tdbk_owner *o)
+{
+	struct ktxn *x = kzalloc(sizeof(*x), GFP_KERNEL);
+
+	if (x)
+		x->id = atomic64_inc_return(&o->next_txn);
+	return x;
+}
+
+void tdbk_txn_free(struct ktxn *x)
+{
+	u32 i;
+
+	if (!x)
+		return;
+	for (i = 0; i < x->nops; i++) {
+		tdbk_table_put(x->ops[i].t);
+		kvfree(x->ops[i].key);
+	}
+	kvfree(x->ops);
+	kfree(x);
+}
+
+struct ktxn *tdbk_txn_find(struct tdbk_client *c,
+			   const struct tdb_proto_msg *m,
+			   struct tdb_proto_extack *ext, int *err)
+{
+	struct ktxn *x;
+
+	list_for_each_entry(x, &c->txns, node)
+		if (x->id == m->txn)
+			return x;
+	ext->msg = "no such transaction on this connection";
+	ext->offset = m->attr_off[TDB_A_TXN];
+	*err = -ENOENT;
+	return NULL;
+}
+
+static int ops_grow(struct ktxn *x)
+{
+	u32 cap = x->cap ? x->cap * 2 : 16;
+	struct ktxn_op *n = kvmalloc_array(cap, sizeof(*n), GFP_KERNEL);
+
+	if (!n)
+		return -ENOMEM;
+	if (x->nops)
+		memcpy(n, x->ops, x->nops * sizeof(*n));
+	kvfree(x->ops);
+	x->ops = n;
+	x->cap = cap;
+	return 0;
+}
+
+int tdbk_txn_add(struct ktxn *x, struct ktable *t, bool del, u32 flags,
+		 const void *key, size_t klen, const void *val, size_t vlen,
+		 struct tdb_proto_extack *ext)
+{
+	struct ktxn_op *op;
+
+	if (x->nops >= TDBK_MAX_TXN_OPS) {
+		ext->msg = "transaction has 65536 changes already (tdb.ko's "
+			   "limit)";
+		return -E2BIG;
+	}
+	if (x->bytes + klen + vlen > TDBK_MAX_TXN_BYTES) {
+		ext->msg = "transaction would exceed 64 MiB (tdb.ko's limit)";
+		return -E2BIG;
+	}
+	if (x->nops == x->cap && ops_grow(x))
+		return -ENOMEM;
+	op = &x->ops[x->nops];
+	op->key = kvmalloc(klen + vlen + 1, GFP_KERNEL);
+	if (!op->key)
+		return -ENOMEM;
+	memcpy(op->key, key, klen);
+	if (vlen)
+		memcpy(op->key + klen, val, vlen);
+	op->klen = (u32)klen;
+	op->vlen = (u32)vlen;
+	op->del = del;
+	op->flags = flags;
+	op->t = t;
+	refcount_inc(&t->refs);
+	x->nops++;
+	x->bytes += klen + vlen;
+	return 0;
+}
+
+int tdbk_txn_lookup(const struct ktxn *x, const struct ktable *t,
+		    const void *key, size_t klen, const void **val,
+		    size_t *vlen)
+{
+	u32 i = x->nops;
+
+	while (i--) {
+		const struct ktxn_op *op = &x->ops[i];
+
+		if (op->t != t || op->klen != klen ||
+		    memcmp(op->key, key, klen))
+			continue;
+		if (op->del)
+			return 0;
+		*val = op->key + op->klen;
+		*vlen = op->vlen;
+		return 1;
+	}
+	return -ENOENT;
+}
+
+/* --- commit --------------------------------------------------------------- */
+
+/* Under wlock: nobody else can change the key meanwhile. */
+static int save_old(struct ktxn_op *op, struct undo *u)
+{
+	size_t need = 0;
+	long n = tdbe_get(op->t->t, op->key, op->klen, NULL, 0, &need);
+
+	u->had = false;
+	u->old = NULL;
+	if (n == -ENOENT)
+		return 0;
+	if (n == 0) {
+		u->had = true;
+		u->olen = 0;
+		return 0;
+	}
+	if (n != -ENOBUFS)
+		return n < 0 ? (int)n : -EIO;
+	u->old = kvmalloc(need ? need : 1, GFP_KERNEL);
+	if (!u->old)
+		return -ENOMEM;
+	n = tdbe_get(op->t->t, op->key, op->klen, u->old, need, &need);
+	if (n < 0) {
+		kvfree(u->old);
+		u->old = NULL;
+		return (int)n;
+	}
+	u->had = true;
+	u->olen = (size_t)n;
+	return 0;
+}
+
+static void undo_one(struct ktxn_op *op, struct undo *u)
+{
+	int err;
+
+	if (u->had)
+		err = tdbe_put(op->t->t, op->key, op->klen, u->old, u->olen, 0,
+			       NULL);
+	else
+		err = tdbe_del(op->t->t, op->key, op->klen, NULL);
+	if (err && !(err == -ENOENT && !u->had))
+		pr_err("table %s: undoing a failed commit: %s; the key may "
+		       "keep the transaction's value\n", op->t->name,
+		       tdbe_strerror(err));
+}
+
+static int apply_one(struct ktxn_op *op, struct tdbe_extack *ee)
+{
+	int err;
+
+	if (op->t->dropped) {
+		ee->msg = "a table of the transaction was dropped";
+		return -ENOENT;
+	}
+	if (op->del) {
+		err = tdbe_del(op->t->t, op->key, op->klen, ee);
+		return err == -ENOENT ? 0 : err;   /* deleting nothing is ok */
+	}
+	return tdbe_put(op->t->t, op->key, op->klen, op->key + op->klen,
+			op->vlen, op->flags & TDB_PUT_NOOVERWRITE ?
+			TDBE_NOOVERWRITE : 0, ee);
+}
+
+/* Under wlock: apply every op or none; the error of the one that failed. */
+static int apply_all(struct ktxn *x, struct undo *u,
+		     struct tdb_proto_extack *ext)
+{
+	struct tdbe_extack ee = { 0 };
+	u32 i, done = 0;
+	int err = 0;
+
+	for (i = 0; i < x->nops && !err; i++) {
+		err = save_old(&x->ops[i], &u[i]);
+		if (!err)
+			err = apply_one(&x->ops[i], &ee);
+		if (!err)
+			done = i + 1;
+	}
+	if (!err)
+		return 0;
+	ext->msg = ee.msg ? ee.msg : "a change of the transaction failed; "
+		   "none was applied";
+	if (err == -EEXIST)
+		ext->msg = "key exists (no-overwrite put in the transaction); "
+			   "none was applied";
+	while (done--)
+		undo_one(&x->ops[done], &u[done]);
+	return err;
+}
+
+static int txn_commit(struct tdbk_owner *o, struct ktxn *x,
+		      struct tdb_proto_extack *ext)
+{
+	struct undo *u = kvcalloc(x->nops ? x->nops : 1, sizeof(*u),
+				  GFP_KERNEL);
+	u32 i;
+	int err;
+
+	if (!u)
+		return -ENOMEM;
+	mutex_lock(&o->wlock);
+	tdbk_seq_write_begin(o);
+	err = apply_all(x, u, ext);
+	tdbk_seq_write_end(o);
+	for (i = 0; !err && i < x->nops; i++) {
+		struct ktxn_op *op = &x->ops[i];
+
+		tdbk_notify(o, op->t, op->del ? TDB_CMD_DEL : TDB_CMD_PUT,
+			    op->key, op->klen, op->key + op->klen, op->vlen);
+	}
+	tdbk_feeds_flush(o);
+	mutex_unlock(&o->wlock);
+	for (i = 0; i < x->nops; i++)
+		kvfree(u[i].old);
+	kvfree(u);
+	return err;
+}
+
+/* --- commands ------------------------------------------------------------- */
+
+static int txn_begin(struct tdbk_client *c, const struct tdb_proto_msg *m,
+		     struct tdbk_sink *out, struct tdb_proto_extack *ext)
+{
+	struct tdb_proto_msg a;
+	struct ktxn *x;
+	int err;
+
+	if (c->ntxns >= TDBK_MAX_TXNS) {
+		ext->msg = "too many open transactions on this connection "
+			   "(16)";
+		return -EBUSY;
+	}
+	x = txn_new(c->o);
+	if (!x)
+		return -ENOMEM;
+	memset(&a, 0, sizeof(a));
+	a.cmd = m->cmd;
+	a.seq = m->seq;
+	a.pid = m->pid;
+	a.attrs = TDB_PROTO_BIT(TDB_A_TXN);
+	a.txn = x->id;
+	err = tdbk_answer(out, &a);
+	if (err) {
+		ext->msg = "no room for the reply";
+		tdbk_txn_free(x);
+		return err;
+	}
+	list_add(&x->node, &c->txns);
+	c->ntxns++;
+	atomic_inc(&c->o->txns);
+	return 0;
+}
+
+int tdbk_txn_cmd(struct tdbk_client *c, const struct tdb_proto_msg *m,
+		 struct tdbk_sink *out, struct tdb_proto_extack *ext)
+{
+	struct ktxn *x;
+	int err = 0;
+
+	if (m->cmd == TDB_CMD_TXN_BEGIN)
+		return txn_begin(c, m, out, ext);
+	x = tdbk_txn_find(c, m, ext, &err);
+	if (!x)
+		return err;
+	list_del(&x->node);
+	c->ntxns--;
+	atomic_dec(&c->o->txns);
+	if (m->cmd == TDB_CMD_TXN_COMMIT)
+		err = txn_commit(c->o, x, ext);
+	tdbk_txn_free(x);
+	return err;
+}
