@@ -1,11 +1,12 @@
 /*
  * tdb/client.h - libtdbclient, the client library of tdb.
  *
- * A client connects to the owner (tdbd) over its Unix socket, gets a
- * submission and a completion ring in shared memory (tdb/ring.h) and
- * sends requests of the tdb protocol (tdb/proto.h) through them.  Clients
- * that cannot map rings (TDBC_NO_RINGS) send the same messages over the
- * socket: slower, same semantics.
+ * A client connects to the owner (tdbd over its Unix socket, or tdb.ko
+ * through /dev/tdb: see tdbc_connect), gets a submission and a completion
+ * ring in shared memory (tdb/ring.h) and sends requests of the tdb
+ * protocol (tdb/proto.h) through them.  Clients that cannot map rings
+ * (TDBC_NO_RINGS) send the same messages over the socket (tdbd) or
+ * generic netlink (tdb.ko): slower, same semantics.
  *
  * Names: everything public starts with tdbc_ / TDBC_ (never tdb_, which
  * belongs to Samba's libtdb); the library is libtdbclient.so.0, the
@@ -59,13 +60,32 @@ struct tdbc_watch;      /* a watch on a table's change feed */
 /* --- connecting -------------------------------------------------------- */
 
 #define TDBC_NO_RINGS  (1u << 0)  /* talk over the socket only (slow path) */
+#define TDBC_KERNEL    (1u << 1)  /* use tdb.ko, never tdbd */
+
+/* Chooses the backend (tdbd or tdb.ko): "kernel" or "daemon". */
+#define TDBC_BACKEND_ENV    "TDB_BACKEND"
 
 /*
- * Connect to tdbd at `path` (NULL: $TDB_SOCKET, else the default) and
- * attach rings (unless TDBC_NO_RINGS).  0 and *out, or a negative errno;
- * on failure *out is NULL and, if errmsg is not NULL, a message saying
- * what went wrong (naming the path) is copied there (errmsg_size bytes,
- * NUL-terminated).
+ * Connect to the owner and attach rings (unless TDBC_NO_RINGS).  0 and
+ * *out, or a negative errno; on failure *out is NULL and, if errmsg is
+ * not NULL, a message saying what went wrong (naming the path) is copied
+ * there (errmsg_size bytes, NUL-terminated).
+ *
+ * The owner is tdbd or tdb.ko (the kernel module); every call below
+ * works the same with both.  Which one:
+ *  - TDBC_KERNEL in flags, or $TDB_BACKEND = "kernel": tdb.ko, always
+ *    (-ENOENT naming /dev/tdb when the module is not loaded);
+ *  - $TDB_BACKEND = "daemon": tdbd at `path`;
+ *  - any other non-empty $TDB_BACKEND: -EINVAL (so is TDBC_KERNEL with
+ *    TDB_BACKEND=daemon);
+ *  - otherwise tdb.ko when /dev/tdb exists and no socket was named
+ *    (path NULL or "", $TDB_SOCKET unset or empty), else tdbd.
+ * tdbd: `path` (NULL: $TDB_SOCKET, else the default) is its socket.
+ * tdb.ko: `path` is not used; the rings come from /dev/tdb (TDB_IOC_ATTACH
+ * in <tdb/kdev.h>), and with TDBC_NO_RINGS requests go over generic
+ * netlink (family "tdb"), where tdbc_watch fails with -EOPNOTSUPP
+ * (generic netlink clients follow changes through the family's
+ * multicast group instead).
  */
 int tdbc_connect(struct tdbc **out, const char *path, unsigned int flags,
 		 char *errmsg, size_t errmsg_size);

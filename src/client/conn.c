@@ -1,8 +1,10 @@
 /*
- * conn.c - connections: finding the socket, connecting, ATTACH and the
+ * conn.c - connections: choosing the backend (tdbd or tdb.ko: TDBC_KERNEL,
+ * $TDB_BACKEND, /dev/tdb), finding the socket, connecting, ATTACH and the
  * mapping of the rings it hands over, closing, and the error texts
  * (tdbc_errmsg, tdbc_strerror).  Also the argument checks the other
  * files share, so that a bad key is refused before anything is sent.
+ * tdb.ko's own connecting is kdev.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -303,14 +305,68 @@ static struct tdbc *conn_alloc(void)
 		return NULL;
 	c->fd = -1;
 	c->evfd = -1;
+	c->backend = TDBC_BE_DAEMON;
+	c->family = TDB_PROTO_FAMILY;
+	c->peer = "tdbd";
 	c->handles.next = c->handles.prev = &c->handles;
 	return c;
+}
+
+/*
+ * Which owner: TDBC_KERNEL or TDB_BACKEND=kernel force tdb.ko,
+ * TDB_BACKEND=daemon tdbd; with neither, tdb.ko when /dev/tdb exists and
+ * no socket was named.  *kernel says which; -EINVAL for a TDB_BACKEND we
+ * do not know, or one that contradicts TDBC_KERNEL.
+ */
+static int choose_backend(struct tdbc *c, const char *path,
+			  unsigned int flags, bool *kernel)
+{
+	const char *be = getenv(TDBC_BACKEND_ENV);
+	const char *sock = getenv(TDBC_SOCKET_ENV);
+
+	*kernel = false;
+	if (be && *be && strcmp(be, "kernel") && strcmp(be, "daemon"))
+		return tdbc__fail(c, -EINVAL, "%s=%s: the backend is "
+				  "\"kernel\" (tdb.ko, %s) or \"daemon\" "
+				  "(tdbd)", TDBC_BACKEND_ENV, be,
+				  tdbc__kdev_sys.dev_path);
+	if (flags & TDBC_KERNEL) {
+		if (be && !strcmp(be, "daemon"))
+			return tdbc__fail(c, -EINVAL, "TDBC_KERNEL asks for "
+					  "tdb.ko but %s=daemon asks for tdbd",
+					  TDBC_BACKEND_ENV);
+		*kernel = true;
+	} else if (be && *be) {
+		*kernel = !strcmp(be, "kernel");
+	} else {
+		*kernel = !(path && *path) && !(sock && *sock) &&
+			  tdbc__kdev_exists();
+	}
+	return 0;
+}
+
+/* tdb.ko: /dev/tdb rings, or generic netlink without rings. */
+static int connect_kernel(struct tdbc *c, unsigned int flags)
+{
+	const char *dev = tdbc__kdev_sys.dev_path;
+
+	if (flags & TDBC_NO_RINGS)
+		return tdbc__genl_connect(c);
+	/* Say plainly that the module is missing, not just ENOENT. */
+	if (!tdbc__kdev_exists())
+		return tdbc__fail(c, -ENOENT, "tdb.ko's device %s does not "
+				  "exist (is the module loaded? %s=daemon "
+				  "uses tdbd instead)", dev,
+				  TDBC_BACKEND_ENV);
+	return tdbc__kdev_connect(c);
 }
 
 int tdbc_connect(struct tdbc **out, const char *path, unsigned int flags,
 		 char *errmsg, size_t errmsg_size)
 {
+	const unsigned int known = TDBC_NO_RINGS | TDBC_KERNEL;
 	const char *where = tdbc_socket_path(path);
+	bool kernel = false;
 	struct tdbc *c;
 	int err;
 
@@ -325,17 +381,26 @@ int tdbc_connect(struct tdbc **out, const char *path, unsigned int flags,
 			snprintf(errmsg, errmsg_size, "out of memory");
 		return -ENOMEM;
 	}
-	if (flags & ~TDBC_NO_RINGS)
+	if (flags & ~known)
 		err = tdbc__fail(c, -EINVAL, "unknown connect flags %#x",
-				 flags & ~TDBC_NO_RINGS);
+				 flags & ~known);
 	else
-		err = open_socket(c, where);
-	if (!err && !(flags & TDBC_NO_RINGS)) {
-		err = attach(c);
+		err = choose_backend(c, path, flags, &kernel);
+	if (!err && kernel) {
+		err = connect_kernel(c, flags);
 		if (err && errmsg && errmsg_size)
-			snprintf(errmsg, errmsg_size, "tdbd at %s: ATTACH: %s",
-				 where, c->errmsg);
-	} else if (err && errmsg && errmsg_size) {
+			snprintf(errmsg, errmsg_size, "%s", c->errmsg);
+	} else if (!err) {
+		err = open_socket(c, where);
+		if (!err && !(flags & TDBC_NO_RINGS)) {
+			err = attach(c);
+			if (err && errmsg && errmsg_size)
+				snprintf(errmsg, errmsg_size, "tdbd at %s: "
+					 "ATTACH: %s", where, c->errmsg);
+		} else if (err && errmsg && errmsg_size) {
+			snprintf(errmsg, errmsg_size, "%s", c->errmsg);
+		}
+	} else if (errmsg && errmsg_size) {
 		snprintf(errmsg, errmsg_size, "%s", c->errmsg);
 	}
 	if (err) {

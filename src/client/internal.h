@@ -3,9 +3,17 @@
  * files share (nothing here is exported: libtdbclient.map keeps every
  * symbol but tdbc_* local).
  *
- * A connection (struct tdbc) is one socket to tdbd and, unless
- * TDBC_NO_RINGS, a submission ring (we produce) and a completion ring (we
- * consume).  Every request gets a fresh sequence number and exactly one
+ * A connection (struct tdbc) talks to one owner through one of three
+ * backends (enum tdbc_backend, chosen by tdbc_connect):
+ *  - TDBC_BE_DAEMON: one socket to tdbd and, unless TDBC_NO_RINGS, a
+ *    submission ring (we produce) and a completion ring (we consume);
+ *  - TDBC_BE_KDEV: /dev/tdb (tdb/kdev.h): the same two rings, mapped from
+ *    the device; TDB_IOC_ENTER makes the kernel answer, there is no
+ *    socket and no wake-up (kdev.c);
+ *  - TDBC_BE_GENL: tdb.ko over generic netlink (TDBC_NO_RINGS with the
+ *    kernel): the socket path of the daemon backend with datagrams and
+ *    the family's dynamic id in nlmsg_type (kdev.c, io.c).
+ * Every request gets a fresh sequence number and exactly one
  * answer; io.c reads answers from both channels and routes each by its
  * sequence number to one of two places:
  *  - the blocking call in progress (struct tdbc_call; at most one, as a
@@ -91,10 +99,20 @@ struct tdbc_slot {
 	uint64_t user;
 };
 
+enum tdbc_backend {
+	TDBC_BE_DAEMON = 0,     /* tdbd: Unix socket (+ rings) */
+	TDBC_BE_KDEV,           /* tdb.ko: /dev/tdb rings */
+	TDBC_BE_GENL,           /* tdb.ko: generic netlink socket */
+};
+
 struct tdbc {
-	int fd;                 /* the socket */
+	int fd;                 /* the socket, or /dev/tdb (TDBC_BE_KDEV) */
 	int evfd;               /* the submission ring's wake-up, or -1 */
 	bool rings;
+	enum tdbc_backend backend;
+	uint16_t family;        /* nlmsg_type of our family's messages:
+				 * TDB_PROTO_FAMILY, or the genl id */
+	const char *peer;       /* "tdbd" or "tdb.ko", for messages */
 	int dead;               /* 0, or the errno every call now returns */
 	uint32_t seq;           /* the last sequence number used */
 	char errmsg[TDBC_ERRMSG_MAX];
@@ -209,6 +227,45 @@ int tdbc__check_hangup(struct tdbc *c);
  * values handed out by the last tdbc_reap are released. */
 int tdbc__enter(struct tdbc *c);
 uint64_t tdbc__now_ns(void);
+
+/* --- kdev.c: tdb.ko (/dev/tdb rings, generic netlink) -------------------- */
+/* The system calls kdev.c makes on /dev/tdb, through pointers so that a
+ * white-box test can stand in for the device (tests/client/
+ * test_client_kdev.c); they are open(2), ioctl(2), mmap(2) otherwise.
+ * dev_path is TDB_DEV_PATH. */
+struct tdbc_kdev_sys {
+	const char *dev_path;
+	int (*open)(const char *path, int flags);
+	int (*ioctl)(int fd, unsigned long req, void *arg);
+	void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd,
+		      off_t off);
+};
+extern struct tdbc_kdev_sys tdbc__kdev_sys;
+/* Does the device exist (stat succeeds)? */
+bool tdbc__kdev_exists(void);
+/* Open the device and map its rings (c->fd, c->sq, c->cq, ...). */
+int tdbc__kdev_connect(struct tdbc *c);
+/* Open a generic netlink socket and resolve the family (c->family). */
+int tdbc__genl_connect(struct tdbc *c);
+/* TDB_IOC_ENTER: the kernel consumes the submission ring and answers
+ * into the completion ring.  0, or the connection's death. */
+int tdbc__kdev_enter(struct tdbc *c);
+/* Map the change feed at a WATCH ack's cookie (struct
+ * tdb_dev_watch_cookie) read-only into map. */
+int tdbc__kdev_map_feed(struct tdbc *c, const void *cookie,
+			uint32_t cookie_len, struct tdbc_map *map,
+			uint32_t *start_seq);
+/* Wait for cond on /dev/tdb: drain, ENTER, repeat, poll when nothing
+ * moves.  The same contract as tdbc__wait. */
+int tdbc__kdev_wait(struct tdbc *c, tdbc_cond_fn *cond, void *arg,
+		    int timeout_ms);
+/* Make room for len bytes in the submission ring (ENTER and drain). */
+int tdbc__kdev_wait_sq_space(struct tdbc *c, size_t len);
+/* Sleep on the device until a completion or a watched feed's write
+ * since the last ENTER, or ms (< 0: for ever).  0 or < 0. */
+int tdbc__kdev_poll(struct tdbc *c, int ms);
+/* Drain the completion ring to empty: messages routed, or < 0. */
+int tdbc__kdev_drain(struct tdbc *c);
 
 /* --- async.c ------------------------------------------------------------ */
 /* Route an answer to an asynchronous request: 1 if it was one, 0 if its

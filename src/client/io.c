@@ -2,7 +2,10 @@
  * io.c - moving messages: sending requests (submission ring or socket),
  * receiving answers (completion ring and socket, with the fds that ride
  * on the socket), routing each answer by its sequence number, and
- * waiting without ever hanging on a daemon that died.
+ * waiting without ever hanging on a daemon that died.  The same code
+ * serves tdb.ko (kdev.c): its /dev/tdb rings are used as tdbd's, with
+ * TDB_IOC_ENTER after each publish and kdev.c's waiting; its generic
+ * netlink socket as tdbd's socket, in datagrams (genl_send, genl_recv).
  *
  * Invariants:
  *  - Every answer is parsed from a private copy: the ring consumer hands
@@ -57,19 +60,20 @@ int tdbc__classify(struct tdbc *c, const struct tdb_proto_msg *m,
 
 	if (m->type == NLMSG_ERROR) {
 		if (m->error == 0 && !tdb_proto_cmd_is_ack(cmd))
-			return tdbc__die(c, -EPROTO, "tdbd acked %s, which "
-					 "takes a reply", name);
+			return tdbc__die(c, -EPROTO, "%s acked %s, which "
+					 "takes a reply", c->peer, name);
 		return TDBC_ANS_END;
 	}
 	if (m->type == NLMSG_DONE) {
 		if (!tdb_proto_cmd_is_dump(cmd))
-			return tdbc__die(c, -EPROTO, "tdbd ended a dump in "
-					 "answer to %s", name);
+			return tdbc__die(c, -EPROTO, "%s ended a dump in "
+					 "answer to %s", c->peer, name);
 		return TDBC_ANS_END;
 	}
 	if (m->cmd != cmd || tdb_proto_cmd_is_ack(cmd))
-		return tdbc__die(c, -EPROTO, "tdbd answered %s with a %s "
-				 "message", name, tdb_proto_cmd_name(m->cmd));
+		return tdbc__die(c, -EPROTO, "%s answered %s with a %s "
+				 "message", c->peer, name,
+				 tdb_proto_cmd_name(m->cmd));
 	return tdb_proto_cmd_is_dump(cmd) ? TDBC_ANS_PART : TDBC_ANS_REPLY;
 }
 
@@ -147,8 +151,8 @@ static int route(struct tdbc *c, const struct tdb_proto_msg *m)
 	r = tdbc__async_deliver(c, m);
 	if (r)
 		return r < 0 ? r : 0;
-	return tdbc__die(c, -EPROTO, "tdbd answered a request that is not "
-			 "outstanding (seq %u)", m->seq);
+	return tdbc__die(c, -EPROTO, "%s answered a request that is not "
+			 "outstanding (seq %u)", c->peer, m->seq);
 }
 
 /* Parse one answer (a private copy of len bytes) and route it. */
@@ -159,14 +163,16 @@ static int dispatch(struct tdbc *c, const struct nlmsghdr *nlh, size_t len,
 	struct tdb_proto_msg m;
 	int err;
 
-	err = tdb_proto_parse(nlh, len, TDB_PROTO_ANSWER, &m, &ext);
+	err = tdb_proto_parse_family(nlh, len, TDB_PROTO_ANSWER, c->family,
+				     &m, &ext);
 	if (err)
-		return tdbc__die(c, -EPROTO, "tdbd sent an answer that does "
-				 "not parse: %s", ext.msg ? ext.msg : "?");
+		return tdbc__die(c, -EPROTO, "%s sent an answer that does "
+				 "not parse: %s", c->peer,
+				 ext.msg ? ext.msg : "?");
 	/* A socket request is answered once the answer's last message is
 	 * in: anything but a dump part. */
 	if (from_socket && c->sock_pending &&
-	    (m.type != TDB_PROTO_FAMILY || !(m.nlflags & NLM_F_MULTI)))
+	    (m.type != c->family || !(m.nlflags & NLM_F_MULTI)))
 		c->sock_pending--;
 	return route(c, &m);
 }
@@ -233,8 +239,9 @@ static int frame(struct tdbc *c)
 		uint32_t len = nlh->nlmsg_len;
 
 		if (len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX || (len & 3))
-			return tdbc__die(c, -EPROTO, "tdbd sent a message of "
-					 "impossible length %u", len);
+			return tdbc__die(c, -EPROTO, "%s sent a message of "
+					 "impossible length %u", c->peer,
+					 len);
 		if (c->rlen - off < len)
 			break;
 		err = dispatch(c, nlh, len, true);
@@ -253,6 +260,59 @@ static int frame(struct tdbc *c)
 	return n;
 }
 
+/* Generic netlink: one whole datagram (its size found with
+ * MSG_PEEK | MSG_TRUNC), from the kernel only, framed by nlmsg_len; a
+ * message never spans datagrams.  >0 bytes read, 0 if none, < 0. */
+static long genl_recv(struct tdbc *c)
+{
+	struct sockaddr_nl sa;
+	socklen_t salen;
+	ssize_t n, got;
+	int err;
+
+	do {
+		n = recv(c->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		if (errno == ENOBUFS)
+			return tdbc__die(c, -ENOBUFS, "answers from tdb.ko "
+					 "were lost: the generic netlink "
+					 "socket's receive buffer overflowed");
+		return tdbc__die(c, -errno, "reading from tdb.ko (generic "
+				 "netlink): %s", strerror(errno));
+	}
+	err = grow_rbuf(c, c->rlen + (size_t)n + 1);
+	if (err)
+		return err;
+	do {
+		salen = sizeof(sa);
+		got = recvfrom(c->fd, c->rbuf + c->rlen, (size_t)n + 1,
+			       MSG_DONTWAIT, (struct sockaddr *)&sa, &salen);
+	} while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return tdbc__die(c, -errno, "reading from tdb.ko (generic "
+				 "netlink): %s", strerror(errno));
+	/* Anyone may send to our port: only the kernel's datagrams count. */
+	if (salen < sizeof(sa) || sa.nl_family != AF_NETLINK || sa.nl_pid)
+		return 1;
+	if (got != n)
+		return tdbc__die(c, -EPROTO, "a datagram from tdb.ko changed "
+				 "size while it was read (%zd, %zd bytes)", n,
+				 got);
+	c->rlen += (size_t)got;
+	err = frame(c);
+	if (err < 0)
+		return err;
+	if (c->rlen) {
+		c->rlen = 0;
+		return tdbc__die(c, -EPROTO, "a datagram from tdb.ko ends "
+				 "inside a message");
+	}
+	return got ? got : 1;
+}
+
 /* One recvmsg: >0 bytes read (and routed), 0 if nothing was there. */
 static long sock_recv(struct tdbc *c)
 {
@@ -265,6 +325,8 @@ static long sock_recv(struct tdbc *c)
 	ssize_t n;
 	int err;
 
+	if (c->backend == TDBC_BE_GENL)
+		return genl_recv(c);
 	err = grow_rbuf(c, c->rlen + 4096);
 	if (err)
 		return err;
@@ -348,6 +410,45 @@ static int sock_send_all(struct tdbc *c, const void *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Generic netlink: the request built in sbuf (len bytes) goes to the
+ * kernel as one datagram, with the family's id in nlmsg_type.  The
+ * kernel answers while we send (a dump goes on as we read), and answers
+ * wait in our receive buffer, which overflows (answers lost) if we let
+ * them pile up: so read what is there after every request.
+ */
+static int genl_send(struct tdbc *c, long len)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };   /* kernel */
+	ssize_t n;
+
+	((struct nlmsghdr *)c->sbuf)->nlmsg_type = c->family;
+	do {
+		n = sendto(c->fd, c->sbuf, (size_t)len, 0,
+			   (struct sockaddr *)&sa, sizeof(sa));
+	} while (n < 0 && errno == EINTR);
+	/* Not sent, and nothing broken: this request fails alone. */
+	if (n < 0 && errno == EMSGSIZE)
+		return tdbc__fail(c, -EMSGSIZE, "a request of %ld bytes is over "
+				  "the generic netlink socket's send buffer "
+				  "(raising it takes CAP_NET_ADMIN or a larger "
+				  "net.core.wmem_max)", len);
+	if (n < 0 && (errno == ENOBUFS || errno == ENOMEM ||
+		      errno == EAGAIN))
+		return tdbc__fail(c, -errno, "sending to tdb.ko (generic "
+				  "netlink): %s", strerror(errno));
+	if (n < 0)
+		return tdbc__die(c, -errno, "sending to tdb.ko (generic "
+				 "netlink): %s", strerror(errno));
+	if (n != len)
+		return tdbc__die(c, -EPROTO, "generic netlink took %zd of a "
+				 "request's %ld bytes", n, len);
+	/* The request is sent and counted: a failure to read is the
+	 * connection's death, seen by the next call. */
+	(void)sock_read(c);
+	return 0;
+}
+
 static int sock_send_msg(struct tdbc *c, const struct tdb_proto_msg *m,
 			 size_t size)
 {
@@ -369,7 +470,10 @@ static int sock_send_msg(struct tdbc *c, const struct tdb_proto_msg *m,
 		return tdbc__fail(c, (int)len, "%s", ext.msg ? ext.msg :
 				  "cannot build the request");
 	c->sock_pending++;
-	err = sock_send_all(c, c->sbuf, (size_t)len);
+	if (c->backend == TDBC_BE_GENL)
+		err = genl_send(c, len);
+	else
+		err = sock_send_all(c, c->sbuf, (size_t)len);
 	if (err)
 		c->sock_pending--;
 	return err;
@@ -382,6 +486,9 @@ int tdbc__check_hangup(struct tdbc *c)
 
 	if (c->dead)
 		return c->dead;
+	/* /dev/tdb: the kernel does not go away while the file is open. */
+	if (c->backend == TDBC_BE_KDEV)
+		return 0;
 	if (poll(&pfd, 1, 0) <= 0 || !pfd.revents)
 		return 0;
 	err = sock_read(c);
@@ -418,6 +525,9 @@ int tdbc__publish(struct tdbc *c)
 	if (!c->rings)
 		return 0;
 	r = tdb_ring_publish(&c->sq);
+	/* /dev/tdb: nobody reads the ring until we ENTER. */
+	if (r >= 0 && c->backend == TDBC_BE_KDEV)
+		return tdbc__kdev_enter(c);
 	if (r >= 0)
 		return 0;
 	return tdbc__die(c, r, "submission ring: %s", tdb_ring_error(&c->sq) ?
@@ -430,6 +540,8 @@ static int wait_sq_space(struct tdbc *c, size_t len)
 {
 	int err;
 
+	if (c->backend == TDBC_BE_KDEV)
+		return tdbc__kdev_wait_sq_space(c, len);
 	for (;;) {
 		err = tdbc__publish(c);
 		if (!err)
@@ -494,6 +606,15 @@ static int send_req(struct tdbc *c, struct tdb_proto_msg *m,
 	if (size < 0)
 		return tdbc__fail(c, (int)size, "%s", ext.msg ? ext.msg :
 				  "bad request");
+	/* /dev/tdb has no socket: every request takes the ring (whose
+	 * max_msg tdbc__kdev_connect checked holds any request). */
+	if (c->backend == TDBC_BE_KDEV) {
+		if ((uint64_t)size > c->sq.max_msg)
+			return tdbc__fail(c, -EMSGSIZE, "a request of %ld "
+					  "bytes is over the submission "
+					  "ring's %u", size, c->sq.max_msg);
+		over_socket = false;
+	}
 	/* A request bigger than the ring's max_msg takes the socket. */
 	if (!c->rings || over_socket || (uint64_t)size > c->sq.max_msg)
 		return sock_send_msg(c, m, (size_t)size);
@@ -602,6 +723,8 @@ int tdbc__wait(struct tdbc *c, tdbc_cond_fn *cond, void *arg,
 	bool spun = false;
 	int r, ms;
 
+	if (c->backend == TDBC_BE_KDEV)
+		return tdbc__kdev_wait(c, cond, arg, timeout_ms);
 	if (timeout_ms >= 0)
 		deadline = tdbc__now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	for (;;) {

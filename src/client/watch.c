@@ -8,6 +8,13 @@
  * reader starts at the newest message when it attaches, so changes made
  * between tdbd's handling of WATCH and our mapping are not seen (changes
  * this connection makes after tdbc_watch returns always are).
+ *
+ * tdb.ko (/dev/tdb): WATCH goes over the submission ring, its ack's
+ * cookie (struct tdb_dev_watch_cookie) gives the start sequence number
+ * and the feed's mmap offset in the device file (kdev.c maps it), and
+ * waiting is poll(2) on the device after an ENTER instead of a futex on
+ * the feed.  Over generic netlink tdb.ko refuses WATCH (-EOPNOTSUPP,
+ * with its message): that error is the caller's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -122,6 +129,8 @@ static int watch_start(struct tdbc_watch *w)
 				   .table = w->table };
 	struct tdbc_call call = { .nfds = 1 };
 	struct tdbc *c = w->h.c;
+	uint32_t start = 0;
+	bool kdev = c->backend == TDBC_BE_KDEV;
 	int err;
 
 	if (w->plen) {
@@ -129,30 +138,40 @@ static int watch_start(struct tdbc_watch *w)
 		m.prefix = w->prefix;
 		m.prefix_len = (uint32_t)w->plen;
 	}
+	/* Only tdbd's socket passes fds; tdb.ko's ack has a cookie. */
+	if (c->backend != TDBC_BE_DAEMON)
+		call.nfds = 0;
 	err = tdbc__call(c, &m, &call, true);
 	if (err)
 		return err;
-	err = tdbc__map_ring(c, call.fds[0], false, false, &w->map);
-	close(call.fds[0]);
+	if (kdev) {
+		err = tdbc__kdev_map_feed(c, call.cookie, call.cookie_len,
+					  &w->map, &start);
+	} else {
+		err = tdbc__map_ring(c, call.fds[0], false, false, &w->map);
+		close(call.fds[0]);
+	}
 	if (!err) {
 		err = tdb_ring_attach_consumer(&w->ring, w->map.hdr,
 					       w->map.data, w->map.data_len,
 					       TDB_RING_FEED);
 		/* Start where tdbd says the watch began, not at the newest
 		 * message: changes made since the WATCH are not missed. */
-		if (!err && call.cookie_len == sizeof(uint32_t)) {
+		if (!err && kdev) {
+			err = tdb_feed_start_at(&w->ring, start);
+		} else if (!err && call.cookie_len == sizeof(uint32_t)) {
 			uint32_t seq;
 
 			memcpy(&seq, call.cookie, sizeof(seq));
 			err = tdb_feed_start_at(&w->ring, seq);
 		}
 		if (err)
-			tdbc__fail(c, err, "change feed from tdbd: %s",
+			tdbc__fail(c, err, "change feed from %s: %s", c->peer,
 				   tdb_ring_error(&w->ring) ?
 				   tdb_ring_error(&w->ring) : strerror(-err));
 		w->attached = !err;
 	}
-	if (err) {
+	if (err && !c->dead) {
 		char msg[TDBC_ERRMSG_MAX];
 
 		/* best effort; the error to report is the mapping's */
@@ -228,6 +247,31 @@ static int read_feed(struct tdbc_watch *w, struct tdbc_event *ev,
 	return 0;
 }
 
+/*
+ * /dev/tdb: ENTER (the kernel then forgets which feeds were written, so
+ * poll's POLLIN is about writes from now on), drain the completion ring
+ * (its answers would also make poll return at once), look at the feed
+ * once more, and only then poll.  A write after the ENTER wakes poll,
+ * one before it is seen by the look: nothing is missed.  1 (an event),
+ * 0 (slept; look again) or < 0.
+ */
+static int kdev_sleep(struct tdbc_watch *w, struct tdbc_event *ev,
+		      uint64_t *lost, int ms)
+{
+	struct tdbc *c = w->h.c;
+	int r;
+
+	r = tdbc__kdev_enter(c);
+	if (!r)
+		r = tdbc__kdev_drain(c);
+	if (r < 0)
+		return r;
+	r = read_feed(w, ev, lost);
+	if (r)
+		return r;
+	return tdbc__kdev_poll(c, ms);
+}
+
 int tdbc_watch_next(struct tdbc_watch *w, struct tdbc_event *ev,
 		    int timeout_ms, uint64_t *lost)
 {
@@ -264,6 +308,12 @@ int tdbc_watch_next(struct tdbc_watch *w, struct tdbc_event *ev,
 				return 0;
 			if ((deadline - now + 999999) / 1000000 < (uint64_t)ms)
 				ms = (int)((deadline - now + 999999) / 1000000);
+		}
+		if (c->backend == TDBC_BE_KDEV) {
+			r = kdev_sleep(w, ev, lost, ms);
+			if (r)
+				return r;
+			continue;
 		}
 		r = tdb_feed_wait(&w->ring, ms);
 		if (r == -EPROTO)
