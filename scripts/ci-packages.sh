@@ -15,6 +15,11 @@
 #      `cc $(pkg-config --cflags --libs tdbclient)` runs against it;
 #      group tdb may connect, others may not; tdb-bench runs; the data
 #      survive a restart;
+#   4b. tdb-dkms: DKMS builds tdb.ko from the installed source against
+#      the installed linux-headers-amd64's kernel (`dkms build tdb/VER
+#      -k KVER`, installing linux-headers-amd64 first if missing); the
+#      module must exist with that kernel's vermagic (this machine's
+#      kernel cannot load modules: building is the test);
 #   5. install Samba's libtdb-dev and tdb-tools next to them: apt must
 #      succeed, no file may belong to both sides, both sets of files must
 #      be there, and a program using both libraries must build and run;
@@ -67,8 +72,14 @@ restore() {
 	new=$(comm -13 "$work/before" "$work/after" | tr '\n' ' ')
 	if [ -n "$new" ]; then
 		say "purging what this script installed: $new"
+		# SUDO_FORCE_REMOVE: dkms recommends sudo, whose prerm refuses
+		# to go on a machine without a root password unless told
 		# shellcheck disable=SC2086
-		$APT purge $new || return 1
+		SUDO_FORCE_REMOVE=yes $APT purge $new || return 1
+	fi
+	# dkms leaves the signing key it made (mok.key, mok.pub)
+	if ! grep -qx dkms "$work/before" && [ -d /var/lib/dkms ]; then
+		rm -rf /var/lib/dkms
 	fi
 	if [ "$had_user" = no ] && getent passwd tdb >/dev/null; then
 		userdel tdb || return 1
@@ -99,15 +110,22 @@ DEB_BUILD_PROFILES=nocheck $APT --no-install-recommends build-dep ./
 say "building the packages"
 sh scripts/build-packages.sh --nocheck "$work/debs"
 debs=$(ls "$work"/debs/*.deb | grep -v -- '-dbgsym_')
-for p in tdbd libtdbclient0 libtdbclient-dev tdbd-tools; do
+for p in tdbd libtdbclient0 libtdbclient-dev tdbd-tools tdb-dkms; do
 	ls "$work"/debs/"${p}"_*.deb >/dev/null 2>&1 || fail "no package $p built"
 done
 
 # --- 3. install ------------------------------------------------------------
+# tdb-dkms builds tdb.ko at install for kernels with headers: have the
+# headers of Debian's kernel (linux-headers-amd64) there first.
+if ! dpkg-query -W -f='${db:Status-Status}' linux-headers-amd64 2>/dev/null |
+	grep -qx installed; then
+	say "installing linux-headers-amd64 (for tdb-dkms)"
+	$APT --no-install-recommends install linux-headers-amd64
+fi
 say "installing them"
 # shellcheck disable=SC2086
 $APT install $debs
-for p in tdbd libtdbclient0 libtdbclient-dev tdbd-tools; do
+for p in tdbd libtdbclient0 libtdbclient-dev tdbd-tools tdb-dkms; do
 	dpkg-query -W -f='${db:Status-Status}' "$p" | grep -qx installed ||
 		fail "$p is not installed"
 done
@@ -207,10 +225,37 @@ tdb-bench --only tdb --keys 1000 --ops 1000 --txn-ops 100 --sync-ops 0 \
 	{ cat "$work/bench.out"; fail "tdb-bench"; }
 echo "tdb-bench: ran against /usr/sbin/tdbd"
 
+# --- 4b. tdb-dkms ------------------------------------------------------------
+say "tdb-dkms: dkms builds tdb.ko against the installed kernel headers"
+dkms_ver=$(dpkg-query -W -f='${Version}' tdb-dkms)
+[ -f "/usr/src/tdb-$dkms_ver/dkms.conf" ] ||
+	fail "/usr/src/tdb-$dkms_ver/dkms.conf missing"
+for f in kmod/Makefile kmod/Kbuild kmod/main.c src/core/table.c \
+	 src/proto/proto.c include/tdb/proto.h include/tdb/kdev.h; do
+	[ -f "/usr/src/tdb-$dkms_ver/$f" ] || fail "tdb-dkms lacks $f"
+done
+# The kernel of linux-headers-amd64 (its dependency names it).
+kver=$(dpkg-query -W -f='${Depends}' linux-headers-amd64 |
+	sed -n 's/.*linux-headers-\([^ ,]*\).*/\1/p')
+[ -n "$kver" ] && [ -d "/lib/modules/$kver/build" ] ||
+	fail "no kernel build tree for linux-headers-amd64 ($kver)"
+# Installing may already have built it for that kernel (AUTOINSTALL);
+# --force builds it again here, so this check does not depend on that.
+dkms build "tdb/$dkms_ver" -k "$kver" --force ||
+	{ cat "/var/lib/dkms/tdb/$dkms_ver/build/make.log" 2>/dev/null;
+	  fail "dkms build tdb/$dkms_ver -k $kver"; }
+ko=/var/lib/dkms/tdb/$dkms_ver/$kver/$(uname -m)/module/tdb.ko
+[ -f "$ko" ] || ko=$ko.xz
+[ -f "$ko" ] || fail "dkms built no tdb.ko for $kver"
+vm=$(modinfo -F vermagic "$ko" | awk '{ print $1 }')
+[ "$vm" = "$kver" ] || fail "tdb.ko's vermagic is $vm, not $kver"
+dkms status tdb
+echo "tdb-dkms: tdb.ko $dkms_ver built for $kver ($(du -k "$ko" | cut -f1) KiB)"
+
 # --- 5. Samba's libtdb-dev and tdb-tools next to ours ----------------------------
 say "installing Samba's libtdb-dev and tdb-tools next to ours"
 $APT install libtdb-dev tdb-tools || fail "apt could not install Samba's tdb next to ours"
-ours="tdbd libtdbclient0 libtdbclient-dev tdbd-tools"
+ours="tdbd libtdbclient0 libtdbclient-dev tdbd-tools tdb-dkms"
 samba="libtdb1 libtdb-dev tdb-tools"
 files_of() {
 	for p in "$@"; do dpkg-query -L "$p"; done | sort -u |
@@ -291,7 +336,8 @@ for p in $ours $samba; do
 done
 for f in /usr/sbin/tdbd /usr/bin/tdb /usr/include/tdb /etc/tdb \
 	 /lib/systemd/system/tdbd.service /usr/lib/sysusers.d/tdbd.conf \
-	 /usr/lib/tmpfiles.d/tdbd.conf /run/tdb /var/lib/tdb /usr/include/tdb.h; do
+	 /usr/lib/tmpfiles.d/tdbd.conf /run/tdb /var/lib/tdb /usr/include/tdb.h \
+	 "/usr/src/tdb-$dkms_ver" /var/lib/dkms/tdb; do
 	[ ! -e "$f" ] || fail "$f left after the purge"
 done
 if [ "$had_user" = no ] && getent passwd tdb >/dev/null; then

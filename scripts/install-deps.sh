@@ -4,6 +4,10 @@
 # clang + libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for
 # tests/fuzz (clang-14 only recommends libclang-rt-14-dev).
 # mandoc: the man-lint test of the manual pages (man/).
+# The kernel stage (tests/kernel, kmod/): linux-headers-amd64 to build
+# tdb.ko, linux-image-amd64 for the kernel qemu boots (its
+# /boot/vmlinuz-* and /lib/modules), qemu-system-x86, busybox-static
+# and cpio for the guest's initramfs, kmod for modinfo.
 set -eu
 PKGS="build-essential g++ meson ninja-build pkg-config
       libxxhash-dev liburcu-dev libcmocka-dev liblmdb-dev lmdb-utils
@@ -12,7 +16,9 @@ PKGS="build-essential g++ meson ninja-build pkg-config
       binutils procps systemd redis-server redis-tools
       gnuplot-nox
       clang libclang-rt-14-dev
-      mandoc"
+      mandoc
+      linux-headers-amd64 linux-image-amd64 qemu-system-x86
+      busybox-static cpio kmod"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
