@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* compat/stdint.h - <stdint.h> for shared sources: uint8_t..uint64_t and
  * uintptr_t come from <linux/types.h>; the C limits are spelled from the
- * kernel's U32_MAX etc.  (src/core/platform_kernel.h defines the same
- * ones, guarded, for the engine, which includes no libc header.) */
+ * kernel's U32_MAX etc.  src/core/platform_kernel.h includes this too. */
 #ifndef TDBK_COMPAT_STDINT_H
 #define TDBK_COMPAT_STDINT_H
 

@@ -6,7 +6,8 @@
  *
  * The engine's uint*_t, size_t and bool come from <linux/types.h> (the
  * kernel defines uint8_t..uint64_t and uintptr_t there); UINT32_MAX and
- * friends, which the kernel spells U32_MAX, are defined below.
+ * friends, which the kernel spells U32_MAX, come from kmod/compat/stdint.h
+ * (kbuild puts kmod/compat on the include path).
  *
  * Ordering: the engine's acquire/release pairs map to the kernel's
  * smp_load_acquire()/smp_store_release(), relaxed accesses to
@@ -21,31 +22,12 @@
 
 #include <linux/types.h>
 #include <linux/stddef.h>
-#include <linux/limits.h>
+#include <stdint.h>          /* kmod/compat/stdint.h: UINT32_MAX etc. */
 #include <linux/errno.h>
 #include <linux/string.h>
 #include <linux/compiler.h>
 #include <linux/prefetch.h>
 #include <asm/barrier.h>
-
-#ifndef UINT8_MAX
-#define UINT8_MAX  U8_MAX
-#endif
-#ifndef UINT16_MAX
-#define UINT16_MAX U16_MAX
-#endif
-#ifndef UINT32_MAX
-#define UINT32_MAX U32_MAX
-#endif
-#ifndef UINT64_MAX
-#define UINT64_MAX U64_MAX
-#endif
-#ifndef INT32_MAX
-#define INT32_MAX  S32_MAX
-#endif
-#ifndef INT64_MAX
-#define INT64_MAX  S64_MAX
-#endif
 
 #define tdb_load_acquire(p)     smp_load_acquire(p)
 #define tdb_store_release(p, v) smp_store_release((p), (v))
