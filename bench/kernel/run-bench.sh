@@ -1,0 +1,70 @@
+#!/bin/sh
+# run-bench.sh - tdb.ko against tdbd in ONE qemu guest boot: builds
+# nothing, boots Debian's kernel under TCG through
+# tests/kernel/run-qemu.sh (which loads tdb.ko, runs the guest binaries,
+# unloads the module and checks memory and the kernel log), with
+# tdb-bench-kdev --compare as the one guest binary and tdbd copied in
+# beside it (run-qemu.sh --extra).  Prints the benchmark's report.
+#
+#   bench/kernel/run-bench.sh [--build DIR] [--runs R] [--keys N]
+#                             [--ops N] [--batch B] [--timeout S]
+#                             [--log FILE]
+#
+#   --build DIR   a meson build dir with tdb.ko built (-Dkmod=enabled):
+#                 DIR/kmod/tdb.ko, DIR/src/daemon/tdbd,
+#                 DIR/bench/kernel/tdb-bench-kdev (default: ./build)
+#   --runs R      runs; medians over them (default 5)
+#   --keys N      keys loaded (default 100000)
+#   --ops N       operations per case and run (default 20000)
+#   --batch B     async batch (default 32)
+#   --timeout S   the whole boot (default 1800)
+#   --log FILE    keep the guest's serial log here
+#
+# Not a test: benchmarks are run by hand (docs/BENCHMARKS.md section 6).
+# Under TCG every figure is emulation speed; only the ratios between the
+# two backends measured in the same boot mean anything.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=./build runs=5 keys=100000 ops=20000 batch=32 timeout_s=1800 log=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--build) build=$2; shift 2 ;;
+	--runs) runs=$2; shift 2 ;;
+	--keys) keys=$2; shift 2 ;;
+	--ops) ops=$2; shift 2 ;;
+	--batch) batch=$2; shift 2 ;;
+	--timeout) timeout_s=$2; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	-h|--help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	*) echo "run-bench: unknown option $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+build=$(cd "$build" && pwd)
+ko=$build/kmod/tdb.ko
+tdbd=$build/src/daemon/tdbd
+bench=$build/bench/kernel/tdb-bench-kdev
+for f in "$ko" "$tdbd" "$bench"; do
+	[ -e "$f" ] || { echo "run-bench: $f missing (meson setup DIR -Dkmod=enabled; ninja -C DIR)" >&2; exit 1; }
+done
+keep_log=$log
+[ -n "$log" ] || log=$(mktemp /tmp/tdb-bench-kdev.XXXXXX.log)
+
+echo "host: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs;" \
+	"$(qemu-system-x86_64 --version | head -n 1), -accel tcg -smp 2"
+st=0
+"$top/tests/kernel/run-qemu.sh" --ko "$ko" --timeout "$timeout_s" \
+	--log "$log" --extra "$tdbd" \
+	--env "TDB_BENCH_KDEV_ARGS=--compare,--tdbd,$tdbd,--runs,$runs,--keys,$keys,--ops,$ops,--batch,$batch" \
+	-- "$bench" > "$log.verdict" 2>&1 || st=$?
+sed -n '/^KDEV-BEGIN/,/^KDEV-END/p' "$log" | sed '/^KDEV-/d; /^\[ *[0-9.]*\] /d'
+tail -n 1 "$log.verdict"
+if [ "$st" != 0 ]; then
+	cat "$log.verdict" >&2
+	echo "run-bench: run-qemu.sh exited $st (serial log $log)" >&2
+fi
+rm -f "$log.verdict"
+[ -n "$keep_log" ] || [ "$st" != 0 ] || rm -f "$log"
+exit "$st"
