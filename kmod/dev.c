@@ -22,7 +22,9 @@
  *  - One ENTER does at most one ring's worth of work: it takes the
  *    requests published when it starts (at most sq data_size bytes) and
  *    answers while the completion ring has room, calling cond_resched()
- *    between requests; a fatal signal stops it early.
+ *    between requests; a fatal signal stops it early.  A dump that skips
+ *    records without writing (a PREFIX matching few) is run on until it
+ *    writes, finishes or fills the ring, with cond_resched() per budget.
  */
 #include <linux/kernel.h>
 #include <linux/module.h>
@@ -37,6 +39,7 @@
 #include <linux/uaccess.h>
 #include <linux/wait.h>
 
+#include "kcompat.h"
 #include "tdb/kdev.h"
 #include "owner.h"
 #include "kring.h"
@@ -123,6 +126,14 @@ static struct tdbk_counters *counters(void)
 	return tdbk_owner_counters(dev_owner);
 }
 
+/* A request answered here, before tdbk_exec() saw it: STATS counts it
+ * (the owner counts the ones it runs). */
+static void count_refused(void)
+{
+	atomic64_inc(&counters()->requests);
+	atomic64_inc(&counters()->errors);
+}
+
 /* The client broke the ring protocol: cut it off. */
 static void kill_client(struct tdbk_file *f, const char *why)
 {
@@ -181,7 +192,10 @@ static void dump_finish(struct tdbk_file *f, struct dev_dump *dd, int result,
 /*
  * Go on with the dumps, oldest first, while the completion ring has
  * room for its largest message.  True when every dump is finished and
- * answered (requests may be taken again), false when the ring is full.
+ * answered (requests may be taken again), false when the ring is full
+ * (or a fatal signal stopped us).  A dump pauses only on a full ring:
+ * a run that wrote nothing but went through its record budget is run
+ * again at once.
  */
 static bool run_dumps(struct tdbk_file *f)
 {
@@ -210,10 +224,19 @@ static bool run_dumps(struct tdbk_file *f)
 					    "completion ring's max_msg");
 				break;
 			}
-			if (ret > 0)
+			if (ret > 0) {
 				/* Nothing written with room to spare: the
-				 * owner paused; the next ENTER goes on. */
-				return false;
+				 * run used its record budget (a PREFIX or
+				 * unreadable tables skipped records).  It
+				 * made progress, so go on now: a pause with
+				 * nothing to read would leave a client
+				 * waiting in poll() for an answer that no
+				 * ENTER is coming to produce. */
+				if (fatal_signal_pending(current))
+					return false;
+				cond_resched();
+				continue;
+			}
 			dump_finish(f, dd, ret, ret ? ext.msg : NULL);
 		}
 		if (!answer(f, &dd->req, dd->result,
@@ -238,19 +261,22 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 
 	err = tdb_proto_parse(msg, len, TDB_PROTO_REQUEST, m, &ext);
 	if (err) {
+		count_refused();
 		/* kring.c checked the frame, so there is a header. */
 		answer(f, m->nlh ? m->nlh : msg, err, &ext, false);
 		return;
 	}
 	if (tdb_proto_cmd_is_dump(m->cmd)) {
 		if (f->ndumps >= TDBK_DEV_MAX_DUMPS) {
+			count_refused();
 			ext.msg = "too many dumps in progress on this "
 				  "connection (8)";
 			answer(f, m->nlh, -EBUSY, &ext, false);
 			return;
 		}
-		dd = kzalloc(sizeof(*dd), GFP_KERNEL);
+		dd = kzalloc(sizeof(*dd), GFP_KERNEL_ACCOUNT);
 		if (!dd) {
+			count_refused();
 			ext.msg = "out of memory";
 			answer(f, m->nlh, -ENOMEM, &ext, false);
 			return;
@@ -539,7 +565,7 @@ static int tdbk_dev_mmap(struct file *file, struct vm_area_struct *vma)
 		err = -EACCES;
 		if (vma->vm_flags & VM_WRITE)
 			goto out;
-		vma->vm_flags &= ~VM_MAYWRITE;
+		tdbk_vma_clear_flags(vma, VM_MAYWRITE);
 	}
 	err = remap_vmalloc_range(vma, mem, in >> PAGE_SHIFT);
 	if (err)
@@ -564,7 +590,7 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 	struct tdbk_file *f;
 	int err = 0;
 
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
 	mutex_init(&f->lock);
@@ -617,7 +643,8 @@ static const struct file_operations tdbk_dev_fops = {
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = tdbk_dev_mmap,
 	.poll = tdbk_dev_poll,
-	.llseek = no_llseek,
+	/* No .llseek: NULL is "cannot seek" (no_llseek, gone in 6.12, was
+	 * NULL too; compat/kcompat.h). */
 };
 
 static struct miscdevice tdbk_misc = {

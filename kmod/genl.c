@@ -37,12 +37,14 @@
 #include <linux/net.h>
 #include <linux/netlink.h>
 #include <linux/notifier.h>
+#include <linux/sched/signal.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
 #include <net/sock.h>
 
+#include "kcompat.h"
 #include "tdb/kdev.h"
 #include "owner.h"
 #include "transport.h"
@@ -69,6 +71,14 @@ static struct genl_family tdbk_family;
 static struct tdbk_counters *counters(void)
 {
 	return tdbk_owner_counters(genl_owner);
+}
+
+/* A request refused here, before tdbk_exec() saw it: STATS counts it
+ * (the owner counts the ones it runs). */
+static void count_refused(void)
+{
+	atomic64_inc(&counters()->requests);
+	atomic64_inc(&counters()->errors);
 }
 
 static void client_release(struct kref *ref)
@@ -195,17 +205,37 @@ static void set_extack(struct netlink_ext_ack *extack,
 	}
 }
 
+/*
+ * Validate the request, and its NLM_F_ACK: generic netlink acks exactly
+ * when NLM_F_ACK is set, so it must be set on the "ack" commands and
+ * clear on the others (include/tdb/proto.h), or a request would get a
+ * reply and an ack, or nothing at all on success.  The validator allows
+ * NLM_F_ACK on any request (the rings and tdbd answer whatever it says).
+ */
 static int parse(const struct nlmsghdr *nlh, struct tdb_proto_msg *m,
 		 struct netlink_ext_ack *extack)
 {
 	struct tdb_proto_extack ext = { NULL };
+	bool ack;
 	int err;
 
 	err = tdb_proto_parse_family(nlh, nlh->nlmsg_len, TDB_PROTO_REQUEST,
 				     (u16)tdbk_family.id, m, &ext);
-	if (err)
+	if (err) {
 		set_extack(extack, nlh, &ext);
-	return err;
+		return err;
+	}
+	ack = nlh->nlmsg_flags & NLM_F_ACK;
+	if (ack != tdb_proto_cmd_is_ack(m->cmd)) {
+		if (extack)
+			extack->_msg = ack ?
+				"NLM_F_ACK set on a command answered by a "
+				"reply or a dump (it would get two answers)" :
+				"NLM_F_ACK missing on a command answered by "
+				"an ack (it would get no answer)";
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* --- doit: replies in an skb of their own --------------------------------- */
@@ -214,6 +244,7 @@ struct reply_sink {
 	struct tdbk_sink s;
 	struct sk_buff *skb;
 	u32 portid;
+	size_t nomem;           /* the reply could not be allocated: bytes */
 };
 
 static void *reply_reserve(struct tdbk_sink *s, size_t len)
@@ -223,8 +254,10 @@ static void *reply_reserve(struct tdbk_sink *s, size_t len)
 	if (rs->skb || len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX)
 		return NULL;            /* one reply per request */
 	rs->skb = alloc_skb(NLMSG_ALIGN(len), GFP_KERNEL);
-	if (!rs->skb)
+	if (!rs->skb) {
+		rs->nomem = len;
 		return NULL;
+	}
 	return skb_tail_pointer(rs->skb);
 }
 
@@ -244,6 +277,32 @@ static void reply_commit(struct tdbk_sink *s, void *p, size_t len)
 	skb_put(rs->skb, NLMSG_ALIGN(len));
 }
 
+/*
+ * The extack message for a reply of len bytes that could not be
+ * allocated.  Messages must outlive doit (netlink builds the ack after
+ * it returns) and 6.1 has no NL_SET_ERR_MSG_FMT, so they are static, one
+ * per power of two: the bound names the size to within a factor of 2.
+ */
+static const char *reply_nomem_msg(size_t len)
+{
+	static const char *const msgs[] = {
+		"could not allocate the reply of up to 4096 bytes",
+		"could not allocate the reply of up to 8192 bytes",
+		"could not allocate the reply of up to 16384 bytes",
+		"could not allocate the reply of up to 32768 bytes",
+		"could not allocate the reply of up to 65536 bytes",
+		"could not allocate the reply of up to 131072 bytes",
+		"could not allocate the reply of up to 262144 bytes",
+		"could not allocate the reply of up to 524288 bytes",
+		"could not allocate the reply of up to 1048576 bytes",
+	};
+	unsigned int i = 0;
+
+	while (i < ARRAY_SIZE(msgs) - 1 && len > (4096UL << i))
+		i++;
+	return msgs[i];
+}
+
 static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct reply_sink rs = {
@@ -257,14 +316,20 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 	int err;
 
 	m = kmalloc(sizeof(*m), GFP_KERNEL);
-	if (!m)
+	if (!m) {
+		count_refused();
 		return -ENOMEM;
+	}
 	err = parse(info->nlhdr, m, info->extack);
-	if (err)
+	if (err) {
+		count_refused();
 		goto out;
+	}
 	gc = client_get(skb, &err);
-	if (!gc)
+	if (!gc) {
+		count_refused();
 		goto out;
+	}
 	mutex_lock(&gc->lock);
 	err = tdbk_exec(gc->tc, m, &rs.s, &ext, &dump);
 	mutex_unlock(&gc->lock);
@@ -278,6 +343,13 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 			err = -EIO;
 	}
 	client_put(gc);
+	if (err < 0 && rs.nomem) {
+		/* Ours, not the owner's "no room": say what failed. */
+		if (info->extack)
+			info->extack->_msg = reply_nomem_msg(rs.nomem);
+		err = -ENOMEM;
+		goto out;
+	}
 	if (err < 0) {
 		set_extack(info->extack, info->nlhdr, &ext);
 		goto out;
@@ -323,29 +395,49 @@ struct skb_sink {
 	struct sk_buff *skb;
 	u32 portid;
 	unsigned int written;
-	int err;                /* growing an empty skb failed */
+	int err;                /* growing an empty skb failed, or a part
+				 * longer than any message (-EMSGSIZE) */
 };
 
+/* Bytes to skip so that the tail of an empty skb is 4-byte aligned. */
+static unsigned int skb_misalign(const struct sk_buff *skb)
+{
+	return (4 - ((unsigned long)skb_tail_pointer(skb) & 3)) & 3;
+}
+
+/*
+ * Room for a part at the skb's tail.  The builder (src/proto) needs a
+ * 4-byte aligned buffer, and netlink_dump() may hand us an skb whose
+ * data is not aligned (it trims the head to the reader's last recvmsg
+ * size); parts keep their lengths aligned, so only an empty skb needs
+ * its start moved.
+ */
 static void *skb_reserve_part(struct tdbk_sink *s, size_t len)
 {
 	struct skb_sink *ss = container_of(s, struct skb_sink, s);
 	size_t need = NLMSG_ALIGN(len);
 
-	if (len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX)
+	if (len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX) {
+		ss->err = -EMSGSIZE;
 		return NULL;
-	if (skb_tailroom(ss->skb) < need) {
+	}
+	if (ss->skb->len && skb_misalign(ss->skb))
+		return NULL;            /* cannot happen: parts are aligned */
+	if (skb_tailroom(ss->skb) < need + skb_misalign(ss->skb)) {
 		/* A part that does not fit goes into the next skb; one that
 		 * does not fit an empty skb (a big value) grows it, so that
 		 * a dump never stalls.  Room is kept for NLMSG_DONE. */
 		if (ss->skb->len)
 			return NULL;
 		if (pskb_expand_head(ss->skb, 0,
-				     need + TDB_PROTO_ERROR_MAX -
+				     need + 3 + TDB_PROTO_ERROR_MAX -
 				     skb_tailroom(ss->skb), GFP_KERNEL)) {
 			ss->err = -ENOMEM;
 			return NULL;
 		}
 	}
+	if (!ss->skb->len)
+		skb_reserve(ss->skb, skb_misalign(ss->skb));
 	return skb_tail_pointer(ss->skb);
 }
 
@@ -391,17 +483,23 @@ static int tdbk_genl_start(struct netlink_callback *cb)
 	m = kmalloc(sizeof(*m), GFP_KERNEL);
 	gd = kzalloc(sizeof(*gd), GFP_KERNEL);
 	if (!m || !gd) {
+		count_refused();
 		err = -ENOMEM;
 		goto fail;
 	}
 	err = parse(cb->nlh, m, cb->extack);
-	if (err)
+	if (err) {
+		count_refused();
 		goto fail;
+	}
 	gd->gc = client_get(cb->skb, &err);
-	if (!gd->gc)
+	if (!gd->gc) {
+		count_refused();
 		goto fail;
+	}
 	mutex_lock(&gd->gc->lock);
 	if (gd->gc->ndumps >= TDBK_GENL_MAX_DUMPS) {
+		count_refused();
 		ext.msg = "too many dumps in progress on this connection (8)";
 		err = -EBUSY;
 	} else {
@@ -443,18 +541,34 @@ static int tdbk_genl_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 
 	if (!gd || !gd->d)
 		return 0;
-	mutex_lock(&gd->gc->lock);
-	ret = tdbk_dump_run(gd->d, &ss.s, &ext);
-	mutex_unlock(&gd->gc->lock);
-	if (ret > 0) {
-		if (skb->len)
-			return skb->len;
-		/* Nothing written into an empty skb: returning 0 would end
-		 * the dump, so end it with the reason instead. */
-		ret = ss.err ? ss.err : -EIO;
-		ext.msg = ss.err ? "out of memory for a dump part"
-				 : "the dump made no progress";
+	/*
+	 * A run that wrote nothing into the empty skb without an error went
+	 * through its record budget (a PREFIX or unreadable tables skipped
+	 * them): run it again, since returning 0 would end the dump.  It
+	 * pauses only once the skb holds parts.
+	 */
+	for (;;) {
+		mutex_lock(&gd->gc->lock);
+		ret = tdbk_dump_run(gd->d, &ss.s, &ext);
+		mutex_unlock(&gd->gc->lock);
+		if (ret <= 0 || skb->len)
+			break;
+		if (ss.err) {
+			ret = ss.err;
+			ext.msg = ss.err == -EMSGSIZE ?
+				  "a dump part is longer than any message" :
+				  "out of memory for a dump part";
+			break;
+		}
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			ext.msg = "the dump was interrupted";
+			break;
+		}
+		cond_resched();
 	}
+	if (ret > 0)
+		return skb->len;
 	if (ret < 0 && cb->extack)
 		cb->extack->_msg = ext.msg;
 	/* 0 or a negative errno: netlink ends the dump with NLMSG_DONE
@@ -515,10 +629,12 @@ static const struct genl_ops tdbk_genl_ops[] = {
 	OP(TDB_CMD_ATTACH, 0),
 };
 
+#if TDBK_HAVE_MCAST_CAP
 static const struct genl_multicast_group tdbk_genl_mcgrps[] = {
 	/* Joining needs CAP_NET_ADMIN (genl_bind checks the flag). */
 	{ .name = TDB_GENL_MCGRP, .flags = GENL_MCAST_CAP_NET_ADMIN },
 };
+#endif
 
 static struct genl_family tdbk_family __ro_after_init = {
 	.name = TDB_GENL_NAME,
@@ -539,8 +655,13 @@ static struct genl_family tdbk_family __ro_after_init = {
 	.module = THIS_MODULE,
 	.ops = tdbk_genl_ops,
 	.n_ops = ARRAY_SIZE(tdbk_genl_ops),
+#if TDBK_HAVE_MCAST_CAP
 	.mcgrps = tdbk_genl_mcgrps,
 	.n_mcgrps = ARRAY_SIZE(tdbk_genl_mcgrps),
+#endif
+	/* else no "changes" group: it could not be kept to CAP_NET_ADMIN
+	 * (compat/kcompat.h), and notifications carry every table's keys
+	 * and values. */
 };
 
 /* --- notifications ----------------------------------------------------------- */
@@ -552,7 +673,8 @@ static void genl_on_change(void *arg, const void *msg, size_t len)
 	struct nlmsghdr *nlh;
 	struct sk_buff *skb;
 
-	if (len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX)
+	if (!TDBK_HAVE_MCAST_CAP || len < NLMSG_HDRLEN ||
+	    len > TDB_PROTO_MSG_MAX)
 		return;
 	if (genl_has_listeners(&tdbk_family, &init_net, 0) <= 0)
 		return;

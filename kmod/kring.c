@@ -52,7 +52,8 @@ int tdbk_ring_init(struct tdbk_ring *r, u32 kind, u32 data_size)
 	if (!h)
 		return -ENOMEM;
 	if (kind == TDB_RING_SUBMIT) {
-		r->msg = kvmalloc(max_msg, GFP_KERNEL);
+		/* Per client, up to 1 MiB: charged to its memcg. */
+		r->msg = kvmalloc(max_msg, GFP_KERNEL_ACCOUNT);
 		if (!r->msg) {
 			vfree(h);
 			return -ENOMEM;

@@ -272,7 +272,8 @@ static bool seq_read_retry(struct tdbk_owner *o, u64 s)
 static int grow_buf(struct tdbk_client *c, size_t need)
 {
 	size_t cap = max_t(size_t, roundup_pow_of_two(need), 256);
-	void *n = kvmalloc(cap, GFP_KERNEL);
+	/* Kept for the client's life, as big as it asks: its memcg's. */
+	void *n = kvmalloc(cap, GFP_KERNEL_ACCOUNT);
 
 	if (!n)
 		return -ENOMEM;
@@ -389,6 +390,7 @@ static int apply_put_del(struct tdbk_owner *o, struct ktable *t, bool del,
 		return -ENOENT;
 	if (noov && tdbk_key_exists(t, m->key, m->key_len))
 		return -EEXIST;
+	tdbk_snap_save(t, m->key, m->key_len);  /* pre-image, first */
 	if (del)
 		err = tdbe_del(t->t, m->key, m->key_len, ee);
 	else
@@ -533,6 +535,7 @@ static int drop_locked(struct tdbk_owner *o, struct ktable *t,
 	}
 	table_unlink(o, t);
 	WRITE_ONCE(t->dropped, true);
+	tdbk_snap_detach_all(t);        /* a dropped table changes no more */
 	/* The last message its watchers get; then the feed is theirs. */
 	tdbk_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0);
 	tdbk_feeds_flush(o);

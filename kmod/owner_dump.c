@@ -13,6 +13,11 @@
  *  - SCAN cursors are tdbd's: one byte TDBK_CURSOR_V1, then the key of
  *    the last record sent (the engine's tdbe_cursor_seek goes on after
  *    it), carried by the last part LIMIT allows.
+ *  - A snapshot scan (SCAN_FLAGS TDB_SCAN_SNAPSHOT) walks the same
+ *    cursor but asks its snapshot (owner_snap.c) about each record, then
+ *    sends the pre-images the walk did not; it takes no CURSOR and no
+ *    part carries one.  Its records stay valid while pending too: a
+ *    pre-image lives as long as the snapshot.
  *  - A dump's state (cursor, table references) is released once, by
  *    tdbk_dump_free() or by tdbk_client_free(), whichever comes first;
  *    its memory and its client reference go with tdbk_dump_free().
@@ -65,6 +70,8 @@ static void dump_release(struct tdbk_dump *d)
 	d->pending = false;
 	tdbe_cursor_close(d->cur);
 	d->cur = NULL;
+	tdbk_snap_free(d->c->o, d->snap);       /* before its table goes */
+	d->snap = NULL;
 	tdbk_table_put(d->t);
 	d->t = NULL;
 	kfree(d->prefix);
@@ -152,6 +159,8 @@ static int scan_setup(struct tdbk_dump *d, const struct tdb_proto_msg *m)
 int tdbk_scan(struct tdbk_client *c, const struct tdb_proto_msg *m,
 	      struct tdb_proto_extack *ext, struct tdbk_dump **dump)
 {
+	bool snap = TDB_PROTO_HAS(m, TDB_A_SCAN_FLAGS) &&
+		    (m->scan_flags & TDB_SCAN_SNAPSHOT);
 	struct tdbk_dump *d;
 	struct ktable *t;
 	int err = 0;
@@ -159,11 +168,11 @@ int tdbk_scan(struct tdbk_client *c, const struct tdb_proto_msg *m,
 	t = tdbk_resolve(c, m, TDBK_MAY_READ, ext, &err);
 	if (!t)
 		return err;
-	if (TDB_PROTO_HAS(m, TDB_A_SCAN_FLAGS) &&
-	    (m->scan_flags & TDB_SCAN_SNAPSHOT)) {
-		ext->msg = "snapshot scans are not supported by tdb.ko";
-		ext->offset = m->attr_off[TDB_A_SCAN_FLAGS];
-		err = -EOPNOTSUPP;
+	if (snap && TDB_PROTO_HAS(m, TDB_A_CURSOR)) {
+		ext->msg = "a snapshot scan is one dump of the whole table: "
+			   "it takes no CURSOR";
+		ext->offset = m->attr_off[TDB_A_CURSOR];
+		err = -EINVAL;
 	} else {
 		err = check_cursor(m, ext);
 	}
@@ -174,6 +183,15 @@ int tdbk_scan(struct tdbk_client *c, const struct tdb_proto_msg *m,
 	}
 	d->t = t;                       /* the dump's reference now */
 	err = scan_setup(d, m);
+	if (!err && snap) {
+		/* Under wlock: between two changes, and every later change
+		 * to the table saves its pre-image first. */
+		mutex_lock(&c->o->wlock);
+		d->snap = tdbk_snap_new(t, d->prefix, d->plen);
+		mutex_unlock(&c->o->wlock);
+		if (!d->snap)
+			err = -ENOMEM;
+	}
 	if (err) {
 		tdbk_dump_free(d);
 		return err;
@@ -202,7 +220,7 @@ static int scan_send(struct tdbk_dump *d, struct tdbk_sink *out)
 	a.key_len = (u32)d->kl;
 	a.value = d->v;
 	a.value_len = (u32)d->vl;
-	if (d->left == 1) {             /* the last one allowed: say where */
+	if (d->left == 1 && !d->snap) { /* the last one allowed: say where */
 		d->cbuf[0] = TDBK_CURSOR_V1;
 		memcpy(d->cbuf + 1, d->k, d->kl);
 		a.attrs |= TDB_PROTO_BIT(TDB_A_CURSOR);
@@ -217,6 +235,37 @@ static int scan_send(struct tdbk_dump *d, struct tdbk_sink *out)
 	return 0;
 }
 
+#define TAKE_SKIP 2     /* take(): nothing to send for this record */
+
+/* The next record to send into d->k, d->v: 1, 0 at the end, TAKE_SKIP,
+ * or an error (ext->msg set). */
+static int take(struct tdbk_dump *d, struct tdb_proto_extack *ext)
+{
+	int rc;
+
+	if (d->walked)          /* a snapshot's pre-images left */
+		return tdbk_snap_next_left(d->snap, &d->k, &d->kl, &d->v,
+					   &d->vl, &ext->msg);
+	rc = tdbe_cursor_next(d->cur, &d->k, &d->kl, &d->v, &d->vl);
+	if (rc < 0) {
+		ext->msg = tdbe_strerror(rc);
+		return rc;
+	}
+	if (rc == 0) {
+		if (!d->snap)
+			return 0;
+		tdbk_snap_freeze(d->snap);
+		d->walked = true;
+		return TAKE_SKIP;
+	}
+	if (!prefix_ok(d, d->k, d->kl))
+		return TAKE_SKIP;
+	if (!d->snap)
+		return 1;
+	rc = tdbk_snap_check(d->snap, d->k, d->kl, &d->v, &d->vl, &ext->msg);
+	return rc == 0 ? TAKE_SKIP : rc;
+}
+
 static int scan_run(struct tdbk_dump *d, struct tdbk_sink *out,
 		    struct tdb_proto_extack *ext)
 {
@@ -227,15 +276,10 @@ static int scan_run(struct tdbk_dump *d, struct tdbk_sink *out,
 		if (!d->left)
 			return 0;
 		if (!d->pending) {
-			rc = tdbe_cursor_next(d->cur, &d->k, &d->kl, &d->v,
-					      &d->vl);
-			if (rc < 0) {
-				ext->msg = tdbe_strerror(rc);
+			rc = take(d, ext);
+			if (rc <= 0)
 				return rc;
-			}
-			if (rc == 0)
-				return 0;
-			if (!prefix_ok(d, d->k, d->kl))
+			if (rc == TAKE_SKIP)
 				continue;
 			d->pending = true;
 		}

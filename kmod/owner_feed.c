@@ -32,7 +32,15 @@
 #include <linux/vmalloc.h>
 
 #include "owner_int.h"
+#include "transport.h"
 #include "tdb/kdev.h"
+
+/*
+ * Watches one client may hold at once: each costs a struct (and a
+ * linear find_watch); the bound keeps a client from growing them
+ * without limit.  tdbd has no such bound (its feeds are per table too).
+ */
+#define TDBK_MAX_WATCHES 1024
 
 /* --- the ring ------------------------------------------------------------- */
 
@@ -53,8 +61,15 @@ static struct tdbk_feed *feed_new(struct tdbk_owner *o, int *err)
 	}
 	f->slot = (u64)slot;
 	f->size = (size_t)TDB_RING_HDR_SIZE + o->lim.feed_size;
+	/* Counted in max_memory_mb with the tables' extents. */
+	if (!tdbk_mem_charge(f->size)) {
+		ida_free(&o->slots, slot);
+		kfree(f);
+		return NULL;
+	}
 	f->mem = vmalloc_user(f->size);         /* zeroed */
 	if (!f->mem) {
+		tdbk_mem_uncharge(f->size);
 		ida_free(&o->slots, slot);
 		kfree(f);
 		return NULL;
@@ -82,6 +97,7 @@ void tdbk_feed_put(struct tdbk_feed *f)
 	if (!f || !refcount_dec_and_test(&f->refs))
 		return;
 	vfree(f->mem);
+	tdbk_mem_uncharge(f->size);
 	ida_free(&f->o->slots, (int)f->slot);
 	kfree(f);
 }
@@ -249,19 +265,28 @@ void tdbk_notify(struct tdbk_owner *o, struct ktable *t, u8 cmd,
 		o->on_change(o->change_arg, o->nbuf, (size_t)len);
 }
 
+/* Under wlock.  Each client is woken at most once per flush, however
+ * many of its watches saw the changes (c->woken records the flush). */
 void tdbk_feeds_flush(struct tdbk_owner *o)
 {
 	struct ktable *t, *n;
 	struct kwatch *w;
+	u64 gen;
 
+	if (list_empty(&o->dirty))
+		return;
+	gen = ++o->flush_gen;
 	list_for_each_entry_safe(t, n, &o->dirty, dirty) {
 		list_del_init(&t->dirty);
 		if (!t->feed)
 			continue;
 		feed_publish(t->feed);
-		list_for_each_entry(w, &t->watches, tnode)
-			if (w->c->wake)
-				w->c->wake(w->c->arg);
+		list_for_each_entry(w, &t->watches, tnode) {
+			if (!w->c->wake || w->c->woken == gen)
+				continue;
+			w->c->woken = gen;
+			w->c->wake(w->c->arg);
+		}
 	}
 }
 
@@ -356,7 +381,14 @@ int tdbk_watch(struct tdbk_client *c, const struct tdb_proto_msg *m,
 		tdbk_table_put(t);
 		return -EEXIST;
 	}
-	w = kzalloc(sizeof(*w) + m->prefix_len, GFP_KERNEL);
+	if (c->nwatches >= TDBK_MAX_WATCHES) {
+		BUILD_BUG_ON(TDBK_MAX_WATCHES != 1024);
+		ext->msg = "too many watches on this client (1024)";
+		tdbk_table_put(t);
+		return -EMFILE;
+	}
+	/* Charged to the client's memory cgroup: the client decides. */
+	w = kzalloc(sizeof(*w) + m->prefix_len, GFP_KERNEL_ACCOUNT);
 	if (!w) {
 		tdbk_table_put(t);
 		return -ENOMEM;
@@ -376,6 +408,7 @@ int tdbk_watch(struct tdbk_client *c, const struct tdb_proto_msg *m,
 		tdbk_table_put(t);
 		return err;
 	}
+	c->nwatches++;
 	atomic_inc(&o->watches);
 	set_cookie(ext, seq, slot);
 	return 0;
@@ -396,6 +429,7 @@ static void watch_free(struct tdbk_client *c, struct kwatch *w)
 	tdbk_feed_put(w->f);
 	tdbk_table_put(w->t);
 	kfree(w);
+	c->nwatches--;
 	atomic_dec(&o->watches);
 }
 

@@ -9,6 +9,8 @@
  *   owner_dump.c  dumps: SCAN and TABLE_LIST
  *   owner_feed.c  change feeds (TDB_RING_FEED rings), WATCH, UNWATCH,
  *                 notifications
+ *   owner_snap.c  the snapshots of snapshot scans (old values of keys
+ *                 changed during one)
  *
  * Locking (the order is wlock -> reg_lock, wlock -> client lock):
  *  - o->wlock (mutex) serialises every change: PUT, DEL, TXN_COMMIT,
@@ -25,6 +27,8 @@
  *    than the one running the client's requests.
  *  - Readers (GET, SCAN) use the engine's lock-free reads and no owner
  *    lock but reg_lock for the lookup.
+ *  - A snapshot scan takes wlock once, to register its snapshot; each
+ *    snapshot's own mutex (owner_snap.c) nests inside wlock.
  */
 #ifndef TDBK_OWNER_INT_H
 #define TDBK_OWNER_INT_H
@@ -56,6 +60,7 @@
 #define TDBK_FEED_BOUNDS 128u
 
 struct ktable;
+struct tdbk_snap;
 
 struct tdbk_feed {
 	refcount_t refs;        /* the table's (until drop), each watch's,
@@ -86,6 +91,8 @@ struct ktable {
 	unsigned int nwatch;            /* under wlock */
 	struct list_head dirty;         /* o->dirty: feed written, wlock */
 	char name[TDBE_NAME_MAX + 1];
+	struct tdbk_snap *snaps;        /* under wlock: snapshots taking
+					 * changes (owner_snap.c) */
 };
 
 struct kwatch {
@@ -125,6 +132,9 @@ struct tdbk_client {
 	bool dead;                      /* tdbk_client_free() ran */
 	spinlock_t lock;
 	struct list_head watches;       /* struct kwatch.cnode */
+	unsigned int nwatches;          /* on watches, <= TDBK_MAX_WATCHES;
+					 * the client's thread */
+	u64 woken;                      /* o->flush_gen when last woken */
 	struct list_head dumps;         /* struct tdbk_dump.node */
 	unsigned int ndumps;            /* under lock */
 	struct list_head txns;          /* the client's thread only */
@@ -149,6 +159,8 @@ struct tdbk_dump {
 	const void *k, *v;              /* it (valid until cursor_next) */
 	size_t kl, vl;
 	unsigned char *cbuf;            /* TDB_KEY_MAX + 1: a cursor */
+	struct tdbk_snap *snap;         /* a snapshot scan's (else NULL) */
+	bool walked;                    /* it: the cursor's walk is over */
 	/* TABLE_LIST */
 	struct ktable **tabs;           /* counted */
 	unsigned int ntabs, at;
@@ -166,6 +178,7 @@ struct tdbk_owner {
 	unsigned int ntables;
 	struct ida slots;               /* feed mmap slots */
 	struct list_head dirty;         /* tables whose feed was written */
+	u64 flush_gen;                  /* tdbk_feeds_flush() calls, wlock */
 	unsigned char *nbuf;            /* a notification, wlock */
 	u32 change_seq;                 /* multicast seq, wlock */
 	tdbk_change_fn *on_change;      /* under wlock */
@@ -236,5 +249,29 @@ void tdbk_feeds_flush(struct tdbk_owner *o);
 /* The table is gone or dropped: let go of its feed (wlock, or the
  * owner is being freed). */
 void tdbk_table_feed_release(struct ktable *t);
+
+/* owner_snap.c - snapshot scans (see its opening comment). */
+/* Under wlock: a new snapshot of t (keys starting with prefix only),
+ * registered on it; NULL if out of memory. */
+struct tdbk_snap *tdbk_snap_new(struct ktable *t, const void *prefix,
+				size_t plen);
+/* Unregister (takes wlock: not under it) and free; NULL is a no-op. */
+void tdbk_snap_free(struct tdbk_owner *o, struct tdbk_snap *s);
+/* Under wlock, before key of t changes (no-op without snapshots). */
+void tdbk_snap_save(struct ktable *t, const void *key, size_t klen);
+/* Under wlock: t is dropped; its snapshots take no more changes. */
+void tdbk_snap_detach_all(struct ktable *t);
+/* The walk returned key (*val, *vlen): 1 send it with *val and *vlen
+ * (the live value or the pre-image), 0 skip it (absent at snapshot
+ * time), or the snapshot's error (*msg, a static string). */
+int tdbk_snap_check(struct tdbk_snap *s, const void *key, size_t klen,
+		    const void **val, size_t *vlen, const char **msg);
+/* The walk is over: the snapshot takes no more changes. */
+void tdbk_snap_freeze(struct tdbk_snap *s);
+/* After the freeze: 1 and the next pre-image the walk did not send, 0 at
+ * the end, or the snapshot's error (*msg).  Pointers valid until
+ * tdbk_snap_free(). */
+int tdbk_snap_next_left(struct tdbk_snap *s, const void **key, size_t *klen,
+			const void **val, size_t *vlen, const char **msg);
 
 #endif

@@ -27,6 +27,10 @@
 
 #include "owner_int.h"
 
+/* A transaction's buffers (up to 64 MiB) are the client's to grow and
+ * live as long as it wants: GFP_KERNEL_ACCOUNT charges them to its
+ * memory cgroup. */
+
 /* The old state of one key, to put back. */
 struct undo {
 	bool had;               /* the key was present */
@@ -36,7 +40,7 @@ struct undo {
 
 static struct ktxn *txn_new(struct tdbk_owner *o)
 {
-	struct ktxn *x = kzalloc(sizeof(*x), GFP_KERNEL);
+	struct ktxn *x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
 
 	if (x)
 		x->id = atomic64_inc_return(&o->next_txn);
@@ -75,7 +79,8 @@ struct ktxn *tdbk_txn_find(struct tdbk_client *c,
 static int ops_grow(struct ktxn *x)
 {
 	u32 cap = x->cap ? x->cap * 2 : 16;
-	struct ktxn_op *n = kvmalloc_array(cap, sizeof(*n), GFP_KERNEL);
+	struct ktxn_op *n = kvmalloc_array(cap, sizeof(*n),
+					   GFP_KERNEL_ACCOUNT);
 
 	if (!n)
 		return -ENOMEM;
@@ -105,7 +110,7 @@ int tdbk_txn_add(struct ktxn *x, struct ktable *t, bool del, u32 flags,
 	if (x->nops == x->cap && ops_grow(x))
 		return -ENOMEM;
 	op = &x->ops[x->nops];
-	op->key = kvmalloc(klen + vlen + 1, GFP_KERNEL);
+	op->key = kvmalloc(klen + vlen + 1, GFP_KERNEL_ACCOUNT);
 	if (!op->key)
 		return -ENOMEM;
 	memcpy(op->key, key, klen);
@@ -199,6 +204,7 @@ static int apply_one(struct ktxn_op *op, struct tdbe_extack *ee)
 		ee->msg = "a table of the transaction was dropped";
 		return -ENOENT;
 	}
+	tdbk_snap_save(op->t, op->key, op->klen);       /* pre-image */
 	if (op->del) {
 		err = tdbe_del(op->t->t, op->key, op->klen, ee);
 		return err == -ENOENT ? 0 : err;   /* deleting nothing is ok */

@@ -64,24 +64,35 @@ unsigned long tdbk_mem_limit(void)
 	return (unsigned long)READ_ONCE(max_memory_mb) << 20;
 }
 
-/* Count one more extent; false (nothing counted) if it would pass the
+/* Count bytes more; false (nothing counted) if that would pass the
  * limit.  add-then-check keeps concurrent growers of different tables
- * from both slipping under it. */
-static bool mem_charge(void)
+ * from both slipping under it.  Extents and change feeds (owner_feed.c)
+ * count here. */
+bool tdbk_mem_charge(size_t bytes)
 {
 	unsigned long limit = tdbk_mem_limit();
-	long used = atomic_long_add_return(TDBP_EXTENT_SIZE, &mem_used);
+	long used = atomic_long_add_return((long)bytes, &mem_used);
 
 	if (limit && (unsigned long)used > limit) {
-		atomic_long_sub(TDBP_EXTENT_SIZE, &mem_used);
+		atomic_long_sub((long)bytes, &mem_used);
 		return false;
 	}
 	return true;
 }
 
+void tdbk_mem_uncharge(size_t bytes)
+{
+	atomic_long_sub((long)bytes, &mem_used);
+}
+
+static bool mem_charge(void)
+{
+	return tdbk_mem_charge(TDBP_EXTENT_SIZE);
+}
+
 static void mem_uncharge(unsigned int n)
 {
-	atomic_long_sub((long)n * TDBP_EXTENT_SIZE, &mem_used);
+	tdbk_mem_uncharge((size_t)n * TDBP_EXTENT_SIZE);
 }
 
 /* --- private memory --------------------------------------------------- */
@@ -310,6 +321,12 @@ uint64_t tdbp_random_u64(void)
 	return get_random_u64();
 }
 
+/*
+ * Ratelimited at every level (each its own state, the printk default of
+ * 10 messages per 5 s): the engine logs per table create, drop and
+ * extent, which a client looping CREATE/DROP would otherwise turn into a
+ * flood of the kernel log.
+ */
 void tdbp_log(int level, const char *fmt, ...)
 {
 	struct va_format vaf;
@@ -320,16 +337,16 @@ void tdbp_log(int level, const char *fmt, ...)
 	vaf.va = &args;
 	switch (level) {
 	case TDBP_LOG_ERR:
-		pr_err("%pV\n", &vaf);
+		pr_err_ratelimited("%pV\n", &vaf);
 		break;
 	case TDBP_LOG_WARNING:
-		pr_warn("%pV\n", &vaf);
+		pr_warn_ratelimited("%pV\n", &vaf);
 		break;
 	case TDBP_LOG_INFO:
-		pr_info("%pV\n", &vaf);
+		pr_info_ratelimited("%pV\n", &vaf);
 		break;
 	default:
-		pr_debug("%pV\n", &vaf);
+		pr_debug_ratelimited("%pV\n", &vaf);
 		break;
 	}
 	va_end(args);

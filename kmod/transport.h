@@ -22,8 +22,12 @@ void tdbk_dev_exit(void);
  * time (module parameter selftest=1); 0 or a negative errno, logged. */
 int tdbk_selftest(void);
 
-/* platform.c: bytes of extents backed now, and the limit. */
+/* platform.c: bytes of extents and change feeds backed now, and the
+ * limit (max_memory_mb); charge (false: over the limit, nothing
+ * counted) and uncharge other memory against it. */
 unsigned long tdbk_mem_used(void);
 unsigned long tdbk_mem_limit(void);
+bool tdbk_mem_charge(size_t bytes);
+void tdbk_mem_uncharge(size_t bytes);
 
 #endif
