@@ -92,7 +92,14 @@ int tdbe_table_list(struct tdbe_engine *e,
 		    void *arg);
 void tdbe_table_stat(struct tdbe_table *t, struct tdbe_table_stat *st);
 const char *tdbe_table_name(const struct tdbe_table *t);
-/* For mapping the table elsewhere (tdbe_view_open); -1 if none. */
+/*
+ * For mapping the table elsewhere (tdbe_view_*); -1 if none.  The
+ * descriptor can change: a table on hugepages whose pool runs dry moves
+ * to 4 KiB pages in a new memfd (stat.page_size becomes 4096) and the old
+ * one is closed, so a mapping of the old descriptor stops seeing changes
+ * from then on.  Re-fetch it after such a move (today only
+ * tests/test_view.c maps it, on a table that is not changing).
+ */
 int tdbe_table_fd(const struct tdbe_table *t);
 
 /* --- records --------------------------------------------------------- */

@@ -46,13 +46,24 @@ struct tdbp_region *tdbp_region_create(const char *name,
 /*
  * Back extent number idx (always the next one: idx == current count) and
  * return its address, zeroed.  NULL with *err = -ENOMEM when the host has
- * no memory left.
+ * no memory left.  Called by the table's writer only (write lock held).
+ * The user home may move a hugetlb region to 4 KiB pages here when the
+ * hugepage pool is exhausted; extents already backed keep their addresses
+ * and contents.
  */
 void *tdbp_region_grow(struct tdbp_region *r, unsigned int idx, int *err);
 void tdbp_region_destroy(struct tdbp_region *r);
-/* Size of the pages backing the region: 2 MiB (hugetlb) or 4 KiB. */
+/* Size of the pages backing the region: 2 MiB (hugetlb) or 4 KiB; it
+ * changes from 2 MiB to 4 KiB if the region moves (tdbp_region_grow). */
 size_t tdbp_region_page_size(const struct tdbp_region *r);
-/* A descriptor other processes can map read-only; -1 if the home has none. */
+/*
+ * A descriptor other processes can map read-only; -1 if the home has none.
+ * Not stable: when tdbp_region_grow moves a hugetlb region to 4 KiB pages
+ * (the hugepage pool ran dry), the region gets a new memfd and the old one
+ * is closed.  A mapping made from the old descriptor keeps the extents it
+ * mapped as they were at the move, and never sees later changes; a user
+ * must fetch the descriptor again after a move (page size 4 KiB now).
+ */
 int tdbp_region_fd(const struct tdbp_region *r);
 
 /* --- locks ----------------------------------------------------------- */

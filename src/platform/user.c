@@ -88,12 +88,14 @@ void tdbp_pages_free(void *pages, unsigned int order)
  * contiguous here and at offset i * 2 MiB in the file for other mappers.
  * The page size is chosen when extent 0 is backed: a hugetlb memfd if
  * mapping it works, else a normal one, and a log line says which.  A
- * region never mixes the two, so once on hugepages, growth fails with
- * -ENOMEM when the hugepage pool runs dry.
+ * region never mixes the two.  When a hugetlb region cannot grow because
+ * the hugepage pool is exhausted, it moves to a normal memfd at the same
+ * addresses and goes on there (migrate_to_small_pages); growth fails
+ * with -ENOMEM only when ordinary memory runs out too.
  */
 struct tdbp_region {
-	int fd;
-	bool huge;
+	int fd;                    /* atomic: read by tdbp_region_fd */
+	bool huge;                 /* atomic: read by tdbp_region_page_size */
 	unsigned char *base;       /* 2 MiB aligned */
 	void *reserve;
 	size_t reserve_len;
@@ -176,6 +178,86 @@ static int fall_back_to_small_pages(struct tdbp_region *r, int why)
 	return 0;
 }
 
+/*
+ * The hugepage pool ran dry while growing a hugetlb region to extent n:
+ * copy extents 0 .. n-1 into a fresh 4 KiB memfd (sized for n + 1
+ * extents) and map it over them, in one mmap(MAP_FIXED) at the same
+ * addresses, so every extent pointer the engine holds (t->map.ext[i])
+ * stays valid and shows the same bytes.  Then the old memfd is closed and
+ * its hugepages go back to the pool.  Needs n * 2 MiB of ordinary memory
+ * for the copy.  On failure (no memory) the region is left exactly as it
+ * was, still on hugepages, and a negative errno is returned.
+ *
+ * Why this is safe:
+ *  - tdbp_region_grow is only called through tdbr_grow, from the
+ *    allocator (alloc.c alloc_pages), by the table's writer: tdbe_put and
+ *    tdbe_del hold the table's write lock (t->wlock), and table creation
+ *    grows extent 0 only, before the table is published.  So nothing
+ *    writes to the region during the copy, and the copy is complete.
+ *  - Readers in other threads of this process (tdbe_get, tdbe_lookup,
+ *    cursors, zero-copy pointers held under tdbe_read_lock) only load
+ *    from the region.  mmap(MAP_FIXED) replaces the whole range under
+ *    mmap_lock taken for writing: a load either hits the old hugetlb page
+ *    or faults, waits for the mmap to finish, and finds the new page,
+ *    which holds the same bytes.  No address changes.
+ *  - The only other users of the region's fd are read-only views
+ *    mapped elsewhere (tdbe_table_fd; today only tests/test_view.c).  A
+ *    mapping made from the old fd keeps showing the extents it had, frozen
+ *    at the migration (and keeps their hugepages out of the pool until it
+ *    is unmapped); after it, such a user must fetch the fd again
+ *    (tdbp_region_fd returns the new one).
+ */
+static int migrate_to_small_pages(struct tdbp_region *r, unsigned int n)
+{
+	size_t len = (size_t)n * TDBP_EXTENT_SIZE, done = 0;
+	int fd, err, old = r->fd;
+	void *p;
+
+	fd = memfd_create(r->name, MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)(len + TDBP_EXTENT_SIZE)))
+		goto fail;
+	while (done < len) {
+		ssize_t w = pwrite(fd, r->base + done, len - done,
+				   (off_t)done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			goto fail;
+		if (w == 0) {
+			errno = ENOSPC;
+			goto fail;
+		}
+		done += (size_t)w;
+	}
+	p = mmap(r->base, len, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, fd, 0);
+	if (p == MAP_FAILED) {
+		err = -errno;
+		/* MAP_FIXED normally fails before it touches the old mapping,
+		 * but put the old memfd back over the range to be sure: its
+		 * pages (and their reservations) are still in the file, so
+		 * this needs no new hugepage. */
+		p = mmap(r->base, len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, old, 0);
+		if (p == MAP_FAILED)
+			tdbp_log(TDBP_LOG_ERR, "%s: cannot map the old extents "
+				 "back either (%s)", r->name, strerror(errno));
+		close(fd);
+		return err;
+	}
+	__atomic_store_n(&r->fd, fd, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->huge, false, __ATOMIC_RELEASE);
+	close(old);
+	return 0;
+fail:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
 void *tdbp_region_grow(struct tdbp_region *r, unsigned int idx, int *err)
 {
 	int e;
@@ -189,6 +271,24 @@ void *tdbp_region_grow(struct tdbp_region *r, unsigned int idx, int *err)
 		e = fall_back_to_small_pages(r, e);
 		if (!e)
 			e = map_extent(r, idx);
+	} else if (e && r->huge &&
+		   (e == -ENOMEM || e == -ENOSPC || e == -EFBIG)) {
+		int m = migrate_to_small_pages(r, idx);
+
+		if (m) {
+			tdbp_log(TDBP_LOG_ERR, "%s: cannot back extent %u "
+				 "on hugepages (%s; see vm.nr_hugepages), and "
+				 "moving the table to 4 KiB pages failed (%s)",
+				 r->name, idx, strerror(-e), strerror(-m));
+			*err = -ENOMEM;
+			return NULL;
+		}
+		tdbp_log(TDBP_LOG_WARNING,
+			 "%s: no 2 MiB hugepage for extent %u (the pool is "
+			 "exhausted; see vm.nr_hugepages): moved its %u "
+			 "extent(s) to 4 KiB pages, going on there",
+			 r->name, idx, idx);
+		e = map_extent(r, idx);
 	}
 	if (e) {
 		if (r->huge)
@@ -216,12 +316,13 @@ void tdbp_region_destroy(struct tdbp_region *r)
 
 size_t tdbp_region_page_size(const struct tdbp_region *r)
 {
-	return r->huge ? TDBP_EXTENT_SIZE : (size_t)sysconf(_SC_PAGESIZE);
+	return __atomic_load_n(&r->huge, __ATOMIC_ACQUIRE)
+		       ? TDBP_EXTENT_SIZE : (size_t)sysconf(_SC_PAGESIZE);
 }
 
 int tdbp_region_fd(const struct tdbp_region *r)
 {
-	return r->fd;
+	return __atomic_load_n(&r->fd, __ATOMIC_ACQUIRE);
 }
 
 /* --- locks ------------------------------------------------------------- */
