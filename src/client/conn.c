@@ -87,7 +87,8 @@ const char *tdbc_strerror(int err)
 	case ENOENT:       return "no such table or key";
 	case EEXIST:       return "key or table exists";
 	case EACCES:       return "the table's mode forbids it";
-	case ENOSPC:       return "the table is full";
+	case ENOSPC:       return "no space (the table at its size cap, or "
+				  "the owner's disk full)";
 	case E2BIG:        return "key or value over its limit";
 	case EINVAL:       return "invalid argument";
 	case ENOBUFS:      return "value bigger than the buffer";

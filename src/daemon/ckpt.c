@@ -24,7 +24,9 @@
  *    TDBD_CKPT_MAPSIZE environment variable read by tdbd_ckpt_open.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -32,7 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -335,6 +339,41 @@ static int meta_init(struct ckpt *ck, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * LMDB makes a missing lock.mdb with ftruncate and writes its header
+ * through a shared mapping: on a full disk that is a SIGBUS, not an
+ * error.  So make it here, with its room reserved (the size LMDB wants,
+ * or more: it then just has room for more readers), and fail clearly
+ * if there is none.  An existing one already has its pages.
+ */
+static int lock_file_reserve(struct ckpt *ck, char *err, size_t errlen)
+{
+	unsigned int readers = 126;     /* LMDB's default */
+	char path[PATH_MAX];
+	off_t size;
+	int fd, rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/lock.mdb", ck->path) >=
+	    sizeof(path))
+		return 0;       /* LMDB will say */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return 0;       /* it exists (or LMDB will say why not) */
+	mdb_env_get_maxreaders(ck->env, &readers);
+	/* a reader slot and the header's cache lines are 64 bytes each */
+	size = ((off_t)(readers + 4) * 64 + 4095) & ~(off_t)4095;
+	rc = posix_fallocate(fd, 0, size);
+	close(fd);
+	if (!rc)
+		return 0;
+	unlink(path);           /* LMDB would map it unreserved */
+	if (rc != ENOSPC && rc != EDQUOT)
+		return 0;       /* let LMDB make it its own way */
+	return say(err, errlen, ck->path, -rc, strerror(rc), "lock.mdb is "
+		   "missing and there is no room on the disk to make it "
+		   "(%lld bytes); free some space", (long long)size);
+}
+
 int tdbd_ckpt_open(const char *dir, struct ckpt **out, char *err,
 		   size_t errlen)
 {
@@ -379,6 +418,9 @@ int tdbd_ckpt_open(const char *dir, struct ckpt **out, char *err,
 		rc = say_mdb(err, errlen, ck->path, rc, "mdb_env_set_mapsize");
 		goto out_env;
 	}
+	rc = lock_file_reserve(ck, err, errlen);
+	if (rc)
+		goto out_env;
 	/* Full sync (no MDB_NOSYNC/NOMETASYNC): a commit is on disk when it
 	 * returns.  MDB_NOTLS: read txns are not tied to a thread. */
 	rc = mdb_env_open(ck->env, ck->path, MDB_NOTLS, 0640);
@@ -994,6 +1036,14 @@ static void tx_end(struct ckpt_txn *tx)
 	free(tx);
 }
 
+/* Has path's filesystem no block left (for an unprivileged writer)? */
+static bool disk_full(const char *path)
+{
+	struct statvfs sv;
+
+	return !statvfs(path, &sv) && (sv.f_bavail == 0 || sv.f_bfree == 0);
+}
+
 int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 		     size_t errlen)
 {
@@ -1010,7 +1060,13 @@ int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 	if (!tx->rc) {
 		rc = mdb_txn_commit(tx->txn);   /* frees the txn, even failing */
 		tx->txn = NULL;
-		if (rc)
+		if (rc == EIO && disk_full(tx->ck->path))
+			/* LMDB calls a short write EIO: on a full disk it
+			 * ran out of space part-way (nothing is committed) */
+			tx_fail(tx, -ENOSPC, "no space left on the "
+				"filesystem (LMDB: a short write, Input/output "
+				"error)", "commit");
+		else if (rc)
 			tx_fail_mdb(tx, rc, "commit");
 	}
 	rc = tx->rc;

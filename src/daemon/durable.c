@@ -24,7 +24,12 @@
  *    gives its dirty sets back, and one that failed is not retried for
  *    the WAL-size trigger before CKPT_RETRY_NS.
  *  - Recovery = load the checkpoint, replay the WAL after its LSN, then
- *    start a new segment; clients are accepted only after it.
+ *    start a new segment; clients are accepted only after it.  On a full
+ *    disk nothing of start-up needs to write: the replay only cuts (a
+ *    torn tail), the WAL opens without a segment (wal_open: every change
+ *    fails with ENOSPC until the first commit that finds room makes it),
+ *    and the checkpoint after recovery fails softly and is retried like
+ *    any failed checkpoint.
  */
 #include <errno.h>
 #include <limits.h>
@@ -152,6 +157,20 @@ static void count_record(struct tdbd *d)
 	__atomic_fetch_add(&d->ctr.wal_records, 1, __ATOMIC_RELAXED);
 }
 
+/* wal_commit, and a line in the log when the first commit after a start
+ * on a full disk could make the WAL's segment (changes work again). */
+static int commit(struct tdbd *d, uint64_t *lsn, const char **msg)
+{
+	bool had = wal_has_segment(d->wal);
+	int err = wal_commit(d->wal, lsn, msg);
+
+	if (!had && wal_has_segment(d->wal))
+		tdbd_log(L_NOTICE, "WAL %s/wal: there is room again: a "
+			 "segment is started, changes are accepted",
+			 d->cfg.data_dir);
+	return err;
+}
+
 int tdbd_log_put(struct tdbd *d, struct dtable *dt, const void *key,
 		 size_t klen, const void *val, size_t vlen, uint64_t *lsn,
 		 const char **msg)
@@ -161,7 +180,7 @@ int tdbd_log_put(struct tdbd *d, struct dtable *dt, const void *key,
 	wal_begin(d->wal, WAL_OPS);
 	wal_add_op(d->wal, WAL_OP_PUT, dt->name, key, (uint32_t)klen, val,
 		   (uint32_t)vlen);
-	err = wal_commit(d->wal, lsn, msg);
+	err = commit(d, lsn, msg);
 	if (!err)
 		count_record(d);
 	return err;
@@ -174,7 +193,7 @@ int tdbd_log_del(struct tdbd *d, struct dtable *dt, const void *key,
 
 	wal_begin(d->wal, WAL_OPS);
 	wal_add_op(d->wal, WAL_OP_DEL, dt->name, key, (uint32_t)klen, NULL, 0);
-	err = wal_commit(d->wal, lsn, msg);
+	err = commit(d, lsn, msg);
 	if (!err)
 		count_record(d);
 	return err;
@@ -194,7 +213,7 @@ int tdbd_log_txn(struct tdbd *d, struct txn *x, uint64_t *lsn,
 			   op->dt->name, op->key, op->klen,
 			   op->key + op->klen, op->del ? 0 : op->vlen);
 	}
-	err = wal_commit(d->wal, lsn, msg);
+	err = commit(d, lsn, msg);
 	if (!err)
 		count_record(d);
 	return err;
@@ -207,7 +226,7 @@ int tdbd_log_create(struct tdbd *d, const char *name, uint64_t id,
 	wal_begin(d->wal, WAL_CREATE);
 	wal_add_create(d->wal, id, name, uid, gid, mode, max_ext,
 		       d->cfg.sync);
-	return wal_commit(d->wal, lsn, msg);
+	return commit(d, lsn, msg);
 }
 
 int tdbd_log_drop(struct tdbd *d, const char *name, uint64_t *lsn,
@@ -215,7 +234,7 @@ int tdbd_log_drop(struct tdbd *d, const char *name, uint64_t *lsn,
 {
 	wal_begin(d->wal, WAL_DROP);
 	wal_add_drop(d->wal, name);
-	return wal_commit(d->wal, lsn, msg);
+	return commit(d, lsn, msg);
 }
 
 void tdbd_log_retract(struct tdbd *d, uint64_t lsn)
@@ -876,6 +895,9 @@ int tdbd_durable_start(struct tdbd *d)
 		tdbd_log(L_ERR, "%s", err);
 		return e;
 	}
+	if (!wal_has_segment(d->wal))
+		tdbd_log(L_WARNING, "%s (tables are loaded and readable; "
+			 "free space on that filesystem)", err);
 	u->last_ns = tdbd_now_ns();
 	u->now = res.records > 0;
 	if ((e = -pthread_create(&u->thr, NULL, checkpointer, d))) {

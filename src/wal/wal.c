@@ -6,6 +6,11 @@
  * Invariants:
  *  - w->fd is the current segment; w->off its length, always the end of
  *    the last whole record (a failed write is cut back to it).
+ *  - w->fd is -1 only while no segment could be made for lack of space
+ *    (wal_open on a full disk): then nothing has been written since the
+ *    open (written == durable == next_lsn - 1), seg_first is next_lsn
+ *    and off is 0; wal_commit makes the segment before it writes, and
+ *    once made it is never given up (rotation replaces it).
  *  - written >= durable; both only grow.  durable is published after the
  *    fdatasync that covered it returned 0.
  *  - A segment is closed only after an fdatasync of it (rotation does it
@@ -299,7 +304,9 @@ static int write_all(int fd, const void *buf, size_t len, uint64_t off)
 
 /* Create segment <first> (replacing an empty leftover of that name:
  * recovery found no record in it), write and sync its header, sync the
- * directory so the file itself survives a crash. */
+ * directory so the file itself survives a crash.  On failure the file
+ * is removed again (a crash before that leaves a last segment with an
+ * unfinished header, which replay removes as such). */
 static int seg_create(struct wal *w, uint64_t first, int *fdp)
 {
 	unsigned char h[WAL_SEG_HDR] = { 0 };
@@ -327,6 +334,12 @@ static int seg_create(struct wal *w, uint64_t first, int *fdp)
 	}
 	*fdp = fd;
 	return 0;
+}
+
+/* No room for a new segment (wal_open or wal_commit start over then). */
+static bool no_space(int err)
+{
+	return err == -ENOSPC || err == -EDQUOT;
 }
 
 static void set_failed(struct wal *w, int err)
@@ -383,8 +396,10 @@ static void *flusher(void *arg)
 		gen = w->retracts;
 		pthread_mutex_unlock(&w->m);
 
+		/* fd -1 (no segment yet): nothing was written, nothing to
+		 * sync (target == durable keeps us from here anyway) */
 		pthread_mutex_lock(&w->sync_lock);
-		if (fdatasync(w->fd))
+		if (w->fd >= 0 && fdatasync(w->fd))
 			err = -errno;
 		pthread_mutex_unlock(&w->sync_lock);
 
@@ -430,13 +445,25 @@ int wal_open(const char *dir, uint64_t next_lsn, const struct wal_opts *o,
 			 strerror(-e));
 		goto fail;
 	}
-	if ((e = seg_create(w, w->next_lsn, &w->fd))) {
+	w->seg_first = w->next_lsn;
+	if ((e = seg_create(w, w->next_lsn, &w->fd)) && !no_space(e)) {
 		snprintf(err, errlen, "WAL %s: cannot start a segment: %s",
 			 dir, strerror(-e));
 		goto fail;
 	}
-	w->seg_first = w->next_lsn;
-	w->off = WAL_SEG_HDR;
+	if (e) {
+		/* a full disk: open without a segment, so what is logged
+		 * can still be read; the first commit tries again */
+		snprintf(err, errlen, "WAL %s: cannot start a segment: %s; "
+			 "running without one: changes fail with ENOSPC "
+			 "until there is room again", dir, strerror(-e));
+		w->fd = -1;
+		w->off = 0;
+	} else {
+		if (errlen)
+			err[0] = '\0';
+		w->off = WAL_SEG_HDR;
+	}
 	if ((e = -pthread_create(&w->thr, NULL, flusher, w))) {
 		snprintf(err, errlen, "WAL flusher thread: %s", strerror(-e));
 		goto fail;
@@ -447,6 +474,11 @@ int wal_open(const char *dir, uint64_t next_lsn, const struct wal_opts *o,
 fail:
 	wal_close(w);
 	return e;
+}
+
+bool wal_has_segment(const struct wal *w)
+{
+	return w->fd >= 0;
 }
 
 void wal_close(struct wal *w)
@@ -587,6 +619,8 @@ static int rotate(struct wal *w)
 {
 	int fd, err = 0;
 
+	if (w->fd < 0)          /* no segment to close: wal_commit makes one */
+		return 0;
 	pthread_mutex_lock(&w->sync_lock);
 	if (fdatasync(w->fd))
 		err = -errno;
@@ -604,6 +638,24 @@ static int rotate(struct wal *w)
 		return err;     /* stay on the old segment; try again later */
 	pthread_mutex_lock(&w->sync_lock);
 	close(w->fd);
+	w->fd = fd;
+	pthread_mutex_unlock(&w->sync_lock);
+	w->seg_first = w->next_lsn;
+	w->off = WAL_SEG_HDR;
+	return 0;
+}
+
+/* The log has no segment (opened on a full disk): make it now, at
+ * next_lsn, which follows the last record of the segments before it.
+ * Nothing was written since the open, so no earlier record waits for a
+ * sync.  seg_create removes a file it could not finish. */
+static int start_segment(struct wal *w)
+{
+	int fd, err;
+
+	if ((err = seg_create(w, w->next_lsn, &fd)))
+		return err;
+	pthread_mutex_lock(&w->sync_lock);
 	w->fd = fd;
 	pthread_mutex_unlock(&w->sync_lock);
 	w->seg_first = w->next_lsn;
@@ -635,6 +687,15 @@ int wal_commit(struct wal *w, uint64_t *lsn, const char **err_msg)
 	if (w->build_err || w->len < WAL_REC_HDR) {
 		*err_msg = "out of memory building the WAL record";
 		return -ENOMEM;
+	}
+	if (w->fd < 0 && (err = start_segment(w))) {
+		*err_msg = no_space(err) ?
+			   "no space left on the WAL's filesystem (no room "
+			   "for a new WAL segment): the change was not "
+			   "applied" :
+			   "cannot start a WAL segment: the change was not "
+			   "applied";
+		return err;
 	}
 	if (w->off >= w->o.segment_size && rotate(w) && wal_failed(w)) {
 		*err_msg = "the WAL failed (fdatasync error): restart tdbd to "
@@ -682,7 +743,7 @@ int wal_commit(struct wal *w, uint64_t *lsn, const char **err_msg)
 
 int wal_retract(struct wal *w, uint64_t lsn)
 {
-	if (lsn != w->last_lsn || lsn + 1 != w->next_lsn ||
+	if (w->fd < 0 || lsn != w->last_lsn || lsn + 1 != w->next_lsn ||
 	    w->last_off < WAL_SEG_HDR)
 		return -EINVAL;
 	if (ftruncate(w->fd, (off_t)w->last_off)) {

@@ -27,7 +27,9 @@
  * Writing.  One appender at a time (tdbd's write lock): a record is built
  * in the log's buffer and written to the current segment with write(2)
  * before the change it describes is acknowledged, so a write that cannot
- * be logged (ENOSPC) fails without having been applied or acked.  The
+ * be logged (ENOSPC) fails without having been applied or acked.  On a
+ * full disk the log may have no current segment at all (wal_open could
+ * not make one); every commit then tries to make it first.  The
  * flusher thread makes written records durable with fdatasync(2); every
  * record written while one fdatasync runs shares the next one (group
  * commit).  Durability is announced through wal_durable() and a callback.
@@ -81,9 +83,18 @@ struct wal_opts {
 	void *arg;
 };
 
-/* Start a new segment at next_lsn in dir and the flusher thread. */
+/* Start a new segment at next_lsn in dir and the flusher thread.
+ * If there is no room for the segment (ENOSPC, EDQUOT: a full disk) the
+ * log opens anyway, without one, so a daemon can start and serve what
+ * it recovered: wal_has_segment() is then false and err says why (it is
+ * "" otherwise).  wal_commit makes the segment first, and fails with
+ * -ENOSPC (nothing written, no file left behind) while there is still
+ * no room; nothing needs syncing meanwhile, since nothing was written. */
 int wal_open(const char *dir, uint64_t next_lsn, const struct wal_opts *o,
 	     struct wal **out, char *err, size_t errlen);
+/* Has the log a current segment (false only after wal_open on a full
+ * disk, until a commit could make one)?  The appender's, like commit. */
+bool wal_has_segment(const struct wal *w);
 /* Stop the flusher after a last fdatasync, close. */
 void wal_close(struct wal *w);
 
@@ -98,7 +109,8 @@ int wal_add_create(struct wal *w, uint64_t id, const char *name,
 		   uint32_t max_extents, uint32_t sync);
 int wal_add_drop(struct wal *w, const char *name);
 /* Write the record; *lsn its LSN.  On failure (-ENOSPC, -EIO, ...)
- * nothing of it stays in the log and err_msg says what happened. */
+ * nothing of it stays in the log and err_msg says what happened.  With
+ * no current segment (see wal_open) it first makes one. */
 int wal_commit(struct wal *w, uint64_t *lsn, const char **err_msg);
 /* Take back the last record written (its change could not be applied).
  * Only the very last record, only before another commit. */

@@ -11,9 +11,12 @@
  * empty and 1 MiB values); del, drop, reset, abort; the txn spoiled by a
  * failure; a foreign format, bad schema and long records; a full map
  * (TDBD_CKPT_MAPSIZE); open errors; mdb_dump on the result; a writer and
- * a reader in two threads.
+ * a reader in two threads; a full disk (a small tmpfs, root only): open
+ * and read work, a commit fails with ENOSPC and loses nothing, a missing
+ * lock.mdb is an error, not a SIGBUS.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <lmdb.h>
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1102,6 +1106,132 @@ static void test_map_full(void **state)
 	free(chunk);
 }
 
+/* --- a full disk ---------------------------------------------------------- */
+
+static int teardown_mnt(void **state)
+{
+	char mnt[128];
+
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir_of(state));
+	umount2(mnt, MNT_DETACH);       /* if a failure left it mounted */
+	return teardown(state);
+}
+
+/* Append to path until its filesystem is full. */
+static void fill_fs(const char *path)
+{
+	static unsigned char z[4096];
+	size_t chunk = sizeof(z);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+	assert_true(fd >= 0);
+	while (chunk) {
+		ssize_t n = write(fd, z, chunk);
+
+		if (n > 0)
+			continue;
+		assert_int_equal(n, -1);
+		assert_int_equal(errno, ENOSPC);
+		chunk /= 2;
+	}
+	close(fd);
+}
+
+/*
+ * tdbd starts on a full disk: an existing store opens and reads (no
+ * write at open), a commit fails with ENOSPC and a message saying so and
+ * leaves the store as it was; a missing lock.mdb (LMDB would make it
+ * through a mapping: SIGBUS) fails the open clearly and leaves nothing.
+ */
+static void test_disk_full(void **state)
+{
+	unsigned char *chunk = pattern(64 * 1024, 6);
+	const struct ckpt_table *const one[] = { &schema_t1 };
+	char mnt[128], filler[160], lock[160];
+	struct recset want = { 0 };
+	struct ckpt_txn *tx;
+	struct ckpt *ck = NULL;
+	int rc = 0;
+
+	if (geteuid()) {
+		free(chunk);
+		print_message("skipped: mounting a small tmpfs needs root\n");
+		skip();
+	}
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir_of(state));
+	snprintf(filler, sizeof(filler), "%s/filler", mnt);
+	snprintf(lock, sizeof(lock), "%s/checkpoint/lock.mdb", mnt);
+	assert_int_equal(mkdir(mnt, 0755), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m,mode=0755")) {
+		free(chunk);
+		print_message("skipped: cannot mount a tmpfs: %s\n",
+			      strerror(errno));
+		skip();
+	}
+	ck = open_ok(mnt);
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_reset_table(tx, "t1"), 0);
+	assert_int_equal(tdbd_ckpt_set_table(tx, &schema_t1), 0);
+	for (int i = 0; i < 20; i++) {
+		char k[16], v[16];
+		int kl = snprintf(k, sizeof(k), "k%02d", i);
+		int vl = snprintf(v, sizeof(v), "v%d", i);
+
+		put2(tx, &want, "t1", k, kl, v, vl);
+	}
+	commit_ok(tx, 7);
+	tdbd_ckpt_close(ck);
+
+	fill_fs(filler);
+	ck = open_ok(mnt);
+	assert_meta(ck, 7, one, 1);
+	assert_table(ck, "t1", &want);
+	tx = begin_ok(ck);
+	for (int i = 0; i < 16 && !rc; i++) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "big%02d", i);
+		rc = tdbd_ckpt_put(tx, "t1", k, strlen(k), chunk, 64 * 1024);
+	}
+	if (!rc)
+		rc = tdbd_ckpt_commit(tx, 8, err, sizeof(err));
+	else
+		tdbd_ckpt_abort(tx);
+	assert_int_equal(rc, -ENOSPC);
+	if (!strcasestr(err, "no space"))
+		fail_msg("the commit's message says nothing of space: %s",
+			 err);
+	assert_meta(ck, 7, one, 1);
+	assert_table(ck, "t1", &want);
+	tdbd_ckpt_close(ck);
+
+	/* no lock.mdb, no room to make one */
+	assert_int_equal(unlink(lock), 0);
+	fill_fs(filler);
+	ck = NULL;
+	rc = tdbd_ckpt_open(mnt, &ck, err, sizeof(err));
+	assert_int_equal(rc, -ENOSPC);
+	assert_null(ck);
+	if (!strstr(err, "lock.mdb") || !strcasestr(err, "no space"))
+		fail_msg("not a clear message: %s", err);
+	assert_int_equal(access(lock, F_OK), -1);
+
+	/* room again: it all works */
+	assert_int_equal(unlink(filler), 0);
+	ck = open_ok(mnt);
+	assert_meta(ck, 7, one, 1);
+	assert_table(ck, "t1", &want);
+	tx = begin_ok(ck);
+	put2(tx, &want, "t1", "after", 5, chunk, 64 * 1024);
+	commit_ok(tx, 9);
+	assert_meta(ck, 9, one, 1);
+	assert_table(ck, "t1", &want);
+	tdbd_ckpt_close(ck);
+	assert_int_equal(umount(mnt), 0);
+	rs_free(&want);
+	free(chunk);
+}
+
 static void test_open_errors(void **state)
 {
 	const char *dir = dir_of(state);
@@ -1378,6 +1508,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_map_full, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_disk_full, setup,
+						teardown_mnt),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_mdb_dump, setup,

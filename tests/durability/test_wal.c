@@ -10,7 +10,8 @@
  * decoders on bad payloads; opening at an LSN; rotation, removal and
  * missing segments; torn tails at every byte offset and garbage after the
  * log; damage in the last and in earlier segments, with and without
- * truncation; random damage; ENOSPC on a small tmpfs (root only);
+ * truncation; random damage; ENOSPC on a small tmpfs (root only), also
+ * wal_open on a full one (no segment until there is room);
  * wal_retract, also racing the flusher; group commit from several
  * threads; fdatasync failures (fdatasync is wrapped by the linker:
  * -Wl,--wrap=fdatasync), also during rotation, and the order in which
@@ -2101,6 +2102,154 @@ static void test_enospc(void **state)
 	recs_free(&model);
 }
 
+/* Fill the filesystem of path's directory: not a byte more fits. */
+static void fill_fs(const char *path)
+{
+	static unsigned char z[4096];
+	size_t chunk = sizeof(z);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+	assert_true(fd >= 0);
+	while (chunk) {
+		ssize_t n = write(fd, z, chunk);
+
+		if (n > 0)
+			continue;
+		assert_int_equal(n, -1);
+		assert_int_equal(errno, ENOSPC);
+		chunk /= 2;
+	}
+	close(fd);
+}
+
+/* wal_open on a full filesystem: no room for the new segment.  It opens
+ * without one (a daemon can start and serve what it recovered), makes
+ * nothing on disk, syncs nothing; every commit fails with ENOSPC and
+ * leaves no file behind; once there is room the next commit makes the
+ * segment at the next LSN, and a replay finds every record in order. */
+static void test_open_full(void **state)
+{
+	struct scratch *s = *state;
+	char filler[PATH_MAX + 64], path[PATH_MAX + 64];
+	struct recs model = { 0 };
+	struct got g = { 0 };
+	uint64_t segs[16], lsn;
+	unsigned int ns;
+	struct wal *w;
+	int e;
+
+	if (geteuid()) {
+		print_message("skipped: mounting a small tmpfs needs root\n");
+		skip();
+	}
+	snprintf(s->mnt, sizeof(s->mnt), "%s/mnt", s->dir);
+	assert_int_equal(mkdir(s->mnt, 0755), 0);
+	if (mount("tmpfs", s->mnt, "tmpfs", 0, "size=64k,mode=0755")) {
+		print_message("skipped: cannot mount a tmpfs: %s\n",
+			      strerror(errno));
+		skip();
+	}
+	s->mounted = true;
+
+	/* a log of a few records, as a daemon leaves it */
+	w = open_wal(s->mnt, 1, 16 * KiB, 0);
+	for (unsigned int i = 0; i < 5; i++) {
+		struct mrec *m = recs_push(&model);
+
+		make_put(m, "before", 8, 300 + below(1000));
+		commit_ok(w, m, model.n);
+	}
+	assert_int_equal(wal_sync_to(w, wal_written(w)), 0);
+	wal_close(w);
+
+	/* the disk fills up; opened again, the log has no segment */
+	snprintf(filler, sizeof(filler), "%s/filler", s->mnt);
+	fill_fs(filler);
+	err[0] = 'x';
+	err[1] = 0;
+	w = NULL;
+	e = wal_open(s->mnt, model.n + 1, &(struct wal_opts){
+			.segment_size = 16 * KiB }, &w, err, sizeof(err));
+	assert_int_equal(e, 0);
+	assert_non_null(w);
+	assert_false(wal_has_segment(w));
+	expect_has(err, s->mnt);
+	expect_has(err, "No space left on device");
+	assert_int_equal(wal_written(w), model.n);
+	assert_int_equal(wal_durable(w), model.n);
+	assert_int_equal(wal_failed(w), 0);
+	/* nothing to sync: returns at once */
+	assert_int_equal(wal_sync_to(w, wal_written(w)), 0);
+	wal_kick(w);
+	ns = t_segs(s->mnt, segs, 16, NULL);
+	assert_int_equal(ns, 1);
+	assert_int_equal(segs[0], 1);
+	/* a checkpoint at the last LSN keeps the only segment */
+	assert_int_equal(wal_remove_before(w, model.n), 0);
+
+	/* every commit fails with ENOSPC, leaves nothing */
+	for (unsigned int i = 0; i < 4; i++) {
+		struct mrec m = { 0 };
+		const char *msg = NULL;
+
+		make_put(&m, "full", 8, 100 + below(200));
+		e = write_rec(w, &m, &lsn, &msg);
+		mrec_free(&m);
+		assert_int_equal(e, -ENOSPC);
+		assert_non_null(msg);
+		expect_has(msg, "no space");
+		assert_false(wal_has_segment(w));
+		assert_int_equal(wal_written(w), model.n);
+		assert_int_equal(wal_failed(w), 0);
+		assert_int_equal(t_segs(s->mnt, segs, 16, NULL), 1);
+		assert_int_equal(whole_segments(s->mnt), model.n);
+		/* nothing to take back */
+		assert_int_equal(wal_retract(w, model.n), -EINVAL);
+	}
+
+	/* room again: the next commit makes the segment at the next LSN */
+	assert_int_equal(unlink(filler), 0);
+	for (unsigned int i = 0; i < 6; i++) {
+		struct mrec *m = recs_push(&model);
+
+		make_put(m, "room", 8, 300 + below(1500));
+		commit_ok(w, m, model.n);
+		assert_true(wal_has_segment(w));
+	}
+	assert_int_equal(wal_sync_to(w, wal_written(w)), 0);
+	assert_int_equal(wal_durable(w), model.n);
+	ns = t_segs(s->mnt, segs, 16, NULL);
+	assert_true(ns >= 2);
+	assert_int_equal(segs[1], 6);
+	wal_close(w);
+	assert_int_equal(whole_segments(s->mnt), model.n);
+	assert_int_equal(replay(s->mnt, 0, false, &g), 0);
+	expect_recs(&g.r, &model, 0, model.n);
+	assert_int_equal(g.nnotes, 0);
+	recs_free(&g.r);
+	memset(&g, 0, sizeof(g));
+
+	/* opened on a full disk and closed without a commit: nothing left */
+	fill_fs(filler);
+	w = NULL;
+	assert_int_equal(wal_open(s->mnt, model.n + 1, &(struct wal_opts){
+			.segment_size = 16 * KiB }, &w, err, sizeof(err)), 0);
+	assert_false(wal_has_segment(w));
+	wal_close(w);
+	assert_int_equal(t_segs(s->mnt, segs, 16, NULL), ns);
+	t_segpath(path, sizeof(path), s->mnt, model.n + 1);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(replay(s->mnt, 0, false, &g), 0);
+	expect_recs(&g.r, &model, 0, model.n);
+	assert_int_equal(g.nnotes, 0);
+	print_message("%zu records; opened full, 4 commits refused with "
+		      "ENOSPC; %u segments\n", model.n, ns);
+	assert_int_equal(umount(s->mnt), 0);
+	s->mounted = false;
+	recs_free(&g.r);
+	recs_free(&model);
+}
+
 static void test_retract(void **state)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 64];
@@ -2598,6 +2747,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fuzz_damage, setup_fast,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_full, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_retract, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retract_race, setup,
 						teardown),

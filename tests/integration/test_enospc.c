@@ -15,14 +15,28 @@
  *           ("checkpoint ... failed ... the WAL is kept") and counted
  *           (ckpt_failures), and loses nothing: a put on the full disk
  *           fails again, reads still work;
- *  free     the filler is deleted: puts succeed again by themselves (no
- *           restart), and checkpoints too;
+ *  start on a full disk
+ *           SIGKILL, the last bytes of the tmpfs filled too (not even a
+ *           WAL segment header fits), start: tdbd must start (it says
+ *           it runs without a WAL segment), serve every acknowledged
+ *           key, refuse a put (new key or overwrite) with -ENOSPC and a
+ *           message naming the lack of space, fail its checkpoint after
+ *           recovery softly, and leave no partial segment behind; then a
+ *           clean stop (SIGTERM, exit 0) and a start on the still full
+ *           disk: the same again;
+ *  room     the last bytes and the small filler are deleted: puts
+ *           succeed without a restart (tdbd makes its segment then and
+ *           says so), and a restart after SIGKILL replays them all;
+ *  free     the big filler is deleted: puts succeed, and checkpoints
+ *           too;
  *  restart  SIGKILL, start on the same directory: every acknowledged
  *           key holds its value; SIGTERM must exit 0, and a last
  *           restart (from the checkpoint alone) holds them all too.
  *
- * The log may hold only the error lines of failed checkpoints.  Skips
- * (77) if not root or the tmpfs cannot be mounted.
+ * Every WAL segment left is whole at each step (a header, no partial
+ * one), and no start finds a torn tail or an unfinished segment.  The
+ * log may hold only the error lines of failed checkpoints.  Skips (77)
+ * if not root or the tmpfs cannot be mounted.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -177,6 +191,31 @@ static void umount_tmpfs(void)
 	mounted = false;
 }
 
+/* Append to path until the filesystem is full: not a byte more fits. */
+static void fill_up(const char *path)
+{
+	static char buf[4096];
+	size_t chunk = sizeof(buf);
+	struct statvfs sv;
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+	CHECK(fd >= 0, "%s: %s", path, strerror(errno));
+	memset(buf, 'y', sizeof(buf));
+	while (chunk) {
+		ssize_t n = write(fd, buf, chunk);
+
+		if (n > 0)
+			continue;
+		CHECK(n < 0 && errno == ENOSPC, "filling %s: %s", path,
+		      strerror(errno));
+		chunk /= 2;
+	}
+	close(fd);
+	CHECK(statvfs(mnt, &sv) == 0, "statvfs: %s", strerror(errno));
+	CHECK(sv.f_bavail == 0, "%s: %llu blocks still free after filling",
+	      mnt, (unsigned long long)sv.f_bavail);
+}
+
 static void make_filler(const char *path, size_t size)
 {
 	static char buf[65536];
@@ -226,6 +265,57 @@ static void usage(const char *when)
 	h_note("%s: WAL %llu KiB, checkpoint %llu KiB, free %llu KiB", when,
 	       wal >> 10, ck >> 10,
 	       (unsigned long long)sv.f_bavail * sv.f_frsize >> 10);
+}
+
+/* Every WAL segment is whole: a header at least (no partial one a later
+ * replay would remove or call damage), and nothing set aside. */
+static void check_segments(const char *when)
+{
+	char dir[H_PATH + 32], path[H_PATH + 300], magic[8];
+	unsigned int n = 0;
+	struct dirent *de;
+	struct stat st;
+	DIR *dp;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/data/wal", mnt);
+	dp = opendir(dir);
+	CHECK(dp, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(dp))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		CHECK(strlen(de->d_name) == 24 &&
+		      !strncmp(de->d_name, "wal-", 4) &&
+		      !strcmp(de->d_name + 20, ".log"),
+		      "%s: %s in the WAL directory", when, de->d_name);
+		CHECK(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
+		CHECK(st.st_size >= 32, "%s: segment %s has %lld bytes, not "
+		      "even a header", when, de->d_name,
+		      (long long)st.st_size);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		CHECK(fd >= 0 && read(fd, magic, 8) == 8 &&
+		      !memcmp(magic, "TDBWAL01", 8),
+		      "%s: segment %s has no header", when, de->d_name);
+		close(fd);
+		n++;
+	}
+	closedir(dp);
+	CHECK(n > 0, "%s: no WAL segment at all", when);
+}
+
+/* How often s is in d's log (it holds every start's). */
+static unsigned int log_count(const struct h_daemon *d, const char *s)
+{
+	char *log = h_read_file(d->log), *p = log;
+	unsigned int n = 0;
+
+	while ((p = strstr(p, s))) {
+		n++;
+		p += strlen(s);
+	}
+	free(log);
+	return n;
 }
 
 /* --- tdbd ----------------------------------------------------------------- */
@@ -336,7 +426,7 @@ int main(void)
 	struct tdbc_table *t = NULL;
 	struct h_daemon d;
 	struct tdbc *c;
-	char big[H_PATH + 16], small[H_PATH + 16];
+	char big[H_PATH + 16], small[H_PATH + 16], top[H_PATH + 16];
 	unsigned int i, nfail, after, full_acked;
 	uint64_t n0, t0;
 	int err;
@@ -348,6 +438,7 @@ int main(void)
 	 * for a checkpoint */
 	snprintf(big, sizeof(big), "%s/filler-big", mnt);
 	snprintf(small, sizeof(small), "%s/filler-small", mnt);
+	snprintf(top, sizeof(top), "%s/filler-top", mnt);
 	make_filler(big, FILLER);
 	make_filler(small, SMALL_FILLER);
 
@@ -390,22 +481,80 @@ int main(void)
 	CHECK_EQ(err, -ENOSPC, "a put while still full");
 	check_all(t, &s, "full, after a failed checkpoint");
 
-	/* a crash now: the WAL the failed checkpoint left has it all.
-	 * (tdbd needs a little room to start: a new WAL segment.) */
+	check_segments("full");
+
+	/* a crash now, and the last bytes filled too: tdbd must start on
+	 * the full disk (no room for a new WAL segment) and serve what the
+	 * WAL the failed checkpoint left has */
 	crash(&d, c, t);
-	CHECK(unlink(small) == 0, "unlink %s: %s", small, strerror(errno));
+	fill_up(top);
+	for (i = 0; i < 2; i++) {
+		const char *when = i ? "started on the full disk after "
+				       "SIGTERM" :
+				       "started on the full disk after "
+				       "SIGKILL";
+		unsigned int warned = log_count(&d, "running without one");
+
+		start(&d);
+		c = open_table(&d, TDBC_NO_RINGS, &t);
+		check_all(t, &s, when);
+		CHECK(log_count(&d, "running without one") == warned + 1,
+		      "%s: no warning in the log that the WAL has no "
+		      "segment", when);
+		err = put_key(t, &s, s.nkeys, 1);
+		CHECK_EQ(err, -ENOSPC, "a put of a new key on the full disk");
+		CHECK(strcasestr(tdbc_errmsg(c), "no space"), "the message "
+		      "of the failed put says nothing of space: \"%s\"",
+		      tdbc_errmsg(c));
+		h_note("%s: a put: %s: \"%s\"", when, h_errname(err),
+		       tdbc_errmsg(c));
+		err = put_key(t, &s, 0, 3);
+		CHECK_EQ(err, -ENOSPC, "an overwrite on the full disk");
+		/* the checkpoint after recovery fails, softly */
+		h_stats(c, &base);
+		n0 = 0;
+		if (!base.ckpt_failures)
+			CHECK(h_wait_stats(c, &st, ckpt_failed, &n0, 10000),
+			      "%s: the checkpoint after recovery did not fail "
+			      "(failures %llu, checkpoints %llu)", when,
+			      (unsigned long long)st.ckpt_failures,
+			      (unsigned long long)st.checkpoints);
+		err = put_key(t, &s, s.nkeys, 1);
+		CHECK_EQ(err, -ENOSPC, "a put after the failed checkpoint");
+		check_all(t, &s, when);
+		check_segments(when);
+		tdbc_table_close(t);
+		tdbc_close(c);
+		/* a clean stop on the full disk (its last checkpoint fails) */
+		stop(&d);
+		check_segments("stopped on the full disk");
+		fill_up(top);   /* whatever the stop gave back */
+	}
+
+	/* a little room: puts work again without a restart */
 	start(&d);
 	c = open_table(&d, TDBC_NO_RINGS, &t);
-	check_all(t, &s, "restarted without room for a checkpoint");
-	h_stats(c, &base);
-	n0 = 0;
-	if (!base.ckpt_failures)
-		CHECK(h_wait_stats(c, &st, ckpt_failed, &n0, 10000),
-		      "the checkpoint after recovery did not fail (failures "
-		      "%llu, checkpoints %llu): the test's sizes are off?",
-		      (unsigned long long)st.ckpt_failures,
-		      (unsigned long long)st.checkpoints);
-	check_all(t, &s, "after the checkpoint after recovery failed");
+	check_all(t, &s, "started on the full disk a third time");
+	err = put_key(t, &s, s.nkeys, 1);
+	CHECK_EQ(err, -ENOSPC, "a put on the full disk, third start");
+	CHECK(unlink(top) == 0, "unlink %s: %s", top, strerror(errno));
+	CHECK(unlink(small) == 0, "unlink %s: %s", small, strerror(errno));
+	err = put_key(t, &s, 0, 3);
+	CHECK(err == 0, "an overwrite after room came back (no restart): "
+	      "%s (%s)", h_errname(err), tdbc_errmsg(c));
+	err = put_key(t, &s, s.nkeys, 1);
+	CHECK(err == 0, "a new key after room came back (no restart): %s "
+	      "(%s)", h_errname(err), tdbc_errmsg(c));
+	CHECK(h_log_has(&d, "there is room again"), "no line in the log "
+	      "that the WAL has its segment again");
+	check_all(t, &s, "room back, no restart");
+	check_segments("room back");
+	/* and a restart replays everything: old segments and the new one */
+	crash(&d, c, t);
+	start(&d);
+	c = open_table(&d, TDBC_NO_RINGS, &t);
+	check_all(t, &s, "restarted after room came back");
+	check_segments("restarted after room came back");
 
 	/* free: delete the big filler, puts work again by themselves */
 	CHECK(unlink(big) == 0, "unlink %s: %s", big, strerror(errno));
@@ -440,11 +589,16 @@ int main(void)
 	tdbc_table_close(t);
 	tdbc_close(c);
 	stop(&d);
+	check_segments("at the end");
+	CHECK(!h_log_has(&d, "torn tail") &&
+	      !h_log_has(&d, "unfinished segment"), "a start found a torn "
+	      "tail or an unfinished WAL segment: something was left half "
+	      "written");
 	nfail = check_log(&d);
 	printf("tdbd-enospc: %u puts of 64 KiB acknowledged before ENOSPC, "
 	       "%u after space came back; %u failed checkpoints logged; "
-	       "all acknowledged values read back after each of 4 restarts\n",
-	       full_acked, after, nfail);
+	       "3 starts on a full disk; all acknowledged values read back "
+	       "after each of 7 restarts\n", full_acked, after, nfail);
 	CHECK(nfail >= 2, "%u failed checkpoints in the log, want 2 or more",
 	      nfail);
 	/* retried at the next trigger, not in a loop */
