@@ -35,6 +35,8 @@
 
 #include <cmocka.h>
 
+#include "smallfs.h"
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -1117,26 +1119,6 @@ static int teardown_mnt(void **state)
 	return teardown(state);
 }
 
-/* Append to path until its filesystem is full. */
-static void fill_fs(const char *path)
-{
-	static unsigned char z[4096];
-	size_t chunk = sizeof(z);
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-
-	assert_true(fd >= 0);
-	while (chunk) {
-		ssize_t n = write(fd, z, chunk);
-
-		if (n > 0)
-			continue;
-		assert_int_equal(n, -1);
-		assert_int_equal(errno, ENOSPC);
-		chunk /= 2;
-	}
-	close(fd);
-}
-
 /*
  * tdbd starts on a full disk: an existing store opens and reads (no
  * write at open), a commit fails with ENOSPC and a message saying so and
@@ -1153,21 +1135,12 @@ static void test_disk_full(void **state)
 	struct ckpt *ck = NULL;
 	int rc = 0;
 
-	if (geteuid()) {
+	if (!smallfs_mount(dir_of(state), "1m", mnt, sizeof(mnt))) {
 		free(chunk);
-		print_message("skipped: mounting a small tmpfs needs root\n");
 		skip();
 	}
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir_of(state));
 	snprintf(filler, sizeof(filler), "%s/filler", mnt);
 	snprintf(lock, sizeof(lock), "%s/checkpoint/lock.mdb", mnt);
-	assert_int_equal(mkdir(mnt, 0755), 0);
-	if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m,mode=0755")) {
-		free(chunk);
-		print_message("skipped: cannot mount a tmpfs: %s\n",
-			      strerror(errno));
-		skip();
-	}
 	ck = open_ok(mnt);
 	tx = begin_ok(ck);
 	assert_int_equal(tdbd_ckpt_reset_table(tx, "t1"), 0);
@@ -1182,7 +1155,7 @@ static void test_disk_full(void **state)
 	commit_ok(tx, 7);
 	tdbd_ckpt_close(ck);
 
-	fill_fs(filler);
+	smallfs_fill(filler);
 	ck = open_ok(mnt);
 	assert_meta(ck, 7, one, 1);
 	assert_table(ck, "t1", &want);
@@ -1207,7 +1180,7 @@ static void test_disk_full(void **state)
 
 	/* no lock.mdb, no room to make one */
 	assert_int_equal(unlink(lock), 0);
-	fill_fs(filler);
+	smallfs_fill(filler);
 	ck = NULL;
 	rc = tdbd_ckpt_open(mnt, &ck, err, sizeof(err));
 	assert_int_equal(rc, -ENOSPC);

@@ -44,6 +44,8 @@
 
 #include <cmocka.h>
 
+#include "smallfs.h"
+
 #ifdef WAL_TEST_SOFT_CRC
 /* only some of the tests run in this build */
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -2027,17 +2029,8 @@ static void test_enospc(void **state)
 	struct wal *w;
 	int fd;
 
-	if (geteuid()) {
-		print_message("skipped: mounting a small tmpfs needs root\n");
+	if (!smallfs_mount(s->dir, "64k", s->mnt, sizeof(s->mnt)))
 		skip();
-	}
-	snprintf(s->mnt, sizeof(s->mnt), "%s/mnt", s->dir);
-	assert_int_equal(mkdir(s->mnt, 0755), 0);
-	if (mount("tmpfs", s->mnt, "tmpfs", 0, "size=64k,mode=0755")) {
-		print_message("skipped: cannot mount a tmpfs: %s\n",
-			      strerror(errno));
-		skip();
-	}
 	s->mounted = true;
 	w = open_wal(s->mnt, 1, 16 * KiB, 0);
 
@@ -2102,26 +2095,6 @@ static void test_enospc(void **state)
 	recs_free(&model);
 }
 
-/* Fill the filesystem of path's directory: not a byte more fits. */
-static void fill_fs(const char *path)
-{
-	static unsigned char z[4096];
-	size_t chunk = sizeof(z);
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-
-	assert_true(fd >= 0);
-	while (chunk) {
-		ssize_t n = write(fd, z, chunk);
-
-		if (n > 0)
-			continue;
-		assert_int_equal(n, -1);
-		assert_int_equal(errno, ENOSPC);
-		chunk /= 2;
-	}
-	close(fd);
-}
-
 /* wal_open on a full filesystem: no room for the new segment.  It opens
  * without one (a daemon can start and serve what it recovered), makes
  * nothing on disk, syncs nothing; every commit fails with ENOSPC and
@@ -2138,17 +2111,8 @@ static void test_open_full(void **state)
 	struct wal *w;
 	int e;
 
-	if (geteuid()) {
-		print_message("skipped: mounting a small tmpfs needs root\n");
+	if (!smallfs_mount(s->dir, "64k", s->mnt, sizeof(s->mnt)))
 		skip();
-	}
-	snprintf(s->mnt, sizeof(s->mnt), "%s/mnt", s->dir);
-	assert_int_equal(mkdir(s->mnt, 0755), 0);
-	if (mount("tmpfs", s->mnt, "tmpfs", 0, "size=64k,mode=0755")) {
-		print_message("skipped: cannot mount a tmpfs: %s\n",
-			      strerror(errno));
-		skip();
-	}
 	s->mounted = true;
 
 	/* a log of a few records, as a daemon leaves it */
@@ -2164,7 +2128,7 @@ static void test_open_full(void **state)
 
 	/* the disk fills up; opened again, the log has no segment */
 	snprintf(filler, sizeof(filler), "%s/filler", s->mnt);
-	fill_fs(filler);
+	smallfs_fill(filler);
 	err[0] = 'x';
 	err[1] = 0;
 	w = NULL;
@@ -2230,7 +2194,7 @@ static void test_open_full(void **state)
 	memset(&g, 0, sizeof(g));
 
 	/* opened on a full disk and closed without a commit: nothing left */
-	fill_fs(filler);
+	smallfs_fill(filler);
 	w = NULL;
 	assert_int_equal(wal_open(s->mnt, model.n + 1, &(struct wal_opts){
 			.segment_size = 16 * KiB }, &w, err, sizeof(err)), 0);
