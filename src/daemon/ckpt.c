@@ -350,15 +350,22 @@ static int lock_file_reserve(struct ckpt *ck, char *err, size_t errlen)
 {
 	unsigned int readers = 126;     /* LMDB's default */
 	char path[PATH_MAX];
+	struct stat st;
 	off_t size;
 	int fd, rc;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/lock.mdb", ck->path) >=
 	    sizeof(path))
 		return 0;       /* LMDB will say */
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	/* An empty one is what a crash between creating and reserving it
+	 * leaves: reserve that too.  One with bytes in it is LMDB's. */
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
 	if (fd < 0)
-		return 0;       /* it exists (or LMDB will say why not) */
+		return 0;       /* LMDB will say why */
+	if (fstat(fd, &st) || st.st_size > 0) {
+		close(fd);
+		return 0;
+	}
 	mdb_env_get_maxreaders(ck->env, &readers);
 	/* a reader slot and the header's cache lines are 64 bytes each */
 	size = ((off_t)(readers + 4) * 64 + 4095) & ~(off_t)4095;
@@ -366,7 +373,7 @@ static int lock_file_reserve(struct ckpt *ck, char *err, size_t errlen)
 	close(fd);
 	if (!rc)
 		return 0;
-	unlink(path);           /* LMDB would map it unreserved */
+	unlink(path);           /* empty: LMDB would map it unreserved */
 	if (rc != ENOSPC && rc != EDQUOT)
 		return 0;       /* let LMDB make it its own way */
 	return say(err, errlen, ck->path, -rc, strerror(rc), "lock.mdb is "

@@ -164,7 +164,7 @@ static int commit(struct tdbd *d, uint64_t *lsn, const char **msg)
 	bool had = wal_has_segment(d->wal);
 	int err = wal_commit(d->wal, lsn, msg);
 
-	if (!had && wal_has_segment(d->wal))
+	if (!had && !err)
 		tdbd_log(L_NOTICE, "WAL %s/wal: there is room again: a "
 			 "segment is started, changes are accepted",
 			 d->cfg.data_dir);

@@ -1028,7 +1028,7 @@ int wal_replay(const char *dir, const struct wal_replay_opts *o,
 	}
 	for (unsigned int first = i; i < n; i++) {
 		bool last = i + 1 == n;
-		uint64_t off = WAL_SEG_HDR;
+		uint64_t off = WAL_SEG_HDR, had = res->records;
 		const char *bad = NULL;
 
 		if ((e = seg_map(dir, v[i], &s))) {
@@ -1154,6 +1154,20 @@ int wal_replay(const char *dir, const struct wal_replay_opts *o,
 				 "there and lose what follows", s.path, off,
 				 bad, want - 1);
 			e = -EUCLEAN;
+			goto out;
+		}
+		/*
+		 * A tdbd that was killed may have written these records and
+		 * never synced them: they can be only in the page cache.
+		 * They are applied now, and what is logged next goes to a
+		 * new segment that is synced, so sync this one first; else a
+		 * power cut could keep the new segment and lose this tail,
+		 * and the gap would stop the next start.
+		 */
+		if (res->records > had && fdatasync(s.fd)) {
+			e = -errno;
+			snprintf(err, errlen, "WAL %s: fdatasync of the "
+				 "replayed segment: %s", s.path, strerror(-e));
 			goto out;
 		}
 		res->bytes += s.size;

@@ -2599,6 +2599,37 @@ static void test_fsync_failure(void **state)
 	recs_free(&model);
 }
 
+/* Replay syncs each segment it applied records from (a killed tdbd may
+ * have left them in the page cache only); a failed sync stops it. */
+static void test_replay_syncs(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 64];
+	struct recs model = { 0 };
+	struct got g = { 0 };
+	struct wal *w;
+
+	subdir(state, "log", dir);
+	w = open_wal(dir, 1, 1 << 20, 0);
+	write_random(w, &model, 5, 100, 5);
+	wal_close(w);
+
+	t_segpath(path, sizeof(path), dir, 1);
+	inj_arm(path, NULL);
+	assert_int_equal(replay(dir, 0, false, &g), -EIO);
+	inj_disarm();
+	assert_true(__atomic_load_n(&inj.fails, __ATOMIC_SEQ_CST) >= 1);
+	expect_has(err, "fdatasync of the replayed segment");
+	/* a replay that applies nothing from it does not need to sync */
+	inj_arm(path, NULL);
+	assert_int_equal(replay(dir, 5, false, &g), 0);
+	inj_disarm();
+	assert_int_equal(g.r.n, 0);
+	assert_int_equal(replay(dir, 0, false, &g), 0);
+	expect_recs(&g.r, &model, 0, 5);
+	recs_free(&g.r);
+	recs_free(&model);
+}
+
 /* The old segment's fdatasync fails as the log rotates. */
 static void test_rotate_fsync_failure(void **state)
 {
@@ -2721,6 +2752,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_batch_flush, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fsync_failure, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_replay_syncs, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_rotate_fsync_failure,
 						setup, teardown),
