@@ -3,6 +3,7 @@
  * tdb-dump and tdb-load (common.h).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,50 @@
 #include "common.h"
 
 const char *dx_prog = "tdb-dump";
+
+void dx_usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", dx_prog);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry '%s --help'.\n", dx_prog);
+	exit(DX_USAGE);
+}
+
+bool dx_common_opt(int ch, char **argv, const char *usage, bool *quiet,
+		   const char **sock, bool *no_rings)
+{
+	switch (ch) {
+	case 'q': *quiet = true; return true;
+	case 'S': *sock = optarg; return true;
+	case 'R': *no_rings = true; return true;
+	case 'V':
+		printf("%s %s\n", dx_prog, TDB_VERSION);
+		exit(DX_OK);
+	case 'h':
+		fputs(usage, stdout);
+		exit(DX_OK);
+	case ':':
+		dx_usage_error("option %s needs an argument",
+			       argv[optind - 1]);
+	case '?':
+		dx_usage_error("unknown option %s", argv[optind - 1]);
+	default:
+		return false;
+	}
+}
+
+void dx_operands(int argc, char **argv, const char **sock,
+		 const char *table)
+{
+	if (optind < argc) {
+		if (*sock || optind + 1 < argc)
+			dx_usage_error("unexpected argument '%s' (one SOCKET "
+				       "at most)", argv[argc - 1]);
+		*sock = argv[optind];
+	}
+	if (table && (!table[0] || strlen(table) > TDB_NAME_MAX))
+		dx_usage_error("not a table name: '%s'", table);
+}
 
 void dx_err(const char *fmt, ...)
 {

@@ -1,6 +1,7 @@
 /*
  * common.h - what tdb-dump and tdb-load share: exit codes, messages on
- * stderr, connecting to tdbd, and the progress bar.
+ * stderr, the options and operand both take, connecting to tdbd, and
+ * the progress bar.
  *
  * Exit codes (both tools; scripts rely on them, both --help texts list
  * them):
@@ -42,6 +43,19 @@ void dx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int dx_exit_for(int err);
 /* "strerror: owner's message" of the last failure on c. */
 const char *dx_why(struct tdbc *c, int err);
+/* A usage error: "PROG: " fmt (with arg), a hint at --help, exit
+ * DX_USAGE. */
+void dx_usage_error(const char *fmt, const char *arg)
+	__attribute__((noreturn));
+/* The options both tools take: -q, -S SOCKET, -R, -V, -h, and getopt's
+ * complaints (':' missing argument, '?' unknown option: usage errors).
+ * Returns false for any other ch, which is the caller's. */
+bool dx_common_opt(int ch, char **argv, const char *usage, bool *quiet,
+		   const char **sock, bool *no_rings);
+/* After the options: at most one SOCKET operand (not with -S), and a
+ * table name from -s (table may be NULL) that can be one. */
+void dx_operands(int argc, char **argv, const char **sock,
+		 const char *table);
 /* Connect (path NULL: $TDB_SOCKET or the default) or exit DX_CONNECT. */
 struct tdbc *dx_connect(const char *path, bool no_rings);
 

@@ -108,14 +108,6 @@ struct opts {
 	const char *table, *file, *sock;
 };
 
-static void usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "%s: ", dx_prog);
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry '%s --help'.\n", dx_prog);
-	exit(DX_USAGE);
-}
-
 static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -145,35 +137,18 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'p': o->print = true; break;
 		case 'f': o->file = optarg; break;
 		case 'M': o->no_meta = true; break;
-		case 'q': o->quiet = true; break;
-		case 'S': o->sock = optarg; break;
-		case 'R': o->no_rings = true; break;
-		case 'V':
-			printf("tdb-dump %s\n", TDB_VERSION);
-			exit(DX_OK);
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(DX_OK);
-		case ':':
-			usage_error("option %s needs an argument",
-				    argv[optind - 1]);
-			break;
 		default:
-			usage_error("unknown option %s", argv[optind - 1]);
+			if (!dx_common_opt(ch, argv, usage_text, &o->quiet,
+					   &o->sock, &o->no_rings))
+				dx_usage_error("unknown option %s",
+					       argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		if (o->sock || optind + 1 < argc)
-			usage_error("unexpected argument '%s' (one SOCKET "
-				    "at most)", argv[argc - 1]);
-		o->sock = argv[optind];
-	}
+	dx_operands(argc, argv, &o->sock, o->table);
 	if (!o->list && !o->all && !o->table)
-		usage_error("%s", "give -a (all tables), -s TABLE or -l");
+		dx_usage_error("%s", "give -a (all tables), -s TABLE or -l");
 	if (o->all && o->table)
-		usage_error("%s", "-a and -s exclude each other");
-	if (o->table && (!o->table[0] || strlen(o->table) > TDB_NAME_MAX))
-		usage_error("not a table name: '%s'", o->table);
+		dx_usage_error("%s", "-a and -s exclude each other");
 }
 
 struct out {

@@ -108,14 +108,6 @@ struct load {
 					 * failure ("" if none) */
 };
 
-static void usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "%s: ", dx_prog);
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry '%s --help'.\n", dx_prog);
-	exit(DX_USAGE);
-}
-
 static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -148,35 +140,18 @@ static void parse(int argc, char **argv, struct opts *o)
 			v = strtoul(optarg, &end, 10);
 			if (errno || *end || !optarg[0] || v < 1 ||
 			    v > BATCH_MAX)
-				usage_error("-b: not a number in 1..65536: "
+				dx_usage_error("-b: not a number in 1..65536: "
 					    "'%s'", optarg);
 			o->batch = (unsigned int)v;
 			break;
-		case 'q': o->quiet = true; break;
-		case 'S': o->sock = optarg; break;
-		case 'R': o->no_rings = true; break;
-		case 'V':
-			printf("tdb-load %s\n", TDB_VERSION);
-			exit(DX_OK);
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(DX_OK);
-		case ':':
-			usage_error("option %s needs an argument",
-				    argv[optind - 1]);
-			break;
 		default:
-			usage_error("unknown option %s", argv[optind - 1]);
+			if (!dx_common_opt(ch, argv, usage_text, &o->quiet,
+					   &o->sock, &o->no_rings))
+				dx_usage_error("unknown option %s",
+					       argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		if (o->sock || optind + 1 < argc)
-			usage_error("unexpected argument '%s' (one SOCKET "
-				    "at most)", argv[argc - 1]);
-		o->sock = argv[optind];
-	}
-	if (o->table && (!o->table[0] || strlen(o->table) > TDB_NAME_MAX))
-		usage_error("not a table name: '%s'", o->table);
+	dx_operands(argc, argv, &o->sock, o->table);
 }
 
 /* --- committing ----------------------------------------------------------- */
