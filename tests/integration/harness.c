@@ -657,9 +657,32 @@ void h_print_stats(const char *what, const struct tdbc_stats *st)
 
 struct ping_report {
 	uint64_t ops, max_us;
+	struct h_lat get;       /* the GETs alone */
 	int err;                /* the first failure, or 0 */
 	char what[200];
 };
+
+#define PING_SAMPLES 65536u     /* GET latencies kept (the first ones) */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* p50, p99 and max of n samples (sorts them). */
+static void lat_sum(uint32_t *v, size_t n, uint64_t max_us, struct h_lat *l)
+{
+	memset(l, 0, sizeof(*l));
+	if (!n)
+		return;
+	qsort(v, n, sizeof(*v), cmp_u32);
+	l->n = n;
+	l->p50_us = v[n / 2];
+	l->p99_us = v[(n * 99) / 100];
+	l->max_us = max_us;
+}
 
 static uint64_t now_us(void)
 {
@@ -677,9 +700,12 @@ static void ping_loop(const char *sock, unsigned int flags, int n,
 	struct tdbc_table *t = NULL;
 	struct tdbc *c = NULL;
 	char name[16], msg[256];
-	uint64_t rnd = 77 + (uint64_t)n;
+	uint64_t rnd = 77 + (uint64_t)n, get_max = 0;
+	uint32_t *lat = calloc(PING_SAMPLES, sizeof(*lat));
+	size_t nlat = 0;
 	int err;
 
+	CHECK(lat, "out of memory");
 	snprintf(name, sizeof(name), "ping%d", n);
 	err = tdbc_connect(&c, sock, flags, msg, sizeof(msg));
 	CHECK(err == 0, "pinger connect: %s (%s)", h_errname(err), msg);
@@ -690,7 +716,7 @@ static void ping_loop(const char *sock, unsigned int flags, int n,
 	for (;;) {
 		struct pollfd pfd = { .fd = stop_rd, .events = POLLIN };
 		char key[16], val[64], got[64];
-		uint64_t t0, dt;
+		uint64_t t0, t1, dt;
 		long len;
 		int kl, vl;
 
@@ -708,8 +734,14 @@ static void ping_loop(const char *sock, unsigned int flags, int n,
 				 tdbc_errmsg(c));
 			break;
 		}
+		t1 = now_us();
 		len = tdbc_get(t, NULL, key, (size_t)kl, got, sizeof(got),
 			       NULL);
+		dt = now_us() - t1;
+		if (dt > get_max)
+			get_max = dt;
+		if (nlat < PING_SAMPLES)
+			lat[nlat++] = dt > UINT32_MAX ? UINT32_MAX : (uint32_t)dt;
 		if (len != vl || memcmp(got, val, (size_t)vl)) {
 			rep.err = len < 0 ? (int)len : -EIO;
 			snprintf(rep.what, sizeof(rep.what), "get: %ld (%s)",
@@ -725,6 +757,8 @@ static void ping_loop(const char *sock, unsigned int flags, int n,
 		if (rep.ops % 16 == 0)
 			h_sleep_ms(1);
 	}
+	lat_sum(lat, nlat, get_max, &rep.get);
+	free(lat);
 	CHECK(write(rep_wr, &rep, sizeof(rep)) == (ssize_t)sizeof(rep),
 	      "report pipe");
 	tdbc_close(c);
@@ -761,6 +795,11 @@ void h_pinger_start(struct h_pinger *pg, const char *sock,
 
 void h_pinger_finish(struct h_pinger *pg)
 {
+	h_pinger_finish_lat(pg, NULL);
+}
+
+void h_pinger_finish_lat(struct h_pinger *pg, struct h_lat *get)
+{
 	struct ping_report rep;
 	uint64_t limit = h_sanitized() ? 2000000 : 1000000;
 	int st, n = pg->n;
@@ -773,15 +812,41 @@ void h_pinger_finish(struct h_pinger *pg)
 	h_untrack(pg->pid);
 	close(pg->stop_wr);
 	close(pg->rep_rd);
-	h_note("pinger %d (%s): %llu put+get pairs, slowest %llu us", n,
+	h_note("pinger %d (%s): %llu put+get pairs, slowest %llu us; GET "
+	       "p50 %llu us, p99 %llu us, max %llu us", n,
 	       pg->flags & TDBC_NO_RINGS ? "socket" : "rings",
-	       (unsigned long long)rep.ops, (unsigned long long)rep.max_us);
+	       (unsigned long long)rep.ops, (unsigned long long)rep.max_us,
+	       (unsigned long long)rep.get.p50_us,
+	       (unsigned long long)rep.get.p99_us,
+	       (unsigned long long)rep.get.max_us);
+	if (get)
+		*get = rep.get;
 	CHECK(rep.err == 0, "pinger %d saw %s: %s", n, h_errname(rep.err),
 	      rep.what);
 	CHECK(rep.ops >= 20, "pinger %d did only %llu calls", n,
 	      (unsigned long long)rep.ops);
 	CHECK(rep.max_us < limit, "pinger %d stalled: a put+get took %llu "
 	      "us", n, (unsigned long long)rep.max_us);
+}
+
+void h_check_latency(const struct h_lat *l, const char *what)
+{
+	/* The targets are 10 ms and 100 ms; the checks allow for a shared,
+	 * noisy 2-CPU machine (and sanitizers) so that they only catch a
+	 * client that really waits behind an attacker. */
+	uint64_t p99 = h_sanitized() ? 200000 : 50000;
+	uint64_t max = h_sanitized() ? 2000000 : 500000;
+
+	h_note("%s: well-behaved GET p50 %llu us, p99 %llu us, max %llu us "
+	       "(%llu GETs; targets p99 < 10 ms, max < 100 ms)", what,
+	       (unsigned long long)l->p50_us, (unsigned long long)l->p99_us,
+	       (unsigned long long)l->max_us, (unsigned long long)l->n);
+	CHECK(l->n >= 20, "%s: only %llu GETs measured", what,
+	      (unsigned long long)l->n);
+	CHECK(l->p99_us < p99, "%s: GET p99 %llu us (limit %llu)", what,
+	      (unsigned long long)l->p99_us, (unsigned long long)p99);
+	CHECK(l->max_us < max, "%s: GET max %llu us (limit %llu)", what,
+	      (unsigned long long)l->max_us, (unsigned long long)max);
 }
 
 /* --- a raw client ------------------------------------------------------------- */

@@ -165,6 +165,11 @@ void h_print_stats(const char *what, const struct tdbc_stats *st);
  * an error or a wrong value, did fewer than 100 pairs, or a pair took
  * longer than the stall limit (1 s; 2 s under the sanitizers).
  */
+/* GET latencies a pinger saw (microseconds). */
+struct h_lat {
+	uint64_t n, p50_us, p99_us, max_us;
+};
+
 struct h_pinger {
 	pid_t pid;
 	int n;
@@ -174,6 +179,12 @@ struct h_pinger {
 void h_pinger_start(struct h_pinger *pg, const char *sock,
 		    unsigned int flags, int n);
 void h_pinger_finish(struct h_pinger *pg);
+/* The same, and its GET latencies in *get (may be NULL); also printed. */
+void h_pinger_finish_lat(struct h_pinger *pg, struct h_lat *get);
+/* Report l and fail the test unless a well-behaved client beside an
+ * attacker kept GET p99 and max near their targets (10 ms, 100 ms; the
+ * limits checked are wider, for a noisy machine and sanitizers). */
+void h_check_latency(const struct h_lat *l, const char *what);
 
 /* --- a raw client ------------------------------------------------------------ */
 
