@@ -129,52 +129,53 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 	return c;
 }
 
-int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
+/* Undo a half-made ATTACH: nothing of it may outlive the call. */
+static void attach_undo(struct client *c)
+{
+	tdb_ring_detach(&c->sub);
+	tdb_ring_detach(&c->comp);
+	tdbd_shm_ring_free(&c->sub_shm);
+	tdbd_shm_ring_free(&c->comp_shm);
+	if (c->evfd >= 0)
+		close(c->evfd);
+	c->evfd = -1;
+}
+
+/* Make the rings and the eventfd, our mappings and the guards. */
+static int attach_make(struct client *c)
 {
 	struct tdbd *d = c->d;
-	struct tdb_proto_extack ext = { 0 };
 	char name[64];
-	int fds[3], err;
+	int err;
 
-	if (c->attached) {
-		ext.msg = "rings are attached already";
-		err = -EBUSY;
-		goto refuse;
-	}
 	snprintf(name, sizeof(name), "tdb-sub:%llu",
 		 (unsigned long long)c->id);
 	err = tdbd_shm_ring(d, name, TDB_RING_SUBMIT, d->cfg.ring_size, 0,
 			    &c->sub_shm);
 	if (err)
-		goto refuse_msg;
+		return err;
 	snprintf(name, sizeof(name), "tdb-comp:%llu",
 		 (unsigned long long)c->id);
 	err = tdbd_shm_ring(d, name, TDB_RING_COMPLETE, d->cfg.ring_size, 0,
 			    &c->comp_shm);
 	if (err)
-		goto refuse_msg;
+		return err;
 	/* The client can punch holes in these memfds: a SIGBUS there must
 	 * cost it its connection, not kill us (sigbus.c). */
 	c->sub_shm.guard = tdbd_sigbus_guard(c->sub_shm.map,
 					     c->sub_shm.map_size);
 	c->comp_shm.guard = tdbd_sigbus_guard(c->comp_shm.map,
 					      c->comp_shm.map_size);
-	if (c->sub_shm.guard < 0 || c->comp_shm.guard < 0) {
-		err = -EUSERS;
-		goto refuse_msg;
-	}
+	if (c->sub_shm.guard < 0 || c->comp_shm.guard < 0)
+		return -EUSERS;
 	/* Our view of the submission data must be read-only: remap it. */
 	if (mmap((unsigned char *)c->sub_shm.map + c->sub_shm.span,
 		 c->sub_shm.data_size, PROT_READ, MAP_SHARED | MAP_FIXED,
-		 c->sub_shm.fd, (off_t)c->sub_shm.span) == MAP_FAILED) {
-		err = -errno;
-		goto refuse_msg;
-	}
+		 c->sub_shm.fd, (off_t)c->sub_shm.span) == MAP_FAILED)
+		return -errno;
 	c->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (c->evfd < 0) {
-		err = -errno;
-		goto refuse_msg;
-	}
+	if (c->evfd < 0)
+		return -errno;
 	err = tdb_ring_attach_consumer(&c->sub, c->sub_shm.map,
 			(unsigned char *)c->sub_shm.map + c->sub_shm.span,
 			c->sub_shm.data_size, TDB_RING_SUBMIT);
@@ -183,28 +184,55 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 			(unsigned char *)c->comp_shm.map + c->comp_shm.span,
 			c->comp_shm.data_size, TDB_RING_COMPLETE);
 	if (err)
-		goto refuse_msg;
+		return err;
 	tdb_ring_set_eventfd(&c->sub, c->evfd);
+	return 0;
+}
+
+/*
+ * ATTACH: 1 answered (the rings and their ack, or a refusal), or < 0:
+ * the socket failed and the client must go (c->why says why).  Either
+ * way nothing is left half made: a refused or failed ATTACH holds no
+ * descriptor, memfd or guard slot afterwards.
+ */
+int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
+{
+	struct tdbd *d = c->d;
+	struct tdb_proto_extack ext = { 0 };
+	int fds[3], err;
+
+	if (c->attached) {
+		ext.msg = "rings are attached already";
+		err = -EBUSY;
+		goto refuse;
+	}
+	err = tdbd_client_fds_ready(c);
+	if (err == -EAGAIN) {
+		ext.msg = "answers to earlier requests are still queued on "
+			  "the socket: read them before ATTACH";
+		goto refuse;
+	}
+	if (err)
+		return err;
+	err = attach_make(c);
+	if (err) {
+		ext.msg = "cannot make the client's rings (out of memory?)";
+		tdbd_log(L_WARNING, "client %llu: rings: %s",
+			 (unsigned long long)c->id, strerror(-err));
+		attach_undo(c);
+		goto refuse;
+	}
 	fds[0] = c->sub_shm.fd;
 	fds[1] = c->comp_shm.fd;
 	fds[2] = c->evfd;
 	err = tdbd_client_ack_fds(c, req, NULL, fds, 3);
-	if (err)
+	if (err) {
+		attach_undo(c);
 		return err;
+	}
 	c->attached = true;
 	__atomic_fetch_add(&d->ctr.rings, 2, __ATOMIC_RELAXED);
 	return 1;
-refuse_msg:
-	ext.msg = "cannot make the client's rings (out of memory?)";
-	tdbd_log(L_WARNING, "client %llu: rings: %s",
-		 (unsigned long long)c->id, strerror(-err));
-	tdb_ring_detach(&c->sub);
-	tdb_ring_detach(&c->comp);
-	tdbd_shm_ring_free(&c->sub_shm);
-	tdbd_shm_ring_free(&c->comp_shm);
-	if (c->evfd >= 0)
-		close(c->evfd);
-	c->evfd = -1;
 refuse:
 	{
 		unsigned char buf[TDB_PROTO_ERROR_MAX];
@@ -213,7 +241,26 @@ refuse:
 		if (n > 0)
 			tdbd_client_emit(c, CH_SOCK, buf, (size_t)n);
 	}
-	return 0;
+	return 1;
+}
+
+/* --- violations ----------------------------------------------------- */
+
+void tdbd_client_violation(struct client *c, const char *why)
+{
+	if (c->dead)
+		return;
+	/* A SIGBUS swaps zero pages in (sigbus.c), which then read as a
+	 * broken ring: name the cause, not its echo. */
+	if (c->attached && (tdbd_sigbus_hit(c->sub_shm.guard) ||
+			    tdbd_sigbus_hit(c->comp_shm.guard)))
+		why = TDBD_WHY_SIGBUS;
+	c->dead = true;
+	c->why = why ? why : "protocol violation";
+	__atomic_fetch_add(&c->d->ctr.violations, 1, __ATOMIC_RELAXED);
+	tdbd_log(L_WARNING, "client %llu (pid %d, uid %u): %s",
+		 (unsigned long long)c->id, (int)c->cr.pid,
+		 (unsigned int)c->cr.uid, c->why);
 }
 
 /* --- socket output ---------------------------------------------------- */
@@ -307,10 +354,7 @@ int tdbd_client_emit(struct client *c, enum chan ch, const void *msg,
 		if (errno != EAGAIN) {
 			int err = -errno;
 
-			c->why = "completion ring broken by the client";
-			c->dead = true;
-			__atomic_fetch_add(&c->d->ctr.violations, 1,
-					   __ATOMIC_RELAXED);
+			tdbd_client_violation(c, tdb_ring_error(&c->comp));
 			return err;
 		}
 	}
@@ -323,6 +367,15 @@ int tdbd_client_emit(struct client *c, enum chan ch, const void *msg,
 	memcpy(c->stash + c->stash_len, msg, len);
 	c->stash_len += len;
 	return -EAGAIN;
+}
+
+int tdbd_client_fds_ready(struct client *c)
+{
+	int err = tdbd_client_flush(c);
+
+	if (err)
+		return err;
+	return c->out_len > c->out_off ? -EAGAIN : 0;
 }
 
 int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
@@ -361,9 +414,12 @@ int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
 	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	s = sendmsg(c->sock, &mh, MSG_NOSIGNAL);
+	s = sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (s < 0) {
-		c->why = "socket write failed (client gone)";
+		c->why = errno == EAGAIN ?
+			 "socket full while passing descriptors (the client "
+			 "reads nothing)" :
+			 "socket write failed (client gone)";
 		return -errno;
 	}
 	if ((size_t)s < (size_t)n)      /* the rest as ordinary output */

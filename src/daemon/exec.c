@@ -50,31 +50,16 @@ static void answer_err(struct rq *r, int err)
 }
 
 /*
- * Space for an answer of len bytes: in the completion ring when it has
- * room (built in place, no copy), else the worker's scratch buffer.
+ * Every answer is built in private memory (the worker's scratch buffer,
+ * TDB_PROTO_MSG_MAX bytes) and then copied into the completion ring or
+ * the socket's output once.  Never in the ring itself: the client can map
+ * the completion memfd writable, and libmnl reads nlmsg_len back from the
+ * message it is building, so a client moving it under us would steer our
+ * writes (docs/PROTOCOL.md, "The trust boundary").
  */
-static void *answer_space(struct client *c, enum chan ch, size_t len,
-			  bool *in_ring)
+static void *answer_buf(struct client *c)
 {
-	void *p = NULL;
-
-	*in_ring = false;
-	if (ch == CH_RING && !c->stash_len) {
-		p = tdb_ring_reserve(&c->comp, len);
-		*in_ring = p != NULL;
-	}
-	return p ? p : c->w->scratch;
-}
-
-static void answer_done(struct client *c, enum chan ch, void *p, size_t len,
-			bool in_ring)
-{
-	if (in_ring) {
-		tdb_ring_commit(&c->comp, len);
-		c->comp_dirty = true;
-	} else {
-		tdbd_client_emit(c, ch, p, len);
-	}
+	return c->w->scratch;
 }
 
 /* Build and send an answer message described by m. */
@@ -82,18 +67,13 @@ static int answer_msg(struct client *c, enum chan ch, struct tdb_proto_msg *m)
 {
 	struct tdb_proto_extack ext = { 0 };
 	long len = tdb_proto_size(TDB_PROTO_ANSWER, m, &ext);
-	bool in_ring;
-	void *p;
+	void *p = answer_buf(c);
 
 	if (len < 0)
 		return (int)len;
-	p = answer_space(c, ch, (size_t)len, &in_ring);
-	if (tdb_proto_build(p, (size_t)len, TDB_PROTO_ANSWER, m, &ext) != len) {
-		if (in_ring)
-			tdb_ring_abort(&c->comp);
+	if (tdb_proto_build(p, (size_t)len, TDB_PROTO_ANSWER, m, &ext) != len)
 		return -EINVAL;
-	}
-	answer_done(c, ch, p, (size_t)len, in_ring);
+	tdbd_client_emit(c, ch, p, (size_t)len);
 	return 0;
 }
 
@@ -222,8 +202,7 @@ static int do_get(struct rq *r)
 		uint64_t s = seq_begin(d);
 		const void *v;
 		size_t vl;
-		bool in_ring = false;
-		void *p = NULL;
+		void *p = answer_buf(c);
 		long len = 0;
 
 		tdbe_read_lock();
@@ -232,21 +211,18 @@ static int do_get(struct rq *r)
 			a.value = v;
 			a.value_len = (uint32_t)vl;
 			len = tdb_proto_size(TDB_PROTO_ANSWER, &a, NULL);
-			p = answer_space(c, r->ch, (size_t)len, &in_ring);
-			tdb_proto_build(p, (size_t)len, TDB_PROTO_ANSWER, &a,
-					NULL);
+			if (len < 0 || tdb_proto_build(p, (size_t)len,
+					TDB_PROTO_ANSWER, &a, NULL) != len)
+				err = -EINVAL;
 		}
 		tdbe_read_unlock();
-		if (seq_retry(d, s)) {
-			if (in_ring)
-				tdb_ring_abort(&c->comp);
+		if (seq_retry(d, s))
 			continue;
-		}
 		if (err) {
 			r->ext.msg = err == -ENOENT ? "no such key" : NULL;
 			return err;
 		}
-		answer_done(c, r->ch, p, (size_t)len, in_ring);
+		tdbd_client_emit(c, r->ch, p, (size_t)len);
 		return 1;
 	}
 }
@@ -586,6 +562,16 @@ static int do_watch(struct rq *r)
 		r->ext.msg = "already watching this table with this prefix";
 		return -EEXIST;
 	}
+	err = tdbd_client_fds_ready(c);
+	if (err == -EAGAIN) {
+		r->ext.msg = "answers to earlier requests are still queued on "
+			     "the socket: read them before WATCH";
+		return err;
+	}
+	if (err) {
+		c->dead = true;
+		return 1;
+	}
 	wa = calloc(1, sizeof(*wa) + r->m.prefix_len);
 	if (!wa)
 		return -ENOMEM;
@@ -796,16 +782,14 @@ static bool dump_part(struct client *c, struct dump *dp,
 		      struct tdb_proto_msg *a)
 {
 	long len = tdb_proto_size(TDB_PROTO_ANSWER, a, NULL);
-	bool in_ring;
-	void *p;
+	void *p = answer_buf(c);
 
 	if (len < 0)
 		return true;            /* cannot happen: skip it */
 	if (!tdbd_client_room(c, dp->ch, (size_t)len))
 		return false;
-	p = answer_space(c, dp->ch, (size_t)len, &in_ring);
-	tdb_proto_build(p, (size_t)len, TDB_PROTO_ANSWER, a, NULL);
-	answer_done(c, dp->ch, p, (size_t)len, in_ring);
+	if (tdb_proto_build(p, (size_t)len, TDB_PROTO_ANSWER, a, NULL) == len)
+		tdbd_client_emit(c, dp->ch, p, (size_t)len);
 	return true;
 }
 
@@ -1028,7 +1012,9 @@ static int dispatch(struct rq *r)
 				     "file descriptors";
 			return -EOPNOTSUPP;
 		}
-		return tdbd_client_attach(r->c, r->m.nlh) < 0 ? -EIO : 1;
+		if (tdbd_client_attach(r->c, r->m.nlh) < 0)
+			r->c->dead = true;
+		return 1;
 	}
 	r->ext.msg = "unknown command";
 	return -EOPNOTSUPP;

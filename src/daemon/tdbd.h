@@ -429,7 +429,18 @@ int tdbd_client_emit(struct client *c, enum chan ch, const void *msg,
 		     size_t len);
 /* Room for an answer of len bytes on ch right now? */
 bool tdbd_client_room(struct client *c, enum chan ch, size_t len);
+/* ATTACH: 1 answered (rings or a refusal), < 0 the client must go. */
 int tdbd_client_attach(struct client *c, const struct nlmsghdr *req);
+/* Descriptors go with an ack sent at once, so nothing may be queued
+ * before it: 0 ready, -EAGAIN answers wait for the client to read them,
+ * or the socket's error (c->why set). */
+int tdbd_client_fds_ready(struct client *c);
+/* The client broke its rings (or the protocol): drop it at the end of
+ * the round, count a violation, log why (a SIGBUS in its memfds is named
+ * first: it is the cause of what a ring then looks like). */
+void tdbd_client_violation(struct client *c, const char *why);
+#define TDBD_WHY_SIGBUS "its ring memory went away under us (SIGBUS: " \
+	"holes punched in its memfd?)"
 /* Pass fds with an ack on the socket. */
 int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
 			const struct tdb_proto_extack *ext, const int *fds,

@@ -247,13 +247,7 @@ static unsigned int serve(struct client *c, uint64_t *now)
 	if (c->attached && !c->stash_len && !tdbd_held_full(c)) {
 		rc = tdb_ring_consume(&c->sub, REQ_BUDGET, on_ring_msg, c);
 		if (rc == -EPROTO) {
-			c->dead = true;
-			c->why = tdb_ring_error(&c->sub);
-			tdbd_log(L_WARNING, "client %llu (pid %d): %s",
-				 (unsigned long long)c->id, (int)c->cr.pid,
-				 c->why);
-			__atomic_fetch_add(&c->d->ctr.violations, 1,
-					   __ATOMIC_RELAXED);
+			tdbd_client_violation(c, tdb_ring_error(&c->sub));
 		} else if (rc > 0) {
 			done += (unsigned int)rc;
 		} else if (rc == -EAGAIN) {
@@ -262,22 +256,21 @@ static unsigned int serve(struct client *c, uint64_t *now)
 	}
 	if (c->comp_dirty) {
 		c->comp_dirty = false;
-		if (tdb_ring_publish(&c->comp) == -EPROTO && !c->dead) {
-			c->dead = true;
-			c->why = tdb_ring_error(&c->comp);
-			__atomic_fetch_add(&c->d->ctr.violations, 1,
-					   __ATOMIC_RELAXED);
-		}
+		if (tdb_ring_publish(&c->comp) == -EPROTO)
+			tdbd_client_violation(c, tdb_ring_error(&c->comp));
 	}
+	/* A completion ring found broken while only asking for room (a
+	 * dump's pacing, tdbd_client_room) is a violation too, not a
+	 * client that merely stopped reading. */
+	if (c->attached && (c->comp.dead || c->sub.dead))
+		tdbd_client_violation(c, tdb_ring_error(c->comp.dead ?
+						       &c->comp : &c->sub));
 	if (c->out_len > c->out_off && tdbd_client_flush(c))
 		c->dead = true;
 	if (c->attached && !c->dead &&
 	    (tdbd_sigbus_hit(c->sub_shm.guard) ||
 	     tdbd_sigbus_hit(c->comp_shm.guard))) {
-		c->dead = true;
-		c->why = "its ring memory went away under us (SIGBUS: holes "
-			 "punched in its memfd?)";
-		__atomic_fetch_add(&c->d->ctr.violations, 1, __ATOMIC_RELAXED);
+		tdbd_client_violation(c, TDBD_WHY_SIGBUS);
 		return done;
 	}
 	if (c->stash_len || c->out_len > c->out_off)

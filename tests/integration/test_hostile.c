@@ -26,6 +26,13 @@
  *              the header's constants, flags and futex word changes
  *              nothing tdbd relies on (it answers, or drops the client
  *              with a violation; it never stalls or crashes);
+ *  attachflood STATS then ATTACH pipelined, never read: every ATTACH is
+ *              refused (-EAGAIN: its descriptors cannot pass queued
+ *              answers) and leaves no descriptor behind in tdbd;
+ *  compflip    the completion data mapped writable by the client and
+ *              rewritten by a thread while tdbd answers into it: tdbd
+ *              builds answers in private memory and copies them in
+ *              once, so it never writes out of bounds (ASan) or dies;
  *  deaf        a ring client that never reads its completions, and a
  *              socket client that never reads its socket: each is
  *              throttled, then cut off after --client-deadline (2 s):
@@ -34,8 +41,10 @@
  * After each, the gauges return to the baseline and tdbd keeps serving;
  * at the end it stops cleanly.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
@@ -696,12 +705,14 @@ enum scribble {
 	SC_CONS,                /* completion cons beyond prod */
 	SC_RANDOM,              /* random data, a bad first length */
 	SC_CONSTANTS,           /* header constants, flags, futex */
+	SC_CONS_DUMP,           /* completion cons beyond prod, seen by a
+				 * dump's pacing (a room check only) */
 	SC_MAX
 };
 static const char *const sc_name[] = { "prod beyond the data",
 	"prod behind cons", "nlmsg_len over max_msg", "nlmsg_len under 16",
 	"completion cons beyond prod", "random data",
-	"header constants and flags" };
+	"header constants and flags", "completion cons seen by a dump" };
 
 static void scribble(const char *sock, enum scribble sc)
 {
@@ -711,6 +722,8 @@ static void scribble(const char *sock, enum scribble sc)
 	struct tdb_proto_msg get_big = { .cmd = TDB_CMD_GET,
 		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) | TDB_PROTO_BIT(TDB_A_KEY),
 		.table = "big", .key = "b0", .key_len = 2 };
+	struct tdb_proto_msg scan_many = { .cmd = TDB_CMD_SCAN,
+		.attrs = TDB_PROTO_BIT(TDB_A_TABLE), .table = "many" };
 	uint64_t rnd = 99 + (uint64_t)sc;
 	struct nlmsghdr bad;
 	struct got g;
@@ -757,6 +770,27 @@ static void scribble(const char *sock, enum scribble sc)
 		for (i = 0; i < 2 * x.comp_size / BIG_VALUE; i++)
 			CHECK(rr_queue(&x, &get_big) == 0, "queue");
 		rr_publish(&x);
+		break;
+	case SC_CONS_DUMP:
+		/* a SCAN of more than the ring holds fills it, everything
+		 * published; only then is cons scribbled, so tdbd meets it
+		 * while merely asking for room for the next part */
+		CHECK(rr_queue(&x, &scan_many) == 0, "queue");
+		rr_publish(&x);
+		rr_kick(&x);
+		for (i = 0; i < 500; i++) {
+			uint64_t p = __atomic_load_n(&ch->prod,
+						     __ATOMIC_ACQUIRE);
+
+			if (p - ch->cons > x.comp_size - TDB_PROTO_MSG_MAX -
+					    2 * BIG_VALUE)
+				break;
+			h_sleep_ms(10);
+		}
+		CHECK(i < 500, "the scan did not fill the completion ring");
+		h_sleep_ms(50);
+		__atomic_store_n(&ch->cons, ch->prod + 3ull * x.comp_size,
+				 __ATOMIC_RELEASE);
 		break;
 	case SC_CONSTANTS:
 		sh->magic = ch->magic = h_rand(&rnd);
@@ -820,6 +854,184 @@ static void scribble(const char *sock, enum scribble sc)
 	}
 	expect_settled(&base, 1, 0, sc_name[sc]);
 	h_note("scribble %s: dropped, violation counted", sc_name[sc]);
+}
+
+/* --- a completion ring the client writes under tdbd ------------------------------- */
+
+struct flipper {
+	volatile uint32_t *data;
+	size_t words;
+	volatile int stop;
+	uint64_t sweeps;
+};
+
+/* Scribble every word of the completion data, for ever: the lengths
+ * tdbd's answers carry change under it while it writes them. */
+static void *flip(void *arg)
+{
+	struct flipper *f = arg;
+	static const uint32_t vals[] = { 16, 0xfffffff0u, 0x7ffffff0u, 4,
+					 0x10000, 0 };
+	uint64_t n = 0;
+
+	while (!f->stop) {
+		uint32_t v = vals[n++ % (sizeof(vals) / sizeof(vals[0]))];
+		size_t i;
+
+		for (i = 0; i < f->words; i++)
+			f->data[i] = v;
+		f->sweeps++;
+	}
+	return NULL;
+}
+
+/*
+ * The completion memfd reaches the client read-write (it writes the
+ * header's cons and flags), so it can map the data writable too.  A
+ * thread rewrites every nlmsg_len in it while the client asks for
+ * every kind of answer (GET of a 32 KiB value, STATS, TABLE_STAT,
+ * TXN_BEGIN, TABLE_LIST, SCAN) and frees the ring's space by moving
+ * cons to prod.  tdbd builds nothing in that memory, so it neither
+ * crashes nor writes out of bounds (ASan), and goes on serving others.
+ */
+static void comp_flip(const char *sock)
+{
+	struct tdb_proto_msg reqs[] = {
+		{ .cmd = TDB_CMD_GET, .attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
+		  TDB_PROTO_BIT(TDB_A_KEY), .table = "big", .key = "b0",
+		  .key_len = 2 },
+		{ .cmd = TDB_CMD_STATS },
+		{ .cmd = TDB_CMD_TABLE_STAT, .attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+		  .table = "big" },
+		{ .cmd = TDB_CMD_TXN_BEGIN },
+		{ .cmd = TDB_CMD_TABLE_LIST },
+		{ .cmd = TDB_CMD_SCAN, .attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+		  .table = "many" },
+	};
+	struct tdb_ring_hdr *ch;
+	struct tdbc_stats base, st;
+	struct flipper f = { 0 };
+	uint64_t end, sent = 0;
+	pthread_t th;
+	void *wdata;
+	struct rr x;
+
+	h_stats(ctl, &base);
+	rr_attach(&x, sock);
+	ch = (struct tdb_ring_hdr *)x.comp_hdr;
+	wdata = mmap(NULL, x.comp_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		     x.fds[1], (off_t)x.span);
+	CHECK(wdata != MAP_FAILED, "the completion data cannot be mapped "
+	      "writable (%s): then this attack is moot; update the test",
+	      strerror(errno));
+	f.data = wdata;
+	f.words = x.comp_size / 4;
+	CHECK(pthread_create(&th, NULL, flip, &f) == 0, "pthread_create");
+	end = h_now_ms() + (uint64_t)h_scaled(3000, 1000);
+	while (h_now_ms() < end && !h_raw_wait_hup(&x.r, 0)) {
+		size_t i;
+
+		for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+			if (rr_queue(&x, &reqs[i]))
+				break;
+			sent++;
+		}
+		rr_publish(&x);
+		rr_kick(&x);
+		/* take every answer without reading it */
+		__atomic_store_n(&ch->cons,
+				 __atomic_load_n(&ch->prod, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
+		h_sleep_ms(1);
+	}
+	f.stop = 1;
+	pthread_join(th, NULL);
+	munmap(wdata, x.comp_size);
+	h_note("completion data rewritten %llu times under %llu requests",
+	       (unsigned long long)f.sweeps, (unsigned long long)sent);
+	CHECK(sent >= 100, "only %llu requests went in", 
+	      (unsigned long long)sent);
+	/* tdbd is alive and serves the others; this client may have been
+	 * dropped (a scribbled cons), or not: its answers are its own
+	 * business */
+	h_stats(ctl, &st);
+	CHECK(st.requests > base.requests + 50, "tdbd served %llu requests",
+	      (unsigned long long)(st.requests - base.requests));
+	rr_close(&x);
+	h_wait_stats(ctl, &st, settled_any, &base, 5000);
+	CHECK(st.rings == base.rings && st.txns == base.txns &&
+	      st.dumps == base.dumps, "gauges after the flipper left: rings "
+	      "%u txns %u dumps %u", st.rings, st.txns, st.dumps);
+}
+
+/* --- descriptors that ATTACH leaves behind ---------------------------------------- */
+
+static unsigned int count_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	unsigned int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	dir = opendir(path);
+	CHECK(dir, "%s: %s", path, strerror(errno));
+	while ((e = readdir(dir)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n;
+}
+
+static bool requests_at(const struct tdbc_stats *st, const void *arg)
+{
+	return st->requests >= *(const uint64_t *)arg;
+}
+
+/*
+ * A client pipelines STATS it never reads (its answers back up on the
+ * socket) and then ATTACH after ATTACH.  Descriptors ride on the ack of
+ * an ATTACH, which cannot go out behind queued answers: each is refused
+ * with -EAGAIN, and none may leave a memfd, an eventfd or a SIGBUS guard
+ * behind.  tdbd's descriptor count comes back to where it was, and root
+ * can still attach.
+ */
+static void attach_flood(const struct h_daemon *d)
+{
+	enum { NSTATS = 3000, NATTACH = 1000 };
+	struct tdb_proto_msg st_m = { .cmd = TDB_CMD_STATS };
+	struct tdb_proto_msg at_m = { .cmd = TDB_CMD_ATTACH };
+	struct tdbc_stats base, st;
+	unsigned int fds0, fds1;
+	uint64_t want;
+	struct h_raw r;
+	struct rr ok;
+	int i;
+
+	h_stats(ctl, &base);
+	fds0 = count_fds(d->pid);
+	h_raw_connect(&r, d->sock);
+	for (i = 0; i < NSTATS; i++)
+		h_raw_send_msg(&r, &st_m);
+	for (i = 0; i < NATTACH; i++)
+		h_raw_send_msg(&r, &at_m);
+	want = base.requests + NSTATS + NATTACH;
+	CHECK(h_wait_stats(ctl, &st, requests_at, &want, 20000),
+	      "tdbd ran %llu of the %d requests",
+	      (unsigned long long)(st.requests - base.requests),
+	      NSTATS + NATTACH);
+	fds1 = count_fds(d->pid);
+	h_note("ATTACH flood: tdbd's descriptors %u before, %u after %d "
+	       "refused ATTACHes", fds0, fds1, NATTACH);
+	CHECK(fds1 <= fds0 + 8, "tdbd holds %u more descriptors after the "
+	      "ATTACH flood", fds1 - fds0);
+	CHECK(st.rings == base.rings, "rings %u -> %u", base.rings,
+	      st.rings);
+	rr_attach(&ok, d->sock);        /* root attaches as ever */
+	rr_stats_ok(&ok, "after the ATTACH flood");
+	rr_close(&ok);
+	h_raw_close(&r);
+	expect_settled(&base, 0, 0, "attach flood");
 }
 
 /* --- clients that never read ------------------------------------------------------- */
@@ -950,6 +1162,17 @@ int main(void)
 	CHECK(val, "out of memory");
 	memset(val, 'v', BIG_VALUE);
 	CHECK(tdbc_put(t, NULL, "b0", 2, val, BIG_VALUE, 0) == 0, "put b0");
+	tdbc_table_close(t);
+	/* more than a completion ring holds (4 MiB) of scan answers */
+	CHECK(tdbc_table_create(ctl, "many", NULL) == 0, "create many");
+	CHECK(tdbc_table_open(ctl, "many", &t) == 0, "open many");
+	for (sc = 0; sc < 200; sc++) {
+		char k[16];
+		int kl = snprintf(k, sizeof(k), "m%d", sc);
+
+		CHECK(tdbc_put(t, NULL, k, (size_t)kl, val, BIG_VALUE, 0) == 0,
+		      "put %s", k);
+	}
 	free(val);
 	tdbc_table_close(t);
 
@@ -961,6 +1184,10 @@ int main(void)
 		oversized(d.sock);
 	if (h_want("attach2"))
 		attach_twice(d.sock);
+	if (h_want("attachflood"))
+		attach_flood(&d);
+	if (h_want("compflip"))
+		comp_flip(d.sock);
 	for (sc = 0; sc < SC_MAX; sc++)
 		if (h_want("scribble"))
 			scribble(d.sock, (enum scribble)sc);
