@@ -6,10 +6,14 @@
  * completion ring's data (fallocate), then takes every free huge page for
  * itself.  When tdbd next writes an answer there, the page fault finds no
  * page: SIGBUS.  tdbd must drop that client (a violation), keep serving
- * everyone else and stop cleanly.  Needs root (vm.nr_hugepages); skips
+ * everyone else and stop cleanly.  Then the same with the submission
+ * ring's data, under requests tdbd has yet to read: the zero page the
+ * handler swaps in reads as a broken frame, and the log must still name
+ * the SIGBUS (the cause), not the frame.  Needs root (vm.nr_hugepages); skips
  * (77) otherwise or if the kernel gives no huge pages.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <stdio.h>
@@ -59,7 +63,7 @@ static bool violated(const struct tdbc_stats *st, const void *arg)
 	       st->clients <= base->clients && st->rings == base->rings;
 }
 
-static int run(void)
+static int run(bool punch_sub)
 {
 	struct tdb_proto_msg m = { .cmd = TDB_CMD_ATTACH };
 	struct h_daemon d;
@@ -101,15 +105,27 @@ static int run(void)
 				       TDB_RING_SUBMIT) == 0, "attach sub");
 	tdb_ring_set_eventfd(&sub, fds[2]);
 
-	/* Take the completion ring's data pages away, then every free huge
-	 * page: tdbd's next answer has nowhere to go.  (A hole punched where
-	 * no page exists keeps its reservation, so fault them in first: a
+	/* Requests whose answers tdbd must write (into the hole), or which
+	 * it must read (from the hole): written now, published after. */
+	for (i = 0; i < 4; i++) {
+		struct tdb_proto_msg q = { .cmd = TDB_CMD_STATS, .seq = 100 + i };
+		long len = tdb_proto_size(TDB_PROTO_REQUEST, &q, NULL);
+		void *p = tdb_ring_reserve(&sub, (size_t)len);
+
+		CHECK(p && tdb_proto_build(p, (size_t)len, TDB_PROTO_REQUEST,
+					   &q, NULL) == len, "build");
+		tdb_ring_commit(&sub, (size_t)len);
+	}
+
+	/* Take the ring's data pages away, then every free huge page:
+	 * tdbd's next access there has no page.  (A hole punched where no
+	 * page exists keeps its reservation, so fault them in first: a
 	 * read-only mapping is enough.) */
-	CHECK(fstat(fds[1], &sb) == 0, "fstat");
+	CHECK(fstat(fds[punch_sub ? 0 : 1], &sb) == 0, "fstat");
 	{
 		volatile const unsigned char *cd = mmap(NULL,
 			(size_t)sb.st_size - HUGE, PROT_READ, MAP_SHARED,
-			fds[1], HUGE);
+			fds[punch_sub ? 0 : 1], HUGE);
 		size_t off;
 		unsigned int sum = 0;
 
@@ -119,7 +135,8 @@ static int run(void)
 		(void)sum;
 		munmap((void *)cd, (size_t)sb.st_size - HUGE);
 	}
-	CHECK(fallocate(fds[1], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	CHECK(fallocate(fds[punch_sub ? 0 : 1],
+			FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			HUGE, sb.st_size - HUGE) == 0, "punch hole: %s",
 	      strerror(errno));
 	while (nhog < 64) {
@@ -131,21 +148,15 @@ static int run(void)
 			break;
 		hog[nhog++] = p;
 	}
-	h_note("punched the completion ring, holding %d free huge pages",
-	       nhog);
-
-
-	/* A request whose answer tdbd must write into the hole. */
-	for (i = 0; i < 4; i++) {
-		struct tdb_proto_msg q = { .cmd = TDB_CMD_STATS, .seq = 100 + i };
-		long len = tdb_proto_size(TDB_PROTO_REQUEST, &q, NULL);
-		void *p = tdb_ring_reserve(&sub, (size_t)len);
-
-		CHECK(p && tdb_proto_build(p, (size_t)len, TDB_PROTO_REQUEST,
-					   &q, NULL) == len, "build");
-		tdb_ring_commit(&sub, (size_t)len);
-	}
+	h_note("punched the %s ring, holding %d free huge pages",
+	       punch_sub ? "submission" : "completion", nhog);
 	tdb_ring_publish(&sub);
+	{
+		uint64_t one = 1;
+
+		CHECK(write(fds[2], &one, sizeof(one)) == sizeof(one),
+		      "eventfd");
+	}
 
 	CHECK(h_raw_wait_hup(&r, 10000), "the client was not dropped");
 	CHECK(h_wait_stats(ctl, &st, violated, &base, 5000),
@@ -153,7 +164,8 @@ static int run(void)
 	      "violation and everything freed)",
 	      (unsigned long long)base.violations,
 	      (unsigned long long)st.violations, st.clients, st.rings);
-	CHECK(h_log_has(&d, "SIGBUS"), "tdbd's log does not say SIGBUS");
+	CHECK(h_log_has(&d, "went away under us (SIGBUS"), "tdbd's log does "
+	      "not name the SIGBUS as the reason the client was dropped");
 	for (i = 0; i < nhog; i++)
 		munmap(hog[i], HUGE);
 
@@ -195,11 +207,13 @@ int main(void)
 			"pages\n");
 		return 77;
 	}
-	pid = fork();
-	if (pid == 0)
-		_exit(run());
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		status = 1 << 8;
+	for (int sub = 0; sub < 2 && !status; sub++) {
+		pid = fork();
+		if (pid == 0)
+			_exit(run(sub));
+		if (pid < 0 || waitpid(pid, &status, 0) != pid)
+			status = 1 << 8;
+	}
 	write_nr(old);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
