@@ -84,7 +84,8 @@ static void actor_run(struct actor *a, uid_t uid, actor_fn *fn,
 
 		close(go[1]);
 		close(rep[0]);
-		CHECK(setgroups(0, NULL) == 0 && setresgid(uid, uid, uid) == 0 &&
+		CHECK(setgroups(0, NULL) == 0 &&
+		      setresgid(uid, uid, uid) == 0 &&
 		      setresuid(uid, uid, uid) == 0, "become %u: %s",
 		      (unsigned int)uid, strerror(errno));
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -306,6 +307,7 @@ static void buffer_txns(const char *sock, const void *arg, struct report *r)
 
 		err = tdbc_connect(&c, sock, TDBC_NO_RINGS, msg, sizeof(msg));
 		CHECK(!err, "connect: %s", msg);
+		r->ok++;        /* connections */
 		CHECK(tdbc_table_open(c, "tx", &t) == 0, "open tx");
 		while (r->bytes < cap) {
 			if (!x && (err = tdbc_txn_begin(c, &x))) {
@@ -330,6 +332,32 @@ static void buffer_txns(const char *sock, const void *arg, struct report *r)
 	free(val);
 }
 
+/* Root buffers 4M in a transaction (the last eighth of max-txn-memory
+ * is its) and commits it. */
+static void root_txn(struct tdbc *ctl)
+{
+	unsigned char *val = malloc(VAL);
+	struct tdbc_table *t;
+	struct tdbc_txn *x;
+	char key[16];
+	int i;
+
+	CHECK(val, "out of memory");
+	memset(val, 'r', VAL);
+	CHECK(tdbc_table_open(ctl, "tx", &t) == 0, "open tx");
+	CHECK(tdbc_txn_begin(ctl, &x) == 0, "root txn_begin");
+	for (i = 0; i < 16; i++) {
+		snprintf(key, sizeof(key), "root%d", i);
+		CHECK(tdbc_put(t, x, key, strlen(key), val, VAL, 0) == 0,
+		      "root put %d: %s", i, tdbc_errmsg(ctl));
+	}
+	CHECK(tdbc_txn_commit(x) == 0, "root commit: %s", tdbc_errmsg(ctl));
+	CHECK(tdbc_get(t, NULL, "root15", 6, val, VAL, NULL) == VAL,
+	      "root get");
+	tdbc_table_close(t);
+	free(val);
+}
+
 static void part_txnmem(void)
 {
 	static const char *const args[] = { "--max-txn-memory", "64M",
@@ -339,13 +367,9 @@ static void part_txnmem(void)
 	struct tdbc_table_opts o;
 	struct h_pinger pg[2];
 	struct actor a, b, c, a2;
-	struct tdbc_table *t;
-	struct tdbc_txn *x;
+	struct tdbc_stats st;
 	struct h_daemon d;
 	struct tdbc *ctl;
-	unsigned char *val;
-	char key[16];
-	int i;
 
 	start(&d, "txnmem", args, pg);
 	ctl = h_connect(&d, 0);
@@ -388,20 +412,7 @@ static void part_txnmem(void)
 							 b.rep.bytes +
 							 c.rep.bytes));
 
-	/* root: the last eighth */
-	val = malloc(VAL);
-	CHECK(val, "out of memory");
-	memset(val, 'r', VAL);
-	CHECK(tdbc_table_open(ctl, "tx", &t) == 0, "open tx");
-	CHECK(tdbc_txn_begin(ctl, &x) == 0, "root txn_begin");
-	for (i = 0; i < 16; i++) {
-		snprintf(key, sizeof(key), "root%d", i);
-		CHECK(tdbc_put(t, x, key, strlen(key), val, VAL, 0) == 0,
-		      "root put %d: %s", i, tdbc_errmsg(ctl));
-	}
-	CHECK(tdbc_txn_commit(x) == 0, "root commit: %s", tdbc_errmsg(ctl));
-	CHECK(tdbc_get(t, NULL, "root15", 6, val, VAL, NULL) == VAL,
-	      "root get");
+	root_txn(ctl);
 	rss = proc_kb(&d, "VmRSS");
 	h_note("3 uids at their limits: VmRSS +%llu MiB (max-txn-memory "
 	       "64M)", (unsigned long long)((rss - rss0) >> 20));
@@ -409,7 +420,9 @@ static void part_txnmem(void)
 	      (unsigned long long)((rss - rss0) >> 20));
 
 	/* the memory comes back when the holder goes */
+	h_stats(ctl, &st);
 	actor_end(&a);
+	wait_clients(ctl, st.clients - (uint32_t)a.rep.ok);
 	actor_run(&a2, 65534, buffer_txns, d.sock, &cap);
 	CHECK(a2.rep.err == -EDQUOT && a2.rep.bytes >= 20 * MiB,
 	      "uid 65534 again: %s (%s) after %llu bytes",
@@ -423,8 +436,6 @@ static void part_txnmem(void)
 	actor_end(&a2);
 	actor_end(&b);
 	actor_end(&c);
-	free(val);
-	tdbc_table_close(t);
 	tdbc_close(ctl);
 	finish(&d, pg, "txnmem");
 }
