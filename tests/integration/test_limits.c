@@ -28,6 +28,8 @@
  *            the total (ENOSPC, max-reserve); tdbd's VmSize grows by
  *            less than 1T; root still creates such a table, attaches and
  *            reads it; a restart works and keeps the limits.
+ *  reload    max-tables-per-uid lowered by a reload (SIGHUP) to what a
+ *            uid has: its next create is refused.
  *  fds       started with a soft RLIMIT_NOFILE of 1024 (under the hard
  *            one) and max-clients 65536: tdbd raises its soft limit to
  *            the hard one and warns that max-clients does not fit.
@@ -612,6 +614,46 @@ static void part_reserve(void)
 	finish(&d, NULL, "reserve restarted");
 }
 
+/* --- reload ------------------------------------------------------------ */
+
+/* Write text to the config file h_start gives tdbd ("" empties it). */
+static void set_conf(const char *text)
+{
+	char conf[H_PATH];
+	FILE *f;
+
+	h_path(conf, sizeof(conf), "empty.conf");
+	f = fopen(conf, "w");
+	CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0, "write %s", conf);
+}
+
+static void part_reload(void)
+{
+	struct h_daemon d;
+	struct actor a;
+	int i;
+
+	start(&d, "reload", NULL, NULL);
+	actor_run(&a, 65534, make_tables, d.sock,
+		  &(struct mk){ "a", 3, 0, NULL });
+	actor_end(&a);
+	CHECK(a.rep.ok == 3, "uid 65534 made %d of 3 tables", a.rep.ok);
+	/* a limit lowered at reload refuses the next charge */
+	set_conf("max-tables-per-uid = 3\n");
+	CHECK(kill(d.pid, SIGHUP) == 0, "SIGHUP");
+	for (i = 0; i < 500 && !h_log_has(&d, "reloaded"); i++)
+		h_sleep_ms(10);
+	set_conf("");
+	CHECK(h_log_has(&d, "max-tables-per-uid"), "the reload did not "
+	      "take max-tables-per-uid");
+	actor_run(&a, 65534, make_tables, d.sock,
+		  &(struct mk){ "b", 1, 0, NULL });
+	actor_end(&a);
+	CHECK(a.rep.ok == 0 && a.rep.err == -EDQUOT, "after the reload: %d "
+	      "tables, %s", a.rep.ok, h_errname(a.rep.err));
+	finish(&d, NULL, "reload");
+}
+
 /* --- descriptors --------------------------------------------------------- */
 
 static void part_fds(void)
@@ -672,6 +714,8 @@ int main(void)
 		part_tables();
 	if (h_want("reserve"))
 		part_reserve();
+	if (h_want("reload"))
+		part_reload();
 	if (h_want("fds"))
 		part_fds();
 	h_done();
