@@ -575,5 +575,7 @@ void tdbd_client_free(struct client *c)
 	free(c->in);
 	free(c->out);
 	free(c->stash);
+	/* charged at accept (main.c), before the client was made */
+	tdbd_quota_uncharge(c->d, c->cr.uid, Q_CLIENTS, 1);
 	free(c);
 }

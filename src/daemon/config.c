@@ -33,6 +33,7 @@
 #define KiB (1ULL << 10)
 #define MiB (1ULL << 20)
 #define GiB (1ULL << 30)
+#define TiB (1ULL << 40)
 
 /* --- the keys ---------------------------------------------------------- */
 
@@ -86,6 +87,21 @@ static const struct key keys[] = {
 	  "1K..4G", false, false },
 	{ "max-txns", K_UINT, FIELD(max_txns), 1, 1024, "1..1024", false,
 	  false },
+	{ "max-clients-per-uid", K_UINT, FIELD(max_clients_per_uid), 1,
+	  65536, "1..65536", false, false },
+	{ "max-tables-per-uid", K_UINT, FIELD(max_tables_per_uid), 1, 4000,
+	  "1..4000", false, false },
+	{ "max-reserve-per-uid", K_SIZE, FIELD(max_reserve_per_uid), 4 * MiB,
+	  128 * TiB, "4M..128T", false, false },
+	{ "max-reserve", K_SIZE, FIELD(max_reserve), 4 * MiB, 128 * TiB,
+	  "4M..128T", false, false },
+	{ "max-txn-memory-per-uid", K_SIZE, FIELD(max_txn_memory_per_uid),
+	  MiB, TiB, "1M..1T", false, false },
+	{ "max-txn-memory", K_SIZE, FIELD(max_txn_memory), MiB, TiB,
+	  "1M..1T", false, false },
+	{ "max-snapshot-memory-per-uid", K_SIZE,
+	  FIELD(max_snapshot_memory_per_uid), MiB, TiB, "1M..1T", false,
+	  false },
 	{ "max-snapshot-bytes", K_SIZE, FIELD(max_snapshot_bytes), KiB,
 	  64 * GiB, "1K..64G", false, true },
 	{ "table-mode", K_MODE, FIELD(table_mode), 0, 0777, "0..0777",
@@ -133,6 +149,13 @@ void tdbd_config_defaults(struct tdbd_config *c)
 	c->max_txn_ops = 65536;
 	c->max_txn_bytes = 64 * MiB;
 	c->max_txns = 16;
+	c->max_clients_per_uid = 64;
+	c->max_tables_per_uid = 256;
+	c->max_reserve_per_uid = 256 * GiB;
+	c->max_reserve = 16 * TiB;
+	c->max_txn_memory_per_uid = 256 * MiB;
+	c->max_txn_memory = GiB;
+	c->max_snapshot_memory_per_uid = 512 * MiB;
 	c->max_snapshot_bytes = 256 * MiB;
 	c->table_mode = 0600;
 	c->idle_spin_us = 50;
@@ -197,7 +220,7 @@ struct unit {
 static const struct unit u_plain[] = { { "", 1 } };
 static const struct unit u_size[] = {
 	{ "", 1 }, { "K", KiB }, { "k", KiB }, { "M", MiB }, { "m", MiB },
-	{ "G", GiB }, { "g", GiB },
+	{ "G", GiB }, { "g", GiB }, { "T", TiB }, { "t", TiB },
 };
 static const struct unit u_ms[] = {
 	{ "", 1 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 },
@@ -353,7 +376,7 @@ static const char *parse_number(const struct key *k, const char *s,
 	static const char *const bad[] = {
 		[K_MODE] = "not an octal mode",
 		[K_UINT] = "not a number",
-		[K_SIZE] = "not a size (bytes, or a number with K, M or G)",
+		[K_SIZE] = "not a size (bytes, or a number with K, M, G or T)",
 		[K_MS] = "not a duration (a number with ms, s or m; bare = ms)",
 		[K_US] = "not a duration (a number with us or ms; bare = us)",
 	};
@@ -364,7 +387,7 @@ static const char *parse_number(const struct key *k, const char *s,
 		rc = parse_mode(s, v);
 		break;
 	case K_SIZE:
-		rc = parse_scaled(s, u_size, 7, v);
+		rc = parse_scaled(s, u_size, 9, v);
 		break;
 	case K_MS:
 		rc = parse_scaled(s, u_ms, 4, v);
@@ -861,6 +884,23 @@ const char *tdbd_config_usage(void)
 "                         (default 64M)\n"
 "  --max-txns N           open transactions per client, 1..1024\n"
 "                         (default 16)\n"
+"  --max-clients-per-uid N clients of one user at once, 1..65536\n"
+"                         (default 64)\n"
+"  --max-tables-per-uid N tables one user may own, 1..4000 (default 256)\n"
+"  --max-reserve-per-uid SIZE address space the tables of one user may\n"
+"                         reserve (max-extents x 2M each), 4M..128T\n"
+"                         (default 256G)\n"
+"  --max-reserve SIZE     the same for all tables, 4M..128T (default 16T)\n"
+"  --max-txn-memory-per-uid SIZE bytes the open transactions of one user\n"
+"                         may buffer, 1M..1T (default 256M)\n"
+"  --max-txn-memory SIZE  the same for all transactions, 1M..1T\n"
+"                         (default 1G)\n"
+"  --max-snapshot-memory-per-uid SIZE old values the snapshot scans of\n"
+"                         one user may keep, 1M..1T (default 512M)\n"
+"                         Root is exempt from the per-user limits; the\n"
+"                         last eighth of max-clients, max-reserve,\n"
+"                         max-txn-memory and of the 4000 tables is kept\n"
+"                         for root.\n"
 "  --max-snapshot-bytes SIZE (R) old values a snapshot scan may keep for\n"
 "                         keys changed during it, 1K..64G (default 256M)\n"
 "  --table-mode MODE      mode of new tables when the creator gives none,\n"
@@ -884,7 +924,7 @@ const char *tdbd_config_usage(void)
 "                         damage (losing what follows) instead of refusing\n"
 "                         to start (default no)\n"
 "\n"
-"SIZE: bytes, or a number with K, M or G (powers of 1024).  TIME: for\n"
+"SIZE: bytes, or a number with K, M, G or T (powers of 1024).  TIME: for\n"
 "client-deadline, batch-interval and checkpoint-interval ms, s or m\n"
 "(bare = ms); for idle-spin us or ms (bare =\n"
 "us).  BOOL: yes/no, true/false, on/off, 1/0.  MODE: octal (0660 or 660).\n"

@@ -57,6 +57,26 @@ struct tdbd_config {
 				* transaction, 1K..4G (suffixes)     64M */
 	uint32_t max_txns;     /* max-txns: open transactions per
 				* client, 1..1024                       16 */
+	/* limits per uid and in all (quota.h; docs/CONFIG.md, "Limits"):
+	 * uid 0 is exempt from the per-uid ones, and the last eighth of
+	 * each total is kept for it */
+	uint32_t max_clients_per_uid; /* max-clients-per-uid: 1..65536
+				* connections of one uid              64 */
+	uint32_t max_tables_per_uid; /* max-tables-per-uid: 1..4000 tables
+				* owned by one uid                   256 */
+	uint64_t max_reserve_per_uid; /* max-reserve-per-uid: address
+				* space the tables of one uid reserve
+				* (max-extents x 2M each), 4M..128T  256G */
+	uint64_t max_reserve;  /* max-reserve: the same in all, 4M..128T
+				* (the process has 128T)              16T */
+	uint64_t max_txn_memory_per_uid; /* max-txn-memory-per-uid: bytes
+				* the open transactions of one uid
+				* buffer, 1M..1T                     256M */
+	uint64_t max_txn_memory; /* max-txn-memory: the same in all,
+				* 1M..1T                               1G */
+	uint64_t max_snapshot_memory_per_uid; /* max-snapshot-memory-per-uid:
+				* pre-images the snapshots of one uid
+				* keep, 1M..1T                       512M */
 	uint64_t max_snapshot_bytes; /* max-snapshot-bytes: old values
 				* one snapshot scan keeps for the keys
 				* changed during it, 1K..64G (restart) 256M */

@@ -366,6 +366,10 @@ static int do_create(struct rq *r)
 		r->ext.msg = "too many tables (4000, the checkpoint store's "
 			     "limit)";
 		err = -EMFILE;
+	} else if (cr->uid != 0 && max_ext <= TDBE_EXTENTS_MAX &&
+		   (err = tdbd_table_quota_check(d, uid, max_ext,
+						 &r->ext.msg))) {
+		/* charged to the owner; root creates for anyone */
 	} else {
 		err = tdbd_log_create(d, r->m.table, d->next_table_id + 1, uid,
 				      gid, mode, max_ext, &r->lsn, &r->ext.msg);
@@ -499,7 +503,7 @@ static int do_txn(struct rq *r)
 				     "connection (max-txns)";
 			return -EBUSY;
 		}
-		if (!(x = tdbd_txn_new(d)))
+		if (!(x = tdbd_txn_new(d, c->cr.uid)))
 			return -ENOMEM;
 		x->next = c->txns;
 		c->txns = x;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -313,6 +314,7 @@ static void accept_all(struct daemon_state *s)
 				 SOCK_CLOEXEC | SOCK_NONBLOCK);
 		struct client *c;
 		struct creds cr;
+		const char *why = NULL;
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR &&
@@ -327,16 +329,17 @@ static void accept_all(struct daemon_state *s)
 			close(fd);
 			continue;
 		}
-		if (__atomic_load_n(&d->ctr.clients, __ATOMIC_RELAXED) >=
-		    d->cfg.max_clients) {
-			tdbd_log(L_WARNING, "client pid %d refused: max-clients "
-				 "(%u) reached", (int)cr.pid,
-				 d->cfg.max_clients);
+		/* max-clients (the last eighth kept for root) and
+		 * max-clients-per-uid; tdbd_client_free uncharges */
+		if (tdbd_quota_charge(d, cr.uid, Q_CLIENTS, 1, &why)) {
+			tdbd_log(L_WARNING, "client pid %d uid %u refused: %s",
+				 (int)cr.pid, (unsigned int)cr.uid, why);
 			close(fd);
 			continue;
 		}
 		c = tdbd_client_new(d, fd, &cr);
 		if (!c) {
+			tdbd_quota_uncharge(d, cr.uid, Q_CLIENTS, 1);
 			close(fd);
 			continue;
 		}
@@ -348,7 +351,67 @@ static void accept_all(struct daemon_state *s)
 	}
 }
 
+/* --- descriptors --------------------------------------------------------- */
+
+/* Descriptors: each client holds 5 (socket, pidfd, eventfd, two ring
+ * memfds), each table up to 2 (its region's memfd, its feed's), and
+ * tdbd itself some (listener, epolls, WAL, checkpoint, workers' eventfds:
+ * FD_SPARE is generous). */
+#define FD_PER_CLIENT 5u
+#define FD_PER_TABLE 2u
+#define FD_SPARE 256u
+
+/* Raise RLIMIT_NOFILE's soft limit to the hard one, so max-clients is
+ * not refused by a low default (1024 soft, often). */
+static void fds_raise(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		tdbd_log(L_WARNING, "cannot raise the descriptor limit to "
+			 "%llu: %s", (unsigned long long)rl.rlim_max,
+			 strerror(errno));
+}
+
+/* Does max-clients fit in the descriptors we may open?  Only a warning:
+ * max-clients is the operator's to choose (and may change at reload);
+ * past the limit accept() fails with EMFILE instead of a clean refusal. */
+static void fds_check(const struct tdbd_config *cfg)
+{
+	uint64_t need = (uint64_t)cfg->max_clients * FD_PER_CLIENT +
+			(uint64_t)TDBD_TABLES_MAX * FD_PER_TABLE + FD_SPARE;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    need <= rl.rlim_cur)
+		return;
+	tdbd_log(L_WARNING, "max-clients (%u) may need %llu descriptors "
+		 "(%u per client, %u per table for %u tables, %u spare), but "
+		 "RLIMIT_NOFILE is %llu: raise it (LimitNOFILE=) or lower "
+		 "max-clients", cfg->max_clients, (unsigned long long)need,
+		 FD_PER_CLIENT, FD_PER_TABLE, TDBD_TABLES_MAX, FD_SPARE,
+		 (unsigned long long)rl.rlim_cur);
+}
+
 /* --- reload, watchdog, status ------------------------------------------- */
+
+/* The limits of quota.h: read at each charge, so they change at once
+ * (a lower one takes nothing back: it refuses the next charge). */
+static void reload_limits(struct tdbd *d, const struct tdbd_config *n)
+{
+#define SET(f) __atomic_store_n(&d->cfg.f, n->f, __ATOMIC_RELAXED)
+	SET(max_clients_per_uid);
+	SET(max_tables_per_uid);
+	SET(max_reserve_per_uid);
+	SET(max_reserve);
+	SET(max_txn_memory_per_uid);
+	SET(max_txn_memory);
+	SET(max_snapshot_memory_per_uid);
+#undef SET
+}
 
 static void reload(struct daemon_state *s)
 {
@@ -379,11 +442,14 @@ static void reload(struct daemon_state *s)
 	memcpy(d->cfg.socket_group, n.socket_group, sizeof(n.socket_group));
 	__atomic_store_n(&d->cfg.client_deadline_ms, n.client_deadline_ms,
 			 __ATOMIC_RELAXED);
+	if (n.max_clients > d->cfg.max_clients)
+		fds_check(&n);
 	__atomic_store_n(&d->cfg.max_clients, n.max_clients, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.max_txn_ops, n.max_txn_ops, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.max_txn_bytes, n.max_txn_bytes,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.max_txns, n.max_txns, __ATOMIC_RELAXED);
+	reload_limits(d, &n);
 	__atomic_store_n(&d->cfg.table_mode, n.table_mode, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.idle_spin_us, n.idle_spin_us,
 			 __ATOMIC_RELAXED);
@@ -477,7 +543,9 @@ static int start(struct daemon_state *s)
 	pthread_mutex_init(&d->wlock, NULL);
 	pthread_mutex_init(&d->wake_lock, NULL);
 	tdbp_set_log(engine_log, NULL);
-	if ((err = data_dir_open(s)))
+	fds_raise();
+	fds_check(&d->cfg);
+	if ((err = tdbd_quota_init(d)) || (err = data_dir_open(s)))
 		return err;
 	d->engine = tdbe_engine_new(&err);
 	if (!d->engine) {
@@ -567,6 +635,7 @@ static void stop(struct daemon_state *s)
 	if (d->engine)
 		tdbe_engine_free(d->engine);
 	data_dir_close(s);
+	tdbd_quota_fini(d);
 	tdbd_sigbus_fini();
 	if (s->epfd >= 0)
 		close(s->epfd);

@@ -18,6 +18,12 @@
  *    under its own mutex, by writers (holding wlock too) and by its scan;
  *    entries are freed only with the snapshot, so the pre-image pointers
  *    the scan hands out stay valid without the mutex.
+ *  - A table is charged to its owner (quota.h) from create to drop
+ *    (Q_TABLES) and, for the address space its region reserves, until
+ *    the engine table is closed (Q_RESERVE, dt->reserve).  Creation
+ *    charges whatever the limits say (recovery restores what was there);
+ *    a client's create asks tdbd_table_quota_check first, under the same
+ *    wlock, so the check and the charge cannot be split by another.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,9 +85,10 @@ static void feed_free(struct feed *f)
 	free(f);
 }
 
-static void dtable_free(struct dtable *dt)
+static void dtable_free(struct tdbd *d, struct dtable *dt)
 {
 	tdbe_table_close(dt->t);
+	tdbd_quota_uncharge(d, dt->uid, Q_RESERVE, dt->reserve);
 	feed_free(dt->feed);
 	tdbd_dirty_free(dt->dirty);
 	free(dt);
@@ -96,7 +103,8 @@ void tdbd_tables_fini(struct tdbd *d)
 
 		for (; dt; dt = next) {
 			next = dt->next;
-			dtable_free(dt);
+			tdbd_quota_uncharge(d, dt->uid, Q_TABLES, 1);
+			dtable_free(d, dt);
 		}
 	}
 	free(d->buckets);
@@ -127,9 +135,23 @@ struct dtable *tdbd_table_get(struct tdbd *d, const char *name)
 
 void tdbd_table_put(struct tdbd *d, struct dtable *dt)
 {
-	(void)d;
 	if (dt && __atomic_sub_fetch(&dt->refs, 1, __ATOMIC_ACQ_REL) == 0)
-		dtable_free(dt);
+		dtable_free(d, dt);
+}
+
+uint64_t tdbd_table_reserve(uint32_t max_ext)
+{
+	/* tdbp_region_create: one extent more, to align the base */
+	return ((uint64_t)(max_ext ? max_ext : TDBE_EXTENTS_DEFAULT) + 1) *
+	       TDBP_EXTENT_SIZE;
+}
+
+int tdbd_table_quota_check(struct tdbd *d, uint32_t uid, uint32_t max_ext,
+			   const char **msg)
+{
+	return tdbd_quota_check(d, uid, Q_TABLES, 1, msg) ?:
+	       tdbd_quota_check(d, uid, Q_RESERVE, tdbd_table_reserve(max_ext),
+				msg);
 }
 
 uint64_t tdbd_table_gen(struct tdbd *d)
@@ -166,6 +188,9 @@ int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 	if (dt->id > d->next_table_id)
 		d->next_table_id = dt->id;
 	dt->max_extents = max_ext;
+	dt->reserve = tdbd_table_reserve(max_ext);
+	tdbd_quota_force(d, uid, Q_TABLES, 1);
+	tdbd_quota_force(d, uid, Q_RESERVE, dt->reserve);
 	dt->ckpt_full = true;   /* new: the next checkpoint writes it all */
 	dt->uid = uid;
 	dt->gid = gid;
@@ -207,6 +232,7 @@ int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
 	__atomic_fetch_add(&d->reg_gen, 1, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&d->reg_lock);
 	dt->dropped = true;
+	tdbd_quota_uncharge(d, dt->uid, Q_TABLES, 1);
 	tdbd_snap_detach_all(dt);
 	if (dt->feed) {         /* the last message watchers get */
 		struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_DROP,

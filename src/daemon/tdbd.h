@@ -13,6 +13,7 @@
  *   notify.c   sd_notify and logging
  *   durable.c  the WAL, acks held until durable, checkpoints, recovery
  *   ckpt.c     the LMDB checkpoint store (ckpt.h)
+ *   quota.c    what each uid holds, and all, against the limits (quota.h)
  *
  * Threads.  The main thread accepts connections and hands each client to
  * one worker, which then owns it: only that worker touches the struct
@@ -38,6 +39,7 @@
 #include "config.h"
 #include "core.h"
 #include "proto.h"
+#include "quota.h"
 #include "ring.h"
 
 struct tdbd;
@@ -75,6 +77,8 @@ struct dtable {
 	char name[TDBE_NAME_MAX + 1];
 	uint64_t id;            /* unique for the data directory's life */
 	uint32_t max_extents;
+	uint64_t reserve;       /* address space charged to uid (Q_RESERVE),
+				 * uncharged when the table is freed */
 	/* under wlock: keys changed since the last checkpoint took the
 	 * set, or (ckpt_full) the whole table must be rewritten */
 	struct dirty *dirty;
@@ -115,6 +119,12 @@ int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 		      struct dtable **out, struct tdb_proto_extack *ext);
 int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
 		    struct tdb_proto_extack *ext);
+/* Address space a table of max_ext extents reserves (0: the default). */
+uint64_t tdbd_table_reserve(uint32_t max_ext);
+/* Under wlock, before a client's create: 0, or why uid may not own one
+ * more such table (-EDQUOT, -ENOSPC; *msg names the limit's key). */
+int tdbd_table_quota_check(struct tdbd *d, uint32_t uid, uint32_t max_ext,
+			   const char **msg);
 /* Snapshot of the registry: an array of counted references. */
 int tdbd_table_snapshot(struct tdbd *d, struct dtable ***out,
 			unsigned int *n);
@@ -217,10 +227,14 @@ struct txn {
 	uint64_t id;
 	struct txn_op *ops;
 	uint32_t nops, cap;
-	uint64_t bytes;
+	uint64_t bytes;         /* keys and values (max-txn-bytes) */
+	uint32_t uid;           /* the client's: charged for its memory */
+	uint64_t charged;       /* Q_TXN_BYTES charged to uid, uncharged
+				 * when the txn is freed */
 };
 
-struct txn *tdbd_txn_new(struct tdbd *d);
+/* A transaction of a client of uid. */
+struct txn *tdbd_txn_new(struct tdbd *d, uint32_t uid);
 void tdbd_txn_free(struct tdbd *d, struct txn *x);
 int tdbd_txn_add(struct tdbd *d, struct txn *x, struct dtable *dt, bool del,
 		 uint32_t flags, const void *key, size_t klen,
@@ -397,6 +411,7 @@ struct tdbd {
 	pthread_rwlock_t reg_lock;
 	struct dtable **buckets;
 	unsigned int nbuckets, ntables;
+	struct tdbd_quota *quota;       /* quota.c */
 	uint64_t reg_gen;       /* atomic: bumped on create and drop */
 
 	struct worker *workers;

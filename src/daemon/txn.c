@@ -15,6 +15,12 @@
  * An undo can itself fail only if restoring an old value needs memory
  * the table no longer has (its cap reached meanwhile by this same
  * commit's garbage awaiting a grace period); that is logged as an error.
+ *
+ * Memory.  Each buffered change is charged to the client's uid
+ * (Q_TXN_BYTES: max-txn-memory-per-uid, max-txn-memory) before it is
+ * copied, at OP_COST: its key and value and what holding them costs
+ * besides; x->charged is what x holds, given back when x is freed
+ * (commit, abort, or its client's end), whatever happened to it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,12 +28,19 @@
 
 #include "tdbd.h"
 
-struct txn *tdbd_txn_new(struct tdbd *d)
+/* What one change costs tdbd: key, value, its slot in x->ops (twice:
+ * the array doubles) and the allocator's header and rounding. */
+#define OP_COST(klen, vlen) \
+	((uint64_t)(klen) + (vlen) + 2 * sizeof(struct txn_op) + 32)
+
+struct txn *tdbd_txn_new(struct tdbd *d, uint32_t uid)
 {
 	struct txn *x = calloc(1, sizeof(*x));
 
-	if (x)
+	if (x) {
 		x->id = __atomic_add_fetch(&d->next_txn, 1, __ATOMIC_RELAXED);
+		x->uid = uid;
+	}
 	return x;
 }
 
@@ -42,6 +55,7 @@ void tdbd_txn_free(struct tdbd *d, struct txn *x)
 		free(x->ops[i].key);
 	}
 	free(x->ops);
+	tdbd_quota_uncharge(d, x->uid, Q_TXN_BYTES, x->charged);
 	free(x);
 }
 
@@ -49,7 +63,9 @@ int tdbd_txn_add(struct tdbd *d, struct txn *x, struct dtable *dt, bool del,
 		 uint32_t flags, const void *key, size_t klen,
 		 const void *val, size_t vlen, struct tdb_proto_extack *ext)
 {
+	uint64_t cost = OP_COST(klen, vlen);
 	struct txn_op *op;
+	int err;
 
 	if (x->nops >= d->cfg.max_txn_ops) {
 		ext->msg = "transaction has max-txn-ops changes already";
@@ -59,19 +75,22 @@ int tdbd_txn_add(struct tdbd *d, struct txn *x, struct dtable *dt, bool del,
 		ext->msg = "transaction would exceed max-txn-bytes";
 		return -E2BIG;
 	}
+	err = tdbd_quota_charge(d, x->uid, Q_TXN_BYTES, cost, &ext->msg);
+	if (err)
+		return err;
 	if (x->nops == x->cap) {
 		uint32_t cap = x->cap ? x->cap * 2 : 16;
 		struct txn_op *n = realloc(x->ops, cap * sizeof(*n));
 
 		if (!n)
-			return -ENOMEM;
+			goto nomem;
 		x->ops = n;
 		x->cap = cap;
 	}
 	op = &x->ops[x->nops];
 	op->key = malloc(klen + vlen + 1);
 	if (!op->key)
-		return -ENOMEM;
+		goto nomem;
 	memcpy(op->key, key, klen);
 	if (vlen)
 		memcpy(op->key + klen, val, vlen);
@@ -83,7 +102,11 @@ int tdbd_txn_add(struct tdbd *d, struct txn *x, struct dtable *dt, bool del,
 	__atomic_fetch_add(&dt->refs, 1, __ATOMIC_RELAXED);
 	x->nops++;
 	x->bytes += klen + vlen;
+	x->charged += cost;
 	return 0;
+nomem:
+	tdbd_quota_uncharge(d, x->uid, Q_TXN_BYTES, cost);
+	return -ENOMEM;
 }
 
 int tdbd_txn_find(const struct txn *x, const struct dtable *dt,

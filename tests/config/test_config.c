@@ -35,6 +35,7 @@
 
 #define MiB (1ULL << 20)
 #define GiB (1ULL << 30)
+#define TiB (1ULL << 40)
 
 static char dir[64];            /* private scratch directory */
 static char path[PATH_MAX];     /* the last file written */
@@ -133,6 +134,20 @@ static uint64_t field(const struct tdbd_config *c, const char *key)
 		return c->max_txn_bytes;
 	if (!strcmp(key, "max-txns"))
 		return c->max_txns;
+	if (!strcmp(key, "max-clients-per-uid"))
+		return c->max_clients_per_uid;
+	if (!strcmp(key, "max-tables-per-uid"))
+		return c->max_tables_per_uid;
+	if (!strcmp(key, "max-reserve-per-uid"))
+		return c->max_reserve_per_uid;
+	if (!strcmp(key, "max-reserve"))
+		return c->max_reserve;
+	if (!strcmp(key, "max-txn-memory-per-uid"))
+		return c->max_txn_memory_per_uid;
+	if (!strcmp(key, "max-txn-memory"))
+		return c->max_txn_memory;
+	if (!strcmp(key, "max-snapshot-memory-per-uid"))
+		return c->max_snapshot_memory_per_uid;
 	if (!strcmp(key, "table-mode"))
 		return c->table_mode;
 	if (!strcmp(key, "idle-spin"))
@@ -147,6 +162,9 @@ static const char *const all_keys[] = {
 	"socket", "socket-mode", "socket-group", "data-dir", "workers",
 	"ring-size", "feed-size", "hugepages", "client-deadline",
 	"max-clients", "max-txn-ops", "max-txn-bytes", "max-txns",
+	"max-clients-per-uid", "max-tables-per-uid", "max-reserve-per-uid",
+	"max-reserve", "max-txn-memory-per-uid", "max-txn-memory",
+	"max-snapshot-memory-per-uid",
 	"table-mode", "idle-spin", "log-level",
 };
 #define NKEYS (sizeof(all_keys) / sizeof(all_keys[0]))
@@ -189,6 +207,13 @@ static void assert_valid(const struct tdbd_config *c)
 	assert_in_range(c->max_txn_ops, 1, 1048576);
 	assert_in_range(c->max_txn_bytes, 1024, 4 * GiB);
 	assert_in_range(c->max_txns, 1, 1024);
+	assert_in_range(c->max_clients_per_uid, 1, 65536);
+	assert_in_range(c->max_tables_per_uid, 1, 4000);
+	assert_in_range(c->max_reserve_per_uid, 4 * MiB, 128 * TiB);
+	assert_in_range(c->max_reserve, 4 * MiB, 128 * TiB);
+	assert_in_range(c->max_txn_memory_per_uid, MiB, TiB);
+	assert_in_range(c->max_txn_memory, MiB, TiB);
+	assert_in_range(c->max_snapshot_memory_per_uid, MiB, TiB);
 	assert_in_range(c->idle_spin_us, 0, 100000);
 	assert_in_range(c->log_level, LOG_ERR, LOG_DEBUG);
 }
@@ -215,6 +240,13 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_txn_ops, 65536);
 	assert_int_equal(c.max_txn_bytes, 64 * MiB);
 	assert_int_equal(c.max_txns, 16);
+	assert_int_equal(c.max_clients_per_uid, 64);
+	assert_int_equal(c.max_tables_per_uid, 256);
+	assert_int_equal(c.max_reserve_per_uid, 256 * GiB);
+	assert_int_equal(c.max_reserve, 16 * TiB);
+	assert_int_equal(c.max_txn_memory_per_uid, 256 * MiB);
+	assert_int_equal(c.max_txn_memory, GiB);
+	assert_int_equal(c.max_snapshot_memory_per_uid, 512 * MiB);
 	assert_int_equal(c.table_mode, 0600);
 	assert_int_equal(c.idle_spin_us, 50);
 	assert_int_equal(c.log_level, LOG_INFO);
@@ -267,6 +299,17 @@ static const struct good goods[] = {
 	{ "max-txn-bytes", "4294967296", 4 * GiB },
 	{ "max-txn-bytes", "64M", 64 * MiB },
 	{ "max-txns", "1", 1 }, { "max-txns", "1024", 1024 },
+	{ "max-clients-per-uid", "1", 1 },
+	{ "max-clients-per-uid", "65536", 65536 },
+	{ "max-tables-per-uid", "1", 1 },
+	{ "max-tables-per-uid", "4000", 4000 },
+	{ "max-reserve-per-uid", "4M", 4 * MiB },
+	{ "max-reserve-per-uid", "128T", 128 * TiB },
+	{ "max-reserve", "16t", 16 * TiB }, { "max-reserve", "2048G", 2 * TiB },
+	{ "max-txn-memory-per-uid", "1M", MiB },
+	{ "max-txn-memory-per-uid", "1T", TiB },
+	{ "max-txn-memory", "1G", GiB }, { "max-txn-memory", "1024M", GiB },
+	{ "max-snapshot-memory-per-uid", "512M", 512 * MiB },
 	{ "table-mode", "0600", 0600 }, { "table-mode", "644", 0644 },
 	{ "table-mode", "0", 0 }, { "table-mode", "0777", 0777 },
 	{ "idle-spin", "0", 0 }, { "idle-spin", "0us", 0 },
@@ -396,11 +439,14 @@ static const struct bad bads[] = {
 	{ "ring-size", "99999999999999999G",
 	  "ring-size: out of range 4M..256M (99999999999999999G)" },
 	{ "ring-size", "4MB",
-	  "ring-size: not a size (bytes, or a number with K, M or G) (4MB)" },
+	  "ring-size: not a size (bytes, or a number with K, M, G or T) "
+	  "(4MB)" },
 	{ "ring-size", "4 M",
-	  "ring-size: not a size (bytes, or a number with K, M or G) (4 M)" },
+	  "ring-size: not a size (bytes, or a number with K, M, G or T) "
+	  "(4 M)" },
 	{ "ring-size", "M",
-	  "ring-size: not a size (bytes, or a number with K, M or G) (M)" },
+	  "ring-size: not a size (bytes, or a number with K, M, G or T) "
+	  "(M)" },
 	{ "feed-size", "2G", "feed-size: out of range 4M..1G (2G)" },
 	{ "feed-size", "3M", "feed-size: out of range 4M..1G (3M)" },
 	{ "feed-size", "12M", "feed-size: not a power of two (12M)" },
@@ -437,6 +483,16 @@ static const struct bad bads[] = {
 	{ "max-txn-bytes", "5G", "max-txn-bytes: out of range 1K..4G (5G)" },
 	{ "max-txns", "0", "max-txns: out of range 1..1024 (0)" },
 	{ "max-txns", "1025", "max-txns: out of range 1..1024 (1025)" },
+	{ "max-clients-per-uid", "0",
+	  "max-clients-per-uid: out of range 1..65536 (0)" },
+	{ "max-tables-per-uid", "4001",
+	  "max-tables-per-uid: out of range 1..4000 (4001)" },
+	{ "max-reserve", "129T", "max-reserve: out of range 4M..128T (129T)" },
+	{ "max-reserve-per-uid", "1M",
+	  "max-reserve-per-uid: out of range 4M..128T (1M)" },
+	{ "max-txn-memory", "2T", "max-txn-memory: out of range 1M..1T (2T)" },
+	{ "max-txn-memory-per-uid", "1K",
+	  "max-txn-memory-per-uid: out of range 1M..1T (1K)" },
 	{ "table-mode", "0778", "table-mode: not an octal mode (0778)" },
 	{ "table-mode", "1000", "table-mode: out of range 0..0777 (1000)" },
 	{ "idle-spin", "100001",
@@ -921,8 +977,8 @@ static void test_doc(void **state)
 	const char *doc = getenv("TDB_CONFIG_DOC");
 	static const char *const defaults[NKEYS] = {
 		"/run/tdb/tdbd.sock", "0660", "\"\"", "\"\"", "1", "4M", "4M",
-		"yes", "10s", "1024", "65536", "64M", "16", "0600", "50us",
-		"info",
+		"yes", "10s", "1024", "65536", "64M", "16", "64", "256", "256G",
+		"16T", "256M", "1G", "512M", "0600", "50us", "info",
 	};
 	char *text, row[128], *p;
 	size_t i, len;
@@ -1217,7 +1273,8 @@ static void test_args_no_state(void **state)
 /* A value other than the default, per key. */
 static const char *const other[NKEYS] = {
 	"/x.sock", "0600", "tdb", "/var/lib/tdb", "2", "8M", "8M", "no",
-	"5s", "10", "10", "1M", "2", "0640", "0", "debug",
+	"5s", "10", "10", "1M", "2", "8", "16", "1T", "64T", "64M", "2G",
+	"1G", "0640", "0", "debug",
 };
 
 /* --- --help -------------------------------------------------------------- */
