@@ -133,6 +133,10 @@ static uint64_t field(const struct tdbd_config *c, const char *key)
 		return c->max_txn_bytes;
 	if (!strcmp(key, "max-txns"))
 		return c->max_txns;
+	if (!strcmp(key, "max-snapshot-memory"))
+		return c->max_snapshot_memory;
+	if (!strcmp(key, "max-memory"))
+		return c->max_memory;
 	if (!strcmp(key, "table-mode"))
 		return c->table_mode;
 	if (!strcmp(key, "idle-spin"))
@@ -147,7 +151,8 @@ static const char *const all_keys[] = {
 	"socket", "socket-mode", "socket-group", "data-dir", "workers",
 	"ring-size", "feed-size", "hugepages", "client-deadline",
 	"max-clients", "max-txn-ops", "max-txn-bytes", "max-txns",
-	"table-mode", "idle-spin", "log-level",
+	"max-snapshot-memory", "max-memory", "table-mode", "idle-spin",
+	"log-level",
 };
 #define NKEYS (sizeof(all_keys) / sizeof(all_keys[0]))
 
@@ -215,6 +220,8 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_txn_ops, 65536);
 	assert_int_equal(c.max_txn_bytes, 64 * MiB);
 	assert_int_equal(c.max_txns, 16);
+	assert_int_equal(c.max_snapshot_memory, GiB);
+	assert_int_equal(c.max_memory, 0);     /* 3/4 of physical memory */
 	assert_int_equal(c.table_mode, 0600);
 	assert_int_equal(c.idle_spin_us, 50);
 	assert_int_equal(c.log_level, LOG_INFO);
@@ -267,6 +274,10 @@ static const struct good goods[] = {
 	{ "max-txn-bytes", "4294967296", 4 * GiB },
 	{ "max-txn-bytes", "64M", 64 * MiB },
 	{ "max-txns", "1", 1 }, { "max-txns", "1024", 1024 },
+	{ "max-snapshot-memory", "1M", MiB },
+	{ "max-snapshot-memory", "1024G", 1024 * GiB },
+	{ "max-memory", "0", 0 }, { "max-memory", "64M", 64 * MiB },
+	{ "max-memory", "16384G", 16384 * GiB },
 	{ "table-mode", "0600", 0600 }, { "table-mode", "644", 0644 },
 	{ "table-mode", "0", 0 }, { "table-mode", "0777", 0777 },
 	{ "idle-spin", "0", 0 }, { "idle-spin", "0us", 0 },
@@ -437,6 +448,12 @@ static const struct bad bads[] = {
 	{ "max-txn-bytes", "5G", "max-txn-bytes: out of range 1K..4G (5G)" },
 	{ "max-txns", "0", "max-txns: out of range 1..1024 (0)" },
 	{ "max-txns", "1025", "max-txns: out of range 1..1024 (1025)" },
+	{ "max-snapshot-memory", "1023K",
+	  "max-snapshot-memory: out of range 1M..1024G (1023K)" },
+	{ "max-snapshot-memory", "1025G",
+	  "max-snapshot-memory: out of range 1M..1024G (1025G)" },
+	{ "max-memory", "16385G",
+	  "max-memory: out of range 0..16384G (16385G)" },
 	{ "table-mode", "0778", "table-mode: not an octal mode (0778)" },
 	{ "table-mode", "1000", "table-mode: out of range 0..0777 (1000)" },
 	{ "idle-spin", "100001",
@@ -574,7 +591,9 @@ static void test_file_all_keys(void **state)
 		"max-txns = 4\n"
 		"table-mode = 0640\n"
 		"idle-spin = 1ms\n"
-		"log-level = debug\n"), 0);
+		"log-level = debug\n"
+		"max-snapshot-memory = 64M\n"
+		"max-memory = 2G\n"), 0);
 	assert_string_equal(c.socket, "/run/t/t.sock");
 	assert_int_equal(c.socket_mode, 0666);
 	assert_string_equal(c.socket_group, "tdb");
@@ -591,6 +610,8 @@ static void test_file_all_keys(void **state)
 	assert_int_equal(c.table_mode, 0640);
 	assert_int_equal(c.idle_spin_us, 1000);
 	assert_int_equal(c.log_level, LOG_DEBUG);
+	assert_int_equal(c.max_snapshot_memory, 64 * MiB);
+	assert_int_equal(c.max_memory, 2 * GiB);
 }
 
 static void test_file_syntax(void **state)
@@ -921,8 +942,8 @@ static void test_doc(void **state)
 	const char *doc = getenv("TDB_CONFIG_DOC");
 	static const char *const defaults[NKEYS] = {
 		"/run/tdb/tdbd.sock", "0660", "\"\"", "\"\"", "1", "4M", "4M",
-		"yes", "10s", "1024", "65536", "64M", "16", "0600", "50us",
-		"info",
+		"yes", "10s", "1024", "65536", "64M", "16", "1G", "0", "0600",
+		"50us", "info",
 	};
 	char *text, row[128], *p;
 	size_t i, len;
@@ -1217,7 +1238,7 @@ static void test_args_no_state(void **state)
 /* A value other than the default, per key. */
 static const char *const other[NKEYS] = {
 	"/x.sock", "0600", "tdb", "/var/lib/tdb", "2", "8M", "8M", "no",
-	"5s", "10", "10", "1M", "2", "0640", "0", "debug",
+	"5s", "10", "10", "1M", "2", "64M", "1G", "0640", "0", "debug",
 };
 
 /* --- --help -------------------------------------------------------------- */
