@@ -157,10 +157,10 @@ void tdbd_feed_del(struct tdbd *d, struct dtable *dt, const void *key,
  * pre-image once, to the owner of the snapshot that made it; all
  * snapshots together hold at most max-snapshot-memory, and one snapshot
  * references at most max-snapshot-bytes.  Writers are never failed by a
- * snapshot: one whose next pre-image would pass either bound, or that
- * cannot get memory, stops taking changes and fails its scan with
- * -ENOBUFS (tdbd_snap_check returns the error, its message names the
- * bound and the key).
+ * snapshot: one whose next pre-image would pass either bound (-ENOBUFS)
+ * or that cannot get memory stops taking changes and fails its scan
+ * (tdbd_snap_check returns the error; its message names the bound and
+ * the key).  A failed snapshot keeps what it holds until it is freed.
  */
 /* Under wlock: a new snapshot of dt (keys starting with prefix only),
  * owned by uid, registered on it; NULL if out of memory. */
