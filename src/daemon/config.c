@@ -104,6 +104,10 @@ static const struct key keys[] = {
 	  false },
 	{ "max-snapshot-bytes", K_SIZE, FIELD(max_snapshot_bytes), KiB,
 	  64 * GiB, "1K..64G", false, true },
+	{ "max-snapshot-memory", K_SIZE, FIELD(max_snapshot_memory), MiB,
+	  1024 * GiB, "1M..1024G", false, false },
+	{ "max-memory", K_SIZE, FIELD(max_memory), 0, 16384 * GiB,
+	  "0..16384G", false, false },
 	{ "table-mode", K_MODE, FIELD(table_mode), 0, 0777, "0..0777",
 	  false, false },
 	{ "idle-spin", K_US, FIELD(idle_spin_us), 0, 100000, "0..100ms",
@@ -157,6 +161,8 @@ void tdbd_config_defaults(struct tdbd_config *c)
 	c->max_txn_memory = GiB;
 	c->max_snapshot_memory_per_uid = 512 * MiB;
 	c->max_snapshot_bytes = 256 * MiB;
+	c->max_snapshot_memory = GiB;
+	c->max_memory = 0;              /* 3/4 of physical memory */
 	c->table_mode = 0600;
 	c->idle_spin_us = 50;
 	c->log_level = LOG_INFO;
@@ -903,6 +909,12 @@ const char *tdbd_config_usage(void)
 "                         for root.\n"
 "  --max-snapshot-bytes SIZE (R) old values a snapshot scan may keep for\n"
 "                         keys changed during it, 1K..64G (default 256M)\n"
+"  --max-snapshot-memory SIZE old values all snapshot scans together may\n"
+"                         keep, 1M..1024G (default 1G)\n"
+"  --max-memory SIZE      tables, transactions and snapshots in all; past\n"
+"                         it writes that add data fail (-ENOMEM), reads\n"
+"                         and deletes go on; 0..16384G, 0 = 3/4 of the\n"
+"                         physical memory (default 0)\n"
 "  --table-mode MODE      mode of new tables when the creator gives none,\n"
 "                         octal, <= 0777 (default 0600)\n"
 "  --idle-spin TIME       how long a worker polls before it sleeps,\n"

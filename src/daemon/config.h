@@ -80,6 +80,13 @@ struct tdbd_config {
 	uint64_t max_snapshot_bytes; /* max-snapshot-bytes: old values
 				* one snapshot scan keeps for the keys
 				* changed during it, 1K..64G (restart) 256M */
+	uint64_t max_snapshot_memory; /* max-snapshot-memory: old values
+				* all snapshot scans together keep,
+				* 1M..1024G                          1G */
+	uint64_t max_memory;   /* max-memory: tables' extents, buffered
+				* transactions and snapshots in all; past it
+				* writes that add data fail with -ENOMEM;
+				* 0..16384G, 0 = 3/4 of physical memory  0 */
 	uint32_t table_mode;   /* table-mode: octal, <= 0777: mode of new
 				* tables when the creator gives none  0600 */
 	uint32_t idle_spin_us; /* idle-spin: a duration in us (us, ms

@@ -272,6 +272,8 @@ static int apply_put_del(struct tdbd *d, struct dtable *dt, bool del,
 		return err;
 	}
 	tdbd_dirty_add(dt, key, klen);
+	if (!del)
+		tdbd_mem_note(d, dt);
 	if (del)
 		tdbd_feed_del(d, dt, key, klen);
 	else
@@ -292,6 +294,8 @@ static int do_put_del(struct rq *r, bool del)
 	dt = resolve_may(r, MAY_WRITE, &err);
 	if (!dt)
 		return err;
+	if (!del && (err = tdbd_mem_check(d, &r->ext)))
+		return err;     /* max-memory: puts add data, deletes go on */
 	if (!del && !(val = value_of(&r->m, &buf)))
 		return -ENOMEM;
 	if (TDB_PROTO_HAS(&r->m, TDB_A_TXN)) {
@@ -356,6 +360,8 @@ static int do_create(struct rq *r)
 		r->ext.offset = r->m.attr_off[TDB_A_GID];
 		return -EPERM;
 	}
+	if ((err = tdbd_mem_check(d, &r->ext)))
+		return err;     /* max-memory: a table is at least an extent */
 	max_ext = TDB_PROTO_HAS(&r->m, TDB_A_MAX_EXTENTS) ? r->m.max_extents : 0;
 	pthread_mutex_lock(&d->wlock);
 	if ((dt = tdbd_table_get(d, r->m.table))) {
@@ -737,7 +743,8 @@ static int do_scan(struct rq *r)
 		/* Under wlock: between two changes, and every later change
 		 * to the table saves its pre-image first. */
 		pthread_mutex_lock(&r->c->d->wlock);
-		dp->snap = tdbd_snap_new(r->c->d, dt, dp->prefix, dp->plen);
+		dp->snap = tdbd_snap_new(r->c->d, dt, r->c->cr.uid,
+					 dp->prefix, dp->plen);
 		pthread_mutex_unlock(&r->c->d->wlock);
 		if (!dp->snap)
 			err = -ENOMEM;

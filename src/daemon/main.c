@@ -450,6 +450,9 @@ static void reload(struct daemon_state *s)
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.max_txns, n.max_txns, __ATOMIC_RELAXED);
 	reload_limits(d, &n);
+	__atomic_store_n(&d->cfg.max_snapshot_memory, n.max_snapshot_memory,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.max_memory, n.max_memory, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.table_mode, n.table_mode, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.idle_spin_us, n.idle_spin_us,
 			 __ATOMIC_RELAXED);

@@ -17,13 +17,19 @@
  *    scan's start to its end or the table's drop.  Its map is changed
  *    under its own mutex, by writers (holding wlock too) and by its scan;
  *    entries are freed only with the snapshot, so the pre-image pointers
- *    the scan hands out stay valid without the mutex.
+ *    the scan hands out stay valid without the mutex.  A pre-image is
+ *    shared by the snapshots that need it (refcounted, atomics: they end
+ *    in different workers) and freed with its last entry.
  *  - A table is charged to its owner (quota.h) from create to drop
  *    (Q_TABLES) and, for the address space its region reserves, until
  *    the engine table is closed (Q_RESERVE, dt->reserve).  Creation
  *    charges whatever the limits say (recovery restores what was there);
  *    a client's create asks tdbd_table_quota_check first, under the same
  *    wlock, so the check and the charge cannot be split by another.
+ *  - Snapshot memory is charged and uncharged only through snap_charge
+ *    and snap_uncharge; d->snap_mem is the sum of what they hold.
+ *  - d->mem_tables is the sum of dt->mem over tables not dropped; dt->mem
+ *    changes under wlock only (tdbd_mem_note, drop).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -66,6 +72,11 @@ bool tdbd_may(const struct creds *cr, const struct dtable *dt,
 
 int tdbd_tables_init(struct tdbd *d)
 {
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+
+	/* max-memory 0: three quarters of the machine, as it is at start */
+	d->mem_auto = pages > 0 && psize > 0 ?
+		      (uint64_t)pages * (uint64_t)psize / 4 * 3 : UINT64_MAX;
 	d->nbuckets = 1024;
 	d->buckets = calloc(d->nbuckets, sizeof(*d->buckets));
 	if (!d->buckets)
@@ -201,6 +212,7 @@ int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 	d->ntables++;
 	__atomic_fetch_add(&d->reg_gen, 1, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&d->reg_lock);
+	tdbd_mem_note(d, dt);
 	tdbd_log(L_INFO, "table %s created (owner %u:%u, mode %04o)", name,
 		 uid, gid, mode);
 	if (out)
@@ -233,6 +245,8 @@ int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
 	pthread_rwlock_unlock(&d->reg_lock);
 	dt->dropped = true;
 	tdbd_quota_uncharge(d, dt->uid, Q_TABLES, 1);
+	__atomic_fetch_sub(&d->mem_tables, dt->mem, __ATOMIC_RELAXED);
+	dt->mem = 0;
 	tdbd_snap_detach_all(dt);
 	if (dt->feed) {         /* the last message watchers get */
 		struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_DROP,
@@ -389,27 +403,117 @@ void tdbd_feed_del(struct tdbd *d, struct dtable *dt, const void *key,
 	feed_send(dt, &m);
 }
 
+/* --- memory (max-memory) ------------------------------------------------ */
+
+#define EXTENT_BYTES (2ULL << 20)       /* core.h: extents of 2 MiB */
+
+void tdbd_mem_note(struct tdbd *d, struct dtable *dt)
+{
+	struct tdbe_table_stat st;
+	uint64_t now;
+
+	if (dt->dropped)
+		return;
+	tdbe_table_stat(dt->t, &st);    /* O(1): counters in its header */
+	now = (uint64_t)st.extents * EXTENT_BYTES;
+	if (now != dt->mem) {           /* unsigned: a shrink wraps right */
+		__atomic_fetch_add(&d->mem_tables, now - dt->mem,
+				   __ATOMIC_RELAXED);
+		dt->mem = now;
+	}
+}
+
+/* Once: count the tables recovery made and filled (before any client,
+ * but without tdbd_mem_note for the records it replayed). */
+static void mem_prime(struct tdbd *d)
+{
+	struct dtable **tabs;
+	unsigned int n, i;
+
+	if (__atomic_load_n(&d->mem_primed, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&d->wlock);
+	if (!d->mem_primed && !tdbd_table_snapshot(d, &tabs, &n)) {
+		for (i = 0; i < n; i++) {
+			tdbd_mem_note(d, tabs[i]);
+			tdbd_table_put(d, tabs[i]);
+		}
+		free(tabs);
+		__atomic_store_n(&d->mem_primed, true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&d->wlock);
+}
+
+uint64_t tdbd_mem_used(struct tdbd *d)
+{
+	mem_prime(d);
+	return __atomic_load_n(&d->mem_tables, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&d->mem_txns, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&d->snap_mem, __ATOMIC_RELAXED);
+}
+
+uint64_t tdbd_mem_limit(struct tdbd *d)
+{
+	uint64_t max = __atomic_load_n(&d->cfg.max_memory, __ATOMIC_RELAXED);
+
+	return max ? max : d->mem_auto;
+}
+
+/*
+ * Not under wlock: a few atomic loads per write.  A write admitted just
+ * under the limit may take it past by what that one write adds (an
+ * extent, a value); the next ones are refused.
+ */
+int tdbd_mem_check(struct tdbd *d, struct tdb_proto_extack *ext)
+{
+	if (tdbd_mem_used(d) <= tdbd_mem_limit(d))
+		return 0;
+	ext->msg = "tdbd is over max-memory: writes that add data are "
+		   "refused; reads and deletes go on";
+	return -ENOMEM;
+}
+
 /* --- snapshots ----------------------------------------------------------- */
 
-/* One key changed since the snapshot: its state at snapshot time. */
+/*
+ * A key's state at snapshot time, shared by every snapshot that needs it:
+ * made once per change, by the first snapshot that needs it, and freed
+ * with the last entry that points to it.
+ */
+struct snap_pre {
+	unsigned int refs;      /* atomic: entries; +1 while being saved */
+	uint32_t uid;           /* charged to (snap_charge) ... */
+	uint64_t charged;       /* ... this many bytes */
+	uint32_t vlen;
+	bool present;           /* the key existed at snapshot time */
+	unsigned char val[];    /* the value it had */
+};
+
+/* One key changed since the snapshot, in one snapshot's map. */
 struct snap_ent {
 	struct snap_ent *next;  /* hash chain */
 	uint64_t hash;
-	uint32_t klen, vlen;
-	bool present;           /* the key existed at snapshot time */
+	struct snap_pre *pre;   /* counted; NULL if sent when saved (the walk
+				 * had passed the key: no old value needed) */
+	uint32_t klen;
 	bool sent;              /* sent, or must not be (the walk passed the
 				 * key while it was unchanged) */
-	unsigned char data[];   /* key, then the value it had */
+	unsigned char key[];
 };
 
 struct snapshot {
 	struct snapshot *next;  /* dt->snaps, under wlock */
 	struct dtable *dt;      /* counted */
+	struct tdbd *d;
+	uint32_t uid;           /* owner: the scanning client's uid */
 	bool registered;        /* under wlock: on dt->snaps */
 	pthread_mutex_t lock;   /* everything below */
 	struct snap_ent **buckets;
 	size_t nbuckets, nents;
-	uint64_t bytes, max_bytes;
+	/* bytes: its entries, buckets and the pre-images they point to
+	 * (shared ones too), bounded by max_bytes (max-snapshot-bytes);
+	 * charged: its entries and buckets, charged to uid */
+	uint64_t bytes, max_bytes, charged;
 	unsigned char *prefix;
 	uint32_t plen;
 	bool frozen;            /* the walk is over: no more changes taken */
@@ -422,6 +526,44 @@ struct snapshot {
 };
 
 #define SNAP_BUCKETS_MIN 64u
+
+/* snap_charge's refusal for the bound of all snapshots. */
+static const char snap_all_bound[] = "max-snapshot-memory";
+
+/*
+ * All snapshot memory is charged here and given back through
+ * snap_uncharge() with the same uid and count: a snapshot's entries and
+ * buckets to its owner, a pre-image once, to the owner of the snapshot
+ * that made it; each also against its owner's max-snapshot-memory-per-uid
+ * (quota.c).  Charges run under wlock (snapshots grow only in
+ * tdbd_snap_save), so no other charge races the check; uncharges (a
+ * snapshot ends, in any worker) only lower the total.  0, or -ENOBUFS
+ * with *why naming the bound.
+ */
+static int snap_charge(struct tdbd *d, uint32_t uid, uint64_t n,
+		       const char **why)
+{
+	uint64_t max = __atomic_load_n(&d->cfg.max_snapshot_memory,
+				       __ATOMIC_RELAXED);
+	int err;
+
+	if (__atomic_load_n(&d->snap_mem, __ATOMIC_RELAXED) + n > max) {
+		*why = snap_all_bound;
+		return -ENOBUFS;
+	}
+	/* the owner's share (quota.c; root is exempt) */
+	err = tdbd_quota_charge(d, uid, Q_SNAP_BYTES, n, why);
+	if (err)
+		return -ENOBUFS;
+	__atomic_fetch_add(&d->snap_mem, n, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void snap_uncharge(struct tdbd *d, uint32_t uid, uint64_t n)
+{
+	tdbd_quota_uncharge(d, uid, Q_SNAP_BYTES, n);
+	__atomic_fetch_sub(&d->snap_mem, n, __ATOMIC_RELAXED);
+}
 
 static uint64_t snap_hash(const void *key, size_t klen)
 {
@@ -436,7 +578,7 @@ static bool snap_wants(const struct snapshot *s, const void *key,
 }
 
 struct snapshot *tdbd_snap_new(struct tdbd *d, struct dtable *dt,
-			       const void *prefix, size_t plen)
+			       uint32_t uid, const void *prefix, size_t plen)
 {
 	struct snapshot *s = calloc(1, sizeof(*s));
 
@@ -451,12 +593,22 @@ struct snapshot *tdbd_snap_new(struct tdbd *d, struct dtable *dt,
 	s->plen = (uint32_t)plen;
 	pthread_mutex_init(&s->lock, NULL);
 	s->max_bytes = d->cfg.max_snapshot_bytes;
+	s->d = d;
+	s->uid = uid;
 	s->dt = dt;
 	__atomic_fetch_add(&dt->refs, 1, __ATOMIC_RELAXED);
 	s->next = dt->snaps;
 	dt->snaps = s;
 	s->registered = true;
 	return s;
+}
+
+static void pre_put(struct tdbd *d, struct snap_pre *p)
+{
+	if (p && __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		snap_uncharge(d, p->uid, p->charged);
+		free(p);
+	}
 }
 
 void tdbd_snap_free(struct tdbd *d, struct snapshot *s)
@@ -480,9 +632,11 @@ void tdbd_snap_free(struct tdbd *d, struct snapshot *s)
 
 		for (; e; e = next) {
 			next = e->next;
+			pre_put(d, e->pre);
 			free(e);
 		}
 	}
+	snap_uncharge(d, s->uid, s->charged);
 	free(s->buckets);
 	free(s->prefix);
 	pthread_mutex_destroy(&s->lock);
@@ -509,43 +663,100 @@ static struct snap_ent *snap_find(const struct snapshot *s, uint64_t h,
 		return NULL;
 	for (e = s->buckets[h & (s->nbuckets - 1)]; e; e = e->next)
 		if (e->hash == h && e->klen == klen &&
-		    !memcmp(e->data, key, klen))
+		    !memcmp(e->key, key, klen))
 			return e;
 	return NULL;
 }
 
-/* Under s->lock: the first failure sticks; the writers go on. */
-static void snap_fail(struct snapshot *s, int err)
+/* A key as a message may show it: printable ASCII, the rest as \xNN,
+ * cut with "..." (keys come from clients; the log prints this too). */
+static void key_show(char *out, size_t size, const void *key, size_t klen)
 {
-	if (s->err)
-		return;
-	s->err = err;
-	if (err == -ENOBUFS)
-		snprintf(s->msg, sizeof(s->msg), "snapshot grew past "
-			 "max-snapshot-bytes (%llu bytes of old values of keys "
-			 "changed during the scan); raise it or dump when "
-			 "fewer writes run",
-			 (unsigned long long)s->max_bytes);
-	else
-		snprintf(s->msg, sizeof(s->msg), "snapshot failed: cannot "
-			 "keep the old value of a changed key: %s",
-			 tdbe_strerror(err));
-	tdbd_log(L_WARNING, "table %s: a snapshot scan fails: %s",
-		 s->dt->name, s->msg);
+	const unsigned char *k = key;
+	size_t i, o = 0;
+
+	for (i = 0; i < klen && o + 8 < size; i++) {
+		if (k[i] >= 0x20 && k[i] < 0x7f && k[i] != '\\' &&
+		    k[i] != '\'')
+			out[o++] = (char)k[i];
+		else
+			o += (size_t)snprintf(out + o, size - o, "\\x%02x",
+					      k[i]);
+	}
+	if (i < klen)
+		o += (size_t)snprintf(out + o, size - o, "...");
+	out[o] = 0;
 }
 
-/* Under s->lock: room for one more entry (the table doubles at load 1). */
+/* A change to one key, as the snapshots of its table take it. */
+struct snap_change {
+	struct dtable *dt;
+	const void *key;
+	size_t klen;
+	uint64_t hash;
+	int probed;             /* 0 not yet, 1 done, or its error */
+	bool present;           /* the key's state before the change */
+	size_t vlen;
+	struct snap_pre *pre;   /* made by the first snapshot needing it */
+};
+
+/*
+ * Under s->lock: the first failure sticks; the writers go on.  why: the
+ * bound a charge hit (NULL: max-snapshot-bytes, for -ENOBUFS).
+ */
+static int snap_fail(struct snapshot *s, int err, const char *why,
+		     const struct snap_change *ch)
+{
+	char k[44];
+
+	if (s->err)
+		return err;
+	s->err = err;
+	key_show(k, sizeof(k), ch->key, ch->klen);
+	if (err == -ENOBUFS && !why)
+		snprintf(s->msg, sizeof(s->msg), "snapshot grew past "
+			 "max-snapshot-bytes (%llu bytes of old values of keys "
+			 "changed during the scan) at key '%s'; raise it or "
+			 "dump when fewer writes run",
+			 (unsigned long long)s->max_bytes, k);
+	else if (err == -ENOBUFS && why == snap_all_bound)
+		snprintf(s->msg, sizeof(s->msg), "snapshot stopped at key "
+			 "'%s': all snapshot scans together would pass "
+			 "max-snapshot-memory (%llu bytes); raise it or dump "
+			 "when fewer writes run", k,
+			 (unsigned long long)__atomic_load_n(
+				 &s->d->cfg.max_snapshot_memory,
+				 __ATOMIC_RELAXED));
+	else if (err == -ENOBUFS)
+		snprintf(s->msg, sizeof(s->msg), "snapshot stopped at key "
+			 "'%s': %s", k, why);
+	else
+		snprintf(s->msg, sizeof(s->msg), "snapshot failed at key "
+			 "'%s': cannot keep the old value of a changed key: "
+			 "%s", k, tdbe_strerror(err));
+	tdbd_log(L_WARNING, "table %s: a snapshot scan fails: %s",
+		 s->dt->name, s->msg);
+	return err;
+}
+
+/* Bytes the buckets grow by at the next insert (the table doubles at
+ * load 1). */
+static uint64_t snap_grow_add(const struct snapshot *s)
+{
+	if (s->nents < s->nbuckets)
+		return 0;
+	return (uint64_t)(s->nbuckets ? s->nbuckets : SNAP_BUCKETS_MIN) *
+	       sizeof(*s->buckets);
+}
+
+/* Under s->lock: room for one more entry. */
 static int snap_grow(struct snapshot *s)
 {
 	size_t n = s->nbuckets ? s->nbuckets * 2 : SNAP_BUCKETS_MIN, i;
 	struct snap_ent **b;
-	uint64_t add;
 
 	if (s->nents < s->nbuckets)
 		return 0;
-	add = (uint64_t)(n - s->nbuckets) * sizeof(*b);
-	if (s->bytes + add > s->max_bytes)
-		return -ENOBUFS;
 	b = calloc(n, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
@@ -561,78 +772,144 @@ static int snap_grow(struct snapshot *s)
 	free(s->buckets);
 	s->buckets = b;
 	s->nbuckets = n;
-	s->bytes += add;
 	return 0;
 }
 
-/* Under wlock (the key's value cannot change meanwhile). */
-static void snap_save_one(struct dtable *dt, struct snapshot *s,
-			  const void *key, size_t klen)
+static size_t pre_size(size_t vlen)
 {
-	uint64_t h = snap_hash(key, klen);
-	struct snap_ent *e;
-	size_t need = 0, vlen = 0;
-	bool present;
+	return sizeof(struct snap_pre) + vlen;
+}
+
+/* Under wlock: the key's state before the change; looked up once. */
+static int change_probe(struct snap_change *ch)
+{
+	size_t need = 0;
+	long n;
+
+	if (ch->probed)
+		return ch->probed < 0 ? ch->probed : 0;
+	n = tdbe_get(ch->dt->t, ch->key, ch->klen, NULL, 0, &need);
+	if (n < 0 && n != -ENOENT && n != -ENOBUFS) {
+		ch->probed = (int)n;
+		return (int)n;
+	}
+	ch->present = n != -ENOENT;
+	ch->vlen = n == -ENOBUFS ? need : 0;
+	ch->probed = 1;
+	return 0;
+}
+
+/* Under wlock: the shared pre-image; the first snapshot that needs it
+ * makes it (the one copy of the change) and its owner is charged. */
+static int pre_get(struct snapshot *s, struct snap_change *ch,
+		   const char **why)
+{
+	size_t size = pre_size(ch->vlen), need;
+	struct snap_pre *p;
 	long n;
 	int err;
 
-	pthread_mutex_lock(&s->lock);
-	if (s->frozen || s->err || snap_find(s, h, key, klen))
-		goto out;
-	n = tdbe_get(dt->t, key, klen, NULL, 0, &need);
-	if (n < 0 && n != -ENOENT && n != -ENOBUFS) {
-		snap_fail(s, (int)n);
-		goto out;
+	if (ch->pre)
+		return 0;
+	if ((err = snap_charge(s->d, s->uid, size, why)))
+		return err;
+	p = malloc(size);
+	n = p && ch->vlen ? tdbe_get(ch->dt->t, ch->key, ch->klen, p->val,
+				     ch->vlen, &need) : 0;
+	if (!p || n != (long)ch->vlen) {
+		free(p);
+		snap_uncharge(s->d, s->uid, size);
+		return !p ? -ENOMEM : n < 0 ? (int)n : -EIO;
 	}
-	present = n != -ENOENT;
-	if (n == -ENOBUFS)
-		vlen = need;
-	if (s->bytes + sizeof(*e) + klen + vlen > s->max_bytes) {
-		snap_fail(s, -ENOBUFS);
-		goto out;
+	p->refs = 1;            /* the change's own: tdbd_snap_save drops it */
+	p->uid = s->uid;
+	p->charged = size;
+	p->vlen = (uint32_t)ch->vlen;
+	p->present = ch->present;
+	ch->pre = p;
+	return 0;
+}
+
+/*
+ * Under wlock and s->lock, for a key s does not have yet: its entry,
+ * pointing to the shared pre-image, or none needed if the walk already
+ * passed the key (it went out unchanged: present since the snapshot, so
+ * the walk returned it).  Its entry and buckets are charged to its
+ * owner; on failure the snapshot fails (snap_fail).
+ */
+static void snap_take(struct snapshot *s, struct snap_change *ch)
+{
+	const char *why = NULL;
+	bool sent = s->pos_len && tdbe_key_order(ch->dt->t, ch->key,
+						 ch->klen, s->pos,
+						 s->pos_len) <= 0;
+	uint64_t add = snap_grow_add(s), ent = sizeof(struct snap_ent) +
+					      ch->klen;
+	struct snap_ent *e;
+	int err;
+
+	if (!sent && (err = change_probe(ch))) {
+		snap_fail(s, err, NULL, ch);
+		return;
 	}
-	err = snap_grow(s);
-	if (err) {
-		snap_fail(s, err);
-		goto out;
+	if (s->bytes + add + ent + (sent ? 0 : pre_size(ch->vlen)) >
+	    s->max_bytes) {
+		snap_fail(s, -ENOBUFS, NULL, ch);
+		return;
 	}
-	e = malloc(sizeof(*e) + klen + vlen);
+	if ((err = snap_charge(s->d, s->uid, add + ent, &why))) {
+		snap_fail(s, err, why, ch);
+		return;
+	}
+	if (add && (err = snap_grow(s))) {
+		snap_uncharge(s->d, s->uid, add + ent);
+		snap_fail(s, err, NULL, ch);
+		return;
+	}
+	s->bytes += add;
+	s->charged += add;
+	err = sent ? 0 : pre_get(s, ch, &why);
+	e = err ? NULL : malloc(sizeof(*e) + ch->klen);
 	if (!e) {
-		snap_fail(s, -ENOMEM);
-		goto out;
+		snap_uncharge(s->d, s->uid, ent);
+		snap_fail(s, err ? err : -ENOMEM, why, ch);
+		return;
 	}
-	memcpy(e->data, key, klen);
-	if (vlen) {
-		n = tdbe_get(dt->t, key, klen, e->data + klen, vlen, &need);
-		if (n != (long)vlen) {
-			free(e);
-			snap_fail(s, n < 0 ? (int)n : -EIO);
-			goto out;
-		}
-	}
-	e->hash = h;
-	e->klen = (uint32_t)klen;
-	e->vlen = (uint32_t)vlen;
-	e->present = present;
-	/* A key at or before the walk's position went out unchanged (it was
-	 * present since the snapshot, so the walk returned it). */
-	e->sent = s->pos_len && tdbe_key_order(dt->t, key, klen, s->pos,
-					       s->pos_len) <= 0;
-	e->next = s->buckets[h & (s->nbuckets - 1)];
-	s->buckets[h & (s->nbuckets - 1)] = e;
+	memcpy(e->key, ch->key, ch->klen);
+	e->hash = ch->hash;
+	e->klen = (uint32_t)ch->klen;
+	e->sent = sent;
+	e->pre = sent ? NULL : ch->pre;
+	if (e->pre)
+		__atomic_fetch_add(&e->pre->refs, 1, __ATOMIC_RELAXED);
+	e->next = s->buckets[ch->hash & (s->nbuckets - 1)];
+	s->buckets[ch->hash & (s->nbuckets - 1)] = e;
 	s->nents++;
-	s->bytes += sizeof(*e) + klen + vlen;
-out:
-	pthread_mutex_unlock(&s->lock);
+	s->bytes += ent + (sent ? 0 : pre_size(ch->vlen));
+	s->charged += ent;
 }
 
 void tdbd_snap_save(struct dtable *dt, const void *key, size_t klen)
 {
+	struct snap_change ch = { .dt = dt, .key = key, .klen = klen };
+	struct tdbd *d = NULL;
 	struct snapshot *s;
 
-	for (s = dt->snaps; s; s = s->next)
-		if (snap_wants(s, key, klen))
-			snap_save_one(dt, s, key, klen);
+	if (!dt->snaps)
+		return;
+	ch.hash = snap_hash(key, klen);
+	for (s = dt->snaps; s; s = s->next) {
+		if (!snap_wants(s, key, klen))
+			continue;
+		d = s->d;
+		pthread_mutex_lock(&s->lock);
+		if (!s->frozen && !s->err &&
+		    !snap_find(s, ch.hash, key, klen))
+			snap_take(s, &ch);
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (ch.pre)
+		pre_put(d, ch.pre);     /* the change's own reference */
 }
 
 int tdbd_snap_check(struct snapshot *s, const void *key, size_t klen,
@@ -655,14 +932,14 @@ int tdbd_snap_check(struct snapshot *s, const void *key, size_t klen,
 	e = snap_find(s, h, key, klen);
 	if (!e)
 		goto out;               /* unchanged: the live value */
-	if (e->sent || !e->present) {
+	if (e->sent || !e->pre->present) {
 		e->sent = true;
 		rc = 0;
 		goto out;
 	}
 	e->sent = true;
-	*val = e->data + e->klen;
-	*vlen = e->vlen;
+	*val = e->pre->val;
+	*vlen = e->pre->vlen;
 out:
 	pthread_mutex_unlock(&s->lock);
 	return rc;
@@ -698,13 +975,13 @@ int tdbd_snap_next_left(struct snapshot *s, const void **key, size_t *klen,
 			continue;
 		}
 		s->cur = e->next;
-		if (e->sent || !e->present)
+		if (e->sent || !e->pre->present)
 			continue;
 		e->sent = true;
-		*key = e->data;
+		*key = e->key;
 		*klen = e->klen;
-		*val = e->data + e->klen;
-		*vlen = e->vlen;
+		*val = e->pre->val;
+		*vlen = e->pre->vlen;
 		rc = 1;
 		goto out;
 	}

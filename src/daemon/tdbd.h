@@ -90,6 +90,8 @@ struct dtable {
 	struct feed *feed;      /* under wlock; NULL until first watched */
 	unsigned int watchers;  /* under wlock */
 	struct snapshot *snaps; /* under wlock: snapshots taking changes */
+	uint64_t mem;           /* under wlock: its backed extents' bytes as
+				 * counted in d->mem_tables (max-memory) */
 };
 
 /* Who a client is (SO_PEERCRED, SO_PEERGROUPS). */
@@ -155,14 +157,25 @@ void tdbd_feed_del(struct tdbd *d, struct dtable *dt, const void *key,
  *    pre-images the walk did not send (keys deleted before it got there).
  * A pre-image saved for a key the walk has already passed (the cursor's
  * order, tdbe_key_order) is marked sent at once: that key went out
- * unchanged.  Writers are never failed by a snapshot: one that grows past
- * its bound (max-snapshot-bytes) or cannot get memory stops taking
- * changes and fails its scan (tdbd_snap_check returns the error).
+ * unchanged, and needs no copy of its old value.
+ *
+ * One change costs at most one copy: the pre-image is made once, for the
+ * first snapshot that needs it, and shared (refcounted) by every other
+ * snapshot of the table that needs it, so the time under wlock does not
+ * grow with value size x snapshots.  Memory: every byte a snapshot holds
+ * is charged to its owner's uid (the scanning client's), a shared
+ * pre-image once, to the owner of the snapshot that made it; all
+ * snapshots together hold at most max-snapshot-memory, and one snapshot
+ * references at most max-snapshot-bytes.  Writers are never failed by a
+ * snapshot: one whose next pre-image would pass either bound (-ENOBUFS)
+ * or that cannot get memory stops taking changes and fails its scan
+ * (tdbd_snap_check returns the error; its message names the bound and
+ * the key).  A failed snapshot keeps what it holds until it is freed.
  */
-/* Under wlock: a new snapshot of dt (keys starting with prefix only)
- * registered on it; NULL if out of memory. */
+/* Under wlock: a new snapshot of dt (keys starting with prefix only),
+ * owned by uid, registered on it; NULL if out of memory. */
 struct snapshot *tdbd_snap_new(struct tdbd *d, struct dtable *dt,
-			       const void *prefix, size_t plen);
+			       uint32_t uid, const void *prefix, size_t plen);
 /* Unregister (takes wlock: not under it) and free. */
 void tdbd_snap_free(struct tdbd *d, struct snapshot *s);
 /* Under wlock, before key of dt changes (no-op without snapshots). */
@@ -184,6 +197,21 @@ void tdbd_snap_freeze(struct snapshot *s);
  * the end, or the snapshot's error (*msg). */
 int tdbd_snap_next_left(struct snapshot *s, const void **key, size_t *klen,
 			const void **val, size_t *vlen, const char **msg);
+
+/* --- memory, max-memory (tables.c) ---------------------------------------
+ * What counts: the tables' backed extents (each table's last noted size,
+ * summed in d->mem_tables), buffered transactions (d->mem_txns) and
+ * snapshot memory (d->snap_mem).  Past max-memory, writes that add data
+ * (PUT, TXN_COMMIT with a put, TABLE_CREATE) fail with -ENOMEM; reads and
+ * deletes go on.  Root is not exempt: it is the machine's memory.
+ */
+/* Under wlock, after dt may have grown: count its extents now. */
+void tdbd_mem_note(struct tdbd *d, struct dtable *dt);
+/* 0, or -ENOMEM with ext->msg if tdbd is over max-memory. */
+int tdbd_mem_check(struct tdbd *d, struct tdb_proto_extack *ext);
+/* Bytes counted against max-memory now, and the limit in force. */
+uint64_t tdbd_mem_used(struct tdbd *d);
+uint64_t tdbd_mem_limit(struct tdbd *d);
 
 /* --- memfds shared with clients (client.c) --------------------------- */
 
@@ -424,6 +452,13 @@ struct tdbd {
 	pthread_mutex_t wake_lock;      /* workers vs the WAL's callback */
 	bool wake_on;           /* under wake_lock: workers may be woken */
 	struct durable *dur;    /* the checkpointer's state */
+
+	/* memory (tables.c), bytes, atomics */
+	uint64_t snap_mem;      /* held by snapshots (max-snapshot-memory) */
+	uint64_t mem_tables;    /* tables' backed extents (max-memory) */
+	uint64_t mem_txns;      /* buffered transactions (max-memory) */
+	uint64_t mem_auto;      /* max-memory 0: 3/4 of physical memory */
+	bool mem_primed;        /* tables made by recovery are counted */
 };
 
 uint64_t tdbd_now_ns(void);

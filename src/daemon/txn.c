@@ -54,6 +54,7 @@ void tdbd_txn_free(struct tdbd *d, struct txn *x)
 		tdbd_table_put(d, x->ops[i].dt);
 		free(x->ops[i].key);
 	}
+	__atomic_fetch_sub(&d->mem_txns, x->bytes, __ATOMIC_RELAXED);
 	free(x->ops);
 	tdbd_quota_uncharge(d, x->uid, Q_TXN_BYTES, x->charged);
 	free(x);
@@ -103,6 +104,7 @@ int tdbd_txn_add(struct tdbd *d, struct txn *x, struct dtable *dt, bool del,
 	x->nops++;
 	x->bytes += klen + vlen;
 	x->charged += cost;
+	__atomic_fetch_add(&d->mem_txns, klen + vlen, __ATOMIC_RELAXED);
 	return 0;
 nomem:
 	tdbd_quota_uncharge(d, x->uid, Q_TXN_BYTES, cost);
@@ -210,6 +212,12 @@ int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 
 	if (!u)
 		return -ENOMEM;
+	for (i = 0; i < x->nops && x->ops[i].del; i++)
+		;
+	if (i < x->nops && (err = tdbd_mem_check(d, ext))) {
+		free(u);        /* max-memory: a commit with a put adds data */
+		return err;
+	}
 	pthread_mutex_lock(&d->wlock);
 	__atomic_fetch_add(&d->txn_seq, 1, __ATOMIC_SEQ_CST);   /* odd */
 	for (i = 0; i < x->nops && !err; i++) {
@@ -241,6 +249,8 @@ int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		struct txn_op *op = &x->ops[i];
 
 		tdbd_dirty_add(op->dt, op->key, op->klen);
+		if (!op->del)
+			tdbd_mem_note(d, op->dt);
 		if (op->del)
 			tdbd_feed_del(d, op->dt, op->key, op->klen);
 		else

@@ -148,6 +148,10 @@ static uint64_t field(const struct tdbd_config *c, const char *key)
 		return c->max_txn_memory;
 	if (!strcmp(key, "max-snapshot-memory-per-uid"))
 		return c->max_snapshot_memory_per_uid;
+	if (!strcmp(key, "max-snapshot-memory"))
+		return c->max_snapshot_memory;
+	if (!strcmp(key, "max-memory"))
+		return c->max_memory;
 	if (!strcmp(key, "table-mode"))
 		return c->table_mode;
 	if (!strcmp(key, "idle-spin"))
@@ -164,7 +168,7 @@ static const char *const all_keys[] = {
 	"max-clients", "max-txn-ops", "max-txn-bytes", "max-txns",
 	"max-clients-per-uid", "max-tables-per-uid", "max-reserve-per-uid",
 	"max-reserve", "max-txn-memory-per-uid", "max-txn-memory",
-	"max-snapshot-memory-per-uid",
+	"max-snapshot-memory-per-uid", "max-snapshot-memory", "max-memory",
 	"table-mode", "idle-spin", "log-level",
 };
 #define NKEYS (sizeof(all_keys) / sizeof(all_keys[0]))
@@ -247,6 +251,8 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_txn_memory_per_uid, 256 * MiB);
 	assert_int_equal(c.max_txn_memory, GiB);
 	assert_int_equal(c.max_snapshot_memory_per_uid, 512 * MiB);
+	assert_int_equal(c.max_snapshot_memory, GiB);
+	assert_int_equal(c.max_memory, 0);     /* 3/4 of physical memory */
 	assert_int_equal(c.table_mode, 0600);
 	assert_int_equal(c.idle_spin_us, 50);
 	assert_int_equal(c.log_level, LOG_INFO);
@@ -310,6 +316,10 @@ static const struct good goods[] = {
 	{ "max-txn-memory-per-uid", "1T", TiB },
 	{ "max-txn-memory", "1G", GiB }, { "max-txn-memory", "1024M", GiB },
 	{ "max-snapshot-memory-per-uid", "512M", 512 * MiB },
+	{ "max-snapshot-memory", "1M", MiB },
+	{ "max-snapshot-memory", "1024G", 1024 * GiB },
+	{ "max-memory", "0", 0 }, { "max-memory", "64M", 64 * MiB },
+	{ "max-memory", "16384G", 16384 * GiB },
 	{ "table-mode", "0600", 0600 }, { "table-mode", "644", 0644 },
 	{ "table-mode", "0", 0 }, { "table-mode", "0777", 0777 },
 	{ "idle-spin", "0", 0 }, { "idle-spin", "0us", 0 },
@@ -493,6 +503,12 @@ static const struct bad bads[] = {
 	{ "max-txn-memory", "2T", "max-txn-memory: out of range 1M..1T (2T)" },
 	{ "max-txn-memory-per-uid", "1K",
 	  "max-txn-memory-per-uid: out of range 1M..1T (1K)" },
+	{ "max-snapshot-memory", "1023K",
+	  "max-snapshot-memory: out of range 1M..1024G (1023K)" },
+	{ "max-snapshot-memory", "1025G",
+	  "max-snapshot-memory: out of range 1M..1024G (1025G)" },
+	{ "max-memory", "16385G",
+	  "max-memory: out of range 0..16384G (16385G)" },
 	{ "table-mode", "0778", "table-mode: not an octal mode (0778)" },
 	{ "table-mode", "1000", "table-mode: out of range 0..0777 (1000)" },
 	{ "idle-spin", "100001",
@@ -630,7 +646,9 @@ static void test_file_all_keys(void **state)
 		"max-txns = 4\n"
 		"table-mode = 0640\n"
 		"idle-spin = 1ms\n"
-		"log-level = debug\n"), 0);
+		"log-level = debug\n"
+		"max-snapshot-memory = 64M\n"
+		"max-memory = 2G\n"), 0);
 	assert_string_equal(c.socket, "/run/t/t.sock");
 	assert_int_equal(c.socket_mode, 0666);
 	assert_string_equal(c.socket_group, "tdb");
@@ -647,6 +665,8 @@ static void test_file_all_keys(void **state)
 	assert_int_equal(c.table_mode, 0640);
 	assert_int_equal(c.idle_spin_us, 1000);
 	assert_int_equal(c.log_level, LOG_DEBUG);
+	assert_int_equal(c.max_snapshot_memory, 64 * MiB);
+	assert_int_equal(c.max_memory, 2 * GiB);
 }
 
 static void test_file_syntax(void **state)
@@ -978,7 +998,7 @@ static void test_doc(void **state)
 	static const char *const defaults[NKEYS] = {
 		"/run/tdb/tdbd.sock", "0660", "\"\"", "\"\"", "1", "4M", "4M",
 		"yes", "10s", "1024", "65536", "64M", "16", "64", "256", "256G",
-		"16T", "256M", "1G", "512M", "0600", "50us", "info",
+		"16T", "256M", "1G", "512M", "1G", "0", "0600", "50us", "info",
 	};
 	char *text, row[128], *p;
 	size_t i, len;
@@ -1274,7 +1294,7 @@ static void test_args_no_state(void **state)
 static const char *const other[NKEYS] = {
 	"/x.sock", "0600", "tdb", "/var/lib/tdb", "2", "8M", "8M", "no",
 	"5s", "10", "10", "1M", "2", "8", "16", "1T", "64T", "64M", "2G",
-	"1G", "0640", "0", "debug",
+	"1G", "64M", "1G", "0640", "0", "debug",
 };
 
 /* --- --help -------------------------------------------------------------- */
