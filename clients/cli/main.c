@@ -466,6 +466,17 @@ static const char *opt_name(int val)
 	return "?";
 }
 
+/* A new table's name: the protocol's rule, before anything is sent
+ * (other commands take any name: tables made before the rule). */
+static int check_new_name(const char *name)
+{
+	const char *why = "";
+
+	if (!tdb_name_check(name, strlen(name), &why))
+		return 0;
+	return usage_error("create", "%s", why);
+}
+
 /* Check the positionals and options against the command; decode them. */
 static int take_args(struct cli *cli, const struct command *cmd,
 		     struct parsed *p)
@@ -483,6 +494,8 @@ static int take_args(struct cli *cli, const struct command *cmd,
 				   *cmd->args ? " " : "", cmd->args);
 	if (nargs >= 1)
 		cli->table = args[0];
+	if (!strcmp(cmd->name, "create") && (rc = check_new_name(cli->table)))
+		return rc;
 	if (nargs >= 2 && (rc = take_bytes(cmd->name, "KEY", args[1],
 					   cli->key_hex, &cli->key)))
 		return rc;
