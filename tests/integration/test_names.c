@@ -71,6 +71,9 @@ static const struct {
  * and '/'), and everything the escapes must handle. */
 static const char legacy[] = "-old\x9b" "31m..\\";
 static const char legacy_esc[] = "-old\\x9b31m..\\\\";
+static const char legacy_hex[] = "2d6f6c649b33316d2e2e5c";
+/* and one in UTF-8 ("té"), a JSON string */
+static const char legacy_utf8[] = "t\xc3\xa9";
 
 /* --- helpers ------------------------------------------------------------- */
 
@@ -300,6 +303,11 @@ static void write_legacy_wal(const char *tag)
 	      == 0, "wal_add_create");
 	e = wal_commit(w, &lsn, &emsg);
 	CHECK(e == 0, "wal_commit: %s", emsg);
+	wal_begin(w, WAL_CREATE);
+	CHECK(wal_add_create(w, 2, legacy_utf8, 0, 0, 0600, 4,
+			     WAL_SYNC_ALWAYS) == 0, "wal_add_create");
+	e = wal_commit(w, &lsn, &emsg);
+	CHECK(e == 0, "wal_commit: %s", emsg);
 	CHECK(wal_sync_to(w, lsn) == 0, "wal_sync_to");
 	wal_close(w);
 }
@@ -331,6 +339,8 @@ static void part_legacy(const char *cli)
 			"tables", NULL };
 		const char *const stat[] = { cli, "--socket", d.sock, "stat",
 			"--", legacy, NULL };
+		const char *const json[] = { cli, "--socket", d.sock,
+			"--json", "tables", NULL };
 
 		CHECK_EQ(run(tables, "tables.out", "tables.err"), 0,
 			 "tdb tables");
@@ -345,7 +355,18 @@ static void part_legacy(const char *cli)
 		CHECK(strstr(out, line) && !strchr(out, '\x9b'),
 		      "tdb stat does not escape the name: '%s'", out);
 		free(out);
-		h_note("tdb tables, tdb stat: %s", legacy_esc);
+		/* JSON: not UTF-8, so name_hex; UTF-8 a string */
+		CHECK_EQ(run(json, "json.out", "json.err"), 0,
+			 "tdb --json tables");
+		out = scratch("json.out");
+		snprintf(line, sizeof(line), "{\"name_hex\":\"%s\",",
+			 legacy_hex);
+		CHECK(strstr(out, line) &&
+		      strstr(out, "{\"name\":\"t\xc3\xa9\","),
+		      "tdb --json tables: '%s'", out);
+		free(out);
+		h_note("tdb tables, tdb stat: %s; --json: name_hex, and a "
+		       "UTF-8 name as a string", legacy_esc);
 	}
 
 	CHECK(tdbc_table_drop(c, legacy) == 0, "drop the legacy table: %s",
