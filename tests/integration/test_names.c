@@ -13,8 +13,9 @@
  *          "..", a backslash), made by writing its CREATE record into
  *          the WAL by hand before tdbd starts: it is recovered and is
  *          looked up, written, read and dropped by that name; `tdb
- *          tables` and `tdb stat` print it escaped, and no log line of
- *          tdbd holds its raw bytes (escaped ones instead).
+ *          tables`, `tdb stat` and `tdb-dump -l` print it escaped
+ *          (--json: name_hex; a UTF-8 legacy name: a string), and no log
+ *          line of tdbd holds its raw bytes (escaped ones instead).
  *  squat   an ordinary user (uid 65534) makes "payroll" mode 0666 before
  *          root restores a dump: tdb-load refuses to load into it (exit
  *          4, naming the table, its owner and mode) and loads nothing;
@@ -22,7 +23,8 @@
  *          --mode); root's own table wider than the mode asked for is
  *          refused too, and accepted with --mode.
  *
- * The CLI and tdb-load come from $TDB_CLI and $TDB_LOAD (meson.build);
+ * The CLI, tdb-load and tdb-dump come from $TDB_CLI, $TDB_LOAD and
+ * $TDB_DUMP (meson.build);
  * the parts that need them are skipped without.  Needs root (setresuid
  * children, a WAL written as tdbd's): skipped (77) otherwise.
  */
@@ -312,7 +314,7 @@ static void write_legacy_wal(const char *tag)
 	wal_close(w);
 }
 
-static void part_legacy(const char *cli)
+static void part_legacy(const char *cli, const char *dump)
 {
 	static const char *const args[] = { "--log-level", "debug", NULL };
 	struct tdbc_table_stat st;
@@ -369,6 +371,18 @@ static void part_legacy(const char *cli)
 		       "UTF-8 name as a string", legacy_esc);
 	}
 
+	if (dump) {
+		const char *const list[] = { dump, "--socket", d.sock, "-l",
+			NULL };
+
+		CHECK_EQ(run(list, "list.out", "list.err"), 0, "tdb-dump -l");
+		out = scratch("list.out");
+		snprintf(line, sizeof(line), "%s\n", legacy_esc);
+		CHECK(strstr(out, line) && !strchr(out, '\x9b'),
+		      "tdb-dump -l does not escape the name: '%s'", out);
+		free(out);
+		h_note("tdb-dump -l: %s", legacy_esc);
+	}
 	CHECK(tdbc_table_drop(c, legacy) == 0, "drop the legacy table: %s",
 	      tdbc_errmsg(c));
 	tdbc_close(c);
@@ -522,6 +536,7 @@ int main(void)
 	static const char *const args[] = { "--socket-mode", "0666",
 		"--workers", "2", NULL };
 	const char *cli = getenv("TDB_CLI"), *load_prog = getenv("TDB_LOAD");
+	const char *dump = getenv("TDB_DUMP");
 	struct h_daemon d;
 
 	if (geteuid() != 0) {
@@ -532,6 +547,8 @@ int main(void)
 		cli = NULL;
 	if (load_prog && access(load_prog, X_OK))
 		load_prog = NULL;
+	if (dump && access(dump, X_OK))
+		dump = NULL;
 	h_init("tdbd-names", 300);
 	h_start(&d, "tdbd", args);
 	if (h_want("create"))
@@ -544,7 +561,7 @@ int main(void)
 	}
 	h_stop(&d);
 	if (h_want("legacy"))
-		part_legacy(cli);
+		part_legacy(cli, dump);
 	h_done();
 	return 0;
 }
