@@ -10,7 +10,7 @@
  *   tables.c   the table registry: owner, mode, feeds, access checks;
  *              snapshots (the old values a snapshot scan needs)
  *   txn.c      transactions: buffered changes, atomic commit
- *   notify.c   sd_notify and logging
+ *   notify.c   sd_notify and logging (escaping what clients supplied)
  *   durable.c  the WAL, acks held until durable, checkpoints, recovery
  *   ckpt.c     the LMDB checkpoint store (ckpt.h)
  *
