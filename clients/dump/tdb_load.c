@@ -419,9 +419,11 @@ static void check_existing(struct load *L, const char *name, uint32_t want)
 	wider = (st.mode & 0777 & ~want) != 0;
 	if (!theirs && !wider)
 		return;
-	snprintf(whose, sizeof(whose), theirs ? " (not you: uid %u)" : "",
-		 me);
-	snprintf(how, sizeof(how), wider ? " (wider than %04o)" : "", want);
+	whose[0] = how[0] = '\0';
+	if (theirs)
+		snprintf(whose, sizeof(whose), " (not you: uid %u)", me);
+	if (wider)
+		snprintf(how, sizeof(how), " (wider than %04o)", want);
 	dx_progress_clear(&L->pg);
 	dx_err("%s: the table exists, owned by uid %u%s, mode %04o%s: not "
 	       "loading into it (--into-existing to load anyway)", L->tesc,
