@@ -739,20 +739,138 @@ static void test_value_fragments(void **state)
 	}
 }
 
-static int raw_table(const void *name, size_t len, struct tdb_proto_msg *out,
-		     struct tdb_proto_extack *ext)
+/* A request of cmd with a TABLE attribute of len bytes, parsed. */
+static int raw_table_cmd(uint8_t cmd, const void *name, size_t len,
+			 struct tdb_proto_msg *out,
+			 struct tdb_proto_extack *ext)
 {
-	struct nlmsghdr *nlh = rawreq(wbuf, TDB_CMD_TABLE_CREATE);
+	struct nlmsghdr *nlh = rawreq(wbuf, cmd);
 
 	mnl_attr_put(nlh, TDB_A_TABLE, len, name);
 	return parse(wbuf, TDB_PROTO_REQUEST, out, ext);
 }
 
+/* Lookups (TABLE_STAT here, like every command but TABLE_CREATE) take
+ * names made before the safe-name rule: the looser TDB_A_TABLE rule. */
+static int raw_table(const void *name, size_t len, struct tdb_proto_msg *out,
+		     struct tdb_proto_extack *ext)
+{
+	return raw_table_cmd(TDB_CMD_TABLE_STAT, name, len, out, ext);
+}
+
+/* A new name (TABLE_CREATE) refused by the builder and the parser with
+ * err and msg, at the TABLE attribute; other commands still take it if
+ * legacy is true (the looser rule of names made before). */
+static void check_new_bad(const char *name, int err, const char *msg,
+			  bool legacy)
+{
+	struct tdb_proto_extack ext;
+	struct tdb_proto_msg m, out;
+	const char *why = NULL;
+
+	fill_all(&m, TDB_CMD_TABLE_CREATE, TDB_PROTO_REQUEST, A(TABLE));
+	m.table = name;
+	assert_int_equal(tdb_proto_build(wbuf, sizeof(wbuf),
+					 TDB_PROTO_REQUEST, &m, &ext), err);
+	assert_string_equal(ext.msg, msg);
+	assert_int_equal(raw_table_cmd(TDB_CMD_TABLE_CREATE, name,
+				       strlen(name) + 1, &out, &ext), err);
+	assert_string_equal(ext.msg, msg);
+	assert_int_equal(ext.offset, GENL_LEN);
+	assert_int_equal(tdb_name_check(name, strlen(name), &why), err);
+	assert_string_equal(why, msg);
+	if (!legacy)
+		return;
+	assert_int_equal(raw_table_cmd(TDB_CMD_TABLE_STAT, name,
+				       strlen(name) + 1, &out, &ext), 0);
+	assert_string_equal(out.table, name);
+	assert_int_equal(raw_table_cmd(TDB_CMD_TABLE_DROP, name,
+				       strlen(name) + 1, &out, &ext), 0);
+	fill_all(&m, TDB_CMD_TABLE_DROP, TDB_PROTO_REQUEST, A(TABLE));
+	m.table = name;
+	roundtrip(&m, TDB_PROTO_REQUEST);
+	/* and a TABLE_LIST part naming it (an answer) */
+	fill_all(&m, TDB_CMD_TABLE_LIST, TDB_PROTO_ANSWER,
+		 A(TABLE) | A(STAT));
+	m.table = name;
+	roundtrip(&m, TDB_PROTO_ANSWER);
+}
+
+/* TABLE_CREATE takes only safe names: letters, digits, '_', '.', '-',
+ * ':', not starting with '-' or '.' (tdb/proto.h, NAMES). */
+static void test_new_names(void **state)
+{
+	static const char *const good[] = {
+		"a", "Z", "9lives", "_x", ":x", "sessions", "rate-limits:v2",
+		"a.b_c-d:e", "a..b", "x.", "x-",
+		"abcdefghijklmnopqrstuvwxyz"
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:",
+	};
+	static const char *const punct = "table name has a punctuation "
+		"character other than '_', '.', '-', ':'";
+	static const char *const start = "table name starts with '-' or '.'";
+	struct tdb_proto_extack ext;
+	struct tdb_proto_msg m, out;
+	char name[TDB_NAME_MAX + 2];
+	const char *p;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		fill_all(&m, TDB_CMD_TABLE_CREATE, TDB_PROTO_REQUEST,
+			 A(TABLE));
+		m.table = good[i];
+		roundtrip(&m, TDB_PROTO_REQUEST);
+		assert_int_equal(raw_table_cmd(TDB_CMD_TABLE_CREATE, good[i],
+					       strlen(good[i]) + 1, &out,
+					       &ext), 0);
+		assert_string_equal(out.table, good[i]);
+		assert_int_equal(tdb_name_check(good[i], strlen(good[i]),
+						NULL), 0);
+	}
+	/* the first byte */
+	check_new_bad("-rf", -EINVAL, start, true);
+	check_new_bad("..", -EINVAL, start, true);
+	check_new_bad(".", -EINVAL, start, true);
+	check_new_bad(".hidden", -EINVAL, start, true);
+	/* bytes outside the set, each class with its text */
+	check_new_bad("a\x9b" "2J", -EINVAL, "table name has a byte over "
+		      "0x7f, not ASCII (allowed: letters, digits, '_', '.', "
+		      "'-', ':')", true);
+	check_new_bad("caf\xc3\xa9", -EINVAL, "table name has a byte over "
+		      "0x7f, not ASCII (allowed: letters, digits, '_', '.', "
+		      "'-', ':')", true);
+	check_new_bad("a\x1b[2J", -EINVAL, "table name has a control "
+		      "character (allowed: letters, digits, '_', '.', '-', "
+		      "':')", false);
+	check_new_bad("a\x7f", -EINVAL, "table name has a control "
+		      "character (allowed: letters, digits, '_', '.', '-', "
+		      "':')", false);
+	check_new_bad("a b", -EINVAL, "table name has a space (allowed: "
+		      "letters, digits, '_', '.', '-', ':')", false);
+	for (p = "!\"#$%&'()*+,/;<=>?@[\\]^`{|}~"; *p; p++) {
+		char bad[4] = { 'x', *p, 'y', 0 };
+
+		check_new_bad(bad, -EINVAL, punct, *p != '/');
+	}
+	/* length: the TDB_A_TABLE bounds first */
+	memset(name, 'n', sizeof(name));
+	name[TDB_NAME_MAX] = '\0';
+	assert_int_equal(tdb_name_check(name, TDB_NAME_MAX, NULL), 0);
+	name[TDB_NAME_MAX] = 'n';
+	name[TDB_NAME_MAX + 1] = '\0';
+	check_new_bad(name, -ENAMETOOLONG,
+		      "table name is longer than 64 bytes", false);
+	check_new_bad("", -EINVAL, "table name is empty", false);
+}
+
 static void test_table_names(void **state)
 {
+	/* legacy names (before the safe-name rule) that lookups take */
 	static const char *const good[] = {
 		"a", "sessions", "rate-limits:v2", "x.y_z~!", "\x80\xff",
 		"1234567890123456789012345678901234567890123456789012345678901234",
+		"-rf", "..", ".hidden", "\xc2\x9b" "2J", "\x9b", "a$b'c\"d",
 	};
 	static const char *const bad[] = {
 		"a b", "a/b", "/", "\t", "a\x7f", "\x01", "end ",
@@ -764,7 +882,7 @@ static void test_table_names(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		fill_all(&m, TDB_CMD_TABLE_CREATE, TDB_PROTO_REQUEST,
+		fill_all(&m, TDB_CMD_TABLE_STAT, TDB_PROTO_REQUEST,
 			 A(TABLE));
 		m.table = good[i];
 		roundtrip(&m, TDB_PROTO_REQUEST);
@@ -773,7 +891,7 @@ static void test_table_names(void **state)
 		assert_string_equal(out.table, good[i]);
 	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		fill_all(&m, TDB_CMD_TABLE_CREATE, TDB_PROTO_REQUEST,
+		fill_all(&m, TDB_CMD_TABLE_STAT, TDB_PROTO_REQUEST,
 			 A(TABLE));
 		m.table = bad[i];
 		assert_int_equal(tdb_proto_build(wbuf, sizeof(wbuf),
@@ -2077,6 +2195,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_value_limits, teardown),
 		cmocka_unit_test_teardown(test_value_fragments, teardown),
 		cmocka_unit_test_teardown(test_table_names, teardown),
+		cmocka_unit_test_teardown(test_new_names, teardown),
 		cmocka_unit_test_teardown(test_prefix_cursor_limits, teardown),
 		cmocka_unit_test_teardown(test_int_values, teardown),
 		cmocka_unit_test_teardown(test_truncated, teardown),

@@ -93,7 +93,9 @@ static void stat_text(const struct tdbc_table_stat *st)
 	int i;
 
 	stat_figures(st, f);
-	printf("%-16s %s\n", "name", st->name);
+	printf("%-16s ", "name");
+	fmt_bytes(stdout, st->name, strlen(st->name), FMT_ESCAPE);
+	putchar('\n');
 	for (i = 0; i < STAT_FIGURES; i++)
 		printf("%-16s %" PRIu64 "\n", f[i].name, f[i].v);
 	printf("%-16s %" PRIu32 "\n%-16s %04" PRIo32 "\n", "gid", st->gid,
@@ -143,16 +145,31 @@ static int collect_row(void *arg, const struct tdbc_table_stat *st)
 	return 0;
 }
 
+/* A name in the NAME column: escaped (it came from a client, or from
+ * before names were restricted: tdb/proto.h), padded to w characters. */
+static void print_name(const char *name, size_t w)
+{
+	size_t n = strlen(name), len = fmt_escaped_len(name, n);
+
+	fmt_bytes(stdout, name, n, FMT_ESCAPE);
+	while (len++ < w)
+		putchar(' ');
+}
+
 static void print_rows(const struct table_rows *r)
 {
-	int w = 4;              /* strlen("NAME") */
+	size_t w = 4;           /* strlen("NAME") */
 	size_t i;
 	char ext[32], owner[32];
 
-	for (i = 0; i < r->n; i++)
-		if ((int)strlen(r->v[i].name) > w)
-			w = (int)strlen(r->v[i].name);
-	printf("%-*s %10s %12s %11s %7s %11s %4s\n", w, "NAME", "RECORDS",
+	for (i = 0; i < r->n; i++) {
+		const char *name = r->v[i].name;
+		size_t len = fmt_escaped_len(name, strlen(name));
+
+		if (len > w)
+			w = len;
+	}
+	printf("%-*s %10s %12s %11s %7s %11s %4s\n", (int)w, "NAME", "RECORDS",
 	       "BYTES", "EXTENTS", "PAGE", "OWNER", "MODE");
 	for (i = 0; i < r->n; i++) {
 		const struct tdbc_table_stat *st = &r->v[i];
@@ -161,8 +178,9 @@ static void print_rows(const struct table_rows *r)
 			 st->extents, st->max_extents);
 		snprintf(owner, sizeof(owner), "%" PRIu32 ":%" PRIu32,
 			 st->uid, st->gid);
-		printf("%-*s %10" PRIu64 " %12" PRIu64 " %11s %7" PRIu64
-		       " %11s %04" PRIo32 "\n", w, st->name, st->records,
+		print_name(st->name, w);
+		printf(" %10" PRIu64 " %12" PRIu64 " %11s %7" PRIu64
+		       " %11s %04" PRIo32 "\n", st->records,
 		       st->bytes_used, ext, st->page_size, owner, st->mode);
 	}
 }

@@ -53,6 +53,23 @@ void fmt_bytes(FILE *f, const void *p, size_t n, enum fmt_enc enc)
 	}
 }
 
+size_t fmt_escaped_len(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t i, len = 0;
+
+	for (i = 0; i < n; i++) {
+		if (b[i] == '\\' || b[i] == '\n' || b[i] == '\t' ||
+		    b[i] == '\r')
+			len += 2;
+		else if (b[i] >= 0x20 && b[i] < 0x7f)
+			len += 1;
+		else
+			len += 4;
+	}
+	return len;
+}
+
 /* Length of the UTF-8 sequence at b[0..n) if it is valid and shortest,
  * else 0.  The second byte's range carries the overlong, surrogate and
  * > U+10FFFF checks (RFC 3629, section 4). */
@@ -122,10 +139,17 @@ void fmt_json_str(FILE *f, const void *p, size_t n)
 		default:
 			/* Other controls never get here (fmt_json_ok);
 			 * \u escape them anyway rather than emit bad JSON. */
-			if (b[i] < 0x20)
+			if (b[i] < 0x20) {
 				fprintf(f, "\\u%04x", b[i]);
-			else
+			} else if (b[i] == 0xc2 && i + 1 < n &&
+				   b[i + 1] >= 0x80 && b[i + 1] < 0xa0) {
+				/* a C1 control (U+0080..U+009F, CSI
+				 * among them): valid JSON raw, but a
+				 * terminal acts on it */
+				fprintf(f, "\\u%04x", b[++i]);
+			} else {
 				putc(b[i], f);
+			}
 		}
 	}
 	putc('"', f);

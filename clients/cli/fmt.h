@@ -24,6 +24,10 @@ enum fmt_enc {
 /* Write n bytes at p to f in enc.  Write errors stay in ferror(f). */
 void fmt_bytes(FILE *f, const void *p, size_t n, enum fmt_enc enc);
 
+/* How many characters fmt_bytes(FMT_ESCAPE) writes for the n bytes at
+ * p (to align columns of escaped text). */
+size_t fmt_escaped_len(const void *p, size_t n);
+
 /*
  * May the bytes be shown as a JSON string?  Yes if they are valid UTF-8
  * (shortest forms, no surrogates, at most U+10FFFF) and hold no control

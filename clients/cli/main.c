@@ -80,6 +80,8 @@ static const char usage_text[] =
 "      --count N         watch: stop after N changes\n"
 "      --timeout MS      watch: stop after MS milliseconds in all\n"
 "Put -- before arguments that start with '-'.\n"
+"A new table's name (create): letters, digits, '_', '.', '-', ':', not\n"
+"starting with '-' or '.' (older tables may have others).\n"
 "\n"
 "Output:\n"
 "  get prints the value's bytes as they are (so `tdb get T K > F` copies\n"
@@ -89,11 +91,13 @@ static const char usage_text[] =
 "  goes on); both escape keys and values by default: printable ASCII as\n"
 "  is, \\\\ \\n \\t \\r, other bytes \\xHH.\n"
 "  tables prints a header and one line per table; stat and stats print\n"
-"  NAME VALUE lines.  Modes are octal.\n"
+"  NAME VALUE lines; table names are escaped as keys are.  Modes are\n"
+"  octal.\n"
 "  JSON: a key, value or table name that is valid UTF-8 without control\n"
 "  characters (but tab, CR, LF) is a string member \"key\"/\"value\"/\n"
-"  \"name\", else (keys and values also with --hex) \"key_hex\"/\n"
-"  \"value_hex\"/\"name_hex\" holds its hex.  Shapes:\n"
+"  \"name\" (C1 controls in it \\u-escaped), else (keys and values also\n"
+"  with --hex) \"key_hex\"/\"value_hex\"/\"name_hex\" holds its hex.\n"
+"  Shapes:\n"
 "    get     {\"key\":..,\"value\":..}\n"
 "    scan    {\"key\":..,\"value\":..} per line (no value: --keys-only)\n"
 "    watch   {\"event\":\"put\",\"seq\":N,\"key\":..,\"value\":..},\n"
@@ -466,6 +470,17 @@ static const char *opt_name(int val)
 	return "?";
 }
 
+/* A new table's name: the protocol's rule, before anything is sent
+ * (other commands take any name: tables made before the rule). */
+static int check_new_name(const char *name)
+{
+	const char *why = "";
+
+	if (!tdb_name_check(name, strlen(name), &why))
+		return 0;
+	return usage_error("create", "%s", why);
+}
+
 /* Check the positionals and options against the command; decode them. */
 static int take_args(struct cli *cli, const struct command *cmd,
 		     struct parsed *p)
@@ -483,6 +498,8 @@ static int take_args(struct cli *cli, const struct command *cmd,
 				   *cmd->args ? " " : "", cmd->args);
 	if (nargs >= 1)
 		cli->table = args[0];
+	if (!strcmp(cmd->name, "create") && (rc = check_new_name(cli->table)))
+		return rc;
 	if (nargs >= 2 && (rc = take_bytes(cmd->name, "KEY", args[1],
 					   cli->key_hex, &cli->key)))
 		return rc;

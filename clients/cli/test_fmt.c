@@ -112,6 +112,22 @@ static void test_json_field(void)
 	RENDER(w_field, "\xff", 0, "\"key_hex\":\"ff\"");
 	RENDER(w_field, "plain", 1, "\"key_hex\":\"706c61696e\"");
 	RENDER(w_field, "", 0, "\"key\":\"\"");
+	/* C1 controls (here CSI, U+009B) are valid UTF-8 but escaped */
+	RENDER(w_field, "a\xc2\x9b" "2J\xc2\xa0", 0,
+	       "\"key\":\"a\\u009b2J\xc2\xa0\"");
+}
+
+static void test_escaped_len(void)
+{
+	static const char s[] = "ab\\\n\t\r\x7f\xff\x9b\0 ";
+
+	/* 2 + 4 * 2 (\\ \n \t \r) + 4 * 4 (\x7f \xff \x9b \x00) + 1 */
+	char *esc = render(w_bytes, s, sizeof(s) - 1, FMT_ESCAPE);
+
+	CHECK(fmt_escaped_len(s, sizeof(s) - 1) == 27);
+	CHECK(fmt_escaped_len(s, sizeof(s) - 1) == strlen(esc));
+	free(esc);
+	CHECK(fmt_escaped_len("", 0) == 0);
 }
 
 static int decode(const char *s, const char *want, size_t wlen)
@@ -230,6 +246,7 @@ int main(void)
 	test_bytes();
 	test_json_ok();
 	test_json_field();
+	test_escaped_len();
 	test_hex_decode();
 	test_numbers();
 	test_read_all();

@@ -39,6 +39,10 @@ extern const char *dx_prog;
 
 void dx_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A table name (from a dump or tdbd: any bytes but NUL) for a message:
+ * printable ASCII as is, '\\' doubled, any other byte as \xHH. */
+#define DX_ESC_NAME (4 * TDB_NAME_MAX + 1)
+const char *dx_esc(char out[DX_ESC_NAME], const char *name);
 /* The exit code for a failure with this errno. */
 int dx_exit_for(int err);
 /* "strerror: owner's message" of the last failure on c. */

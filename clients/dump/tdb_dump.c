@@ -178,6 +178,7 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 	struct tdbc_table *t;
 	struct tdbc_scan *s;
 	const void *k, *v;
+	char e[DX_ESC_NAME];            /* the name, escaped for messages */
 	size_t kl, vl;
 	uint64_t n = 0;
 	int err;
@@ -191,16 +192,18 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 	}
 	if (err == -ENOENT && o->all) {
 		dx_progress_clear(pg);
-		dx_warn("table %s was dropped meanwhile: skipped", st->name);
+		dx_warn("table %s was dropped meanwhile: skipped",
+			dx_esc(e, st->name));
 		return 1;
 	}
 	if (err) {
 		dx_progress_clear(pg);
 		if (err == -EOPNOTSUPP)
 			dx_err("%s: this tdbd cannot take snapshots (%s)",
-			       st->name, dx_why(c, err));
+			       dx_esc(e, st->name), dx_why(c, err));
 		else
-			dx_err("%s: %s", st->name, dx_why(c, err));
+			dx_err("%s: %s", dx_esc(e, st->name),
+			       dx_why(c, err));
 		exit(dx_exit_for(err));
 	}
 	errno = 0;
@@ -212,11 +215,12 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 			write_failed(w);
 		n++;
 		if (!(n & 255))
-			dx_progress(pg, st->name, n, st->records, "records");
+			dx_progress(pg, dx_esc(e, st->name), n, st->records,
+				    "records");
 	}
 	if (err < 0) {
 		dx_progress_clear(pg);
-		dx_err("%s: %s", st->name, dx_why(c, err));
+		dx_err("%s: %s", dx_esc(e, st->name), dx_why(c, err));
 		exit(dx_exit_for(err));
 	}
 	tdbc_scan_close(s);
@@ -234,6 +238,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct tdbc *c;
 	uint64_t mapsize;
+	char e[DX_ESC_NAME];
 	size_t i;
 	int err, rc = DX_OK;
 
@@ -245,7 +250,7 @@ int main(int argc, char **argv)
 
 		err = tdbc_table_stat(c, o.table, &st);
 		if (err) {
-			dx_err("%s: %s", o.table, dx_why(c, err));
+			dx_err("%s: %s", dx_esc(e, o.table), dx_why(c, err));
 			rc = dx_exit_for(err);
 			goto out;
 		}
@@ -267,8 +272,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (o.list) {
-		for (i = 0; i < ts.n; i++)
-			printf("%s\n", ts.v[i].st.name);
+		for (i = 0; i < ts.n; i++)     /* escaped: see tdb-dump(1) */
+			printf("%s\n", dx_esc(e, ts.v[i].st.name));
 		if (fflush(stdout) || ferror(stdout)) {
 			dx_err("writing standard output: %s", strerror(errno));
 			rc = DX_OTHER;

@@ -14,10 +14,19 @@
  * no-overwrite, skipping the keys that exist.
  *
  * Each block goes into the table its database= names, or -s TABLE; a
- * missing table is created with the dump's tdb_owner, tdb_group,
- * tdb_mode and tdb_max_extents (an owner or group only root may give is
- * dropped with a warning).  Unknown header keywords are warned about and
- * ignored, as mdb_load does.
+ * missing table is created with the dump's tdb_owner, tdb_group and
+ * tdb_max_extents (an owner or group only root may give is dropped with
+ * a warning) and the mode asked for: --mode, else the dump's tdb_mode,
+ * else 0600.  Unknown header keywords are warned about and ignored, as
+ * mdb_load does.
+ *
+ * Squatting: table names are global and first come, so a table that
+ * exists already may be someone else's, made (say, mode 0666) to read
+ * what is restored into it.  An existing table is loaded into only if
+ * the invoking user (effective uid) owns it and its mode is no wider
+ * than the mode asked for, or with --into-existing; otherwise tdb-load
+ * stops (exit 4) naming the table, its owner and mode.  Tables this run
+ * created are its own whatever owner the dump gave them.
  *
  * Malformed input stops the load with "tdb-load: FILE:LINE: why" and
  * exit 7: the records before the bad line's record are committed; that
@@ -56,6 +65,12 @@ static const char usage_text[] =
 "                      database= says (needed for a block without one,\n"
 "                      as mdb_dump writes LMDB's main database)\n"
 "  -N, --no-overwrite  keep the values of keys that exist already\n"
+"      --mode MODE     permission bits (octal) of the tables it creates,\n"
+"                      and the widest an existing table may have\n"
+"                      (default: the dump's tdb_mode, else 0600)\n"
+"      --into-existing load into a table that exists even if it is not\n"
+"                      yours or its mode is wider than MODE (without it,\n"
+"                      such a table stops the load: exit 4)\n"
 "  -b, --batch N       records per transaction, 1..65536 (default 1000;\n"
 "                      a transaction also holds at most 4 MiB)\n"
 "  -q, --quiet         no progress bar (there is one only when stderr is\n"
@@ -73,13 +88,16 @@ static const char usage_text[] =
 "are loaded, it and the rest are not.\n"
 "\n"
 "Exit codes: 0 ok, 1 a table went away, 2 usage error, 4 permission\n"
-"denied, 5 cannot connect to tdbd, 6 any other error (from tdbd, reading\n"
-"the input), 7 malformed input.\n";
+"denied (or an existing table that is not yours, or wider than MODE),\n"
+"5 cannot connect to tdbd, 6 any other error (from tdbd, reading the\n"
+"input), 7 malformed input.\n";
 
 struct opts {
 	bool noov, quiet, no_rings;
+	bool into_existing;             /* --into-existing */
 	const char *table, *file, *sock;
 	unsigned int batch;
+	uint32_t mode;                  /* --mode, or (uint32_t)-1 */
 };
 
 /* A record of the batch: offsets into the arena. */
@@ -98,6 +116,10 @@ struct load {
 	/* the table being loaded */
 	struct tdbc_table *t;
 	char tname[TDB_NAME_MAX + 1];
+	char tesc[DX_ESC_NAME];         /* tname escaped, for messages */
+	/* the tables this run created (loaded into without a check) */
+	char (*made)[TDB_NAME_MAX + 1];
+	unsigned int nmade;
 	/* the batch */
 	struct brec *recs;
 	unsigned int n;
@@ -114,6 +136,8 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "file", required_argument, NULL, 'f' },
 		{ "table", required_argument, NULL, 's' },
 		{ "no-overwrite", no_argument, NULL, 'N' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "into-existing", no_argument, NULL, 'E' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "socket", required_argument, NULL, 'S' },
@@ -128,6 +152,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->batch = BATCH_DEFAULT;
+	o->mode = (uint32_t)-1;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":f:s:Nb:qS:Vh", lo,
 				 NULL)) != -1) {
@@ -144,6 +169,16 @@ static void parse(int argc, char **argv, struct opts *o)
 					    "'%s'", optarg);
 			o->batch = (unsigned int)v;
 			break;
+		case 'm':
+			errno = 0;
+			v = strtoul(optarg, &end, 8);
+			if (errno || *end || !optarg[0] || optarg[0] == '-' ||
+			    optarg[0] == '+' || v > 0777)
+				dx_usage_error("--mode: not an octal mode in "
+					       "0..0777: '%s'", optarg);
+			o->mode = (uint32_t)v;
+			break;
+		case 'E': o->into_existing = true; break;
 		default:
 			if (!dx_common_opt(ch, argv, usage_text, &o->quiet,
 					   &o->sock, &o->no_rings))
@@ -160,10 +195,10 @@ static void daemon_error(struct load *L, int err, const char *what)
 {
 	dx_progress_clear(&L->pg);
 	if (L->why[0])
-		dx_err("%s: %s: %s: %s", L->tname, what, tdbc_strerror(err),
+		dx_err("%s: %s: %s: %s", L->tesc, what, tdbc_strerror(err),
 		       L->why);
 	else
-		dx_err("%s: %s: %s", L->tname, what, dx_why(L->c, err));
+		dx_err("%s: %s: %s", L->tesc, what, dx_why(L->c, err));
 	exit(dx_exit_for(err));
 }
 
@@ -328,12 +363,109 @@ static int next_line(struct load *L, const unsigned char **line,
 
 /* --- tables ------------------------------------------------------------------ */
 
+/* The mode a block's table is asked for: --mode, else the dump's
+ * tdb_mode, else 0600 (its owner only). */
+static uint32_t want_mode(const struct load *L, const struct df_header *h)
+{
+	if (L->o.mode != (uint32_t)-1)
+		return L->o.mode;
+	return h->have_mode ? h->mode : 0600;
+}
+
+static bool made_here(const struct load *L, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < L->nmade; i++)
+		if (!strcmp(L->made[i], name))
+			return true;
+	return false;
+}
+
+static void remember_made(struct load *L, const char *name)
+{
+	char (*m)[TDB_NAME_MAX + 1];
+
+	m = realloc(L->made, (L->nmade + 1) * sizeof(*m));
+	if (!m) {
+		dx_progress_clear(&L->pg);
+		dx_err("out of memory");
+		exit(DX_OTHER);
+	}
+	L->made = m;
+	snprintf(m[L->nmade++], sizeof(*m), "%s", name);
+}
+
+/*
+ * An existing table (not made by this run): load into it only if it is
+ * ours and no wider than want, or with --into-existing; else stop.
+ * Someone else's table, or one others may read, could be a squatter's
+ * trap for the data (tdb-load(1), SECURITY).
+ */
+static void check_existing(struct load *L, const char *name, uint32_t want)
+{
+	struct tdbc_table_stat st;
+	uint32_t me = (uint32_t)geteuid();
+	bool theirs, wider;
+	char whose[64], how[64];
+	int err;
+
+	if (L->o.into_existing || made_here(L, name))
+		return;
+	err = tdbc_table_stat(L->c, name, &st);
+	if (err)
+		daemon_error(L, err, "checking the existing table");
+	theirs = st.uid != me;
+	wider = (st.mode & 0777 & ~want) != 0;
+	if (!theirs && !wider)
+		return;
+	whose[0] = how[0] = '\0';
+	if (theirs)
+		snprintf(whose, sizeof(whose), " (not you: uid %u)", me);
+	if (wider)
+		snprintf(how, sizeof(how), " (wider than %04o)", want);
+	dx_progress_clear(&L->pg);
+	dx_err("%s: the table exists, owned by uid %u%s, mode %04o%s: not "
+	       "loading into it (--into-existing to load anyway)", L->tesc,
+	       st.uid, whose, st.mode, how);
+	exit(DX_PERM);
+}
+
+/* Create the missing table name for block h; 0, or -EEXIST if someone
+ * else made it meanwhile, or another failure. */
+static int create_table(struct load *L, const struct df_header *h,
+			const char *name, uint32_t want)
+{
+	struct tdbc_table_opts to;
+	int err;
+
+	tdbc_table_opts_init(&to);
+	to.mode = want;
+	if (h->have_max_extents)
+		to.max_extents = h->max_extents;
+	if (h->have_uid)
+		to.uid = h->uid;
+	if (h->have_gid)
+		to.gid = h->gid;
+	err = tdbc_table_create(L->c, name, &to);
+	if (err == -EPERM && (h->have_uid || h->have_gid)) {
+		dx_progress_clear(&L->pg);
+		dx_warn("%s: the dump's owner %u, group %u: %s; created as "
+			"yours", L->tesc, h->uid, h->gid, tdbc_errmsg(L->c));
+		to.uid = to.gid = (uint32_t)-1;
+		err = tdbc_table_create(L->c, name, &to);
+	}
+	if (!err)
+		remember_made(L, name);
+	return err;
+}
+
 static void open_table(struct load *L, const struct df_header *h,
 		       uint64_t hdr_line)
 {
 	const char *name = L->o.table ? L->o.table :
 			   h->have_table ? h->table : NULL;
-	struct tdbc_table_opts to;
+	uint32_t want = want_mode(L, h);
 	int err;
 
 	if (!name)
@@ -345,33 +477,18 @@ static void open_table(struct load *L, const struct df_header *h,
 		tdbc_table_close(L->t);
 	L->t = NULL;
 	snprintf(L->tname, sizeof(L->tname), "%s", name);
+	dx_esc(L->tesc, name);
 	err = tdbc_table_open(L->c, name, &L->t);
 	if (err == -ENOENT) {
-		tdbc_table_opts_init(&to);
-		if (h->have_mode)
-			to.mode = h->mode;
-		if (h->have_max_extents)
-			to.max_extents = h->max_extents;
-		if (h->have_uid)
-			to.uid = h->uid;
-		if (h->have_gid)
-			to.gid = h->gid;
-		err = tdbc_table_create(L->c, name, &to);
-		if (err == -EPERM && (h->have_uid || h->have_gid)) {
-			dx_progress_clear(&L->pg);
-			dx_warn("%s: the dump's owner %u, group %u: %s; "
-				"created as yours", name, h->uid, h->gid,
-				tdbc_errmsg(L->c));
-			to.uid = to.gid = (uint32_t)-1;
-			err = tdbc_table_create(L->c, name, &to);
-		}
-		if (err == -EEXIST)     /* created meanwhile: load into it */
-			err = 0;
-		if (!err)
+		err = create_table(L, h, name, want);
+		/* made meanwhile by someone else: checked like any other
+		 * existing table (this is the squatter's race) */
+		if (!err || err == -EEXIST)
 			err = tdbc_table_open(L->c, name, &L->t);
 	}
 	if (err)
 		daemon_error(L, err, "opening the table");
+	check_existing(L, name, want);
 }
 
 /* --- the input ------------------------------------------------------------------ */
@@ -379,9 +496,9 @@ static void open_table(struct load *L, const struct df_header *h,
 static void progress(struct load *L)
 {
 	if (L->size)
-		dx_progress(&L->pg, L->tname, L->in.bytes, L->size, "bytes");
+		dx_progress(&L->pg, L->tesc, L->in.bytes, L->size, "bytes");
 	else
-		dx_progress(&L->pg, L->tname, L->loaded + L->n, 0, "records");
+		dx_progress(&L->pg, L->tesc, L->loaded + L->n, 0, "records");
 }
 
 static bool is_data_end(const unsigned char *line, size_t len)
@@ -535,6 +652,7 @@ int main(int argc, char **argv)
 	df_in_free(&L.in);
 	free(L.recs);
 	free(L.arena);
+	free(L.made);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	return DX_OK;

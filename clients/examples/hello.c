@@ -1,10 +1,17 @@
 /*
  * hello.c - the smallest useful client of tdbd, on libtdbclient.
  *
- * Connects to tdbd, creates the table "hello" (if it is not there yet),
- * puts a key, reads it back, counts the table's records with a scan and
- * prints the daemon's request counter.  Exit status 0 if all of that
- * worked and the value read is the one written, 1 otherwise.
+ * Connects to tdbd, creates the table "hello" (or takes the one there if
+ * it is ours), puts a key, reads it back, counts the table's records
+ * with a scan and prints the daemon's request counter.  Exit status 0 if
+ * all of that worked and the value read is the one written, 1 otherwise.
+ *
+ * Table names are global and first come: a "hello" that exists already
+ * may be someone else's, made so that they can read what we write into
+ * it.  So when the create says -EEXIST, TABLE_STAT must show that the
+ * table is ours and no wider than the mode we asked for; otherwise we
+ * refuse to use it (open_own_table below: copy that, not a bare
+ * "create, ignore EEXIST").
  *
  * Build it against the installed library (package libtdbclient-dev):
  *
@@ -22,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tdb/client.h>
 
@@ -32,6 +40,36 @@ static int fail(struct tdbc *c, const char *what, int err)
 	fprintf(stderr, "hello: %s: %s%s%s\n", what, tdbc_strerror(err),
 		msg[0] ? ": " : "", msg);
 	return 1;
+}
+
+/*
+ * Create table name with mode, or accept it if it exists and is ours
+ * (owner: our effective uid, which tdbd sees) with no permission bits
+ * beyond mode.  0, 1 if it exists and is not safe to use (said why on
+ * stderr), or a negative errno.
+ */
+static int open_own_table(struct tdbc *c, const char *name, uint32_t mode)
+{
+	struct tdbc_table_opts o;
+	struct tdbc_table_stat st;
+	uint32_t me = (uint32_t)geteuid();
+	int err;
+
+	tdbc_table_opts_init(&o);
+	o.mode = mode;
+	err = tdbc_table_create(c, name, &o);
+	if (err != -EEXIST)
+		return err;
+	err = tdbc_table_stat(c, name, &st);
+	if (err)
+		return err;
+	if (st.uid != me || (st.mode & ~mode)) {
+		fprintf(stderr, "hello: table %s exists, owned by uid %u with "
+			"mode %04o; we are uid %u and want mode %04o at most: "
+			"not using it\n", name, st.uid, st.mode, me, mode);
+		return 1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -57,8 +95,10 @@ int main(int argc, char **argv)
 	printf("connected to %s (%s)\n", tdbc_socket_path(path),
 	       tdbc_uses_rings(c) ? "shared rings" : "socket only");
 
-	err = tdbc_table_create(c, "hello", NULL);      /* mode 0600: ours */
-	if (err && err != -EEXIST) {
+	err = open_own_table(c, "hello", 0600);        /* ours alone */
+	if (err > 0) {
+		goto out;               /* not ours: said why */
+	} else if (err) {
 		rc = fail(c, "create table hello", err);
 		goto out;
 	}

@@ -131,7 +131,8 @@
  *   TDB_A_PAD          empty; padding before a u64 (may repeat; ignored)
  *   TDB_A_TABLE        NUL-terminated string: 1..TDB_NAME_MAX bytes, then
  *                      one NUL (payload 2..65); no space, control
- *                      character (< 0x21, 0x7f) or '/'; no inner NUL
+ *                      character (< 0x21, 0x7f) or '/'; no inner NUL.
+ *                      TABLE_CREATE takes only safe names (NAMES below)
  *   TDB_A_KEY          binary, TDB_KEY_MIN..TDB_KEY_MAX (1..4096)
  *   TDB_A_VALUE        binary, 0..TDB_VALUE_MAX (1 MiB), in fragments:
  *                      see VALUES below
@@ -162,6 +163,19 @@
  * value); a fragment shorter than TDB_VALUE_FRAG ends the value.  No
  * other attribute comes between fragments.  So a value of n bytes always
  * has the same encoding: max(1, ceil(n / TDB_VALUE_FRAG)) fragments.
+ *
+ * NAMES
+ *
+ * A new table's name (TDB_A_TABLE of a TABLE_CREATE request) is made of
+ * ASCII letters, digits, '_', '.', '-' and ':' only, and does not start
+ * with '-' or '.' (so it is never an option, a hidden file or "..", and
+ * prints as it is in a terminal or a log).  tdb_name_check() below is
+ * the rule; the codec refuses any other name in a TABLE_CREATE with
+ * -EINVAL (or -ENAMETOOLONG) and its text, at the attribute's offset.
+ * Tables made before the rule keep their names: every other command, and
+ * every answer, takes any name the looser rule of TDB_A_TABLE allows
+ * (bytes >= 0x80 included), so such a table is still read, listed and
+ * dropped by its name.  Print a name escaped: it came from a client.
  *
  * ERRORS
  *
@@ -221,6 +235,7 @@
 #include <linux/types.h>
 #include <linux/netlink.h>
 #include <linux/genetlink.h>
+#include <linux/errno.h>
 
 /* nlmsg_type of every tdb message over rings and AF_UNIX (>=
  * NLMSG_MIN_TYPE, so it never collides with NLMSG_NOOP/ERROR/DONE). */
@@ -242,6 +257,51 @@
 #define TDB_PROTO_MSG_MAX    ((1u << 20) + (16u << 10))
 #define TDB_PROTO_EXTACK_MAX 255u              /* message text, bytes */
 #define TDB_PROTO_ERROR_MAX  512u              /* an NLMSG_ERROR answer */
+
+/*
+ * The rule for a new table name (NAMES above): 0 if the len bytes at
+ * name are one, else -EINVAL or -ENAMETOOLONG with *why (if not NULL)
+ * set to a static text naming the rule that was broken.  Bytes are
+ * classified by value, never by locale.
+ */
+static inline int tdb_name_check(const char *name, unsigned long len,
+				 const char **why)
+{
+	const char *msg = 0;
+	unsigned long i;
+
+	if (len == 0)
+		msg = "table name is empty";
+	else if (len > TDB_NAME_MAX)
+		msg = "table name is longer than 64 bytes";
+	else if (name[0] == '-' || name[0] == '.')
+		msg = "table name starts with '-' or '.'";
+	for (i = 0; !msg && i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+		    c == '-' || c == ':')
+			continue;
+		if (c < 0x20 || c == 0x7f)
+			msg = "table name has a control character "
+			      "(allowed: letters, digits, '_', '.', '-', ':')";
+		else if (c == ' ')
+			msg = "table name has a space "
+			      "(allowed: letters, digits, '_', '.', '-', ':')";
+		else if (c >= 0x80)
+			msg = "table name has a byte over 0x7f, not ASCII "
+			      "(allowed: letters, digits, '_', '.', '-', ':')";
+		else
+			msg = "table name has a punctuation character other "
+			      "than '_', '.', '-', ':'";
+	}
+	if (!msg)
+		return 0;
+	if (why)
+		*why = msg;
+	return len > TDB_NAME_MAX ? -ENAMETOOLONG : -EINVAL;
+}
 
 enum tdb_cmd {
 	TDB_CMD_UNSPEC       = 0,     /* never valid */

@@ -28,6 +28,21 @@ static int check_name(struct tdbc *c, const char *name)
 	return 0;
 }
 
+/* A new table's name: the protocol's rule (tdb_name_check), checked
+ * here so a bad name fails without the daemon; the owner checks too. */
+static int check_new_name(struct tdbc *c, const char *name)
+{
+	const char *why = NULL;
+	int err = check_name(c, name);
+
+	if (!err)
+		err = tdb_name_check(name, strnlen(name, TDB_NAME_MAX + 1),
+				     &why);
+	if (err && why)
+		return tdbc__fail(c, err, "%s", why);
+	return err;
+}
+
 int tdbc_table_create(struct tdbc *c, const char *name,
 		      const struct tdbc_table_opts *opts)
 {
@@ -38,7 +53,7 @@ int tdbc_table_create(struct tdbc *c, const char *name,
 	int err = tdbc__enter(c);
 
 	if (!err)
-		err = check_name(c, name);
+		err = check_new_name(c, name);
 	if (err)
 		return err;
 	if (opts && opts->max_extents) {

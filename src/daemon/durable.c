@@ -500,7 +500,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 	struct ck_tab *nt = NULL;
 	unsigned int n = 0, i;
 	uint64_t lsn, t0 = tdbd_now_ns();
-	char err[512] = "";
+	char err[512] = "", esc[4 * 512];
 	int e;
 
 	pthread_mutex_lock(&d->wlock);
@@ -602,7 +602,8 @@ fail_logged:
 	u->failing = true;
 	__atomic_fetch_add(&d->ctr.ckpt_failures, 1, __ATOMIC_RELAXED);
 	tdbd_log(L_ERR, "checkpoint (%s) failed: %s; the WAL is kept, "
-		 "nothing is lost; trying again later", why, err);
+		 "nothing is lost; trying again later", why,
+		 tdbd_esc(esc, sizeof(esc), err, strlen(err)));
 	return e ? e : -EIO;
 }
 
@@ -676,7 +677,7 @@ static int load_record(void *arg, const void *key, size_t klen,
 
 	if (err) {
 		tdbd_log(L_ERR, "checkpoint: table %s: a record cannot be "
-			 "loaded: %s", rs->dt->name,
+			 "loaded: %s", ESC(rs->dt->name),
 			 ee.msg ? ee.msg : tdbe_strerror(err));
 		return err;
 	}
@@ -691,12 +692,13 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn)
 	struct rec_state rs = { .d = d, .phase = "loading the checkpoint" };
 	struct ckpt_table *tabs = NULL;
 	unsigned int n = 0, i;
-	char err[512];
+	char err[512], esc[4 * 512];    /* err names tables: escaped */
 	int e;
 
 	if ((e = tdbd_ckpt_read_meta(d->ckpt, lsn, &tabs, &n, err,
 				     sizeof(err)))) {
-		tdbd_log(L_ERR, "%s", err);
+		tdbd_log(L_ERR, "%s", tdbd_esc(esc, sizeof(esc), err,
+					       strlen(err)));
 		return e;
 	}
 	u->tabs = calloc(n ? n : 1, sizeof(*u->tabs));
@@ -712,7 +714,7 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn)
 				      tabs[i].id, &rs.dt, &ext);
 		if (e) {
 			tdbd_log(L_ERR, "checkpoint: table %s cannot be made: "
-				 "%s", tabs[i].name,
+				 "%s", ESC(tabs[i].name),
 				 ext.msg ? ext.msg : strerror(-e));
 			break;
 		}
@@ -720,7 +722,8 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn)
 					 &rs, err, sizeof(err));
 		if (e) {
 			if (err[0])
-				tdbd_log(L_ERR, "%s", err);
+				tdbd_log(L_ERR, "%s", tdbd_esc(esc,
+					 sizeof(esc), err, strlen(err)));
 			break;
 		}
 		rs.dt->ckpt_full = false;       /* the checkpoint has it */
@@ -752,7 +755,7 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 			tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu "
 				 "changes table %s, which does not exist",
 				 r->file, (unsigned long long)r->off,
-				 (unsigned long long)r->lsn, op.name);
+				 (unsigned long long)r->lsn, ESC(op.name));
 			return -EUCLEAN;
 		}
 		if (op.op == WAL_OP_PUT)
@@ -768,7 +771,7 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 			tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu: "
 				 "table %s: %s", r->file,
 				 (unsigned long long)r->off,
-				 (unsigned long long)r->lsn, op.name,
+				 (unsigned long long)r->lsn, ESC(op.name),
 				 ee.msg ? ee.msg : tdbe_strerror(err));
 		tdbd_table_put(d, dt);
 		if (err)

@@ -62,10 +62,14 @@ struct daemon_state {
 	uint64_t last_status;
 };
 
+/* The engine's lines name tables (client-supplied): escaped whole. */
 static void engine_log(void *arg, int level, const char *msg)
 {
+	char esc[768];
+
 	(void)arg;
-	tdbd_log(level, "engine: %s", msg);
+	tdbd_log(level, "engine: %s",
+		 tdbd_esc(esc, sizeof(esc), msg, strlen(msg)));
 }
 
 /* --- data directory ------------------------------------------------------ */

@@ -4,7 +4,8 @@
  * Log lines go to stderr, one write() each so threads do not interleave
  * them.  Under systemd (JOURNAL_STREAM set) each line starts with the
  * "<N>" priority prefix the journal understands; otherwise with "tdbd: ".
- * The level filter is the only state: an atomic int.
+ * The level filter is the only state: an atomic int.  tdbd_esc() is the
+ * one escape for client-supplied bytes in a log line (tdbd.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +48,42 @@ void tdbd_log(int level, const char *fmt, ...)
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)
 		(void)0;        /* nowhere left to say it */
+}
+
+const char *tdbd_esc(char *out, size_t size, const void *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *b = p;
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = b[i];
+		size_t need = c == '\\' ? 2 : c >= 0x20 && c < 0x7f ? 1 : 4;
+
+		if (o + need >= size)
+			break;
+		if (need == 1) {
+			out[o++] = (char)c;
+		} else if (need == 2) {
+			out[o++] = '\\';
+			out[o++] = '\\';
+		} else {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+struct tdbd_escaped tdbd_esc_name(const char *name)
+{
+	struct tdbd_escaped e;
+
+	tdbd_esc(e.s, sizeof(e.s), name, strlen(name));
+	return e;
 }
 
 void tdbd_notify(const char *fmt, ...)

@@ -213,8 +213,8 @@ int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 	__atomic_fetch_add(&d->reg_gen, 1, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&d->reg_lock);
 	tdbd_mem_note(d, dt);
-	tdbd_log(L_INFO, "table %s created (owner %u:%u, mode %04o)", name,
-		 uid, gid, mode);
+	tdbd_log(L_INFO, "table %s created (owner %u:%u, mode %04o)",
+		 ESC(name), uid, gid, mode);
 	if (out)
 		*out = dt;
 	return 0;
@@ -265,7 +265,7 @@ int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
 			tdb_ring_abort(&dt->feed->prod);
 		}
 	}
-	tdbd_log(L_INFO, "table %s dropped", dt->name);
+	tdbd_log(L_INFO, "table %s dropped", ESC(dt->name));
 	tdbd_table_put(d, dt);  /* the registry's reference */
 	return 0;
 }
@@ -357,7 +357,7 @@ static void feed_send(struct dtable *dt, struct tdb_proto_msg *m)
 	if (!p) {
 		tdbd_log(L_WARNING, "feed of %s: a change of %ld bytes does "
 			 "not fit (feed-size too small): watchers miss it",
-			 dt->name, len);
+			 ESC(dt->name), len);
 		return;
 	}
 	if (tdb_proto_build(p, (size_t)len, TDB_PROTO_ANSWER, m, NULL) != len) {
@@ -735,7 +735,7 @@ static int snap_fail(struct snapshot *s, int err, const char *why,
 			 "'%s': cannot keep the old value of a changed key: "
 			 "%s", k, tdbe_strerror(err));
 	tdbd_log(L_WARNING, "table %s: a snapshot scan fails: %s",
-		 s->dt->name, s->msg);
+		 ESC(s->dt->name), s->msg);
 	return err;
 }
 

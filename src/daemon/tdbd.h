@@ -10,7 +10,7 @@
  *   tables.c   the table registry: owner, mode, feeds, access checks;
  *              snapshots (the old values a snapshot scan needs)
  *   txn.c      transactions: buffered changes, atomic commit
- *   notify.c   sd_notify and logging
+ *   notify.c   sd_notify and logging (escaping what clients supplied)
  *   durable.c  the WAL, acks held until durable, checkpoints, recovery
  *   ckpt.c     the LMDB checkpoint store (ckpt.h)
  *   quota.c    what each uid holds, and all, against the limits (quota.h)
@@ -54,6 +54,25 @@ void tdbd_log(int level, const char *fmt, ...)
 void tdbd_log_set_level(int level);
 /* sd_notify(), if NOTIFY_SOCKET is set; formatted. */
 void tdbd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Escaping for log lines.  Whatever a client (or a checkpoint or WAL
+ * from before names were restricted) supplied goes into a log line only
+ * through these: printable ASCII as is, '\' as "\\", every other byte
+ * as "\xHH", so a line never holds a newline, a terminal escape (C0, DEL,
+ * C1) or bytes that are not UTF-8, and the bytes can be read back.
+ */
+/* n bytes at p into out (size >= 1: always NUL-terminated, cut at a
+ * whole escape); returns out. */
+const char *tdbd_esc(char *out, size_t size, const void *p, size_t n);
+/* A NUL-terminated string escaped whole (a table name: 4 * 64 + 1). */
+struct tdbd_escaped {
+	char s[4 * TDBE_NAME_MAX + 1];
+};
+struct tdbd_escaped tdbd_esc_name(const char *name);
+/* Use: tdbd_log(L_INFO, "table %s ...", ESC(dt->name)); the temporary
+ * lives until the end of the full expression (C11 6.2.4). */
+#define ESC(name) (tdbd_esc_name(name).s)
 
 /* --- tables (tables.c) ----------------------------------------------- */
 

@@ -183,7 +183,7 @@ static void undo_one(struct tdbd *d, struct txn_op *op, struct undo *u)
 	if (err && !(err == -ENOENT && !u->had))
 		tdbd_log(L_ERR, "table %s: undoing a failed commit: %s; the "
 			 "key may keep the transaction's value",
-			 op->dt->name, tdbe_strerror(err));
+			 ESC(op->dt->name), tdbe_strerror(err));
 }
 
 static int apply_one(struct txn_op *op, struct tdbe_extack *ee)

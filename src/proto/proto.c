@@ -263,6 +263,19 @@ static int check_name_chars(const char *p, size_t n,
 	return 0;
 }
 
+/* A new table's name (TABLE_CREATE request): the safe set of
+ * tdb_name_check() (include/tdb/proto.h), a subset of the above.  Only
+ * CREATE checks it: tables named before the rule are still looked up,
+ * listed and dropped by their names. */
+static int check_new_name(const char *p, size_t n,
+			  struct tdb_proto_extack *ext, uint32_t off)
+{
+	const char *why = NULL;
+	int err = tdb_name_check(p, n, &why);
+
+	return err ? fail(ext, -err, why, off) : 0;
+}
+
 /* Payload length of a PT_STR/PT_BIN attribute (PT_STR without NUL). */
 static int check_len(unsigned int type, size_t len,
 		     struct tdb_proto_extack *ext, uint32_t off)
@@ -348,6 +361,7 @@ struct pstate {
 	struct tdb_proto_extack *ext;
 	uint32_t allow;             /* attributes this message may have */
 	bool strict;                /* refuse unknown types (requests) */
+	bool new_name;              /* TABLE_CREATE: TABLE is a new name */
 	uint32_t seen;
 	uint32_t next;              /* offset after the last attribute seen */
 	bool value_open;            /* the last attribute was a full VALUE
@@ -623,7 +637,9 @@ static int attr_cb(const struct nlattr *a, void *data)
 				     off);
 		err = check_len(type, n, s->ext, off);
 		if (!err)
-			err = check_name_chars(str, n, s->ext, off);
+			err = s->new_name ?
+			      check_new_name(str, n, s->ext, off) :
+			      check_name_chars(str, n, s->ext, off);
 		if (err) {
 			s->err = err;
 			return MNL_CB_ERROR;
@@ -715,6 +731,7 @@ static int parse_family(struct pstate *s, enum tdb_proto_dir dir)
 		s->allow = cp->req_allow;
 		need = cp->req_need;
 		s->strict = true;
+		s->new_name = g->cmd == TDB_CMD_TABLE_CREATE;
 	} else {
 		if (f & NLM_F_REQUEST)
 			return fail(s->ext, EINVAL, "a request where an answer "
@@ -1039,7 +1056,12 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 					    0);
 			len = strnlen(m->table, TDB_NAME_MAX + 1);
 			err = check_len(t, len, ext, 0);
-			if (!err)
+			if (err)
+				return err;
+			if (dir == TDB_PROTO_REQUEST &&
+			    m->cmd == TDB_CMD_TABLE_CREATE)
+				err = check_new_name(m->table, len, ext, 0);
+			else
 				err = check_name_chars(m->table, len, ext, 0);
 			if (err)
 				return err;

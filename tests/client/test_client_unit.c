@@ -281,6 +281,12 @@ static void test_bad_args(void **state)
 	name[sizeof(name) - 1] = '\0';
 	assert_int_equal(tdbc_table_create(c, name, NULL), -ENAMETOOLONG);
 	assert_int_equal(tdbc_table_create(c, "a/b", NULL), -EINVAL);
+	/* a new name: the safe set only (tdb_name_check), said why */
+	assert_int_equal(tdbc_table_create(c, "-rf", NULL), -EINVAL);
+	assert_string_equal(tdbc_errmsg(c),
+			    "table name starts with '-' or '.'");
+	assert_int_equal(tdbc_table_create(c, "caf\xc3\xa9", NULL), -EINVAL);
+	assert_int_equal(tdbc_table_create(c, "a$b", NULL), -EINVAL);
 	assert_int_equal(tdbc_table_create(c, "", NULL), -EINVAL);
 	assert_int_equal(tdbc_table_create(c, NULL, NULL), -EINVAL);
 	assert_int_equal(tdbc_table_drop(c, "a b"), -EINVAL);

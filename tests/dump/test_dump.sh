@@ -421,12 +421,22 @@ fi
 checks=$((checks + 1))
 grep -qx 'tdb_mode=0604' "$out" && grep -qx 'tdb_max_extents=7' "$out" ||
 	fail "mode/max_extents not applied: $(cat "$out")"
-# an existing table keeps its own metadata
+# an existing table wider than the mode asked for (and, as root, not
+# ours: the dump gave it to 4321) is refused, exit 4, naming its owner
+# and mode (tests/integration/test_names.c has the squatting itself) ...
 sed 's/tdb_mode=0604/tdb_mode=0600/' "$dir/meta.txt" >"$dir/meta2.txt"
-expect_rc 0 "$load" -f "$dir/meta2.txt"
+expect_rc 4 "$load" -f "$dir/meta2.txt"
+expect_err "meta: the table exists, owned by uid "
+expect_err "mode 0604 (wider than 0600): not loading into it (--into-existing to load anyway)"
+# ... and with --into-existing it keeps its own metadata
+expect_rc 0 "$load" --into-existing -f "$dir/meta2.txt"
 expect_rc 0 "$dump" -s meta
 checks=$((checks + 1))
 grep -qx 'tdb_mode=0604' "$out" || fail "existing table's mode changed"
+# --mode: octal, 0..0777
+expect_rc 2 "$load" --mode 0999 -f "$dir/meta2.txt"
+expect_err "--mode: not an octal mode in 0..0777: '0999'"
+expect_rc 2 "$load" --mode -1 -f "$dir/meta2.txt"
 
 # --- a tdbd with tiny transactions: batches split, big records alone ----------
 note "tdbd with max-txn-ops 7, max-txn-bytes 64K"
