@@ -179,21 +179,23 @@ expect_out "" "$tdb" create t1 --mode 0640
 expect_err 3 "tdb: create: key or table exists" "$tdb" create t1
 expect_out '{"ok":true}' "$tdb" --json create t2 --max-extents 3
 expect_rc 0 "$tdb" tables
-has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *OWNER  *MODE$'
+has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *OWNER  *MODE  *STATE$'
 [ "$(grep -c . "$out")" = 3 ] || fail "tables: not a header and 2 lines: $(cat "$out")"
 run "$tdb" tables
-has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +$(id -u):$(id -g) +0640$"
+has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +$(id -u):$(id -g) +0640 +ok$"
 run "$tdb" tables
-has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +[0-9]+:[0-9]+ +0600$'
+has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +[0-9]+:[0-9]+ +0600 +ok$'
 expect_rc 0 "$tdb" --json tables
 json_check 'sorted(d["name"] for d in docs) == ["t1", "t2"] and
 	[d["mode"] for d in docs if d["name"] == "t1"] == ["0640"] and
-	[d["max_extents"] for d in docs if d["name"] == "t2"] == [3]'
+	[d["max_extents"] for d in docs if d["name"] == "t2"] == [3] and
+	all(d["state"] == "ok" for d in docs)'
 expect_rc 0 "$tdb" stat t2
 has -x 'max_extents *3'
 has -x 'mode *0600'
 has -x 'name *t2'
-[ "$(wc -l <"$out")" = 13 ] || fail "stat: $(wc -l <"$out") lines, want 13"
+has -x 'state *ok'
+[ "$(wc -l <"$out")" = 14 ] || fail "stat: $(wc -l <"$out") lines, want 14"
 expect_out "" "$tdb" drop t2
 expect_err 1 "tdb: drop: " "$tdb" drop t2
 expect_err 1 "tdb: stat: " "$tdb" stat t2
@@ -285,17 +287,18 @@ expect_rc 0 "$tdb" stats
 for f in tables clients watches txns requests errors uptime_ms accepted \
 	cleanups txns_aborted watches_dropped rings throttled dumps \
 	rings_freed stuck violations wal_records wal_lsn wal_durable \
-	checkpoints ckpt_failures ckpt_lsn; do
+	checkpoints ckpt_failures ckpt_lsn tables_aside; do
 	grep -Eq "^$f +[0-9]+$" "$out" || fail "stats has no $f line"
 done
-[ "$(wc -l <"$out")" = 23 ] || fail "stats: $(wc -l <"$out") lines, want 23"
+[ "$(wc -l <"$out")" = 24 ] || fail "stats: $(wc -l <"$out") lines, want 24"
 has -Ex 'tables +1'
 expect_rc 0 "$tdb" --json stats
 json_check 'len(docs) == 1 and sorted(docs[0]) == sorted("""tables clients
 	watches txns requests errors uptime_ms accepted cleanups txns_aborted
 	watches_dropped rings throttled dumps rings_freed stuck
 	violations wal_records wal_lsn wal_durable checkpoints ckpt_failures
-	ckpt_lsn""".split()) and docs[0]["tables"] == 1 and
+	ckpt_lsn tables_aside""".split()) and docs[0]["tables"] == 1 and
+	docs[0]["tables_aside"] == 0 and
 	docs[0]["requests"] > 0 and docs[0]["clients"] >= 1 and
 	docs[0]["wal_records"] > 0 and
 	docs[0]["wal_durable"] == docs[0]["wal_lsn"]'
@@ -304,7 +307,8 @@ json_check 'len(docs) == 1 and docs[0]["name"] == "t1" and
 	docs[0]["records"] == 13 and docs[0]["mode"] == "0640" and
 	sorted(docs[0]) == sorted("""name records bytes_used bytes_allocated
 	bytes_pending extents max_extents page_size index_nodes index_buckets
-	uid gid mode""".split()) and docs[0]["bytes_used"] > 0'
+	uid gid mode state""".split()) and docs[0]["bytes_used"] > 0 and
+	docs[0]["state"] == "ok"'
 
 # --- the other transport: --no-rings says and does the same ------------------
 expect_file "$dir/bin" "$tdb" --no-rings get t1 carol
