@@ -20,6 +20,10 @@
  *           doomed.  A put to small, then a checkpoint (after recovery,
  *           and one more for the put) that says it keeps the WAL for the
  *           set-aside tables; SIGTERM exits 0 with a clean log.
+ *  again    limited once more, after those checkpoints: big and late
+ *           are set aside again, big's data still as of the LSN of the
+ *           fill's checkpoint (the log says which), the rest serves; a
+ *           checkpoint; SIGTERM.
  *  restored tdbd without limits: big and late hold every key they had,
  *           the WAL-only changes included; doomed is gone (and its name
  *           is free); no table is set aside.  SIGTERM (its checkpoint
@@ -49,6 +53,8 @@
 #define NLATE   50
 #define BIG_EXT 32768u
 #define MARGIN  (16ull << 30)   /* over V0: 1 GiB table fits, 64 GiB not */
+
+static uint64_t ckpt_at_kill;   /* the checkpoint big's data is as of */
 
 static const char *const fast[] = { "--checkpoint-interval", "1s",
 	"--socket-mode", "0666", NULL };
@@ -267,9 +273,13 @@ static uint64_t phase_fill(void)
 	      "changes (LSN %llu of %llu): too slow a machine?",
 	      (unsigned long long)st.ckpt_lsn,
 	      (unsigned long long)st.wal_lsn);
+	ckpt_at_kill = st.ckpt_lsn;
 	tdbc_close(c);
 	kill9(&d);
-	h_note("fill: V0 %llu MiB", (unsigned long long)(v0 >> 20));
+	h_note("fill: V0 %llu MiB, checkpoint at LSN %llu, WAL at %llu",
+	       (unsigned long long)(v0 >> 20),
+	       (unsigned long long)st.ckpt_lsn,
+	       (unsigned long long)st.wal_lsn);
 	return v0;
 }
 
@@ -362,6 +372,22 @@ static void drop_as_user(const struct h_daemon *d)
 	      !WEXITSTATUS(status), "the user's drop");
 }
 
+/* A put, and a checkpoint after it. */
+static void put_and_checkpoint(struct tdbc *c, const char *k)
+{
+	struct tdbc_table *t = open_t(c, "new1");
+	struct tdbc_stats st;
+	uint64_t n;
+
+	h_stats(c, &st);
+	n = st.checkpoints;
+	put(t, k, "limited");
+	tdbc_table_close(t);
+	CHECK(h_wait_stats(c, &st, more_ckpts, &n, 20000),
+	      "no checkpoint while tables are set aside");
+	CHECK(st.ckpt_failures == 0, "a checkpoint failed");
+}
+
 static void phase_limited(uint64_t v0)
 {
 	struct h_daemon d;
@@ -370,7 +396,6 @@ static void phase_limited(uint64_t v0)
 	struct tdbc_table *t = NULL;
 	struct tdbc *c;
 	struct h_raw r;
-	uint64_t n;
 	int err;
 
 	start(&d, v0 + MARGIN);
@@ -404,18 +429,43 @@ static void phase_limited(uint64_t v0)
 	CHECK_EQ(tdbc_table_drop(c, "doomed"), 0, "root drops doomed");
 
 	/* a checkpoint with tables set aside: it keeps their WAL */
-	h_stats(c, &st);
-	n = st.checkpoints;
 	make_table(c, "new1", 0);
-	t = open_t(c, "new1");
-	put(t, "after", "limited");
-	tdbc_table_close(t);
-	CHECK(h_wait_stats(c, &st, more_ckpts, &n, 20000),
-	      "no checkpoint while tables are set aside");
+	put_and_checkpoint(c, "after");
 	CHECK(h_log_has(&d, "table(s) set aside at start (") &&
 	      h_log_has(&d, "is kept for them"),
 	      "the checkpoint did not say it keeps the WAL");
-	CHECK(st.ckpt_failures == 0, "a checkpoint failed");
+	tdbc_close(c);
+	h_stop(&d);
+}
+
+/* Limited again, after checkpoints that did not write big: still set
+ * aside, its data still as of the same LSN (the mark in the
+ * checkpoint), and the WAL since still kept. */
+static void phase_limited_again(uint64_t v0)
+{
+	struct h_daemon d;
+	struct tdbc_stats st;
+	struct listed l = { 0 };
+	char line[128];
+	struct tdbc *c;
+
+	start(&d, v0 + MARGIN);
+	snprintf(line, sizeof(line), "its WAL records after LSN %llu are kept",
+		 (unsigned long long)ckpt_at_kill);
+	CHECK(h_log_has(&d, "table big cannot be restored") &&
+	      h_log_has(&d, line) &&
+	      h_log_has(&d, "table late cannot be restored") &&
+	      !h_log_has(&d, "table doomed"),
+	      "the log does not name big and late as set aside (%s)", line);
+	c = h_connect(&d, 0);
+	verify(c, "small");
+	CHECK_EQ(tdbc_table_list(c, list_one, &l), 0, "list");
+	CHECK(l.n == 4 && l.aside == 2 && listed(&l, "big") &&
+	      listed(&l, "late"), "listed %u tables, %u set aside", l.n,
+	      l.aside);
+	h_stats(c, &st);
+	CHECK(st.tables_aside == 2, "stats: %u set aside", st.tables_aside);
+	put_and_checkpoint(c, "again");
 	tdbc_close(c);
 	h_stop(&d);
 }
@@ -431,7 +481,9 @@ static void check_restored(struct tdbc *c, bool first)
 	verify(c, "late");
 	t = open_t(c, "new1");
 	CHECK(tdbc_get(t, NULL, "after", 5, got, sizeof(got), NULL) == 7 &&
-	      !memcmp(got, "limited", 7), "new1's put while limited");
+	      !memcmp(got, "limited", 7) &&
+	      tdbc_get(t, NULL, "again", 5, got, sizeof(got), NULL) == 7,
+	      "new1's puts while limited");
 	tdbc_table_close(t);
 	t = NULL;
 	if (first)
@@ -473,6 +525,7 @@ int main(void)
 	}
 	v0 = phase_fill();
 	phase_limited(v0);
+	phase_limited_again(v0);
 	phase_restored();
 	h_done();
 	return 0;
