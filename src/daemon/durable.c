@@ -723,7 +723,8 @@ static void aside_log(const char *name, const char *why, uint64_t from)
 		 "request on it fails with EIO.  Remove the cause (address "
 		 "space: RLIMIT_AS/LimitAS=, memory, hugepages) and restart "
 		 "tdbd to restore it with all its data, or drop it (tdb drop "
-		 "%s) to discard it", name, why, (unsigned long long)from, name);
+		 "%s) to discard it", name, why, (unsigned long long)from,
+		 name);
 }
 
 /* A table that could not be made: into the registry set aside. */
@@ -1054,7 +1055,7 @@ int tdbd_durable_start(struct tdbd *d)
 			 "ms; now at LSN %llu",
 			 (unsigned long long)res.records,
 			 (unsigned long long)rs.records,
-			 (unsigned long long)lsn, res.segments,
+			 (unsigned long long)ro.after, res.segments,
 			 (unsigned long long)((tdbd_now_ns() - t0) / 1000000),
 			 (unsigned long long)res.last_lsn);
 	if ((naside = tdbd_table_count_aside(d)))

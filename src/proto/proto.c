@@ -421,7 +421,9 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_CTR_A_CHECKPOINTS: c->checkpoints = v; break;
 		case TDB_CTR_A_CKPT_FAILURES: c->ckpt_failures = v; break;
 		case TDB_CTR_A_CKPT_LSN: c->ckpt_lsn = v; break;
-		case TDB_CTR_A_TABLES_ASIDE: c->tables_aside = (uint32_t)v; break;
+		case TDB_CTR_A_TABLES_ASIDE:
+			c->tables_aside = (uint32_t)v;
+			break;
 		}
 		c->present |= BIT(type);
 	}

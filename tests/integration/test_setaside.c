@@ -59,7 +59,7 @@ static uint64_t ckpt_at_kill;   /* the checkpoint big's data is as of */
 static const char *const fast[] = { "--checkpoint-interval", "1s",
 	"--socket-mode", "0666", NULL };
 
-/* --- the daemon ------------------------------------------------------------ */
+/* --- the daemon ----------------------------------------------------------- */
 
 static uint64_t vm_size(pid_t pid)
 {
@@ -210,7 +210,7 @@ static void verify(struct tdbc *c, const char *name)
 	tdbc_table_close(t);
 }
 
-/* --- phases ---------------------------------------------------------------- */
+/* --- phases --------------------------------------------------------------- */
 
 static bool ckpt_covers(const struct tdbc_stats *st, const void *arg)
 {
