@@ -17,7 +17,8 @@
  *           3 set aside; a GET, a PUT, a STAT of big fail with -EIO and
  *           the "was set aside at start" message; CREATE big is -EEXIST;
  *           an ordinary user may not DROP big (-EPERM); root DROPs
- *           doomed.  A put to small, then a checkpoint (after recovery,
+ *           doomed.  A pinger runs beside from the refusals on and must
+ *           pass h_check_latency.  A put to small, then a checkpoint (after recovery,
  *           and one more for the put) that says it keeps the WAL for the
  *           set-aside tables; SIGTERM exits 0 with a clean log.
  *  again    limited once more, after those checkpoints: big and late
@@ -395,6 +396,8 @@ static void phase_limited(uint64_t v0)
 	struct listed l = { 0 };
 	struct tdbc_table *t = NULL;
 	struct tdbc *c;
+	struct h_pinger pg;
+	struct h_lat lat;
 	struct h_raw r;
 	int err;
 
@@ -419,6 +422,8 @@ static void phase_limited(uint64_t v0)
 	CHECK(err == -EIO && strstr(tdbc_errmsg(c), "set aside"),
 	      "open big: %s (%s)", h_errname(err), tdbc_errmsg(c));
 
+	/* a well-behaved client beside, from here to the end */
+	h_pinger_start(&pg, d.sock, 0, 0);
 	h_raw_connect(&r, d.sock);
 	refused(&r, TDB_CMD_GET, -EIO);
 	refused(&r, TDB_CMD_PUT, -EIO);
@@ -434,6 +439,8 @@ static void phase_limited(uint64_t v0)
 	CHECK(h_log_has(&d, "table(s) set aside at start (") &&
 	      h_log_has(&d, "is kept for them"),
 	      "the checkpoint did not say it keeps the WAL");
+	h_pinger_finish_lat(&pg, &lat);
+	h_check_latency(&lat, "a pinger beside tables set aside");
 	tdbc_close(c);
 	h_stop(&d);
 }
@@ -460,7 +467,8 @@ static void phase_limited_again(uint64_t v0)
 	c = h_connect(&d, 0);
 	verify(c, "small");
 	CHECK_EQ(tdbc_table_list(c, list_one, &l), 0, "list");
-	CHECK(l.n == 4 && l.aside == 2 && listed(&l, "big") &&
+	/* small, big, late, new1 and the pinger's ping0 */
+	CHECK(l.n == 5 && l.aside == 2 && listed(&l, "big") &&
 	      listed(&l, "late"), "listed %u tables, %u set aside", l.n,
 	      l.aside);
 	h_stats(c, &st);
