@@ -192,14 +192,21 @@ int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 	return 0;
 }
 
-/* What every request on a set-aside table is told. */
+/* What every request on a set-aside table is told: why is cut so that
+ * the whole fits in an extack (TDB_PROTO_EXTACK_MAX). */
 static int aside_msg(struct dtable *dt, const char *why)
 {
+	static const char tail[] = "; its data is kept on disk for a "
+				   "restart once the cause is gone (DROP "
+				   "discards it)";
 	char m[TDB_PROTO_EXTACK_MAX + 1];
+	int n;
 
-	snprintf(m, sizeof(m), "table %s was set aside at start: %s; its "
-		 "data is kept on disk and comes back at a restart of tdbd "
-		 "once the cause is gone (DROP discards it)", dt->name, why);
+	n = snprintf(m, sizeof(m), "table %s was set aside at start: ",
+		     dt->name);
+	snprintf(m + n, sizeof(m) - (size_t)n, "%.*s%s",
+		 (int)(sizeof(m) - 1 - (size_t)n - (sizeof(tail) - 1)), why,
+		 tail);
 	dt->aside = strdup(m);
 	return dt->aside ? 0 : -ENOMEM;
 }
