@@ -18,7 +18,8 @@
  *           the "was set aside at start" message; CREATE big is -EEXIST;
  *           an ordinary user may not DROP big (-EPERM); root DROPs
  *           doomed.  A pinger runs beside from the refusals on and must
- *           pass h_check_latency.  A put to small, then a checkpoint (after recovery,
+ *           pass h_check_latency.  big's database in the checkpoint
+ *           (mdb_dump -s big) is byte for byte what the fill left.  A put to small, then a checkpoint (after recovery,
  *           and one more for the put) that says it keeps the WAL for the
  *           set-aside tables; SIGTERM exits 0 with a clean log.
  *  again    limited once more, after those checkpoints: big and late
@@ -49,6 +50,7 @@
 #include "harness.h"
 
 #define PRLIMIT "/usr/bin/prlimit"
+#define MDB_DUMP "/usr/bin/mdb_dump"
 #define TAG     "sa"
 #define NKEYS   200
 #define NLATE   50
@@ -56,6 +58,7 @@
 #define MARGIN  (16ull << 30)   /* over V0: 1 GiB table fits, 64 GiB not */
 
 static uint64_t ckpt_at_kill;   /* the checkpoint big's data is as of */
+static uint64_t big_dump;       /* FNV of mdb_dump of big's database */
 
 static const char *const fast[] = { "--checkpoint-interval", "1s",
 	"--socket-mode", "0666", NULL };
@@ -102,6 +105,35 @@ static void start(struct h_daemon *d, uint64_t limit)
 	argv[n] = NULL;
 	h_spawn_prog(d, PRLIMIT, d->log, argv, NULL);
 	h_wait_socket(d, 20000);
+}
+
+/* FNV-1a of `mdb_dump -s big` of the checkpoint (tdbd stopped), or 0
+ * without mdb_dump. */
+static uint64_t dump_big(const struct h_daemon *d)
+{
+	char cmd[2 * H_PATH], buf[4096];
+	uint64_t h = 0;
+	size_t n, all = 0;
+	FILE *f;
+
+	if (access(MDB_DUMP, X_OK))
+		return 0;
+	snprintf(cmd, sizeof(cmd), MDB_DUMP " -s big %s/checkpoint", d->data);
+	f = popen(cmd, "r");
+	CHECK(f, "popen %s", cmd);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		h = h_fnv(h, buf, n);
+		all += n;
+	}
+	CHECK(pclose(f) == 0 && all > 0, "%s failed", cmd);
+	return h;
+}
+
+/* big's database in the checkpoint is byte for byte what it was. */
+static void check_big_untouched(const struct h_daemon *d)
+{
+	CHECK(dump_big(d) == big_dump, "a checkpoint wrote big's database "
+	      "while it was set aside");
 }
 
 static void kill9(struct h_daemon *d)
@@ -277,6 +309,9 @@ static uint64_t phase_fill(void)
 	ckpt_at_kill = st.ckpt_lsn;
 	tdbc_close(c);
 	kill9(&d);
+	big_dump = dump_big(&d);
+	if (!big_dump)
+		h_note("no %s: big's database is not compared", MDB_DUMP);
 	h_note("fill: V0 %llu MiB, checkpoint at LSN %llu, WAL at %llu",
 	       (unsigned long long)(v0 >> 20),
 	       (unsigned long long)st.ckpt_lsn,
@@ -443,6 +478,7 @@ static void phase_limited(uint64_t v0)
 	h_check_latency(&lat, "a pinger beside tables set aside");
 	tdbc_close(c);
 	h_stop(&d);
+	check_big_untouched(&d);
 }
 
 /* Limited again, after checkpoints that did not write big: still set
@@ -476,6 +512,7 @@ static void phase_limited_again(uint64_t v0)
 	put_and_checkpoint(c, "again");
 	tdbc_close(c);
 	h_stop(&d);
+	check_big_untouched(&d);
 }
 
 static void check_restored(struct tdbc *c, bool first)
