@@ -148,7 +148,7 @@ static const unsigned char cursorbytes[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 
 static void full_stat(struct tdb_proto_stat *st)
 {
-	st->present = 0x3ffc;   /* types 2..13 */
+	st->present = 0x7ffc;   /* types 2..14 */
 	st->records = 1000001;
 	st->bytes_used = 1ull << 40;
 	st->bytes_allocated = (1ull << 40) + 3;
@@ -161,11 +161,13 @@ static void full_stat(struct tdb_proto_stat *st)
 	st->uid = 1000;
 	st->gid = 100;
 	st->mode = 0640;
+	st->state = TDB_TABLE_SET_ASIDE;
 }
 
 static void full_counters(struct tdb_proto_counters *c)
 {
-	c->present = 0x7fffc;   /* types 2..18 */
+	/* types 2..18, and 25 (a u32 after the u64 durability ones) */
+	c->present = 0x7fffc | TDB_PROTO_BIT(TDB_CTR_A_TABLES_ASIDE);
 	c->tables = 3;
 	c->clients = 40;
 	c->watches = 5;
@@ -183,6 +185,7 @@ static void full_counters(struct tdb_proto_counters *c)
 	c->violations = 83;
 	c->throttled = 84;
 	c->dumps = 85;
+	c->tables_aside = 2;
 }
 
 /* Fill m with every attribute the command takes in that direction. */
@@ -315,6 +318,7 @@ static void assert_same(const struct tdb_proto_msg *in,
 		SAME(uid, TDB_STAT_A_UID);
 		SAME(gid, TDB_STAT_A_GID);
 		SAME(mode, TDB_STAT_A_MODE);
+		SAME(state, TDB_STAT_A_STATE);
 	}
 	if (at & A(COUNTERS)) {
 		const struct tdb_proto_counters *a = &in->counters;
@@ -338,6 +342,7 @@ static void assert_same(const struct tdb_proto_msg *in,
 		SAME(violations, TDB_CTR_A_VIOLATIONS);
 		SAME(throttled, TDB_CTR_A_THROTTLED);
 		SAME(dumps, TDB_CTR_A_DUMPS);
+		SAME(tables_aside, TDB_CTR_A_TABLES_ASIDE);
 #undef SAME
 	}
 	if (at & A(MAX_EXTENTS))

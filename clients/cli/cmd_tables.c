@@ -72,6 +72,13 @@ static void stat_figures(const struct tdbc_table_stat *st,
 	memcpy(f, all, sizeof(all));
 }
 
+/* "ok", or "aside": tdbd set the table aside at start (it could not be
+ * restored; its data is kept on disk, its figures are 0). */
+static const char *state_name(const struct tdbc_table_stat *st)
+{
+	return st->state & TDB_TABLE_SET_ASIDE ? "aside" : "ok";
+}
+
 static void stat_json(const struct tdbc_table_stat *st)
 {
 	struct figure f[STAT_FIGURES];
@@ -83,8 +90,8 @@ static void stat_json(const struct tdbc_table_stat *st)
 	fmt_json_field(stdout, "name", st->name, strlen(st->name), false);
 	for (i = 0; i < STAT_FIGURES; i++)
 		printf(",\"%s\":%" PRIu64, f[i].name, f[i].v);
-	printf(",\"gid\":%" PRIu32 ",\"mode\":\"%04" PRIo32 "\"}\n",
-	       st->gid, st->mode);
+	printf(",\"gid\":%" PRIu32 ",\"mode\":\"%04" PRIo32 "\","
+	       "\"state\":\"%s\"}\n", st->gid, st->mode, state_name(st));
 }
 
 static void stat_text(const struct tdbc_table_stat *st)
@@ -98,8 +105,8 @@ static void stat_text(const struct tdbc_table_stat *st)
 	putchar('\n');
 	for (i = 0; i < STAT_FIGURES; i++)
 		printf("%-16s %" PRIu64 "\n", f[i].name, f[i].v);
-	printf("%-16s %" PRIu32 "\n%-16s %04" PRIo32 "\n", "gid", st->gid,
-	       "mode", st->mode);
+	printf("%-16s %" PRIu32 "\n%-16s %04" PRIo32 "\n%-16s %s\n", "gid",
+	       st->gid, "mode", st->mode, "state", state_name(st));
 }
 
 int cmd_stat(struct cli *cli)
@@ -169,8 +176,9 @@ static void print_rows(const struct table_rows *r)
 		if (len > w)
 			w = len;
 	}
-	printf("%-*s %10s %12s %11s %7s %11s %4s\n", (int)w, "NAME", "RECORDS",
-	       "BYTES", "EXTENTS", "PAGE", "OWNER", "MODE");
+	printf("%-*s %10s %12s %11s %7s %11s %4s %5s\n", (int)w, "NAME",
+	       "RECORDS", "BYTES", "EXTENTS", "PAGE", "OWNER", "MODE",
+	       "STATE");
 	for (i = 0; i < r->n; i++) {
 		const struct tdbc_table_stat *st = &r->v[i];
 
@@ -180,8 +188,9 @@ static void print_rows(const struct table_rows *r)
 			 st->uid, st->gid);
 		print_name(st->name, w);
 		printf(" %10" PRIu64 " %12" PRIu64 " %11s %7" PRIu64
-		       " %11s %04" PRIo32 "\n", st->records,
-		       st->bytes_used, ext, st->page_size, owner, st->mode);
+		       " %11s %04" PRIo32 " %5s\n", st->records,
+		       st->bytes_used, ext, st->page_size, owner, st->mode,
+		       state_name(st));
 	}
 }
 
@@ -219,6 +228,7 @@ int cmd_stats(struct cli *cli)
 		{ "checkpoints", s.checkpoints },
 		{ "ckpt_failures", s.ckpt_failures },
 		{ "ckpt_lsn", s.ckpt_lsn },
+		{ "tables_aside", s.tables_aside },
 	};
 	const int n = (int)(sizeof(f) / sizeof(f[0]));
 

@@ -127,6 +127,11 @@ struct tdbc_table_stat {
 	uint64_t page_size;     /* 2097152 (hugetlb) or 4096 */
 	uint64_t index_nodes, index_buckets;
 	uint32_t uid, gid, mode;
+	/* 0, or TDB_TABLE_SET_ASIDE: tdbd could not restore the table at
+	 * its start; its data is kept on disk, every call on it but
+	 * tdbc_table_drop fails with -EIO, and the figures above but
+	 * max_extents, uid, gid and mode are 0 */
+	uint32_t state;
 };
 int tdbc_table_stat(struct tdbc *c, const char *name,
 		    struct tdbc_table_stat *st);
@@ -267,6 +272,7 @@ struct tdbc_stats {
 	 * LSNs, checkpoints done and failed, the last checkpoint's LSN */
 	uint64_t wal_records, wal_lsn, wal_durable;
 	uint64_t checkpoints, ckpt_failures, ckpt_lsn;
+	uint32_t tables_aside;  /* of `tables`, set aside at start */
 };
 int tdbc_stats(struct tdbc *c, struct tdbc_stats *st);
 

@@ -371,9 +371,16 @@ enum tdb_stat_attr {
 	TDB_STAT_A_UID             = 11,  /* u32: owner */
 	TDB_STAT_A_GID             = 12,  /* u32: group */
 	TDB_STAT_A_MODE            = 13,  /* u32: permission bits */
+	TDB_STAT_A_STATE           = 14,  /* u32: TDB_TABLE_* (absent = 0) */
 	__TDB_STAT_A_MAX,
 	TDB_STAT_A_MAX = __TDB_STAT_A_MAX - 1
 };
+
+/* TDB_STAT_A_STATE: 0, or a table the owner set aside at start (it could
+ * not be restored: tdbd, docs/DURABILITY.md).  Its data is kept on disk;
+ * every request on it but TABLE_DROP fails with -EIO; the figures it
+ * must send (records, bytes, extents, page size) are 0. */
+#define TDB_TABLE_SET_ASIDE  1u
 
 /* Inside TDB_A_COUNTERS: the owner as a whole (STATS). */
 enum tdb_counter_attr {
@@ -411,6 +418,8 @@ enum tdb_counter_attr {
 	TDB_CTR_A_CKPT_FAILURES = 23,     /* u64: checkpoints that failed (and
 					   * were tried again) */
 	TDB_CTR_A_CKPT_LSN  = 24,         /* u64: LSN of the last checkpoint */
+	TDB_CTR_A_TABLES_ASIDE = 25,      /* u32: of TABLES, set aside at
+					   * start (TDB_TABLE_SET_ASIDE) */
 	__TDB_CTR_A_MAX,
 	TDB_CTR_A_MAX = __TDB_CTR_A_MAX - 1
 };

@@ -110,6 +110,7 @@ static void fill_stat(struct tdbc_table_stat *st,
 	st->uid = s->uid;
 	st->gid = s->gid;
 	st->mode = s->mode;
+	st->state = s->state;
 }
 
 static int stat_msg(struct tdbc *c, struct tdbc_call *call,
@@ -457,6 +458,7 @@ static int stats_msg(struct tdbc *c, struct tdbc_call *call,
 	st->checkpoints = k->checkpoints;
 	st->ckpt_failures = k->ckpt_failures;
 	st->ckpt_lsn = k->ckpt_lsn;
+	st->tables_aside = k->tables_aside;
 	st->rings_freed = k->rings_freed;
 	st->stuck = k->stuck;
 	st->violations = k->violations;

@@ -50,6 +50,7 @@
 #define LONG_PREFIX "/long/"
 #define META_DB "/meta"
 #define META_TABLE "table/"
+#define META_ASIDE "aside/"
 #define HASH_BYTES 16u                  /* xxh64 seed 1, seed 2, BE */
 
 /*
@@ -531,6 +532,32 @@ static int decode_table(struct ckpt *ck, const MDB_val *k, const MDB_val *v,
 	return 0;
 }
 
+/* "aside/<name>" -> t->aside, t->from (a u64 LE, or none). */
+static int read_aside(struct ckpt *ck, MDB_txn *txn, struct ckpt_table *t,
+		      char *err, size_t errlen)
+{
+	char mkey[sizeof(META_ASIDE) + NAME_MAX_LEN];
+	MDB_val k, v;
+	int rc;
+
+	k.mv_size = (size_t)snprintf(mkey, sizeof(mkey), META_ASIDE "%s",
+				     t->name);
+	k.mv_data = mkey;
+	rc = mdb_get(txn, ck->meta, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return say_mdb(err, errlen, ck->path, rc, "read " META_DB
+			       " " META_ASIDE "%s", t->name);
+	if (v.mv_size != 8)
+		return say(err, errlen, ck->path, -EUCLEAN, NULL,
+			   "table %s: set-aside record of %zu bytes, "
+			   "expected 8", t->name, v.mv_size);
+	t->aside = true;
+	t->from = get_le64(v.mv_data);
+	return 0;
+}
+
 static int read_tables(struct ckpt *ck, MDB_txn *txn,
 		       struct ckpt_table **tabs, unsigned int *n,
 		       char *err, size_t errlen)
@@ -561,6 +588,8 @@ static int read_tables(struct ckpt *ck, MDB_txn *txn,
 			a = na;
 		}
 		rc = decode_table(ck, &k, &v, &a[cnt], err, errlen);
+		if (!rc)
+			rc = read_aside(ck, txn, &a[cnt], err, errlen);
 		if (rc)
 			goto fail;
 		cnt++;
@@ -859,6 +888,27 @@ static int drop_db(struct ckpt_txn *tx, const char *table,
 	return 0;
 }
 
+/* Write "aside/<name>" (aside) or make sure it is not there. */
+static int set_aside(struct ckpt_txn *tx, const char *name, bool aside,
+		     uint64_t from)
+{
+	char mkey[sizeof(META_ASIDE) + NAME_MAX_LEN];
+	unsigned char buf[8];
+	MDB_val k, v = { sizeof(buf), buf };
+	int rc;
+
+	k.mv_size = (size_t)snprintf(mkey, sizeof(mkey), META_ASIDE "%s",
+				     name);
+	k.mv_data = mkey;
+	put_le64(buf, from);
+	rc = aside ? mdb_put(tx->txn, tx->ck->meta, &k, &v, 0) :
+		     mdb_del(tx->txn, tx->ck->meta, &k, NULL);
+	if (rc && rc != MDB_NOTFOUND)
+		return tx_fail_mdb(tx, rc, "%s: set-aside mark of %s",
+				   aside ? "put" : "delete", name);
+	return 0;
+}
+
 int tdbd_ckpt_drop_table(struct ckpt_txn *tx, const char *name)
 {
 	char lname[sizeof(LONG_PREFIX) + NAME_MAX_LEN];
@@ -885,7 +935,7 @@ int tdbd_ckpt_drop_table(struct ckpt_txn *tx, const char *name)
 	if (rc && rc != MDB_NOTFOUND)
 		return tx_fail_mdb(tx, rc, "drop_table %s: delete schema",
 				   name);
-	return 0;
+	return set_aside(tx, name, false, 0);
 }
 
 /* Arguments common to put and del. */
@@ -1029,7 +1079,7 @@ int tdbd_ckpt_set_table(struct ckpt_txn *tx, const struct ckpt_table *t)
 	rc = mdb_put(tx->txn, tx->ck->meta, &k, &v, 0);
 	if (rc)
 		return tx_fail_mdb(tx, rc, "set_table %s", t->name);
-	return 0;
+	return set_aside(tx, t->name, t->aside, t->from);
 }
 
 /* End tx's LMDB txn (already ended if txn is NULL) and free it. */

@@ -14,7 +14,11 @@
  *     value: u32 little-endian key length, the key, then the value;
  *   - "/meta": "lsn" -> u64 LE, the checkpoint LSN; "format" -> u32 LE 1;
  *     "table/<name>" -> struct ckpt_table_rec (little-endian fields),
- *     one per table present at the checkpoint.
+ *     one per table present at the checkpoint; "aside/<name>" -> u64 LE,
+ *     for a table tdbd set aside (it could not be restored at a start):
+ *     the LSN its databases here are as of.  Its changes are the WAL
+ *     records after that LSN, which may be before the checkpoint LSN;
+ *     its databases are not written while it is set aside.
  *
  * A checkpoint is one LMDB write transaction: either all of it (records,
  * drops, schemas and the LSN) is there after a crash, or none of it.
@@ -26,6 +30,7 @@
 #ifndef TDBD_CKPT_H
 #define TDBD_CKPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +44,10 @@ struct ckpt_table {
 	uint32_t uid, gid, mode;
 	uint32_t max_extents;
 	uint32_t sync;          /* enum tdbd_sync of the table */
+	/* set aside ("aside/<name>"): its data here is as of LSN `from`,
+	 * its changes are the WAL records after it */
+	bool aside;
+	uint64_t from;
 };
 
 /* Open (creating if needed) <dir>/checkpoint. */
@@ -66,14 +75,15 @@ int tdbd_ckpt_begin(struct ckpt *ck, struct ckpt_txn **out, char *err,
 /* Make the table's databases exist and be empty (a new or rewritten
  * table). */
 int tdbd_ckpt_reset_table(struct ckpt_txn *tx, const char *name);
-/* Remove the table's databases and schema. */
+/* Remove the table's databases, schema and set-aside mark. */
 int tdbd_ckpt_drop_table(struct ckpt_txn *tx, const char *name);
 int tdbd_ckpt_put(struct ckpt_txn *tx, const char *name, const void *key,
 		  size_t klen, const void *val, size_t vlen);
 /* Deleting a key that is not there is not an error. */
 int tdbd_ckpt_del(struct ckpt_txn *tx, const char *name, const void *key,
 		  size_t klen);
-/* Store the schema of a table (replacing the one there). */
+/* Store the schema of a table (replacing the one there) and its
+ * set-aside mark (t->aside, t->from; removed if not aside). */
 int tdbd_ckpt_set_table(struct ckpt_txn *tx, const struct ckpt_table *t);
 /* Set the LSN, commit (fsync'd by LMDB) and free tx. */
 int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,

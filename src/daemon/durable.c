@@ -30,6 +30,16 @@
  *    fails with ENOSPC until the first commit that finds room makes it),
  *    and the checkpoint after recovery fails softly and is retried like
  *    any failed checkpoint.
+ *  - A table recovery cannot restore (its region cannot be made, a record
+ *    it cannot take) is set aside, never a reason not to start: it stays
+ *    in the registry without an engine table (dt->aside), its WAL
+ *    records are skipped, and dt->from is the LSN its checkpoint data is
+ *    as of.  Checkpoints write only its schema and "aside/<name>" =
+ *    from, never its databases, and keep every WAL segment with records
+ *    after the smallest such LSN.  At the next start a table with that
+ *    mark is loaded and its WAL records after `from` are replayed, also
+ *    those at or before the checkpoint's LSN (the "catch-up" range,
+ *    where every other record is skipped: the checkpoint has it).
  */
 #include <errno.h>
 #include <limits.h>
@@ -370,6 +380,9 @@ struct durable {
 	uint64_t ckpt_lsn;      /* the checkpointer's */
 	uint64_t last_ns;
 	bool failing;           /* the last checkpoint failed */
+	bool must;              /* checkpoint even if no record is new (a
+				 * table restored from aside: its catch-up
+				 * is in no checkpoint yet) */
 	struct ck_tab *tabs;    /* what the checkpoint holds */
 	unsigned int ntabs;
 	void *buf;              /* values read back */
@@ -454,6 +467,17 @@ static int write_table(struct tdbd *d, struct durable *u,
 	int err = 0;
 
 	snprintf(sch.name, sizeof(sch.name), "%s", dt->name);
+	if (dt->aside) {
+		/* Its databases stay as they are (they are its data as of
+		 * dt->from), unless they are not this table's: a table set
+		 * aside when its WAL CREATE failed gets empty ones. */
+		sch.aside = true;
+		sch.from = dt->from;
+		if (ck_tab_find(u, dt->name, dt->id) != 1 &&
+		    (err = tdbd_ckpt_reset_table(tx, dt->name)))
+			return err;
+		return tdbd_ckpt_set_table(tx, &sch);
+	}
 	if (k->full || ck_tab_find(u, dt->name, dt->id) != 1) {
 		struct tdbe_cursor *cur;
 		const void *key, *val;
@@ -498,14 +522,15 @@ static int checkpoint(struct tdbd *d, const char *why)
 	struct dtable **tabs = NULL;
 	struct ckpt_txn *tx = NULL;
 	struct ck_tab *nt = NULL;
-	unsigned int n = 0, i;
-	uint64_t lsn, t0 = tdbd_now_ns();
-	char err[512] = "", esc[4 * 512];
+	unsigned int n = 0, i, naside = 0;
+	uint64_t lsn, keep, t0 = tdbd_now_ns();
+	const char *aside1 = NULL;
+	char err[512] = "";
 	int e;
 
 	pthread_mutex_lock(&d->wlock);
 	lsn = wal_written(d->wal);
-	if (lsn == u->ckpt_lsn) {
+	if (lsn == u->ckpt_lsn && !u->must) {
 		pthread_mutex_unlock(&d->wlock);
 		return 0;
 	}
@@ -573,17 +598,35 @@ static int checkpoint(struct tdbd *d, const char *why)
 	__atomic_store_n(&d->ctr.ckpt_lsn, lsn, __ATOMIC_RELAXED);
 	u->last_ns = tdbd_now_ns();
 	u->failing = false;
+	u->must = false;
+	/* the WAL a set-aside table's changes are in stays */
+	keep = lsn;
+	for (i = 0; i < n; i++) {
+		if (tk[i].dt->aside) {
+			if (!naside++)
+				aside1 = tk[i].dt->name;
+			if (tk[i].dt->from < keep)
+				keep = tk[i].dt->from;
+		}
+	}
+	e = wal_remove_before(d->wal, keep);
+	__atomic_fetch_add(&d->ctr.checkpoints, 1, __ATOMIC_RELAXED);
+	tdbd_log(L_INFO, "checkpoint at LSN %llu (%s): %u table(s), %llu ms; "
+		 "%d WAL segment(s) removed", (unsigned long long)lsn, why, n,
+		 (unsigned long long)((tdbd_now_ns() - t0) / 1000000), e);
+	if (naside)
+		tdbd_log(L_WARNING, "checkpoint: %u table(s) set aside at "
+			 "start (%s%s) are not written; the WAL after LSN %llu "
+			 "is kept for them and grows until they are restored "
+			 "(restart tdbd once the cause is gone) or dropped",
+			 naside, ESC(aside1), naside > 1 ? ", ..." : "",
+			 (unsigned long long)keep);
 	for (i = 0; i < n; i++) {
 		tdbd_dirty_free(tk[i].dirty);
 		tdbd_table_put(d, tk[i].dt);
 	}
 	free(tk);
 	free(tabs);
-	e = wal_remove_before(d->wal, lsn);
-	__atomic_fetch_add(&d->ctr.checkpoints, 1, __ATOMIC_RELAXED);
-	tdbd_log(L_INFO, "checkpoint at LSN %llu (%s): %u table(s), %llu ms; "
-		 "%d WAL segment(s) removed", (unsigned long long)lsn, why, n,
-		 (unsigned long long)((tdbd_now_ns() - t0) / 1000000), e);
 	return 0;
 fail:
 	if (tx)
@@ -651,7 +694,10 @@ struct rec_state {
 	struct tdbd *d;
 	struct dtable *dt;
 	uint64_t records, last_report;
+	uint64_t ckpt_lsn;      /* records at or before it: catch-up only */
+	uint64_t skipped;       /* changes to set-aside tables not applied */
 	const char *phase;
+	char why[TDB_PROTO_EXTACK_MAX];  /* why a record could not load */
 };
 
 static void report(struct rec_state *rs, bool force)
@@ -668,6 +714,48 @@ static void report(struct rec_state *rs, bool force)
 		 (unsigned long long)rs->records);
 }
 
+/* --- setting a table aside (recovery) ---------------------------------- */
+
+static void aside_log(const char *name, const char *why, uint64_t from)
+{
+	char esc[4 * TDB_PROTO_EXTACK_MAX];
+
+	tdbd_log(L_WARNING, "table %s cannot be restored: %s; it is set "
+		 "aside and tdbd starts without it: its checkpoint data and "
+		 "its WAL records after LSN %llu are kept untouched, every "
+		 "request on it fails with EIO.  Remove the cause (address "
+		 "space: RLIMIT_AS/LimitAS=, memory, hugepages) and restart "
+		 "tdbd to restore it with all its data, or drop it (tdb drop "
+		 "%s) to discard it", ESC(name),
+		 tdbd_esc(esc, sizeof(esc), why, strlen(why)),
+		 (unsigned long long)from, ESC(name));
+}
+
+/* A table that could not be made: into the registry set aside. */
+static int aside_new(struct tdbd *d, const char *name, uint64_t id,
+		     uint32_t max_ext, uint32_t uid, uint32_t gid,
+		     uint32_t mode, uint64_t from, const char *why)
+{
+	int e = tdbd_table_add_aside(d, name, id, max_ext, uid, gid, mode,
+				     from, why);
+
+	if (!e)
+		aside_log(name, why, from);
+	return e;
+}
+
+/* A restored table that failed after all. */
+static int aside_set(struct tdbd *d, struct dtable *dt, const char *why)
+{
+	int e = tdbd_table_set_aside(d, dt, why);
+
+	if (!e)
+		aside_log(dt->name, why, dt->from);
+	return e;
+}
+
+/* --- the checkpoint ----------------------------------------------------- */
+
 static int load_record(void *arg, const void *key, size_t klen,
 		       const void *val, size_t vlen)
 {
@@ -676,8 +764,8 @@ static int load_record(void *arg, const void *key, size_t klen,
 	int err = tdbe_put(rs->dt->t, key, klen, val, vlen, 0, &ee);
 
 	if (err) {
-		tdbd_log(L_ERR, "checkpoint: table %s: a record cannot be "
-			 "loaded: %s", ESC(rs->dt->name),
+		snprintf(rs->why, sizeof(rs->why), "a record of its checkpoint "
+			 "cannot be loaded: %s",
 			 ee.msg ? ee.msg : tdbe_strerror(err));
 		return err;
 	}
@@ -686,14 +774,47 @@ static int load_record(void *arg, const void *key, size_t klen,
 	return 0;
 }
 
-static int load_checkpoint(struct tdbd *d, uint64_t *lsn)
+/* One table of the checkpoint: loaded, or set aside.  < 0 only if even
+ * that failed (out of memory). */
+static int load_table(struct tdbd *d, struct rec_state *rs,
+		      const struct ckpt_table *t, uint64_t from)
+{
+	struct tdb_proto_extack ext = { 0 };
+	char err[512] = "", why[TDB_PROTO_EXTACK_MAX];
+	int e;
+
+	e = tdbd_table_create(d, t->name, t->max_extents, t->uid, t->gid,
+			      t->mode, t->id, &rs->dt, &ext);
+	if (e) {
+		snprintf(why, sizeof(why), "its region cannot be made: %s "
+			 "(%s)", ext.msg ? ext.msg : "engine", strerror(-e));
+		return aside_new(d, t->name, t->id, t->max_extents, t->uid,
+				 t->gid, t->mode, from, why);
+	}
+	rs->dt->from = from;
+	rs->why[0] = '\0';
+	e = tdbd_ckpt_load_table(d->ckpt, t->name, load_record, rs, err,
+				 sizeof(err));
+	if (e) {
+		snprintf(why, sizeof(why), "%s", rs->why[0] ? rs->why :
+			 err[0] ? err : strerror(-e));
+		return aside_set(d, rs->dt, why);
+	}
+	rs->dt->ckpt_full = false;      /* the checkpoint has it */
+	rs->dt->catchup = t->aside;
+	return 0;
+}
+
+/* Load every table; *after: where the WAL replay must start (before
+ * the checkpoint's LSN if a table was set aside before). */
+static int load_checkpoint(struct tdbd *d, uint64_t *lsn, uint64_t *after)
 {
 	struct durable *u = d->dur;
 	struct rec_state rs = { .d = d, .phase = "loading the checkpoint" };
 	struct ckpt_table *tabs = NULL;
 	unsigned int n = 0, i;
 	char err[512], esc[4 * 512];    /* err names tables: escaped */
-	int e;
+	int e = 0;
 
 	if ((e = tdbd_ckpt_read_meta(d->ckpt, lsn, &tabs, &n, err,
 				     sizeof(err)))) {
@@ -706,27 +827,17 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn)
 		free(tabs);
 		return -ENOMEM;
 	}
+	*after = *lsn;
 	for (i = 0; i < n; i++) {
-		struct tdb_proto_extack ext = { 0 };
+		uint64_t from = tabs[i].aside ? tabs[i].from : *lsn;
 
-		e = tdbd_table_create(d, tabs[i].name, tabs[i].max_extents,
-				      tabs[i].uid, tabs[i].gid, tabs[i].mode,
-				      tabs[i].id, &rs.dt, &ext);
-		if (e) {
-			tdbd_log(L_ERR, "checkpoint: table %s cannot be made: "
-				 "%s", ESC(tabs[i].name),
-				 ext.msg ? ext.msg : strerror(-e));
+		if ((e = load_table(d, &rs, &tabs[i], from)))
 			break;
+		if (tabs[i].aside) {
+			u->must = true;
+			if (from < *after)
+				*after = from;
 		}
-		e = tdbd_ckpt_load_table(d->ckpt, tabs[i].name, load_record,
-					 &rs, err, sizeof(err));
-		if (e) {
-			if (err[0])
-				tdbd_log(L_ERR, "%s", tdbd_esc(esc,
-					 sizeof(esc), err, strlen(err)));
-			break;
-		}
-		rs.dt->ckpt_full = false;       /* the checkpoint has it */
 		snprintf(u->tabs[i].name, sizeof(u->tabs[i].name), "%s",
 			 tabs[i].name);
 		u->tabs[i].id = tabs[i].id;
@@ -740,6 +851,49 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn)
 	return e;
 }
 
+/* --- the WAL ------------------------------------------------------------- */
+
+/* Is record r's change to dt one to apply?  In the catch-up range only
+ * for a table restored from aside, after its `from`; a set-aside table
+ * never. */
+static bool replay_wants(const struct rec_state *rs, const struct dtable *dt,
+			 const struct wal_rec *r)
+{
+	if (dt->aside)
+		return false;
+	return r->lsn > rs->ckpt_lsn || (dt->catchup && r->lsn > dt->from);
+}
+
+/* One op on dt: 0 (applied, skipped, or dt set aside now) or < 0. */
+static int replay_op(struct rec_state *rs, const struct wal_rec *r,
+		     struct dtable *dt, const struct wal_opv *op)
+{
+	struct tdbe_extack ee = { 0 };
+	char why[TDB_PROTO_EXTACK_MAX];
+	int err;
+
+	if (!replay_wants(rs, dt, r)) {
+		rs->skipped += !!dt->aside;
+		return 0;
+	}
+	if (op->op == WAL_OP_PUT)
+		err = tdbe_put(dt->t, op->key, op->klen, op->val, op->vlen, 0,
+			       &ee);
+	else
+		err = tdbe_del(dt->t, op->key, op->klen, &ee);
+	if (err == -ENOENT && op->op == WAL_OP_DEL)
+		err = 0;
+	if (!err) {
+		tdbd_dirty_add(dt, op->key, op->klen);
+		rs->records++;
+		return 0;
+	}
+	snprintf(why, sizeof(why), "WAL record %llu cannot be applied: %s",
+		 (unsigned long long)r->lsn,
+		 ee.msg ? ee.msg : tdbe_strerror(err));
+	return aside_set(rs->d, dt, why);
+}
+
 static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 {
 	struct tdbd *d = rs->d;
@@ -748,9 +902,10 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 	int k, err;
 
 	while ((k = wal_next_op(r, &pos, &op)) > 0) {
-		struct tdbe_extack ee = { 0 };
 		struct dtable *dt = tdbd_table_get(d, op.name);
 
+		if (!dt && r->lsn <= rs->ckpt_lsn)
+			continue;       /* catch-up: dropped since */
 		if (!dt) {
 			tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu "
 				 "changes table %s, which does not exist",
@@ -758,25 +913,10 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 				 (unsigned long long)r->lsn, ESC(op.name));
 			return -EUCLEAN;
 		}
-		if (op.op == WAL_OP_PUT)
-			err = tdbe_put(dt->t, op.key, op.klen, op.val,
-				       op.vlen, 0, &ee);
-		else
-			err = tdbe_del(dt->t, op.key, op.klen, &ee);
-		if (err == -ENOENT && op.op == WAL_OP_DEL)
-			err = 0;
-		if (!err)
-			tdbd_dirty_add(dt, op.key, op.klen);
-		else
-			tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu: "
-				 "table %s: %s", r->file,
-				 (unsigned long long)r->off,
-				 (unsigned long long)r->lsn, ESC(op.name),
-				 ee.msg ? ee.msg : tdbe_strerror(err));
+		err = replay_op(rs, r, dt, &op);
 		tdbd_table_put(d, dt);
 		if (err)
 			return err;
-		rs->records++;
 	}
 	if (k < 0)
 		tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu is "
@@ -786,24 +926,53 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 	return k;
 }
 
+/* WAL_CREATE after the checkpoint: a table that cannot be made is set
+ * aside with all of its changes in the WAL (from the record before). */
+static int replay_create(struct rec_state *rs, const struct wal_rec *r,
+			 struct tdb_proto_extack *ext)
+{
+	struct tdbd *d = rs->d;
+	struct dtable *dt = NULL;
+	struct wal_create c;
+	char why[TDB_PROTO_EXTACK_MAX];
+	int err;
+
+	if ((err = wal_get_create(r, &c)))
+		return err;
+	err = tdbd_table_create(d, c.name, c.max_extents, c.uid, c.gid,
+				c.mode, c.id, &dt, ext);
+	if (!err) {
+		dt->from = r->lsn - 1;
+		return 0;
+	}
+	if (err == -EEXIST)
+		return err;
+	snprintf(why, sizeof(why), "its region cannot be made: %s (%s)",
+		 ext->msg ? ext->msg : "engine", strerror(-err));
+	ext->msg = NULL;
+	return aside_new(d, c.name, c.id, c.max_extents, c.uid, c.gid, c.mode,
+			 r->lsn - 1, why);
+}
+
 static int replay_rec(void *arg, const struct wal_rec *r)
 {
 	struct rec_state *rs = arg;
 	struct tdbd *d = rs->d;
 	struct tdb_proto_extack ext = { 0 };
-	struct wal_create c;
 	char name[65];
 	int err;
 
 	report(rs, false);
-	switch (r->type) {
-	case WAL_OPS:
+	if (r->type == WAL_OPS)
 		return replay_ops(rs, r);
+	/* catch-up: the checkpoint has every create and drop up to its
+	 * LSN (a table set aside was never dropped since its `from`) */
+	if (r->lsn <= rs->ckpt_lsn &&
+	    (r->type == WAL_CREATE || r->type == WAL_DROP))
+		return 0;
+	switch (r->type) {
 	case WAL_CREATE:
-		if ((err = wal_get_create(r, &c)))
-			return err;
-		err = tdbd_table_create(d, c.name, c.max_extents, c.uid, c.gid,
-					c.mode, c.id, NULL, &ext);
+		err = replay_create(rs, r, &ext);
 		break;
 	case WAL_DROP: {
 		struct dtable *dt;
@@ -846,6 +1015,7 @@ int tdbd_durable_start(struct tdbd *d)
 {
 	struct durable *u = calloc(1, sizeof(*u));
 	struct rec_state rs = { .d = d, .phase = "replaying the WAL" };
+	unsigned int naside;
 	struct wal_replay_opts ro = { .fn = replay_rec, .arg = &rs,
 		.note = replay_note,
 		.truncate_damage = d->cfg.wal_truncate_damaged };
@@ -874,11 +1044,11 @@ int tdbd_durable_start(struct tdbd *d)
 		return e;
 	}
 	report(&(struct rec_state){ .phase = "loading the checkpoint" }, true);
-	if ((e = load_checkpoint(d, &lsn)))
+	if ((e = load_checkpoint(d, &lsn, &ro.after)))
 		return e;
 	u->ckpt_lsn = lsn;
 	d->ctr.ckpt_lsn = lsn;
-	ro.after = lsn;
+	rs.ckpt_lsn = lsn;
 	rs.last_report = tdbd_now_ns();
 	if ((e = wal_replay(u->wal_dir, &ro, &res, err, sizeof(err)))) {
 		tdbd_log(L_ERR, "%s", err);
@@ -890,9 +1060,17 @@ int tdbd_durable_start(struct tdbd *d)
 			 "ms; now at LSN %llu",
 			 (unsigned long long)res.records,
 			 (unsigned long long)rs.records,
-			 (unsigned long long)lsn, res.segments,
+			 (unsigned long long)ro.after, res.segments,
 			 (unsigned long long)((tdbd_now_ns() - t0) / 1000000),
 			 (unsigned long long)res.last_lsn);
+	if ((naside = tdbd_table_count_aside(d)))
+		tdbd_log(L_WARNING, "recovery: %u table(s) set aside (see "
+			 "above), %llu change(s) to them in the WAL not "
+			 "applied; tdbd starts without them", naside,
+			 (unsigned long long)rs.skipped);
+	/* the catch-up range may have been all there was */
+	if (res.last_lsn < lsn)
+		res.last_lsn = lsn;
 	if ((e = wal_open(u->wal_dir, res.last_lsn + 1, &wo, &d->wal, err,
 			  sizeof(err)))) {
 		tdbd_log(L_ERR, "%s", err);

@@ -121,6 +121,12 @@ static struct dtable *resolve_may(struct rq *r, unsigned int want, int *err)
 		*err = -EACCES;
 		return NULL;
 	}
+	if (dt && dt->aside) {  /* only DROP (resolve) reaches it */
+		r->ext.msg = dt->aside;
+		r->ext.offset = r->m.attr_off[TDB_A_TABLE];
+		*err = -EIO;
+		return NULL;
+	}
 	return dt;
 }
 
@@ -365,8 +371,10 @@ static int do_create(struct rq *r)
 	max_ext = TDB_PROTO_HAS(&r->m, TDB_A_MAX_EXTENTS) ? r->m.max_extents : 0;
 	pthread_mutex_lock(&d->wlock);
 	if ((dt = tdbd_table_get(d, r->m.table))) {
+		r->ext.msg = dt->aside ? "table exists (set aside at start: "
+			     "its data is kept; DROP discards it)" :
+			     "table exists";
 		tdbd_table_put(d, dt);
-		r->ext.msg = "table exists";
 		err = -EEXIST;
 	} else if (tdbd_table_count(d) >= TDBD_TABLES_MAX) {
 		r->ext.msg = "too many tables (4000, the checkpoint store's "
@@ -424,8 +432,20 @@ static void fill_stat(struct dtable *dt, struct tdb_proto_stat *ps)
 {
 	struct tdbe_table_stat st;
 
+	if (dt->aside) {
+		/* no engine table: the figures it must send are 0 */
+		memset(ps, 0, sizeof(*ps));
+		ps->present = 0x7ffc;   /* TDB_STAT_A_RECORDS .. STATE */
+		ps->max_extents = dt->max_extents;
+		ps->uid = dt->uid;
+		ps->gid = dt->gid;
+		ps->mode = dt->mode;
+		ps->state = TDB_TABLE_SET_ASIDE;
+		return;
+	}
 	tdbe_table_stat(dt->t, &st);
-	ps->present = 0x3ffc;           /* TDB_STAT_A_RECORDS .. MODE */
+	ps->present = 0x7ffc;           /* TDB_STAT_A_RECORDS .. STATE */
+	ps->state = 0;
 	ps->records = st.records;
 	ps->bytes_used = st.bytes_used;
 	ps->bytes_allocated = st.bytes_allocated;
@@ -466,9 +486,10 @@ static int do_stats(struct rq *r)
 	struct tdb_proto_counters *o = &a.counters;
 
 	reply_init(r, &a, TDB_PROTO_BIT(TDB_A_COUNTERS));
-	o->present = 0x1fffffc;         /* TDB_CTR_A_TABLES .. CKPT_LSN */
+	o->present = 0x3fffffc;         /* TDB_CTR_A_TABLES .. TABLES_ASIDE */
 #define LD(x) __atomic_load_n(&k->x, __ATOMIC_RELAXED)
 	o->tables = tdbd_table_count(d);
+	o->tables_aside = tdbd_table_count_aside(d);
 	o->clients = LD(clients);
 	o->watches = LD(watches);
 	o->txns = LD(txns);

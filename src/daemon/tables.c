@@ -13,6 +13,9 @@
  *    cached dtable is good while reg_gen is what it was.
  *  - A table's feed exists from its first WATCH to its drop; only the
  *    holder of d->wlock writes it, so it has one producer.
+ *  - A table set aside (dt->aside) has no engine table (dt->t NULL): it
+ *    was made so by recovery, before any client came, and no request
+ *    reaches it but a DROP (exec.c refuses the others with dt->aside).
  *  - A snapshot is on its table's list (dt->snaps, under wlock) from its
  *    scan's start to its end or the table's drop.  Its map is changed
  *    under its own mutex, by writers (holding wlock too) and by its scan;
@@ -102,6 +105,7 @@ static void dtable_free(struct tdbd *d, struct dtable *dt)
 	tdbd_quota_uncharge(d, dt->uid, Q_RESERVE, dt->reserve);
 	feed_free(dt->feed);
 	tdbd_dirty_free(dt->dirty);
+	free(dt->aside);
 	free(dt);
 }
 
@@ -175,6 +179,15 @@ unsigned int tdbd_table_count(struct tdbd *d)
 	return __atomic_load_n(&d->ntables, __ATOMIC_RELAXED);
 }
 
+static void reg_add(struct tdbd *d, struct dtable *dt)
+{
+	pthread_rwlock_wrlock(&d->reg_lock);
+	*slot_of(d, dt->name) = dt;
+	d->ntables++;
+	__atomic_fetch_add(&d->reg_gen, 1, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&d->reg_lock);
+}
+
 int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 		      uint32_t uid, uint32_t gid, uint32_t mode, uint64_t id,
 		      struct dtable **out, struct tdb_proto_extack *ext)
@@ -207,17 +220,88 @@ int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 	dt->gid = gid;
 	dt->mode = mode & 0777;
 	dt->refs = 1;
-	pthread_rwlock_wrlock(&d->reg_lock);
-	*slot_of(d, name) = dt;
-	d->ntables++;
-	__atomic_fetch_add(&d->reg_gen, 1, __ATOMIC_RELEASE);
-	pthread_rwlock_unlock(&d->reg_lock);
+	reg_add(d, dt);
 	tdbd_mem_note(d, dt);
 	tdbd_log(L_INFO, "table %s created (owner %u:%u, mode %04o)",
 		 ESC(name), uid, gid, mode);
 	if (out)
 		*out = dt;
 	return 0;
+}
+
+/* What every request on a set-aside table is told: why is cut so that
+ * the whole fits in an extack (TDB_PROTO_EXTACK_MAX). */
+static int aside_msg(struct dtable *dt, const char *why)
+{
+	static const char tail[] = "; its data is kept on disk for a "
+				   "restart once the cause is gone (DROP "
+				   "discards it)";
+	char m[TDB_PROTO_EXTACK_MAX + 1];
+	int n;
+
+	n = snprintf(m, sizeof(m), "table %s was set aside at start: ",
+		     dt->name);
+	snprintf(m + n, sizeof(m) - (size_t)n, "%.*s%s",
+		 (int)(sizeof(m) - 1 - (size_t)n - (sizeof(tail) - 1)), why,
+		 tail);
+	dt->aside = strdup(m);
+	return dt->aside ? 0 : -ENOMEM;
+}
+
+int tdbd_table_add_aside(struct tdbd *d, const char *name, uint64_t id,
+			 uint32_t max_ext, uint32_t uid, uint32_t gid,
+			 uint32_t mode, uint64_t from, const char *why)
+{
+	struct dtable *dt = calloc(1, sizeof(*dt));
+
+	if (!dt)
+		return -ENOMEM;
+	snprintf(dt->name, sizeof(dt->name), "%s", name);
+	if (aside_msg(dt, why)) {
+		free(dt);
+		return -ENOMEM;
+	}
+	dt->id = id;
+	if (id > d->next_table_id)
+		d->next_table_id = id;
+	dt->max_extents = max_ext;
+	dt->from = from;
+	dt->uid = uid;
+	dt->gid = gid;
+	dt->mode = mode & 0777;
+	dt->refs = 1;
+	/* it still counts among its owner's tables (a drop gives the slot
+	 * back); it reserves no address space while it has no region */
+	tdbd_quota_force(d, uid, Q_TABLES, 1);
+	reg_add(d, dt);
+	__atomic_fetch_add(&d->naside, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int tdbd_table_set_aside(struct tdbd *d, struct dtable *dt, const char *why)
+{
+	struct tdbe_extack ee = { 0 };
+
+	if (aside_msg(dt, why))
+		return -ENOMEM;
+	tdbe_table_drop(d->engine, dt->name, &ee);
+	tdbe_table_close(dt->t);
+	dt->t = NULL;
+	tdbd_quota_uncharge(d, dt->uid, Q_RESERVE, dt->reserve);
+	dt->reserve = 0;
+	__atomic_fetch_sub(&d->mem_tables, dt->mem, __ATOMIC_RELAXED);
+	dt->mem = 0;
+	tdbd_dirty_free(dt->dirty);
+	dt->dirty = NULL;
+	dt->ckpt_full = false;
+	__atomic_fetch_add(&d->reg_gen, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&d->naside, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+unsigned int tdbd_table_count_aside(struct tdbd *d)
+{
+	return __atomic_load_n(&d->naside, __ATOMIC_RELAXED);
 }
 
 int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
@@ -231,11 +315,15 @@ int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
 		ext->msg = "no such table";
 		return -ENOENT;
 	}
-	err = tdbe_table_drop(d->engine, dt->name, &ee);
+	/* a table set aside has no engine table: dropping it only takes
+	 * it from the registry (and the next checkpoint from the disk) */
+	err = dt->t ? tdbe_table_drop(d->engine, dt->name, &ee) : 0;
 	if (err) {
 		ext->msg = ee.msg;
 		return err;
 	}
+	if (dt->aside)
+		__atomic_fetch_sub(&d->naside, 1, __ATOMIC_RELAXED);
 	pthread_rwlock_wrlock(&d->reg_lock);
 	p = slot_of(d, dt->name);
 	if (*p == dt)
@@ -412,7 +500,7 @@ void tdbd_mem_note(struct tdbd *d, struct dtable *dt)
 	struct tdbe_table_stat st;
 	uint64_t now;
 
-	if (dt->dropped)
+	if (dt->dropped || !dt->t)      /* !t: set aside, holds nothing */
 		return;
 	tdbe_table_stat(dt->t, &st);    /* O(1): counters in its header */
 	now = (uint64_t)st.extents * EXTENT_BYTES;

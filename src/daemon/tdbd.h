@@ -102,7 +102,18 @@ struct dtable {
 	 * set, or (ckpt_full) the whole table must be rewritten */
 	struct dirty *dirty;
 	bool ckpt_full;
-	struct tdbe_table *t;   /* engine handle */
+	struct tdbe_table *t;   /* engine handle; NULL if set aside */
+	/* Set aside at start (it could not be restored): the error every
+	 * request on it gets, naming it and why; else NULL.  Set only by
+	 * recovery, before clients come, then constant. */
+	char *aside;
+	/* The LSN its checkpoint data is as of: its changes are the WAL
+	 * records after it (recovery; and the WAL a set-aside table needs
+	 * kept).  catchup: it was set aside before, so recovery replays
+	 * its records from `from` on, also those before the checkpoint's
+	 * LSN. */
+	uint64_t from;
+	bool catchup;
 	uint32_t uid, gid, mode;
 	unsigned int refs;      /* atomic; the registry holds one */
 	bool dropped;           /* under wlock */
@@ -146,6 +157,17 @@ uint64_t tdbd_table_reserve(uint32_t max_ext);
  * more such table (-EDQUOT, -ENOSPC; *msg names the limit's key). */
 int tdbd_table_quota_check(struct tdbd *d, uint32_t uid, uint32_t max_ext,
 			   const char **msg);
+/* Recovery (before clients, under wlock): a table that cannot be
+ * restored goes into the registry set aside, without an engine table;
+ * why says what failed.  0, or -ENOMEM. */
+int tdbd_table_add_aside(struct tdbd *d, const char *name, uint64_t id,
+			 uint32_t max_ext, uint32_t uid, uint32_t gid,
+			 uint32_t mode, uint64_t from, const char *why);
+/* Recovery: a restored table that failed after all (a record it cannot
+ * take): its engine table is dropped and it is set aside.  0, -ENOMEM. */
+int tdbd_table_set_aside(struct tdbd *d, struct dtable *dt, const char *why);
+/* Tables set aside now (STATS). */
+unsigned int tdbd_table_count_aside(struct tdbd *d);
 /* Snapshot of the registry: an array of counted references. */
 int tdbd_table_snapshot(struct tdbd *d, struct dtable ***out,
 			unsigned int *n);
@@ -459,6 +481,7 @@ struct tdbd {
 	struct dtable **buckets;
 	unsigned int nbuckets, ntables;
 	struct tdbd_quota *quota;       /* quota.c */
+	unsigned int naside;    /* atomic: of which set aside */
 	uint64_t reg_gen;       /* atomic: bumped on create and drop */
 
 	struct worker *workers;

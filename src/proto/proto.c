@@ -100,6 +100,7 @@ static const uint8_t stat_pt[TDB_STAT_A_MAX + 1] = {
 	[TDB_STAT_A_UID] = PT_U32,
 	[TDB_STAT_A_GID] = PT_U32,
 	[TDB_STAT_A_MODE] = PT_U32,
+	[TDB_STAT_A_STATE] = PT_U32,
 };
 
 static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
@@ -127,6 +128,7 @@ static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
 	[TDB_CTR_A_CHECKPOINTS] = PT_U64,
 	[TDB_CTR_A_CKPT_FAILURES] = PT_U64,
 	[TDB_CTR_A_CKPT_LSN] = PT_U64,
+	[TDB_CTR_A_TABLES_ASIDE] = PT_U32,
 };
 
 static const struct nest_pol stat_pol = {
@@ -403,6 +405,7 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_STAT_A_UID: st->uid = (uint32_t)v; break;
 		case TDB_STAT_A_GID: st->gid = (uint32_t)v; break;
 		case TDB_STAT_A_MODE: st->mode = (uint32_t)v; break;
+		case TDB_STAT_A_STATE: st->state = (uint32_t)v; break;
 		}
 		st->present |= BIT(type);
 	} else {
@@ -432,6 +435,9 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_CTR_A_CHECKPOINTS: c->checkpoints = v; break;
 		case TDB_CTR_A_CKPT_FAILURES: c->ckpt_failures = v; break;
 		case TDB_CTR_A_CKPT_LSN: c->ckpt_lsn = v; break;
+		case TDB_CTR_A_TABLES_ASIDE:
+			c->tables_aside = (uint32_t)v;
+			break;
 		}
 		c->present |= BIT(type);
 	}
@@ -1202,6 +1208,7 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_STAT_A_UID: v = st->uid; break;
 			case TDB_STAT_A_GID: v = st->gid; break;
 			case TDB_STAT_A_MODE: v = st->mode; break;
+			case TDB_STAT_A_STATE: v = st->state; break;
 			}
 		} else {
 			switch (t) {
@@ -1228,6 +1235,7 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_CTR_A_CHECKPOINTS: v = c->checkpoints; break;
 			case TDB_CTR_A_CKPT_FAILURES: v = c->ckpt_failures; break;
 			case TDB_CTR_A_CKPT_LSN: v = c->ckpt_lsn; break;
+			case TDB_CTR_A_TABLES_ASIDE: v = c->tables_aside; break;
 			}
 		}
 		ok = np->pt[t] == PT_U32 ?

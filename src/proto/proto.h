@@ -61,6 +61,7 @@ struct tdb_proto_stat {
 	uint32_t extents, max_extents;
 	uint64_t page_size, index_nodes, index_buckets;
 	uint32_t uid, gid, mode;
+	uint32_t state;         /* TDB_TABLE_* */
 };
 
 /* TDB_A_COUNTERS; `present` has bit (1u << TDB_CTR_A_x) for each field. */
@@ -73,6 +74,7 @@ struct tdb_proto_counters {
 	uint64_t rings_freed, stuck, violations;
 	uint64_t wal_records, wal_lsn, wal_durable;
 	uint64_t checkpoints, ckpt_failures, ckpt_lsn;
+	uint32_t tables_aside;
 };
 
 #define TDB_PROTO_BIT(a)    (1u << (a))

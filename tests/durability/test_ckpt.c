@@ -358,6 +358,8 @@ static void assert_schema(const struct ckpt_table *got,
 	assert_int_equal(got->mode, want->mode);
 	assert_int_equal(got->max_extents, want->max_extents);
 	assert_int_equal(got->sync, want->sync);
+	assert_int_equal(got->aside, want->aside);
+	assert_int_equal(got->from, want->from);
 }
 
 /* read_meta gives lsn and exactly the schemas want[0..n) (name order). */
@@ -653,6 +655,54 @@ static void test_drop(void **state)
 	assert_meta(ck, 50, only_t1, 1);
 	assert_table(ck, "t1", &ds.t1);
 	tdbd_ckpt_close(ck);
+	dataset_free(&ds);
+}
+
+/*
+ * The set-aside mark ("aside/<name>" in /meta): set_table writes it with
+ * the schema and read_meta gives it back; a checkpoint that only sets the
+ * schema of a table set aside leaves its records alone; set_table without
+ * the mark removes it, and so does drop_table.
+ */
+static void test_aside_mark(void **state)
+{
+	const char *dir = dir_of(state);
+	struct ckpt_table t1 = schema_t1;
+	const struct ckpt_table *const marked[] = { &t1, &schema_t2 };
+	static const struct ckpt_table *const only_t2[] = { &schema_t2 };
+	struct ckpt *ck = open_ok(dir);
+	struct ckpt_txn *tx;
+	struct dataset ds;
+
+	populate(ck, &ds);
+	t1.aside = true;
+	t1.from = 0x123456789aULL;      /* may be below the LSN */
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_set_table(tx, &t1), 0);
+	put2(tx, &ds.t2, "t2", "new", 3, "v", 1);
+	commit_ok(tx, 0x123456789bULL);
+	assert_meta(ck, 0x123456789bULL, marked, 2);
+	assert_table(ck, "t1", &ds.t1);
+	tdbd_ckpt_close(ck);
+
+	ck = open_ok(dir);              /* it is on disk */
+	assert_meta(ck, 0x123456789bULL, marked, 2);
+	t1.aside = false;
+	t1.from = 0;
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_set_table(tx, &t1), 0);
+	commit_ok(tx, 0x123456789cULL);
+	assert_meta(ck, 0x123456789cULL, both, 2);
+	assert_table(ck, "t1", &ds.t1);
+
+	t1.aside = true;
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_set_table(tx, &t1), 0);
+	assert_int_equal(tdbd_ckpt_drop_table(tx, "t1"), 0);
+	commit_ok(tx, 0x123456789dULL);
+	assert_meta(ck, 0x123456789dULL, only_t2, 1);
+	tdbd_ckpt_close(ck);
+	assert_int_equal(raw_count(dir, "t1"), -1);
 	dataset_free(&ds);
 }
 
@@ -1467,6 +1517,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_del, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_aside_mark, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_drop_then_reset, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reset, setup, teardown),
