@@ -29,7 +29,12 @@
 
 /* A transaction's buffers (up to 64 MiB) are the client's to grow and
  * live as long as it wants: GFP_KERNEL_ACCOUNT charges them to its
- * memory cgroup. */
+ * memory cgroup, and each change is charged, at OP_COST, to the client's
+ * uid against max_txn_memory_per_uid and max_txn_memory
+ * (owner_quota.c) before it is copied; x->charged is given back when x
+ * is freed (commit, abort, or the client's end), whatever happened. */
+#define OP_COST(klen, vlen) \
+	((u64)(klen) + (vlen) + 2 * sizeof(struct ktxn_op) + 32)
 
 /* The old state of one key, to put back. */
 struct undo {
@@ -38,12 +43,15 @@ struct undo {
 	size_t olen;
 };
 
-static struct ktxn *txn_new(struct tdbk_owner *o)
+static struct ktxn *txn_new(struct tdbk_client *c)
 {
 	struct ktxn *x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
 
-	if (x)
-		x->id = atomic64_inc_return(&o->next_txn);
+	if (x) {
+		x->o = c->o;
+		x->uid = c->uid;
+		x->id = atomic64_inc_return(&c->o->next_txn);
+	}
 	return x;
 }
 
@@ -58,6 +66,7 @@ void tdbk_txn_free(struct ktxn *x)
 		kvfree(x->ops[i].key);
 	}
 	kvfree(x->ops);
+	tdbk_quota_uncharge(x->o, x->uid, TDBK_Q_TXN_BYTES, x->charged);
 	kfree(x);
 }
 
@@ -96,7 +105,9 @@ int tdbk_txn_add(struct ktxn *x, struct ktable *t, bool del, u32 flags,
 		 const void *key, size_t klen, const void *val, size_t vlen,
 		 struct tdb_proto_extack *ext)
 {
+	u64 cost = OP_COST(klen, vlen);
 	struct ktxn_op *op;
+	int err;
 
 	if (x->nops >= TDBK_MAX_TXN_OPS) {
 		ext->msg = "transaction has 65536 changes already (tdb.ko's "
@@ -107,12 +118,16 @@ int tdbk_txn_add(struct ktxn *x, struct ktable *t, bool del, u32 flags,
 		ext->msg = "transaction would exceed 64 MiB (tdb.ko's limit)";
 		return -E2BIG;
 	}
+	err = tdbk_quota_charge(x->o, x->uid, x->uid, TDBK_Q_TXN_BYTES, cost,
+				&ext->msg);
+	if (err)
+		return err;
 	if (x->nops == x->cap && ops_grow(x))
-		return -ENOMEM;
+		goto nomem;
 	op = &x->ops[x->nops];
 	op->key = kvmalloc(klen + vlen + 1, GFP_KERNEL_ACCOUNT);
 	if (!op->key)
-		return -ENOMEM;
+		goto nomem;
 	memcpy(op->key, key, klen);
 	if (vlen)
 		memcpy(op->key + klen, val, vlen);
@@ -124,7 +139,12 @@ int tdbk_txn_add(struct ktxn *x, struct ktable *t, bool del, u32 flags,
 	refcount_inc(&t->refs);
 	x->nops++;
 	x->bytes += klen + vlen;
+	x->charged += cost;
 	return 0;
+nomem:
+	tdbk_quota_uncharge(x->o, x->uid, TDBK_Q_TXN_BYTES, cost);
+	ext->msg = NULL;
+	return -ENOMEM;
 }
 
 int tdbk_txn_lookup(const struct ktxn *x, const struct ktable *t,
@@ -283,7 +303,7 @@ static int txn_begin(struct tdbk_client *c, const struct tdb_proto_msg *m,
 			   "(16)";
 		return -EBUSY;
 	}
-	x = txn_new(c->o);
+	x = txn_new(c);
 	if (!x)
 		return -ENOMEM;
 	memset(&a, 0, sizeof(a));
