@@ -486,7 +486,7 @@ static int create_locked(struct tdbk_owner *o, const struct tdb_proto_msg *m,
 		ext->msg = "table exists";
 		return -EEXIST;
 	}
-	if (READ_ONCE(o->ntables) >= o->lim.max_tables) {
+	if (READ_ONCE(o->ntables) >= tdbk_max_tables()) {
 		ext->msg = "too many tables (the module parameter max_tables)";
 		return -EMFILE;
 	}

@@ -54,10 +54,13 @@ struct tdbk_sink {
 
 /* Module parameters the owner honours (kmod/main.c owns the values). */
 struct tdbk_limits {
-	unsigned int max_tables;        /* tables at once */
 	unsigned int default_mode;      /* table mode when CREATE has none */
 	unsigned int feed_size;         /* a change feed's data bytes */
 };
+
+/* max_tables now: tables at once (main.c; writable at run time, never
+ * 0). */
+unsigned int tdbk_max_tables(void);
 
 struct tdbk_owner *tdbk_owner_new(const struct tdbk_limits *lim, int *err);
 /* Frees every table; no client may be left. */

@@ -120,7 +120,7 @@ static struct qlimit per_uid(enum tdbk_qkind k)
 	return l;
 }
 
-static struct qlimit global(const struct tdbk_owner *o, enum tdbk_qkind k)
+static struct qlimit global(enum tdbk_qkind k)
 {
 	struct qlimit l = { 0, NULL, NULL, -ENOSPC };
 
@@ -133,7 +133,7 @@ static struct qlimit global(const struct tdbk_owner *o, enum tdbk_qkind k)
 			     "max_clients)";
 		break;
 	case TDBK_Q_TABLES:
-		l.max = o->lim.max_tables;
+		l.max = tdbk_max_tables();
 		l.msg = "too many tables (the module parameter max_tables; "
 			"the last eighth is kept for root)";
 		l.msg_root = "too many tables (the module parameter "
@@ -196,7 +196,7 @@ static int refuse(struct tdbk_owner *o, struct qent *e, u32 who,
 			return l.err;
 		}
 	}
-	l = global(o, k);
+	l = global(k);
 	if (who != 0)
 		l.max -= l.max / 8;     /* the last eighth is root's */
 	if (over(o->quota.total[k], n, l.max)) {
