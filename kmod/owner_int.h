@@ -50,9 +50,6 @@
 #include "tdb/ring.h"
 
 #define TDBK_BUCKETS     256u
-#define TDBK_MAX_TXNS    16u            /* per client, as tdbd's default */
-#define TDBK_MAX_TXN_OPS 65536u
-#define TDBK_MAX_TXN_BYTES (64ull << 20)
 #define TDBK_MAX_DUMPS   8u             /* per client, as tdbd */
 #define TDBK_DUMP_BUDGET 256u           /* records examined per run */
 #define TDBK_CURSOR_V1   1              /* SCAN cursor: this byte, key */

@@ -19,6 +19,9 @@
  *    an abort gives the memory back; root is exempt;
  *  - max_txn_memory: another uid stops at 7/8 of it (-ENOBUFS naming
  *    it), a second uid then too, root still buffers in the last eighth;
+ *  - max_txns, max_txn_ops, max_txn_bytes (a client's transactions, as
+ *    tdbd's keys): -EBUSY, -E2BIG, -E2BIG naming them; out-of-range
+ *    values are refused;
  *  - max_watches: the 5th watch of a client is -EMFILE naming it.
  * Each time root can still connect, create, write and read while the
  * attacker holds what it got, and once the attacker is gone the STATS
@@ -608,6 +611,52 @@ static void round_txn_global(void)
 	       "buffers in the last eighth\n");
 }
 
+/* --- a client's transactions (max_txns, max_txn_ops, max_txn_bytes) ---- */
+
+static void refused(int err, int want, const char *param)
+{
+	CHECK(err == want, "past %s: %s, want %s", param, h_errname(err),
+	      h_errname(want));
+	CHECK(strstr(tdbc_errmsg(root), param), "the refusal does not name "
+	      "%s: \"%s\"", param, tdbc_errmsg(root));
+}
+
+static void round_txn_caps(void)
+{
+	static char val[VAL];
+	struct tdbc_table *t = kt_open(root, "lt_pub");
+	struct tdbc_txn *x[3];
+	int i;
+
+	CHECK(try_param("max_txns", "0") == EINVAL, "max_txns=0 taken");
+	CHECK(try_param("max_txns", "1025") == EINVAL, "max_txns=1025");
+	CHECK(try_param("max_txn_bytes", "1023") == EINVAL,
+	      "max_txn_bytes=1023 taken");
+	set_param("max_txns", 2);
+	for (i = 0; i < 2; i++)
+		CHECK(tdbc_txn_begin(root, &x[i]) == 0, "begin %d", i);
+	refused(tdbc_txn_begin(root, &x[2]), -EBUSY, "max_txns");
+	CHECK(tdbc_txn_abort(x[1]) == 0, "abort");
+	set_param("max_txn_ops", 3);
+	for (i = 0; i < 3; i++)
+		CHECK(tdbc_put(t, x[0], "o", 1, "v", 1, 0) == 0, "put %d", i);
+	refused(tdbc_put(t, x[0], "o", 1, "v", 1, 0), -E2BIG, "max_txn_ops");
+	CHECK(tdbc_txn_abort(x[0]) == 0, "abort");
+	set_param("max_txn_bytes", 100000);
+	CHECK(tdbc_txn_begin(root, &x[0]) == 0, "begin");
+	CHECK(tdbc_put(t, x[0], "b", 1, val, sizeof(val), 0) == 0, "put");
+	refused(tdbc_put(t, x[0], "c", 1, val, sizeof(val), 0), -E2BIG,
+		"max_txn_bytes");
+	CHECK(tdbc_txn_abort(x[0]) == 0, "abort");
+	tdbc_table_close(t);
+	set_param("max_txns", 16);
+	set_param("max_txn_ops", 65536);
+	set_param("max_txn_bytes", 64u << 20);
+	gauges_return("txn caps");
+	printf("limits: max_txns=2 (EBUSY), max_txn_ops=3 and "
+	       "max_txn_bytes=100000 (E2BIG) hold\n");
+}
+
 /* --- watches ------------------------------------------------------------ */
 
 static void round_watches(void)
@@ -644,10 +693,11 @@ int main(void)
 	static const char *const names[] = {
 		"max_clients", "max_clients_per_uid", "max_tables_per_uid",
 		"max_txn_memory", "max_txn_memory_per_uid", "max_watches",
-		"max_tables",
+		"max_tables", "max_txns", "max_txn_ops", "max_txn_bytes",
 	};
 	static const unsigned int defaults[] = { 1024, 64, 256, 1024, 256,
-						 1024, 4096 };
+						 1024, 4096, 16, 65536,
+						 64u << 20 };
 	struct tdbc_table *t;
 	struct stat st;
 	unsigned int i;
@@ -675,6 +725,7 @@ int main(void)
 	round_clients_global();
 	round_txn_per_uid();
 	round_txn_global();
+	round_txn_caps();
 	round_watches();
 
 	chmod(TDB_DEV_PATH, st.st_mode & 07777);
