@@ -563,8 +563,10 @@ static void round_txn_per_uid(void)
 	struct tdbc_stats st;
 	struct attacker a;
 
+	int n;
+
 	set_param("max_txn_memory_per_uid", 1);        /* MiB */
-	attack_start(&a, UID_A, txn_attack, &ta);
+	n = attack_start(&a, UID_A, txn_attack, &ta);
 	stats(&st);
 	CHECK(st.txns == base.txns + 1, "txns %u, base %u", st.txns,
 	      base.txns);
@@ -573,8 +575,9 @@ static void round_txn_per_uid(void)
 	attack_end(&a);
 	set_param("max_txn_memory_per_uid", 256);
 	gauges_return("txn per uid");
-	printf("limits: max_txn_memory_per_uid=1 holds (EDQUOT) across "
-	       "transactions and connections; root exempt\n");
+	printf("limits: max_txn_memory_per_uid=1 holds (EDQUOT after %d "
+	       "puts of %d bytes) across transactions and connections; "
+	       "root exempt\n", n, VAL);
 }
 
 static int txn_second(void *arg)
@@ -596,9 +599,11 @@ static void round_txn_global(void)
 	struct txn_attack ta = { -ENOBUFS, "max_txn_memory", 40, 56, false };
 	struct attacker a, b;
 
+	int n;
+
 	set_param("max_txn_memory_per_uid", 0);
 	set_param("max_txn_memory", 4);
-	attack_start(&a, UID_B, txn_attack, &ta);
+	n = attack_start(&a, UID_B, txn_attack, &ta);
 	attack_start(&b, UID_A, txn_second, NULL);
 	attack_end(&b);
 	root_txn(5, "txn in all");      /* 320 KiB of the last eighth */
@@ -607,8 +612,9 @@ static void round_txn_global(void)
 	set_param("max_txn_memory", 1024);
 	set_param("max_txn_memory_per_uid", 256);
 	gauges_return("txn in all");
-	printf("limits: max_txn_memory=4: others stop at 7/8 (ENOBUFS), root "
-	       "buffers in the last eighth\n");
+	printf("limits: max_txn_memory=4: others stop at 7/8 (ENOBUFS after "
+	       "%d puts of %d bytes), root buffers in the last eighth\n", n,
+	       VAL);
 }
 
 /* --- a client's transactions (max_txns, max_txn_ops, max_txn_bytes) ---- */
