@@ -387,6 +387,24 @@ static bool good_ring_size(u32 size)
 	       is_power_of_2(size);
 }
 
+/*
+ * Rings are what a client costs that its memory cgroup does not pay
+ * for: count it against max_clients_per_uid and max_clients first.  An
+ * ioctl has no extended ack, so the refusal's message (naming the
+ * module parameter) goes to the kernel log, ratelimited.
+ */
+static int attach_charge(struct tdbk_file *f)
+{
+	const char *msg = NULL;
+	int err = tdbk_client_attach_charge(f->client, &msg);
+
+	if (err && msg)
+		pr_warn_ratelimited("tdb: TDB_IOC_ATTACH of pid %d refused "
+				    "(uid %u): %s\n", task_tgid_nr(current),
+				    tdbk_client_uid(f->client), msg);
+	return err;
+}
+
 static long do_attach(struct tdbk_file *f, void __user *arg)
 {
 	struct tdb_dev_attach a;
@@ -410,11 +428,18 @@ static long do_attach(struct tdbk_file *f, void __user *arg)
 		mutex_unlock(&f->lock);
 		return -EBUSY;
 	}
-	err = tdbk_ring_init(&f->sq, TDB_RING_SUBMIT, a.sq_data_size);
+	err = attach_charge(f);
+	if (!err) {
+		err = tdbk_ring_init(&f->sq, TDB_RING_SUBMIT, a.sq_data_size);
+		if (err)
+			tdbk_client_attach_uncharge(f->client);
+	}
 	if (!err) {
 		err = tdbk_ring_init(&f->cq, TDB_RING_COMPLETE, a.cq_data_size);
-		if (err)
+		if (err) {
 			tdbk_ring_free(&f->sq);
+			tdbk_client_attach_uncharge(f->client);
+		}
 	}
 	if (!err) {
 		atomic_add(2, &counters()->rings);

@@ -29,9 +29,28 @@ module_param(default_mode, uint, 0444);
 MODULE_PARM_DESC(default_mode,
 		 "mode bits of a table created without MODE (default 0600)");
 
+/* Writable at run time (read with READ_ONCE at each TABLE_CREATE), but
+ * never 0: no table could ever be created. */
+static int max_tables_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, UINT_MAX);
+}
+
+static const struct kernel_param_ops max_tables_ops = {
+	.set = max_tables_set,
+	.get = param_get_uint,
+};
+
 static unsigned int max_tables = 4096;
-module_param(max_tables, uint, 0444);
-MODULE_PARM_DESC(max_tables, "tables at once (default 4096)");
+module_param_cb(max_tables, &max_tables_ops, &max_tables, 0644);
+MODULE_PARM_DESC(max_tables,
+		 "tables at once; the last eighth is kept for root "
+		 "(default 4096)");
+
+unsigned int tdbk_max_tables(void)
+{
+	return READ_ONCE(max_tables);
+}
 
 static unsigned int feed_size = 1U << 20;
 module_param(feed_size, uint, 0444);
@@ -74,7 +93,6 @@ static int check_params(void)
 static int __init tdb_init(void)
 {
 	struct tdbk_limits lim = {
-		.max_tables = max_tables,
 		.default_mode = default_mode,
 		.feed_size = feed_size,
 	};

@@ -470,23 +470,33 @@ out:
 
 /* --- TABLE_CREATE, TABLE_DROP, TABLE_STAT --------------------------------- */
 
+/* Under wlock.  The table is charged to its owner (uid) for a request of
+ * `who` (root creates for anyone, exempt from max_tables_per_uid and
+ * with max_tables' last eighth), from here until it is dropped. */
 static int create_locked(struct tdbk_owner *o, const struct tdb_proto_msg *m,
-			 u32 uid, u32 gid, u32 mode,
+			 u32 who, u32 uid, u32 gid, u32 mode,
 			 struct tdb_proto_extack *ext)
 {
 	u32 max_ext = TDB_PROTO_HAS(m, TDB_A_MAX_EXTENTS) ? m->max_extents : 0;
 	struct ktable *t = tdbk_table_get(o, m->table);
+	int err;
 
 	if (t) {
 		tdbk_table_put(t);
 		ext->msg = "table exists";
 		return -EEXIST;
 	}
-	if (READ_ONCE(o->ntables) >= o->lim.max_tables) {
+	if (READ_ONCE(o->ntables) >= tdbk_max_tables()) {
 		ext->msg = "too many tables (the module parameter max_tables)";
 		return -EMFILE;
 	}
-	return table_create(o, m->table, max_ext, uid, gid, mode, ext);
+	err = tdbk_quota_charge(o, who, uid, TDBK_Q_TABLES, 1, &ext->msg);
+	if (err)
+		return err;
+	err = table_create(o, m->table, max_ext, uid, gid, mode, ext);
+	if (err)
+		tdbk_quota_uncharge(o, uid, TDBK_Q_TABLES, 1);
+	return err;
 }
 
 static int do_create(struct tdbk_client *c, const struct tdb_proto_msg *m,
@@ -513,7 +523,7 @@ static int do_create(struct tdbk_client *c, const struct tdb_proto_msg *m,
 		return -EPERM;
 	}
 	mutex_lock(&o->wlock);
-	err = create_locked(o, m, uid, gid, mode, ext);
+	err = create_locked(o, m, c->uid, uid, gid, mode, ext);
 	mutex_unlock(&o->wlock);
 	return err;
 }
@@ -534,6 +544,7 @@ static int drop_locked(struct tdbk_owner *o, struct ktable *t,
 		return err;
 	}
 	table_unlink(o, t);
+	tdbk_quota_uncharge(o, t->uid, TDBK_Q_TABLES, 1);
 	WRITE_ONCE(t->dropped, true);
 	tdbk_snap_detach_all(t);        /* a dropped table changes no more */
 	/* The last message its watchers get; then the feed is theirs. */
@@ -695,6 +706,31 @@ struct tdbk_client *tdbk_client_new(struct tdbk_owner *o,
 	return c;
 }
 
+int tdbk_client_attach_charge(struct tdbk_client *c, const char **msg)
+{
+	int err;
+
+	if (c->ring_charged)
+		return 0;
+	err = tdbk_quota_charge(c->o, c->uid, c->uid, TDBK_Q_CLIENTS, 1, msg);
+	if (!err)
+		c->ring_charged = true;
+	return err;
+}
+
+void tdbk_client_attach_uncharge(struct tdbk_client *c)
+{
+	if (!c->ring_charged)
+		return;
+	tdbk_quota_uncharge(c->o, c->uid, TDBK_Q_CLIENTS, 1);
+	c->ring_charged = false;
+}
+
+u32 tdbk_client_uid(const struct tdbk_client *c)
+{
+	return c->uid;
+}
+
 void tdbk_client_put(struct tdbk_client *c)
 {
 	if (!refcount_dec_and_test(&c->refs))
@@ -727,6 +763,7 @@ void tdbk_client_free(struct tdbk_client *c)
 		ntx++;
 	}
 	c->ntxns = 0;
+	tdbk_client_attach_uncharge(c);
 	nw = tdbk_watches_drop(c);
 	atomic64_add(nw, &o->watches_dropped);
 	spin_lock(&c->lock);
@@ -770,6 +807,7 @@ struct tdbk_owner *tdbk_owner_new(const struct tdbk_limits *lim, int *err)
 	INIT_LIST_HEAD(&o->tables);
 	INIT_LIST_HEAD(&o->dirty);
 	ida_init(&o->slots);
+	tdbk_quota_init(&o->quota);
 	o->start = ktime_get();
 	*err = 0;
 	return o;
@@ -802,9 +840,11 @@ void tdbk_owner_free(struct tdbk_owner *o)
 						    lnode);
 
 		table_unlink(o, t);
+		tdbk_quota_uncharge(o, t->uid, TDBK_Q_TABLES, 1);
 		tdbk_table_feed_release(t);
 		tdbk_table_put(t);
 	}
+	tdbk_quota_fini(&o->quota);
 	tdbe_engine_free(o->engine);
 	ida_destroy(&o->slots);
 	mutex_destroy(&o->wlock);

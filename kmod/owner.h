@@ -54,10 +54,13 @@ struct tdbk_sink {
 
 /* Module parameters the owner honours (kmod/main.c owns the values). */
 struct tdbk_limits {
-	unsigned int max_tables;        /* tables at once */
 	unsigned int default_mode;      /* table mode when CREATE has none */
 	unsigned int feed_size;         /* a change feed's data bytes */
 };
+
+/* max_tables now: tables at once (main.c; writable at run time, never
+ * 0). */
+unsigned int tdbk_max_tables(void);
 
 struct tdbk_owner *tdbk_owner_new(const struct tdbk_limits *lim, int *err);
 /* Frees every table; no client may be left. */
@@ -84,6 +87,18 @@ struct tdbk_client *tdbk_client_new(struct tdbk_owner *o,
 				    const struct cred *cred, bool may_watch,
 				    void (*wake)(void *arg), void *arg,
 				    int *err);
+/*
+ * /dev/tdb's ATTACH: count the client against max_clients_per_uid and
+ * max_clients (by its credentials' fsuid) before it gets rings.  0, or
+ * a negative errno (-EDQUOT, -ENOSPC, -ENOMEM) with *msg naming the
+ * module parameter.  The charge is given back by
+ * tdbk_client_attach_uncharge() or tdbk_client_free().
+ */
+int tdbk_client_attach_charge(struct tdbk_client *c, const char **msg);
+void tdbk_client_attach_uncharge(struct tdbk_client *c);
+/* The uid (fsuid, initial user namespace) the client acts as. */
+u32 tdbk_client_uid(const struct tdbk_client *c);
+
 /* The dead-client hook: aborts its transactions, drops its watches,
  * frees its dumps' state.  Counted in STATS (cleanups, txns_aborted,
  * watches_dropped) when the client had any. */

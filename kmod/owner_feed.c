@@ -36,11 +36,11 @@
 #include "tdb/kdev.h"
 
 /*
- * Watches one client may hold at once: each costs a struct (and a
- * linear find_watch); the bound keeps a client from growing them
- * without limit.  tdbd has no such bound (its feeds are per table too).
+ * Watches one client may hold at once: the module parameter max_watches
+ * (owner_quota.c; tdbd's max-watches).  Each costs a struct (and a
+ * linear find_watch, paid by the client that holds them); the bound
+ * keeps a client from growing them without limit.
  */
-#define TDBK_MAX_WATCHES 1024
 
 /* --- the ring ------------------------------------------------------------- */
 
@@ -381,9 +381,9 @@ int tdbk_watch(struct tdbk_client *c, const struct tdb_proto_msg *m,
 		tdbk_table_put(t);
 		return -EEXIST;
 	}
-	if (c->nwatches >= TDBK_MAX_WATCHES) {
-		BUILD_BUG_ON(TDBK_MAX_WATCHES != 1024);
-		ext->msg = "too many watches on this client (1024)";
+	if (c->nwatches >= tdbk_max_watches()) {
+		ext->msg = "too many watches on this client (the module "
+			   "parameter max_watches)";
 		tdbk_table_put(t);
 		return -EMFILE;
 	}

@@ -11,6 +11,8 @@
  *                 notifications
  *   owner_snap.c  the snapshots of snapshot scans (old values of keys
  *                 changed during one)
+ *   owner_quota.c what each uid holds (clients, tables, transaction
+ *                 memory) against the module parameters that bound it
  *
  * Locking (the order is wlock -> reg_lock, wlock -> client lock):
  *  - o->wlock (mutex) serialises every change: PUT, DEL, TXN_COMMIT,
@@ -20,6 +22,8 @@
  *  - o->txn_seq is a sequence count, odd while a commit applies: GET
  *    reads it before and after and retries, so it sees a transaction
  *    whole or not at all (tdbd does the same).
+ *  - o->quota.lock (spinlock, owner_quota.c) guards the per-uid
+ *    counters; it is taken last, under any other lock or none.
  *  - o->reg_lock (spinlock) guards the registry (hash, list, count);
  *    lookups take a table reference under it and nothing sleeps there.
  *  - c->lock (spinlock) guards the client's watch and dump lists, which
@@ -46,9 +50,6 @@
 #include "tdb/ring.h"
 
 #define TDBK_BUCKETS     256u
-#define TDBK_MAX_TXNS    16u            /* per client, as tdbd's default */
-#define TDBK_MAX_TXN_OPS 65536u
-#define TDBK_MAX_TXN_BYTES (64ull << 20)
 #define TDBK_MAX_DUMPS   8u             /* per client, as tdbd */
 #define TDBK_DUMP_BUDGET 256u           /* records examined per run */
 #define TDBK_CURSOR_V1   1              /* SCAN cursor: this byte, key */
@@ -61,6 +62,22 @@
 
 struct ktable;
 struct tdbk_snap;
+
+/* What is charged per uid and in all (owner_quota.c). */
+enum tdbk_qkind {
+	TDBK_Q_CLIENTS,         /* /dev/tdb clients with rings */
+	TDBK_Q_TABLES,          /* tables, charged to their owner */
+	TDBK_Q_TXN_BYTES,       /* buffered transaction changes */
+	TDBK_Q_KINDS
+};
+
+#define TDBK_QUOTA_BUCKETS 64u
+
+struct tdbk_quota {
+	spinlock_t lock;
+	u64 total[TDBK_Q_KINDS];
+	struct hlist_head b[TDBK_QUOTA_BUCKETS];  /* struct qent */
+};
 
 struct tdbk_feed {
 	refcount_t refs;        /* the table's (until drop), each watch's,
@@ -115,10 +132,14 @@ struct ktxn_op {
 
 struct ktxn {
 	struct list_head node;          /* c->txns */
+	struct tdbk_owner *o;
 	u64 id;
+	u32 uid;                        /* charged to (the client's) */
 	struct ktxn_op *ops;
 	u32 nops, cap;
 	u64 bytes;
+	u64 charged;                    /* TDBK_Q_TXN_BYTES held, given back
+					 * by tdbk_txn_free() */
 };
 
 struct tdbk_client {
@@ -132,8 +153,9 @@ struct tdbk_client {
 	bool dead;                      /* tdbk_client_free() ran */
 	spinlock_t lock;
 	struct list_head watches;       /* struct kwatch.cnode */
-	unsigned int nwatches;          /* on watches, <= TDBK_MAX_WATCHES;
-					 * the client's thread */
+	unsigned int nwatches;          /* on watches, <= max_watches when
+					 * each was made; client's thread */
+	bool ring_charged;              /* holds a TDBK_Q_CLIENTS charge */
 	u64 woken;                      /* o->flush_gen when last woken */
 	struct list_head dumps;         /* struct tdbk_dump.node */
 	unsigned int ndumps;            /* under lock */
@@ -185,10 +207,26 @@ struct tdbk_owner {
 	void *change_arg;
 	ktime_t start;
 	struct tdbk_counters ctr;
+	struct tdbk_quota quota;
 	atomic64_t requests, errors, cleanups, txns_aborted;
 	atomic64_t watches_dropped;
 	atomic_t watches, txns, dumps;
 };
+
+/* owner_quota.c */
+void tdbk_quota_init(struct tdbk_quota *q);
+void tdbk_quota_fini(struct tdbk_quota *q);
+/* Charge n of k to uid for a request of uid `who` (0: root, exempt
+ * from the per-uid limits and from the reserve): 0, or -EDQUOT (per
+ * uid), -ENOSPC / -ENOBUFS (in all), -ENOMEM, with *msg naming the
+ * module parameter; nothing is charged then.  Process context, any
+ * owner lock or none held (may sleep to allocate an entry). */
+int tdbk_quota_charge(struct tdbk_owner *o, u32 who, u32 uid,
+		      enum tdbk_qkind k, u64 n, const char **msg);
+void tdbk_quota_uncharge(struct tdbk_owner *o, u32 uid, enum tdbk_qkind k,
+			 u64 n);
+/* max_watches now (UINT_MAX for 0, no limit). */
+unsigned int tdbk_max_watches(void);
 
 /* owner.c */
 void tdbk_client_put(struct tdbk_client *c);

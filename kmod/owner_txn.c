@@ -22,14 +22,56 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
 #include "owner_int.h"
 
-/* A transaction's buffers (up to 64 MiB) are the client's to grow and
+/* A transaction's buffers (up to max_txn_bytes) are the client's to grow and
  * live as long as it wants: GFP_KERNEL_ACCOUNT charges them to its
- * memory cgroup. */
+ * memory cgroup, and each change is charged, at OP_COST, to the client's
+ * uid against max_txn_memory_per_uid and max_txn_memory
+ * (owner_quota.c) before it is copied; x->charged is given back when x
+ * is freed (commit, abort, or the client's end), whatever happened. */
+
+/*
+ * A client's transactions, and each one's changes and bytes: tdbd's
+ * max-txns, max-txn-ops and max-txn-bytes, with their ranges (but for
+ * bytes, which stop at 4 GiB - 1).  Writable at run time: read at each
+ * TXN_BEGIN, PUT or DEL (a lower value refuses what comes next, takes
+ * nothing back).
+ */
+#define PARAM_RANGE(name, lo, hi)					\
+static int name##_set(const char *val, const struct kernel_param *kp)	\
+{									\
+	return param_set_uint_minmax(val, kp, lo, hi);			\
+}									\
+static const struct kernel_param_ops name##_ops = {			\
+	.set = name##_set,						\
+	.get = param_get_uint,						\
+}
+
+static unsigned int max_txns = 16;
+PARAM_RANGE(max_txns, 1, 1024);
+module_param_cb(max_txns, &max_txns_ops, &max_txns, 0644);
+MODULE_PARM_DESC(max_txns, "open transactions of one client, 1..1024 "
+		 "(default 16)");
+
+static unsigned int max_txn_ops = 65536;
+PARAM_RANGE(max_txn_ops, 1, 1048576);
+module_param_cb(max_txn_ops, &max_txn_ops_ops, &max_txn_ops, 0644);
+MODULE_PARM_DESC(max_txn_ops, "changes of one transaction, 1..1048576 "
+		 "(default 65536)");
+
+static unsigned int max_txn_bytes = 64U << 20;
+PARAM_RANGE(max_txn_bytes, 1024, UINT_MAX);
+module_param_cb(max_txn_bytes, &max_txn_bytes_ops, &max_txn_bytes, 0644);
+MODULE_PARM_DESC(max_txn_bytes, "key and value bytes of one transaction, "
+		 "1024..4294967295 (default 64 MiB)");
+
+#define OP_COST(klen, vlen) \
+	((u64)(klen) + (vlen) + 2 * sizeof(struct ktxn_op) + 32)
 
 /* The old state of one key, to put back. */
 struct undo {
@@ -38,12 +80,15 @@ struct undo {
 	size_t olen;
 };
 
-static struct ktxn *txn_new(struct tdbk_owner *o)
+static struct ktxn *txn_new(struct tdbk_client *c)
 {
 	struct ktxn *x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
 
-	if (x)
-		x->id = atomic64_inc_return(&o->next_txn);
+	if (x) {
+		x->o = c->o;
+		x->uid = c->uid;
+		x->id = atomic64_inc_return(&c->o->next_txn);
+	}
 	return x;
 }
 
@@ -58,6 +103,7 @@ void tdbk_txn_free(struct ktxn *x)
 		kvfree(x->ops[i].key);
 	}
 	kvfree(x->ops);
+	tdbk_quota_uncharge(x->o, x->uid, TDBK_Q_TXN_BYTES, x->charged);
 	kfree(x);
 }
 
@@ -96,23 +142,30 @@ int tdbk_txn_add(struct ktxn *x, struct ktable *t, bool del, u32 flags,
 		 const void *key, size_t klen, const void *val, size_t vlen,
 		 struct tdb_proto_extack *ext)
 {
+	u64 cost = OP_COST(klen, vlen);
 	struct ktxn_op *op;
+	int err;
 
-	if (x->nops >= TDBK_MAX_TXN_OPS) {
-		ext->msg = "transaction has 65536 changes already (tdb.ko's "
-			   "limit)";
+	if (x->nops >= READ_ONCE(max_txn_ops)) {
+		ext->msg = "transaction has max_txn_ops changes already (the "
+			   "module parameter)";
 		return -E2BIG;
 	}
-	if (x->bytes + klen + vlen > TDBK_MAX_TXN_BYTES) {
-		ext->msg = "transaction would exceed 64 MiB (tdb.ko's limit)";
+	if (x->bytes + klen + vlen > READ_ONCE(max_txn_bytes)) {
+		ext->msg = "transaction would exceed max_txn_bytes (the module "
+			   "parameter)";
 		return -E2BIG;
 	}
+	err = tdbk_quota_charge(x->o, x->uid, x->uid, TDBK_Q_TXN_BYTES, cost,
+				&ext->msg);
+	if (err)
+		return err;
 	if (x->nops == x->cap && ops_grow(x))
-		return -ENOMEM;
+		goto nomem;
 	op = &x->ops[x->nops];
 	op->key = kvmalloc(klen + vlen + 1, GFP_KERNEL_ACCOUNT);
 	if (!op->key)
-		return -ENOMEM;
+		goto nomem;
 	memcpy(op->key, key, klen);
 	if (vlen)
 		memcpy(op->key + klen, val, vlen);
@@ -124,7 +177,12 @@ int tdbk_txn_add(struct ktxn *x, struct ktable *t, bool del, u32 flags,
 	refcount_inc(&t->refs);
 	x->nops++;
 	x->bytes += klen + vlen;
+	x->charged += cost;
 	return 0;
+nomem:
+	tdbk_quota_uncharge(x->o, x->uid, TDBK_Q_TXN_BYTES, cost);
+	ext->msg = NULL;
+	return -ENOMEM;
 }
 
 int tdbk_txn_lookup(const struct ktxn *x, const struct ktable *t,
@@ -278,12 +336,12 @@ static int txn_begin(struct tdbk_client *c, const struct tdb_proto_msg *m,
 	struct ktxn *x;
 	int err;
 
-	if (c->ntxns >= TDBK_MAX_TXNS) {
+	if (c->ntxns >= READ_ONCE(max_txns)) {
 		ext->msg = "too many open transactions on this connection "
-			   "(16)";
+			   "(the module parameter max_txns)";
 		return -EBUSY;
 	}
-	x = txn_new(c->o);
+	x = txn_new(c);
 	if (!x)
 		return -ENOMEM;
 	memset(&a, 0, sizeof(a));
