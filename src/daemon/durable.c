@@ -525,7 +525,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 	unsigned int n = 0, i, naside = 0;
 	uint64_t lsn, keep, t0 = tdbd_now_ns();
 	const char *aside1 = NULL;
-	char err[512] = "";
+	char err[512] = "", esc[4 * 512];
 	int e;
 
 	pthread_mutex_lock(&d->wlock);

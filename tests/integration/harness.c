@@ -40,6 +40,22 @@ static unsigned int ndaemons;
 
 /* --- time, scale ------------------------------------------------------- */
 
+unsigned int h_proc_count(pid_t pid, const char *dir)
+{
+	char path[64];
+	struct dirent *de;
+	unsigned int n = 0;
+	DIR *dp;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, dir);
+	if (!(dp = opendir(path)))
+		return 0;
+	while ((de = readdir(dp)))
+		n += de->d_name[0] != '.';
+	closedir(dp);
+	return n;
+}
+
 uint64_t h_now_ms(void)
 {
 	struct timespec ts;

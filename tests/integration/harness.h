@@ -68,6 +68,9 @@ bool h_want(const char *part);
 /* Is this the ASan/UBSan build (TDB_ITEST_SANITIZED=1)? */
 bool h_sanitized(void);
 uint64_t h_now_ms(void);
+/* Entries of /proc/<pid>/<dir> ("fd": descriptors, "task": threads);
+ * 0 if the process is gone. */
+unsigned int h_proc_count(pid_t pid, const char *dir);
 void h_sleep_ms(unsigned int ms);
 
 /* Kill pid (SIGKILL) if the test fails; h_untrack when it is reaped. */

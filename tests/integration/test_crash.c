@@ -623,23 +623,6 @@ static void wait_ready(struct h_daemon *d, long off, unsigned int ms)
 	}
 }
 
-/* How many threads pid has (0 if it is gone). */
-static unsigned int threads(pid_t pid)
-{
-	char path[64];
-	struct dirent *de;
-	unsigned int n = 0;
-	DIR *dp;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	if (!(dp = opendir(path)))
-		return 0;
-	while ((de = readdir(dp)))
-		n += de->d_name[0] != '.';
-	closedir(dp);
-	return n;
-}
-
 /*
  * Is the checkpoint thread busy?  Its threads, in the order they are
  * made: main, WAL flusher, checkpointer, then the workers; the
@@ -1058,7 +1041,7 @@ static void torture(void)
 			/* somewhere between exec and ready */
 			delay = (unsigned int)(h_rand(&rnd) % (ready_ms + 1));
 			h_sleep_ms(delay);
-			nthreads = threads(d.pid);
+			nthreads = h_proc_count(d.pid, "task");
 		} else {
 			if (cyc)
 				wait_ready(&d, off, 30000);

@@ -41,7 +41,6 @@
  * After each, the gauges return to the baseline and tdbd keeps serving;
  * at the end it stops cleanly.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -966,23 +965,6 @@ static void comp_flip(const char *sock)
 
 /* --- descriptors that ATTACH leaves behind ---------------------------------------- */
 
-static unsigned int count_fds(pid_t pid)
-{
-	char path[64];
-	struct dirent *e;
-	unsigned int n = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	dir = opendir(path);
-	CHECK(dir, "%s: %s", path, strerror(errno));
-	while ((e = readdir(dir)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(dir);
-	return n;
-}
-
 static bool requests_at(const struct tdbc_stats *st, const void *arg)
 {
 	return st->requests >= *(const uint64_t *)arg;
@@ -1009,7 +991,7 @@ static void attach_flood(const struct h_daemon *d)
 	int i;
 
 	h_stats(ctl, &base);
-	fds0 = count_fds(d->pid);
+	fds0 = h_proc_count(d->pid, "fd");
 	h_raw_connect(&r, d->sock);
 	for (i = 0; i < NSTATS; i++)
 		h_raw_send_msg(&r, &st_m);
@@ -1020,7 +1002,7 @@ static void attach_flood(const struct h_daemon *d)
 	      "tdbd ran %llu of the %d requests",
 	      (unsigned long long)(st.requests - base.requests),
 	      NSTATS + NATTACH);
-	fds1 = count_fds(d->pid);
+	fds1 = h_proc_count(d->pid, "fd");
 	h_note("ATTACH flood: tdbd's descriptors %u before, %u after %d "
 	       "refused ATTACHes", fds0, fds1, NATTACH);
 	CHECK(fds1 <= fds0 + 8, "tdbd holds %u more descriptors after the "
