@@ -1180,8 +1180,14 @@ int main(void)
 	if (h_want("seals"))
 		seals(d.sock);
 
-	h_pinger_finish(&pg[0]);
-	h_pinger_finish(&pg[1]);
+	{
+		struct h_lat lat;
+
+		h_pinger_finish_lat(&pg[0], &lat);
+		h_check_latency(&lat, "rings pinger beside the attacks");
+		h_pinger_finish_lat(&pg[1], &lat);
+		h_check_latency(&lat, "socket pinger beside the attacks");
+	}
 	h_stats(ctl, &st);
 	h_print_stats("end", &st);
 	tdbc_close(ctl);
