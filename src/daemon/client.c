@@ -373,7 +373,33 @@ int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
 
 /* --- socket input ----------------------------------------------------- */
 
-/* Run every whole message in the input buffer. */
+/* Is a whole message (or one that cannot be framed) buffered? */
+static bool in_whole(const struct client *c)
+{
+	struct nlmsghdr nh;
+
+	if (c->in_len < NLMSG_HDRLEN)
+		return false;
+	memcpy(&nh, c->in, sizeof(nh));
+	return nh.nlmsg_len < NLMSG_HDRLEN || nh.nlmsg_len <= c->in_len;
+}
+
+bool tdbd_client_in_ready(const struct client *c)
+{
+	return !c->dead && (c->in_more || in_whole(c)) &&
+	       tdbd_client_room((struct client *)c, CH_SOCK,
+				TDB_PROTO_ERROR_MAX) &&
+	       !tdbd_held_full(c);
+}
+
+/*
+ * Run the whole messages in the input buffer, at most c->in_budget of
+ * them, as the ring path takes at most TDBD_REQ_BUDGET per round: a
+ * client pipelining thousands of requests on its socket gets its share
+ * of a round, not the worker.  Stops early (c->in_more) on the budget
+ * or when too many acks wait for the disk; stops without in_more when
+ * its answers back up (the client must read first).
+ */
 static int run_input(struct client *c)
 {
 	size_t off = 0;
@@ -393,25 +419,44 @@ static int run_input(struct client *c)
 		}
 		if (c->in_len - off < nh.nlmsg_len)
 			break;
+		if (!c->in_budget || tdbd_held_full(c)) {
+			c->in_more = true;
+			break;
+		}
 		/* Not while the socket's answers back up: the client
 		 * stopped reading. */
 		if (!tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
 			break;
 		tdbd_exec(c, CH_SOCK, c->in + off, nh.nlmsg_len);
+		c->in_budget--;
 		off += nh.nlmsg_len;
 	}
-	memmove(c->in, c->in + off, c->in_len - off);
-	c->in_len -= off;
+	if (off) {
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
 	return 0;
 }
 
 int tdbd_client_read(struct client *c)
 {
+	unsigned int budget = c->in_budget;
+	int err;
+
+	c->in_more = false;
 	for (;;) {
 		size_t want;
 		ssize_t n;
-		int err;
 
+		/* What is buffered runs first; read more only when it
+		 * all ran (the budget bounds the buffer too). */
+		if (run_input(c))
+			return -EPROTO;
+		if (c->in_more || c->dead)
+			break;
+		if (c->in_len >= NLMSG_HDRLEN &&
+		    !tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
+			break;  /* blocked on output: read no more */
 		if (c->in_cap - c->in_len < 65536) {
 			size_t cap = c->in_cap ? c->in_cap * 2 : 131072;
 			unsigned char *p;
@@ -446,16 +491,9 @@ int tdbd_client_read(struct client *c)
 			return -errno;
 		}
 		c->in_len += (size_t)n;
-		err = run_input(c);
-		if (err)
-			return err;
-		if (c->in_len >= NLMSG_HDRLEN &&
-		    !tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
-			break;  /* blocked on output: read no more */
 	}
-	if (run_input(c))
-		return -EPROTO;
-	return tdbd_client_flush(c);
+	err = tdbd_client_flush(c);
+	return err ? err : (int)(budget - c->in_budget);
 }
 
 /* --- leaving ----------------------------------------------------------- */

@@ -268,6 +268,11 @@ void tdbd_dirty_free(struct dirty *s);
 
 enum chan { CH_SOCK, CH_RING };
 
+/* Requests a client may have run per round on each transport (its
+ * submission ring, its socket): one busy client cannot take more than
+ * its share of a worker's round. */
+#define TDBD_REQ_BUDGET 64u
+
 /* An acknowledgement of a change waits until its WAL record is durable
  * (sync always or batch); false if it may go out now. */
 bool tdbd_ack_later(struct client *c, enum chan ch,
@@ -329,6 +334,10 @@ struct client {
 	size_t out_len, out_off, out_cap;
 	uint64_t sent;          /* socket bytes sent, ever (progress) */
 	uint32_t ep_events;     /* the socket's epoll interest now */
+	unsigned int in_budget; /* socket requests it may still run this
+				 * round (TDBD_REQ_BUDGET at its start) */
+	bool in_more;           /* socket input stopped on the budget or
+				 * the held-ack cap: run it next round */
 
 	/* an answer that did not fit in the completion ring */
 	unsigned char *stash;
@@ -418,9 +427,14 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 			       const struct creds *cr);
 /* Free everything (the client is out of its worker's lists). */
 void tdbd_client_free(struct client *c);
-/* Socket side: read what is there and run whole messages (>= 0) or say
- * the client must go (< 0, c->why set). */
+/* Socket side: run buffered whole messages and read more, within the
+ * round's budget (c->in_budget): the number run (>= 0), or < 0 if the
+ * client must go (c->why set).  What the budget leaves stays buffered
+ * (c->in_more) for the next round. */
 int tdbd_client_read(struct client *c);
+/* Has the socket side requests to run now (buffered, or left by the
+ * budget), with room for their answers?  The worker must not sleep then. */
+bool tdbd_client_in_ready(const struct client *c);
 /* Send buffered socket output; < 0 if the socket is gone. */
 int tdbd_client_flush(struct client *c);
 /* Queue an answer on a channel (copying it).  -EAGAIN: it went to the

@@ -3,9 +3,10 @@
  * clients handed to it, round after round.
  *
  * A round visits every client once: it flushes an answer left in the
- * stash, moves the client's dumps on, and takes at most REQ_BUDGET
- * requests from its submission ring, so one busy client cannot take more
- * than its share of a round.  Completions are published once per client
+ * stash, moves the client's dumps on, and takes at most TDBD_REQ_BUDGET
+ * requests from its submission ring and as many from its socket, so one
+ * busy client cannot take more than its share of a round (what is left
+ * stays buffered, and the worker does not sleep while it waits).  Completions are published once per client
  * per round (one wake-up at most).  When a round finds nothing, the
  * worker polls for idle-spin microseconds, then arms every submission
  * ring's waiting flag and sleeps in epoll on the clients' eventfds,
@@ -25,7 +26,6 @@
 
 #include "tdbd.h"
 
-#define REQ_BUDGET   64u        /* requests per client per round */
 #define DUMP_BUDGET  256u       /* records examined per dump per round */
 #define SLEEP_MS     100        /* longest sleep: heartbeat, deadlines */
 #define BLOCKED_MS   1          /* sleep while someone is blocked */
@@ -231,13 +231,16 @@ static unsigned int serve(struct client *c, uint64_t *now)
 	}
 	if (c->stash_len && !flush_stash(c))
 		blocked = true;
-	/* Socket requests read earlier and held back while its answers
-	 * backed up: run them once there is room again. */
-	if (c->in_len >= NLMSG_HDRLEN &&
-	    tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX) &&
-	    tdbd_client_read(c) < 0) {
-		c->dead = true;
-		return done;
+	/* Socket requests left by the last round's budget, or held back
+	 * while its answers backed up: run them once there is room. */
+	c->in_budget = TDBD_REQ_BUDGET;
+	if (tdbd_client_in_ready(c)) {
+		rc = tdbd_client_read(c);
+		if (rc < 0) {
+			c->dead = true;
+			return done;
+		}
+		done += (unsigned int)rc;
 	}
 	if (c->ndumps) {
 		done += tdbd_dumps_run(c, DUMP_BUDGET, &blocked);
@@ -245,7 +248,8 @@ static unsigned int serve(struct client *c, uint64_t *now)
 			return done;
 	}
 	if (c->attached && !c->stash_len && !tdbd_held_full(c)) {
-		rc = tdb_ring_consume(&c->sub, REQ_BUDGET, on_ring_msg, c);
+		rc = tdb_ring_consume(&c->sub, TDBD_REQ_BUDGET, on_ring_msg,
+				     c);
 		if (rc == -EPROTO) {
 			c->dead = true;
 			c->why = tdb_ring_error(&c->sub);
@@ -339,7 +343,8 @@ static unsigned int poll_events(struct worker *w, int timeout_ms)
 	return n > 0 ? (unsigned int)n : 0;
 }
 
-/* Say we sleep on every ring; false if one has work after all. */
+/* Say we sleep on every ring; false if one has work after all (in its
+ * ring, or socket requests the budget left buffered). */
 static bool arm_all(struct worker *w)
 {
 	unsigned int i;
@@ -347,6 +352,8 @@ static bool arm_all(struct worker *w)
 	for (i = 0; i < w->nclients; i++) {
 		struct client *c = w->clients[i];
 
+		if (tdbd_client_in_ready(c))
+			return false;
 		if (c->attached && !c->dead && !c->stash_len &&
 		    tdb_ring_wait(&c->sub, 0) != -ETIMEDOUT)
 			return false;
@@ -390,7 +397,7 @@ static bool drained(struct worker *w)
 		if (c->blocked_since)   /* not taking answers: not waited for */
 			continue;
 		if (c->out_len > c->out_off || c->stash_len || c->drain_sock ||
-		    c->ndumps || c->held)
+		    c->ndumps || c->held || tdbd_client_in_ready(c))
 			return false;
 		if (c->attached && (int64_t)(c->sub.pos - c->drain_to) < 0)
 			return false;
