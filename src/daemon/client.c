@@ -513,19 +513,7 @@ void tdbd_client_cleanup(struct client *c)
 		__atomic_fetch_sub(&d->ctr.txns, 1, __ATOMIC_RELAXED);
 	}
 	c->ntxns = 0;
-	while (c->watches) {
-		struct watch *wa = c->watches;
-
-		c->watches = wa->next;
-		pthread_mutex_lock(&d->wlock);
-		wa->dt->watchers--;
-		pthread_mutex_unlock(&d->wlock);
-		tdbd_table_put(d, wa->dt);
-		free(wa);
-		__atomic_fetch_add(&d->ctr.watches_dropped, 1,
-				   __ATOMIC_RELAXED);
-		__atomic_fetch_sub(&d->ctr.watches, 1, __ATOMIC_RELAXED);
-	}
+	tdbd_watches_drop(c);
 	for (i = 0; i < MAX_DUMPS; i++)
 		if (c->dumps[i].used)
 			tdbd_dump_end(c, &c->dumps[i]);

@@ -86,6 +86,8 @@ static const struct key keys[] = {
 	  "1K..4G", false, false },
 	{ "max-txns", K_UINT, FIELD(max_txns), 1, 1024, "1..1024", false,
 	  false },
+	{ "max-watches", K_UINT, FIELD(max_watches), 1, 65536, "1..65536",
+	  false, false },
 	{ "max-snapshot-bytes", K_SIZE, FIELD(max_snapshot_bytes), KiB,
 	  64 * GiB, "1K..64G", false, true },
 	{ "table-mode", K_MODE, FIELD(table_mode), 0, 0777, "0..0777",
@@ -133,6 +135,7 @@ void tdbd_config_defaults(struct tdbd_config *c)
 	c->max_txn_ops = 65536;
 	c->max_txn_bytes = 64 * MiB;
 	c->max_txns = 16;
+	c->max_watches = 1024;          /* tdb.ko's TDBK_MAX_WATCHES */
 	c->max_snapshot_bytes = 256 * MiB;
 	c->table_mode = 0600;
 	c->idle_spin_us = 50;
@@ -861,6 +864,7 @@ const char *tdbd_config_usage(void)
 "                         (default 64M)\n"
 "  --max-txns N           open transactions per client, 1..1024\n"
 "                         (default 16)\n"
+"  --max-watches N        watches per client, 1..65536 (default 1024)\n"
 "  --max-snapshot-bytes SIZE (R) old values a snapshot scan may keep for\n"
 "                         keys changed during it, 1K..64G (default 256M)\n"
 "  --table-mode MODE      mode of new tables when the creator gives none,\n"

@@ -57,6 +57,8 @@ struct tdbd_config {
 				* transaction, 1K..4G (suffixes)     64M */
 	uint32_t max_txns;     /* max-txns: open transactions per
 				* client, 1..1024                       16 */
+	uint32_t max_watches;  /* max-watches: watches per client,
+				* 1..65536                            1024 */
 	uint64_t max_snapshot_bytes; /* max-snapshot-bytes: old values
 				* one snapshot scan keeps for the keys
 				* changed during it, 1K..64G (restart) 256M */

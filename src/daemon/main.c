@@ -384,6 +384,8 @@ static void reload(struct daemon_state *s)
 	__atomic_store_n(&d->cfg.max_txn_bytes, n.max_txn_bytes,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.max_txns, n.max_txns, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.max_watches, n.max_watches,
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.table_mode, n.table_mode, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.idle_spin_us, n.idle_spin_us,
 			 __ATOMIC_RELAXED);

@@ -304,9 +304,14 @@ struct dump {
 };
 #define MAX_DUMPS 8
 
+/* A watch, in its client's index (exec.c): chains of a hash of the
+ * table's name and the prefix, so UNWATCH finds a watch by name even
+ * after its table was dropped, in time independent of how many watches
+ * the client has. */
 struct watch {
-	struct watch *next;
+	struct watch *next;     /* hash chain */
 	struct dtable *dt;      /* counted */
+	uint64_t hash;          /* watch_hash(name, prefix) */
 	uint32_t plen;
 	unsigned char prefix[];
 };
@@ -358,7 +363,11 @@ struct client {
 	unsigned int ndumps;
 	struct txn *txns;
 	unsigned int ntxns;
-	struct watch *watches;
+	/* watches: nwbuckets chains (a power of two, grown to keep
+	 * nwatches <= nwbuckets), at most max-watches of them */
+	struct watch **watches;
+	unsigned int nwatches, nwbuckets;
+	uint64_t wseed;         /* random: chains cannot be aimed at */
 
 	/* the table of the last request (a counted ref) and the
 	 * registry generation it was looked up in */
@@ -458,6 +467,8 @@ void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len);
 unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,
 			    bool *blocked);
 void tdbd_dump_end(struct client *c, struct dump *dp);
+/* The client goes: drop its watches; returns how many it had. */
+unsigned int tdbd_watches_drop(struct client *c);
 void tdbd_client_cleanup(struct client *c);
 
 /* worker.c */

@@ -100,11 +100,8 @@ static void take_inbox(struct worker *w)
 static void drop_client(struct worker *w, struct client *c)
 {
 	struct tdbd *d = w->d;
-	unsigned int ntx = c->ntxns, nwa = 0;
-	struct watch *wa;
+	unsigned int ntx = c->ntxns, nwa = c->nwatches;
 
-	for (wa = c->watches; wa; wa = wa->next)
-		nwa++;
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->sock, NULL);
 	if (c->pidfd >= 0)
 		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
