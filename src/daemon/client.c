@@ -196,8 +196,8 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 	return 1;
 refuse_msg:
 	ext.msg = "cannot make the client's rings (out of memory?)";
-	tdbd_log(L_WARNING, "client %llu: rings: %s",
-		 (unsigned long long)c->id, strerror(-err));
+	tdbd_log_rl(RL_RINGS, L_WARNING, "client %llu: rings: %s",
+		    (unsigned long long)c->id, strerror(-err));
 	tdb_ring_detach(&c->sub);
 	tdb_ring_detach(&c->comp);
 	tdbd_shm_ring_free(&c->sub_shm);

@@ -176,8 +176,8 @@ int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 	d->ntables++;
 	__atomic_fetch_add(&d->reg_gen, 1, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&d->reg_lock);
-	tdbd_log(L_INFO, "table %s created (owner %u:%u, mode %04o)", name,
-		 uid, gid, mode);
+	tdbd_log_rl(RL_TABLES, L_INFO, "table %s created (owner %u:%u, mode "
+		    "%04o)", name, uid, gid, mode);
 	if (out)
 		*out = dt;
 	return 0;
@@ -225,7 +225,7 @@ int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
 			tdb_ring_abort(&dt->feed->prod);
 		}
 	}
-	tdbd_log(L_INFO, "table %s dropped", dt->name);
+	tdbd_log_rl(RL_TABLES, L_INFO, "table %s dropped", dt->name);
 	tdbd_table_put(d, dt);  /* the registry's reference */
 	return 0;
 }
@@ -315,9 +315,9 @@ static void feed_send(struct dtable *dt, struct tdb_proto_msg *m)
 		return;
 	p = tdb_ring_reserve(r, (size_t)len);
 	if (!p) {
-		tdbd_log(L_WARNING, "feed of %s: a change of %ld bytes does "
-			 "not fit (feed-size too small): watchers miss it",
-			 dt->name, len);
+		tdbd_log_rl(RL_TABLES, L_WARNING, "feed of %s: a change of "
+			    "%ld bytes does not fit (feed-size too small): "
+			    "watchers miss it", dt->name, len);
 		return;
 	}
 	if (tdb_proto_build(p, (size_t)len, TDB_PROTO_ANSWER, m, NULL) != len) {
@@ -504,8 +504,8 @@ static void snap_fail(struct snapshot *s, int err)
 		snprintf(s->msg, sizeof(s->msg), "snapshot failed: cannot "
 			 "keep the old value of a changed key: %s",
 			 tdbe_strerror(err));
-	tdbd_log(L_WARNING, "table %s: a snapshot scan fails: %s",
-		 s->dt->name, s->msg);
+	tdbd_log_rl(RL_TABLES, L_WARNING, "table %s: a snapshot scan fails: "
+		    "%s", s->dt->name, s->msg);
 }
 
 /* Under s->lock: room for one more entry (the table doubles at load 1). */

@@ -50,6 +50,29 @@ enum { L_ERR = 3, L_WARNING = 4, L_NOTICE = 5, L_INFO = 6, L_DEBUG = 7 };
 void tdbd_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void tdbd_log_set_level(int level);
+/*
+ * Log lines a client can cause go through a rate limiter per kind (as
+ * the kernel's printk_ratelimit): a burst of TDBD_RL_BURST lines, then
+ * none until TDBD_RL_INTERVAL_MS has passed since the burst began; the
+ * next line of that kind (or tdbd_log_rl_flush(), from main's tick)
+ * first says how many were suppressed.  A flood of hostile clients thus
+ * costs a few lines per interval, not one per attempt.
+ */
+enum tdbd_rl {
+	RL_CLIENT,              /* a client came, or went and why */
+	RL_VIOLATION,           /* protocol and ring violations */
+	RL_REFUSED,             /* connections refused (max-clients, creds) */
+	RL_ACCEPT,              /* accept() failing (EMFILE, ENFILE, ...) */
+	RL_RINGS,               /* rings or feeds that cannot be made */
+	RL_TABLES,              /* tables created and dropped, feeds, scans */
+	RL_NKINDS
+};
+#define TDBD_RL_BURST        10u
+#define TDBD_RL_INTERVAL_MS  5000u
+void tdbd_log_rl(enum tdbd_rl kind, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Say how many lines were suppressed in intervals that are over. */
+void tdbd_log_rl_flush(void);
 /* sd_notify(), if NOTIFY_SOCKET is set; formatted. */
 void tdbd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -107,12 +107,13 @@ static void drop_client(struct worker *w, struct client *c)
 		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
 	if (c->evfd >= 0)
 		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->evfd, NULL);
-	tdbd_log(c->why && strcmp(c->why, "hang-up") ? L_NOTICE : L_DEBUG,
-		 "client %llu (pid %d, uid %u) gone: %s; aborted %u "
-		 "transaction(s), dropped %u watch(es)",
-		 (unsigned long long)c->id, (int)c->cr.pid,
-		 (unsigned int)c->cr.uid, c->why ? c->why : "closed", ntx,
-		 nwa);
+	tdbd_log_rl(RL_CLIENT,
+		    c->why && strcmp(c->why, "hang-up") ? L_NOTICE : L_DEBUG,
+		    "client %llu (pid %d, uid %u) gone: %s; aborted %u "
+		    "transaction(s), dropped %u watch(es)",
+		    (unsigned long long)c->id, (int)c->cr.pid,
+		    (unsigned int)c->cr.uid, c->why ? c->why : "closed", ntx,
+		    nwa);
 	w->clients[c->slot] = w->clients[--w->nclients];
 	w->clients[c->slot]->slot = c->slot;
 	tdbd_client_free(c);
@@ -250,9 +251,10 @@ static unsigned int serve(struct client *c, uint64_t *now)
 		if (rc == -EPROTO) {
 			c->dead = true;
 			c->why = tdb_ring_error(&c->sub);
-			tdbd_log(L_WARNING, "client %llu (pid %d): %s",
-				 (unsigned long long)c->id, (int)c->cr.pid,
-				 c->why);
+			tdbd_log_rl(RL_VIOLATION, L_WARNING,
+				    "client %llu (pid %d): %s",
+				    (unsigned long long)c->id, (int)c->cr.pid,
+				    c->why);
 			__atomic_fetch_add(&c->d->ctr.violations, 1,
 					   __ATOMIC_RELAXED);
 		} else if (rc > 0) {
