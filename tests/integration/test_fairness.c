@@ -255,6 +255,121 @@ static void sockflood(void)
 	h_stop(&d);
 }
 
+/* --- watches ---------------------------------------------------------- */
+
+#define MAX_WATCHES 1024        /* max-watches' default */
+#define WPREFIX     2048        /* bytes; the same but for the last 8 */
+#define NUNWATCH    1000        /* pipelined per round */
+
+static void wprefix(unsigned char *p, char kind, unsigned int i)
+{
+	memset(p, 'p', WPREFIX);
+	snprintf((char *)p + WPREFIX - 8, 9, "%c%07u", kind, i);
+}
+
+static int watch_msg(struct h_raw *r, uint8_t cmd, const unsigned char *p,
+		     char *msg, size_t msglen)
+{
+	struct tdb_proto_msg m = { .cmd = cmd,
+		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
+			 TDB_PROTO_BIT(TDB_A_PREFIX),
+		.table = "pub", .prefix = p, .prefix_len = WPREFIX };
+
+	return h_raw_call(r, &m, NULL, NULL, NULL, msg, msglen);
+}
+
+/* max-watches watches, one refused; then rounds of UNWATCHes that miss,
+ * for ms milliseconds. */
+static void watch_attack(const char *sock, long ms)
+{
+	size_t one = 0, len;
+	unsigned char p[WPREFIX], *buf, *ans = malloc(TDB_PROTO_MSG_MAX);
+	uint64_t end;
+	unsigned int i, n, rounds = 0;
+	struct h_raw r;
+	char msg[256];
+	int fds[8];
+	int err;
+
+	h_raw_connect(&r, sock);
+	for (i = 0; i < MAX_WATCHES; i++) {
+		wprefix(p, 'w', i);
+		err = watch_msg(&r, TDB_CMD_WATCH, p, msg, sizeof(msg));
+		CHECK(err == 0, "watch %u: %s (%s)", i, h_errname(err), msg);
+		n = h_raw_take_fds(&r, fds, 8);
+		while (n)
+			close(fds[--n]);
+	}
+	wprefix(p, 'w', MAX_WATCHES);
+	err = watch_msg(&r, TDB_CMD_WATCH, p, msg, sizeof(msg));
+	CHECK(err == -EMFILE && strstr(msg, "max-watches"), "watch %u past "
+	      "max-watches: %s (%s), want EMFILE naming max-watches",
+	      MAX_WATCHES, h_errname(err), msg);
+	h_note("watches: watch %u refused: %s (%s)", MAX_WATCHES,
+	       h_errname(err), msg);
+	/* NUNWATCH UNWATCHes of prefixes never watched, in one buffer */
+	for (i = 0; i < NUNWATCH; i++) {
+		struct tdb_proto_msg m = { .cmd = TDB_CMD_UNWATCH,
+			.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
+				 TDB_PROTO_BIT(TDB_A_PREFIX),
+			.table = "pub", .prefix = p, .prefix_len = WPREFIX };
+
+		wprefix(p, 'u', i);
+		if (!i) {
+			one = (size_t)tdb_proto_size(TDB_PROTO_REQUEST, &m,
+						     NULL);
+			buf = malloc(one * NUNWATCH);
+			CHECK(buf, "out of memory");
+		}
+		len = build(buf + i * one, one, &m, ++r.seq);
+		CHECK(len == one, "UNWATCH sizes differ");
+	}
+	for (end = h_now_ms() + (uint64_t)ms; h_now_ms() < end; rounds++) {
+		CHECK(h_raw_send(&r, buf, one * NUNWATCH) == 0, "send");
+		for (i = 0; i < NUNWATCH; i++)
+			CHECK(h_raw_recv(&r, ans, TDB_PROTO_MSG_MAX, 20000) > 0,
+			      "UNWATCH %u of round %u: no answer", i, rounds);
+	}
+	h_note("watches: %u rounds of %u pipelined UNWATCHes (misses) "
+	       "beside %u watches", rounds, NUNWATCH, MAX_WATCHES);
+	free(buf);
+	free(ans);
+	h_raw_close(&r);
+}
+
+static bool watches_gone(const struct tdbc_stats *st, const void *arg)
+{
+	(void)arg;
+	return st->watches == 0 && st->watches_dropped == MAX_WATCHES;
+}
+
+static void watches(void)
+{
+	static const char *const what = "watches: beside rounds of 1000 "
+					"UNWATCHes over 1024 watches";
+	struct h_daemon d;
+	struct h_pinger pg;
+	struct h_lat lat;
+	struct tdbc_stats st;
+	struct tdbc *c;
+	pid_t a;
+
+	start(&d, "watches", NULL);
+	h_pinger_start(&pg, d.sock, 0, 0);
+	h_sleep_ms(100);
+	a = attacker(watch_attack, d.sock, 3000);
+	attacker_wait(a, "watches");
+	h_pinger_finish_lat(&pg, &lat);
+	h_check_latency(&lat, what);
+	c = h_connect(&d, 0);
+	CHECK(h_wait_stats(c, &st, watches_gone, NULL, 5000),
+	      "watches %u, dropped %llu: want 0 and %u", st.watches,
+	      (unsigned long long)st.watches_dropped, MAX_WATCHES);
+	tdbc_close(c);
+	root_reads(&d, "watches");
+	h_stop(&d);
+}
+
 /* --- main ---------------------------------------------------------------- */
 
 int main(void)
@@ -267,6 +382,8 @@ int main(void)
 	h_init("tdbd-fairness", 600);
 	if (h_want("sockflood"))
 		sockflood();
+	if (h_want("watches"))
+		watches();
 	h_done();
 	return 0;
 }
