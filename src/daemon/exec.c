@@ -172,19 +172,20 @@ static const void *value_of(const struct tdb_proto_msg *m, void **buf)
 	return *buf;
 }
 
-static uint64_t seq_begin(struct tdbd *d)
+/* The table's seqcount (txn.c): wait out a commit to this table. */
+static uint64_t seq_begin(const struct dtable *dt)
 {
 	uint64_t s;
 
-	while ((s = __atomic_load_n(&d->txn_seq, __ATOMIC_ACQUIRE)) & 1)
+	while ((s = __atomic_load_n(&dt->seq, __ATOMIC_ACQUIRE)) & 1)
 		cpu_relax();
 	return s;
 }
 
-static bool seq_retry(struct tdbd *d, uint64_t s)
+static bool seq_retry(const struct dtable *dt, uint64_t s)
 {
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	return __atomic_load_n(&d->txn_seq, __ATOMIC_RELAXED) != s;
+	return __atomic_load_n(&dt->seq, __ATOMIC_RELAXED) != s;
 }
 
 /* --- commands ----------------------------------------------------------- */
@@ -192,7 +193,6 @@ static bool seq_retry(struct tdbd *d, uint64_t s)
 static int do_get(struct rq *r)
 {
 	struct client *c = r->c;
-	struct tdbd *d = c->d;
 	struct tdb_proto_msg a;
 	struct txn *x = NULL;
 	struct dtable *dt;
@@ -222,7 +222,7 @@ static int do_get(struct rq *r)
 	}
 	reply_init(r, &a, TDB_PROTO_BIT(TDB_A_VALUE));
 	for (;;) {
-		uint64_t s = seq_begin(d);
+		uint64_t s = seq_begin(dt);
 		const void *v;
 		size_t vl;
 		bool in_ring = false;
@@ -240,7 +240,7 @@ static int do_get(struct rq *r)
 					NULL);
 		}
 		tdbe_read_unlock();
-		if (seq_retry(d, s)) {
+		if (seq_retry(dt, s)) {
 			if (in_ring)
 				tdb_ring_abort(&c->comp);
 			continue;

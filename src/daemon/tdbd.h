@@ -23,9 +23,10 @@
  * Writes.  Every change (put, delete, commit, create, drop) runs under
  * d->wlock, so changes have one order, feeds have one producer, and a
  * transaction's commit is not interleaved with other writes.  Readers do
- * not take it: a GET reads d->txn_seq before and after (a seqcount), and
- * retries if a commit ran meanwhile, so it sees a transaction whole or
- * not at all.
+ * not take it: a GET reads its table's dt->seq before and after (a
+ * seqcount), and retries if a commit to that table ran meanwhile, so it
+ * sees a transaction whole or not at all (and never waits for a commit
+ * to other tables).
  */
 #ifndef TDBD_TDBD_H
 #define TDBD_TDBD_H
@@ -109,6 +110,8 @@ struct dtable {
 	struct feed *feed;      /* under wlock; NULL until first watched */
 	unsigned int watchers;  /* under wlock */
 	struct snapshot *snaps; /* under wlock: snapshots taking changes */
+	uint64_t seq;           /* seqcount, atomic: odd while a commit
+				 * applies changes to this table (txn.c) */
 };
 
 /* Who a client is (SO_PEERCRED, SO_PEERGROUPS). */
@@ -426,7 +429,6 @@ struct tdbd {
 	struct tdbd_config cfg;
 	struct tdbe_engine *engine;
 	pthread_mutex_t wlock;
-	uint64_t txn_seq;       /* seqcount: odd while a commit applies */
 	uint64_t next_txn;      /* atomic */
 	uint64_t next_client;   /* atomic */
 	uint64_t start_ns;

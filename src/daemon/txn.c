@@ -3,14 +3,16 @@
  * all together or not at all.
  *
  * Commit, under d->wlock:
- *  1. d->txn_seq becomes odd: GETs that overlap the commit retry (see
- *     tdbd.h), so no reader sees part of it;
+ *  1. the seqcount of every table the transaction touches (dt->seq)
+ *     becomes odd: GETs of those tables that overlap the commit retry
+ *     (see tdbd.h), so no reader sees part of it; GETs of other tables
+ *     do not wait for it;
  *  2. each change is applied in order, after saving the key's old value
  *     in an undo list (and in the table's snapshots, tdbd_snap_save);
  *  3. if a change fails (-EEXIST of a no-overwrite put, -ENOSPC, ...),
  *     the changes already applied are undone in reverse order from the
  *     undo list; the commit fails with that error and nothing is left;
- *  4. d->txn_seq becomes even again, then watchers are told about each
+ *  4. those seqcounts become even again, then watchers are told about each
  *     change (only for a commit that succeeded).
  * An undo can itself fail only if restoring an old value needs memory
  * the table no longer has (its cap reached meanwhile by this same
@@ -177,6 +179,21 @@ static int apply_one(struct txn_op *op, struct tdbe_extack *ee)
 			TDBE_NOOVERWRITE : 0, ee);
 }
 
+/* Under wlock: make the seqcount of each table of x odd (begin) or even
+ * again (end), once per table however many changes it has.  Only one
+ * commit runs at a time, so an odd count here is this commit's. */
+static void seq_mark(struct txn *x, bool begin)
+{
+	uint32_t i;
+
+	for (i = 0; i < x->nops; i++) {
+		struct dtable *dt = x->ops[i].dt;
+
+		if ((__atomic_load_n(&dt->seq, __ATOMIC_RELAXED) & 1) != begin)
+			__atomic_fetch_add(&dt->seq, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
 int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		    struct tdb_proto_extack *ext)
 {
@@ -188,7 +205,7 @@ int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 	if (!u)
 		return -ENOMEM;
 	pthread_mutex_lock(&d->wlock);
-	__atomic_fetch_add(&d->txn_seq, 1, __ATOMIC_SEQ_CST);   /* odd */
+	seq_mark(x, true);                                      /* odd */
 	for (i = 0; i < x->nops && !err; i++) {
 		err = save_old(&x->ops[i], &u[i]);
 		if (!err) {
@@ -213,7 +230,7 @@ int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		while (done--)
 			undo_one(d, &x->ops[done], &u[done]);
 	}
-	__atomic_fetch_add(&d->txn_seq, 1, __ATOMIC_SEQ_CST);   /* even */
+	seq_mark(x, false);                                     /* even */
 	for (i = 0; !err && i < x->nops; i++) {
 		struct txn_op *op = &x->ops[i];
 
