@@ -264,6 +264,7 @@ static void sockflood(void)
 #define WPREFIX     2048        /* bytes; the same but for the last 8 */
 #define NUNWATCH    1000        /* pipelined per round */
 
+/* p: WPREFIX bytes and room for a NUL after them */
 static void wprefix(unsigned char *p, char kind, unsigned int i)
 {
 	memset(p, 'p', WPREFIX);
@@ -286,7 +287,8 @@ static int watch_msg(struct h_raw *r, uint8_t cmd, const unsigned char *p,
 static void watch_attack(const char *sock, long ms)
 {
 	size_t one = 0, len;
-	unsigned char p[WPREFIX], *buf, *ans = malloc(TDB_PROTO_MSG_MAX);
+	unsigned char p[WPREFIX + 1], *buf = NULL;
+	unsigned char *ans = malloc(TDB_PROTO_MSG_MAX);
 	uint64_t end;
 	unsigned int i, n, rounds = 0;
 	struct h_raw r;
