@@ -6,8 +6,9 @@
  * stash, moves the client's dumps on, and takes at most TDBD_REQ_BUDGET
  * requests from its submission ring and as many from its socket, so one
  * busy client cannot take more than its share of a round (what is left
- * stays buffered, and the worker does not sleep while it waits).  Completions are published once per client
- * per round (one wake-up at most).  When a round finds nothing, the
+ * stays buffered, and the worker does not sleep while it waits).
+ * Completions are published once per client per round (one wake-up at
+ * most).  When a round finds nothing, the
  * worker polls for idle-spin microseconds, then arms every submission
  * ring's waiting flag and sleeps in epoll on the clients' eventfds,
  * sockets and pidfds.
