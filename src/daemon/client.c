@@ -220,14 +220,17 @@ refuse:
 
 /*
  * epoll interest follows the output: EPOLLOUT while answers wait to be
- * sent; no EPOLLIN while they back up past OUT_MAX (we would not read the
- * requests anyway, and level-triggered EPOLLIN would wake us for ever).
+ * sent; no EPOLLIN while they back up past OUT_MAX, while too many of
+ * its acks wait for the disk or while its big commit runs (we would not
+ * read the requests anyway, and level-triggered EPOLLIN would wake us
+ * for ever).  Called again when any of these changes.
  */
 void tdbd_client_update_out(struct client *c)
 {
 	size_t pending = c->out_len - c->out_off;
+	bool in = pending <= OUT_MAX && !tdbd_held_full(c) && !c->commit;
 	uint32_t want = EPOLLRDHUP | (pending ? EPOLLOUT : 0) |
-			(pending <= OUT_MAX ? EPOLLIN : 0);
+			(in ? EPOLLIN : 0);
 	struct epoll_event ev = { .events = want, .data.ptr = c };
 
 	if (want == c->ep_events || !c->w)
@@ -386,7 +389,7 @@ static bool in_whole(const struct client *c)
 
 bool tdbd_client_in_ready(const struct client *c)
 {
-	return !c->dead && (c->in_more || in_whole(c)) &&
+	return !c->dead && !c->commit && (c->in_more || in_whole(c)) &&
 	       tdbd_client_room((struct client *)c, CH_SOCK,
 				TDB_PROTO_ERROR_MAX) &&
 	       !tdbd_held_full(c);
@@ -396,9 +399,10 @@ bool tdbd_client_in_ready(const struct client *c)
  * Run the whole messages in the input buffer, at most c->in_budget of
  * them, as the ring path takes at most TDBD_REQ_BUDGET per round: a
  * client pipelining thousands of requests on its socket gets its share
- * of a round, not the worker.  Stops early (c->in_more) on the budget
- * or when too many acks wait for the disk; stops without in_more when
- * its answers back up (the client must read first).
+ * of a round, not the worker.  Stops early (c->in_more) on the budget,
+ * when too many acks wait for the disk or while its big commit runs;
+ * stops without in_more when its answers back up (the client must read
+ * first).
  */
 static int run_input(struct client *c)
 {
@@ -419,7 +423,7 @@ static int run_input(struct client *c)
 		}
 		if (c->in_len - off < nh.nlmsg_len)
 			break;
-		if (!c->in_budget || tdbd_held_full(c)) {
+		if (!c->in_budget || tdbd_held_full(c) || c->commit) {
 			c->in_more = true;
 			break;
 		}
@@ -504,6 +508,7 @@ void tdbd_client_cleanup(struct client *c)
 	unsigned int i;
 
 	tdbd_held_free(c);
+	tdbd_commit_orphan(c);
 	while (c->txns) {
 		struct txn *x = c->txns;
 

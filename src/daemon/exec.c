@@ -543,8 +543,11 @@ static int do_txn(struct rq *r)
 	*pp = x->next;
 	c->ntxns--;
 	__atomic_fetch_sub(&d->ctr.txns, 1, __ATOMIC_RELAXED);
-	if (r->m.cmd == TDB_CMD_TXN_COMMIT)
+	if (r->m.cmd == TDB_CMD_TXN_COMMIT) {
+		if (tdbd_commit_async(c, r->ch, x, r->m.nlh))
+			return 1;       /* answered when it is done */
 		err = tdbd_txn_commit(d, x, &r->lsn, &r->ext);
+	}
 	tdbd_txn_free(d, x);
 	return err;
 }
@@ -1087,6 +1090,26 @@ unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,
 			done += list_run(c, dp, budget, blocked);
 	}
 	return done;
+}
+
+/* --- big commits ------------------------------------------------------------ */
+
+unsigned int tdbd_commit_answer(struct client *c)
+{
+	struct rq r = { .c = c };
+	struct nlmsghdr req;
+	const char *msg;
+	int err;
+
+	if (!c->commit ||
+	    !tdbd_commit_take(c, &err, &r.lsn, &msg, &req, &r.ch))
+		return 0;
+	r.m.nlh = &req;
+	r.ext.msg = msg;
+	if (!err && r.lsn && tdbd_ack_later(c, r.ch, &req, r.lsn))
+		return 1;       /* acked once its WAL record is on disk */
+	answer_err(&r, err);
+	return 1;
 }
 
 /* --- dispatch -------------------------------------------------------------- */

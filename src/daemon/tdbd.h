@@ -230,6 +230,8 @@ bool tdbd_sigbus_hit(int slot);
 
 /* --- transactions (txn.c) -------------------------------------------- */
 
+enum chan { CH_SOCK, CH_RING };         /* where a request came in */
+
 struct txn_op {
 	struct dtable *dt;      /* counted */
 	bool del;
@@ -259,6 +261,21 @@ int tdbd_txn_find(const struct txn *x, const struct dtable *dt,
 /* Apply all or nothing, logged as one WAL record (*lsn); takes wlock. */
 int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		    struct tdb_proto_extack *ext);
+/* The committer thread (txn.c): big commits run there, not on the
+ * client's worker.  Started before the workers, stopped after them. */
+struct commit_job;
+int tdbd_commit_start(struct tdbd *d);
+void tdbd_commit_stop(struct tdbd *d);
+/* Hand x (a big transaction, unlinked from the client; the job frees
+ * it) to the committer: true, and c->commit is set until the worker
+ * takes the result; false: commit it here. */
+bool tdbd_commit_async(struct client *c, enum chan ch, struct txn *x,
+		       const struct nlmsghdr *req);
+/* The result of c->commit if it is done (true; c->commit cleared). */
+bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
+		      const char **msg, struct nlmsghdr *req, enum chan *ch);
+/* The client goes: its job (if any) is the committer's to free. */
+void tdbd_commit_orphan(struct client *c);
 
 /* --- durability (durable.c) -------------------------------------------- */
 
@@ -291,8 +308,6 @@ void tdbd_dirty_add(struct dtable *dt, const void *key, size_t klen);
 void tdbd_dirty_free(struct dirty *s);
 
 /* --- clients (client.c, worker.c, exec.c) ----------------------------- */
-
-enum chan { CH_SOCK, CH_RING };
 
 /* Requests a client may have run per round on each transport (its
  * submission ring, its socket): one busy client cannot take more than
@@ -395,6 +410,10 @@ struct client {
 	unsigned int nwatches, nwbuckets;
 	uint64_t wseed;         /* random: chains cannot be aimed at */
 
+	/* a big commit running on the committer thread (txn.c): none of
+	 * its requests are read until it is answered */
+	struct commit_job *commit;
+
 	/* the table of the last request (a counted ref) and the
 	 * registry generation it was looked up in */
 	struct dtable *cache;
@@ -452,6 +471,14 @@ struct tdbd {
 	pthread_mutex_t wake_lock;      /* workers vs the WAL's callback */
 	bool wake_on;           /* under wake_lock: workers may be woken */
 	struct durable *dur;    /* the checkpointer's state */
+
+	/* the committer thread (txn.c): its queue under commit_lock */
+	pthread_mutex_t commit_lock;
+	pthread_cond_t commit_cv;
+	struct commit_job *commit_q, *commit_tail;
+	bool commit_stop;       /* under commit_lock */
+	bool committer_on;
+	pthread_t committer;
 };
 
 uint64_t tdbd_now_ns(void);
@@ -492,6 +519,8 @@ void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len);
 unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,
 			    bool *blocked);
 void tdbd_dump_end(struct client *c, struct dump *dp);
+/* Answer c's big commit if the committer is done with it: 1, else 0. */
+unsigned int tdbd_commit_answer(struct client *c);
 /* The client goes: drop its watches; returns how many it had. */
 unsigned int tdbd_watches_drop(struct client *c);
 void tdbd_client_cleanup(struct client *c);

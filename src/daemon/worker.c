@@ -146,7 +146,8 @@ static int on_ring_msg(void *arg, const struct nlmsghdr *nlh)
 	tdbd_exec(c, CH_RING, nlh, nlh->nlmsg_len);
 	/* Stop taking requests once an answer has nowhere to go, or too
 	 * many wait for the disk. */
-	return c->stash_len || c->dead || tdbd_held_full(c) ? -EAGAIN : 0;
+	return c->stash_len || c->dead || tdbd_held_full(c) || c->commit ?
+	       -EAGAIN : 0;
 }
 
 static bool flush_stash(struct client *c)
@@ -227,6 +228,12 @@ static unsigned int serve(struct client *c, uint64_t *now)
 
 		tdbd_held_release(c);
 		done += n - c->nheld;
+		if (n != c->nheld)
+			tdbd_client_update_out(c);      /* EPOLLIN again? */
+	}
+	if (c->commit && tdbd_commit_answer(c)) {
+		done++;
+		tdbd_client_update_out(c);
 	}
 	if (c->stash_len && !flush_stash(c))
 		blocked = true;
@@ -246,7 +253,8 @@ static unsigned int serve(struct client *c, uint64_t *now)
 		if (c->dead)
 			return done;
 	}
-	if (c->attached && !c->stash_len && !tdbd_held_full(c)) {
+	if (c->attached && !c->stash_len && !tdbd_held_full(c) &&
+	    !c->commit) {
 		rc = tdb_ring_consume(&c->sub, TDBD_REQ_BUDGET, on_ring_msg,
 				     c);
 		if (rc == -EPROTO) {
@@ -354,7 +362,7 @@ static bool arm_all(struct worker *w)
 
 		if (tdbd_client_in_ready(c))
 			return false;
-		if (c->attached && !c->dead && !c->stash_len &&
+		if (c->attached && !c->dead && !c->stash_len && !c->commit &&
 		    tdb_ring_wait(&c->sub, 0) != -ETIMEDOUT)
 			return false;
 	}
@@ -397,7 +405,8 @@ static bool drained(struct worker *w)
 		if (c->blocked_since)   /* not taking answers: not waited for */
 			continue;
 		if (c->out_len > c->out_off || c->stash_len || c->drain_sock ||
-		    c->ndumps || c->held || tdbd_client_in_ready(c))
+		    c->ndumps || c->held || c->commit ||
+		    tdbd_client_in_ready(c))
 			return false;
 		if (c->attached && (int64_t)(c->sub.pos - c->drain_to) < 0)
 			return false;
@@ -492,7 +501,10 @@ static void *worker_main(void *arg)
 int tdbd_workers_start(struct tdbd *d)
 {
 	unsigned int i;
+	int err0;
 
+	if ((err0 = tdbd_commit_start(d)))
+		return err0;
 	d->nworkers = d->cfg.workers;
 	d->workers = calloc(d->nworkers, sizeof(*d->workers));
 	if (!d->workers)
@@ -538,6 +550,7 @@ void tdbd_workers_stop(struct tdbd *d)
 	pthread_mutex_lock(&d->wake_lock);
 	d->wake_on = false;
 	pthread_mutex_unlock(&d->wake_lock);
+	tdbd_commit_stop(d);    /* runs what is queued; wakes nobody now */
 	for (i = 0; i < d->nworkers; i++) {
 		struct worker *w = &d->workers[i];
 
