@@ -725,6 +725,77 @@ static void big_txn_semantics(const struct h_daemon *d, unsigned int flags)
 	tdbc_close(c);
 }
 
+static void take_txn(void *arg, const struct tdb_proto_msg *m)
+{
+	*(uint64_t *)arg = m->txn;
+}
+
+/* Build a big transaction (20000 PUTs, each answered), send its COMMIT
+ * and exit 5 ms later (in a child: the pidfd says it left while its
+ * commit runs on the committer, which then owns and frees the job). */
+static void commit_and_exit(const char *sock, long k)
+{
+	struct tdb_proto_msg b = { .cmd = TDB_CMD_TXN_BEGIN };
+	unsigned char *ans = malloc(TDB_PROTO_MSG_MAX);
+	char key[24];
+	struct h_raw r;
+	uint64_t txn = 0;
+	int i, j;
+
+	CHECK(ans, "out of memory");
+	h_raw_connect(&r, sock);
+	CHECK(h_raw_call(&r, &b, take_txn, &txn, NULL, NULL, 0) == 0 && txn,
+	      "TXN_BEGIN");
+	for (j = 0; j < 20; j++) {
+		for (i = 0; i < 1000; i++) {
+			struct tdb_proto_msg m = { .cmd = TDB_CMD_PUT,
+				.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
+					 TDB_PROTO_BIT(TDB_A_KEY) |
+					 TDB_PROTO_BIT(TDB_A_VALUE) |
+					 TDB_PROTO_BIT(TDB_A_TXN),
+				.table = "pub", .key = key, .value = "o",
+				.value_len = 1, .txn = txn };
+
+			m.key_len = (uint32_t)snprintf(key, sizeof(key),
+						       "o%ld.%d.%d", k, j, i);
+			h_raw_send_msg(&r, &m);
+		}
+		for (i = 0; i < 1000; i++)
+			CHECK(h_raw_recv(&r, ans, TDB_PROTO_MSG_MAX, 10000) >
+			      0, "no answer to a txn PUT");
+	}
+	b.cmd = TDB_CMD_TXN_COMMIT;
+	b.attrs = TDB_PROTO_BIT(TDB_A_TXN);
+	b.txn = txn;
+	h_raw_send_msg(&r, &b);
+	h_sleep_ms(5);
+	_exit(0);
+}
+
+/* n clients that leave in their big commits. */
+static void commits_and_exits(const char *sock, long n)
+{
+	long k;
+
+	for (k = 0; k < n; k++) {
+		pid_t pid;
+		int st;
+
+		fflush(NULL);
+		pid = fork();
+		CHECK(pid >= 0, "fork");
+		if (pid == 0)
+			commit_and_exit(sock, k);
+		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		      WEXITSTATUS(st) == 0, "committer %ld failed", k);
+	}
+}
+
+static bool no_txns(const struct tdbc_stats *st, const void *arg)
+{
+	return st->txns == 0 && st->clients == *(const uint32_t *)arg;
+}
+
 /* workers: "1" (the default) or more; with more, the pinger and the
  * committer are on different workers, and the pinger's GETs (of another
  * table) must not wait for the commits. */
@@ -735,6 +806,9 @@ static void commit(const char *workers)
 	struct h_daemon d;
 	struct h_pinger pg;
 	struct h_lat lat;
+	struct tdbc_stats st;
+	struct tdbc *ctl;
+	uint32_t clients = 2;   /* the pinger and ctl */
 	pid_t a;
 
 	snprintf(tag, sizeof(tag), "commit%s", workers);
@@ -743,6 +817,14 @@ static void commit(const char *workers)
 	h_sleep_ms(100);
 	a = attacker(committer, d.sock, 4000);
 	attacker_wait(a, "commit");
+	a = attacker(commits_and_exits, d.sock, 5);
+	attacker_wait(a, "commit and leave");
+	ctl = h_connect(&d, 0);
+	h_stats(ctl, &st);
+	CHECK(h_wait_stats(ctl, &st, no_txns, &clients, 5000), "after "
+	      "clients left in their big commits: %u transaction(s), %u "
+	      "client(s)", st.txns, st.clients);
+	tdbc_close(ctl);
 	big_txn_semantics(&d, 0);
 	big_txn_semantics(&d, TDBC_NO_RINGS);
 	h_pinger_finish_lat(&pg, &lat);
