@@ -18,7 +18,9 @@
  * one worker, which then owns it: only that worker touches the struct
  * client (its rings, socket buffers, transactions, dumps).  Shared
  * between workers: the engine (thread-safe), the registry (rwlock), the
- * write lock and the counters (atomics).
+ * write lock and the counters (atomics).  Big commits run on the
+ * committer thread (txn.c), which touches only the transaction it was
+ * handed and the job it answers through.
  *
  * Writes.  Every change (put, delete, commit, create, drop) runs under
  * d->wlock, so changes have one order, feeds have one producer, and a
