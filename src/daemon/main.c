@@ -374,7 +374,7 @@ static void accept_pause(struct daemon_state *s, int err)
 	}
 }
 
-/* An accept worked (or the tick came): listen again. */
+/* An accept worked again: say so, with the count of the episode. */
 static void accept_resume(struct daemon_state *s)
 {
 	if (s->lerr)

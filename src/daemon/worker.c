@@ -8,10 +8,9 @@
  * busy client cannot take more than its share of a round (what is left
  * stays buffered, and the worker does not sleep while it waits).
  * Completions are published once per client per round (one wake-up at
- * most).  When a round finds nothing, the
- * worker polls for idle-spin microseconds, then arms every submission
- * ring's waiting flag and sleeps in epoll on the clients' eventfds,
- * sockets and pidfds.
+ * most).  When a round finds nothing, the worker polls for idle-spin
+ * microseconds, then arms every submission ring's waiting flag and
+ * sleeps in epoll on the clients' eventfds, sockets and pidfds.
  *
  * A client that leaves its completions undrained (the stash or a dump
  * waiting for room) is "blocked": we read none of its requests, and after
