@@ -217,8 +217,8 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 	err = attach_make(c);
 	if (err) {
 		ext.msg = "cannot make the client's rings (out of memory?)";
-		tdbd_log(L_WARNING, "client %llu: rings: %s",
-			 (unsigned long long)c->id, strerror(-err));
+		tdbd_log_rl(RL_RINGS, L_WARNING, "client %llu: rings: %s",
+			    (unsigned long long)c->id, strerror(-err));
 		attach_undo(c);
 		goto refuse;
 	}
@@ -258,23 +258,26 @@ void tdbd_client_violation(struct client *c, const char *why)
 	c->dead = true;
 	c->why = why ? why : "protocol violation";
 	__atomic_fetch_add(&c->d->ctr.violations, 1, __ATOMIC_RELAXED);
-	tdbd_log(L_WARNING, "client %llu (pid %d, uid %u): %s",
-		 (unsigned long long)c->id, (int)c->cr.pid,
-		 (unsigned int)c->cr.uid, c->why);
+	tdbd_log_rl(RL_VIOLATION, L_WARNING, "client %llu (pid %d, uid %u): %s",
+		    (unsigned long long)c->id, (int)c->cr.pid,
+		    (unsigned int)c->cr.uid, c->why);
 }
 
 /* --- socket output ---------------------------------------------------- */
 
 /*
  * epoll interest follows the output: EPOLLOUT while answers wait to be
- * sent; no EPOLLIN while they back up past OUT_MAX (we would not read the
- * requests anyway, and level-triggered EPOLLIN would wake us for ever).
+ * sent; no EPOLLIN while they back up past OUT_MAX, while too many of
+ * its acks wait for the disk or while its big commit runs (we would not
+ * read the requests anyway, and level-triggered EPOLLIN would wake us
+ * for ever).  Called again when any of these changes.
  */
 void tdbd_client_update_out(struct client *c)
 {
 	size_t pending = c->out_len - c->out_off;
+	bool in = pending <= OUT_MAX && !tdbd_held_full(c) && !c->commit;
 	uint32_t want = EPOLLRDHUP | (pending ? EPOLLOUT : 0) |
-			(pending <= OUT_MAX ? EPOLLIN : 0);
+			(in ? EPOLLIN : 0);
 	struct epoll_event ev = { .events = want, .data.ptr = c };
 
 	if (want == c->ep_events || !c->w)
@@ -429,7 +432,34 @@ int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
 
 /* --- socket input ----------------------------------------------------- */
 
-/* Run every whole message in the input buffer. */
+/* Is a whole message (or one that cannot be framed) buffered? */
+static bool in_whole(const struct client *c)
+{
+	struct nlmsghdr nh;
+
+	if (c->in_len < NLMSG_HDRLEN)
+		return false;
+	memcpy(&nh, c->in, sizeof(nh));
+	return nh.nlmsg_len < NLMSG_HDRLEN || nh.nlmsg_len <= c->in_len;
+}
+
+bool tdbd_client_in_ready(const struct client *c)
+{
+	return !c->dead && !c->commit && (c->in_more || in_whole(c)) &&
+	       tdbd_client_room((struct client *)c, CH_SOCK,
+				TDB_PROTO_ERROR_MAX) &&
+	       !tdbd_held_full(c);
+}
+
+/*
+ * Run the whole messages in the input buffer, at most c->in_budget of
+ * them, as the ring path takes at most TDBD_REQ_BUDGET per round: a
+ * client pipelining thousands of requests on its socket gets its share
+ * of a round, not the worker.  Stops early (c->in_more) on the budget,
+ * when too many acks wait for the disk or while its big commit runs;
+ * stops without in_more when its answers back up (the client must read
+ * first).
+ */
 static int run_input(struct client *c)
 {
 	size_t off = 0;
@@ -449,25 +479,44 @@ static int run_input(struct client *c)
 		}
 		if (c->in_len - off < nh.nlmsg_len)
 			break;
+		if (!c->in_budget || tdbd_held_full(c) || c->commit) {
+			c->in_more = true;
+			break;
+		}
 		/* Not while the socket's answers back up: the client
 		 * stopped reading. */
 		if (!tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
 			break;
 		tdbd_exec(c, CH_SOCK, c->in + off, nh.nlmsg_len);
+		c->in_budget--;
 		off += nh.nlmsg_len;
 	}
-	memmove(c->in, c->in + off, c->in_len - off);
-	c->in_len -= off;
+	if (off) {
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
 	return 0;
 }
 
 int tdbd_client_read(struct client *c)
 {
+	unsigned int budget = c->in_budget;
+	int err;
+
+	c->in_more = false;
 	for (;;) {
 		size_t want;
 		ssize_t n;
-		int err;
 
+		/* What is buffered runs first; read more only when it
+		 * all ran (the budget bounds the buffer too). */
+		if (run_input(c))
+			return -EPROTO;
+		if (c->in_more || c->dead)
+			break;
+		if (c->in_len >= NLMSG_HDRLEN &&
+		    !tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
+			break;  /* blocked on output: read no more */
 		if (c->in_cap - c->in_len < 65536) {
 			size_t cap = c->in_cap ? c->in_cap * 2 : 131072;
 			unsigned char *p;
@@ -502,16 +551,9 @@ int tdbd_client_read(struct client *c)
 			return -errno;
 		}
 		c->in_len += (size_t)n;
-		err = run_input(c);
-		if (err)
-			return err;
-		if (c->in_len >= NLMSG_HDRLEN &&
-		    !tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
-			break;  /* blocked on output: read no more */
 	}
-	if (run_input(c))
-		return -EPROTO;
-	return tdbd_client_flush(c);
+	err = tdbd_client_flush(c);
+	return err ? err : (int)(budget - c->in_budget);
 }
 
 /* --- leaving ----------------------------------------------------------- */
@@ -522,6 +564,7 @@ void tdbd_client_cleanup(struct client *c)
 	unsigned int i;
 
 	tdbd_held_free(c);
+	tdbd_commit_orphan(c);
 	while (c->txns) {
 		struct txn *x = c->txns;
 
@@ -531,19 +574,7 @@ void tdbd_client_cleanup(struct client *c)
 		__atomic_fetch_sub(&d->ctr.txns, 1, __ATOMIC_RELAXED);
 	}
 	c->ntxns = 0;
-	while (c->watches) {
-		struct watch *wa = c->watches;
-
-		c->watches = wa->next;
-		pthread_mutex_lock(&d->wlock);
-		wa->dt->watchers--;
-		pthread_mutex_unlock(&d->wlock);
-		tdbd_table_put(d, wa->dt);
-		free(wa);
-		__atomic_fetch_add(&d->ctr.watches_dropped, 1,
-				   __ATOMIC_RELAXED);
-		__atomic_fetch_sub(&d->ctr.watches, 1, __ATOMIC_RELAXED);
-	}
+	tdbd_watches_drop(c);
 	for (i = 0; i < MAX_DUMPS; i++)
 		if (c->dumps[i].used)
 			tdbd_dump_end(c, &c->dumps[i]);

@@ -77,6 +77,8 @@ struct tdbd_config {
 	uint64_t max_snapshot_memory_per_uid; /* max-snapshot-memory-per-uid:
 				* pre-images the snapshots of one uid
 				* keep, 1M..1T                       512M */
+	uint32_t max_watches;  /* max-watches: watches per client,
+				* 1..65536                            1024 */
 	uint64_t max_snapshot_bytes; /* max-snapshot-bytes: old values
 				* one snapshot scan keeps for the keys
 				* changed during it, 1K..64G (restart) 256M */

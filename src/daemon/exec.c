@@ -16,6 +16,9 @@
 #include "tdbd.h"
 #include "wal.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
 #else
@@ -155,19 +158,20 @@ static const void *value_of(const struct tdb_proto_msg *m, void **buf)
 	return *buf;
 }
 
-static uint64_t seq_begin(struct tdbd *d)
+/* The table's seqcount (txn.c): wait out a commit to this table. */
+static uint64_t seq_begin(const struct dtable *dt)
 {
 	uint64_t s;
 
-	while ((s = __atomic_load_n(&d->txn_seq, __ATOMIC_ACQUIRE)) & 1)
+	while ((s = __atomic_load_n(&dt->seq, __ATOMIC_ACQUIRE)) & 1)
 		cpu_relax();
 	return s;
 }
 
-static bool seq_retry(struct tdbd *d, uint64_t s)
+static bool seq_retry(const struct dtable *dt, uint64_t s)
 {
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	return __atomic_load_n(&d->txn_seq, __ATOMIC_RELAXED) != s;
+	return __atomic_load_n(&dt->seq, __ATOMIC_RELAXED) != s;
 }
 
 /* --- commands ----------------------------------------------------------- */
@@ -175,7 +179,6 @@ static bool seq_retry(struct tdbd *d, uint64_t s)
 static int do_get(struct rq *r)
 {
 	struct client *c = r->c;
-	struct tdbd *d = c->d;
 	struct tdb_proto_msg a;
 	struct txn *x = NULL;
 	struct dtable *dt;
@@ -205,7 +208,7 @@ static int do_get(struct rq *r)
 	}
 	reply_init(r, &a, TDB_PROTO_BIT(TDB_A_VALUE));
 	for (;;) {
-		uint64_t s = seq_begin(d);
+		uint64_t s = seq_begin(dt);
 		const void *v;
 		size_t vl;
 		void *p = answer_buf(c);
@@ -222,7 +225,7 @@ static int do_get(struct rq *r)
 				err = -EINVAL;
 		}
 		tdbe_read_unlock();
-		if (seq_retry(d, s))
+		if (seq_retry(dt, s))
 			continue;
 		if (err) {
 			r->ext.msg = err == -ENOENT ? "no such key" : NULL;
@@ -547,28 +550,127 @@ static int do_txn(struct rq *r)
 	*pp = x->next;
 	c->ntxns--;
 	__atomic_fetch_sub(&d->ctr.txns, 1, __ATOMIC_RELAXED);
-	if (r->m.cmd == TDB_CMD_TXN_COMMIT)
+	if (r->m.cmd == TDB_CMD_TXN_COMMIT) {
+		if (tdbd_commit_async(c, r->ch, x, r->m.nlh))
+			return 1;       /* answered when it is done */
 		err = tdbd_txn_commit(d, x, &r->lsn, &r->ext);
+	}
 	tdbd_txn_free(d, x);
 	return err;
 }
 
+/* --- watches --------------------------------------------------------------- */
+
+static uint64_t watch_hash(const struct client *c, const char *name,
+			   const void *prefix, size_t plen)
+{
+	return XXH64(prefix, plen, XXH64(name, strlen(name), c->wseed));
+}
+
+static struct watch **watch_chain(struct client *c, uint64_t hash)
+{
+	return &c->watches[hash & (c->nwbuckets - 1)];
+}
+
+static bool watch_is(const struct watch *wa, uint64_t hash, const char *name,
+		     const struct tdb_proto_msg *m)
+{
+	return wa->hash == hash && wa->plen == m->prefix_len &&
+	       !strcmp(wa->dt->name, name) &&
+	       (!wa->plen || !memcmp(wa->prefix, m->prefix, wa->plen));
+}
+
+/* The newest watch of the named table (dt: that table only; NULL: a
+ * dropped one too) with m's prefix; *prev the link to it. */
 static struct watch *find_watch(struct client *c, const struct dtable *dt,
+				const char *name,
 				const struct tdb_proto_msg *m,
 				struct watch ***prev)
 {
+	uint64_t hash;
 	struct watch **pp;
 
-	for (pp = &c->watches; *pp; pp = &(*pp)->next) {
-		struct watch *wa = *pp;
-
-		if (wa->dt == dt && wa->plen == m->prefix_len &&
-		    (!wa->plen || !memcmp(wa->prefix, m->prefix, wa->plen))) {
+	if (!c->nwatches)
+		return NULL;
+	hash = watch_hash(c, name, m->prefix, m->prefix_len);
+	for (pp = watch_chain(c, hash); *pp; pp = &(*pp)->next)
+		if ((!dt || (*pp)->dt == dt) && watch_is(*pp, hash, name, m)) {
 			*prev = pp;
-			return wa;
+			return *pp;
+		}
+	return NULL;
+}
+
+/* Room in the index for one more watch (chains stay short). */
+static int watch_grow(struct client *c)
+{
+	unsigned int n = c->nwbuckets ? c->nwbuckets * 2 : 16, i;
+	struct watch **v;
+
+	if (c->nwatches < c->nwbuckets)
+		return 0;
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	if (!c->nwbuckets)
+		c->wseed = tdbp_random_u64();
+	for (i = 0; i < c->nwbuckets; i++) {
+		while (c->watches[i]) {
+			struct watch *wa = c->watches[i];
+
+			c->watches[i] = wa->next;
+			wa->next = v[wa->hash & (n - 1)];
+			v[wa->hash & (n - 1)] = wa;
 		}
 	}
-	return NULL;
+	free(c->watches);
+	c->watches = v;
+	c->nwbuckets = n;
+	return 0;
+}
+
+/* Unlink (pp: the link to it) and free a watch of c. */
+static void watch_free(struct client *c, struct watch **pp)
+{
+	struct watch *wa = *pp;
+
+	*pp = wa->next;
+	pthread_mutex_lock(&c->d->wlock);
+	wa->dt->watchers--;
+	pthread_mutex_unlock(&c->d->wlock);
+	tdbd_table_put(c->d, wa->dt);
+	free(wa);
+	c->nwatches--;
+	__atomic_fetch_sub(&c->d->ctr.watches, 1, __ATOMIC_RELAXED);
+}
+
+unsigned int tdbd_watches_drop(struct client *c)
+{
+	unsigned int i, n = c->nwatches;
+
+	for (i = 0; i < c->nwbuckets; i++)
+		while (c->watches[i])
+			watch_free(c, &c->watches[i]);
+	__atomic_fetch_add(&c->d->ctr.watches_dropped, n, __ATOMIC_RELAXED);
+	free(c->watches);
+	c->watches = NULL;
+	c->nwbuckets = 0;
+	return n;
+}
+
+/* May c have one more watch?  max-watches bounds the memory, feed
+ * references and time a client's watches cost. */
+static int watch_room(struct rq *r)
+{
+	struct client *c = r->c;
+
+	if (c->nwatches >= __atomic_load_n(&c->d->cfg.max_watches,
+					   __ATOMIC_RELAXED)) {
+		r->ext.msg = "too many watches on this connection "
+			     "(max-watches)";
+		return -EMFILE;
+	}
+	return watch_grow(c);
 }
 
 static int do_watch(struct rq *r)
@@ -576,7 +678,7 @@ static int do_watch(struct rq *r)
 	struct client *c = r->c;
 	struct tdbd *d = c->d;
 	struct tdb_proto_extack ack = { 0 };
-	struct watch *wa, **pp;
+	struct watch *wa, **pp, **chain;
 	struct dtable *dt;
 	uint32_t seq = 0;
 	int err = 0, fd = -1;
@@ -589,10 +691,12 @@ static int do_watch(struct rq *r)
 	dt = resolve_may(r, MAY_READ, &err);
 	if (!dt)
 		return err;
-	if (find_watch(c, dt, &r->m, &pp)) {
+	if (find_watch(c, dt, dt->name, &r->m, &pp)) {
 		r->ext.msg = "already watching this table with this prefix";
 		return -EEXIST;
 	}
+	if ((err = watch_room(r)))
+		return err;
 	err = tdbd_client_fds_ready(c);
 	if (err == -EAGAIN) {
 		r->ext.msg = "answers to earlier requests are still queued on "
@@ -622,8 +726,12 @@ static int do_watch(struct rq *r)
 	wa->plen = r->m.prefix_len;
 	if (wa->plen)
 		memcpy(wa->prefix, r->m.prefix, wa->plen);
-	wa->next = c->watches;
-	c->watches = wa;
+	wa->hash = watch_hash(c, dt->name, wa->prefix, wa->plen);
+	/* At the head of its chain: UNWATCH by name finds the newest. */
+	chain = watch_chain(c, wa->hash);
+	wa->next = *chain;
+	*chain = wa;
+	c->nwatches++;
 	__atomic_fetch_add(&d->ctr.watches, 1, __ATOMIC_RELAXED);
 	/* The cookie: the feed's sequence number where this watch starts,
 	 * so the reader misses nothing written before it maps the feed. */
@@ -641,35 +749,16 @@ static int do_watch(struct rq *r)
 
 /* UNWATCH names the table; the watch may be of a table dropped since
  * (the name is then free or taken by another table): look in the
- * client's own watches, not in the registry. */
+ * client's own watches, by name, not in the registry. */
 static int do_unwatch(struct rq *r)
 {
-	struct client *c = r->c;
-	struct watch *wa = NULL, **pp;
-	struct dtable *dt = NULL;
+	struct watch **pp;
 
-	for (pp = &c->watches; *pp; pp = &(*pp)->next) {
-		struct watch *x = *pp;
-
-		if (!strcmp(x->dt->name, r->m.table) &&
-		    x->plen == r->m.prefix_len &&
-		    (!x->plen || !memcmp(x->prefix, r->m.prefix, x->plen))) {
-			wa = x;
-			dt = x->dt;
-			break;
-		}
-	}
-	if (!wa) {
+	if (!find_watch(r->c, NULL, r->m.table, &r->m, &pp)) {
 		r->ext.msg = "not watching this table with this prefix";
 		return -ENOENT;
 	}
-	*pp = wa->next;
-	pthread_mutex_lock(&c->d->wlock);
-	dt->watchers--;
-	pthread_mutex_unlock(&c->d->wlock);
-	tdbd_table_put(c->d, wa->dt);
-	free(wa);
-	__atomic_fetch_sub(&c->d->ctr.watches, 1, __ATOMIC_RELAXED);
+	watch_free(r->c, pp);
 	return 0;
 }
 
@@ -1017,6 +1106,26 @@ unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,
 			done += list_run(c, dp, budget, blocked);
 	}
 	return done;
+}
+
+/* --- big commits ------------------------------------------------------------ */
+
+unsigned int tdbd_commit_answer(struct client *c)
+{
+	struct rq r = { .c = c };
+	struct nlmsghdr req;
+	const char *msg;
+	int err;
+
+	if (!c->commit ||
+	    !tdbd_commit_take(c, &err, &r.lsn, &msg, &req, &r.ch))
+		return 0;
+	r.m.nlh = &req;
+	r.ext.msg = msg;
+	if (!err && r.lsn && tdbd_ack_later(c, r.ch, &req, r.lsn))
+		return 1;       /* acked once its WAL record is on disk */
+	answer_err(&r, err);
+	return 1;
 }
 
 /* --- dispatch -------------------------------------------------------------- */

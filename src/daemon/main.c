@@ -8,6 +8,13 @@
  * loaded worker.  SIGHUP reloads tdbd.conf; SIGTERM/SIGINT stop: no more
  * accepts, workers answer what their clients already sent, then exit.
  *
+ * Out of descriptors (accept fails with EMFILE or ENFILE), the listener
+ * would stay readable for ever: we refuse the connections waiting (a
+ * spare descriptor, closed to make room to accept each one and close it,
+ * so their clients see a hang-up instead of a hung connect), stop
+ * polling the listener until the next tick, and say so once per episode
+ * and then at most every few seconds with a count (accept_pause).
+ *
  * systemd: READY=1 once serving, STATUS= lines, WATCHDOG=1 only while
  * every worker has finished a round within half the watchdog interval
  * (so a hung worker gets the service restarted), RELOADING=1 / READY=1
@@ -60,6 +67,13 @@ struct daemon_state {
 	char lockpath[PATH_MAX + 16];
 	uint64_t watchdog_usec;
 	uint64_t last_status;
+	/* accept failing (EMFILE, ENFILE, ENOMEM...): the listener is out
+	 * of the epoll set until the next tick */
+	int spare;              /* /dev/null, given up to refuse a client */
+	bool lpaused;
+	int lerr;               /* the errno of the episode; 0 = none */
+	uint64_t lrefused;      /* connections refused in the episode */
+	uint64_t lsaid;         /* ns: when it was last reported */
 };
 
 /* The engine's lines name tables (client-supplied): escaped whole. */
@@ -309,6 +323,74 @@ static int peer_creds(int fd, struct creds *cr)
 	return 0;   /* ERANGE (over 64 groups): primary group only */
 }
 
+#define ACCEPT_SAY_NS 5000000000ull    /* report an episode this often */
+#define REFUSE_MAX    64u               /* refused per accept_pause */
+
+static void listener_watch(struct daemon_state *s, bool on)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s->lfd };
+
+	if (on == !s->lpaused)
+		return;
+	if (epoll_ctl(s->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, s->lfd,
+		      &ev) == 0 || errno == EEXIST || errno == ENOENT)
+		s->lpaused = !on;
+}
+
+/* Refuse the connections waiting without the descriptors to take them:
+ * the spare makes room for one accept at a time. */
+static void refuse_waiting(struct daemon_state *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < REFUSE_MAX && s->spare >= 0; i++) {
+		int fd;
+
+		close(s->spare);
+		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			s->lrefused++;
+		}
+		s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			break;
+	}
+}
+
+/* accept() failed with err: back off until the next tick. */
+static void accept_pause(struct daemon_state *s, int err)
+{
+	uint64_t now = tdbd_now_ns();
+
+	if (err == EMFILE || err == ENFILE)
+		refuse_waiting(s);
+	listener_watch(s, false);
+	if (!s->lerr) {
+		s->lerr = err;
+		s->lsaid = now;
+		tdbd_log_rl(RL_ACCEPT, L_WARNING, "accept: %s: refusing new "
+			    "connections until it clears", strerror(err));
+	} else if (now - s->lsaid >= ACCEPT_SAY_NS) {
+		s->lsaid = now;
+		tdbd_log_rl(RL_ACCEPT, L_WARNING, "accept: still %s: %llu "
+			    "connection(s) refused so far", strerror(err),
+			    (unsigned long long)s->lrefused);
+	}
+}
+
+/* An accept worked again: say so, with the count of the episode. */
+static void accept_resume(struct daemon_state *s)
+{
+	if (s->lerr)
+		tdbd_log_rl(RL_ACCEPT, L_NOTICE, "accept works again after "
+			    "%s; %llu connection(s) were refused meanwhile",
+			    strerror(s->lerr),
+			    (unsigned long long)s->lrefused);
+	s->lerr = 0;
+	s->lrefused = 0;
+}
+
 static void accept_all(struct daemon_state *s)
 {
 	struct tdbd *d = &s->d;
@@ -323,21 +405,24 @@ static void accept_all(struct daemon_state *s)
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR &&
 			    errno != ECONNABORTED)
-				tdbd_log(L_WARNING, "accept: %s",
-					 strerror(errno));
+				accept_pause(s, errno);
 			return;
 		}
+		if (s->lerr)
+			accept_resume(s);
 		if (peer_creds(fd, &cr)) {
-			tdbd_log(L_WARNING, "client without credentials "
-				 "refused: %s", strerror(errno));
+			tdbd_log_rl(RL_REFUSED, L_WARNING, "client without "
+				    "credentials refused: %s",
+				    strerror(errno));
 			close(fd);
 			continue;
 		}
 		/* max-clients (the last eighth kept for root) and
 		 * max-clients-per-uid; tdbd_client_free uncharges */
 		if (tdbd_quota_charge(d, cr.uid, Q_CLIENTS, 1, &why)) {
-			tdbd_log(L_WARNING, "client pid %d uid %u refused: %s",
-				 (int)cr.pid, (unsigned int)cr.uid, why);
+			tdbd_log_rl(RL_REFUSED, L_WARNING, "client pid %d uid "
+				    "%u refused: %s", (int)cr.pid,
+				    (unsigned int)cr.uid, why);
 			close(fd);
 			continue;
 		}
@@ -348,9 +433,9 @@ static void accept_all(struct daemon_state *s)
 			continue;
 		}
 		__atomic_fetch_add(&d->ctr.accepted, 1, __ATOMIC_RELAXED);
-		tdbd_log(L_DEBUG, "client %llu: pid %d uid %u gid %u",
-			 (unsigned long long)c->id, (int)cr.pid,
-			 (unsigned int)cr.uid, (unsigned int)cr.gid);
+		tdbd_log_rl(RL_CLIENT, L_DEBUG, "client %llu: pid %d uid %u "
+			    "gid %u", (unsigned long long)c->id, (int)cr.pid,
+			    (unsigned int)cr.uid, (unsigned int)cr.gid);
 		tdbd_worker_hand(d, c);
 	}
 }
@@ -457,6 +542,8 @@ static void reload(struct daemon_state *s)
 	__atomic_store_n(&d->cfg.max_snapshot_memory, n.max_snapshot_memory,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.max_memory, n.max_memory, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.max_watches, n.max_watches,
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.table_mode, n.table_mode, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.idle_spin_us, n.idle_spin_us,
 			 __ATOMIC_RELAXED);
@@ -475,6 +562,9 @@ static void tick(struct daemon_state *s)
 	struct tdbd *d = &s->d;
 	uint64_t now = tdbd_now_ns(), oldest = now;
 	unsigned int i;
+
+	listener_watch(s, true);        /* after an accept back-off */
+	tdbd_log_rl_flush();
 
 	for (i = 0; i < d->nworkers; i++) {
 		uint64_t hb = __atomic_load_n(&d->workers[i].heartbeat,
@@ -578,6 +668,7 @@ static int start(struct daemon_state *s)
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0)
 		return -errno;
+	s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ev.data.fd = s->lfd;
 	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
 	ev.data.fd = s->sigfd;
@@ -646,6 +737,8 @@ static void stop(struct daemon_state *s)
 	tdbd_sigbus_fini();
 	if (s->epfd >= 0)
 		close(s->epfd);
+	if (s->spare >= 0)
+		close(s->spare);
 	if (s->tfd >= 0)
 		close(s->tfd);
 	if (s->sigfd >= 0)
@@ -661,7 +754,7 @@ int main(int argc, char **argv)
 
 	s.argc = argc;
 	s.argv = argv;
-	s.lfd = s.sigfd = s.tfd = s.epfd = s.lockfd = -1;
+	s.lfd = s.sigfd = s.tfd = s.epfd = s.lockfd = s.spare = -1;
 	if (tdbd_config_from_args(&s.d.cfg, argc, argv, &a, err,
 				  sizeof(err))) {
 		fprintf(stderr, "tdbd: %s\n", err);

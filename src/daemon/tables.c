@@ -222,8 +222,8 @@ int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
 	dt->refs = 1;
 	reg_add(d, dt);
 	tdbd_mem_note(d, dt);
-	tdbd_log(L_INFO, "table %s created (owner %u:%u, mode %04o)",
-		 ESC(name), uid, gid, mode);
+	tdbd_log_rl(RL_TABLES, L_INFO, "table %s created (owner %u:%u, mode "
+		    "%04o)", ESC(name), uid, gid, mode);
 	if (out)
 		*out = dt;
 	return 0;
@@ -353,7 +353,7 @@ int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
 			tdb_ring_abort(&dt->feed->prod);
 		}
 	}
-	tdbd_log(L_INFO, "table %s dropped", ESC(dt->name));
+	tdbd_log_rl(RL_TABLES, L_INFO, "table %s dropped", ESC(dt->name));
 	tdbd_table_put(d, dt);  /* the registry's reference */
 	return 0;
 }
@@ -443,9 +443,9 @@ static void feed_send(struct dtable *dt, struct tdb_proto_msg *m)
 		return;
 	p = tdb_ring_reserve(r, (size_t)len);
 	if (!p) {
-		tdbd_log(L_WARNING, "feed of %s: a change of %ld bytes does "
-			 "not fit (feed-size too small): watchers miss it",
-			 ESC(dt->name), len);
+		tdbd_log_rl(RL_TABLES, L_WARNING, "feed of %s: a change of "
+			    "%ld bytes does not fit (feed-size too small): "
+			    "watchers miss it", ESC(dt->name), len);
 		return;
 	}
 	if (tdb_proto_build(p, (size_t)len, TDB_PROTO_ANSWER, m, NULL) != len) {
@@ -822,8 +822,8 @@ static int snap_fail(struct snapshot *s, int err, const char *why,
 		snprintf(s->msg, sizeof(s->msg), "snapshot failed at key "
 			 "'%s': cannot keep the old value of a changed key: "
 			 "%s", k, tdbe_strerror(err));
-	tdbd_log(L_WARNING, "table %s: a snapshot scan fails: %s",
-		 ESC(s->dt->name), s->msg);
+	tdbd_log_rl(RL_TABLES, L_WARNING, "table %s: a snapshot scan fails: "
+		    "%s", ESC(s->dt->name), s->msg);
 	return err;
 }
 

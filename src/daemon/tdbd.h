@@ -19,14 +19,17 @@
  * one worker, which then owns it: only that worker touches the struct
  * client (its rings, socket buffers, transactions, dumps).  Shared
  * between workers: the engine (thread-safe), the registry (rwlock), the
- * write lock and the counters (atomics).
+ * write lock and the counters (atomics).  Big commits run on the
+ * committer thread (txn.c), which touches only the transaction it was
+ * handed and the job it answers through.
  *
  * Writes.  Every change (put, delete, commit, create, drop) runs under
  * d->wlock, so changes have one order, feeds have one producer, and a
  * transaction's commit is not interleaved with other writes.  Readers do
- * not take it: a GET reads d->txn_seq before and after (a seqcount), and
- * retries if a commit ran meanwhile, so it sees a transaction whole or
- * not at all.
+ * not take it: a GET reads its table's dt->seq before and after (a
+ * seqcount), and retries if a commit to that table ran meanwhile, so it
+ * sees a transaction whole or not at all (and never waits for a commit
+ * to other tables).
  */
 #ifndef TDBD_TDBD_H
 #define TDBD_TDBD_H
@@ -52,6 +55,29 @@ enum { L_ERR = 3, L_WARNING = 4, L_NOTICE = 5, L_INFO = 6, L_DEBUG = 7 };
 void tdbd_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void tdbd_log_set_level(int level);
+/*
+ * Log lines a client can cause go through a rate limiter per kind (as
+ * the kernel's printk_ratelimit): a burst of TDBD_RL_BURST lines, then
+ * none until TDBD_RL_INTERVAL_MS has passed since the burst began; the
+ * next line of that kind (or tdbd_log_rl_flush(), from main's tick)
+ * first says how many were suppressed.  A flood of hostile clients thus
+ * costs a few lines per interval, not one per attempt.
+ */
+enum tdbd_rl {
+	RL_CLIENT,              /* a client came, or went and why */
+	RL_VIOLATION,           /* protocol and ring violations */
+	RL_REFUSED,             /* connections refused (max-clients, creds) */
+	RL_ACCEPT,              /* accept() failing (EMFILE, ENFILE, ...) */
+	RL_RINGS,               /* rings or feeds that cannot be made */
+	RL_TABLES,              /* tables created and dropped, feeds, scans */
+	RL_NKINDS
+};
+#define TDBD_RL_BURST        10u
+#define TDBD_RL_INTERVAL_MS  5000u
+void tdbd_log_rl(enum tdbd_rl kind, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Say how many lines were suppressed in intervals that are over. */
+void tdbd_log_rl_flush(void);
 /* sd_notify(), if NOTIFY_SOCKET is set; formatted. */
 void tdbd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -122,6 +148,8 @@ struct dtable {
 	struct snapshot *snaps; /* under wlock: snapshots taking changes */
 	uint64_t mem;           /* under wlock: its backed extents' bytes as
 				 * counted in d->mem_tables (max-memory) */
+	uint64_t seq;           /* seqcount, atomic: odd while a commit
+				 * applies changes to this table (txn.c) */
 };
 
 /* Who a client is (SO_PEERCRED, SO_PEERGROUPS). */
@@ -283,6 +311,8 @@ bool tdbd_sigbus_hit(int slot);
 
 /* --- transactions (txn.c) -------------------------------------------- */
 
+enum chan { CH_SOCK, CH_RING };         /* where a request came in */
+
 struct txn_op {
 	struct dtable *dt;      /* counted */
 	bool del;
@@ -316,6 +346,21 @@ int tdbd_txn_find(const struct txn *x, const struct dtable *dt,
 /* Apply all or nothing, logged as one WAL record (*lsn); takes wlock. */
 int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		    struct tdb_proto_extack *ext);
+/* The committer thread (txn.c): big commits run there, not on the
+ * client's worker.  Started before the workers, stopped after them. */
+struct commit_job;
+int tdbd_commit_start(struct tdbd *d);
+void tdbd_commit_stop(struct tdbd *d);
+/* Hand x (a big transaction, unlinked from the client; the job frees
+ * it) to the committer: true, and c->commit is set until the worker
+ * takes the result; false: commit it here. */
+bool tdbd_commit_async(struct client *c, enum chan ch, struct txn *x,
+		       const struct nlmsghdr *req);
+/* The result of c->commit if it is done (true; c->commit cleared). */
+bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
+		      const char **msg, struct nlmsghdr *req, enum chan *ch);
+/* The client goes: its job (if any) is the committer's to free. */
+void tdbd_commit_orphan(struct client *c);
 
 /* --- durability (durable.c) -------------------------------------------- */
 
@@ -349,7 +394,10 @@ void tdbd_dirty_free(struct dirty *s);
 
 /* --- clients (client.c, worker.c, exec.c) ----------------------------- */
 
-enum chan { CH_SOCK, CH_RING };
+/* Requests a client may have run per round on each transport (its
+ * submission ring, its socket): one busy client cannot take more than
+ * its share of a worker's round. */
+#define TDBD_REQ_BUDGET 64u
 
 /* An acknowledgement of a change waits until its WAL record is durable
  * (sync always or batch); false if it may go out now. */
@@ -382,9 +430,14 @@ struct dump {
 };
 #define MAX_DUMPS 8
 
+/* A watch, in its client's index (exec.c): chains of a hash of the
+ * table's name and the prefix, so UNWATCH finds a watch by name even
+ * after its table was dropped, in time independent of how many watches
+ * the client has. */
 struct watch {
-	struct watch *next;
+	struct watch *next;     /* hash chain */
 	struct dtable *dt;      /* counted */
+	uint64_t hash;          /* watch_hash(name, prefix) */
 	uint32_t plen;
 	unsigned char prefix[];
 };
@@ -412,6 +465,10 @@ struct client {
 	size_t out_len, out_off, out_cap;
 	uint64_t sent;          /* socket bytes sent, ever (progress) */
 	uint32_t ep_events;     /* the socket's epoll interest now */
+	unsigned int in_budget; /* socket requests it may still run this
+				 * round (TDBD_REQ_BUDGET at its start) */
+	bool in_more;           /* socket input stopped on the budget or
+				 * the held-ack cap: run it next round */
 
 	/* an answer that did not fit in the completion ring */
 	unsigned char *stash;
@@ -432,7 +489,15 @@ struct client {
 	unsigned int ndumps;
 	struct txn *txns;
 	unsigned int ntxns;
-	struct watch *watches;
+	/* watches: nwbuckets chains (a power of two, grown to keep
+	 * nwatches <= nwbuckets), at most max-watches of them */
+	struct watch **watches;
+	unsigned int nwatches, nwbuckets;
+	uint64_t wseed;         /* random: chains cannot be aimed at */
+
+	/* a big commit running on the committer thread (txn.c): none of
+	 * its requests are read until it is answered */
+	struct commit_job *commit;
 
 	/* the table of the last request (a counted ref) and the
 	 * registry generation it was looked up in */
@@ -468,7 +533,6 @@ struct tdbd {
 	struct tdbd_config cfg;
 	struct tdbe_engine *engine;
 	pthread_mutex_t wlock;
-	uint64_t txn_seq;       /* seqcount: odd while a commit applies */
 	uint64_t next_txn;      /* atomic */
 	uint64_t next_client;   /* atomic */
 	uint64_t start_ns;
@@ -501,6 +565,13 @@ struct tdbd {
 	uint64_t mem_txns;      /* buffered transactions (max-memory) */
 	uint64_t mem_auto;      /* max-memory 0: 3/4 of physical memory */
 	bool mem_primed;        /* tables made by recovery are counted */
+	/* the committer thread (txn.c): its queue under commit_lock */
+	pthread_mutex_t commit_lock;
+	pthread_cond_t commit_cv;
+	struct commit_job *commit_q, *commit_tail;
+	bool commit_stop;       /* under commit_lock */
+	bool committer_on;
+	pthread_t committer;
 };
 
 uint64_t tdbd_now_ns(void);
@@ -510,9 +581,14 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 			       const struct creds *cr);
 /* Free everything (the client is out of its worker's lists). */
 void tdbd_client_free(struct client *c);
-/* Socket side: read what is there and run whole messages (>= 0) or say
- * the client must go (< 0, c->why set). */
+/* Socket side: run buffered whole messages and read more, within the
+ * round's budget (c->in_budget): the number run (>= 0), or < 0 if the
+ * client must go (c->why set).  What the budget leaves stays buffered
+ * (c->in_more) for the next round. */
 int tdbd_client_read(struct client *c);
+/* Has the socket side requests to run now (buffered, or left by the
+ * budget), with room for their answers?  The worker must not sleep then. */
+bool tdbd_client_in_ready(const struct client *c);
 /* Send buffered socket output; < 0 if the socket is gone. */
 int tdbd_client_flush(struct client *c);
 /* Queue an answer on a channel (copying it).  -EAGAIN: it went to the
@@ -547,6 +623,10 @@ void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len);
 unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,
 			    bool *blocked);
 void tdbd_dump_end(struct client *c, struct dump *dp);
+/* Answer c's big commit if the committer is done with it: 1, else 0. */
+unsigned int tdbd_commit_answer(struct client *c);
+/* The client goes: drop its watches; returns how many it had. */
+unsigned int tdbd_watches_drop(struct client *c);
 void tdbd_client_cleanup(struct client *c);
 
 /* worker.c */

@@ -3,14 +3,16 @@
  * all together or not at all.
  *
  * Commit, under d->wlock:
- *  1. d->txn_seq becomes odd: GETs that overlap the commit retry (see
- *     tdbd.h), so no reader sees part of it;
+ *  1. the seqcount of every table the transaction touches (dt->seq)
+ *     becomes odd: GETs of those tables that overlap the commit retry
+ *     (see tdbd.h), so no reader sees part of it; GETs of other tables
+ *     do not wait for it;
  *  2. each change is applied in order, after saving the key's old value
  *     in an undo list (and in the table's snapshots, tdbd_snap_save);
  *  3. if a change fails (-EEXIST of a no-overwrite put, -ENOSPC, ...),
  *     the changes already applied are undone in reverse order from the
  *     undo list; the commit fails with that error and nothing is left;
- *  4. d->txn_seq becomes even again, then watchers are told about each
+ *  4. those seqcounts become even again, then watchers are told about each
  *     change (only for a commit that succeeded).
  * An undo can itself fail only if restoring an old value needs memory
  * the table no longer has (its cap reached meanwhile by this same
@@ -21,10 +23,12 @@
  * copied, at OP_COST: its key and value and what holding them costs
  * besides; x->charged is what x holds, given back when x is freed
  * (commit, abort, or its client's end), whatever happened to it.
+ * Big commits run on the committer thread, not on a worker (below).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tdbd.h"
 
@@ -202,6 +206,21 @@ static int apply_one(struct txn_op *op, struct tdbe_extack *ee)
 			TDBE_NOOVERWRITE : 0, ee);
 }
 
+/* Under wlock: make the seqcount of each table of x odd (begin) or even
+ * again (end), once per table however many changes it has.  Only one
+ * commit runs at a time, so an odd count here is this commit's. */
+static void seq_mark(struct txn *x, bool begin)
+{
+	uint32_t i;
+
+	for (i = 0; i < x->nops; i++) {
+		struct dtable *dt = x->ops[i].dt;
+
+		if ((__atomic_load_n(&dt->seq, __ATOMIC_RELAXED) & 1) != begin)
+			__atomic_fetch_add(&dt->seq, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
 int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		    struct tdb_proto_extack *ext)
 {
@@ -219,7 +238,7 @@ int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		return err;
 	}
 	pthread_mutex_lock(&d->wlock);
-	__atomic_fetch_add(&d->txn_seq, 1, __ATOMIC_SEQ_CST);   /* odd */
+	seq_mark(x, true);                                      /* odd */
 	for (i = 0; i < x->nops && !err; i++) {
 		err = save_old(&x->ops[i], &u[i]);
 		if (!err) {
@@ -244,7 +263,7 @@ int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		while (done--)
 			undo_one(d, &x->ops[done], &u[done]);
 	}
-	__atomic_fetch_add(&d->txn_seq, 1, __ATOMIC_SEQ_CST);   /* even */
+	seq_mark(x, false);                                     /* even */
 	for (i = 0; !err && i < x->nops; i++) {
 		struct txn_op *op = &x->ops[i];
 
@@ -262,4 +281,180 @@ int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
 		free(u[i].old);
 	free(u);
 	return err;
+}
+
+/* --- big commits off the worker ------------------------------------------
+ * A commit of many changes (over TDBD_REQ_BUDGET, or over 1 MiB) runs on
+ * the committer thread instead of the client's worker, so the worker goes
+ * on serving its other clients meanwhile: a reader there does not wait
+ * for another client's commit and its WAL write (a GET of a table the
+ * commit changes still waits for it, through that table's seqcount).
+ * The committing client has none of its requests read until the commit
+ * is answered, so whatever it sends next sees the commit.
+ *
+ * A job belongs to the committer from tdbd_commit_async() until it is
+ * done; then to the client's worker, which answers it (tdbd_commit_take)
+ * and frees it.  A client that goes while its job runs orphans the job:
+ * the committer frees it.  job->state is under d->commit_lock.
+ */
+enum { JOB_QUEUED, JOB_DONE, JOB_ORPHAN };
+
+struct commit_job {
+	struct commit_job *next;
+	struct worker *w;               /* to wake when done */
+	struct txn *x;
+	struct nlmsghdr req;            /* the TXN_COMMIT's header */
+	enum chan ch;
+	int state;
+	int err;                        /* the commit's result */
+	uint64_t lsn;
+	const char *msg;
+};
+
+static void wake_worker(struct tdbd *d, struct worker *w)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&d->wake_lock);
+	if (d->wake_on && write(w->ctlfd, &one, sizeof(one)) < 0)
+		(void)0;
+	pthread_mutex_unlock(&d->wake_lock);
+}
+
+static void run_job(struct tdbd *d, struct commit_job *j)
+{
+	struct tdb_proto_extack ext = { 0 };
+	bool orphan;
+
+	j->err = tdbd_txn_commit(d, j->x, &j->lsn, &ext);
+	j->msg = ext.msg;
+	tdbd_txn_free(d, j->x);
+	j->x = NULL;
+	pthread_mutex_lock(&d->commit_lock);
+	orphan = j->state == JOB_ORPHAN;
+	j->state = JOB_DONE;
+	pthread_mutex_unlock(&d->commit_lock);
+	if (orphan)
+		free(j);
+	else
+		wake_worker(d, j->w);
+}
+
+static void *committer(void *arg)
+{
+	struct tdbd *d = arg;
+
+	pthread_mutex_lock(&d->commit_lock);
+	for (;;) {
+		struct commit_job *j = d->commit_q;
+
+		if (!j) {
+			if (d->commit_stop)
+				break;
+			pthread_cond_wait(&d->commit_cv, &d->commit_lock);
+			continue;
+		}
+		d->commit_q = j->next;
+		if (!d->commit_q)
+			d->commit_tail = NULL;
+		pthread_mutex_unlock(&d->commit_lock);
+		run_job(d, j);
+		pthread_mutex_lock(&d->commit_lock);
+	}
+	pthread_mutex_unlock(&d->commit_lock);
+	return NULL;
+}
+
+int tdbd_commit_start(struct tdbd *d)
+{
+	int err;
+
+	pthread_mutex_init(&d->commit_lock, NULL);
+	pthread_cond_init(&d->commit_cv, NULL);
+	err = pthread_create(&d->committer, NULL, committer, d);
+	if (err)
+		return -err;
+	d->committer_on = true;
+	return 0;
+}
+
+void tdbd_commit_stop(struct tdbd *d)
+{
+	if (!d->committer_on)
+		return;
+	pthread_mutex_lock(&d->commit_lock);
+	d->commit_stop = true;
+	pthread_cond_signal(&d->commit_cv);
+	pthread_mutex_unlock(&d->commit_lock);
+	pthread_join(d->committer, NULL);       /* after the queue ran */
+	d->committer_on = false;
+	pthread_cond_destroy(&d->commit_cv);
+	pthread_mutex_destroy(&d->commit_lock);
+}
+
+bool tdbd_commit_async(struct client *c, enum chan ch, struct txn *x,
+		       const struct nlmsghdr *req)
+{
+	struct tdbd *d = c->d;
+	struct commit_job *j;
+
+	if (!d->committer_on ||
+	    (x->nops <= TDBD_REQ_BUDGET && x->bytes <= (1u << 20)))
+		return false;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return false;   /* commit it on the worker, then */
+	j->w = c->w;
+	j->x = x;
+	j->req = *req;
+	j->ch = ch;
+	j->state = JOB_QUEUED;
+	c->commit = j;
+	pthread_mutex_lock(&d->commit_lock);
+	if (d->commit_tail)
+		d->commit_tail->next = j;
+	else
+		d->commit_q = j;
+	d->commit_tail = j;
+	pthread_cond_signal(&d->commit_cv);
+	pthread_mutex_unlock(&d->commit_lock);
+	return true;
+}
+
+bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
+		      const char **msg, struct nlmsghdr *req, enum chan *ch)
+{
+	struct commit_job *j = c->commit;
+	bool done;
+
+	pthread_mutex_lock(&c->d->commit_lock);
+	done = j->state == JOB_DONE;
+	pthread_mutex_unlock(&c->d->commit_lock);
+	if (!done)
+		return false;
+	*err = j->err;
+	*lsn = j->lsn;
+	*msg = j->msg;
+	*req = j->req;
+	*ch = j->ch;
+	c->commit = NULL;
+	free(j);
+	return true;
+}
+
+void tdbd_commit_orphan(struct client *c)
+{
+	struct commit_job *j = c->commit;
+	bool done;
+
+	if (!j)
+		return;
+	c->commit = NULL;
+	pthread_mutex_lock(&c->d->commit_lock);
+	done = j->state == JOB_DONE;
+	if (!done)
+		j->state = JOB_ORPHAN;
+	pthread_mutex_unlock(&c->d->commit_lock);
+	if (done)
+		free(j);
 }

@@ -3,13 +3,14 @@
  * clients handed to it, round after round.
  *
  * A round visits every client once: it flushes an answer left in the
- * stash, moves the client's dumps on, and takes at most REQ_BUDGET
- * requests from its submission ring, so one busy client cannot take more
- * than its share of a round.  Completions are published once per client
- * per round (one wake-up at most).  When a round finds nothing, the
- * worker polls for idle-spin microseconds, then arms every submission
- * ring's waiting flag and sleeps in epoll on the clients' eventfds,
- * sockets and pidfds.
+ * stash, moves the client's dumps on, and takes at most TDBD_REQ_BUDGET
+ * requests from its submission ring and as many from its socket, so one
+ * busy client cannot take more than its share of a round (what is left
+ * stays buffered, and the worker does not sleep while it waits).
+ * Completions are published once per client per round (one wake-up at
+ * most).  When a round finds nothing, the worker polls for idle-spin
+ * microseconds, then arms every submission ring's waiting flag and
+ * sleeps in epoll on the clients' eventfds, sockets and pidfds.
  *
  * A client that leaves its completions undrained (the stash or a dump
  * waiting for room) is "blocked": we read none of its requests, and after
@@ -25,7 +26,6 @@
 
 #include "tdbd.h"
 
-#define REQ_BUDGET   64u        /* requests per client per round */
 #define DUMP_BUDGET  256u       /* records examined per dump per round */
 #define SLEEP_MS     100        /* longest sleep: heartbeat, deadlines */
 #define BLOCKED_MS   1          /* sleep while someone is blocked */
@@ -100,22 +100,20 @@ static void take_inbox(struct worker *w)
 static void drop_client(struct worker *w, struct client *c)
 {
 	struct tdbd *d = w->d;
-	unsigned int ntx = c->ntxns, nwa = 0;
-	struct watch *wa;
+	unsigned int ntx = c->ntxns, nwa = c->nwatches;
 
-	for (wa = c->watches; wa; wa = wa->next)
-		nwa++;
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->sock, NULL);
 	if (c->pidfd >= 0)
 		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
 	if (c->evfd >= 0)
 		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->evfd, NULL);
-	tdbd_log(c->why && strcmp(c->why, "hang-up") ? L_NOTICE : L_DEBUG,
-		 "client %llu (pid %d, uid %u) gone: %s; aborted %u "
-		 "transaction(s), dropped %u watch(es)",
-		 (unsigned long long)c->id, (int)c->cr.pid,
-		 (unsigned int)c->cr.uid, c->why ? c->why : "closed", ntx,
-		 nwa);
+	tdbd_log_rl(RL_CLIENT,
+		    c->why && strcmp(c->why, "hang-up") ? L_NOTICE : L_DEBUG,
+		    "client %llu (pid %d, uid %u) gone: %s; aborted %u "
+		    "transaction(s), dropped %u watch(es)",
+		    (unsigned long long)c->id, (int)c->cr.pid,
+		    (unsigned int)c->cr.uid, c->why ? c->why : "closed", ntx,
+		    nwa);
 	w->clients[c->slot] = w->clients[--w->nclients];
 	w->clients[c->slot]->slot = c->slot;
 	tdbd_client_free(c);
@@ -147,7 +145,8 @@ static int on_ring_msg(void *arg, const struct nlmsghdr *nlh)
 	tdbd_exec(c, CH_RING, nlh, nlh->nlmsg_len);
 	/* Stop taking requests once an answer has nowhere to go, or too
 	 * many wait for the disk. */
-	return c->stash_len || c->dead || tdbd_held_full(c) ? -EAGAIN : 0;
+	return c->stash_len || c->dead || tdbd_held_full(c) || c->commit ?
+	       -EAGAIN : 0;
 }
 
 static bool flush_stash(struct client *c)
@@ -228,24 +227,35 @@ static unsigned int serve(struct client *c, uint64_t *now)
 
 		tdbd_held_release(c);
 		done += n - c->nheld;
+		if (n != c->nheld)
+			tdbd_client_update_out(c);      /* EPOLLIN again? */
+	}
+	if (c->commit && tdbd_commit_answer(c)) {
+		done++;
+		tdbd_client_update_out(c);
 	}
 	if (c->stash_len && !flush_stash(c))
 		blocked = true;
-	/* Socket requests read earlier and held back while its answers
-	 * backed up: run them once there is room again. */
-	if (c->in_len >= NLMSG_HDRLEN &&
-	    tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX) &&
-	    tdbd_client_read(c) < 0) {
-		c->dead = true;
-		return done;
+	/* Socket requests left by the last round's budget, or held back
+	 * while its answers backed up: run them once there is room. */
+	c->in_budget = TDBD_REQ_BUDGET;
+	if (tdbd_client_in_ready(c)) {
+		rc = tdbd_client_read(c);
+		if (rc < 0) {
+			c->dead = true;
+			return done;
+		}
+		done += (unsigned int)rc;
 	}
 	if (c->ndumps) {
 		done += tdbd_dumps_run(c, DUMP_BUDGET, &blocked);
 		if (c->dead)
 			return done;
 	}
-	if (c->attached && !c->stash_len && !tdbd_held_full(c)) {
-		rc = tdb_ring_consume(&c->sub, REQ_BUDGET, on_ring_msg, c);
+	if (c->attached && !c->stash_len && !tdbd_held_full(c) &&
+	    !c->commit) {
+		rc = tdb_ring_consume(&c->sub, TDBD_REQ_BUDGET, on_ring_msg,
+				     c);
 		if (rc == -EPROTO) {
 			tdbd_client_violation(c, tdb_ring_error(&c->sub));
 		} else if (rc > 0) {
@@ -332,7 +342,8 @@ static unsigned int poll_events(struct worker *w, int timeout_ms)
 	return n > 0 ? (unsigned int)n : 0;
 }
 
-/* Say we sleep on every ring; false if one has work after all. */
+/* Say we sleep on every ring; false if one has work after all (in its
+ * ring, or socket requests the budget left buffered). */
 static bool arm_all(struct worker *w)
 {
 	unsigned int i;
@@ -340,7 +351,9 @@ static bool arm_all(struct worker *w)
 	for (i = 0; i < w->nclients; i++) {
 		struct client *c = w->clients[i];
 
-		if (c->attached && !c->dead && !c->stash_len &&
+		if (tdbd_client_in_ready(c))
+			return false;
+		if (c->attached && !c->dead && !c->stash_len && !c->commit &&
 		    tdb_ring_wait(&c->sub, 0) != -ETIMEDOUT)
 			return false;
 	}
@@ -383,7 +396,8 @@ static bool drained(struct worker *w)
 		if (c->blocked_since)   /* not taking answers: not waited for */
 			continue;
 		if (c->out_len > c->out_off || c->stash_len || c->drain_sock ||
-		    c->ndumps || c->held)
+		    c->ndumps || c->held || c->commit ||
+		    tdbd_client_in_ready(c))
 			return false;
 		if (c->attached && (int64_t)(c->sub.pos - c->drain_to) < 0)
 			return false;
@@ -478,7 +492,10 @@ static void *worker_main(void *arg)
 int tdbd_workers_start(struct tdbd *d)
 {
 	unsigned int i;
+	int err0;
 
+	if ((err0 = tdbd_commit_start(d)))
+		return err0;
 	d->nworkers = d->cfg.workers;
 	d->workers = calloc(d->nworkers, sizeof(*d->workers));
 	if (!d->workers)
@@ -524,6 +541,7 @@ void tdbd_workers_stop(struct tdbd *d)
 	pthread_mutex_lock(&d->wake_lock);
 	d->wake_on = false;
 	pthread_mutex_unlock(&d->wake_lock);
+	tdbd_commit_stop(d);    /* runs what is queued; wakes nobody now */
 	for (i = 0; i < d->nworkers; i++) {
 		struct worker *w = &d->workers[i];
 
