@@ -636,7 +636,7 @@ static void watch_free(struct client *c, struct watch **pp)
 
 	*pp = wa->next;
 	pthread_mutex_lock(&c->d->wlock);
-	wa->dt->watchers--;
+	tdbd_feed_unwatch(wa->dt);
 	pthread_mutex_unlock(&c->d->wlock);
 	tdbd_table_put(c->d, wa->dt);
 	free(wa);

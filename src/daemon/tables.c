@@ -11,7 +11,10 @@
  *    data change).
  *  - reg_gen changes whenever the set of names changes, so a client's
  *    cached dtable is good while reg_gen is what it was.
- *  - A table's feed exists from its first WATCH to its drop; only the
+ *  - A table's feed exists while anyone watches it: made at the first
+ *    WATCH, retired when the last watch ends (or with the table), so an
+ *    unwatched feed holds no memory and a descriptor passed before can
+ *    never see a later change (a new WATCH gets a new feed).  Only the
  *    holder of d->wlock writes it, so it has one producer.
  *  - A table set aside (dt->aside) has no engine table (dt->t NULL): it
  *    was made so by recovery, before any client came, and no request
@@ -415,6 +418,14 @@ static int feed_make(struct tdbd *d, struct dtable *dt)
 	}
 	dt->feed = f;
 	return 0;
+}
+
+void tdbd_feed_unwatch(struct dtable *dt)
+{
+	if (--dt->watchers || !dt->feed)
+		return;
+	feed_free(dt->feed);
+	dt->feed = NULL;
 }
 
 int tdbd_feed_open_ro(struct tdbd *d, struct dtable *dt, int *fd,

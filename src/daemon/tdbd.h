@@ -205,6 +205,8 @@ uint64_t tdbd_table_gen(struct tdbd *d);
  * the sequence number of the next change (where a watch starts). */
 int tdbd_feed_open_ro(struct tdbd *d, struct dtable *dt, int *fd,
 		      uint32_t *seq);
+/* Under wlock: one watch of dt fewer; the last one retires the feed. */
+void tdbd_feed_unwatch(struct dtable *dt);
 /* Under wlock: tell the table's watchers (no-op without a feed). */
 void tdbd_feed_put(struct tdbd *d, struct dtable *dt, const void *key,
 		   size_t klen, const void *val, size_t vlen);

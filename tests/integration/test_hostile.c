@@ -33,6 +33,9 @@
  *              rewritten by a thread while tdbd answers into it: tdbd
  *              builds answers in private memory and copies them in
  *              once, so it never writes out of bounds (ASan) or dies;
+ *  unwatch     a feed descriptor kept after UNWATCH sees no later change
+ *              (the last watch retires the feed; a new WATCH gets a new
+ *              one);
  *  deaf        a ring client that never reads its completions, and a
  *              socket client that never reads its socket: each is
  *              throttled, then cut off after --client-deadline (2 s):
@@ -1016,6 +1019,71 @@ static void attach_flood(const struct h_daemon *d)
 	expect_settled(&base, 0, 0, "attach flood");
 }
 
+/* --- a feed descriptor after UNWATCH --------------------------------------------- */
+
+/* The feed's published index, through a read-only map of its header. */
+static uint64_t feed_prod(int fd)
+{
+	size_t span = memfd_span(fd);
+	const struct tdb_ring_hdr *h = mmap(NULL, span, PROT_READ, MAP_SHARED,
+					    fd, 0);
+	uint64_t p;
+
+	CHECK(h != MAP_FAILED, "map the feed's header: %s", strerror(errno));
+	p = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
+	munmap((void *)h, span);
+	return p;
+}
+
+/*
+ * A client watches a table, keeps the feed's descriptor and UNWATCHes.
+ * The last watch retires the feed: a later WATCH (by anyone) gets a new
+ * one, and the old descriptor never sees another change.
+ */
+static void unwatch_feed(const char *sock)
+{
+	struct tdb_proto_msg w = { .cmd = TDB_CMD_WATCH,
+				   .attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+				   .table = "many" };
+	struct tdb_proto_msg u = w;
+	struct tdbc_table *t = NULL;
+	struct tdbc_stats base;
+	struct h_raw a, b;
+	char msg[256];
+	uint64_t before;
+	int fda, fdb, err;
+
+	u.cmd = TDB_CMD_UNWATCH;
+	h_stats(ctl, &base);
+	h_raw_connect(&a, sock);
+	err = h_raw_call(&a, &w, NULL, NULL, NULL, msg, sizeof(msg));
+	CHECK(err == 0, "WATCH: %s (%s)", h_errname(err), msg);
+	CHECK(h_raw_take_fds(&a, &fda, 1) == 1, "WATCH brought no feed");
+	err = h_raw_call(&a, &u, NULL, NULL, NULL, msg, sizeof(msg));
+	CHECK(err == 0, "UNWATCH: %s (%s)", h_errname(err), msg);
+	before = feed_prod(fda);
+	/* someone else watches the same table, and it changes */
+	h_raw_connect(&b, sock);
+	err = h_raw_call(&b, &w, NULL, NULL, NULL, msg, sizeof(msg));
+	CHECK(err == 0, "second WATCH: %s (%s)", h_errname(err), msg);
+	CHECK(h_raw_take_fds(&b, &fdb, 1) == 1, "WATCH brought no feed");
+	CHECK(tdbc_table_open(ctl, "many", &t) == 0, "open many");
+	CHECK(tdbc_put(t, NULL, "fresh", 5, "v", 1, 0) == 0, "put");
+	CHECK(tdbc_del(t, NULL, "fresh", 5) == 0, "del");
+	tdbc_table_close(t);
+	CHECK(feed_prod(fdb) > 0, "the new watcher's feed saw nothing");
+	CHECK(feed_prod(fda) == before, "the feed given up with UNWATCH "
+	      "still carries changes (prod %llu -> %llu)",
+	      (unsigned long long)before,
+	      (unsigned long long)feed_prod(fda));
+	close(fda);
+	close(fdb);
+	h_raw_close(&a);
+	h_raw_close(&b);
+	expect_settled(&base, 0, 0, "unwatch");
+	h_note("UNWATCH: the old feed descriptor sees no later change");
+}
+
 /* --- clients that never read ------------------------------------------------------- */
 
 static bool throttled(const struct tdbc_stats *st, const void *arg)
@@ -1179,6 +1247,8 @@ int main(void)
 		deaf_socket(d.sock);
 	if (h_want("seals"))
 		seals(d.sock);
+	if (h_want("unwatch"))
+		unwatch_feed(d.sock);
 
 	{
 		struct h_lat lat;
