@@ -5,7 +5,8 @@
  * (index far ahead, frames of nlmsg_len 3 or beyond the ring, a
  * misaligned length, random bytes) ends that client with -EPROTO (or,
  * for a well-framed bad message, an NLMSG_ERROR answer); afterwards a
- * normal client works and STATS counted the violations.
+ * normal client works and STATS counted the violations.  A CREATE
+ * built by hand with a name outside the safe set is refused (-EINVAL).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -353,6 +354,58 @@ static void scribbles(void)
 	printf("hostile: scribbled rings cut off, nothing else hurt\n");
 }
 
+/*
+ * Table names outside the safe set (tdb_name_check, include/tdb/proto.h)
+ * reach tdb.ko only from a client that builds its own CREATE: the
+ * library and the codec's builder refuse them.  The module compiles the
+ * same codec, so each is refused with -EINVAL, and no table is made.
+ */
+static void bad_names(struct tdbc *c)
+{
+	static const char *const bad[] = { "-rf", ".hidden", "a b", "a/b",
+		"x\x9b" "31m", "..", "tab\tname" };
+	unsigned char buf[512] __attribute__((aligned(8)));
+	struct raw r;
+	unsigned int i;
+
+	raw_open(&r);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char good[64];
+		size_t len = strlen(bad[i]);
+		struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_CREATE,
+			.attrs = TDB_PROTO_BIT(TDB_A_TABLE), .seq = 100 + i };
+		const struct nlmsghdr *a;
+		const struct nlmsgerr *e;
+		unsigned char *at;
+		long n;
+
+		memset(good, 'a', len);
+		good[len] = '\0';
+		m.table = good;
+		n = tdb_proto_build(buf, sizeof(buf), TDB_PROTO_REQUEST, &m,
+				    NULL);
+		CHECK(n > 0, "build a CREATE");
+		at = memmem(buf, (size_t)n, good, len);
+		CHECK(at, "the name in the built CREATE");
+		memcpy(at, bad[i], len);
+		raw_push(&r, buf, (size_t)n, NLMSG_ALIGN((size_t)n));
+		CHECK(enter(&r) == 0, "ENTER after a CREATE with a bad name");
+		a = next_answer(&r);
+		CHECK(a && a->nlmsg_type == NLMSG_ERROR &&
+		      a->nlmsg_seq == 100 + i, "no error for name %u", i);
+		e = NLMSG_DATA(a);
+		CHECK(e->error == -EINVAL, "name %u: error %d, want EINVAL", i,
+		      e->error);
+	}
+	raw_close(&r);
+	{
+		struct tdbc_table *t = NULL;
+
+		CHECK(tdbc_table_open(c, "-rf", &t) != 0, "a table '-rf' "
+		      "exists");
+	}
+}
+
 int main(void)
 {
 	struct tdbc *c;
@@ -366,6 +419,7 @@ int main(void)
 	h_stats(c, &before);
 	ioctls();
 	scribbles();
+	bad_names(c);
 	/* tdb.ko is fine: a normal client works, violations counted */
 	kt_create(c, "after_hostile", 0600, 0);
 	t = kt_open(c, "after_hostile");
