@@ -312,6 +312,8 @@ static void held_puts(const char *sock, long arg)
 	h_raw_close(&r);
 }
 
+static uint64_t cpu_ms(pid_t pid, pid_t tid);
+
 static bool past_cap(const struct tdbc_stats *st, const void *arg)
 {
 	return st->requests >= *(const uint64_t *)arg;
@@ -352,6 +354,21 @@ static void held(void)
 	CHECK(write(go[1], "g", 1) == 1, "go pipe");
 	close(go[1]);
 	attacker_wait(a, "held");
+	/* It hung up with its acks still held (the batch sync is seconds
+	 * away) and requests unread: tdbd waits for the sync without
+	 * spinning on the hang-up. */
+	{
+		uint64_t c0 = cpu_ms(d.pid, 0), c1;
+
+		h_sleep_ms(2000);
+		c1 = cpu_ms(d.pid, 0);
+		h_note("held: tdbd used %llu ms of CPU in the 2 s after the "
+		       "client hung up with held acks",
+		       (unsigned long long)(c1 - c0));
+		CHECK(c1 - c0 < 400, "tdbd used %llu ms of CPU in 2 s after "
+		      "a hang-up with held acks (spinning?)",
+		      (unsigned long long)(c1 - c0));
+	}
 	tdbc_close(ctl);
 	root_reads(&d, "held");
 	h_stop(&d);
@@ -493,15 +510,19 @@ static unsigned int count_fds(pid_t pid)
 	return n;
 }
 
-/* The CPU time (utime + stime, ms) of tdbd's main thread (the one that
- * accepts; the worker serves the pinger meanwhile). */
-static uint64_t cpu_ms(pid_t pid)
+/* The CPU time (utime + stime, ms) of tdbd's thread tid (tid == pid:
+ * the main thread, the one that accepts), or of the whole process
+ * (tid 0). */
+static uint64_t cpu_ms(pid_t pid, pid_t tid)
 {
 	char path[64], *buf, *p;
 	unsigned long long ut = 0, st = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid,
-		 (int)pid);
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat",
+			 (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	buf = h_read_file(path);
 	p = strrchr(buf, ')');
 	CHECK(p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
@@ -579,9 +600,9 @@ static void emfile(void)
 	CHECK(read(ready[0], &b, 1) == 1, "the attacker did not connect");
 	h_sleep_ms(300);                /* accept has hit the limit */
 	t0 = h_now_ms();
-	c0 = cpu_ms(d.pid);
+	c0 = cpu_ms(d.pid, d.pid);
 	h_sleep_ms(2000);
-	c1 = cpu_ms(d.pid);
+	c1 = cpu_ms(d.pid, d.pid);
 	t1 = h_now_ms();
 	h_note("emfile: %u descriptors open, limit %u; %u connections held: "
 	       "tdbd's main thread used %llu ms of CPU in %llu ms",
