@@ -290,8 +290,20 @@ int main(int argc, char **argv)
 	setvbuf(w.f, NULL, _IOFBF, 1u << 20);
 	dx_progress_init(&pg, !o.quiet && (o.file || !isatty(STDOUT_FILENO)));
 	mapsize = map_size(&ts);
-	for (i = 0; i < ts.n; i++)
+	for (i = 0; i < ts.n; i++) {
+		/* A table tdbd set aside at its start has no data to scan:
+		 * with -a the others are dumped and the exit status says the
+		 * dump is not whole. */
+		if (o.all && ts.v[i].st.state == TDB_TABLE_SET_ASIDE) {
+			dx_progress_clear(&pg);
+			dx_warn("table %s was set aside by tdbd at its start "
+				"(its data is on tdbd's disk, not served): not "
+				"dumped", dx_esc(e, ts.v[i].st.name));
+			rc = DX_OTHER;
+			continue;
+		}
 		dump_one(c, &o, &w, &ts.v[i].st, mapsize, &pg);
+	}
 	dx_progress_clear(&pg);
 	errno = 0;
 	if (fflush(w.f) || ferror(w.f))

@@ -865,6 +865,34 @@ void h_check_latency(const struct h_lat *l, const char *what)
 	      (unsigned long long)l->max_us, (unsigned long long)max);
 }
 
+/* --- other programs --- */
+
+int h_run(const char *const *argv, const char *out, const char *err)
+{
+	char po[H_PATH], pe[H_PATH];
+	int st;
+	pid_t pid;
+
+	h_path(po, sizeof(po), out);
+	h_path(pe, sizeof(pe), err);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+			_exit(126);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	h_track(pid);
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	h_untrack(pid);
+	CHECK(WIFEXITED(st), "%s: killed (status %#x)", argv[0], st);
+	return WEXITSTATUS(st);
+}
+
 /* --- a raw client ------------------------------------------------------------- */
 
 void h_raw_connect(struct h_raw *r, const char *sock)

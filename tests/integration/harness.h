@@ -189,6 +189,13 @@ void h_pinger_finish_lat(struct h_pinger *pg, struct h_lat *get);
  * limits checked are wider, for a noisy machine and sanitizers). */
 void h_check_latency(const struct h_lat *l, const char *what);
 
+/* --- other programs --- */
+
+/* Run argv (argv[0] a path; as the caller), its stdout and stderr into
+ * the scratch files out and err (h_path); its exit code.  Fails the
+ * test if it is killed. */
+int h_run(const char *const *argv, const char *out, const char *err);
+
 /* --- a raw client ------------------------------------------------------------ */
 
 struct h_raw {

@@ -100,34 +100,6 @@ static void as_nobody(void (*fn)(const char *), const char *sock)
 	      "failed (status %#x)", NOBODY, st);
 }
 
-/* Run argv (as root), stdout and stderr into the scratch files out and
- * err; its exit code. */
-static int run(const char *const *argv, const char *out, const char *err)
-{
-	char po[H_PATH], pe[H_PATH];
-	int st;
-	pid_t pid;
-
-	h_path(po, sizeof(po), out);
-	h_path(pe, sizeof(pe), err);
-	pid = fork();
-	CHECK(pid >= 0, "fork");
-	if (pid == 0) {
-		int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
-			_exit(126);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	h_track(pid);
-	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
-	h_untrack(pid);
-	CHECK(WIFEXITED(st), "%s: killed (status %#x)", argv[0], st);
-	return WEXITSTATUS(st);
-}
-
 static char *scratch(const char *name)
 {
 	char p[H_PATH];
@@ -271,7 +243,7 @@ static void part_create(const struct h_daemon *d, const char *cli)
 			"create", "--", bad_names[i].name, NULL };
 		char *e;
 
-		CHECK_EQ(run(argv, "cli.out", "cli.err"), 2,
+		CHECK_EQ(h_run(argv, "cli.out", "cli.err"), 2,
 			 "tdb create of a bad name: exit code");
 		e = scratch("cli.err");
 		CHECK(strstr(e, bad_names[i].msg), "tdb create: stderr '%s'",
@@ -344,13 +316,13 @@ static void part_legacy(const char *cli, const char *dump)
 		const char *const json[] = { cli, "--socket", d.sock,
 			"--json", "tables", NULL };
 
-		CHECK_EQ(run(tables, "tables.out", "tables.err"), 0,
+		CHECK_EQ(h_run(tables, "tables.out", "tables.err"), 0,
 			 "tdb tables");
 		out = scratch("tables.out");
 		CHECK(strstr(out, legacy_esc) && !strchr(out, '\x9b'),
 		      "tdb tables does not escape the name: '%s'", out);
 		free(out);
-		CHECK_EQ(run(stat, "stat.out", "stat.err"), 0, "tdb stat");
+		CHECK_EQ(h_run(stat, "stat.out", "stat.err"), 0, "tdb stat");
 		out = scratch("stat.out");
 		snprintf(line, sizeof(line), "%-16s %s\n", "name",
 			 legacy_esc);
@@ -358,7 +330,7 @@ static void part_legacy(const char *cli, const char *dump)
 		      "tdb stat does not escape the name: '%s'", out);
 		free(out);
 		/* JSON: not UTF-8, so name_hex; UTF-8 a string */
-		CHECK_EQ(run(json, "json.out", "json.err"), 0,
+		CHECK_EQ(h_run(json, "json.out", "json.err"), 0,
 			 "tdb --json tables");
 		out = scratch("json.out");
 		snprintf(line, sizeof(line), "{\"name_hex\":\"%s\",",
@@ -375,7 +347,7 @@ static void part_legacy(const char *cli, const char *dump)
 		const char *const list[] = { dump, "--socket", d.sock, "-l",
 			NULL };
 
-		CHECK_EQ(run(list, "list.out", "list.err"), 0, "tdb-dump -l");
+		CHECK_EQ(h_run(list, "list.out", "list.err"), 0, "tdb-dump -l");
 		out = scratch("list.out");
 		snprintf(line, sizeof(line), "%s\n", legacy_esc);
 		CHECK(strstr(out, line) && !strchr(out, '\x9b'),
@@ -446,7 +418,7 @@ static int load(const char *prog, const char *sock, const char *file,
 	argv[n++] = "-f";
 	argv[n++] = path;
 	argv[n] = NULL;
-	return run(argv, "load.out", "load.err");
+	return h_run(argv, "load.out", "load.err");
 }
 
 static void check_table(struct tdbc *c, const char *name, uint64_t records,

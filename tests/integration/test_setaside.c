@@ -488,6 +488,38 @@ static void phase_limited(uint64_t v0)
 /* Limited again, after checkpoints that did not write big: still set
  * aside, its data still as of the same LSN (the mark in the
  * checkpoint), and the WAL since still kept. */
+/* tdb-dump -a ($TDB_DUMP) dumps the tables it can, names each table
+ * set aside on stderr and exits 6: a backup that is not whole says so. */
+static void dump_all(const struct h_daemon *d)
+{
+	const char *dump = getenv("TDB_DUMP");
+	char file[H_PATH], *out, *err;
+
+	if (!dump || access(dump, X_OK)) {
+		h_note("tdb-dump -a not checked (no $TDB_DUMP)");
+		return;
+	}
+	h_path(file, sizeof(file), "all.dump");
+	{
+		const char *const argv[] = { dump, "--socket", d->sock, "-a",
+					     "-q", "-f", file, NULL };
+
+		CHECK_EQ(h_run(argv, "dump.out", "dump.err"), 6,
+			 "tdb-dump -a with tables set aside");
+	}
+	out = h_read_file(file);
+	h_path(file, sizeof(file), "dump.err");
+	err = h_read_file(file);
+	CHECK(strstr(out, "database=small\n") &&
+	      !strstr(out, "database=big\n"), "tdb-dump -a: small must be "
+	      "in the dump, big not");
+	CHECK(strstr(err, "table big was set aside") &&
+	      strstr(err, "table late was set aside"), "tdb-dump -a does not "
+	      "name the tables set aside: %s", err);
+	free(out);
+	free(err);
+}
+
 static void phase_limited_again(uint64_t v0)
 {
 	struct h_daemon d;
@@ -513,6 +545,7 @@ static void phase_limited_again(uint64_t v0)
 	      l.aside);
 	h_stats(c, &st);
 	CHECK(st.tables_aside == 2, "stats: %u set aside", st.tables_aside);
+	dump_all(&d);
 	put_and_checkpoint(c, "again");
 	tdbc_close(c);
 	h_stop(&d);
