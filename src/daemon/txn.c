@@ -324,20 +324,24 @@ static void wake_worker(struct tdbd *d, struct worker *w)
 static void run_job(struct tdbd *d, struct commit_job *j)
 {
 	struct tdb_proto_extack ext = { 0 };
+	struct worker *w;
 	bool orphan;
 
 	j->err = tdbd_txn_commit(d, j->x, &j->lsn, &ext);
 	j->msg = ext.msg;
 	tdbd_txn_free(d, j->x);
 	j->x = NULL;
+	/* Once it is DONE and the lock is let go, the worker may take the
+	 * job and free it: nothing of j is read after the unlock. */
 	pthread_mutex_lock(&d->commit_lock);
 	orphan = j->state == JOB_ORPHAN;
+	w = j->w;
 	j->state = JOB_DONE;
 	pthread_mutex_unlock(&d->commit_lock);
 	if (orphan)
 		free(j);
 	else
-		wake_worker(d, j->w);
+		wake_worker(d, w);
 }
 
 static void *committer(void *arg)
