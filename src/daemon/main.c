@@ -278,6 +278,24 @@ static int socket_make(struct daemon_state *s)
 	return 0;
 }
 
+/* Before recovery, which may take minutes: is another daemon serving on
+ * our socket?  Then there is no point in loading anything.  (The bind
+ * in socket_make checks again: this is only the early answer.) */
+static int socket_precheck(struct daemon_state *s)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	if (sd_listen_fds(0) > 0)
+		return 0;               /* socket activation: ours already */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->d.cfg.socket);
+	if (!socket_alive(&sa))
+		return 0;
+	tdbd_log(L_ERR, "socket %s: another daemon is listening there; "
+		 "not starting (stop it first, or give another --socket)",
+		 s->d.cfg.socket);
+	return -EADDRINUSE;
+}
+
 static int socket_open(struct daemon_state *s)
 {
 	int n = sd_listen_fds(1);
@@ -658,8 +676,9 @@ static int start(struct daemon_state *s)
 	if ((err = tdbd_tables_init(d)) || (err = signals_open(s)) ||
 	    (err = timer_open(s)))
 		return err;
-	/* recovery: before a client can connect */
-	if ((err = tdbd_durable_start(d)) || (err = socket_open(s)))
+	/* recovery: before a client can connect, but not for nothing */
+	if ((err = socket_precheck(s)) || (err = tdbd_durable_start(d)) ||
+	    (err = socket_open(s)))
 		return err;
 	if ((err = tdbd_workers_start(d))) {
 		tdbd_log(L_ERR, "workers: %s", strerror(-err));
