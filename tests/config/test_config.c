@@ -134,6 +134,10 @@ static uint64_t field(const struct tdbd_config *c, const char *key)
 		return c->max_txn_bytes;
 	if (!strcmp(key, "max-txns"))
 		return c->max_txns;
+	if (!strcmp(key, "max-watches"))
+		return c->max_watches;
+	if (!strcmp(key, "max-snapshot-bytes"))
+		return c->max_snapshot_bytes;
 	if (!strcmp(key, "max-clients-per-uid"))
 		return c->max_clients_per_uid;
 	if (!strcmp(key, "max-tables-per-uid"))
@@ -168,8 +172,9 @@ static const char *const all_keys[] = {
 	"max-clients", "max-txn-ops", "max-txn-bytes", "max-txns",
 	"max-clients-per-uid", "max-tables-per-uid", "max-reserve-per-uid",
 	"max-reserve", "max-txn-memory-per-uid", "max-txn-memory",
-	"max-snapshot-memory-per-uid", "max-snapshot-memory", "max-memory",
-	"table-mode", "idle-spin", "log-level",
+	"max-snapshot-memory-per-uid", "max-watches", "max-snapshot-bytes",
+	"max-snapshot-memory", "max-memory", "table-mode", "idle-spin",
+	"log-level",
 };
 #define NKEYS (sizeof(all_keys) / sizeof(all_keys[0]))
 
@@ -177,7 +182,7 @@ static const char *const all_keys[] = {
 static bool needs_restart(const char *key)
 {
 	static const char *const r[] = { "socket", "data-dir", "workers",
-		"ring-size", "feed-size", "hugepages" };
+		"ring-size", "feed-size", "hugepages", "max-snapshot-bytes" };
 	size_t i;
 
 	for (i = 0; i < sizeof(r) / sizeof(r[0]); i++)
@@ -998,7 +1003,8 @@ static void test_doc(void **state)
 	static const char *const defaults[NKEYS] = {
 		"/run/tdb/tdbd.sock", "0660", "\"\"", "\"\"", "1", "4M", "4M",
 		"yes", "10s", "1024", "65536", "64M", "16", "64", "256", "256G",
-		"16T", "256M", "1G", "512M", "1G", "0", "0600", "50us", "info",
+		"16T", "256M", "1G", "512M", "1024", "256M", "1G", "0", "0600",
+		"50us", "info",
 	};
 	char *text, row[128], *p;
 	size_t i, len;
@@ -1294,7 +1300,7 @@ static void test_args_no_state(void **state)
 static const char *const other[NKEYS] = {
 	"/x.sock", "0600", "tdb", "/var/lib/tdb", "2", "8M", "8M", "no",
 	"5s", "10", "10", "1M", "2", "8", "16", "1T", "64T", "64M", "2G",
-	"1G", "64M", "1G", "0640", "0", "debug",
+	"1G", "8", "512M", "64M", "1G", "0640", "0", "debug",
 };
 
 /* --- --help -------------------------------------------------------------- */
@@ -1398,7 +1404,7 @@ static void test_diff(void **state)
 			 sizeof(restart));
 	assert_string_equal(changed, want);
 	assert_string_equal(restart, "socket, data-dir, workers, ring-size, "
-			    "feed-size, hugepages");
+			    "feed-size, hugepages, max-snapshot-bytes");
 
 	/* too small: whole names then "...", always terminated */
 	memset(changed, 'x', sizeof(changed));
