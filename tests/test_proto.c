@@ -803,6 +803,31 @@ static void check_new_bad(const char *name, int err, const char *msg,
 
 /* TABLE_CREATE takes only safe names: letters, digits, '_', '.', '-',
  * ':', not starting with '-' or '.' (tdb/proto.h, NAMES). */
+/* tdb_escape: printable ASCII as is, '\\' doubled, the rest \xHH; a
+ * short buffer cuts before an escape that does not fit, always ends in a
+ * NUL; nothing is written past size. */
+static void test_escape(void **state)
+{
+	static const unsigned char in[] = { 'a', '\\', '\n', 0x9b, '3', 0xff,
+					     0 };
+	char out[64];
+
+	(void)state;
+	assert_string_equal(tdb_escape(out, sizeof(out), in, sizeof(in)),
+			    "a\\\\\\x0a\\x9b3\\xff\\x00");
+	memset(out, '#', sizeof(out));
+	assert_string_equal(tdb_escape(out, 4, in, sizeof(in)), "a\\\\");
+	assert_int_equal(out[4], '#');
+	assert_string_equal(tdb_escape(out, 6, in, sizeof(in)), "a\\\\");
+	assert_string_equal(tdb_escape(out, 7, in, sizeof(in)), "a\\\\");
+	assert_string_equal(tdb_escape(out, 8, in, sizeof(in)),
+			    "a\\\\\\x0a");
+	assert_string_equal(tdb_escape(out, 1, in, sizeof(in)), "");
+	out[0] = '#';
+	tdb_escape(out, 0, in, sizeof(in));
+	assert_int_equal(out[0], '#');
+}
+
 static void test_new_names(void **state)
 {
 	static const char *const good[] = {
@@ -2201,6 +2226,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_value_fragments, teardown),
 		cmocka_unit_test_teardown(test_table_names, teardown),
 		cmocka_unit_test_teardown(test_new_names, teardown),
+		cmocka_unit_test(test_escape),
 		cmocka_unit_test_teardown(test_prefix_cursor_limits, teardown),
 		cmocka_unit_test_teardown(test_int_values, teardown),
 		cmocka_unit_test_teardown(test_truncated, teardown),

@@ -62,26 +62,7 @@ void dx_operands(int argc, char **argv, const char **sock,
 
 const char *dx_esc(char out[DX_ESC_NAME], const char *name)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0, i;
-
-	for (i = 0; name[i] && i < TDB_NAME_MAX; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (c == '\\') {
-			out[o++] = '\\';
-			out[o++] = '\\';
-		} else if (c >= 0x20 && c < 0x7f) {
-			out[o++] = (char)c;
-		} else {
-			out[o++] = '\\';
-			out[o++] = 'x';
-			out[o++] = hex[c >> 4];
-			out[o++] = hex[c & 15];
-		}
-	}
-	out[o] = '\0';
-	return out;
+	return tdb_escape(out, DX_ESC_NAME, name, strnlen(name, TDB_NAME_MAX));
 }
 
 void dx_err(const char *fmt, ...)

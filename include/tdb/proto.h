@@ -303,6 +303,45 @@ static inline int tdb_name_check(const char *name, unsigned long len,
 	return len > TDB_NAME_MAX ? -ENAMETOOLONG : -EINVAL;
 }
 
+/*
+ * Bytes a peer sent (a table name, a key, a cursor) as tdb's programs
+ * show them in a message or a log line, so that nothing a client chose
+ * reaches a terminal raw: printable ASCII as it is, '\\' doubled, any
+ * other byte as \xHH.  Writes at most size - 1 characters and a NUL
+ * (stopping before an escape that would not fit); returns out.
+ */
+static inline char *tdb_escape(char *out, unsigned long size,
+			       const void *p, unsigned long n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *b = (const unsigned char *)p;
+	unsigned long i, o = 0;
+
+	if (!size)
+		return out;
+	for (i = 0; i < n; i++) {
+		unsigned char c = b[i];
+		unsigned long need = c == '\\' ? 2 :
+				     c >= 0x20 && c < 0x7f ? 1 : 4;
+
+		if (o + need >= size)
+			break;
+		if (need == 1) {
+			out[o++] = (char)c;
+		} else if (need == 2) {
+			out[o++] = '\\';
+			out[o++] = '\\';
+		} else {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
 enum tdb_cmd {
 	TDB_CMD_UNSPEC       = 0,     /* never valid */
 	TDB_CMD_TABLE_CREATE = 1,

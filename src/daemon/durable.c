@@ -646,7 +646,7 @@ fail_logged:
 	__atomic_fetch_add(&d->ctr.ckpt_failures, 1, __ATOMIC_RELAXED);
 	tdbd_log(L_ERR, "checkpoint (%s) failed: %s; the WAL is kept, "
 		 "nothing is lost; trying again later", why,
-		 tdbd_esc(esc, sizeof(esc), err, strlen(err)));
+		 tdb_escape(esc, sizeof(esc), err, strlen(err)));
 	return e ? e : -EIO;
 }
 
@@ -727,7 +727,7 @@ static void aside_log(const char *name, const char *why, uint64_t from)
 		 "space: RLIMIT_AS/LimitAS=, memory, hugepages) and restart "
 		 "tdbd to restore it with all its data, or drop it (tdb drop "
 		 "%s) to discard it", ESC(name),
-		 tdbd_esc(esc, sizeof(esc), why, strlen(why)),
+		 tdb_escape(esc, sizeof(esc), why, strlen(why)),
 		 (unsigned long long)from, ESC(name));
 }
 
@@ -818,7 +818,7 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn, uint64_t *after)
 
 	if ((e = tdbd_ckpt_read_meta(d->ckpt, lsn, &tabs, &n, err,
 				     sizeof(err)))) {
-		tdbd_log(L_ERR, "%s", tdbd_esc(esc, sizeof(esc), err,
+		tdbd_log(L_ERR, "%s", tdb_escape(esc, sizeof(esc), err,
 					       strlen(err)));
 		return e;
 	}

@@ -83,7 +83,7 @@ static void engine_log(void *arg, int level, const char *msg)
 
 	(void)arg;
 	tdbd_log(level, "engine: %s",
-		 tdbd_esc(esc, sizeof(esc), msg, strlen(msg)));
+		 tdb_escape(esc, sizeof(esc), msg, strlen(msg)));
 }
 
 /* --- data directory ------------------------------------------------------ */

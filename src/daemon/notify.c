@@ -8,7 +8,7 @@
  * per kind of line a client can cause (tdbd_log_rl, tdbd.h), each behind
  * its own try-lock: a line that finds the limiter busy is counted as
  * suppressed, so logging never makes a thread wait for another.
- * tdbd_esc() is the one escape for client-supplied bytes in a log line
+ * tdb_escape() is the one escape for client-supplied bytes in a log line
  * (tdbd.h).
  */
 #include <stdarg.h>
@@ -70,39 +70,11 @@ static void log_va(int level, const char *fmt, va_list ap)
 		(void)0;        /* nowhere left to say it */
 }
 
-const char *tdbd_esc(char *out, size_t size, const void *p, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *b = p;
-	size_t i, o = 0;
-
-	for (i = 0; i < n; i++) {
-		unsigned char c = b[i];
-		size_t need = c == '\\' ? 2 : c >= 0x20 && c < 0x7f ? 1 : 4;
-
-		if (o + need >= size)
-			break;
-		if (need == 1) {
-			out[o++] = (char)c;
-		} else if (need == 2) {
-			out[o++] = '\\';
-			out[o++] = '\\';
-		} else {
-			out[o++] = '\\';
-			out[o++] = 'x';
-			out[o++] = hex[c >> 4];
-			out[o++] = hex[c & 15];
-		}
-	}
-	out[o] = '\0';
-	return out;
-}
-
 struct tdbd_escaped tdbd_esc_name(const char *name)
 {
 	struct tdbd_escaped e;
 
-	tdbd_esc(e.s, sizeof(e.s), name, strlen(name));
+	tdb_escape(e.s, sizeof(e.s), name, strlen(name));
 	return e;
 }
 

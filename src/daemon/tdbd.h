@@ -87,10 +87,8 @@ void tdbd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * through these: printable ASCII as is, '\' as "\\", every other byte
  * as "\xHH", so a line never holds a newline, a terminal escape (C0, DEL,
  * C1) or bytes that are not UTF-8, and the bytes can be read back.
+ * tdb_escape() (tdb/proto.h) is the rule, shared with the dump tools.
  */
-/* n bytes at p into out (size >= 1: always NUL-terminated, cut at a
- * whole escape); returns out. */
-const char *tdbd_esc(char *out, size_t size, const void *p, size_t n);
 /* A NUL-terminated string escaped whole (a table name: 4 * 64 + 1). */
 struct tdbd_escaped {
 	char s[4 * TDBE_NAME_MAX + 1];
