@@ -129,7 +129,8 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 	return c;
 }
 
-/* Undo a half-made ATTACH: nothing of it may outlive the call. */
+/* Free what ATTACH made (a half-made one too: nothing of a failed ATTACH
+ * may outlive the call; a client's rings at its clean-up). */
 static void attach_undo(struct client *c)
 {
 	tdb_ring_detach(&c->sub);
@@ -445,7 +446,7 @@ static bool in_whole(const struct client *c)
 
 bool tdbd_client_in_ready(const struct client *c)
 {
-	return !c->dead && !c->commit && (c->in_more || in_whole(c)) &&
+	return !c->dead && !c->commit && in_whole(c) &&
 	       tdbd_client_room((struct client *)c, CH_SOCK,
 				TDB_PROTO_ERROR_MAX) &&
 	       !tdbd_held_full(c);
@@ -455,10 +456,10 @@ bool tdbd_client_in_ready(const struct client *c)
  * Run the whole messages in the input buffer, at most c->in_budget of
  * them, as the ring path takes at most TDBD_REQ_BUDGET per round: a
  * client pipelining thousands of requests on its socket gets its share
- * of a round, not the worker.  Stops early (c->in_more) on the budget,
- * when too many acks wait for the disk or while its big commit runs;
- * stops without in_more when its answers back up (the client must read
- * first).
+ * of a round, not the worker.  Stops, leaving whole messages buffered
+ * (in_whole), on the budget, when too many acks wait for the disk, while
+ * its big commit runs, or when its answers back up (the client must
+ * read first).
  */
 static int run_input(struct client *c)
 {
@@ -479,10 +480,8 @@ static int run_input(struct client *c)
 		}
 		if (c->in_len - off < nh.nlmsg_len)
 			break;
-		if (!c->in_budget || tdbd_held_full(c) || c->commit) {
-			c->in_more = true;
+		if (!c->in_budget || tdbd_held_full(c) || c->commit)
 			break;
-		}
 		/* Not while the socket's answers back up: the client
 		 * stopped reading. */
 		if (!tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
@@ -503,7 +502,6 @@ int tdbd_client_read(struct client *c)
 	unsigned int budget = c->in_budget;
 	int err;
 
-	c->in_more = false;
 	for (;;) {
 		size_t want;
 		ssize_t n;
@@ -512,8 +510,8 @@ int tdbd_client_read(struct client *c)
 		 * all ran (the budget bounds the buffer too). */
 		if (run_input(c))
 			return -EPROTO;
-		if (c->in_more || c->dead)
-			break;
+		if (in_whole(c) || c->dead)
+			break;  /* left for the next round: read no more */
 		if (c->in_len >= NLMSG_HDRLEN &&
 		    !tdbd_client_room(c, CH_SOCK, TDB_PROTO_ERROR_MAX))
 			break;  /* blocked on output: read no more */
@@ -579,10 +577,7 @@ void tdbd_client_cleanup(struct client *c)
 		if (c->dumps[i].used)
 			tdbd_dump_end(c, &c->dumps[i]);
 	if (c->attached) {
-		tdb_ring_detach(&c->sub);
-		tdb_ring_detach(&c->comp);
-		tdbd_shm_ring_free(&c->sub_shm);
-		tdbd_shm_ring_free(&c->comp_shm);
+		attach_undo(c);
 		c->attached = false;
 		__atomic_fetch_sub(&d->ctr.rings, 2, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&d->ctr.rings_freed, 2, __ATOMIC_RELAXED);

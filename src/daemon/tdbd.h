@@ -467,8 +467,6 @@ struct client {
 	uint32_t ep_events;     /* the socket's epoll interest now */
 	unsigned int in_budget; /* socket requests it may still run this
 				 * round (TDBD_REQ_BUDGET at its start) */
-	bool in_more;           /* socket input stopped on the budget or
-				 * the held-ack cap: run it next round */
 
 	/* an answer that did not fit in the completion ring */
 	unsigned char *stash;
@@ -584,7 +582,7 @@ void tdbd_client_free(struct client *c);
 /* Socket side: run buffered whole messages and read more, within the
  * round's budget (c->in_budget): the number run (>= 0), or < 0 if the
  * client must go (c->why set).  What the budget leaves stays buffered
- * (c->in_more) for the next round. */
+ * for the next round. */
 int tdbd_client_read(struct client *c);
 /* Has the socket side requests to run now (buffered, or left by the
  * budget), with room for their answers?  The worker must not sleep then. */
