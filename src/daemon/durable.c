@@ -351,15 +351,13 @@ bool tdbd_held_full(const struct client *c)
 static void on_durable(void *arg, uint64_t lsn)
 {
 	struct tdbd *d = arg;
-	uint64_t one = 1;
 	unsigned int i;
 
 	(void)lsn;
 	pthread_mutex_lock(&d->wake_lock);
 	for (i = 0; d->wake_on && i < d->nworkers; i++)
-		if (__atomic_load_n(&d->workers[i].nheld, __ATOMIC_SEQ_CST) &&
-		    write(d->workers[i].ctlfd, &one, sizeof(one)) < 0)
-			(void)0;
+		if (__atomic_load_n(&d->workers[i].nheld, __ATOMIC_SEQ_CST))
+			tdbd_worker_wake(&d->workers[i]);
 	pthread_mutex_unlock(&d->wake_lock);
 }
 

@@ -631,5 +631,9 @@ void tdbd_client_cleanup(struct client *c);
 int tdbd_workers_start(struct tdbd *d);
 void tdbd_workers_stop(struct tdbd *d);
 void tdbd_worker_hand(struct tdbd *d, struct client *c);
+/* Wake w out of its epoll sleep (its control eventfd).  From another
+ * thread that may outlive the workers, only under d->wake_lock while
+ * d->wake_on. */
+void tdbd_worker_wake(struct worker *w);
 
 #endif

@@ -311,13 +311,12 @@ struct commit_job {
 	const char *msg;
 };
 
+/* As the WAL's flusher does: only while the workers' eventfds exist. */
 static void wake_worker(struct tdbd *d, struct worker *w)
 {
-	uint64_t one = 1;
-
 	pthread_mutex_lock(&d->wake_lock);
-	if (d->wake_on && write(w->ctlfd, &one, sizeof(one)) < 0)
-		(void)0;
+	if (d->wake_on)
+		tdbd_worker_wake(w);
 	pthread_mutex_unlock(&d->wake_lock);
 }
 

@@ -528,12 +528,10 @@ int tdbd_workers_start(struct tdbd *d)
 void tdbd_workers_stop(struct tdbd *d)
 {
 	unsigned int i;
-	uint64_t one = 1;
 
 	__atomic_store_n(&d->stopping, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < d->nworkers; i++)
-		if (write(d->workers[i].ctlfd, &one, sizeof(one)) < 0)
-			(void)0;
+		tdbd_worker_wake(&d->workers[i]);
 	for (i = 0; i < d->nworkers; i++)
 		if (d->workers[i].thread)
 			pthread_join(d->workers[i].thread, NULL);
@@ -560,7 +558,6 @@ void tdbd_worker_hand(struct tdbd *d, struct client *c)
 {
 	struct worker *w = &d->workers[0];
 	unsigned int i;
-	uint64_t one = 1;
 
 	for (i = 1; i < d->nworkers; i++)
 		if (d->workers[i].nclients < w->nclients)
@@ -581,6 +578,13 @@ void tdbd_worker_hand(struct tdbd *d, struct client *c)
 	w->inbox[w->ninbox++] = c;
 	__atomic_fetch_add(&d->ctr.clients, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&w->inbox_lock);
+	tdbd_worker_wake(w);
+}
+
+void tdbd_worker_wake(struct worker *w)
+{
+	uint64_t one = 1;
+
 	if (write(w->ctlfd, &one, sizeof(one)) < 0)
-		(void)0;
+		(void)0;        /* EAGAIN: a wake-up is pending already */
 }
