@@ -240,13 +240,15 @@ static int aside_msg(struct dtable *dt, const char *why)
 				   "restart once the cause is gone (DROP "
 				   "discards it)";
 	char m[TDB_PROTO_EXTACK_MAX + 1];
-	int n;
+	size_t n, room;
 
-	n = snprintf(m, sizeof(m), "table %s was set aside at start: ",
-		     dt->name);
-	snprintf(m + n, sizeof(m) - (size_t)n, "%.*s%s",
-		 (int)(sizeof(m) - 1 - (size_t)n - (sizeof(tail) - 1)), why,
-		 tail);
+	/* the name escaped (a legacy name may hold anything), cut so that
+	 * the tail always fits */
+	snprintf(m, sizeof(m) - (sizeof(tail) - 1), "table %.96s was set aside "
+		 "at start: ", ESC(dt->name));
+	n = strlen(m);
+	room = sizeof(m) - 1 - n - (sizeof(tail) - 1);
+	snprintf(m + n, sizeof(m) - n, "%.*s%s", (int)room, why, tail);
 	dt->aside = strdup(m);
 	return dt->aside ? 0 : -ENOMEM;
 }
