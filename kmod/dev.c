@@ -54,12 +54,12 @@ module_param(dev_mode, uint, 0444);
 MODULE_PARM_DESC(dev_mode,
 		 "permission bits of /dev/tdb (default 0660, as tdbd's socket)");
 
-static struct tdbk_owner *dev_owner;
+static struct tdbo_owner *dev_owner;
 
 /* A dump in progress, and the request it answers (for NLMSG_DONE). */
 struct dev_dump {
 	struct list_head node;
-	struct tdbk_dump *d;            /* NULL once finished */
+	struct tdbo_dump *d;            /* NULL once finished */
 	struct nlmsghdr req;
 	int result;                     /* once finished: DONE's error */
 	const char *msg;                /* and its message (static) */
@@ -67,7 +67,7 @@ struct dev_dump {
 
 struct tdbk_file {
 	struct mutex lock;
-	struct tdbk_client *client;
+	struct tdbo_client *client;
 	struct tdbk_ring sq, cq;
 	bool attached;          /* set under lock, with release */
 	bool dead;              /* broke the ring protocol */
@@ -82,13 +82,13 @@ struct tdbk_file {
 
 /* A sink over the completion ring. */
 struct cq_sink {
-	struct tdbk_sink s;
+	struct tdbo_sink s;
 	struct tdbk_file *f;
 	unsigned int written;
 	size_t refused;         /* a message longer than the cq's max_msg */
 };
 
-static void *cq_reserve(struct tdbk_sink *s, size_t len)
+static void *cq_reserve(struct tdbo_sink *s, size_t len)
 {
 	struct cq_sink *cs = container_of(s, struct cq_sink, s);
 
@@ -99,7 +99,7 @@ static void *cq_reserve(struct tdbk_sink *s, size_t len)
 	return tdbk_ring_reserve(&cs->f->cq, len);
 }
 
-static void cq_commit(struct tdbk_sink *s, void *p, size_t len)
+static void cq_commit(struct tdbo_sink *s, void *p, size_t len)
 {
 	struct cq_sink *cs = container_of(s, struct cq_sink, s);
 	struct tdbk_ring *r = &cs->f->cq;
@@ -121,17 +121,17 @@ static void cq_sink_init(struct cq_sink *cs, struct tdbk_file *f)
 	cs->refused = 0;
 }
 
-static struct tdbk_counters *counters(void)
+static struct tdbo_counters *counters(void)
 {
-	return tdbk_owner_counters(dev_owner);
+	return tdbo_owner_counters(dev_owner);
 }
 
-/* A request answered here, before tdbk_exec() saw it: STATS counts it
+/* A request answered here, before tdbo_exec() saw it: STATS counts it
  * (the owner counts the ones it runs). */
 static void count_refused(void)
 {
-	atomic64_inc(&counters()->requests);
-	atomic64_inc(&counters()->errors);
+	tdb_fetch_add(&counters()->requests, 1);
+	tdb_fetch_add(&counters()->errors, 1);
 }
 
 /* The client broke the ring protocol: cut it off. */
@@ -142,7 +142,7 @@ static void kill_client(struct tdbk_file *f, const char *why)
 	f->dead = true;
 	tdbk_ring_violation(&f->sq, why);
 	tdbk_ring_violation(&f->cq, why);
-	atomic64_inc(&counters()->violations);
+	tdb_fetch_add(&counters()->violations, 1);
 	pr_warn_ratelimited("tdb: /dev/tdb client (pid %d, uid %u) cut off: %s\n",
 			    task_tgid_nr(current),
 			    from_kuid(&init_user_ns, current_uid()), why);
@@ -183,7 +183,7 @@ static bool answer(struct tdbk_file *f, const struct nlmsghdr *req, int err,
 static void dump_finish(struct tdbk_file *f, struct dev_dump *dd, int result,
 			const char *msg)
 {
-	tdbk_dump_free(dd->d);
+	tdbo_dump_free(dd->d);
 	dd->d = NULL;
 	dd->result = result;
 	dd->msg = msg;
@@ -210,7 +210,7 @@ static bool run_dumps(struct tdbk_file *f)
 			if (!tdbk_ring_has_room(&f->cq, f->cq.max_msg))
 				return false;
 			cq_sink_init(&cs, f);
-			ret = tdbk_dump_run(dd->d, &cs.s, &ext);
+			ret = tdbo_dump_run(dd->d, &cs.s, &ext);
 			if (f->cq.reserved)
 				tdbk_ring_abort(&f->cq);
 			if (ret > 0 && cs.written) {
@@ -254,7 +254,7 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 {
 	struct tdb_proto_msg *m = &f->m;
 	struct tdb_proto_extack ext = { NULL };
-	struct tdbk_dump *dump = NULL;
+	struct tdbo_dump *dump = NULL;
 	struct dev_dump *dd = NULL;
 	struct cq_sink cs;
 	int err;
@@ -283,12 +283,12 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 		}
 	}
 	cq_sink_init(&cs, f);
-	err = tdbk_exec(f->client, m, &cs.s, &ext, &dump);
+	err = tdbo_exec(f->client, m, &cs.s, &ext, &dump);
 	if (f->cq.reserved)
 		tdbk_ring_abort(&f->cq);
 	if (err < 0) {
 		if (dump)
-			tdbk_dump_free(dump);
+			tdbo_dump_free(dump);
 		kfree(dd);
 		if (cs.refused) {
 			/* Ours, not the owner's: say which limit it was. */
@@ -302,7 +302,7 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 	}
 	if (dump) {
 		if (WARN_ON_ONCE(!dd)) {
-			tdbk_dump_free(dump);
+			tdbo_dump_free(dump);
 			answer(f, m->nlh, -EIO, NULL, false);
 			return;
 		}
@@ -396,12 +396,12 @@ static bool good_ring_size(u32 size)
 static int attach_charge(struct tdbk_file *f)
 {
 	const char *msg = NULL;
-	int err = tdbk_client_attach_charge(f->client, &msg);
+	int err = tdbo_client_attach_charge(f->client, &msg);
 
 	if (err && msg)
 		pr_warn_ratelimited("tdb: TDB_IOC_ATTACH of pid %d refused "
 				    "(uid %u): %s\n", task_tgid_nr(current),
-				    tdbk_client_uid(f->client), msg);
+				    tdbo_client_uid(f->client), msg);
 	return err;
 }
 
@@ -432,17 +432,17 @@ static long do_attach(struct tdbk_file *f, void __user *arg)
 	if (!err) {
 		err = tdbk_ring_init(&f->sq, TDB_RING_SUBMIT, a.sq_data_size);
 		if (err)
-			tdbk_client_attach_uncharge(f->client);
+			tdbo_client_attach_uncharge(f->client);
 	}
 	if (!err) {
 		err = tdbk_ring_init(&f->cq, TDB_RING_COMPLETE, a.cq_data_size);
 		if (err) {
 			tdbk_ring_free(&f->sq);
-			tdbk_client_attach_uncharge(f->client);
+			tdbo_client_attach_uncharge(f->client);
 		}
 	}
 	if (!err) {
-		atomic_add(2, &counters()->rings);
+		tdb_fetch_add(&counters()->rings, 2);
 		/* poll() and mmap() look at the rings without the lock. */
 		smp_store_release(&f->attached, true);
 		a.sq_offset = TDB_DEV_OFF_SQ;
@@ -515,7 +515,7 @@ static __poll_t tdbk_dev_poll(struct file *file, poll_table *wait)
  * split or fork calls open()); the last close() drops it. */
 struct feed_map {
 	refcount_t ref;
-	struct tdbk_feed *feed;
+	struct tdbo_feed *feed;
 };
 
 static void feed_vm_open(struct vm_area_struct *vma)
@@ -530,7 +530,7 @@ static void feed_vm_close(struct vm_area_struct *vma)
 	struct feed_map *fm = vma->vm_private_data;
 
 	if (refcount_dec_and_test(&fm->ref)) {
-		tdbk_feed_put(fm->feed);
+		tdbo_feed_put(fm->feed);
 		kfree(fm);
 	}
 }
@@ -571,15 +571,15 @@ static int tdbk_dev_mmap(struct file *file, struct vm_area_struct *vma)
 		if (!fm)
 			return -ENOMEM;
 		mutex_lock(&f->lock);
-		fm->feed = tdbk_feed_get(f->client, slot);
+		fm->feed = tdbo_feed_get(f->client, slot);
 		mutex_unlock(&f->lock);
 		if (!fm->feed) {
 			kfree(fm);
 			return -EACCES;
 		}
 		refcount_set(&fm->ref, 1);
-		mem = tdbk_feed_mem(fm->feed);
-		size = tdbk_feed_size(fm->feed);
+		mem = tdbo_feed_mem(fm->feed);
+		size = tdbo_feed_size(fm->feed);
 		writable = 0;
 	}
 	err = -EINVAL;
@@ -602,7 +602,7 @@ static int tdbk_dev_mmap(struct file *file, struct vm_area_struct *vma)
 	return 0;
 out:
 	if (fm) {
-		tdbk_feed_put(fm->feed);
+		tdbo_feed_put(fm->feed);
 		kfree(fm);
 	}
 	return err;
@@ -628,8 +628,8 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 		kfree(f);
 		return err ? err : -ENOMEM;
 	}
-	atomic_inc(&counters()->clients);
-	atomic64_inc(&counters()->accepted);
+	tdb_fetch_add(&counters()->clients, 1);
+	tdb_fetch_add(&counters()->accepted, 1);
 	file->private_data = f;
 	return stream_open(inode, file);
 }
@@ -642,18 +642,18 @@ static int tdbk_dev_release(struct inode *inode, struct file *file)
 	/* No ioctl, mmap or poll can run now: the file is gone. */
 	list_for_each_entry_safe(dd, tmp, &f->dumps, node) {
 		if (dd->d)
-			tdbk_dump_free(dd->d);
+			tdbo_dump_free(dd->d);
 		kfree(dd);
 	}
 	/* Aborts its transactions and drops its watches: no feed_wake()
 	 * after this returns. */
-	tdbk_client_free(f->client);
-	atomic_dec(&counters()->clients);
+	tdbo_client_free(f->client);
+	tdb_fetch_sub(&counters()->clients, 1);
 	if (f->attached) {
 		tdbk_ring_free(&f->sq);
 		tdbk_ring_free(&f->cq);
-		atomic_sub(2, &counters()->rings);
-		atomic64_add(2, &counters()->rings_freed);
+		tdb_fetch_sub(&counters()->rings, 2);
+		tdb_fetch_add(&counters()->rings_freed, 2);
 	}
 	mutex_destroy(&f->lock);
 	kfree(f);
@@ -678,7 +678,7 @@ static struct miscdevice tdbk_misc = {
 	.fops = &tdbk_dev_fops,
 };
 
-int tdbk_dev_init(struct tdbk_owner *o)
+int tdbk_dev_init(struct tdbo_owner *o)
 {
 	if (dev_mode & ~0777u) {
 		pr_err("tdb: dev_mode %#o has bits other than 0777\n",

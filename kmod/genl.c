@@ -17,7 +17,7 @@
  *  - The request is parsed in place in the skb: it is kernel memory,
  *    written once by netlink_sendmsg() from the sender's buffer and not
  *    writable by anyone afterwards, so it already is a private copy.
- *  - One client (struct tdbk_client) per sending socket, created on the
+ *  - One client (struct tdbo_client) per sending socket, created on the
  *    socket's first request and freed once the socket is released
  *    (NETLINK_URELEASE) and no dump of it is running.  Its transactions
  *    belong to that socket.  Its credentials are the socket opener's
@@ -59,34 +59,34 @@ struct genl_client {
 					 * once the socket may be gone */
 	bool hashed;
 	struct mutex lock;              /* calls on tc */
-	struct tdbk_client *tc;
+	struct tdbo_client *tc;
 	unsigned int ndumps;            /* under lock */
 };
 
 static DEFINE_HASHTABLE(genl_clients, 8);
 static DEFINE_MUTEX(clients_lock);
-static struct tdbk_owner *genl_owner;
+static struct tdbo_owner *genl_owner;
 static struct genl_family tdbk_family;
 
-static struct tdbk_counters *counters(void)
+static struct tdbo_counters *counters(void)
 {
-	return tdbk_owner_counters(genl_owner);
+	return tdbo_owner_counters(genl_owner);
 }
 
-/* A request refused here, before tdbk_exec() saw it: STATS counts it
+/* A request refused here, before tdbo_exec() saw it: STATS counts it
  * (the owner counts the ones it runs). */
 static void count_refused(void)
 {
-	atomic64_inc(&counters()->requests);
-	atomic64_inc(&counters()->errors);
+	tdb_fetch_add(&counters()->requests, 1);
+	tdb_fetch_add(&counters()->errors, 1);
 }
 
 static void client_release(struct kref *ref)
 {
 	struct genl_client *gc = container_of(ref, struct genl_client, ref);
 
-	tdbk_client_free(gc->tc);
-	atomic_dec(&counters()->clients);
+	tdbo_client_free(gc->tc);
+	tdb_fetch_sub(&counters()->clients, 1);
 	mutex_destroy(&gc->lock);
 	kfree(gc);
 }
@@ -144,8 +144,8 @@ static struct genl_client *client_get(struct sk_buff *skb, int *err)
 	mutex_init(&gc->lock);
 	hash_add(genl_clients, &gc->node, portid);
 	mutex_unlock(&clients_lock);
-	atomic_inc(&counters()->clients);
-	atomic64_inc(&counters()->accepted);
+	tdb_fetch_add(&counters()->clients, 1);
+	tdb_fetch_add(&counters()->accepted, 1);
 	return gc;
 }
 
@@ -241,13 +241,13 @@ static int parse(const struct nlmsghdr *nlh, struct tdb_proto_msg *m,
 /* --- doit: replies in an skb of their own --------------------------------- */
 
 struct reply_sink {
-	struct tdbk_sink s;
+	struct tdbo_sink s;
 	struct sk_buff *skb;
 	u32 portid;
 	size_t nomem;           /* the reply could not be allocated: bytes */
 };
 
-static void *reply_reserve(struct tdbk_sink *s, size_t len)
+static void *reply_reserve(struct tdbo_sink *s, size_t len)
 {
 	struct reply_sink *rs = container_of(s, struct reply_sink, s);
 
@@ -261,7 +261,7 @@ static void *reply_reserve(struct tdbk_sink *s, size_t len)
 	return skb_tail_pointer(rs->skb);
 }
 
-static void reply_commit(struct tdbk_sink *s, void *p, size_t len)
+static void reply_commit(struct tdbo_sink *s, void *p, size_t len)
 {
 	struct reply_sink *rs = container_of(s, struct reply_sink, s);
 	struct nlmsghdr *nlh = p;
@@ -310,7 +310,7 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 		.portid = info->snd_portid,
 	};
 	struct tdb_proto_extack ext = { NULL };
-	struct tdbk_dump *dump = NULL;
+	struct tdbo_dump *dump = NULL;
 	struct genl_client *gc;
 	struct tdb_proto_msg *m;
 	int err;
@@ -331,13 +331,13 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 		goto out;
 	}
 	mutex_lock(&gc->lock);
-	err = tdbk_exec(gc->tc, m, &rs.s, &ext, &dump);
+	err = tdbo_exec(gc->tc, m, &rs.s, &ext, &dump);
 	mutex_unlock(&gc->lock);
 	if (dump) {
 		/* Dump commands come through start/dumpit, never here. */
 		WARN_ON_ONCE(1);
 		mutex_lock(&gc->lock);
-		tdbk_dump_free(dump);
+		tdbo_dump_free(dump);
 		mutex_unlock(&gc->lock);
 		if (!err)
 			err = -EIO;
@@ -387,11 +387,11 @@ out:
 
 struct genl_dump {
 	struct genl_client *gc;
-	struct tdbk_dump *d;
+	struct tdbo_dump *d;
 };
 
 struct skb_sink {
-	struct tdbk_sink s;
+	struct tdbo_sink s;
 	struct sk_buff *skb;
 	u32 portid;
 	unsigned int written;
@@ -412,7 +412,7 @@ static unsigned int skb_misalign(const struct sk_buff *skb)
  * size); parts keep their lengths aligned, so only an empty skb needs
  * its start moved.
  */
-static void *skb_reserve_part(struct tdbk_sink *s, size_t len)
+static void *skb_reserve_part(struct tdbo_sink *s, size_t len)
 {
 	struct skb_sink *ss = container_of(s, struct skb_sink, s);
 	size_t need = NLMSG_ALIGN(len);
@@ -441,7 +441,7 @@ static void *skb_reserve_part(struct tdbk_sink *s, size_t len)
 	return skb_tail_pointer(ss->skb);
 }
 
-static void skb_commit_part(struct tdbk_sink *s, void *p, size_t len)
+static void skb_commit_part(struct tdbo_sink *s, void *p, size_t len)
 {
 	struct skb_sink *ss = container_of(s, struct skb_sink, s);
 	struct nlmsghdr *nlh = p;
@@ -458,16 +458,16 @@ static void skb_commit_part(struct tdbk_sink *s, void *p, size_t len)
 	ss->written++;
 }
 
-static void *null_reserve(struct tdbk_sink *s, size_t len)
+static void *null_reserve(struct tdbo_sink *s, size_t len)
 {
 	return NULL;
 }
 
-static void null_commit(struct tdbk_sink *s, void *p, size_t len)
+static void null_commit(struct tdbo_sink *s, void *p, size_t len)
 {
 }
 
-static struct tdbk_sink null_sink = {
+static struct tdbo_sink null_sink = {
 	.reserve = null_reserve,
 	.commit = null_commit,
 };
@@ -475,7 +475,7 @@ static struct tdbk_sink null_sink = {
 static int tdbk_genl_start(struct netlink_callback *cb)
 {
 	struct tdb_proto_extack ext = { NULL };
-	struct tdbk_dump *dump = NULL;
+	struct tdbo_dump *dump = NULL;
 	struct genl_dump *gd;
 	struct tdb_proto_msg *m;
 	int err;
@@ -504,7 +504,7 @@ static int tdbk_genl_start(struct netlink_callback *cb)
 		err = -EBUSY;
 	} else {
 		/* Parts go through dumpit: exec only starts the dump. */
-		err = tdbk_exec(gd->gc->tc, m, &null_sink, &ext, &dump);
+		err = tdbo_exec(gd->gc->tc, m, &null_sink, &ext, &dump);
 		if (!err && !dump) {
 			ext.msg = "the dump was not started";
 			err = -EIO;
@@ -549,7 +549,7 @@ static int tdbk_genl_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 	 */
 	for (;;) {
 		mutex_lock(&gd->gc->lock);
-		ret = tdbk_dump_run(gd->d, &ss.s, &ext);
+		ret = tdbo_dump_run(gd->d, &ss.s, &ext);
 		mutex_unlock(&gd->gc->lock);
 		if (ret <= 0 || skb->len)
 			break;
@@ -584,7 +584,7 @@ static int tdbk_genl_done(struct netlink_callback *cb)
 		return 0;
 	mutex_lock(&gd->gc->lock);
 	if (gd->d)
-		tdbk_dump_free(gd->d);
+		tdbo_dump_free(gd->d);
 	gd->gc->ndumps--;
 	mutex_unlock(&gd->gc->lock);
 	client_put(gd->gc);
@@ -689,7 +689,7 @@ static void genl_on_change(void *arg, const void *msg, size_t len)
 	genlmsg_multicast(&tdbk_family, skb, 0, 0, GFP_KERNEL);
 }
 
-int tdbk_genl_init(struct tdbk_owner *o)
+int tdbk_genl_init(struct tdbo_owner *o)
 {
 	int err;
 
@@ -702,7 +702,7 @@ int tdbk_genl_init(struct tdbk_owner *o)
 		netlink_unregister_notifier(&genl_nb);
 		return err;
 	}
-	tdbk_owner_on_change(o, genl_on_change, NULL);
+	tdbo_owner_on_change(o, genl_on_change, NULL);
 	return 0;
 }
 
@@ -712,7 +712,7 @@ void tdbk_genl_exit(void)
 	struct hlist_node *tmp;
 	unsigned int bkt;
 
-	tdbk_owner_on_change(genl_owner, NULL, NULL);
+	tdbo_owner_on_change(genl_owner, NULL, NULL);
 	/* No doit runs after this; dumps hold a module reference, so none
 	 * is left when the module goes. */
 	genl_unregister_family(&tdbk_family);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * main.c - tdb.ko's entry points: the module parameters the owner
- * honours, and starting/stopping the parts in order (kmod/transport.h):
- * [selftest] -> owner -> generic netlink -> /dev/tdb; unload in reverse.
- * (max_memory_mb lives with the memory it bounds, in platform.c.)
+ * main.c - tdb.ko's entry points: starting/stopping the parts in order
+ * (kmod/transport.h): [selftest] -> owner (src/owner, with home.c's
+ * limits and hooks) -> generic netlink -> /dev/tdb; unload in reverse.
+ * (The owner's module parameters are in home.c; max_memory_mb lives
+ * with the memory it bounds, in platform.c.)
  *
  * Invariant: once tdb_init() returns 0 every part is up; when it fails,
  * every part it started is stopped again and nothing is left allocated.
@@ -15,7 +16,6 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/log2.h>
 
 #include "owner.h"
 #include "transport.h"
@@ -24,81 +24,19 @@
 #define TDB_VERSION "0.1.0"
 #endif
 
-static unsigned int default_mode = 0600;
-module_param(default_mode, uint, 0444);
-MODULE_PARM_DESC(default_mode,
-		 "mode bits of a table created without MODE (default 0600)");
-
-/* Writable at run time (read with READ_ONCE at each TABLE_CREATE), but
- * never 0: no table could ever be created. */
-static int max_tables_set(const char *val, const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 1, UINT_MAX);
-}
-
-static const struct kernel_param_ops max_tables_ops = {
-	.set = max_tables_set,
-	.get = param_get_uint,
-};
-
-static unsigned int max_tables = 4096;
-module_param_cb(max_tables, &max_tables_ops, &max_tables, 0644);
-MODULE_PARM_DESC(max_tables,
-		 "tables at once; the last eighth is kept for root "
-		 "(default 4096)");
-
-unsigned int tdbk_max_tables(void)
-{
-	return READ_ONCE(max_tables);
-}
-
-static unsigned int feed_size = 1U << 20;
-module_param(feed_size, uint, 0444);
-MODULE_PARM_DESC(feed_size,
-		 "data bytes of a change feed, a power of two from 4096 "
-		 "to 1 GiB (default 1 MiB)");
-
 static bool selftest;
 module_param(selftest, bool, 0444);
 MODULE_PARM_DESC(selftest,
 		 "exercise the engine at load time; the load fails if it "
 		 "does (default 0)");
 
-#define FEED_SIZE_MIN 4096U
-#define FEED_SIZE_MAX (1U << 30)
-
-static struct tdbk_owner *owner;
-
-/* A bad parameter fails the load with -EINVAL and says which. */
-static int check_params(void)
-{
-	if (default_mode & ~0777U) {
-		pr_err("default_mode=%#o has bits outside 0777\n",
-		       default_mode);
-		return -EINVAL;
-	}
-	if (!max_tables) {
-		pr_err("max_tables=0: no table could ever be created\n");
-		return -EINVAL;
-	}
-	if (!is_power_of_2(feed_size) || feed_size < FEED_SIZE_MIN ||
-	    feed_size > FEED_SIZE_MAX) {
-		pr_err("feed_size=%u is not a power of two from %u to %u\n",
-		       feed_size, FEED_SIZE_MIN, FEED_SIZE_MAX);
-		return -EINVAL;
-	}
-	return 0;
-}
+static struct tdbo_owner *owner;
 
 static int __init tdb_init(void)
 {
-	struct tdbk_limits lim = {
-		.default_mode = default_mode,
-		.feed_size = feed_size,
-	};
 	int err;
 
-	err = check_params();
+	err = tdbk_home_check();
 	if (err)
 		return err;
 	if (selftest) {
@@ -107,7 +45,7 @@ static int __init tdb_init(void)
 			return err;	/* selftest.c said what failed */
 	}
 	err = 0;
-	owner = tdbk_owner_new(&lim, &err);
+	owner = tdbo_owner_new(tdbk_home_limits(), &tdbk_home_hooks, &err);
 	if (!owner) {
 		pr_err("cannot create the owner (%d)\n", err);
 		return err ? err : -ENOMEM;
@@ -124,13 +62,14 @@ static int __init tdb_init(void)
 		goto exit_genl;
 	}
 	pr_info("loaded (version %s, max_memory_mb=%lu, max_tables=%u)\n",
-		TDB_VERSION, tdbk_mem_limit() >> 20, max_tables);
+		TDB_VERSION, tdbk_mem_limit() >> 20,
+		tdbk_home_limits()->max_tables);
 	return 0;
 
 exit_genl:
 	tdbk_genl_exit();
 free_owner:
-	tdbk_owner_free(owner);
+	tdbo_owner_free(owner);
 	owner = NULL;
 	return err;
 }
@@ -141,7 +80,7 @@ static void __exit tdb_exit(void)
 
 	tdbk_dev_exit();
 	tdbk_genl_exit();
-	tdbk_owner_free(owner);
+	tdbo_owner_free(owner);
 	owner = NULL;
 	left = tdbk_mem_used();
 	if (left)

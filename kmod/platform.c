@@ -27,6 +27,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kernel.h>
+#include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
@@ -319,6 +320,16 @@ uint64_t tdbp_hash64(const void *data, size_t len, uint64_t seed)
 uint64_t tdbp_random_u64(void)
 {
 	return get_random_u64();
+}
+
+uint64_t tdbp_now_ns(void)
+{
+	return ktime_get_ns();
+}
+
+void tdbp_cond_resched(void)
+{
+	cond_resched();
 }
 
 /*

@@ -11,12 +11,27 @@
 #ifndef TDBK_TRANSPORT_H
 #define TDBK_TRANSPORT_H
 
-struct tdbk_owner;
+struct cred;
+struct tdbo_owner;
+struct tdbo_client;
+struct tdbo_limits;
+struct tdbo_hooks;
 
-int tdbk_genl_init(struct tdbk_owner *o);
+int tdbk_genl_init(struct tdbo_owner *o);
 void tdbk_genl_exit(void);
-int tdbk_dev_init(struct tdbk_owner *o);
+int tdbk_dev_init(struct tdbo_owner *o);
 void tdbk_dev_exit(void);
+
+/* home.c: what tdb.ko supplies to the shared owner (src/owner).  The
+ * limits (module parameters), checked at load (-EINVAL, logged); the
+ * feed memory hooks; a client of the opener's or sender's credentials. */
+int tdbk_home_check(void);
+const struct tdbo_limits *tdbk_home_limits(void);
+extern const struct tdbo_hooks tdbk_home_hooks;
+struct tdbo_client *tdbk_client_new(struct tdbo_owner *o,
+				    const struct cred *cred, bool may_watch,
+				    void (*wake)(void *arg), void *arg,
+				    int *err);
 
 /* selftest.c: exercise the engine through the kernel platform at load
  * time (module parameter selftest=1); 0 or a negative errno, logged. */

@@ -3,7 +3,7 @@
 # its objects may reference no external symbol but the platform layer's
 # (tdbp_*) and memcpy/memcmp/memset.
 #
-#   check_symbols.sh [--sanitized] FILE...
+#   check_symbols.sh [--sanitized] [--allow REGEX] FILE...
 #       FILE: static libraries (thin or not) or objects.  A symbol one of
 #       the files defines is internal; every other undefined symbol must
 #       be allowed.  --sanitized also allows __asan_*, __ubsan_*, __tsan_*
@@ -48,6 +48,13 @@ if [ "${1:-}" = "--sanitized" ]; then
 	sanitized=1
 	shift
 fi
+# --allow REGEX: more symbols the files may reference (another shared
+# component's entry points, e.g. the owner's calls into src/proto).
+extra=
+if [ "${1:-}" = "--allow" ]; then
+	extra=$2
+	shift 2
+fi
 if [ $# -eq 0 ]; then
 	echo "usage: $0 [--sanitized] LIB.a|OBJ.o ... | --bad-object" >&2
 	exit 2
@@ -80,6 +87,9 @@ comm -23 "$tmp/undef" "$tmp/def" > "$tmp/ext"
 allow='^(tdbp_[A-Za-z0-9_]+|memcpy|memcmp|memset|_GLOBAL_OFFSET_TABLE_)$'
 if [ $sanitized -eq 1 ]; then
 	allow='^(tdbp_[A-Za-z0-9_]+|memcpy|memcmp|memset|_GLOBAL_OFFSET_TABLE_|__asan_[A-Za-z0-9_]+|__ubsan_[A-Za-z0-9_]+|__tsan_[A-Za-z0-9_]+|__stack_chk_fail)$'
+fi
+if [ -n "$extra" ]; then
+	allow="$allow|^($extra)\$"
 fi
 grep -Ev "$allow" "$tmp/ext" > "$tmp/bad"
 

@@ -87,6 +87,10 @@ void tdbp_rcu_synchronize(void);
 /* --- misc ------------------------------------------------------------ */
 uint64_t tdbp_hash64(const void *data, size_t len, uint64_t seed); /* xxh64 */
 uint64_t tdbp_random_u64(void);
+uint64_t tdbp_now_ns(void);               /* monotonic clock */
+/* A long loop outside any lock a reader waits for may let others run
+ * here (the kernel's cond_resched(); nothing in user space). */
+void tdbp_cond_resched(void);
 
 enum { TDBP_LOG_ERR = 3, TDBP_LOG_WARNING = 4, TDBP_LOG_INFO = 6,
        TDBP_LOG_DEBUG = 7 };	/* syslog levels */

@@ -36,6 +36,10 @@
 #define tdb_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define tdb_fetch_sub(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
 
+#define tdb_smp_mb()  smp_mb()
+#define tdb_smp_wmb() smp_wmb()
+#define tdb_smp_rmb() smp_rmb()
+
 #define tdb_likely(x)   likely(x)
 #define tdb_unlikely(x) unlikely(x)
 #define tdb_prefetch(p) prefetch(p)

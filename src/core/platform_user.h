@@ -23,6 +23,11 @@ int memcmp(const void *a, const void *b, size_t n);
 #define tdb_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
 #define tdb_fetch_sub(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
 
+/* Fences: full, stores before stores, loads before loads. */
+#define tdb_smp_mb()  __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define tdb_smp_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
+#define tdb_smp_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+
 #define tdb_likely(x)   __builtin_expect(!!(x), 1)
 #define tdb_unlikely(x) __builtin_expect(!!(x), 0)
 #define tdb_prefetch(p) __builtin_prefetch(p)

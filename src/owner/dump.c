@@ -1,66 +1,63 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * owner_dump.c - the dump commands, SCAN and TABLE_LIST, as tdbd's
- * src/daemon/exec.c runs them: the transport calls tdbk_dump_run() until
+ * dump.c - the dump commands, SCAN and TABLE_LIST, as tdbd's
+ * src/daemon/exec.c runs them: the transport calls tdbo_dump_run() until
  * it returns 0 or an error and then ends the answer with NLMSG_DONE.
  *
  * Invariants:
  *  - A record taken from the cursor is always sent: when the sink has no
  *    room for its part, it stays pending (the cursor's copy stays valid
  *    until the next tdbe_cursor_next) and the next run sends it first.
- *  - A run examines at most TDBK_DUMP_BUDGET records, so one call is
+ *  - A run examines at most TDBO_DUMP_BUDGET records, so one call is
  *    bounded however many records a PREFIX skips.
- *  - SCAN cursors are tdbd's: one byte TDBK_CURSOR_V1, then the key of
+ *  - SCAN cursors are tdbd's: one byte TDBO_CURSOR_V1, then the key of
  *    the last record sent (the engine's tdbe_cursor_seek goes on after
  *    it), carried by the last part LIMIT allows.
  *  - A snapshot scan (SCAN_FLAGS TDB_SCAN_SNAPSHOT) walks the same
- *    cursor but asks its snapshot (owner_snap.c) about each record, then
+ *    cursor but asks its snapshot (snap.c) about each record, then
  *    sends the pre-images the walk did not; it takes no CURSOR and no
  *    part carries one.  Its records stay valid while pending too: a
  *    pre-image lives as long as the snapshot.
  *  - A dump's state (cursor, table references) is released once, by
- *    tdbk_dump_free() or by tdbk_client_free(), whichever comes first;
- *    its memory and its client reference go with tdbk_dump_free().
+ *    tdbo_dump_free() or by tdbo_client_free(), whichever comes first;
+ *    its memory and its client reference go with tdbo_dump_free().
  */
-#include <linux/mm.h>
-#include <linux/slab.h>
-#include <linux/string.h>
 
-#include "owner_int.h"
+#include "internal.h"
 
-static struct tdbk_dump *dump_new(struct tdbk_client *c,
+static struct tdbo_dump *dump_new(struct tdbo_client *c,
 				  const struct tdb_proto_msg *m,
 				  struct tdb_proto_extack *ext, int *err)
 {
-	struct tdbk_dump *d = kzalloc(sizeof(*d), GFP_KERNEL);
+	struct tdbo_dump *d = tdbp_alloc(sizeof(*d));
 
 	if (!d) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	spin_lock(&c->lock);
-	if (c->ndumps >= TDBK_MAX_DUMPS) {
-		spin_unlock(&c->lock);
-		kfree(d);
+	tdbp_mutex_lock(c->lock);
+	if (c->ndumps >= TDBO_MAX_DUMPS) {
+		tdbp_mutex_unlock(c->lock);
+		tdbp_free(d);
 		ext->msg = "too many dumps in progress on this connection (8)";
 		*err = -EBUSY;
 		return NULL;
 	}
 	c->ndumps++;
-	list_add(&d->node, &c->dumps);
-	refcount_inc(&c->refs);
-	spin_unlock(&c->lock);
+	tdbo_list_add(&d->node, &c->dumps);
+	tdbo_ref_get(&c->refs);
+	tdbp_mutex_unlock(c->lock);
 	d->c = c;
 	d->cmd = m->cmd;
 	d->seq = m->seq;
 	d->pid = m->pid;
 	d->live = true;
-	atomic_inc(&c->o->dumps);
+	tdbo_inc(&c->o->dumps);
 	return d;
 }
 
 /* Let go of the cursor and tables (once). */
-static void dump_release(struct tdbk_dump *d)
+static void dump_release(struct tdbo_dump *d)
 {
 	unsigned int i;
 
@@ -70,44 +67,44 @@ static void dump_release(struct tdbk_dump *d)
 	d->pending = false;
 	tdbe_cursor_close(d->cur);
 	d->cur = NULL;
-	tdbk_snap_free(d->c->o, d->snap);       /* before its table goes */
+	tdbo_snap_free(d->c->o, d->snap);       /* before its table goes */
 	d->snap = NULL;
-	tdbk_table_put(d->t);
+	tdbo_table_put(d->t);
 	d->t = NULL;
-	kfree(d->prefix);
+	tdbp_free(d->prefix);
 	d->prefix = NULL;
-	kfree(d->cbuf);
+	tdbp_free(d->cbuf);
 	d->cbuf = NULL;
 	for (i = 0; d->tabs && i < d->ntabs; i++)
-		tdbk_table_put(d->tabs[i]);
-	kvfree(d->tabs);
+		tdbo_table_put(d->tabs[i]);
+	tdbp_free(d->tabs);
 	d->tabs = NULL;
-	atomic_dec(&d->c->o->dumps);
+	tdbo_dec(&d->c->o->dumps);
 }
 
-void tdbk_dump_free(struct tdbk_dump *d)
+void tdbo_dump_free(struct tdbo_dump *d)
 {
-	struct tdbk_client *c;
+	struct tdbo_client *c;
 
 	if (!d)
 		return;
 	c = d->c;
 	dump_release(d);
-	spin_lock(&c->lock);
-	list_del(&d->node);
+	tdbp_mutex_lock(c->lock);
+	tdbo_list_del(&d->node);
 	c->ndumps--;
-	spin_unlock(&c->lock);
-	tdbk_client_put(c);
-	kfree(d);
+	tdbp_mutex_unlock(c->lock);
+	tdbo_client_put(c);
+	tdbp_free(d);
 }
 
-/* The client's thread, in tdbk_client_free(): no run or free of these
+/* The client's thread, in tdbo_client_free(): no run or free of these
  * dumps is running (the transport serialises calls on one client). */
-void tdbk_dumps_release(struct tdbk_client *c)
+void tdbo_dumps_release(struct tdbo_client *c)
 {
-	struct tdbk_dump *d;
+	struct tdbo_dump *d;
 
-	list_for_each_entry(d, &c->dumps, node)
+	tdbo_list_for_each(d, &c->dumps, node)
 		dump_release(d);
 }
 
@@ -120,7 +117,7 @@ static int check_cursor(const struct tdb_proto_msg *m,
 
 	if (!TDB_PROTO_HAS(m, TDB_A_CURSOR))
 		return 0;
-	if (m->cursor_len < 2 || cu[0] != TDBK_CURSOR_V1 ||
+	if (m->cursor_len < 2 || cu[0] != TDBO_CURSOR_V1 ||
 	    m->cursor_len - 1 > TDB_KEY_MAX) {
 		ext->msg = "not a cursor this owner made";
 		ext->offset = m->attr_off[TDB_A_CURSOR];
@@ -129,12 +126,12 @@ static int check_cursor(const struct tdb_proto_msg *m,
 	return 0;
 }
 
-static int scan_setup(struct tdbk_dump *d, const struct tdb_proto_msg *m)
+static int scan_setup(struct tdbo_dump *d, const struct tdb_proto_msg *m)
 {
 	int err = 0;
 
-	d->left = TDB_PROTO_HAS(m, TDB_A_LIMIT) ? m->limit : U64_MAX;
-	d->cbuf = kmalloc(TDB_KEY_MAX + 1, GFP_KERNEL);
+	d->left = TDB_PROTO_HAS(m, TDB_A_LIMIT) ? m->limit : UINT64_MAX;
+	d->cbuf = tdbp_alloc(TDB_KEY_MAX + 1);
 	if (!d->cbuf)
 		return -ENOMEM;
 	d->cur = tdbe_cursor_open(d->t->t, &err);
@@ -148,7 +145,7 @@ static int scan_setup(struct tdbk_dump *d, const struct tdb_proto_msg *m)
 			return err;
 	}
 	if (m->prefix_len) {
-		d->prefix = kmemdup(m->prefix, m->prefix_len, GFP_KERNEL);
+		d->prefix = tdbo_memdup(m->prefix, m->prefix_len);
 		if (!d->prefix)
 			return -ENOMEM;
 		d->plen = m->prefix_len;
@@ -156,16 +153,16 @@ static int scan_setup(struct tdbk_dump *d, const struct tdb_proto_msg *m)
 	return 0;
 }
 
-int tdbk_scan(struct tdbk_client *c, const struct tdb_proto_msg *m,
-	      struct tdb_proto_extack *ext, struct tdbk_dump **dump)
+int tdbo_scan(struct tdbo_client *c, const struct tdb_proto_msg *m,
+	      struct tdb_proto_extack *ext, struct tdbo_dump **dump)
 {
 	bool snap = TDB_PROTO_HAS(m, TDB_A_SCAN_FLAGS) &&
 		    (m->scan_flags & TDB_SCAN_SNAPSHOT);
-	struct tdbk_dump *d;
-	struct ktable *t;
+	struct tdbo_dump *d;
+	struct tdbo_table *t;
 	int err = 0;
 
-	t = tdbk_resolve(c, m, TDBK_MAY_READ, ext, &err);
+	t = tdbo_resolve(c, m, TDBO_MAY_READ, ext, &err);
 	if (!t)
 		return err;
 	if (snap && TDB_PROTO_HAS(m, TDB_A_CURSOR)) {
@@ -178,7 +175,7 @@ int tdbk_scan(struct tdbk_client *c, const struct tdb_proto_msg *m,
 	}
 	d = err ? NULL : dump_new(c, m, ext, &err);
 	if (!d) {
-		tdbk_table_put(t);
+		tdbo_table_put(t);
 		return err;
 	}
 	d->t = t;                       /* the dump's reference now */
@@ -186,27 +183,27 @@ int tdbk_scan(struct tdbk_client *c, const struct tdb_proto_msg *m,
 	if (!err && snap) {
 		/* Under wlock: between two changes, and every later change
 		 * to the table saves its pre-image first. */
-		mutex_lock(&c->o->wlock);
-		d->snap = tdbk_snap_new(t, d->prefix, d->plen);
-		mutex_unlock(&c->o->wlock);
+		tdbp_mutex_lock(c->o->wlock);
+		d->snap = tdbo_snap_new(t, d->prefix, d->plen);
+		tdbp_mutex_unlock(c->o->wlock);
 		if (!d->snap)
 			err = -ENOMEM;
 	}
 	if (err) {
-		tdbk_dump_free(d);
+		tdbo_dump_free(d);
 		return err;
 	}
 	*dump = d;
 	return 0;
 }
 
-static bool prefix_ok(const struct tdbk_dump *d, const void *k, size_t kl)
+static bool prefix_ok(const struct tdbo_dump *d, const void *k, size_t kl)
 {
 	return !d->plen || (kl >= d->plen && !memcmp(k, d->prefix, d->plen));
 }
 
 /* Send the pending record: 0, or -ENOBUFS (no room: try again later). */
-static int scan_send(struct tdbk_dump *d, struct tdbk_sink *out)
+static int scan_send(struct tdbo_dump *d, struct tdbo_sink *out)
 {
 	struct tdb_proto_msg a;
 	int err;
@@ -217,17 +214,17 @@ static int scan_send(struct tdbk_dump *d, struct tdbk_sink *out)
 	a.pid = d->pid;
 	a.attrs = TDB_PROTO_BIT(TDB_A_KEY) | TDB_PROTO_BIT(TDB_A_VALUE);
 	a.key = d->k;
-	a.key_len = (u32)d->kl;
+	a.key_len = (uint32_t)d->kl;
 	a.value = d->v;
-	a.value_len = (u32)d->vl;
+	a.value_len = (uint32_t)d->vl;
 	if (d->left == 1 && !d->snap) { /* the last one allowed: say where */
-		d->cbuf[0] = TDBK_CURSOR_V1;
+		d->cbuf[0] = TDBO_CURSOR_V1;
 		memcpy(d->cbuf + 1, d->k, d->kl);
 		a.attrs |= TDB_PROTO_BIT(TDB_A_CURSOR);
 		a.cursor = d->cbuf;
-		a.cursor_len = (u32)d->kl + 1;
+		a.cursor_len = (uint32_t)d->kl + 1;
 	}
-	err = tdbk_answer(out, &a);
+	err = tdbo_answer(out, &a);
 	if (err)
 		return err;
 	d->pending = false;
@@ -239,12 +236,12 @@ static int scan_send(struct tdbk_dump *d, struct tdbk_sink *out)
 
 /* The next record to send into d->k, d->v: 1, 0 at the end, TAKE_SKIP,
  * or an error (ext->msg set). */
-static int take(struct tdbk_dump *d, struct tdb_proto_extack *ext)
+static int take(struct tdbo_dump *d, struct tdb_proto_extack *ext)
 {
 	int rc;
 
 	if (d->walked)          /* a snapshot's pre-images left */
-		return tdbk_snap_next_left(d->snap, &d->k, &d->kl, &d->v,
+		return tdbo_snap_next_left(d->snap, &d->k, &d->kl, &d->v,
 					   &d->vl, &ext->msg);
 	rc = tdbe_cursor_next(d->cur, &d->k, &d->kl, &d->v, &d->vl);
 	if (rc < 0) {
@@ -254,7 +251,7 @@ static int take(struct tdbk_dump *d, struct tdb_proto_extack *ext)
 	if (rc == 0) {
 		if (!d->snap)
 			return 0;
-		tdbk_snap_freeze(d->snap);
+		tdbo_snap_freeze(d->snap);
 		d->walked = true;
 		return TAKE_SKIP;
 	}
@@ -262,14 +259,14 @@ static int take(struct tdbk_dump *d, struct tdb_proto_extack *ext)
 		return TAKE_SKIP;
 	if (!d->snap)
 		return 1;
-	rc = tdbk_snap_check(d->snap, d->k, d->kl, &d->v, &d->vl, &ext->msg);
+	rc = tdbo_snap_check(d->snap, d->k, d->kl, &d->v, &d->vl, &ext->msg);
 	return rc == 0 ? TAKE_SKIP : rc;
 }
 
-static int scan_run(struct tdbk_dump *d, struct tdbk_sink *out,
+static int scan_run(struct tdbo_dump *d, struct tdbo_sink *out,
 		    struct tdb_proto_extack *ext)
 {
-	unsigned int budget = TDBK_DUMP_BUDGET;
+	unsigned int budget = TDBO_DUMP_BUDGET;
 	int rc;
 
 	while (budget--) {
@@ -297,36 +294,36 @@ static int scan_run(struct tdbk_dump *d, struct tdbk_sink *out,
 /* --- TABLE_LIST ----------------------------------------------------------- */
 
 /* A counted reference to every table now, in creation order. */
-static int list_snapshot(struct tdbk_owner *o, struct tdbk_dump *d)
+static int list_snapshot(struct tdbo_owner *o, struct tdbo_dump *d)
 {
-	struct ktable *t;
+	struct tdbo_table *t;
 	unsigned int n;
 
 	for (;;) {
-		n = READ_ONCE(o->ntables);
-		d->tabs = kvcalloc(n + 1, sizeof(*d->tabs), GFP_KERNEL);
+		n = tdb_load_relaxed(&o->ntables);
+		d->tabs = tdbo_alloc_array(n + 1, sizeof(*d->tabs));
 		if (!d->tabs)
 			return -ENOMEM;
-		spin_lock(&o->reg_lock);
+		tdbp_mutex_lock(o->reg_lock);
 		if (o->ntables <= n)
 			break;
-		spin_unlock(&o->reg_lock);      /* grew meanwhile: again */
-		kvfree(d->tabs);
+		tdbp_mutex_unlock(o->reg_lock);      /* grew meanwhile: again */
+		tdbp_free(d->tabs);
 		d->tabs = NULL;
 	}
 	d->ntabs = 0;
-	list_for_each_entry(t, &o->tables, lnode) {
-		refcount_inc(&t->refs);
+	tdbo_list_for_each(t, &o->tables, lnode) {
+		tdbo_ref_get(&t->refs);
 		d->tabs[d->ntabs++] = t;
 	}
-	spin_unlock(&o->reg_lock);
+	tdbp_mutex_unlock(o->reg_lock);
 	return 0;
 }
 
-int tdbk_list(struct tdbk_client *c, const struct tdb_proto_msg *m,
-	      struct tdb_proto_extack *ext, struct tdbk_dump **dump)
+int tdbo_list(struct tdbo_client *c, const struct tdb_proto_msg *m,
+	      struct tdb_proto_extack *ext, struct tdbo_dump **dump)
 {
-	struct tdbk_dump *d;
+	struct tdbo_dump *d;
 	int err = 0;
 
 	d = dump_new(c, m, ext, &err);
@@ -334,28 +331,28 @@ int tdbk_list(struct tdbk_client *c, const struct tdb_proto_msg *m,
 		return err;
 	err = list_snapshot(c->o, d);
 	if (err) {
-		tdbk_dump_free(d);
+		tdbo_dump_free(d);
 		return err;
 	}
 	*dump = d;
 	return 0;
 }
 
-static int list_run(struct tdbk_dump *d, struct tdbk_sink *out,
+static int list_run(struct tdbo_dump *d, struct tdbo_sink *out,
 		    struct tdb_proto_extack *ext)
 {
-	unsigned int budget = TDBK_DUMP_BUDGET;
+	unsigned int budget = TDBO_DUMP_BUDGET;
 	struct tdb_proto_msg a;
 	int err;
 
 	while (budget--) {
-		struct ktable *t;
+		struct tdbo_table *t;
 
 		if (d->at == d->ntabs)
 			return 0;
 		t = d->tabs[d->at];
-		if (READ_ONCE(t->dropped) ||
-		    !tdbk_may(d->c, t, TDBK_MAY_READ)) {
+		if (tdb_load_relaxed(&t->dropped) ||
+		    !tdbo_may(d->c, t, TDBO_MAY_READ)) {
 			d->at++;
 			continue;
 		}
@@ -366,9 +363,9 @@ static int list_run(struct tdbk_dump *d, struct tdbk_sink *out,
 		a.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
 			  TDB_PROTO_BIT(TDB_A_STAT);
 		a.table = t->name;
-		a.table_len = (u32)strlen(t->name);
-		tdbk_fill_stat(t, &a.stat);
-		err = tdbk_answer(out, &a);
+		a.table_len = (uint32_t)tdbo_strlen(t->name);
+		tdbo_fill_stat(t, &a.stat);
+		err = tdbo_answer(out, &a);
 		if (err == -ENOBUFS)
 			return 1;
 		if (err) {
@@ -380,7 +377,7 @@ static int list_run(struct tdbk_dump *d, struct tdbk_sink *out,
 	return d->at == d->ntabs ? 0 : 1;
 }
 
-int tdbk_dump_run(struct tdbk_dump *d, struct tdbk_sink *out,
+int tdbo_dump_run(struct tdbo_dump *d, struct tdbo_sink *out,
 		  struct tdb_proto_extack *ext)
 {
 	int rc;
@@ -395,6 +392,6 @@ int tdbk_dump_run(struct tdbk_dump *d, struct tdbk_sink *out,
 		rc = list_run(d, out, ext);
 	}
 	if (rc < 0)
-		atomic64_inc(&d->c->o->errors);
+		tdbo_inc(&d->c->o->errors);
 	return rc;
 }

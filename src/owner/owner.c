@@ -1,26 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * owner.c - tdb.ko's owner (kmod/owner.h): the engine and its table
+ * owner.c - the owner (owner.h): the engine and its table
  * registry (owner, group, mode of each table), clients and their
  * credentials, the access check, and running one request: GET, PUT, DEL,
  * TABLE_CREATE, TABLE_DROP, TABLE_STAT, STATS; transactions, dumps and
- * feeds are in owner_txn.c, owner_dump.c and owner_feed.c.
+ * feeds are in txn.c, dump.c and feed.c.
  *
  * Behaviour, errnos and messages are tdbd's (src/daemon/exec.c,
- * tables.c), so a client cannot tell the owners apart but for what
- * tdb.ko does not have (WAL, snapshot scans, ATTACH).  Locking rules:
- * owner_int.h.  Access is checked on every request against the
+ * tables.c, which move here next), so a client cannot tell the homes
+ * apart but for what tdb.ko does not have (WAL, ATTACH).  Locking rules:
+ * internal.h.  Access is checked on every request against the
  * client's credentials (fsuid, fsgid, supplementary groups, as numbers
  * in the initial user namespace), never against anything it says.
  */
-#include <linux/cred.h>
-#include <linux/slab.h>
-#include <linux/mm.h>
-#include <linux/string.h>
-#include <linux/uidgid.h>
-#include <linux/user_namespace.h>
 
-#include "owner_int.h"
+#include "internal.h"
 
 /* --- registry ------------------------------------------------------------- */
 
@@ -30,50 +24,50 @@ static unsigned int name_hash(const char *s)
 
 	while (*s)
 		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h % TDBK_BUCKETS;
+	return h % TDBO_BUCKETS;
 }
 
 /* Under reg_lock. */
-static struct ktable *lookup(struct tdbk_owner *o, const char *name)
+static struct tdbo_table *lookup(struct tdbo_owner *o, const char *name)
 {
-	struct ktable *t;
+	struct tdbo_table *t;
 
-	hlist_for_each_entry(t, &o->buckets[name_hash(name)], hnode)
-		if (!strcmp(t->name, name))
+	tdbo_list_for_each(t, &o->buckets[name_hash(name)], hnode)
+		if (tdbo_streq(t->name, name))
 			return t;
 	return NULL;
 }
 
-struct ktable *tdbk_table_get(struct tdbk_owner *o, const char *name)
+struct tdbo_table *tdbo_table_get(struct tdbo_owner *o, const char *name)
 {
-	struct ktable *t;
+	struct tdbo_table *t;
 
-	spin_lock(&o->reg_lock);
+	tdbp_mutex_lock(o->reg_lock);
 	t = lookup(o, name);
 	if (t)
-		refcount_inc(&t->refs);
-	spin_unlock(&o->reg_lock);
+		tdbo_ref_get(&t->refs);
+	tdbp_mutex_unlock(o->reg_lock);
 	return t;
 }
 
 /* Process context only (closing the engine handle may sleep). */
-void tdbk_table_put(struct ktable *t)
+void tdbo_table_put(struct tdbo_table *t)
 {
-	if (!t || !refcount_dec_and_test(&t->refs))
+	if (!t || !tdbo_ref_put(&t->refs))
 		return;
-	tdbk_table_feed_release(t);
+	tdbo_table_feed_release(t);
 	tdbe_table_close(t->t);
-	kfree(t);
+	tdbp_free(t);
 }
 
 /* Under wlock. */
-static int table_create(struct tdbk_owner *o, const char *name, u32 max_ext,
-			u32 uid, u32 gid, u32 mode,
+static int table_create(struct tdbo_owner *o, const char *name, uint32_t max_ext,
+			uint32_t uid, uint32_t gid, uint32_t mode,
 			struct tdb_proto_extack *ext)
 {
 	struct tdbe_table_opts opts = { .max_extents = max_ext };
 	struct tdbe_extack ee = { 0 };
-	struct ktable *t = kzalloc(sizeof(*t), GFP_KERNEL);
+	struct tdbo_table *t = tdbp_alloc(sizeof(*t));
 	int err;
 
 	if (!t)
@@ -86,55 +80,52 @@ static int table_create(struct tdbk_owner *o, const char *name, u32 max_ext,
 	}
 	if (err) {
 		ext->msg = err == -EEXIST ? "table exists" : ee.msg;
-		kfree(t);
+		tdbp_free(t);
 		return err;
 	}
-	strscpy(t->name, name, sizeof(t->name));
+	tdbo_strlcpy(t->name, name, sizeof(t->name));
+	t->o = o;
 	t->uid = uid;
 	t->gid = gid;
 	t->mode = mode & 0777;
-	refcount_set(&t->refs, 1);      /* the registry's */
-	INIT_LIST_HEAD(&t->watches);
-	INIT_LIST_HEAD(&t->dirty);
-	spin_lock(&o->reg_lock);
-	hlist_add_head(&t->hnode, &o->buckets[name_hash(name)]);
-	list_add_tail(&t->lnode, &o->tables);
+	tdbo_ref_init(&t->refs, 1);      /* the registry's */
+	tdbo_list_init(&t->watches);
+	tdbo_list_init(&t->dirty);
+	tdbp_mutex_lock(o->reg_lock);
+	tdbo_list_add(&t->hnode, &o->buckets[name_hash(name)]);
+	tdbo_list_add_tail(&t->lnode, &o->tables);
 	o->ntables++;
-	spin_unlock(&o->reg_lock);
+	tdbp_mutex_unlock(o->reg_lock);
 	return 0;
 }
 
 /* Under wlock (or at owner_free): take t out of the registry. */
-static void table_unlink(struct tdbk_owner *o, struct ktable *t)
+static void table_unlink(struct tdbo_owner *o, struct tdbo_table *t)
 {
-	spin_lock(&o->reg_lock);
-	hlist_del_init(&t->hnode);
-	list_del_init(&t->lnode);
+	tdbp_mutex_lock(o->reg_lock);
+	tdbo_list_del(&t->hnode);
+	tdbo_list_del(&t->lnode);
 	o->ntables--;
-	spin_unlock(&o->reg_lock);
+	tdbp_mutex_unlock(o->reg_lock);
 }
 
 /* --- access --------------------------------------------------------------- */
 
-static bool in_groups(const struct tdbk_client *c, u32 gid)
+static bool in_groups(const struct tdbo_client *c, uint32_t gid)
 {
-	const struct group_info *gi = c->cred->group_info;
-	kgid_t k = make_kgid(&init_user_ns, gid);
-	int i;
+	uint32_t i;
 
 	if (c->gid == gid)
 		return true;
-	if (!gid_valid(k) || !gi)
-		return false;
-	for (i = 0; i < gi->ngroups; i++)
-		if (gid_eq(gi->gid[i], k))
+	for (i = 0; i < c->ngroups; i++)
+		if (c->groups[i] == gid)
 			return true;
 	return false;
 }
 
 /* tdbd_may(): root may do anything; else the owner's, the group's or
  * the others' bits, the first class the client is in. */
-bool tdbk_may(const struct tdbk_client *c, const struct ktable *t,
+bool tdbo_may(const struct tdbo_client *c, const struct tdbo_table *t,
 	      unsigned int want)
 {
 	unsigned int bits;
@@ -148,11 +139,11 @@ bool tdbk_may(const struct tdbk_client *c, const struct ktable *t,
 	return (bits & want) == want;
 }
 
-struct ktable *tdbk_resolve(struct tdbk_client *c,
+struct tdbo_table *tdbo_resolve(struct tdbo_client *c,
 			    const struct tdb_proto_msg *m, unsigned int want,
 			    struct tdb_proto_extack *ext, int *err)
 {
-	struct ktable *t = tdbk_table_get(c->o, m->table);
+	struct tdbo_table *t = tdbo_table_get(c->o, m->table);
 
 	if (!t) {
 		ext->msg = "no such table";
@@ -160,13 +151,13 @@ struct ktable *tdbk_resolve(struct tdbk_client *c,
 		*err = -ENOENT;
 		return NULL;
 	}
-	if (want && !tdbk_may(c, t, want)) {
-		ext->msg = want & TDBK_MAY_WRITE ?
+	if (want && !tdbo_may(c, t, want)) {
+		ext->msg = want & TDBO_MAY_WRITE ?
 			"permission denied: the table's mode does not let "
 			"you write it" :
 			"permission denied: the table's mode does not let "
 			"you read it";
-		tdbk_table_put(t);
+		tdbo_table_put(t);
 		*err = -EACCES;
 		return NULL;
 	}
@@ -175,7 +166,7 @@ struct ktable *tdbk_resolve(struct tdbk_client *c,
 
 /* --- answers -------------------------------------------------------------- */
 
-int tdbk_answer(struct tdbk_sink *out, const struct tdb_proto_msg *a)
+int tdbo_answer(struct tdbo_sink *out, const struct tdb_proto_msg *a)
 {
 	struct tdb_proto_extack e = { 0 };
 	long len = tdb_proto_size(TDB_PROTO_ANSWER, a, &e);
@@ -193,7 +184,7 @@ int tdbk_answer(struct tdbk_sink *out, const struct tdb_proto_msg *a)
 }
 
 static void reply_init(const struct tdb_proto_msg *m, struct tdb_proto_msg *a,
-		       u32 attrs)
+		       uint32_t attrs)
 {
 	memset(a, 0, sizeof(*a));
 	a->cmd = m->cmd;
@@ -204,17 +195,17 @@ static void reply_init(const struct tdb_proto_msg *m, struct tdb_proto_msg *a,
 
 /* A reply the sink had no room for: the transport promised room for any
  * reply, so this is its fault; say so rather than answer nothing. */
-static int reply(struct tdbk_sink *out, const struct tdb_proto_msg *a,
+static int reply(struct tdbo_sink *out, const struct tdb_proto_msg *a,
 		 struct tdb_proto_extack *ext)
 {
-	int err = tdbk_answer(out, a);
+	int err = tdbo_answer(out, a);
 
 	if (err == -ENOBUFS)
 		ext->msg = "no room for the reply";
 	return err;
 }
 
-void tdbk_fill_stat(struct ktable *t, struct tdb_proto_stat *ps)
+void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps)
 {
 	struct tdbe_table_stat st;
 
@@ -236,48 +227,48 @@ void tdbk_fill_stat(struct ktable *t, struct tdb_proto_stat *ps)
 
 /* --- the commit sequence count -------------------------------------------- */
 
-void tdbk_seq_write_begin(struct tdbk_owner *o)
+void tdbo_seq_write_begin(struct tdbo_owner *o)
 {
-	WRITE_ONCE(o->txn_seq, o->txn_seq + 1);         /* odd */
-	smp_wmb();
+	tdb_store_relaxed(&o->txn_seq, o->txn_seq + 1);         /* odd */
+	tdb_smp_wmb();
 }
 
-void tdbk_seq_write_end(struct tdbk_owner *o)
+void tdbo_seq_write_end(struct tdbo_owner *o)
 {
-	smp_store_release(&o->txn_seq, o->txn_seq + 1); /* even */
+	tdb_store_release(&o->txn_seq, o->txn_seq + 1); /* even */
 }
 
 /* An even count; while a commit applies, wait for it on wlock rather
  * than spin (a commit may sleep in the engine). */
-static u64 seq_read_begin(struct tdbk_owner *o)
+static uint64_t seq_read_begin(struct tdbo_owner *o)
 {
 	for (;;) {
-		u64 s = smp_load_acquire(&o->txn_seq);
+		uint64_t s = tdb_load_acquire(&o->txn_seq);
 
 		if (!(s & 1))
 			return s;
-		mutex_lock(&o->wlock);
-		mutex_unlock(&o->wlock);
+		tdbp_mutex_lock(o->wlock);
+		tdbp_mutex_unlock(o->wlock);
 	}
 }
 
-static bool seq_read_retry(struct tdbk_owner *o, u64 s)
+static bool seq_read_retry(struct tdbo_owner *o, uint64_t s)
 {
-	smp_rmb();
-	return READ_ONCE(o->txn_seq) != s;
+	tdb_smp_rmb();
+	return tdb_load_relaxed(&o->txn_seq) != s;
 }
 
 /* --- GET ------------------------------------------------------------------ */
 
-static int grow_buf(struct tdbk_client *c, size_t need)
+static int grow_buf(struct tdbo_client *c, size_t need)
 {
-	size_t cap = max_t(size_t, roundup_pow_of_two(need), 256);
+	size_t cap = tdbo_max((size_t)((size_t)tdbo_roundup_pow2(need)), (size_t)(256));
 	/* Kept for the client's life, as big as it asks: its memcg's. */
-	void *n = kvmalloc(cap, GFP_KERNEL_ACCOUNT);
+	void *n = tdbp_alloc(cap);
 
 	if (!n)
 		return -ENOMEM;
-	kvfree(c->buf);
+	tdbp_free(c->buf);
 	c->buf = n;
 	c->buf_cap = cap;
 	return 0;
@@ -285,11 +276,11 @@ static int grow_buf(struct tdbk_client *c, size_t need)
 
 /* Copy the value out (whole, never part of a commit): its length, or a
  * negative errno. */
-static long get_copy(struct tdbk_client *c, struct ktable *t,
+static long get_copy(struct tdbo_client *c, struct tdbo_table *t,
 		     const struct tdb_proto_msg *m)
 {
 	for (;;) {
-		u64 s = seq_read_begin(c->o);
+		uint64_t s = seq_read_begin(c->o);
 		size_t need = 0;
 		long n = tdbe_get(t->t, m->key, m->key_len, c->buf, c->buf_cap,
 				  &need);
@@ -307,20 +298,20 @@ static long get_copy(struct tdbk_client *c, struct ktable *t,
 }
 
 /* GET inside a transaction: its own changes first. 1 = not touched. */
-static int get_txn(struct tdbk_client *c, struct ktable *t,
-		   const struct tdb_proto_msg *m, struct tdbk_sink *out,
+static int get_txn(struct tdbo_client *c, struct tdbo_table *t,
+		   const struct tdb_proto_msg *m, struct tdbo_sink *out,
 		   struct tdb_proto_extack *ext)
 {
 	struct tdb_proto_msg a;
-	struct ktxn *x;
+	struct tdbo_txn *x;
 	const void *v;
 	size_t vl;
 	int err = 0;
 
-	x = tdbk_txn_find(c, m, ext, &err);
+	x = tdbo_txn_find(c, m, ext, &err);
 	if (!x)
 		return err;
-	err = tdbk_txn_lookup(x, t, m->key, m->key_len, &v, &vl);
+	err = tdbo_txn_lookup(x, t, m->key, m->key_len, &v, &vl);
 	if (err == 0) {
 		ext->msg = "no such key (deleted in this transaction)";
 		return -ENOENT;
@@ -329,19 +320,19 @@ static int get_txn(struct tdbk_client *c, struct ktable *t,
 		return 1;
 	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
 	a.value = v;
-	a.value_len = (u32)vl;
+	a.value_len = (uint32_t)vl;
 	return reply(out, &a, ext);
 }
 
-static int do_get(struct tdbk_client *c, const struct tdb_proto_msg *m,
-		  struct tdbk_sink *out, struct tdb_proto_extack *ext)
+static int do_get(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		  struct tdbo_sink *out, struct tdb_proto_extack *ext)
 {
 	struct tdb_proto_msg a;
-	struct ktable *t;
+	struct tdbo_table *t;
 	int err = 0;
 	long n;
 
-	t = tdbk_resolve(c, m, TDBK_MAY_READ, ext, &err);
+	t = tdbo_resolve(c, m, TDBO_MAY_READ, ext, &err);
 	if (!t)
 		return err;
 	if (TDB_PROTO_HAS(m, TDB_A_TXN)) {
@@ -358,16 +349,16 @@ static int do_get(struct tdbk_client *c, const struct tdb_proto_msg *m,
 	}
 	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
 	a.value = c->buf;
-	a.value_len = (u32)n;
+	a.value_len = (uint32_t)n;
 	err = reply(out, &a, ext);
 out:
-	tdbk_table_put(t);
+	tdbo_table_put(t);
 	return err;
 }
 
 /* --- PUT, DEL ------------------------------------------------------------- */
 
-bool tdbk_key_exists(struct ktable *t, const void *key, size_t klen)
+bool tdbo_key_exists(struct tdbo_table *t, const void *key, size_t klen)
 {
 	size_t need;
 
@@ -375,7 +366,7 @@ bool tdbk_key_exists(struct ktable *t, const void *key, size_t klen)
 }
 
 /* Under wlock: refuse what is sure to fail, apply, tell the watchers. */
-static int apply_put_del(struct tdbk_owner *o, struct ktable *t, bool del,
+static int apply_put_del(struct tdbo_owner *o, struct tdbo_table *t, bool del,
 			 const struct tdb_proto_msg *m, const void *val,
 			 struct tdbe_extack *ee)
 {
@@ -386,11 +377,11 @@ static int apply_put_del(struct tdbk_owner *o, struct ktable *t, bool del,
 		ee->msg = "no such table";
 		return -ENOENT;
 	}
-	if (del && !tdbk_key_exists(t, m->key, m->key_len))
+	if (del && !tdbo_key_exists(t, m->key, m->key_len))
 		return -ENOENT;
-	if (noov && tdbk_key_exists(t, m->key, m->key_len))
+	if (noov && tdbo_key_exists(t, m->key, m->key_len))
 		return -EEXIST;
-	tdbk_snap_save(t, m->key, m->key_len);  /* pre-image, first */
+	tdbo_snap_save(t, m->key, m->key_len);  /* pre-image, first */
 	if (del)
 		err = tdbe_del(t->t, m->key, m->key_len, ee);
 	else
@@ -398,35 +389,35 @@ static int apply_put_del(struct tdbk_owner *o, struct ktable *t, bool del,
 			       noov ? TDBE_NOOVERWRITE : 0, ee);
 	if (err)
 		return err;
-	tdbk_notify(o, t, del ? TDB_CMD_DEL : TDB_CMD_PUT, m->key, m->key_len,
+	tdbo_notify(o, t, del ? TDB_CMD_DEL : TDB_CMD_PUT, m->key, m->key_len,
 		    val, del ? 0 : m->value_len);
 	return 0;
 }
 
 /* The value in one piece: m's own bytes, or its fragments gathered into
- * *buf (kvfree()d by the caller). */
+ * *buf (tdbp_free()d by the caller). */
 static const void *value_of(const struct tdb_proto_msg *m, void **buf)
 {
 	*buf = NULL;
 	if (m->value_frags <= 1)
 		return m->value;
-	*buf = kvmalloc(m->value_len, GFP_KERNEL);
+	*buf = tdbp_alloc(m->value_len);
 	if (*buf)
 		tdb_proto_value_copy(m, *buf);
 	return *buf;
 }
 
-static int put_del_now(struct tdbk_owner *o, struct ktable *t, bool del,
+static int put_del_now(struct tdbo_owner *o, struct tdbo_table *t, bool del,
 		       const struct tdb_proto_msg *m, const void *val,
 		       struct tdb_proto_extack *ext)
 {
 	struct tdbe_extack ee = { 0 };
 	int err;
 
-	mutex_lock(&o->wlock);
+	tdbp_mutex_lock(o->wlock);
 	err = apply_put_del(o, t, del, m, val, &ee);
-	tdbk_feeds_flush(o);
-	mutex_unlock(&o->wlock);
+	tdbo_feeds_flush(o);
+	tdbp_mutex_unlock(o->wlock);
 	if (err == -ENOENT && del && !ee.msg)
 		ee.msg = "no such key";
 	if (err == -EEXIST)
@@ -437,15 +428,15 @@ static int put_del_now(struct tdbk_owner *o, struct ktable *t, bool del,
 	return err;
 }
 
-static int do_put_del(struct tdbk_client *c, const struct tdb_proto_msg *m,
+static int do_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		      bool del, struct tdb_proto_extack *ext)
 {
 	const void *val = NULL;
-	struct ktable *t;
+	struct tdbo_table *t;
 	void *buf = NULL;
 	int err = 0;
 
-	t = tdbk_resolve(c, m, TDBK_MAY_WRITE, ext, &err);
+	t = tdbo_resolve(c, m, TDBO_MAY_WRITE, ext, &err);
 	if (!t)
 		return err;
 	if (!del && !(val = value_of(m, &buf))) {
@@ -453,18 +444,18 @@ static int do_put_del(struct tdbk_client *c, const struct tdb_proto_msg *m,
 		goto out;
 	}
 	if (TDB_PROTO_HAS(m, TDB_A_TXN)) {
-		struct ktxn *x = tdbk_txn_find(c, m, ext, &err);
+		struct tdbo_txn *x = tdbo_txn_find(c, m, ext, &err);
 
 		if (x)
-			err = tdbk_txn_add(x, t, del, m->flags, m->key,
+			err = tdbo_txn_add(x, t, del, m->flags, m->key,
 					   m->key_len, val,
 					   del ? 0 : m->value_len, ext);
 	} else {
 		err = put_del_now(c->o, t, del, m, val, ext);
 	}
 out:
-	kvfree(buf);
-	tdbk_table_put(t);
+	tdbp_free(buf);
+	tdbo_table_put(t);
 	return err;
 }
 
@@ -473,37 +464,38 @@ out:
 /* Under wlock.  The table is charged to its owner (uid) for a request of
  * `who` (root creates for anyone, exempt from max_tables_per_uid and
  * with max_tables' last eighth), from here until it is dropped. */
-static int create_locked(struct tdbk_owner *o, const struct tdb_proto_msg *m,
-			 u32 who, u32 uid, u32 gid, u32 mode,
+static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
+			 uint32_t who, uint32_t uid, uint32_t gid, uint32_t mode,
 			 struct tdb_proto_extack *ext)
 {
-	u32 max_ext = TDB_PROTO_HAS(m, TDB_A_MAX_EXTENTS) ? m->max_extents : 0;
-	struct ktable *t = tdbk_table_get(o, m->table);
+	uint32_t max_ext = TDB_PROTO_HAS(m, TDB_A_MAX_EXTENTS) ? m->max_extents : 0;
+	struct tdbo_table *t = tdbo_table_get(o, m->table);
 	int err;
 
 	if (t) {
-		tdbk_table_put(t);
+		tdbo_table_put(t);
 		ext->msg = "table exists";
 		return -EEXIST;
 	}
-	if (READ_ONCE(o->ntables) >= tdbk_max_tables()) {
-		ext->msg = "too many tables (the module parameter max_tables)";
+	if (tdbo_lim(o, max_tables) &&
+	    tdb_load_relaxed(&o->ntables) >= tdbo_lim(o, max_tables)) {
+		ext->msg = "too many tables (max-tables)";
 		return -EMFILE;
 	}
-	err = tdbk_quota_charge(o, who, uid, TDBK_Q_TABLES, 1, &ext->msg);
+	err = tdbo_quota_charge(o, who, uid, TDBO_Q_TABLES, 1, &ext->msg);
 	if (err)
 		return err;
 	err = table_create(o, m->table, max_ext, uid, gid, mode, ext);
 	if (err)
-		tdbk_quota_uncharge(o, uid, TDBK_Q_TABLES, 1);
+		tdbo_quota_uncharge(o, uid, TDBO_Q_TABLES, 1);
 	return err;
 }
 
-static int do_create(struct tdbk_client *c, const struct tdb_proto_msg *m,
+static int do_create(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		     struct tdb_proto_extack *ext)
 {
-	struct tdbk_owner *o = c->o;
-	u32 uid = c->uid, gid = c->gid, mode = o->lim.default_mode;
+	struct tdbo_owner *o = c->o;
+	uint32_t uid = c->uid, gid = c->gid, mode = tdbo_lim(o, default_mode);
 	int err;
 
 	if (TDB_PROTO_HAS(m, TDB_A_UID))
@@ -522,13 +514,13 @@ static int do_create(struct tdbk_client *c, const struct tdb_proto_msg *m,
 		ext->offset = m->attr_off[TDB_A_GID];
 		return -EPERM;
 	}
-	mutex_lock(&o->wlock);
+	tdbp_mutex_lock(o->wlock);
 	err = create_locked(o, m, c->uid, uid, gid, mode, ext);
-	mutex_unlock(&o->wlock);
+	tdbp_mutex_unlock(o->wlock);
 	return err;
 }
 
-static int drop_locked(struct tdbk_owner *o, struct ktable *t,
+static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 		       struct tdb_proto_extack *ext)
 {
 	struct tdbe_extack ee = { 0 };
@@ -544,64 +536,64 @@ static int drop_locked(struct tdbk_owner *o, struct ktable *t,
 		return err;
 	}
 	table_unlink(o, t);
-	tdbk_quota_uncharge(o, t->uid, TDBK_Q_TABLES, 1);
-	WRITE_ONCE(t->dropped, true);
-	tdbk_snap_detach_all(t);        /* a dropped table changes no more */
+	tdbo_quota_uncharge(o, t->uid, TDBO_Q_TABLES, 1);
+	tdb_store_relaxed(&t->dropped, true);
+	tdbo_snap_detach_all(t);        /* a dropped table changes no more */
 	/* The last message its watchers get; then the feed is theirs. */
-	tdbk_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0);
-	tdbk_feeds_flush(o);
-	tdbk_table_feed_release(t);
-	tdbk_table_put(t);              /* the registry's reference */
+	tdbo_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0);
+	tdbo_feeds_flush(o);
+	tdbo_table_feed_release(t);
+	tdbo_table_put(t);              /* the registry's reference */
 	return 0;
 }
 
-static int do_drop(struct tdbk_client *c, const struct tdb_proto_msg *m,
+static int do_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		   struct tdb_proto_extack *ext)
 {
-	struct ktable *t;
+	struct tdbo_table *t;
 	int err = 0;
 
-	t = tdbk_resolve(c, m, 0, ext, &err);
+	t = tdbo_resolve(c, m, 0, ext, &err);
 	if (!t)
 		return err;
 	if (c->uid != 0 && c->uid != t->uid) {
 		ext->msg = "only the table's owner or root may drop it";
 		err = -EPERM;
 	} else {
-		mutex_lock(&c->o->wlock);
+		tdbp_mutex_lock(c->o->wlock);
 		err = drop_locked(c->o, t, ext);
-		mutex_unlock(&c->o->wlock);
+		tdbp_mutex_unlock(c->o->wlock);
 	}
-	tdbk_table_put(t);
+	tdbo_table_put(t);
 	return err;
 }
 
-static int do_stat(struct tdbk_client *c, const struct tdb_proto_msg *m,
-		   struct tdbk_sink *out, struct tdb_proto_extack *ext)
+static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		   struct tdbo_sink *out, struct tdb_proto_extack *ext)
 {
 	struct tdb_proto_msg a;
-	struct ktable *t;
+	struct tdbo_table *t;
 	int err = 0;
 
-	t = tdbk_resolve(c, m, TDBK_MAY_READ, ext, &err);
+	t = tdbo_resolve(c, m, TDBO_MAY_READ, ext, &err);
 	if (!t)
 		return err;
 	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_TABLE) |
 		   TDB_PROTO_BIT(TDB_A_STAT));
 	a.table = t->name;
-	a.table_len = (u32)strlen(t->name);
-	tdbk_fill_stat(t, &a.stat);
+	a.table_len = (uint32_t)tdbo_strlen(t->name);
+	tdbo_fill_stat(t, &a.stat);
 	err = reply(out, &a, ext);
-	tdbk_table_put(t);
+	tdbo_table_put(t);
 	return err;
 }
 
 /* --- STATS ---------------------------------------------------------------- */
 
-static int do_stats(struct tdbk_client *c, const struct tdb_proto_msg *m,
-		    struct tdbk_sink *out, struct tdb_proto_extack *ext)
+static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		    struct tdbo_sink *out, struct tdb_proto_extack *ext)
 {
-	struct tdbk_owner *o = c->o;
+	struct tdbo_owner *o = c->o;
 	struct tdb_proto_msg a;
 	struct tdb_proto_counters *k = &a.counters;
 
@@ -609,47 +601,47 @@ static int do_stats(struct tdbk_client *c, const struct tdb_proto_msg *m,
 	/* TDB_CTR_A_TABLES .. DUMPS; no WAL or checkpoint figures: tdb.ko
 	 * keeps nothing on disk (they are absent, not 0). */
 	k->present = 0x7fffc;
-	k->tables = READ_ONCE(o->ntables);
-	k->clients = atomic_read(&o->ctr.clients);
-	k->watches = atomic_read(&o->watches);
-	k->txns = atomic_read(&o->txns);
-	k->requests = atomic64_read(&o->requests) +
-		      atomic64_read(&o->ctr.requests);
-	k->errors = atomic64_read(&o->errors) + atomic64_read(&o->ctr.errors);
-	k->uptime_ms = ktime_ms_delta(ktime_get(), o->start);
-	k->accepted = atomic64_read(&o->ctr.accepted);
-	k->cleanups = atomic64_read(&o->cleanups);
-	k->txns_aborted = atomic64_read(&o->txns_aborted);
-	k->watches_dropped = atomic64_read(&o->watches_dropped);
-	k->rings = atomic_read(&o->ctr.rings);
-	k->rings_freed = atomic64_read(&o->ctr.rings_freed);
+	k->tables = tdb_load_relaxed(&o->ntables);
+	k->clients = tdbo_read(&o->ctr.clients);
+	k->watches = tdbo_read(&o->watches);
+	k->txns = tdbo_read(&o->txns);
+	k->requests = tdbo_read(&o->requests) +
+		      tdbo_read(&o->ctr.requests);
+	k->errors = tdbo_read(&o->errors) + tdbo_read(&o->ctr.errors);
+	k->uptime_ms = (tdbp_now_ns() - o->start_ns) / 1000000;
+	k->accepted = tdbo_read(&o->ctr.accepted);
+	k->cleanups = tdbo_read(&o->cleanups);
+	k->txns_aborted = tdbo_read(&o->txns_aborted);
+	k->watches_dropped = tdbo_read(&o->watches_dropped);
+	k->rings = tdbo_read(&o->ctr.rings);
+	k->rings_freed = tdbo_read(&o->ctr.rings_freed);
 	k->stuck = 0;
-	k->violations = atomic64_read(&o->ctr.violations);
+	k->violations = tdbo_read(&o->ctr.violations);
 	k->throttled = 0;
-	k->dumps = atomic_read(&o->dumps);
+	k->dumps = tdbo_read(&o->dumps);
 	return reply(out, &a, ext);
 }
 
 /* --- dispatch ------------------------------------------------------------- */
 
-static int dispatch(struct tdbk_client *c, const struct tdb_proto_msg *m,
-		    struct tdbk_sink *out, struct tdb_proto_extack *ext,
-		    struct tdbk_dump **dump)
+static int dispatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		    struct tdbo_sink *out, struct tdb_proto_extack *ext,
+		    struct tdbo_dump **dump)
 {
 	switch (m->cmd) {
 	case TDB_CMD_GET:          return do_get(c, m, out, ext);
 	case TDB_CMD_PUT:          return do_put_del(c, m, false, ext);
 	case TDB_CMD_DEL:          return do_put_del(c, m, true, ext);
-	case TDB_CMD_SCAN:         return tdbk_scan(c, m, ext, dump);
+	case TDB_CMD_SCAN:         return tdbo_scan(c, m, ext, dump);
 	case TDB_CMD_TABLE_CREATE: return do_create(c, m, ext);
 	case TDB_CMD_TABLE_DROP:   return do_drop(c, m, ext);
-	case TDB_CMD_TABLE_LIST:   return tdbk_list(c, m, ext, dump);
+	case TDB_CMD_TABLE_LIST:   return tdbo_list(c, m, ext, dump);
 	case TDB_CMD_TABLE_STAT:   return do_stat(c, m, out, ext);
 	case TDB_CMD_TXN_BEGIN:
 	case TDB_CMD_TXN_COMMIT:
-	case TDB_CMD_TXN_ABORT:    return tdbk_txn_cmd(c, m, out, ext);
-	case TDB_CMD_WATCH:        return tdbk_watch(c, m, ext);
-	case TDB_CMD_UNWATCH:      return tdbk_unwatch(c, m, ext);
+	case TDB_CMD_TXN_ABORT:    return tdbo_txn_cmd(c, m, out, ext);
+	case TDB_CMD_WATCH:        return tdbo_watch(c, m, ext);
+	case TDB_CMD_UNWATCH:      return tdbo_unwatch(c, m, ext);
 	case TDB_CMD_STATS:        return do_stats(c, m, out, ext);
 	case TDB_CMD_ATTACH:
 		ext->msg = "ATTACH is tdbd's; use TDB_IOC_ATTACH on /dev/tdb";
@@ -659,18 +651,18 @@ static int dispatch(struct tdbk_client *c, const struct tdb_proto_msg *m,
 	return -EOPNOTSUPP;
 }
 
-int tdbk_exec(struct tdbk_client *c, const struct tdb_proto_msg *m,
-	      struct tdbk_sink *out, struct tdb_proto_extack *ext,
-	      struct tdbk_dump **dump)
+int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
+	      struct tdbo_sink *out, struct tdb_proto_extack *ext,
+	      struct tdbo_dump **dump)
 {
 	int err;
 
 	memset(ext, 0, sizeof(*ext));
 	*dump = NULL;
-	atomic64_inc(&c->o->requests);
+	tdbo_inc(&c->o->requests);
 	err = dispatch(c, m, out, ext, dump);
 	if (err < 0) {
-		atomic64_inc(&c->o->errors);
+		tdbo_inc(&c->o->errors);
 		if (!ext->msg)
 			ext->msg = tdbe_strerror(err);
 	}
@@ -679,175 +671,198 @@ int tdbk_exec(struct tdbk_client *c, const struct tdb_proto_msg *m,
 
 /* --- clients -------------------------------------------------------------- */
 
-struct tdbk_client *tdbk_client_new(struct tdbk_owner *o,
-				    const struct cred *cred, bool may_watch,
-				    void (*wake)(void *arg), void *arg,
-				    int *err)
+struct tdbo_client *tdbo_client_new(struct tdbo_owner *o,
+				    const struct tdbo_cred *cred,
+				    bool may_watch, void (*wake)(void *arg),
+				    void *arg, int *err)
 {
-	struct tdbk_client *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	struct tdbo_client *c = tdbp_alloc(sizeof(*c));
 
-	if (!c) {
-		*err = -ENOMEM;
+	*err = -ENOMEM;
+	if (!c)
+		return NULL;
+	c->lock = tdbp_mutex_create();
+	if (cred->ngroups)
+		c->groups = tdbo_alloc_array(cred->ngroups,
+					     sizeof(*c->groups));
+	if (!c->lock || (cred->ngroups && !c->groups)) {
+		if (c->lock)
+			tdbp_mutex_destroy(c->lock);
+		tdbp_free(c);
 		return NULL;
 	}
+	if (cred->ngroups)
+		memcpy(c->groups, cred->groups,
+		       cred->ngroups * sizeof(*c->groups));
+	c->ngroups = cred->ngroups;
 	c->o = o;
-	c->cred = get_cred(cred);
-	c->uid = from_kuid_munged(&init_user_ns, cred->fsuid);
-	c->gid = from_kgid_munged(&init_user_ns, cred->fsgid);
+	c->uid = cred->uid;
+	c->gid = cred->gid;
 	c->may_watch = may_watch;
 	c->wake = wake;
 	c->arg = arg;
-	refcount_set(&c->refs, 1);
-	spin_lock_init(&c->lock);
-	INIT_LIST_HEAD(&c->watches);
-	INIT_LIST_HEAD(&c->dumps);
-	INIT_LIST_HEAD(&c->txns);
+	tdbo_ref_init(&c->refs, 1);
+	tdbo_list_init(&c->watches);
+	tdbo_list_init(&c->dumps);
+	tdbo_list_init(&c->txns);
 	*err = 0;
 	return c;
 }
 
-int tdbk_client_attach_charge(struct tdbk_client *c, const char **msg)
+int tdbo_client_attach_charge(struct tdbo_client *c, const char **msg)
 {
 	int err;
 
 	if (c->ring_charged)
 		return 0;
-	err = tdbk_quota_charge(c->o, c->uid, c->uid, TDBK_Q_CLIENTS, 1, msg);
+	err = tdbo_quota_charge(c->o, c->uid, c->uid, TDBO_Q_CLIENTS, 1, msg);
 	if (!err)
 		c->ring_charged = true;
 	return err;
 }
 
-void tdbk_client_attach_uncharge(struct tdbk_client *c)
+void tdbo_client_attach_uncharge(struct tdbo_client *c)
 {
 	if (!c->ring_charged)
 		return;
-	tdbk_quota_uncharge(c->o, c->uid, TDBK_Q_CLIENTS, 1);
+	tdbo_quota_uncharge(c->o, c->uid, TDBO_Q_CLIENTS, 1);
 	c->ring_charged = false;
 }
 
-u32 tdbk_client_uid(const struct tdbk_client *c)
+uint32_t tdbo_client_uid(const struct tdbo_client *c)
 {
 	return c->uid;
 }
 
-void tdbk_client_put(struct tdbk_client *c)
+void tdbo_client_put(struct tdbo_client *c)
 {
-	if (!refcount_dec_and_test(&c->refs))
+	if (!tdbo_ref_put(&c->refs))
 		return;
-	put_cred(c->cred);
-	kvfree(c->buf);
-	kfree(c);
+	tdbp_mutex_destroy(c->lock);
+	tdbp_free(c->groups);
+	tdbp_free(c->buf);
+	tdbp_free(c);
 }
 
 /*
  * The dead-client hook.  Dumps the transport has not freed yet lose their
  * state here (cursor, table references) and end with -ECONNRESET if run
- * again; their memory goes with tdbk_dump_free(), in either order.
+ * again; their memory goes with tdbo_dump_free(), in either order.
  */
-void tdbk_client_free(struct tdbk_client *c)
+void tdbo_client_free(struct tdbo_client *c)
 {
-	struct tdbk_owner *o;
+	struct tdbo_owner *o;
 	unsigned int ntx = 0, nw, nd;
 
 	if (!c)
 		return;
 	o = c->o;
-	while (!list_empty(&c->txns)) {
-		struct ktxn *x = list_first_entry(&c->txns, struct ktxn, node);
+	while (!tdbo_list_empty(&c->txns)) {
+		struct tdbo_txn *x = tdbo_list_first(&c->txns, struct tdbo_txn, node);
 
-		list_del(&x->node);
-		tdbk_txn_free(x);
-		atomic_dec(&o->txns);
-		atomic64_inc(&o->txns_aborted);
+		tdbo_list_del(&x->node);
+		tdbo_txn_free(x);
+		tdbo_dec(&o->txns);
+		tdbo_inc(&o->txns_aborted);
 		ntx++;
 	}
 	c->ntxns = 0;
-	tdbk_client_attach_uncharge(c);
-	nw = tdbk_watches_drop(c);
-	atomic64_add(nw, &o->watches_dropped);
-	spin_lock(&c->lock);
+	tdbo_client_attach_uncharge(c);
+	nw = tdbo_watches_drop(c);
+	tdbo_add(&o->watches_dropped, nw);
+	tdbp_mutex_lock(c->lock);
 	nd = c->ndumps;
 	c->dead = true;
-	spin_unlock(&c->lock);
-	tdbk_dumps_release(c);
+	tdbp_mutex_unlock(c->lock);
+	tdbo_dumps_release(c);
 	if (ntx || nw || nd)
-		atomic64_inc(&o->cleanups);
-	tdbk_client_put(c);
+		tdbo_inc(&o->cleanups);
+	tdbo_client_put(c);
 }
 
 /* --- the owner ------------------------------------------------------------ */
 
-struct tdbk_owner *tdbk_owner_new(const struct tdbk_limits *lim, int *err)
+struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
+				  const struct tdbo_hooks *hooks, int *err)
 {
-	struct tdbk_owner *o;
+	struct tdbo_owner *o;
 	unsigned int i;
 
 	*err = -EINVAL;
-	if (!is_power_of_2(lim->feed_size) ||
+	if (!tdbo_is_pow2(lim->feed_size) ||
 	    lim->feed_size < TDB_RING_MIN_DATA ||
 	    lim->feed_size > TDB_RING_MAX_DATA ||
 	    (lim->default_mode & ~0777u))
 		return NULL;
 	*err = -ENOMEM;
-	o = kzalloc(sizeof(*o), GFP_KERNEL);
+	o = tdbp_alloc(sizeof(*o));
 	if (!o)
 		return NULL;
-	o->nbuf = kvmalloc(TDB_PROTO_MSG_MAX, GFP_KERNEL);
-	if (!o->nbuf)
+	o->lim = lim;
+	o->hooks = *hooks;
+	o->nbuf = tdbp_alloc(TDB_PROTO_MSG_MAX);
+	o->wlock = tdbp_mutex_create();
+	o->reg_lock = tdbp_mutex_create();
+	if (!o->nbuf || !o->wlock || !o->reg_lock ||
+	    tdbo_quota_init(&o->quota))
 		goto fail;
 	o->engine = tdbe_engine_new(err);
 	if (!o->engine)
 		goto fail;
-	o->lim = *lim;
-	mutex_init(&o->wlock);
-	spin_lock_init(&o->reg_lock);
-	for (i = 0; i < TDBK_BUCKETS; i++)
-		INIT_HLIST_HEAD(&o->buckets[i]);
-	INIT_LIST_HEAD(&o->tables);
-	INIT_LIST_HEAD(&o->dirty);
-	ida_init(&o->slots);
-	tdbk_quota_init(&o->quota);
-	o->start = ktime_get();
+	for (i = 0; i < TDBO_BUCKETS; i++)
+		tdbo_list_init(&o->buckets[i]);
+	tdbo_list_init(&o->tables);
+	tdbo_list_init(&o->feeds);
+	tdbo_list_init(&o->dirty);
+	o->next_slot = 2;
+	o->start_ns = tdbp_now_ns();
 	*err = 0;
 	return o;
 fail:
-	kvfree(o->nbuf);
-	kfree(o);
+	if (o->quota.lock)
+		tdbo_quota_fini(&o->quota);
+	if (o->reg_lock)
+		tdbp_mutex_destroy(o->reg_lock);
+	if (o->wlock)
+		tdbp_mutex_destroy(o->wlock);
+	tdbp_free(o->nbuf);
+	tdbp_free(o);
 	return NULL;
 }
 
-/* Under wlock: every notification is made under it (tdbk_notify). */
-void tdbk_owner_on_change(struct tdbk_owner *o, tdbk_change_fn *fn, void *arg)
+/* Under wlock: every notification is made under it (tdbo_notify). */
+void tdbo_owner_on_change(struct tdbo_owner *o, tdbo_change_fn *fn,
+			  void *arg)
 {
-	mutex_lock(&o->wlock);
+	tdbp_mutex_lock(o->wlock);
 	o->on_change = fn;
 	o->change_arg = arg;
-	mutex_unlock(&o->wlock);
+	tdbp_mutex_unlock(o->wlock);
 }
 
-struct tdbk_counters *tdbk_owner_counters(struct tdbk_owner *o)
+struct tdbo_counters *tdbo_owner_counters(struct tdbo_owner *o)
 {
 	return &o->ctr;
 }
 
-void tdbk_owner_free(struct tdbk_owner *o)
+void tdbo_owner_free(struct tdbo_owner *o)
 {
 	if (!o)
 		return;
-	while (!list_empty(&o->tables)) {
-		struct ktable *t = list_first_entry(&o->tables, struct ktable,
-						    lnode);
+	while (!tdbo_list_empty(&o->tables)) {
+		struct tdbo_table *t = tdbo_list_first(&o->tables,
+						       struct tdbo_table,
+						       lnode);
 
 		table_unlink(o, t);
-		tdbk_quota_uncharge(o, t->uid, TDBK_Q_TABLES, 1);
-		tdbk_table_feed_release(t);
-		tdbk_table_put(t);
+		tdbo_quota_uncharge(o, t->uid, TDBO_Q_TABLES, 1);
+		tdbo_table_feed_release(t);
+		tdbo_table_put(t);
 	}
-	tdbk_quota_fini(&o->quota);
+	tdbo_quota_fini(&o->quota);
 	tdbe_engine_free(o->engine);
-	ida_destroy(&o->slots);
-	mutex_destroy(&o->wlock);
-	kvfree(o->nbuf);
-	kfree(o);
+	tdbp_mutex_destroy(o->reg_lock);
+	tdbp_mutex_destroy(o->wlock);
+	tdbp_free(o->nbuf);
+	tdbp_free(o);
 }

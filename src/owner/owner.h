@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * owner.h - tdb.ko's owner: the tables, and running one protocol request
- * for one client.  The transports (dev.c: /dev/tdb rings; genl.c:
- * generic netlink) copy a request into private memory, validate it with
- * tdb_proto_parse*() (src/proto, the same validator tdbd uses) and hand
- * the parsed message here; the answers come back through a sink, so the
- * owner never knows which transport it serves.
+ * owner.h - the owner: the tables, and running one protocol request for
+ * one client.  Freestanding C on src/core/platform.h, like the engine, so
+ * the same sources build into tdb.ko (kmod/) and, as it moves over, into
+ * tdbd (src/daemon).  A home's transports (tdb.ko: kmod/dev.c, /dev/tdb
+ * rings; kmod/genl.c, generic netlink) copy a request into private memory,
+ * validate it with tdb_proto_parse*() (src/proto) and hand the parsed
+ * message here; the answers come back through a sink, so the owner never
+ * knows which transport it serves.  What only a home can do (feed memory
+ * a client can map, the multicast of changes, group membership, waking a
+ * client) it supplies through struct tdbo_hooks.
  *
  * Every request gets exactly one answer (include/tdb/proto.h):
- *  - tdbk_exec() returns a negative errno (with ext->msg, ext->offset):
+ *  - tdbo_exec() returns a negative errno (with ext->msg, ext->offset):
  *    the transport answers NLMSG_ERROR with it;
  *  - it returns 0 for an "ack" command: the transport acks (with
  *    ext->cookie when cookie_len > 0: WATCH);
@@ -17,28 +21,26 @@
  *    TDB_PROTO_MSG_MAX bytes: the transport makes sure of that before
  *    calling);
  *  - for a dump command (SCAN, TABLE_LIST) it returns 0 and a dump in
- *    *dump; the transport calls tdbk_dump_run() until it is finished,
+ *    *dump; the transport calls tdbo_dump_run() until it is finished,
  *    ends the answer with NLMSG_DONE carrying the run's result, and frees
- *    it with tdbk_dump_free().
+ *    it with tdbo_dump_free().
  *
- * Locking: the owner takes its own locks; every function here may sleep
- * and must be called in process context, never under a spinlock or
- * rcu_read_lock().  A client (struct tdbk_client) is used by one thread
+ * Locking: the owner takes its own locks (platform.h mutexes); every
+ * function here may sleep and must be called where the home allows that
+ * (in tdb.ko: process context, never under a spinlock or
+ * rcu_read_lock()).  A client (struct tdbo_client) is used by one thread
  * at a time: the transport serialises calls on one client.
  */
-#ifndef TDBK_OWNER_H
-#define TDBK_OWNER_H
+#ifndef TDB_OWNER_OWNER_H
+#define TDB_OWNER_OWNER_H
 
-#include <linux/types.h>
-#include <linux/atomic.h>
-#include <linux/cred.h>
-
+#include "platform.h"
 #include "proto.h"      /* src/proto: struct tdb_proto_msg */
 
-struct tdbk_owner;
-struct tdbk_client;
-struct tdbk_dump;
-struct tdbk_feed;
+struct tdbo_owner;
+struct tdbo_client;
+struct tdbo_dump;
+struct tdbo_feed;
 
 /*
  * Where answers go.  reserve() returns room for one message of at most
@@ -47,67 +49,106 @@ struct tdbk_feed;
  * bytes (<= the len reserved), with nlmsg_type TDB_PROTO_FAMILY (the
  * genl transport rewrites it to the family id).
  */
-struct tdbk_sink {
-	void *(*reserve)(struct tdbk_sink *s, size_t len);
-	void (*commit)(struct tdbk_sink *s, void *p, size_t len);
+struct tdbo_sink {
+	void *(*reserve)(struct tdbo_sink *s, size_t len);
+	void (*commit)(struct tdbo_sink *s, void *p, size_t len);
 };
 
-/* Module parameters the owner honours (kmod/main.c owns the values). */
-struct tdbk_limits {
-	unsigned int default_mode;      /* table mode when CREATE has none */
-	unsigned int feed_size;         /* a change feed's data bytes */
+/*
+ * The limits the owner enforces.  The home owns the storage (tdb.ko: its
+ * module parameters write into it) and may change a field at any time
+ * with tdb_store_relaxed(); the owner reads each with tdb_load_relaxed()
+ * where it applies, so a new value applies to the next request and
+ * lowering one takes nothing back.  0 means "no limit" for the max_*
+ * fields but max_txns, max_txn_ops and max_txn_bytes (never 0).
+ */
+struct tdbo_limits {
+	uint32_t default_mode;          /* table mode when CREATE has none */
+	uint32_t feed_size;             /* a change feed's data bytes */
+	uint32_t max_tables;            /* tables at once */
+	uint32_t max_clients;           /* clients with rings, in all */
+	uint32_t max_clients_per_uid;
+	uint32_t max_tables_per_uid;
+	uint32_t max_watches;           /* watches of one client */
+	uint32_t max_txns;              /* open transactions of one client */
+	uint32_t max_txn_ops;           /* changes of one transaction */
+	uint64_t max_txn_bytes;         /* key+value bytes of one */
+	uint64_t max_txn_memory;        /* buffered changes, in all */
+	uint64_t max_txn_memory_per_uid;
+	uint64_t max_snapshot_bytes;    /* pre-images one snapshot scan
+					 * keeps (read when it starts) */
 };
 
-/* max_tables now: tables at once (main.c; writable at run time, never
- * 0). */
-unsigned int tdbk_max_tables(void);
+/* Who a client is: numbers in the home's initial user namespace. */
+struct tdbo_cred {
+	uint32_t uid, gid;              /* the fs ids access is checked by */
+	uint32_t ngroups;               /* supplementary groups */
+	const uint32_t *groups;         /* copied by tdbo_client_new */
+};
 
-struct tdbk_owner *tdbk_owner_new(const struct tdbk_limits *lim, int *err);
+/*
+ * What the home supplies.  Every hook is optional but feed_alloc (WATCH
+ * answers -EOPNOTSUPP without it).  Called with owner locks held (the
+ * write lock for change and wake): a hook must not call back into the
+ * owner.
+ */
+struct tdbo_hooks {
+	void *arg;
+	/* Memory for a change feed a client can map read-only: size bytes,
+	 * zeroed; NULL if none (the home's memory limit, ...). */
+	void *(*feed_alloc)(void *arg, size_t size);
+	void (*feed_free)(void *arg, void *mem, size_t size);
+};
+
+/* The limits are read through lim for the owner's life. */
+struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
+				  const struct tdbo_hooks *hooks, int *err);
 /* Frees every table; no client may be left. */
-void tdbk_owner_free(struct tdbk_owner *o);
+void tdbo_owner_free(struct tdbo_owner *o);
 
 /*
  * Called with every change notification (PUT, DEL, TABLE_DROP, built
- * with TDB_A_TABLE) after the change is visible; genl.c multicasts it.
- * Set once at module load, before any client exists.
+ * with TDB_A_TABLE) after the change is visible, under the write lock;
+ * tdb.ko's genl.c multicasts it.  Set once, before any client exists.
  */
-typedef void tdbk_change_fn(void *arg, const void *msg, size_t len);
-void tdbk_owner_on_change(struct tdbk_owner *o, tdbk_change_fn *fn, void *arg);
+typedef void tdbo_change_fn(void *arg, const void *msg, size_t len);
+void tdbo_owner_on_change(struct tdbo_owner *o, tdbo_change_fn *fn,
+			  void *arg);
 
 /*
  * A client.  cred: whose permissions every request is checked against
- * (the opener's f_cred for /dev/tdb, the sender's for genl; the owner
- * takes a reference).  may_watch: feeds can be handed to it (/dev/tdb
- * yes, genl no: WATCH there answers -EOPNOTSUPP and points at the
- * multicast group).  wake(arg) is called when a feed the client watches
- * is written (dev.c wakes poll()); may be NULL.  Called from the writer's
- * context with no owner lock held that wake() could need.
+ * (tdb.ko: the opener's f_cred for /dev/tdb, the sender's for genl).
+ * may_watch: feeds can be handed to it (/dev/tdb yes, genl no: WATCH
+ * there answers -EOPNOTSUPP and points at the multicast group).
+ * wake(arg) is called when a feed the client watches is written (dev.c
+ * wakes poll()); may be NULL.  Called from the writer's context with no
+ * owner lock held that wake() could need.
  */
-struct tdbk_client *tdbk_client_new(struct tdbk_owner *o,
-				    const struct cred *cred, bool may_watch,
-				    void (*wake)(void *arg), void *arg,
-				    int *err);
+struct tdbo_client *tdbo_client_new(struct tdbo_owner *o,
+				    const struct tdbo_cred *cred,
+				    bool may_watch, void (*wake)(void *arg),
+				    void *arg, int *err);
 /*
- * /dev/tdb's ATTACH: count the client against max_clients_per_uid and
- * max_clients (by its credentials' fsuid) before it gets rings.  0, or
- * a negative errno (-EDQUOT, -ENOSPC, -ENOMEM) with *msg naming the
- * module parameter.  The charge is given back by
- * tdbk_client_attach_uncharge() or tdbk_client_free().
+ * A client that holds rings (tdb.ko's ATTACH): count it against
+ * max_clients_per_uid and max_clients before it gets them.  0, or a
+ * negative errno (-EDQUOT, -ENOSPC, -ENOMEM) with *msg naming the
+ * limit.  Given back by tdbo_client_attach_uncharge() or
+ * tdbo_client_free().
  */
-int tdbk_client_attach_charge(struct tdbk_client *c, const char **msg);
-void tdbk_client_attach_uncharge(struct tdbk_client *c);
-/* The uid (fsuid, initial user namespace) the client acts as. */
-u32 tdbk_client_uid(const struct tdbk_client *c);
+int tdbo_client_attach_charge(struct tdbo_client *c, const char **msg);
+void tdbo_client_attach_uncharge(struct tdbo_client *c);
+/* The uid the client acts as. */
+uint32_t tdbo_client_uid(const struct tdbo_client *c);
 
 /* The dead-client hook: aborts its transactions, drops its watches,
  * frees its dumps' state.  Counted in STATS (cleanups, txns_aborted,
  * watches_dropped) when the client had any. */
-void tdbk_client_free(struct tdbk_client *c);
+void tdbo_client_free(struct tdbo_client *c);
 
 /* Run one validated request (see the top of this file). */
-int tdbk_exec(struct tdbk_client *c, const struct tdb_proto_msg *m,
-	      struct tdbk_sink *out, struct tdb_proto_extack *ext,
-	      struct tdbk_dump **dump);
+int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
+	      struct tdbo_sink *out, struct tdb_proto_extack *ext,
+	      struct tdbo_dump **dump);
 
 /*
  * Go on with a dump: write parts into out until it is finished or out
@@ -116,36 +157,36 @@ int tdbk_exec(struct tdbk_client *c, const struct tdb_proto_msg *m,
  * why).  A part that did not fit is written by the next call: nothing is
  * lost or repeated.
  */
-int tdbk_dump_run(struct tdbk_dump *d, struct tdbk_sink *out,
+int tdbo_dump_run(struct tdbo_dump *d, struct tdbo_sink *out,
 		  struct tdb_proto_extack *ext);
-void tdbk_dump_free(struct tdbk_dump *d);
+void tdbo_dump_free(struct tdbo_dump *d);
 
 /*
- * Feeds, for dev.c's mmap: the feed whose mmap slot is `slot` (>= 2), if
- * client c watches it now, with a reference (NULL otherwise).  Its ring
- * memory is vmalloc_user() memory of tdbk_feed_size() bytes (header page,
- * then data); dev.c maps it read-only with remap_vmalloc_range_partial().
+ * Feeds, for a home that maps them (tdb.ko's mmap): the feed whose slot
+ * is `slot` (>= 2), if client c watches it now, with a reference (NULL
+ * otherwise).  Its memory is what hooks->feed_alloc returned,
+ * tdbo_feed_size() bytes (header page, then data).
  */
-struct tdbk_feed *tdbk_feed_get(struct tdbk_client *c, u64 slot);
-void tdbk_feed_put(struct tdbk_feed *f);
-void *tdbk_feed_mem(struct tdbk_feed *f);
-size_t tdbk_feed_size(const struct tdbk_feed *f);
+struct tdbo_feed *tdbo_feed_get(struct tdbo_client *c, uint64_t slot);
+void tdbo_feed_put(struct tdbo_feed *f);
+void *tdbo_feed_mem(struct tdbo_feed *f);
+size_t tdbo_feed_size(const struct tdbo_feed *f);
 
 /* STATS figures the transports keep; the owner reports them.  Bumped
- * with atomic ops from any context. */
-struct tdbk_counters {
-	atomic_t clients;               /* clients now (both transports) */
-	atomic_t rings;                 /* client rings mapped now */
-	atomic64_t accepted;            /* clients ever */
-	atomic64_t rings_freed;
-	atomic64_t violations;          /* clients cut off for breaking the
+ * with tdbo_inc()/tdb_fetch_add from any context. */
+struct tdbo_counters {
+	uint32_t clients;               /* clients now (all transports) */
+	uint32_t rings;                 /* client rings mapped now */
+	uint64_t accepted;              /* clients ever */
+	uint64_t rings_freed;
+	uint64_t violations;            /* clients cut off for breaking the
 					 * ring protocol */
-	/* requests the transport answered itself, without tdbk_exec()
+	/* requests the transport answered itself, without tdbo_exec()
 	 * (refused by tdb_proto_parse, ...), and of those the failed
 	 * ones: STATS adds them to the owner's own counts */
-	atomic64_t requests;
-	atomic64_t errors;
+	uint64_t requests;
+	uint64_t errors;
 };
-struct tdbk_counters *tdbk_owner_counters(struct tdbk_owner *o);
+struct tdbo_counters *tdbo_owner_counters(struct tdbo_owner *o);
 
 #endif

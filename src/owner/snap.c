@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * owner_snap.c - the snapshots of snapshot scans (SCAN with SCAN_FLAGS
+ * snap.c - the snapshots of snapshot scans (SCAN with SCAN_FLAGS
  * TDB_SCAN_SNAPSHOT), as tdbd's src/daemon/tables.c keeps them (tdbd.h,
  * "snapshots"): the table as it was when the owner took the request,
  * without copying it.
@@ -8,14 +8,14 @@
  *  - The scan registers a snapshot on its table under o->wlock, so it
  *    sits between two changes.
  *  - Every change to a key of a table with snapshots (PUT, DEL, each op
- *    of a committed transaction) calls tdbk_snap_save() under wlock
+ *    of a committed transaction) calls tdbo_snap_save() under wlock
  *    BEFORE it is applied: each snapshot that does not have the key yet
  *    keeps its pre-image (absent, or present and its value).  The first
  *    change wins, so the pre-image is the key's state at snapshot time.
  *  - The scan walks the live table with an engine cursor and asks
- *    tdbk_snap_check() about each record: unchanged keys go out as they
+ *    tdbo_snap_check() about each record: unchanged keys go out as they
  *    are, changed ones as their pre-image (or not at all: absent then).
- *  - After the walk (tdbk_snap_freeze) tdbk_snap_next_left() gives the
+ *  - After the walk (tdbo_snap_freeze) tdbo_snap_next_left() gives the
  *    present pre-images the walk did not send (keys deleted before it
  *    got there).
  *
@@ -29,93 +29,82 @@
  *    not change any more).  Its map is changed under its own mutex (lock
  *    order wlock -> s->lock), by writers and by its scan; entries are
  *    freed only with the snapshot, so the key and value pointers the scan
- *    hands out stay valid without the mutex until tdbk_snap_free().
+ *    hands out stay valid without the mutex until tdbo_snap_free().
  *  - Writers never fail because of a snapshot: one that would grow past
  *    max_snapshot_mb, or cannot get memory, stops taking changes and
  *    fails its scan (the first error sticks).
  *  - The scan's dump holds a reference to the table (d->t) for the
  *    snapshot's whole life, so s->t needs none of its own.
  */
-#include <linux/errno.h>
-#include <linux/moduleparam.h>
-#include <linux/mm.h>
-#include <linux/mutex.h>
-#include <linux/printk.h>
-#include <linux/sched.h>
-#include <linux/slab.h>
-#include <linux/string.h>
-#include <linux/xxhash.h>
 
-#include "owner_int.h"
-
-static unsigned int max_snapshot_mb = 256;
-module_param(max_snapshot_mb, uint, 0644);
-MODULE_PARM_DESC(max_snapshot_mb,
-		 "old values one snapshot scan may keep for keys changed "
-		 "during it, MiB (default 256, like tdbd's "
-		 "max-snapshot-bytes); taken when a scan starts");
+#include "internal.h"
 
 /* One key changed since the snapshot: its state at snapshot time. */
 struct snap_ent {
 	struct snap_ent *next;  /* hash chain */
-	u64 hash;
-	u32 klen, vlen;
+	uint64_t hash;
+	uint32_t klen, vlen;
 	bool present;           /* the key existed at snapshot time */
 	bool sent;              /* sent, or must not be (the walk passed
 				 * the key while it was unchanged) */
 	unsigned char data[];   /* key, then the value it had */
 };
 
-struct tdbk_snap {
-	struct tdbk_snap *next;         /* t->snaps, under wlock */
-	struct ktable *t;               /* the dump's reference */
+struct tdbo_snap {
+	struct tdbo_snap *next;         /* t->snaps, under wlock */
+	struct tdbo_table *t;               /* the dump's reference */
 	bool registered;                /* under wlock: on t->snaps */
-	struct mutex lock;              /* everything below */
+	struct tdbp_mutex *lock;        /* everything below */
 	struct snap_ent **buckets;      /* kvcalloc'd, power of two */
 	size_t nbuckets, nents;
-	u64 bytes, max_bytes;
+	uint64_t bytes, max_bytes;
 	unsigned char *prefix;
-	u32 plen;
+	uint32_t plen;
 	bool frozen;            /* the walk is over: no more changes taken */
 	int err;                /* the snapshot broke: its scan fails */
 	const char *msg;        /* static: transports keep the pointer */
 	size_t at;              /* after the freeze: the bucket walked, */
 	struct snap_ent *cur;   /* and the next entry in it */
-	u32 pos_len;            /* the last key the walk looked up (0: none) */
+	uint32_t pos_len;            /* the last key the walk looked up (0: none) */
 	unsigned char pos[TDBE_KEY_MAX];
 };
 
 #define SNAP_BUCKETS_MIN 64u
 
-static u64 snap_hash(const void *key, size_t klen)
+static uint64_t snap_hash(const void *key, size_t klen)
 {
-	return xxh64(key, klen, 0);
+	return tdbp_hash64(key, klen, 0);
 }
 
-static bool snap_wants(const struct tdbk_snap *s, const void *key,
+static bool snap_wants(const struct tdbo_snap *s, const void *key,
 		       size_t klen)
 {
 	return !s->plen || (klen >= s->plen &&
 			    !memcmp(key, s->prefix, s->plen));
 }
 
-struct tdbk_snap *tdbk_snap_new(struct ktable *t, const void *prefix,
+struct tdbo_snap *tdbo_snap_new(struct tdbo_table *t, const void *prefix,
 				size_t plen)
 {
-	struct tdbk_snap *s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
+	struct tdbo_snap *s = tdbp_alloc(sizeof(*s));
 
 	if (!s)
 		return NULL;
 	if (plen) {
-		s->prefix = kmemdup(prefix, plen, GFP_KERNEL_ACCOUNT);
+		s->prefix = tdbo_memdup(prefix, plen);
 		if (!s->prefix) {
-			kfree(s);
+			tdbp_free(s);
 			return NULL;
 		}
 	}
-	s->plen = (u32)plen;
-	mutex_init(&s->lock);
-	s->max_bytes = (u64)READ_ONCE(max_snapshot_mb) << 20;
+	s->plen = (uint32_t)plen;
+	s->lock = tdbp_mutex_create();
+	if (!s->lock) {
+		tdbp_free(s->prefix);
+		tdbp_free(s);
+		return NULL;
+	}
+	s->max_bytes = tdbo_lim(t->o, max_snapshot_bytes);
 	s->t = t;
 	if (!t->dropped) {      /* a dropped table changes no more */
 		s->next = t->snaps;
@@ -125,14 +114,14 @@ struct tdbk_snap *tdbk_snap_new(struct ktable *t, const void *prefix,
 	return s;
 }
 
-void tdbk_snap_free(struct tdbk_owner *o, struct tdbk_snap *s)
+void tdbo_snap_free(struct tdbo_owner *o, struct tdbo_snap *s)
 {
-	struct tdbk_snap **pp;
+	struct tdbo_snap **pp;
 	size_t i;
 
 	if (!s)
 		return;
-	mutex_lock(&o->wlock);
+	tdbp_mutex_lock(o->wlock);
 	if (s->registered) {
 		for (pp = &s->t->snaps; *pp && *pp != s; pp = &(*pp)->next)
 			;
@@ -140,24 +129,24 @@ void tdbk_snap_free(struct tdbk_owner *o, struct tdbk_snap *s)
 			*pp = s->next;
 		s->registered = false;
 	}
-	mutex_unlock(&o->wlock);
+	tdbp_mutex_unlock(o->wlock);
 	for (i = 0; i < s->nbuckets; i++) {
 		struct snap_ent *e = s->buckets[i], *next;
 
 		for (; e; e = next) {
 			next = e->next;
-			kvfree(e);
+			tdbp_free(e);
 		}
 	}
-	kvfree(s->buckets);
-	kfree(s->prefix);
-	mutex_destroy(&s->lock);
-	kfree(s);
+	tdbp_free(s->buckets);
+	tdbp_free(s->prefix);
+	tdbp_mutex_destroy(s->lock);
+	tdbp_free(s);
 }
 
-void tdbk_snap_detach_all(struct ktable *t)
+void tdbo_snap_detach_all(struct tdbo_table *t)
 {
-	struct tdbk_snap *s;
+	struct tdbo_snap *s;
 
 	for (s = t->snaps; s; s = s->next)
 		s->registered = false;
@@ -165,7 +154,7 @@ void tdbk_snap_detach_all(struct ktable *t)
 }
 
 /* Under s->lock. */
-static struct snap_ent *snap_find(const struct tdbk_snap *s, u64 h,
+static struct snap_ent *snap_find(const struct tdbo_snap *s, uint64_t h,
 				  const void *key, size_t klen)
 {
 	struct snap_ent *e;
@@ -180,36 +169,37 @@ static struct snap_ent *snap_find(const struct tdbk_snap *s, u64 h,
 }
 
 /* Under s->lock: the first failure sticks; the writers go on. */
-static void snap_fail(struct tdbk_snap *s, int err)
+static void snap_fail(struct tdbo_snap *s, int err)
 {
 	if (s->err)
 		return;
 	s->err = err;
 	if (err == -ENOBUFS)
-		s->msg = "snapshot grew past max_snapshot_mb (old values of "
+		s->msg = "snapshot grew past max-snapshot-bytes (old values of "
 			 "keys changed during the scan); raise it or dump "
 			 "when fewer writes run";
 	else
 		s->msg = "snapshot failed: cannot keep the old value of a "
 			 "changed key";
-	pr_warn_ratelimited("table %s: a snapshot scan fails (%d): %s "
-			    "(%llu bytes kept, bound %llu)\n", s->t->name,
-			    err, s->msg, s->bytes, s->max_bytes);
+	tdbp_log(TDBP_LOG_WARNING, "table %s: a snapshot scan fails (%d): "
+		 "%s (%llu bytes kept, bound %llu)", s->t->name, err, s->msg,
+		 (unsigned long long)s->bytes,
+		 (unsigned long long)s->max_bytes);
 }
 
 /* Under s->lock: room for one more entry (the table doubles at load 1). */
-static int snap_grow(struct tdbk_snap *s)
+static int snap_grow(struct tdbo_snap *s)
 {
 	size_t n = s->nbuckets ? s->nbuckets * 2 : SNAP_BUCKETS_MIN, i;
 	struct snap_ent **b;
-	u64 add;
+	uint64_t add;
 
 	if (s->nents < s->nbuckets)
 		return 0;
-	add = (u64)(n - s->nbuckets) * sizeof(*b);
+	add = (uint64_t)(n - s->nbuckets) * sizeof(*b);
 	if (s->bytes + add > s->max_bytes)
 		return -ENOBUFS;
-	b = kvcalloc(n, sizeof(*b), GFP_KERNEL_ACCOUNT);
+	b = tdbo_alloc_array(n, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	for (i = 0; i < s->nbuckets; i++) {
@@ -221,7 +211,7 @@ static int snap_grow(struct tdbk_snap *s)
 			b[e->hash & (n - 1)] = e;
 		}
 	}
-	kvfree(s->buckets);
+	tdbp_free(s->buckets);
 	s->buckets = b;
 	s->nbuckets = n;
 	s->bytes += add;
@@ -229,17 +219,17 @@ static int snap_grow(struct tdbk_snap *s)
 }
 
 /* Under wlock (the key's value cannot change meanwhile). */
-static void snap_save_one(struct ktable *t, struct tdbk_snap *s,
+static void snap_save_one(struct tdbo_table *t, struct tdbo_snap *s,
 			  const void *key, size_t klen)
 {
-	u64 h = snap_hash(key, klen);
+	uint64_t h = snap_hash(key, klen);
 	size_t need = 0, vlen = 0;
 	struct snap_ent *e;
 	bool present;
 	long n;
 	int err;
 
-	mutex_lock(&s->lock);
+	tdbp_mutex_lock(s->lock);
 	if (s->frozen || s->err || snap_find(s, h, key, klen))
 		goto out;
 	n = tdbe_get(t->t, key, klen, NULL, 0, &need);
@@ -259,7 +249,7 @@ static void snap_save_one(struct ktable *t, struct tdbk_snap *s,
 		snap_fail(s, err);
 		goto out;
 	}
-	e = kvmalloc(sizeof(*e) + klen + vlen, GFP_KERNEL_ACCOUNT);
+	e = tdbp_alloc(sizeof(*e) + klen + vlen);
 	if (!e) {
 		snap_fail(s, -ENOMEM);
 		goto out;
@@ -268,14 +258,14 @@ static void snap_save_one(struct ktable *t, struct tdbk_snap *s,
 	if (vlen) {
 		n = tdbe_get(t->t, key, klen, e->data + klen, vlen, &need);
 		if (n != (long)vlen) {
-			kvfree(e);
+			tdbp_free(e);
 			snap_fail(s, n < 0 ? (int)n : -EIO);
 			goto out;
 		}
 	}
 	e->hash = h;
-	e->klen = (u32)klen;
-	e->vlen = (u32)vlen;
+	e->klen = (uint32_t)klen;
+	e->vlen = (uint32_t)vlen;
 	e->present = present;
 	/* A key at or before the walk's position went out unchanged (it was
 	 * present since the snapshot, so the walk returned it). */
@@ -286,28 +276,28 @@ static void snap_save_one(struct ktable *t, struct tdbk_snap *s,
 	s->nents++;
 	s->bytes += sizeof(*e) + klen + vlen;
 out:
-	mutex_unlock(&s->lock);
+	tdbp_mutex_unlock(s->lock);
 }
 
-void tdbk_snap_save(struct ktable *t, const void *key, size_t klen)
+void tdbo_snap_save(struct tdbo_table *t, const void *key, size_t klen)
 {
-	struct tdbk_snap *s;
+	struct tdbo_snap *s;
 
 	for (s = t->snaps; s; s = s->next)
 		if (snap_wants(s, key, klen))
 			snap_save_one(t, s, key, klen);
 }
 
-int tdbk_snap_check(struct tdbk_snap *s, const void *key, size_t klen,
+int tdbo_snap_check(struct tdbo_snap *s, const void *key, size_t klen,
 		    const void **val, size_t *vlen, const char **msg)
 {
-	u64 h = snap_hash(key, klen);
+	uint64_t h = snap_hash(key, klen);
 	struct snap_ent *e;
 	int rc = 1;
 
-	if (WARN_ON_ONCE(!klen || klen > TDBE_KEY_MAX))
+	if (!klen || klen > TDBE_KEY_MAX)       /* cannot happen */
 		return -EIO;
-	mutex_lock(&s->lock);
+	tdbp_mutex_lock(s->lock);
 	if (s->err) {
 		*msg = s->msg;
 		rc = s->err;
@@ -316,7 +306,7 @@ int tdbk_snap_check(struct tdbk_snap *s, const void *key, size_t klen,
 	/* From here on, a change saved for this key (or one before it)
 	 * is marked sent: what goes out now is its snapshot state. */
 	memcpy(s->pos, key, klen);
-	s->pos_len = (u32)klen;
+	s->pos_len = (uint32_t)klen;
 	e = snap_find(s, h, key, klen);
 	if (!e)
 		goto out;               /* unchanged: the live value */
@@ -329,26 +319,26 @@ int tdbk_snap_check(struct tdbk_snap *s, const void *key, size_t klen,
 	*val = e->data + e->klen;
 	*vlen = e->vlen;
 out:
-	mutex_unlock(&s->lock);
+	tdbp_mutex_unlock(s->lock);
 	return rc;
 }
 
-void tdbk_snap_freeze(struct tdbk_snap *s)
+void tdbo_snap_freeze(struct tdbo_snap *s)
 {
-	mutex_lock(&s->lock);
+	tdbp_mutex_lock(s->lock);
 	s->frozen = true;
 	s->at = 0;
 	s->cur = NULL;
-	mutex_unlock(&s->lock);
+	tdbp_mutex_unlock(s->lock);
 }
 
-int tdbk_snap_next_left(struct tdbk_snap *s, const void **key, size_t *klen,
+int tdbo_snap_next_left(struct tdbo_snap *s, const void **key, size_t *klen,
 			const void **val, size_t *vlen, const char **msg)
 {
 	unsigned int seen = 0;
 	int rc = 0;
 
-	mutex_lock(&s->lock);
+	tdbp_mutex_lock(s->lock);
 	if (s->err) {
 		*msg = s->msg;
 		rc = s->err;
@@ -358,7 +348,7 @@ int tdbk_snap_next_left(struct tdbk_snap *s, const void **key, size_t *klen,
 		struct snap_ent *e = s->cur;
 
 		if (!(++seen & 1023))
-			cond_resched();         /* millions of sent entries */
+			tdbp_cond_resched();    /* millions of sent entries */
 		if (!e) {
 			if (s->at >= s->nbuckets)
 				goto out;
@@ -377,6 +367,6 @@ int tdbk_snap_next_left(struct tdbk_snap *s, const void **key, size_t *klen,
 		goto out;
 	}
 out:
-	mutex_unlock(&s->lock);
+	tdbp_mutex_unlock(s->lock);
 	return rc;
 }

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <linux/memfd.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "platform.h"
@@ -420,4 +421,16 @@ uint64_t tdbp_random_u64(void)
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
 		v = (uint64_t)(uintptr_t)&v ^ (uint64_t)getpid() << 32;
 	return v;
+}
+
+uint64_t tdbp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void tdbp_cond_resched(void)
+{
 }

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * home.c - what tdb.ko supplies to the shared owner (src/owner/owner.h):
+ * its limits, as module parameters; memory for change feeds that
+ * /dev/tdb maps read-only; and clients' credentials as numbers.
+ *
+ * The limits have tdbd.conf's names with '_' for '-' (the kernel's
+ * parameter parser takes either: tdb.max-txns=2 works as well) and are
+ * written straight into the struct tdbo_limits the owner reads with
+ * tdb_load_relaxed(), so a new value of a 0644 parameter applies to the
+ * next request.  Units are those of the parameters' names (MiB where
+ * the name says _mb or the description says so).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cred.h>
+#include <linux/kernel.h>
+#include <linux/log2.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+#include <linux/uidgid.h>
+#include <linux/user_namespace.h>
+#include <linux/vmalloc.h>
+
+#include "owner.h"
+#include "transport.h"
+
+static struct tdbo_limits lim = {
+	.default_mode = 0600,
+	.feed_size = 1U << 20,
+	.max_tables = 4096,
+	.max_clients = 1024,
+	.max_clients_per_uid = 64,
+	.max_tables_per_uid = 256,
+	.max_watches = 1024,
+	.max_txns = 16,
+	.max_txn_ops = 65536,
+	.max_txn_bytes = 64U << 20,
+	.max_txn_memory = 1024ULL << 20,
+	.max_txn_memory_per_uid = 256ULL << 20,
+	.max_snapshot_bytes = 256ULL << 20,
+};
+
+/* --- parameters ------------------------------------------------------------ */
+
+/* A count with a range, in a u32 field of lim. */
+#define PARAM_RANGE(name, lo, hi)					\
+static int name##_set(const char *val, const struct kernel_param *kp)	\
+{									\
+	return param_set_uint_minmax(val, kp, lo, hi);			\
+}									\
+static const struct kernel_param_ops name##_ops = {			\
+	.set = name##_set,						\
+	.get = param_get_uint,						\
+}
+
+/* Bytes in a u64 field of lim, set and shown in MiB (a uint). */
+static int mib_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int err = kstrtouint(val, 0, &v);
+
+	if (err)
+		return err;
+	WRITE_ONCE(*(u64 *)kp->arg, (u64)v << 20);
+	return 0;
+}
+
+static int mib_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%llu\n", READ_ONCE(*(u64 *)kp->arg) >> 20);
+}
+
+static const struct kernel_param_ops mib_ops = {
+	.set = mib_set,
+	.get = mib_get,
+};
+
+/* Bytes in a u64 field of lim, as a uint of bytes. */
+static int bytes_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int err = kstrtouint(val, 0, &v);
+
+	if (err)
+		return err;
+	if (v < 1024)
+		return -EINVAL;
+	WRITE_ONCE(*(u64 *)kp->arg, v);
+	return 0;
+}
+
+static int bytes_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%llu\n", READ_ONCE(*(u64 *)kp->arg));
+}
+
+static const struct kernel_param_ops bytes_ops = {
+	.set = bytes_set,
+	.get = bytes_get,
+};
+
+module_param_named(default_mode, lim.default_mode, uint, 0444);
+MODULE_PARM_DESC(default_mode,
+		 "mode bits of a table created without MODE (default 0600)");
+
+module_param_named(feed_size, lim.feed_size, uint, 0444);
+MODULE_PARM_DESC(feed_size,
+		 "data bytes of a change feed, a power of two from 4096 "
+		 "to 1 GiB (default 1 MiB)");
+
+/* Never 0: no table could ever be created. */
+PARAM_RANGE(max_tables, 1, UINT_MAX);
+module_param_cb(max_tables, &max_tables_ops, &lim.max_tables, 0644);
+MODULE_PARM_DESC(max_tables,
+		 "tables at once; the last eighth is kept for root "
+		 "(default 4096)");
+
+module_param_named(max_clients, lim.max_clients, uint, 0644);
+MODULE_PARM_DESC(max_clients,
+		 "/dev/tdb clients with rings at once; the last eighth is "
+		 "kept for root (default 1024, 0 = no limit)");
+
+module_param_named(max_clients_per_uid, lim.max_clients_per_uid, uint, 0644);
+MODULE_PARM_DESC(max_clients_per_uid,
+		 "/dev/tdb clients with rings of one uid, root exempt "
+		 "(default 64, 0 = no limit)");
+
+module_param_named(max_tables_per_uid, lim.max_tables_per_uid, uint, 0644);
+MODULE_PARM_DESC(max_tables_per_uid,
+		 "tables owned by one uid, root exempt (default 256, "
+		 "0 = no limit)");
+
+module_param_named(max_watches, lim.max_watches, uint, 0644);
+MODULE_PARM_DESC(max_watches,
+		 "watches of one /dev/tdb client (default 1024, 0 = no "
+		 "limit)");
+
+PARAM_RANGE(max_txns, 1, 1024);
+module_param_cb(max_txns, &max_txns_ops, &lim.max_txns, 0644);
+MODULE_PARM_DESC(max_txns, "open transactions of one client, 1..1024 "
+		 "(default 16)");
+
+PARAM_RANGE(max_txn_ops, 1, 1048576);
+module_param_cb(max_txn_ops, &max_txn_ops_ops, &lim.max_txn_ops, 0644);
+MODULE_PARM_DESC(max_txn_ops, "changes of one transaction, 1..1048576 "
+		 "(default 65536)");
+
+module_param_cb(max_txn_bytes, &bytes_ops, &lim.max_txn_bytes, 0644);
+MODULE_PARM_DESC(max_txn_bytes, "key and value bytes of one transaction, "
+		 "1024..4294967295 (default 64 MiB)");
+
+module_param_cb(max_txn_memory_per_uid, &mib_ops,
+		&lim.max_txn_memory_per_uid, 0644);
+MODULE_PARM_DESC(max_txn_memory_per_uid,
+		 "MiB of buffered transaction changes of one uid, root "
+		 "exempt (default 256, 0 = no limit)");
+
+module_param_cb(max_txn_memory, &mib_ops, &lim.max_txn_memory, 0644);
+MODULE_PARM_DESC(max_txn_memory,
+		 "MiB of buffered transaction changes in all; the last "
+		 "eighth is kept for root (default 1024, 0 = no limit)");
+
+module_param_cb(max_snapshot_mb, &mib_ops, &lim.max_snapshot_bytes, 0644);
+MODULE_PARM_DESC(max_snapshot_mb,
+		 "old values one snapshot scan may keep for keys changed "
+		 "during it, MiB (default 256, tdbd's max-snapshot-bytes); "
+		 "taken when a scan starts");
+
+#define FEED_SIZE_MIN 4096U
+#define FEED_SIZE_MAX (1U << 30)
+
+int tdbk_home_check(void)
+{
+	if (lim.default_mode & ~0777U) {
+		pr_err("default_mode=%#o has bits outside 0777\n",
+		       lim.default_mode);
+		return -EINVAL;
+	}
+	if (!is_power_of_2(lim.feed_size) || lim.feed_size < FEED_SIZE_MIN ||
+	    lim.feed_size > FEED_SIZE_MAX) {
+		pr_err("feed_size=%u is not a power of two from %u to %u\n",
+		       lim.feed_size, FEED_SIZE_MIN, FEED_SIZE_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+const struct tdbo_limits *tdbk_home_limits(void)
+{
+	return &lim;
+}
+
+/* --- feeds ----------------------------------------------------------------- */
+
+/* vmalloc_user(): zeroed, and dev.c can map it with
+ * remap_vmalloc_range_partial(); counted in max_memory_mb with the
+ * tables' extents. */
+static void *feed_alloc(void *arg, size_t size)
+{
+	void *mem;
+
+	if (!tdbk_mem_charge(size))
+		return NULL;
+	mem = vmalloc_user(size);
+	if (!mem)
+		tdbk_mem_uncharge(size);
+	return mem;
+}
+
+static void feed_free(void *arg, void *mem, size_t size)
+{
+	vfree(mem);
+	tdbk_mem_uncharge(size);
+}
+
+const struct tdbo_hooks tdbk_home_hooks = {
+	.feed_alloc = feed_alloc,
+	.feed_free = feed_free,
+};
+
+/* --- credentials ----------------------------------------------------------- */
+
+/* The owner checks access by numbers in the initial user namespace:
+ * fsuid, fsgid and the supplementary groups, copied from cred. */
+struct tdbo_client *tdbk_client_new(struct tdbo_owner *o,
+				    const struct cred *cred, bool may_watch,
+				    void (*wake)(void *arg), void *arg,
+				    int *err)
+{
+	const struct group_info *gi = cred->group_info;
+	struct tdbo_cred tc = {
+		.uid = from_kuid_munged(&init_user_ns, cred->fsuid),
+		.gid = from_kgid_munged(&init_user_ns, cred->fsgid),
+	};
+	struct tdbo_client *c;
+	u32 *groups = NULL;
+	int i;
+
+	if (gi && gi->ngroups) {
+		groups = kvmalloc_array(gi->ngroups, sizeof(*groups),
+					GFP_KERNEL);
+		if (!groups) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		for (i = 0; i < gi->ngroups; i++)
+			groups[i] = from_kgid_munged(&init_user_ns,
+						     gi->gid[i]);
+		tc.ngroups = gi->ngroups;
+		tc.groups = groups;
+	}
+	c = tdbo_client_new(o, &tc, may_watch, wake, arg, err);
+	kvfree(groups);
+	return c;
+}
