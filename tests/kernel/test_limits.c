@@ -448,8 +448,8 @@ static void round_clients_per_uid(void)
 	      "clients, base %u", st.rings, base.rings);
 	root_still_works("clients per uid");
 	attack_end(&a);
-	CHECK(klog_has("max_clients_per_uid"), "no kernel log line names "
-	      "max_clients_per_uid");
+	CHECK(klog_has("max-clients-per-uid"), "no kernel log line names "
+	      "max-clients-per-uid");
 	set_param("max_clients_per_uid", 64);
 	gauges_return("clients per uid");
 	printf("limits: max_clients_per_uid=3 holds (EDQUOT), genl not "
@@ -481,7 +481,7 @@ static void round_clients_global(void)
 		tdbc_close(extra[i]);
 	root_still_works("clients in all");
 	attack_end(&a);
-	CHECK(klog_has("max_clients; the last eighth is kept for root"),
+	CHECK(klog_has("max-clients; the last eighth is kept for root"),
 	      "no kernel log line names max_clients");
 	set_param("max_clients", 1024);
 	set_param("max_clients_per_uid", 64);
