@@ -255,6 +255,7 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 	struct tdb_proto_msg *m = &f->m;
 	struct tdb_proto_extack ext = { NULL };
 	struct tdbo_dump *dump = NULL;
+	struct tdbo_out res;
 	struct dev_dump *dd = NULL;
 	struct cq_sink cs;
 	int err;
@@ -283,7 +284,8 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 		}
 	}
 	cq_sink_init(&cs, f);
-	err = tdbo_exec(f->client, m, &cs.s, &ext, &dump);
+	err = tdbo_exec(f->client, m, &cs.s, &ext, &res);
+	dump = res.dump;
 	if (f->cq.reserved)
 		tdbk_ring_abort(&f->cq);
 	if (err < 0) {

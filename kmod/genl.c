@@ -311,6 +311,7 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 	};
 	struct tdb_proto_extack ext = { NULL };
 	struct tdbo_dump *dump = NULL;
+	struct tdbo_out res;
 	struct genl_client *gc;
 	struct tdb_proto_msg *m;
 	int err;
@@ -331,7 +332,8 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 		goto out;
 	}
 	mutex_lock(&gc->lock);
-	err = tdbo_exec(gc->tc, m, &rs.s, &ext, &dump);
+	err = tdbo_exec(gc->tc, m, &rs.s, &ext, &res);
+	dump = res.dump;
 	mutex_unlock(&gc->lock);
 	if (dump) {
 		/* Dump commands come through start/dumpit, never here. */
@@ -476,6 +478,7 @@ static int tdbk_genl_start(struct netlink_callback *cb)
 {
 	struct tdb_proto_extack ext = { NULL };
 	struct tdbo_dump *dump = NULL;
+	struct tdbo_out res;
 	struct genl_dump *gd;
 	struct tdb_proto_msg *m;
 	int err;
@@ -504,7 +507,8 @@ static int tdbk_genl_start(struct netlink_callback *cb)
 		err = -EBUSY;
 	} else {
 		/* Parts go through dumpit: exec only starts the dump. */
-		err = tdbo_exec(gd->gc->tc, m, &null_sink, &ext, &dump);
+		err = tdbo_exec(gd->gc->tc, m, &null_sink, &ext, &res);
+		dump = res.dump;
 		if (!err && !dump) {
 			ext.msg = "the dump was not started";
 			err = -EIO;

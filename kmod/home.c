@@ -196,7 +196,7 @@ const struct tdbo_limits *tdbk_home_limits(void)
 /* vmalloc_user(): zeroed, and dev.c can map it with
  * remap_vmalloc_range_partial(); counted in max_memory_mb with the
  * tables' extents. */
-static void *feed_alloc(void *arg, size_t size)
+static void *feed_alloc(void *arg, size_t size, void **cookie)
 {
 	void *mem;
 
@@ -208,7 +208,7 @@ static void *feed_alloc(void *arg, size_t size)
 	return mem;
 }
 
-static void feed_free(void *arg, void *mem, size_t size)
+static void feed_free(void *arg, void *mem, size_t size, void *cookie)
 {
 	vfree(mem);
 	tdbk_mem_uncharge(size);

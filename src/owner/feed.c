@@ -92,7 +92,7 @@ static struct tdbo_feed *feed_new(struct tdbo_owner *o, int *err)
 		return NULL;
 	f->size = (size_t)TDB_RING_HDR_SIZE + data_size;
 	/* zeroed, mappable; the home counts it against its memory limit */
-	f->mem = o->hooks.feed_alloc(o->hooks.arg, f->size);
+	f->mem = o->hooks.feed_alloc(o->hooks.arg, f->size, &f->cookie);
 	if (!f->mem) {
 		tdbp_free(f);
 		return NULL;
@@ -119,7 +119,7 @@ void tdbo_feed_put(struct tdbo_feed *f)
 	tdbo_list_del(&f->onode);
 	tdbp_mutex_unlock(o->reg_lock);
 	if (o->hooks.feed_free)
-		o->hooks.feed_free(o->hooks.arg, f->mem, f->size);
+		o->hooks.feed_free(o->hooks.arg, f->mem, f->size, f->cookie);
 	tdbp_free(f);
 }
 
@@ -380,7 +380,7 @@ static void set_cookie(struct tdb_proto_extack *ext, uint32_t seq, uint64_t slot
 }
 
 int tdbo_watch(struct tdbo_client *c, const struct tdb_proto_msg *m,
-	       struct tdb_proto_extack *ext)
+	       struct tdb_proto_extack *ext, struct tdbo_out *res)
 {
 	struct tdbo_owner *o = c->o;
 	uint32_t max = tdbo_lim(o, max_watches);
@@ -433,6 +433,8 @@ int tdbo_watch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	c->nwatches++;
 	tdbo_inc(&o->watches);
 	set_cookie(ext, seq, slot);
+	res->feed = w->f;
+	res->feed_seq = seq;
 	return 0;
 }
 

@@ -80,6 +80,7 @@ struct tdbo_feed {
 	struct tdbo_list onode; /* o->feeds, reg_lock: slots in use */
 	uint64_t slot;          /* mmap slot, >= 2, unique while alive */
 	void *mem;              /* hooks->feed_alloc(): header page, data */
+	void *cookie;           /* and what the home gave with it */
 	size_t size;
 	struct tdb_ring_hdr *hdr;
 	unsigned char *data;
@@ -274,7 +275,7 @@ void tdbo_dumps_release(struct tdbo_client *c);
 
 /* feed.c */
 int tdbo_watch(struct tdbo_client *c, const struct tdb_proto_msg *m,
-	       struct tdb_proto_extack *ext);
+	       struct tdb_proto_extack *ext, struct tdbo_out *res);
 int tdbo_unwatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		 struct tdb_proto_extack *ext);
 /* tdbo_client_free: drop every watch; returns how many there were. */

@@ -626,21 +626,21 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 
 static int dispatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		    struct tdbo_sink *out, struct tdb_proto_extack *ext,
-		    struct tdbo_dump **dump)
+		    struct tdbo_out *res)
 {
 	switch (m->cmd) {
 	case TDB_CMD_GET:          return do_get(c, m, out, ext);
 	case TDB_CMD_PUT:          return do_put_del(c, m, false, ext);
 	case TDB_CMD_DEL:          return do_put_del(c, m, true, ext);
-	case TDB_CMD_SCAN:         return tdbo_scan(c, m, ext, dump);
+	case TDB_CMD_SCAN:         return tdbo_scan(c, m, ext, &res->dump);
 	case TDB_CMD_TABLE_CREATE: return do_create(c, m, ext);
 	case TDB_CMD_TABLE_DROP:   return do_drop(c, m, ext);
-	case TDB_CMD_TABLE_LIST:   return tdbo_list(c, m, ext, dump);
+	case TDB_CMD_TABLE_LIST:   return tdbo_list(c, m, ext, &res->dump);
 	case TDB_CMD_TABLE_STAT:   return do_stat(c, m, out, ext);
 	case TDB_CMD_TXN_BEGIN:
 	case TDB_CMD_TXN_COMMIT:
 	case TDB_CMD_TXN_ABORT:    return tdbo_txn_cmd(c, m, out, ext);
-	case TDB_CMD_WATCH:        return tdbo_watch(c, m, ext);
+	case TDB_CMD_WATCH:        return tdbo_watch(c, m, ext, res);
 	case TDB_CMD_UNWATCH:      return tdbo_unwatch(c, m, ext);
 	case TDB_CMD_STATS:        return do_stats(c, m, out, ext);
 	case TDB_CMD_ATTACH:
@@ -653,14 +653,14 @@ static int dispatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 
 int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	      struct tdbo_sink *out, struct tdb_proto_extack *ext,
-	      struct tdbo_dump **dump)
+	      struct tdbo_out *res)
 {
 	int err;
 
 	memset(ext, 0, sizeof(*ext));
-	*dump = NULL;
+	memset(res, 0, sizeof(*res));
 	tdbo_inc(&c->o->requests);
-	err = dispatch(c, m, out, ext, dump);
+	err = dispatch(c, m, out, ext, res);
 	if (err < 0) {
 		tdbo_inc(&c->o->errors);
 		if (!ext->msg)

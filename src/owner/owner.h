@@ -77,6 +77,8 @@ struct tdbo_limits {
 	uint64_t max_txn_memory_per_uid;
 	uint64_t max_snapshot_bytes;    /* pre-images one snapshot scan
 					 * keeps (read when it starts) */
+	uint64_t max_snapshot_memory;   /* pre-images of all snapshots */
+	uint64_t max_snapshot_memory_per_uid;
 };
 
 /* Who a client is: numbers in the home's initial user namespace. */
@@ -86,18 +88,44 @@ struct tdbo_cred {
 	const uint32_t *groups;         /* copied by tdbo_client_new */
 };
 
+struct tdbo_table;
+
 /*
  * What the home supplies.  Every hook is optional but feed_alloc (WATCH
  * answers -EOPNOTSUPP without it).  Called with owner locks held (the
- * write lock for change and wake): a hook must not call back into the
- * owner.
+ * write lock for the log and dirty hooks): a hook must not call back
+ * into the owner.
  */
 struct tdbo_hooks {
 	void *arg;
 	/* Memory for a change feed a client can map read-only: size bytes,
-	 * zeroed; NULL if none (the home's memory limit, ...). */
-	void *(*feed_alloc)(void *arg, size_t size);
-	void (*feed_free)(void *arg, void *mem, size_t size);
+	 * zeroed; NULL if none (the home's memory limit, ...).  *cookie:
+	 * what the home wants back with it (tdbd: the memfd). */
+	void *(*feed_alloc)(void *arg, size_t size, void **cookie);
+	void (*feed_free)(void *arg, void *mem, size_t size, void *cookie);
+	/*
+	 * The log (tdbd's WAL).  A change is logged before it is applied:
+	 * log_begin, one log_op per key changed (one for PUT or DEL, every
+	 * op of a transaction), then log_commit, which gives its number
+	 * (*lsn > 0) or fails (nothing logged; *msg says why, and the
+	 * change fails with that error).  A change that then fails to apply
+	 * is taken back with log_retract.  Table create and drop are logged
+	 * with log_create and log_drop the same way.  Without log_commit
+	 * nothing is logged and res->lsn stays 0.
+	 */
+	void (*log_begin)(void *arg);
+	void (*log_op)(void *arg, const struct tdbo_table *t, bool del,
+		       const void *key, size_t klen, const void *val,
+		       size_t vlen);
+	int (*log_commit)(void *arg, uint64_t *lsn, const char **msg);
+	int (*log_create)(void *arg, const struct tdbo_table *t,
+			  uint64_t *lsn, const char **msg);
+	int (*log_drop)(void *arg, const struct tdbo_table *t,
+			uint64_t *lsn, const char **msg);
+	void (*log_retract)(void *arg, uint64_t lsn);
+	/* A key of t changed (the home's checkpoint keeps a dirty set). */
+	void (*dirty)(void *arg, struct tdbo_table *t, const void *key,
+		      size_t klen);
 };
 
 /* The limits are read through lim for the owner's life. */
@@ -145,10 +173,23 @@ uint32_t tdbo_client_uid(const struct tdbo_client *c);
  * watches_dropped) when the client had any. */
 void tdbo_client_free(struct tdbo_client *c);
 
-/* Run one validated request (see the top of this file). */
+/* What a request left for its transport, beside its answer. */
+struct tdbo_out {
+	struct tdbo_dump *dump;         /* SCAN, TABLE_LIST: run it */
+	uint64_t lsn;                   /* a change the home logged (its
+					 * log hook's number): a durable
+					 * home holds the ack until then */
+	struct tdbo_feed *feed;         /* WATCH: the feed now watched (no
+					 * reference: valid while the watch
+					 * is, on the client's thread) */
+	uint32_t feed_seq;              /* WATCH: its first change's seq */
+};
+
+/* Run one validated request (see the top of this file); *res is
+ * cleared first. */
 int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	      struct tdbo_sink *out, struct tdb_proto_extack *ext,
-	      struct tdbo_dump **dump);
+	      struct tdbo_out *res);
 
 /*
  * Go on with a dump: write parts into out until it is finished or out
