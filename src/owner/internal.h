@@ -43,7 +43,7 @@
 #include "core.h"
 #include "tdb/ring.h"
 
-#define TDBO_BUCKETS     256u
+#define TDBO_BUCKETS     1024u
 #define TDBO_MAX_DUMPS   8u             /* per client */
 #define TDBO_DUMP_BUDGET 256u           /* records examined per run */
 #define TDBO_CURSOR_V1   1              /* SCAN cursor: this byte, key */
@@ -61,6 +61,7 @@ struct tdbo_snap;
 enum tdbo_qkind {
 	TDBO_Q_CLIENTS,         /* clients with rings */
 	TDBO_Q_TABLES,          /* tables, charged to their owner */
+	TDBO_Q_RESERVE,         /* address space tables reserve */
 	TDBO_Q_TXN_BYTES,       /* buffered transaction changes */
 	TDBO_Q_KINDS
 };
@@ -98,9 +99,30 @@ struct tdbo_table {
 	struct tdbo_list lnode;         /* registry list (creation order) */
 	uint32_t refs;                  /* the registry holds one */
 	struct tdbo_owner *o;
-	struct tdbe_table *t;
+	struct tdbe_table *t;           /* NULL while set aside */
+	uint64_t id;                    /* unique for the owner's life (a
+					 * durable home's: its data's) */
+	uint32_t max_extents;           /* as created (0: the default) */
+	uint64_t reserve;               /* address space charged to uid
+					 * (TDBO_Q_RESERVE) until closed */
+	/* Set aside by a durable home's recovery (it could not be
+	 * restored): the error every request but DROP gets, naming it and
+	 * why; else NULL.  Set before clients come, then constant. */
+	char *aside;
+	uint64_t seq;                   /* seqcount: odd while a commit
+					 * applies to this table (change.c) */
 	uint32_t uid, gid, mode;
 	bool dropped;                   /* under wlock */
+	/* The home's durability state, under wlock; the owner only sets
+	 * ckpt_full at create: tdbd's durable.c keeps its dirty set here,
+	 * whether the next checkpoint rewrites it whole, the LSN its data
+	 * is as of and whether recovery must catch it up, and the bytes it
+	 * counted against its memory limit. */
+	void *ckpt_dirty;
+	bool ckpt_full;
+	uint64_t from;
+	bool catchup;
+	uint64_t mem;
 	struct tdbo_feed *feed;         /* under wlock; first WATCH..drop */
 	struct tdbo_list watches;       /* struct tdbo_watch.tnode, wlock */
 	unsigned int nwatch;            /* under wlock */
@@ -142,6 +164,10 @@ struct tdbo_txn {
 
 struct tdbo_client {
 	struct tdbo_owner *o;
+	/* the table of the last request (a counted reference) and the
+	 * registry generation it was looked up in (registry.c) */
+	struct tdbo_table *cache;
+	uint64_t cache_gen;
 	uint32_t uid, gid;              /* fs ids */
 	uint32_t ngroups;
 	uint32_t *groups;               /* a private copy */
@@ -192,12 +218,15 @@ struct tdbo_owner {
 	struct tdbo_hooks hooks;
 	struct tdbe_engine *engine;
 	struct tdbp_mutex *wlock;
-	uint64_t txn_seq;               /* odd while a commit applies */
 	uint64_t next_txn;              /* atomic */
+	uint64_t txn_bytes;             /* atomic: buffered keys+values */
 	struct tdbp_mutex *reg_lock;
 	struct tdbo_list buckets[TDBO_BUCKETS];
 	struct tdbo_list tables;        /* creation order */
 	unsigned int ntables;
+	unsigned int naside;            /* atomic: of which set aside */
+	uint64_t reg_gen;               /* atomic: bumped when names change */
+	uint64_t next_table_id;         /* under wlock */
 	struct tdbo_list feeds;         /* every feed alive, reg_lock */
 	uint64_t next_slot;             /* reg_lock: the next slot to try */
 	struct tdbo_list dirty;         /* tables whose feed was written */
@@ -228,29 +257,74 @@ int tdbo_quota_charge(struct tdbo_owner *o, uint32_t who, uint32_t uid,
 		      enum tdbo_qkind k, uint64_t n, const char **msg);
 void tdbo_quota_uncharge(struct tdbo_owner *o, uint32_t uid,
 			 enum tdbo_qkind k, uint64_t n);
+/* Would tdbo_quota_charge refuse?  The same answer, nothing charged
+ * (for a charge made later under a lock that orders all of kind k). */
+int tdbo_quota_check(struct tdbo_owner *o, uint32_t who, uint32_t uid,
+		     enum tdbo_qkind k, uint64_t n, const char **msg);
+/* Charge whatever the limits say (recovery restores what was there):
+ * 0, or -ENOMEM. */
+int tdbo_quota_force(struct tdbo_owner *o, uint32_t uid, enum tdbo_qkind k,
+		     uint64_t n);
+/* What uid holds of k now (UINT32_MAX: the total). */
+uint64_t tdbo_quota_used(struct tdbo_owner *o, uint32_t uid,
+			 enum tdbo_qkind k);
 
 /* owner.c */
 void tdbo_client_put(struct tdbo_client *c);
-struct tdbo_table *tdbo_table_get(struct tdbo_owner *o, const char *name);
-void tdbo_table_put(struct tdbo_table *t);
+/* Build a reply (or part) into the sink: 0, -ENOBUFS (no room now). */
+int tdbo_answer(struct tdbo_sink *out, const struct tdb_proto_msg *a);
+/* The same for a reply the transport promised room for: ext->msg says
+ * so if there was none. */
+int tdbo_reply(struct tdbo_sink *out, const struct tdb_proto_msg *a,
+	       struct tdb_proto_extack *ext);
+void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps);
+
+/* registry.c */
 bool tdbo_may(const struct tdbo_client *c, const struct tdbo_table *t,
 	      unsigned int want);
-/* The table m names, if c may `want` it (else NULL, *err and ext set). */
+/* The table m names (a reference), if c may `want` it and it is not set
+ * aside (want 0: any table, for DROP); else NULL, *err and ext set. */
 struct tdbo_table *tdbo_resolve(struct tdbo_client *c,
 				const struct tdb_proto_msg *m,
 				unsigned int want,
 				struct tdb_proto_extack *ext, int *err);
-/* Build a reply (or part) into the sink: 0, -ENOBUFS (no room now). */
-int tdbo_answer(struct tdbo_sink *out, const struct tdb_proto_msg *a);
-void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps);
-void tdbo_seq_write_begin(struct tdbo_owner *o);
-void tdbo_seq_write_end(struct tdbo_owner *o);
+void tdbo_table_unlink(struct tdbo_owner *o, struct tdbo_table *t);
+int tdbo_cmd_create(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		    struct tdb_proto_extack *ext, struct tdbo_out *res);
+int tdbo_cmd_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		  struct tdb_proto_extack *ext, struct tdbo_out *res);
+
+/* change.c */
+/* One key's change, as the pipeline takes it. */
+struct tdbo_change {
+	bool del;
+	bool noov;              /* a no-overwrite put */
+	bool quiet;             /* deleting a missing key is no error */
+	const void *key, *val;
+	size_t klen, vlen;
+};
+int tdbo_cmd_get(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		 struct tdbo_sink *out, struct tdb_proto_extack *ext);
+int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		     bool del, struct tdb_proto_extack *ext,
+		     struct tdbo_out *res);
 /* Under wlock: is the key present? */
 bool tdbo_key_exists(struct tdbo_table *t, const void *key, size_t klen);
+/* Under wlock, the pipeline's steps 3 and 4 (a transaction's commit
+ * runs them op by op): the pre-image and the engine; then, for a change
+ * that is in, dirty, size and notifications. */
+int tdbo_apply(struct tdbo_table *t, const struct tdbo_change *ch,
+	       struct tdbe_extack *ee);
+void tdbo_applied(struct tdbo_table *t, const struct tdbo_change *ch);
+/* Under wlock: t's seqcount odd (a commit begins applying to it) and
+ * even again. */
+void tdbo_seq_write_begin(struct tdbo_table *t);
+void tdbo_seq_write_end(struct tdbo_table *t);
 
 /* txn.c */
 int tdbo_txn_cmd(struct tdbo_client *c, const struct tdb_proto_msg *m,
-		 struct tdbo_sink *out, struct tdb_proto_extack *ext);
+		 struct tdbo_sink *out, struct tdb_proto_extack *ext,
+		 struct tdbo_out *res);
 struct tdbo_txn *tdbo_txn_find(struct tdbo_client *c,
 			       const struct tdb_proto_msg *m,
 			       struct tdb_proto_extack *ext, int *err);
@@ -263,7 +337,6 @@ int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t, bool del,
 int tdbo_txn_lookup(const struct tdbo_txn *x, const struct tdbo_table *t,
 		    const void *key, size_t klen, const void **val,
 		    size_t *vlen);
-void tdbo_txn_free(struct tdbo_txn *x);
 
 /* dump.c */
 int tdbo_scan(struct tdbo_client *c, const struct tdb_proto_msg *m,

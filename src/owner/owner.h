@@ -41,6 +41,7 @@ struct tdbo_owner;
 struct tdbo_client;
 struct tdbo_dump;
 struct tdbo_feed;
+struct tdbo_txn;
 
 /*
  * Where answers go.  reserve() returns room for one message of at most
@@ -52,6 +53,10 @@ struct tdbo_feed;
 struct tdbo_sink {
 	void *(*reserve)(struct tdbo_sink *s, size_t len);
 	void (*commit)(struct tdbo_sink *s, void *p, size_t len);
+	/* reserve() neither sleeps nor waits (a private buffer): a GET may
+	 * build its reply straight from the record, inside a read-side
+	 * section, instead of from a copy of the value */
+	bool in_read_section;
 };
 
 /*
@@ -73,12 +78,19 @@ struct tdbo_limits {
 	uint32_t max_txns;              /* open transactions of one client */
 	uint32_t max_txn_ops;           /* changes of one transaction */
 	uint64_t max_txn_bytes;         /* key+value bytes of one */
+	uint64_t max_reserve;           /* address space tables reserve */
+	uint64_t max_reserve_per_uid;
 	uint64_t max_txn_memory;        /* buffered changes, in all */
 	uint64_t max_txn_memory_per_uid;
 	uint64_t max_snapshot_bytes;    /* pre-images one snapshot scan
 					 * keeps (read when it starts) */
 	uint64_t max_snapshot_memory;   /* pre-images of all snapshots */
 	uint64_t max_snapshot_memory_per_uid;
+	/* A commit of more changes or bytes than these is handed back to
+	 * the home (res->txn) to run where it does not hold up the
+	 * transport's other clients (tdbd: its committer thread); 0: never. */
+	uint32_t defer_ops;
+	uint64_t defer_bytes;
 };
 
 /* Who a client is: numbers in the home's initial user namespace. */
@@ -126,6 +138,15 @@ struct tdbo_hooks {
 	/* A key of t changed (the home's checkpoint keeps a dirty set). */
 	void (*dirty)(void *arg, struct tdbo_table *t, const void *key,
 		      size_t klen);
+	/* t is freed, or set aside: let go of the home's state in it. */
+	void (*table_free)(void *arg, struct tdbo_table *t);
+	/* The home's memory limit: 0, or why a write that adds data (PUT,
+	 * a commit with a put, TABLE_CREATE) is refused (-ENOMEM, *msg);
+	 * and t may have grown (or was dropped): count it. */
+	int (*mem_check)(void *arg, const char **msg);
+	void (*mem_note)(void *arg, struct tdbo_table *t);
+	/* STATS: add the home's figures (and their present bits). */
+	void (*stats)(void *arg, struct tdb_proto_counters *k);
 };
 
 /* The limits are read through lim for the owner's life. */
@@ -183,6 +204,10 @@ struct tdbo_out {
 					 * reference: valid while the watch
 					 * is, on the client's thread) */
 	uint32_t feed_seq;              /* WATCH: its first change's seq */
+	struct tdbo_txn *txn;           /* TXN_COMMIT over defer_ops or
+					 * defer_bytes: not run; the home
+					 * runs tdbo_txn_commit() and
+					 * answers it */
 };
 
 /* Run one validated request (see the top of this file); *res is
@@ -229,5 +254,53 @@ struct tdbo_counters {
 	uint64_t errors;
 };
 struct tdbo_counters *tdbo_owner_counters(struct tdbo_owner *o);
+
+/* --- for a durable home --------------------------------------------------
+ * Its recovery, checkpoints and log read the registry: struct tdbo_table
+ * (internal.h) is theirs to read, and its ckpt_* / from / catchup / mem
+ * fields theirs to keep, under the write lock.
+ */
+struct tdbo_table *tdbo_table_get(struct tdbo_owner *o, const char *name);
+void tdbo_table_put(struct tdbo_table *t);
+unsigned int tdbo_table_count(struct tdbo_owner *o);
+unsigned int tdbo_table_count_aside(struct tdbo_owner *o);
+/* Address space a table of max_ext extents reserves (0: the default). */
+uint64_t tdbo_table_reserve(uint32_t max_ext);
+/* Recovery: a table as it was (its id; charged whatever the limits
+ * say); *out (may be NULL): the registry's, not counted. */
+int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
+		       uint32_t max_ext, uint32_t uid, uint32_t gid,
+		       uint32_t mode, struct tdbo_table **out,
+		       const char **msg);
+/* Recovery: a table that cannot be restored goes into the registry set
+ * aside, without an engine table; why says what failed.  0, -ENOMEM. */
+int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
+			 uint32_t max_ext, uint32_t uid, uint32_t gid,
+			 uint32_t mode, uint64_t from, const char *why);
+/* Recovery: a restored table that failed after all (a record it cannot
+ * take): its engine table is dropped and it is set aside. */
+int tdbo_table_set_aside(struct tdbo_owner *o, struct tdbo_table *t,
+			 const char *why);
+/* Replay: a change or a drop through the pipeline, not logged. */
+int tdbo_replay(struct tdbo_table *t, bool del, const void *key,
+		size_t klen, const void *val, size_t vlen, const char **msg);
+int tdbo_table_drop_replay(struct tdbo_owner *o, struct tdbo_table *t,
+			   const char **msg);
+/* Every table now, counted references (tdbo_tables_release). */
+int tdbo_tables_snapshot(struct tdbo_owner *o, struct tdbo_table ***out,
+			 unsigned int *n);
+void tdbo_tables_release(struct tdbo_table **v, unsigned int n);
+/* The write lock every change holds: a checkpoint reads a value under
+ * it, so it never sees a commit half applied. */
+void tdbo_write_lock(struct tdbo_owner *o);
+void tdbo_write_unlock(struct tdbo_owner *o);
+/* A deferred commit (res->txn): run it anywhere, once; 0 or a negative
+ * errno with ext set, *lsn its log record's.  Then free it. */
+int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
+		    struct tdb_proto_extack *ext);
+void tdbo_txn_free(struct tdbo_txn *x);
+/* Memory the owner holds for clients (a home's memory limit counts
+ * it): buffered transactions' keys and values. */
+uint64_t tdbo_txn_bytes(struct tdbo_owner *o);
 
 #endif

@@ -7,6 +7,7 @@
  *   kind             unit     per uid                  in all
  *   TDBO_Q_CLIENTS   clients  max-clients-per-uid      max-clients
  *   TDBO_Q_TABLES    tables   max-tables-per-uid       max-tables
+ *   TDBO_Q_RESERVE   bytes    max-reserve-per-uid      max-reserve
  *   TDBO_Q_TXN_BYTES bytes    max-txn-memory-per-uid   max-txn-memory
  *
  * and max-watches, a client's watches (feed.c).  A client is counted
@@ -61,6 +62,11 @@ static struct qlimit per_uid(struct tdbo_owner *o, enum tdbo_qkind k)
 		l.msg = "too many tables owned by this user "
 			"(max-tables-per-uid)";
 		break;
+	case TDBO_Q_RESERVE:
+		l.max = LIM(o, max_reserve_per_uid);
+		l.msg = "the tables of this user would reserve more address "
+			"space than max-reserve-per-uid";
+		break;
 	case TDBO_Q_TXN_BYTES:
 		l.max = LIM(o, max_txn_memory_per_uid);
 		l.msg = "the open transactions of this user would hold more "
@@ -88,6 +94,13 @@ static struct qlimit global(struct tdbo_owner *o, enum tdbo_qkind k)
 		l.msg = "too many tables (max-tables; the last eighth is "
 			"kept for root)";
 		l.msg_root = "too many tables (max-tables)";
+		break;
+	case TDBO_Q_RESERVE:
+		l.max = LIM(o, max_reserve);
+		l.msg = "tables would reserve more address space than "
+			"max-reserve (the last eighth is kept for root)";
+		l.msg_root = "tables would reserve more address space than "
+			     "max-reserve";
 		break;
 	case TDBO_Q_TXN_BYTES:
 		l.max = LIM(o, max_txn_memory);
@@ -148,8 +161,10 @@ static int refuse(struct tdbo_owner *o, struct qent *e, uint32_t who,
 	return 0;
 }
 
-int tdbo_quota_charge(struct tdbo_owner *o, uint32_t who, uint32_t uid,
-		      enum tdbo_qkind k, uint64_t n, const char **msg)
+/* Charge (unless check_only); force: whatever the limits say. */
+static int charge(struct tdbo_owner *o, uint32_t who, uint32_t uid,
+		  enum tdbo_qkind k, uint64_t n, const char **msg,
+		  bool check_only, bool force)
 {
 	struct tdbo_quota *q = &o->quota;
 	struct qent *e, *spare = NULL;
@@ -158,8 +173,8 @@ int tdbo_quota_charge(struct tdbo_owner *o, uint32_t who, uint32_t uid,
 	for (;;) {
 		tdbp_mutex_lock(q->lock);
 		e = find(q, uid);
-		err = refuse(o, e, who, k, n, msg);
-		if (err || e || spare)
+		err = force ? 0 : refuse(o, e, who, k, n, msg);
+		if (err || check_only || e || spare)
 			break;
 		tdbp_mutex_unlock(q->lock);
 		spare = tdbp_alloc(sizeof(*spare));
@@ -168,7 +183,7 @@ int tdbo_quota_charge(struct tdbo_owner *o, uint32_t who, uint32_t uid,
 			return -ENOMEM;
 		}
 	}
-	if (!err) {
+	if (!err && !check_only) {
 		if (!e) {
 			e = spare;
 			spare = NULL;
@@ -181,6 +196,40 @@ int tdbo_quota_charge(struct tdbo_owner *o, uint32_t who, uint32_t uid,
 	tdbp_mutex_unlock(q->lock);
 	tdbp_free(spare);
 	return err;
+}
+
+int tdbo_quota_charge(struct tdbo_owner *o, uint32_t who, uint32_t uid,
+		      enum tdbo_qkind k, uint64_t n, const char **msg)
+{
+	return charge(o, who, uid, k, n, msg, false, false);
+}
+
+int tdbo_quota_check(struct tdbo_owner *o, uint32_t who, uint32_t uid,
+		     enum tdbo_qkind k, uint64_t n, const char **msg)
+{
+	return charge(o, who, uid, k, n, msg, true, false);
+}
+
+int tdbo_quota_force(struct tdbo_owner *o, uint32_t uid, enum tdbo_qkind k,
+		     uint64_t n)
+{
+	const char *msg;
+
+	return charge(o, 0, uid, k, n, &msg, false, true);
+}
+
+uint64_t tdbo_quota_used(struct tdbo_owner *o, uint32_t uid,
+			 enum tdbo_qkind k)
+{
+	struct tdbo_quota *q = &o->quota;
+	struct qent *e;
+	uint64_t n;
+
+	tdbp_mutex_lock(q->lock);
+	e = uid == UINT32_MAX ? NULL : find(q, uid);
+	n = uid == UINT32_MAX ? q->total[k] : e ? e->used[k] : 0;
+	tdbp_mutex_unlock(q->lock);
+	return n;
 }
 
 static bool empty(const struct qent *e)

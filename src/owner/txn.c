@@ -1,26 +1,29 @@
-// SPDX-License-Identifier: GPL-2.0-only
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * txn.c - transactions (TXN_BEGIN, TXN_COMMIT, TXN_ABORT): changes
- * buffered per client, applied at commit all together or not at all,
- * exactly as tdbd's src/daemon/txn.c does.
+ * buffered per client, applied at commit all together or not at all.
  *
  * A transaction belongs to the client that began it (c->txns, touched
- * only by the client's thread).  Commit, under o->wlock:
- *  1. o->txn_seq becomes odd: GETs that overlap the commit retry, so no
- *     reader sees part of it;
- *  2. each change is applied in order, after saving the key's old value
- *     in an undo list;
- *  3. if a change fails (-EEXIST of a no-overwrite put, -ENOSPC, a table
+ * only by the client's thread), or, once a big commit is handed to the
+ * home (res->txn), to whoever runs tdbo_txn_commit().  Commit, under
+ * o->wlock, through change.c's pipeline:
+ *  1. the whole transaction is logged as one record (hooks->log_*);
+ *  2. the seqcount of every table it touches becomes odd: GETs of those
+ *     tables that overlap the apply retry, so no reader sees part of it
+ *     (GETs of other tables never wait for it, and none waits for the
+ *     log write, done before);
+ *  3. each change is applied in order (its pre-image saved in the
+ *     table's snapshots first), after saving the key's old value in an
+ *     undo list;
+ *  4. if a change fails (-EEXIST of a no-overwrite put, -ENOSPC, a table
  *     dropped meanwhile, ...), the changes already applied are undone in
- *     reverse order; the commit fails with that error and nothing is
- *     left;
- *  4. o->txn_seq becomes even again, then watchers are told about each
- *     change (only for a commit that succeeded).
+ *     reverse order and the log record is taken back; the commit fails
+ *     with that error and nothing is left;
+ *  5. the seqcounts become even again, then each change is marked dirty
+ *     and told to the watchers (only for a commit that succeeded).
  * An undo can itself fail only if restoring an old value needs memory
  * the table no longer has; that is logged.
  */
-
-
 #include "internal.h"
 
 /*
@@ -67,6 +70,7 @@ void tdbo_txn_free(struct tdbo_txn *x)
 	}
 	tdbp_free(x->ops);
 	tdbo_quota_uncharge(x->o, x->uid, TDBO_Q_TXN_BYTES, x->charged);
+	tdb_fetch_sub(&x->o->txn_bytes, x->bytes);
 	tdbp_free(x);
 }
 
@@ -137,6 +141,7 @@ int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t, bool del, uint32_t fl
 	tdbo_ref_get(&t->refs);
 	x->nops++;
 	x->bytes += klen + vlen;
+	tdb_fetch_add(&x->o->txn_bytes, (uint64_t)(klen + vlen));
 	x->charged += cost;
 	return 0;
 nomem:
@@ -214,22 +219,15 @@ static void undo_one(struct tdbo_txn_op *op, struct undo *u)
 			 op->t->name, tdbe_strerror(err));
 }
 
-static int apply_one(struct tdbo_txn_op *op, struct tdbe_extack *ee)
+static void op_change(const struct tdbo_txn_op *op, struct tdbo_change *ch)
 {
-	int err;
-
-	if (op->t->dropped) {
-		ee->msg = "a table of the transaction was dropped";
-		return -ENOENT;
-	}
-	tdbo_snap_save(op->t, op->key, op->klen);       /* pre-image */
-	if (op->del) {
-		err = tdbe_del(op->t->t, op->key, op->klen, ee);
-		return err == -ENOENT ? 0 : err;   /* deleting nothing is ok */
-	}
-	return tdbe_put(op->t->t, op->key, op->klen, op->key + op->klen,
-			op->vlen, op->flags & TDB_PUT_NOOVERWRITE ?
-			TDBE_NOOVERWRITE : 0, ee);
+	ch->del = op->del;
+	ch->noov = !op->del && (op->flags & TDB_PUT_NOOVERWRITE);
+	ch->quiet = true;               /* deleting nothing is ok */
+	ch->key = op->key;
+	ch->klen = op->klen;
+	ch->val = op->key + op->klen;
+	ch->vlen = op->del ? 0 : op->vlen;
 }
 
 /* Under wlock: apply every op or none; the error of the one that failed. */
@@ -237,13 +235,20 @@ static int apply_all(struct tdbo_txn *x, struct undo *u,
 		     struct tdb_proto_extack *ext)
 {
 	struct tdbe_extack ee = { 0 };
+	struct tdbo_change ch;
 	uint32_t i, done = 0;
 	int err = 0;
 
 	for (i = 0; i < x->nops && !err; i++) {
+		if (x->ops[i].t->dropped) {
+			ee.msg = "a table of the transaction was dropped";
+			err = -ENOENT;
+			break;
+		}
+		op_change(&x->ops[i], &ch);
 		err = save_old(&x->ops[i], &u[i]);
 		if (!err)
-			err = apply_one(&x->ops[i], &ee);
+			err = tdbo_apply(x->ops[i].t, &ch, &ee);
 		if (!err)
 			done = i + 1;
 	}
@@ -259,24 +264,81 @@ static int apply_all(struct tdbo_txn *x, struct undo *u,
 	return err;
 }
 
-static int txn_commit(struct tdbo_owner *o, struct tdbo_txn *x,
-		      struct tdb_proto_extack *ext)
+/* Under wlock: the seqcount of each table of x odd (begin) or even
+ * again, once per table however many ops it has.  Only one commit runs
+ * at a time, so an odd count here is this commit's. */
+static void seq_mark(struct tdbo_txn *x, bool begin)
 {
-	struct undo *u = tdbo_alloc_array(x->nops ? x->nops : 1, sizeof(*u));
+	uint32_t i;
+
+	for (i = 0; i < x->nops; i++) {
+		struct tdbo_table *t = x->ops[i].t;
+
+		if ((tdb_load_relaxed(&t->seq) & 1) == begin)
+			continue;
+		if (begin)
+			tdbo_seq_write_begin(t);
+		else
+			tdbo_seq_write_end(t);
+	}
+}
+
+/* Under wlock: the whole transaction as one log record, before any of
+ * it applies (change.c, step 2). */
+static int log_all(struct tdbo_owner *o, struct tdbo_txn *x, uint64_t *lsn,
+		   struct tdb_proto_extack *ext)
+{
 	uint32_t i;
 	int err;
 
-	if (!u)
-		return -ENOMEM;
-	tdbp_mutex_lock(o->wlock);
-	tdbo_seq_write_begin(o);
-	err = apply_all(x, u, ext);
-	tdbo_seq_write_end(o);
-	for (i = 0; !err && i < x->nops; i++) {
+	if (!x->nops || !o->hooks.log_commit)
+		return 0;
+	o->hooks.log_begin(o->hooks.arg);
+	for (i = 0; i < x->nops; i++) {
 		struct tdbo_txn_op *op = &x->ops[i];
 
-		tdbo_notify(o, op->t, op->del ? TDB_CMD_DEL : TDB_CMD_PUT,
-			    op->key, op->klen, op->key + op->klen, op->vlen);
+		o->hooks.log_op(o->hooks.arg, op->t, op->del, op->key,
+				op->klen, op->key + op->klen,
+				op->del ? 0 : op->vlen);
+	}
+	err = o->hooks.log_commit(o->hooks.arg, lsn, &ext->msg);
+	if (err)
+		*lsn = 0;
+	return err;
+}
+
+int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
+		    struct tdb_proto_extack *ext)
+{
+	struct tdbo_owner *o = x->o;
+	struct undo *u = tdbo_alloc_array(x->nops ? x->nops : 1, sizeof(*u));
+	struct tdbo_change ch;
+	uint32_t i;
+	int err = 0;
+
+	*lsn = 0;
+	if (!u)
+		return -ENOMEM;
+	for (i = 0; i < x->nops && x->ops[i].del; i++)
+		;
+	/* a commit with a put adds data: past the home's memory limit, no */
+	if (i < x->nops && o->hooks.mem_check)
+		err = o->hooks.mem_check(o->hooks.arg, &ext->msg);
+	tdbp_mutex_lock(o->wlock);
+	if (!err)
+		err = log_all(o, x, lsn, ext);
+	if (!err) {
+		seq_mark(x, true);                              /* odd */
+		err = apply_all(x, u, ext);
+		seq_mark(x, false);                             /* even */
+		if (err && *lsn) {
+			o->hooks.log_retract(o->hooks.arg, *lsn);
+			*lsn = 0;
+		}
+	}
+	for (i = 0; !err && i < x->nops; i++) {
+		op_change(&x->ops[i], &ch);
+		tdbo_applied(x->ops[i].t, &ch);
 	}
 	tdbo_feeds_flush(o);
 	tdbp_mutex_unlock(o->wlock);
@@ -284,6 +346,21 @@ static int txn_commit(struct tdbo_owner *o, struct tdbo_txn *x,
 		tdbp_free(u[i].old);
 	tdbp_free(u);
 	return err;
+}
+
+uint64_t tdbo_txn_bytes(struct tdbo_owner *o)
+{
+	return tdb_load_relaxed(&o->txn_bytes);
+}
+
+void tdbo_write_lock(struct tdbo_owner *o)
+{
+	tdbp_mutex_lock(o->wlock);
+}
+
+void tdbo_write_unlock(struct tdbo_owner *o)
+{
+	tdbp_mutex_unlock(o->wlock);
 }
 
 /* --- commands ------------------------------------------------------------- */
@@ -321,8 +398,27 @@ static int txn_begin(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	return 0;
 }
 
+/* Commit it here, or hand it to the home if it is big. */
+static int commit(struct tdbo_client *c, struct tdbo_txn *x,
+		  struct tdb_proto_extack *ext, struct tdbo_out *res)
+{
+	struct tdbo_owner *o = c->o;
+	uint32_t dops = tdbo_lim(o, defer_ops);
+	uint64_t dbytes = tdbo_lim(o, defer_bytes);
+	int err;
+
+	if ((dops && x->nops > dops) || (dbytes && x->bytes > dbytes)) {
+		res->txn = x;
+		return 0;
+	}
+	err = tdbo_txn_commit(x, &res->lsn, ext);
+	tdbo_txn_free(x);
+	return err;
+}
+
 int tdbo_txn_cmd(struct tdbo_client *c, const struct tdb_proto_msg *m,
-		 struct tdbo_sink *out, struct tdb_proto_extack *ext)
+		 struct tdbo_sink *out, struct tdb_proto_extack *ext,
+		 struct tdbo_out *res)
 {
 	struct tdbo_txn *x;
 	int err = 0;
@@ -336,7 +432,7 @@ int tdbo_txn_cmd(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	c->ntxns--;
 	tdbo_dec(&c->o->txns);
 	if (m->cmd == TDB_CMD_TXN_COMMIT)
-		err = txn_commit(c->o, x, ext);
+		return commit(c, x, ext, res);
 	tdbo_txn_free(x);
 	return err;
 }

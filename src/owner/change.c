@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * change.c - reading and changing records: GET, and the one change
+ * pipeline every change goes through, whether a client's PUT or DEL, an
+ * op of a committed transaction (txn.c) or a durable home's replay.
+ *
+ * The pipeline, for one key of table t, under o->wlock:
+ *  1. refuse what is sure to fail (a dropped table, deleting a missing
+ *     key, a no-overwrite put of a present one) before anything is
+ *     logged;
+ *  2. log it (hooks->log_*: the home's WAL; a transaction logs all its
+ *     ops as one record before any is applied; replay logs nothing);
+ *  3. save its pre-image in t's running snapshots (snap.c), then apply
+ *     it to the engine; a change the engine refuses has its record
+ *     taken back (log_retract) and, in a transaction, the ops applied
+ *     before it undone;
+ *  4. mark the key dirty (hooks->dirty: the home's next checkpoint),
+ *     note the table's size (hooks->mem_note), and tell the feeds and
+ *     the change hook (feed.c), published at the end of the change.
+ * docs/DURABILITY.md states the order and what a crash at each step
+ * leaves.
+ *
+ * Readers take no owner lock: a GET reads its table's seqcount
+ * (t->seq) before and after the lookup and retries if a commit to that
+ * table applied meanwhile, so it sees a transaction whole or not at
+ * all.  While the count is odd the reader sleeps on wlock instead of
+ * spinning: the count is odd only while a commit applies (its log
+ * record is written before), so a reader never waits for a log write.
+ */
+#include "internal.h"
+
+/* --- the seqcount ----------------------------------------------------------- */
+
+void tdbo_seq_write_begin(struct tdbo_table *t)
+{
+	tdb_store_relaxed(&t->seq, t->seq + 1);         /* odd */
+	tdb_smp_wmb();
+}
+
+void tdbo_seq_write_end(struct tdbo_table *t)
+{
+	tdb_store_release(&t->seq, t->seq + 1);         /* even */
+}
+
+/* An even count: while a commit to t applies, wait for it on wlock. */
+static uint64_t seq_read_begin(struct tdbo_table *t)
+{
+	for (;;) {
+		uint64_t s = tdb_load_acquire(&t->seq);
+
+		if (!(s & 1))
+			return s;
+		tdbp_mutex_lock(t->o->wlock);
+		tdbp_mutex_unlock(t->o->wlock);
+	}
+}
+
+static bool seq_read_retry(struct tdbo_table *t, uint64_t s)
+{
+	tdb_smp_rmb();
+	return tdb_load_relaxed(&t->seq) != s;
+}
+
+/* --- GET -------------------------------------------------------------------- */
+
+static void reply_init(const struct tdb_proto_msg *m, struct tdb_proto_msg *a,
+		       uint32_t attrs)
+{
+	memset(a, 0, sizeof(*a));
+	a->cmd = m->cmd;
+	a->seq = m->seq;
+	a->pid = m->pid;
+	a->attrs = attrs;
+}
+
+/* GET inside a transaction: its own changes first. 1 = not touched. */
+static int get_txn(struct tdbo_client *c, struct tdbo_table *t,
+		   const struct tdb_proto_msg *m, struct tdbo_sink *out,
+		   struct tdb_proto_extack *ext)
+{
+	struct tdb_proto_msg a;
+	struct tdbo_txn *x;
+	const void *v;
+	size_t vl;
+	int err = 0;
+
+	x = tdbo_txn_find(c, m, ext, &err);
+	if (!x)
+		return err;
+	err = tdbo_txn_lookup(x, t, m->key, m->key_len, &v, &vl);
+	if (err == 0) {
+		ext->msg = "no such key (deleted in this transaction)";
+		return -ENOENT;
+	}
+	if (err < 0)
+		return 1;
+	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
+	a.value = v;
+	a.value_len = (uint32_t)vl;
+	return tdbo_reply(out, &a, ext);
+}
+
+/*
+ * A sink whose reserve() may run inside a read-side section (a private
+ * buffer: tdbd) gets the reply built straight from the record: one copy.
+ * Another (a ring that may wait, an skb that may be allocated: tdb.ko)
+ * gets it from a copy of the value in the client's buffer.
+ */
+static int get_direct(struct tdbo_table *t, const struct tdb_proto_msg *m,
+		      struct tdbo_sink *out, struct tdb_proto_extack *ext)
+{
+	struct tdb_proto_msg a;
+	int err;
+
+	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
+	for (;;) {
+		uint64_t s = seq_read_begin(t);
+		const void *v;
+		size_t vl;
+		void *p = NULL;
+		long len = 0;
+
+		tdbe_read_lock();
+		err = tdbe_lookup(t->t, m->key, m->key_len, &v, &vl);
+		if (!err) {
+			a.value = v;
+			a.value_len = (uint32_t)vl;
+			len = tdb_proto_size(TDB_PROTO_ANSWER, &a, NULL);
+			p = len < 0 ? NULL : out->reserve(out, (size_t)len);
+			if (!p || tdb_proto_build(p, (size_t)len,
+					TDB_PROTO_ANSWER, &a, NULL) != len)
+				err = p ? -EINVAL : -ENOBUFS;
+		}
+		tdbe_read_unlock();
+		if (seq_read_retry(t, s))
+			continue;       /* nothing was committed to out */
+		if (err) {
+			ext->msg = err == -ENOENT ? "no such key" :
+				   err == -ENOBUFS ? "no room for the reply" :
+				   NULL;
+			return err;
+		}
+		out->commit(out, p, (size_t)len);
+		return 0;
+	}
+}
+
+static int grow_buf(struct tdbo_client *c, size_t need)
+{
+	size_t cap = tdbo_max((size_t)tdbo_roundup_pow2(need), (size_t)256);
+	void *n = tdbp_alloc(cap);
+
+	if (!n)
+		return -ENOMEM;
+	tdbp_free(c->buf);
+	c->buf = n;
+	c->buf_cap = cap;
+	return 0;
+}
+
+static int get_copy(struct tdbo_client *c, struct tdbo_table *t,
+		    const struct tdb_proto_msg *m, struct tdbo_sink *out,
+		    struct tdb_proto_extack *ext)
+{
+	struct tdb_proto_msg a;
+	long n;
+
+	for (;;) {
+		uint64_t s = seq_read_begin(t);
+		size_t need = 0;
+		int err;
+
+		n = tdbe_get(t->t, m->key, m->key_len, c->buf, c->buf_cap,
+			     &need);
+		if (n == -ENOBUFS) {
+			err = grow_buf(c, need);
+			if (err)
+				return err;
+			continue;
+		}
+		if (!seq_read_retry(t, s))
+			break;
+	}
+	if (n < 0) {
+		if (n == -ENOENT)
+			ext->msg = "no such key";
+		return (int)n;
+	}
+	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
+	a.value = c->buf;
+	a.value_len = (uint32_t)n;
+	return tdbo_reply(out, &a, ext);
+}
+
+int tdbo_cmd_get(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		 struct tdbo_sink *out, struct tdb_proto_extack *ext)
+{
+	struct tdbo_table *t;
+	int err = 0;
+
+	t = tdbo_resolve(c, m, TDBO_MAY_READ, ext, &err);
+	if (!t)
+		return err;
+	if (TDB_PROTO_HAS(m, TDB_A_TXN)) {
+		err = get_txn(c, t, m, out, ext);
+		if (err <= 0)
+			goto out;
+	}
+	err = out->in_read_section ? get_direct(t, m, out, ext) :
+				     get_copy(c, t, m, out, ext);
+out:
+	tdbo_table_put(t);
+	return err;
+}
+
+/* --- the pipeline ----------------------------------------------------------- */
+
+bool tdbo_key_exists(struct tdbo_table *t, const void *key, size_t klen)
+{
+	size_t need;
+
+	return tdbe_get(t->t, key, klen, NULL, 0, &need) != -ENOENT;
+}
+
+/* Step 3: pre-image, engine.  Under wlock; nothing logged here. */
+int tdbo_apply(struct tdbo_table *t, const struct tdbo_change *ch,
+	       struct tdbe_extack *ee)
+{
+	int err;
+
+	tdbo_snap_save(t, ch->key, ch->klen);
+	if (ch->del) {
+		err = tdbe_del(t->t, ch->key, ch->klen, ee);
+		return err == -ENOENT && ch->quiet ? 0 : err;
+	}
+	return tdbe_put(t->t, ch->key, ch->klen, ch->val, ch->vlen,
+			ch->noov ? TDBE_NOOVERWRITE : 0, ee);
+}
+
+/* Step 4, for a change that is in: dirty, size, feeds (published by
+ * the caller's tdbo_feeds_flush). */
+void tdbo_applied(struct tdbo_table *t, const struct tdbo_change *ch)
+{
+	struct tdbo_owner *o = t->o;
+
+	if (o->hooks.dirty)
+		o->hooks.dirty(o->hooks.arg, t, ch->key, ch->klen);
+	if (!ch->del && o->hooks.mem_note)
+		o->hooks.mem_note(o->hooks.arg, t);
+	tdbo_notify(o, t, ch->del ? TDB_CMD_DEL : TDB_CMD_PUT, ch->key,
+		    ch->klen, ch->val, ch->del ? 0 : ch->vlen);
+}
+
+/* Steps 1-4 for one change on its own (log: a client's, not replay). */
+static int change_one(struct tdbo_table *t, const struct tdbo_change *ch,
+		      bool log, uint64_t *lsn, const char **msg)
+{
+	struct tdbo_owner *o = t->o;
+	struct tdbe_extack ee = { 0 };
+	int err;
+
+	if (t->dropped) {
+		*msg = "no such table";
+		return -ENOENT;
+	}
+	if (ch->del && !ch->quiet && !tdbo_key_exists(t, ch->key, ch->klen)) {
+		*msg = "no such key";
+		return -ENOENT;
+	}
+	if (ch->noov && tdbo_key_exists(t, ch->key, ch->klen)) {
+		*msg = "key exists (no-overwrite put)";
+		return -EEXIST;
+	}
+	if (log && o->hooks.log_commit) {
+		o->hooks.log_begin(o->hooks.arg);
+		o->hooks.log_op(o->hooks.arg, t, ch->del, ch->key, ch->klen,
+				ch->val, ch->vlen);
+		err = o->hooks.log_commit(o->hooks.arg, lsn, msg);
+		if (err) {
+			*lsn = 0;
+			return err;
+		}
+	}
+	err = tdbo_apply(t, ch, &ee);
+	if (err) {
+		if (*lsn)
+			o->hooks.log_retract(o->hooks.arg, *lsn);
+		*lsn = 0;
+		*msg = ee.msg;
+		if (err == -ENOSPC && !ee.msg)
+			*msg = "table is full (at its max-extents cap)";
+		return err;
+	}
+	tdbo_applied(t, ch);
+	return 0;
+}
+
+static int change_locked(struct tdbo_table *t, const struct tdbo_change *ch,
+			 bool log, uint64_t *lsn, const char **msg)
+{
+	struct tdbo_owner *o = t->o;
+	int err;
+
+	*lsn = 0;
+	tdbp_mutex_lock(o->wlock);
+	err = change_one(t, ch, log, lsn, msg);
+	tdbo_feeds_flush(o);
+	tdbp_mutex_unlock(o->wlock);
+	return err;
+}
+
+/* A durable home's replay: the pipeline without the log. */
+int tdbo_replay(struct tdbo_table *t, bool del, const void *key,
+		size_t klen, const void *val, size_t vlen, const char **msg)
+{
+	struct tdbo_change ch = {
+		.del = del, .quiet = true, .key = key, .klen = klen,
+		.val = val, .vlen = vlen,
+	};
+	uint64_t lsn;
+
+	return change_locked(t, &ch, false, &lsn, msg);
+}
+
+/* The value in one piece: m's own bytes, or its fragments gathered into
+ * *buf (tdbp_free()d by the caller). */
+static const void *value_of(const struct tdb_proto_msg *m, void **buf)
+{
+	*buf = NULL;
+	if (m->value_frags <= 1)
+		return m->value;
+	*buf = tdbp_alloc(m->value_len);
+	if (*buf)
+		tdb_proto_value_copy(m, *buf);
+	return *buf;
+}
+
+int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		     bool del, struct tdb_proto_extack *ext,
+		     struct tdbo_out *res)
+{
+	struct tdbo_owner *o = c->o;
+	struct tdbo_change ch = { .del = del, .key = m->key,
+				  .klen = m->key_len };
+	struct tdbo_table *t;
+	void *buf = NULL;
+	int err = 0;
+
+	t = tdbo_resolve(c, m, TDBO_MAY_WRITE, ext, &err);
+	if (!t)
+		return err;
+	/* past the home's memory limit puts fail; deletes go on */
+	if (!del && o->hooks.mem_check &&
+	    (err = o->hooks.mem_check(o->hooks.arg, &ext->msg)))
+		goto out;
+	if (!del) {
+		ch.val = value_of(m, &buf);
+		ch.vlen = m->value_len;
+		ch.noov = m->flags & TDB_PUT_NOOVERWRITE;
+		if (!ch.val) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	if (TDB_PROTO_HAS(m, TDB_A_TXN)) {
+		struct tdbo_txn *x = tdbo_txn_find(c, m, ext, &err);
+
+		if (x)
+			err = tdbo_txn_add(x, t, del, m->flags, ch.key,
+					   ch.klen, ch.val, ch.vlen, ext);
+	} else {
+		err = change_locked(t, &ch, true, &res->lsn, &ext->msg);
+	}
+out:
+	tdbp_free(buf);
+	tdbo_table_put(t);
+	return err;
+}

@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * registry.c - the owner's tables: each engine table with its owner,
+ * group, mode and id, looked up by name; the access check; creating and
+ * dropping tables (TABLE_CREATE, TABLE_DROP), and what a durable home's
+ * recovery needs (tables restored with their ids, tables set aside).
+ *
+ * Invariants:
+ *  - A struct tdbo_table lives while it has references; the registry
+ *    holds one from create to drop.  Lookups take a reference under
+ *    reg_lock; create and drop change the hash under reg_lock, and only
+ *    while the caller holds wlock (so they are also ordered with every
+ *    data change and every log record).
+ *  - reg_gen changes whenever the set of names changes, so a client's
+ *    cached table (tdbo_resolve) is good while reg_gen is what it was.
+ *  - A table set aside (t->aside) has no engine table (t->t NULL): a
+ *    durable home's recovery made it so, before any client came; no
+ *    request reaches it but a DROP (tdbo_resolve refuses the others).
+ *  - A table is charged to its owner from create to drop (TDBO_Q_TABLES)
+ *    and, for the address space its region reserves, until its engine
+ *    table is closed (TDBO_Q_RESERVE, t->reserve).  A client's create is
+ *    checked and charged under wlock, so the check and the charge cannot
+ *    be split by another; recovery charges whatever the limits say.
+ */
+#include "internal.h"
+
+static unsigned int name_hash(const char *s)
+{
+	unsigned int h = 2166136261u;   /* FNV-1a: names are short */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h % TDBO_BUCKETS;
+}
+
+/* Under reg_lock. */
+static struct tdbo_table *lookup(struct tdbo_owner *o, const char *name)
+{
+	struct tdbo_table *t;
+
+	tdbo_list_for_each(t, &o->buckets[name_hash(name)], hnode)
+		if (tdbo_streq(t->name, name))
+			return t;
+	return NULL;
+}
+
+struct tdbo_table *tdbo_table_get(struct tdbo_owner *o, const char *name)
+{
+	struct tdbo_table *t;
+
+	tdbp_mutex_lock(o->reg_lock);
+	t = lookup(o, name);
+	if (t)
+		tdbo_ref_get(&t->refs);
+	tdbp_mutex_unlock(o->reg_lock);
+	return t;
+}
+
+/* Closing the engine handle may sleep: where the home allows that. */
+void tdbo_table_put(struct tdbo_table *t)
+{
+	struct tdbo_owner *o;
+
+	if (!t || !tdbo_ref_put(&t->refs))
+		return;
+	o = t->o;
+	tdbo_table_feed_release(t);
+	tdbe_table_close(t->t);
+	tdbo_quota_uncharge(o, t->uid, TDBO_Q_RESERVE, t->reserve);
+	if (o->hooks.table_free)
+		o->hooks.table_free(o->hooks.arg, t);
+	tdbp_free(t->aside);
+	tdbp_free(t);
+}
+
+uint64_t tdbo_table_reserve(uint32_t max_ext)
+{
+	/* tdbp_region_create: one extent more, to align the base */
+	return ((uint64_t)(max_ext ? max_ext : TDBE_EXTENTS_DEFAULT) + 1) *
+	       TDBP_EXTENT_SIZE;
+}
+
+unsigned int tdbo_table_count(struct tdbo_owner *o)
+{
+	return tdb_load_relaxed(&o->ntables);
+}
+
+unsigned int tdbo_table_count_aside(struct tdbo_owner *o)
+{
+	return tdb_load_relaxed(&o->naside);
+}
+
+static void reg_add(struct tdbo_owner *o, struct tdbo_table *t)
+{
+	tdbp_mutex_lock(o->reg_lock);
+	tdbo_list_add(&t->hnode, &o->buckets[name_hash(t->name)]);
+	tdbo_list_add_tail(&t->lnode, &o->tables);
+	o->ntables++;
+	tdb_fetch_add(&o->reg_gen, 1);
+	tdbp_mutex_unlock(o->reg_lock);
+}
+
+/* Under wlock (or at owner_free): take t out of the registry. */
+void tdbo_table_unlink(struct tdbo_owner *o, struct tdbo_table *t)
+{
+	tdbp_mutex_lock(o->reg_lock);
+	tdbo_list_del(&t->hnode);
+	tdbo_list_del(&t->lnode);
+	o->ntables--;
+	tdb_fetch_add(&o->reg_gen, 1);
+	tdbp_mutex_unlock(o->reg_lock);
+}
+
+/* A table struct, not yet in the registry. */
+static struct tdbo_table *table_alloc(struct tdbo_owner *o, const char *name,
+				      uint64_t id, uint32_t max_ext,
+				      uint32_t uid, uint32_t gid,
+				      uint32_t mode)
+{
+	struct tdbo_table *t = tdbp_alloc(sizeof(*t));
+
+	if (!t)
+		return NULL;
+	tdbo_strlcpy(t->name, name, sizeof(t->name));
+	t->o = o;
+	t->id = id ? id : o->next_table_id + 1;
+	if (t->id > o->next_table_id)
+		o->next_table_id = t->id;
+	t->max_extents = max_ext;
+	t->uid = uid;
+	t->gid = gid;
+	t->mode = mode & 0777;
+	tdbo_ref_init(&t->refs, 1);     /* the registry's */
+	tdbo_list_init(&t->watches);
+	tdbo_list_init(&t->dirty);
+	return t;
+}
+
+/* Under wlock: the engine table and the registry entry.  id 0: the
+ * next free one.  Charged whatever the limits say (the caller checked
+ * them, or is recovery). */
+static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
+		      uint32_t max_ext, uint32_t uid, uint32_t gid,
+		      uint32_t mode, struct tdbo_table **out,
+		      const char **msg)
+{
+	struct tdbe_table_opts opts = { .max_extents = max_ext };
+	struct tdbe_extack ee = { 0 };
+	struct tdbo_table *t = table_alloc(o, name, id, max_ext, uid, gid,
+					   mode);
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	err = tdbe_table_create(o->engine, name, &opts, &ee);
+	if (!err) {
+		err = tdbe_table_open(o->engine, name, &t->t, &ee);
+		if (err)
+			tdbe_table_drop(o->engine, name, NULL);
+	}
+	if (err) {
+		*msg = err == -EEXIST ? "table exists" : ee.msg;
+		tdbp_free(t);
+		return err;
+	}
+	t->reserve = tdbo_table_reserve(max_ext);
+	tdbo_quota_force(o, uid, TDBO_Q_TABLES, 1);
+	tdbo_quota_force(o, uid, TDBO_Q_RESERVE, t->reserve);
+	t->ckpt_full = true;    /* new: the next checkpoint writes it all */
+	reg_add(o, t);
+	if (out)
+		*out = t;
+	return 0;
+}
+
+int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
+		       uint32_t max_ext, uint32_t uid, uint32_t gid,
+		       uint32_t mode, struct tdbo_table **out,
+		       const char **msg)
+{
+	int err;
+
+	tdbp_mutex_lock(o->wlock);
+	err = table_make(o, name, id, max_ext, uid, gid, mode, out, msg);
+	tdbp_mutex_unlock(o->wlock);
+	return err;
+}
+
+/* What every request on a set-aside table is told: the name (escaped: a
+ * legacy name may hold anything) and why, cut so that the whole fits in
+ * an extack (TDB_PROTO_EXTACK_MAX) with the tail. */
+static int aside_msg(struct tdbo_table *t, const char *why)
+{
+	static const char head[] = "table ";
+	static const char mid[] = " was set aside at start: ";
+	static const char tail[] = "; its data is kept on disk for a "
+				   "restart once the cause is gone (DROP "
+				   "discards it)";
+	char name[4 * TDBE_NAME_MAX + 1], *m;
+	size_t n = 0, room, wl;
+
+	tdb_escape(name, sizeof(name), t->name, tdbo_strlen(t->name));
+	m = tdbp_alloc(TDB_PROTO_EXTACK_MAX + 1);
+	if (!m)
+		return -ENOMEM;
+	memcpy(m, head, sizeof(head) - 1);
+	n = sizeof(head) - 1;
+	wl = tdbo_min(tdbo_strlen(name), (size_t)96);
+	memcpy(m + n, name, wl);
+	n += wl;
+	memcpy(m + n, mid, sizeof(mid) - 1);
+	n += sizeof(mid) - 1;
+	room = TDB_PROTO_EXTACK_MAX - n - (sizeof(tail) - 1);
+	wl = tdbo_min(tdbo_strlen(why), room);
+	memcpy(m + n, why, wl);
+	n += wl;
+	memcpy(m + n, tail, sizeof(tail));      /* with its NUL */
+	tdbp_free(t->aside);
+	t->aside = m;
+	return 0;
+}
+
+int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
+			 uint32_t max_ext, uint32_t uid, uint32_t gid,
+			 uint32_t mode, uint64_t from, const char *why)
+{
+	struct tdbo_table *t;
+
+	tdbp_mutex_lock(o->wlock);
+	t = table_alloc(o, name, id, max_ext, uid, gid, mode);
+	if (!t || aside_msg(t, why)) {
+		tdbp_mutex_unlock(o->wlock);
+		tdbp_free(t);
+		return -ENOMEM;
+	}
+	t->from = from;
+	/* it still counts among its owner's tables (a drop gives the slot
+	 * back); it reserves no address space while it has no region */
+	tdbo_quota_force(o, uid, TDBO_Q_TABLES, 1);
+	reg_add(o, t);
+	tdbo_inc(&o->naside);
+	tdbp_mutex_unlock(o->wlock);
+	return 0;
+}
+
+int tdbo_table_set_aside(struct tdbo_owner *o, struct tdbo_table *t,
+			 const char *why)
+{
+	struct tdbe_extack ee = { 0 };
+
+	tdbp_mutex_lock(o->wlock);
+	if (aside_msg(t, why)) {
+		tdbp_mutex_unlock(o->wlock);
+		return -ENOMEM;
+	}
+	tdbe_table_drop(o->engine, t->name, &ee);
+	tdbe_table_close(t->t);
+	t->t = NULL;
+	tdbo_quota_uncharge(o, t->uid, TDBO_Q_RESERVE, t->reserve);
+	t->reserve = 0;
+	t->ckpt_full = false;
+	if (o->hooks.table_free)        /* its dirty set, its memory */
+		o->hooks.table_free(o->hooks.arg, t);
+	tdb_fetch_add(&o->reg_gen, 1);
+	tdbo_inc(&o->naside);
+	tdbp_mutex_unlock(o->wlock);
+	return 0;
+}
+
+int tdbo_tables_snapshot(struct tdbo_owner *o, struct tdbo_table ***out,
+			 unsigned int *n)
+{
+	struct tdbo_table **v, *t;
+	unsigned int k;
+
+	for (;;) {
+		k = tdb_load_relaxed(&o->ntables);
+		v = tdbo_alloc_array(k + 1, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		tdbp_mutex_lock(o->reg_lock);
+		if (o->ntables <= k)
+			break;
+		tdbp_mutex_unlock(o->reg_lock);  /* grew meanwhile: again */
+		tdbp_free(v);
+	}
+	k = 0;
+	tdbo_list_for_each(t, &o->tables, lnode) {
+		tdbo_ref_get(&t->refs);
+		v[k++] = t;
+	}
+	tdbp_mutex_unlock(o->reg_lock);
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+void tdbo_tables_release(struct tdbo_table **v, unsigned int n)
+{
+	while (n--)
+		tdbo_table_put(v[n]);
+	tdbp_free(v);
+}
+
+/* --- access --------------------------------------------------------------- */
+
+static bool in_groups(const struct tdbo_client *c, uint32_t gid)
+{
+	uint32_t i;
+
+	if (c->gid == gid)
+		return true;
+	for (i = 0; i < c->ngroups; i++)
+		if (c->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* Root may do anything; else the owner's, the group's or the others'
+ * bits, the first class the client is in. */
+bool tdbo_may(const struct tdbo_client *c, const struct tdbo_table *t,
+	      unsigned int want)
+{
+	unsigned int bits;
+
+	if (c->uid == 0)
+		return true;
+	if (c->uid == t->uid)
+		bits = t->mode >> 6;
+	else
+		bits = in_groups(c, t->gid) ? t->mode >> 3 : t->mode;
+	return (bits & want) == want;
+}
+
+/* The table m names, through the client's one-entry cache (good while
+ * the registry's names are what they were): a reference of the
+ * caller's own. */
+static struct tdbo_table *cached(struct tdbo_client *c, const char *name)
+{
+	uint64_t gen = tdb_load_acquire(&c->o->reg_gen);
+
+	if (!c->cache || c->cache_gen != gen ||
+	    !tdbo_streq(c->cache->name, name)) {
+		tdbo_table_put(c->cache);
+		c->cache = tdbo_table_get(c->o, name);
+		c->cache_gen = gen;
+	}
+	if (c->cache)
+		tdbo_ref_get(&c->cache->refs);
+	return c->cache;
+}
+
+struct tdbo_table *tdbo_resolve(struct tdbo_client *c,
+				const struct tdb_proto_msg *m,
+				unsigned int want,
+				struct tdb_proto_extack *ext, int *err)
+{
+	struct tdbo_table *t = cached(c, m->table);
+
+	if (!t) {
+		ext->msg = "no such table";
+		ext->offset = m->attr_off[TDB_A_TABLE];
+		*err = -ENOENT;
+		return NULL;
+	}
+	if (want && !tdbo_may(c, t, want)) {
+		ext->msg = want & TDBO_MAY_WRITE ?
+			"permission denied: the table's mode does not let "
+			"you write it" :
+			"permission denied: the table's mode does not let "
+			"you read it";
+		*err = -EACCES;
+	} else if (want && t->aside) {  /* only DROP (want 0) reaches it */
+		ext->msg = t->aside;
+		ext->offset = m->attr_off[TDB_A_TABLE];
+		*err = -EIO;
+	} else {
+		return t;
+	}
+	tdbo_table_put(t);
+	return NULL;
+}
+
+/* --- TABLE_CREATE, TABLE_DROP ----------------------------------------------- */
+
+/* Under wlock: may uid own one more table of max_ext extents (a request
+ * of `who`: root creates for anyone, exempt from the per-uid limits and
+ * with the last eighth of those in all)? */
+static int create_check(struct tdbo_owner *o, uint32_t who, uint32_t uid,
+			uint32_t max_ext, const char **msg)
+{
+	uint32_t max = tdbo_lim(o, max_tables);
+
+	if (max && tdb_load_relaxed(&o->ntables) >= max) {
+		*msg = "too many tables (max-tables)";
+		return -EMFILE;
+	}
+	if (max_ext > TDBE_EXTENTS_MAX)
+		return 0;       /* the engine refuses it, naming it */
+	return tdbo_quota_check(o, who, uid, TDBO_Q_TABLES, 1, msg) ?:
+	       tdbo_quota_check(o, who, uid, TDBO_Q_RESERVE,
+				tdbo_table_reserve(max_ext), msg);
+}
+
+/* Under wlock: check, log, make (the log record taken back if the
+ * engine refuses). */
+static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
+			 uint32_t who, uint32_t uid, uint32_t gid,
+			 uint32_t mode, struct tdb_proto_extack *ext,
+			 struct tdbo_out *res)
+{
+	uint32_t max_ext = TDB_PROTO_HAS(m, TDB_A_MAX_EXTENTS) ?
+			   m->max_extents : 0;
+	struct tdbo_table *t = tdbo_table_get(o, m->table), *nt;
+	struct tdbo_table proto;
+	int err;
+
+	if (t) {
+		ext->msg = t->aside ? "table exists (set aside at start: "
+			   "its data is kept; DROP discards it)" :
+			   "table exists";
+		tdbo_table_put(t);
+		return -EEXIST;
+	}
+	err = create_check(o, who, uid, max_ext, &ext->msg);
+	if (err)
+		return err;
+	if (o->hooks.log_create) {
+		/* what the record needs: name, next id, owner, mode, cap */
+		memset(&proto, 0, sizeof(proto));
+		tdbo_strlcpy(proto.name, m->table, sizeof(proto.name));
+		proto.id = o->next_table_id + 1;
+		proto.uid = uid;
+		proto.gid = gid;
+		proto.mode = mode & 0777;
+		proto.max_extents = max_ext;
+		err = o->hooks.log_create(o->hooks.arg, &proto, &res->lsn,
+					  &ext->msg);
+		if (err) {
+			res->lsn = 0;
+			return err;
+		}
+	}
+	err = table_make(o, m->table, o->next_table_id + 1, max_ext, uid, gid,
+			 mode, &nt, &ext->msg);
+	if (err && res->lsn) {
+		o->hooks.log_retract(o->hooks.arg, res->lsn);
+		res->lsn = 0;
+	}
+	if (!err && o->hooks.mem_note)
+		o->hooks.mem_note(o->hooks.arg, nt);
+	return err;
+}
+
+int tdbo_cmd_create(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		    struct tdb_proto_extack *ext, struct tdbo_out *res)
+{
+	struct tdbo_owner *o = c->o;
+	uint32_t uid = c->uid, gid = c->gid, mode = tdbo_lim(o, default_mode);
+	int err;
+
+	if (TDB_PROTO_HAS(m, TDB_A_UID))
+		uid = m->uid;
+	if (TDB_PROTO_HAS(m, TDB_A_GID))
+		gid = m->gid;
+	if (TDB_PROTO_HAS(m, TDB_A_MODE))
+		mode = m->mode;
+	if (c->uid != 0 && uid != c->uid) {
+		ext->msg = "only root may create a table owned by another "
+			   "user";
+		ext->offset = m->attr_off[TDB_A_UID];
+		return -EPERM;
+	}
+	if (c->uid != 0 && !in_groups(c, gid)) {
+		ext->msg = "the table's group must be one of yours";
+		ext->offset = m->attr_off[TDB_A_GID];
+		return -EPERM;
+	}
+	/* a table is at least an extent: past the home's memory limit,
+	 * no new one */
+	if (o->hooks.mem_check && (err = o->hooks.mem_check(o->hooks.arg,
+							    &ext->msg)))
+		return err;
+	tdbp_mutex_lock(o->wlock);
+	err = create_locked(o, m, c->uid, uid, gid, mode, ext, res);
+	tdbp_mutex_unlock(o->wlock);
+	return err;
+}
+
+/* Under wlock: out of the engine and the registry; the watchers get
+ * TABLE_DROP as the last message of its feed. */
+static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
+		       const char **msg)
+{
+	struct tdbe_extack ee = { 0 };
+	int err;
+
+	if (t->dropped) {
+		*msg = "no such table";
+		return -ENOENT;
+	}
+	/* a table set aside has no engine table: dropping it only takes
+	 * it from the registry (and the next checkpoint from the disk) */
+	err = t->t ? tdbe_table_drop(o->engine, t->name, &ee) : 0;
+	if (err) {
+		*msg = ee.msg;
+		return err;
+	}
+	if (t->aside)
+		tdbo_dec(&o->naside);
+	tdbo_table_unlink(o, t);
+	tdbo_quota_uncharge(o, t->uid, TDBO_Q_TABLES, 1);
+	tdb_store_relaxed(&t->dropped, true);
+	tdbo_snap_detach_all(t);        /* a dropped table changes no more */
+	tdbo_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0);
+	tdbo_feeds_flush(o);
+	tdbo_table_feed_release(t);
+	if (o->hooks.mem_note)
+		o->hooks.mem_note(o->hooks.arg, t);
+	tdbo_table_put(t);              /* the registry's reference */
+	return 0;
+}
+
+int tdbo_table_drop_replay(struct tdbo_owner *o, struct tdbo_table *t,
+			   const char **msg)
+{
+	int err;
+
+	tdbp_mutex_lock(o->wlock);
+	err = drop_locked(o, t, msg);
+	tdbp_mutex_unlock(o->wlock);
+	return err;
+}
+
+int tdbo_cmd_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		  struct tdb_proto_extack *ext, struct tdbo_out *res)
+{
+	struct tdbo_owner *o = c->o;
+	struct tdbo_table *t;
+	int err = 0;
+
+	t = tdbo_resolve(c, m, 0, ext, &err);
+	if (!t)
+		return err;
+	if (c->uid != 0 && c->uid != t->uid) {
+		ext->msg = "only the table's owner or root may drop it";
+		tdbo_table_put(t);
+		return -EPERM;
+	}
+	tdbp_mutex_lock(o->wlock);
+	if (t->dropped) {
+		ext->msg = "no such table";
+		err = -ENOENT;
+	} else if (o->hooks.log_drop) {
+		err = o->hooks.log_drop(o->hooks.arg, t, &res->lsn,
+					&ext->msg);
+	}
+	if (!err && (err = drop_locked(o, t, &ext->msg)) && res->lsn) {
+		o->hooks.log_retract(o->hooks.arg, res->lsn);
+		res->lsn = 0;
+	}
+	if (err)
+		res->lsn = 0;
+	tdbp_mutex_unlock(o->wlock);
+	tdbo_table_put(t);
+	return err;
+}
