@@ -630,8 +630,7 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 		kfree(f);
 		return err ? err : -ENOMEM;
 	}
-	tdb_fetch_add(&counters()->clients, 1);
-	tdb_fetch_add(&counters()->accepted, 1);
+	tdbo_client_accept(f->client);
 	file->private_data = f;
 	return stream_open(inode, file);
 }
@@ -650,7 +649,6 @@ static int tdbk_dev_release(struct inode *inode, struct file *file)
 	/* Aborts its transactions and drops its watches: no feed_wake()
 	 * after this returns. */
 	tdbo_client_free(f->client);
-	tdb_fetch_sub(&counters()->clients, 1);
 	if (f->attached) {
 		tdbk_ring_free(&f->sq);
 		tdbk_ring_free(&f->cq);

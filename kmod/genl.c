@@ -86,7 +86,6 @@ static void client_release(struct kref *ref)
 	struct genl_client *gc = container_of(ref, struct genl_client, ref);
 
 	tdbo_client_free(gc->tc);
-	tdb_fetch_sub(&counters()->clients, 1);
 	mutex_destroy(&gc->lock);
 	kfree(gc);
 }
@@ -144,8 +143,7 @@ static struct genl_client *client_get(struct sk_buff *skb, int *err)
 	mutex_init(&gc->lock);
 	hash_add(genl_clients, &gc->node, portid);
 	mutex_unlock(&clients_lock);
-	tdb_fetch_add(&counters()->clients, 1);
-	tdb_fetch_add(&counters()->accepted, 1);
+	tdbo_client_accept(gc->tc);
 	return gc;
 }
 

@@ -112,13 +112,14 @@ static int pidfd_open(pid_t pid)
 /* --- life ------------------------------------------------------------ */
 
 struct client *tdbd_client_new(struct tdbd *d, int sock,
-			       const struct creds *cr)
+			       const struct creds *cr, struct tdbo_client *oc)
 {
 	struct client *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
 	c->d = d;
+	c->oc = oc;
 	c->sock = sock;
 	c->cr = *cr;
 	c->evfd = -1;
@@ -232,7 +233,7 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 		return err;
 	}
 	c->attached = true;
-	__atomic_fetch_add(&d->ctr.rings, 2, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&d->oct->rings, 2, __ATOMIC_RELAXED);
 	return 1;
 refuse:
 	{
@@ -258,7 +259,7 @@ void tdbd_client_violation(struct client *c, const char *why)
 		why = TDBD_WHY_SIGBUS;
 	c->dead = true;
 	c->why = why ? why : "protocol violation";
-	__atomic_fetch_add(&c->d->ctr.violations, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c->d->oct->violations, 1, __ATOMIC_RELAXED);
 	tdbd_log_rl(RL_VIOLATION, L_WARNING, "client %llu (pid %d, uid %u): %s",
 		    (unsigned long long)c->id, (int)c->cr.pid,
 		    (unsigned int)c->cr.uid, c->why);
@@ -474,7 +475,7 @@ static int run_input(struct client *c)
 		    nh.nlmsg_len & 3) {
 			c->why = "socket: a message length that cannot be "
 				 "framed (protocol violation)";
-			__atomic_fetch_add(&c->d->ctr.violations, 1,
+			__atomic_fetch_add(&c->d->oct->violations, 1,
 					   __ATOMIC_RELAXED);
 			return -EPROTO;
 		}
@@ -563,30 +564,22 @@ void tdbd_client_cleanup(struct client *c)
 
 	tdbd_held_free(c);
 	tdbd_commit_orphan(c);
-	while (c->txns) {
-		struct txn *x = c->txns;
-
-		c->txns = x->next;
-		tdbd_txn_free(d, x);
-		__atomic_fetch_add(&d->ctr.txns_aborted, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_sub(&d->ctr.txns, 1, __ATOMIC_RELAXED);
-	}
-	c->ntxns = 0;
-	tdbd_watches_drop(c);
 	for (i = 0; i < MAX_DUMPS; i++)
 		if (c->dumps[i].used)
 			tdbd_dump_end(c, &c->dumps[i]);
+	/* its transactions aborted, watches dropped (counted in STATS),
+	 * its quota charge given back */
+	tdbo_client_free(c->oc);
+	c->oc = NULL;
 	if (c->attached) {
 		attach_undo(c);
 		c->attached = false;
-		__atomic_fetch_sub(&d->ctr.rings, 2, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&d->ctr.rings_freed, 2, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&d->oct->rings, 2, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&d->oct->rings_freed, 2, __ATOMIC_RELAXED);
 	}
 	if (c->blocked_since)
 		__atomic_fetch_sub(&d->ctr.throttled, 1, __ATOMIC_RELAXED);
 	c->blocked_since = 0;
-	tdbd_table_put(d, c->cache);
-	c->cache = NULL;
 }
 
 void tdbd_client_free(struct client *c)
@@ -601,7 +594,5 @@ void tdbd_client_free(struct client *c)
 	free(c->in);
 	free(c->out);
 	free(c->stash);
-	/* charged at accept (main.c), before the client was made */
-	tdbd_quota_uncharge(c->d, c->cr.uid, Q_CLIENTS, 1);
 	free(c);
 }

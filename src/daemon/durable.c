@@ -6,17 +6,18 @@
  *
  * Invariants:
  *  - Every change (put, delete, transaction, create, drop) is written to
- *    the WAL under d->wlock before it is applied, so the WAL's order is
- *    the order of changes.  A change the engine then refuses is
- *    retracted (the record is cut off again) before wlock is released.
+ *    the WAL under the owner's write lock before it is applied (the
+ *    owner's log hooks, src/owner/change.c), so the WAL's order is the
+ *    order of changes.  A change the engine then refuses is retracted
+ *    (the record is cut off again) before that lock is released.
  *  - With sync always or batch a change's acknowledgement is held
  *    (struct held, per client, in LSN order) until wal_durable() reaches
  *    its LSN; with none it goes out at once.
  *  - A checkpoint takes each table's dirty set and the WAL's written LSN
- *    under wlock, then writes outside it: the values it reads may be
- *    newer than that LSN, which is harmless since replaying a put or a
- *    delete twice gives the same result.  It reads each value under
- *    wlock (briefly, key by key), so it never sees a transaction commit
+ *    under the write lock, then writes outside it: the values it reads
+ *    may be newer than that LSN, which is harmless since replaying a put
+ *    or a delete twice gives the same result.  It reads each value under
+ *    the write lock (briefly, key by key), so it never sees a commit
  *    half-applied or a failed one before its undo.  And it syncs the WAL
  *    up to everything written before it commits, so the checkpoint never
  *    holds a change whose record could still be lost.  Only then are
@@ -52,6 +53,7 @@
 #include <xxhash.h>
 
 #include "ckpt.h"
+#include "internal.h"           /* src/owner: struct tdbo_table */
 #include "tdbd.h"
 #include "wal.h"
 
@@ -116,16 +118,19 @@ static int dirty_grow(struct dirty *s)
 	return 0;
 }
 
-/* Under wlock.  Out of memory or over DIRTY_MAX: the table goes whole. */
-void tdbd_dirty_add(struct dtable *dt, const void *key, size_t klen)
+/* The owner's dirty hook, under its write lock.  Out of memory or over
+ * DIRTY_MAX: the table goes whole. */
+void tdbd_dirty_add(void *arg, struct tdbo_table *dt, const void *key,
+		    size_t klen)
 {
 	uint64_t h = XXH64(key, klen, 0);
-	struct dirty *s = dt->dirty;
+	struct dirty *s = dt->ckpt_dirty;
 	struct dkey *k;
 
+	(void)arg;
 	if (dt->ckpt_full)
 		return;
-	if (!s && !(s = dt->dirty = calloc(1, sizeof(*s))))
+	if (!s && !(s = dt->ckpt_dirty = calloc(1, sizeof(*s))))
 		goto whole;
 	if ((s->n + 1) * 2 > s->cap) {
 		if (s->n >= DIRTY_MAX || dirty_grow(s))
@@ -143,12 +148,12 @@ void tdbd_dirty_add(struct dtable *dt, const void *key, size_t klen)
 	return;
 whole:
 	dt->ckpt_full = true;
-	tdbd_dirty_free(dt->dirty);
-	dt->dirty = NULL;
+	tdbd_dirty_free(dt->ckpt_dirty);
+	dt->ckpt_dirty = NULL;
 }
 
 /* Give a checkpoint's set back to the table (the checkpoint failed). */
-static void dirty_merge(struct dtable *dt, struct dirty *s, bool full)
+static void dirty_merge(struct tdbo_table *dt, struct dirty *s, bool full)
 {
 	uint32_t i;
 
@@ -156,11 +161,11 @@ static void dirty_merge(struct dtable *dt, struct dirty *s, bool full)
 		dt->ckpt_full = true;
 	for (i = 0; s && i < s->cap; i++)
 		if (s->v[i].key)
-			tdbd_dirty_add(dt, s->v[i].key, s->v[i].klen);
+			tdbd_dirty_add(NULL, dt, s->v[i].key, s->v[i].klen);
 	tdbd_dirty_free(s);
 }
 
-/* --- logging changes (under wlock) --------------------------------------- */
+/* --- logging changes (the owner's log hooks) --------------------------------------- */
 
 static void count_record(struct tdbd *d)
 {
@@ -181,74 +186,58 @@ static int commit(struct tdbd *d, uint64_t *lsn, const char **msg)
 	return err;
 }
 
-int tdbd_log_put(struct tdbd *d, struct dtable *dt, const void *key,
-		 size_t klen, const void *val, size_t vlen, uint64_t *lsn,
-		 const char **msg)
+/* The owner's log hooks: a record of ops (one change, or a whole
+ * transaction), then create and drop. */
+void tdbd_log_begin(void *arg)
 {
-	int err;
+	struct tdbd *d = arg;
 
 	wal_begin(d->wal, WAL_OPS);
-	wal_add_op(d->wal, WAL_OP_PUT, dt->name, key, (uint32_t)klen, val,
-		   (uint32_t)vlen);
-	err = commit(d, lsn, msg);
+}
+
+void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
+		 const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct tdbd *d = arg;
+
+	wal_add_op(d->wal, del ? WAL_OP_DEL : WAL_OP_PUT, t->name, key,
+		   (uint32_t)klen, del ? NULL : val, del ? 0 : (uint32_t)vlen);
+}
+
+int tdbd_log_commit(void *arg, uint64_t *lsn, const char **msg)
+{
+	struct tdbd *d = arg;
+	int err = commit(d, lsn, msg);
+
 	if (!err)
 		count_record(d);
 	return err;
 }
 
-int tdbd_log_del(struct tdbd *d, struct dtable *dt, const void *key,
-		 size_t klen, uint64_t *lsn, const char **msg)
+int tdbd_log_create(void *arg, const struct tdbo_table *t, uint64_t *lsn,
+		    const char **msg)
 {
-	int err;
+	struct tdbd *d = arg;
 
-	wal_begin(d->wal, WAL_OPS);
-	wal_add_op(d->wal, WAL_OP_DEL, dt->name, key, (uint32_t)klen, NULL, 0);
-	err = commit(d, lsn, msg);
-	if (!err)
-		count_record(d);
-	return err;
-}
-
-int tdbd_log_txn(struct tdbd *d, struct txn *x, uint64_t *lsn,
-		 const char **msg)
-{
-	uint32_t i;
-	int err;
-
-	wal_begin(d->wal, WAL_OPS);
-	for (i = 0; i < x->nops; i++) {
-		struct txn_op *op = &x->ops[i];
-
-		wal_add_op(d->wal, op->del ? WAL_OP_DEL : WAL_OP_PUT,
-			   op->dt->name, op->key, op->klen,
-			   op->key + op->klen, op->del ? 0 : op->vlen);
-	}
-	err = commit(d, lsn, msg);
-	if (!err)
-		count_record(d);
-	return err;
-}
-
-int tdbd_log_create(struct tdbd *d, const char *name, uint64_t id,
-		    uint32_t uid, uint32_t gid, uint32_t mode,
-		    uint32_t max_ext, uint64_t *lsn, const char **msg)
-{
 	wal_begin(d->wal, WAL_CREATE);
-	wal_add_create(d->wal, id, name, uid, gid, mode, max_ext,
-		       d->cfg.sync);
+	wal_add_create(d->wal, t->id, t->name, t->uid, t->gid, t->mode,
+		       t->max_extents, d->cfg.sync);
 	return commit(d, lsn, msg);
 }
 
-int tdbd_log_drop(struct tdbd *d, const char *name, uint64_t *lsn,
+int tdbd_log_drop(void *arg, const struct tdbo_table *t, uint64_t *lsn,
 		  const char **msg)
 {
+	struct tdbd *d = arg;
+
 	wal_begin(d->wal, WAL_DROP);
-	wal_add_drop(d->wal, name);
+	wal_add_drop(d->wal, t->name);
 	return commit(d, lsn, msg);
 }
 
-void tdbd_log_retract(struct tdbd *d, uint64_t lsn)
+void tdbd_log_retract(void *arg, uint64_t lsn)
 {
+	struct tdbd *d = arg;
 	int err = wal_retract(d->wal, lsn);
 
 	if (err)
@@ -408,7 +397,7 @@ static void ckpt_progress(struct tdbd *d, struct durable *u)
 }
 
 struct taken {
-	struct dtable *dt;      /* counted */
+	struct tdbo_table *dt;      /* counted */
 	struct dirty *dirty;
 	bool full;
 };
@@ -424,18 +413,19 @@ static int ck_tab_find(const struct durable *u, const char *name,
 	return -1;
 }
 
-/* Values are read under wlock, one key (or cursor step) at a time: a
- * transaction commit applies its changes before it logs them and undoes
- * them if it fails, all under wlock, so a read outside it could see a
- * commit half-applied, or a failed one not yet undone, and the
- * checkpoint would keep changes that were never logged. */
+/* Values are read under the owner's write lock, one key (or cursor step)
+ * at a time: a transaction commit logs its changes, applies them and
+ * undoes them (taking its record back) if one fails, all under that
+ * lock, so a read outside it could see a commit half-applied, or a
+ * failed one not yet undone, and the checkpoint would keep changes whose
+ * record was taken back. */
 static int write_key(struct tdbd *d, struct durable *u, struct ckpt_txn *tx,
-		     struct dtable *dt, const void *key, size_t klen)
+		     struct tdbo_table *dt, const void *key, size_t klen)
 {
 	size_t need = 0;
 	long n;
 
-	pthread_mutex_lock(&d->wlock);
+	tdbo_write_lock(d->o);
 	for (;;) {
 		n = tdbe_get(dt->t, key, klen, u->buf, u->bufcap, &need);
 		if (n != -ENOBUFS)
@@ -448,7 +438,7 @@ static int write_key(struct tdbd *d, struct durable *u, struct ckpt_txn *tx,
 			break;
 		}
 	}
-	pthread_mutex_unlock(&d->wlock);
+	tdbo_write_unlock(d->o);
 	if (n == -ENOENT)
 		return tdbd_ckpt_del(tx, dt->name, key, klen);
 	if (n < 0)
@@ -459,7 +449,7 @@ static int write_key(struct tdbd *d, struct durable *u, struct ckpt_txn *tx,
 static int write_table(struct tdbd *d, struct durable *u,
 		       struct ckpt_txn *tx, struct taken *k)
 {
-	struct dtable *dt = k->dt;
+	struct tdbo_table *dt = k->dt;
 	struct ckpt_table sch = { .id = dt->id, .uid = dt->uid, .gid = dt->gid,
 		.mode = dt->mode, .max_extents = dt->max_extents };
 	int err = 0;
@@ -487,9 +477,9 @@ static int write_table(struct tdbd *d, struct durable *u,
 		if (!(cur = tdbe_cursor_open(dt->t, &err)))
 			return err;
 		do {
-			pthread_mutex_lock(&d->wlock);
+			tdbo_write_lock(d->o);
 			r = tdbe_cursor_next(cur, &key, &klen, &val, &vlen);
-			pthread_mutex_unlock(&d->wlock);
+			tdbo_write_unlock(d->o);
 			if (r > 0)
 				err = tdbd_ckpt_put(tx, dt->name, key, klen,
 						    val, vlen);
@@ -517,7 +507,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 {
 	struct durable *u = d->dur;
 	struct taken *tk = NULL;
-	struct dtable **tabs = NULL;
+	struct tdbo_table **tabs = NULL;
 	struct ckpt_txn *tx = NULL;
 	struct ck_tab *nt = NULL;
 	unsigned int n = 0, i, naside = 0;
@@ -526,26 +516,26 @@ static int checkpoint(struct tdbd *d, const char *why)
 	char err[512] = "", esc[4 * 512];
 	int e;
 
-	pthread_mutex_lock(&d->wlock);
+	tdbo_write_lock(d->o);
 	lsn = wal_written(d->wal);
 	if (lsn == u->ckpt_lsn && !u->must) {
-		pthread_mutex_unlock(&d->wlock);
+		tdbo_write_unlock(d->o);
 		return 0;
 	}
-	e = tdbd_table_snapshot(d, &tabs, &n);
+	e = tdbo_tables_snapshot(d->o, &tabs, &n);
 	if (!e && !(tk = calloc(n ? n : 1, sizeof(*tk))))
 		e = -ENOMEM;
 	for (i = 0; !e && i < n; i++) {
 		tk[i].dt = tabs[i];
-		tk[i].dirty = tabs[i]->dirty;
+		tk[i].dirty = tabs[i]->ckpt_dirty;
 		tk[i].full = tabs[i]->ckpt_full;
-		tabs[i]->dirty = NULL;
+		tabs[i]->ckpt_dirty = NULL;
 		tabs[i]->ckpt_full = false;
 	}
-	pthread_mutex_unlock(&d->wlock);
+	tdbo_write_unlock(d->o);
 	if (e) {
 		for (i = 0; i < n; i++)
-			tdbd_table_put(d, tabs[i]);
+			tdbo_table_put(tabs[i]);
 		free(tabs);
 		snprintf(err, sizeof(err), "%s", strerror(-e));
 		goto fail_logged;
@@ -621,7 +611,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 			 (unsigned long long)keep);
 	for (i = 0; i < n; i++) {
 		tdbd_dirty_free(tk[i].dirty);
-		tdbd_table_put(d, tk[i].dt);
+		tdbo_table_put(tk[i].dt);
 	}
 	free(tk);
 	free(tabs);
@@ -630,12 +620,12 @@ fail:
 	if (tx)
 		tdbd_ckpt_abort(tx);
 	free(nt);
-	pthread_mutex_lock(&d->wlock);
+	tdbo_write_lock(d->o);
 	for (i = 0; i < n; i++) {
 		dirty_merge(tk[i].dt, tk[i].dirty, tk[i].full);
-		tdbd_table_put(d, tk[i].dt);
+		tdbo_table_put(tk[i].dt);
 	}
-	pthread_mutex_unlock(&d->wlock);
+	tdbo_write_unlock(d->o);
 	free(tk);
 	free(tabs);
 fail_logged:
@@ -690,7 +680,7 @@ static void *checkpointer(void *arg)
 
 struct rec_state {
 	struct tdbd *d;
-	struct dtable *dt;
+	struct tdbo_table *dt;
 	uint64_t records, last_report;
 	uint64_t ckpt_lsn;      /* records at or before it: catch-up only */
 	uint64_t skipped;       /* changes to set-aside tables not applied */
@@ -734,7 +724,7 @@ static int aside_new(struct tdbd *d, const char *name, uint64_t id,
 		     uint32_t max_ext, uint32_t uid, uint32_t gid,
 		     uint32_t mode, uint64_t from, const char *why)
 {
-	int e = tdbd_table_add_aside(d, name, id, max_ext, uid, gid, mode,
+	int e = tdbo_table_add_aside(d->o, name, id, max_ext, uid, gid, mode,
 				     from, why);
 
 	if (!e)
@@ -743,9 +733,9 @@ static int aside_new(struct tdbd *d, const char *name, uint64_t id,
 }
 
 /* A restored table that failed after all. */
-static int aside_set(struct tdbd *d, struct dtable *dt, const char *why)
+static int aside_set(struct tdbd *d, struct tdbo_table *dt, const char *why)
 {
-	int e = tdbd_table_set_aside(d, dt, why);
+	int e = tdbo_table_set_aside(d->o, dt, why);
 
 	if (!e)
 		aside_log(dt->name, why, dt->from);
@@ -781,8 +771,8 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 	char err[512] = "", why[TDB_PROTO_EXTACK_MAX];
 	int e;
 
-	e = tdbd_table_create(d, t->name, t->max_extents, t->uid, t->gid,
-			      t->mode, t->id, &rs->dt, &ext);
+	e = tdbo_table_restore(d->o, t->name, t->id, t->max_extents, t->uid,
+			       t->gid, t->mode, &rs->dt, &ext.msg);
 	if (e) {
 		snprintf(why, sizeof(why), "its region cannot be made: %s "
 			 "(%s)", ext.msg ? ext.msg : "engine", strerror(-e));
@@ -854,7 +844,7 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn, uint64_t *after)
 /* Is record r's change to dt one to apply?  In the catch-up range only
  * for a table restored from aside, after its `from`; a set-aside table
  * never. */
-static bool replay_wants(const struct rec_state *rs, const struct dtable *dt,
+static bool replay_wants(const struct rec_state *rs, const struct tdbo_table *dt,
 			 const struct wal_rec *r)
 {
 	if (dt->aside)
@@ -864,7 +854,7 @@ static bool replay_wants(const struct rec_state *rs, const struct dtable *dt,
 
 /* One op on dt: 0 (applied, skipped, or dt set aside now) or < 0. */
 static int replay_op(struct rec_state *rs, const struct wal_rec *r,
-		     struct dtable *dt, const struct wal_opv *op)
+		     struct tdbo_table *dt, const struct wal_opv *op)
 {
 	struct tdbe_extack ee = { 0 };
 	char why[TDB_PROTO_EXTACK_MAX];
@@ -874,15 +864,9 @@ static int replay_op(struct rec_state *rs, const struct wal_rec *r,
 		rs->skipped += !!dt->aside;
 		return 0;
 	}
-	if (op->op == WAL_OP_PUT)
-		err = tdbe_put(dt->t, op->key, op->klen, op->val, op->vlen, 0,
-			       &ee);
-	else
-		err = tdbe_del(dt->t, op->key, op->klen, &ee);
-	if (err == -ENOENT && op->op == WAL_OP_DEL)
-		err = 0;
+	err = tdbo_replay(dt, op->op == WAL_OP_DEL, op->key, op->klen,
+			  op->val, op->vlen, &ee.msg);
 	if (!err) {
-		tdbd_dirty_add(dt, op->key, op->klen);
 		rs->records++;
 		return 0;
 	}
@@ -900,7 +884,7 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 	int k, err;
 
 	while ((k = wal_next_op(r, &pos, &op)) > 0) {
-		struct dtable *dt = tdbd_table_get(d, op.name);
+		struct tdbo_table *dt = tdbo_table_get(d->o, op.name);
 
 		if (!dt && r->lsn <= rs->ckpt_lsn)
 			continue;       /* catch-up: dropped since */
@@ -912,7 +896,7 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 			return -EUCLEAN;
 		}
 		err = replay_op(rs, r, dt, &op);
-		tdbd_table_put(d, dt);
+		tdbo_table_put(dt);
 		if (err)
 			return err;
 	}
@@ -930,15 +914,15 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 			 struct tdb_proto_extack *ext)
 {
 	struct tdbd *d = rs->d;
-	struct dtable *dt = NULL;
+	struct tdbo_table *dt = NULL;
 	struct wal_create c;
 	char why[TDB_PROTO_EXTACK_MAX];
 	int err;
 
 	if ((err = wal_get_create(r, &c)))
 		return err;
-	err = tdbd_table_create(d, c.name, c.max_extents, c.uid, c.gid,
-				c.mode, c.id, &dt, ext);
+	err = tdbo_table_restore(d->o, c.name, c.id, c.max_extents, c.uid,
+				 c.gid, c.mode, &dt, &ext->msg);
 	if (!err) {
 		dt->from = r->lsn - 1;
 		return 0;
@@ -973,16 +957,16 @@ static int replay_rec(void *arg, const struct wal_rec *r)
 		err = replay_create(rs, r, &ext);
 		break;
 	case WAL_DROP: {
-		struct dtable *dt;
+		struct tdbo_table *dt;
 
 		if ((err = wal_get_drop(r, name)))
 			return err;
-		if (!(dt = tdbd_table_get(d, name))) {
+		if (!(dt = tdbo_table_get(d->o, name))) {
 			err = -ENOENT;
 			break;
 		}
-		err = tdbd_table_drop(d, dt, &ext);
-		tdbd_table_put(d, dt);
+		err = tdbo_table_drop_replay(d->o, dt, &ext.msg);
+		tdbo_table_put(dt);
 		break;
 	}
 	default:
@@ -1061,7 +1045,7 @@ int tdbd_durable_start(struct tdbd *d)
 			 (unsigned long long)ro.after, res.segments,
 			 (unsigned long long)((tdbd_now_ns() - t0) / 1000000),
 			 (unsigned long long)res.last_lsn);
-	if ((naside = tdbd_table_count_aside(d)))
+	if ((naside = tdbo_table_count_aside(d->o)))
 		tdbd_log(L_WARNING, "recovery: %u table(s) set aside (see "
 			 "above), %llu change(s) to them in the WAL not "
 			 "applied; tdbd starts without them", naside,

@@ -416,9 +416,11 @@ static void accept_all(struct daemon_state *s)
 	for (;;) {
 		int fd = accept4(s->lfd, NULL, NULL,
 				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct tdbo_client *oc;
 		struct client *c;
 		struct creds cr;
 		const char *why = NULL;
+		int oerr = 0;
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR &&
@@ -435,22 +437,25 @@ static void accept_all(struct daemon_state *s)
 			close(fd);
 			continue;
 		}
-		/* max-clients (the last eighth kept for root) and
-		 * max-clients-per-uid; tdbd_client_free uncharges */
-		if (tdbd_quota_charge(d, cr.uid, Q_CLIENTS, 1, &why)) {
+		/* the owner's client; max-clients (the last eighth kept for
+		 * root) and max-clients-per-uid, given back by
+		 * tdbo_client_free */
+		oc = tdbd_owner_client(d, &cr, &oerr);
+		if (oc && tdbo_client_attach_charge(oc, &why)) {
 			tdbd_log_rl(RL_REFUSED, L_WARNING, "client pid %d uid "
 				    "%u refused: %s", (int)cr.pid,
 				    (unsigned int)cr.uid, why);
+			tdbo_client_free(oc);
 			close(fd);
 			continue;
 		}
-		c = tdbd_client_new(d, fd, &cr);
+		c = oc ? tdbd_client_new(d, fd, &cr, oc) : NULL;
 		if (!c) {
-			tdbd_quota_uncharge(d, cr.uid, Q_CLIENTS, 1);
+			tdbo_client_free(oc);
 			close(fd);
 			continue;
 		}
-		__atomic_fetch_add(&d->ctr.accepted, 1, __ATOMIC_RELAXED);
+		tdbo_client_accept(oc);
 		tdbd_log_rl(RL_CLIENT, L_DEBUG, "client %llu: pid %d uid %u "
 			    "gid %u", (unsigned long long)c->id, (int)cr.pid,
 			    (unsigned int)cr.uid, (unsigned int)cr.gid);
@@ -603,10 +608,10 @@ static void tick(struct daemon_state *s)
 		s->last_status = now;
 		tdbd_notify("STATUS=serving %u client(s), %u table(s); "
 			    "%llu requests",
-			    __atomic_load_n(&d->ctr.clients, __ATOMIC_RELAXED),
-			    tdbd_table_count(d),
-			    (unsigned long long)__atomic_load_n(
-				    &d->ctr.requests, __ATOMIC_RELAXED));
+			    __atomic_load_n(&d->oct->clients,
+					    __ATOMIC_RELAXED),
+			    tdbo_table_count(d->o),
+			    (unsigned long long)tdbo_owner_requests(d->o));
 	}
 }
 
@@ -655,16 +660,14 @@ static int start(struct daemon_state *s)
 
 	d->start_ns = tdbd_now_ns();
 	d->hugepages_ok = true;
-	pthread_mutex_init(&d->wlock, NULL);
 	pthread_mutex_init(&d->wake_lock, NULL);
 	tdbp_set_log(engine_log, NULL);
 	fds_raise();
 	fds_check(&d->cfg);
-	if ((err = tdbd_quota_init(d)) || (err = data_dir_open(s)))
+	if ((err = data_dir_open(s)))
 		return err;
-	d->engine = tdbe_engine_new(&err);
-	if (!d->engine) {
-		tdbd_log(L_ERR, "engine: %s", tdbe_strerror(err));
+	if ((err = tdbd_owner_start(d))) {
+		tdbd_log(L_ERR, "owner: %s", tdbe_strerror(err));
 		return err;
 	}
 	/* two rings per client, for the largest max-clients a reload may
@@ -673,8 +676,7 @@ static int start(struct daemon_state *s)
 		tdbd_log(L_ERR, "SIGBUS guard: %s", strerror(-err));
 		return err;
 	}
-	if ((err = tdbd_tables_init(d)) || (err = signals_open(s)) ||
-	    (err = timer_open(s)))
+	if ((err = signals_open(s)) || (err = timer_open(s)))
 		return err;
 	/* recovery: before a client can connect, but not for nothing */
 	if ((err = socket_precheck(s)) || (err = tdbd_durable_start(d)) ||
@@ -747,12 +749,9 @@ static void stop(struct daemon_state *s)
 	if (d->workers)
 		tdbd_workers_stop(d);
 	tdbd_durable_stop(d);
-	if (d->buckets)
-		tdbd_tables_fini(d);
-	if (d->engine)
-		tdbe_engine_free(d->engine);
+	if (d->o)
+		tdbd_owner_stop(d);
 	data_dir_close(s);
-	tdbd_quota_fini(d);
 	tdbd_sigbus_fini();
 	if (s->epfd >= 0)
 		close(s->epfd);

@@ -6,30 +6,30 @@
  *              clients, round after round
  *   client.c   one client: credentials, rings (memfds), socket I/O,
  *              clean-up when it goes
- *   exec.c     one request against the engine, its answer
- *   tables.c   the table registry: owner, mode, feeds, access checks;
- *              snapshots (the old values a snapshot scan needs)
- *   txn.c      transactions: buffered changes, atomic commit
+ *   exec.c     the transport's side of a request: parse it, hand it to
+ *              the owner (src/owner, shared with tdb.ko) with a sink
+ *              into the client's channel, answer it (held until its
+ *              WAL record is durable), run its dumps
+ *   tables.c   tdbd as the owner's home: its limits from tdbd.conf, the
+ *              feeds' memfds, max-memory, STATS figures
+ *   txn.c      the committer thread, where big commits run
  *   notify.c   sd_notify and logging (escaping what clients supplied)
- *   durable.c  the WAL, acks held until durable, checkpoints, recovery
+ *   durable.c  the WAL (the owner's log hooks), acks held until durable,
+ *              checkpoints, recovery
  *   ckpt.c     the LMDB checkpoint store (ckpt.h)
- *   quota.c    what each uid holds, and all, against the limits (quota.h)
  *
  * Threads.  The main thread accepts connections and hands each client to
  * one worker, which then owns it: only that worker touches the struct
- * client (its rings, socket buffers, transactions, dumps).  Shared
- * between workers: the engine (thread-safe), the registry (rwlock), the
- * write lock and the counters (atomics).  Big commits run on the
+ * client (its rings, socket buffers, its owner client, dumps).  Shared
+ * between workers: the owner (src/owner: its own locks; the engine is
+ * thread-safe) and the counters (atomics).  Big commits run on the
  * committer thread (txn.c), which touches only the transaction it was
  * handed and the job it answers through.
  *
- * Writes.  Every change (put, delete, commit, create, drop) runs under
- * d->wlock, so changes have one order, feeds have one producer, and a
- * transaction's commit is not interleaved with other writes.  Readers do
- * not take it: a GET reads its table's dt->seq before and after (a
- * seqcount), and retries if a commit to that table ran meanwhile, so it
- * sees a transaction whole or not at all (and never waits for a commit
- * to other tables).
+ * Writes.  The owner runs every change (put, delete, commit, create,
+ * drop) under its write lock, so changes have one order, the WAL has
+ * the same, and feeds have one producer; readers do not take it
+ * (src/owner/change.c).
  */
 #ifndef TDBD_TDBD_H
 #define TDBD_TDBD_H
@@ -41,8 +41,8 @@
 
 #include "config.h"
 #include "core.h"
+#include "owner.h"
 #include "proto.h"
-#include "quota.h"
 #include "ring.h"
 
 struct tdbd;
@@ -98,57 +98,11 @@ struct tdbd_escaped tdbd_esc_name(const char *name);
  * lives until the end of the full expression (C11 6.2.4). */
 #define ESC(name) (tdbd_esc_name(name).s)
 
-/* --- tables (tables.c) ----------------------------------------------- */
+/* --- tdbd as the owner's home (tables.c) ------------------------------ */
 
 /* Tables at most: the checkpoint keeps two LMDB databases per table and
- * opens at most 8192 (ckpt.c). */
+ * opens at most 8192 (ckpt.c); the owner's max-tables. */
 #define TDBD_TABLES_MAX 4000u
-
-/* A change feed: the broadcast ring watchers map read-only. */
-struct feed {
-	int fd;                 /* memfd, read-write (ours) */
-	void *map;              /* whole memfd */
-	size_t map_size, span;
-	struct tdb_ring prod;
-};
-
-struct dirty;
-struct snapshot;
-
-struct dtable {
-	struct dtable *next;    /* registry hash chain */
-	char name[TDBE_NAME_MAX + 1];
-	uint64_t id;            /* unique for the data directory's life */
-	uint32_t max_extents;
-	uint64_t reserve;       /* address space charged to uid (Q_RESERVE),
-				 * uncharged when the table is freed */
-	/* under wlock: keys changed since the last checkpoint took the
-	 * set, or (ckpt_full) the whole table must be rewritten */
-	struct dirty *dirty;
-	bool ckpt_full;
-	struct tdbe_table *t;   /* engine handle; NULL if set aside */
-	/* Set aside at start (it could not be restored): the error every
-	 * request on it gets, naming it and why; else NULL.  Set only by
-	 * recovery, before clients come, then constant. */
-	char *aside;
-	/* The LSN its checkpoint data is as of: its changes are the WAL
-	 * records after it (recovery; and the WAL a set-aside table needs
-	 * kept).  catchup: it was set aside before, so recovery replays
-	 * its records from `from` on, also those before the checkpoint's
-	 * LSN. */
-	uint64_t from;
-	bool catchup;
-	uint32_t uid, gid, mode;
-	unsigned int refs;      /* atomic; the registry holds one */
-	bool dropped;           /* under wlock */
-	struct feed *feed;      /* under wlock; NULL until first watched */
-	unsigned int watchers;  /* under wlock */
-	struct snapshot *snaps; /* under wlock: snapshots taking changes */
-	uint64_t mem;           /* under wlock: its backed extents' bytes as
-				 * counted in d->mem_tables (max-memory) */
-	uint64_t seq;           /* seqcount, atomic: odd while a commit
-				 * applies changes to this table (txn.c) */
-};
 
 /* Who a client is (SO_PEERCRED, SO_PEERGROUPS). */
 struct creds {
@@ -159,125 +113,18 @@ struct creds {
 	gid_t groups[64];
 };
 
-#define MAY_READ  4u
-#define MAY_WRITE 2u
-bool tdbd_may(const struct creds *cr, const struct dtable *dt,
-	      unsigned int want);
-
-int tdbd_tables_init(struct tdbd *d);
-void tdbd_tables_fini(struct tdbd *d);
-/* A counted reference to the table, or NULL (-ENOENT). */
-struct dtable *tdbd_table_get(struct tdbd *d, const char *name);
-void tdbd_table_put(struct tdbd *d, struct dtable *dt);
-/* Under wlock. */
-/* id 0: the next free one.  *out (may be NULL): the new table, not
- * counted (the registry's reference; valid under wlock). */
-int tdbd_table_create(struct tdbd *d, const char *name, uint32_t max_ext,
-		      uint32_t uid, uint32_t gid, uint32_t mode, uint64_t id,
-		      struct dtable **out, struct tdb_proto_extack *ext);
-int tdbd_table_drop(struct tdbd *d, struct dtable *dt,
-		    struct tdb_proto_extack *ext);
-/* Address space a table of max_ext extents reserves (0: the default). */
-uint64_t tdbd_table_reserve(uint32_t max_ext);
-/* Under wlock, before a client's create: 0, or why uid may not own one
- * more such table (-EDQUOT, -ENOSPC; *msg names the limit's key). */
-int tdbd_table_quota_check(struct tdbd *d, uint32_t uid, uint32_t max_ext,
-			   const char **msg);
-/* Recovery (before clients, under wlock): a table that cannot be
- * restored goes into the registry set aside, without an engine table;
- * why says what failed.  0, or -ENOMEM. */
-int tdbd_table_add_aside(struct tdbd *d, const char *name, uint64_t id,
-			 uint32_t max_ext, uint32_t uid, uint32_t gid,
-			 uint32_t mode, uint64_t from, const char *why);
-/* Recovery: a restored table that failed after all (a record it cannot
- * take): its engine table is dropped and it is set aside.  0, -ENOMEM. */
-int tdbd_table_set_aside(struct tdbd *d, struct dtable *dt, const char *why);
-/* Tables set aside now (STATS). */
-unsigned int tdbd_table_count_aside(struct tdbd *d);
-/* Snapshot of the registry: an array of counted references. */
-int tdbd_table_snapshot(struct tdbd *d, struct dtable ***out,
-			unsigned int *n);
-unsigned int tdbd_table_count(struct tdbd *d);
-uint64_t tdbd_table_gen(struct tdbd *d);
-/* Under wlock: the feed (made on first use); a read-only fd to pass and
- * the sequence number of the next change (where a watch starts). */
-int tdbd_feed_open_ro(struct tdbd *d, struct dtable *dt, int *fd,
-		      uint32_t *seq);
-/* Under wlock: one watch of dt fewer; the last one retires the feed. */
-void tdbd_feed_unwatch(struct dtable *dt);
-/* Under wlock: tell the table's watchers (no-op without a feed). */
-void tdbd_feed_put(struct tdbd *d, struct dtable *dt, const void *key,
-		   size_t klen, const void *val, size_t vlen);
-void tdbd_feed_del(struct tdbd *d, struct dtable *dt, const void *key,
-		   size_t klen);
-
-/* --- snapshots (tables.c) ---------------------------------------------
- * A snapshot scan (SCAN with TDB_SCAN_SNAPSHOT) dumps a table as it was
- * when the scan began, while writers go on, without copying the table:
- *  - the scan registers a snapshot on the table under wlock;
- *  - every change to a table with snapshots calls tdbd_snap_save() under
- *    wlock BEFORE it is applied, which keeps the key's pre-image (absent,
- *    or present and its value) in each snapshot that does not have the
- *    key yet (the first change wins);
- *  - the scan walks the live table with a cursor and asks
- *    tdbd_snap_check() about each record: unchanged keys go out as they
- *    are, changed ones as their pre-image (or not at all);
- *  - after the walk (tdbd_snap_freeze) tdbd_snap_next_left() gives the
- *    pre-images the walk did not send (keys deleted before it got there).
- * A pre-image saved for a key the walk has already passed (the cursor's
- * order, tdbe_key_order) is marked sent at once: that key went out
- * unchanged, and needs no copy of its old value.
- *
- * One change costs at most one copy: the pre-image is made once, for the
- * first snapshot that needs it, and shared (refcounted) by every other
- * snapshot of the table that needs it, so the time under wlock does not
- * grow with value size x snapshots.  Memory: every byte a snapshot holds
- * is charged to its owner's uid (the scanning client's), a shared
- * pre-image once, to the owner of the snapshot that made it; all
- * snapshots together hold at most max-snapshot-memory, and one snapshot
- * references at most max-snapshot-bytes.  Writers are never failed by a
- * snapshot: one whose next pre-image would pass either bound (-ENOBUFS)
- * or that cannot get memory stops taking changes and fails its scan
- * (tdbd_snap_check returns the error; its message names the bound and
- * the key).  A failed snapshot keeps what it holds until it is freed.
- */
-/* Under wlock: a new snapshot of dt (keys starting with prefix only),
- * owned by uid, registered on it; NULL if out of memory. */
-struct snapshot *tdbd_snap_new(struct tdbd *d, struct dtable *dt,
-			       uint32_t uid, const void *prefix, size_t plen);
-/* Unregister (takes wlock: not under it) and free. */
-void tdbd_snap_free(struct tdbd *d, struct snapshot *s);
-/* Under wlock, before key of dt changes (no-op without snapshots). */
-void tdbd_snap_save(struct dtable *dt, const void *key, size_t klen);
-/* Under wlock: dt is dropped; its snapshots take no more changes (a
- * dropped table does not change). */
-void tdbd_snap_detach_all(struct dtable *dt);
-/*
- * The scan's walk returned key (value *val, *vlen): 1 send it with
- * *val and *vlen (the live value, or the pre-image put there), 0 skip it
- * (absent at snapshot time), or the snapshot's error (*msg says why).
- * *val stays valid until the snapshot is freed.
- */
-int tdbd_snap_check(struct snapshot *s, const void *key, size_t klen,
-		    const void **val, size_t *vlen, const char **msg);
-/* The walk is over: the snapshot takes no more changes. */
-void tdbd_snap_freeze(struct snapshot *s);
-/* After the freeze: 1 and the next pre-image the walk did not send, 0 at
- * the end, or the snapshot's error (*msg). */
-int tdbd_snap_next_left(struct snapshot *s, const void **key, size_t *klen,
-			const void **val, size_t *vlen, const char **msg);
-
-/* --- memory, max-memory (tables.c) ---------------------------------------
- * What counts: the tables' backed extents (each table's last noted size,
- * summed in d->mem_tables), buffered transactions (d->mem_txns) and
- * snapshot memory (d->snap_mem).  Past max-memory, writes that add data
- * (PUT, TXN_COMMIT with a put, TABLE_CREATE) fail with -ENOMEM; reads and
- * deletes go on.  Root is not exempt: it is the machine's memory.
- */
-/* Under wlock, after dt may have grown: count its extents now. */
-void tdbd_mem_note(struct tdbd *d, struct dtable *dt);
-/* 0, or -ENOMEM with ext->msg if tdbd is over max-memory. */
-int tdbd_mem_check(struct tdbd *d, struct tdb_proto_extack *ext);
+/* Make the owner with tdbd.conf's limits and tdbd's hooks (before
+ * recovery); free it (after the workers and the checkpointer). */
+int tdbd_owner_start(struct tdbd *d);
+void tdbd_owner_stop(struct tdbd *d);
+/* tdbd.conf was (re)read: the owner's limits follow (atomic stores). */
+void tdbd_limits_update(struct tdbd *d);
+/* The owner's client for a connection: its credentials as numbers. */
+struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
+				      int *err);
+/* A read-only descriptor of a watched feed's memfd (the WATCH ack
+ * passes it; the caller closes it), or a negative errno. */
+int tdbd_feed_fd(struct tdbo_feed *f);
 /* Bytes counted against max-memory now, and the limit in force. */
 uint64_t tdbd_mem_used(struct tdbd *d);
 uint64_t tdbd_mem_limit(struct tdbd *d);
@@ -309,52 +156,17 @@ int tdbd_sigbus_guard(void *addr, size_t len);
 void tdbd_sigbus_unguard(int slot);
 bool tdbd_sigbus_hit(int slot);
 
-/* --- transactions (txn.c) -------------------------------------------- */
-
+/* --- the committer (txn.c) ----------------------------------------------
+ * Big commits (the owner hands them back: struct tdbo_out.txn) run on
+ * the committer thread, not on the client's worker.  Started before the
+ * workers, stopped after them. */
 enum chan { CH_SOCK, CH_RING };         /* where a request came in */
-
-struct txn_op {
-	struct dtable *dt;      /* counted */
-	bool del;
-	uint32_t flags;
-	uint32_t klen, vlen;
-	unsigned char *key;     /* key, then value, in one allocation */
-};
-
-struct txn {
-	struct txn *next;
-	uint64_t id;
-	struct txn_op *ops;
-	uint32_t nops, cap;
-	uint64_t bytes;         /* keys and values (max-txn-bytes) */
-	uint32_t uid;           /* the client's: charged for its memory */
-	uint64_t charged;       /* Q_TXN_BYTES charged to uid, uncharged
-				 * when the txn is freed */
-};
-
-/* A transaction of a client of uid. */
-struct txn *tdbd_txn_new(struct tdbd *d, uint32_t uid);
-void tdbd_txn_free(struct tdbd *d, struct txn *x);
-int tdbd_txn_add(struct tdbd *d, struct txn *x, struct dtable *dt, bool del,
-		 uint32_t flags, const void *key, size_t klen,
-		 const void *val, size_t vlen, struct tdb_proto_extack *ext);
-/* The latest change to key in x: 1 put (*val, *vlen), 0 deleted,
- * -ENOENT not touched. */
-int tdbd_txn_find(const struct txn *x, const struct dtable *dt,
-		  const void *key, size_t klen, const void **val,
-		  size_t *vlen);
-/* Apply all or nothing, logged as one WAL record (*lsn); takes wlock. */
-int tdbd_txn_commit(struct tdbd *d, struct txn *x, uint64_t *lsn,
-		    struct tdb_proto_extack *ext);
-/* The committer thread (txn.c): big commits run there, not on the
- * client's worker.  Started before the workers, stopped after them. */
 struct commit_job;
 int tdbd_commit_start(struct tdbd *d);
 void tdbd_commit_stop(struct tdbd *d);
-/* Hand x (a big transaction, unlinked from the client; the job frees
- * it) to the committer: true, and c->commit is set until the worker
- * takes the result; false: commit it here. */
-bool tdbd_commit_async(struct client *c, enum chan ch, struct txn *x,
+/* Hand x (the job frees it) to the committer: true, and c->commit is
+ * set until the worker takes the result; false: commit it here. */
+bool tdbd_commit_async(struct client *c, enum chan ch, struct tdbo_txn *x,
 		       const struct nlmsghdr *req);
 /* The result of c->commit if it is done (true; c->commit cleared). */
 bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
@@ -366,30 +178,27 @@ void tdbd_commit_orphan(struct client *c);
 
 struct wal;
 struct ckpt;
+struct dirty;
 
 /* Recover (checkpoint, then WAL replay), open the WAL, start the
  * checkpointer.  Before clients are accepted. */
 int tdbd_durable_start(struct tdbd *d);
 /* Last checkpoint (after the workers stopped), close everything. */
 void tdbd_durable_stop(struct tdbd *d);
-/* Under wlock: log one change before applying it.  0 and *lsn, or a
- * negative errno with *msg saying why (nothing was logged). */
-int tdbd_log_put(struct tdbd *d, struct dtable *dt, const void *key,
-		 size_t klen, const void *val, size_t vlen, uint64_t *lsn,
-		 const char **msg);
-int tdbd_log_del(struct tdbd *d, struct dtable *dt, const void *key,
-		 size_t klen, uint64_t *lsn, const char **msg);
-int tdbd_log_txn(struct tdbd *d, struct txn *x, uint64_t *lsn,
-		 const char **msg);
-int tdbd_log_create(struct tdbd *d, const char *name, uint64_t id,
-		    uint32_t uid, uint32_t gid, uint32_t mode,
-		    uint32_t max_ext, uint64_t *lsn, const char **msg);
-int tdbd_log_drop(struct tdbd *d, const char *name, uint64_t *lsn,
+/* The owner's log hooks (struct tdbo_hooks: log_begin, log_op,
+ * log_commit, log_create, log_drop, log_retract, dirty, table_free),
+ * called under the owner's write lock. */
+void tdbd_log_begin(void *arg);
+void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
+		 const void *key, size_t klen, const void *val, size_t vlen);
+int tdbd_log_commit(void *arg, uint64_t *lsn, const char **msg);
+int tdbd_log_create(void *arg, const struct tdbo_table *t, uint64_t *lsn,
+		    const char **msg);
+int tdbd_log_drop(void *arg, const struct tdbo_table *t, uint64_t *lsn,
 		  const char **msg);
-/* Under wlock: the change logged as lsn could not be applied. */
-void tdbd_log_retract(struct tdbd *d, uint64_t lsn);
-/* Under wlock: the key changed (for the next checkpoint). */
-void tdbd_dirty_add(struct dtable *dt, const void *key, size_t klen);
+void tdbd_log_retract(void *arg, uint64_t lsn);
+void tdbd_dirty_add(void *arg, struct tdbo_table *t, const void *key,
+		    size_t klen);
 void tdbd_dirty_free(struct dirty *s);
 
 /* --- clients (client.c, worker.c, exec.c) ----------------------------- */
@@ -409,38 +218,15 @@ void tdbd_held_free(struct client *c);
 /* Too many held: read no more of its requests for now. */
 bool tdbd_held_full(const struct client *c);
 
-/* A dump in progress (SCAN or TABLE_LIST). */
+/* A dump in progress (SCAN or TABLE_LIST): the owner's, answered on
+ * the channel its request came in on. */
 struct dump {
 	bool used;
 	enum chan ch;
 	struct nlmsghdr req;    /* the request's header: seq, pid */
-	uint8_t cmd;
-	/* SCAN */
-	struct dtable *dt;
-	struct tdbe_cursor *cur;
-	unsigned char *prefix;
-	uint32_t plen;
-	uint64_t left;          /* records still allowed (LIMIT) */
-	uint64_t sent;
-	struct snapshot *snap;  /* TDB_SCAN_SNAPSHOT, else NULL */
-	bool walked;            /* snapshot: the cursor is done */
-	/* TABLE_LIST */
-	struct dtable **tabs;
-	unsigned int ntabs, at;
+	struct tdbo_dump *d;
 };
-#define MAX_DUMPS 8
-
-/* A watch, in its client's index (exec.c): chains of a hash of the
- * table's name and the prefix, so UNWATCH finds a watch by name even
- * after its table was dropped, in time independent of how many watches
- * the client has. */
-struct watch {
-	struct watch *next;     /* hash chain */
-	struct dtable *dt;      /* counted */
-	uint64_t hash;          /* watch_hash(name, prefix) */
-	uint32_t plen;
-	unsigned char prefix[];
-};
+#define MAX_DUMPS 8             /* the owner's per client (TDBO_MAX_DUMPS) */
 
 struct client {
 	struct tdbd *d;
@@ -483,24 +269,15 @@ struct client {
 	struct held *held, *held_tail;
 	unsigned int nheld;
 
+	/* the owner's side of this client: its transactions, watches and
+	 * dumps' state, its credentials as the owner checks them */
+	struct tdbo_client *oc;
 	struct dump dumps[MAX_DUMPS];
 	unsigned int ndumps;
-	struct txn *txns;
-	unsigned int ntxns;
-	/* watches: nwbuckets chains (a power of two, grown to keep
-	 * nwatches <= nwbuckets), at most max-watches of them */
-	struct watch **watches;
-	unsigned int nwatches, nwbuckets;
-	uint64_t wseed;         /* random: chains cannot be aimed at */
 
 	/* a big commit running on the committer thread (txn.c): none of
 	 * its requests are read until it is answered */
 	struct commit_job *commit;
-
-	/* the table of the last request (a counted ref) and the
-	 * registry generation it was looked up in */
-	struct dtable *cache;
-	uint64_t cache_gen;
 };
 
 struct worker {
@@ -519,32 +296,25 @@ struct worker {
 	unsigned int nheld;     /* atomic: held acks of its clients */
 };
 
-/* Counters, atomics (STATS). */
+/* Counters tdbd keeps, atomics (STATS adds them to the owner's; the
+ * transport's own are in *d->oct: clients, rings, violations, and the
+ * requests answered without the owner). */
 struct counters {
-	uint64_t requests, errors, accepted, cleanups, txns_aborted;
-	uint64_t watches_dropped, rings_freed, stuck, violations;
+	uint64_t stuck;
 	uint64_t wal_records, checkpoints, ckpt_failures, ckpt_lsn;
-	uint32_t clients, watches, txns, rings, throttled, dumps;
+	uint32_t throttled;
 };
 
 struct tdbd {
 	struct tdbd_config cfg;
-	struct tdbe_engine *engine;
-	pthread_mutex_t wlock;
-	uint64_t next_txn;      /* atomic */
+	struct tdbo_owner *o;   /* tables, commands (src/owner) */
+	struct tdbo_limits lim; /* its limits, from cfg (atomic stores) */
+	struct tdbo_counters *oct;      /* the owner's transport counters */
 	uint64_t next_client;   /* atomic */
 	uint64_t start_ns;
 	bool hugepages_ok;      /* atomic: false once hugetlb failed */
 	volatile int stopping;  /* atomic: drain and stop */
 	struct counters ctr;
-
-	/* registry */
-	pthread_rwlock_t reg_lock;
-	struct dtable **buckets;
-	unsigned int nbuckets, ntables;
-	struct tdbd_quota *quota;       /* quota.c */
-	unsigned int naside;    /* atomic: of which set aside */
-	uint64_t reg_gen;       /* atomic: bumped on create and drop */
 
 	struct worker *workers;
 	unsigned int nworkers;
@@ -552,15 +322,12 @@ struct tdbd {
 	/* durability (durable.c) */
 	struct wal *wal;
 	struct ckpt *ckpt;
-	uint64_t next_table_id; /* under wlock */
 	pthread_mutex_t wake_lock;      /* workers vs the WAL's callback */
 	bool wake_on;           /* under wake_lock: workers may be woken */
 	struct durable *dur;    /* the checkpointer's state */
 
 	/* memory (tables.c), bytes, atomics */
-	uint64_t snap_mem;      /* held by snapshots (max-snapshot-memory) */
 	uint64_t mem_tables;    /* tables' backed extents (max-memory) */
-	uint64_t mem_txns;      /* buffered transactions (max-memory) */
 	uint64_t mem_auto;      /* max-memory 0: 3/4 of physical memory */
 	bool mem_primed;        /* tables made by recovery are counted */
 	/* the committer thread (txn.c): its queue under commit_lock */
@@ -575,8 +342,9 @@ struct tdbd {
 uint64_t tdbd_now_ns(void);
 
 /* client.c */
+/* oc: its owner client (accepted, charged); freed with it. */
 struct client *tdbd_client_new(struct tdbd *d, int sock,
-			       const struct creds *cr);
+			       const struct creds *cr, struct tdbo_client *oc);
 /* Free everything (the client is out of its worker's lists). */
 void tdbd_client_free(struct client *c);
 /* Socket side: run buffered whole messages and read more, within the
@@ -623,8 +391,6 @@ unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,
 void tdbd_dump_end(struct client *c, struct dump *dp);
 /* Answer c's big commit if the committer is done with it: 1, else 0. */
 unsigned int tdbd_commit_answer(struct client *c);
-/* The client goes: drop its watches; returns how many it had. */
-unsigned int tdbd_watches_drop(struct client *c);
 void tdbd_client_cleanup(struct client *c);
 
 /* worker.c */

@@ -76,8 +76,6 @@ static void take_inbox(struct worker *w)
 				tdbd_log(L_ERR, "worker %u: out of memory "
 					 "taking a client", w->id);
 				tdbd_client_free(c);
-				__atomic_fetch_sub(&w->d->ctr.clients, 1,
-						   __ATOMIC_RELAXED);
 				continue;
 			}
 			w->clients = v;
@@ -99,8 +97,8 @@ static void take_inbox(struct worker *w)
 
 static void drop_client(struct worker *w, struct client *c)
 {
-	struct tdbd *d = w->d;
-	unsigned int ntx = c->ntxns, nwa = c->nwatches;
+	unsigned int ntx = tdbo_client_txns(c->oc);
+	unsigned int nwa = tdbo_client_watches(c->oc);
 
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->sock, NULL);
 	if (c->pidfd >= 0)
@@ -117,8 +115,6 @@ static void drop_client(struct worker *w, struct client *c)
 	w->clients[c->slot] = w->clients[--w->nclients];
 	w->clients[c->slot]->slot = c->slot;
 	tdbd_client_free(c);
-	__atomic_fetch_sub(&d->ctr.clients, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&d->ctr.cleanups, 1, __ATOMIC_RELAXED);
 }
 
 static void reap_dead(struct worker *w)
@@ -576,7 +572,6 @@ void tdbd_worker_hand(struct tdbd *d, struct client *c)
 		w->inbox_cap = cap;
 	}
 	w->inbox[w->ninbox++] = c;
-	__atomic_fetch_add(&d->ctr.clients, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&w->inbox_lock);
 	tdbd_worker_wake(w);
 }

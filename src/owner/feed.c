@@ -123,6 +123,11 @@ void tdbo_feed_put(struct tdbo_feed *f)
 	tdbp_free(f);
 }
 
+void *tdbo_feed_cookie(struct tdbo_feed *f)
+{
+	return f->cookie;
+}
+
 void *tdbo_feed_mem(struct tdbo_feed *f)
 {
 	return f->mem;

@@ -176,6 +176,7 @@ struct tdbo_client {
 	void *arg;
 	uint32_t refs;                  /* 1 + dumps not yet freed */
 	bool dead;                      /* tdbo_client_free() ran */
+	bool accepted;                  /* counted (tdbo_client_accept) */
 	struct tdbp_mutex *lock;
 	struct tdbo_list watches;       /* struct tdbo_watch.cnode */
 	unsigned int nwatches;          /* on watches, <= max_watches when

@@ -261,6 +261,25 @@ uint32_t tdbo_client_uid(const struct tdbo_client *c)
 	return c->uid;
 }
 
+void tdbo_client_accept(struct tdbo_client *c)
+{
+	if (c->accepted)
+		return;
+	c->accepted = true;
+	tdbo_inc(&c->o->ctr.clients);
+	tdbo_inc(&c->o->ctr.accepted);
+}
+
+unsigned int tdbo_client_txns(const struct tdbo_client *c)
+{
+	return c->ntxns;
+}
+
+unsigned int tdbo_client_watches(const struct tdbo_client *c)
+{
+	return c->nwatches;
+}
+
 void tdbo_client_put(struct tdbo_client *c)
 {
 	if (!tdbo_ref_put(&c->refs))
@@ -280,31 +299,32 @@ void tdbo_client_put(struct tdbo_client *c)
 void tdbo_client_free(struct tdbo_client *c)
 {
 	struct tdbo_owner *o;
-	unsigned int ntx = 0, nw, nd;
+	unsigned int nw;
 
 	if (!c)
 		return;
 	o = c->o;
 	while (!tdbo_list_empty(&c->txns)) {
-		struct tdbo_txn *x = tdbo_list_first(&c->txns, struct tdbo_txn, node);
+		struct tdbo_txn *x = tdbo_list_first(&c->txns,
+						     struct tdbo_txn, node);
 
 		tdbo_list_del(&x->node);
 		tdbo_txn_free(x);
 		tdbo_dec(&o->txns);
 		tdbo_inc(&o->txns_aborted);
-		ntx++;
 	}
 	c->ntxns = 0;
 	tdbo_client_attach_uncharge(c);
 	nw = tdbo_watches_drop(c);
 	tdbo_add(&o->watches_dropped, nw);
 	tdbp_mutex_lock(c->lock);
-	nd = c->ndumps;
 	c->dead = true;
 	tdbp_mutex_unlock(c->lock);
 	tdbo_dumps_release(c);
-	if (ntx || nw || nd)
+	if (c->accepted) {
+		tdbo_dec(&o->ctr.clients);
 		tdbo_inc(&o->cleanups);
+	}
 	tdbo_client_put(c);
 }
 
@@ -371,6 +391,11 @@ void tdbo_owner_on_change(struct tdbo_owner *o, tdbo_change_fn *fn,
 struct tdbo_counters *tdbo_owner_counters(struct tdbo_owner *o)
 {
 	return &o->ctr;
+}
+
+uint64_t tdbo_owner_requests(struct tdbo_owner *o)
+{
+	return tdbo_read(&o->requests) + tdbo_read(&o->ctr.requests);
 }
 
 void tdbo_owner_free(struct tdbo_owner *o)

@@ -188,10 +188,16 @@ int tdbo_client_attach_charge(struct tdbo_client *c, const char **msg);
 void tdbo_client_attach_uncharge(struct tdbo_client *c);
 /* The uid the client acts as. */
 uint32_t tdbo_client_uid(const struct tdbo_client *c);
+/* The client is in (the transport took it): STATS counts it among
+ * clients and accepted, and its end as a cleanup. */
+void tdbo_client_accept(struct tdbo_client *c);
+/* Its open transactions and watches now (for a log line). */
+unsigned int tdbo_client_txns(const struct tdbo_client *c);
+unsigned int tdbo_client_watches(const struct tdbo_client *c);
 
 /* The dead-client hook: aborts its transactions, drops its watches,
- * frees its dumps' state.  Counted in STATS (cleanups, txns_aborted,
- * watches_dropped) when the client had any. */
+ * frees its dumps' state.  Counted in STATS (cleanups, if it was
+ * accepted; txns_aborted, watches_dropped). */
 void tdbo_client_free(struct tdbo_client *c);
 
 /* What a request left for its transport, beside its answer. */
@@ -236,6 +242,8 @@ void tdbo_dump_free(struct tdbo_dump *d);
 struct tdbo_feed *tdbo_feed_get(struct tdbo_client *c, uint64_t slot);
 void tdbo_feed_put(struct tdbo_feed *f);
 void *tdbo_feed_mem(struct tdbo_feed *f);
+/* What hooks->feed_alloc gave with its memory (tdbd: the memfd). */
+void *tdbo_feed_cookie(struct tdbo_feed *f);
 size_t tdbo_feed_size(const struct tdbo_feed *f);
 
 /* STATS figures the transports keep; the owner reports them.  Bumped
@@ -254,6 +262,8 @@ struct tdbo_counters {
 	uint64_t errors;
 };
 struct tdbo_counters *tdbo_owner_counters(struct tdbo_owner *o);
+/* Requests answered so far (STATS' requests). */
+uint64_t tdbo_owner_requests(struct tdbo_owner *o);
 
 /* --- for a durable home --------------------------------------------------
  * Its recovery, checkpoints and log read the registry: struct tdbo_table
