@@ -136,6 +136,19 @@ static struct tdbo_table *table_alloc(struct tdbo_owner *o, const char *name,
 	return t;
 }
 
+/* A line in the home's log for a table made or dropped.  The name as it
+ * is, as the engine logs it: the home's log sink escapes what it shows
+ * (tdbd: tdb_escape; new names are restricted, a legacy one may hold
+ * anything). */
+static void table_log(const struct tdbo_table *t, const char *what)
+{
+	if (tdbo_streq(what, "dropped"))
+		tdbp_log(TDBP_LOG_INFO, "table %s %s", t->name, what);
+	else
+		tdbp_log(TDBP_LOG_INFO, "table %s %s (owner %u:%u, mode "
+			 "%04o)", t->name, what, t->uid, t->gid, t->mode);
+}
+
 /* Under wlock: the engine table and the registry entry.  id 0: the
  * next free one.  Charged whatever the limits say (the caller checked
  * them, or is recovery). */
@@ -168,6 +181,7 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 	tdbo_quota_force(o, uid, TDBO_Q_RESERVE, t->reserve);
 	t->ckpt_full = true;    /* new: the next checkpoint writes it all */
 	reg_add(o, t);
+	table_log(t, "created");
 	if (out)
 		*out = t;
 	return 0;
@@ -517,6 +531,7 @@ static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 	tdbo_table_feed_release(t);
 	if (o->hooks.mem_note)
 		o->hooks.mem_note(o->hooks.arg, t);
+	table_log(t, "dropped");
 	tdbo_table_put(t);              /* the registry's reference */
 	return 0;
 }
