@@ -33,13 +33,15 @@
 #define tdb_store_release(p, v) smp_store_release((p), (v))
 #define tdb_load_relaxed(p)     READ_ONCE(*(p))
 #define tdb_store_relaxed(p, v) WRITE_ONCE(*(p), (v))
-#define tdb_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
-#define tdb_fetch_sub(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
-/* As tdb_fetch_add: the kernel's atomic_or() wants an atomic_t. */
+/* As tdb_fetch_add below: the kernel's atomic_or() wants an atomic_t. */
 #define tdb_fetch_or(p, v)      __atomic_fetch_or((p), (v), __ATOMIC_SEQ_CST)
 #define tdb_fetch_and(p, v)     __atomic_fetch_and((p), (v), __ATOMIC_SEQ_CST)
-#define tdb_smp_mb()            smp_mb()
-#define tdb_smp_rmb()           smp_rmb()
+#define tdb_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define tdb_fetch_sub(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
+
+#define tdb_smp_mb()  smp_mb()
+#define tdb_smp_wmb() smp_wmb()
+#define tdb_smp_rmb() smp_rmb()
 
 #define tdb_likely(x)   likely(x)
 #define tdb_unlikely(x) unlikely(x)

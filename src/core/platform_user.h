@@ -20,15 +20,16 @@ int memcmp(const void *a, const void *b, size_t n);
 #define tdb_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define tdb_load_relaxed(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
 #define tdb_store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-#define tdb_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
-#define tdb_fetch_sub(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
-/* Fully ordered read-modify-writes and fence (the rings' sleep/wake
- * handshake, include/tdb/ring.h, needs a full barrier). */
+/* Fully ordered (the rings' sleep/wake handshake needs a full barrier). */
 #define tdb_fetch_or(p, v)      __atomic_fetch_or((p), (v), __ATOMIC_SEQ_CST)
 #define tdb_fetch_and(p, v)     __atomic_fetch_and((p), (v), __ATOMIC_SEQ_CST)
-#define tdb_smp_mb()            __atomic_thread_fence(__ATOMIC_SEQ_CST)
-/* Loads before it are ordered before loads after it. */
-#define tdb_smp_rmb()           __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#define tdb_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#define tdb_fetch_sub(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
+
+/* Fences: full, stores before stores, loads before loads. */
+#define tdb_smp_mb()  __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define tdb_smp_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
+#define tdb_smp_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
 
 #define tdb_likely(x)   __builtin_expect(!!(x), 1)
 #define tdb_unlikely(x) __builtin_expect(!!(x), 0)
