@@ -29,9 +29,14 @@
 
 #include "ring_core.h"
 
+/* The user home's wake-ups (FUTEX_WAKE, or the consumer's eventfd): for
+ * code that calls the core's tdb_ring_attach itself (a FEED producer
+ * shared with tdb.ko, which passes its own). */
+extern const struct tdb_ring_ops tdb_ring_user_ops;
+
 /*
  * Attach to a mapped ring as producer or consumer (tdb_ring_attach with
- * the futex/eventfd wake-ups).  A consumer allocates its private message
+ * tdb_ring_user_ops).  A consumer allocates its private message
  * buffer here (-ENOMEM).
  */
 int tdb_ring_attach_producer(struct tdb_ring *r, void *hdr, void *data,

@@ -50,7 +50,7 @@ static int user_wake(struct tdb_ring *r, uint32_t flag)
 	return 1;
 }
 
-static const struct tdb_ring_ops user_ops = { .wake = user_wake };
+const struct tdb_ring_ops tdb_ring_user_ops = { .wake = user_wake };
 
 /* --- setup ---------------------------------------------------------------- */
 
@@ -58,7 +58,7 @@ int tdb_ring_attach_producer(struct tdb_ring *r, void *hdr, void *data,
 			     size_t data_map_size, uint32_t kind)
 {
 	return tdb_ring_attach(r, hdr, data, data_map_size, kind,
-			       TDB_RING_PRODUCER, &user_ops);
+			       TDB_RING_PRODUCER, &tdb_ring_user_ops);
 }
 
 int tdb_ring_attach_consumer(struct tdb_ring *r, void *hdr,
@@ -66,7 +66,7 @@ int tdb_ring_attach_consumer(struct tdb_ring *r, void *hdr,
 			     uint32_t kind)
 {
 	int err = tdb_ring_attach(r, hdr, data, data_map_size, kind,
-				  TDB_RING_CONSUMER, &user_ops);
+				  TDB_RING_CONSUMER, &tdb_ring_user_ops);
 
 	if (err)
 		return err;
