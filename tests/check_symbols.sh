@@ -54,7 +54,10 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--sanitized) sanitized=1; shift ;;
 	--allow)
-		[ $# -ge 2 ] || { echo "check_symbols: --allow REGEX" >&2; exit 2; }
+		if [ $# -lt 2 ]; then
+			echo "check_symbols: --allow REGEX" >&2
+			exit 2
+		fi
 		extra="$extra|$2"
 		shift 2 ;;
 	*) break ;;

@@ -49,7 +49,7 @@ static int wake_if(struct tdb_ring *r, uint32_t flag)
 	return r->ops->wake(r, flag);
 }
 
-/* --- setup ---------------------------------------------------------------- */
+/* --- setup --------------------------------------------------------------- */
 
 static bool good_size(uint32_t data_size)
 {
@@ -186,8 +186,8 @@ static int attach_consumer(struct tdb_ring *r)
 }
 
 int tdb_ring_attach(struct tdb_ring *r, void *hdr, const void *data,
-		    size_t data_map_size, uint32_t kind, enum tdb_ring_role role,
-		    const struct tdb_ring_ops *ops)
+		    size_t data_map_size, uint32_t kind,
+		    enum tdb_ring_role role, const struct tdb_ring_ops *ops)
 {
 	int err;
 
@@ -575,7 +575,7 @@ bool tdb_ring_unread(const struct tdb_ring *r)
 	return c != p;
 }
 
-/* --- feed readers ------------------------------------------------------------ */
+/* --- feed readers -------------------------------------------------------- */
 
 /* Has the producer retired the bytes from `from` on?  (tail passed it) */
 static bool lapped(struct tdb_ring *r, uint64_t from, uint64_t *tail)

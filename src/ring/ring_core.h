@@ -56,22 +56,22 @@ struct tdb_ring {
 	struct tdb_ring_hdr *hdr;   /* shared */
 	unsigned char *data;        /* shared, data_size bytes */
 	uint32_t kind, data_size, mask, max_msg;   /* private copies */
-	uint64_t pos;               /* producer: next write; consumer: next read */
-	uint64_t published;         /* producer: last index stored in hdr->prod */
-	uint64_t other;             /* producer: last valid cons; feed: tail */
-	uint64_t end;               /* consumer: prod as loaded and checked */
-	uint32_t reserved;          /* producer: bytes reserved, not committed */
+	uint64_t pos;       /* producer: next write; consumer: next read */
+	uint64_t published; /* producer: last index stored in hdr->prod */
+	uint64_t other;     /* producer: last valid cons; feed: tail */
+	uint64_t end;       /* consumer: prod as loaded and checked */
+	uint32_t reserved;  /* producer: bytes reserved, not committed */
 	uint32_t reserved_len;      /* producer: the len asked for */
-	uint32_t seq;               /* feed: next sequence number */
-	bool seq_known;             /* feed reader: seq is meaningful */
-	bool from_set;              /* feed reader: skip until from_seq */
+	uint32_t seq;       /* feed: next sequence number */
+	bool seq_known;     /* feed reader: seq is meaningful */
+	bool from_set;      /* feed reader: skip until from_seq */
 	uint32_t from_seq;
 	bool dead;
-	const char *error;          /* static text of the violation */
-	unsigned char *msg;         /* consumer: private copy, max_msg bytes,
-				     * the home's memory */
+	const char *error;  /* static text of the violation */
+	unsigned char *msg; /* consumer: private copy, max_msg bytes, the
+			     * home's memory */
 	const struct tdb_ring_ops *ops;   /* NULL: no wakes (see above) */
-	int eventfd;                /* the user home's: wake through it, or -1 */
+	int eventfd;        /* the user home's: wake through it, or -1 */
 };
 
 enum tdb_ring_role { TDB_RING_PRODUCER, TDB_RING_CONSUMER };
@@ -99,8 +99,8 @@ int tdb_ring_format(void *mem, uint32_t kind, uint32_t data_size,
  * consumer needs r->msg (max_msg bytes) set by the home before it reads.
  */
 int tdb_ring_attach(struct tdb_ring *r, void *hdr, const void *data,
-		    size_t data_map_size, uint32_t kind, enum tdb_ring_role role,
-		    const struct tdb_ring_ops *ops);
+		    size_t data_map_size, uint32_t kind,
+		    enum tdb_ring_role role, const struct tdb_ring_ops *ops);
 
 /* The static text of the last protocol violation, or NULL. */
 const char *tdb_ring_error(const struct tdb_ring *r);

@@ -147,7 +147,7 @@ int tdb_ring_wait(struct tdb_ring *r, int timeout_ms)
 	return futex_wait(&r->hdr->futex, v, timeout_ms);
 }
 
-/* --- feed readers ------------------------------------------------------------ */
+/* --- feed readers -------------------------------------------------------- */
 
 int tdb_feed_wait(struct tdb_ring *r, int timeout_ms)
 {
