@@ -235,15 +235,11 @@ static void feed_make_room(struct tdb_ring *r, uint64_t end)
 	tdb_smp_mb();
 }
 
-/* Is there room up to `end`?  Reads the consumer's index, once, if what
- * we know of it is not enough; checks it. */
-static bool has_room(struct tdb_ring *r, uint64_t end)
+/* has_room's slow path: read the consumer's index, once, and check it. */
+static bool load_cons(struct tdb_ring *r, uint64_t end)
 {
-	uint64_t c;
+	uint64_t c = tdb_load_acquire(&r->hdr->cons);
 
-	if (end - r->other <= r->data_size)
-		return true;
-	c = tdb_load_acquire(&r->hdr->cons);
 	/* The consumer can only have moved forward, up to what we
 	 * published. */
 	if (c - r->other > r->published - r->other || (c & 3)) {
@@ -253,6 +249,13 @@ static bool has_room(struct tdb_ring *r, uint64_t end)
 	}
 	r->other = c;
 	return end - c <= r->data_size;
+}
+
+/* Is there room up to `end`?  What we know of the consumer's index is
+ * usually enough (inline: once per reserve); else load_cons. */
+static inline bool has_room(struct tdb_ring *r, uint64_t end)
+{
+	return end - r->other <= r->data_size || load_cons(r, end);
 }
 
 /* The padding before a message of `need` bytes at r->pos (the bytes to
@@ -326,6 +329,7 @@ int tdb_ring_commit(struct tdb_ring *r, size_t len)
 {
 	unsigned char *p = r->data + (r->pos & r->mask);
 	struct nlmsghdr *nlh = (struct nlmsghdr *)p;
+	size_t i;
 
 	/* len against what was asked for, before any 32-bit rounding. */
 	if (!r->reserved || len < NLMSG_HDRLEN || len > r->reserved_len)
@@ -333,8 +337,11 @@ int tdb_ring_commit(struct tdb_ring *r, size_t len)
 	nlh->nlmsg_len = (uint32_t)len;        /* ours, whatever was built */
 	if (r->kind == TDB_RING_FEED)
 		nlh->nlmsg_seq = r->seq++;
-	/* The consumer sees whole words: no stale bytes in the padding. */
-	memset(p + len, 0, NLMSG_ALIGN(len) - len);
+	/* The consumer sees whole words: no stale bytes in the padding
+	 * (at most 3 bytes: stores, not a memset call). */
+	if (tdb_unlikely(len & (NLMSG_ALIGNTO - 1)))
+		for (i = len; i < NLMSG_ALIGN(len); i++)
+			p[i] = 0;
 	r->pos += NLMSG_ALIGN(len);
 	r->reserved = 0;
 	return 0;
@@ -474,7 +481,10 @@ static int load_prod(struct tdb_ring *r, uint64_t *p)
 	return 0;
 }
 
-int tdb_ring_load(struct tdb_ring *r)
+/* The bodies of tdb_ring_load and tdb_ring_pop, which consume inlines
+ * (the exported functions may be interposed, so calls to them are not
+ * inlined in PIC code, and pop runs once per message). */
+static inline int load(struct tdb_ring *r)
 {
 	if (r->dead)
 		return -EPROTO;
@@ -483,10 +493,8 @@ int tdb_ring_load(struct tdb_ring *r)
 	return load_prod(r, &r->end);
 }
 
-long tdb_ring_pop(struct tdb_ring *r, unsigned int *budget)
+static inline long pop(struct tdb_ring *r, unsigned int *budget)
 {
-	if (r->dead)
-		return -EPROTO;
 	while (r->pos != r->end && *budget) {
 		const char *why;
 		uint32_t skip;
@@ -506,6 +514,16 @@ long tdb_ring_pop(struct tdb_ring *r, unsigned int *budget)
 	return 0;
 }
 
+int tdb_ring_load(struct tdb_ring *r)
+{
+	return load(r);
+}
+
+long tdb_ring_pop(struct tdb_ring *r, unsigned int *budget)
+{
+	return r->dead ? -EPROTO : pop(r, budget);
+}
+
 void tdb_ring_release(struct tdb_ring *r)
 {
 	if (r->dead)
@@ -518,12 +536,13 @@ int tdb_ring_consume(struct tdb_ring *r, unsigned int budget,
 		     tdb_ring_msg_fn *fn, void *arg)
 {
 	unsigned int n = 0;
-	int ret = tdb_ring_load(r);
+	int ret = load(r);
 	long len;
 
 	if (ret)
 		return ret;
-	while ((len = tdb_ring_pop(r, &budget)) > 0) {
+	/* fn cannot kill the ring: pop needs no dead check here. */
+	while ((len = pop(r, &budget)) > 0) {
 		n++;
 		ret = fn(arg, (const struct nlmsghdr *)r->msg);
 		if (ret < 0)

@@ -23,6 +23,7 @@
 #ifndef TDB_RING_RING_H
 #define TDB_RING_RING_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,7 +56,15 @@ void tdb_ring_set_eventfd(struct tdb_ring *r, int fd);
  * consumer broke the protocol), EINVAL (a reserve is already open).
  * Then tdb_ring_commit, tdb_ring_publish (ring_core.h).
  */
-void *tdb_ring_reserve(struct tdb_ring *r, size_t len);
+static inline void *tdb_ring_reserve(struct tdb_ring *r, size_t len)
+{
+	int err;
+	void *p = tdb_ring_reserve_err(r, len, &err);
+
+	if (!p)
+		errno = -err;
+	return p;
+}
 /* Wait until len bytes can be reserved: 0, -ETIMEDOUT, -EPROTO.
  * timeout_ms < 0 waits for ever. */
 int tdb_ring_wait_space(struct tdb_ring *r, size_t len, int timeout_ms);

@@ -89,16 +89,6 @@ void tdb_ring_set_eventfd(struct tdb_ring *r, int fd)
 
 /* --- producer ------------------------------------------------------------- */
 
-void *tdb_ring_reserve(struct tdb_ring *r, size_t len)
-{
-	int err;
-	void *p = tdb_ring_reserve_err(r, len, &err);
-
-	if (!p)
-		errno = -err;
-	return p;
-}
-
 int tdb_ring_put(struct tdb_ring *r, const struct nlmsghdr *nlh)
 {
 	return tdb_ring_put_msg(r, nlh);
