@@ -18,7 +18,7 @@
  */
 #include "ring_core.h"
 
-/* --- helpers ------------------------------------------------------------ */
+/* --- helpers ------------------------------------------------------------- */
 
 int tdb_ring_violation(struct tdb_ring *r, const char *why)
 {
@@ -211,7 +211,7 @@ const char *tdb_ring_error(const struct tdb_ring *r)
 	return r->error;
 }
 
-/* --- producer ------------------------------------------------------------- */
+/* --- producer ------------------------------------------------------------ */
 
 /* Make room for the bytes up to `end` in a FEED ring by retiring the
  * oldest messages; readers learn it from `tail` before any byte of them
@@ -416,16 +416,17 @@ int tdb_ring_space_prepare(struct tdb_ring *r, size_t len, uint32_t *v)
 	return r->dead ? -EPROTO : 1;
 }
 
-/* --- consumer ------------------------------------------------------------- */
+/* --- consumer ------------------------------------------------------------ */
 
 /*
  * Copy the frame at r->pos into r->msg and check it against the
  * published end p.  Returns its padded length, 0 for padding to skip
  * (*skip set), or -EPROTO with *why set (the caller decides whether that
  * is a violation: a feed reader first checks whether it was lapped).
+ * Inline: it runs once per message, in pop and in tdb_feed_read.
  */
-static long copy_msg(struct tdb_ring *r, uint64_t p, uint32_t *skip,
-		     const char **why)
+static inline long copy_msg(struct tdb_ring *r, uint64_t p,
+			    uint32_t *skip, const char **why)
 {
 	uint32_t off = (uint32_t)(r->pos & r->mask);
 	uint32_t rem = r->data_size - off, len;
