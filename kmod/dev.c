@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * dev.c - /dev/tdb, the misc device of tdb.ko (the ABI is
- * include/tdb/kdev.h): one client per open file, its rings (kring.c),
+ * include/tdb/kdev.h): one client per open file, its rings (kring.c
+ * over the shared core, src/ring/ring.c),
  * TDB_IOC_ATTACH and TDB_IOC_ENTER, mmap of the rings and of watched
  * change feeds, poll, and release() as the dead-client hook.
  *
@@ -16,9 +17,10 @@
  *    the last munmap: ring memory is never freed while mapped.  Feeds
  *    are the owner's; a feed mapping holds a feed reference until its
  *    last vma is gone.
- *  - The kernel trusts nothing mapped writable (kring.c); a client that
- *    breaks the ring protocol is cut off (f->dead, OVERRUN in both ring
- *    headers, -EPROTO from ENTER) and counted as a violation.
+ *  - The kernel trusts nothing mapped writable (the ring core,
+ *    src/ring/ring.c); a client that breaks the ring protocol is cut off
+ *    (f->dead, OVERRUN in both ring headers, -EPROTO from ENTER) and
+ *    counted as a violation.
  *  - One ENTER does at most one ring's worth of work: it takes the
  *    requests published when it starts (at most sq data_size bytes) and
  *    answers while the completion ring has room, calling cond_resched()
@@ -68,7 +70,7 @@ struct dev_dump {
 struct tdbk_file {
 	struct mutex lock;
 	struct tdbo_client *client;
-	struct tdbk_ring sq, cq;
+	struct tdb_ring sq, cq;
 	bool attached;          /* set under lock, with release */
 	bool dead;              /* broke the ring protocol */
 	struct list_head dumps; /* struct dev_dump, oldest first */
@@ -96,16 +98,16 @@ static void *cq_reserve(struct tdbo_sink *s, size_t len)
 		cs->refused = len;
 		return NULL;
 	}
-	return tdbk_ring_reserve(&cs->f->cq, len);
+	return tdb_ring_reserve_err(&cs->f->cq, len, NULL);
 }
 
 static void cq_commit(struct tdbo_sink *s, void *p, size_t len)
 {
 	struct cq_sink *cs = container_of(s, struct cq_sink, s);
-	struct tdbk_ring *r = &cs->f->cq;
+	struct tdb_ring *r = &cs->f->cq;
 
 	if (WARN_ON_ONCE(p != r->data + (r->pos & r->mask))) {
-		tdbk_ring_abort(r);
+		tdb_ring_abort(r);
 		return;
 	}
 	tdbk_ring_commit(r, len);
@@ -140,8 +142,8 @@ static void kill_client(struct tdbk_file *f, const char *why)
 	if (f->dead)
 		return;
 	f->dead = true;
-	tdbk_ring_violation(&f->sq, why);
-	tdbk_ring_violation(&f->cq, why);
+	tdb_ring_violation(&f->sq, why);
+	tdb_ring_violation(&f->cq, why);
 	tdb_fetch_add(&counters()->violations, 1);
 	pr_warn_ratelimited("tdb: /dev/tdb client (pid %d, uid %u) cut off: %s\n",
 			    task_tgid_nr(current),
@@ -157,7 +159,7 @@ static void kill_client(struct tdbk_file *f, const char *why)
 static bool answer(struct tdbk_file *f, const struct nlmsghdr *req, int err,
 		   const struct tdb_proto_extack *ext, bool done)
 {
-	void *p = tdbk_ring_reserve(&f->cq, TDB_PROTO_ERROR_MAX);
+	void *p = tdb_ring_reserve_err(&f->cq, TDB_PROTO_ERROR_MAX, NULL);
 	long n;
 
 	if (!p)
@@ -173,7 +175,7 @@ static bool answer(struct tdbk_file *f, const struct nlmsghdr *req, int err,
 					   NULL);
 	}
 	if (n < 0) {
-		tdbk_ring_abort(&f->cq);
+		tdb_ring_abort(&f->cq);
 		return false;
 	}
 	tdbk_ring_commit(&f->cq, (size_t)n);
@@ -207,12 +209,12 @@ static bool run_dumps(struct tdbk_file *f)
 			struct cq_sink cs;
 			int ret;
 
-			if (!tdbk_ring_has_room(&f->cq, f->cq.max_msg))
+			if (!tdb_ring_has_room(&f->cq, f->cq.max_msg))
 				return false;
 			cq_sink_init(&cs, f);
 			ret = tdbo_dump_run(dd->d, &cs.s, &ext);
 			if (f->cq.reserved)
-				tdbk_ring_abort(&f->cq);
+				tdb_ring_abort(&f->cq);
 			if (ret > 0 && cs.written) {
 				cond_resched();
 				continue;
@@ -263,7 +265,7 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 	err = tdb_proto_parse(msg, len, TDB_PROTO_REQUEST, m, &ext);
 	if (err) {
 		count_refused();
-		/* kring.c checked the frame, so there is a header. */
+		/* The ring core checked the frame: there is a header. */
 		answer(f, m->nlh ? m->nlh : msg, err, &ext, false);
 		return;
 	}
@@ -287,7 +289,7 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 	err = tdbo_exec(f->client, m, &cs.s, &ext, &res);
 	dump = res.dump;
 	if (f->cq.reserved)
-		tdbk_ring_abort(&f->cq);
+		tdb_ring_abort(&f->cq);
 	if (err < 0) {
 		if (dump)
 			tdbo_dump_free(dump);
@@ -357,12 +359,12 @@ static long do_enter(struct tdbk_file *f)
 		return -EPROTO;
 	/* Feeds written from here on wake the next poll(). */
 	WRITE_ONCE(f->feed_seen, seen);
-	if (tdbk_ring_load(&f->sq)) {
+	if (tdb_ring_load(&f->sq)) {
 		kill_client(f, f->sq.error);
 		return -EPROTO;
 	}
 	more = run_dumps(f);
-	while (more && tdbk_ring_has_room(&f->cq, f->cq.max_msg)) {
+	while (more && tdb_ring_has_room(&f->cq, f->cq.max_msg)) {
 		if (fatal_signal_pending(current))
 			break;
 		len = tdbk_ring_pop(&f->sq);
@@ -377,7 +379,7 @@ static long do_enter(struct tdbk_file *f)
 		kill_client(f, f->sq.dead ? f->sq.error : f->cq.error);
 		return -EPROTO;
 	}
-	tdbk_ring_release(&f->sq);
+	tdb_ring_release(&f->sq);
 	if (tdbk_ring_publish(&f->cq))
 		wake_up_interruptible_poll(&f->wq, EPOLLIN | EPOLLRDNORM);
 	return 0;
@@ -505,7 +507,7 @@ static __poll_t tdbk_dev_poll(struct file *file, poll_table *wait)
 		return 0;
 	if (READ_ONCE(f->dead))
 		return EPOLLERR;
-	if (tdbk_ring_unread(&f->cq) ||
+	if (tdb_ring_unread(&f->cq) ||
 	    atomic_read(&f->feed_gen) != READ_ONCE(f->feed_seen))
 		mask |= EPOLLIN | EPOLLRDNORM;
 	return mask;
@@ -562,11 +564,11 @@ static int tdbk_dev_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (slot == 0) {
 		mem = f->sq.hdr;
-		size = f->sq.size;
+		size = tdb_ring_map_size(f->sq.data_size);
 		writable = size;
 	} else if (slot == 1) {
 		mem = f->cq.hdr;
-		size = f->cq.size;
+		size = tdb_ring_map_size(f->cq.data_size);
 		writable = TDB_RING_HDR_SIZE;
 	} else {
 		fm = kzalloc(sizeof(*fm), GFP_KERNEL);

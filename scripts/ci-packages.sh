@@ -231,7 +231,8 @@ dkms_ver=$(dpkg-query -W -f='${Version}' tdb-dkms)
 [ -f "/usr/src/tdb-$dkms_ver/dkms.conf" ] ||
 	fail "/usr/src/tdb-$dkms_ver/dkms.conf missing"
 for f in kmod/Makefile kmod/Kbuild kmod/main.c src/core/table.c \
-	 src/proto/proto.c include/tdb/proto.h include/tdb/kdev.h; do
+	 src/proto/proto.c src/ring/ring.c src/ring/ring_core.h \
+	 include/tdb/proto.h include/tdb/kdev.h; do
 	[ -f "/usr/src/tdb-$dkms_ver/$f" ] || fail "tdb-dkms lacks $f"
 done
 # The kernel of linux-headers-amd64 (its dependency names it).

@@ -11,7 +11,9 @@
  * count, wake-ups through the futex and through an eventfd (a thread
  * asleep in poll/epoll), waiting for space, protocol violations on both
  * sides, and FEED rings (readers at their own cursors, laps with the
- * number of lost messages, late readers).
+ * number of lost messages, late readers).  The core as tdb.ko uses it
+ * (ring_core.h): attached with no wake ops, load/pop/release with a
+ * frame budget, unread; commit zeroing the alignment padding.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -2274,6 +2276,188 @@ static void test_feed_wait(void **state)
 	feed_free(f);
 }
 
+/* ------------------------------------------------------------------ */
+/* the core as tdb.ko uses it (ring_core.h): no wake ops, load/pop/     */
+/* release, unread; and what commit leaves in the padding              */
+
+/* Attached with no ops, a producer neither looks at the consumer's
+ * waiting flag nor touches the futex (tdb.ko: the client sleeps in
+ * poll); the user home clears the flag, bumps the futex and wakes. */
+static void test_core_no_ops(void **state)
+{
+	struct rmem m;
+	struct tdb_ring p, c;
+	uint32_t fx;
+
+	(void)state;
+	rm_new(&m, TDB_RING_COMPLETE, 4096, 0);
+	assert_int_equal(tdb_ring_attach(&p, m.hdr, m.data, m.size,
+					 TDB_RING_COMPLETE, TDB_RING_PRODUCER,
+					 NULL), 0);
+	assert_int_equal(tdb_ring_attach_consumer(&c, m.hdr, m.data, m.size,
+						  TDB_RING_COMPLETE), 0);
+	m.hdr->flags = TDB_RING_F_CONS_WAITING;
+	fx = m.hdr->futex;
+	post(&p, 64, 1);
+	assert_int_equal(tdb_ring_publish(&p), 0);
+	assert_int_equal(m.hdr->flags, TDB_RING_F_CONS_WAITING);
+	assert_int_equal(m.hdr->futex, fx);
+	/* The same state with the user home's ops. */
+	assert_int_equal(tdb_ring_attach_producer(&p, m.hdr, m.data, m.size,
+						  TDB_RING_COMPLETE), 0);
+	post(&p, 64, 2);
+	assert_int_equal(tdb_ring_publish(&p), 1);
+	assert_int_equal(m.hdr->flags, 0);
+	assert_int_equal(m.hdr->futex, fx + 1);
+	tdb_ring_detach(&c);
+	rm_free(&m);
+}
+
+/* A NOOP frame of len bytes at data + off. */
+static void put_noop(unsigned char *data, uint32_t off, uint32_t len)
+{
+	struct nlmsghdr *n = (struct nlmsghdr *)(data + off);
+
+	memset(n, 0, NLMSG_HDRLEN);
+	n->nlmsg_len = len;
+	n->nlmsg_type = NLMSG_NOOP;
+}
+
+/* tdb_ring_pop walks at most *budget frames, padding included, and
+ * goes on where it stopped; release hands back what was taken. */
+static void test_core_pop_budget(void **state)
+{
+	unsigned int budget;
+	struct tdb_ring c;
+	struct rmem m;
+
+	(void)state;
+	rm_new(&m, TDB_RING_SUBMIT, 4096, 0);
+	assert_int_equal(tdb_ring_attach_consumer(&c, m.hdr, m.data, m.size,
+						  TDB_RING_SUBMIT), 0);
+	c.ops = NULL;
+	put_noop(m.data, 0, 16);
+	put_noop(m.data, 16, 16);
+	put_noop(m.data, 32, 16);
+	build(m.data + 48, 32, 7);
+	m.hdr->prod = 80;
+	assert_int_equal(tdb_ring_load(&c), 0);
+	budget = 2;
+	assert_int_equal(tdb_ring_pop(&c, &budget), 0);
+	assert_int_equal(budget, 0);
+	assert_int_equal(c.pos, 32);
+	budget = 2;
+	assert_int_equal(tdb_ring_pop(&c, &budget), 32);
+	assert_int_equal(budget, 0);
+	assert_int_equal(c.pos, 80);
+	assert_int_equal(((struct nlmsghdr *)c.msg)->nlmsg_pid, 7);
+	assert_memory_equal(c.msg, m.data + 48, 32);
+	budget = 2;
+	assert_int_equal(tdb_ring_pop(&c, &budget), 0);
+	assert_int_equal(budget, 2);
+	assert_int_equal(m.hdr->cons, 0);
+	m.hdr->flags = TDB_RING_F_PROD_WAITING;
+	tdb_ring_release(&c);
+	assert_int_equal(m.hdr->cons, 80);
+	assert_int_equal(m.hdr->flags, TDB_RING_F_PROD_WAITING);
+	tdb_ring_detach(&c);
+	rm_free(&m);
+}
+
+/* tdb_ring_unread: published and not consumed (tdb.ko's poll). */
+static void test_core_unread(void **state)
+{
+	struct tdb_ring p, c;
+	struct rmem m;
+	unsigned int n = 0;
+
+	(void)state;
+	rm_new(&m, TDB_RING_COMPLETE, 4096, 0);
+	attach_both(&m, &p, &c, TDB_RING_COMPLETE);
+	assert_false(tdb_ring_unread(&p));
+	post(&p, 40, 1);
+	assert_false(tdb_ring_unread(&p));      /* not published yet */
+	assert_true(tdb_ring_publish(&p) >= 0);
+	assert_true(tdb_ring_unread(&p));
+	assert_int_equal(tdb_ring_consume(&c, 8, count_fn, &n), 1);
+	assert_false(tdb_ring_unread(&p));
+	m.hdr->cons = 12345;                    /* nonsense counts as yes */
+	assert_true(tdb_ring_unread(&p));
+	tdb_ring_detach(&c);
+	rm_free(&m);
+}
+
+/* commit zeroes the alignment padding after a message: the consumer
+ * sees no stale bytes of the producer's. */
+static void test_commit_zeroes_padding(void **state)
+{
+	struct tdb_ring p, c;
+	unsigned char *w;
+	struct rmem m;
+
+	(void)state;
+	rm_new(&m, TDB_RING_COMPLETE, 4096, 0);
+	attach_both(&m, &p, &c, TDB_RING_COMPLETE);
+	w = tdb_ring_reserve(&p, 24);
+	assert_non_null(w);
+	memset(w, 0xff, 24);
+	assert_int_equal(tdb_ring_commit(&p, 21), 0);
+	assert_int_equal(((struct nlmsghdr *)w)->nlmsg_len, 21);
+	assert_int_equal(w[20], 0xff);
+	assert_int_equal(w[21], 0);
+	assert_int_equal(w[22], 0);
+	assert_int_equal(w[23], 0);
+	assert_int_equal(p.pos, 24);
+	tdb_ring_detach(&c);
+	rm_free(&m);
+}
+
+/* A FEED producer attached as tdb.ko's owner does (no ops, messages put
+ * whole): publish only bumps the futex; readers see the sequence
+ * numbers, and the tail moves before old messages are overwritten. */
+static void test_core_feed_no_ops(void **state)
+{
+	struct feed *f = feed_new(4096);
+	unsigned char msg[100];
+	unsigned int n = 0, i;
+	struct reader rd;
+	uint64_t lost = 0;
+	uint32_t fx;
+
+	(void)state;
+	assert_int_equal(tdb_ring_attach(&f->p, f->w.hdr, f->w.data, f->size,
+					 TDB_RING_FEED, TDB_RING_PRODUCER,
+					 NULL), 0);
+	reader_attach(&rd, f);
+	fx = f->w.hdr->futex;
+	build(msg, sizeof(msg), 1);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(tdb_ring_put_msg(&f->p,
+						  (struct nlmsghdr *)msg), 0);
+	assert_int_equal(f->p.seq, 5);
+	assert_int_equal(tdb_ring_publish(&f->p), 0);
+	assert_int_equal(f->w.hdr->futex, fx + 1);
+	assert_int_equal(tdb_feed_read(&rd.r, 100, count_fn, &n, NULL), 5);
+	assert_int_equal(n, 5);
+	assert_int_equal(rd.r.seq, 5);
+	/* 100 more: the ring (4 KiB) laps the reader several times. */
+	for (i = 0; i < 100; i++)
+		assert_int_equal(tdb_ring_put_msg(&f->p,
+						  (struct nlmsghdr *)msg), 0);
+	assert_int_equal(tdb_ring_publish(&f->p), 0);
+	assert_int_equal(f->w.hdr->futex, fx + 2);
+	assert_true(f->w.hdr->tail > 0);
+	assert_true(f->w.hdr->prod - f->w.hdr->tail <= f->size);
+	assert_int_equal(tdb_feed_read(&rd.r, 100, count_fn, &n, &lost),
+			 -EOVERFLOW);
+	assert_true(lost > 0);
+	n = 0;
+	assert_true(tdb_feed_read(&rd.r, 1000, count_fn, &n, NULL) > 0);
+	assert_int_equal(rd.r.seq, 105);
+	reader_detach(&rd);
+	feed_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2313,6 +2497,11 @@ int main(void)
 		cmocka_unit_test(test_feed_big_batch),
 		cmocka_unit_test(test_feed_producer_reattach),
 		cmocka_unit_test(test_feed_wait),
+		cmocka_unit_test(test_core_no_ops),
+		cmocka_unit_test(test_core_pop_budget),
+		cmocka_unit_test(test_core_unread),
+		cmocka_unit_test(test_core_feed_no_ops),
+		cmocka_unit_test(test_commit_zeroes_padding),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

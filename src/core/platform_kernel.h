@@ -33,6 +33,9 @@
 #define tdb_store_release(p, v) smp_store_release((p), (v))
 #define tdb_load_relaxed(p)     READ_ONCE(*(p))
 #define tdb_store_relaxed(p, v) WRITE_ONCE(*(p), (v))
+/* As tdb_fetch_add below: the kernel's atomic_or() wants an atomic_t. */
+#define tdb_fetch_or(p, v)      __atomic_fetch_or((p), (v), __ATOMIC_SEQ_CST)
+#define tdb_fetch_and(p, v)     __atomic_fetch_and((p), (v), __ATOMIC_SEQ_CST)
 #define tdb_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define tdb_fetch_sub(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
 

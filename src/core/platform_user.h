@@ -20,6 +20,9 @@ int memcmp(const void *a, const void *b, size_t n);
 #define tdb_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define tdb_load_relaxed(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
 #define tdb_store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+/* Fully ordered (the rings' sleep/wake handshake needs a full barrier). */
+#define tdb_fetch_or(p, v)      __atomic_fetch_or((p), (v), __ATOMIC_SEQ_CST)
+#define tdb_fetch_and(p, v)     __atomic_fetch_and((p), (v), __ATOMIC_SEQ_CST)
 #define tdb_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
 #define tdb_fetch_sub(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
 

@@ -1,92 +1,60 @@
 /*
- * ring.c - the shared ring: producer, consumer and feed reader.
+ * ring.c - the ring index discipline, compiled unchanged into tdbd,
+ * libtdbclient and tdb.ko (ring_core.h says what it owns; the ABI is
+ * include/tdb/ring.h): format and attach, the producer (reserve, NOOP
+ * padding, commit, publish), the consumer (load, pop, release), the FEED
+ * producer's tail and the feed reader.
  *
- * Rules kept everywhere below (see include/tdb/ring.h for the ABI):
+ * Rules kept everywhere below:
  *  - our own index lives in struct tdb_ring and is only ever stored to
  *    the header, never loaded back from it;
  *  - the peer's index is loaded once per call, with acquire, and checked
  *    against what is possible before it is used;
  *  - a consumer copies a message's header once, checks the length it
  *    read, then copies the body once; it hands its private copy upward;
+ *  - a FEED producer reads back only its own data (readers map it
+ *    read-only), to find where the messages it retires end;
  *  - every loop is bounded by the budget or by the ring size.
  */
-#include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
-#include <poll.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
+#include "ring_core.h"
 
-#include "ring.h"
+/* --- helpers ------------------------------------------------------------- */
 
-#define load_acquire(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define full_barrier()      __atomic_thread_fence(__ATOMIC_SEQ_CST)
-
-/* --- helpers ------------------------------------------------------------ */
-
-/* The peer broke the protocol: this side stops using the ring.  The
- * flag tells the peer, except in a FEED ring (readers map it read-only)
- * and during attach (the kind is not trusted yet). */
-static int violation(struct tdb_ring *r, const char *why)
+int tdb_ring_violation(struct tdb_ring *r, const char *why)
 {
-	r->dead = true;
-	r->error = why;
-	if (r->kind == TDB_RING_SUBMIT || r->kind == TDB_RING_COMPLETE)
-		__atomic_fetch_or(&r->hdr->flags, TDB_RING_F_OVERRUN,
-				  __ATOMIC_RELAXED);
-	return -EPROTO;
-}
-
-static int futex_wait(uint32_t *addr, uint32_t val, int timeout_ms)
-{
-	struct timespec ts, *tp = NULL;
-
-	if (timeout_ms >= 0) {
-		ts.tv_sec = timeout_ms / 1000;
-		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
-		tp = &ts;
+	if (!r->dead) {
+		r->dead = true;
+		r->error = why;
 	}
-	if (syscall(SYS_futex, addr, FUTEX_WAIT, val, tp, NULL, 0) == 0)
-		return 0;
-	if (errno == EAGAIN)
-		return 0;           /* the word moved: something happened */
-	return errno == ETIMEDOUT ? -ETIMEDOUT : -errno;
-}
-
-static void futex_wake_all(uint32_t *addr)
-{
-	__atomic_fetch_add(addr, 1, __ATOMIC_SEQ_CST);
-	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	/* The flag tells the peer, except in a FEED ring (readers map it
+	 * read-only) and during attach (the kind is not trusted yet).  The
+	 * header is shared memory, but an atomic OR on it is safe whatever
+	 * the peer does. */
+	if (r->hdr && (r->kind == TDB_RING_SUBMIT ||
+		       r->kind == TDB_RING_COMPLETE))
+		tdb_fetch_or(&r->hdr->flags, TDB_RING_F_OVERRUN);
+	return -EPROTO;
 }
 
 /* Wake the other side if it said (through `flag`) that it sleeps. */
 static int wake_if(struct tdb_ring *r, uint32_t flag)
 {
-	uint64_t one = 1;
-
-	full_barrier();
-	if (!(__atomic_load_n(&r->hdr->flags, __ATOMIC_RELAXED) & flag))
+	if (!r->ops || !r->ops->wake)
 		return 0;
-	__atomic_fetch_and(&r->hdr->flags, ~flag, __ATOMIC_SEQ_CST);
-	if (r->eventfd >= 0 && flag == TDB_RING_F_CONS_WAITING) {
-		__atomic_fetch_add(&r->hdr->futex, 1, __ATOMIC_SEQ_CST);
-		if (write(r->eventfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			return -errno;
-		return 1;
-	}
-	futex_wake_all(&r->hdr->futex);
-	return 1;
+	tdb_smp_mb();
+	if (!(tdb_load_relaxed(&r->hdr->flags) & flag))
+		return 0;
+	tdb_fetch_and(&r->hdr->flags, ~flag);
+	tdb_fetch_add(&r->hdr->futex, 1);
+	return r->ops->wake(r, flag);
 }
 
-/* --- setup ---------------------------------------------------------------- */
+/* --- setup --------------------------------------------------------------- */
 
 static bool good_size(uint32_t data_size)
 {
-	return data_size >= TDB_RING_MIN_DATA && data_size <= TDB_RING_MAX_DATA &&
+	return data_size >= TDB_RING_MIN_DATA &&
+	       data_size <= TDB_RING_MAX_DATA &&
 	       !(data_size & (data_size - 1));
 }
 
@@ -108,45 +76,41 @@ int tdb_ring_format(void *mem, uint32_t kind, uint32_t data_size,
 	h->hdr_size = TDB_RING_HDR_SIZE;
 	h->data_size = data_size;
 	h->max_msg = max_msg & ~3u;
-	store_release(&h->magic, TDB_RING_MAGIC);
+	/* The header is complete before magic says so. */
+	tdb_store_release(&h->magic, TDB_RING_MAGIC);
 	return 0;
 }
 
-static int attach(struct tdb_ring *r, void *hdr, const void *data,
-		  size_t data_map_size, uint32_t kind)
+/* Check the header once and keep private copies of it. */
+static int check_hdr(struct tdb_ring *r, size_t data_map_size,
+		     uint32_t kind)
 {
-	struct tdb_ring_hdr *h = hdr;
-	uint64_t magic;
-	uint32_t version, hkind, hdr_size, size, max_msg;
+	struct tdb_ring_hdr *h = r->hdr;
+	uint64_t magic = tdb_load_acquire(&h->magic);
+	uint32_t version = tdb_load_relaxed(&h->version);
+	uint32_t hkind = tdb_load_relaxed(&h->kind);
+	uint32_t hdr_size = tdb_load_relaxed(&h->hdr_size);
+	uint32_t size = tdb_load_relaxed(&h->data_size);
+	uint32_t max_msg = tdb_load_relaxed(&h->max_msg);
 
-	memset(r, 0, sizeof(*r));
-	r->eventfd = -1;
-	r->hdr = h;
-	r->data = (unsigned char *)data;
-	if (!hdr || !data)
-		return -EINVAL;
-	/* Each field once; from here on only the private copies count. */
-	magic = load_acquire(&h->magic);
-	version = __atomic_load_n(&h->version, __ATOMIC_RELAXED);
-	hkind = __atomic_load_n(&h->kind, __ATOMIC_RELAXED);
-	hdr_size = __atomic_load_n(&h->hdr_size, __ATOMIC_RELAXED);
-	size = __atomic_load_n(&h->data_size, __ATOMIC_RELAXED);
-	max_msg = __atomic_load_n(&h->max_msg, __ATOMIC_RELAXED);
 	if (magic != TDB_RING_MAGIC)
-		return violation(r, "ring header has a bad magic number");
+		return tdb_ring_violation(r, "ring header has a bad magic "
+					  "number");
 	if (version != TDB_RING_VERSION)
-		return violation(r, "ring header has an unknown version");
+		return tdb_ring_violation(r, "ring header has an unknown "
+					  "version");
 	if (hkind != kind)
-		return violation(r, "ring is of another kind");
+		return tdb_ring_violation(r, "ring is of another kind");
 	if (hdr_size != TDB_RING_HDR_SIZE)
-		return violation(r, "ring header size is wrong");
+		return tdb_ring_violation(r, "ring header size is wrong");
 	if (!good_size(size))
-		return violation(r, "ring data size is not a power of two "
-				    "between 4 KiB and 1 GiB");
+		return tdb_ring_violation(r, "ring data size is not a power "
+					  "of two between 4 KiB and 1 GiB");
 	if (size != data_map_size)
-		return violation(r, "ring data size differs from the mapping");
+		return tdb_ring_violation(r, "ring data size differs from "
+					  "the mapping");
 	if (max_msg < NLMSG_HDRLEN || max_msg > size / 2 || (max_msg & 3))
-		return violation(r, "ring max_msg is out of range");
+		return tdb_ring_violation(r, "ring max_msg is out of range");
 	r->kind = kind;
 	r->data_size = size;
 	r->mask = size - 1;
@@ -154,7 +118,20 @@ static int attach(struct tdb_ring *r, void *hdr, const void *data,
 	return 0;
 }
 
-static uint64_t feed_next(const struct tdb_ring *r, uint64_t i);
+/* Where the message at index i of a FEED ring ends (the producer's own
+ * data: readers cannot write it). */
+static uint64_t feed_next(const struct tdb_ring *r, uint64_t i)
+{
+	uint32_t off = (uint32_t)(i & r->mask), rem = r->data_size - off;
+	const struct nlmsghdr *nlh;
+
+	if (rem < NLMSG_HDRLEN)
+		return i + rem;
+	nlh = (const struct nlmsghdr *)(r->data + off);
+	if (nlh->nlmsg_len < NLMSG_HDRLEN || nlh->nlmsg_len > rem)
+		return i + rem;     /* cannot happen; never loop on it */
+	return i + NLMSG_ALIGN(nlh->nlmsg_len);
+}
 
 /*
  * A FEED producer that attaches to a ring with messages in it (the owner
@@ -181,49 +158,52 @@ static void feed_resume_seq(struct tdb_ring *r)
 	}
 }
 
-int tdb_ring_attach_producer(struct tdb_ring *r, void *hdr, void *data,
-			     size_t data_map_size, uint32_t kind)
+static int attach_producer(struct tdb_ring *r)
 {
-	int err = attach(r, hdr, data, data_map_size, kind);
-
-	if (err)
-		return err;
-	r->pos = load_acquire(&r->hdr->prod);
-	r->other = kind == TDB_RING_FEED ? load_acquire(&r->hdr->tail)
-					 : load_acquire(&r->hdr->cons);
-	if (r->pos - r->other > r->data_size || (r->pos & 3) || (r->other & 3))
-		return violation(r, "ring indices are inconsistent");
+	r->pos = tdb_load_acquire(&r->hdr->prod);
+	r->other = r->kind == TDB_RING_FEED ?
+		   tdb_load_acquire(&r->hdr->tail) :
+		   tdb_load_acquire(&r->hdr->cons);
+	if (r->pos - r->other > r->data_size || (r->pos & 3) ||
+	    (r->other & 3))
+		return tdb_ring_violation(r, "ring indices are inconsistent");
 	r->published = r->pos;
-	if (kind == TDB_RING_FEED)
+	if (r->kind == TDB_RING_FEED)
 		feed_resume_seq(r);
 	return 0;
 }
 
-int tdb_ring_attach_consumer(struct tdb_ring *r, void *hdr,
-			     const void *data, size_t data_map_size,
-			     uint32_t kind)
+static int attach_consumer(struct tdb_ring *r)
 {
-	int err = attach(r, hdr, data, data_map_size, kind);
-	uint64_t prod;
+	uint64_t prod = tdb_load_acquire(&r->hdr->prod);
 
-	if (err)
-		return err;
-	prod = load_acquire(&r->hdr->prod);
-	r->pos = kind == TDB_RING_FEED ? prod : load_acquire(&r->hdr->cons);
+	r->pos = r->kind == TDB_RING_FEED ? prod :
+		 tdb_load_acquire(&r->hdr->cons);
 	if (prod - r->pos > r->data_size || (r->pos & 3))
-		return violation(r, "ring indices are inconsistent");
-	r->msg = malloc(r->max_msg);
-	if (!r->msg)
-		return -ENOMEM;
+		return tdb_ring_violation(r, "ring indices are inconsistent");
+	r->end = r->pos;
 	return 0;
 }
 
-void tdb_ring_detach(struct tdb_ring *r)
+int tdb_ring_attach(struct tdb_ring *r, void *hdr, const void *data,
+		    size_t data_map_size, uint32_t kind,
+		    enum tdb_ring_role role, const struct tdb_ring_ops *ops)
 {
-	free(r->msg);
-	r->msg = NULL;
-	r->hdr = NULL;
-	r->data = NULL;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	r->eventfd = -1;
+	r->hdr = hdr;
+	r->data = (unsigned char *)data;
+	r->ops = ops;
+	if (!hdr || !data)
+		return -EINVAL;
+	/* Each field once; from here on only the private copies count. */
+	err = check_hdr(r, data_map_size, kind);
+	if (err)
+		return err;
+	return role == TDB_RING_PRODUCER ? attach_producer(r) :
+					   attach_consumer(r);
 }
 
 const char *tdb_ring_error(const struct tdb_ring *r)
@@ -231,29 +211,9 @@ const char *tdb_ring_error(const struct tdb_ring *r)
 	return r->error;
 }
 
-void tdb_ring_set_eventfd(struct tdb_ring *r, int fd)
-{
-	r->eventfd = fd;
-}
+/* --- producer ------------------------------------------------------------ */
 
-/* --- producer ------------------------------------------------------------- */
-
-/* Where the message at index i of a FEED ring ends (the producer's own
- * data: readers cannot write it). */
-static uint64_t feed_next(const struct tdb_ring *r, uint64_t i)
-{
-	uint32_t off = (uint32_t)(i & r->mask), rem = r->data_size - off;
-	const struct nlmsghdr *nlh;
-
-	if (rem < NLMSG_HDRLEN)
-		return i + rem;
-	nlh = (const struct nlmsghdr *)(r->data + off);
-	if (nlh->nlmsg_len < NLMSG_HDRLEN || nlh->nlmsg_len > rem)
-		return i + rem;     /* cannot happen; never loop on it */
-	return i + NLMSG_ALIGN(nlh->nlmsg_len);
-}
-
-/* Make room for `need` bytes at pos in a FEED ring by retiring the
+/* Make room for the bytes up to `end` in a FEED ring by retiring the
  * oldest messages; readers learn it from `tail` before any byte of them
  * is overwritten. */
 static void feed_make_room(struct tdb_ring *r, uint64_t end)
@@ -269,71 +229,90 @@ static void feed_make_room(struct tdb_ring *r, uint64_t end)
 	/* tail may pass prod when a batch bigger than the ring is not yet
 	 * published; readers then wait for the publish (tdb_feed_read). */
 	r->other = t;
-	store_release(&r->hdr->tail, t);
+	tdb_store_release(&r->hdr->tail, t);
 	/* The tail store must be visible before the data stores that
-	 * follow (a release fence orders it before later stores). */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	 * follow (a release orders it only after earlier accesses). */
+	tdb_smp_mb();
 }
 
-static bool has_room(struct tdb_ring *r, uint64_t end)
+/* has_room's slow path: read the consumer's index, once, and check it. */
+static bool load_cons(struct tdb_ring *r, uint64_t end)
 {
-	uint64_t c;
+	uint64_t c = tdb_load_acquire(&r->hdr->cons);
 
-	if (end - r->other <= r->data_size)
-		return true;
-	c = load_acquire(&r->hdr->cons);
 	/* The consumer can only have moved forward, up to what we
 	 * published. */
 	if (c - r->other > r->published - r->other || (c & 3)) {
-		violation(r, "consumer index is outside the published range");
+		tdb_ring_violation(r, "consumer index is outside the "
+				   "published range");
 		return false;
 	}
 	r->other = c;
 	return end - c <= r->data_size;
 }
 
-bool tdb_ring_has_room(struct tdb_ring *r, size_t len)
+/* Is there room up to `end`?  What we know of the consumer's index is
+ * usually enough (inline: once per reserve); else load_cons. */
+static inline bool has_room(struct tdb_ring *r, uint64_t end)
 {
-	uint32_t off, rem, need;
-
-	if (r->dead || r->reserved || len > r->max_msg || r->kind == TDB_RING_FEED)
-		return !r->dead && !r->reserved && len <= r->max_msg;
-	need = NLMSG_ALIGN((uint32_t)(len < NLMSG_HDRLEN ? NLMSG_HDRLEN : len));
-	off = (uint32_t)(r->pos & r->mask);
-	rem = r->data_size - off;
-	return has_room(r, r->pos + (need > rem ? rem : 0) + need);
+	return end - r->other <= r->data_size || load_cons(r, end);
 }
 
-void *tdb_ring_reserve(struct tdb_ring *r, size_t len)
+/* The padding before a message of `need` bytes at r->pos (the bytes to
+ * the end of the data area, if it does not fit there). */
+static uint32_t wrap_pad(const struct tdb_ring *r, uint32_t need)
 {
-	uint32_t off, rem, need, pad;
+	uint32_t off = (uint32_t)(r->pos & r->mask);
+	uint32_t rem = r->data_size - off;
 
-	if (r->dead) {
-		errno = EPROTO;
-		return NULL;
-	}
-	if (r->reserved || len < NLMSG_HDRLEN) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (len > r->max_msg) {
-		errno = EMSGSIZE;
-		return NULL;
-	}
+	return need > rem ? rem : 0;
+}
+
+static uint32_t need_of(size_t len)
+{
+	return NLMSG_ALIGN((uint32_t)(len < NLMSG_HDRLEN ? NLMSG_HDRLEN
+							  : len));
+}
+
+bool tdb_ring_has_room(struct tdb_ring *r, size_t len)
+{
+	uint32_t need;
+
+	if (r->dead || r->reserved || len > r->max_msg)
+		return false;
+	if (r->kind == TDB_RING_FEED)
+		return true;
+	need = need_of(len);
+	return has_room(r, r->pos + wrap_pad(r, need) + need);
+}
+
+static void *reserve_fail(int *err, int e)
+{
+	if (err)
+		*err = e;
+	return (void *)0;
+}
+
+void *tdb_ring_reserve_err(struct tdb_ring *r, size_t len, int *err)
+{
+	uint32_t need, pad;
+
+	if (r->dead)
+		return reserve_fail(err, -EPROTO);
+	if (r->reserved || len < NLMSG_HDRLEN)
+		return reserve_fail(err, -EINVAL);
+	if (len > r->max_msg)
+		return reserve_fail(err, -EMSGSIZE);
 	need = NLMSG_ALIGN((uint32_t)len);
-	off = (uint32_t)(r->pos & r->mask);
-	rem = r->data_size - off;
-	pad = need > rem ? rem : 0;
-	if (r->kind == TDB_RING_FEED) {
+	pad = wrap_pad(r, need);
+	if (r->kind == TDB_RING_FEED)
 		feed_make_room(r, r->pos + pad + need);
-	} else if (!has_room(r, r->pos + pad + need)) {
-		errno = r->dead ? EPROTO : EAGAIN;
-		return NULL;
-	}
+	else if (!has_room(r, r->pos + pad + need))
+		return reserve_fail(err, r->dead ? -EPROTO : -EAGAIN);
 	if (pad) {
 		if (pad >= NLMSG_HDRLEN) {
-			struct nlmsghdr *noop =
-				(struct nlmsghdr *)(r->data + off);
+			struct nlmsghdr *noop = (struct nlmsghdr *)
+				(r->data + (r->pos & r->mask));
 
 			memset(noop, 0, NLMSG_HDRLEN);
 			noop->nlmsg_len = pad;
@@ -342,21 +321,27 @@ void *tdb_ring_reserve(struct tdb_ring *r, size_t len)
 		r->pos += pad;
 	}
 	r->reserved = need;
-	r->reserved_len = len;
+	r->reserved_len = (uint32_t)len;
 	return r->data + (r->pos & r->mask);
 }
 
 int tdb_ring_commit(struct tdb_ring *r, size_t len)
 {
-	struct nlmsghdr *nlh;
+	unsigned char *p = r->data + (r->pos & r->mask);
+	struct nlmsghdr *nlh = (struct nlmsghdr *)p;
+	size_t i;
 
 	/* len against what was asked for, before any 32-bit rounding. */
 	if (!r->reserved || len < NLMSG_HDRLEN || len > r->reserved_len)
 		return -EINVAL;
-	nlh = (struct nlmsghdr *)(r->data + (r->pos & r->mask));
 	nlh->nlmsg_len = (uint32_t)len;        /* ours, whatever was built */
 	if (r->kind == TDB_RING_FEED)
 		nlh->nlmsg_seq = r->seq++;
+	/* The consumer sees whole words: no stale bytes in the padding
+	 * (at most 3 bytes: stores, not a memset call). */
+	if (tdb_unlikely(len & (NLMSG_ALIGNTO - 1)))
+		for (i = len; i < NLMSG_ALIGN(len); i++)
+			p[i] = 0;
 	r->pos += NLMSG_ALIGN(len);
 	r->reserved = 0;
 	return 0;
@@ -373,76 +358,75 @@ int tdb_ring_publish(struct tdb_ring *r)
 		return -EPROTO;
 	if (r->pos == r->published)
 		return 0;
-	store_release(&r->hdr->prod, r->pos);
-	r->published = r->pos;
+	tdb_store_release(&r->hdr->prod, r->pos);
+	/* One word, read by tdb_ring_unread() without the ring's lock. */
+	tdb_store_relaxed(&r->published, r->pos);
 	if (r->kind == TDB_RING_FEED) {
 		/* Readers map the header read-only and cannot say they
-		 * sleep, so every publish wakes (batch to amortise it). */
-		futex_wake_all(&r->hdr->futex);
-		return 1;
+		 * sleep, so every publish bumps the futex (and the home
+		 * wakes them): batch to amortise it. */
+		tdb_smp_mb();
+		tdb_fetch_add(&r->hdr->futex, 1);
+		return r->ops && r->ops->wake ? r->ops->wake(r, 0) : 0;
 	}
 	return wake_if(r, TDB_RING_F_CONS_WAITING);
 }
 
-int tdb_ring_put(struct tdb_ring *r, const struct nlmsghdr *nlh)
+int tdb_ring_put_msg(struct tdb_ring *r, const struct nlmsghdr *nlh)
 {
 	size_t len = nlh->nlmsg_len;
 	void *dst;
+	int err;
 
 	if (len < NLMSG_HDRLEN)
 		return -EINVAL;
-	dst = tdb_ring_reserve(r, len);
+	dst = tdb_ring_reserve_err(r, len, &err);
 	if (!dst)
-		return -errno;
+		return err;
 	memcpy(dst, nlh, len);
 	return tdb_ring_commit(r, len);
 }
 
-int tdb_ring_wait_space(struct tdb_ring *r, size_t len, int timeout_ms)
+int tdb_ring_space_prepare(struct tdb_ring *r, size_t len, uint32_t *v)
 {
-	uint32_t need, off, pad, v;
-	int err;
+	uint32_t need;
+	uint64_t end;
 
 	if (len > r->max_msg)
 		return -EMSGSIZE;
 	if (r->kind == TDB_RING_FEED)
 		return 0;
-	need = NLMSG_ALIGN((uint32_t)(len < NLMSG_HDRLEN ? NLMSG_HDRLEN : len));
-	off = (uint32_t)(r->pos & r->mask);
-	pad = need > r->data_size - off ? r->data_size - off : 0;
-	for (;;) {
-		if (has_room(r, r->pos + pad + need))
-			return 0;
-		if (r->dead)
-			return -EPROTO;
-		/* Unpublished messages would never be consumed. */
-		tdb_ring_publish(r);
-		/* The futex value first, then the flag: a consumer that
-		 * frees too little, clears our flag and bumps the futex
-		 * after we read it makes the wait return at once, and we
-		 * set the flag again; read after the flag, that bump would
-		 * leave us asleep with no flag set (a lost wake-up). */
-		v = __atomic_load_n(&r->hdr->futex, __ATOMIC_SEQ_CST);
-		__atomic_fetch_or(&r->hdr->flags, TDB_RING_F_PROD_WAITING,
-				  __ATOMIC_SEQ_CST);
-		if (has_room(r, r->pos + pad + need))
-			return 0;
-		err = futex_wait(&r->hdr->futex, v, timeout_ms);
-		if (err)
-			return err;
-	}
+	need = need_of(len);
+	end = r->pos + wrap_pad(r, need) + need;
+	if (has_room(r, end))
+		return 0;
+	if (r->dead)
+		return -EPROTO;
+	/* Unpublished messages would never be consumed. */
+	tdb_ring_publish(r);
+	/* The futex value first, then the flag: a consumer that frees too
+	 * little, clears our flag and bumps the futex after we read it
+	 * makes the wait return at once, and we set the flag again; read
+	 * after the flag, that bump would leave us asleep with no flag set
+	 * (a lost wake-up). */
+	*v = tdb_load_acquire(&r->hdr->futex);
+	tdb_fetch_or(&r->hdr->flags, TDB_RING_F_PROD_WAITING);
+	if (has_room(r, end))
+		return 0;
+	return r->dead ? -EPROTO : 1;
 }
 
-/* --- consumer ------------------------------------------------------------- */
+/* --- consumer ------------------------------------------------------------ */
 
 /*
- * Copy the message at r->pos into r->msg and check its frame against the
+ * Copy the frame at r->pos into r->msg and check it against the
  * published end p.  Returns its padded length, 0 for padding to skip
  * (*skip set), or -EPROTO with *why set (the caller decides whether that
  * is a violation: a feed reader first checks whether it was lapped).
+ * Inline: it runs once per message, in pop and in tdb_feed_read.
  */
-static long copy_msg(struct tdb_ring *r, uint64_t p, uint32_t *skip,
-		     const char **why)
+static inline long copy_msg(struct tdb_ring *r, uint64_t p,
+			    uint32_t *skip, const char **why)
 {
 	uint32_t off = (uint32_t)(r->pos & r->mask);
 	uint32_t rem = r->data_size - off, len;
@@ -450,6 +434,7 @@ static long copy_msg(struct tdb_ring *r, uint64_t p, uint32_t *skip,
 	struct nlmsghdr *nlh = (struct nlmsghdr *)r->msg;
 
 	*skip = 0;
+	*why = (const char *)0;
 	if (rem < NLMSG_HDRLEN) {
 		if (avail < rem) {
 			*why = "producer index is inside the skipped end of "
@@ -475,8 +460,6 @@ static long copy_msg(struct tdb_ring *r, uint64_t p, uint32_t *skip,
 		*skip = NLMSG_ALIGN(len);
 	else if (len > r->max_msg)
 		*why = "message is longer than the ring's max_msg";
-	else
-		*why = NULL;
 	if (*skip)
 		return 0;
 	if (*why)
@@ -489,51 +472,86 @@ static long copy_msg(struct tdb_ring *r, uint64_t p, uint32_t *skip,
 /* The producer's index, loaded once and checked. */
 static int load_prod(struct tdb_ring *r, uint64_t *p)
 {
-	*p = load_acquire(&r->hdr->prod);
+	*p = tdb_load_acquire(&r->hdr->prod);
 	if (*p - r->pos > r->data_size)
-		return violation(r, "producer index is more than a ring ahead "
-				    "or behind the consumer");
+		return tdb_ring_violation(r, "producer index is more than a "
+					  "ring ahead or behind the consumer");
 	if (*p & 3)
-		return violation(r, "producer index is not 4-byte aligned");
+		return tdb_ring_violation(r, "producer index is not 4-byte "
+					  "aligned");
 	return 0;
 }
 
-int tdb_ring_consume(struct tdb_ring *r, unsigned int budget,
-		     tdb_ring_msg_fn *fn, void *arg)
+/* The bodies of tdb_ring_load and tdb_ring_pop, which consume inlines
+ * (the exported functions may be interposed, so calls to them are not
+ * inlined in PIC code, and pop runs once per message). */
+static inline int load(struct tdb_ring *r)
 {
-	unsigned int n = 0, work = 0;
-	uint64_t p;
-	int ret = 0;
-
 	if (r->dead)
 		return -EPROTO;
-	if (r->kind == TDB_RING_FEED)
+	if (r->kind == TDB_RING_FEED || !r->msg)
 		return -EINVAL;
-	ret = load_prod(r, &p);
-	if (ret)
-		return ret;
-	/* Padding counts as work too, so a producer of nothing but NOOPs
-	 * cannot keep us here. */
-	while (r->pos != p && work < budget) {
-		const char *why = NULL;
-		uint32_t skip;
-		long len = copy_msg(r, p, &skip, &why);
+	return load_prod(r, &r->end);
+}
 
-		work++;
+static inline long pop(struct tdb_ring *r, unsigned int *budget)
+{
+	while (r->pos != r->end && *budget) {
+		const char *why;
+		uint32_t skip;
+		long len = copy_msg(r, r->end, &skip, &why);
+
+		(*budget)--;
 		if (len < 0)
-			return violation(r, why);
+			return tdb_ring_violation(r, why);
 		if (!len) {
 			r->pos += skip;
 			continue;
 		}
 		r->pos += (uint64_t)len;
+		/* The copy's nlmsg_len is the one we checked. */
+		return (long)((const struct nlmsghdr *)r->msg)->nlmsg_len;
+	}
+	return 0;
+}
+
+int tdb_ring_load(struct tdb_ring *r)
+{
+	return load(r);
+}
+
+long tdb_ring_pop(struct tdb_ring *r, unsigned int *budget)
+{
+	return r->dead ? -EPROTO : pop(r, budget);
+}
+
+void tdb_ring_release(struct tdb_ring *r)
+{
+	if (r->dead)
+		return;
+	tdb_store_release(&r->hdr->cons, r->pos);
+	wake_if(r, TDB_RING_F_PROD_WAITING);
+}
+
+int tdb_ring_consume(struct tdb_ring *r, unsigned int budget,
+		     tdb_ring_msg_fn *fn, void *arg)
+{
+	unsigned int n = 0;
+	int ret = load(r);
+	long len;
+
+	if (ret)
+		return ret;
+	/* fn cannot kill the ring: pop needs no dead check here. */
+	while ((len = pop(r, &budget)) > 0) {
 		n++;
 		ret = fn(arg, (const struct nlmsghdr *)r->msg);
 		if (ret < 0)
 			break;
 	}
-	store_release(&r->hdr->cons, r->pos);
-	wake_if(r, TDB_RING_F_PROD_WAITING);
+	if (len < 0)
+		return (int)len;
+	tdb_ring_release(r);
 	return ret < 0 ? ret : (int)n;
 }
 
@@ -548,51 +566,69 @@ long tdb_ring_pending(struct tdb_ring *r)
 	return err ? err : (long)(p - r->pos);
 }
 
-int tdb_ring_wait(struct tdb_ring *r, int timeout_ms)
+int tdb_ring_wait_prepare(struct tdb_ring *r, uint32_t *v)
 {
-	uint32_t v;
 	uint64_t p;
 	int err;
 
 	if (r->dead)
 		return -EPROTO;
-	/* The futex value before the flag, as in tdb_ring_wait_space. */
-	v = __atomic_load_n(&r->hdr->futex, __ATOMIC_SEQ_CST);
-	__atomic_fetch_or(&r->hdr->flags, TDB_RING_F_CONS_WAITING,
-			  __ATOMIC_SEQ_CST);
+	/* The futex value before the flag, as in tdb_ring_space_prepare. */
+	*v = tdb_load_acquire(&r->hdr->futex);
+	tdb_fetch_or(&r->hdr->flags, TDB_RING_F_CONS_WAITING);
 	err = load_prod(r, &p);
 	if (err)
 		return err;
 	if (p != r->pos) {
 		/* Not going to sleep: spare the producer a wake-up call. */
-		__atomic_fetch_and(&r->hdr->flags, ~TDB_RING_F_CONS_WAITING,
-				   __ATOMIC_RELAXED);
+		tdb_fetch_and(&r->hdr->flags, ~TDB_RING_F_CONS_WAITING);
 		return 0;
 	}
-	if (r->eventfd >= 0) {
-		struct pollfd pfd = { .fd = r->eventfd, .events = POLLIN };
-		uint64_t cnt;
-		int n = poll(&pfd, 1, timeout_ms);
-
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ETIMEDOUT;
-		if (read(r->eventfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-			return -errno;
-		return 0;
-	}
-	return futex_wait(&r->hdr->futex, v, timeout_ms);
+	return 1;
 }
 
-/* --- feed readers ------------------------------------------------------------ */
+bool tdb_ring_unread(const struct tdb_ring *r)
+{
+	uint64_t p = tdb_load_relaxed(&r->published);
+	uint64_t c = tdb_load_relaxed(&r->hdr->cons);
+
+	return c != p;
+}
+
+/* --- feed readers -------------------------------------------------------- */
 
 /* Has the producer retired the bytes from `from` on?  (tail passed it) */
 static bool lapped(struct tdb_ring *r, uint64_t from, uint64_t *tail)
 {
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	*tail = load_acquire(&r->hdr->tail);
+	/* The copy we made is ordered before the tail we read next. */
+	tdb_smp_rmb();
+	*tail = tdb_load_acquire(&r->hdr->tail);
 	return (int64_t)(*tail - from) > 0;
+}
+
+/* Step t over padding (at most a skipped end and a NOOP); the header
+ * found after it in *h.  Returns the number of steps taken (2: no
+ * message found yet). */
+static unsigned int skip_padding(struct tdb_ring *r, uint64_t *t,
+				 struct nlmsghdr *h)
+{
+	unsigned int steps;
+
+	for (steps = 0; steps < 2; steps++) {
+		uint32_t off = (uint32_t)(*t & r->mask);
+		uint32_t rem = r->data_size - off;
+
+		if (rem < NLMSG_HDRLEN) {
+			*t += rem;
+			continue;
+		}
+		memcpy(h, r->data + off, sizeof(*h));
+		if (h->nlmsg_type != NLMSG_NOOP ||
+		    h->nlmsg_len < NLMSG_HDRLEN || h->nlmsg_len > rem)
+			break;
+		*t += NLMSG_ALIGN(h->nlmsg_len);
+	}
+	return steps;
 }
 
 /*
@@ -610,32 +646,18 @@ static int resync(struct tdb_ring *r, uint64_t tail, uint64_t *lost)
 	r->from_set = false;    /* lapped while skipping to a start */
 	for (tries = 0; tries < 8; tries++) {
 		uint64_t t = tail, t2;
-		unsigned int steps;
 		struct nlmsghdr h;
+		unsigned int steps = skip_padding(r, &t, &h);
 
-		/* Step over padding (at most a skipped tail and a NOOP). */
-		for (steps = 0; steps < 2; steps++) {
-			uint32_t off = (uint32_t)(t & r->mask);
-			uint32_t rem = r->data_size - off;
-
-			if (rem < NLMSG_HDRLEN) {
-				t += rem;
-				continue;
-			}
-			memcpy(&h, r->data + off, sizeof(h));
-			if (h.nlmsg_type != NLMSG_NOOP ||
-			    h.nlmsg_len < NLMSG_HDRLEN || h.nlmsg_len > rem)
-				break;
-			t += NLMSG_ALIGN(h.nlmsg_len);
-		}
 		if (lapped(r, tail, &t2)) {
-			if ((int64_t)(t2 - load_acquire(&r->hdr->prod)) > 0)
+			if ((int64_t)(t2 -
+				      tdb_load_acquire(&r->hdr->prod)) > 0)
 				return 0;   /* mid-batch: try again later */
 			tail = t2;
 			continue;
 		}
 		r->pos = tail;
-		if (t == load_acquire(&r->hdr->prod) || steps == 2)
+		if (t == tdb_load_acquire(&r->hdr->prod) || steps == 2)
 			break;      /* nothing after the padding yet */
 		if (r->seq_known && lost)
 			*lost = (uint32_t)(h.nlmsg_seq - r->seq);
@@ -648,6 +670,30 @@ static int resync(struct tdb_ring *r, uint64_t tail, uint64_t *lost)
 	return -EOVERFLOW;
 }
 
+/* A message at the reader's position, before the start it was told
+ * (tdb_feed_start_at): 1 to skip it, 0 to take it, -EOVERFLOW when the
+ * start was overwritten. */
+static int before_start(struct tdb_ring *r, const struct nlmsghdr *nlh,
+			uint64_t *lost)
+{
+	int32_t d = (int32_t)(nlh->nlmsg_seq - r->from_seq);
+
+	if (d < 0) {
+		r->seq = nlh->nlmsg_seq + 1;
+		r->seq_known = true;
+		return 1;
+	}
+	r->from_set = false;
+	if (d > 0) {
+		r->seq = nlh->nlmsg_seq;
+		r->seq_known = true;
+		if (lost)
+			*lost = (uint64_t)d;
+		return -EOVERFLOW;
+	}
+	return 0;
+}
+
 int tdb_feed_read(struct tdb_ring *r, unsigned int budget,
 		  tdb_ring_msg_fn *fn, void *arg, uint64_t *lost)
 {
@@ -657,9 +703,9 @@ int tdb_feed_read(struct tdb_ring *r, unsigned int budget,
 
 	if (r->dead)
 		return -EPROTO;
-	if (r->kind != TDB_RING_FEED)
+	if (r->kind != TDB_RING_FEED || !r->msg)
 		return -EINVAL;
-	p = load_acquire(&r->hdr->prod);
+	p = tdb_load_acquire(&r->hdr->prod);
 	if (lapped(r, r->pos, &t)) {
 		/* The producer is retiring messages of a batch it has not
 		 * published yet: nothing is readable until it does. */
@@ -668,9 +714,10 @@ int tdb_feed_read(struct tdb_ring *r, unsigned int budget,
 		return resync(r, t, lost);
 	}
 	if (p - r->pos > r->data_size || (p & 3))
-		return violation(r, "feed producer index is out of range");
+		return tdb_ring_violation(r, "feed producer index is out of "
+					  "range");
 	while (r->pos != p && work < budget) {
-		const char *why = NULL;
+		const char *why;
 		uint32_t skip;
 		long len = copy_msg(r, p, &skip, &why);
 		const struct nlmsghdr *nlh = (const void *)r->msg;
@@ -679,37 +726,29 @@ int tdb_feed_read(struct tdb_ring *r, unsigned int budget,
 		/* Whatever we read, it only counts if the producer had not
 		 * started overwriting it when we finished. */
 		if (lapped(r, r->pos, &t)) {
-			if ((int64_t)(t - load_acquire(&r->hdr->prod)) > 0)
+			if ((int64_t)(t -
+				      tdb_load_acquire(&r->hdr->prod)) > 0)
 				return (int)n;
 			return resync(r, t, lost);
 		}
 		if (len < 0)
-			return violation(r, why);
+			return tdb_ring_violation(r, why);
 		if (!len) {
 			r->pos += skip;
 			continue;
 		}
 		if (r->from_set) {
-			int32_t d = (int32_t)(nlh->nlmsg_seq - r->from_seq);
-
-			if (d < 0) {            /* before the start: skip */
-				r->seq = nlh->nlmsg_seq + 1;
-				r->seq_known = true;
+			ret = before_start(r, nlh, lost);
+			if (ret < 0)
+				return ret;
+			if (ret) {
 				r->pos += (uint64_t)len;
 				continue;
 			}
-			r->from_set = false;
-			if (d > 0) {            /* the start was overwritten */
-				r->seq = nlh->nlmsg_seq;
-				r->seq_known = true;
-				if (lost)
-					*lost = (uint64_t)d;
-				return -EOVERFLOW;
-			}
 		}
 		if (r->seq_known && nlh->nlmsg_seq != r->seq)
-			return violation(r, "feed sequence number skipped "
-					    "without a lap");
+			return tdb_ring_violation(r, "feed sequence number "
+						  "skipped without a lap");
 		r->seq = nlh->nlmsg_seq + 1;
 		r->seq_known = true;
 		r->pos += (uint64_t)len;
@@ -729,10 +768,10 @@ int tdb_feed_start_at(struct tdb_ring *r, uint32_t seq)
 		return -EPROTO;
 	if (r->kind != TDB_RING_FEED)
 		return -EINVAL;
-	t = load_acquire(&r->hdr->tail);
-	p = load_acquire(&r->hdr->prod);
+	t = tdb_load_acquire(&r->hdr->tail);
+	p = tdb_load_acquire(&r->hdr->prod);
 	if ((t & 3) || p - t > r->data_size)
-		return violation(r, "feed tail is out of range");
+		return tdb_ring_violation(r, "feed tail is out of range");
 	r->pos = t;
 	r->seq_known = false;
 	r->from_set = true;
@@ -740,14 +779,12 @@ int tdb_feed_start_at(struct tdb_ring *r, uint32_t seq)
 	return 0;
 }
 
-int tdb_feed_wait(struct tdb_ring *r, int timeout_ms)
+int tdb_feed_wait_prepare(struct tdb_ring *r, uint32_t *v)
 {
-	uint32_t v;
-
 	if (r->dead)
 		return -EPROTO;
-	v = __atomic_load_n(&r->hdr->futex, __ATOMIC_SEQ_CST);
-	if (load_acquire(&r->hdr->prod) != r->pos)
+	*v = tdb_load_acquire(&r->hdr->futex);
+	if (tdb_load_acquire(&r->hdr->prod) != r->pos)
 		return 0;
-	return futex_wait(&r->hdr->futex, v, timeout_ms);
+	return 1;
 }
