@@ -533,18 +533,22 @@ static void round_bound(void)
 /* --- snapshot memory: in all, shared, per uid (tdb.ko) --------------------- */
 
 /*
- * SK keys of SVAL bytes: one copy of their old values is about 2 MB (with
- * the snapshots' maps), two copies about 4 MB.  The scans run over
- * generic netlink, whose dumps run ahead of the reader by a socket
- * buffer (~100 KB), not a 4 MiB ring: nearly every key is changed ahead
- * of the walk, so nearly every old value is kept.
+ * SK keys of SVAL bytes, 16 MiB.  A client reads ahead of the reader: a
+ * snapshot scan's open pulls up to ~4 MB (a 4 MiB ring; generic netlink:
+ * up to 128 socket reads of at most 32 KiB; ~260 of these records
+ * measured), and the walk sends those keys unchanged, so they need no
+ * old value.  The table is big enough that about 12 MB of it is still
+ * ahead of each walk when the writer changes every key: one copy of the
+ * old values is at most ~17 MB with the snapshots' maps, a copy per
+ * snapshot of two about 25 MB.  (With sharing taken out of snap.c, the
+ * 20 MiB case fails.)
  */
-#define SK   480
-#define SVAL 4096
+#define SK   1024
+#define SVAL 16384
 
 static void skey(char *k, size_t cap, int i)
 {
-	snprintf(k, cap, "s%05d", i);
+	snprintf(k, cap, "s%05d", i);   /* 6 bytes */
 }
 
 static void sval(unsigned char *v, int i)
@@ -638,7 +642,8 @@ static void round_memory_shared(void)
 	struct tdbc_scan *sc, *sc2;
 	int n, n2, end, end2;
 
-	/* 1 MiB for all snapshots: one scan's ~2 MB of old values fail it */
+	/* 1 MiB for all snapshots: one scan's >= 12 MiB of old values fail
+	 * it */
 	sload(c, "snap_mem");
 	set_tdb_param("max_snapshot_memory", "1");
 	sc = sopen(c, &t, "snap_mem");
@@ -653,10 +658,10 @@ static void round_memory_shared(void)
 	tdbc_table_close(t);
 	CHECK(tdbc_table_drop(c, "snap_mem") == 0, "drop snap_mem");
 
-	/* 3 MiB: two scans of one table fit with one shared copy (~2 MB),
-	 * not with a copy each (~4 MB) */
+	/* 20 MiB: two scans of one table fit with one shared copy
+	 * (<= ~17 MB), not with a copy each (>= ~25 MB) */
 	sload(c, "snap_mem");
-	set_tdb_param("max_snapshot_memory", "3");
+	set_tdb_param("max_snapshot_memory", "20");
 	c2 = kt_connect(TDBC_NO_RINGS);
 	sc = sopen(c, &t, "snap_mem");
 	sc2 = sopen(c2, &t2, "snap_mem");
@@ -665,7 +670,7 @@ static void round_memory_shared(void)
 	n2 = sread(sc2, "snap_mem 2 of 2", &end2);
 	set_tdb_param("max_snapshot_memory", "1024");
 	CHECK(end == 0 && end2 == 0 && n == SK && n2 == SK, "two snapshot "
-	      "scans sharing old values under max_snapshot_memory=3: %d "
+	      "scans sharing old values under max_snapshot_memory=20: %d "
 	      "records (%s \"%s\") and %d (%s \"%s\"), want %d each", n,
 	      h_errname(end), tdbc_errmsg(c), n2, h_errname(end2),
 	      tdbc_errmsg(c2), SK);
@@ -676,8 +681,8 @@ static void round_memory_shared(void)
 	CHECK(tdbc_table_drop(c, "snap_mem") == 0, "drop snap_mem");
 	tdbc_close(c2);
 	tdbc_close(c);
-	h_note("max_snapshot_memory: 1 MiB fails a scan of ~2 MB; two "
-	       "scans share one copy in 3 MiB");
+	h_note("max_snapshot_memory: 1 MiB fails a scan of 16 MiB; two "
+	       "scans share one copy in 20 MiB");
 }
 
 #define SNAP_UID 65534
@@ -724,7 +729,7 @@ static void round_memory_per_uid(void)
 	char b;
 
 	set_tdb_param("max_snapshot_memory_per_uid", "1");
-	/* root is exempt: its ~2 MB scan goes through */
+	/* root is exempt: its >= 12 MiB of old values go through */
 	sload(c, "snap_uid");
 	sc = sopen(c, &t, "snap_uid");
 	soverwrite("snap_uid");
