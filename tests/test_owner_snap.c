@@ -171,7 +171,7 @@ static void drop(struct tdbo_client *c, const char *name)
 static int put(struct tdbo_client *c, const char *name, int i,
 	       const void *v, size_t vlen)
 {
-	char k[8];
+	char k[16];
 	struct tdb_proto_msg m = {
 		.cmd = TDB_CMD_PUT,
 		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) | TDB_PROTO_BIT(TDB_A_KEY) |
