@@ -21,8 +21,9 @@
  * (counts) or -ENOBUFS (transaction memory) in all; the message names
  * the limit.  Snapshot memory in all is bounded by snap.c itself, as
  * tdbd does (no reserve for root: a snapshot fails its own scan, never a
- * writer), so its kind has no limit in all here.  0 is "no limit".  The limits are read at each charge: a
- * new value applies to the next charge; lowering one takes nothing back.
+ * writer), so its kind has no limit in all here.  0 is "no limit".
+ * The limits are read at each charge: a new value applies to the next
+ * charge; lowering one takes nothing back.
  *
  * Invariants (under q->lock):
  *  - total[k] is the sum of used[k] over all entries;
