@@ -64,7 +64,9 @@ struct dev_dump {
 	struct tdbo_dump *d;            /* NULL once finished */
 	struct nlmsghdr req;
 	int result;                     /* once finished: DONE's error */
-	const char *msg;                /* and its message (static) */
+	const char *msg;                /* and its message: NULL or msgbuf */
+	char msgbuf[TDB_PROTO_EXTACK_MAX + 1];  /* a copy: the owner's text
+						 * may live in the dump */
 };
 
 struct tdbk_file {
@@ -185,10 +187,14 @@ static bool answer(struct tdbk_file *f, const struct nlmsghdr *req, int err,
 static void dump_finish(struct tdbk_file *f, struct dev_dump *dd, int result,
 			const char *msg)
 {
+	dd->msg = NULL;
+	if (msg) {
+		strscpy(dd->msgbuf, msg, sizeof(dd->msgbuf));
+		dd->msg = dd->msgbuf;
+	}
 	tdbo_dump_free(dd->d);
 	dd->d = NULL;
 	dd->result = result;
-	dd->msg = msg;
 }
 
 /*

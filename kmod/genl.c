@@ -388,6 +388,8 @@ out:
 struct genl_dump {
 	struct genl_client *gc;
 	struct tdbo_dump *d;
+	int err;                /* an error held for the next dumpit, */
+	char msg[TDB_PROTO_EXTACK_MAX + 1];     /* with its message */
 };
 
 struct skb_sink {
@@ -543,6 +545,11 @@ static int tdbk_genl_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 
 	if (!gd || !gd->d)
 		return 0;
+	if (gd->err) {          /* held back: NLMSG_DONE in its own skb */
+		if (cb->extack && gd->msg[0])
+			cb->extack->_msg = gd->msg;
+		return gd->err;
+	}
 	/*
 	 * A run that wrote nothing into the empty skb without an error went
 	 * through its record budget (a PREFIX or unreadable tables skipped
@@ -571,6 +578,19 @@ static int tdbk_genl_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 	}
 	if (ret > 0)
 		return skb->len;
+	if (ret < 0 && skb->len) {
+		/*
+		 * An error after parts: NLMSG_DONE would go where the parts
+		 * left room, and netlink drops its message when there is
+		 * too little (or sends DONE later without it).  Send the
+		 * parts now and the error, with its message, next time.
+		 */
+		gd->err = ret;
+		gd->msg[0] = 0;
+		if (ext.msg)
+			strscpy(gd->msg, ext.msg, sizeof(gd->msg));
+		return skb->len;
+	}
 	if (ret < 0 && cb->extack)
 		cb->extack->_msg = ext.msg;
 	/* 0 or a negative errno: netlink ends the dump with NLMSG_DONE

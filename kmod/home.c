@@ -39,6 +39,8 @@ static struct tdbo_limits lim = {
 	.max_txn_memory = 1024ULL << 20,
 	.max_txn_memory_per_uid = 256ULL << 20,
 	.max_snapshot_bytes = 256ULL << 20,
+	.max_snapshot_memory = 1024ULL << 20,
+	.max_snapshot_memory_per_uid = 512ULL << 20,
 };
 
 /* --- parameters ------------------------------------------------------------ */
@@ -97,6 +99,26 @@ static int bytes_get(char *buf, const struct kernel_param *kp)
 
 static const struct kernel_param_ops bytes_ops = {
 	.set = bytes_set,
+	.get = bytes_get,
+};
+
+/* Bytes in a u64 field of lim, as a u64 of bytes from 1 KiB to 64 GiB
+ * (tdbd's range for max-snapshot-bytes). */
+static int bytes64_set(const char *val, const struct kernel_param *kp)
+{
+	u64 v;
+	int err = kstrtoull(val, 0, &v);
+
+	if (err)
+		return err;
+	if (v < 1024 || v > (64ULL << 30))
+		return -EINVAL;
+	WRITE_ONCE(*(u64 *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops bytes64_ops = {
+	.set = bytes64_set,
 	.get = bytes_get,
 };
 
@@ -164,8 +186,28 @@ MODULE_PARM_DESC(max_txn_memory,
 module_param_cb(max_snapshot_mb, &mib_ops, &lim.max_snapshot_bytes, 0644);
 MODULE_PARM_DESC(max_snapshot_mb,
 		 "old values one snapshot scan may keep for keys changed "
-		 "during it, MiB (default 256, tdbd's max-snapshot-bytes); "
+		 "during it, MiB (default 256): max_snapshot_bytes in MiB; "
 		 "taken when a scan starts");
+
+module_param_cb(max_snapshot_bytes, &bytes64_ops, &lim.max_snapshot_bytes,
+		0644);
+MODULE_PARM_DESC(max_snapshot_bytes,
+		 "bytes one snapshot scan may hold for the keys changed "
+		 "during it (its map and the old values, shared ones too), "
+		 "1024..68719476736 (default 256 MiB); taken when a scan "
+		 "starts");
+
+module_param_cb(max_snapshot_memory_per_uid, &mib_ops,
+		&lim.max_snapshot_memory_per_uid, 0644);
+MODULE_PARM_DESC(max_snapshot_memory_per_uid,
+		 "MiB the snapshot scans of one uid may hold, root exempt "
+		 "(default 512, 0 = no limit)");
+
+module_param_cb(max_snapshot_memory, &mib_ops, &lim.max_snapshot_memory,
+		0644);
+MODULE_PARM_DESC(max_snapshot_memory,
+		 "MiB all snapshot scans together may hold (default 1024, "
+		 "0 = no limit)");
 
 #define FEED_SIZE_MIN 4096U
 #define FEED_SIZE_MAX (1U << 30)

@@ -200,16 +200,17 @@ void tdbd_dump_end(struct client *c, struct dump *dp)
 	c->ndumps--;
 }
 
-/* End a dump with NLMSG_DONE (err 0 or negative); false if no room. */
-static bool dump_done(struct client *c, struct dump *dp, int err,
-		      struct tdb_proto_extack *ext)
+/* End a dump with NLMSG_DONE (dp->err 0 or negative); false if there
+ * is no room for it yet (the next round tries again). */
+static bool dump_done(struct client *c, struct dump *dp)
 {
+	struct tdb_proto_extack ext = { .msg = dp->msg };
 	unsigned char buf[TDB_PROTO_ERROR_MAX];
 	long n;
 
-	if (err && !ext->msg)
-		ext->msg = tdbe_strerror(err);
-	n = tdb_proto_done(buf, sizeof(buf), &dp->req, err, ext);
+	if (dp->err && !ext.msg)
+		ext.msg = tdbe_strerror(dp->err);
+	n = tdb_proto_done(buf, sizeof(buf), &dp->req, dp->err, &ext);
 	if (n < 0 || !tdbd_client_room(c, dp->ch, (size_t)n))
 		return false;
 	tdbd_client_emit(c, dp->ch, buf, (size_t)n);
@@ -238,16 +239,21 @@ unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,
 
 		if (!dp->used)
 			continue;
-		if (!tdbd_client_room(c, dp->ch, TDB_PROTO_MSG_MAX)) {
-			*blocked = true;
-			continue;
+		if (!dp->over) {
+			if (!tdbd_client_room(c, dp->ch, TDB_PROTO_MSG_MAX)) {
+				*blocked = true;
+				continue;
+			}
+			sink_init(&cs, c, dp->ch, true);
+			rc = tdbo_dump_run(dp->d, &cs.s, &ext);
+			done++;
+			if (rc == 1)
+				continue;
+			dp->over = true;
+			dp->err = rc;
+			dp->msg = ext.msg;
 		}
-		sink_init(&cs, c, dp->ch, true);
-		rc = tdbo_dump_run(dp->d, &cs.s, &ext);
-		done++;
-		if (rc == 1)
-			continue;
-		if (!dump_done(c, dp, rc, &ext))
+		if (!dump_done(c, dp))
 			*blocked = true;
 	}
 	return done;

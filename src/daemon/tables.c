@@ -174,7 +174,7 @@ uint64_t tdbd_mem_used(struct tdbd *d)
 {
 	mem_prime(d);
 	return __atomic_load_n(&d->mem_tables, __ATOMIC_RELAXED) +
-	       tdbo_txn_bytes(d->o);
+	       tdbo_txn_bytes(d->o) + tdbo_snap_mem(d->o);
 }
 
 uint64_t tdbd_mem_limit(struct tdbd *d)

@@ -225,6 +225,10 @@ struct dump {
 	enum chan ch;
 	struct nlmsghdr req;    /* the request's header: seq, pid */
 	struct tdbo_dump *d;
+	/* the owner said it is over: its NLMSG_DONE waits for room */
+	bool over;
+	int err;
+	const char *msg;        /* lives in d until it is freed */
 };
 #define MAX_DUMPS 8             /* the owner's per client (TDBO_MAX_DUMPS) */
 

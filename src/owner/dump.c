@@ -184,7 +184,8 @@ int tdbo_scan(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		/* Under wlock: between two changes, and every later change
 		 * to the table saves its pre-image first. */
 		tdbp_mutex_lock(c->o->wlock);
-		d->snap = tdbo_snap_new(t, d->prefix, d->plen);
+		d->snap = tdbo_snap_new(t, c->uid, d->prefix,
+					 d->plen);
 		tdbp_mutex_unlock(c->o->wlock);
 		if (!d->snap)
 			err = -ENOMEM;

@@ -11,11 +11,11 @@
  *             notifications
  *   snap.c    the snapshots of snapshot scans (old values of keys
  *             changed during one)
- *   quota.c   what each uid holds (clients, tables, transaction memory)
- *             against the limits that bound it
+ *   quota.c   what each uid holds (clients, tables, transaction and
+ *             snapshot memory) against the limits that bound it
  *
  * Locking (the order is wlock -> reg_lock, wlock -> client lock;
- * quota.lock and a snapshot's lock are taken last):
+ * a snapshot's lock and then quota.lock are taken last):
  *  - o->wlock serialises every change: PUT, DEL, TXN_COMMIT,
  *    TABLE_CREATE, TABLE_DROP, and feed/watch bookkeeping (t->feed,
  *    t->watches, t->dropped, the feeds' producer state).  Changes thus
@@ -32,7 +32,8 @@
  *  - Readers (GET, SCAN) use the engine's lock-free reads and no owner
  *    lock but reg_lock for the lookup.
  *  - A snapshot scan takes wlock once, to register its snapshot; each
- *    snapshot's own lock (snap.c) nests inside wlock.
+ *    snapshot's own lock (snap.c) nests inside wlock, and charges its
+ *    memory (quota.lock) under it.
  * All locks are platform.h mutexes: the owner runs where it may sleep.
  */
 #ifndef TDB_OWNER_INTERNAL_H
@@ -63,6 +64,8 @@ enum tdbo_qkind {
 	TDBO_Q_TABLES,          /* tables, charged to their owner */
 	TDBO_Q_RESERVE,         /* address space tables reserve */
 	TDBO_Q_TXN_BYTES,       /* buffered transaction changes */
+	TDBO_Q_SNAP_BYTES,      /* snapshots' maps and pre-images (snap.c;
+				 * in all: o->snap_mem) */
 	TDBO_Q_KINDS
 };
 
@@ -239,6 +242,8 @@ struct tdbo_owner {
 	uint64_t start_ns;
 	struct tdbo_counters ctr;
 	struct tdbo_quota quota;
+	uint64_t snap_mem;              /* atomic: bytes all snapshots hold,
+					 * <= max_snapshot_memory (snap.c) */
 	uint64_t requests, errors, cleanups, txns_aborted;   /* atomics */
 	uint64_t watches_dropped;
 	uint32_t watches, txns, dumps;
@@ -365,12 +370,23 @@ void tdbo_feeds_flush(struct tdbo_owner *o);
  * owner is being freed). */
 void tdbo_table_feed_release(struct tdbo_table *t);
 
-/* snap.c - snapshot scans (see its opening comment). */
+/*
+ * snap.c - snapshot scans (see its opening comment for the invariants):
+ * pre-images are copied once per change and shared, refcounted, by the
+ * snapshots of the table that need them; a key the walk has passed gets
+ * no copy.  Every byte is charged to a snapshot's owner uid
+ * (TDBO_Q_SNAP_BYTES, max_snapshot_memory_per_uid) and counted in
+ * o->snap_mem (max_snapshot_memory); one snapshot references at most
+ * max_snapshot_bytes.  Writers never fail because of a snapshot: a
+ * snapshot past a bound or out of memory fails its scan instead.
+ */
 /* Under wlock: a new snapshot of t (keys starting with prefix only),
- * registered on it; NULL if out of memory. */
-struct tdbo_snap *tdbo_snap_new(struct tdbo_table *t, const void *prefix,
-				size_t plen);
-/* Unregister (takes wlock: not under it) and free; NULL is a no-op. */
+ * registered on it, its memory charged to uid (the scanning client's);
+ * NULL if out of memory. */
+struct tdbo_snap *tdbo_snap_new(struct tdbo_table *t, uint32_t uid,
+				const void *prefix, size_t plen);
+/* Unregister (takes wlock: not under it), give back its memory and free;
+ * NULL is a no-op. */
 void tdbo_snap_free(struct tdbo_owner *o, struct tdbo_snap *s);
 /* Under wlock, before key of t changes (no-op without snapshots). */
 void tdbo_snap_save(struct tdbo_table *t, const void *key, size_t klen);
@@ -378,7 +394,8 @@ void tdbo_snap_save(struct tdbo_table *t, const void *key, size_t klen);
 void tdbo_snap_detach_all(struct tdbo_table *t);
 /* The walk returned key (*val, *vlen): 1 send it with *val and *vlen
  * (the live value or the pre-image), 0 skip it (absent at snapshot
- * time), or the snapshot's error (*msg, a static string). */
+ * time), or the snapshot's error (*msg says why, naming the bound and
+ * the key; valid until tdbo_snap_free()). */
 int tdbo_snap_check(struct tdbo_snap *s, const void *key, size_t klen,
 		    const void **val, size_t *vlen, const char **msg);
 /* The walk is over: the snapshot takes no more changes. */

@@ -82,10 +82,14 @@ struct tdbo_limits {
 	uint64_t max_reserve_per_uid;
 	uint64_t max_txn_memory;        /* buffered changes, in all */
 	uint64_t max_txn_memory_per_uid;
-	uint64_t max_snapshot_bytes;    /* pre-images one snapshot scan
-					 * keeps (read when it starts) */
-	uint64_t max_snapshot_memory;   /* pre-images of all snapshots */
-	uint64_t max_snapshot_memory_per_uid;
+	uint64_t max_snapshot_bytes;    /* bytes one snapshot scan may
+					 * reference: its map and the
+					 * pre-images it points to, shared
+					 * ones too (read when it starts) */
+	uint64_t max_snapshot_memory;   /* bytes all snapshots hold */
+	uint64_t max_snapshot_memory_per_uid;   /* bytes charged to one
+						 * uid's snapshots, root
+						 * exempt */
 	/* A commit of more changes or bytes than these is handed back to
 	 * the home (res->txn) to run where it does not hold up the
 	 * transport's other clients (tdbd: its committer thread); 0: never. */
@@ -226,8 +230,10 @@ int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
  * Go on with a dump: write parts into out until it is finished or out
  * has no room.  Returns 1 when more is to come (call again later), 0 when
  * finished, or a negative errno that ends the dump early (ext->msg says
- * why).  A part that did not fit is written by the next call: nothing is
- * lost or repeated.
+ * why; the text may live in the dump: valid until tdbo_dump_free() or
+ * tdbo_client_free(), so a transport that answers later copies it).  A
+ * part that did not fit is written by the next call: nothing is lost or
+ * repeated.
  */
 int tdbo_dump_run(struct tdbo_dump *d, struct tdbo_sink *out,
 		  struct tdb_proto_extack *ext);
@@ -312,5 +318,9 @@ void tdbo_txn_free(struct tdbo_txn *x);
 /* Memory the owner holds for clients (a home's memory limit counts
  * it): buffered transactions' keys and values. */
 uint64_t tdbo_txn_bytes(struct tdbo_owner *o);
+
+/* Bytes all snapshot scans hold now (what max_snapshot_memory bounds):
+ * tdbd counts them in its max-memory. */
+uint64_t tdbo_snap_mem(struct tdbo_owner *o);
 
 #endif

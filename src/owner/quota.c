@@ -9,6 +9,8 @@
  *   TDBO_Q_TABLES    tables   max-tables-per-uid       max-tables
  *   TDBO_Q_RESERVE   bytes    max-reserve-per-uid      max-reserve
  *   TDBO_Q_TXN_BYTES bytes    max-txn-memory-per-uid   max-txn-memory
+ *   TDBO_Q_SNAP_BYTES bytes   max-snapshot-memory-     (snap.c:
+ *                             per-uid                  max-snapshot-memory)
  *
  * and max-watches, a client's watches (feed.c).  A client is counted
  * here only while it holds rings (tdbo_client_attach_charge): tdb.ko's
@@ -18,8 +20,11 @@
  * the whole of a limit in all; any other uid is refused at 7/8 of it (the
  * last eighth is kept for root).  Refusals: -EDQUOT per uid; -ENOSPC
  * (counts) or -ENOBUFS (transaction memory) in all; the message names
- * the limit.  0 is "no limit".  The limits are read at each charge: a
- * new value applies to the next charge; lowering one takes nothing back.
+ * the limit.  Snapshot memory in all is bounded by snap.c itself, as
+ * tdbd does (no reserve for root: a snapshot fails its own scan, never a
+ * writer), so its kind has no limit in all here.  0 is "no limit".
+ * The limits are read at each charge: a new value applies to the next
+ * charge; lowering one takes nothing back.
  *
  * Invariants (under q->lock):
  *  - total[k] is the sum of used[k] over all entries;
@@ -71,6 +76,11 @@ static struct qlimit per_uid(struct tdbo_owner *o, enum tdbo_qkind k)
 		l.max = LIM(o, max_txn_memory_per_uid);
 		l.msg = "the open transactions of this user would hold more "
 			"than max-txn-memory-per-uid";
+		break;
+	case TDBO_Q_SNAP_BYTES:
+		l.max = LIM(o, max_snapshot_memory_per_uid);
+		l.msg = "the snapshots of this user would hold more than "
+			"max-snapshot-memory-per-uid";
 		break;
 	default:
 		break;

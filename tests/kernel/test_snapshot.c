@@ -17,12 +17,19 @@
  *  - a CURSOR with a snapshot scan is refused (-EINVAL);
  *  - tdb.ko only: max_snapshot_mb=1 and more changed values than that
  *    end the scan with -ENOBUFS, writers unharmed;
+ *  - tdb.ko only: max_snapshot_memory (all snapshots): past it a scan
+ *    ends with -ENOBUFS naming it and the key; two scans of one table
+ *    share the old values (one copy per change), so two fit where two
+ *    copies would not;
+ *  - tdb.ko only: max_snapshot_memory_per_uid: an ordinary uid's scan
+ *    ends with -ENOBUFS naming it, root's (exempt) does not;
  *  - tdb-dump (when $TDB_KTEST_DUMP names it) dumps the loaded table.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -465,12 +472,20 @@ static void cursor_refused(void)
 
 #define SNAP_PARAM "/sys/module/tdb/parameters/max_snapshot_mb"
 
+static void set_tdb_param(const char *name, const char *v)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/tdb/parameters/%s", name);
+	f = fopen(path, "w");
+	CHECK(f, "%s: %s", path, strerror(errno));
+	CHECK(fputs(v, f) >= 0 && fclose(f) == 0, "write %s", path);
+}
+
 static void set_param(const char *v)
 {
-	FILE *f = fopen(SNAP_PARAM, "w");
-
-	CHECK(f, "%s: %s", SNAP_PARAM, strerror(errno));
-	CHECK(fputs(v, f) >= 0 && fclose(f) == 0, "write %s", SNAP_PARAM);
+	set_tdb_param("max_snapshot_mb", v);
 }
 
 static void round_bound(void)
@@ -513,6 +528,246 @@ static void round_bound(void)
 	CHECK(tdbc_table_drop(c, "snap_bound") == 0, "drop snap_bound");
 	tdbc_close(w);
 	tdbc_close(c);
+}
+
+/* --- snapshot memory: in all, shared, per uid (tdb.ko) --------------------- */
+
+/*
+ * SK keys of SVAL bytes, 16 MiB.  A client reads ahead of the reader: a
+ * snapshot scan's open pulls up to ~4 MB (a 4 MiB ring; generic netlink:
+ * up to 128 socket reads of at most 32 KiB; ~260 of these records
+ * measured), and the walk sends those keys unchanged, so they need no
+ * old value.  The table is big enough that about 12 MB of it is still
+ * ahead of each walk when the writer changes every key: one copy of the
+ * old values is at most ~17 MB with the snapshots' maps, a copy per
+ * snapshot of two about 25 MB.  (With sharing taken out of snap.c, the
+ * 20 MiB case fails.)
+ */
+#define SK   1024
+#define SVAL 16384
+
+static void skey(char *k, size_t cap, int i)
+{
+	snprintf(k, cap, "s%05d", i);   /* 6 bytes */
+}
+
+static void sval(unsigned char *v, int i)
+{
+	int n;
+
+	for (n = 0; n < SVAL; n++)
+		v[n] = (unsigned char)('A' + (i * 7 + n) % 26);
+}
+
+static void sload(struct tdbc *c, const char *table)
+{
+	unsigned char v[SVAL];
+	struct tdbc_table *t;
+	char k[16];
+	int i, err;
+
+	kt_create(c, table, 0644, 0);
+	t = kt_open(c, table);
+	for (i = 0; i < SK; i++) {
+		skey(k, sizeof(k), i);
+		sval(v, i);
+		err = tdbc_put(t, NULL, k, strlen(k), v, SVAL, 0);
+		CHECK(err == 0, "load %s: %s", k, h_errname(err));
+	}
+	tdbc_table_close(t);
+}
+
+/* Every key overwritten: the writer must never notice the snapshots. */
+static void soverwrite(const char *table)
+{
+	struct tdbc *w = kt_connect(0);
+	struct tdbc_table *t = kt_open(w, table);
+	char k[16];
+	int i, err;
+
+	for (i = 0; i < SK; i++) {
+		skey(k, sizeof(k), i);
+		err = tdbc_put(t, NULL, k, strlen(k), "x", 1, 0);
+		CHECK(err == 0, "%s: put %s with snapshots open: %s", table,
+		      k, h_errname(err));
+	}
+	tdbc_table_close(t);
+	tdbc_close(w);
+}
+
+/* Read a snapshot scan of an sload()ed table to its end: the number of
+ * records (all with their initial values), *end the result (0 or the
+ * error that ended it). */
+static int sread(struct tdbc_scan *sc, const char *what, int *end)
+{
+	unsigned char want[SVAL];
+	unsigned char seen[SK] = { 0 };
+	const void *k, *v;
+	size_t kl, vl;
+	int n = 0, err, i;
+
+	while ((err = tdbc_scan_next(sc, &k, &kl, &v, &vl)) == 1) {
+		CHECK(kl == 6 && ((const char *)k)[0] == 's', "%s: key %.*s",
+		      what, (int)kl, (const char *)k);
+		i = atoi((const char *)k + 1);
+		CHECK(i >= 0 && i < SK && !seen[i], "%s: key %.*s unknown "
+		      "or twice", what, (int)kl, (const char *)k);
+		seen[i] = 1;
+		sval(want, i);
+		CHECK(vl == SVAL && !memcmp(v, want, SVAL), "%s: key %.*s "
+		      "has %zu bytes, not its initial value", what, (int)kl,
+		      (const char *)k, vl);
+		n++;
+	}
+	*end = err;
+	return n;
+}
+
+static struct tdbc_scan *sopen(struct tdbc *c, struct tdbc_table **t,
+			       const char *table)
+{
+	struct tdbc_scan *sc;
+	int err;
+
+	*t = kt_open(c, table);
+	err = tdbc_scan_open_flags(*t, NULL, 0, 0, TDBC_SCAN_SNAPSHOT, &sc);
+	CHECK(err == 0, "%s: snapshot scan: %s", table, h_errname(err));
+	return sc;
+}
+
+static void round_memory_shared(void)
+{
+	struct tdbc *c = kt_connect(TDBC_NO_RINGS), *c2;
+	struct tdbc_table *t, *t2;
+	struct tdbc_scan *sc, *sc2;
+	int n, n2, end, end2;
+
+	/* 1 MiB for all snapshots: one scan's >= 12 MiB of old values fail
+	 * it */
+	sload(c, "snap_mem");
+	set_tdb_param("max_snapshot_memory", "1");
+	sc = sopen(c, &t, "snap_mem");
+	soverwrite("snap_mem");
+	n = sread(sc, "snap_mem", &end);
+	CHECK(end == -ENOBUFS && strstr(tdbc_errmsg(c), "max-snapshot-memory")
+	      && strstr(tdbc_errmsg(c), "at key 's0"),
+	      "a snapshot past max_snapshot_memory=1 ended with %s \"%s\" "
+	      "after %d records, want ENOBUFS naming the bound and the key",
+	      h_errname(end), tdbc_errmsg(c), n);
+	tdbc_scan_close(sc);
+	tdbc_table_close(t);
+	CHECK(tdbc_table_drop(c, "snap_mem") == 0, "drop snap_mem");
+
+	/* 20 MiB: two scans of one table fit with one shared copy
+	 * (<= ~17 MB), not with a copy each (>= ~25 MB) */
+	sload(c, "snap_mem");
+	set_tdb_param("max_snapshot_memory", "20");
+	c2 = kt_connect(TDBC_NO_RINGS);
+	sc = sopen(c, &t, "snap_mem");
+	sc2 = sopen(c2, &t2, "snap_mem");
+	soverwrite("snap_mem");
+	n = sread(sc, "snap_mem 1 of 2", &end);
+	n2 = sread(sc2, "snap_mem 2 of 2", &end2);
+	set_tdb_param("max_snapshot_memory", "1024");
+	CHECK(end == 0 && end2 == 0 && n == SK && n2 == SK, "two snapshot "
+	      "scans sharing old values under max_snapshot_memory=20: %d "
+	      "records (%s \"%s\") and %d (%s \"%s\"), want %d each", n,
+	      h_errname(end), tdbc_errmsg(c), n2, h_errname(end2),
+	      tdbc_errmsg(c2), SK);
+	tdbc_scan_close(sc2);
+	tdbc_scan_close(sc);
+	tdbc_table_close(t2);
+	tdbc_table_close(t);
+	CHECK(tdbc_table_drop(c, "snap_mem") == 0, "drop snap_mem");
+	tdbc_close(c2);
+	tdbc_close(c);
+	h_note("max_snapshot_memory: 1 MiB fails a scan of 16 MiB; two "
+	       "scans share one copy in 20 MiB");
+}
+
+#define SNAP_UID 65534
+
+/* Uid SNAP_UID's scan under max_snapshot_memory_per_uid=1: opened,
+ * then (once the parent has changed every key) read to its end. */
+static void uid_scanner(int ready, int go)
+{
+	struct tdbc *c;
+	struct tdbc_table *t;
+	struct tdbc_scan *sc;
+	int n, end;
+	char b = 0;
+
+	CHECK(setgroups(0, NULL) == 0 && setresgid(SNAP_UID, SNAP_UID,
+						   SNAP_UID) == 0 &&
+	      setresuid(SNAP_UID, SNAP_UID, SNAP_UID) == 0,
+	      "dropping to %d: %s", SNAP_UID, strerror(errno));
+	c = kt_connect(TDBC_NO_RINGS);
+	sc = sopen(c, &t, "snap_uid");
+	CHECK(write(ready, &b, 1) == 1, "write");
+	CHECK(read(go, &b, 1) == 1, "read");
+	n = sread(sc, "snap_uid (uid 65534)", &end);
+	CHECK(end == -ENOBUFS &&
+	      strstr(tdbc_errmsg(c), "max-snapshot-memory-per-uid") &&
+	      strstr(tdbc_errmsg(c), "at key 's0"),
+	      "uid %d: a snapshot past max_snapshot_memory_per_uid=1 ended "
+	      "with %s \"%s\" after %d records, want ENOBUFS naming the "
+	      "bound and the key", SNAP_UID, h_errname(end),
+	      tdbc_errmsg(c), n);
+	tdbc_scan_close(sc);
+	tdbc_table_close(t);
+	tdbc_close(c);
+	_exit(0);
+}
+
+static void round_memory_per_uid(void)
+{
+	struct tdbc *c = kt_connect(TDBC_NO_RINGS);
+	struct tdbc_table *t;
+	struct tdbc_scan *sc;
+	int up[2], down[2], n, end, status;
+	pid_t pid;
+	char b;
+
+	set_tdb_param("max_snapshot_memory_per_uid", "1");
+	/* root is exempt: its >= 12 MiB of old values go through */
+	sload(c, "snap_uid");
+	sc = sopen(c, &t, "snap_uid");
+	soverwrite("snap_uid");
+	n = sread(sc, "snap_uid (root)", &end);
+	CHECK(end == 0 && n == SK, "root under max_snapshot_memory_per_uid"
+	      "=1: %d records, %s \"%s\", want %d", n, h_errname(end),
+	      tdbc_errmsg(c), SK);
+	tdbc_scan_close(sc);
+	tdbc_table_close(t);
+	CHECK(tdbc_table_drop(c, "snap_uid") == 0, "drop snap_uid");
+
+	/* an ordinary uid's is stopped by its bound */
+	sload(c, "snap_uid");
+	CHECK(pipe(up) == 0 && pipe(down) == 0, "pipe");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		uid_scanner(up[1], down[0]);
+	}
+	h_track(pid);
+	close(up[1]);
+	close(down[0]);
+	CHECK(read(up[0], &b, 1) == 1, "the uid %d scanner died", SNAP_UID);
+	soverwrite("snap_uid");
+	CHECK(write(down[1], &b, 1) == 1, "write");
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	h_untrack(pid);
+	close(up[0]);
+	close(down[1]);
+	set_tdb_param("max_snapshot_memory_per_uid", "512");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the uid %d scanner failed: status %#x", SNAP_UID, status);
+	CHECK(tdbc_table_drop(c, "snap_uid") == 0, "drop snap_uid");
+	tdbc_close(c);
+	h_note("max_snapshot_memory_per_uid: uid %d's scan stopped at 1 MiB, "
+	       "root's exempt", SNAP_UID);
 }
 
 /* --- tdb-dump --------------------------------------------------------------- */
@@ -596,8 +851,11 @@ int main(void)
 	round_drop();
 	round_prefix_limit();
 	cursor_refused();
-	if (kt_kernel)
+	if (kt_kernel) {
 		round_bound();
+		round_memory_shared();
+		round_memory_per_uid();
+	}
 	if (dump && *dump && access(dump, X_OK) == 0)
 		round_tdb_dump(dump);
 	else
