@@ -249,6 +249,22 @@ static bool run_dumps(struct tdbk_file *f)
 	return true;
 }
 
+/* WATCH's ack: where the feed is in the device file (its slot) and the
+ * sequence number the watch starts at (include/tdb/kdev.h). */
+static void set_cookie(struct tdb_proto_extack *ack, u32 seq, u64 slot)
+{
+	u64 off = slot * TDB_DEV_SLOT;
+	struct tdb_dev_watch_cookie ck = {
+		.seq = seq,
+		.offset_lo = (u32)off,
+		.offset_hi = (u32)(off >> 32),
+	};
+
+	BUILD_BUG_ON(sizeof(ck) > TDB_PROTO_COOKIE_MAX);
+	memcpy(ack->cookie, &ck, sizeof(ck));
+	ack->cookie_len = sizeof(ck);
+}
+
 /* Run one request (a private copy, len bytes) and answer it. */
 static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 {
@@ -322,11 +338,11 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 	}
 	if (tdb_proto_cmd_is_ack(m->cmd)) {
 		/* An ack carries the cookie (WATCH), nothing else. */
-		struct tdb_proto_extack ack = { .cookie_len = ext.cookie_len };
+		struct tdb_proto_extack ack = { 0 };
 
-		if (ack.cookie_len > TDB_PROTO_COOKIE_MAX)
-			ack.cookie_len = 0;
-		memcpy(ack.cookie, ext.cookie, ack.cookie_len);
+		if (res.feed)
+			set_cookie(&ack, res.feed_seq,
+				   tdbo_feed_slot(res.feed));
 		answer(f, m->nlh, 0, &ack, false);
 		return;
 	}
