@@ -3,7 +3,8 @@
  * dev.c - /dev/tdb, the misc device of tdb.ko (the ABI is
  * include/tdb/kdev.h): one client per open file, its rings (kring.c),
  * TDB_IOC_ATTACH and TDB_IOC_ENTER, mmap of the rings and of watched
- * change feeds, poll, and release() as the dead-client hook.
+ * change feeds (WATCH's ack cookie, built here, names the feed's slot),
+ * poll, and release() as the dead-client hook.
  *
  * Invariants:
  *  - f->lock serialises everything that uses the client or its rings

@@ -19,8 +19,8 @@
  * quota.lock and a snapshot's lock are taken last):
  *  - o->wlock serialises every change: PUT, DEL, TXN_COMMIT,
  *    TABLE_CREATE, TABLE_DROP, and feed/watch bookkeeping (t->feed,
- *    t->watches, t->nwatch, t->dropped, the feeds' producer state).  Changes thus
- *    have one order, and each feed has one producer.
+ *    t->watches, t->nwatch, t->dropped, the feeds' producer state).
+ *    Changes thus have one order, and each feed has one producer.
  *  - o->txn_seq is a sequence count, odd while a commit applies: GET
  *    reads it before and after and retries, so it sees a transaction
  *    whole or not at all.

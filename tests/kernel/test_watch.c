@@ -252,8 +252,8 @@ static void check_many(struct tdbc *c)
 		      err);
 	}
 	t2 = h_now_ms();
-	for (i = 0; i < NMANY; i++)
-		tdbc_watch_close(w[i * 7 % NMANY]);     /* 7 and NMANY: coprime */
+	for (i = 0; i < NMANY; i++)     /* 7 and NMANY are coprime */
+		tdbc_watch_close(w[i * 7 % NMANY]);
 	err = tdbc_stats(c, &st);
 	CHECK(err == 0 && st.watches == base, "stats after UNWATCH: %s, %u "
 	      "watches, not %u", h_errname(err), st.watches, base);
