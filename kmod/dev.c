@@ -4,7 +4,8 @@
  * include/tdb/kdev.h): one client per open file, its rings (kring.c
  * over the shared core, src/ring/ring.c),
  * TDB_IOC_ATTACH and TDB_IOC_ENTER, mmap of the rings and of watched
- * change feeds, poll, and release() as the dead-client hook.
+ * change feeds (WATCH's ack cookie, built here, names the feed's slot),
+ * poll, and release() as the dead-client hook.
  *
  * Invariants:
  *  - f->lock serialises everything that uses the client or its rings
@@ -257,6 +258,22 @@ static bool run_dumps(struct tdbk_file *f)
 	return true;
 }
 
+/* WATCH's ack: where the feed is in the device file (its slot) and the
+ * sequence number the watch starts at (include/tdb/kdev.h). */
+static void set_cookie(struct tdb_proto_extack *ack, u32 seq, u64 slot)
+{
+	u64 off = slot * TDB_DEV_SLOT;
+	struct tdb_dev_watch_cookie ck = {
+		.seq = seq,
+		.offset_lo = (u32)off,
+		.offset_hi = (u32)(off >> 32),
+	};
+
+	BUILD_BUG_ON(sizeof(ck) > TDB_PROTO_COOKIE_MAX);
+	memcpy(ack->cookie, &ck, sizeof(ck));
+	ack->cookie_len = sizeof(ck);
+}
+
 /* Run one request (a private copy, len bytes) and answer it. */
 static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 {
@@ -330,11 +347,11 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 	}
 	if (tdb_proto_cmd_is_ack(m->cmd)) {
 		/* An ack carries the cookie (WATCH), nothing else. */
-		struct tdb_proto_extack ack = { .cookie_len = ext.cookie_len };
+		struct tdb_proto_extack ack = { 0 };
 
-		if (ack.cookie_len > TDB_PROTO_COOKIE_MAX)
-			ack.cookie_len = 0;
-		memcpy(ack.cookie, ext.cookie, ack.cookie_len);
+		if (res.feed)
+			set_cookie(&ack, res.feed_seq,
+				   tdbo_feed_slot(res.feed));
 		answer(f, m->nlh, 0, &ack, false);
 		return;
 	}

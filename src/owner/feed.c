@@ -1,14 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * feed.c - change feeds: the TDB_RING_FEED ring of a watched table
- * (include/tdb/ring.h, "FEED rings"), WATCH and UNWATCH, and telling
- * every change to the feed and to the on_change hook (genl multicast).
+ * (include/tdb/ring.h, "FEED rings"), a client's watches (WATCH,
+ * UNWATCH), and telling every change to the feed and to the on_change
+ * hook (genl multicast).  tdbd's design, for both homes:
  *
- * As in tdbd (src/daemon/tables.c): one feed per table, made at its
- * first WATCH and written while anyone watches, until the table is
- * dropped (its last message is TABLE_DROP).  The feed carries every
- * change to the table; a watch's PREFIX is the client's filter (libtdb
- * applies it), recorded here only so that UNWATCH names the same watch.
+ *  - A table's feed exists while anyone watches it: the first WATCH
+ *    makes it (t->feed), and it is retired when the last watch ends or
+ *    the table is dropped (its last message is then TABLE_DROP).  A
+ *    retired feed is never written again, so a descriptor or mapping
+ *    handed out before cannot see a later change; a later WATCH gets a
+ *    new feed (a new slot, a new cookie from hooks->feed_alloc).
+ *  - The feed carries every change to the table; a watch's PREFIX is
+ *    the client's filter (libtdb applies it), recorded here only so that
+ *    UNWATCH names the same watch.
+ *  - A client's watches are in a hash of (table name, prefix), seeded
+ *    per client (tdbp_random_u64) and doubled when it holds as many
+ *    watches as buckets: WATCH and UNWATCH cost does not grow with the
+ *    number of watches, bounded by max-watches.  A new watch goes to the
+ *    head of its chain, so UNWATCH by name finds the newest watch of
+ *    that name, even one of a table dropped since.
  *
  * Invariants:
  *  - One producer: only the holder of o->wlock writes a feed.  Its
@@ -17,24 +28,21 @@
  *    memory, which watchers map read-only.
  *  - Before bytes of older messages are overwritten, `tail` is moved
  *    past them (about 1/16 of the ring at a time) with a full barrier.
- *  - Feed memory lives while referenced: by its table until the drop,
- *    by each watch, and by each mapping (tdbo_feed_get); the last
- *    tdbo_feed_put() frees it and its mmap slot.
- *  - Watchers are woken (c->wake) after the feed is published, under
- *    o->wlock (so the client cannot go away meanwhile) but under no
- *    spinlock: wake() must not wait for the owner.
+ *  - t->feed is set (under wlock) exactly while t->nwatch > 0 and t is
+ *    not dropped; only t->feed is ever written.
+ *  - Feed memory lives while referenced: by its table while it is
+ *    t->feed, by each watch, and by each mapping (tdbo_feed_get); the
+ *    last tdbo_feed_put() frees it and its mmap slot.
+ *  - A client's watch hash changes on the client's thread only, under
+ *    c->lock (tdbo_feed_get walks it from other threads under c->lock).
+ *  - Watchers are woken (c->wake) once per flush, after the feed is
+ *    published, under o->wlock (so the client cannot go away meanwhile)
+ *    but under no spinlock: wake() must not wait for the owner.
  */
 
 
 #include "internal.h"
-#include "tdb/kdev.h"
 
-/*
- * Watches one client may hold at once: max-watches (struct
- * tdbo_limits).  Each costs a struct (and a
- * linear find_watch, paid by the client that holds them); the bound
- * keeps a client from growing them without limit.
- */
 
 /* --- the ring ------------------------------------------------------------- */
 
@@ -123,11 +131,6 @@ void tdbo_feed_put(struct tdbo_feed *f)
 	tdbp_free(f);
 }
 
-void *tdbo_feed_cookie(struct tdbo_feed *f)
-{
-	return f->cookie;
-}
-
 void *tdbo_feed_mem(struct tdbo_feed *f)
 {
 	return f->mem;
@@ -138,17 +141,32 @@ size_t tdbo_feed_size(const struct tdbo_feed *f)
 	return f->size;
 }
 
+uint64_t tdbo_feed_slot(const struct tdbo_feed *f)
+{
+	return f->slot;
+}
+
+void *tdbo_feed_cookie(const struct tdbo_feed *f)
+{
+	return f->cookie;
+}
+
+/* Walks every watch of the client: a mapping is made once per watch, and
+ * its cost is the mapper's (bounded by max-watches). */
 struct tdbo_feed *tdbo_feed_get(struct tdbo_client *c, uint64_t slot)
 {
 	struct tdbo_feed *f = NULL;
 	struct tdbo_watch *w;
+	unsigned int i;
 
 	tdbp_mutex_lock(c->lock);
-	tdbo_list_for_each(w, &c->watches, cnode) {
-		if (w->f->slot == slot) {
-			f = w->f;
-			tdbo_ref_get(&f->refs);
-			break;
+	for (i = 0; i < c->nwbuckets && !f; i++) {
+		for (w = c->wbuckets[i]; w; w = w->next) {
+			if (w->f->slot == slot) {
+				f = w->f;
+				tdbo_ref_get(&f->refs);
+				break;
+			}
 		}
 	}
 	tdbp_mutex_unlock(c->lock);
@@ -284,8 +302,8 @@ void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 		return;
 	}
 	o->change_seq++;
-	if (t->feed && (t->nwatch || cmd == TDB_CMD_TABLE_DROP) &&
-	    feed_send(t->feed, o->nbuf, (uint32_t)len) && tdbo_list_empty(&t->dirty))
+	if (t->feed && feed_send(t->feed, o->nbuf, (uint32_t)len) &&
+	    tdbo_list_empty(&t->dirty))
 		tdbo_list_add_tail(&t->dirty, &o->dirty);
 	if (o->on_change)
 		o->on_change(o->change_arg, o->nbuf, (size_t)len);
@@ -322,26 +340,104 @@ void tdbo_table_feed_release(struct tdbo_table *t)
 	t->feed = NULL;
 }
 
-/* --- WATCH, UNWATCH ------------------------------------------------------- */
+/* --- a client's watches ------------------------------------------------- */
 
-/* The client's watch of t (or, t NULL, of a table named m->table) with
- * m's prefix.  Under c->lock or on the client's thread. */
-static struct tdbo_watch *find_watch(struct tdbo_client *c, const struct tdbo_table *t,
-				 const struct tdb_proto_msg *m)
+static uint64_t watch_hash(const struct tdbo_client *c, const char *name,
+			   const void *prefix, uint32_t plen)
 {
-	struct tdbo_watch *w;
+	uint64_t h = tdbp_hash64(name, tdbo_strlen(name), c->wseed);
 
-	tdbo_list_for_each(w, &c->watches, cnode) {
-		if (t ? w->t != t : !tdbo_streq(w->t->name, m->table))
+	return plen ? tdbp_hash64(prefix, plen, h) : h;
+}
+
+static struct tdbo_watch **watch_chain(struct tdbo_client *c, uint64_t hash)
+{
+	return &c->wbuckets[hash & (c->nwbuckets - 1)];
+}
+
+/* The newest watch of the table named m->table with m's prefix (t: of
+ * that table only; NULL: of a table dropped since, too); *prev: the link
+ * to it.  On the client's thread. */
+static struct tdbo_watch *find_watch(struct tdbo_client *c,
+				     const struct tdbo_table *t,
+				     const struct tdb_proto_msg *m,
+				     struct tdbo_watch ***prev)
+{
+	const char *name = t ? t->name : m->table;
+	struct tdbo_watch **pp;
+	uint64_t hash;
+
+	if (!c->nwatches)
+		return NULL;
+	hash = watch_hash(c, name, m->prefix, m->prefix_len);
+	for (pp = watch_chain(c, hash); *pp; pp = &(*pp)->next) {
+		struct tdbo_watch *w = *pp;
+
+		if (w->hash != hash || (t && w->t != t) ||
+		    w->plen != m->prefix_len ||
+		    (w->plen && memcmp(w->prefix, m->prefix, w->plen)) ||
+		    !tdbo_streq(w->t->name, name))
 			continue;
-		if (w->plen == m->prefix_len &&
-		    (!w->plen || !memcmp(w->prefix, m->prefix, w->plen)))
-			return w;
+		*prev = pp;
+		return w;
 	}
 	return NULL;
 }
 
-/* Under wlock: hook w (holding the resolve's table reference) to t. */
+/* Room in the hash for one more watch: twice the buckets when it holds
+ * as many watches as buckets, so chains stay short.  The first one draws
+ * the client's seed: no one can pick names that share a chain. */
+static int watch_grow(struct tdbo_client *c)
+{
+	unsigned int n = c->nwbuckets ? c->nwbuckets * 2 : 16, i;
+	struct tdbo_watch **v, **old;
+
+	if (c->nwatches < c->nwbuckets)
+		return 0;
+	if (n < c->nwbuckets)
+		return -ENOMEM;
+	/* Charged to the client's memory cgroup: the client decides. */
+	v = tdbo_alloc_array(n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	if (!c->nwbuckets)
+		c->wseed = tdbp_random_u64();
+	tdbp_mutex_lock(c->lock);
+	for (i = 0; i < c->nwbuckets; i++) {
+		while (c->wbuckets[i]) {
+			struct tdbo_watch *w = c->wbuckets[i];
+
+			c->wbuckets[i] = w->next;
+			w->next = v[w->hash & (n - 1)];
+			v[w->hash & (n - 1)] = w;
+		}
+	}
+	old = c->wbuckets;
+	c->wbuckets = v;
+	c->nwbuckets = n;
+	tdbp_mutex_unlock(c->lock);
+	tdbp_free(old);
+	return 0;
+}
+
+/* May c have one more watch?  max-watches bounds the memory, feed
+ * references and time a client's watches cost. */
+static int watch_room(struct tdbo_client *c, struct tdb_proto_extack *ext)
+{
+	uint32_t max = tdbo_lim(c->o, max_watches);
+
+	if (max && c->nwatches >= max) {
+		ext->msg = "too many watches on this connection "
+			   "(max-watches)";
+		return -EMFILE;
+	}
+	return watch_grow(c);
+}
+
+/* --- WATCH, UNWATCH ------------------------------------------------------- */
+
+/* Under wlock: hook w (holding the resolve's table reference) to t and
+ * its feed, made now if nobody watched t. */
 static int watch_attach(struct tdbo_client *c, struct tdbo_table *t,
 			struct tdbo_watch *w, struct tdb_proto_extack *ext)
 {
@@ -364,35 +460,15 @@ static int watch_attach(struct tdbo_client *c, struct tdbo_table *t,
 	tdbo_ref_get(&w->f->refs);
 	tdbo_list_add_tail(&w->tnode, &t->watches);
 	t->nwatch++;
-	tdbp_mutex_lock(c->lock);
-	tdbo_list_add_tail(&w->cnode, &c->watches);
-	tdbp_mutex_unlock(c->lock);
 	return 0;
-}
-
-static void set_cookie(struct tdb_proto_extack *ext, uint32_t seq, uint64_t slot)
-{
-	uint64_t off = slot * TDB_DEV_SLOT;
-	struct tdb_dev_watch_cookie ck = {
-		.seq = seq,
-		.offset_lo = (uint32_t)off,
-		.offset_hi = (uint32_t)(off >> 32),
-	};
-
-	_Static_assert(!(sizeof(ck) > TDB_PROTO_COOKIE_MAX), "");
-	memcpy(ext->cookie, &ck, sizeof(ck));
-	ext->cookie_len = sizeof(ck);
 }
 
 int tdbo_watch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	       struct tdb_proto_extack *ext, struct tdbo_out *res)
 {
 	struct tdbo_owner *o = c->o;
-	uint32_t max = tdbo_lim(o, max_watches);
-	struct tdbo_watch *w;
+	struct tdbo_watch *w, **pp;
 	struct tdbo_table *t;
-	uint32_t seq = 0;
-	uint64_t slot = 0;
 	int err = 0;
 
 	if (!c->may_watch) {
@@ -403,60 +479,64 @@ int tdbo_watch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	t = tdbo_resolve(c, m, TDBO_MAY_READ, ext, &err);
 	if (!t)
 		return err;
-	if (find_watch(c, t, m)) {
+	if (find_watch(c, t, m, &pp)) {
 		ext->msg = "already watching this table with this prefix";
-		tdbo_table_put(t);
-		return -EEXIST;
-	}
-	if (max && c->nwatches >= max) {
-		ext->msg = "too many watches on this connection "
-			   "(max-watches)";
-		tdbo_table_put(t);
-		return -EMFILE;
+		err = -EEXIST;
+	} else {
+		err = watch_room(c, ext);
 	}
 	/* Charged to the client's memory cgroup: the client decides. */
-	w = tdbp_alloc(sizeof(*w) + m->prefix_len);
-	if (!w) {
+	w = err ? NULL : tdbp_alloc(sizeof(*w) + m->prefix_len);
+	if (!err && !w)
+		err = -ENOMEM;
+	if (err) {
 		tdbo_table_put(t);
-		return -ENOMEM;
+		return err;
 	}
 	w->plen = m->prefix_len;
 	if (w->plen)
 		memcpy(w->prefix, m->prefix, w->plen);
+	w->hash = watch_hash(c, t->name, w->prefix, w->plen);
 	tdbp_mutex_lock(o->wlock);
 	err = watch_attach(c, t, w, ext);
-	if (!err) {
-		seq = w->f->seq;        /* the first change it will see */
-		slot = w->f->slot;
-	}
+	if (!err)
+		res->feed_seq = w->f->seq;      /* the first change it sees */
 	tdbp_mutex_unlock(o->wlock);
 	if (err) {
 		tdbp_free(w);
 		tdbo_table_put(t);
 		return err;
 	}
+	/* At the head of its chain: UNWATCH by name finds the newest. */
+	pp = watch_chain(c, w->hash);
+	tdbp_mutex_lock(c->lock);
+	w->next = *pp;
+	*pp = w;
+	tdbp_mutex_unlock(c->lock);
 	c->nwatches++;
 	tdbo_inc(&o->watches);
-	set_cookie(ext, seq, slot);
 	res->feed = w->f;
-	res->feed_seq = seq;
 	return 0;
 }
 
-/* Unhook and free one watch of the client's. */
-static void watch_free(struct tdbo_client *c, struct tdbo_watch *w)
+/* Unlink (pp: the link to it) and free a watch of c; the last watch of
+ * a table retires its feed. */
+static void watch_free(struct tdbo_client *c, struct tdbo_watch **pp)
 {
 	struct tdbo_owner *o = c->o;
+	struct tdbo_watch *w = *pp;
+	struct tdbo_table *t = w->t;
 
+	tdbp_mutex_lock(c->lock);
+	*pp = w->next;
+	tdbp_mutex_unlock(c->lock);
 	tdbp_mutex_lock(o->wlock);
 	tdbo_list_del(&w->tnode);
-	w->t->nwatch--;
-	tdbp_mutex_lock(c->lock);
-	tdbo_list_del(&w->cnode);
-	tdbp_mutex_unlock(c->lock);
+	if (!--t->nwatch)
+		tdbo_table_feed_release(t);     /* NULL since a drop */
 	tdbp_mutex_unlock(o->wlock);
 	tdbo_feed_put(w->f);
-	tdbo_table_put(w->t);
+	tdbo_table_put(t);
 	tdbp_free(w);
 	c->nwatches--;
 	tdbo_dec(&o->watches);
@@ -464,28 +544,33 @@ static void watch_free(struct tdbo_client *c, struct tdbo_watch *w)
 
 /* UNWATCH names the table; the watch may be of a table dropped since
  * (the name then free or another table's): look in the client's own
- * watches, not in the registry. */
+ * watches, by name, not in the registry. */
 int tdbo_unwatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		 struct tdb_proto_extack *ext)
 {
-	struct tdbo_watch *w = find_watch(c, NULL, m);
+	struct tdbo_watch **pp;
 
-	if (!w) {
+	if (!find_watch(c, NULL, m, &pp)) {
 		ext->msg = "not watching this table with this prefix";
 		return -ENOENT;
 	}
-	watch_free(c, w);
+	watch_free(c, pp);
 	return 0;
 }
 
 unsigned int tdbo_watches_drop(struct tdbo_client *c)
 {
-	unsigned int n = 0;
+	unsigned int i, n = c->nwatches;
+	struct tdbo_watch **v;
 
-	while (!tdbo_list_empty(&c->watches)) {
-		watch_free(c, tdbo_list_first(&c->watches, struct tdbo_watch,
-					       cnode));
-		n++;
-	}
+	for (i = 0; i < c->nwbuckets; i++)
+		while (c->wbuckets[i])
+			watch_free(c, &c->wbuckets[i]);
+	tdbp_mutex_lock(c->lock);
+	v = c->wbuckets;
+	c->wbuckets = NULL;
+	c->nwbuckets = 0;
+	tdbp_mutex_unlock(c->lock);
+	tdbp_free(v);
 	return n;
 }

@@ -7,7 +7,8 @@
  *             TABLE_STAT, STATS; the rest is dispatched to:)
  *   txn.c     transactions: buffered changes, atomic commit
  *   dump.c    dumps: SCAN and TABLE_LIST
- *   feed.c    change feeds (TDB_RING_FEED rings), WATCH, UNWATCH,
+ *   feed.c    change feeds (TDB_RING_FEED rings, one per watched
+ *             table), a client's watches (a hash), WATCH, UNWATCH,
  *             notifications
  *   snap.c    the snapshots of snapshot scans (old values of keys
  *             changed during one)
@@ -18,17 +19,18 @@
  * a snapshot's lock and then quota.lock are taken last):
  *  - o->wlock serialises every change: PUT, DEL, TXN_COMMIT,
  *    TABLE_CREATE, TABLE_DROP, and feed/watch bookkeeping (t->feed,
- *    t->watches, t->dropped, the feeds' producer state).  Changes thus
- *    have one order, and each feed has one producer.
+ *    t->watches, t->nwatch, t->dropped, the feeds' producer state).
+ *    Changes thus have one order, and each feed has one producer.
  *  - o->txn_seq is a sequence count, odd while a commit applies: GET
  *    reads it before and after and retries, so it sees a transaction
  *    whole or not at all.
  *  - o->quota.lock guards the per-uid counters.
  *  - o->reg_lock guards the registry (hash, list, count); lookups take
  *    a table reference under it and nothing waits there.
- *  - c->lock guards the client's watch and dump lists, which
+ *  - c->lock guards the client's watch hash and dump list, which
  *    tdbo_feed_get() and tdbo_dump_free() may walk from other threads
- *    than the one running the client's requests.
+ *    than the one running the client's requests (which changes them,
+ *    and alone reads them without the lock).
  *  - Readers (GET, SCAN) use the engine's lock-free reads and no owner
  *    lock but reg_lock for the lookup.
  *  - A snapshot scan takes wlock once, to register its snapshot; each
@@ -77,14 +79,17 @@ struct tdbo_quota {
 	struct tdbo_list b[TDBO_QUOTA_BUCKETS];  /* struct qent */
 };
 
+/* A table's change feed, from its first WATCH until its last watch ends
+ * or the table is dropped (feed.c); its memory until the last put. */
 struct tdbo_feed {
-	uint32_t refs;          /* the table's (until drop), each watch's,
-				 * each mapping's (tdbo_feed_get) */
+	uint32_t refs;          /* the table's (while it is t->feed), each
+				 * watch's, each mapping's (tdbo_feed_get) */
 	struct tdbo_owner *o;
 	struct tdbo_list onode; /* o->feeds, reg_lock: slots in use */
 	uint64_t slot;          /* mmap slot, >= 2, unique while alive */
 	void *mem;              /* hooks->feed_alloc(): header page, data */
-	void *cookie;           /* and what the home gave with it */
+	void *cookie;           /* and what the home gave with it
+				 * (tdbo_feed_cookie: tdbd's memfd) */
 	size_t size;
 	struct tdb_ring_hdr *hdr;
 	unsigned char *data;
@@ -126,9 +131,10 @@ struct tdbo_table {
 	uint64_t from;
 	bool catchup;
 	uint64_t mem;
-	struct tdbo_feed *feed;         /* under wlock; first WATCH..drop */
+	struct tdbo_feed *feed;         /* under wlock: set while nwatch
+					 * > 0 and not dropped */
 	struct tdbo_list watches;       /* struct tdbo_watch.tnode, wlock */
-	unsigned int nwatch;            /* under wlock */
+	unsigned int nwatch;            /* on watches, under wlock */
 	struct tdbo_list dirty;         /* o->dirty: feed written, wlock */
 	char name[TDBE_NAME_MAX + 1];
 	struct tdbo_snap *snaps;        /* under wlock: snapshots taking
@@ -136,11 +142,12 @@ struct tdbo_table {
 };
 
 struct tdbo_watch {
-	struct tdbo_list cnode;         /* c->watches, c->lock */
+	struct tdbo_watch *next;        /* c->wbuckets chain, c->lock */
 	struct tdbo_list tnode;         /* t->watches, wlock */
 	struct tdbo_client *c;
 	struct tdbo_table *t;           /* counted */
 	struct tdbo_feed *f;            /* counted */
+	uint64_t hash;                  /* of t->name and prefix, c->wseed */
 	uint32_t plen;
 	unsigned char prefix[];
 };
@@ -181,9 +188,13 @@ struct tdbo_client {
 	bool dead;                      /* tdbo_client_free() ran */
 	bool accepted;                  /* counted (tdbo_client_accept) */
 	struct tdbp_mutex *lock;
-	struct tdbo_list watches;       /* struct tdbo_watch.cnode */
-	unsigned int nwatches;          /* on watches, <= max_watches when
-					 * each was made; client's thread */
+	/* watches: a hash of (table name, prefix), newest first in each
+	 * chain; changed on the client's thread under lock */
+	struct tdbo_watch **wbuckets;
+	unsigned int nwbuckets;         /* 0 or a power of two >= 16 */
+	uint64_t wseed;                 /* tdbp_random_u64(), per client */
+	unsigned int nwatches;          /* in it, <= max_watches when each
+					 * was made; client's thread */
 	bool ring_charged;              /* holds a TDBO_Q_CLIENTS charge */
 	uint64_t woken;                 /* o->flush_gen when last woken */
 	struct tdbo_list dumps;         /* struct tdbo_dump.node */
@@ -357,7 +368,8 @@ int tdbo_watch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	       struct tdb_proto_extack *ext, struct tdbo_out *res);
 int tdbo_unwatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		 struct tdb_proto_extack *ext);
-/* tdbo_client_free: drop every watch; returns how many there were. */
+/* tdbo_client_free: drop every watch (retiring feeds nobody else
+ * watches); returns how many there were. */
 unsigned int tdbo_watches_drop(struct tdbo_client *c);
 /* Under wlock: tell watchers and the change hook about a change
  * (cmd PUT, DEL or TABLE_DROP; key NULL for TABLE_DROP). */
@@ -366,8 +378,9 @@ void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 /* Under wlock, at the end of a change: publish the feeds written and
  * wake their watchers. */
 void tdbo_feeds_flush(struct tdbo_owner *o);
-/* The table is gone or dropped: let go of its feed (wlock, or the
- * owner is being freed). */
+/* The table is gone or dropped, or its last watch ended: let go of its
+ * feed, which is never written again (wlock, or the owner is being
+ * freed). */
 void tdbo_table_feed_release(struct tdbo_table *t);
 
 /*

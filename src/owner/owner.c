@@ -229,7 +229,6 @@ struct tdbo_client *tdbo_client_new(struct tdbo_owner *o,
 	c->wake = wake;
 	c->arg = arg;
 	tdbo_ref_init(&c->refs, 1);
-	tdbo_list_init(&c->watches);
 	tdbo_list_init(&c->dumps);
 	tdbo_list_init(&c->txns);
 	*err = 0;

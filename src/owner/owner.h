@@ -14,8 +14,10 @@
  * Every request gets exactly one answer (include/tdb/proto.h):
  *  - tdbo_exec() returns a negative errno (with ext->msg, ext->offset):
  *    the transport answers NLMSG_ERROR with it;
- *  - it returns 0 for an "ack" command: the transport acks (with
- *    ext->cookie when cookie_len > 0: WATCH);
+ *  - it returns 0 for an "ack" command: the transport acks (for WATCH
+ *    with what the client needs to read res->feed: tdb.ko's /dev/tdb a
+ *    cookie of tdbo_feed_slot() and res->feed_seq, tdbd the descriptor
+ *    kept as tdbo_feed_cookie());
  *  - it returns 0 for a "reply" command after writing the reply into
  *    the sink (the sink is given room for any reply of at most
  *    TDB_PROTO_MSG_MAX bytes: the transport makes sure of that before
@@ -213,7 +215,8 @@ struct tdbo_out {
 	struct tdbo_feed *feed;         /* WATCH: the feed now watched (no
 					 * reference: valid while the watch
 					 * is, on the client's thread) */
-	uint32_t feed_seq;              /* WATCH: its first change's seq */
+	uint32_t feed_seq;              /* WATCH: the seq of the first
+					 * change the watch sees */
 	struct tdbo_txn *txn;           /* TXN_COMMIT over defer_ops or
 					 * defer_bytes: not run; the home
 					 * runs tdbo_txn_commit() and
@@ -240,17 +243,26 @@ int tdbo_dump_run(struct tdbo_dump *d, struct tdbo_sink *out,
 void tdbo_dump_free(struct tdbo_dump *d);
 
 /*
- * Feeds, for a home that maps them (tdb.ko's mmap): the feed whose slot
- * is `slot` (>= 2), if client c watches it now, with a reference (NULL
- * otherwise).  Its memory is what hooks->feed_alloc returned,
- * tdbo_feed_size() bytes (header page, then data).
+ * Feeds.  A table's feed exists while anyone watches it: the first WATCH
+ * makes it (hooks->feed_alloc), the last UNWATCH or the table's drop
+ * retires it (no change is written to it after that; a later WATCH gets
+ * a new feed), and its memory goes (hooks->feed_free) with the last
+ * reference: the watches' and the mappings'.
+ *
+ * For a home that maps them (tdb.ko's mmap): the feed whose slot is
+ * `slot`, if client c watches it now, with a reference (NULL otherwise).
+ * Its memory is what hooks->feed_alloc returned, tdbo_feed_size() bytes
+ * (header page, then data).
  */
 struct tdbo_feed *tdbo_feed_get(struct tdbo_client *c, uint64_t slot);
 void tdbo_feed_put(struct tdbo_feed *f);
 void *tdbo_feed_mem(struct tdbo_feed *f);
-/* What hooks->feed_alloc gave with its memory (tdbd: the memfd). */
-void *tdbo_feed_cookie(struct tdbo_feed *f);
 size_t tdbo_feed_size(const struct tdbo_feed *f);
+/* The feed's mmap slot: from 2 to 0x7fffffff, no two feeds alive share
+ * one (tdb.ko's cookie: the feed is at slot * TDB_DEV_SLOT). */
+uint64_t tdbo_feed_slot(const struct tdbo_feed *f);
+/* What hooks->feed_alloc gave with the memory (tdbd: the memfd). */
+void *tdbo_feed_cookie(const struct tdbo_feed *f);
 
 /* STATS figures the transports keep; the owner reports them.  Bumped
  * with tdbo_inc()/tdb_fetch_add from any context. */
