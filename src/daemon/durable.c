@@ -186,8 +186,25 @@ static int commit(struct tdbd *d, uint64_t *lsn, const char **msg)
 	return err;
 }
 
-/* The owner's log hooks: a record of ops (one change, or a whole
+/* The owner's log hooks: the log lock (changes to different tables run
+ * in parallel; the WAL takes one record at a time, and a record taken
+ * back must be the last one, so the lock is held from a record to the
+ * end of its change's apply), a record of ops (one change, or a whole
  * transaction), then create and drop. */
+void tdbd_log_lock(void *arg)
+{
+	struct tdbd *d = arg;
+
+	pthread_mutex_lock(&d->log_lock);
+}
+
+void tdbd_log_unlock(void *arg)
+{
+	struct tdbd *d = arg;
+
+	pthread_mutex_unlock(&d->log_lock);
+}
+
 void tdbd_log_begin(void *arg)
 {
 	struct tdbd *d = arg;
@@ -413,19 +430,19 @@ static int ck_tab_find(const struct durable *u, const char *name,
 	return -1;
 }
 
-/* Values are read under the owner's write lock, one key (or cursor step)
+/* Values are read under the table's write lock, one key (or cursor step)
  * at a time: a transaction commit logs its changes, applies them and
  * undoes them (taking its record back) if one fails, all under that
  * lock, so a read outside it could see a commit half-applied, or a
  * failed one not yet undone, and the checkpoint would keep changes whose
  * record was taken back. */
-static int write_key(struct tdbd *d, struct durable *u, struct ckpt_txn *tx,
+static int write_key(struct durable *u, struct ckpt_txn *tx,
 		     struct tdbo_table *dt, const void *key, size_t klen)
 {
 	size_t need = 0;
 	long n;
 
-	tdbo_write_lock(d->o);
+	tdbo_table_lock(dt);
 	for (;;) {
 		n = tdbe_get(dt->t, key, klen, u->buf, u->bufcap, &need);
 		if (n != -ENOBUFS)
@@ -438,7 +455,7 @@ static int write_key(struct tdbd *d, struct durable *u, struct ckpt_txn *tx,
 			break;
 		}
 	}
-	tdbo_write_unlock(d->o);
+	tdbo_table_unlock(dt);
 	if (n == -ENOENT)
 		return tdbd_ckpt_del(tx, dt->name, key, klen);
 	if (n < 0)
@@ -477,9 +494,9 @@ static int write_table(struct tdbd *d, struct durable *u,
 		if (!(cur = tdbe_cursor_open(dt->t, &err)))
 			return err;
 		do {
-			tdbo_write_lock(d->o);
+			tdbo_table_lock(dt);
 			r = tdbe_cursor_next(cur, &key, &klen, &val, &vlen);
-			tdbo_write_unlock(d->o);
+			tdbo_table_unlock(dt);
 			if (r > 0)
 				err = tdbd_ckpt_put(tx, dt->name, key, klen,
 						    val, vlen);
@@ -494,7 +511,7 @@ static int write_table(struct tdbd *d, struct durable *u,
 		for (i = 0; !err && i < k->dirty->cap; i++) {
 			if (!k->dirty->v[i].key)
 				continue;
-			err = write_key(d, u, tx, dt, k->dirty->v[i].key,
+			err = write_key(u, tx, dt, k->dirty->v[i].key,
 					k->dirty->v[i].klen);
 			ckpt_progress(d, u);
 		}

@@ -237,6 +237,8 @@ int tdbd_owner_start(struct tdbd *d)
 		.arg = d,
 		.feed_alloc = feed_alloc,
 		.feed_free = feed_free,
+		.log_lock = tdbd_log_lock,
+		.log_unlock = tdbd_log_unlock,
 		.log_begin = tdbd_log_begin,
 		.log_op = tdbd_log_op,
 		.log_commit = tdbd_log_commit,
@@ -256,6 +258,7 @@ int tdbd_owner_start(struct tdbd *d)
 	d->mem_auto = pages > 0 && psize > 0 ?
 		      (uint64_t)pages * (uint64_t)psize / 4 * 3 : UINT64_MAX;
 	tdbd_limits_update(d);
+	pthread_mutex_init(&d->log_lock, NULL);
 	d->o = tdbo_owner_new(&d->lim, &h, &err);
 	if (!d->o)
 		return err ? err : -ENOMEM;

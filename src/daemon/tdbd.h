@@ -188,6 +188,8 @@ void tdbd_durable_stop(struct tdbd *d);
 /* The owner's log hooks (struct tdbo_hooks: log_begin, log_op,
  * log_commit, log_create, log_drop, log_retract, dirty, table_free),
  * called under the owner's write lock. */
+void tdbd_log_lock(void *arg);
+void tdbd_log_unlock(void *arg);
 void tdbd_log_begin(void *arg);
 void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
 		 const void *key, size_t klen, const void *val, size_t vlen);
@@ -326,6 +328,7 @@ struct tdbd {
 	/* durability (durable.c) */
 	struct wal *wal;
 	struct ckpt *ckpt;
+	pthread_mutex_t log_lock;       /* the WAL's appender (durable.c) */
 	pthread_mutex_t wake_lock;      /* workers vs the WAL's callback */
 	bool wake_on;           /* under wake_lock: workers may be woken */
 	struct durable *dur;    /* the checkpointer's state */

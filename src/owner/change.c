@@ -4,12 +4,14 @@
  * pipeline every change goes through, whether a client's PUT or DEL, an
  * op of a committed transaction (txn.c) or a durable home's replay.
  *
- * The pipeline, for one key of table t, under o->wlock:
+ * The pipeline, for one key of table t, under t->wlock (changes to
+ * other tables run in parallel):
  *  1. refuse what is sure to fail (a dropped table, deleting a missing
  *     key, a no-overwrite put of a present one) before anything is
  *     logged;
- *  2. log it (hooks->log_*: the home's WAL; a transaction logs all its
- *     ops as one record before any is applied; replay logs nothing);
+ *  2. log it (hooks->log_*: the home's WAL, under its log lock until the
+ *     end of step 3; a transaction logs all its ops as one record
+ *     before any is applied; replay logs nothing);
  *  3. save its pre-image in t's running snapshots (snap.c), then apply
  *     it to the engine; a change the engine refuses has its record
  *     taken back (log_retract) and, in a transaction, the ops applied
@@ -23,9 +25,10 @@
  * Readers take no owner lock: a GET reads its table's seqcount
  * (t->seq) before and after the lookup and retries if a commit to that
  * table applied meanwhile, so it sees a transaction whole or not at
- * all.  While the count is odd the reader sleeps on wlock instead of
+ * all.  While the count is odd the reader sleeps on t->wlock instead of
  * spinning: the count is odd only while a commit applies (its log
- * record is written before), so a reader never waits for a log write.
+ * record is written before), so a reader never waits for a log write,
+ * nor for a change to another table.
  */
 #include "internal.h"
 
@@ -42,7 +45,7 @@ void tdbo_seq_write_end(struct tdbo_table *t)
 	tdb_store_release(&t->seq, t->seq + 1);         /* even */
 }
 
-/* An even count: while a commit to t applies, wait for it on wlock. */
+/* An even count: while a commit to t applies, wait for it on t->wlock. */
 static uint64_t seq_read_begin(struct tdbo_table *t)
 {
 	for (;;) {
@@ -50,9 +53,21 @@ static uint64_t seq_read_begin(struct tdbo_table *t)
 
 		if (!(s & 1))
 			return s;
-		tdbp_mutex_lock(t->o->wlock);
-		tdbp_mutex_unlock(t->o->wlock);
+		tdbp_mutex_lock(t->wlock);
+		tdbp_mutex_unlock(t->wlock);
 	}
+}
+
+void tdbo_log_lock(struct tdbo_owner *o)
+{
+	if (o->hooks.log_lock)
+		o->hooks.log_lock(o->hooks.arg);
+}
+
+void tdbo_log_unlock(struct tdbo_owner *o)
+{
+	if (o->hooks.log_unlock)
+		o->hooks.log_unlock(o->hooks.arg);
 }
 
 static bool seq_read_retry(struct tdbo_table *t, uint64_t s)
@@ -222,7 +237,7 @@ bool tdbo_key_exists(struct tdbo_table *t, const void *key, size_t klen)
 	return tdbe_get(t->t, key, klen, NULL, 0, &need) != -ENOENT;
 }
 
-/* Step 3: pre-image, engine.  Under wlock; nothing logged here. */
+/* Step 3: pre-image, engine.  Under t->wlock; nothing logged here. */
 int tdbo_apply(struct tdbo_table *t, const struct tdbo_change *ch,
 	       struct tdbe_extack *ee)
 {
@@ -271,20 +286,25 @@ static int change_one(struct tdbo_table *t, const struct tdbo_change *ch,
 		*msg = "key exists (no-overwrite put)";
 		return -EEXIST;
 	}
-	if (log && o->hooks.log_commit) {
+	log = log && o->hooks.log_commit;
+	if (log) {
+		tdbo_log_lock(o);
 		o->hooks.log_begin(o->hooks.arg);
 		o->hooks.log_op(o->hooks.arg, t, ch->del, ch->key, ch->klen,
 				ch->val, ch->vlen);
 		err = o->hooks.log_commit(o->hooks.arg, lsn, msg);
 		if (err) {
+			tdbo_log_unlock(o);
 			*lsn = 0;
 			return err;
 		}
 	}
 	err = tdbo_apply(t, ch, &ee);
+	if (err && *lsn)
+		o->hooks.log_retract(o->hooks.arg, *lsn);
+	if (log)
+		tdbo_log_unlock(o);
 	if (err) {
-		if (*lsn)
-			o->hooks.log_retract(o->hooks.arg, *lsn);
 		*lsn = 0;
 		*msg = ee.msg;
 		if (err == -ENOSPC && !ee.msg)
@@ -298,14 +318,13 @@ static int change_one(struct tdbo_table *t, const struct tdbo_change *ch,
 static int change_locked(struct tdbo_table *t, const struct tdbo_change *ch,
 			 bool log, uint64_t *lsn, const char **msg)
 {
-	struct tdbo_owner *o = t->o;
 	int err;
 
 	*lsn = 0;
-	tdbp_mutex_lock(o->wlock);
+	tdbp_mutex_lock(t->wlock);
 	err = change_one(t, ch, log, lsn, msg);
-	tdbo_feeds_flush(o);
-	tdbp_mutex_unlock(o->wlock);
+	tdbo_feed_flush(t);
+	tdbp_mutex_unlock(t->wlock);
 	return err;
 }
 

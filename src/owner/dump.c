@@ -183,10 +183,10 @@ int tdbo_scan(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	if (!err && snap) {
 		/* Under wlock: between two changes, and every later change
 		 * to the table saves its pre-image first. */
-		tdbp_mutex_lock(c->o->wlock);
+		tdbp_mutex_lock(t->wlock);
 		d->snap = tdbo_snap_new(t, c->uid, d->prefix,
 					 d->plen);
-		tdbp_mutex_unlock(c->o->wlock);
+		tdbp_mutex_unlock(t->wlock);
 		if (!d->snap)
 			err = -ENOMEM;
 	}

@@ -22,13 +22,13 @@
  *    that name, even one of a table dropped since.
  *
  * Invariants:
- *  - One producer: only the holder of o->wlock writes a feed.  Its
- *    indices, sequence number and message boundaries are private
+ *  - One producer: only the holder of its table's t->wlock writes a
+ *    feed.  Its indices, sequence number and message boundaries are private
  *    (struct tdbo_feed); nothing is ever read back from the shared
  *    memory, which watchers map read-only.
  *  - Before bytes of older messages are overwritten, `tail` is moved
  *    past them (about 1/16 of the ring at a time) with a full barrier.
- *  - t->feed is set (under wlock) exactly while t->nwatch > 0 and t is
+ *  - t->feed is set (under t->wlock) exactly while t->nwatch > 0 and t is
  *    not dropped; only t->feed is ever written.
  *  - Feed memory lives while referenced: by its table while it is
  *    t->feed, by each watch, and by each mapping (tdbo_feed_get); the
@@ -36,7 +36,7 @@
  *  - A client's watch hash changes on the client's thread only, under
  *    c->lock (tdbo_feed_get walks it from other threads under c->lock).
  *  - Watchers are woken (c->wake) once per flush, after the feed is
- *    published, under o->wlock (so the client cannot go away meanwhile)
+ *    published, under t->wlock (so the client cannot go away meanwhile)
  *    but under no spinlock: wake() must not wait for the owner.
  */
 
@@ -278,9 +278,10 @@ void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 	struct tdb_proto_msg m;
 	long len;
 
+	if (!t->feed && !tdb_load_relaxed(&o->on_change))
+		return;                 /* nobody listens */
 	memset(&m, 0, sizeof(m));
 	m.cmd = cmd;
-	m.seq = o->change_seq;
 	m.attrs = TDB_PROTO_BIT(TDB_A_TABLE);
 	m.table = t->name;
 	m.table_len = (uint32_t)tdbo_strlen(t->name);
@@ -294,43 +295,44 @@ void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 		m.value = val;
 		m.value_len = (uint32_t)vlen;
 	}
+	tdbp_mutex_lock(o->nlock);
+	m.seq = o->change_seq;
 	len = tdb_proto_build(o->nbuf, TDB_PROTO_MSG_MAX, TDB_PROTO_ANSWER, &m,
 			      NULL);
 	if (len < 0) {
+		tdbp_mutex_unlock(o->nlock);
 		tdbp_log(TDBP_LOG_WARNING, "table %s: cannot build a change "
 			 "notification (%ld)", t->name, len);
 		return;
 	}
 	o->change_seq++;
-	if (t->feed && feed_send(t->feed, o->nbuf, (uint32_t)len) &&
-	    tdbo_list_empty(&t->dirty))
-		tdbo_list_add_tail(&t->dirty, &o->dirty);
+	if (t->feed && feed_send(t->feed, o->nbuf, (uint32_t)len))
+		t->feed_dirty = true;
 	if (o->on_change)
 		o->on_change(o->change_arg, o->nbuf, (size_t)len);
+	tdbp_mutex_unlock(o->nlock);
 }
 
-/* Under wlock.  Each client is woken at most once per flush, however
- * many of its watches saw the changes (c->woken records the flush). */
-void tdbo_feeds_flush(struct tdbo_owner *o)
+/* Under t->wlock.  Each client is woken at most once per flush, however
+ * many of its watches of t saw the changes (c->woken records the
+ * flush). */
+void tdbo_feed_flush(struct tdbo_table *t)
 {
-	struct tdbo_table *t, *n;
 	struct tdbo_watch *w;
 	uint64_t gen;
 
-	if (tdbo_list_empty(&o->dirty))
+	if (!t->feed_dirty)
 		return;
-	gen = ++o->flush_gen;
-	tdbo_list_for_each_safe(t, n, &o->dirty, dirty) {
-		tdbo_list_del(&t->dirty);
-		if (!t->feed)
+	t->feed_dirty = false;
+	if (!t->feed)
+		return;
+	feed_publish(t->feed);
+	gen = tdb_fetch_add(&t->o->flush_gen, 1) + 1;
+	tdbo_list_for_each(w, &t->watches, tnode) {
+		if (!w->c->wake || tdb_load_relaxed(&w->c->woken) == gen)
 			continue;
-		feed_publish(t->feed);
-		tdbo_list_for_each(w, &t->watches, tnode) {
-			if (!w->c->wake || w->c->woken == gen)
-				continue;
-			w->c->woken = gen;
-			w->c->wake(w->c->arg);
-		}
+		tdb_store_relaxed(&w->c->woken, gen);
+		w->c->wake(w->c->arg);
 	}
 }
 
@@ -497,11 +499,11 @@ int tdbo_watch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	if (w->plen)
 		memcpy(w->prefix, m->prefix, w->plen);
 	w->hash = watch_hash(c, t->name, w->prefix, w->plen);
-	tdbp_mutex_lock(o->wlock);
+	tdbp_mutex_lock(t->wlock);
 	err = watch_attach(c, t, w, ext);
 	if (!err)
 		res->feed_seq = w->f->seq;      /* the first change it sees */
-	tdbp_mutex_unlock(o->wlock);
+	tdbp_mutex_unlock(t->wlock);
 	if (err) {
 		tdbp_free(w);
 		tdbo_table_put(t);
@@ -530,11 +532,11 @@ static void watch_free(struct tdbo_client *c, struct tdbo_watch **pp)
 	tdbp_mutex_lock(c->lock);
 	*pp = w->next;
 	tdbp_mutex_unlock(c->lock);
-	tdbp_mutex_lock(o->wlock);
+	tdbp_mutex_lock(t->wlock);
 	tdbo_list_del(&w->tnode);
 	if (!--t->nwatch)
 		tdbo_table_feed_release(t);     /* NULL since a drop */
-	tdbp_mutex_unlock(o->wlock);
+	tdbp_mutex_unlock(t->wlock);
 	tdbo_feed_put(w->f);
 	tdbo_table_put(t);
 	tdbp_free(w);

@@ -15,15 +15,27 @@
  *   quota.c   what each uid holds (clients, tables, transaction and
  *             snapshot memory) against the limits that bound it
  *
- * Locking (the order is wlock -> reg_lock, wlock -> client lock;
- * a snapshot's lock and then quota.lock are taken last):
- *  - o->wlock serialises every change: PUT, DEL, TXN_COMMIT,
- *    TABLE_CREATE, TABLE_DROP, and feed/watch bookkeeping (t->feed,
- *    t->watches, t->nwatch, t->dropped, the feeds' producer state).
- *    Changes thus have one order, and each feed has one producer.
- *  - o->txn_seq is a sequence count, odd while a commit applies: GET
- *    reads it before and after and retries, so it sees a transaction
- *    whole or not at all.
+ * Locking.  The order is o->wlock -> t->wlock (several: by table id)
+ * -> the home's log lock -> a snapshot's lock -> o->nlock -> quota.lock,
+ * and any of them -> reg_lock or a client's lock:
+ *  - t->wlock serialises the changes to one table: PUT, DEL, the ops of
+ *    a TXN_COMMIT (which holds the locks of all its tables, taken in id
+ *    order), and t's feed, watches, snapshots, seqcount, dropped flag
+ *    and the home's durability state.  Changes to one table thus have
+ *    one order and its feed one producer; changes to different tables
+ *    run in parallel (but for the home's log lock, which a durable home
+ *    holds from a change's log record to the end of its apply, so its
+ *    log has the order of the changes and a record taken back is the
+ *    last one).
+ *  - o->wlock serialises TABLE_CREATE and TABLE_DROP (the registry's
+ *    names, ids and the log records of both); a drop then takes the
+ *    table's lock too.  tdbo_write_lock() takes it and every table's:
+ *    no change runs then (a home's checkpoint takes its dirty sets so).
+ *  - t->seq is a sequence count, odd while a commit applies to t: GET
+ *    reads it before and after and retries (sleeping on t->wlock while
+ *    it is odd), so it sees a transaction whole or not at all.
+ *  - o->nlock guards the notification buffer and the change hook's
+ *    sequence number (feed.c).
  *  - o->quota.lock guards the per-uid counters.
  *  - o->reg_lock guards the registry (hash, list, count); lookups take
  *    a table reference under it and nothing waits there.
@@ -33,8 +45,8 @@
  *    and alone reads them without the lock).
  *  - Readers (GET, SCAN) use the engine's lock-free reads and no owner
  *    lock but reg_lock for the lookup.
- *  - A snapshot scan takes wlock once, to register its snapshot; each
- *    snapshot's own lock (snap.c) nests inside wlock, and charges its
+ *  - A snapshot scan takes t->wlock once, to register its snapshot; each
+ *    snapshot's own lock (snap.c) nests inside it, and charges its
  *    memory (quota.lock) under it.
  * All locks are platform.h mutexes: the owner runs where it may sleep.
  */
@@ -102,6 +114,7 @@ struct tdbo_feed {
 	unsigned int bhead, bcount;
 };
 
+/* "under wlock" in a table's fields: its own t->wlock */
 struct tdbo_table {
 	struct tdbo_list hnode;         /* registry hash chain, reg_lock */
 	struct tdbo_list lnode;         /* registry list (creation order) */
@@ -120,6 +133,7 @@ struct tdbo_table {
 	uint64_t seq;                   /* seqcount: odd while a commit
 					 * applies to this table (change.c) */
 	uint32_t uid, gid, mode;
+	struct tdbp_mutex *wlock;       /* this table's changes (above) */
 	bool dropped;                   /* under wlock */
 	/* The home's durability state, under wlock; the owner only sets
 	 * ckpt_full at create: tdbd's durable.c keeps its dirty set here,
@@ -135,7 +149,7 @@ struct tdbo_table {
 					 * > 0 and not dropped */
 	struct tdbo_list watches;       /* struct tdbo_watch.tnode, wlock */
 	unsigned int nwatch;            /* on watches, under wlock */
-	struct tdbo_list dirty;         /* o->dirty: feed written, wlock */
+	bool feed_dirty;                /* feed written, not published */
 	char name[TDBE_NAME_MAX + 1];
 	struct tdbo_snap *snaps;        /* under wlock: snapshots taking
 					 * changes (snap.c) */
@@ -242,12 +256,14 @@ struct tdbo_owner {
 	unsigned int naside;            /* atomic: of which set aside */
 	uint64_t reg_gen;               /* atomic: bumped when names change */
 	uint64_t next_table_id;         /* under wlock */
+	/* o->tables is in id order (tdbo_write_lock takes the tables'
+	 * locks in that order) */
 	struct tdbo_list feeds;         /* every feed alive, reg_lock */
 	uint64_t next_slot;             /* reg_lock: the next slot to try */
-	struct tdbo_list dirty;         /* tables whose feed was written */
-	uint64_t flush_gen;             /* tdbo_feeds_flush() calls, wlock */
-	unsigned char *nbuf;            /* a notification, wlock */
-	uint32_t change_seq;            /* multicast seq, wlock */
+	uint64_t flush_gen;             /* atomic: tdbo_feed_flush() calls */
+	struct tdbp_mutex *nlock;       /* the two below */
+	unsigned char *nbuf;            /* a notification being built */
+	uint32_t change_seq;            /* multicast seq */
 	tdbo_change_fn *on_change;      /* under wlock */
 	void *change_arg;
 	uint64_t start_ns;
@@ -337,6 +353,10 @@ void tdbo_applied(struct tdbo_table *t, const struct tdbo_change *ch);
  * even again. */
 void tdbo_seq_write_begin(struct tdbo_table *t);
 void tdbo_seq_write_end(struct tdbo_table *t);
+/* The home's log lock (hooks->log_lock), around a change's log record,
+ * its apply and any retract. */
+void tdbo_log_lock(struct tdbo_owner *o);
+void tdbo_log_unlock(struct tdbo_owner *o);
 
 /* txn.c */
 int tdbo_txn_cmd(struct tdbo_client *c, const struct tdb_proto_msg *m,
@@ -371,13 +391,13 @@ int tdbo_unwatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 /* tdbo_client_free: drop every watch (retiring feeds nobody else
  * watches); returns how many there were. */
 unsigned int tdbo_watches_drop(struct tdbo_client *c);
-/* Under wlock: tell watchers and the change hook about a change
+/* Under t->wlock: tell watchers and the change hook about a change
  * (cmd PUT, DEL or TABLE_DROP; key NULL for TABLE_DROP). */
 void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 		 const void *key, size_t klen, const void *val, size_t vlen);
-/* Under wlock, at the end of a change: publish the feeds written and
- * wake their watchers. */
-void tdbo_feeds_flush(struct tdbo_owner *o);
+/* Under t->wlock, at the end of a change: publish t's feed if it was
+ * written, and wake its watchers. */
+void tdbo_feed_flush(struct tdbo_table *t);
 /* The table is gone or dropped, or its last watch ended: let go of its
  * feed, which is never written again (wlock, or the owner is being
  * freed). */

@@ -349,8 +349,9 @@ struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
 	o->hooks = *hooks;
 	o->nbuf = tdbp_alloc(TDB_PROTO_MSG_MAX);
 	o->wlock = tdbp_mutex_create();
+	o->nlock = tdbp_mutex_create();
 	o->reg_lock = tdbp_mutex_create();
-	if (!o->nbuf || !o->wlock || !o->reg_lock ||
+	if (!o->nbuf || !o->wlock || !o->nlock || !o->reg_lock ||
 	    tdbo_quota_init(&o->quota))
 		goto fail;
 	o->engine = tdbe_engine_new(err);
@@ -360,7 +361,6 @@ struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
 		tdbo_list_init(&o->buckets[i]);
 	tdbo_list_init(&o->tables);
 	tdbo_list_init(&o->feeds);
-	tdbo_list_init(&o->dirty);
 	o->next_slot = 2;
 	o->start_ns = tdbp_now_ns();
 	*err = 0;
@@ -372,19 +372,21 @@ fail:
 		tdbp_mutex_destroy(o->reg_lock);
 	if (o->wlock)
 		tdbp_mutex_destroy(o->wlock);
+	if (o->nlock)
+		tdbp_mutex_destroy(o->nlock);
 	tdbp_free(o->nbuf);
 	tdbp_free(o);
 	return NULL;
 }
 
-/* Under wlock: every notification is made under it (tdbo_notify). */
+/* Under nlock: every notification is made under it (tdbo_notify). */
 void tdbo_owner_on_change(struct tdbo_owner *o, tdbo_change_fn *fn,
 			  void *arg)
 {
-	tdbp_mutex_lock(o->wlock);
-	o->on_change = fn;
+	tdbp_mutex_lock(o->nlock);
 	o->change_arg = arg;
-	tdbp_mutex_unlock(o->wlock);
+	tdb_store_relaxed(&o->on_change, fn);
+	tdbp_mutex_unlock(o->nlock);
 }
 
 struct tdbo_counters *tdbo_owner_counters(struct tdbo_owner *o)
@@ -415,6 +417,7 @@ void tdbo_owner_free(struct tdbo_owner *o)
 	tdbe_engine_free(o->engine);
 	tdbp_mutex_destroy(o->reg_lock);
 	tdbp_mutex_destroy(o->wlock);
+	tdbp_mutex_destroy(o->nlock);
 	tdbp_free(o->nbuf);
 	tdbp_free(o);
 }

@@ -131,6 +131,10 @@ struct tdbo_hooks {
 	 * with log_create and log_drop the same way.  Without log_commit
 	 * nothing is logged and res->lsn stays 0.
 	 */
+	void (*log_lock)(void *arg);    /* held from a record's log_begin
+					 * (or log_create, log_drop) to the
+					 * end of its apply or retract */
+	void (*log_unlock)(void *arg);
 	void (*log_begin)(void *arg);
 	void (*log_op)(void *arg, const struct tdbo_table *t, bool del,
 		       const void *key, size_t klen, const void *val,
@@ -318,10 +322,14 @@ int tdbo_table_drop_replay(struct tdbo_owner *o, struct tdbo_table *t,
 int tdbo_tables_snapshot(struct tdbo_owner *o, struct tdbo_table ***out,
 			 unsigned int *n);
 void tdbo_tables_release(struct tdbo_table **v, unsigned int n);
-/* The write lock every change holds: a checkpoint reads a value under
- * it, so it never sees a commit half applied. */
+/* Every write lock (the owner's and each table's): no change runs
+ * until the unlock; a checkpoint takes its dirty sets and LSN so. */
 void tdbo_write_lock(struct tdbo_owner *o);
 void tdbo_write_unlock(struct tdbo_owner *o);
+/* One table's write lock: a checkpoint reads a value under it, so it
+ * never sees a commit half applied. */
+void tdbo_table_lock(struct tdbo_table *t);
+void tdbo_table_unlock(struct tdbo_table *t);
 /* A deferred commit (res->txn): run it anywhere, once; 0 or a negative
  * errno with ext set, *lsn its log record's.  Then free it. */
 int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,

@@ -8,9 +8,11 @@
  * Invariants:
  *  - A struct tdbo_table lives while it has references; the registry
  *    holds one from create to drop.  Lookups take a reference under
- *    reg_lock; create and drop change the hash under reg_lock, and only
- *    while the caller holds wlock (so they are also ordered with every
- *    data change and every log record).
+ *    reg_lock; create and drop change the hash and the list under
+ *    reg_lock, and only while the caller holds o->wlock (a drop also the
+ *    table's lock, so it is ordered with the table's changes).
+ *  - o->tables is in id order: tdbo_write_lock() takes the tables' locks
+ *    in that order, as a commit does.
  *  - reg_gen changes whenever the set of names changes, so a client's
  *    cached table (tdbo_resolve) is good while reg_gen is what it was.
  *  - A table set aside (t->aside) has no engine table (t->t NULL): a
@@ -69,6 +71,7 @@ void tdbo_table_put(struct tdbo_table *t)
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_RESERVE, t->reserve);
 	if (o->hooks.table_free)
 		o->hooks.table_free(o->hooks.arg, t);
+	tdbp_mutex_destroy(t->wlock);
 	tdbp_free(t->aside);
 	tdbp_free(t);
 }
@@ -90,11 +93,18 @@ unsigned int tdbo_table_count_aside(struct tdbo_owner *o)
 	return tdb_load_relaxed(&o->naside);
 }
 
+/* Under o->wlock. */
 static void reg_add(struct tdbo_owner *o, struct tdbo_table *t)
 {
+	struct tdbo_list *at = o->tables.prev;
+
 	tdbp_mutex_lock(o->reg_lock);
 	tdbo_list_add(&t->hnode, &o->buckets[name_hash(t->name)]);
-	tdbo_list_add_tail(&t->lnode, &o->tables);
+	/* in id order: new tables come last, restored ones nearly so */
+	while (at != &o->tables &&
+	       tdbo_list_entry(at, struct tdbo_table, lnode)->id > t->id)
+		at = at->prev;
+	tdbo_list_add(&t->lnode, at);
 	o->ntables++;
 	tdb_fetch_add(&o->reg_gen, 1);
 	tdbp_mutex_unlock(o->reg_lock);
@@ -121,6 +131,11 @@ static struct tdbo_table *table_alloc(struct tdbo_owner *o, const char *name,
 
 	if (!t)
 		return NULL;
+	t->wlock = tdbp_mutex_create();
+	if (!t->wlock) {
+		tdbp_free(t);
+		return NULL;
+	}
 	tdbo_strlcpy(t->name, name, sizeof(t->name));
 	t->o = o;
 	t->id = id ? id : o->next_table_id + 1;
@@ -132,7 +147,6 @@ static struct tdbo_table *table_alloc(struct tdbo_owner *o, const char *name,
 	t->mode = mode & 0777;
 	tdbo_ref_init(&t->refs, 1);     /* the registry's */
 	tdbo_list_init(&t->watches);
-	tdbo_list_init(&t->dirty);
 	return t;
 }
 
@@ -173,6 +187,7 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 	}
 	if (err) {
 		*msg = err == -EEXIST ? "table exists" : ee.msg;
+		tdbp_mutex_destroy(t->wlock);
 		tdbp_free(t);
 		return err;
 	}
@@ -244,6 +259,8 @@ int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
 	t = table_alloc(o, name, id, max_ext, uid, gid, mode);
 	if (!t || aside_msg(t, why)) {
 		tdbp_mutex_unlock(o->wlock);
+		if (t)
+			tdbp_mutex_destroy(t->wlock);
 		tdbp_free(t);
 		return -ENOMEM;
 	}
@@ -263,7 +280,9 @@ int tdbo_table_set_aside(struct tdbo_owner *o, struct tdbo_table *t,
 	struct tdbe_extack ee = { 0 };
 
 	tdbp_mutex_lock(o->wlock);
+	tdbp_mutex_lock(t->wlock);
 	if (aside_msg(t, why)) {
+		tdbp_mutex_unlock(t->wlock);
 		tdbp_mutex_unlock(o->wlock);
 		return -ENOMEM;
 	}
@@ -277,6 +296,7 @@ int tdbo_table_set_aside(struct tdbo_owner *o, struct tdbo_table *t,
 		o->hooks.table_free(o->hooks.arg, t);
 	tdb_fetch_add(&o->reg_gen, 1);
 	tdbo_inc(&o->naside);
+	tdbp_mutex_unlock(t->wlock);
 	tdbp_mutex_unlock(o->wlock);
 	return 0;
 }
@@ -439,6 +459,7 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 	err = create_check(o, who, uid, max_ext, &ext->msg);
 	if (err)
 		return err;
+	tdbo_log_lock(o);
 	if (o->hooks.log_create) {
 		/* what the record needs: name, next id, owner, mode, cap */
 		memset(&proto, 0, sizeof(proto));
@@ -451,6 +472,7 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 		err = o->hooks.log_create(o->hooks.arg, &proto, &res->lsn,
 					  &ext->msg);
 		if (err) {
+			tdbo_log_unlock(o);
 			res->lsn = 0;
 			return err;
 		}
@@ -461,6 +483,7 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 		o->hooks.log_retract(o->hooks.arg, res->lsn);
 		res->lsn = 0;
 	}
+	tdbo_log_unlock(o);
 	if (!err && o->hooks.mem_note)
 		o->hooks.mem_note(o->hooks.arg, nt);
 	return err;
@@ -501,8 +524,8 @@ int tdbo_cmd_create(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	return err;
 }
 
-/* Under wlock: out of the engine and the registry; the watchers get
- * TABLE_DROP as the last message of its feed. */
+/* Under o->wlock and t->wlock: out of the engine and the registry; the
+ * watchers get TABLE_DROP as the last message of its feed. */
 static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 		       const char **msg)
 {
@@ -527,23 +550,28 @@ static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 	tdb_store_relaxed(&t->dropped, true);
 	tdbo_snap_detach_all(t);        /* a dropped table changes no more */
 	tdbo_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0);
-	tdbo_feeds_flush(o);
+	tdbo_feed_flush(t);
 	tdbo_table_feed_release(t);
 	if (o->hooks.mem_note)
 		o->hooks.mem_note(o->hooks.arg, t);
 	table_log(t, "dropped");
-	tdbo_table_put(t);              /* the registry's reference */
 	return 0;
 }
 
+/* The registry's reference goes after the table's lock is let go (the
+ * caller holds one of its own). */
 int tdbo_table_drop_replay(struct tdbo_owner *o, struct tdbo_table *t,
 			   const char **msg)
 {
 	int err;
 
 	tdbp_mutex_lock(o->wlock);
+	tdbp_mutex_lock(t->wlock);
 	err = drop_locked(o, t, msg);
+	tdbp_mutex_unlock(t->wlock);
 	tdbp_mutex_unlock(o->wlock);
+	if (!err)
+		tdbo_table_put(t);
 	return err;
 }
 
@@ -563,6 +591,8 @@ int tdbo_cmd_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		return -EPERM;
 	}
 	tdbp_mutex_lock(o->wlock);
+	tdbp_mutex_lock(t->wlock);
+	tdbo_log_lock(o);
 	if (t->dropped) {
 		ext->msg = "no such table";
 		err = -ENOENT;
@@ -574,9 +604,13 @@ int tdbo_cmd_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		o->hooks.log_retract(o->hooks.arg, res->lsn);
 		res->lsn = 0;
 	}
+	tdbo_log_unlock(o);
 	if (err)
 		res->lsn = 0;
+	tdbp_mutex_unlock(t->wlock);
 	tdbp_mutex_unlock(o->wlock);
+	if (!err)
+		tdbo_table_put(t);      /* the registry's reference */
 	tdbo_table_put(t);
 	return err;
 }

@@ -5,7 +5,7 @@
  * request, without copying it.  tdbd's design (src/daemon/tables.c,
  * "snapshots"; tdbd.h), in both homes.
  *
- *  - The scan registers a snapshot on its table under o->wlock, so it
+ *  - The scan registers a snapshot on its table under t->wlock, so it
  *    sits between two changes.
  *  - Every change to a key of a table with snapshots (PUT, DEL, each op
  *    of a committed transaction) calls tdbo_snap_save() under wlock
@@ -18,6 +18,8 @@
  *  - After the walk (tdbo_snap_freeze) tdbo_snap_next_left() gives the
  *    present pre-images the walk did not send (keys deleted before it
  *    got there).
+ *
+ * "wlock" below is the snapshot's table's t->wlock.
  *
  * Invariants:
  *  - One copy per change: the key's old state (absent, or present and
@@ -40,9 +42,10 @@
  *    entries and buckets to it, a pre-image once, to the owner of the
  *    snapshot that made it, until the pre-image is freed.
  *    o->snap_mem is the sum of every charge (snap_charge/snap_uncharge
- *    only), at most max_snapshot_memory: charges run under wlock only
- *    (snapshots grow only in tdbo_snap_save), so no charge races that
- *    check; uncharges (a snapshot ends, in any thread) only lower it.
+ *    only), at most max_snapshot_memory: a charge adds first and looks
+ *    after (taking it back if that passed the bound), so changes to
+ *    different tables, which run in parallel, cannot both slip under
+ *    it; uncharges (a snapshot ends, in any thread) only lower it.
  *    One snapshot references at most max_snapshot_bytes (read when it
  *    starts): its entries, buckets and the pre-images they point to,
  *    shared ones included.  0 is "no limit" for all three.
@@ -51,10 +54,10 @@
  *    stops taking changes and fails its scan with a message naming the
  *    bound and the key (tdbd's texts).  The first error sticks; a failed
  *    snapshot keeps what it holds until it is freed.
- *  - A snapshot is on its table's list (t->snaps, under wlock) from its
+ *  - A snapshot is on its table's list (t->snaps, under t->wlock) from its
  *    scan's start to its end or the table's drop (a dropped table does
  *    not change any more).  Its map is changed under its own mutex (lock
- *    order wlock -> s->lock -> quota lock), by writers and by its scan;
+ *    order t->wlock -> s->lock -> quota lock), by writers and its scan;
  *    entries are freed only with the snapshot, so the key, value and
  *    message pointers the scan hands out stay valid without the mutex
  *    until tdbo_snap_free().
@@ -130,17 +133,21 @@ static int snap_charge(struct tdbo_owner *o, uint32_t uid, uint64_t n,
 		       const char **why)
 {
 	uint64_t max = tdbo_lim(o, max_snapshot_memory);
-	uint64_t used = tdb_load_relaxed(&o->snap_mem);
+	uint64_t used;
 	int err;
 
-	if (max && (n > max || used > max - n)) {
+	/* tables change in parallel: take it first, then look */
+	used = tdb_fetch_add(&o->snap_mem, n) + n;
+	if (max && (n > max || used > max)) {
+		tdbo_sub(&o->snap_mem, n);
 		*why = snap_all_bound;
 		return -ENOBUFS;
 	}
 	err = tdbo_quota_charge(o, uid, uid, TDBO_Q_SNAP_BYTES, n, why);
-	if (err)
+	if (err) {
+		tdbo_sub(&o->snap_mem, n);
 		return err == -ENOMEM ? -ENOMEM : -ENOBUFS;
-	tdbo_add(&o->snap_mem, n);
+	}
 	return 0;
 }
 
@@ -522,7 +529,7 @@ void tdbo_snap_free(struct tdbo_owner *o, struct tdbo_snap *s)
 
 	if (!s)
 		return;
-	tdbp_mutex_lock(o->wlock);
+	tdbp_mutex_lock(s->t->wlock);
 	if (s->registered) {
 		for (pp = &s->t->snaps; *pp && *pp != s; pp = &(*pp)->next)
 			;
@@ -530,7 +537,7 @@ void tdbo_snap_free(struct tdbo_owner *o, struct tdbo_snap *s)
 			*pp = s->next;
 		s->registered = false;
 	}
-	tdbp_mutex_unlock(o->wlock);
+	tdbp_mutex_unlock(s->t->wlock);
 	for (i = 0; i < s->nbuckets; i++) {
 		struct snap_ent *e = s->buckets[i], *next;
 

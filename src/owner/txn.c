@@ -5,9 +5,11 @@
  *
  * A transaction belongs to the client that began it (c->txns, touched
  * only by the client's thread), or, once a big commit is handed to the
- * home (res->txn), to whoever runs tdbo_txn_commit().  Commit, under
- * o->wlock, through change.c's pipeline:
- *  1. the whole transaction is logged as one record (hooks->log_*);
+ * home (res->txn), to whoever runs tdbo_txn_commit().  Commit, under the
+ * write locks of all its tables (taken in id order), through change.c's
+ * pipeline:
+ *  1. the whole transaction is logged as one record (hooks->log_*,
+ *     under the home's log lock until the end of step 4);
  *  2. the seqcount of every table it touches becomes odd: GETs of those
  *     tables that overlap the apply retry, so no reader sees part of it
  *     (GETs of other tables never wait for it, and none waits for the
@@ -173,7 +175,7 @@ int tdbo_txn_lookup(const struct tdbo_txn *x, const struct tdbo_table *t,
 
 /* --- commit --------------------------------------------------------------- */
 
-/* Under wlock: nobody else can change the key meanwhile. */
+/* Under t->wlock: nobody else can change the key meanwhile. */
 static int save_old(struct tdbo_txn_op *op, struct undo *u)
 {
 	size_t need = 0;
@@ -230,7 +232,8 @@ static void op_change(const struct tdbo_txn_op *op, struct tdbo_change *ch)
 	ch->vlen = op->del ? 0 : op->vlen;
 }
 
-/* Under wlock: apply every op or none; the error of the one that failed. */
+/* Under the tables' locks: apply every op or none; the error of the one
+ * that failed. */
 static int apply_all(struct tdbo_txn *x, struct undo *u,
 		     struct tdb_proto_extack *ext)
 {
@@ -264,9 +267,10 @@ static int apply_all(struct tdbo_txn *x, struct undo *u,
 	return err;
 }
 
-/* Under wlock: the seqcount of each table of x odd (begin) or even
- * again, once per table however many ops it has.  Only one commit runs
- * at a time, so an odd count here is this commit's. */
+/* Under the tables' locks: the seqcount of each table of x odd (begin)
+ * or even again, once per table however many ops it has.  Only the
+ * holder of a table's lock writes its count, so an odd count here is
+ * this commit's. */
 static void seq_mark(struct tdbo_txn *x, bool begin)
 {
 	uint32_t i;
@@ -283,8 +287,8 @@ static void seq_mark(struct tdbo_txn *x, bool begin)
 	}
 }
 
-/* Under wlock: the whole transaction as one log record, before any of
- * it applies (change.c, step 2). */
+/* Under the tables' locks and the log lock: the whole transaction as
+ * one log record, before any of it applies (change.c, step 2). */
 static int log_all(struct tdbo_owner *o, struct tdbo_txn *x, uint64_t *lsn,
 		   struct tdb_proto_extack *ext)
 {
@@ -307,44 +311,90 @@ static int log_all(struct tdbo_owner *o, struct tdbo_txn *x, uint64_t *lsn,
 	return err;
 }
 
+/* The distinct tables of x, in id order (the order their locks are
+ * taken in, so two commits cannot wait for each other); *n of them, in
+ * a new array, or NULL. */
+static struct tdbo_table **txn_tables(const struct tdbo_txn *x,
+				      unsigned int *n)
+{
+	struct tdbo_table **v = tdbo_alloc_array(x->nops ? x->nops : 1,
+						 sizeof(*v));
+	uint32_t i;
+	unsigned int k = 0, j;
+
+	if (!v)
+		return NULL;
+	for (i = 0; i < x->nops; i++) {
+		struct tdbo_table *t = x->ops[i].t;
+
+		for (j = 0; j < k && v[j] != t; j++)
+			;
+		if (j < k)
+			continue;
+		/* insertion sort by id: transactions touch few tables */
+		for (j = k++; j > 0 && v[j - 1]->id > t->id; j--)
+			v[j] = v[j - 1];
+		v[j] = t;
+	}
+	*n = k;
+	return v;
+}
+
 int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 		    struct tdb_proto_extack *ext)
 {
 	struct tdbo_owner *o = x->o;
 	struct undo *u = tdbo_alloc_array(x->nops ? x->nops : 1, sizeof(*u));
+	struct tdbo_table **tabs = NULL;
+	bool log = x->nops && o->hooks.log_commit;
 	struct tdbo_change ch;
+	unsigned int ntabs = 0, k;
 	uint32_t i;
 	int err = 0;
 
 	*lsn = 0;
-	if (!u)
+	if (u)
+		tabs = txn_tables(x, &ntabs);
+	if (!u || !tabs) {
+		tdbp_free(u);
 		return -ENOMEM;
+	}
 	for (i = 0; i < x->nops && x->ops[i].del; i++)
 		;
 	/* a commit with a put adds data: past the home's memory limit, no */
 	if (i < x->nops && o->hooks.mem_check)
 		err = o->hooks.mem_check(o->hooks.arg, &ext->msg);
-	tdbp_mutex_lock(o->wlock);
-	if (!err)
+	for (k = 0; k < ntabs; k++)
+		tdbp_mutex_lock(tabs[k]->wlock);
+	if (!err && log) {
+		tdbo_log_lock(o);
 		err = log_all(o, x, lsn, ext);
+		if (err)
+			tdbo_log_unlock(o);
+	}
 	if (!err) {
 		seq_mark(x, true);                              /* odd */
 		err = apply_all(x, u, ext);
 		seq_mark(x, false);                             /* even */
-		if (err && *lsn) {
+		if (err && *lsn)
 			o->hooks.log_retract(o->hooks.arg, *lsn);
+		if (err)
 			*lsn = 0;
-		}
+		if (log)
+			tdbo_log_unlock(o);
 	}
 	for (i = 0; !err && i < x->nops; i++) {
 		op_change(&x->ops[i], &ch);
 		tdbo_applied(x->ops[i].t, &ch);
 	}
-	tdbo_feeds_flush(o);
-	tdbp_mutex_unlock(o->wlock);
+	while (ntabs--) {
+		tdbo_feed_flush(tabs[ntabs]);
+		tdbp_mutex_unlock(tabs[ntabs]->wlock);
+	}
 	for (i = 0; i < x->nops; i++)
 		tdbp_free(u[i].old);
 	tdbp_free(u);
+	tdbp_free(tabs);
 	return err;
 }
 
@@ -353,14 +403,34 @@ uint64_t tdbo_txn_bytes(struct tdbo_owner *o)
 	return tdb_load_relaxed(&o->txn_bytes);
 }
 
+/* o->tables is in id order and changes only under o->wlock, held here
+ * from the first lock to the last unlock. */
 void tdbo_write_lock(struct tdbo_owner *o)
 {
+	struct tdbo_table *t;
+
 	tdbp_mutex_lock(o->wlock);
+	tdbo_list_for_each(t, &o->tables, lnode)
+		tdbp_mutex_lock(t->wlock);
 }
 
 void tdbo_write_unlock(struct tdbo_owner *o)
 {
+	struct tdbo_table *t;
+
+	tdbo_list_for_each(t, &o->tables, lnode)
+		tdbp_mutex_unlock(t->wlock);
 	tdbp_mutex_unlock(o->wlock);
+}
+
+void tdbo_table_lock(struct tdbo_table *t)
+{
+	tdbp_mutex_lock(t->wlock);
+}
+
+void tdbo_table_unlock(struct tdbo_table *t)
+{
+	tdbp_mutex_unlock(t->wlock);
 }
 
 /* --- commands ------------------------------------------------------------- */
