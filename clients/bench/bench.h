@@ -38,6 +38,7 @@ struct options {
 				 * every put */
 	uint32_t sync_ops;      /* --sync-ops: LMDB synced puts (0: none) */
 	uint32_t vsize;         /* --value-size */
+	unsigned int tables;    /* --tables: tdb's, process i uses i % N */
 	unsigned int procs[8];  /* --procs */
 	unsigned int nprocs;
 	unsigned int batches[4]; /* --batch */

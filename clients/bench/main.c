@@ -50,7 +50,7 @@
 
 struct options opt = {
 	.keys = 1000000, .ops = 100000, .txn_ops = 10000, .sync_ops = 1000,
-	.vsize = 100, .procs = { 1, 8 }, .nprocs = 2,
+	.vsize = 100, .procs = { 1, 8 }, .nprocs = 2, .tables = 1,
 	.batches = { 1, 32 }, .nbatches = 2, .runs = 3,
 	.op_on = { true, true },
 };
@@ -748,6 +748,8 @@ static void usage(FILE *f)
 "  -b, --batch LIST     batches, 1 and at most one more (default 1,32)\n"
 "  -r, --runs R         runs; medians are reported (default 3)\n"
 "  -s, --value-size B   value size, %u..65536 (default 100)\n"
+"  -m, --tables N       tdb only: N tables of --keys keys each; process i\n"
+"                       works on table i %% N (default 1: all share one)\n"
 "  -d, --dir DIR        where the temp dir goes (default $TMPDIR or /tmp)\n"
 "  -T, --tdbd PATH      the tdbd to start (default: $TDBD, else the build\n"
 "                       tree's)\n"
@@ -852,6 +854,7 @@ static void parse_args(int argc, char **argv)
 		{ "batch", required_argument, NULL, 'b' },
 		{ "runs", required_argument, NULL, 'r' },
 		{ "value-size", required_argument, NULL, 's' },
+		{ "tables", required_argument, NULL, 'm' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "tdbd", required_argument, NULL, 'T' },
 		{ "tdbd-arg", required_argument, NULL, 'A' },
@@ -865,7 +868,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:o:t:y:p:b:r:s:d:T:A:R:O:w:Svh",
+	while ((c = getopt_long(argc, argv, "n:o:t:y:p:b:r:s:m:d:T:A:R:O:w:Svh",
 				lo, NULL)) != -1) {
 		switch (c) {
 		case 'n':
@@ -897,6 +900,9 @@ static void parse_args(int argc, char **argv)
 		case 's':
 			opt.vsize = parse_num(optarg, "value size", VAL_MIN,
 					      65536);
+			break;
+		case 'm':
+			opt.tables = parse_num(optarg, "table count", 1, 64);
 			break;
 		case 'd': opt.dir = optarg; break;
 		case 'T': opt.tdbd = optarg; break;

@@ -9,9 +9,11 @@
  *   batch B   tdbc_submit of B requests (one publish), tdbc_reap until
  *             all B are back
  *
- * The driver creates one table and loads it with batched asynchronous
- * puts; every worker process opens its own connection (a connection
- * cannot cross a fork) and refuses to run if it did not get rings.
+ * The driver creates one table (--tables N: N of them, "bench",
+ * "bench.1", ...) and loads it with batched asynchronous puts; every
+ * worker process opens its own connection (a connection cannot cross a
+ * fork) and its table (process i: table i % N), and refuses to run if it
+ * did not get rings.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -92,7 +94,16 @@ static int connect_retry(struct tdbc **c, char *msg)
 	return -1;
 }
 
-static int create_table(struct tdbc *c, char *msg)
+/* The name of table i ("bench", then "bench.1", ...). */
+static const char *table_name(unsigned int i, char *buf, size_t size)
+{
+	if (!i)
+		return TABLE;
+	snprintf(buf, size, "%s.%u", TABLE, i);
+	return buf;
+}
+
+static int create_table(struct tdbc *c, const char *name, char *msg)
 {
 	/* The records, as many again waiting for a grace period, the
 	 * index: with room to spare (as tdb-bench-engine does). */
@@ -104,7 +115,7 @@ static int create_table(struct tdbc *c, char *msg)
 	tdbc_table_opts_init(&to);
 	to.max_extents = ext < 1024 ? 1024 : ext > 32768 ? 32768 :
 		(uint32_t)ext;
-	err = tdbc_table_create(c, TABLE, &to);
+	err = tdbc_table_create(c, name, &to);
 	if (err)
 		msgf(msg, "tdbc_table_create: %s: %s", tdbc_strerror(err),
 		     tdbc_errmsg(c));
@@ -216,16 +227,21 @@ static int tdb_start(char *msg)
 		msgf(msg, "tdbd gave no rings (see %s)", srv.log);
 		err = -1;
 	}
-	if (!err)
-		err = create_table(c, msg);
-	if (!err && (err = tdbc_table_open(c, TABLE, &t)))
-		msgf(msg, "tdbc_table_open: %s", tdbc_strerror(err));
-	if (!err)
-		err = load(c, t, msg);
-	if (!err && (err = tdbc_table_stat(c, TABLE, &srv.st)))
-		msgf(msg, "tdbc_table_stat: %s", tdbc_strerror(err));
-	if (t)
-		tdbc_table_close(t);
+	for (unsigned int i = 0; !err && i < opt.tables; i++) {
+		char nb[32];
+		const char *name = table_name(i, nb, sizeof(nb));
+
+		err = create_table(c, name, msg);
+		if (!err && (err = tdbc_table_open(c, name, &t)))
+			msgf(msg, "tdbc_table_open: %s", tdbc_strerror(err));
+		if (!err)
+			err = load(c, t, msg);
+		if (!err && (err = tdbc_table_stat(c, name, &srv.st)))
+			msgf(msg, "tdbc_table_stat: %s", tdbc_strerror(err));
+		if (t)
+			tdbc_table_close(t);
+		t = NULL;
+	}
 	if (c)
 		tdbc_close(c);
 	if (err) {
@@ -313,7 +329,7 @@ static void tdb_close(void *hv)
 static int tdb_open(struct work *w, void **out)
 {
 	struct tdb_h *h = calloc(1, sizeof(*h));
-	char why[MSG_LEN];
+	char why[MSG_LEN], nb[32];
 	int err;
 
 	if (!h || !(h->vbuf = malloc((size_t)opt.vsize * BATCH_MAX)) ||
@@ -334,7 +350,8 @@ static int tdb_open(struct work *w, void **out)
 		tdb_close(h);
 		return -1;
 	}
-	err = tdbc_table_open(h->c, TABLE, &h->t);
+	err = tdbc_table_open(h->c, table_name(w->proc % opt.tables, nb,
+					       sizeof(nb)), &h->t);
 	if (err) {
 		fail(h, w, "table open", err);
 		tdb_close(h);

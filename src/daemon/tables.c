@@ -237,6 +237,7 @@ int tdbd_owner_start(struct tdbd *d)
 		.arg = d,
 		.feed_alloc = feed_alloc,
 		.feed_free = feed_free,
+		.feed_ring_ops = &tdb_ring_user_ops,    /* FUTEX_WAKE readers */
 		.log_lock = tdbd_log_lock,
 		.log_unlock = tdbd_log_unlock,
 		.log_begin = tdbd_log_begin,

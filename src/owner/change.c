@@ -78,16 +78,6 @@ static bool seq_read_retry(struct tdbo_table *t, uint64_t s)
 
 /* --- GET -------------------------------------------------------------------- */
 
-static void reply_init(const struct tdb_proto_msg *m, struct tdb_proto_msg *a,
-		       uint32_t attrs)
-{
-	memset(a, 0, sizeof(*a));
-	a->cmd = m->cmd;
-	a->seq = m->seq;
-	a->pid = m->pid;
-	a->attrs = attrs;
-}
-
 /* GET inside a transaction: its own changes first. 1 = not touched. */
 static int get_txn(struct tdbo_client *c, struct tdbo_table *t,
 		   const struct tdb_proto_msg *m, struct tdbo_sink *out,
@@ -109,7 +99,7 @@ static int get_txn(struct tdbo_client *c, struct tdbo_table *t,
 	}
 	if (err < 0)
 		return 1;
-	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
+	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
 	a.value = v;
 	a.value_len = (uint32_t)vl;
 	return tdbo_reply(out, &a, ext);
@@ -127,7 +117,7 @@ static int get_direct(struct tdbo_table *t, const struct tdb_proto_msg *m,
 	struct tdb_proto_msg a;
 	int err;
 
-	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
+	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
 	for (;;) {
 		uint64_t s = seq_read_begin(t);
 		const void *v;
@@ -201,7 +191,7 @@ static int get_copy(struct tdbo_client *c, struct tdbo_table *t,
 			ext->msg = "no such key";
 		return (int)n;
 	}
-	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
+	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
 	a.value = c->buf;
 	a.value_len = (uint32_t)n;
 	return tdbo_reply(out, &a, ext);

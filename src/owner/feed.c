@@ -23,11 +23,12 @@
  *
  * Invariants:
  *  - One producer: only the holder of its table's t->wlock writes a
- *    feed.  Its indices, sequence number and message boundaries are private
- *    (struct tdbo_feed); nothing is ever read back from the shared
- *    memory, which watchers map read-only.
+ *    feed, through the ring core (src/ring/ring.c, as every ring).  Its
+ *    indices and sequence number are private (struct tdb_ring); only
+ *    the producer's own data, which no client can write (watchers map
+ *    it read-only), is read back, to find where retired messages end.
  *  - Before bytes of older messages are overwritten, `tail` is moved
- *    past them (about 1/16 of the ring at a time) with a full barrier.
+ *    past them with a full barrier (the core's FEED producer).
  *  - t->feed is set (under t->wlock) exactly while t->nwatch > 0 and t is
  *    not dropped; only t->feed is ever written.
  *  - Feed memory lives while referenced: by its table while it is
@@ -69,21 +70,16 @@ static uint64_t slot_pick(struct tdbo_owner *o)
 	} while (1);
 }
 
-static void feed_format(struct tdbo_feed *f, uint32_t data_size)
+/* The header and the producer's side, through the ring core. */
+static int feed_format(struct tdbo_feed *f, uint32_t data_size)
 {
-	struct tdb_ring_hdr *h = f->mem;
+	int err = tdb_ring_format(f->mem, TDB_RING_FEED, data_size, 0);
 
-	f->hdr = h;
-	f->data = (unsigned char *)f->mem + TDB_RING_HDR_SIZE;
-	f->data_size = data_size;
-	f->mask = f->data_size - 1;
-	f->max_msg = (f->data_size / 2) & ~3u;
-	h->version = TDB_RING_VERSION;
-	h->kind = TDB_RING_FEED;
-	h->hdr_size = TDB_RING_HDR_SIZE;
-	h->data_size = f->data_size;
-	h->max_msg = f->max_msg;
-	tdb_store_release(&h->magic, TDB_RING_MAGIC);
+	return err ? err : tdb_ring_attach(&f->r, f->mem,
+					   (unsigned char *)f->mem +
+					   TDB_RING_HDR_SIZE, data_size,
+					   TDB_RING_FEED, TDB_RING_PRODUCER,
+					   f->o->hooks.feed_ring_ops);
 }
 
 static struct tdbo_feed *feed_new(struct tdbo_owner *o, int *err)
@@ -107,7 +103,14 @@ static struct tdbo_feed *feed_new(struct tdbo_owner *o, int *err)
 	}
 	f->o = o;
 	tdbo_ref_init(&f->refs, 1);
-	feed_format(f, data_size);
+	*err = feed_format(f, data_size);
+	if (*err) {             /* cannot happen: the limits checked it */
+		if (o->hooks.feed_free)
+			o->hooks.feed_free(o->hooks.arg, f->mem, f->size,
+					   f->cookie);
+		tdbp_free(f);
+		return NULL;
+	}
 	tdbp_mutex_lock(o->reg_lock);
 	f->slot = slot_pick(o);
 	tdbo_list_add(&f->onode, &o->feeds);
@@ -173,101 +176,24 @@ struct tdbo_feed *tdbo_feed_get(struct tdbo_client *c, uint64_t slot)
 	return f;
 }
 
-/* Remember where a message starts, at most one per 1/64 of the ring
- * (enough to retire 1/16 at a time; the list stays short). */
-static void bound_push(struct tdbo_feed *f, uint64_t start)
-{
-	unsigned int n = TDBO_FEED_BOUNDS;
-
-	if (f->bcount) {
-		uint64_t last = f->bound[(f->bhead + f->bcount - 1) % n];
-
-		if (start - last < f->data_size / 64)
-			return;
-	}
-	if (f->bcount == n) {           /* cannot happen; stay bounded */
-		f->bhead = (f->bhead + 1) % n;
-		f->bcount--;
-	}
-	f->bound[(f->bhead + f->bcount) % n] = start;
-	f->bcount++;
-}
-
-/* Retire the oldest messages until [tail, end) fits, and then some. */
-static void feed_make_room(struct tdbo_feed *f, uint64_t end)
-{
-	uint64_t t = f->tail;
-
-	if (end - t <= f->data_size)
-		return;
-	while (end - t > f->data_size - f->data_size / 16) {
-		uint64_t b;
-
-		if (!f->bcount) {
-			t = f->pos;     /* everything before us goes */
-			break;
-		}
-		b = f->bound[f->bhead];
-		f->bhead = (f->bhead + 1) % TDBO_FEED_BOUNDS;
-		f->bcount--;
-		if (b > t)
-			t = b;
-	}
-	f->tail = t;
-	tdb_store_release(&f->hdr->tail, t);
-	tdb_smp_mb();       /* the tail is seen before the bytes we overwrite */
-}
-
-/* Room for len bytes (<= max_msg) at the producer's position. */
-static void *feed_reserve(struct tdbo_feed *f, uint32_t len)
-{
-	uint32_t need = NLMSG_ALIGN(len);
-	uint32_t off = (uint32_t)(f->pos & f->mask), rem = f->data_size - off;
-	uint32_t pad = need > rem ? rem : 0;
-
-	feed_make_room(f, f->pos + pad + need);
-	if (pad) {
-		if (pad >= NLMSG_HDRLEN) {
-			struct nlmsghdr *noop = (void *)(f->data + off);
-
-			memset(noop, 0, NLMSG_HDRLEN);
-			noop->nlmsg_len = pad;
-			noop->nlmsg_type = NLMSG_NOOP;
-		}
-		f->pos += pad;
-	}
-	return f->data + (f->pos & f->mask);
-}
-
-/* Copy a finished message in, stamped with the feed's next sequence
- * number.  False if it is over max_msg: watchers miss it (as in tdbd). */
+/* Copy a finished message in: the core retires the oldest messages
+ * first (moving `tail`, a full barrier before their bytes are
+ * overwritten) and stamps it with the feed's next sequence number.
+ * False if it is over max_msg: watchers miss it (a message says so). */
 static bool feed_send(struct tdbo_feed *f, const void *msg, uint32_t len)
 {
-	struct nlmsghdr *nlh;
-
-	if (len > f->max_msg) {
+	if (len > f->r.max_msg) {
 		tdbp_log(TDBP_LOG_WARNING, "a change of %u bytes does not fit "
 			 "in a feed of %u bytes (feed-size too small): "
-			 "watchers miss it", len, f->data_size);
+			 "watchers miss it", len, f->r.data_size);
 		return false;
 	}
-	nlh = feed_reserve(f, len);
-	memcpy(nlh, msg, len);
-	nlh->nlmsg_len = len;
-	nlh->nlmsg_seq = f->seq++;
-	bound_push(f, f->pos);
-	f->pos += NLMSG_ALIGN(len);
-	return true;
+	return tdb_ring_put_msg(&f->r, msg) == 0;
 }
 
 static void feed_publish(struct tdbo_feed *f)
 {
-	if (f->pos == f->published)
-		return;
-	tdb_store_release(&f->hdr->prod, f->pos);
-	f->published = f->pos;
-	tdb_smp_mb();
-	tdb_store_relaxed(&f->hdr->futex, ++f->futex);
+	tdb_ring_publish(&f->r);
 }
 
 /* --- changes -------------------------------------------------------------- */
@@ -502,7 +428,7 @@ int tdbo_watch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	tdbp_mutex_lock(t->wlock);
 	err = watch_attach(c, t, w, ext);
 	if (!err)
-		res->feed_seq = w->f->seq;      /* the first change it sees */
+		res->feed_seq = w->f->r.seq;    /* the first change it sees */
 	tdbp_mutex_unlock(t->wlock);
 	if (err) {
 		tdbp_free(w);

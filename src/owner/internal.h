@@ -56,7 +56,7 @@
 #include "owner.h"
 #include "prim.h"
 #include "core.h"
-#include "tdb/ring.h"
+#include "ring_core.h"          /* src/ring: the ring core */
 
 #define TDBO_BUCKETS     1024u
 #define TDBO_MAX_DUMPS   8u             /* per client */
@@ -66,8 +66,6 @@
 #define TDBO_MAY_READ  4u
 #define TDBO_MAY_WRITE 2u
 
-/* Message boundaries a feed remembers privately (feed.c). */
-#define TDBO_FEED_BOUNDS 128u
 
 struct tdbo_table;
 struct tdbo_snap;
@@ -103,15 +101,9 @@ struct tdbo_feed {
 	void *cookie;           /* and what the home gave with it
 				 * (tdbo_feed_cookie: tdbd's memfd) */
 	size_t size;
-	struct tdb_ring_hdr *hdr;
-	unsigned char *data;
-	/* producer state, private copies, under wlock */
-	uint32_t data_size, mask, max_msg;
-	uint64_t pos, published, tail;
-	uint32_t seq, futex;
-	uint64_t bound[TDBO_FEED_BOUNDS];       /* message starts, oldest
-						 * first */
-	unsigned int bhead, bcount;
+	/* the producer's side of the FEED ring (src/ring/ring.c, the core
+	 * every ring uses), under its table's wlock */
+	struct tdb_ring r;
 };
 
 /* "under wlock" in a table's fields: its own t->wlock */
@@ -311,6 +303,9 @@ int tdbo_answer(struct tdbo_sink *out, const struct tdb_proto_msg *a);
 int tdbo_reply(struct tdbo_sink *out, const struct tdb_proto_msg *a,
 	       struct tdb_proto_extack *ext);
 void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps);
+/* An answer to m: its command, seq and pid, the attributes given. */
+void tdbo_reply_init(const struct tdb_proto_msg *m, struct tdb_proto_msg *a,
+		     uint32_t attrs);
 
 /* registry.c */
 bool tdbo_may(const struct tdbo_client *c, const struct tdbo_table *t,

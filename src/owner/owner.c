@@ -50,8 +50,8 @@ int tdbo_reply(struct tdbo_sink *out, const struct tdb_proto_msg *a,
 	return err;
 }
 
-static void reply_init(const struct tdb_proto_msg *m, struct tdb_proto_msg *a,
-		       uint32_t attrs)
+void tdbo_reply_init(const struct tdb_proto_msg *m, struct tdb_proto_msg *a,
+		     uint32_t attrs)
 {
 	memset(a, 0, sizeof(*a));
 	a->cmd = m->cmd;
@@ -99,7 +99,7 @@ static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	t = tdbo_resolve(c, m, TDBO_MAY_READ, ext, &err);
 	if (!t)
 		return err;
-	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_TABLE) |
+	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_TABLE) |
 		   TDB_PROTO_BIT(TDB_A_STAT));
 	a.table = t->name;
 	a.table_len = (uint32_t)tdbo_strlen(t->name);
@@ -118,7 +118,7 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	struct tdb_proto_msg a;
 	struct tdb_proto_counters *k = &a.counters;
 
-	reply_init(m, &a, TDB_PROTO_BIT(TDB_A_COUNTERS));
+	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_COUNTERS));
 	/* TDB_CTR_A_TABLES .. DUMPS and TABLES_ASIDE; the home adds what
 	 * it has (tdbd: the WAL's and checkpoints' figures; tdb.ko keeps
 	 * nothing on disk, so they are absent there, not 0). */

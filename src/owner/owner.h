@@ -107,6 +107,7 @@ struct tdbo_cred {
 };
 
 struct tdbo_table;
+struct tdb_ring_ops;
 
 /*
  * What the home supplies.  Every hook is optional but feed_alloc (WATCH
@@ -121,6 +122,11 @@ struct tdbo_hooks {
 	 * what the home wants back with it (tdbd: the memfd). */
 	void *(*feed_alloc)(void *arg, size_t size, void **cookie);
 	void (*feed_free)(void *arg, void *mem, size_t size, void *cookie);
+	/* How the feed producer wakes readers sleeping on a feed's futex
+	 * (tdbd: tdb_ring_user_ops, FUTEX_WAKE); NULL: it only bumps the
+	 * futex (tdb.ko: watchers sleep in poll, woken by the client's
+	 * wake()). */
+	const struct tdb_ring_ops *feed_ring_ops;
 	/*
 	 * The log (tdbd's WAL).  A change is logged before it is applied:
 	 * log_begin, one log_op per key changed (one for PUT or DEL, every

@@ -450,15 +450,10 @@ static int txn_begin(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	x = txn_new(c);
 	if (!x)
 		return -ENOMEM;
-	memset(&a, 0, sizeof(a));
-	a.cmd = m->cmd;
-	a.seq = m->seq;
-	a.pid = m->pid;
-	a.attrs = TDB_PROTO_BIT(TDB_A_TXN);
+	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_TXN));
 	a.txn = x->id;
-	err = tdbo_answer(out, &a);
+	err = tdbo_reply(out, &a, ext);
 	if (err) {
-		ext->msg = "no room for the reply";
 		tdbo_txn_free(x);
 		return err;
 	}
