@@ -11,8 +11,11 @@
  *  - max-txn-ops=3, max-txn-bytes=100000: -E2BIG (both transports);
  *  - max-watches=4: the 5th WATCH is -EMFILE;
  *  - max-tables-per-uid=3: uid 65534's 4th table is -EDQUOT;
- *  - max-snapshot-memory-per-uid=1M: uid 65534's snapshot scan, with
- *    16 MiB of its keys overwritten meanwhile, ends -ENOBUFS naming it,
+ *  - max-txn-memory-per-uid=1M: uid 65534's transaction of 64 KiB puts
+ *    is refused -EDQUOT; max-txn-memory=4M: -ENOBUFS at 7/8 of it;
+ *  - max-snapshot-memory-per-uid=1M, then max-snapshot-memory=1M: uid
+ *    65534's snapshot scan, with 16 MiB of its keys overwritten
+ *    meanwhile, ends -ENOBUFS naming the limit (and its value in bytes),
  *    while root's writes all succeed;
  *  - 9 SCANs sent at once on one connection (rings on tdb.ko, the
  *    socket on tdbd): 8 dump in full, the 9th is -EBUSY "too many dumps
@@ -179,6 +182,53 @@ static void case_tables_per_uid(struct tdbc *root)
 	printf("conform: max-tables-per-uid=3: uid %d's 4th EDQUOT\n", UID);
 }
 
+/* --- a uid's transaction memory --------------------------------------------- */
+
+struct txnmem {
+	int want;               /* the refusal */
+	const char *msg;        /* its message */
+};
+
+/* As UID: 64 KiB puts in one transaction until refused; the count. */
+static int txnmem_as_uid(void *arg)
+{
+	static char val[64u << 10];
+	const struct txnmem *tm = arg;
+	struct tdbc *c = kt_connect(0);
+	struct tdbc_table *t = kt_open(c, "cf_pub");
+	struct tdbc_txn *x;
+	char key[16];
+	int n, err = 0;
+
+	CHECK(tdbc_txn_begin(c, &x) == 0, "begin: %s", tdbc_errmsg(c));
+	for (n = 0; n < 100; n++) {
+		snprintf(key, sizeof(key), "m%d", n);
+		err = tdbc_put(t, x, key, strlen(key), val, sizeof(val), 0);
+		if (err)
+			break;
+	}
+	refused(c, err, tm->want, tm->msg, "a transaction past its memory");
+	CHECK(tdbc_txn_abort(x) == 0, "abort");
+	tdbc_table_close(t);
+	tdbc_close(c);
+	return n;
+}
+
+/* key=mib MiB: uid UID's transaction stops after lo..hi puts. */
+static void case_txn_memory(const char *key, unsigned int mib,
+			    const struct txnmem *tm, int lo, int hi)
+{
+	int n;
+
+	kt_limit_set(key, mib * MiB);
+	n = kt_as_uid(UID, txnmem_as_uid, (void *)tm);
+	CHECK(n >= lo && n <= hi, "%s=%uM: %d puts of 64 KiB, want %d..%d",
+	      key, mib, n, lo, hi);
+	kt_limit_reset(key);
+	printf("conform: %s=%uM: uid %d's transaction refused (%s) after "
+	       "%d puts of 64 KiB\n", key, mib, UID, h_errname(tm->want), n);
+}
+
 /* --- a uid's snapshot memory ------------------------------------------------- */
 
 #define SNAP_KEYS 256
@@ -187,12 +237,12 @@ static void case_tables_per_uid(struct tdbc *root)
 struct snap_arg {
 	int ready[2];           /* child -> parent: the scan is open */
 	int go[2];              /* parent -> child: the writes are done */
-	char msg[256];
+	const char *why;        /* the message after "...at key 'k'" */
 };
 
 /* As UID: open a snapshot scan, read one record, let the parent write,
- * then read on: the errno that ended it (its message in a->msg goes
- * nowhere: the child checks it). */
+ * then read on: the errno that ended it (the child checks it and its
+ * message). */
 static int snap_as_uid(void *arg)
 {
 	struct snap_arg *a = arg;
@@ -217,10 +267,10 @@ static int snap_as_uid(void *arg)
 	      "ended with %s after %d more records, want ENOBUFS",
 	      h_errname(err), n);
 	CHECK(strstr(tdbc_errmsg(c), "snapshot stopped at key '") ==
-	      tdbc_errmsg(c) && strstr(tdbc_errmsg(c), "': the snapshots "
-	      "of this user would hold more than "
-	      "max-snapshot-memory-per-uid"), "message \"%s\"",
-	      tdbc_errmsg(c));
+	      tdbc_errmsg(c) && strstr(tdbc_errmsg(c), a->why) &&
+	      !strcmp(strstr(tdbc_errmsg(c), a->why), a->why),
+	      "message \"%s\", want \"snapshot stopped at key 'k'%s\"",
+	      tdbc_errmsg(c), a->why);
 	h_note("uid %d's snapshot scan: %s", UID, tdbc_errmsg(c));
 	tdbc_scan_close(s);
 	tdbc_table_close(t);
@@ -243,10 +293,14 @@ static void snap_fill(struct tdbc_table *t, char fill)
 	}
 }
 
-static void case_snapshot_per_uid(struct tdbc *root)
+/* key=1M while uid UID's snapshot scan of 16 MiB has its keys
+ * overwritten by root: the scan ends -ENOBUFS with "why"; root's writes
+ * all succeed (a snapshot never slows or fails a writer). */
+static void case_snapshot(struct tdbc *root, const char *key,
+			  const char *why)
 {
+	struct snap_arg a = { .why = why };
 	struct tdbc_table *t;
-	struct snap_arg a;
 	int rfd, res;
 	pid_t pid;
 	char b = 0;
@@ -254,12 +308,12 @@ static void case_snapshot_per_uid(struct tdbc *root)
 	kt_create(root, "cf_snap", 0644, 0);
 	t = kt_open(root, "cf_snap");
 	snap_fill(t, 'a');
-	kt_limit_set("max-snapshot-memory-per-uid", MiB);
+	kt_limit_set(key, MiB);
 	CHECK(pipe(a.ready) == 0 && pipe(a.go) == 0, "pipe");
 	pid = kt_uid_start(UID, snap_as_uid, &a, &rfd);
 	CHECK(read(a.ready[0], &b, 1) == 1, "the child as uid %d did not "
 	      "open its scan", UID);
-	snap_fill(t, 'b');      /* root: every put succeeds */
+	snap_fill(t, 'b');
 	CHECK(write(a.go[1], &b, 1) == 1, "go");
 	res = kt_uid_wait(pid, rfd);
 	CHECK(res == ENOBUFS, "the scan ended with %d", res);
@@ -267,11 +321,11 @@ static void case_snapshot_per_uid(struct tdbc *root)
 	close(a.ready[1]);
 	close(a.go[0]);
 	close(a.go[1]);
-	kt_limit_reset("max-snapshot-memory-per-uid");
+	kt_limit_reset(key);
 	tdbc_table_close(t);
 	CHECK(tdbc_table_drop(root, "cf_snap") == 0, "drop cf_snap");
-	printf("conform: max-snapshot-memory-per-uid=1M: uid %d's snapshot "
-	       "scan ENOBUFS, root's writes all done\n", UID);
+	printf("conform: %s=1M: uid %d's snapshot scan ENOBUFS, root's "
+	       "writes all done\n", key, UID);
 }
 
 /* --- dumps --------------------------------------------------------------- */
@@ -498,8 +552,28 @@ int main(void)
 		case_watches();
 	if (h_want("tables"))
 		case_tables_per_uid(root);
-	if (h_want("snapshot"))
-		case_snapshot_per_uid(root);
+	if (h_want("txnmem")) {
+		case_txn_memory("max-txn-memory-per-uid", 1,
+				&(struct txnmem){ -EDQUOT, "the open "
+				"transactions of this user would hold more "
+				"than max-txn-memory-per-uid" }, 15, 15);
+		/* 7/8 of 4 MiB for others */
+		case_txn_memory("max-txn-memory", 4,
+				&(struct txnmem){ -ENOBUFS, "open "
+				"transactions would hold more than "
+				"max-txn-memory (the last eighth is kept for "
+				"root)" }, 55, 55);
+	}
+	if (h_want("snapshot")) {
+		case_snapshot(root, "max-snapshot-memory-per-uid", "': the "
+			      "snapshots of this user would hold more than "
+			      "max-snapshot-memory-per-uid");
+		/* also the unit: tdb.ko's parameter is MiB */
+		case_snapshot(root, "max-snapshot-memory", "': all snapshot "
+			      "scans together would pass max-snapshot-memory "
+			      "(1048576 bytes); raise it or dump when fewer "
+			      "writes run");
+	}
 	if (h_want("dumps"))
 		case_dumps(root);
 	if (h_want("cleanups"))
