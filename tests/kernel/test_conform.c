@@ -56,7 +56,7 @@ static void refused(struct tdbc *c, int err, int want, const char *msg,
 	      "\"%s\"", what, tdbc_errmsg(c), msg);
 }
 
-/* --- a client's transactions --------------------------------------------- */
+/* --- a client's transactions ---------------------------------------------- */
 
 static void case_txns(void)
 {
@@ -108,7 +108,7 @@ static void case_txns(void)
 	}
 }
 
-/* --- watches ------------------------------------------------------------ */
+/* --- watches -------------------------------------------------------------- */
 
 static void case_watches(void)
 {
@@ -139,7 +139,7 @@ static void case_watches(void)
 	printf("conform: max-watches=4: the 5th EMFILE\n");
 }
 
-/* --- a uid's tables --------------------------------------------------------- */
+/* --- a uid's tables ------------------------------------------------------- */
 
 /* As UID: create cf_u0.. until refused (must be EDQUOT with the
  * message); the count. */
@@ -182,7 +182,7 @@ static void case_tables_per_uid(struct tdbc *root)
 	printf("conform: max-tables-per-uid=3: uid %d's 4th EDQUOT\n", UID);
 }
 
-/* --- a uid's transaction memory --------------------------------------------- */
+/* --- a uid's transaction memory ------------------------------------------- */
 
 struct txnmem {
 	int want;               /* the refusal */
@@ -229,7 +229,7 @@ static void case_txn_memory(const char *key, unsigned int mib,
 	       "%d puts of 64 KiB\n", key, mib, UID, h_errname(tm->want), n);
 }
 
-/* --- a uid's snapshot memory ------------------------------------------------- */
+/* --- a uid's snapshot memory ---------------------------------------------- */
 
 #define SNAP_KEYS 256
 #define SNAP_VAL  (64u << 10)   /* 16 MiB: 4 times a ring */
@@ -328,7 +328,7 @@ static void case_snapshot(struct tdbc *root, const char *key,
 	       "writes all done\n", key, UID);
 }
 
-/* --- dumps --------------------------------------------------------------- */
+/* --- dumps ---------------------------------------------------------------- */
 
 #define DUMP_RECS 2000
 #define DUMP_VAL  1024
@@ -414,7 +414,7 @@ static void case_dumps(struct tdbc *root)
 	printf("conform: 9 dumps at once: 8 whole, the 9th EBUSY\n");
 }
 
-/* --- STATS cleanups -------------------------------------------------------- */
+/* --- STATS cleanups ------------------------------------------------------- */
 
 struct cleanups {
 	uint64_t cleanups;
@@ -458,7 +458,7 @@ static void case_cleanups(struct tdbc *root)
 	}
 }
 
-/* --- TABLE_STAT ------------------------------------------------------------ */
+/* --- TABLE_STAT ----------------------------------------------------------- */
 
 static int list_find(void *arg, const struct tdbc_table_stat *st)
 {
