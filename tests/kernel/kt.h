@@ -19,6 +19,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "harness.h"
 
@@ -40,6 +42,58 @@ void kt_create(struct tdbc *c, const char *name, unsigned int mode,
 struct tdbc_table *kt_open(struct tdbc *c, const char *name);
 /* Stop tdbd if we started it (it must exit cleanly), then h_done(). */
 void kt_done(void);
+
+/* --- limits, as tdbd.conf names them ---------------------------------
+ * One limit in both homes (src/owner/owner.h, struct tdbo_limits):
+ *  - tdb.ko: /sys/module/tdb/parameters/<key with '_' for '-'>, in MiB
+ *    for the *-memory ones (kmod/home.c), else as given; the value
+ *    found at the first set is written back by kt_limit_reset();
+ *  - tdbd: "key = value" in the config file kt_init gave it (value in
+ *    bytes for sizes), then SIGHUP; returns once the log says it
+ *    reloaded (only keys src/daemon/main.c reload() applies at run
+ *    time may be used); kt_limit_reset() takes the key out again.
+ * v is a count, or bytes for the size keys (a whole number of MiB for
+ * the *-memory ones). */
+void kt_limit_set(const char *key, unsigned long long v);
+void kt_limit_reset(const char *key);
+
+/* Fork a child that drops to uid (and gid uid, no groups), runs fn(arg)
+ * and exits; fn's result comes back.  Fails the test if the child
+ * does (its CHECKs end it).  tdb.ko: /dev/tdb must let uid in. */
+int kt_as_uid(uid_t uid, int (*fn)(void *arg), void *arg);
+/* The same in two steps, for a parent that works while the child runs:
+ * start it (returns its pid; *rfd gets the pipe its result comes on),
+ * then wait for its result. */
+pid_t kt_uid_start(uid_t uid, int (*fn)(void *arg), void *arg, int *rfd);
+int kt_uid_wait(pid_t pid, int rfd);
+
+/* --- raw requests on one connection of the home's own transport ---------
+ * tdb.ko: a /dev/tdb client with rings (no libtdbclient); tdbd: its
+ * Unix socket.  Requests are queued and go together (one ENTER, one
+ * write), so the owner sees them in one round. */
+struct kt_raw {
+	int fd;
+	uint32_t seq;
+	/* tdb.ko */
+	struct tdb_ring_hdr *sq, *cqh;
+	unsigned char *sqd;
+	const unsigned char *cqd;
+	uint64_t prod, cons;
+	uint64_t sq_off, cq_off;
+	/* tdbd */
+	struct h_raw h;
+	unsigned char *out;
+	size_t outlen;
+};
+void kt_raw_open(struct kt_raw *r);
+void kt_raw_close(struct kt_raw *r);
+/* Build *m as a request (seq assigned and returned) and queue it. */
+uint32_t kt_raw_queue(struct kt_raw *r, struct tdb_proto_msg *m);
+/* Send what is queued. */
+void kt_raw_flush(struct kt_raw *r);
+/* The next answer (whole message) into out: its length, or fail the
+ * test after timeout_ms. */
+long kt_raw_recv(struct kt_raw *r, void *out, size_t cap, int timeout_ms);
 
 /* --- raw generic netlink (kernel only; tests/kernel/kt.c) ----------- */
 struct kt_genl {
