@@ -373,7 +373,6 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 static long do_enter(struct tdbk_file *f)
 {
 	int seen = atomic_read(&f->feed_gen);
-	bool more;
 	long len;
 
 	if (!f->attached)
@@ -386,18 +385,25 @@ static long do_enter(struct tdbk_file *f)
 		kill_client(f, f->sq.error);
 		return -EPROTO;
 	}
-	more = run_dumps(f);
-	while (more && tdb_ring_has_room(&f->cq, f->cq.max_msg)) {
+	/*
+	 * As tdbd's worker paces a round: the dumps already running go on
+	 * first, then every request the completion ring has room to answer
+	 * is taken (a dump it starts is only registered: 8 may be in
+	 * progress, the 9th is refused), then the dumps run again with
+	 * what room is left.  A request never waits behind a dump.
+	 */
+	run_dumps(f);
+	while (tdb_ring_has_room(&f->cq, f->cq.max_msg)) {
 		if (fatal_signal_pending(current))
 			break;
 		len = tdbk_ring_pop(&f->sq);
 		if (len <= 0)
 			break;
 		run_request(f, f->sq.msg, (size_t)len);
-		if (!list_empty(&f->dumps))
-			more = run_dumps(f);
 		cond_resched();
 	}
+	if (!list_empty(&f->dumps))
+		run_dumps(f);
 	if (f->sq.dead || f->cq.dead) {
 		kill_client(f, f->sq.dead ? f->sq.error : f->cq.error);
 		return -EPROTO;
