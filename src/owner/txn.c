@@ -287,6 +287,49 @@ static void seq_mark(struct tdbo_txn *x, bool begin)
 	}
 }
 
+/*
+ * Under the tables' locks, before anything is logged (change.c, step 1):
+ * what is sure to fail -- a table dropped since, a no-overwrite put of a
+ * key present then (in the table, or put by an earlier op of x and not
+ * deleted since) -- fails the commit here, so its record never reaches
+ * the log.  What can still fail after the log (the engine out of room)
+ * has its record taken back before anyone is answered; only a crash in
+ * between leaves it, and its client, never answered, cannot tell that
+ * from a commit that went through.
+ */
+static int precheck(struct tdbo_txn *x, struct tdb_proto_extack *ext)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < x->nops; i++) {
+		struct tdbo_txn_op *op = &x->ops[i];
+		bool present;
+
+		if (op->t->dropped) {
+			ext->msg = "a table of the transaction was dropped";
+			return -ENOENT;
+		}
+		if (op->del || !(op->flags & TDB_PUT_NOOVERWRITE))
+			continue;
+		present = tdbo_key_exists(op->t, op->key, op->klen);
+		for (j = i; j-- > 0;) {         /* the latest earlier op */
+			const struct tdbo_txn_op *e = &x->ops[j];
+
+			if (e->t == op->t && e->klen == op->klen &&
+			    !memcmp(e->key, op->key, op->klen)) {
+				present = !e->del;
+				break;
+			}
+		}
+		if (present) {
+			ext->msg = "key exists (no-overwrite put in the "
+				   "transaction); none was applied";
+			return -EEXIST;
+		}
+	}
+	return 0;
+}
+
 /* Under the tables' locks and the log lock: the whole transaction as
  * one log record, before any of it applies (change.c, step 2). */
 static int log_all(struct tdbo_owner *o, struct tdbo_txn *x, uint64_t *lsn,
@@ -366,6 +409,8 @@ int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 		err = o->hooks.mem_check(o->hooks.arg, &ext->msg);
 	for (k = 0; k < ntabs; k++)
 		tdbp_mutex_lock(tabs[k]->wlock);
+	if (!err)
+		err = precheck(x, ext);
 	if (!err && log) {
 		tdbo_log_lock(o);
 		err = log_all(o, x, lsn, ext);
