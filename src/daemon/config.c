@@ -104,6 +104,8 @@ static const struct key keys[] = {
 	  false },
 	{ "max-watches", K_UINT, FIELD(max_watches), 1, 65536, "1..65536",
 	  false, false },
+	{ "max-tables", K_UINT, FIELD(max_tables), 1, 4000, "1..4000",
+	  false, false },
 	{ "max-snapshot-bytes", K_SIZE, FIELD(max_snapshot_bytes), KiB,
 	  64 * GiB, "1K..64G", false, true },
 	{ "max-snapshot-memory", K_SIZE, FIELD(max_snapshot_memory), MiB,
@@ -162,7 +164,8 @@ void tdbd_config_defaults(struct tdbd_config *c)
 	c->max_txn_memory_per_uid = 256 * MiB;
 	c->max_txn_memory = GiB;
 	c->max_snapshot_memory_per_uid = 512 * MiB;
-	c->max_watches = 1024;          /* tdb.ko's TDBK_MAX_WATCHES */
+	c->max_watches = 1024;          /* tdb.ko's max_watches */
+	c->max_tables = 4000;           /* the checkpoint store's most */
 	c->max_snapshot_bytes = 256 * MiB;
 	c->max_snapshot_memory = GiB;
 	c->max_memory = 0;              /* 3/4 of physical memory */
@@ -908,9 +911,12 @@ const char *tdbd_config_usage(void)
 "                         one user may keep, 1M..1T (default 512M)\n"
 "                         Root is exempt from the per-user limits; the\n"
 "                         last eighth of max-clients, max-reserve,\n"
-"                         max-txn-memory and of the 4000 tables is kept\n"
+"                         max-txn-memory and max-tables is kept\n"
 "                         for root.\n"
 "  --max-watches N        watches per client, 1..65536 (default 1024)\n"
+"  --max-tables N         tables at once, 1..4000 (the checkpoint store's\n"
+"                         most; the last eighth is kept for root)\n"
+"                         (default 4000)\n"
 "  --max-snapshot-bytes SIZE (R) old values a snapshot scan may keep for\n"
 "                         keys changed during it, 1K..64G (default 256M)\n"
 "  --max-snapshot-memory SIZE old values all snapshot scans together may\n"

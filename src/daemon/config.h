@@ -79,6 +79,8 @@ struct tdbd_config {
 				* keep, 1M..1T                       512M */
 	uint32_t max_watches;  /* max-watches: watches per client,
 				* 1..65536                            1024 */
+	uint32_t max_tables;   /* max-tables: tables at once, 1..4000
+				* (TDBD_TABLES_MAX)                  4000 */
 	uint64_t max_snapshot_bytes; /* max-snapshot-bytes: old values
 				* one snapshot scan keeps for the keys
 				* changed during it, 1K..64G (restart) 256M */

@@ -567,6 +567,7 @@ static void reload(struct daemon_state *s)
 	__atomic_store_n(&d->cfg.max_memory, n.max_memory, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.max_watches, n.max_watches,
 			 __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.max_tables, n.max_tables, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.table_mode, n.table_mode, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.idle_spin_us, n.idle_spin_us,
 			 __ATOMIC_RELAXED);

@@ -37,7 +37,7 @@ void tdbd_limits_update(struct tdbd *d)
 {
 	SET(d, default_mode, CFG(d, table_mode));
 	SET(d, feed_size, CFG(d, feed_size));
-	SET(d, max_tables, TDBD_TABLES_MAX);
+	SET(d, max_tables, CFG(d, max_tables));
 	SET(d, max_clients, CFG(d, max_clients));
 	SET(d, max_clients_per_uid, CFG(d, max_clients_per_uid));
 	SET(d, max_tables_per_uid, CFG(d, max_tables_per_uid));

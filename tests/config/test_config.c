@@ -136,6 +136,8 @@ static uint64_t field(const struct tdbd_config *c, const char *key)
 		return c->max_txns;
 	if (!strcmp(key, "max-watches"))
 		return c->max_watches;
+	if (!strcmp(key, "max-tables"))
+		return c->max_tables;
 	if (!strcmp(key, "max-snapshot-bytes"))
 		return c->max_snapshot_bytes;
 	if (!strcmp(key, "max-clients-per-uid"))
@@ -172,7 +174,8 @@ static const char *const all_keys[] = {
 	"max-clients", "max-txn-ops", "max-txn-bytes", "max-txns",
 	"max-clients-per-uid", "max-tables-per-uid", "max-reserve-per-uid",
 	"max-reserve", "max-txn-memory-per-uid", "max-txn-memory",
-	"max-snapshot-memory-per-uid", "max-watches", "max-snapshot-bytes",
+	"max-snapshot-memory-per-uid", "max-watches", "max-tables",
+	"max-snapshot-bytes",
 	"max-snapshot-memory", "max-memory", "table-mode", "idle-spin",
 	"log-level",
 };
@@ -1003,8 +1006,8 @@ static void test_doc(void **state)
 	static const char *const defaults[NKEYS] = {
 		"/run/tdb/tdbd.sock", "0660", "\"\"", "\"\"", "1", "4M", "4M",
 		"yes", "10s", "1024", "65536", "64M", "16", "64", "256", "256G",
-		"16T", "256M", "1G", "512M", "1024", "256M", "1G", "0", "0600",
-		"50us", "info",
+		"16T", "256M", "1G", "512M", "1024", "4000", "256M", "1G", "0",
+		"0600", "50us", "info",
 	};
 	char *text, row[128], *p;
 	size_t i, len;
@@ -1300,7 +1303,7 @@ static void test_args_no_state(void **state)
 static const char *const other[NKEYS] = {
 	"/x.sock", "0600", "tdb", "/var/lib/tdb", "2", "8M", "8M", "no",
 	"5s", "10", "10", "1M", "2", "8", "16", "1T", "64T", "64M", "2G",
-	"1G", "8", "512M", "64M", "1G", "0640", "0", "debug",
+	"1G", "8", "100", "512M", "64M", "1G", "0640", "0", "debug",
 };
 
 /* --- --help -------------------------------------------------------------- */
