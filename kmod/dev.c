@@ -121,6 +121,8 @@ static void cq_sink_init(struct cq_sink *cs, struct tdbk_file *f)
 {
 	cs->s.reserve = cq_reserve;
 	cs->s.commit = cq_commit;
+	/* a reservation stays open until committed or aborted */
+	cs->s.in_read_section = false;
 	cs->f = f;
 	cs->written = 0;
 	cs->refused = 0;
@@ -162,27 +164,14 @@ static void kill_client(struct tdbk_file *f, const char *why)
 static bool answer(struct tdbk_file *f, const struct nlmsghdr *req, int err,
 		   const struct tdb_proto_extack *ext, bool done)
 {
-	void *p = tdb_ring_reserve_err(&f->cq, TDB_PROTO_ERROR_MAX, NULL);
-	long n;
+	struct cq_sink cs;
+	int rc;
 
-	if (!p)
-		return false;
-	n = done ? tdb_proto_done(p, TDB_PROTO_ERROR_MAX, req, err, ext)
-		 : tdb_proto_error(p, TDB_PROTO_ERROR_MAX, req, err, ext);
-	if (n < 0) {
-		/* An errno out of range from below us: still one answer. */
-		pr_warn_once("tdb: answer with bad errno %d\n", err);
-		n = done ? tdb_proto_done(p, TDB_PROTO_ERROR_MAX, req, -EIO,
-					  NULL)
-			 : tdb_proto_error(p, TDB_PROTO_ERROR_MAX, req, -EIO,
-					   NULL);
-	}
-	if (n < 0) {
+	cq_sink_init(&cs, f);
+	rc = tdbo_answer_status(&cs.s, req, err, ext, done);
+	if (rc && f->cq.reserved)
 		tdb_ring_abort(&f->cq);
-		return false;
-	}
-	tdbk_ring_commit(&f->cq, (size_t)n);
-	return true;
+	return !rc;
 }
 
 static void dump_finish(struct tdbk_file *f, struct dev_dump *dd, int result,

@@ -27,30 +27,6 @@ struct rq {
 
 /* --- answers ------------------------------------------------------------ */
 
-/* An error (err < 0) or ack (0) of a request the transport answers. */
-static void answer_err(struct client *c, enum chan ch,
-		       const struct nlmsghdr *req, int err,
-		       struct tdb_proto_extack *ext)
-{
-	unsigned char buf[TDB_PROTO_ERROR_MAX];
-	long n;
-
-	if (err && !ext->msg)
-		ext->msg = tdbe_strerror(err);
-	n = tdb_proto_error(buf, sizeof(buf), req, err, ext);
-	if (n > 0)
-		tdbd_client_emit(c, ch, buf, (size_t)n);
-}
-
-/* A request answered here, without the owner: STATS counts it. */
-static void answer_own(struct rq *r, int err)
-{
-	tdb_fetch_add(&r->c->d->oct->requests, 1);
-	if (err)
-		tdb_fetch_add(&r->c->d->oct->errors, 1);
-	answer_err(r->c, r->ch, r->m.nlh, err, &r->ext);
-}
-
 /*
  * The owner's answers go into a sink: the worker's scratch buffer
  * (TDB_PROTO_MSG_MAX bytes, private), copied into the completion ring or
@@ -98,6 +74,30 @@ static void sink_init(struct chan_sink *cs, struct client *c, enum chan ch,
 	cs->ch = ch;
 	cs->room_check = room_check;
 	cs->replied = false;
+}
+
+/* An error (err < 0) or ack (0): the owner's one-answer rule builds it
+ * (src/owner/answer.c); the channel takes it whatever its room (the
+ * socket buffers it, a full ring's answer waits in the stash). */
+static void answer_status(struct client *c, enum chan ch,
+			  const struct nlmsghdr *req, int err,
+			  struct tdb_proto_extack *ext)
+{
+	struct chan_sink cs;
+
+	if (err && !ext->msg)
+		ext->msg = tdbe_strerror(err);
+	sink_init(&cs, c, ch, false);
+	tdbo_answer_status(&cs.s, req, err, ext, false);
+}
+
+/* A request answered here, without the owner: STATS counts it. */
+static void answer_own(struct rq *r, int err)
+{
+	tdb_fetch_add(&r->c->d->oct->requests, 1);
+	if (err)
+		tdb_fetch_add(&r->c->d->oct->errors, 1);
+	answer_status(r->c, r->ch, r->m.nlh, err, &r->ext);
 }
 
 /* --- what only tdbd's transport does ------------------------------------ */
@@ -205,15 +205,13 @@ void tdbd_dump_end(struct client *c, struct dump *dp)
 static bool dump_done(struct client *c, struct dump *dp)
 {
 	struct tdb_proto_extack ext = { .msg = dp->msg };
-	unsigned char buf[TDB_PROTO_ERROR_MAX];
-	long n;
+	struct chan_sink cs;
 
 	if (dp->err && !ext.msg)
 		ext.msg = tdbe_strerror(dp->err);
-	n = tdb_proto_done(buf, sizeof(buf), &dp->req, dp->err, &ext);
-	if (n < 0 || !tdbd_client_room(c, dp->ch, (size_t)n))
+	sink_init(&cs, c, dp->ch, true);
+	if (tdbo_answer_status(&cs.s, &dp->req, dp->err, &ext, true))
 		return false;
-	tdbd_client_emit(c, dp->ch, buf, (size_t)n);
 	tdbd_dump_end(c, dp);
 	return true;
 }
@@ -274,7 +272,7 @@ unsigned int tdbd_commit_answer(struct client *c)
 		return 0;
 	if (!err && lsn && tdbd_ack_later(c, ch, &req, lsn))
 		return 1;       /* acked once its WAL record is on disk */
-	answer_err(c, ch, &req, err, &ext);
+	answer_status(c, ch, &req, err, &ext);
 	return 1;
 }
 
@@ -290,7 +288,7 @@ static void finish(struct rq *r, int err, bool replied)
 			tdbo_dump_free(r->res.dump);
 			r->ext.msg = "too many dumps in progress on this "
 				     "connection (8)";
-			answer_err(c, r->ch, r->m.nlh, -EBUSY, &r->ext);
+			answer_status(c, r->ch, r->m.nlh, -EBUSY, &r->ext);
 		}
 		return;                 /* answered by the dump */
 	}
@@ -299,6 +297,7 @@ static void finish(struct rq *r, int err, bool replied)
 			return;         /* answered when it is done */
 		err = tdbo_txn_commit(r->res.txn, &r->res.lsn, &r->ext);
 		tdbo_txn_free(r->res.txn);
+		r->res.txn = NULL;      /* answered below, as any commit */
 	}
 	if (err == 0 && r->res.feed) {
 		err = watch_ack(r);
@@ -308,9 +307,8 @@ static void finish(struct rq *r, int err, bool replied)
 	if (err == 0 && r->res.lsn &&
 	    tdbd_ack_later(c, r->ch, r->m.nlh, r->res.lsn))
 		return;                 /* acked once its record is durable */
-	if (err == 0 && replied)
-		return;                 /* the owner wrote the reply */
-	answer_err(c, r->ch, r->m.nlh, err, &r->ext);
+	if (tdbo_answer_owed(err, replied, &r->res))
+		answer_status(c, r->ch, r->m.nlh, err, &r->ext);
 }
 
 void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)

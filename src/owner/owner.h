@@ -55,9 +55,10 @@ struct tdbo_txn;
 struct tdbo_sink {
 	void *(*reserve)(struct tdbo_sink *s, size_t len);
 	void (*commit)(struct tdbo_sink *s, void *p, size_t len);
-	/* reserve() neither sleeps nor waits (a private buffer): a GET may
-	 * build its reply straight from the record, inside a read-side
-	 * section, instead of from a copy of the value */
+	/* reserve() neither sleeps nor waits and holds nothing open (a
+	 * private buffer: a reservation not committed is simply dropped):
+	 * a GET may build its reply straight from the record, inside a
+	 * read-side section, instead of from a copy of the value */
 	bool in_read_section;
 };
 
@@ -238,6 +239,20 @@ struct tdbo_out {
 int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	      struct tdbo_sink *out, struct tdb_proto_extack *ext,
 	      struct tdbo_out *res);
+
+/*
+ * The one-answer rule (answer.c).  After tdbo_exec() returned err with
+ * a reply written or not (replied: the sink's commit was called): true
+ * if the request still needs tdbo_answer_status() (its error, or its
+ * ack); false if it was answered or will be (a dump's NLMSG_DONE, a
+ * deferred commit's answer).
+ */
+bool tdbo_answer_owed(int err, bool replied, const struct tdbo_out *res);
+/* Write NLMSG_ERROR (err, or 0: an ack with ext's cookie) or, done,
+ * NLMSG_DONE into out (TDB_PROTO_ERROR_MAX bytes of room): 0, or
+ * -ENOBUFS if out has no room now. */
+int tdbo_answer_status(struct tdbo_sink *out, const struct nlmsghdr *req,
+		       int err, const struct tdb_proto_extack *ext, bool done);
 
 /*
  * Go on with a dump: write parts into out until it is finished or out
