@@ -2,9 +2,11 @@
 /*
  * internal.h - the owner's private structures, shared by its files:
  *
- *   owner.c   the owner, clients, the table registry, access checks,
- *             running one request (GET, PUT, DEL, CREATE, DROP,
- *             TABLE_STAT, STATS; the rest is dispatched to:)
+ *   owner.c   the owner, clients, answers, TABLE_STAT, STATS, running
+ *             one request (tdbo_exec), dispatched to:
+ *   answer.c  the one-answer rule (errors, acks, NLMSG_DONE)
+ *   registry.c tables, access checks, TABLE_CREATE, TABLE_DROP
+ *   change.c  GET, PUT, DEL: the one change pipeline
  *   txn.c     transactions: buffered changes, atomic commit
  *   dump.c    dumps: SCAN and TABLE_LIST
  *   feed.c    change feeds (TDB_RING_FEED rings, one per watched
