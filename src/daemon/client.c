@@ -594,5 +594,6 @@ void tdbd_client_free(struct client *c)
 	free(c->in);
 	free(c->out);
 	free(c->stash);
+	free(c->pend);
 	free(c);
 }

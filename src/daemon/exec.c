@@ -340,3 +340,118 @@ void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)
 	err = tdbo_exec(c->oc, &r.m, &cs.s, &r.ext, &r.res);
 	finish(&r, err, cs.replied);
 }
+
+/* --- GETs of a ring round, together ----------------------------------------- */
+
+/*
+ * A ring round's consecutive GETs (without TDB_A_TXN) are parsed into
+ * the worker's batch (private copies) and served by one
+ * tdbo_get_many(): one table's run is looked up at once, its misses
+ * overlapping (tdbe_lookup_many).  The batch goes out before any other
+ * request runs and at the end of the round, so answers keep the
+ * requests' order.  Its replies are only written where the completion
+ * ring has room: a reply that finds none stops the batch, and it and
+ * the requests after it (already taken from the ring) wait in c->pend,
+ * run one at a time as before once the client drains its answers.  So
+ * the stash still holds one answer at most (or an error and one).
+ */
+static void get_fail(void *arg, const struct tdb_proto_msg *m, int err,
+		     const struct tdb_proto_extack *ext)
+{
+	struct tdb_proto_extack e = *ext;
+
+	answer_err(arg, CH_RING, m->nlh, err, &e);
+}
+
+static int pend_add(struct client *c, const struct nlmsghdr *nlh)
+{
+	size_t al = NLMSG_ALIGN(nlh->nlmsg_len);
+	unsigned char *p;
+
+	if (c->pend_off && c->pend_off == c->pend_len)
+		c->pend_off = c->pend_len = 0;
+	p = realloc(c->pend, c->pend_len + al);
+	if (!p) {
+		c->dead = true;
+		c->why = "out of memory keeping its requests";
+		return -ENOMEM;
+	}
+	c->pend = p;
+	memcpy(p + c->pend_len, nlh, nlh->nlmsg_len);
+	c->pend_len += al;
+	return 0;
+}
+
+void tdbd_ring_flush(struct client *c)
+{
+	struct get_batch *b = c->w->gets;
+	struct chan_sink cs;
+	unsigned int k, i;
+
+	if (!b->n)
+		return;
+	sink_init(&cs, c, CH_RING, true);
+	k = tdbo_get_many(c->oc, b->m, b->n, &cs.s, get_fail, c);
+	for (i = k; i < b->n && !c->dead; i++)
+		pend_add(c, b->m[i].nlh);
+	b->n = 0;
+	b->used = 0;
+}
+
+/* Parse a GET into the batch; false: not a plain GET (or too big for
+ * the batch), left to tdbd_exec(). */
+static bool get_defer(struct client *c, const struct nlmsghdr *nlh)
+{
+	struct get_batch *b = c->w->gets;
+	size_t len = nlh->nlmsg_len, al = NLMSG_ALIGN(len);
+	struct tdb_proto_extack ext = { 0 };
+	struct tdb_proto_msg *m;
+
+	if (len < NLMSG_HDRLEN + 4 || al > sizeof(b->buf) ||
+	    *(const uint8_t *)NLMSG_DATA(nlh) != TDB_CMD_GET)
+		return false;
+	if (b->n == TDBD_GET_BATCH || b->used + al > sizeof(b->buf)) {
+		tdbd_ring_flush(c);
+		if (c->pend_len || c->stash_len)
+			return false;
+	}
+	m = &b->m[b->n];
+	memcpy(b->buf + b->used, nlh, len);
+	if (tdb_proto_parse(b->buf + b->used, len, TDB_PROTO_REQUEST, m,
+			    &ext) || TDB_PROTO_HAS(m, TDB_A_TXN))
+		return false;
+	b->n++;
+	b->used += al;
+	return true;
+}
+
+void tdbd_ring_msg(struct client *c, const struct nlmsghdr *nlh)
+{
+	if (get_defer(c, nlh))
+		return;
+	tdbd_ring_flush(c);
+	if (c->dead)
+		return;
+	if (c->pend_len || c->stash_len)        /* after what waits */
+		pend_add(c, nlh);
+	else
+		tdbd_exec(c, CH_RING, nlh, nlh->nlmsg_len);
+}
+
+unsigned int tdbd_pend_run(struct client *c)
+{
+	unsigned int n = 0;
+
+	while (c->pend_off < c->pend_len && !c->stash_len && !c->dead &&
+	       !tdbd_held_full(c) && !c->commit) {
+		const struct nlmsghdr *nlh =
+			(const struct nlmsghdr *)(c->pend + c->pend_off);
+
+		c->pend_off += NLMSG_ALIGN(nlh->nlmsg_len);
+		tdbd_exec(c, CH_RING, nlh, nlh->nlmsg_len);
+		n++;
+	}
+	if (c->pend_off == c->pend_len)
+		c->pend_off = c->pend_len = 0;
+	return n;
+}

@@ -227,6 +227,27 @@ int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	      struct tdbo_out *res);
 
 /*
+ * Run n validated GETs that a transport took together (tdbd: a ring
+ * round's consecutive GETs), with the answers tdbo_exec() would give,
+ * in order, one per request: a reply into out, or fail(arg, m, err,
+ * ext), which the transport answers with NLMSG_ERROR (err < 0).  Each
+ * run of GETs without TDB_A_TXN of one table is looked up at once
+ * (tdbe_lookup_many) in one read-side section, so out must be
+ * in_read_section, and reserve(), commit() and fail() are called
+ * inside that section; any other request is run by tdbo_exec().
+ * Unlike tdbo_exec(), reserve() may return NULL for a plain GET's
+ * reply (no room now): that request and the ones after it are not
+ * answered (nor counted), and the count returned (< n) says where the
+ * transport must go on, later.  Returns how many were answered.
+ */
+typedef void tdbo_get_fail_fn(void *arg, const struct tdb_proto_msg *m,
+			      int err, const struct tdb_proto_extack *ext);
+unsigned int tdbo_get_many(struct tdbo_client *c,
+			   const struct tdb_proto_msg *m, unsigned int n,
+			   struct tdbo_sink *out, tdbo_get_fail_fn *fail,
+			   void *arg);
+
+/*
  * Go on with a dump: write parts into out until it is finished or out
  * has no room.  Returns 1 when more is to come (call again later), 0 when
  * finished, or a negative errno that ends the dump early (ext->msg says
