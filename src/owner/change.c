@@ -482,18 +482,6 @@ static unsigned int run_len(const struct tdb_proto_msg *m, unsigned int n)
 	return j;
 }
 
-/* A request get_many does not batch: tdbo_exec() answers it. */
-static void get_one(struct tdbo_client *c, const struct tdb_proto_msg *m,
-		    struct tdbo_sink *out, tdbo_get_fail_fn *fail, void *arg)
-{
-	struct tdb_proto_extack ext;
-	struct tdbo_out res;
-	int err = tdbo_exec(c, m, out, &ext, &res);
-
-	if (err)
-		fail(arg, m, err, &ext);
-}
-
 unsigned int tdbo_get_many(struct tdbo_client *c,
 			   const struct tdb_proto_msg *m, unsigned int n,
 			   struct tdbo_sink *out, tdbo_get_fail_fn *fail,
@@ -506,10 +494,8 @@ unsigned int tdbo_get_many(struct tdbo_client *c,
 		struct tdbo_table *t;
 		int err = 0;
 
-		if (!plain_get(&m[i]) || !out->in_read_section) {
-			get_one(c, &m[i++], out, fail, arg);
-			continue;
-		}
+		if (!plain_get(&m[i]) || !out->in_read_section)
+			break;  /* the caller's, with tdbo_exec() */
 		k = run_len(&m[i], n - i);
 		t = tdbo_resolve(c, &m[i], TDBO_MAY_READ, &ext, &err);
 		if (!t) {

@@ -231,14 +231,14 @@ int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
  * round's consecutive GETs), with the answers tdbo_exec() would give,
  * in order, one per request: a reply into out, or fail(arg, m, err,
  * ext), which the transport answers with NLMSG_ERROR (err < 0).  Each
- * run of GETs without TDB_A_TXN of one table is looked up at once
- * (tdbe_lookup_many) in one read-side section, so out must be
- * in_read_section, and reserve(), commit() and fail() are called
- * inside that section; any other request is run by tdbo_exec().
- * Unlike tdbo_exec(), reserve() may return NULL for a plain GET's
- * reply (no room now): that request and the ones after it are not
- * answered (nor counted), and the count returned (< n) says where the
- * transport must go on, later.  Returns how many were answered.
+ * run of one table's GETs is looked up at once (tdbe_lookup_many) in
+ * one read-side section: out must be in_read_section, and reserve(),
+ * commit() and fail() are called inside that section.  It stops, and
+ * returns how many it answered (< n), at a request that is not a GET
+ * without TDB_A_TXN (the transport runs that one with tdbo_exec()) and
+ * where reserve() returns NULL, which, unlike with tdbo_exec(), it may
+ * (no room now: that GET and the rest are not answered nor counted;
+ * the transport goes on from there later).
  */
 typedef void tdbo_get_fail_fn(void *arg, const struct tdb_proto_msg *m,
 			      int err, const struct tdb_proto_extack *ext);
