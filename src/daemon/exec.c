@@ -313,10 +313,26 @@ static void finish(struct rq *r, int err, bool replied)
 	answer_err(c, r->ch, r->m.nlh, err, &r->ext);
 }
 
+/* A parsed request (r->m). */
+static void run(struct rq *r)
+{
+	struct chan_sink cs;
+	int err;
+
+	err = transport_cmd(r);
+	if (err) {
+		if (err < 0)
+			answer_own(r, err);
+		return;
+	}
+	sink_init(&cs, r->c, r->ch, false);
+	err = tdbo_exec(r->c->oc, &r->m, &cs.s, &r->ext, &r->res);
+	finish(r, err, cs.replied);
+}
+
 void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)
 {
 	struct rq r = { .c = c, .ch = ch };
-	struct chan_sink cs;
 	int err;
 
 	err = tdb_proto_parse(msg, len, TDB_PROTO_REQUEST, &r.m, &r.ext);
@@ -330,15 +346,7 @@ void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)
 		answer_own(&r, err);
 		return;
 	}
-	err = transport_cmd(&r);
-	if (err) {
-		if (err < 0)
-			answer_own(&r, err);
-		return;
-	}
-	sink_init(&cs, c, ch, false);
-	err = tdbo_exec(c->oc, &r.m, &cs.s, &r.ext, &r.res);
-	finish(&r, err, cs.replied);
+	run(&r);
 }
 
 /* --- GETs of a ring round, together ----------------------------------------- */
@@ -390,6 +398,14 @@ void tdbd_ring_flush(struct client *c)
 
 	if (!b->n)
 		return;
+	if (b->n == 1) {        /* alone: as any request (tdbe_lookup) */
+		struct rq r = { .c = c, .ch = CH_RING, .m = b->m[0] };
+
+		b->n = 0;
+		b->used = 0;
+		run(&r);
+		return;
+	}
 	sink_init(&cs, c, CH_RING, true);
 	k = tdbo_get_many(c->oc, b->m, b->n, &cs.s, get_fail, c);
 	for (i = k; i < b->n && !c->dead; i++)
