@@ -2,7 +2,8 @@
  * exec.c - the transport's side of a request: validate the private copy,
  * hand it to the owner (src/owner) with a sink into the channel it came
  * in on, and answer it; run dumps (SCAN, TABLE_LIST) as the client
- * drains its answers; answer big commits the committer ran.
+ * drains its answers; answer big commits the committer ran; serve a ring
+ * round's consecutive GETs together (tdbo_get_many).
  *
  * Every request gets exactly one answer (tdb/proto.h): an ack or error
  * (NLMSG_ERROR), a reply, or dump parts ending in NLMSG_DONE.  What the

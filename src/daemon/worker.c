@@ -3,8 +3,10 @@
  * clients handed to it, round after round.
  *
  * A round visits every client once: it flushes an answer left in the
- * stash, moves the client's dumps on, and takes at most TDBD_REQ_BUDGET
- * requests from its submission ring and as many from its socket, so one
+ * stash, runs the ring requests left pending (a batch of GETs whose
+ * replies found no room: exec.c), moves the client's dumps on, and takes
+ * at most TDBD_REQ_BUDGET requests from its submission ring (its
+ * consecutive GETs served together) and as many from its socket, so one
  * busy client cannot take more than its share of a round (what is left
  * stays buffered, and the worker does not sleep while it waits).
  * Completions are published once per client per round (one wake-up at
