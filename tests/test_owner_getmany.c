@@ -37,7 +37,7 @@ static struct tdbo_limits lim = {
 	.max_snapshot_memory_per_uid = 1u << 20,
 };
 
-/* --- what came back, in order ---------------------------------------------- */
+/* --- what came back, in order -------------------------------------------- */
 
 struct ans {
 	uint32_t seq;
@@ -109,7 +109,7 @@ static void rec_init(struct rec *r, long room)
 	r->room = room;
 }
 
-/* --- requests ---------------------------------------------------------------- */
+/* --- requests ------------------------------------------------------------ */
 
 /* Build `in` into buf and parse it back into *m (as a transport does). */
 static void make(unsigned char *buf, struct tdb_proto_msg *in,
@@ -278,7 +278,7 @@ static void same(const struct rec *want, const struct rec *got)
 	}
 }
 
-/* --- the world --------------------------------------------------------------- */
+/* --- the world ----------------------------------------------------------- */
 
 struct world {
 	struct tdbo_owner *o;
@@ -400,7 +400,7 @@ static void stops_without_room(void **state)
 	txn_cmd(w->c, TDB_CMD_TXN_ABORT, x);
 }
 
-/* --- racing commits ------------------------------------------------------------ */
+/* --- racing commits ------------------------------------------------------ */
 
 struct race {
 	struct world *w;

@@ -350,7 +350,7 @@ void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)
 	run(&r);
 }
 
-/* --- GETs of a ring round, together ----------------------------------------- */
+/* --- GETs of a ring round, together -------------------------------------- */
 
 /*
  * A ring round's consecutive GETs (without TDB_A_TXN) are parsed into
@@ -362,7 +362,9 @@ void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)
  * ring has room: a reply that finds none stops the batch, and it and
  * the requests after it (already taken from the ring) wait in c->pend,
  * run one at a time as before once the client drains its answers.  So
- * the stash still holds one answer at most (or an error and one).
+ * the stash holds one answer at most, as when each request runs alone,
+ * or the error answers (NLMSG_ERROR, small) of one batch, which need no
+ * room: they are answered in order whatever the ring has.
  */
 static void get_fail(void *arg, const struct tdb_proto_msg *m, int err,
 		     const struct tdb_proto_extack *ext)

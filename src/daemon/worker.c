@@ -286,8 +286,6 @@ static unsigned int serve(struct client *c, uint64_t *now)
 	}
 	if (c->stash_len || c->out_len > c->out_off)
 		blocked = true;
-	if (c->pend_len && c->stash_len)
-		blocked = true;
 	/* progress: the client took socket bytes or completion space */
 	progress = c->sent != sent || (c->attached && c->comp.other != cons);
 	set_blocked(c, blocked, progress, now);

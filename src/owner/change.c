@@ -377,7 +377,7 @@ out:
 	return err;
 }
 
-/* --- GETs in a run (tdbo_get_many) ----------------------------------------- */
+/* --- GETs in a run (tdbo_get_many) --------------------------------------- */
 
 static bool plain_get(const struct tdb_proto_msg *m)
 {
