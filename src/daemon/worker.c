@@ -399,8 +399,7 @@ static bool drained(struct worker *w)
 		if (c->blocked_since)   /* not taking answers: not waited for */
 			continue;
 		if (c->out_len > c->out_off || c->stash_len || c->pend_len ||
-		    c->drain_sock ||
-		    c->ndumps || c->held || c->commit ||
+		    c->drain_sock || c->ndumps || c->held || c->commit ||
 		    tdbd_client_in_ready(c))
 			return false;
 		if (c->attached && (int64_t)(c->sub.pos - c->drain_to) < 0)
