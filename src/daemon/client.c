@@ -12,8 +12,9 @@
  *    beyond what tdb_ring_consume checks.
  *  - Every request gets exactly one answer, on the channel it came in
  *    on.  An answer that finds the completion ring full waits in the
- *    stash (one at most); while something waits, the client's requests
- *    are not read (it has stopped draining; it only stops itself).
+ *    stash (one at most, but a batch's errors: exec.c); while something
+ *    waits, the client's requests are not read (it has stopped
+ *    draining; it only stops itself).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -363,8 +364,9 @@ int tdbd_client_emit(struct client *c, enum chan ch, const void *msg,
 			return err;
 		}
 	}
-	/* Full: keep it until the client drains (one answer at most: we
-	 * read no more requests meanwhile). */
+	/* Full: keep it until the client drains (one answer at most, or
+	 * the error answers of one batch of GETs: we read no more requests
+	 * meanwhile; exec.c). */
 	p = realloc(c->stash, c->stash_len + len);
 	if (!p)
 		return -ENOMEM;
@@ -594,5 +596,6 @@ void tdbd_client_free(struct client *c)
 	free(c->in);
 	free(c->out);
 	free(c->stash);
+	free(c->pend);
 	free(c);
 }

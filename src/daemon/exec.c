@@ -2,7 +2,8 @@
  * exec.c - the transport's side of a request: validate the private copy,
  * hand it to the owner (src/owner) with a sink into the channel it came
  * in on, and answer it; run dumps (SCAN, TABLE_LIST) as the client
- * drains its answers; answer big commits the committer ran.
+ * drains its answers; answer big commits the committer ran; serve a ring
+ * round's consecutive GETs together (tdbo_get_many).
  *
  * Every request gets exactly one answer (tdb/proto.h): an ack or error
  * (NLMSG_ERROR), a reply, or dump parts ending in NLMSG_DONE.  What the
@@ -311,10 +312,26 @@ static void finish(struct rq *r, int err, bool replied)
 		answer_status(c, r->ch, r->m.nlh, err, &r->ext);
 }
 
+/* A parsed request (r->m). */
+static void run(struct rq *r)
+{
+	struct chan_sink cs;
+	int err;
+
+	err = transport_cmd(r);
+	if (err) {
+		if (err < 0)
+			answer_own(r, err);
+		return;
+	}
+	sink_init(&cs, r->c, r->ch, false);
+	err = tdbo_exec(r->c->oc, &r->m, &cs.s, &r->ext, &r->res);
+	finish(r, err, cs.replied);
+}
+
 void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)
 {
 	struct rq r = { .c = c, .ch = ch };
-	struct chan_sink cs;
 	int err;
 
 	err = tdb_proto_parse(msg, len, TDB_PROTO_REQUEST, &r.m, &r.ext);
@@ -328,13 +345,162 @@ void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)
 		answer_own(&r, err);
 		return;
 	}
-	err = transport_cmd(&r);
-	if (err) {
-		if (err < 0)
-			answer_own(&r, err);
+	run(&r);
+}
+
+/* --- GETs of a ring round, together -------------------------------------- */
+
+/*
+ * A ring round's consecutive GETs (without TDB_A_TXN) are parsed into
+ * the worker's batch (private copies) and served by one
+ * tdbo_get_many(): one table's run is looked up at once, its misses
+ * overlapping (tdbe_lookup_many).  The batch goes out before any other
+ * request runs and at the end of the round, so answers keep the
+ * requests' order.  Its replies are only written where the completion
+ * ring has room: a reply that finds none stops the batch, and it and
+ * the requests after it (already taken from the ring) wait in c->pend,
+ * run one at a time as before once the client drains its answers.  So
+ * the stash holds one answer at most, as when each request runs alone,
+ * or the error answers (NLMSG_ERROR, small) of one batch, which need no
+ * room: they are answered in order whatever the ring has.
+ */
+/* A sink into a caller's buffer of TDB_PROTO_ERROR_MAX bytes, emitted on
+ * the ring. */
+struct stack_sink {
+	struct tdbo_sink s;
+	struct client *c;
+	unsigned char *buf;
+};
+
+static void *stack_reserve(struct tdbo_sink *s, size_t len)
+{
+	struct stack_sink *ss = (struct stack_sink *)s;
+
+	return len <= TDB_PROTO_ERROR_MAX ? ss->buf : NULL;
+}
+
+static void stack_commit(struct tdbo_sink *s, void *p, size_t len)
+{
+	struct stack_sink *ss = (struct stack_sink *)s;
+
+	tdbd_client_emit(ss->c, CH_RING, p, len);
+}
+
+/* Called inside tdbo_get_many's read-side section, maybe with the
+ * scratch buffer holding a reply: the error is built on the stack. */
+static void get_fail(void *arg, const struct tdb_proto_msg *m, int err,
+		     const struct tdb_proto_extack *ext)
+{
+	unsigned char buf[TDB_PROTO_ERROR_MAX];
+	struct tdbo_sink s = {
+		.reserve = stack_reserve, .commit = stack_commit,
+		.in_read_section = true,
+	};
+	struct stack_sink ss = { .s = s, .c = arg, .buf = buf };
+	struct tdb_proto_extack e = *ext;
+
+	if (!e.msg)
+		e.msg = tdbe_strerror(err);
+	tdbo_answer_status(&ss.s, m->nlh, err, &e, false);
+}
+
+static int pend_add(struct client *c, const struct nlmsghdr *nlh)
+{
+	size_t al = NLMSG_ALIGN(nlh->nlmsg_len);
+	unsigned char *p;
+
+	if (c->pend_off && c->pend_off == c->pend_len)
+		c->pend_off = c->pend_len = 0;
+	p = realloc(c->pend, c->pend_len + al);
+	if (!p) {
+		c->dead = true;
+		c->why = "out of memory keeping its requests";
+		return -ENOMEM;
+	}
+	c->pend = p;
+	memcpy(p + c->pend_len, nlh, nlh->nlmsg_len);
+	c->pend_len += al;
+	return 0;
+}
+
+void tdbd_ring_flush(struct client *c)
+{
+	struct get_batch *b = c->w->gets;
+	struct chan_sink cs;
+	unsigned int k, i;
+
+	if (!b->n)
+		return;
+	if (b->n == 1) {        /* alone: as any request (tdbe_lookup) */
+		struct rq r = { .c = c, .ch = CH_RING, .m = b->m[0] };
+
+		b->n = 0;
+		b->used = 0;
+		run(&r);
 		return;
 	}
-	sink_init(&cs, c, ch, false);
-	err = tdbo_exec(c->oc, &r.m, &cs.s, &r.ext, &r.res);
-	finish(&r, err, cs.replied);
+	sink_init(&cs, c, CH_RING, true);
+	k = tdbo_get_many(c->oc, b->m, b->n, &cs.s, get_fail, c);
+	for (i = k; i < b->n && !c->dead; i++)
+		pend_add(c, b->m[i].nlh);
+	b->n = 0;
+	b->used = 0;
+}
+
+/* Parse a GET into the batch; false: not a plain GET (or too big for
+ * the batch), left to tdbd_exec(). */
+static bool get_defer(struct client *c, const struct nlmsghdr *nlh)
+{
+	struct get_batch *b = c->w->gets;
+	size_t len = nlh->nlmsg_len, al = NLMSG_ALIGN(len);
+	struct tdb_proto_extack ext = { 0 };
+	struct tdb_proto_msg *m;
+
+	if (len < NLMSG_HDRLEN + 4 || al > sizeof(b->buf) ||
+	    *(const uint8_t *)NLMSG_DATA(nlh) != TDB_CMD_GET)
+		return false;
+	if (b->n == TDBD_GET_BATCH || b->used + al > sizeof(b->buf)) {
+		tdbd_ring_flush(c);
+		if (c->pend_len || c->stash_len)
+			return false;
+	}
+	m = &b->m[b->n];
+	memcpy(b->buf + b->used, nlh, len);
+	if (tdb_proto_parse(b->buf + b->used, len, TDB_PROTO_REQUEST, m,
+			    &ext) || TDB_PROTO_HAS(m, TDB_A_TXN))
+		return false;
+	b->n++;
+	b->used += al;
+	return true;
+}
+
+void tdbd_ring_msg(struct client *c, const struct nlmsghdr *nlh)
+{
+	if (get_defer(c, nlh))
+		return;
+	tdbd_ring_flush(c);
+	if (c->dead)
+		return;
+	if (c->pend_len || c->stash_len)        /* after what waits */
+		pend_add(c, nlh);
+	else
+		tdbd_exec(c, CH_RING, nlh, nlh->nlmsg_len);
+}
+
+unsigned int tdbd_pend_run(struct client *c)
+{
+	unsigned int n = 0;
+
+	while (c->pend_off < c->pend_len && !c->stash_len && !c->dead &&
+	       !tdbd_held_full(c) && !c->commit) {
+		const struct nlmsghdr *nlh =
+			(const struct nlmsghdr *)(c->pend + c->pend_off);
+
+		c->pend_off += NLMSG_ALIGN(nlh->nlmsg_len);
+		tdbd_exec(c, CH_RING, nlh, nlh->nlmsg_len);
+		n++;
+	}
+	if (c->pend_off == c->pend_len)
+		c->pend_off = c->pend_len = 0;
+	return n;
 }

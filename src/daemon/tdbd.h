@@ -264,6 +264,11 @@ struct client {
 	unsigned char *stash;
 	size_t stash_len;
 	uint64_t blocked_since; /* ns; 0 = not blocked */
+	/* ring requests taken but not run yet (a batch of GETs whose
+	 * replies found no room, and what came after them in the round):
+	 * private copies, run before the ring is read again */
+	unsigned char *pend;
+	size_t pend_len, pend_off;
 
 	/* stopping: answer only what was sent before (bytes left of it) */
 	bool draining;
@@ -298,6 +303,7 @@ struct worker {
 	unsigned int ninbox, inbox_cap;
 	uint64_t heartbeat;     /* ns, atomic: last round */
 	unsigned char *scratch; /* an answer being built (MSG_MAX) */
+	struct get_batch *gets; /* a round's consecutive ring GETs */
 	uint64_t next_check;    /* ns: next deadline check */
 	unsigned int nheld;     /* atomic: held acks of its clients */
 };
@@ -391,6 +397,26 @@ void tdbd_client_update_out(struct client *c);
 /* exec.c */
 /* Run one request (a private copy of len bytes) that came in on ch. */
 void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len);
+/*
+ * A message from the submission ring (a private copy, valid during the
+ * call).  Consecutive GETs are kept in the worker's batch and served
+ * together (tdbo_get_many) when something else comes, when the batch is
+ * full, or at tdbd_ring_flush(), which the round calls once the ring
+ * has given what it will.  Answers keep the requests' order.
+ */
+#define TDBD_GET_BATCH 16u      /* TDBE_LOOKUP_GROUP: one lookup walk */
+#define TDBD_GET_BYTES 8192u    /* their private copies */
+struct get_batch {
+	unsigned int n;
+	size_t used;
+	struct tdb_proto_msg m[TDBD_GET_BATCH];
+	unsigned char buf[TDBD_GET_BYTES] __attribute__((aligned(8)));
+};
+void tdbd_ring_msg(struct client *c, const struct nlmsghdr *nlh);
+void tdbd_ring_flush(struct client *c);
+/* Run the requests left pending (c->pend) while answers have room;
+ * returns how many ran. */
+unsigned int tdbd_pend_run(struct client *c);
 /* Go on with the client's dumps; returns the work done; *blocked set if
  * one waits for the client to drain its answers. */
 unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,

@@ -3,8 +3,10 @@
  * clients handed to it, round after round.
  *
  * A round visits every client once: it flushes an answer left in the
- * stash, moves the client's dumps on, and takes at most TDBD_REQ_BUDGET
- * requests from its submission ring and as many from its socket, so one
+ * stash, runs the ring requests left pending (a batch of GETs whose
+ * replies found no room: exec.c), moves the client's dumps on, and takes
+ * at most TDBD_REQ_BUDGET requests from its submission ring (its
+ * consecutive GETs served together) and as many from its socket, so one
  * busy client cannot take more than its share of a round (what is left
  * stays buffered, and the worker does not sleep while it waits).
  * Completions are published once per client per round (one wake-up at
@@ -138,11 +140,11 @@ static int on_ring_msg(void *arg, const struct nlmsghdr *nlh)
 	if (c->draining && (int64_t)(c->sub.pos - NLMSG_ALIGN(nlh->nlmsg_len) -
 				     c->drain_to) >= 0)
 		return -ECANCELED;
-	tdbd_exec(c, CH_RING, nlh, nlh->nlmsg_len);
+	tdbd_ring_msg(c, nlh);
 	/* Stop taking requests once an answer has nowhere to go, or too
 	 * many wait for the disk. */
-	return c->stash_len || c->dead || tdbd_held_full(c) || c->commit ?
-	       -EAGAIN : 0;
+	return c->stash_len || c->pend_len || c->dead || tdbd_held_full(c) ||
+	       c->commit ? -EAGAIN : 0;
 }
 
 static bool flush_stash(struct client *c)
@@ -232,6 +234,8 @@ static unsigned int serve(struct client *c, uint64_t *now)
 	}
 	if (c->stash_len && !flush_stash(c))
 		blocked = true;
+	if (c->pend_len && !c->stash_len)
+		done += tdbd_pend_run(c);
 	/* Socket requests left by the last round's budget, or held back
 	 * while its answers backed up: run them once there is room. */
 	c->in_budget = TDBD_REQ_BUDGET;
@@ -248,10 +252,11 @@ static unsigned int serve(struct client *c, uint64_t *now)
 		if (c->dead)
 			return done;
 	}
-	if (c->attached && !c->stash_len && !tdbd_held_full(c) &&
-	    !c->commit) {
+	if (c->attached && !c->stash_len && !c->pend_len &&
+	    !tdbd_held_full(c) && !c->commit) {
 		rc = tdb_ring_consume(&c->sub, TDBD_REQ_BUDGET, on_ring_msg,
 				     c);
+		tdbd_ring_flush(c);     /* the round's last GETs */
 		if (rc == -EPROTO) {
 			tdbd_client_violation(c, tdb_ring_error(&c->sub));
 		} else if (rc > 0) {
@@ -349,6 +354,8 @@ static bool arm_all(struct worker *w)
 
 		if (tdbd_client_in_ready(c))
 			return false;
+		if (c->pend_len && !c->stash_len && !c->commit)
+			return false;
 		if (c->attached && !c->dead && !c->stash_len && !c->commit &&
 		    tdb_ring_wait(&c->sub, 0) != -ETIMEDOUT)
 			return false;
@@ -391,8 +398,8 @@ static bool drained(struct worker *w)
 			continue;
 		if (c->blocked_since)   /* not taking answers: not waited for */
 			continue;
-		if (c->out_len > c->out_off || c->stash_len || c->drain_sock ||
-		    c->ndumps || c->held || c->commit ||
+		if (c->out_len > c->out_off || c->stash_len || c->pend_len ||
+		    c->drain_sock || c->ndumps || c->held || c->commit ||
 		    tdbd_client_in_ready(c))
 			return false;
 		if (c->attached && (int64_t)(c->sub.pos - c->drain_to) < 0)
@@ -506,7 +513,8 @@ int tdbd_workers_start(struct tdbd *d)
 		w->epfd = epoll_create1(EPOLL_CLOEXEC);
 		w->ctlfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		w->scratch = malloc(TDB_PROTO_MSG_MAX);
-		if (w->epfd < 0 || w->ctlfd < 0 || !w->scratch)
+		w->gets = calloc(1, sizeof(*w->gets));
+		if (w->epfd < 0 || w->ctlfd < 0 || !w->scratch || !w->gets)
 			return -ENOMEM;
 		if ((err = ep_add(w, w->ctlfd, EPOLLIN, NULL)))
 			return err;
@@ -542,6 +550,7 @@ void tdbd_workers_stop(struct tdbd *d)
 		close(w->epfd);
 		close(w->ctlfd);
 		free(w->scratch);
+		free(w->gets);
 		free(w->clients);
 		free(w->inbox);
 		pthread_mutex_destroy(&w->inbox_lock);

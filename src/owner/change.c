@@ -385,3 +385,137 @@ out:
 	tdbo_table_put(t);
 	return err;
 }
+
+/* --- GETs in a run (tdbo_get_many) --------------------------------------- */
+
+static bool plain_get(const struct tdb_proto_msg *m)
+{
+	return m->cmd == TDB_CMD_GET && !TDB_PROTO_HAS(m, TDB_A_TXN);
+}
+
+/* A GET that failed: counted and answered as tdbo_exec() would. */
+static void get_failed(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		       int err, struct tdb_proto_extack *ext,
+		       tdbo_get_fail_fn *fail, void *arg)
+{
+	tdbo_inc(&c->o->requests);
+	tdbo_inc(&c->o->errors);
+	if (!ext->msg)
+		ext->msg = tdbe_strerror(err);
+	fail(arg, m, err, ext);
+}
+
+/* One GET's answer from its lookup, inside the read-side section: what
+ * get_direct() answers.  false: out has no room for the reply (nothing
+ * answered, nothing counted). */
+static bool get_answer(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		       const struct tdbe_lookup_req *rq, struct tdbo_sink *out,
+		       tdbo_get_fail_fn *fail, void *arg)
+{
+	struct tdb_proto_extack ext = { 0 };
+	struct tdb_proto_msg a;
+	int err = rq->err;
+	long len;
+	void *p;
+
+	if (!err) {
+		tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
+		a.value = rq->val;
+		a.value_len = (uint32_t)rq->vlen;
+		len = tdb_proto_size(TDB_PROTO_ANSWER, &a, NULL);
+		err = -ENOBUFS;
+		if (len >= 0) {
+			p = out->reserve(out, (size_t)len);
+			if (!p)
+				return false;
+			err = tdb_proto_build(p, (size_t)len, TDB_PROTO_ANSWER,
+					      &a, NULL) == len ? 0 : -EINVAL;
+			if (!err) {
+				out->commit(out, p, (size_t)len);
+				tdbo_inc(&c->o->requests);
+				return true;
+			}
+		}
+	}
+	ext.msg = err == -ENOENT ? "no such key" :
+		  err == -ENOBUFS ? "no room for the reply" : NULL;
+	get_failed(c, m, err, &ext, fail, arg);
+	return true;
+}
+
+/*
+ * n (<= TDBE_LOOKUP_GROUP) plain GETs of table t: one tdbe_lookup_many
+ * inside one read-side section, retried whole while a commit to t
+ * applies (the seqcount is checked before any answer is given, so the
+ * run sees a transaction whole or not at all, and nothing is answered
+ * twice); then the answers, in order, from the records themselves.
+ * Returns how many were answered.
+ */
+static unsigned int get_run(struct tdbo_client *c, struct tdbo_table *t,
+			    const struct tdb_proto_msg *m, unsigned int n,
+			    struct tdbo_sink *out, tdbo_get_fail_fn *fail,
+			    void *arg)
+{
+	struct tdbe_lookup_req rq[TDBE_LOOKUP_GROUP];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		rq[i].key = m[i].key;
+		rq[i].klen = m[i].key_len;
+	}
+	for (;;) {
+		uint64_t s = seq_read_begin(t);
+
+		tdbe_read_lock();
+		tdbe_lookup_many(t->t, rq, n);
+		if (!seq_read_retry(t, s))
+			break;
+		tdbe_read_unlock();
+	}
+	for (i = 0; i < n; i++)
+		if (!get_answer(c, &m[i], &rq[i], out, fail, arg))
+			break;
+	tdbe_read_unlock();
+	return i;
+}
+
+/* How many of m[0..n) from the first are plain GETs of m[0]'s table, at
+ * most a lookup group. */
+static unsigned int run_len(const struct tdb_proto_msg *m, unsigned int n)
+{
+	unsigned int j = 1;
+
+	while (j < n && j < TDBE_LOOKUP_GROUP && plain_get(&m[j]) &&
+	       tdbo_streq(m[j].table, m[0].table))
+		j++;
+	return j;
+}
+
+unsigned int tdbo_get_many(struct tdbo_client *c,
+			   const struct tdb_proto_msg *m, unsigned int n,
+			   struct tdbo_sink *out, tdbo_get_fail_fn *fail,
+			   void *arg)
+{
+	unsigned int i = 0, k, done;
+
+	while (i < n) {
+		struct tdb_proto_extack ext = { 0 };
+		struct tdbo_table *t;
+		int err = 0;
+
+		if (!plain_get(&m[i]) || !out->in_read_section)
+			break;  /* the caller's, with tdbo_exec() */
+		k = run_len(&m[i], n - i);
+		t = tdbo_resolve(c, &m[i], TDBO_MAY_READ, &ext, &err);
+		if (!t) {
+			get_failed(c, &m[i++], err, &ext, fail, arg);
+			continue;
+		}
+		done = get_run(c, t, &m[i], k, out, fail, arg);
+		tdbo_table_put(t);
+		i += done;
+		if (done < k)
+			break;  /* no room: the rest is the caller's */
+	}
+	return i;
+}

@@ -255,6 +255,27 @@ int tdbo_answer_status(struct tdbo_sink *out, const struct nlmsghdr *req,
 		       int err, const struct tdb_proto_extack *ext, bool done);
 
 /*
+ * Run n validated GETs that a transport took together (tdbd: a ring
+ * round's consecutive GETs), with the answers tdbo_exec() would give,
+ * in order, one per request: a reply into out, or fail(arg, m, err,
+ * ext), which the transport answers with NLMSG_ERROR (err < 0).  Each
+ * run of one table's GETs is looked up at once (tdbe_lookup_many) in
+ * one read-side section: out must be in_read_section, and reserve(),
+ * commit() and fail() are called inside that section.  It stops, and
+ * returns how many it answered (< n), at a request that is not a GET
+ * without TDB_A_TXN (the transport runs that one with tdbo_exec()) and
+ * where reserve() returns NULL, which, unlike with tdbo_exec(), it may
+ * (no room now: that GET and the rest are not answered nor counted;
+ * the transport goes on from there later).
+ */
+typedef void tdbo_get_fail_fn(void *arg, const struct tdb_proto_msg *m,
+			      int err, const struct tdb_proto_extack *ext);
+unsigned int tdbo_get_many(struct tdbo_client *c,
+			   const struct tdb_proto_msg *m, unsigned int n,
+			   struct tdbo_sink *out, tdbo_get_fail_fn *fail,
+			   void *arg);
+
+/*
  * Go on with a dump: write parts into out until it is finished or out
  * has no room.  Returns 1 when more is to come (call again later), 0 when
  * finished, or a negative errno that ends the dump early (ext->msg says

@@ -1113,6 +1113,85 @@ static void test_async_big(void **state)
 	tdbc_close(c);
 }
 
+/*
+ * GETs in flight together (tdbd serves a ring round's consecutive GETs
+ * as one batch): every one answered, in the order sent, with misses in
+ * the middle, a second table and a GET inside a transaction between,
+ * and values big enough (every 8th 512 KiB) that a batch's replies
+ * cannot all fit the 4 MiB completion ring at once.
+ */
+#define AG_N 96
+static void test_async_gets(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	size_t big = 512u << 10;
+	unsigned char *val = malloc(big);
+	struct tdbc_req reqs[AG_N];
+	struct tdbc_cqe cqe[16];
+	struct tdbc_table *t, *u;
+	struct tdbc_txn *x;
+	char keys[AG_N][8], name[80], name2[80];
+	unsigned int i, sent = 0, got = 0;
+	int k;
+
+	assert_non_null(val);
+	t = fresh_table(c, m, "agets", name);
+	u = fresh_table(c, m, "agets2", name2);
+	for (i = 0; i < AG_N; i++) {
+		sprintf(keys[i], "g%u", i);
+		memset(val, (int)(i & 0xff), big);
+		if (i % 5 != 3)         /* g3, g8, ...: missing */
+			assert_int_equal(tdbc_put(t, NULL, keys[i],
+					 strlen(keys[i]), val,
+					 i % 8 ? 16 + i : big, 0), 0);
+	}
+	put_ok(u, "g40", "other");
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_put(t, x, "g50", 3, "mine", 4, 0), 0);
+	for (i = 0; i < AG_N; i++)
+		reqs[i] = (struct tdbc_req){ .op = TDBC_OP_GET,
+			.table = i == 40 ? u : t, .txn = i == 50 ? x : NULL,
+			.key = keys[i], .klen = strlen(keys[i]), .user = i };
+	while (got < AG_N) {
+		if (sent < AG_N) {
+			k = tdbc_submit(c, reqs + sent, AG_N - sent);
+			assert_true(k > 0 || k == -EAGAIN);
+			if (k > 0)
+				sent += (unsigned int)k;
+		}
+		k = tdbc_reap(c, cqe, 16, 1, 10000);
+		assert_true(k > 0);
+		for (i = 0; i < (unsigned int)k; i++, got++) {
+			const struct tdbc_cqe *e = &cqe[i];
+			size_t want = got % 8 ? 16 + got : big;
+
+			assert_int_equal(e->user, got);         /* in order */
+			if (got == 40) {
+				assert_int_equal(e->res, 0);
+				assert_int_equal(e->vlen, 5);
+				assert_memory_equal(e->val, "other", 5);
+			} else if (got == 50) {
+				assert_int_equal(e->res, 0);
+				assert_int_equal(e->vlen, 4);
+				assert_memory_equal(e->val, "mine", 4);
+			} else if (got % 5 == 3) {
+				assert_int_equal(e->res, -ENOENT);
+			} else {
+				assert_int_equal(e->res, 0);
+				assert_int_equal(e->vlen, want);
+				memset(val, (int)(got & 0xff), want);
+				assert_memory_equal(e->val, val, want);
+			}
+		}
+	}
+	assert_int_equal(tdbc_txn_abort(x), 0);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	assert_int_equal(tdbc_table_drop(c, name2), 0);
+	free(val);
+	tdbc_close(c);
+}
+
 /* The rings are mapped (header and data, each ring), unmapped at close,
  * and with hugepages they are hugetlb memfds. */
 static void test_ring_pages(void **state)
@@ -1378,6 +1457,7 @@ int main(void)
 		BOTH(test_stats),
 		BOTH(test_async),
 		BOTH(test_async_big),
+		BOTH(test_async_gets),
 		BOTH(test_ring_pages),
 	};
 	const struct CMUnitTest killed[] = {

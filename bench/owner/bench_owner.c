@@ -1,0 +1,302 @@
+/*
+ * bench_owner.c - tdb-bench-owner: the owner (src/owner) on its own, in
+ * user space, no transport: what a request costs inside it, for
+ * measuring a change to the owner without the rings' and the scheduler's
+ * noise.  One thread, one client, one table of --keys keys (16 B keys,
+ * 100 B values).  Operations (--op):
+ *
+ *   get    --ops random GETs, each through tdbo_exec() (what a lone
+ *          request gets), then the same keys 16 at a time through
+ *          tdbo_get_many() (a ring round's run of GETs in tdbd);
+ *   txn    transactions of --txn-size PUTs of random keys: TXN_BEGIN,
+ *          the PUTs, TXN_COMMIT, each through tdbo_exec(), --ops PUTs
+ *          in all.
+ *
+ * Prints, per op, the median over --runs of ns per request.  The sink
+ * parses nothing: it only takes the bytes (a transport copies them).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "owner.h"
+
+static unsigned int nkeys = 1000000, nops = 1000000, runs = 5, txn_size = 16;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "tdb-bench-owner: %s: %s\n", what, strerror(-err));
+	exit(1);
+}
+
+/* --- a sink that takes the bytes --------------------------------------- */
+
+static unsigned char scratch[TDB_PROTO_MSG_MAX] __attribute__((aligned(8)));
+static uint64_t sink_bytes, fails;
+
+static void *s_reserve(struct tdbo_sink *s, size_t len)
+{
+	(void)s;
+	return len <= sizeof(scratch) ? scratch : NULL;
+}
+
+static void s_commit(struct tdbo_sink *s, void *p, size_t len)
+{
+	(void)s;
+	sink_bytes += len + ((unsigned char *)p)[len - 1];
+}
+
+static void s_fail(void *arg, const struct tdb_proto_msg *m, int err,
+		   const struct tdb_proto_extack *ext)
+{
+	(void)arg, (void)m, (void)err, (void)ext;
+	fails++;
+}
+
+static struct tdbo_sink sink = {
+	.reserve = s_reserve, .commit = s_commit, .in_read_section = true,
+};
+
+/* --- requests, built and parsed once ------------------------------------ */
+
+#define REQ_ROOM 256
+struct req {
+	unsigned char buf[REQ_ROOM] __attribute__((aligned(8)));
+	struct tdb_proto_msg m;
+};
+
+static void make(struct req *r, struct tdb_proto_msg *in)
+{
+	struct tdb_proto_extack ext = { 0 };
+	long n = tdb_proto_build(r->buf, REQ_ROOM, TDB_PROTO_REQUEST, in, &ext);
+
+	if (n < 0 || tdb_proto_parse(r->buf, (size_t)n, TDB_PROTO_REQUEST,
+				     &r->m, &ext))
+		die("building a request", n < 0 ? (int)n : -EINVAL);
+}
+
+static char val[100];
+
+static void make_kv(struct req *r, uint8_t cmd, unsigned int k, uint64_t txn)
+{
+	char key[17];
+	struct tdb_proto_msg in = {
+		.cmd = cmd, .seq = k,
+		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) | TDB_PROTO_BIT(TDB_A_KEY),
+		.table = "t", .table_len = 1, .key = key, .key_len = 16,
+	};
+
+	snprintf(key, sizeof(key), "key%013u", k);
+	if (cmd == TDB_CMD_PUT) {
+		in.attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
+		in.value = val;
+		in.value_len = sizeof(val);
+	}
+	if (txn) {
+		in.attrs |= TDB_PROTO_BIT(TDB_A_TXN);
+		in.txn = txn;
+	}
+	make(r, &in);
+}
+
+static int exec(struct tdbo_client *c, const struct tdb_proto_msg *m)
+{
+	struct tdb_proto_extack ext;
+	struct tdbo_out res;
+
+	return tdbo_exec(c, m, &sink, &ext, &res);
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static unsigned int rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (unsigned int)(rng % nkeys);
+}
+
+/* --- the operations ---------------------------------------------------- */
+
+static struct req *reqs;        /* nops GETs */
+
+static double get_exec(struct tdbo_client *c)
+{
+	uint64_t t0 = now_ns();
+	unsigned int i;
+
+	for (i = 0; i < nops; i++)
+		if (exec(c, &reqs[i].m))
+			die("GET", -EIO);
+	return (double)(now_ns() - t0) / nops;
+}
+
+static double get_many(struct tdbo_client *c)
+{
+	static struct tdb_proto_msg m[16];
+	uint64_t t0 = now_ns();
+	unsigned int i, j;
+
+	for (i = 0; i < nops; i += 16) {
+		unsigned int n = nops - i < 16 ? nops - i : 16;
+
+		for (j = 0; j < n; j++)
+			m[j] = reqs[i + j].m;
+		if (tdbo_get_many(c, m, n, &sink, s_fail, NULL) != n || fails)
+			die("get_many", -EIO);
+	}
+	return (double)(now_ns() - t0) / nops;
+}
+
+static uint64_t txn_id(struct tdbo_client *c, uint8_t cmd, uint64_t id)
+{
+	static unsigned char ans[512] __attribute__((aligned(8)));
+	struct tdb_proto_msg in = { .cmd = cmd }, a;
+	struct tdb_proto_extack ext = { 0 };
+	struct req r;
+
+	if (id) {
+		in.attrs = TDB_PROTO_BIT(TDB_A_TXN);
+		in.txn = id;
+	}
+	make(&r, &in);
+	if (exec(c, &r.m))
+		die("TXN", -EIO);
+	if (cmd != TDB_CMD_TXN_BEGIN)
+		return 0;
+	memcpy(ans, scratch, sizeof(ans));
+	if (tdb_proto_parse(ans, ((struct nlmsghdr *)ans)->nlmsg_len,
+			    TDB_PROTO_ANSWER, &a, &ext))
+		die("TXN_BEGIN's reply", -EINVAL);
+	return a.txn;
+}
+
+static double txn(struct tdbo_client *c)
+{
+	static struct req r[4096];
+	uint64_t t0, spent = 0;
+	unsigned int i, j;
+
+	for (i = 0; i < nops; i += txn_size) {
+		uint64_t x = txn_id(c, TDB_CMD_TXN_BEGIN, 0);
+
+		for (j = 0; j < txn_size; j++)
+			make_kv(&r[j], TDB_CMD_PUT, rnd(), x);
+		t0 = now_ns();
+		for (j = 0; j < txn_size; j++)
+			if (exec(c, &r[j].m))
+				die("PUT in a txn", -EIO);
+		txn_id(c, TDB_CMD_TXN_COMMIT, x);
+		spent += now_ns() - t0;
+	}
+	return (double)spent / nops;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v)
+{
+	qsort(v, runs, sizeof(v[0]), cmp);
+	return v[runs / 2];
+}
+
+int main(int argc, char **argv)
+{
+	static const struct tdbo_hooks hooks;
+	struct tdbo_limits lim = {
+		.default_mode = 0600, .feed_size = 1u << 16, .max_tables = 8,
+		.max_txns = 16, .max_txn_ops = 65536,
+		.max_txn_bytes = 1u << 30,
+	};
+	struct tdbo_cred cr = { 0, 0, 0, NULL };
+	const char *op = "get";
+	struct tdbo_owner *o;
+	struct tdbo_client *c;
+	double a[64], b[64];
+	struct req r;
+	unsigned int i;
+	int opt, err;
+
+	while ((opt = getopt(argc, argv, "n:o:r:w:t:h")) != -1) {
+		switch (opt) {
+		case 'n': nkeys = (unsigned int)atoi(optarg); break;
+		case 'o': nops = (unsigned int)atoi(optarg); break;
+		case 'r': runs = (unsigned int)atoi(optarg); break;
+		case 'w': op = optarg; break;
+		case 't': txn_size = (unsigned int)atoi(optarg); break;
+		default:
+			printf("usage: tdb-bench-owner [-n keys] [-o ops] "
+			       "[-r runs] [-w get|txn] [-t txn-size]\n");
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (!nkeys || !nops || !runs || runs > 64 || !txn_size ||
+	    txn_size > 4096)
+		die("options", -EINVAL);
+	memset(val, 'v', sizeof(val));
+	o = tdbo_owner_new(&lim, &hooks, &err);
+	if (!o)
+		die("owner", err);
+	c = tdbo_client_new(o, &cr, false, NULL, NULL, &err);
+	if (!c)
+		die("client", err);
+	{
+		struct tdb_proto_msg in = {
+			.cmd = TDB_CMD_TABLE_CREATE,
+			.attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+			.table = "t", .table_len = 1,
+		};
+
+		make(&r, &in);
+		if ((err = exec(c, &r.m)))
+			die("create", err);
+	}
+	for (i = 0; i < nkeys; i++) {
+		make_kv(&r, TDB_CMD_PUT, i, 0);
+		if ((err = exec(c, &r.m)))
+			die("load", err);
+	}
+	if (!strcmp(op, "get")) {
+		reqs = malloc((size_t)nops * sizeof(*reqs));
+		if (!reqs)
+			die("memory", -ENOMEM);
+		for (i = 0; i < nops; i++)
+			make_kv(&reqs[i], TDB_CMD_GET, rnd(), 0);
+		for (i = 0; i < runs; i++) {    /* alternating */
+			a[i] = get_exec(c);
+			b[i] = get_many(c);
+		}
+		printf("get, %u keys, %u ops, median of %u: tdbo_exec %.1f "
+		       "ns/GET, tdbo_get_many (16) %.1f ns/GET\n", nkeys,
+		       nops, runs, median(a), median(b));
+		free(reqs);
+	} else {
+		for (i = 0; i < runs; i++)
+			a[i] = txn(c);
+		printf("txn of %u puts, %u keys, %u puts, median of %u: %.1f "
+		       "ns/PUT (the PUTs and COMMIT; BEGIN and building the "
+		       "requests not timed)\n", txn_size, nkeys, nops, runs,
+		       median(a));
+	}
+	tdbo_client_free(c);
+	tdbo_owner_free(o);
+	return 0;
+}
