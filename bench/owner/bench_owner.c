@@ -10,13 +10,21 @@
  *          tdbo_get_many() (a ring round's run of GETs in tdbd);
  *   txn    transactions of --txn-size PUTs of random keys: TXN_BEGIN,
  *          the PUTs, TXN_COMMIT, each through tdbo_exec(), --ops PUTs
- *          in all.
+ *          in all;
+ *   put2   two threads, each its own client, --ops PUTs each through
+ *          tdbo_exec(): both to one table, then each to its own (tables
+ *          "t" and "u"), alternating; ops/s of both together and the
+ *          ratio: whether writers to different tables run in parallel.
+ *          -L adds a log lock hook (a mutex held from a change's log
+ *          record to the end of its apply, as tdbd's WAL holds it).
  *
  * Prints, per op, the median over --runs of ns per request.  The sink
  * parses nothing: it only takes the bytes (a transport copies them).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,11 +226,138 @@ static double median(double *v)
 	return v[runs / 2];
 }
 
+/* --- put2: two writers ---------------------------------------------------- */
+
+struct writer {
+	pthread_t th;
+	struct tdbo_client *c;
+	struct req *r;          /* nops PUTs */
+	unsigned char buf[4096] __attribute__((aligned(8)));
+	struct tdbo_sink s;
+};
+
+static void *w_reserve(struct tdbo_sink *s, size_t len)
+{
+	struct writer *w = (struct writer *)((char *)s -
+					     offsetof(struct writer, s));
+
+	return len <= sizeof(w->buf) ? w->buf : NULL;
+}
+
+static void w_commit(struct tdbo_sink *s, void *p, size_t len)
+{
+	(void)s, (void)p, (void)len;
+}
+
+static void *w_run(void *arg)
+{
+	struct writer *w = arg;
+	struct tdb_proto_extack ext;
+	struct tdbo_out res;
+	unsigned int i;
+
+	for (i = 0; i < nops; i++)
+		if (tdbo_exec(w->c, &w->r[i].m, &w->s, &ext, &res))
+			die("PUT", -EIO);
+	return NULL;
+}
+
+/* ops/s of two writers putting nops random keys each to t0, t1. */
+static double put2_run(struct writer *w, const char *t0, const char *t1)
+{
+	uint64_t t;
+	unsigned int i, k;
+
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < nops; i++) {
+			w[k].r[i].m.table = k ? t1 : t0;
+			w[k].r[i].m.table_len = 1;
+		}
+	t = now_ns();
+	for (k = 0; k < 2; k++)
+		pthread_create(&w[k].th, NULL, w_run, &w[k]);
+	for (k = 0; k < 2; k++)
+		pthread_join(w[k].th, NULL);
+	return 2.0 * nops * 1e9 / (double)(now_ns() - t);
+}
+
+static pthread_mutex_t log_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void log_lock(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&log_mutex);
+}
+
+static void log_unlock(void *arg)
+{
+	(void)arg;
+	pthread_mutex_unlock(&log_mutex);
+}
+
+static void log_begin(void *arg)
+{
+	(void)arg;
+}
+
+static void log_op(void *arg, const struct tdbo_table *t, bool del,
+		   const void *key, size_t klen, const void *v, size_t vlen)
+{
+	(void)arg, (void)t, (void)del, (void)key, (void)klen, (void)v,
+	(void)vlen;
+}
+
+static int log_commit(void *arg, uint64_t *lsn, const char **msg)
+{
+	static uint64_t n;
+
+	(void)arg, (void)msg;
+	*lsn = ++n;             /* under log_mutex */
+	return 0;
+}
+
+static void log_retract(void *arg, uint64_t lsn)
+{
+	(void)arg, (void)lsn;
+}
+
+static void put2(struct tdbo_owner *o, struct tdbo_cred *cr)
+{
+	static struct writer w[2];
+	double one[64], two[64];
+	unsigned int i, k;
+	int err;
+
+	for (k = 0; k < 2; k++) {
+		w[k].c = tdbo_client_new(o, cr, false, NULL, NULL, &err);
+		w[k].r = malloc((size_t)nops * sizeof(*w[k].r));
+		if (!w[k].c || !w[k].r)
+			die("writer", w[k].c ? -ENOMEM : err);
+		w[k].s.reserve = w_reserve;
+		w[k].s.commit = w_commit;
+		w[k].s.in_read_section = true;
+		for (i = 0; i < nops; i++)
+			make_kv(&w[k].r[i], TDB_CMD_PUT, rnd(), 0);
+	}
+	for (i = 0; i < runs; i++) {            /* alternating */
+		one[i] = put2_run(w, "t", "t");
+		two[i] = put2_run(w, "t", "u");
+	}
+	printf("put2, 2 threads x %u PUTs, median of %u: one table %.0f "
+	       "ops/s, two tables %.0f ops/s, ratio %.2f\n", nops, runs,
+	       median(one), median(two), median(two) / median(one));
+	for (k = 0; k < 2; k++) {
+		tdbo_client_free(w[k].c);
+		free(w[k].r);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	static const struct tdbo_hooks hooks;
+	struct tdbo_hooks hooks = { 0 };
 	struct tdbo_limits lim = {
 		.default_mode = 0600, .feed_size = 1u << 16, .max_tables = 8,
+		.max_watches = 8,
 		.max_txns = 16, .max_txn_ops = 65536,
 		.max_txn_bytes = 1u << 30,
 	};
@@ -235,8 +370,16 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "n:o:r:w:t:h")) != -1) {
+	while ((opt = getopt(argc, argv, "n:o:r:w:t:Lh")) != -1) {
 		switch (opt) {
+		case 'L':
+			hooks.log_lock = log_lock;
+			hooks.log_unlock = log_unlock;
+			hooks.log_begin = log_begin;
+			hooks.log_op = log_op;
+			hooks.log_commit = log_commit;
+			hooks.log_retract = log_retract;
+			break;
 		case 'n': nkeys = (unsigned int)atoi(optarg); break;
 		case 'o': nops = (unsigned int)atoi(optarg); break;
 		case 'r': runs = (unsigned int)atoi(optarg); break;
@@ -244,7 +387,8 @@ int main(int argc, char **argv)
 		case 't': txn_size = (unsigned int)atoi(optarg); break;
 		default:
 			printf("usage: tdb-bench-owner [-n keys] [-o ops] "
-			       "[-r runs] [-w get|txn] [-t txn-size]\n");
+			       "[-r runs] [-w get|txn|put2] [-t txn-size] "
+			       "[-L]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -269,12 +413,25 @@ int main(int argc, char **argv)
 		if ((err = exec(c, &r.m)))
 			die("create", err);
 	}
+	if (!strcmp(op, "put2")) {
+		struct tdb_proto_msg in = {
+			.cmd = TDB_CMD_TABLE_CREATE,
+			.attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+			.table = "u", .table_len = 1,
+		};
+
+		make(&r, &in);
+		if ((err = exec(c, &r.m)))
+			die("create", err);
+	}
 	for (i = 0; i < nkeys; i++) {
 		make_kv(&r, TDB_CMD_PUT, i, 0);
 		if ((err = exec(c, &r.m)))
 			die("load", err);
 	}
-	if (!strcmp(op, "get")) {
+	if (!strcmp(op, "put2")) {
+		put2(o, &cr);
+	} else if (!strcmp(op, "get")) {
 		reqs = malloc((size_t)nops * sizeof(*reqs));
 		if (!reqs)
 			die("memory", -ENOMEM);
