@@ -28,7 +28,7 @@
 static struct tdbo_limits lim = {
 	.default_mode = 0600,
 	.feed_size = 1U << 20,
-	.max_tables = 4096,
+	.max_tables = 4000,             /* tdbd's max-tables */
 	.max_clients = 1024,
 	.max_clients_per_uid = 64,
 	.max_tables_per_uid = 256,
@@ -136,7 +136,7 @@ PARAM_RANGE(max_tables, 1, UINT_MAX);
 module_param_cb(max_tables, &max_tables_ops, &lim.max_tables, 0644);
 MODULE_PARM_DESC(max_tables,
 		 "tables at once; the last eighth is kept for root "
-		 "(default 4096)");
+		 "(default 4000, as tdbd's max-tables)");
 
 module_param_named(max_clients, lim.max_clients, uint, 0644);
 MODULE_PARM_DESC(max_clients,
