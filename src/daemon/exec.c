@@ -221,15 +221,12 @@ static bool dump_done(struct client *c, struct dump *dp)
  * One run of each dump per round: it writes parts while the channel has
  * room for them and examines at most the owner's budget of records
  * (TDBO_DUMP_BUDGET); a dump the owner says is finished (or failed) ends
- * with NLMSG_DONE once there is room for that.  budget: the rounds' unit
- * of work, kept for the worker's accounting.
+ * with NLMSG_DONE once there is room for that.
  */
-unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,
-			    bool *blocked)
+unsigned int tdbd_dumps_run(struct client *c, bool *blocked)
 {
 	unsigned int i, done = 0;
 
-	(void)budget;
 	for (i = 0; i < MAX_DUMPS && c->ndumps && !c->dead; i++) {
 		struct dump *dp = &c->dumps[i];
 		struct tdb_proto_extack ext;

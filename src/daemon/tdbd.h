@@ -419,8 +419,7 @@ void tdbd_ring_flush(struct client *c);
 unsigned int tdbd_pend_run(struct client *c);
 /* Go on with the client's dumps; returns the work done; *blocked set if
  * one waits for the client to drain its answers. */
-unsigned int tdbd_dumps_run(struct client *c, unsigned int budget,
-			    bool *blocked);
+unsigned int tdbd_dumps_run(struct client *c, bool *blocked);
 void tdbd_dump_end(struct client *c, struct dump *dp);
 /* Answer c's big commit if the committer is done with it: 1, else 0. */
 unsigned int tdbd_commit_answer(struct client *c);

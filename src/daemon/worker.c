@@ -28,7 +28,6 @@
 
 #include "tdbd.h"
 
-#define DUMP_BUDGET  256u       /* records examined per dump per round */
 #define SLEEP_MS     100        /* longest sleep: heartbeat, deadlines */
 #define BLOCKED_MS   1          /* sleep while someone is blocked */
 
@@ -248,7 +247,7 @@ static unsigned int serve(struct client *c, uint64_t *now)
 		done += (unsigned int)rc;
 	}
 	if (c->ndumps) {
-		done += tdbd_dumps_run(c, DUMP_BUDGET, &blocked);
+		done += tdbd_dumps_run(c, &blocked);
 		if (c->dead)
 			return done;
 	}

@@ -292,9 +292,7 @@ int tdbo_quota_check(struct tdbo_owner *o, uint32_t who, uint32_t uid,
  * 0, or -ENOMEM. */
 int tdbo_quota_force(struct tdbo_owner *o, uint32_t uid, enum tdbo_qkind k,
 		     uint64_t n);
-/* What uid holds of k now (UINT32_MAX: the total). */
-uint64_t tdbo_quota_used(struct tdbo_owner *o, uint32_t uid,
-			 enum tdbo_qkind k);
+
 
 /* owner.c */
 void tdbo_client_put(struct tdbo_client *c);

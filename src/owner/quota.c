@@ -228,20 +228,6 @@ int tdbo_quota_force(struct tdbo_owner *o, uint32_t uid, enum tdbo_qkind k,
 	return charge(o, 0, uid, k, n, &msg, false, true);
 }
 
-uint64_t tdbo_quota_used(struct tdbo_owner *o, uint32_t uid,
-			 enum tdbo_qkind k)
-{
-	struct tdbo_quota *q = &o->quota;
-	struct qent *e;
-	uint64_t n;
-
-	tdbp_mutex_lock(q->lock);
-	e = uid == UINT32_MAX ? NULL : find(q, uid);
-	n = uid == UINT32_MAX ? q->total[k] : e ? e->used[k] : 0;
-	tdbp_mutex_unlock(q->lock);
-	return n;
-}
-
 static bool empty(const struct qent *e)
 {
 	int k;
