@@ -400,7 +400,11 @@ int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
 
 	if (n < 0)
 		return (int)n;
-	/* Whatever is queued goes first, so the fds ride on the ack. */
+	/* Whatever is queued goes first, so the fds ride on the ack; the
+	 * answers held for the WAL too, once written (the round's write,
+	 * early). */
+	tdbd_log_write(c->d);
+	tdbd_held_release(c);
 	err = tdbd_client_flush(c);
 	if (err)
 		return err;
@@ -503,7 +507,6 @@ static int run_input(struct client *c)
 int tdbd_client_read(struct client *c)
 {
 	unsigned int budget = c->in_budget;
-	int err;
 
 	for (;;) {
 		size_t want;
@@ -553,8 +556,8 @@ int tdbd_client_read(struct client *c)
 		}
 		c->in_len += (size_t)n;
 	}
-	err = tdbd_client_flush(c);
-	return err ? err : (int)(budget - c->in_budget);
+	/* the answers are sent by the round, after its WAL write */
+	return (int)(budget - c->in_budget);
 }
 
 /* --- leaving ----------------------------------------------------------- */

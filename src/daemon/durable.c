@@ -72,21 +72,59 @@ struct dkey {
 	unsigned char *key;     /* NULL: empty slot */
 };
 
+/* The keys' bytes, in chunks freed with the set (a malloc per key was
+ * a fifth of a change's cost in tdbd). */
+struct dchunk {
+	struct dchunk *next;
+	size_t used, cap;
+	unsigned char data[];
+};
+
+#define DCHUNK (64u << 10)
+
 struct dirty {
 	struct dkey *v;
 	uint32_t n, cap;        /* cap a power of two; n <= cap / 2 */
+	struct dchunk *chunks;  /* the newest first */
 };
 
 void tdbd_dirty_free(struct dirty *s)
 {
-	uint32_t i;
-
 	if (!s)
 		return;
-	for (i = 0; i < s->cap; i++)
-		free(s->v[i].key);
+	while (s->chunks) {
+		struct dchunk *c = s->chunks;
+
+		s->chunks = c->next;
+		free(c);
+	}
 	free(s->v);
 	free(s);
+}
+
+/* A copy of key in s's chunks, or NULL. */
+static unsigned char *dirty_copy(struct dirty *s, const void *key,
+				 size_t klen)
+{
+	struct dchunk *c = s->chunks;
+	size_t n = klen ? klen : 1;     /* an empty key: a non-NULL slot */
+	unsigned char *p;
+
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > DCHUNK ? n : DCHUNK;
+
+		if (!(c = malloc(sizeof(*c) + cap)))
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		c->next = s->chunks;
+		s->chunks = c;
+	}
+	p = c->data + c->used;
+	if (klen)
+		memcpy(p, key, klen);
+	c->used += n;
+	return p;
 }
 
 static struct dkey *dirty_slot(struct dirty *s, uint64_t h, const void *key,
@@ -139,9 +177,8 @@ void tdbd_dirty_add(void *arg, struct tdbo_table *dt, const void *key,
 	k = dirty_slot(s, h, key, klen);
 	if (k->key)
 		return;
-	if (!(k->key = malloc(klen ? klen : 1)))
+	if (!(k->key = dirty_copy(s, key, klen)))
 		goto whole;
-	memcpy(k->key, key, klen);
 	k->h = h;
 	k->klen = (uint32_t)klen;
 	s->n++;
@@ -172,12 +209,23 @@ static void count_record(struct tdbd *d)
 	__atomic_fetch_add(&d->ctr.wal_records, 1, __ATOMIC_RELAXED);
 }
 
-/* wal_commit, and a line in the log when the first commit after a start
- * on a full disk could make the WAL's segment (changes work again). */
-static int commit(struct tdbd *d, uint64_t *lsn, const char **msg)
+static size_t rec_size(const struct tdbo_log_size *sz)
 {
+	enum wal_type type = sz->kind == TDBO_LOG_CREATE ? WAL_CREATE :
+			     sz->kind == TDBO_LOG_DROP ? WAL_DROP : WAL_OPS;
+
+	return wal_rec_size(type, sz->nops, sz->bytes);
+}
+
+/* Room for a record, before its change applies; and a line in the log
+ * when the first reservation after a start on a full disk could make
+ * the WAL's segment (changes work again). */
+int tdbd_log_reserve(void *arg, const struct tdbo_log_size *sz,
+		     const char **msg)
+{
+	struct tdbd *d = arg;
 	bool had = wal_has_segment(d->wal);
-	int err = wal_commit(d->wal, lsn, msg);
+	int err = wal_reserve(d->wal, rec_size(sz), msg);
 
 	if (!had && !err)
 		tdbd_log(L_NOTICE, "WAL %s/wal: there is room again: a "
@@ -186,25 +234,16 @@ static int commit(struct tdbd *d, uint64_t *lsn, const char **msg)
 	return err;
 }
 
-/* The owner's log hooks: the log lock (changes to different tables run
- * in parallel; the WAL takes one record at a time, and a record taken
- * back must be the last one, so the lock is held from a record to the
- * end of its change's apply), a record of ops (one change, or a whole
- * transaction), then create and drop. */
-void tdbd_log_lock(void *arg)
+void tdbd_log_cancel(void *arg, const struct tdbo_log_size *sz)
 {
 	struct tdbd *d = arg;
 
-	pthread_mutex_lock(&d->log_lock);
+	wal_unreserve(d->wal, rec_size(sz));
 }
 
-void tdbd_log_unlock(void *arg)
-{
-	struct tdbd *d = arg;
-
-	pthread_mutex_unlock(&d->log_lock);
-}
-
+/* The record of a change that applied, under its tables' locks: a copy
+ * into the WAL's buffer, written by the worker's round (tdbd_log_write)
+ * before the answer goes out. */
 void tdbd_log_begin(void *arg)
 {
 	struct tdbd *d = arg;
@@ -221,61 +260,98 @@ void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
 		   (uint32_t)klen, del ? NULL : val, del ? 0 : (uint32_t)vlen);
 }
 
-int tdbd_log_commit(void *arg, uint64_t *lsn, const char **msg)
+/* wal_commit; a record it could not take (it failed the log, which
+ * tdbd_held_release then reports) gets an LSN no answer waits out. */
+static uint64_t commit(struct tdbd *d, const struct tdbo_log_size *sz)
 {
-	struct tdbd *d = arg;
-	int err = commit(d, lsn, msg);
+	uint64_t lsn;
 
-	if (!err)
-		count_record(d);
-	return err;
+	if (wal_commit(d->wal, rec_size(sz), &lsn)) {
+		tdbd_log_rl(RL_WAL, L_ERR, "WAL: a change that applied could "
+			    "not be logged (%s); tdbd needs a restart",
+			    strerror(-wal_failed(d->wal)));
+		return UINT64_MAX;
+	}
+	count_record(d);
+	return lsn;
 }
 
-int tdbd_log_create(void *arg, const struct tdbo_table *t, uint64_t *lsn,
-		    const char **msg)
+uint64_t tdbd_log_commit(void *arg, const struct tdbo_log_size *sz)
+{
+	return commit(arg, sz);
+}
+
+uint64_t tdbd_log_create(void *arg, const struct tdbo_table *t,
+			 const struct tdbo_log_size *sz)
 {
 	struct tdbd *d = arg;
 
 	wal_begin(d->wal, WAL_CREATE);
 	wal_add_create(d->wal, t->id, t->name, t->uid, t->gid, t->mode,
 		       t->max_extents, d->cfg.sync);
-	return commit(d, lsn, msg);
+	return commit(d, sz);
 }
 
-int tdbd_log_drop(void *arg, const struct tdbo_table *t, uint64_t *lsn,
-		  const char **msg)
+uint64_t tdbd_log_drop(void *arg, const struct tdbo_table *t,
+		       const struct tdbo_log_size *sz)
 {
 	struct tdbd *d = arg;
 
 	wal_begin(d->wal, WAL_DROP);
 	wal_add_drop(d->wal, t->name);
-	return commit(d, lsn, msg);
+	return commit(d, sz);
 }
 
-void tdbd_log_retract(void *arg, uint64_t lsn)
+/* A worker's round is over: write what it (and anyone) appended, before
+ * its answers go out. */
+void tdbd_log_write(struct tdbd *d)
 {
-	struct tdbd *d = arg;
-	int err = wal_retract(d->wal, lsn);
-
-	if (err)
-		tdbd_log(L_ERR, "WAL: cannot take back record %llu of a "
-			 "change that failed: %s; tdbd needs a restart",
-			 (unsigned long long)lsn, strerror(-err));
+	if (d->wal)
+		wal_write(d->wal);
 }
 
 /* --- held acknowledgements ------------------------------------------------- */
 
+/*
+ * Every change's answer waits for its record: written (sync batch and
+ * none: a crash of tdbd then loses nothing acknowledged) or durable
+ * (always).  Held answers are a FIFO per client in LSN order, an array
+ * that grows to at most HELD_MAX (then we read no more of the client's
+ * requests).
+ */
 struct held {
-	struct held *next;
 	uint64_t lsn;
 	enum chan ch;
 	struct nlmsghdr req;
 };
 
+/* The LSN answers may go out up to. */
+static uint64_t ack_lsn(const struct tdbd *d)
+{
+	return d->cfg.sync == WAL_SYNC_ALWAYS ? wal_durable(d->wal) :
+						wal_written(d->wal);
+}
+
 static void held_count(struct client *c, int delta)
 {
 	c->nheld += (unsigned int)delta;
 	__atomic_add_fetch(&c->w->nheld, (unsigned int)delta, __ATOMIC_SEQ_CST);
+}
+
+static int held_grow(struct client *c)
+{
+	unsigned int cap = c->held_cap ? c->held_cap * 2 : 16, i;
+	struct held *v = malloc(cap * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < c->nheld; i++)
+		v[i] = c->held[(c->held_head + i) % c->held_cap];
+	free(c->held);
+	c->held = v;
+	c->held_cap = cap;
+	c->held_head = 0;
+	return 0;
 }
 
 bool tdbd_ack_later(struct client *c, enum chan ch,
@@ -284,22 +360,19 @@ bool tdbd_ack_later(struct client *c, enum chan ch,
 	struct tdbd *d = c->d;
 	struct held *h;
 
-	if (d->cfg.sync == WAL_SYNC_NONE || wal_durable(d->wal) >= lsn)
+	if (!d->wal || lsn <= ack_lsn(d))
 		return false;
-	if (!(h = malloc(sizeof(*h)))) {
+	if (c->nheld == c->held_cap && held_grow(c)) {
 		/* no memory to wait asynchronously: wait here */
-		wal_sync_to(d->wal, lsn);
+		wal_write(d->wal);
+		if (d->cfg.sync == WAL_SYNC_ALWAYS)
+			wal_sync_to(d->wal, lsn);
 		return false;
 	}
-	h->next = NULL;
+	h = &c->held[(c->held_head + c->nheld) % c->held_cap];
 	h->lsn = lsn;
 	h->ch = ch;
 	h->req = *req;
-	if (c->held_tail)
-		c->held_tail->next = h;
-	else
-		c->held = h;
-	c->held_tail = h;
 	held_count(c, 1);
 	if (d->cfg.sync == WAL_SYNC_ALWAYS)
 		wal_kick(d->wal);
@@ -309,43 +382,40 @@ bool tdbd_ack_later(struct client *c, enum chan ch,
 void tdbd_held_release(struct client *c)
 {
 	struct tdbd *d = c->d;
-	uint64_t dur = wal_durable(d->wal);
-	int failed = wal_failed(d->wal);
+	uint64_t upto = c->nheld ? ack_lsn(d) : 0;
+	int failed = c->nheld ? wal_failed(d->wal) : 0;
 	unsigned char buf[TDB_PROTO_ERROR_MAX];
 
-	while (c->held && (c->held->lsn <= dur || failed)) {
-		struct held *h = c->held;
+	while (c->nheld) {
+		struct held *h = &c->held[c->held_head];
 		struct tdb_proto_extack ext = { 0 };
 		int err = 0;
 		long n;
 
-		if (h->lsn > dur) {
+		if (h->lsn > upto && !failed)
+			break;
+		if (h->lsn > upto) {
 			err = -EIO;
-			ext.msg = "the WAL could not be synced (fdatasync "
-				  "failed): this change is applied but may "
-				  "not survive a crash; tdbd needs a restart";
+			ext.msg = "the WAL could not be written or synced (a "
+				  "write or fdatasync failed): this change is "
+				  "applied but may not survive a crash; tdbd "
+				  "needs a restart";
 		}
 		n = tdb_proto_error(buf, sizeof(buf), &h->req, err, &ext);
 		if (n > 0)
 			tdbd_client_emit(c, h->ch, buf, (size_t)n);
-		c->held = h->next;
-		if (!c->held)
-			c->held_tail = NULL;
-		free(h);
+		c->held_head = (c->held_head + 1) % c->held_cap;
 		held_count(c, -1);
 	}
 }
 
 void tdbd_held_free(struct client *c)
 {
-	while (c->held) {
-		struct held *h = c->held;
-
-		c->held = h->next;
-		free(h);
-		held_count(c, -1);
-	}
-	c->held_tail = NULL;
+	if (c->nheld)
+		held_count(c, -(int)c->nheld);
+	free(c->held);
+	c->held = NULL;
+	c->held_cap = c->held_head = 0;
 }
 
 bool tdbd_held_full(const struct client *c)
@@ -534,7 +604,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 	int e;
 
 	tdbo_write_lock(d->o);
-	lsn = wal_written(d->wal);
+	lsn = wal_appended(d->wal);
 	if (lsn == u->ckpt_lsn && !u->must) {
 		tdbo_write_unlock(d->o);
 		return 0;
@@ -587,7 +657,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 		nt[i].id = tk[i].dt->id;
 	}
 	/* Nothing the checkpoint holds may be lost from the WAL. */
-	if ((e = wal_sync_to(d->wal, wal_written(d->wal)))) {
+	if ((e = wal_sync_to(d->wal, wal_appended(d->wal)))) {
 		snprintf(err, sizeof(err), "the WAL could not be synced: %s",
 			 strerror(-e));
 		goto fail;
@@ -676,7 +746,7 @@ static void *checkpointer(void *arg)
 			 (!u->failing || since >= CKPT_RETRY_NS))
 			why = "WAL size";
 		else if (since >= (uint64_t)d->cfg.checkpoint_interval_ms *
-				  1000000 && wal_written(d->wal) != u->ckpt_lsn)
+				  1000000 && wal_appended(d->wal) != u->ckpt_lsn)
 			why = "interval";
 		if (why) {
 			u->now = false;
@@ -1020,6 +1090,7 @@ int tdbd_durable_start(struct tdbd *d)
 		.truncate_damage = d->cfg.wal_truncate_damaged };
 	struct wal_replay_result res;
 	struct wal_opts wo = { .segment_size = d->cfg.wal_segment_size,
+		.sync = (enum wal_sync)d->cfg.sync,
 		.batch_ms = d->cfg.batch_ms, .on_durable = on_durable,
 		.arg = d };
 	uint64_t t0 = tdbd_now_ns(), lsn = 0;

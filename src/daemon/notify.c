@@ -42,6 +42,7 @@ static const char *const rl_names[RL_NKINDS] = {
 	[RL_ACCEPT] = "accept",
 	[RL_RINGS] = "client rings",
 	[RL_TABLES] = "table",
+	[RL_WAL] = "WAL",
 };
 
 void tdbd_log_set_level(int level)

@@ -224,7 +224,7 @@ static void stats(void *arg, struct tdb_proto_counters *k)
 	k->checkpoints = LD(checkpoints);
 	k->ckpt_failures = LD(ckpt_failures);
 	k->ckpt_lsn = LD(ckpt_lsn);
-	k->wal_lsn = wal_written(d->wal);
+	k->wal_lsn = wal_appended(d->wal);
 	k->wal_durable = wal_durable(d->wal);
 #undef LD
 }
@@ -238,14 +238,13 @@ int tdbd_owner_start(struct tdbd *d)
 		.feed_alloc = feed_alloc,
 		.feed_free = feed_free,
 		.feed_ring_ops = &tdb_ring_user_ops,    /* FUTEX_WAKE readers */
-		.log_lock = tdbd_log_lock,
-		.log_unlock = tdbd_log_unlock,
+		.log_reserve = tdbd_log_reserve,
+		.log_cancel = tdbd_log_cancel,
 		.log_begin = tdbd_log_begin,
 		.log_op = tdbd_log_op,
 		.log_commit = tdbd_log_commit,
 		.log_create = tdbd_log_create,
 		.log_drop = tdbd_log_drop,
-		.log_retract = tdbd_log_retract,
 		.dirty = tdbd_dirty_add,
 		.table_free = table_free,
 		.mem_check = mem_check,
@@ -259,7 +258,6 @@ int tdbd_owner_start(struct tdbd *d)
 	d->mem_auto = pages > 0 && psize > 0 ?
 		      (uint64_t)pages * (uint64_t)psize / 4 * 3 : UINT64_MAX;
 	tdbd_limits_update(d);
-	pthread_mutex_init(&d->log_lock, NULL);
 	d->o = tdbo_owner_new(&d->lim, &h, &err);
 	if (!d->o)
 		return err ? err : -ENOMEM;

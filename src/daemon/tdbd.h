@@ -70,6 +70,7 @@ enum tdbd_rl {
 	RL_ACCEPT,              /* accept() failing (EMFILE, ENFILE, ...) */
 	RL_RINGS,               /* rings or feeds that cannot be made */
 	RL_TABLES,              /* tables created and dropped, feeds, scans */
+	RL_WAL,                 /* the WAL failing */
 	RL_NKINDS
 };
 #define TDBD_RL_BURST        10u
@@ -185,20 +186,23 @@ struct dirty;
 int tdbd_durable_start(struct tdbd *d);
 /* Last checkpoint (after the workers stopped), close everything. */
 void tdbd_durable_stop(struct tdbd *d);
-/* The owner's log hooks (struct tdbo_hooks: log_begin, log_op,
- * log_commit, log_create, log_drop, log_retract, dirty, table_free),
- * called under the owner's write lock. */
-void tdbd_log_lock(void *arg);
-void tdbd_log_unlock(void *arg);
+/* The owner's log hooks (struct tdbo_hooks: log_reserve, log_cancel,
+ * log_begin, log_op, log_commit, log_create, log_drop, dirty), called
+ * under the changed tables' locks. */
+int tdbd_log_reserve(void *arg, const struct tdbo_log_size *sz,
+		     const char **msg);
+void tdbd_log_cancel(void *arg, const struct tdbo_log_size *sz);
 void tdbd_log_begin(void *arg);
 void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
 		 const void *key, size_t klen, const void *val, size_t vlen);
-int tdbd_log_commit(void *arg, uint64_t *lsn, const char **msg);
-int tdbd_log_create(void *arg, const struct tdbo_table *t, uint64_t *lsn,
-		    const char **msg);
-int tdbd_log_drop(void *arg, const struct tdbo_table *t, uint64_t *lsn,
-		  const char **msg);
-void tdbd_log_retract(void *arg, uint64_t lsn);
+uint64_t tdbd_log_commit(void *arg, const struct tdbo_log_size *sz);
+uint64_t tdbd_log_create(void *arg, const struct tdbo_table *t,
+			 const struct tdbo_log_size *sz);
+uint64_t tdbd_log_drop(void *arg, const struct tdbo_table *t,
+		       const struct tdbo_log_size *sz);
+/* A worker's round is over: write the WAL records appended so far (its
+ * answers go out after). */
+void tdbd_log_write(struct tdbd *d);
 void tdbd_dirty_add(void *arg, struct tdbo_table *t, const void *key,
 		    size_t klen);
 void tdbd_dirty_free(struct dirty *s);
@@ -210,11 +214,12 @@ void tdbd_dirty_free(struct dirty *s);
  * its share of a worker's round. */
 #define TDBD_REQ_BUDGET 64u
 
-/* An acknowledgement of a change waits until its WAL record is durable
- * (sync always or batch); false if it may go out now. */
+/* An acknowledgement of a change waits until its WAL record is written
+ * (sync batch, none) or durable (always); false if it may go out now. */
 bool tdbd_ack_later(struct client *c, enum chan ch,
 		    const struct nlmsghdr *req, uint64_t lsn);
-/* Send the held acknowledgements whose records are durable now. */
+/* Send the held acknowledgements whose records are written or durable
+ * now (as the sync mode says), or errors if the WAL failed. */
 void tdbd_held_release(struct client *c);
 void tdbd_held_free(struct client *c);
 /* Too many held: read no more of its requests for now. */
@@ -264,6 +269,10 @@ struct client {
 	unsigned char *stash;
 	size_t stash_len;
 	uint64_t blocked_since; /* ns; 0 = not blocked */
+	/* this round's (worker.c: serve_in to serve_out) */
+	bool r_blocked;         /* answers found no room */
+	uint64_t r_sent, r_cons;        /* socket bytes sent, completion
+					 * consumer index, at its start */
 	/* ring requests taken but not run yet (a batch of GETs whose
 	 * replies found no room, and what came after them in the round):
 	 * private copies, run before the ring is read again */
@@ -277,8 +286,8 @@ struct client {
 
 	/* acknowledgements waiting for their WAL record to be durable,
 	 * oldest (lowest LSN) first */
-	struct held *held, *held_tail;
-	unsigned int nheld;
+	struct held *held;      /* acks waiting for the WAL: a FIFO */
+	unsigned int held_head, nheld, held_cap;
 
 	/* the owner's side of this client: its transactions, watches and
 	 * dumps' state, its credentials as the owner checks them */
@@ -334,7 +343,6 @@ struct tdbd {
 	/* durability (durable.c) */
 	struct wal *wal;
 	struct ckpt *ckpt;
-	pthread_mutex_t log_lock;       /* the WAL's appender (durable.c) */
 	pthread_mutex_t wake_lock;      /* workers vs the WAL's callback */
 	bool wake_on;           /* under wake_lock: workers may be woken */
 	struct durable *dur;    /* the checkpointer's state */

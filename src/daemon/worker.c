@@ -209,30 +209,33 @@ static void set_blocked(struct client *c, bool blocked, bool progress,
 	}
 }
 
-/* One client's share of a round; returns the work done. */
-static unsigned int serve(struct client *c, uint64_t *now)
+/*
+ * One client's share of a round, in two halves: serve_in runs its
+ * requests (their answers go into its completion ring, unpublished, or
+ * its socket buffer, unsent; a change's answer is held for its WAL
+ * record), then the round writes the WAL once for all its clients
+ * (tdbd_log_write), then serve_out releases the held answers whose
+ * records are written (or durable) and publishes everything.  So no
+ * answer goes out before its change's record is in the WAL's file, and
+ * a round costs one WAL write however many changes it ran.
+ * Both return the work done.
+ */
+static unsigned int serve_in(struct client *c)
 {
-	uint64_t sent = c->sent, cons = c->attached ? c->comp.other : 0;
 	unsigned int done = 0;
-	bool blocked = false, progress;
 	int rc;
 
+	c->r_blocked = false;
+	c->r_sent = c->sent;
+	c->r_cons = c->attached ? c->comp.other : 0;
 	if (c->dead)
 		return 0;
-	if (c->held) {
-		unsigned int n = c->nheld;
-
-		tdbd_held_release(c);
-		done += n - c->nheld;
-		if (n != c->nheld)
-			tdbd_client_update_out(c);      /* EPOLLIN again? */
-	}
 	if (c->commit && tdbd_commit_answer(c)) {
 		done++;
 		tdbd_client_update_out(c);
 	}
 	if (c->stash_len && !flush_stash(c))
-		blocked = true;
+		c->r_blocked = true;
 	if (c->pend_len && !c->stash_len)
 		done += tdbd_pend_run(c);
 	/* Socket requests left by the last round's budget, or held back
@@ -247,7 +250,7 @@ static unsigned int serve(struct client *c, uint64_t *now)
 		done += (unsigned int)rc;
 	}
 	if (c->ndumps) {
-		done += tdbd_dumps_run(c, &blocked);
+		done += tdbd_dumps_run(c, &c->r_blocked);
 		if (c->dead)
 			return done;
 	}
@@ -263,6 +266,24 @@ static unsigned int serve(struct client *c, uint64_t *now)
 		} else if (rc == -EAGAIN) {
 			done++;
 		}
+	}
+	return done;
+}
+
+static unsigned int serve_out(struct client *c, uint64_t *now)
+{
+	unsigned int done = 0;
+	bool progress;
+
+	if (c->dead)
+		return 0;
+	if (c->nheld) {
+		unsigned int n = c->nheld;
+
+		tdbd_held_release(c);
+		done += n - c->nheld;
+		if (n != c->nheld)
+			tdbd_client_update_out(c);      /* EPOLLIN again? */
 	}
 	if (c->comp_dirty) {
 		c->comp_dirty = false;
@@ -284,10 +305,11 @@ static unsigned int serve(struct client *c, uint64_t *now)
 		return done;
 	}
 	if (c->stash_len || c->out_len > c->out_off)
-		blocked = true;
+		c->r_blocked = true;
 	/* progress: the client took socket bytes or completion space */
-	progress = c->sent != sent || (c->attached && c->comp.other != cons);
-	set_blocked(c, blocked, progress, now);
+	progress = c->sent != c->r_sent ||
+		   (c->attached && c->comp.other != c->r_cons);
+	set_blocked(c, c->r_blocked, progress, now);
 	return done;
 }
 
@@ -378,7 +400,10 @@ static unsigned int round_once(struct worker *w)
 	unsigned int i, done = 0;
 
 	for (i = 0; i < w->nclients; i++)
-		done += serve(w->clients[i], &now);
+		done += serve_in(w->clients[i]);
+	tdbd_log_write(w->d);
+	for (i = 0; i < w->nclients; i++)
+		done += serve_out(w->clients[i], &now);
 	reap_dead(w);
 	if (now)
 		__atomic_store_n(&w->heartbeat, now, __ATOMIC_RELAXED);
@@ -398,7 +423,7 @@ static bool drained(struct worker *w)
 		if (c->blocked_since)   /* not taking answers: not waited for */
 			continue;
 		if (c->out_len > c->out_off || c->stash_len || c->pend_len ||
-		    c->drain_sock || c->ndumps || c->held || c->commit ||
+		    c->drain_sock || c->ndumps || c->nheld || c->commit ||
 		    tdbd_client_in_ready(c))
 			return false;
 		if (c->attached && (int64_t)(c->sub.pos - c->drain_to) < 0)

@@ -9,13 +9,16 @@
  *  1. refuse what is sure to fail (a dropped table, deleting a missing
  *     key, a no-overwrite put of a present one) before anything is
  *     logged;
- *  2. log it (hooks->log_*: the home's WAL, under its log lock until the
- *     end of step 3; a transaction logs all its ops as one record
- *     before any is applied; replay logs nothing);
+ *  2. reserve its log record's room (hooks->log_reserve: the home's
+ *     WAL; a full disk fails the change here, before anything applies;
+ *     replay logs nothing);
  *  3. save its pre-image in t's running snapshots (snap.c), then apply
- *     it to the engine; a change the engine refuses has its record
- *     taken back (log_retract) and, in a transaction, the ops applied
- *     before it undone;
+ *     it to the engine; a change the engine refuses gives its room back
+ *     (log_cancel) and, in a transaction, the ops applied before it are
+ *     undone; one that applied is logged (log_begin/op/commit: a copy
+ *     into the home's log buffer; a transaction is one record), still
+ *     under t->wlock, so t's records are in the order its changes
+ *     applied;
  *  4. mark the key dirty (hooks->dirty: the home's next checkpoint),
  *     note the table's size (hooks->mem_note), and tell the feeds and
  *     the change hook (feed.c), published at the end of the change.
@@ -26,9 +29,10 @@
  * (t->seq) before and after the lookup and retries if a commit to that
  * table applied meanwhile, so it sees a transaction whole or not at
  * all.  While the count is odd the reader sleeps on t->wlock instead of
- * spinning: the count is odd only while a commit applies (its log
- * record is written before), so a reader never waits for a log write,
- * nor for a change to another table.
+ * spinning: the count is odd only while a commit applies (no log write
+ * happens under t->wlock, only a copy into the log's buffer), so a
+ * reader never waits for a log write, nor for a change to another
+ * table.
  */
 #include "internal.h"
 
@@ -58,16 +62,28 @@ static uint64_t seq_read_begin(struct tdbo_table *t)
 	}
 }
 
-void tdbo_log_lock(struct tdbo_owner *o)
+/* --- the log hooks ----------------------------------------------------------- */
+
+/* Add one op of table t to a record's size. */
+void tdbo_log_size_add(struct tdbo_log_size *sz, const struct tdbo_table *t,
+		       size_t klen, size_t vlen)
 {
-	if (o->hooks.log_lock)
-		o->hooks.log_lock(o->hooks.arg);
+	sz->kind = TDBO_LOG_OPS;
+	sz->nops++;
+	sz->bytes += tdbo_strlen(t->name) + klen + vlen;
 }
 
-void tdbo_log_unlock(struct tdbo_owner *o)
+int tdbo_log_reserve(struct tdbo_owner *o, const struct tdbo_log_size *sz,
+		     const char **msg)
 {
-	if (o->hooks.log_unlock)
-		o->hooks.log_unlock(o->hooks.arg);
+	return o->hooks.log_reserve ?
+	       o->hooks.log_reserve(o->hooks.arg, sz, msg) : 0;
+}
+
+void tdbo_log_cancel(struct tdbo_owner *o, const struct tdbo_log_size *sz)
+{
+	if (o->hooks.log_reserve)
+		o->hooks.log_cancel(o->hooks.arg, sz);
 }
 
 static bool seq_read_retry(struct tdbo_table *t, uint64_t s)
@@ -262,6 +278,7 @@ static int change_one(struct tdbo_table *t, const struct tdbo_change *ch,
 {
 	struct tdbo_owner *o = t->o;
 	struct tdbe_extack ee = { 0 };
+	struct tdbo_log_size sz = { 0 };
 	int err;
 
 	if (t->dropped) {
@@ -276,30 +293,26 @@ static int change_one(struct tdbo_table *t, const struct tdbo_change *ch,
 		*msg = "key exists (no-overwrite put)";
 		return -EEXIST;
 	}
-	log = log && o->hooks.log_commit;
+	log = log && o->hooks.log_reserve;
 	if (log) {
-		tdbo_log_lock(o);
-		o->hooks.log_begin(o->hooks.arg);
-		o->hooks.log_op(o->hooks.arg, t, ch->del, ch->key, ch->klen,
-				ch->val, ch->vlen);
-		err = o->hooks.log_commit(o->hooks.arg, lsn, msg);
-		if (err) {
-			tdbo_log_unlock(o);
-			*lsn = 0;
+		tdbo_log_size_add(&sz, t, ch->klen, ch->del ? 0 : ch->vlen);
+		if ((err = tdbo_log_reserve(o, &sz, msg)))
 			return err;
-		}
 	}
 	err = tdbo_apply(t, ch, &ee);
-	if (err && *lsn)
-		o->hooks.log_retract(o->hooks.arg, *lsn);
-	if (log)
-		tdbo_log_unlock(o);
 	if (err) {
-		*lsn = 0;
+		if (log)
+			tdbo_log_cancel(o, &sz);
 		*msg = ee.msg;
 		if (err == -ENOSPC && !ee.msg)
 			*msg = "table is full (at its max-extents cap)";
 		return err;
+	}
+	if (log) {
+		o->hooks.log_begin(o->hooks.arg);
+		o->hooks.log_op(o->hooks.arg, t, ch->del, ch->key, ch->klen,
+				ch->val, ch->del ? 0 : ch->vlen);
+		*lsn = o->hooks.log_commit(o->hooks.arg, &sz);
 	}
 	tdbo_applied(t, ch);
 	return 0;

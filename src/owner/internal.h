@@ -348,10 +348,14 @@ void tdbo_applied(struct tdbo_table *t, const struct tdbo_change *ch);
  * even again. */
 void tdbo_seq_write_begin(struct tdbo_table *t);
 void tdbo_seq_write_end(struct tdbo_table *t);
-/* The home's log lock (hooks->log_lock), around a change's log record,
- * its apply and any retract. */
-void tdbo_log_lock(struct tdbo_owner *o);
-void tdbo_log_unlock(struct tdbo_owner *o);
+/* The log's reservation (hooks->log_reserve; no-ops for a home that
+ * does not log): the size of a record, one op at a time; room for it
+ * before the change applies; the room given back if it did not. */
+void tdbo_log_size_add(struct tdbo_log_size *sz, const struct tdbo_table *t,
+		       size_t klen, size_t vlen);
+int tdbo_log_reserve(struct tdbo_owner *o, const struct tdbo_log_size *sz,
+		     const char **msg);
+void tdbo_log_cancel(struct tdbo_owner *o, const struct tdbo_log_size *sz);
 
 /* txn.c */
 int tdbo_txn_cmd(struct tdbo_client *c, const struct tdb_proto_msg *m,

@@ -116,6 +116,15 @@ struct tdb_ring_ops;
  * write lock for the log and dirty hooks): a hook must not call back
  * into the owner.
  */
+/* A log record to reserve room for (struct tdbo_hooks, the log). */
+enum tdbo_log_kind { TDBO_LOG_OPS = 1, TDBO_LOG_CREATE, TDBO_LOG_DROP };
+struct tdbo_log_size {
+	enum tdbo_log_kind kind;
+	uint32_t nops;         /* TDBO_LOG_OPS: ops in the record */
+	size_t bytes;          /* their table names, keys and values; or the
+				 * created or dropped table's name */
+};
+
 struct tdbo_hooks {
 	void *arg;
 	/* Memory for a change feed a client can map read-only: size bytes,
@@ -129,29 +138,35 @@ struct tdbo_hooks {
 	 * wake()). */
 	const struct tdb_ring_ops *feed_ring_ops;
 	/*
-	 * The log (tdbd's WAL).  A change is logged before it is applied:
-	 * log_begin, one log_op per key changed (one for PUT or DEL, every
-	 * op of a transaction), then log_commit, which gives its number
-	 * (*lsn > 0) or fails (nothing logged; *msg says why, and the
-	 * change fails with that error).  A change that then fails to apply
-	 * is taken back with log_retract.  Table create and drop are logged
-	 * with log_create and log_drop the same way.  Without log_commit
-	 * nothing is logged and res->lsn stays 0.
+	 * The log (tdbd's WAL).  A change is applied first and logged after,
+	 * under its tables' locks, so each table's records are in the order
+	 * its changes applied; and logging cannot fail once it is applied:
+	 * log_reserve first secures the record's room (before anything
+	 * applies: an error fails the change, *msg saying why, e.g. a full
+	 * disk or a log that failed).  Then either log_cancel (the change
+	 * failed to apply) or the record: log_begin, one log_op per key
+	 * changed (one for PUT or DEL, every op of a transaction), and
+	 * log_commit, which returns its LSN.  Table create and drop: a
+	 * reserve, then log_create or log_drop.  sz describes the record
+	 * (struct tdbo_log_size); the same sz goes to the reserve and to
+	 * what consumes it.  A home whose log broke meanwhile returns an LSN
+	 * that never becomes durable (UINT64_MAX): its answer is an error.
+	 * The home answers a change only once its record is written or
+	 * durable, as its sync mode says.  Without log_reserve nothing is
+	 * logged and res->lsn stays 0; with it, every log_* hook is needed.
 	 */
-	void (*log_lock)(void *arg);    /* held from a record's log_begin
-					 * (or log_create, log_drop) to the
-					 * end of its apply or retract */
-	void (*log_unlock)(void *arg);
+	int (*log_reserve)(void *arg, const struct tdbo_log_size *sz,
+			   const char **msg);
+	void (*log_cancel)(void *arg, const struct tdbo_log_size *sz);
 	void (*log_begin)(void *arg);
 	void (*log_op)(void *arg, const struct tdbo_table *t, bool del,
 		       const void *key, size_t klen, const void *val,
 		       size_t vlen);
-	int (*log_commit)(void *arg, uint64_t *lsn, const char **msg);
-	int (*log_create)(void *arg, const struct tdbo_table *t,
-			  uint64_t *lsn, const char **msg);
-	int (*log_drop)(void *arg, const struct tdbo_table *t,
-			uint64_t *lsn, const char **msg);
-	void (*log_retract)(void *arg, uint64_t lsn);
+	uint64_t (*log_commit)(void *arg, const struct tdbo_log_size *sz);
+	uint64_t (*log_create)(void *arg, const struct tdbo_table *t,
+			       const struct tdbo_log_size *sz);
+	uint64_t (*log_drop)(void *arg, const struct tdbo_table *t,
+			     const struct tdbo_log_size *sz);
 	/* A key of t changed (the home's checkpoint keeps a dirty set). */
 	void (*dirty)(void *arg, struct tdbo_table *t, const void *key,
 		      size_t klen);

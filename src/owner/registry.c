@@ -165,10 +165,12 @@ static void table_log(const struct tdbo_table *t, const char *what)
 
 /* Under wlock: the engine table and the registry entry.  id 0: the
  * next free one.  Charged whatever the limits say (the caller checked
- * them, or is recovery). */
+ * them, or is recovery).  locked: return with the new table's wlock
+ * held, taken before anyone can find it (a create's log record must
+ * come before any change to the table). */
 static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 		      uint32_t max_ext, uint32_t uid, uint32_t gid,
-		      uint32_t mode, struct tdbo_table **out,
+		      uint32_t mode, bool locked, struct tdbo_table **out,
 		      const char **msg)
 {
 	struct tdbe_table_opts opts = { .max_extents = max_ext };
@@ -195,6 +197,8 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 	tdbo_quota_force(o, uid, TDBO_Q_TABLES, 1);
 	tdbo_quota_force(o, uid, TDBO_Q_RESERVE, t->reserve);
 	t->ckpt_full = true;    /* new: the next checkpoint writes it all */
+	if (locked)
+		tdbp_mutex_lock(t->wlock);
 	reg_add(o, t);
 	table_log(t, "created");
 	if (out)
@@ -210,7 +214,8 @@ int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
 	int err;
 
 	tdbp_mutex_lock(o->wlock);
-	err = table_make(o, name, id, max_ext, uid, gid, mode, out, msg);
+	err = table_make(o, name, id, max_ext, uid, gid, mode, false, out,
+			 msg);
 	tdbp_mutex_unlock(o->wlock);
 	return err;
 }
@@ -436,8 +441,7 @@ static int create_check(struct tdbo_owner *o, uint32_t who, uint32_t uid,
 				tdbo_table_reserve(max_ext), msg);
 }
 
-/* Under wlock: check, log, make (the log record taken back if the
- * engine refuses). */
+/* Under wlock: check, reserve the log's room, make, log. */
 static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 			 uint32_t who, uint32_t uid, uint32_t gid,
 			 uint32_t mode, struct tdb_proto_extack *ext,
@@ -446,7 +450,7 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 	uint32_t max_ext = TDB_PROTO_HAS(m, TDB_A_MAX_EXTENTS) ?
 			   m->max_extents : 0;
 	struct tdbo_table *t = tdbo_table_get(o, m->table), *nt;
-	struct tdbo_table proto;
+	struct tdbo_log_size sz = { .kind = TDBO_LOG_CREATE };
 	int err;
 
 	if (t) {
@@ -459,32 +463,19 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 	err = create_check(o, who, uid, max_ext, &ext->msg);
 	if (err)
 		return err;
-	tdbo_log_lock(o);
-	if (o->hooks.log_create) {
-		/* what the record needs: name, next id, owner, mode, cap */
-		memset(&proto, 0, sizeof(proto));
-		tdbo_strlcpy(proto.name, m->table, sizeof(proto.name));
-		proto.id = o->next_table_id + 1;
-		proto.uid = uid;
-		proto.gid = gid;
-		proto.mode = mode & 0777;
-		proto.max_extents = max_ext;
-		err = o->hooks.log_create(o->hooks.arg, &proto, &res->lsn,
-					  &ext->msg);
-		if (err) {
-			tdbo_log_unlock(o);
-			res->lsn = 0;
-			return err;
-		}
-	}
+	sz.bytes = tdbo_strlen(m->table);
+	if ((err = tdbo_log_reserve(o, &sz, &ext->msg)))
+		return err;
 	err = table_make(o, m->table, o->next_table_id + 1, max_ext, uid, gid,
-			 mode, &nt, &ext->msg);
-	if (err && res->lsn) {
-		o->hooks.log_retract(o->hooks.arg, res->lsn);
-		res->lsn = 0;
+			 mode, true, &nt, &ext->msg);
+	if (err) {
+		tdbo_log_cancel(o, &sz);
+		return err;
 	}
-	tdbo_log_unlock(o);
-	if (!err && o->hooks.mem_note)
+	if (o->hooks.log_reserve)
+		res->lsn = o->hooks.log_create(o->hooks.arg, nt, &sz);
+	tdbp_mutex_unlock(nt->wlock);
+	if (o->hooks.mem_note)
 		o->hooks.mem_note(o->hooks.arg, nt);
 	return err;
 }
@@ -579,6 +570,7 @@ int tdbo_cmd_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		  struct tdb_proto_extack *ext, struct tdbo_out *res)
 {
 	struct tdbo_owner *o = c->o;
+	struct tdbo_log_size sz = { .kind = TDBO_LOG_DROP };
 	struct tdbo_table *t;
 	int err = 0;
 
@@ -592,21 +584,17 @@ int tdbo_cmd_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	}
 	tdbp_mutex_lock(o->wlock);
 	tdbp_mutex_lock(t->wlock);
-	tdbo_log_lock(o);
+	sz.bytes = tdbo_strlen(t->name);
 	if (t->dropped) {
 		ext->msg = "no such table";
 		err = -ENOENT;
-	} else if (o->hooks.log_drop) {
-		err = o->hooks.log_drop(o->hooks.arg, t, &res->lsn,
-					&ext->msg);
+	} else {
+		err = tdbo_log_reserve(o, &sz, &ext->msg);
 	}
-	if (!err && (err = drop_locked(o, t, &ext->msg)) && res->lsn) {
-		o->hooks.log_retract(o->hooks.arg, res->lsn);
-		res->lsn = 0;
-	}
-	tdbo_log_unlock(o);
-	if (err)
-		res->lsn = 0;
+	if (!err && (err = drop_locked(o, t, &ext->msg)))
+		tdbo_log_cancel(o, &sz);
+	else if (!err && o->hooks.log_reserve)
+		res->lsn = o->hooks.log_drop(o->hooks.arg, t, &sz);
 	tdbp_mutex_unlock(t->wlock);
 	tdbp_mutex_unlock(o->wlock);
 	if (!err)

@@ -8,21 +8,23 @@
  * home (res->txn), to whoever runs tdbo_txn_commit().  Commit, under the
  * write locks of all its tables (taken in id order), through change.c's
  * pipeline:
- *  1. the whole transaction is logged as one record (hooks->log_*,
- *     under the home's log lock until the end of step 4);
+ *  1. room for its log record (one record for the whole transaction) is
+ *     reserved (hooks->log_reserve: a full disk fails it here);
  *  2. the seqcount of every table it touches becomes odd: GETs of those
  *     tables that overlap the apply retry, so no reader sees part of it
- *     (GETs of other tables never wait for it, and none waits for the
- *     log write, done before);
+ *     (GETs of other tables never wait for it, and none waits for a log
+ *     write: the record is only copied into the log's buffer, step 5);
  *  3. each change is applied in order (its pre-image saved in the
  *     table's snapshots first), after saving the key's old value in an
  *     undo list;
  *  4. if a change fails (-EEXIST of a no-overwrite put, -ENOSPC, a table
  *     dropped meanwhile, ...), the changes already applied are undone in
- *     reverse order and the log record is taken back; the commit fails
+ *     reverse order and the log's room given back; the commit fails
  *     with that error and nothing is left;
- *  5. the seqcounts become even again, then each change is marked dirty
- *     and told to the watchers (only for a commit that succeeded).
+ *  5. the seqcounts become even again; a commit that succeeded is logged
+ *     as one record (hooks->log_begin/op/commit, still under the
+ *     tables' locks), then each change is marked dirty and told to the
+ *     watchers.
  * An undo can itself fail only if restoring an old value needs memory
  * the table no longer has; that is logged.
  */
@@ -330,16 +332,23 @@ static int precheck(struct tdbo_txn *x, struct tdb_proto_extack *ext)
 	return 0;
 }
 
-/* Under the tables' locks and the log lock: the whole transaction as
- * one log record, before any of it applies (change.c, step 2). */
-static int log_all(struct tdbo_owner *o, struct tdbo_txn *x, uint64_t *lsn,
-		   struct tdb_proto_extack *ext)
+/* The size of x's log record (one record for the whole transaction). */
+static void log_size(const struct tdbo_txn *x, struct tdbo_log_size *sz)
 {
 	uint32_t i;
-	int err;
 
-	if (!x->nops || !o->hooks.log_commit)
-		return 0;
+	for (i = 0; i < x->nops; i++)
+		tdbo_log_size_add(sz, x->ops[i].t, x->ops[i].klen,
+				  x->ops[i].del ? 0 : x->ops[i].vlen);
+}
+
+/* Under the tables' locks, after every op applied: the whole
+ * transaction as one log record (change.c, step 3). */
+static uint64_t log_all(struct tdbo_owner *o, struct tdbo_txn *x,
+			const struct tdbo_log_size *sz)
+{
+	uint32_t i;
+
 	o->hooks.log_begin(o->hooks.arg);
 	for (i = 0; i < x->nops; i++) {
 		struct tdbo_txn_op *op = &x->ops[i];
@@ -348,10 +357,7 @@ static int log_all(struct tdbo_owner *o, struct tdbo_txn *x, uint64_t *lsn,
 				op->klen, op->key + op->klen,
 				op->del ? 0 : op->vlen);
 	}
-	err = o->hooks.log_commit(o->hooks.arg, lsn, &ext->msg);
-	if (err)
-		*lsn = 0;
-	return err;
+	return o->hooks.log_commit(o->hooks.arg, sz);
 }
 
 /* The distinct tables of x, in id order (the order their locks are
@@ -389,7 +395,8 @@ int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 	struct tdbo_owner *o = x->o;
 	struct undo *u = tdbo_alloc_array(x->nops ? x->nops : 1, sizeof(*u));
 	struct tdbo_table **tabs = NULL;
-	bool log = x->nops && o->hooks.log_commit;
+	bool log = x->nops && o->hooks.log_reserve;
+	struct tdbo_log_size sz = { 0 };
 	struct tdbo_change ch;
 	unsigned int ntabs = 0, k;
 	uint32_t i;
@@ -402,6 +409,8 @@ int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 		tdbp_free(u);
 		return -ENOMEM;
 	}
+	if (log)
+		log_size(x, &sz);
 	for (i = 0; i < x->nops && x->ops[i].del; i++)
 		;
 	/* a commit with a put adds data: past the home's memory limit, no */
@@ -411,22 +420,16 @@ int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 		tdbp_mutex_lock(tabs[k]->wlock);
 	if (!err)
 		err = precheck(x, ext);
-	if (!err && log) {
-		tdbo_log_lock(o);
-		err = log_all(o, x, lsn, ext);
-		if (err)
-			tdbo_log_unlock(o);
-	}
+	if (!err && log)
+		err = tdbo_log_reserve(o, &sz, &ext->msg);
 	if (!err) {
 		seq_mark(x, true);                              /* odd */
 		err = apply_all(x, u, ext);
 		seq_mark(x, false);                             /* even */
-		if (err && *lsn)
-			o->hooks.log_retract(o->hooks.arg, *lsn);
-		if (err)
-			*lsn = 0;
-		if (log)
-			tdbo_log_unlock(o);
+		if (err && log)
+			tdbo_log_cancel(o, &sz);
+		else if (log)
+			*lsn = log_all(o, x, &sz);
 	}
 	for (i = 0; !err && i < x->nops; i++) {
 		op_change(&x->ops[i], &ch);

@@ -4,21 +4,29 @@
  * the format and the rules).
  *
  * Invariants:
+ *  - LSNs are given at wal_commit, under alock, in the order records are
+ *    appended to act; act and out hold whole records in LSN order, out's
+ *    all before act's, and the file gets them in that order (flock).
+ *  - appended >= written >= durable; all only grow.  written is
+ *    published after the write returned, durable after the fdatasync
+ *    that covered it returned 0.
+ *  - Room: seg_used + reserved <= seg_alloc (unless UINT64_MAX) and
+ *    act.len + reserved <= act.cap, so a reserved record can always be
+ *    appended and written; rotation gives the new segment room for all
+ *    the old one had promised beyond what it holds.
  *  - w->fd is the current segment; w->off its length, always the end of
- *    the last whole record (a failed write is cut back to it).
+ *    the last whole record written (a failed write is cut back to it).
  *  - w->fd is -1 only while no segment could be made for lack of space
- *    (wal_open on a full disk): then nothing has been written since the
- *    open (written == durable == next_lsn - 1), seg_first is next_lsn
- *    and off is 0; wal_commit makes the segment before it writes, and
- *    once made it is never given up (rotation replaces it).
- *  - written >= durable; both only grow.  durable is published after the
- *    fdatasync that covered it returned 0.
+ *    (wal_open on a full disk): then nothing has been appended since the
+ *    open, seg_first is next_lsn and off is 0; wal_reserve makes the
+ *    segment first, and once made it is never given up (rotation
+ *    replaces it).
  *  - A segment is closed only after an fdatasync of it (rotation does it
  *    under sync_lock), so when the flusher syncs the current segment,
  *    every earlier record is already on disk.
- *  - After a failed fdatasync the log is failed for good: nothing more
- *    is written or declared durable (the kernel may have dropped the
- *    dirty pages and cleared the error; retrying would lie).
+ *  - After a failed write or fdatasync the log is failed for good:
+ *    nothing more is written or declared durable (the kernel may have
+ *    dropped the dirty pages and cleared the error; retrying would lie).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -229,22 +237,50 @@ static int seg_list(const char *dir, uint64_t **out, unsigned int *n)
 
 /* --- the log ---------------------------------------------------------------- */
 
+/* A buffer of whole records in LSN order: the appended ones, or the
+ * ones being written. */
+struct wbuf {
+	unsigned char *p;
+	size_t len, cap;
+	uint64_t last;          /* LSN of its last record */
+};
+
 struct wal {
 	char dir[PATH_MAX];
 	int dirfd;
 	struct wal_opts o;
 
-	/* the appender's (under the caller's write lock) */
-	int fd;                 /* current segment; sync_lock to swap */
-	uint64_t off;
-	uint64_t seg_first;
+	/* Appending: under alock, which a caller holds from wal_begin to
+	 * wal_commit (a memcpy of the record), and wal_reserve and the
+	 * writer's swap take briefly. */
+	pthread_mutex_t alock;
+	struct wbuf act;        /* appended, not yet handed to a writer */
 	uint64_t next_lsn;
-	unsigned char *buf;     /* the record being built */
-	size_t len, cap;
+	size_t reserved;        /* bytes promised to reservations; act has
+				 * room for them (act.cap >= act.len +
+				 * reserved) */
+	uint64_t seg_used;      /* bytes of the current segment spoken for:
+				 * written, being written, appended */
+	uint64_t seg_alloc;     /* bytes of it allocated (fallocate); the
+				 * room reservations are checked against;
+				 * UINT64_MAX if the filesystem cannot
+				 * preallocate */
+	size_t rec;             /* the record being built: its offset */
 	uint32_t nops;
-	int build_err;          /* the first error building the record */
-	uint64_t last_lsn, last_off;    /* for wal_retract */
+	int build_err;
+	uint64_t appended;      /* atomic: LSN of the last record appended */
 	uint64_t bytes_since;   /* atomic */
+
+	/* Writing: under flock, one writer at a time, so the file gets the
+	 * records in LSN order.  Lock order: flock, then alock, then
+	 * sync_lock, then m. */
+	pthread_mutex_t flock;
+	struct wbuf out;        /* swapped out of act, being written */
+	int fd;                 /* current segment; changes under flock,
+				 * alock and sync_lock together */
+	uint64_t off;           /* its length: the end of the last record
+				 * written */
+	uint64_t seg_first;
 
 	/* shared with the flusher */
 	uint64_t written;       /* atomic */
@@ -254,16 +290,24 @@ struct wal {
 	pthread_cond_t cv;      /* the flusher waits here */
 	pthread_cond_t done;    /* wal_sync_to waits here */
 	bool urgent, stop;
-	uint64_t retracts;      /* under m: a sync that began before a
-				 * retract must not declare its target */
+	uint64_t last_batch;    /* records the last kicked sync carried */
+	uint64_t last_sync_ns;  /* how long its fdatasync took */
 	pthread_mutex_t sync_lock;
 	pthread_t thr;
 	bool thr_started;
 };
 
+#define PREALLOC_CHUNK (4u << 20)       /* a segment grows by this much */
+#define FILL_MAX_NS    2000000ull       /* longest wait to fill a sync */
+
 uint64_t wal_written(const struct wal *w)
 {
 	return __atomic_load_n(&w->written, __ATOMIC_ACQUIRE);
+}
+
+uint64_t wal_appended(const struct wal *w)
+{
+	return __atomic_load_n(&w->appended, __ATOMIC_ACQUIRE);
 }
 
 uint64_t wal_durable(const struct wal *w)
@@ -336,7 +380,7 @@ static int seg_create(struct wal *w, uint64_t first, int *fdp)
 	return 0;
 }
 
-/* No room for a new segment (wal_open or wal_commit start over then). */
+/* No room for a new segment (wal_open or wal_reserve start over then). */
 static bool no_space(int err)
 {
 	return err == -ENOSPC || err == -EDQUOT;
@@ -350,68 +394,322 @@ static void set_failed(struct wal *w, int err)
 				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
-/* Under m: durable only grows (but see wal_retract). */
+/* Under m: durable only grows. */
 static void advance(struct wal *w, uint64_t lsn)
 {
 	if (lsn > wal_durable(w))
 		__atomic_store_n(&w->durable, lsn, __ATOMIC_RELEASE);
 }
 
+/*
+ * Allocate room in segment fd from *alloc on, at least need bytes more:
+ * a chunk, or just need when a chunk does not fit.  Blocks allocated
+ * beforehand are why a write of reserved records cannot fail for want
+ * of space (FALLOC_FL_KEEP_SIZE: the file's size stays the end of its
+ * last record, which is what recovery reads).  A filesystem without
+ * fallocate gets no reservations (*alloc = UINT64_MAX): a full disk is
+ * then found by the write, which fails the log.
+ */
+static int prealloc(int fd, uint64_t *alloc, uint64_t need, uint64_t chunk)
+{
+	uint64_t n = need > chunk ? need : chunk;
+
+	if (*alloc == UINT64_MAX)
+		return 0;
+	need = (need + 4095) & ~4095ull;
+	for (;;) {
+		if (!fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)*alloc,
+			       (off_t)n)) {
+			*alloc += n;
+			return 0;
+		}
+		if (errno == EOPNOTSUPP || errno == ENOSYS) {
+			*alloc = UINT64_MAX;
+			return 0;
+		}
+		if (errno == EINTR)
+			continue;
+		if (!no_space(-errno) || n == need)
+			return -errno;
+		n = need;       /* a chunk does not fit: just this much */
+	}
+}
+
+/* --- writing: wal_write and rotation --------------------------------------- */
+
+/* How much a segment grows by: PREALLOC_CHUNK, but no more than a
+ * segment (a small segment size is asked for on a small disk). */
+static uint64_t chunk(const struct wal *w)
+{
+	return w->o.segment_size < PREALLOC_CHUNK ? w->o.segment_size :
+						    PREALLOC_CHUNK;
+}
+
+/*
+ * Under flock: the current segment is past its size, start the next one
+ * at the LSN after the last written.  The old segment is synced first,
+ * before the new one exists: a crash in between must not leave a torn
+ * record in a segment that is no longer the last (recovery takes that
+ * for damage).  The new segment gets room for everything the old one
+ * had promised beyond what is written (act's records and the
+ * reservations); without that room, or on any failure, the log stays on
+ * the old segment and tries again at the next write.
+ */
+static int rotate(struct wal *w)
+{
+	uint64_t alloc = WAL_SEG_HDR, first = wal_written(w) + 1, need;
+	int fd, err = 0;
+
+	pthread_mutex_lock(&w->sync_lock);
+	if (fdatasync(w->fd))
+		err = -errno;
+	pthread_mutex_unlock(&w->sync_lock);
+	if (err) {
+		set_failed(w, err);
+		return err;
+	}
+	/* everything written is on disk now */
+	pthread_mutex_lock(&w->m);
+	advance(w, first - 1);
+	pthread_cond_broadcast(&w->done);
+	pthread_mutex_unlock(&w->m);
+	if ((err = seg_create(w, first, &fd)))
+		return err;
+	/* seg_alloc changes only under flock: stable here */
+	need = w->seg_alloc == UINT64_MAX ? 0 : w->seg_alloc - w->off;
+	if (w->seg_alloc == UINT64_MAX)
+		alloc = UINT64_MAX;
+	if ((err = prealloc(fd, &alloc, need, chunk(w)))) {
+		char name[64];
+
+		close(fd);
+		seg_name(name, sizeof(name), first);
+		unlinkat(w->dirfd, name, 0);
+		return err;
+	}
+	pthread_mutex_lock(&w->alock);
+	pthread_mutex_lock(&w->sync_lock);
+	/* give back the old segment's room beyond its last record */
+	if (w->seg_alloc != UINT64_MAX && w->seg_alloc > w->off)
+		fallocate(w->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			  (off_t)w->off, (off_t)(w->seg_alloc - w->off));
+	close(w->fd);
+	w->fd = fd;
+	pthread_mutex_unlock(&w->sync_lock);
+	w->seg_first = first;
+	w->off = WAL_SEG_HDR;
+	w->seg_used = WAL_SEG_HDR + w->act.len;
+	w->seg_alloc = alloc;
+	pthread_mutex_unlock(&w->alock);
+	return 0;
+}
+
+/* Under flock and alock: hand act's records to the writer (w->out),
+ * leaving act empty with room for the reservations.  false: no memory
+ * for that; the caller writes act in place, under alock. */
+static bool swap_out(struct wal *w)
+{
+	struct wbuf t = w->out;
+
+	if (t.cap < w->reserved || !t.p) {
+		size_t cap = w->reserved > 65536 ? w->reserved : 65536;
+		unsigned char *p = realloc(t.p, cap);
+
+		if (!p)
+			return false;
+		t.p = p;
+		t.cap = cap;
+	}
+	t.len = 0;
+	w->out = w->act;
+	w->act = t;
+	return true;
+}
+
+/* Under flock: write b's records at the end of the segment. */
+static int write_out(struct wal *w, struct wbuf *b)
+{
+	int err = write_all(w->fd, b->p, b->len, w->off);
+
+	if (err) {
+		/* The records' changes are applied and cannot be taken
+		 * back: the log is failed (answers say so), and a partial
+		 * record is cut off so the file stays whole. */
+		if (ftruncate(w->fd, (off_t)w->off))
+			err = -errno;
+		set_failed(w, err);
+		return err;
+	}
+	w->off += b->len;
+	b->len = 0;
+	__atomic_store_n(&w->written, b->last, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+int wal_write(struct wal *w)
+{
+	bool was_synced;
+	int err;
+
+	if (wal_appended(w) == wal_written(w))
+		return wal_failed(w);
+	pthread_mutex_lock(&w->flock);
+	if ((err = wal_failed(w))) {
+		pthread_mutex_unlock(&w->flock);
+		return err;
+	}
+	was_synced = wal_durable(w) == wal_written(w);
+	pthread_mutex_lock(&w->alock);
+	if (!w->act.len) {
+		pthread_mutex_unlock(&w->alock);
+		pthread_mutex_unlock(&w->flock);
+		return 0;
+	}
+	if (swap_out(w)) {
+		pthread_mutex_unlock(&w->alock);
+		err = write_out(w, &w->out);
+	} else {
+		err = write_out(w, &w->act);    /* appenders wait meanwhile */
+		pthread_mutex_unlock(&w->alock);
+	}
+	if (!err && w->off >= w->o.segment_size)
+		rotate(w);      /* a failure leaves us on this segment */
+	pthread_mutex_unlock(&w->flock);
+	/* batch: the first record after a sync starts the flusher's clock */
+	if (!err && was_synced && w->o.sync == WAL_SYNC_BATCH) {
+		pthread_mutex_lock(&w->m);
+		pthread_cond_signal(&w->cv);
+		pthread_mutex_unlock(&w->m);
+	}
+	return err ? err : wal_failed(w);
+}
+
+/* --- the flusher ------------------------------------------------------------ */
+
+/*
+ * Group commit that fills.  With always, a writer that waits for its
+ * change kicks the flusher.  Syncing at once would carry the one change
+ * and leave every writer that arrives a moment later for the next
+ * sync; so the flusher first waits (bounded by the last fdatasync's
+ * time and FILL_MAX_NS) until as many records are appended as the last
+ * sync carried: the writers it released come back with their next
+ * change.  A writer that left only costs that bound once: the next
+ * sync expects what this one carried.
+ */
+static void fill_wait(struct wal *w)
+{
+	uint64_t start = now_ns(), limit = w->last_sync_ns;
+	struct timespec ts = { 0, 20000 };
+
+	if (limit > FILL_MAX_NS)
+		limit = FILL_MAX_NS;
+	while (wal_appended(w) - wal_durable(w) < w->last_batch &&
+	       now_ns() - start < limit && !w->stop)
+		nanosleep(&ts, NULL);
+}
+
+/* Write what is appended, fdatasync, publish: one sync of the flusher,
+ * called without m. */
+static void sync_once(struct wal *w, bool kicked)
+{
+	uint64_t target, t0, before = wal_durable(w);
+	int err = 0;
+
+	if (kicked)
+		fill_wait(w);
+	wal_write(w);
+	target = wal_written(w);
+	t0 = now_ns();
+	/* fd -1 (no segment yet): nothing was written, nothing to sync
+	 * (target == durable keeps us from here anyway) */
+	pthread_mutex_lock(&w->sync_lock);
+	if (w->fd >= 0 && target > before && fdatasync(w->fd))
+		err = -errno;
+	pthread_mutex_unlock(&w->sync_lock);
+
+	pthread_mutex_lock(&w->m);
+	if (err)
+		set_failed(w, err);
+	else
+		advance(w, target);
+	if (kicked && target > before) {
+		w->last_batch = target - before;
+		w->last_sync_ns = now_ns() - t0;
+	}
+	pthread_cond_broadcast(&w->done);
+	pthread_mutex_unlock(&w->m);
+	if (w->o.on_durable)
+		w->o.on_durable(w->o.arg, wal_durable(w));
+}
+
+/* Under m: how long the flusher may sleep before its next sync; 0 to
+ * sync now, -1 to sleep until signalled.  always and none sync when
+ * asked (a kick, wal_sync_to); batch also batch-interval after the
+ * first record written since the last sync. */
+static int64_t next_sync(struct wal *w, uint64_t *since)
+{
+	uint64_t now, lim = (uint64_t)w->o.batch_ms * 1000000;
+
+	if (wal_failed(w))
+		return -1;
+	if (w->urgent || w->stop) {
+		if (wal_appended(w) != wal_durable(w))
+			return 0;
+		if (w->stop)
+			return -1;
+		/* Nothing to sync: the next kick must signal us again.  A
+		 * kicker appends, then reads urgent; we clear urgent, then
+		 * read appended (both seq_cst): one of us sees the other. */
+		__atomic_store_n(&w->urgent, false, __ATOMIC_SEQ_CST);
+		if (wal_appended(w) != wal_durable(w)) {
+			__atomic_store_n(&w->urgent, true, __ATOMIC_SEQ_CST);
+			return 0;
+		}
+		return -1;
+	}
+	if (w->o.sync != WAL_SYNC_BATCH || wal_written(w) == wal_durable(w)) {
+		*since = 0;
+		return -1;
+	}
+	now = now_ns();
+	if (!*since)
+		*since = now;
+	return now - *since >= lim ? 0 : (int64_t)(lim - (now - *since));
+}
+
 static void *flusher(void *arg)
 {
 	struct wal *w = arg;
-	uint64_t since = 0, gen;
+	uint64_t since = 0;
 
 	pthread_mutex_lock(&w->m);
 	for (;;) {
-		uint64_t target = wal_written(w), dur = wal_durable(w), now;
-		struct timespec ts;
-		int err = 0;
+		int64_t wait = next_sync(w, &since);
+		bool kicked;
 
-		if (w->stop && (target == dur || wal_failed(w)))
+		if (wait && w->stop)
 			break;
-		if (target == dur || wal_failed(w)) {
-			since = 0;
+		if (wait < 0) {
 			pthread_cond_wait(&w->cv, &w->m);
 			continue;
 		}
-		now = now_ns();
-		if (!since)
-			since = now;
-		if (!w->urgent && !w->stop &&
-		    now - since < (uint64_t)w->o.batch_ms * 1000000) {
+		if (wait > 0) {
+			struct timespec ts;
 			uint64_t at;
 
 			clock_gettime(CLOCK_REALTIME, &ts);
 			at = (uint64_t)ts.tv_sec * 1000000000ull +
-			     (uint64_t)ts.tv_nsec +
-			     (uint64_t)w->o.batch_ms * 1000000 - (now - since);
+			     (uint64_t)ts.tv_nsec + (uint64_t)wait;
 			ts.tv_sec = (time_t)(at / 1000000000ull);
 			ts.tv_nsec = (long)(at % 1000000000ull);
 			pthread_cond_timedwait(&w->cv, &w->m, &ts);
 			continue;
 		}
-		w->urgent = false;
+		kicked = w->urgent && w->o.sync == WAL_SYNC_ALWAYS;
+		__atomic_store_n(&w->urgent, false, __ATOMIC_SEQ_CST);
 		since = 0;
-		gen = w->retracts;
 		pthread_mutex_unlock(&w->m);
-
-		/* fd -1 (no segment yet): nothing was written, nothing to
-		 * sync (target == durable keeps us from here anyway) */
-		pthread_mutex_lock(&w->sync_lock);
-		if (w->fd >= 0 && fdatasync(w->fd))
-			err = -errno;
-		pthread_mutex_unlock(&w->sync_lock);
-
-		pthread_mutex_lock(&w->m);
-		if (err)
-			set_failed(w, err);
-		else if (gen == w->retracts)
-			advance(w, target);
-		pthread_cond_broadcast(&w->done);
-		pthread_mutex_unlock(&w->m);
-		if (w->o.on_durable)
-			w->o.on_durable(w->o.arg, wal_durable(w));
+		sync_once(w, kicked);
 		pthread_mutex_lock(&w->m);
 	}
 	pthread_cond_broadcast(&w->done);
@@ -433,8 +731,10 @@ int wal_open(const char *dir, uint64_t next_lsn, const struct wal_opts *o,
 	if (!w->o.segment_size)
 		w->o.segment_size = 64u << 20;
 	w->next_lsn = next_lsn ? next_lsn : 1;
-	w->written = w->durable = w->next_lsn - 1;
+	w->written = w->durable = w->appended = w->next_lsn - 1;
 	pthread_mutex_init(&w->m, NULL);
+	pthread_mutex_init(&w->alock, NULL);
+	pthread_mutex_init(&w->flock, NULL);
 	pthread_mutex_init(&w->sync_lock, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	pthread_cond_init(&w->done, NULL);
@@ -453,7 +753,7 @@ int wal_open(const char *dir, uint64_t next_lsn, const struct wal_opts *o,
 	}
 	if (e) {
 		/* a full disk: open without a segment, so what is logged
-		 * can still be read; the first commit tries again */
+		 * can still be read; the first reservation tries again */
 		snprintf(err, errlen, "WAL %s: cannot start a segment: %s; "
 			 "running without one: changes fail with ENOSPC "
 			 "until there is room again", dir, strerror(-e));
@@ -462,7 +762,7 @@ int wal_open(const char *dir, uint64_t next_lsn, const struct wal_opts *o,
 	} else {
 		if (errlen)
 			err[0] = '\0';
-		w->off = WAL_SEG_HDR;
+		w->off = w->seg_used = w->seg_alloc = WAL_SEG_HDR;
 	}
 	if ((e = -pthread_create(&w->thr, NULL, flusher, w))) {
 		snprintf(err, errlen, "WAL flusher thread: %s", strerror(-e));
@@ -478,7 +778,7 @@ fail:
 
 bool wal_has_segment(const struct wal *w)
 {
-	return w->fd >= 0;
+	return __atomic_load_n(&w->fd, __ATOMIC_RELAXED) >= 0;
 }
 
 void wal_close(struct wal *w)
@@ -497,52 +797,171 @@ void wal_close(struct wal *w)
 	if (w->dirfd >= 0)
 		close(w->dirfd);
 	pthread_mutex_destroy(&w->m);
+	pthread_mutex_destroy(&w->alock);
+	pthread_mutex_destroy(&w->flock);
 	pthread_mutex_destroy(&w->sync_lock);
 	pthread_cond_destroy(&w->cv);
 	pthread_cond_destroy(&w->done);
-	free(w->buf);
+	free(w->act.p);
+	free(w->out.p);
 	free(w);
 }
 
-/* --- building and writing records --------------------------------------- */
+/* --- reserving, building and appending records ----------------------------- */
 
+size_t wal_rec_size(enum wal_type type, uint32_t nops, size_t bytes)
+{
+	size_t n = WAL_REC_HDR;
+
+	switch (type) {
+	case WAL_OPS:
+		n += 4 + (size_t)nops * 12 + bytes;
+		break;
+	case WAL_CREATE:
+		n += 28 + 1 + bytes;
+		break;
+	case WAL_DROP:
+		n += 1 + bytes;
+		break;
+	}
+	return (n + 7) & ~(size_t)7;
+}
+
+/* The log has no segment (opened on a full disk): make it now, at
+ * next_lsn, which follows the last record of the segments before it.
+ * Nothing was appended since the open (nothing could be reserved).
+ * Under flock and alock. */
+static int start_segment(struct wal *w)
+{
+	int fd, err;
+
+	if ((err = seg_create(w, w->next_lsn, &fd)))
+		return err;
+	pthread_mutex_lock(&w->sync_lock);
+	w->fd = fd;
+	pthread_mutex_unlock(&w->sync_lock);
+	w->seg_first = w->next_lsn;
+	w->off = w->seg_used = w->seg_alloc = WAL_SEG_HDR;
+	return 0;
+}
+
+static int reserve_err(int err, const char **msg)
+{
+	if (err == -EIO)
+		*msg = "the WAL failed earlier (a write or fdatasync error): "
+		       "restart tdbd to recover";
+	else if (err == -E2BIG)
+		*msg = "the WAL record would be over 1 GiB (a transaction "
+		       "too big to log)";
+	else if (no_space(err))
+		*msg = "no space left on the WAL's filesystem: the change "
+		       "was not applied";
+	else if (err == -ENOMEM)
+		*msg = "out of memory for the WAL's buffer: the change was "
+		       "not applied";
+	else
+		*msg = "cannot grow the WAL segment: the change was not "
+		       "applied";
+	return err;
+}
+
+/* The slow path of wal_reserve, with alock dropped: flock first. */
+static int reserve_room(struct wal *w, size_t size)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&w->flock);
+	pthread_mutex_lock(&w->alock);
+	if (w->fd < 0)
+		err = start_segment(w);
+	if (!err && w->seg_used + w->reserved + size > w->seg_alloc)
+		err = prealloc(w->fd, &w->seg_alloc, w->seg_used +
+			       w->reserved + size - w->seg_alloc, chunk(w));
+	pthread_mutex_unlock(&w->flock);
+	return err;             /* alock still held */
+}
+
+int wal_reserve(struct wal *w, size_t size, const char **msg)
+{
+	size_t need;
+	int err;
+
+	if (wal_failed(w))
+		return reserve_err(-EIO, msg);
+	if (size > WAL_REC_MAX)
+		return reserve_err(-E2BIG, msg);
+	pthread_mutex_lock(&w->alock);
+	if (w->fd < 0 || w->seg_used + w->reserved + size > w->seg_alloc) {
+		pthread_mutex_unlock(&w->alock);
+		if ((err = reserve_room(w, size)))
+			goto out;
+	}
+	need = w->act.len + w->reserved + size;
+	if (need > w->act.cap) {
+		size_t cap = w->act.cap ? w->act.cap : 65536;
+		unsigned char *p;
+
+		while (cap < need)
+			cap *= 2;
+		if (!(p = realloc(w->act.p, cap))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		w->act.p = p;
+		w->act.cap = cap;
+	}
+	w->reserved += size;
+	err = 0;
+out:
+	pthread_mutex_unlock(&w->alock);
+	return err ? reserve_err(err, msg) : 0;
+}
+
+void wal_unreserve(struct wal *w, size_t size)
+{
+	pthread_mutex_lock(&w->alock);
+	w->reserved -= size;
+	pthread_mutex_unlock(&w->alock);
+}
+
+/* Room in act for more bytes of the record being built: within the
+ * reservation always (so this cannot fail), beyond it only if a caller
+ * built more than it reserved. */
 static unsigned char *grow(struct wal *w, size_t more)
 {
 	if (w->build_err)
 		return NULL;
-	if (w->len + more > WAL_REC_MAX) {
-		w->build_err = -E2BIG;
-		return NULL;
-	}
-	if (w->len + more > w->cap) {
-		size_t cap = w->cap ? w->cap : 4096;
+	if (w->act.len + more > w->act.cap) {
+		size_t cap = w->act.cap ? w->act.cap * 2 : 65536;
 		unsigned char *nb;
 
-		while (cap < w->len + more)
+		while (cap < w->act.len + more)
 			cap *= 2;
-		nb = realloc(w->buf, cap);
+		nb = realloc(w->act.p, cap);
 		if (!nb) {
 			w->build_err = -ENOMEM;
 			return NULL;
 		}
-		w->buf = nb;
-		w->cap = cap;
+		w->act.p = nb;
+		w->act.cap = cap;
 	}
-	w->len += more;
-	return w->buf + w->len - more;
+	w->act.len += more;
+	return w->act.p + w->act.len - more;
 }
 
 void wal_begin(struct wal *w, enum wal_type type)
 {
+	size_t hdr = WAL_REC_HDR + (type == WAL_OPS ? 4 : 0);
 	unsigned char *p;
 
-	w->len = 0;
+	pthread_mutex_lock(&w->alock);
+	w->rec = w->act.len;
 	w->nops = 0;
 	w->build_err = 0;
-	p = grow(w, WAL_REC_HDR + (type == WAL_OPS ? 4 : 0));
+	p = grow(w, hdr);
 	if (!p)
 		return;
-	memset(p, 0, WAL_REC_HDR + (type == WAL_OPS ? 4 : 0));
+	memset(p, 0, hdr);
 	p[16] = (unsigned char)type;
 }
 
@@ -568,8 +987,7 @@ int wal_add_op(struct wal *w, enum wal_op op, const char *name,
 	size_t n = strlen(name);
 	unsigned char *p;
 
-	/* what the reader would refuse fails the whole record (commit
-	 * must not write it without this op, nor with it) */
+	/* what the reader would refuse fails the whole record */
 	if (!n || n > 64 || (op != WAL_OP_PUT && op != WAL_OP_DEL) ||
 	    (op == WAL_OP_DEL && vlen)) {
 		w->build_err = -EINVAL;
@@ -597,7 +1015,7 @@ int wal_add_create(struct wal *w, uint64_t id, const char *name,
 	unsigned char *p = grow(w, 28);
 
 	if (!p)
-		return -ENOMEM;
+		return w->build_err;
 	put64(p, id);
 	put32(p + 8, uid);
 	put32(p + 12, gid);
@@ -612,167 +1030,49 @@ int wal_add_drop(struct wal *w, const char *name)
 	return add_name(w, name);
 }
 
-/* Start a new segment at w->next_lsn; the old one is synced first, before
- * the new one exists: a crash in between must not leave a torn record in
- * a segment that is no longer the last (recovery takes that for damage). */
-static int rotate(struct wal *w)
+int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn)
 {
-	int fd, err = 0;
+	size_t len = w->act.len - w->rec, padded = (len + 7) & ~(size_t)7;
+	unsigned char *r;
+	int err = w->build_err;
 
-	if (w->fd < 0)          /* no segment to close: wal_commit makes one */
-		return 0;
-	pthread_mutex_lock(&w->sync_lock);
-	if (fdatasync(w->fd))
-		err = -errno;
-	pthread_mutex_unlock(&w->sync_lock);
+	w->reserved -= reserved;
+	if (!err && padded > WAL_REC_MAX)
+		err = -E2BIG;
+	if (!err && !grow(w, padded - len))
+		err = w->build_err;
 	if (err) {
-		set_failed(w, err);
+		/* A record that cannot be appended after its change was
+		 * applied (a caller that built more than it reserved, or a
+		 * bad name): nothing of it stays, and the log is failed,
+		 * since the change it describes cannot be logged. */
+		w->act.len = w->rec;
+		set_failed(w, err == -ENOMEM ? -ENOMEM : -EIO);
+		pthread_mutex_unlock(&w->alock);
+		*lsn = 0;
 		return err;
 	}
-	/* everything up to here is on disk now */
-	pthread_mutex_lock(&w->m);
-	advance(w, w->next_lsn - 1);
-	pthread_cond_broadcast(&w->done);
-	pthread_mutex_unlock(&w->m);
-	if ((err = seg_create(w, w->next_lsn, &fd)))
-		return err;     /* stay on the old segment; try again later */
-	pthread_mutex_lock(&w->sync_lock);
-	close(w->fd);
-	w->fd = fd;
-	pthread_mutex_unlock(&w->sync_lock);
-	w->seg_first = w->next_lsn;
-	w->off = WAL_SEG_HDR;
-	return 0;
-}
-
-/* The log has no segment (opened on a full disk): make it now, at
- * next_lsn, which follows the last record of the segments before it.
- * Nothing was written since the open, so no earlier record waits for a
- * sync.  seg_create removes a file it could not finish. */
-static int start_segment(struct wal *w)
-{
-	int fd, err;
-
-	if ((err = seg_create(w, w->next_lsn, &fd)))
-		return err;
-	pthread_mutex_lock(&w->sync_lock);
-	w->fd = fd;
-	pthread_mutex_unlock(&w->sync_lock);
-	w->seg_first = w->next_lsn;
-	w->off = WAL_SEG_HDR;
-	return 0;
-}
-
-int wal_commit(struct wal *w, uint64_t *lsn, const char **err_msg)
-{
-	uint64_t was_durable;
-	size_t len, padded;
-	int err;
-
-	if ((err = wal_failed(w))) {
-		*err_msg = "the WAL failed earlier (fdatasync error): restart "
-			   "tdbd to recover";
-		return -EIO;
-	}
-	if (w->build_err == -EINVAL) {
-		*err_msg = "a WAL record with a bad table name or operation "
-			   "(nothing was logged)";
-		return -EINVAL;
-	}
-	if (w->build_err == -E2BIG) {
-		*err_msg = "the WAL record would be over 1 GiB (a transaction "
-			   "too big to log)";
-		return -E2BIG;
-	}
-	if (w->build_err || w->len < WAL_REC_HDR) {
-		*err_msg = "out of memory building the WAL record";
-		return -ENOMEM;
-	}
-	if (w->fd < 0 && (err = start_segment(w))) {
-		*err_msg = no_space(err) ?
-			   "no space left on the WAL's filesystem (no room "
-			   "for a new WAL segment): the change was not "
-			   "applied" :
-			   "cannot start a WAL segment: the change was not "
-			   "applied";
-		return err;
-	}
-	if (w->off >= w->o.segment_size && rotate(w) && wal_failed(w)) {
-		*err_msg = "the WAL failed (fdatasync error): restart tdbd to "
-			   "recover";
-		return -EIO;
-	}
-	len = w->len;
-	padded = (len + 7) & ~(size_t)7;
-	if (!grow(w, padded - len)) {
-		*err_msg = "out of memory building a WAL record";
-		return -ENOMEM;
-	}
-	memset(w->buf + len, 0, padded - len);
-	if (w->buf[16] == WAL_OPS)
-		put32(w->buf + WAL_REC_HDR, w->nops);
-	put32(w->buf + 4, (uint32_t)len);
-	put64(w->buf + 8, w->next_lsn);
-	put32(w->buf, wal_crc32c(0, w->buf + 4, len - 4));
-	err = write_all(w->fd, w->buf, padded, w->off);
-	if (err) {
-		/* cut a partial record back off; the log stays whole */
-		if (ftruncate(w->fd, (off_t)w->off))
-			set_failed(w, -errno);
-		*err_msg = err == -ENOSPC ?
-			   "no space left on the WAL's filesystem: the change "
-			   "was not applied" :
-			   "cannot write the WAL: the change was not applied";
-		return err;
-	}
-	w->last_lsn = w->next_lsn;
-	w->last_off = w->off;
-	w->off += padded;
-	*lsn = w->next_lsn++;
+	r = w->act.p + w->rec;
+	memset(r + len, 0, padded - len);
+	if (r[16] == WAL_OPS)
+		put32(r + WAL_REC_HDR, w->nops);
+	put32(r + 4, (uint32_t)len);
+	put64(r + 8, w->next_lsn);
+	put32(r, wal_crc32c(0, r + 4, len - 4));
+	*lsn = w->act.last = w->next_lsn++;
+	w->seg_used += padded;
 	__atomic_fetch_add(&w->bytes_since, padded, __ATOMIC_RELAXED);
-	was_durable = wal_durable(w);
-	__atomic_store_n(&w->written, *lsn, __ATOMIC_SEQ_CST);
-	/* the first record after a sync: the flusher may be asleep */
-	if (was_durable + 1 == *lsn) {
-		pthread_mutex_lock(&w->m);
-		pthread_cond_signal(&w->cv);
-		pthread_mutex_unlock(&w->m);
-	}
-	return 0;
-}
-
-int wal_retract(struct wal *w, uint64_t lsn)
-{
-	if (w->fd < 0 || lsn != w->last_lsn || lsn + 1 != w->next_lsn ||
-	    w->last_off < WAL_SEG_HDR)
-		return -EINVAL;
-	if (ftruncate(w->fd, (off_t)w->last_off)) {
-		int err = -errno;
-
-		set_failed(w, err);
-		return err;
-	}
-	w->off = w->last_off;
-	w->next_lsn = lsn;
-	w->last_lsn = 0;
-	__atomic_store_n(&w->written, lsn - 1, __ATOMIC_SEQ_CST);
-	/* durable may already say lsn, and a sync running now may be about
-	 * to: the next record reuses lsn, which is durable only once it is
-	 * synced itself.  Pull durable back and void the running sync. */
-	pthread_mutex_lock(&w->m);
-	if (wal_durable(w) >= lsn)
-		__atomic_store_n(&w->durable, lsn - 1, __ATOMIC_RELEASE);
-	w->retracts++;
-	pthread_mutex_unlock(&w->m);
+	__atomic_store_n(&w->appended, *lsn, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&w->alock);
 	return 0;
 }
 
 void wal_kick(struct wal *w)
 {
-	if (__atomic_load_n(&w->urgent, __ATOMIC_RELAXED))
-		return;
+	if (__atomic_load_n(&w->urgent, __ATOMIC_SEQ_CST))
+		return;         /* the flusher will look (next_sync) */
 	pthread_mutex_lock(&w->m);
-	w->urgent = true;
+	__atomic_store_n(&w->urgent, true, __ATOMIC_SEQ_CST);
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->m);
 }
@@ -782,7 +1082,7 @@ int wal_sync_to(struct wal *w, uint64_t lsn)
 	int err;
 
 	pthread_mutex_lock(&w->m);
-	w->urgent = true;
+	__atomic_store_n(&w->urgent, true, __ATOMIC_SEQ_CST);
 	pthread_cond_signal(&w->cv);
 	while (wal_durable(w) < lsn && !wal_failed(w))
 		pthread_cond_wait(&w->done, &w->m);
@@ -793,19 +1093,22 @@ int wal_sync_to(struct wal *w, uint64_t lsn)
 
 int wal_remove_before(struct wal *w, uint64_t lsn)
 {
-	uint64_t *v;
+	uint64_t *v, first;
 	unsigned int n, i;
 	int removed = 0, err;
 
 	__atomic_store_n(&w->bytes_since, 0, __ATOMIC_RELAXED);
 	if ((err = seg_list(w->dir, &v, &n)))
 		return err;
+	pthread_mutex_lock(&w->flock);
+	first = w->seg_first;
+	pthread_mutex_unlock(&w->flock);
 	/* segment i holds LSNs [v[i], v[i+1]); remove it if all <= lsn,
 	 * never the current one */
 	for (i = 0; i + 1 < n; i++) {
 		char name[64];
 
-		if (v[i + 1] > lsn + 1 || v[i] >= w->seg_first)
+		if (v[i + 1] > lsn + 1 || v[i] >= first)
 			break;
 		seg_name(name, sizeof(name), v[i]);
 		if (!unlinkat(w->dirfd, name, 0))

@@ -24,15 +24,31 @@
  *               u8 name_len, name
  *   WAL_DROP    u8 name_len, name
  *
- * Writing.  One appender at a time (tdbd's write lock): a record is built
- * in the log's buffer and written to the current segment with write(2)
- * before the change it describes is acknowledged, so a write that cannot
- * be logged (ENOSPC) fails without having been applied or acked.  On a
- * full disk the log may have no current segment at all (wal_open could
- * not make one); every commit then tries to make it first.  The
- * flusher thread makes written records durable with fdatasync(2); every
- * record written while one fdatasync runs shares the next one (group
- * commit).  Durability is announced through wal_durable() and a callback.
+ * Writing.  A change is applied first and appended after, by its owner,
+ * under the locks that order changes to its table; a record cannot fail
+ * to be appended, since its room was reserved before the change was
+ * applied: wal_reserve makes sure of memory in the append buffer and of
+ * blocks on disk (the segment is preallocated, FALLOC_FL_KEEP_SIZE), and
+ * fails the change (ENOSPC, ...) while nothing is applied yet.  Appending
+ * (wal_begin .. wal_commit) is a copy into the buffer under a short lock,
+ * which gives the record its LSN; so changes to different tables append
+ * in parallel, and no lock is held across an apply or a write.
+ * wal_write writes everything appended so far with one write(2) (the
+ * buffer is swapped out, so appends go on meanwhile): tdbd calls it
+ * once per worker round, before the round's answers go out.  A write
+ * that fails (EIO, or ENOSPC where the filesystem cannot preallocate)
+ * fails the log: the changes are applied and cannot be taken back.
+ *
+ * Syncing.  The flusher thread makes written records durable with
+ * fdatasync(2) and announces it through wal_durable() and a callback:
+ *  - always: when kicked (a writer waits).  It first waits, bounded,
+ *    until as many records are appended as the last sync carried (group
+ *    commit that fills: the writers it released come back).
+ *  - batch: at most batch_ms after the first record written since the
+ *    last sync.
+ *  - none: only when asked (wal_sync_to), at rotation and at close.
+ * On a full disk the log may have no current segment at all (wal_open
+ * could not make one); every reservation then tries to make it first.
  *
  * Reading (recovery).  wal_replay() walks the segments in LSN order and
  * hands every intact record after a given LSN to a callback.  A bad
@@ -76,7 +92,8 @@ struct wal;
 
 struct wal_opts {
 	uint64_t segment_size;  /* rotate after this many bytes */
-	uint32_t batch_ms;      /* longest wait of a batch-mode record */
+	enum wal_sync sync;     /* when the flusher syncs (above) */
+	uint32_t batch_ms;      /* batch: longest a written record waits */
 	/* called by the flusher thread after durable LSN advances, or when
 	 * the log fails (wal_failed() then says why) */
 	void (*on_durable)(void *arg, uint64_t lsn);
@@ -87,19 +104,33 @@ struct wal_opts {
  * If there is no room for the segment (ENOSPC, EDQUOT: a full disk) the
  * log opens anyway, without one, so a daemon can start and serve what
  * it recovered: wal_has_segment() is then false and err says why (it is
- * "" otherwise).  wal_commit makes the segment first, and fails with
+ * "" otherwise).  wal_reserve makes the segment first, and fails with
  * -ENOSPC (nothing written, no file left behind) while there is still
  * no room; nothing needs syncing meanwhile, since nothing was written. */
 int wal_open(const char *dir, uint64_t next_lsn, const struct wal_opts *o,
 	     struct wal **out, char *err, size_t errlen);
-/* Has the log a current segment (false only after wal_open on a full
- * disk, until a commit could make one)?  The appender's, like commit. */
 bool wal_has_segment(const struct wal *w);
-/* Stop the flusher after a last fdatasync, close. */
+/* Write what is appended, stop the flusher after a last fdatasync,
+ * close. */
 void wal_close(struct wal *w);
 
-/* Building a record (one appender at a time).  begin, then add ops (for
- * WAL_OPS) or use the one-call helpers, then wal_commit. */
+/* The size of a record (padded) of nops ops whose table names, keys and
+ * values add up to bytes (WAL_OPS), or of a create or drop of a table
+ * whose name has bytes bytes: what wal_reserve is asked for. */
+size_t wal_rec_size(enum wal_type type, uint32_t nops, size_t bytes);
+/* Room for a record of size bytes: 0, or -ENOSPC/-EDQUOT (a full disk),
+ * -EIO (the log failed), -E2BIG (over WAL_REC_MAX), -ENOMEM, with *msg
+ * saying so.  Before the change is applied. */
+int wal_reserve(struct wal *w, size_t size, const char **msg);
+/* The change was not applied after all: give the room back. */
+void wal_unreserve(struct wal *w, size_t size);
+
+/* Appending a record whose room is reserved: wal_begin (takes the
+ * append lock), the ops (WAL_OPS) or the one-call helpers, then
+ * wal_commit(w, the reserved size, &lsn), which gives the record its LSN
+ * and lets go of the lock.  wal_commit fails only on a caller's bug (a
+ * bad name, more built than reserved and no memory): the record is
+ * dropped and the log failed, since its change is applied. */
 void wal_begin(struct wal *w, enum wal_type type);
 int wal_add_op(struct wal *w, enum wal_op op, const char *name,
 	       const void *key, uint32_t klen, const void *val,
@@ -108,26 +139,25 @@ int wal_add_create(struct wal *w, uint64_t id, const char *name,
 		   uint32_t uid, uint32_t gid, uint32_t mode,
 		   uint32_t max_extents, uint32_t sync);
 int wal_add_drop(struct wal *w, const char *name);
-/* Write the record; *lsn its LSN.  On failure (-ENOSPC, -EIO, ...)
- * nothing of it stays in the log and err_msg says what happened.  With
- * no current segment (see wal_open) it first makes one. */
-int wal_commit(struct wal *w, uint64_t *lsn, const char **err_msg);
-/* Take back the last record written (its change could not be applied).
- * Only the very last record, only before another commit. */
-int wal_retract(struct wal *w, uint64_t lsn);
+int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn);
 
-/* The LSN of the last record written / made durable. */
+/* Write every record appended so far (one write; one writer at a time,
+ * in LSN order): 0, or the error that failed the log. */
+int wal_write(struct wal *w);
+
+/* The LSN of the last record appended / written / made durable. */
+uint64_t wal_appended(const struct wal *w);
 uint64_t wal_written(const struct wal *w);
 uint64_t wal_durable(const struct wal *w);
-/* Someone waits for lsn in always mode: sync now. */
+/* Someone waits for a record in always mode: sync soon. */
 void wal_kick(struct wal *w);
-/* Wait until lsn is durable (or the log failed): 0 or -errno. */
+/* Write and sync until lsn is durable (or the log failed): 0 or -errno. */
 int wal_sync_to(struct wal *w, uint64_t lsn);
-/* 0, or the negative errno that broke the log (a failed fdatasync: the
- * kernel may have dropped written pages, so durability is unknown and
- * no later record is trusted until a restart). */
+/* 0, or the negative errno that broke the log (a failed write or
+ * fdatasync: the kernel may have dropped written pages, so durability
+ * is unknown and no later record is trusted until a restart). */
 int wal_failed(const struct wal *w);
-/* Bytes written since the last wal_remove_before (checkpoint trigger). */
+/* Bytes appended since the last wal_remove_before (checkpoint trigger). */
 uint64_t wal_bytes_since(const struct wal *w);
 
 /* After a checkpoint at lsn: delete segments whose records are all

@@ -548,9 +548,34 @@ static void make_put(struct mrec *m, const char *name, uint32_t klen,
 	m->ops[0].val = rand_bytes(vlen);
 }
 
-static int write_rec(struct wal *w, const struct mrec *m, uint64_t *lsn,
-		     const char **msg)
+/* The record's size as wal_reserve wants it. */
+static size_t rec_size(const struct mrec *m)
 {
+	size_t bytes = 0;
+
+	switch (m->type) {
+	case WAL_OPS:
+		for (uint32_t i = 0; i < m->nops; i++)
+			bytes += strlen(m->ops[i].name) + m->ops[i].klen +
+				 m->ops[i].vlen;
+		return wal_rec_size(WAL_OPS, m->nops, bytes);
+	case WAL_CREATE:
+		return wal_rec_size(WAL_CREATE, 0, strlen(m->c.name));
+	case WAL_DROP:
+		return wal_rec_size(WAL_DROP, 0, strlen(m->name));
+	}
+	return 0;
+}
+
+/* Append m (its room reserved first) without writing it. */
+static int append_rec(struct wal *w, const struct mrec *m, uint64_t *lsn,
+		      const char **msg)
+{
+	size_t size = rec_size(m);
+	int e = wal_reserve(w, size, msg);
+
+	if (e)
+		return e;
 	wal_begin(w, m->type);
 	switch (m->type) {
 	case WAL_OPS:
@@ -571,7 +596,16 @@ static int write_rec(struct wal *w, const struct mrec *m, uint64_t *lsn,
 		assert_int_equal(wal_add_drop(w, m->name), 0);
 		break;
 	}
-	return wal_commit(w, lsn, msg);
+	return wal_commit(w, size, lsn);
+}
+
+/* Append m and write it, as a tdbd round of one change does. */
+static int write_rec(struct wal *w, const struct mrec *m, uint64_t *lsn,
+		     const char **msg)
+{
+	int e = append_rec(w, m, lsn, msg);
+
+	return e ? e : wal_write(w);
 }
 
 /* Write m, which must get LSN want (0: whatever comes). */

@@ -264,6 +264,7 @@ static void write_legacy_wal(const char *tag)
 	struct wal_opts o = { .segment_size = 1u << 20, .batch_ms = 1 };
 	struct wal *w = NULL;
 	uint64_t lsn;
+	size_t sz;
 	int e;
 
 	snprintf(dir, sizeof(dir), "%s/%s.data", h_dir(), tag);
@@ -272,16 +273,20 @@ static void write_legacy_wal(const char *tag)
 	CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
 	e = wal_open(dir, 1, &o, &w, err, sizeof(err));
 	CHECK(e == 0, "wal_open: %s", err);
+	sz = wal_rec_size(WAL_CREATE, 0, strlen(legacy));
+	CHECK(wal_reserve(w, sz, &emsg) == 0, "wal_reserve: %s", emsg);
 	wal_begin(w, WAL_CREATE);
 	CHECK(wal_add_create(w, 1, legacy, 0, 0, 0600, 4, WAL_SYNC_ALWAYS)
 	      == 0, "wal_add_create");
-	e = wal_commit(w, &lsn, &emsg);
-	CHECK(e == 0, "wal_commit: %s", emsg);
+	e = wal_commit(w, sz, &lsn);
+	CHECK(e == 0, "wal_commit: %d", e);
+	sz = wal_rec_size(WAL_CREATE, 0, strlen(legacy_utf8));
+	CHECK(wal_reserve(w, sz, &emsg) == 0, "wal_reserve: %s", emsg);
 	wal_begin(w, WAL_CREATE);
 	CHECK(wal_add_create(w, 2, legacy_utf8, 0, 0, 0600, 4,
 			     WAL_SYNC_ALWAYS) == 0, "wal_add_create");
-	e = wal_commit(w, &lsn, &emsg);
-	CHECK(e == 0, "wal_commit: %s", emsg);
+	e = wal_commit(w, sz, &lsn);
+	CHECK(e == 0, "wal_commit: %d", e);
 	CHECK(wal_sync_to(w, lsn) == 0, "wal_sync_to");
 	wal_close(w);
 }
