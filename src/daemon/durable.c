@@ -1,19 +1,20 @@
 /*
  * durable.c - what makes tdbd's tables survive it: the WAL every change
- * is logged in before it is applied, acknowledgements held until their
- * record is on disk, checkpoints into LMDB, and recovery at start
- * (docs/DURABILITY.md).
+ * is logged in before it is acknowledged, acknowledgements held until
+ * their record is written or durable, checkpoints into LMDB, and
+ * recovery at start (docs/DURABILITY.md).
  *
  * Invariants:
- *  - Every change (put, delete, transaction, create, drop) is written to
- *    the WAL under the owner's write lock before it is applied (the
- *    owner's log hooks, src/owner/change.c), so the WAL's order is the
- *    order of changes.  A change the engine then refuses is retracted
- *    (the record is cut off again) before that lock is released.
- *  - With sync always or batch a change's acknowledgement is held
- *    (struct held, per client, in LSN order) until wal_durable() reaches
- *    its LSN; with none it goes out at once.
- *  - A checkpoint takes each table's dirty set and the WAL's written LSN
+ *  - Every change (put, delete, transaction, create, drop) reserves its
+ *    record's room in the WAL before it applies and appends the record
+ *    after, under the changed tables' locks (the owner's log hooks,
+ *    src/owner/change.c), so each table's records are in the order its
+ *    changes applied; logging cannot fail once the room is reserved.
+ *  - Every worker round ends with one wal_write of what was appended
+ *    (tdbd_log_write) before its answers go out.  A change's answer is
+ *    held (struct held, a FIFO per client, in LSN order) until its
+ *    record is written (sync batch, none) or durable (always).
+ * *  - A checkpoint takes each table's dirty set and the WAL's last LSN
  *    under the write lock, then writes outside it: the values it reads
  *    may be newer than that LSN, which is harmless since replaying a put
  *    or a delete twice gives the same result.  It reads each value under

@@ -18,17 +18,18 @@
  *             snapshot memory) against the limits that bound it
  *
  * Locking.  The order is o->wlock -> t->wlock (several: by table id)
- * -> the home's log lock -> a snapshot's lock -> o->nlock -> quota.lock,
+ * -> the home's log (its reservation and append locks, held only for
+ * a copy) -> a snapshot's lock -> o->nlock -> quota.lock,
  * and any of them -> reg_lock or a client's lock:
  *  - t->wlock serialises the changes to one table: PUT, DEL, the ops of
  *    a TXN_COMMIT (which holds the locks of all its tables, taken in id
  *    order), and t's feed, watches, snapshots, seqcount, dropped flag
  *    and the home's durability state.  Changes to one table thus have
  *    one order and its feed one producer; changes to different tables
- *    run in parallel (but for the home's log lock, which a durable home
- *    holds from a change's log record to the end of its apply, so its
- *    log has the order of the changes and a record taken back is the
- *    last one).
+ *    run in parallel.  A change is logged after it applied, still under
+ *    t->wlock (and a create under o->wlock and the new table's lock),
+ *    so a durable home's log has each table's changes in the order
+ *    they applied, after the table's create.
  *  - o->wlock serialises TABLE_CREATE and TABLE_DROP (the registry's
  *    names, ids and the log records of both); a drop then takes the
  *    table's lock too.  tdbo_write_lock() takes it and every table's:
