@@ -224,7 +224,7 @@ int cmd_stats(struct cli *cli)
 		{ "dumps", s.dumps }, { "rings_freed", s.rings_freed },
 		{ "stuck", s.stuck }, { "violations", s.violations },
 		{ "wal_records", s.wal_records }, { "wal_lsn", s.wal_lsn },
-		{ "wal_durable", s.wal_durable },
+		{ "wal_durable", s.wal_durable }, { "wal_syncs", s.wal_syncs },
 		{ "checkpoints", s.checkpoints },
 		{ "ckpt_failures", s.ckpt_failures },
 		{ "ckpt_lsn", s.ckpt_lsn },

@@ -273,6 +273,7 @@ struct tdbc_stats {
 	uint64_t wal_records, wal_lsn, wal_durable;
 	uint64_t checkpoints, ckpt_failures, ckpt_lsn;
 	uint32_t tables_aside;  /* of `tables`, set aside at start */
+	uint64_t wal_syncs;     /* WAL fdatasyncs since the start */
 };
 int tdbc_stats(struct tdbc *c, struct tdbc_stats *st);
 

@@ -459,6 +459,9 @@ enum tdb_counter_attr {
 	TDB_CTR_A_CKPT_LSN  = 24,         /* u64: LSN of the last checkpoint */
 	TDB_CTR_A_TABLES_ASIDE = 25,      /* u32: of TABLES, set aside at
 					   * start (TDB_TABLE_SET_ASIDE) */
+	TDB_CTR_A_WAL_SYNCS = 26,         /* u64: WAL fdatasyncs since start
+					   * (WAL_RECORDS / WAL_SYNCS: changes
+					   * per disk flush) */
 	__TDB_CTR_A_MAX,
 	TDB_CTR_A_MAX = __TDB_CTR_A_MAX - 1
 };

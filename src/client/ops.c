@@ -455,6 +455,7 @@ static int stats_msg(struct tdbc *c, struct tdbc_call *call,
 	st->wal_records = k->wal_records;
 	st->wal_lsn = k->wal_lsn;
 	st->wal_durable = k->wal_durable;
+	st->wal_syncs = k->wal_syncs;
 	st->checkpoints = k->checkpoints;
 	st->ckpt_failures = k->ckpt_failures;
 	st->ckpt_lsn = k->ckpt_lsn;

@@ -226,6 +226,7 @@ static void stats(void *arg, struct tdb_proto_counters *k)
 	k->ckpt_lsn = LD(ckpt_lsn);
 	k->wal_lsn = wal_appended(d->wal);
 	k->wal_durable = wal_durable(d->wal);
+	k->wal_syncs = wal_syncs(d->wal);
 #undef LD
 }
 

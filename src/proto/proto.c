@@ -125,6 +125,7 @@ static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
 	[TDB_CTR_A_WAL_RECORDS] = PT_U64,
 	[TDB_CTR_A_WAL_LSN] = PT_U64,
 	[TDB_CTR_A_WAL_DURABLE] = PT_U64,
+	[TDB_CTR_A_WAL_SYNCS] = PT_U64,
 	[TDB_CTR_A_CHECKPOINTS] = PT_U64,
 	[TDB_CTR_A_CKPT_FAILURES] = PT_U64,
 	[TDB_CTR_A_CKPT_LSN] = PT_U64,
@@ -443,6 +444,7 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_CTR_A_WAL_RECORDS: c->wal_records = v; break;
 		case TDB_CTR_A_WAL_LSN: c->wal_lsn = v; break;
 		case TDB_CTR_A_WAL_DURABLE: c->wal_durable = v; break;
+		case TDB_CTR_A_WAL_SYNCS: c->wal_syncs = v; break;
 		case TDB_CTR_A_CHECKPOINTS: c->checkpoints = v; break;
 		case TDB_CTR_A_CKPT_FAILURES: c->ckpt_failures = v; break;
 		case TDB_CTR_A_CKPT_LSN: c->ckpt_lsn = v; break;
@@ -1243,6 +1245,7 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_CTR_A_WAL_RECORDS: v = c->wal_records; break;
 			case TDB_CTR_A_WAL_LSN: v = c->wal_lsn; break;
 			case TDB_CTR_A_WAL_DURABLE: v = c->wal_durable; break;
+			case TDB_CTR_A_WAL_SYNCS: v = c->wal_syncs; break;
 			case TDB_CTR_A_CHECKPOINTS: v = c->checkpoints; break;
 			case TDB_CTR_A_CKPT_FAILURES: v = c->ckpt_failures; break;
 			case TDB_CTR_A_CKPT_LSN: v = c->ckpt_lsn; break;

@@ -72,7 +72,7 @@ struct tdb_proto_counters {
 	uint64_t accepted, cleanups, txns_aborted, watches_dropped;
 	uint32_t rings, throttled, dumps;
 	uint64_t rings_freed, stuck, violations;
-	uint64_t wal_records, wal_lsn, wal_durable;
+	uint64_t wal_records, wal_lsn, wal_durable, wal_syncs;
 	uint64_t checkpoints, ckpt_failures, ckpt_lsn;
 	uint32_t tables_aside;
 };

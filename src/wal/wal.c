@@ -269,6 +269,7 @@ struct wal {
 	uint32_t nops;
 	int build_err;
 	uint64_t appended;      /* atomic: LSN of the last record appended */
+	uint64_t syncs;         /* atomic: fdatasyncs done */
 	uint64_t bytes_since;   /* atomic */
 
 	/* Writing: under flock, one writer at a time, so the file gets the
@@ -303,6 +304,11 @@ struct wal {
 uint64_t wal_written(const struct wal *w)
 {
 	return __atomic_load_n(&w->written, __ATOMIC_ACQUIRE);
+}
+
+uint64_t wal_syncs(const struct wal *w)
+{
+	return __atomic_load_n(&w->syncs, __ATOMIC_RELAXED);
 }
 
 uint64_t wal_appended(const struct wal *w)
@@ -463,6 +469,8 @@ static int rotate(struct wal *w)
 	pthread_mutex_lock(&w->sync_lock);
 	if (fdatasync(w->fd))
 		err = -errno;
+	else
+		__atomic_fetch_add(&w->syncs, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&w->sync_lock);
 	if (err) {
 		set_failed(w, err);
@@ -623,8 +631,12 @@ static void sync_once(struct wal *w, bool kicked)
 	/* fd -1 (no segment yet): nothing was written, nothing to sync
 	 * (target == durable keeps us from here anyway) */
 	pthread_mutex_lock(&w->sync_lock);
-	if (w->fd >= 0 && target > before && fdatasync(w->fd))
-		err = -errno;
+	if (w->fd >= 0 && target > before) {
+		if (fdatasync(w->fd))
+			err = -errno;
+		else
+			__atomic_fetch_add(&w->syncs, 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&w->sync_lock);
 
 	pthread_mutex_lock(&w->m);

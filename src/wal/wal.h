@@ -145,6 +145,8 @@ int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn);
  * in LSN order): 0, or the error that failed the log. */
 int wal_write(struct wal *w);
 
+/* fdatasyncs of the log that returned 0, since the open. */
+uint64_t wal_syncs(const struct wal *w);
 /* The LSN of the last record appended / written / made durable. */
 uint64_t wal_appended(const struct wal *w);
 uint64_t wal_written(const struct wal *w);
