@@ -9,7 +9,8 @@
  * they did (see undone() below).
  *
  * torture:
- * tdbd runs with --sync always, --checkpoint-wal-size 1M and
+ * tdbd runs with --sync always (or $TDB_CRASH_SYNC: test
+ * tdbd-crash-none), --checkpoint-wal-size 1M and
  * --checkpoint-interval 1s, so checkpoints come often and kills land in
  * them too.  Four writer processes (two over rings, two socket-only)
  * each own NKEYS keys of table "crash" and loop: put a key, delete one,
@@ -53,7 +54,7 @@
  * again (nothing to replay after a clean stop) and verify every key of
  * every writer against its side file, then stop it again.
  *
- * Cycles: 500 x TDB_ITEST_SCALE, at least 50, and no new one after
+ * Cycles: 500 x TDB_ITEST_SCALE (or $TDB_CRASH_CYCLES), at least 50, and no new one after
  * 60 s (150 s under the sanitizers) once 50 are done.  A cycle takes
  * ~0.12 s, so the test takes about a minute.  TDB_ITEST_SEED=n repeats
  * a run's random choices (the parent's; the timing is what it is).
@@ -556,7 +557,10 @@ static void __attribute__((noreturn)) writer_main(int id, const char *sock,
 
 /* --- the parent: tdbd's lives --------------------------------------------- */
 
-static const char *const opts[] = {
+/* --sync: always, or TDB_CRASH_SYNC (batch, none: a crash of tdbd
+ * alone must lose nothing acknowledged in those modes either: an answer
+ * goes out only after its record is written). */
+static const char *opts[] = {
 	"--sync", "always",
 	"--checkpoint-wal-size", "1M",
 	"--checkpoint-interval", "1s",
@@ -968,7 +972,9 @@ enum { K_READY, K_EARLY, K_RECOVERY };
 static void torture(void)
 {
 	const char *seed_env = getenv("TDB_ITEST_SEED");
-	long ncycles = h_scaled(500, 50), cyc;
+	const char *cyc_env = getenv("TDB_CRASH_CYCLES");
+	long ncycles = cyc_env && atol(cyc_env) >= 50 ? atol(cyc_env) :
+		       h_scaled(500, 50), cyc;
 	uint64_t seed, rnd, t_start, deadline;
 	unsigned int ready_ms = 20, in_recovery = 0, before_ready = 0;
 	unsigned int took, slowest = 0;
@@ -1169,6 +1175,8 @@ static void torture(void)
 int main(void)
 {
 	h_init("tdbd-crash", h_sanitized() ? 900 : 230);
+	if (getenv("TDB_CRASH_SYNC") && *getenv("TDB_CRASH_SYNC"))
+		opts[1] = getenv("TDB_CRASH_SYNC");
 	if (h_want("undone"))
 		undone();
 	if (h_want("torture"))
