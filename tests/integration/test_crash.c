@@ -54,8 +54,9 @@
  * again (nothing to replay after a clean stop) and verify every key of
  * every writer against its side file, then stop it again.
  *
- * Cycles: 500 x TDB_ITEST_SCALE (or $TDB_CRASH_CYCLES), at least 50, and no new one after
- * 60 s (150 s under the sanitizers) once 50 are done.  A cycle takes
+ * Cycles: 500 x TDB_ITEST_SCALE (or $TDB_CRASH_CYCLES), at least 50,
+ * and no new one after 60 s (150 s under the sanitizers) once 50 are
+ * done.  A cycle takes
  * ~0.12 s, so the test takes about a minute.  TDB_ITEST_SEED=n repeats
  * a run's random choices (the parent's; the timing is what it is).
  */
