@@ -300,6 +300,8 @@ struct wal {
 
 #define PREALLOC_CHUNK (4u << 20)       /* a segment grows by this much */
 #define FILL_MAX_NS    2000000ull       /* longest wait to fill a sync */
+#define OUT_KEEP       (4u << 20)       /* the write buffer kept between
+					 * writes, at most */
 
 uint64_t wal_written(const struct wal *w)
 {
@@ -551,6 +553,13 @@ static int write_out(struct wal *w, struct wbuf *b)
 	w->off += b->len;
 	b->len = 0;
 	__atomic_store_n(&w->written, b->last, __ATOMIC_SEQ_CST);
+	/* a big transaction's buffer is not kept for ever (the next swap
+	 * makes one of the size the reservations then need) */
+	if (b == &w->out && b->cap > OUT_KEEP) {
+		free(b->p);
+		b->p = NULL;
+		b->cap = 0;
+	}
 	return 0;
 }
 
