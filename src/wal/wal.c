@@ -373,7 +373,9 @@ static int seg_create(struct wal *w, uint64_t first, int *fdp)
 		err = -errno;
 	if (err) {
 		close(fd);
-		unlinkat(w->dirfd, name, 0);
+		/* synced, as in rotate: the log may go on without it */
+		if (!unlinkat(w->dirfd, name, 0))
+			fsync(w->dirfd);
 		return err;
 	}
 	*fdp = fd;
@@ -502,7 +504,14 @@ static int rotate(struct wal *w)
 
 		close(fd);
 		seg_name(name, sizeof(name), first);
-		unlinkat(w->dirfd, name, 0);
+		/* The log stays on the old segment, which gets the records
+		 * from `first` on: the new one (synced into the directory by
+		 * seg_create, header and all) must be gone for good before
+		 * they are declared durable, or a crash leaves a segment
+		 * starting at `first` after one that holds `first` and
+		 * replay stops at the "missing segment". */
+		if (!unlinkat(w->dirfd, name, 0) && fsync(w->dirfd))
+			fail_log(w, -errno);
 		return err;
 	}
 	pthread_mutex_lock(&w->alock);
