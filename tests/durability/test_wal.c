@@ -2443,6 +2443,84 @@ static void test_enospc_reserved(void **state)
 }
 
 /*
+ * Rotation finds room for the next segment but not for what the old one
+ * has promised (reserved records): the new segment is removed again and
+ * the log stays on the old one, past its size, until there is room.  No
+ * file is left behind, nothing fails, every record is whole.
+ */
+static void test_rotate_no_room(void **state)
+{
+	enum { K = 8 };
+	struct scratch *s = *state;
+	char filler[PATH_MAX + 64], gap[PATH_MAX + 64];
+	struct recs model = { 0 };
+	struct got g = { 0 };
+	size_t sizes[K], total = 0;
+	const char *msg = NULL;
+	uint64_t lsn, segs[16];
+	struct wal *w;
+	int fd;
+
+	if (!smallfs_mount(s->dir, "64k", s->mnt, sizeof(s->mnt)))
+		skip();
+	s->mounted = true;
+	w = open_wal(s->mnt, 1, 16 * KiB, 0);
+	for (unsigned int i = 0; i < K; i++) {
+		struct mrec *m = recs_push(&model);
+
+		make_put(m, "promised", 8, 2200 + below(300));
+		sizes[i] = rec_size(m);
+		total += sizes[i];
+		assert_int_equal(wal_reserve(w, sizes[i], &msg), 0);
+	}
+	assert_true(total > 16 * KiB);
+	/* and a change that stays pending throughout */
+	assert_int_equal(wal_reserve(w, 8 * KiB, &msg), 0);
+	/* two free pages: a segment header fits, its room does not */
+	snprintf(gap, sizeof(gap), "%s/gap", s->mnt);
+	fd = open(gap, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(posix_fallocate(fd, 0, 8 * KiB), 0);
+	close(fd);
+	snprintf(filler, sizeof(filler), "%s/filler", s->mnt);
+	smallfs_fill(filler);
+	assert_int_equal(unlink(gap), 0);
+	t_segpath(gap, sizeof(gap), s->mnt, 1);
+
+	for (unsigned int i = 0; i < K; i++) {
+		assert_int_equal(append_reserved(w, &model.v[i], sizes[i],
+						 &lsn), 0);
+		model.v[i].lsn = lsn;
+		assert_int_equal(wal_write(w), 0);
+		assert_int_equal(t_segs(s->mnt, segs, 16, NULL), 1);
+	}
+	wal_unreserve(w, 8 * KiB);
+	assert_int_equal(wal_failed(w), 0);
+	assert_int_equal(wal_sync_to(w, K), 0);
+	assert_true(fsize(gap) > 16 * KiB);     /* past its size */
+	assert_int_equal(whole_segments(s->mnt), K);
+
+	/* room again: the next write rotates, after its record */
+	assert_int_equal(unlink(filler), 0);
+	{
+		struct mrec *m = recs_push(&model);
+
+		make_put(m, "room", 8, 100);
+		commit_ok(w, m, K + 1);
+	}
+	assert_int_equal(t_segs(s->mnt, segs, 16, NULL), 2);
+	assert_int_equal(segs[1], K + 2);
+	wal_close(w);
+	assert_int_equal(replay(s->mnt, 0, false, &g), 0);
+	expect_recs(&g.r, &model, 0, model.n);
+	assert_int_equal(g.nnotes, 0);
+	assert_int_equal(umount(s->mnt), 0);
+	s->mounted = false;
+	recs_free(&g.r);
+	recs_free(&model);
+}
+
+/*
  * wal_unreserve gives the room back: reserving and unreserving, many
  * times, also around records that are appended, changes neither the
  * file, nor the LSNs, nor the blocks allocated ahead (without it, the
@@ -3209,6 +3287,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_full, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_reserved, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_rotate_no_room, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unreserve, setup,
 						teardown),
