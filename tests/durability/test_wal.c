@@ -32,6 +32,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1540,7 +1541,10 @@ static void test_rotation(void **state)
 
 		t_segpath(path, sizeof(path), dir, segs[i]);
 		c = t_parse(path, segs[i], pos, 64);
-		assert_true(c > 0 && c <= 64);
+		assert_true(c <= 64);
+		/* rotation follows the write that filled a segment: only the
+		 * last may be empty */
+		assert_true(c > 0 || i + 1 == ns);
 		if (i + 1 < ns) {
 			/* segs[i] holds [segs[i], segs[i+1]) and was left
 			 * as soon as it had reached the segment size */
@@ -1981,6 +1985,15 @@ static void test_corrupt_earlier(void **state)
 	subdir(state, "work", work);
 	w = open_wal(dir, 1, 2048, 0);
 	write_random(w, &model, 120, 500, 3);
+	/* the last segment holds records (rotation after a write that
+	 * filled one leaves it empty) */
+	for (;;) {
+		ns = t_segs(dir, segs, 256, NULL);
+		t_segpath(path, sizeof(path), dir, segs[ns - 1]);
+		if (fsize(path) > WAL_SEG_HDR)
+			break;
+		write_random(w, &model, 1, 500, 3);
+	}
 	wal_close(w);
 	ns = t_segs(dir, segs, 256, NULL);
 	assert_true(ns >= 6);
@@ -2670,7 +2683,7 @@ static void test_appended_written(void **state)
 struct par_shared {
 	struct wal *w;
 	int stop;                       /* atomic */
-	unsigned int writes, syncs;     /* calls the loops made */
+	unsigned int writes, syncs;     /* writes that wrote; syncs */
 	int bad;                        /* atomic */
 	char why[160];
 };
@@ -2713,6 +2726,7 @@ static void *par_append(void *arg)
 			return NULL;
 		}
 		m->lsn = lsn;
+		sched_yield();          /* let the writer in between */
 	}
 	return NULL;
 }
@@ -2725,11 +2739,14 @@ static void *par_write(void *arg)
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_SEQ_CST)) {
 		uint64_t before = wal_written(sh->w);
 
+		if (before == wal_appended(sh->w))
+			sched_yield();          /* nothing new yet */
 		if ((e = wal_write(sh->w)))
 			par_fail(sh, "wal_write", e);
 		if (wal_written(sh->w) < before)
 			par_fail(sh, "written went back", 0);
-		sh->writes++;
+		if (wal_written(sh->w) > before)
+			sh->writes++;
 	}
 	return NULL;
 }
@@ -2742,6 +2759,8 @@ static void *par_sync(void *arg)
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_SEQ_CST)) {
 		uint64_t lsn = wal_appended(sh->w);
 
+		if (lsn == wal_durable(sh->w))
+			sched_yield();          /* nothing new yet */
 		if ((e = wal_sync_to(sh->w, lsn)))
 			par_fail(sh, "wal_sync_to", e);
 		if (wal_durable(sh->w) < lsn)
@@ -2772,7 +2791,7 @@ static void test_parallel_append(void **state)
 	uint64_t total = T * PER;
 
 	subdir(state, "log", dir);
-	sh.w = open_wal(dir, 1, 64 * KiB, 0);
+	sh.w = open_wal(dir, 1, 32 * KiB, 0);
 	memset(th, 0, sizeof(th));
 	memset(by_lsn, 0, sizeof(by_lsn));
 	for (int i = 0; i < T; i++) {
@@ -2824,9 +2843,10 @@ static void test_parallel_append(void **state)
 	assert_int_equal(g.r.n, total);
 	for (uint64_t l = 0; l < total; l++)
 		mrec_eq(&g.r.v[l], by_lsn[l]);
-	print_message("%d appenders, %" PRIu64 " records; %u wal_write "
-		      "and %u wal_sync_to calls meanwhile\n", T, total,
-		      sh.writes, sh.syncs);
+	print_message("%d appenders, %" PRIu64 " records; meanwhile %u "
+		      "writes and %u wal_sync_to calls, %u segments\n", T,
+		      total, sh.writes, sh.syncs,
+		      t_segs(dir, (uint64_t[256]){ 0 }, 256, NULL));
 	for (int i = 0; i < T; i++)
 		recs_free(&th[i].model);
 	recs_free(&g.r);
@@ -3073,7 +3093,9 @@ static void test_sync_batch(void **state)
 		      "ms at worst; %d fdatasyncs for %d batches\n", BATCH_MS,
 		      (double)sum / ROUNDS / 1000, (double)worst / 1000,
 		      syncs, ROUNDS);
-	assert_true(worst < 10 * BATCH_MS * 1000);
+	/* a few batch intervals (more at worst: a shared, noisy machine) */
+	assert_true(sum / ROUNDS < 5 * BATCH_MS * 1000);
+	assert_true(worst < 25 * BATCH_MS * 1000);
 	assert_true(syncs >= ROUNDS && syncs <= 2 * ROUNDS);
 	recs_free(&model);
 }
