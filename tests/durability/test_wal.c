@@ -23,7 +23,8 @@
  * Built twice: test_wal links the library; test_wal_softcrc (with
  * WAL_TEST_SOFT_CRC) compiles wal.c in with the CPU check forced off, so
  * the table-driven CRC is the one checked, and runs the CRC and round
- * trip tests.  TDB_WAL_SEED picks the random run.
+ * trip tests.  TDB_WAL_SEED picks the random run; TDB_WAL_ONLY (a
+ * cmocka pattern) the tests to run.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -3335,6 +3336,9 @@ int main(void)
 #endif
 	};
 
+	/* TDB_WAL_ONLY=test_group_commit (a cmocka pattern) runs just that */
+	if (getenv("TDB_WAL_ONLY"))
+		cmocka_set_test_filter(getenv("TDB_WAL_ONLY"));
 	rng_state = seed ? strtoull(seed, NULL, 0) : 0x7db5eed;
 	print_message("TDB_WAL_SEED=%#" PRIx64 "\n", rng_state);
 	return cmocka_run_group_tests(tests, NULL, NULL);
