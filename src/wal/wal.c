@@ -381,7 +381,9 @@ static int seg_create(struct wal *w, uint64_t first, int *fdp)
 		err = -errno;
 	if (err) {
 		close(fd);
-		unlinkat(w->dirfd, name, 0);
+		/* synced, as in rotate: the log may go on without it */
+		if (!unlinkat(w->dirfd, name, 0))
+			fsync(w->dirfd);
 		return err;
 	}
 	*fdp = fd;
@@ -394,12 +396,30 @@ static bool no_space(int err)
 	return err == -ENOSPC || err == -EDQUOT;
 }
 
-static void set_failed(struct wal *w, int err)
+/* true if err is the failure (the first one) */
+static bool set_failed(struct wal *w, int err)
 {
 	int zero = 0;
 
-	__atomic_compare_exchange_n(&w->failed, &zero, err, false,
-				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return __atomic_compare_exchange_n(&w->failed, &zero, err, false,
+					   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * The log fails outside the flusher (a write, rotation, a bad record):
+ * wake wal_sync_to's waiters and the flusher, which tells on_durable
+ * (held answers wait for that call; the flusher may be asleep with no
+ * sync due, and would otherwise never make it).  Not under m (the lock
+ * order puts it last, so any of flock, alock may be held).
+ */
+static void fail_log(struct wal *w, int err)
+{
+	if (!set_failed(w, err))
+		return;
+	pthread_mutex_lock(&w->m);
+	pthread_cond_broadcast(&w->done);
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->m);
 }
 
 /* Under m: durable only grows. */
@@ -475,7 +495,7 @@ static int rotate(struct wal *w)
 		__atomic_fetch_add(&w->syncs, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&w->sync_lock);
 	if (err) {
-		set_failed(w, err);
+		fail_log(w, err);
 		return err;
 	}
 	/* everything written is on disk now */
@@ -494,7 +514,14 @@ static int rotate(struct wal *w)
 
 		close(fd);
 		seg_name(name, sizeof(name), first);
-		unlinkat(w->dirfd, name, 0);
+		/* The log stays on the old segment, which gets the records
+		 * from `first` on: the new one (synced into the directory by
+		 * seg_create, header and all) must be gone for good before
+		 * they are declared durable, or a crash leaves a segment
+		 * starting at `first` after one that holds `first` and
+		 * replay stops at the "missing segment". */
+		if (!unlinkat(w->dirfd, name, 0) && fsync(w->dirfd))
+			fail_log(w, -errno);
 		return err;
 	}
 	pthread_mutex_lock(&w->alock);
@@ -547,7 +574,7 @@ static int write_out(struct wal *w, struct wbuf *b)
 		 * record is cut off so the file stays whole. */
 		if (ftruncate(w->fd, (off_t)w->off))
 			err = -errno;
-		set_failed(w, err);
+		fail_log(w, err);
 		return err;
 	}
 	w->off += b->len;
@@ -626,9 +653,11 @@ static void fill_wait(struct wal *w)
 }
 
 /* Write what is appended, fdatasync, publish: one sync of the flusher,
- * called without m. */
-static void sync_once(struct wal *w, bool kicked)
+ * called without m.  true if the log had failed when on_durable was
+ * called (it has been told). */
+static bool sync_once(struct wal *w, bool kicked)
 {
+	bool failed;
 	uint64_t target, t0, before = wal_durable(w);
 	int err = 0;
 
@@ -659,8 +688,10 @@ static void sync_once(struct wal *w, bool kicked)
 	}
 	pthread_cond_broadcast(&w->done);
 	pthread_mutex_unlock(&w->m);
+	failed = wal_failed(w);
 	if (w->o.on_durable)
 		w->o.on_durable(w->o.arg, wal_durable(w));
+	return failed;
 }
 
 /* Under m: how long the flusher may sleep before its next sync; 0 to
@@ -702,12 +733,24 @@ static void *flusher(void *arg)
 {
 	struct wal *w = arg;
 	uint64_t since = 0;
+	bool told = false;      /* on_durable knows the log failed */
 
 	pthread_mutex_lock(&w->m);
 	for (;;) {
-		int64_t wait = next_sync(w, &since);
+		int64_t wait;
 		bool kicked;
 
+		if (!told && wal_failed(w)) {
+			/* failed elsewhere (fail_log woke us): tell */
+			told = true;
+			pthread_cond_broadcast(&w->done);
+			pthread_mutex_unlock(&w->m);
+			if (w->o.on_durable)
+				w->o.on_durable(w->o.arg, wal_durable(w));
+			pthread_mutex_lock(&w->m);
+			continue;
+		}
+		wait = next_sync(w, &since);
 		if (wait && w->stop)
 			break;
 		if (wait < 0) {
@@ -730,7 +773,7 @@ static void *flusher(void *arg)
 		__atomic_store_n(&w->urgent, false, __ATOMIC_SEQ_CST);
 		since = 0;
 		pthread_mutex_unlock(&w->m);
-		sync_once(w, kicked);
+		told |= sync_once(w, kicked);
 		pthread_mutex_lock(&w->m);
 	}
 	pthread_cond_broadcast(&w->done);
@@ -1068,7 +1111,7 @@ int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn)
 		 * bad name): nothing of it stays, and the log is failed,
 		 * since the change it describes cannot be logged. */
 		w->act.len = w->rec;
-		set_failed(w, err == -ENOMEM ? -ENOMEM : -EIO);
+		fail_log(w, err == -ENOMEM ? -ENOMEM : -EIO);
 		pthread_mutex_unlock(&w->alock);
 		*lsn = 0;
 		return err;
