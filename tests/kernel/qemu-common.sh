@@ -13,7 +13,8 @@
 qc_host_tools() {
 	QEMU=$(command -v qemu-system-x86_64 || true)
 	[ -n "$QEMU" ] ||
-		skip "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
+		skip "qemu-system-x86_64 missing" \
+			"(apt-get install qemu-system-x86)"
 	# busybox-static's /bin/busybox (the dynamic one would need its libs)
 	BUSYBOX=/bin/busybox
 	[ -x "$BUSYBOX" ] && ! ldd "$BUSYBOX" >/dev/null 2>&1 ||
@@ -31,16 +32,20 @@ qc_host_tools() {
 qc_kernel() {
 	kver=$1
 	if [ -z "$kver" ]; then
-		for qc_img in $(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -rV); do
+		for qc_img in $(ls -1 /boot/vmlinuz-* 2>/dev/null |
+				sort -rV); do
 			qc_v=${qc_img#/boot/vmlinuz-}
 			[ -d "/lib/modules/$qc_v/${2:-kernel}" ] || continue
 			kver=$qc_v
 			break
 		done
 	fi
-	[ -n "$kver" ] || skip "no /boot/vmlinuz-* with /lib/modules/<ver>/${2:-kernel} (apt-get install linux-image-amd64 linux-headers-amd64)"
+	[ -n "$kver" ] || skip "no /boot/vmlinuz-* with" \
+		"/lib/modules/<ver>/${2:-kernel} (apt-get install" \
+		"linux-image-amd64 linux-headers-amd64)"
 	kimg=/boot/vmlinuz-$kver
-	[ -r "$kimg" ] || skip "$kimg missing (apt-get install linux-image-$kver)"
+	[ -r "$kimg" ] ||
+		skip "$kimg missing (apt-get install linux-image-$kver)"
 	[ -d "/lib/modules/$kver/kernel" ] ||
 		skip "/lib/modules/$kver missing (linux-image-$kver)"
 }

@@ -12,11 +12,16 @@
 #   run-powercut.sh --tdbd PATH --writer PATH [options]
 #
 #   --cycles N      cuts with `sync always` (default 10); 0: none
+#   --sync MODE     that run's sync mode instead (`batch`: the same
+#                   promise; nothing acknowledged may be lost)
 #   --control N     cuts with `sync none`, the control (default 3); 0:
 #                   none.  At least one must lose an acknowledged change
 #                   (else the harness could not see a loss: FAIL)
 #   --control-sync MODE  the control's sync mode (default none; `always`
 #                   checks the harness itself: the run must then FAIL)
+#   --early-every N every Nth cut of the always run falls 0-2 s after
+#                   tdbd starts (recovery, checkpoint, check), not
+#                   while the writers run (default 4; 0: never)
 #   --mount-opts O  the data disk's mount options in the guest (default
 #                   none; `nobarrier` checks the harness: flushes never
 #                   reach the disk, so `sync always` must then FAIL)
@@ -29,29 +34,32 @@
 #   --keep          keep the work directory (disk images, serial logs)
 #   --skip WHY      exit 77 at once saying WHY (meson: sanitizer builds)
 #
-# Output: one line per boot (PCRUN ...), then "powercut: PASS ..." or
-# the failing boot's console log and "powercut: FAIL: ...".  Exit 0, 1
+# Output: one line per boot (PCRUN ...), then "run-powercut: PASS ..." or
+# the failing boot's console log and "run-powercut: FAIL: ...".  Exit 0, 1
 # (FAIL) or 77 (skipped: qemu, nbdkit, qemu-io, mkfs.ext4, busybox-static
 # or the kernel missing).
 set -eu
 
 tdbd= writer= cycles=10 control=3 writers=4 cut=300:2500 kver= mem=768
 keep= skipwhy= ctl_sync=none mount_opts=
+early_every=4 run_sync=always
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--tdbd) tdbd=$2; shift 2 ;;
 	--writer) writer=$2; shift 2 ;;
 	--cycles) cycles=$2; shift 2 ;;
+	--sync) run_sync=$2; shift 2 ;;
 	--control) control=$2; shift 2 ;;
 	--control-sync) ctl_sync=$2; shift 2 ;;
 	--mount-opts) mount_opts=$2; shift 2 ;;
+	--early-every) early_every=$2; shift 2 ;;
 	--writers) writers=$2; shift 2 ;;
 	--cut-ms) cut=$2; shift 2 ;;
 	--kver) kver=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	--skip) skipwhy=$2; shift 2 ;;
-	-h|--help) sed -n '2,40s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,45s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "run-powercut: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -62,7 +70,8 @@ say() { echo "run-powercut: $*"; }
 
 [ -z "$skipwhy" ] || skip "$skipwhy"
 . "$(dirname "$0")/../kernel/qemu-common.sh"
-qc_host_tools nbdkit:nbdkit qemu-io:qemu-utils mkfs.ext4:e2fsprogs od:coreutils stdbuf:coreutils
+qc_host_tools nbdkit:nbdkit qemu-io:qemu-utils mkfs.ext4:e2fsprogs \
+	od:coreutils stdbuf:coreutils
 TMPDIR=/tmp nbdkit -U - --filter=cache null --run true >/dev/null 2>&1 ||
 	skip "nbdkit cannot run its cache filter (apt-get install nbdkit)"
 [ -n "$tdbd" ] && [ -x "$tdbd" ] || die "no tdbd (--tdbd PATH)"
@@ -138,10 +147,13 @@ nbd_selfcheck() {
 	grep -q 'Pattern verification failed' "$work/qemu-io.log" &&
 		die "nbdkit did not read back its own write"
 	cut_power
+	# bytes other than A's in A's place, other than zero in B's
 	a=$(dd if="$img" bs=64k count=1 2>/dev/null | tr -d '\241' | wc -c)
-	b=$(dd if="$img" bs=64k skip=16 count=1 2>/dev/null | tr -d '\000' | wc -c)
+	b=$(dd if="$img" bs=64k skip=16 count=1 2>/dev/null |
+		tr -d '\000' | wc -c)
 	[ "$a" = 0 ] || die "nbdkit self-check: a flushed write was lost"
-	[ "$b" = 0 ] || die "nbdkit self-check: an unflushed write survived the kill (no writeback cache?)"
+	[ "$b" = 0 ] || die "nbdkit self-check: an unflushed write" \
+		"survived the kill (no writeback cache?)"
 	say "nbdkit self-check: flushed write kept, unflushed write lost"
 	rm -f "$img"
 }
@@ -183,14 +195,15 @@ i=0
 while [ ! -b /dev/vda ]; do
 	i=$((i + 1)); [ $i -lt 200 ] || fail "no /dev/vda"; sleep 0.1
 done
-mount -t ext4 ${MOUNT_OPTS:+-o "$MOUNT_OPTS"} /dev/vda /data || fail "mount of the data disk"
+mount -t ext4 ${MOUNT_OPTS:+-o "$MOUNT_OPTS"} /dev/vda /data ||
+	fail "mount of the data disk"
 mkdir -p /data/tdb
 stty -F /dev/ttyS1 115200 raw -echo
 say "PCBOOT cycle=$CYCLE mode=$MODE up=$(cut -d' ' -f1 /proc/uptime)"
-# checkpoints every second and 4 MiB WAL segments: cuts land in
+# checkpoints every second and 1 MiB WAL segments: cuts land in
 # checkpoints and segment switches too
 $TDBD --socket /tmp/tdbd.sock --data-dir /data/tdb --sync "$MODE" \
-	--hugepages no --wal-segment-size 4M --checkpoint-interval 1s \
+	--hugepages no --wal-segment-size 1M --checkpoint-interval 1s \
 	--log-level info > /tmp/tdbd.log 2>&1 &
 tpid=$!
 i=0
@@ -240,11 +253,16 @@ wait_for() {
 	done
 }
 
+# A PCFAIL line from /init fails the boot.
+pcfail() {
+	! grep -aq '^PCFAIL' "$con" || boot_fail "$(grep -a '^PCFAIL' "$con")"
+}
+
 # The console of the boot that failed, and the verdict.
 boot_fail() {
-	say "---------------- guest console ($mode boot $cycle, sync $sync) ----------------"
+	say "-------- guest console ($mode boot $cycle, sync $sync) --------"
 	tr -d '\r' < "$con"
-	say "---------------- end of guest console ----------------"
+	say "-------- end of guest console --------"
 	die "$mode boot $cycle: $*"
 }
 
@@ -263,27 +281,43 @@ boot() {	# last (0/1)
 	: > "$con"
 	: > "$acks"
 	nbd_start "$img"
+	# cache=writeback: the guest sees a volatile write cache and flushes
+	drive="file=nbd+unix:///?socket=$sock,format=raw,if=virtio"
+	drive="$drive,cache=writeback"
+	# loglevel=4: warnings and worse on the console, fewer slow bytes
+	kargs="console=ttyS0 panic=-1 oops=panic loglevel=4 rdinit=/init"
 	t_boot=$(now_ms)
 	"$QEMU" -accel tcg -cpu max -m "$mem" -smp 2 -nodefaults \
 		-display none -no-reboot \
 		-serial "file:$con" -serial "file:$acks" \
-		-drive "file=nbd+unix:///?socket=$sock,format=raw,if=virtio,cache=writeback" \
-		-kernel "$kimg" -initrd "$work/initrd.gz" \
-		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 rdinit=/init" \
+		-drive "$drive" \
+		-kernel "$kimg" -initrd "$work/initrd.gz" -append "$kargs" \
 		< /dev/null > "$work/qemu.out" 2>&1 &
 	qpid=$!
-	check_line= t_check=
-	if [ "$cycle" -gt 0 ]; then
-		wait_for '^PCCHECK-RC\|^PCFAIL' "$con" 300 ||
-			boot_fail "no check result (qemu: $(cat "$work/qemu.out"))"
-		grep -aq '^PCFAIL' "$con" && boot_fail "$(grep -a '^PCFAIL' "$con")"
+	check_line= t_check= early=
+	# every $early_every-th cut of the always run comes early: at a
+	# random moment 0-2 s after /init starts tdbd, so it falls in
+	# recovery, the checkpoint after it, the check or the writers'
+	# first ops (the next boot checks instead)
+	if [ "$1" = 0 ] && [ "$mode" = always ] && [ "$early_every" -gt 0 ] &&
+	   [ $((cycle % early_every)) = $((early_every - 1)) ]; then
+		early=$(($(rand) % 2000))
+		wait_for '^PCBOOT\|^PCFAIL' "$con" 300 ||
+			boot_fail "no PCBOOT (qemu: $(cat "$work/qemu.out"))"
+		sleep "$(awk "BEGIN { print $early / 1000 }")"
+	elif [ "$cycle" -gt 0 ]; then
+		wait_for '^PCCHECK-RC\|^PCFAIL' "$con" 300 || boot_fail \
+			"no check result (qemu: $(cat "$work/qemu.out"))"
+		t_check=$(($(now_ms) - t_boot))
+	fi
+	pcfail
+	if grep -aq '^PCCHECK-RC' "$con"; then
 		check_line=$(grep -a '^PCCHECK cycle=' "$con" | tr -d '\r')
 		[ -n "$check_line" ] || boot_fail "no PCCHECK line"
-		t_check=$(($(now_ms) - t_boot))
 	fi
 	if [ "$1" = 1 ]; then
 		wait_for '^PCEND\|^PCFAIL' "$con" 120 || boot_fail "no PCEND"
-		grep -aq '^PCFAIL' "$con" && boot_fail "$(grep -a '^PCFAIL' "$con")"
+		pcfail
 		t=0
 		while alive "$qpid"; do
 			t=$((t + 1))
@@ -297,25 +331,32 @@ boot() {	# last (0/1)
 		npid=
 		acked=0 delay=-
 	else
-		# the cut: a random moment after the boot's first ack
-		wait_for '^A ' "$acks" 300 ||
-			boot_fail "no acknowledgement from the writers"
-		delay=$((cut_min + $(rand) % (cut_max - cut_min)))
-		sleep "$(awk "BEGIN { print $delay / 1000 }")"
+		if [ -n "$early" ]; then
+			delay=early:$early
+		else
+			# the cut: a random moment after the boot's first ack
+			wait_for '^A ' "$acks" 300 ||
+				boot_fail "no acknowledgement from the writers"
+			delay=$((cut_min + $(rand) % (cut_max - cut_min)))
+			sleep "$(awk "BEGIN { print $delay / 1000 }")"
+		fi
 		alive "$qpid" || boot_fail "qemu died before the cut"
 		cut_power
 		# whole lines only: the cut may fall inside one
-		if [ "$(tail -c 1 "$acks" | od -An -tx1 | tr -d ' ')" != 0a ]; then
+		[ "$(tail -c 1 "$acks" | od -An -tx1 | tr -d ' ')" = 0a ] ||
 			sed -i '$d' "$acks"
-		fi
 		tr -d '\r' < "$acks" | grep -a '^A [0-9]* [0-9]* [0-9]*$' \
 			>> "$acks_all" || true
 		acked=$(grep -ac '^A ' "$acks" || true)
 	fi
-	grep -aEn 'WARNING:|BUG:|Oops|general protection|Call Trace|Kernel panic|EXT4-fs error|I/O error' \
-		"$con" > "$work/complaints" &&
-		boot_fail "the kernel complained: $(head -n 3 "$work/complaints" | tr '\n' ' ')"
-	say "PCRUN $mode boot=$cycle secs=$((($(now_ms) - t_boot) / 1000)) check_at=${t_check:--}ms acked=$acked cut_ms=$delay ${check_line:-(no check)}"
+	pattern='WARNING:|BUG:|Oops|general protection|Call Trace|Kernel panic'
+	pattern="$pattern|EXT4-fs error|I/O error"
+	grep -aEn "$pattern" "$con" > "$work/complaints" &&
+		boot_fail "the kernel complained:" \
+			"$(head -n 3 "$work/complaints" | tr '\n' ' ')"
+	secs=$((($(now_ms) - t_boot) / 1000))
+	say "PCRUN $mode boot=$cycle secs=$secs check_at=${t_check:--}ms" \
+		"acked=$acked cut_ms=$delay ${check_line:-(no check)}"
 }
 
 # A field of check_line: lost, lost_last, torn, holes, bad.
@@ -339,14 +380,15 @@ run_mode() {	# mode sync cuts
 		last=0
 		[ "$cycle" -lt "$3" ] || last=1
 		boot $last
-		if [ "$cycle" -gt 0 ]; then
+		if [ -n "$check_line" ]; then
 			for f in torn holes bad; do
 				[ "$(field $f)" = 0 ] ||
 					boot_fail "$f: $check_line"
 			done
 			if [ "$mode" = always ]; then
 				[ "$(field lost)" = 0 ] ||
-					boot_fail "acknowledged changes lost: $check_line"
+					boot_fail "acknowledged changes" \
+						"lost: $check_line"
 			elif [ "$(field lost_last)" != 0 ]; then
 				losses=$((losses + 1))
 			fi
@@ -357,16 +399,20 @@ run_mode() {	# mode sync cuts
 }
 
 t0=$(now_ms)
-say "kernel $kver, tdbd $tdbd, $writers writers; $cycles cuts (sync always), $control (control, sync $ctl_sync); work $work"
+say "kernel $kver, tdbd $tdbd, $writers writers; $cycles cuts" \
+	"(sync $run_sync), $control (control, sync $ctl_sync); work $work"
 nbd_selfcheck
 if [ "$cycles" -gt 0 ]; then
-	run_mode always always "$cycles"
-	say "sync always: $cycles cuts, no acknowledged change lost, no transaction torn"
+	run_mode always "$run_sync" "$cycles"
+	say "sync $run_sync: $cycles cuts, no acknowledged change lost," \
+		"no transaction torn"
 fi
 if [ "$control" -gt 0 ]; then
 	run_mode control "$ctl_sync" "$control"
 	[ "$losses" -gt 0 ] ||
-		die "the sync $ctl_sync control lost nothing in $control cuts: the harness cannot see a loss"
-	say "sync $ctl_sync (control): $losses of $control cuts lost acknowledged changes (as expected), none torn or out of order"
+		die "the sync $ctl_sync control lost nothing in $control" \
+			"cuts: the harness cannot see a loss"
+	say "sync $ctl_sync (control): $losses of $control cuts lost" \
+		"acknowledged changes (as expected), none torn or out of order"
 fi
 say "PASS in $((($(now_ms) - t0) / 1000)) s"

@@ -32,7 +32,10 @@ i=0
 while [ ! -S "$sock" ]; do
 	i=$((i + 1))
 	kill -0 "$pid" 2>/dev/null && [ $i -lt 200 ] || {
-		cat "$dir/tdbd.log"; echo "FAIL: tdbd did not start" >&2; exit 1; }
+		cat "$dir/tdbd.log"
+		echo "FAIL: tdbd did not start" >&2
+		exit 1
+	}
 	sleep 0.1
 done
 
@@ -45,7 +48,8 @@ check() {
 	"$pcw" check --socket "$sock" --acks "$acks" --cycle "$cyc" \
 		> "$dir/out" 2>&1
 	rc=$?
-	[ "$rc" = "$want" ] || fail "$what: rc $rc, want $want: $(cat "$dir/out")"
+	[ "$rc" = "$want" ] ||
+		fail "$what: rc $rc, want $want: $(cat "$dir/out")"
 	for kv in "$@"; do
 		grep -q "^PCCHECK .* $kv\( \|$\)" "$dir/out" ||
 			fail "$what: no $kv in: $(grep '^PCCHECK ' "$dir/out")"
@@ -88,7 +92,8 @@ for k in 000 001 002 003; do
 	tdb del pc "w02-k$k" || fail "tdb del"
 done
 check 2 1 "keys of transactions deleted"
-grep -q '^PCTORN ' "$dir/out" || fail "no transaction seen torn: $(cat "$dir/out")"
+grep -q '^PCTORN ' "$dir/out" ||
+	fail "no transaction seen torn: $(cat "$dir/out")"
 grep -q '^PCCHECK .* torn=0 ' "$dir/out" && fail "torn=0 after deletes"
 grep -q '^PCCHECK .* holes=0 ' "$dir/out" && fail "holes=0 after deletes"
 
