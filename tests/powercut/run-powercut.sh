@@ -19,7 +19,7 @@
 #                   (else the harness could not see a loss: FAIL)
 #   --control-sync MODE  the control's sync mode (default none; `always`
 #                   checks the harness itself: the run must then FAIL)
-#   --early-every N every Nth cut of the always run falls 0-2 s after
+#   --early-every N every Nth cut of the always run falls 0-1 s after
 #                   tdbd starts (recovery, checkpoint, check), not
 #                   while the writers run (default 4; 0: never)
 #   --mount-opts O  the data disk's mount options in the guest (default
@@ -296,12 +296,12 @@ boot() {	# last (0/1)
 	qpid=$!
 	check_line= t_check= early=
 	# every $early_every-th cut of the always run comes early: at a
-	# random moment 0-2 s after /init starts tdbd, so it falls in
+	# random moment 0-1 s after /init starts tdbd, so it falls in
 	# recovery, the checkpoint after it, the check or the writers'
 	# first ops (the next boot checks instead)
 	if [ "$1" = 0 ] && [ "$mode" = always ] && [ "$early_every" -gt 0 ] &&
 	   [ $((cycle % early_every)) = $((early_every - 1)) ]; then
-		early=$(($(rand) % 2000))
+		early=$(($(rand) % 1000))
 		wait_for '^PCBOOT\|^PCFAIL' "$con" 300 ||
 			boot_fail "no PCBOOT (qemu: $(cat "$work/qemu.out"))"
 		sleep "$(awk "BEGIN { print $early / 1000 }")"
