@@ -114,9 +114,12 @@ nbd_start() {	# image
 	done
 }
 
-# Kill nbdkit and qemu together: the power cut (nbdkit first, so that
-# nothing qemu does on its way out can reach the disk).
+# Kill nbdkit and qemu together: the power cut.  Both are stopped
+# first: killed one after the other, the survivor would see its peer's
+# socket close and act on it (qemu fails the guest's in-flight writes
+# with EIO, which the guest then logs).
 cut_power() {
+	kill -STOP "$npid" ${qpid:+"$qpid"} 2>/dev/null || true
 	kill -9 "$npid" ${qpid:+"$qpid"} 2>/dev/null || true
 	wait "$npid" 2>/dev/null || true
 	[ -z "$qpid" ] || wait "$qpid" 2>/dev/null || true
@@ -138,7 +141,7 @@ nbd_selfcheck() {
 		-c 'sleep 60000' > "$work/qemu-io.log" 2>&1 &
 	qpid=$!
 	t=0
-	until grep -q '^read 65536/65536' "$work/qemu-io.log"; do
+	until grep -q '^read 65536/65536' "$work/qemu-io.log" 2>/dev/null; do
 		alive "$qpid" || die "qemu-io: $(cat "$work/qemu-io.log")"
 		t=$((t + 1))
 		[ $t -lt 200 ] || die "qemu-io did not write in 20 s"
