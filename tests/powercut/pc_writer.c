@@ -14,8 +14,10 @@
  * transaction putting 2-4 of its keys.  Which keys, and every byte of
  * every value, are a pure function of (w, C, n, key) (op_gen,
  * val_gen): the value carries w, C, n, the key and the op's size in a
- * header, then pseudo-random bytes.  So the checker rebuilds any value
- * from its header and compares every byte, and rebuilds any op's keys.
+ * header, then pseudo-random bytes (8 B to 1 KiB; one value in 10 4 to
+ * 40 KiB, so records span pages of the WAL).  So the checker rebuilds
+ * any value from its header and compares every byte, and rebuilds any
+ * op's keys.
  *
  * The ack channel.  After tdbc_put or tdbc_txn_commit returned 0, the
  * writer writes "A w C n\n" to FILE (the guest's second serial port,
@@ -61,7 +63,9 @@
 #define MAX_KEYS    512
 #define MAX_TXN     4
 #define KEY_LEN     9           /* "wWW-kKKK" + NUL */
-#define MAX_VAL     1100
+#define SMALL_VAL   1100        /* most values: 8 B..SMALL_VAL */
+#define BIG_MIN     4096        /* one in 10: BIG_MIN..MAX_VAL, records */
+#define MAX_VAL     40960       /* that span pages of the WAL */
 #define DETAILS     8           /* detail lines per kind */
 
 static const char magic[4] = { 'P', 'C', 'V', '1' };
@@ -139,7 +143,11 @@ static size_t val_gen(uint32_t w, uint32_t c, uint32_t n, uint32_t k,
 	h.n = n;
 	h.k = k;
 	h.m = m;
-	h.len = 8 + (uint32_t)(s % (MAX_VAL - sizeof(h) - 8));
+	if ((s >> 32) % 10)
+		h.len = 8 + (uint32_t)(s % (SMALL_VAL - sizeof(h) - 8));
+	else
+		h.len = BIG_MIN + (uint32_t)(s % (MAX_VAL - sizeof(h) -
+						  BIG_MIN));
 	memcpy(buf, &h, sizeof(h));
 	for (i = 0; i < h.len; i++) {
 		s = mix(s);

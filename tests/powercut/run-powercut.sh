@@ -14,7 +14,7 @@
 #   --cycles N      cuts with `sync always` (default 10); 0: none
 #   --sync MODE     that run's sync mode instead (`batch`: the same
 #                   promise; nothing acknowledged may be lost)
-#   --control N     cuts with `sync none`, the control (default 3); 0:
+#   --control N     cuts with `sync none`, the control (default 4); 0:
 #                   none.  At least one must lose an acknowledged change
 #                   (else the harness could not see a loss: FAIL)
 #   --control-sync MODE  the control's sync mode (default none; `always`
@@ -40,7 +40,7 @@
 # or the kernel missing).
 set -eu
 
-tdbd= writer= cycles=10 control=3 writers=4 cut=300:2500 kver= mem=768
+tdbd= writer= cycles=10 control=4 writers=4 cut=300:2500 kver= mem=768
 keep= skipwhy= ctl_sync=none mount_opts=
 early_every=4 run_sync=always
 while [ $# -gt 0 ]; do
