@@ -71,7 +71,7 @@ say() { echo "run-powercut: $*"; }
 [ -z "$skipwhy" ] || skip "$skipwhy"
 . "$(dirname "$0")/../kernel/qemu-common.sh"
 qc_host_tools nbdkit:nbdkit qemu-io:qemu-utils mkfs.ext4:e2fsprogs \
-	od:coreutils stdbuf:coreutils
+	od:coreutils stdbuf:coreutils stat:coreutils
 TMPDIR=/tmp nbdkit -U - --filter=cache null --run true >/dev/null 2>&1 ||
 	skip "nbdkit cannot run its cache filter (apt-get install nbdkit)"
 [ -n "$tdbd" ] && [ -x "$tdbd" ] || die "no tdbd (--tdbd PATH)"
@@ -261,6 +261,16 @@ pcfail() {
 	! grep -aq '^PCFAIL' "$con" || boot_fail "$(grep -a '^PCFAIL' "$con")"
 }
 
+# Until the ack log grows (polled every 10 ms, for 5 s at most).
+wait_ack() {
+	size0=$(stat -c %s "$acks")
+	t=0
+	while [ "$(stat -c %s "$acks")" = "$size0" ] && [ $t -lt 500 ]; do
+		t=$((t + 1))
+		sleep 0.01
+	done
+}
+
 # The console of the boot that failed, and the verdict.
 boot_fail() {
 	say "-------- guest console ($mode boot $cycle, sync $sync) --------"
@@ -342,6 +352,10 @@ boot() {	# last (0/1)
 				boot_fail "no acknowledgement from the writers"
 			delay=$((cut_min + $(rand) % (cut_max - cut_min)))
 			sleep "$(awk "BEGIN { print $delay / 1000 }")"
+			# the control then cuts as soon as the next ack line
+			# comes: a change just acknowledged, which `none`
+			# has not flushed yet (if tdbd honours its mode)
+			[ "$mode" != control ] || wait_ack
 		fi
 		alive "$qpid" || boot_fail "qemu died before the cut"
 		cut_power
