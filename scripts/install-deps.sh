@@ -8,6 +8,9 @@
 # tdb.ko, linux-image-amd64 for the kernel qemu boots (its
 # /boot/vmlinuz-* and /lib/modules), qemu-system-x86, busybox-static
 # and cpio for the guest's initramfs, kmod for modinfo.
+# The power-cut test (tests/powercut): nbdkit (the guest's data disk,
+# its cache filter in writeback mode), qemu-utils (qemu-io, nbdkit's
+# self-check), e2fsprogs (mkfs.ext4 of the disk image).
 set -eu
 PKGS="build-essential g++ meson ninja-build pkg-config
       libxxhash-dev liburcu-dev libcmocka-dev liblmdb-dev lmdb-utils
@@ -18,7 +21,8 @@ PKGS="build-essential g++ meson ninja-build pkg-config
       clang libclang-rt-14-dev
       mandoc
       linux-headers-amd64 linux-image-amd64 qemu-system-x86
-      busybox-static cpio kmod"
+      busybox-static cpio kmod
+      nbdkit qemu-utils e2fsprogs"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

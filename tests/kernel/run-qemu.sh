@@ -55,15 +55,8 @@ skip() { echo "run-qemu: SKIP: $*" >&2; exit 77; }
 die() { echo "run-qemu: FAIL: $*" >&2; exit 1; }
 
 # --- what we need on the host ------------------------------------------
-QEMU=$(command -v qemu-system-x86_64 || true)
-[ -n "$QEMU" ] || skip "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
-# busybox-static's /bin/busybox (the dynamic busybox would need its libs)
-BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] && ! ldd "$BUSYBOX" >/dev/null 2>&1 ||
-	skip "busybox-static missing (apt-get install busybox-static)"
-for tool in cpio gzip modinfo ldd timeout; do
-	command -v $tool >/dev/null 2>&1 || skip "$tool missing (cpio, kmod, libc-bin, coreutils)"
-done
+. "$(dirname "$0")/qemu-common.sh"
+qc_host_tools
 [ -n "$ko" ] || die "no --ko given"
 [ -f "$ko" ] || skip "module $ko not built (meson -Dkmod=enabled, or make -C kmod)"
 
@@ -74,18 +67,9 @@ vermagic=$(modinfo -F vermagic "$ko" 2>/dev/null | awk '{ print $1 }')
 if [ -z "$kver" ]; then
 	kver=$vermagic
 fi
-if [ -z "$kver" ]; then
-	for img in $(ls -1v /boot/vmlinuz-* 2>/dev/null | sort -rV); do
-		v=${img#/boot/vmlinuz-}
-		if [ -d "/lib/modules/$v/build" ]; then kver=$v; break; fi
-	done
-fi
-[ -n "$kver" ] || skip "no /boot/vmlinuz-* with /lib/modules/<ver>/build (apt-get install linux-image-amd64 linux-headers-amd64)"
+qc_kernel "$kver" build
 [ -z "$vermagic" ] || [ "$vermagic" = "$kver" ] ||
 	die "$ko was built for $vermagic, not $kver"
-kimg=/boot/vmlinuz-$kver
-[ -r "$kimg" ] || skip "$kimg missing (apt-get install linux-image-$kver)"
-[ -d "/lib/modules/$kver/kernel" ] || skip "/lib/modules/$kver missing (linux-image-$kver)"
 
 [ $# -gt 0 ] || die "no test binaries given"
 for t in "$@"; do
@@ -97,58 +81,16 @@ work=$(mktemp -d /tmp/tdb-kernel.XXXXXX)
 cleanup() { [ -n "$keep" ] || rm -rf "$work"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-root=$work/root
-mkdir -p "$root/bin" "$root/sbin" "$root/proc" "$root/sys" "$root/dev" \
-	"$root/tmp" "$root/lib/modules" "$root/tests" "$root/etc"
-cp "$BUSYBOX" "$root/bin/busybox"
-
-# A file into the tree at its own absolute path (symlinks resolved: the
-# copy is the file itself, also under the link's name).
-copy_abs() {
-	[ -e "$root$1" ] && return 0
-	mkdir -p "$root$(dirname "$1")"
-	cp -L "$1" "$root$1"
-}
-# A binary and every shared library it needs, at their paths (so that
-# RUNPATHs such as $ORIGIN/../src/client keep working), and the dynamic
-# loader.
-copy_with_libs() {
-	copy_abs "$1"
-	ldd "$1" > "$work/ldd.out" 2>&1 || die "ldd $1: $(cat "$work/ldd.out")"
-	! grep 'not found' "$work/ldd.out" || die "$1 needs libraries not found"
-	while read -r a b c _; do
-		case "$a" in /*) copy_abs "$a" ;; esac          # the loader
-		if [ "$b" = "=>" ]; then
-			case "$c" in /*) copy_abs "$c" ;; esac
-		fi
-	done < "$work/ldd.out"
-}
+qc_tree
+mkdir -p "$root/tests"
 
 # tdb.ko and the modules it needs (modinfo's depends, recursively).
 cp "$ko" "$root/lib/modules/tdb.ko"
-deps_done=" "
-load_order=
-add_deps() {	# module file
-	for d in $(modinfo -F depends "$1" | tr ',' ' '); do
-		case "$deps_done" in *" $d "*) continue ;; esac
-		deps_done="$deps_done$d "
-		f=$(modinfo -k "$kver" -n "$d" 2>/dev/null) ||
-			die "module $d (needed by $1) not found for $kver"
-		add_deps "$f"
-		case "$f" in
-		*.ko.xz) xz -dc "$f" > "$root/lib/modules/$d.ko" ;;
-		*.ko.zst) zstd -qdc "$f" > "$root/lib/modules/$d.ko" ;;
-		*.ko.gz) gzip -dc "$f" > "$root/lib/modules/$d.ko" ;;
-		*) cp "$f" "$root/lib/modules/$d.ko" ;;
-		esac
-		load_order="$load_order $d"
-	done
-}
-add_deps "$ko"
+qc_add_deps "$ko"
 
 names=
 for t in "$@"; do
-	copy_with_libs "$(readlink -f "$t")"
+	qc_copy_with_libs "$(readlink -f "$t")"
 	n=$(basename "$t")
 	n=${n#ktest_}
 	ln -s "$(readlink -f "$t")" "$root/tests/$n"
@@ -156,12 +98,8 @@ for t in "$@"; do
 done
 for f in $extras; do
 	[ -x "$f" ] || die "extra binary $f missing"
-	copy_with_libs "$(readlink -f "$f")"
+	qc_copy_with_libs "$(readlink -f "$f")"
 done
-echo "root:x:0:0:root:/:/bin/sh" > "$root/etc/passwd"
-echo "nobody:x:65534:65534:nobody:/:/bin/sh" >> "$root/etc/passwd"
-echo "root:x:0:" > "$root/etc/group"
-echo "nogroup:x:65534:" >> "$root/etc/group"
 
 # The guest's /init.  Memory check, and why these tolerances:
 #  - a warm-up load/unload first, so one-time allocations of the kernel
@@ -305,9 +243,9 @@ poweroff -f
 EOF
 chmod 0755 "$root/init"
 # What the script above reads (no quoting games in a here-document).
-sed -i "2a TESTS=\"$names\"\nDEPMODS=\"$load_order\"\nGUEST_ENV=\"$envs\"\nMEM_TOL_KB=1536\nSLAB_TOL_KB=1024" "$root/init"
+sed -i "2a TESTS=\"$names\"\nDEPMODS=\"$qc_load_order\"\nGUEST_ENV=\"$envs\"\nMEM_TOL_KB=1536\nSLAB_TOL_KB=1024" "$root/init"
 
-(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz"
+qc_pack "$work/initrd.gz"
 
 # --- boot -------------------------------------------------------------------
 [ -n "$log" ] || log=$work/serial.log
