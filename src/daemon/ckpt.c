@@ -1152,6 +1152,31 @@ static bool disk_full(const char *path)
 	return !statvfs(path, &sv) && (sv.f_bavail == 0 || sv.f_bfree == 0);
 }
 
+/*
+ * LMDB reuses a page freed by transaction T only in transactions after
+ * T + 1 (mdb_page_alloc takes free-list records older than the oldest
+ * snapshot, which is the last committed one).  So a checkpoint that
+ * rewrites a table whole could not reuse the pages the checkpoint before
+ * freed, and the file would hold three copies of it.  One tiny write
+ * transaction after each checkpoint (the format record written again)
+ * is that T + 1: the next checkpoint can take every page freed up to
+ * this one.  Its failure changes nothing but that.
+ */
+static void bump(struct ckpt *ck)
+{
+	unsigned char fmt[4];
+	MDB_val k = { 6, "format" }, v = { sizeof(fmt), fmt };
+	MDB_txn *txn;
+
+	put_le32(fmt, CKPT_FORMAT);
+	if (mdb_txn_begin(ck->env, NULL, 0, &txn))
+		return;
+	if (mdb_put(txn, ck->meta, &k, &v, 0))
+		mdb_txn_abort(txn);
+	else
+		mdb_txn_commit(txn);
+}
+
 int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 		     size_t errlen)
 {
@@ -1177,6 +1202,8 @@ int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 		else if (rc)
 			tx_fail_mdb(tx, rc, "commit");
 	}
+	if (!tx->rc)
+		bump(tx->ck);
 	rc = tx->rc;
 	if (rc && err && errlen)
 		snprintf(err, errlen, "%s", tx->err);

@@ -447,43 +447,78 @@ static int ck_tab_find(const struct durable *u, const char *name,
 	return -1;
 }
 
-/* Values are read under the table's write lock, one key at a time: a
- * transaction commit logs its changes, applies them and undoes them
- * (taking its record back) if one fails, all under that lock, so a read
- * outside it could see a commit half-applied, or a failed one not yet
- * undone, and the checkpoint would keep changes whose record was taken
- * back.  append: the table's databases were reset in this checkpoint and
- * keys come in LMDB's order (a key gone since is simply not written). */
-static int write_key(struct durable *u, struct ckpt_txn *tx,
-		     struct tdbo_table *dt, const void *key, size_t klen,
-		     bool append)
-{
-	size_t need = 0;
-	long n;
+#define READ_BATCH 256u        /* keys looked up under one lock hold */
 
+/*
+ * Values are read under the table's write lock: a transaction commit
+ * logs its changes, applies them and undoes them (taking its record
+ * back) if one fails, all under that lock, so a read outside it could
+ * see a commit half-applied, or a failed one not yet undone, and the
+ * checkpoint would keep changes whose record was taken back.  The lock
+ * is held for READ_BATCH lookups at a time (tdbe_lookup_many: their
+ * cache misses overlap) and the values copied out (u->buf), a few tens
+ * of microseconds; then they go to LMDB outside it.
+ *
+ * Keys ks[from, from + n), in order.  append: the table's databases were
+ * reset in this checkpoint (MDB_APPEND; a key gone since is simply not
+ * written); else a key gone is deleted.
+ */
+static int write_batch(struct durable *u, struct ckpt_txn *tx,
+		       struct tdbo_table *dt, const struct keyset *ks,
+		       size_t from, unsigned int n, bool append)
+{
+	struct tdbe_lookup_req rq[READ_BATCH];
+	size_t off[READ_BATCH], need = 0, at = 0;
+	unsigned int i;
+	int err = 0;
+
+	for (i = 0; i < n; i++)
+		rq[i].key = keyset_key(ks, from + i, &rq[i].klen);
 	tdbo_table_lock(dt);
-	for (;;) {
-		n = tdbe_get(dt->t, key, klen, u->buf, u->bufcap, &need);
-		if (n != -ENOBUFS)
-			break;
-		free(u->buf);
-		u->bufcap = need;
-		if (!(u->buf = malloc(need))) {
-			u->bufcap = 0;
-			n = -ENOMEM;
-			break;
+	tdbe_read_lock();
+	tdbe_lookup_many(dt->t, rq, n);
+	for (i = 0; i < n; i++)
+		if (!rq[i].err)
+			need += rq[i].vlen;
+	if (need > u->bufcap) {
+		void *nb = realloc(u->buf, need);
+
+		if (nb) {
+			u->buf = nb;
+			u->bufcap = need;
+		} else {
+			err = -ENOMEM;
 		}
 	}
+	for (i = 0; !err && i < n; i++) {
+		off[i] = at;
+		if (rq[i].err)
+			continue;
+		memcpy((char *)u->buf + at, rq[i].val, rq[i].vlen);
+		at += rq[i].vlen;
+	}
+	tdbe_read_unlock();
 	tdbo_table_unlock(dt);
-	if (n == -ENOENT)
-		return append ? 0 : tdbd_ckpt_del(tx, dt->name, key, klen);
-	if (n < 0)
-		return (int)n;
-	u->written++;
-	if (append)
-		return tdbd_ckpt_append(tx, dt->name, key, klen, u->buf,
-					(size_t)n);
-	return tdbd_ckpt_put(tx, dt->name, key, klen, u->buf, (size_t)n);
+	for (i = 0; !err && i < n; i++) {
+		const void *val = (char *)u->buf + off[i];
+
+		if (rq[i].err == -ENOENT) {
+			if (!append)
+				err = tdbd_ckpt_del(tx, dt->name, rq[i].key,
+						    rq[i].klen);
+			continue;
+		}
+		if (rq[i].err) {
+			err = rq[i].err;
+			break;
+		}
+		u->written++;
+		err = append ? tdbd_ckpt_append(tx, dt->name, rq[i].key,
+						rq[i].klen, val, rq[i].vlen) :
+			       tdbd_ckpt_put(tx, dt->name, rq[i].key,
+					     rq[i].klen, val, rq[i].vlen);
+	}
+	return err;
 }
 
 /* Every key of the table, copied (under its lock, a cursor step at a
@@ -491,19 +526,28 @@ static int write_key(struct durable *u, struct ckpt_txn *tx,
 static int gather_table(struct tdbd *d, struct durable *u,
 			struct tdbo_table *dt, struct keyset *ks)
 {
+	struct tdbe_table_stat st;
 	struct tdbe_cursor *cur;
 	const void *key, *val;
 	size_t klen, vlen;
 	int err = 0, r;
 
+	tdbe_table_stat(dt->t, &st);
+	if ((err = keyset_reserve(ks, st.records)))
+		return err;
 	if (!(cur = tdbe_cursor_open(dt->t, &err)))
 		return err;
 	do {
+		unsigned int j;
+
+		/* a few steps per lock hold: each is one record */
 		tdbo_table_lock(dt);
-		r = tdbe_cursor_next(cur, &key, &klen, &val, &vlen);
+		for (j = 0; j < 32; j++) {
+			r = tdbe_cursor_next(cur, &key, &klen, &val, &vlen);
+			if (r <= 0 || (err = keyset_add(ks, key, klen)))
+				break;
+		}
 		tdbo_table_unlock(dt);
-		if (r > 0)
-			err = keyset_add(ks, key, klen);
 		if (!err)
 			err = ckpt_step(d, u);
 	} while (!err && r > 0);
@@ -540,7 +584,7 @@ static int write_table(struct tdbd *d, struct durable *u,
 		.mode = dt->mode, .max_extents = dt->max_extents };
 	struct keyset ks = KEYSET_INIT;
 	bool whole;
-	size_t i, klen;
+	size_t i;
 	int err = 0;
 
 	snprintf(sch.name, sizeof(sch.name), "%s", dt->name);
@@ -564,11 +608,12 @@ static int write_table(struct tdbd *d, struct durable *u,
 		err = keyset_sort(&ks);
 	if (!err && whole)
 		err = tdbd_ckpt_reset_table(tx, dt->name);
-	for (i = 0; !err && i < ks.n; i++) {
-		const unsigned char *key = keyset_key(&ks, i, &klen);
+	for (i = 0; !err && i < ks.n; i += READ_BATCH) {
+		unsigned int m = ks.n - i < READ_BATCH ?
+				 (unsigned int)(ks.n - i) : READ_BATCH;
 
-		err = write_key(u, tx, dt, key, klen, whole);
-		if (!err)
+		err = write_batch(u, tx, dt, &ks, i, m, whole);
+		for (unsigned int j = 0; !err && j < m; j++)
 			err = ckpt_step(d, u);
 	}
 	keyset_free(&ks);
@@ -604,6 +649,7 @@ static void ckpt_size(struct tdbd *d, const struct taken *tk, unsigned int n)
 	uint64_t rec = 0, t0;
 	char err[512], esc[4 * 512];
 	unsigned int i;
+	bool compact;
 	int e;
 
 	for (i = 0; i < n; i++) {
@@ -616,15 +662,17 @@ static void ckpt_size(struct tdbd *d, const struct taken *tk, unsigned int n)
 	}
 	if (tdbd_ckpt_space(d->ckpt, &sp, err, sizeof(err)))
 		return;
+	compact = sp.file_bytes >= env_u64("TDBD_CKPT_COMPACT_MIN",
+					   COMPACT_MIN) &&
+		  sp.file_bytes * 2 > rec * 3 &&
+		  (sp.file_bytes - sp.used_bytes) * 4 >= sp.file_bytes &&
+		  !__atomic_load_n(&u->cancel, __ATOMIC_RELAXED) &&
+		  !__atomic_load_n(&d->stopping, __ATOMIC_RELAXED);
 	tdbd_log(L_INFO, "checkpoint: file %llu MiB, %llu MiB of it in use; "
-		 "records %llu MiB", (unsigned long long)(sp.file_bytes >> 20),
+		 "records %llu MiB%s", (unsigned long long)(sp.file_bytes >> 20),
 		 (unsigned long long)(sp.used_bytes >> 20),
-		 (unsigned long long)(rec >> 20));
-	if (sp.file_bytes < env_u64("TDBD_CKPT_COMPACT_MIN", COMPACT_MIN) ||
-	    sp.file_bytes * 2 <= rec * 3 ||
-	    (sp.file_bytes - sp.used_bytes) * 4 < sp.file_bytes ||
-	    __atomic_load_n(&u->cancel, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&d->stopping, __ATOMIC_RELAXED))
+		 (unsigned long long)(rec >> 20), compact ? "; compacting" : "");
+	if (!compact)
 		return;
 	t0 = tdbd_now_ns();
 	if ((e = tdbd_ckpt_compact(d->ckpt, err, sizeof(err)))) {

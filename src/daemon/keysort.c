@@ -66,6 +66,19 @@ int keyset_add(struct keyset *ks, const void *key, size_t klen)
 	return 0;
 }
 
+int keyset_reserve(struct keyset *ks, size_t n)
+{
+	struct kitem *nv;
+
+	if (n <= ks->vcap)
+		return 0;
+	if (!(nv = realloc(ks->v, n * sizeof(*nv))))
+		return -ENOMEM;
+	ks->v = nv;
+	ks->vcap = n;
+	return 0;
+}
+
 void keyset_free(struct keyset *ks)
 {
 	free(ks->arena);

@@ -34,6 +34,8 @@ struct keyset {
 #define KEYSET_INIT { 0 }
 
 int keyset_add(struct keyset *ks, const void *key, size_t klen);
+/* Room for n keys (an estimate: more may be added). */
+int keyset_reserve(struct keyset *ks, size_t n);
 /* Sort the keys added so far (ascending, LMDB's order). */
 int keyset_sort(struct keyset *ks);
 void keyset_free(struct keyset *ks);
