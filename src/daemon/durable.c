@@ -16,14 +16,20 @@
  *  - A checkpoint takes each table's dirty set and the WAL's written LSN
  *    under the write lock, then writes outside it: the values it reads
  *    may be newer than that LSN, which is harmless since replaying a put
- *    or a delete twice gives the same result.  It reads each value under
- *    the write lock (briefly, key by key), so it never sees a commit
- *    half-applied or a failed one before its undo.  And it syncs the WAL
- *    up to everything written before it commits, so the checkpoint never
- *    holds a change whose record could still be lost.  Only then are
- *    segments wholly before its LSN removed.  A checkpoint that fails
- *    gives its dirty sets back, and one that failed is not retried for
- *    the WAL-size trigger before CKPT_RETRY_NS.
+ *    or a delete twice gives the same result.  It copies the keys to
+ *    write and sorts them in LMDB's order, then reads their values under
+ *    the table's write lock (briefly, 256 keys at a time), so it never
+ *    sees a commit half-applied or a failed one before its undo.  And
+ *    it syncs the WAL up to everything written before it commits, so the
+ *    checkpoint never holds a change whose record could still be lost.
+ *    Only then are segments wholly before its LSN removed.  A
+ *    checkpoint that fails (or is abandoned because tdbd stops) gives its
+ *    dirty sets back, and one that failed is not retried for the
+ *    WAL-size trigger before CKPT_RETRY_NS.
+ *  - SIGTERM never waits for a big checkpoint: the WAL is synced to its
+ *    end, a running checkpoint is abandoned (its LMDB txn aborted), and
+ *    the last one is written only if small (STOP_CKPT_MAX records) and
+ *    within STOP_CKPT_NS; else the next start replays the WAL.
  *  - Recovery = load the checkpoint, replay the WAL after its LSN, then
  *    start a new segment; clients are accepted only after it.  On a full
  *    disk nothing of start-up needs to write: the replay only cuts (a
@@ -402,6 +408,7 @@ struct durable {
 	size_t bufcap;
 	uint64_t written, tick_ns;      /* this checkpoint's progress */
 	uint64_t steps;         /* records read or written: cancel checks */
+	uint64_t ns_gather, ns_sort, ns_write;  /* this checkpoint's phases */
 };
 
 /* Is this checkpoint to be abandoned?  SIGTERM abandons a running one
@@ -583,6 +590,7 @@ static int write_table(struct tdbd *d, struct durable *u,
 	struct ckpt_table sch = { .id = dt->id, .uid = dt->uid, .gid = dt->gid,
 		.mode = dt->mode, .max_extents = dt->max_extents };
 	struct keyset ks = KEYSET_INIT;
+	uint64_t t;
 	bool whole;
 	size_t i;
 	int err = 0;
@@ -600,12 +608,17 @@ static int write_table(struct tdbd *d, struct durable *u,
 		return tdbd_ckpt_set_table(tx, &sch);
 	}
 	whole = k->full || ck_tab_find(u, dt->name, dt->id) != 1;
+	t = tdbd_now_ns();
 	if (whole)
 		err = gather_table(d, u, dt, &ks);
 	else
 		err = gather_dirty(k->dirty, &ks);
+	u->ns_gather += tdbd_now_ns() - t;
+	t = tdbd_now_ns();
 	if (!err)
 		err = keyset_sort(&ks);
+	u->ns_sort += tdbd_now_ns() - t;
+	t = tdbd_now_ns();
 	if (!err && whole)
 		err = tdbd_ckpt_reset_table(tx, dt->name);
 	for (i = 0; !err && i < ks.n; i += READ_BATCH) {
@@ -617,6 +630,7 @@ static int write_table(struct tdbd *d, struct durable *u,
 			err = ckpt_step(d, u);
 	}
 	keyset_free(&ks);
+	u->ns_write += tdbd_now_ns() - t;
 	return err ? err : tdbd_ckpt_set_table(tx, &sch);
 }
 
@@ -699,7 +713,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 	struct ckpt_txn *tx = NULL;
 	struct ck_tab *nt = NULL;
 	unsigned int n = 0, i, naside = 0;
-	uint64_t lsn, keep, ms, t0 = tdbd_now_ns();
+	uint64_t lsn, keep, ms, t1, t0 = tdbd_now_ns();
 	const char *aside1 = NULL;
 	char err[512] = "", esc[4 * 512];
 	int e;
@@ -734,6 +748,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 		goto fail;
 	}
 	u->written = 0;
+	u->ns_gather = u->ns_sort = u->ns_write = 0;
 	if ((e = tdbd_ckpt_begin(d->ckpt, &tx, err, sizeof(err))))
 		goto fail;
 	for (i = 0; i < u->ntabs; i++) {
@@ -763,7 +778,9 @@ static int checkpoint(struct tdbd *d, const char *why)
 			 strerror(-e));
 		goto fail;
 	}
+	t1 = tdbd_now_ns();
 	e = tdbd_ckpt_commit(tx, lsn, err, sizeof(err));
+	t1 = tdbd_now_ns() - t1;
 	tx = NULL;
 	if (e)
 		goto fail;
@@ -789,10 +806,15 @@ static int checkpoint(struct tdbd *d, const char *why)
 	__atomic_fetch_add(&d->ctr.checkpoints, 1, __ATOMIC_RELAXED);
 	ms = (tdbd_now_ns() - t0) / 1000000;
 	tdbd_log(L_INFO, "checkpoint at LSN %llu (%s): %u table(s), %llu ms; "
-		 "%llu record(s) written (%llu/s); %d WAL segment(s) removed",
+		 "%llu record(s) written (%llu/s; ms: keys %llu, sort %llu, "
+		 "write %llu, commit %llu); %d WAL segment(s) removed",
 		 (unsigned long long)lsn, why, n, (unsigned long long)ms,
 		 (unsigned long long)u->written,
-		 (unsigned long long)(u->written * 1000 / (ms ? ms : 1)), e);
+		 (unsigned long long)(u->written * 1000 / (ms ? ms : 1)),
+		 (unsigned long long)(u->ns_gather / 1000000),
+		 (unsigned long long)(u->ns_sort / 1000000),
+		 (unsigned long long)(u->ns_write / 1000000),
+		 (unsigned long long)(t1 / 1000000), e);
 	ckpt_size(d, tk, n);
 	if (naside)
 		tdbd_log(L_WARNING, "checkpoint: %u table(s) set aside at "

@@ -44,7 +44,8 @@ static void key_make(char *k, uint64_t i)
 }
 
 /* The value of key i in generation gen: vlen bytes from both. */
-static void val_make(unsigned char *v, size_t vlen, uint64_t i, unsigned int gen)
+static void val_make(unsigned char *v, size_t vlen, uint64_t i,
+		     unsigned int gen)
 {
 	uint64_t s = i * 0x9e3779b97f4a7c15ull ^ gen;
 
