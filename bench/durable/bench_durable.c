@@ -2049,13 +2049,16 @@ static void ckpt_phase(void)
 	usleep(300000);
 	logw_poll(&d.lw);
 	{
-		bool running = !d.lw.nckpt;
+		bool replayed = d.lw.rp_changes > 0;
+		bool running = replayed && !d.lw.nckpt;
 
 		t_stop = tdbd_stop(&d);
 		tdbd_report_bad(&d);
-		printf("  SIGTERM 0.3 s after the start (its checkpoint of %"
-		       PRIu64 " records %s): exit after %.2f s; %s\n", n,
-		       running ? "running" : "already done", t_stop,
+		printf("  SIGTERM 0.3 s after a start that replayed %" PRIu64
+		       " changes (%s): exit after %.2f s; %s\n",
+		       d.lw.rp_changes, running ? "its checkpoint running" :
+		       replayed ? "its checkpoint done" :
+		       "the stop before wrote the checkpoint", t_stop,
 		       d.lw.abandoned ? "checkpoint abandoned" :
 		       d.lw.nckpt ? "checkpoint completed" : "no checkpoint");
 	}

@@ -32,7 +32,7 @@
 #define TABLE   "ck"
 #define KLEN    16
 #define BATCH   256
-#define STOP_MS 5000u
+#define STOP_MS 2500u
 
 static void key_make(char *k, uint64_t i)
 {
@@ -244,17 +244,40 @@ static void part_size(void)
 	err = tdbc_table_open(c, TABLE, &t);
 	CHECK(!err, "open: %s", h_errname(err));
 	for (unsigned int r = 1; r <= ROUNDS; r++) {
-		unsigned int before = log_count(&d, "checkpoint: file ");
-		uint64_t t0 = h_now_ms();
+		uint64_t t0 = h_now_ms(), t1;
+		struct tdbc_stats ts;
+		char line[64];
 		struct stat st;
 
 		load(c, t, SZ_KEYS, SZ_VLEN, r);
-		/* its checkpoint, and its compaction if it makes one */
-		while (log_count(&d, "checkpoint: file ") == before ||
-		       log_count(&d, "; compacting") !=
-		       log_count(&d, "checkpoint: compacted: ")) {
+		/* a checkpoint of all of it (the counters), then its size
+		 * line and its compaction if it makes one (the log; a
+		 * tdbd that writes no size line gets 2 s) */
+		h_stats(c, &ts);
+		while (ts.ckpt_lsn < ts.wal_lsn) {
 			CHECK(h_now_ms() - t0 < 60000, "round %u: no "
 			      "checkpoint in 60 s", r);
+			h_sleep_ms(50);
+			h_stats(c, &ts);
+		}
+		/* its log line comes after the counter */
+		snprintf(line, sizeof(line), "checkpoint at LSN %llu (",
+			 (unsigned long long)ts.ckpt_lsn);
+		while (!log_count(&d, line)) {
+			CHECK(h_now_ms() - t0 < 60000, "round %u: no \"%s\" "
+			      "in the log", r, line);
+			h_sleep_ms(20);
+		}
+		t1 = h_now_ms();
+		while (log_count(&d, "checkpoint: file ") <
+		       log_count(&d, "checkpoint at LSN ") - 1 ||
+		       log_count(&d, "; compacting") !=
+		       log_count(&d, "checkpoint: compacted: ")) {
+			if (!log_count(&d, "checkpoint: file ") &&
+			    h_now_ms() - t1 > 2000)
+				break;
+			CHECK(h_now_ms() - t0 < 60000, "round %u: the "
+			      "checkpoint's size line did not come", r);
 			h_sleep_ms(50);
 		}
 		CHECK(!stat(file, &st), "stat %s: %s", file, strerror(errno));
