@@ -107,14 +107,15 @@ static struct {
 	const char *tdbd;
 	const char *tdbd_args[16];
 	unsigned int ntdbd_args;
-	bool do_puts, do_recovery;
+	bool do_puts, do_recovery, do_ckpt;
+	unsigned int ckpt_rounds;
 	bool allow_tmpfs, drop_caches, keep, strict, verbose;
 } opt = {
 	.keys = 1000000, .secs = 3, .procs = { 1, 8, 32 }, .nprocs = 3,
 	.sys_on = { true, true, true, true }, .runs = 3,
 	.records = 10000000, .wal_records = 1000000, .rec_runs = 3,
 	.load_procs = 2, .vsize = 100, .dir = "/var/tmp",
-	.do_puts = true, .do_recovery = true,
+	.do_puts = true, .do_recovery = true, .ckpt_rounds = 3,
 };
 
 static char tmpdir[PATH_MAX];
@@ -419,6 +420,13 @@ struct logw {
 	uint64_t ckpt_ms;               /* the last "checkpoint at ... (why)" */
 	char ckpt_why[32];
 	unsigned int nckpt;
+	uint64_t ckpt_written;          /* its "N record(s) written" */
+	/* "checkpoint: file X MiB, ...; compacting", "compacted: ... -> Y
+	 * MiB in Z ms", "abandoned", "stopping without a checkpoint" */
+	double t_size, t_compacted;
+	bool compacting, stop_skip;
+	uint64_t file_mib, compact_mib, compact_ms;
+	unsigned int abandoned;
 	bool hugepool;                  /* "the hugepage pool is exhausted" */
 	char bad[4][300];               /* error and warning lines */
 	unsigned int nbad;
@@ -443,8 +451,29 @@ static void logw_line(struct logw *w, const char *line, double t)
 			w->ckpt_ms = b;
 			snprintf(w->ckpt_why, sizeof(w->ckpt_why), "%s", why);
 			w->nckpt++;
+			w->ckpt_written = 0;
+			if ((p = strstr(p, " ms; ")) &&
+			    sscanf(p, " ms; %llu record(s) written", &c) == 1)
+				w->ckpt_written = c;
 		}
 	}
+	if ((p = strstr(line, "checkpoint: file ")) &&
+	    sscanf(p, "checkpoint: file %llu MiB", &a) == 1) {
+		w->t_size = t;
+		w->file_mib = a;
+		w->compacting = strstr(p, "; compacting") != NULL;
+	}
+	if ((p = strstr(line, "checkpoint: compacted: file ")) &&
+	    sscanf(p, "checkpoint: compacted: file %llu MiB -> %llu MiB in "
+		   "%llu ms", &a, &b, &c) == 3) {
+		w->t_compacted = t;
+		w->compact_mib = b;
+		w->compact_ms = c;
+	}
+	if (strstr(line, ") abandoned after "))
+		w->abandoned++;
+	if (strstr(line, "stopping without a checkpoint"))
+		w->stop_skip = true;
 	if ((p = strstr(line, "WAL: replayed ")) &&
 	    sscanf(p, "WAL: replayed %llu record(s) (%llu change(s)) after "
 		   "LSN %llu from %u segment(s) in %llu ms", &a, &b, &c, &u,
@@ -1501,6 +1530,38 @@ static void check_values(struct tdbc *c, uint64_t lo, uint64_t hi,
 	free(buf);
 }
 
+/* Wait (reading the log) until d's checkpoint number `after` + 1 is
+ * logged and, with a tdbd that says so, its file size and compaction
+ * are done.  Seconds waited. */
+static double wait_checkpoint(struct tdbd *d, unsigned int after)
+{
+	double t0 = now();
+	int st;
+
+	for (;;) {
+		logw_poll(&d->lw);
+		if (d->lw.nckpt > after &&
+		    (d->lw.t_size >= d->lw.t_ckpt || (d->lw.t_ckpt &&
+		     now() - d->lw.t_ckpt > 2)) &&
+		    (!d->lw.compacting || d->lw.t_compacted >= d->lw.t_size))
+			break;
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid)
+			tdbd_died(d, "checkpointing", st);
+		check_interrupt();
+		if (now() - t0 > 3600)
+			die("no checkpoint in an hour (log %s)", d->log);
+		usleep(2000);
+	}
+	return now() - t0;
+}
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (uint64_t)st.st_size;
+}
+
 static void recovery_phase(void)
 {
 	static struct tdbd d;
@@ -1552,7 +1613,24 @@ static void recovery_phase(void)
 	       PRIu64 " ms by tdbd's log; checkpoint dir %s\n", t_stop,
 	       d.lw.nckpt ? d.lw.ckpt_why : "none logged!", d.lw.ckpt_ms,
 	       mib(du(path), b1, sizeof(b1)));
-	if (!d.lw.nckpt) {
+	if (!d.lw.nckpt && d.lw.stop_skip) {
+		/* this tdbd stops at once, the WAL has it: its start replays
+		 * it and checkpoints after recovery */
+		double t1;
+
+		tdbd_start(&d, "none", true);
+		c = tdbd_wait_ready(&d, 3600);
+		t1 = d.t_ready - d.t_spawn;
+		tdbc_close(c);
+		wait_checkpoint(&d, 0);
+		tdbd_stop(&d);
+		tdbd_report_bad(&d);
+		printf("  start:    WAL replay of %" PRIu64 " changes, ready "
+		       "after %.1f s; checkpoint (%s): %" PRIu64 " ms, %"
+		       PRIu64 " records written; checkpoint dir %s\n",
+		       d.lw.rp_changes, t1, d.lw.ckpt_why, d.lw.ckpt_ms,
+		       d.lw.ckpt_written, mib(du(path), b1, sizeof(b1)));
+	} else if (!d.lw.nckpt) {
 		printf("  ANOMALY: no checkpoint logged at SIGTERM\n");
 		anomalies++;
 	}
@@ -1883,6 +1961,133 @@ static void fsync_probe(void)
 	       o[99], o[197]);
 }
 
+/* --- part 3: checkpoints --------------------------------------------------- */
+
+struct ck_round {
+	double stop, ready, ckpt_s;
+	uint64_t ckpt_ms, written, file;
+	bool at_stop, skipped;
+	char why[32];
+};
+
+/* SIGTERM, a start, and the checkpoint that holds the table: the stop's
+ * (a tdbd that writes it at SIGTERM) or the one after recovery. */
+static void ck_cycle(struct tdbd *d, struct ck_round *r, const char *file)
+{
+	unsigned int n0 = d->lw.nckpt;
+	struct tdbc *c;
+
+	r->stop = tdbd_stop(d);
+	tdbd_report_bad(d);
+	r->at_stop = d->lw.nckpt > n0;
+	r->skipped = d->lw.stop_skip;
+	if (r->at_stop) {
+		r->ckpt_ms = d->lw.ckpt_ms;
+		r->written = d->lw.ckpt_written;
+		snprintf(r->why, sizeof(r->why), "%s", d->lw.ckpt_why);
+	}
+	tdbd_start(d, "none", true);
+	c = tdbd_wait_ready(d, 3600);
+	r->ready = d->t_ready - d->t_spawn;
+	if (table_records(c) != opt.records)
+		die("tdb holds %" PRIu64 " records after a restart, not %"
+		    PRIu64, table_records(c), opt.records);
+	tdbc_close(c);
+	if (!r->at_stop) {
+		wait_checkpoint(d, 0);
+		r->ckpt_ms = d->lw.ckpt_ms;
+		r->written = d->lw.ckpt_written;
+		snprintf(r->why, sizeof(r->why), "%s", d->lw.ckpt_why);
+	}
+	r->file = file_size(file);
+}
+
+static void ck_print(const char *what, const struct ck_round *r)
+{
+	double recb = (double)opt.records * (KEY_LEN + opt.vsize);
+
+	printf("  %-14s %7.2f %-16s %9" PRIu64 " %10.0f %8.2f %9.0f %6.2fx\n",
+	       what, r->stop, r->why, r->ckpt_ms,
+	       r->ckpt_ms ? (double)opt.records * 1000 / (double)r->ckpt_ms :
+	       0, r->ready, (double)r->file / 1048576, (double)r->file / recb);
+	fflush(stdout);
+}
+
+static void ckpt_phase(void)
+{
+	static struct tdbd d;
+	struct ck_round r;
+	struct tdbc *c;
+	char file[PATH_MAX + 64];
+	double t_load, t_stop;
+	uint64_t n = opt.records;
+
+	tdbd_init(&d, "ckpt");
+	snprintf(file, sizeof(file), "%s/checkpoint/data.mdb", d.data);
+	printf("\ncheckpoints: %" PRIu64 " records (%u B keys, %u B values: "
+	       "%.0f MiB of records), written whole, then rewritten %u "
+	       "times\n", n, KEY_LEN, opt.vsize,
+	       (double)n * (KEY_LEN + opt.vsize) / 1048576, opt.ckpt_rounds);
+	tdbd_start(&d, "none", true);
+	c = tdbd_wait_ready(&d, 60);
+	printf("  tdbd%s\n", d.args);
+	table_create(c, n);
+	tdbc_close(c);
+	t_load = parallel_load(&d, 0, n);
+	printf("  load:  %" PRIu64 " puts from %u processes: %.1f s\n", n,
+	       opt.load_procs, t_load);
+	printf("  %-14s %7s %-16s %9s %10s %8s %9s %7s\n", "step", "stop s",
+	       "checkpoint", "ckpt ms", "records/s", "ready s", "file MiB",
+	       "/recs");
+	memset(&r, 0, sizeof(r));
+	ck_cycle(&d, &r, file);
+	ck_print("new table", &r);
+	for (unsigned int i = 0; i < opt.ckpt_rounds; i++) {
+		char what[32];
+
+		parallel_load(&d, 0, n);
+		memset(&r, 0, sizeof(r));
+		ck_cycle(&d, &r, file);
+		snprintf(what, sizeof(what), "rewrite %u", i + 1);
+		ck_print(what, &r);
+	}
+	/* SIGTERM while the checkpoint after a recovery runs */
+	parallel_load(&d, 0, n);
+	tdbd_stop(&d);
+	tdbd_start(&d, "none", true);
+	c = tdbd_wait_ready(&d, 3600);
+	tdbc_close(c);
+	usleep(300000);
+	logw_poll(&d.lw);
+	{
+		bool replayed = d.lw.rp_changes > 0;
+		bool running = replayed && !d.lw.nckpt;
+
+		t_stop = tdbd_stop(&d);
+		tdbd_report_bad(&d);
+		printf("  SIGTERM 0.3 s after a start that replayed %" PRIu64
+		       " changes (%s): exit after %.2f s; %s\n",
+		       d.lw.rp_changes, running ? "its checkpoint running" :
+		       replayed ? "its checkpoint done" :
+		       "the stop before wrote the checkpoint", t_stop,
+		       d.lw.abandoned ? "checkpoint abandoned" :
+		       d.lw.nckpt ? "checkpoint completed" : "no checkpoint");
+	}
+	tdbd_start(&d, "none", true);
+	c = tdbd_wait_ready(&d, 3600);
+	if (table_records(c) != n)
+		die("tdb holds %" PRIu64 " records after that, not %" PRIu64,
+		    table_records(c), n);
+	check_values(c, 0, n, 2000);
+	tdbc_close(c);
+	printf("  then:  a start has all %" PRIu64 " records (2000 values "
+	       "checked), ready after %.2f s\n", n, d.t_ready - d.t_spawn);
+	if (d.lw.rp_changes)
+		wait_checkpoint(&d, 0);
+	tdbd_stop(&d);
+	tdbd_report_bad(&d);
+}
+
 static void print_header(void)
 {
 	char cpu[256], fs[1024], disk[512], load[128], huge[32];
@@ -1954,7 +2159,12 @@ static void usage(FILE *f)
 "  -W, --wal-records N    records in the WAL only (default 1M)\n"
 "  -R, --recovery-runs R  timed restarts (default 3)\n"
 "  -L, --load-procs P     processes loading part 2's records (default 2)\n"
-"  -o, --only PART        puts or recovery (default both)\n"
+"  -o, --only PART        puts, recovery or ckpt (default puts and recovery;\n"
+"                         ckpt: --records written whole, then rewritten\n"
+"                         --ckpt-rounds times: checkpoint time and\n"
+"                         records/s, file size, SIGTERM time, also in\n"
+"                         the middle of a checkpoint)\n"
+"      --ckpt-rounds N    rewrites in --only ckpt (default 3)\n"
 "  -q, --quick            small: 20k keys, 1 s cells, 1 run, 200k + 20k\n"
 "                         records, 2 restarts (options after it override)\n"
 "  -T, --tdbd PATH        the tdbd (default: $TDBD, else the build tree's)\n"
@@ -2030,6 +2240,7 @@ static void parse_args(int argc, char **argv)
 		{ "recovery-runs", required_argument, NULL, 'R' },
 		{ "load-procs", required_argument, NULL, 'L' },
 		{ "only", required_argument, NULL, 'o' },
+		{ "ckpt-rounds", required_argument, NULL, 'C' },
 		{ "quick", no_argument, NULL, 'q' },
 		{ "tdbd", required_argument, NULL, 'T' },
 		{ "tdbd-arg", required_argument, NULL, 'A' },
@@ -2043,7 +2254,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:n:s:p:m:r:N:W:R:L:o:qT:A:kSvh",
+	while ((c = getopt_long(argc, argv, "d:n:s:p:m:r:N:W:R:L:o:C:qT:A:kSvh",
 				lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': opt.dir = optarg; break;
@@ -2107,9 +2318,13 @@ static void parse_args(int argc, char **argv)
 				opt.do_recovery = false;
 			} else if (!strcmp(optarg, "recovery")) {
 				opt.do_puts = false;
+			} else if (!strcmp(optarg, "ckpt")) {
+				opt.do_puts = false;
+				opt.do_recovery = false;
+				opt.do_ckpt = true;
 			} else {
 				fprintf(stderr, "tdb-bench-durable: --only "
-					"puts or recovery\n");
+					"puts, recovery or ckpt\n");
 				exit(2);
 			}
 			break;
@@ -2120,6 +2335,10 @@ static void parse_args(int argc, char **argv)
 			opt.records = 200000;
 			opt.wal_records = 20000;
 			opt.rec_runs = 2;
+			break;
+		case 'C':
+			opt.ckpt_rounds = (unsigned int)parse_num(optarg,
+						"ckpt rounds", 1, 100);
 			break;
 		case 'T': opt.tdbd = optarg; break;
 		case 'A':
@@ -2209,6 +2428,8 @@ int main(int argc, char **argv)
 		puts_phase();
 	if (opt.do_recovery)
 		recovery_phase();
+	if (opt.do_ckpt)
+		ckpt_phase();
 	cpu_sample(&c1);
 	o = cpu_others(&c0, &c1, &steal);
 	printf("\nTotal %.0f s", now() - t0);

@@ -52,6 +52,7 @@
 #define META_TABLE "table/"
 #define META_ASIDE "aside/"
 #define HASH_BYTES 16u                  /* xxh64 seed 1, seed 2, BE */
+#define COMPACT_FILE "data.mdb.compact"  /* a compaction's copy */
 
 /*
  * struct ckpt_table_rec, the value of "table/<name>" in "/meta": packed,
@@ -72,6 +73,7 @@ struct ckpt {
 	MDB_env *env;
 	MDB_dbi meta;           /* "/meta", valid for the env's life */
 	unsigned int maxkey;    /* mdb_env_get_maxkeysize() */
+	uint64_t mapsize;       /* CKPT_MAPSIZE or TDBD_CKPT_MAPSIZE */
 	pthread_mutex_t lock;   /* see the invariants above */
 	char path[];            /* <dir>/checkpoint, for messages */
 };
@@ -382,46 +384,25 @@ static int lock_file_reserve(struct ckpt *ck, char *err, size_t errlen)
 		   "(%lld bytes); free some space", (long long)size);
 }
 
-int tdbd_ckpt_open(const char *dir, struct ckpt **out, char *err,
-		   size_t errlen)
+/*
+ * Make and open ck->env on ck->path: the env's settings, lock.mdb's room,
+ * maxkey and "/meta".  ck->env is NULL unless it returns 0.
+ */
+static int env_open(struct ckpt *ck, char *err, size_t errlen)
 {
-	pthread_mutexattr_t ma;
-	struct ckpt *ck;
-	uint64_t mapsize;
-	size_t len;
 	int rc;
 
-	*out = NULL;
-	if (err && errlen)
-		err[0] = '\0';
-	len = strlen(dir) + sizeof("/checkpoint");
-	ck = calloc(1, sizeof(*ck) + len);
-	if (!ck)
-		return say(err, errlen, dir, -ENOMEM, NULL, "out of memory");
-	snprintf(ck->path, len, "%s/checkpoint", dir);
-
-	if (mapsize_from_env(&mapsize) < 0) {
-		rc = say(err, errlen, ck->path, -EINVAL, NULL,
-			 "TDBD_CKPT_MAPSIZE=%s: not a size in bytes",
-			 getenv("TDBD_CKPT_MAPSIZE"));
-		goto out_free;
-	}
-	if (mkdir(ck->path, 0750) && errno != EEXIST) {
-		rc = say(err, errlen, ck->path, -errno, strerror(errno),
-			 "mkdir");
-		goto out_free;
-	}
 	rc = mdb_env_create(&ck->env);
 	if (rc) {
-		rc = say_mdb(err, errlen, ck->path, rc, "mdb_env_create");
-		goto out_free;
+		ck->env = NULL;
+		return say_mdb(err, errlen, ck->path, rc, "mdb_env_create");
 	}
 	rc = mdb_env_set_maxdbs(ck->env, CKPT_MAXDBS);
 	if (rc) {
 		rc = say_mdb(err, errlen, ck->path, rc, "mdb_env_set_maxdbs");
 		goto out_env;
 	}
-	rc = mdb_env_set_mapsize(ck->env, (size_t)mapsize);
+	rc = mdb_env_set_mapsize(ck->env, (size_t)ck->mapsize);
 	if (rc) {
 		rc = say_mdb(err, errlen, ck->path, rc, "mdb_env_set_mapsize");
 		goto out_env;
@@ -446,6 +427,58 @@ int tdbd_ckpt_open(const char *dir, struct ckpt **out, char *err,
 	rc = meta_init(ck, err, errlen);
 	if (rc)
 		goto out_env;
+	return 0;
+out_env:
+	mdb_env_close(ck->env);     /* also after a failed mdb_env_open */
+	ck->env = NULL;
+	return rc;
+}
+
+/* <path>/data.mdb.compact: a compaction's copy (see tdbd_ckpt_compact). */
+static int compact_path(const struct ckpt *ck, char *out, size_t len,
+			const char *file)
+{
+	if ((size_t)snprintf(out, len, "%s/%s", ck->path, file) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int tdbd_ckpt_open(const char *dir, struct ckpt **out, char *err,
+		   size_t errlen)
+{
+	pthread_mutexattr_t ma;
+	char stale[PATH_MAX];
+	struct ckpt *ck;
+	size_t len;
+	int rc;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
+	len = strlen(dir) + sizeof("/checkpoint");
+	ck = calloc(1, sizeof(*ck) + len);
+	if (!ck)
+		return say(err, errlen, dir, -ENOMEM, NULL, "out of memory");
+	snprintf(ck->path, len, "%s/checkpoint", dir);
+
+	if (mapsize_from_env(&ck->mapsize) < 0) {
+		rc = say(err, errlen, ck->path, -EINVAL, NULL,
+			 "TDBD_CKPT_MAPSIZE=%s: not a size in bytes",
+			 getenv("TDBD_CKPT_MAPSIZE"));
+		goto out_free;
+	}
+	if (mkdir(ck->path, 0750) && errno != EEXIST) {
+		rc = say(err, errlen, ck->path, -errno, strerror(errno),
+			 "mkdir");
+		goto out_free;
+	}
+	/* A compaction that did not get to its rename: its copy is not the
+	 * store (data.mdb is), whole or not. */
+	if (!compact_path(ck, stale, sizeof(stale), COMPACT_FILE))
+		unlink(stale);
+	rc = env_open(ck, err, errlen);
+	if (rc)
+		goto out_free;
 
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
@@ -454,13 +487,12 @@ int tdbd_ckpt_open(const char *dir, struct ckpt **out, char *err,
 	if (rc) {
 		rc = say(err, errlen, ck->path, rc, strerror(-rc),
 			 "pthread_mutex_init");
-		goto out_env;
+		mdb_env_close(ck->env);
+		goto out_free;
 	}
 	*out = ck;
 	return 0;
 
-out_env:
-	mdb_env_close(ck->env);     /* also after a failed mdb_env_open */
 out_free:
 	free(ck);
 	return rc;
@@ -470,9 +502,19 @@ void tdbd_ckpt_close(struct ckpt *ck)
 {
 	if (!ck)
 		return;
-	mdb_env_close(ck->env);
+	if (ck->env)
+		mdb_env_close(ck->env);
 	pthread_mutex_destroy(&ck->lock);
 	free(ck);
+}
+
+/* The env, or -EIO if a compaction could not reopen it (and neither can
+ * this try). */
+static int env_ready(struct ckpt *ck, char *err, size_t errlen)
+{
+	if (ck->env)
+		return 0;
+	return env_open(ck, err, errlen);
 }
 
 /* --- reading ----------------------------------------------------------- */
@@ -619,7 +661,10 @@ int tdbd_ckpt_read_meta(struct ckpt *ck, uint64_t *lsn,
 	*lsn = 0;
 	*tabs = NULL;
 	*n = 0;
-	/* Only "/meta", whose handle is the env's: no ck->lock needed. */
+	/* Only "/meta", whose handle is the env's: no ck->lock needed (and
+	 * no compaction runs: it is called before any checkpoint). */
+	if (!ck->env)
+		return say(err, errlen, ck->path, -EIO, NULL, "not open");
 	rc = mdb_txn_begin(ck->env, NULL, MDB_RDONLY, &txn);
 	if (rc)
 		return say_mdb(err, errlen, ck->path, rc, "mdb_txn_begin");
@@ -738,6 +783,9 @@ int tdbd_ckpt_load_table(struct ckpt *ck, const char *name,
 	rc = take_lock(ck, err, errlen, "load_table");
 	if (rc)
 		return rc;
+	rc = env_ready(ck, err, errlen);
+	if (rc)
+		goto out_unlock;
 	rc = mdb_txn_begin(ck->env, NULL, MDB_RDONLY, &txn);
 	if (rc) {
 		rc = say_mdb(err, errlen, ck->path, rc, "mdb_txn_begin");
@@ -794,6 +842,9 @@ int tdbd_ckpt_begin(struct ckpt *ck, struct ckpt_txn **out, char *err,
 		free(tx);
 		return rc;
 	}
+	rc = env_ready(ck, err, errlen);
+	if (rc)
+		goto fail;
 	rc = mdb_txn_begin(ck->env, NULL, 0, &tx->txn);
 	if (rc) {
 		rc = say_mdb(err, errlen, ck->path, rc, "mdb_txn_begin");
@@ -1101,6 +1152,31 @@ static bool disk_full(const char *path)
 	return !statvfs(path, &sv) && (sv.f_bavail == 0 || sv.f_bfree == 0);
 }
 
+/*
+ * LMDB reuses a page freed by transaction T only in transactions after
+ * T + 1 (mdb_page_alloc takes free-list records older than the oldest
+ * snapshot, which is the last committed one).  So a checkpoint that
+ * rewrites a table whole could not reuse the pages the checkpoint before
+ * freed, and the file would hold three copies of it.  One tiny write
+ * transaction after each checkpoint (the format record written again)
+ * is that T + 1: the next checkpoint can take every page freed up to
+ * this one.  Its failure changes nothing but that.
+ */
+static void bump(struct ckpt *ck)
+{
+	unsigned char fmt[4];
+	MDB_val k = { 6, "format" }, v = { sizeof(fmt), fmt };
+	MDB_txn *txn;
+
+	put_le32(fmt, CKPT_FORMAT);
+	if (mdb_txn_begin(ck->env, NULL, 0, &txn))
+		return;
+	if (mdb_put(txn, ck->meta, &k, &v, 0))
+		mdb_txn_abort(txn);
+	else
+		mdb_txn_commit(txn);
+}
+
 int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 		     size_t errlen)
 {
@@ -1126,6 +1202,8 @@ int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 		else if (rc)
 			tx_fail_mdb(tx, rc, "commit");
 	}
+	if (!tx->rc)
+		bump(tx->ck);
 	rc = tx->rc;
 	if (rc && err && errlen)
 		snprintf(err, errlen, "%s", tx->err);
@@ -1137,4 +1215,199 @@ void tdbd_ckpt_abort(struct ckpt_txn *tx)
 {
 	if (tx)
 		tx_end(tx);
+}
+
+/* --- writing in order ---------------------------------------------------- */
+
+int tdbd_ckpt_append(struct ckpt_txn *tx, const char *name, const void *key,
+		     size_t klen, const void *val, size_t vlen)
+{
+	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
+	MDB_dbi dbi, ldbi;
+	int rc;
+
+	if (tx->rc)
+		return tx->rc;
+	if (klen > tx->ck->maxkey)      /* "/long/": hash order, not ours */
+		return tdbd_ckpt_put(tx, name, key, klen, val, vlen);
+	rc = check_key(tx, "append", name, klen);
+	if (!rc)
+		rc = tx_dbis(tx, name, false, "append", &dbi, &ldbi);
+	if (rc)
+		return rc;
+	rc = mdb_put(tx->txn, dbi, &k, &v, MDB_APPEND);
+	if (rc == MDB_KEYEXIST)
+		return tx_fail(tx, -EINVAL, NULL, "append %s: a %zu-byte key "
+			       "not after the last one (keys must come in "
+			       "LMDB's order)", name, klen);
+	if (rc)
+		return tx_fail_mdb(tx, rc, "append %s", name);
+	return 0;
+}
+
+/* --- space and compaction ------------------------------------------------ */
+
+/* Pages on LMDB's free list: the sum of the freeDB's page lists (each
+ * value is an MDB_IDL: its count, then the page numbers). */
+static int free_pages(MDB_txn *txn, uint64_t *out)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc;
+
+	*out = 0;
+	rc = mdb_cursor_open(txn, 0, &cur);     /* 0: FREE_DBI */
+	if (rc)
+		return rc;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+		if (v.mv_size >= sizeof(size_t))
+			*out += *(const size_t *)v.mv_data;
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int tdbd_ckpt_space(struct ckpt *ck, struct ckpt_space *sp, char *err,
+		    size_t errlen)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	MDB_txn *txn;
+	struct stat fst;
+	uint64_t nfree;
+	int rc, fd;
+
+	memset(sp, 0, sizeof(*sp));
+	rc = take_lock(ck, err, errlen, "space");
+	if (rc)
+		return rc;
+	rc = env_ready(ck, err, errlen);
+	if (rc)
+		goto out;
+	if ((rc = mdb_env_get_fd(ck->env, &fd)) || (rc = mdb_env_stat(ck->env,
+								      &st)) ||
+	    (rc = mdb_env_info(ck->env, &info))) {
+		rc = say_mdb(err, errlen, ck->path, rc, "space: env");
+		goto out;
+	}
+	if (fstat(fd, &fst)) {
+		rc = say(err, errlen, ck->path, -errno, strerror(errno),
+			 "space: fstat data.mdb");
+		goto out;
+	}
+	rc = mdb_txn_begin(ck->env, NULL, MDB_RDONLY, &txn);
+	if (!rc) {
+		rc = free_pages(txn, &nfree);
+		mdb_txn_abort(txn);
+	}
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "space: free list");
+		goto out;
+	}
+	sp->file_bytes = (uint64_t)fst.st_size;
+	sp->page_size = st.ms_psize;
+	sp->used_bytes = ((uint64_t)info.me_last_pgno + 1 - nfree) *
+			 st.ms_psize;
+	if (sp->used_bytes > sp->file_bytes)
+		sp->used_bytes = sp->file_bytes;
+out:
+	pthread_mutex_unlock(&ck->lock);
+	return rc;
+}
+
+static int fsync_path(const char *path, int flags)
+{
+	int fd = open(path, flags | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/*
+ * The copy: data.mdb.compact made anew, written by mdb_env_copyfd2 with
+ * MDB_CP_COMPACT (the live pages only, renumbered), then fsync'd.  It is
+ * not yet the store.
+ */
+static int compact_copy(struct ckpt *ck, const char *tmp, char *err,
+			size_t errlen)
+{
+	int fd, rc;
+
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return say(err, errlen, ck->path, -errno, strerror(errno),
+			   "compact: create %s", COMPACT_FILE);
+	rc = mdb_env_copyfd2(ck->env, fd, MDB_CP_COMPACT);
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc,
+			     "compact: mdb_env_copyfd2");
+	} else if (fsync(fd)) {
+		rc = say(err, errlen, ck->path, -errno, strerror(errno),
+			 "compact: fsync %s", COMPACT_FILE);
+	}
+	if (close(fd) && !rc)
+		rc = say(err, errlen, ck->path, -errno, strerror(errno),
+			 "compact: close %s", COMPACT_FILE);
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/*
+ * The copy takes data.mdb's place: the env is closed (no transaction is
+ * open: ck->lock is held), the rename is atomic, and the directory is
+ * fsync'd so that the rename survives a crash.  Until the rename a crash
+ * leaves the old store (open removes the copy); after it, the new one,
+ * complete and synced.  The env is then opened again on it; LMDB resets
+ * lock.mdb's transaction counter from the new file's meta page, as it
+ * opens alone (tdbd holds the data directory).
+ */
+int tdbd_ckpt_compact(struct ckpt *ck, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX], dst[PATH_MAX];
+	int rc;
+
+	if (compact_path(ck, tmp, sizeof(tmp), COMPACT_FILE) ||
+	    compact_path(ck, dst, sizeof(dst), "data.mdb"))
+		return say(err, errlen, ck->path, -ENAMETOOLONG, NULL,
+			   "compact: path too long");
+	rc = take_lock(ck, err, errlen, "compact");
+	if (rc)
+		return rc;
+	rc = env_ready(ck, err, errlen);
+	if (!rc)
+		rc = compact_copy(ck, tmp, err, errlen);
+	if (rc)
+		goto out;
+	mdb_env_close(ck->env);
+	ck->env = NULL;
+	if (rename(tmp, dst)) {
+		rc = say(err, errlen, ck->path, -errno, strerror(errno),
+			 "compact: rename %s to data.mdb", COMPACT_FILE);
+		unlink(tmp);
+	} else if ((rc = fsync_path(ck->path, O_RDONLY | O_DIRECTORY))) {
+		/* The rename may or may not survive a crash: either file
+		 * is a whole store with the same contents. */
+		say(err, errlen, ck->path, rc, strerror(-rc),
+		    "compact: fsync the directory");
+	}
+	{
+		char err2[512];
+		int rc2 = env_open(ck, err2, sizeof(err2));
+
+		if (rc2 && !rc) {
+			rc = rc2;
+			if (err && errlen)
+				snprintf(err, errlen, "%s (compact: reopening "
+					 "after the rename)", err2);
+		}
+	}
+out:
+	pthread_mutex_unlock(&ck->lock);
+	return rc;
 }

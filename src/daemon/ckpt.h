@@ -90,4 +90,37 @@ int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 		     size_t errlen);
 void tdbd_ckpt_abort(struct ckpt_txn *tx);
 
+/*
+ * tdbd_ckpt_put for keys that come in ascending order (LMDB's default
+ * order: memcmp, then the shorter first) into a table reset in this
+ * transaction: written with MDB_APPEND, which fills each page and never
+ * searches the tree.  A key not after the one before fails the
+ * transaction (-EINVAL).  Keys longer than LMDB's limit go to
+ * "/long/<table>" as with tdbd_ckpt_put (their LMDB keys are in hash
+ * order; they are rare).
+ */
+int tdbd_ckpt_append(struct ckpt_txn *tx, const char *name, const void *key,
+		     size_t klen, const void *val, size_t vlen);
+
+/* How big the store is and how much of it holds data. */
+struct ckpt_space {
+	uint64_t file_bytes;    /* data.mdb */
+	uint64_t used_bytes;    /* pages in use: up to LMDB's last page,
+				 * less those on its free list */
+	uint32_t page_size;
+};
+int tdbd_ckpt_space(struct ckpt *ck, struct ckpt_space *sp, char *err,
+		    size_t errlen);
+
+/*
+ * Rewrite data.mdb without its free pages (LMDB's file never shrinks):
+ * a compacted copy is written beside it, fsync'd, renamed over it and
+ * the directory fsync'd; the env is reopened on it.  Needs room for the
+ * copy (the used pages).  Not while a transaction of ck is open (it
+ * takes ck->lock).  On failure the store is the old one, or the new one
+ * if only the directory fsync or the reopen failed; after a failed
+ * reopen the next call that needs the env tries again.
+ */
+int tdbd_ckpt_compact(struct ckpt *ck, char *err, size_t errlen);
+
 #endif

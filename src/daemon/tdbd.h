@@ -17,6 +17,7 @@
  *   durable.c  the WAL (the owner's log hooks), acks held until durable,
  *              checkpoints, recovery
  *   ckpt.c     the LMDB checkpoint store (ckpt.h)
+ *   keysort.c  a checkpoint's keys sorted in LMDB's order (keysort.h)
  *
  * Threads.  The main thread accepts connections and hands each client to
  * one worker, which then owns it: only that worker touches the struct

@@ -1508,10 +1508,146 @@ static void test_threads(void **state)
 	free(lkey);
 }
 
+/* --- writing in order, space, compaction -------------------------------- */
+
+static uint64_t file_bytes(const char *dir)
+{
+	char path[128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/checkpoint/data.mdb", dir);
+	assert_int_equal(stat(path, &st), 0);
+	return (uint64_t)st.st_size;
+}
+
+/* Keys "k%07u" (ascending), one long key (maxkey + 10, goes to
+ * "/long/"), values of gen; written whole with append. */
+static void append_table(struct ckpt *ck, struct recset *want,
+			 unsigned int n, unsigned int gen)
+{
+	struct ckpt_txn *tx = begin_ok(ck);
+	unsigned char *v = pattern(200, gen);
+	unsigned char *lk = pattern(maxkey + 10, 7);
+
+	rs_free(want);
+	assert_int_equal(tdbd_ckpt_reset_table(tx, "t"), 0);
+	for (unsigned int i = 0; i < n; i++) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "k%07u", i);
+		v[0] = (unsigned char)i;
+		assert_int_equal(tdbd_ckpt_append(tx, "t", k, 8, v, 200), 0);
+		rs_add(want, k, 8, v, 200);
+		if (i == n / 2) {       /* a long key among them */
+			assert_int_equal(tdbd_ckpt_append(tx, "t", lk,
+							  maxkey + 10, v, 3),
+					 0);
+			rs_add(want, lk, maxkey + 10, v, 3);
+		}
+	}
+	assert_int_equal(tdbd_ckpt_set_table(tx, &(struct ckpt_table){
+		.name = "t", .id = 1, .mode = 0600 }), 0);
+	commit_ok(tx, gen);
+	free(v);
+	free(lk);
+}
+
+/* Append writes in order; a key not after the last fails the txn. */
+static void test_append(void **state)
+{
+	struct ckpt *ck = open_ok(dir_of(state));
+	struct recset want = { 0 };
+	struct ckpt_txn *tx;
+	int rc;
+
+	append_table(ck, &want, 5000, 1);
+	assert_table(ck, "t", &want);
+
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_reset_table(tx, "t"), 0);
+	assert_int_equal(tdbd_ckpt_append(tx, "t", "b", 1, "1", 1), 0);
+	assert_int_equal(tdbd_ckpt_append(tx, "t", "bb", 2, "2", 1), 0);
+	rc = tdbd_ckpt_append(tx, "t", "ba", 2, "3", 1);
+	assert_int_equal(rc, -EINVAL);
+	rc = tdbd_ckpt_commit(tx, 9, err, sizeof(err));
+	assert_int_equal(rc, -EINVAL);
+	assert_non_null(strstr(err, "LMDB's order"));
+	/* the store is as before */
+	assert_table(ck, "t", &want);
+	tdbd_ckpt_close(ck);
+	rs_free(&want);
+}
+
+/*
+ * A table rewritten whole again and again: the file holds its old and
+ * new copies (never three: the transaction after each checkpoint lets
+ * the next reuse the pages it freed); tdbd_ckpt_space sees the free
+ * part; compaction gives a file of the pages in use, with the same
+ * records, also after the store is opened again, and a stale copy is
+ * removed at open.
+ */
+static void test_compact(void **state)
+{
+	const char *dir = dir_of(state);
+	struct ckpt *ck = open_ok(dir);
+	struct recset want = { 0 };
+	struct ckpt_space sp, sp2;
+	uint64_t lsn, one, most = 0;
+	struct ckpt_table *tabs;
+	unsigned int n;
+	char path[128];
+	int fd;
+
+	append_table(ck, &want, 20000, 1);
+	one = file_bytes(dir);
+	for (unsigned int g = 2; g <= 8; g++) {
+		append_table(ck, &want, 20000, g);
+		if (file_bytes(dir) > most)
+			most = file_bytes(dir);
+	}
+	/* old + new copies and a margin (branch pages, /meta, free list) */
+	if (most > one * 2 + one / 4)
+		fail_msg("file grew to %llu bytes, one copy is %llu",
+			 (unsigned long long)most, (unsigned long long)one);
+	assert_int_equal(tdbd_ckpt_space(ck, &sp, err, sizeof(err)), 0);
+	assert_int_equal(sp.file_bytes, file_bytes(dir));
+	assert_true(sp.used_bytes < sp.file_bytes);
+	assert_true(sp.used_bytes * 10 >= one * 9);
+	assert_int_equal(tdbd_ckpt_compact(ck, err, sizeof(err)), 0);
+	assert_int_equal(tdbd_ckpt_space(ck, &sp2, err, sizeof(err)), 0);
+	assert_true(sp2.file_bytes < sp.file_bytes);
+	assert_true(sp2.file_bytes <= sp.used_bytes);
+	assert_table(ck, "t", &want);
+	/* it still takes checkpoints */
+	append_table(ck, &want, 20000, 9);
+	assert_table(ck, "t", &want);
+	tdbd_ckpt_close(ck);
+
+	/* a stale copy (a crash before the rename) is removed at open */
+	snprintf(path, sizeof(path), "%s/checkpoint/data.mdb.compact", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "junk", 4), 4);
+	close(fd);
+	ck = open_ok(dir);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(tdbd_ckpt_read_meta(ck, &lsn, &tabs, &n, err,
+					     sizeof(err)), 0);
+	assert_int_equal(lsn, 9);
+	assert_int_equal(n, 1);
+	free(tabs);
+	assert_table(ck, "t", &want);
+	tdbd_ckpt_close(ck);
+	rs_free(&want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_append, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_compact, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_layout, setup, teardown),
