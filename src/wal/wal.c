@@ -291,7 +291,8 @@ struct wal {
 	pthread_cond_t cv;      /* the flusher waits here */
 	pthread_cond_t done;    /* wal_sync_to waits here */
 	bool urgent, stop;
-	uint64_t last_batch;    /* records the last kicked sync carried */
+	uint64_t expect;        /* records a kicked sync waits for: the
+				 * most recent syncs carried, decaying */
 	uint64_t last_sync_ns;  /* how long its fdatasync took */
 	pthread_mutex_t sync_lock;
 	pthread_t thr;
@@ -634,20 +635,23 @@ int wal_write(struct wal *w)
  * Group commit that fills.  With always, a writer that waits for its
  * change kicks the flusher.  Syncing at once would carry the one change
  * and leave every writer that arrives a moment later for the next
- * sync; so the flusher first waits (bounded by the last fdatasync's
- * time and FILL_MAX_NS) until as many records are appended as the last
- * sync carried: the writers it released come back with their next
- * change.  A writer that left only costs that bound once: the next
- * sync expects what this one carried.
+ * sync; so the flusher first waits (bounded by twice the last
+ * fdatasync's time and FILL_MAX_NS) until as many records are appended
+ * as the recent syncs carried: the writers it released come back with
+ * their next change.  w->expect is the largest recent batch, lowered by an
+ * eighth at each sync that carried less (a wait that ends early on a
+ * few late writers would otherwise shrink the next batch, and the next,
+ * down to what one fdatasync's time brings); so writers that left cost
+ * that bound for a few syncs.
  */
 static void fill_wait(struct wal *w)
 {
-	uint64_t start = now_ns(), limit = w->last_sync_ns;
+	uint64_t start = now_ns(), limit = 2 * w->last_sync_ns;
 	struct timespec ts = { 0, 20000 };
 
 	if (limit > FILL_MAX_NS)
 		limit = FILL_MAX_NS;
-	while (wal_appended(w) - wal_durable(w) < w->last_batch &&
+	while (wal_appended(w) - wal_durable(w) < w->expect &&
 	       now_ns() - start < limit && !w->stop)
 		nanosleep(&ts, NULL);
 }
@@ -683,7 +687,10 @@ static bool sync_once(struct wal *w, bool kicked)
 	else
 		advance(w, target);
 	if (kicked && target > before) {
-		w->last_batch = target - before;
+		uint64_t n = target - before;
+		uint64_t low = w->expect - (w->expect + 7) / 8;
+
+		w->expect = n > low ? n : low;
 		w->last_sync_ns = now_ns() - t0;
 	}
 	pthread_cond_broadcast(&w->done);
