@@ -1674,7 +1674,8 @@ static void test_cursor_many_same(void **state)
 		/* at the end it stays at the end */
 		assert_int_equal(tdbe_cursor_next_many(c, rd.rec, 5, 0), 0);
 		tdbe_cursor_close(c);
-		if (n > 700)    /* whole buckets: far fewer calls than records */
+		/* whole buckets: far fewer calls than records */
+		if (n > 700)
 			assert_true(rd.max <= 2 || rd.batches * 3 < n);
 		walked_free(w, n);
 		tdbe_table_close(t);
