@@ -51,6 +51,8 @@ struct st {
 	struct ref *ref;
 	unsigned long *seen, *fseen;	/* walk: model keys, fillers */
 	u8 *buf, *val, *fill;
+	struct tdbe_cursor_rec *recs;	/* walk: tdbe_cursor_next_many's */
+	unsigned int walks;
 	u64 rng;
 	unsigned long ops;
 	unsigned int present;
@@ -273,10 +275,40 @@ static int mix(struct st *s)
 	return err ? err : check_count(s);
 }
 
+/*
+ * The walk's next record: from tdbe_cursor_next on even walks, from
+ * batches of tdbe_cursor_next_many (random sizes) on odd ones.
+ */
+struct walker {
+	struct tdbe_cursor *c;
+	bool many;
+	int n, i;
+};
+
+static int walk_next(struct st *s, struct walker *w, const void **k,
+		     size_t *klen, const void **v, size_t *vlen)
+{
+	if (!w->many)
+		return tdbe_cursor_next(w->c, k, klen, v, vlen);
+	if (w->i == w->n) {
+		w->n = tdbe_cursor_next_many(w->c, s->recs,
+					     1 + rnd(s) % TDBE_CURSOR_MANY, 0);
+		w->i = 0;
+		if (w->n <= 0)
+			return w->n;
+	}
+	*k = s->recs[w->i].key;
+	*klen = s->recs[w->i].klen;
+	*v = s->recs[w->i].val;
+	*vlen = s->recs[w->i].vlen;
+	w->i++;
+	return 1;
+}
+
 /* Phase 2: every present key exactly once, with its value. */
 static int walk(struct st *s)
 {
-	struct tdbe_cursor *c;
+	struct walker w = { .many = s->walks++ % 2 };
 	const void *k, *v;
 	size_t klen, vlen;
 	unsigned int i, count = 0, fills = 0;
@@ -284,10 +316,10 @@ static int walk(struct st *s)
 
 	bitmap_zero(s->seen, NKEYS);
 	bitmap_zero(s->fseen, FILL_MAX);
-	c = tdbe_cursor_open(s->t, &err);
-	if (!c)
+	w.c = tdbe_cursor_open(s->t, &err);
+	if (!w.c)
 		return FAIL(s, err, "cursor_open gave %d", err);
-	while ((rc = tdbe_cursor_next(c, &k, &klen, &v, &vlen)) == 1) {
+	while ((rc = walk_next(s, &w, &k, &klen, &v, &vlen)) == 1) {
 		s->ops++;
 		if (klen && *(const u8 *)k == 'f') {
 			err = walk_filler(s, k, klen, v, vlen);
@@ -312,11 +344,12 @@ static int walk(struct st *s)
 		}
 		count++;
 	}
-	tdbe_cursor_close(c);
+	tdbe_cursor_close(w.c);
 	if (err)
 		return err;
 	if (rc < 0)
-		return FAIL(s, rc, "cursor_next gave %d", rc);
+		return FAIL(s, rc, "cursor_next%s gave %d",
+			    w.many ? "_many" : "", rc);
 	if (count != s->present || fills != s->nfill)
 		return FAIL(s, -EIO, "cursor returned %u keys and %u "
 			    "fillers, model has %u and %u", count, fills,
@@ -443,7 +476,10 @@ int tdbk_selftest(void)
 	s->buf = kvmalloc(VAL_MAX, GFP_KERNEL);
 	s->val = kvmalloc(VAL_MAX, GFP_KERNEL);
 	s->fill = kvmalloc(FILL_LEN, GFP_KERNEL);
-	if (s->ref && s->seen && s->fseen && s->buf && s->val && s->fill) {
+	s->recs = kvmalloc_array(TDBE_CURSOR_MANY, sizeof(*s->recs),
+				 GFP_KERNEL);
+	if (s->ref && s->seen && s->fseen && s->buf && s->val && s->fill &&
+	    s->recs) {
 		err = run(s);
 	} else {
 		pr_err("selftest failed: out of memory for its own state\n");
@@ -456,6 +492,7 @@ int tdbk_selftest(void)
 	if (!err)
 		pr_info("selftest passed (%lu ops, seed %#llx)\n", s->ops,
 			SEED);
+	kvfree(s->recs);
 	kvfree(s->fill);
 	kvfree(s->val);
 	kvfree(s->buf);

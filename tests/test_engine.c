@@ -1294,11 +1294,56 @@ static void churn_step(struct churn *ch, int inserts, int deletes)
 	}
 }
 
-/* Scan c to the end; *vnext bounds the volatile ids ever inserted. */
-static void scan_check(struct tdbe_cursor *c, int nstable,
+/*
+ * Records of a cursor one at a time, from tdbe_cursor_next (max 0) or
+ * from batches of tdbe_cursor_next_many (up to max each, or a random
+ * 1..TDBE_CURSOR_MANY per call when max is TDBE_CURSOR_MANY + 1).
+ */
+struct cread {
+	struct tdbe_cursor *c;
+	unsigned int max, flags;
+	uint64_t rng;
+	struct tdbe_cursor_rec rec[TDBE_CURSOR_MANY];
+	int n, i;
+	unsigned long batches;
+};
+
+static unsigned int cread_max(struct cread *r)
+{
+	if (r->max <= TDBE_CURSOR_MANY)
+		return r->max;
+	r->rng = r->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return 1 + (unsigned int)(r->rng >> 33) % TDBE_CURSOR_MANY;
+}
+
+static int cread_next(struct cread *r, const void **kp, size_t *kl,
+		      const void **vp, size_t *vl)
+{
+	if (!r->max)
+		return tdbe_cursor_next(r->c, kp, kl, vp, vl);
+	if (r->i == r->n) {
+		r->n = tdbe_cursor_next_many(r->c, r->rec, cread_max(r),
+					     r->flags);
+		r->i = 0;
+		if (r->n <= 0)
+			return r->n;
+		r->batches++;
+	}
+	*kp = r->rec[r->i].key;
+	*kl = r->rec[r->i].klen;
+	*vp = r->rec[r->i].val;
+	*vl = r->rec[r->i].vlen;
+	r->i++;
+	return 1;
+}
+
+/* Scan c to the end (max as in struct cread); *vnext bounds the
+ * volatile ids ever inserted. */
+static void scan_check(struct tdbe_cursor *c, unsigned int max, int nstable,
 		       const uint32_t *vnext, void (*between)(void *),
 		       void *arg)
 {
+	struct cread rd = { .c = c, .max = max, .rng = max };
 	unsigned char *sseen = calloc(nstable, 1);
 	size_t vcap = 1 << 16;
 	unsigned char *vseen = calloc(vcap, 1);
@@ -1308,7 +1353,7 @@ static void scan_check(struct tdbe_cursor *c, int nstable,
 
 	assert_non_null(sseen);
 	assert_non_null(vseen);
-	while ((rc = tdbe_cursor_next(c, &kp, &kl, &vp, &vl)) == 1) {
+	while ((rc = cread_next(&rd, &kp, &kl, &vp, &vl)) == 1) {
 		long id;
 
 		if (!value_matches_key(kp, kl, vp, vl))
@@ -1386,10 +1431,13 @@ static void test_cursor_interleaved(void **state)
 
 	(void)state;
 	fill_stable(t, nstable);
-	for (round = 0; round < 4; round++) {
+	for (round = 0; round < 5; round++) {
 		c = tdbe_cursor_open(t, &err);
 		assert_non_null(c);
-		scan_check(c, nstable, &ch.vnext, interleave_cb, &il);
+		/* the old walk, then batches of 1, 7, random, the most */
+		scan_check(c, (unsigned int[]){ 0, 1, 7, TDBE_CURSOR_MANY + 1,
+			   TDBE_CURSOR_MANY }[round], nstable, &ch.vnext,
+			   interleave_cb, &il);
 		tdbe_cursor_close(c);
 	}
 	assert_true(ch.vnext > 10000);
@@ -1454,6 +1502,297 @@ static void test_cursor_seek(void **state)
 	tdbe_table_close(t);
 }
 
+/* --- tdbe_cursor_next_many against tdbe_cursor_next ------------------- */
+
+static uint64_t rnd(uint64_t *x)
+{
+	*x = *x * 6364136223846793005ull + 1442695040888963407ull;
+	return *x >> 33;
+}
+
+/* Key of id: 1..48 bytes derived from it (some share prefixes); every
+ * 97th is TDBE_KEY_MAX long.  Returns the length. */
+static size_t many_key(unsigned char *k, uint32_t id)
+{
+	size_t kl = id % 97 == 0 ? TDBE_KEY_MAX : 1 + id % 48;
+
+	fill(k, kl, id);
+	if (kl >= 4)
+		memcpy(k, &id, 4);      /* distinct for distinct ids */
+	else
+		k[0] = (unsigned char)id;
+	return kl;
+}
+
+/* A value of id and version: its length is random, every 501st is
+ * bigger than the cursor's first buffer (the grow path). */
+static size_t many_val(unsigned char *v, uint32_t id, uint32_t ver)
+{
+	size_t vl = id % 501 == 0 ? 100000 : (id * 31u + ver * 7u) % 201;
+
+	fill(v, vl, (uint64_t)id << 32 | ver);
+	return vl;
+}
+
+/* Put id (key many_key(id)) with version ver, or delete it. */
+static void many_set(struct tdbe_table *t, uint32_t id, uint32_t ver,
+		     bool del)
+{
+	static unsigned char k[TDBE_KEY_MAX], v[100000];
+	size_t kl = many_key(k, id);
+
+	if (del)
+		assert_int_equal(tdbe_del(t, k, kl, NULL), 0);
+	else
+		put_ok(t, k, kl, v, many_val(v, id, ver));
+}
+
+/* Keys of a table of 1..ids random ids (some ids map to one short key,
+ * so the table holds fewer). */
+static struct tdbe_table *many_table(const char *name, uint32_t ids,
+				     uint64_t *x, unsigned char *present)
+{
+	struct tdbe_table *t = mk(name, 0);
+	uint32_t i, n = 1 + rnd(x) % ids;
+
+	for (i = 0; i < n; i++) {
+		uint32_t id = rnd(x) % ids;
+
+		many_set(t, id, 0, false);
+		if (present)
+			present[id] = 1;
+	}
+	return t;
+}
+
+struct walked {
+	unsigned char *k, *v;
+	size_t kl, vl;
+};
+
+/* A whole walk with tdbe_cursor_next, copied. */
+static struct walked *walk_old(struct tdbe_table *t, size_t *n)
+{
+	struct walked *w = NULL;
+	struct tdbe_cursor *c;
+	const void *kp, *vp;
+	size_t kl, vl, cap = 0;
+	int err = 0, rc;
+
+	c = tdbe_cursor_open(t, &err);
+	assert_non_null(c);
+	*n = 0;
+	while ((rc = tdbe_cursor_next(c, &kp, &kl, &vp, &vl)) == 1) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			w = realloc(w, cap * sizeof(*w));
+			assert_non_null(w);
+		}
+		w[*n].k = malloc(kl);
+		w[*n].v = malloc(vl + 1);
+		assert_non_null(w[*n].k);
+		assert_non_null(w[*n].v);
+		memcpy(w[*n].k, kp, kl);
+		memcpy(w[*n].v, vp, vl);
+		w[*n].kl = kl;
+		w[*n].vl = vl;
+		(*n)++;
+	}
+	assert_int_equal(rc, 0);
+	tdbe_cursor_close(c);
+	return w;
+}
+
+static void walked_free(struct walked *w, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(w[i].k);
+		free(w[i].v);
+	}
+	free(w);
+}
+
+/* Record i of a walk is the old walk's record i. */
+static void expect_walked(const struct walked *w, size_t n, size_t i,
+			  const void *kp, size_t kl, const void *vp, size_t vl,
+			  unsigned int flags)
+{
+	if (i >= n)
+		fail_msg("next_many: record %zu past the old walk's %zu", i,
+			 n);
+	if (kl != w[i].kl || memcmp(kp, w[i].k, kl))
+		fail_msg("next_many: record %zu: not the old walk's key", i);
+	assert_int_equal(vl, w[i].vl);
+	if (flags & TDBE_CURSOR_KEYS)
+		assert_null(vp);
+	else
+		assert_memory_equal(vp, w[i].v, vl);
+}
+
+/* On random tables, walks in batches of random sizes (some calls the
+ * old tdbe_cursor_next), keys only or not, return exactly the old walk. */
+static void test_cursor_many_same(void **state)
+{
+	static const uint32_t ids[] = { 1, 5, 60, 700, 5000, 40000 };
+	uint64_t x = 14;
+	unsigned int round;
+
+	(void)state;
+	for (round = 0; round < 24; round++) {
+		char name[32];
+		struct tdbe_table *t;
+		struct walked *w;
+		struct tdbe_cursor *c;
+		struct cread rd = { .rng = round };
+		const void *kp, *vp;
+		size_t n, i = 0, kl, vl;
+		int err = 0, rc;
+
+		snprintf(name, sizeof(name), "cmany%u", round);
+		t = many_table(name, ids[round % 6], &x, NULL);
+		w = walk_old(t, &n);
+		c = tdbe_cursor_open(t, &err);
+		assert_non_null(c);
+		rd.c = c;
+		rd.flags = round % 3 == 1 ? TDBE_CURSOR_KEYS : 0;
+		/* fixed sizes 1 and 2 in some rounds, else random */
+		rd.max = round % 4 == 3 ? 1 + round % 2 : TDBE_CURSOR_MANY + 1;
+		for (;;) {
+			bool old = rd.i == rd.n && rnd(&x) % 8 == 0;
+
+			rc = old ? tdbe_cursor_next(c, &kp, &kl, &vp, &vl) :
+				   cread_next(&rd, &kp, &kl, &vp, &vl);
+			if (rc != 1)
+				break;
+			expect_walked(w, n, i++, kp, kl, vp, vl,
+				      old ? 0 : rd.flags);
+		}
+		assert_int_equal(rc, 0);
+		assert_int_equal(i, n);
+		/* at the end it stays at the end */
+		assert_int_equal(tdbe_cursor_next_many(c, rd.rec, 5, 0), 0);
+		tdbe_cursor_close(c);
+		/* whole buckets: far fewer calls than records */
+		if (n > 700)
+			assert_true(rd.max <= 2 || rd.batches * 3 < n);
+		walked_free(w, n);
+		tdbe_table_close(t);
+		assert_int_equal(tdbe_table_drop(g_e, name, NULL), 0);
+	}
+}
+
+/*
+ * With random changes between batches: each batch is what the old
+ * walk gives from the same place (a cursor sought to the last key
+ * returned, which may have been deleted since), keys are returned in
+ * increasing order, at most once, and every key present for the whole
+ * walk exactly once.
+ */
+static void test_cursor_many_changes(void **state)
+{
+	enum { IDS = 6000 };
+	uint64_t x = 1414;
+	unsigned int round;
+
+	(void)state;
+	for (round = 0; round < 6; round++) {
+		unsigned char *present = calloc(IDS, 1), *gone = calloc(IDS, 1);
+		unsigned char *seen = calloc(IDS, 1);
+		unsigned char last[TDBE_KEY_MAX], k[TDBE_KEY_MAX];
+		struct tdbe_cursor_rec rec[TDBE_CURSOR_MANY];
+		struct tdbe_cursor *c;
+		struct tdbe_table *t;
+		size_t lastlen = 0;
+		uint32_t ver = 1, id;
+		char name[32];
+		int err = 0, n, j;
+
+		assert_non_null(present);
+		assert_non_null(gone);
+		assert_non_null(seen);
+		snprintf(name, sizeof(name), "cmchg%u", round);
+		t = many_table(name, IDS, &x, present);
+		c = tdbe_cursor_open(t, &err);
+		assert_non_null(c);
+		for (;;) {
+			unsigned int max = 1 + rnd(&x) % (round % 2 ?
+						8 : TDBE_CURSOR_MANY);
+			struct tdbe_cursor *ref = tdbe_cursor_open(t, &err);
+			unsigned int flags = rnd(&x) % 2 ? TDBE_CURSOR_KEYS : 0;
+			unsigned int changes = rnd(&x) % 40;
+
+			assert_non_null(ref);
+			if (lastlen)
+				assert_int_equal(tdbe_cursor_seek(ref, last,
+								  lastlen), 0);
+			n = tdbe_cursor_next_many(c, rec, max, flags);
+			assert_true(n >= 0 && n <= (int)max);
+			for (j = 0; j < n; j++) {
+				const void *kp, *vp;
+				size_t kl, vl;
+				long key_id;
+
+				assert_int_equal(tdbe_cursor_next(ref, &kp, &kl,
+							&vp, &vl), 1);
+				assert_int_equal(rec[j].klen, kl);
+				assert_memory_equal(rec[j].key, kp, kl);
+				assert_int_equal(rec[j].vlen, vl);
+				if (!(flags & TDBE_CURSOR_KEYS))
+					assert_memory_equal(rec[j].val, vp, vl);
+				if (lastlen)
+					assert_true(tdbe_key_order(t, last,
+						lastlen, kp, kl) < 0);
+				memcpy(last, kp, kl);
+				lastlen = kl;
+				key_id = 0;
+				memcpy(&key_id, kp, kl < 4 ? 1 : 4);
+				/* short keys stand for several ids: count
+				 * only the unambiguous ones */
+				if (kl >= 4 && key_id < IDS && seen[key_id]++)
+					fail_msg("key of id %ld twice", key_id);
+			}
+			if (!n) {
+				const void *kp, *vp;
+				size_t kl, vl;
+
+				assert_int_equal(tdbe_cursor_next(ref, &kp, &kl,
+							&vp, &vl), 0);
+			}
+			tdbe_cursor_close(ref);
+			if (!n)
+				break;
+			while (changes--) {
+				id = rnd(&x) % IDS;
+				if (many_key(k, id) < 4)
+					continue;       /* see above */
+				if (present[id] && rnd(&x) % 3 == 0) {
+					many_set(t, id, 0, true);
+					present[id] = 0;
+					gone[id] = 1;
+				} else {
+					many_set(t, id, ver++, false);
+					if (!present[id])
+						gone[id] = 1;   /* new */
+					present[id] = 1;
+				}
+			}
+		}
+		for (id = 0; id < IDS; id++)
+			if (present[id] && !gone[id] && many_key(k, id) >= 4 &&
+			    seen[id] != 1)
+				fail_msg("id %u present throughout, seen %d "
+					 "times", id, seen[id]);
+		tdbe_cursor_close(c);
+		tdbe_table_close(t);
+		assert_int_equal(tdbe_table_drop(g_e, name, NULL), 0);
+		free(present);
+		free(gone);
+		free(seen);
+	}
+}
+
 /* The same with a writer thread. */
 struct writer_arg {
 	struct churn ch;
@@ -1491,7 +1830,9 @@ static void test_cursor_concurrent_writer(void **state)
 			      20000 && scans < 5000)) {
 		c = tdbe_cursor_open(t, &err);
 		assert_non_null(c);
-		scan_check(c, nstable, &w.ch.vnext, NULL, NULL);
+		/* odd scans in batches (random sizes) */
+		scan_check(c, scans % 2 ? TDBE_CURSOR_MANY + 1 : 0, nstable,
+			   &w.ch.vnext, NULL, NULL);
 		tdbe_cursor_close(c);
 		scans++;
 	}
@@ -1547,6 +1888,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cursor_interleaved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cursor_concurrent_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cursor_seek, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cursor_many_same, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cursor_many_changes, setup, teardown),
 		cmocka_unit_test(test_strerror),
 	};
 

@@ -168,6 +168,27 @@ struct tdbe_cursor *tdbe_cursor_open(struct tdbe_table *t, int *err);
 int tdbe_cursor_next(struct tdbe_cursor *c, const void **key, size_t *klen,
 		     const void **val, size_t *vlen);
 void tdbe_cursor_close(struct tdbe_cursor *c);
+/*
+ * Up to max records at once (at most TDBE_CURSOR_MANY): the records
+ * that as many tdbe_cursor_next calls would return, in the same order,
+ * had no writer run between them, so the guarantees above hold for a
+ * walk made of any mix of the two calls.  Taken in one read-side
+ * section, a whole index bucket at a time (it may return fewer than
+ * max before the end).  Each out[i] points into the cursor's buffer,
+ * valid until the cursor's next call.  With TDBE_CURSOR_KEYS only keys
+ * are copied (val is NULL, vlen is still the value's length).  Returns
+ * how many (>= 1); 0 at the end; -ENOMEM if a buffer cannot grow.
+ */
+#define TDBE_CURSOR_MANY 256u
+enum {
+	TDBE_CURSOR_KEYS = 1u << 0,
+};
+struct tdbe_cursor_rec {
+	const void *key, *val;
+	size_t klen, vlen;
+};
+int tdbe_cursor_next_many(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
+			  unsigned int max, unsigned int flags);
 /* Go on after `key` (present or not): the next tdbe_cursor_next returns
  * the record after it in the cursor's order, so a walk can be resumed
  * in a new cursor from the last key returned.  -EINVAL/-E2BIG for a key

@@ -489,3 +489,172 @@ uint64_t tdbi_next(const struct tdb_map *m, const struct tdb_key *bound,
 	*hash = best.hash;
 	return best.rec;
 }
+
+/* --- ordered walk, many at a time -------------------------------------
+ * The same walk as tdbi_next, but it goes on from bucket to bucket and
+ * takes every live record of each, so the descent from the root is done
+ * once per call and each key is hashed once.  Its cost is cache misses
+ * (a bucket holds few records and every bucket and record is somewhere
+ * else in memory), so it is in three passes that each prefetch what the
+ * next one reads, and the misses overlap instead of following one
+ * another:
+ *   1. follow the slots in order and list up to max buckets (prefetch);
+ *   2. read the buckets' entries, in order, while they fit whole in out
+ *      (prefetch the records);
+ *   3. hash the records and sort them.
+ * Only whole buckets are taken, so every record left out comes after
+ * every record taken: a call returns the first records of the walk that
+ * tdbi_next calls would make one by one.  A bucket listed in pass 1 may
+ * be retired before pass 2 reads it; it stays readable until the grace
+ * period ends and is no longer written, and every key present when its
+ * slot was read is in it.
+ */
+struct many_walk {
+	const struct tdb_map *m;
+	uint64_t *bkt;             /* pass 1: bucket offsets, in order */
+	unsigned int nb, max;
+	bool bound_first;          /* bkt[0] is the bound's own bucket */
+	bool truncated;            /* stopped at max buckets */
+};
+
+static void prefetch_node(const struct tdbi_node *node)
+{
+	unsigned int i;
+
+	for (i = 0; i < TDBI_NODE_SLOTS; i += 64 / sizeof(uint64_t))
+		tdb_prefetch(&node->slot[i]);
+}
+
+static void many_in(struct many_walk *w, uint64_t slot, unsigned int depth,
+		    const struct tdb_key *bound)
+{
+	const struct tdbi_node *node;
+	unsigned int j, n;
+
+	if (!slot)
+		return;
+	if (!(slot & TDBI_NODE_TAG)) {
+		if (w->nb == w->max) {
+			w->truncated = true;
+			return;
+		}
+		if (bound)
+			w->bound_first = true;
+		w->bkt[w->nb++] = slot;
+		tdb_prefetch(bucket_at(w->m, slot));
+		return;
+	}
+	node = tdb_ptr(w->m, slot & ~TDBI_NODE_TAG);
+	n = depth ? TDBI_NODE_SLOTS : TDBI_ROOT_SLOTS;
+	j = bound ? tdbi_slot_index(bound->hash, depth) : 0;
+	for (; j < n && !w->truncated; j++, bound = NULL) {
+		uint64_t v = tdb_load_acquire(&node->slot[j]);
+
+		/* a node below is read whole: fetch the next one's start
+		 * while this one is walked */
+		if (j + 1 < n && (v & TDBI_NODE_TAG)) {
+			uint64_t ahead = tdb_load_acquire(&node->slot[j + 1]);
+
+			if (ahead & TDBI_NODE_TAG)
+				prefetch_node(tdb_ptr(w->m,
+						      ahead & ~TDBI_NODE_TAG));
+		}
+		many_in(w, v, depth + 1, bound);
+	}
+}
+
+/* Pass 2 for one bucket: its live entries (after the bound, for the
+ * bound's own bucket, hashed at once) into out[*n...], or false if they
+ * do not all fit in max. */
+static bool many_take(const struct tdb_map *m, uint64_t off,
+		      const struct tdb_key *bound, struct tdbi_hit *out,
+		      unsigned int *n, unsigned int max)
+{
+	const struct tdbi_bucket *b = bucket_at(m, off);
+	uint32_t i, cnt = tdb_load_acquire(&b->count);
+	unsigned int k = *n;
+
+	for (i = 0; i < cnt; i++) {
+		uint64_t e = tdb_load_acquire(&b->e[i]);
+		struct tdbi_hit *h = &out[k];
+		const struct tdb_rec *r;
+
+		if (!e)
+			continue;
+		if (k == max)
+			return false;
+		h->rec = tdbi_entry_rec(e);
+		r = tdb_ptr(m, h->rec);
+		if (bound) {
+			h->hash = tdbp_hash64(r->data, r->klen,
+					      tdb_hdr(m)->seed);
+			if (tdbi_key_cmp(h->hash, r->data, r->klen,
+					 bound->hash, bound->data,
+					 bound->len) <= 0)
+				continue;
+		} else {
+			tdb_prefetch(r);
+			h->hash = 0;            /* pass 3 */
+		}
+		k++;
+	}
+	*n = k;
+	return true;
+}
+
+static bool hit_before(const struct tdb_map *m, const struct tdbi_hit *a,
+		       const struct tdbi_hit *b)
+{
+	const struct tdb_rec *ra, *rb;
+
+	if (a->hash != b->hash)
+		return a->hash < b->hash;
+	ra = tdb_ptr(m, a->rec);
+	rb = tdb_ptr(m, b->rec);
+	return tdbi_key_cmp(a->hash, ra->data, ra->klen,
+			    b->hash, rb->data, rb->klen) < 0;
+}
+
+unsigned int tdbi_next_many(const struct tdb_map *m,
+			    const struct tdb_key *bound,
+			    struct tdbi_hit *out, uint64_t *bkt,
+			    unsigned int max)
+{
+	struct many_walk w = { .m = m, .bkt = bkt, .max = max };
+	uint64_t seed = tdb_hdr(m)->seed;
+	unsigned int i, j, n = 0, hashed = 0;
+	bool whole = true;
+
+	if (!max)
+		return 0;
+	many_in(&w, tdb_hdr(m)->root | TDBI_NODE_TAG, 0, bound);
+	for (i = 0; i < w.nb && whole; i++) {
+		bool b = i == 0 && w.bound_first;
+
+		whole = many_take(m, bkt[i], b ? bound : NULL, out, &n, max);
+		if (b)
+			hashed = n;
+	}
+	if (!n && (!whole || w.truncated)) {
+		/* Nothing taken but the walk is not over: a first bucket
+		 * bigger than max, or buckets seen empty (a writer was
+		 * emptying them).  One record, the old way. */
+		out[0].rec = tdbi_next(m, bound, &out[0].hash);
+		return out[0].rec != 0;
+	}
+	/* Buckets were taken in hash order, so only records of one bucket
+	 * are out of order: the insertion sort moves each a few places. */
+	for (i = 0; i < n; i++) {
+		struct tdbi_hit h = out[i];
+
+		if (i >= hashed) {
+			const struct tdb_rec *r = tdb_ptr(m, h.rec);
+
+			h.hash = tdbp_hash64(r->data, r->klen, seed);
+		}
+		for (j = i; j > 0 && hit_before(m, &h, &out[j - 1]); j--)
+			out[j] = out[j - 1];
+		out[j] = h;
+	}
+	return n;
+}

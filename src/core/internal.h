@@ -92,6 +92,18 @@ uint64_t tdbi_remove(struct tdbe_table *t, const struct tdb_key *k);
  * (or the first of all when bound is NULL); 0 at the end. */
 uint64_t tdbi_next(const struct tdb_map *m, const struct tdb_key *bound,
 		   uint64_t *hash);
+/* The same walk many records at a time: up to max live records after
+ * the bound, in order, as successive tdbi_next calls would return them
+ * if nothing changed in between; fewer when the next bucket does not
+ * fit whole (at least one unless at the end); 0 at the end.  bkt is
+ * scratch for max bucket offsets. */
+struct tdbi_hit {
+	uint64_t rec, hash;
+};
+unsigned int tdbi_next_many(const struct tdb_map *m,
+			    const struct tdb_key *bound,
+			    struct tdbi_hit *out, uint64_t *bkt,
+			    unsigned int max);
 int tdbi_key_cmp(uint64_t ha, const void *ka, size_t la,
 		 uint64_t hb, const void *kb, size_t lb);
 

@@ -599,15 +599,14 @@ static int write_batch(struct durable *u, struct ckpt_txn *tx,
 	return err;
 }
 
-/* Every key of the table, copied (under its lock, a cursor step at a
- * time: keys only, the values are read again in order). */
+/* Every key of the table, copied (under its lock, TDBE_CURSOR_MANY
+ * records at a time: keys only, the values are read again in order). */
 static int gather_table(struct tdbd *d, struct durable *u,
 			struct tdbo_table *dt, struct keyset *ks)
 {
+	struct tdbe_cursor_rec rec[TDBE_CURSOR_MANY];
 	struct tdbe_table_stat st;
 	struct tdbe_cursor *cur;
-	const void *key, *val;
-	size_t klen, vlen;
 	int err = 0, r;
 
 	tdbe_table_stat(dt->t, &st);
@@ -616,15 +615,12 @@ static int gather_table(struct tdbd *d, struct durable *u,
 	if (!(cur = tdbe_cursor_open(dt->t, &err)))
 		return err;
 	do {
-		unsigned int j;
-
-		/* a few steps per lock hold: each is one record */
+		/* one bounded batch per lock hold, whole index buckets */
 		tdbo_table_lock(dt);
-		for (j = 0; j < 32; j++) {
-			r = tdbe_cursor_next(cur, &key, &klen, &val, &vlen);
-			if (r <= 0 || (err = keyset_add(ks, key, klen)))
-				break;
-		}
+		r = tdbe_cursor_next_many(cur, rec, TDBE_CURSOR_MANY,
+					  TDBE_CURSOR_KEYS);
+		for (int j = 0; j < r && !err; j++)
+			err = keyset_add(ks, rec[j].key, rec[j].klen);
 		tdbo_table_unlock(dt);
 		if (!err)
 			err = ckpt_step(d, u);
