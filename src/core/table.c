@@ -219,7 +219,7 @@ int tdbe_table_create(struct tdbe_engine *e, const char *name,
 	t->engine = e;
 	t->next = e->tables;
 	e->tables = t;
-	tdbp_log(TDBP_LOG_INFO, "table %s: created, cap %u extents, %s pages",
+	tdbp_log(TDBP_LOG_DEBUG, "table %s: created, cap %u extents, %s pages",
 		 name, t->max_extents,
 		 tdbp_region_page_size(t->region) == TDBP_EXTENT_SIZE
 			 ? "2 MiB huge" : "4 KiB");

@@ -156,22 +156,28 @@ static struct tdbo_table *table_alloc(struct tdbo_owner *o, const char *name,
  * anything). */
 static void table_log(const struct tdbo_table *t, const char *what)
 {
+	/* a table restored at start is no news: the recovery's summary
+	 * counts them (debug says each) */
+	int level = tdbo_streq(what, "restored") ? TDBP_LOG_DEBUG :
+						   TDBP_LOG_INFO;
+
 	if (tdbo_streq(what, "dropped"))
-		tdbp_log(TDBP_LOG_INFO, "table %s %s", t->name, what);
+		tdbp_log(level, "table %s %s", t->name, what);
 	else
-		tdbp_log(TDBP_LOG_INFO, "table %s %s (owner %u:%u, mode "
-			 "%04o)", t->name, what, t->uid, t->gid, t->mode);
+		tdbp_log(level, "table %s %s (owner %u:%u, mode %04o)",
+			 t->name, what, t->uid, t->gid, t->mode);
 }
 
 /* Under wlock: the engine table and the registry entry.  id 0: the
  * next free one.  Charged whatever the limits say (the caller checked
  * them, or is recovery).  locked: return with the new table's wlock
  * held, taken before anyone can find it (a create's log record must
- * come before any change to the table). */
+ * come before any change to the table).  what: "created" or "restored"
+ * (the log line). */
 static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 		      uint32_t max_ext, uint32_t uid, uint32_t gid,
-		      uint32_t mode, bool locked, struct tdbo_table **out,
-		      const char **msg)
+		      uint32_t mode, bool locked, const char *what,
+		      struct tdbo_table **out, const char **msg)
 {
 	struct tdbe_table_opts opts = { .max_extents = max_ext };
 	struct tdbe_extack ee = { 0 };
@@ -200,7 +206,7 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 	if (locked)
 		tdbp_mutex_lock(t->wlock);
 	reg_add(o, t);
-	table_log(t, "created");
+	table_log(t, what);
 	if (out)
 		*out = t;
 	return 0;
@@ -214,8 +220,8 @@ int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
 	int err;
 
 	tdbp_mutex_lock(o->wlock);
-	err = table_make(o, name, id, max_ext, uid, gid, mode, false, out,
-			 msg);
+	err = table_make(o, name, id, max_ext, uid, gid, mode, false,
+			 "restored", out, msg);
 	tdbp_mutex_unlock(o->wlock);
 	return err;
 }
@@ -467,7 +473,7 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 	if ((err = tdbo_log_reserve(o, &sz, &ext->msg)))
 		return err;
 	err = table_make(o, m->table, o->next_table_id + 1, max_ext, uid, gid,
-			 mode, true, &nt, &ext->msg);
+			 mode, true, "created", &nt, &ext->msg);
 	if (err) {
 		tdbo_log_cancel(o, &sz);
 		return err;

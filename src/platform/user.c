@@ -164,6 +164,9 @@ struct tdbp_region *tdbp_region_create(const char *name,
 	return r;
 }
 
+/* The only state of this file: whether the fallback was logged. */
+static int small_pages_said;
+
 static int fall_back_to_small_pages(struct tdbp_region *r, int why)
 {
 	int fd = memfd_create(r->name, MFD_CLOEXEC);
@@ -173,9 +176,14 @@ static int fall_back_to_small_pages(struct tdbp_region *r, int why)
 	close(r->fd);
 	r->fd = fd;
 	r->huge = false;
-	tdbp_log(TDBP_LOG_WARNING,
+	/* Said once per process as a warning (every table of a daemon on a
+	 * machine without hugepages would repeat it), then as debug. */
+	tdbp_log(__atomic_exchange_n(&small_pages_said, 1, __ATOMIC_RELAXED) ?
+		 TDBP_LOG_DEBUG : TDBP_LOG_WARNING,
 		 "%s: no 2 MiB hugepages (%s; see vm.nr_hugepages), "
-		 "falling back to 4 KiB pages", r->name, strerror(-why));
+		 "falling back to 4 KiB pages (said once; later tables fall back "
+		 "too)",
+		 r->name, strerror(-why));
 	return 0;
 }
 

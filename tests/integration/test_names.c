@@ -365,7 +365,7 @@ static void part_legacy(const char *cli, const char *dump)
 	tdbc_close(c);
 	h_stop(&d);
 	log = h_read_file(d.log);
-	snprintf(line, sizeof(line), "table %s created", legacy_esc);
+	snprintf(line, sizeof(line), "table %s restored", legacy_esc);
 	CHECK(strstr(log, line), "no '%s' in the log", line);
 	snprintf(line, sizeof(line), "table %s dropped", legacy_esc);
 	CHECK(strstr(log, line), "no '%s' in the log", line);
