@@ -14,8 +14,24 @@ tdb=$build/clients/cli/tdb
 
 dir=$(mktemp -d /tmp/tdb-demo.XXXXXX)
 export TDB_SOCKET="$dir/tdbd.sock"
-say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-run() { say "$*"; "$@"; }
+# Bold only on a terminal (no escape codes in a file or a pipe).
+if [ -t 1 ]; then bold=$(printf '\033[1m') off=$(printf '\033[0m'); else bold= off=; fi
+say() { printf '\n%s$ %s%s\n' "$bold" "$*" "$off"; }
+# An argument as a shell would need it typed: quoted if it has anything
+# but plain characters, so that a command shown can be pasted.
+quote() {
+	case "$1" in
+	''|*[!A-Za-z0-9_./:=@%+,-]*)
+		printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
+	*)	printf '%s' "$1" ;;
+	esac
+}
+run() {
+	line=
+	for a in "$@"; do line="$line${line:+ }$(quote "$a")"; done
+	say "$line"
+	"$@"
+}
 
 "$tdbd" --socket "$TDB_SOCKET" --log-level notice &
 pid=$!
