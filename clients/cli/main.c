@@ -12,10 +12,13 @@
  *   5  cannot connect to tdbd
  *   6  any other error (from the daemon, reading input, writing output,
  *      watch --count not reached before --timeout)
- * Errors go to stderr as "tdb: COMMAND: <tdbc_strerror>: <tdbc_errmsg>".
+ * Errors go to stderr as "tdb: COMMAND TABLE KEY: <what happened>" (the
+ * daemon's or the library's text, else tdbc_strerror), a failed connect
+ * as "tdb: COMMAND: cannot connect to tdbd at PATH: ...".
  *
- * The whole command line is checked, and hex arguments and put's input
- * read, before connecting: a usage error never depends on the daemon.
+ * The whole command line is checked (a new table's name, the key's and
+ * the value's sizes), and hex arguments and put's input read, before
+ * connecting: a usage error never depends on the daemon.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -377,6 +380,19 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
+/* The protocol's key rule (TDB_KEY_MIN..TDB_KEY_MAX bytes), checked
+ * before connecting: EXIT_USAGE after saying which, or 0. */
+static int check_key(const char *cmd, const struct cli_bytes *b)
+{
+	if (b->n < TDB_KEY_MIN)
+		return usage_error(cmd, "KEY is empty (a key has %u to %u "
+				   "bytes)", TDB_KEY_MIN, TDB_KEY_MAX);
+	if (b->n > TDB_KEY_MAX)
+		return usage_error(cmd, "KEY is %zu bytes, longer than %u",
+				   b->n, TDB_KEY_MAX);
+	return 0;
+}
+
 /* A KEY, VALUE or --prefix argument: as given, or decoded from hex. */
 static int take_bytes(const char *cmd, const char *what, const char *arg,
 		      bool hex, struct cli_bytes *b)
@@ -395,6 +411,10 @@ static int take_bytes(const char *cmd, const char *what, const char *arg,
 	if (err == -EINVAL)
 		return usage_error(cmd, "%s is not hex (two digits a byte)",
 				   what);
+	if (!err && !strcmp(what, "KEY"))
+		err = check_key(cmd, b);
+	if (err > 0)
+		return err;
 	if (err) {
 		fprintf(stderr, "tdb: %s: %s\n", cmd, strerror(-err));
 		return EXIT_ERROR;
@@ -444,7 +464,7 @@ static int read_value(struct cli *cli)
 
 static int put_args(struct cli *cli, char **args, int nargs)
 {
-	int sources = (nargs == 3) + !!cli->file + cli->use_stdin;
+	int sources = (nargs == 3) + !!cli->file + cli->use_stdin, rc;
 
 	if (nargs == 3 && !strcmp(args[2], "-")) {
 		if (cli->file || cli->use_stdin)
@@ -456,9 +476,14 @@ static int put_args(struct cli *cli, char **args, int nargs)
 		return usage_error("put", "give the value once: VALUE, -, "
 				   "--file F or --stdin");
 	if (nargs == 3)
-		return take_bytes("put", "VALUE", args[2], cli->value_hex,
-				  &cli->value);
-	return read_value(cli);
+		rc = take_bytes("put", "VALUE", args[2], cli->value_hex,
+				&cli->value);
+	else
+		rc = read_value(cli);
+	if (!rc && cli->value.n > TDB_VALUE_MAX)
+		return usage_error("put", "VALUE is %zu bytes, longer than %u",
+				   cli->value.n, TDB_VALUE_MAX);
+	return rc;
 }
 
 static const char *opt_name(int val)
@@ -526,12 +551,28 @@ int cli_exit_code(int err)
 	return EXIT_ERROR;
 }
 
+/*
+ * "tdb: CMD TABLE KEY: MESSAGE": the table and key the failure is about
+ * (escaped as scan escapes them, the key in hex under -k), then the
+ * owner's or the library's text, which says what happened ("no such
+ * key"); tdbc_strerror only when there is no such text, so that nothing
+ * is said twice.
+ */
 int cli_fail(const struct cli *cli, int err)
 {
 	const char *msg = cli->c ? tdbc_errmsg(cli->c) : "";
 
-	fprintf(stderr, "tdb: %s: %s%s%s\n", cli->cmd, tdbc_strerror(err),
-		*msg ? ": " : "", msg);
+	fprintf(stderr, "tdb: %s", cli->cmd);
+	if (cli->table) {
+		fputc(' ', stderr);
+		fmt_bytes(stderr, cli->table, strlen(cli->table), FMT_ESCAPE);
+	}
+	if (cli->key.set) {
+		fputc(' ', stderr);
+		fmt_bytes(stderr, cli->key.p, cli->key.n,
+			  cli->key_hex ? FMT_HEX : FMT_ESCAPE);
+	}
+	fprintf(stderr, ": %s\n", *msg ? msg : tdbc_strerror(err));
 	return cli_exit_code(err);
 }
 
@@ -555,8 +596,10 @@ static int run(struct cli *cli, const struct command *cmd)
 	err = tdbc_connect(&cli->c, cli->socket, cli->flags, errmsg,
 			   sizeof(errmsg));
 	if (err) {
-		fprintf(stderr, "tdb: %s: %s%s%s\n", cmd->name,
-			tdbc_strerror(err), *errmsg ? ": " : "", errmsg);
+		/* The library's message names the path and says what to
+		 * do; tdbc_strerror's table wording would mislead here. */
+		fprintf(stderr, "tdb: %s: %s\n", cmd->name,
+			*errmsg ? errmsg : tdbc_strerror(err));
 		return EXIT_CONNECT;
 	}
 	rc = cmd->run(cli);

@@ -124,8 +124,13 @@ struct tdbc *dx_connect(const char *path, bool no_rings)
 	err = tdbc_connect(&c, path, no_rings ? TDBC_NO_RINGS : 0, msg,
 			   sizeof(msg));
 	if (err) {
-		dx_err("cannot connect to tdbd: %s", msg[0] ? msg :
-		       tdbc_strerror(err));
+		/* The library's message already says "cannot connect to
+		 * tdbd at PATH: ..." and what to do. */
+		if (msg[0])
+			dx_err("%s", msg);
+		else
+			dx_err("cannot connect to tdbd: %s",
+			       tdbc_strerror(err));
 		exit(DX_CONNECT);
 	}
 	return c;
