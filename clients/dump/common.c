@@ -108,10 +108,9 @@ const char *dx_why(struct tdbc *c, int err)
 	static char buf[512];
 	const char *m = c ? tdbc_errmsg(c) : "";
 
-	if (m && m[0] && strcmp(m, tdbc_strerror(err)))
-		snprintf(buf, sizeof(buf), "%s: %s", tdbc_strerror(err), m);
-	else
-		snprintf(buf, sizeof(buf), "%s", tdbc_strerror(err));
+	/* The owner's text says what happened by itself ("no such
+	 * table"); tdbc_strerror before it would say it twice. */
+	snprintf(buf, sizeof(buf), "%s", m && m[0] ? m : tdbc_strerror(err));
 	return buf;
 }
 
