@@ -380,6 +380,20 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
+/* strerror(e) with a lower-case first letter, as tdb's other texts
+ * ("no such file or directory"); an acronym ("I/O ...") stays.  One
+ * static buffer: one use per message. */
+static const char *lc_strerror(int e)
+{
+	static char buf[128];
+
+	snprintf(buf, sizeof(buf), "%s", strerror(e));
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' &&
+						buf[1] <= 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
 /* The protocol's key rule (TDB_KEY_MIN..TDB_KEY_MAX bytes), checked
  * before connecting: EXIT_USAGE after saying which, or 0. */
 static int check_key(const char *cmd, const struct cli_bytes *b)
@@ -416,7 +430,7 @@ static int take_bytes(const char *cmd, const char *what, const char *arg,
 	if (err > 0)
 		return err;
 	if (err) {
-		fprintf(stderr, "tdb: %s: %s\n", cmd, strerror(-err));
+		fprintf(stderr, "tdb: %s: %s\n", cmd, lc_strerror(-err));
 		return EXIT_ERROR;
 	}
 	b->set = true;
@@ -432,7 +446,7 @@ static int read_value(struct cli *cli)
 
 	if (cli->file && (fd = open(cli->file, O_RDONLY | O_CLOEXEC)) < 0) {
 		fprintf(stderr, "tdb: put: %s: %s\n", cli->file,
-			strerror(errno));
+			lc_strerror(errno));
 		return EXIT_ERROR;
 	}
 	err = fmt_read_all(fd, INPUT_CAP, &raw, &n);
@@ -442,7 +456,7 @@ static int read_value(struct cli *cli)
 		fprintf(stderr, "tdb: put: reading %s: %s\n",
 			cli->file ? cli->file : "stdin",
 			err == -E2BIG ? "too long for a value" :
-			strerror(-err));
+			lc_strerror(-err));
 		return EXIT_ERROR;
 	}
 	if (!cli->value_hex) {
@@ -455,7 +469,7 @@ static int read_value(struct cli *cli)
 	if (err) {
 		fprintf(stderr, "tdb: put: reading %s: %s\n",
 			cli->file ? cli->file : "stdin", err == -EINVAL ?
-			"not hex (two digits a byte)" : strerror(-err));
+			"not hex (two digits a byte)" : lc_strerror(-err));
 		return EXIT_ERROR;
 	}
 	cli->value.set = true;
@@ -609,7 +623,7 @@ static int run(struct cli *cli, const struct command *cmd)
 	 * with a truncated answer. */
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "tdb: %s: writing the output: %s\n",
-			cmd->name, strerror(errno));
+			cmd->name, lc_strerror(errno));
 		if (rc == EXIT_OK)
 			rc = EXIT_ERROR;
 	}

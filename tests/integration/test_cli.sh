@@ -159,8 +159,8 @@ expect_err 2 "tdb: --count 0: at least 1" "$tdb" $nosock watch t --count 0
 expect_err 2 "tdb: --limit 0: at least 1" "$tdb" $nosock scan t --limit 0
 expect_err 2 "tdb: watch: --keys-only does not apply" "$tdb" $nosock watch t --keys-only
 # put's input is read before connecting; unreadable or bad input is 6
-expect_err 6 "tdb: put: $dir/none: No such file" "$tdb" $nosock put t k --file "$dir/none"
-expect_err 6 "tdb: put: reading $dir: Is a directory" "$tdb" $nosock put t k --file "$dir"
+expect_err 6 "tdb: put: $dir/none: no such file" "$tdb" $nosock put t k --file "$dir/none"
+expect_err 6 "tdb: put: reading $dir: is a directory" "$tdb" $nosock put t k --file "$dir"
 echo zz >"$dir/zz"
 expect_err 6 "tdb: put: reading stdin: not hex" "$tdb" $nosock -v put t k - <"$dir/zz"
 # keys: 1 to 4096 bytes, and a new table's name: refused before
