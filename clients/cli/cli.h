@@ -61,9 +61,10 @@ struct cli {
 };
 
 /*
- * Report a failure of the command: "tdb: CMD: <tdbc_strerror(err)>" and,
- * if the connection has one, ": <tdbc_errmsg>"; returns the exit code
- * err maps to (cli_exit_code).
+ * Report a failure of the command: "tdb: CMD TABLE KEY: <tdbc_errmsg>"
+ * (the table and key when the command has them, escaped; tdbc_strerror
+ * when there is no message); returns the exit code err maps to
+ * (cli_exit_code).
  */
 int cli_fail(const struct cli *cli, int err);
 /* The exit code for a negative errno of a command (not of connecting). */

@@ -12,10 +12,13 @@
  *   5  cannot connect to tdbd
  *   6  any other error (from the daemon, reading input, writing output,
  *      watch --count not reached before --timeout)
- * Errors go to stderr as "tdb: COMMAND: <tdbc_strerror>: <tdbc_errmsg>".
+ * Errors go to stderr as "tdb: COMMAND TABLE KEY: <what happened>" (the
+ * daemon's or the library's text, else tdbc_strerror), a failed connect
+ * as "tdb: COMMAND: cannot connect to tdbd at PATH: ...".
  *
- * The whole command line is checked, and hex arguments and put's input
- * read, before connecting: a usage error never depends on the daemon.
+ * The whole command line is checked (a new table's name, the key's and
+ * the value's sizes), and hex arguments and put's input read, before
+ * connecting: a usage error never depends on the daemon.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -377,6 +380,33 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
+/* strerror(e) with a lower-case first letter, as tdb's other texts
+ * ("no such file or directory"); an acronym ("I/O ...") stays.  One
+ * static buffer: one use per message. */
+static const char *lc_strerror(int e)
+{
+	static char buf[128];
+
+	snprintf(buf, sizeof(buf), "%s", strerror(e));
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' &&
+						buf[1] <= 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
+/* The protocol's key rule (TDB_KEY_MIN..TDB_KEY_MAX bytes), checked
+ * before connecting: EXIT_USAGE after saying which, or 0. */
+static int check_key(const char *cmd, const struct cli_bytes *b)
+{
+	if (b->n < TDB_KEY_MIN)
+		return usage_error(cmd, "KEY is empty (a key has %u to %u "
+				   "bytes)", TDB_KEY_MIN, TDB_KEY_MAX);
+	if (b->n > TDB_KEY_MAX)
+		return usage_error(cmd, "KEY is %zu bytes, longer than %u",
+				   b->n, TDB_KEY_MAX);
+	return 0;
+}
+
 /* A KEY, VALUE or --prefix argument: as given, or decoded from hex. */
 static int take_bytes(const char *cmd, const char *what, const char *arg,
 		      bool hex, struct cli_bytes *b)
@@ -395,8 +425,12 @@ static int take_bytes(const char *cmd, const char *what, const char *arg,
 	if (err == -EINVAL)
 		return usage_error(cmd, "%s is not hex (two digits a byte)",
 				   what);
+	if (!err && !strcmp(what, "KEY"))
+		err = check_key(cmd, b);
+	if (err > 0)
+		return err;
 	if (err) {
-		fprintf(stderr, "tdb: %s: %s\n", cmd, strerror(-err));
+		fprintf(stderr, "tdb: %s: %s\n", cmd, lc_strerror(-err));
 		return EXIT_ERROR;
 	}
 	b->set = true;
@@ -412,7 +446,7 @@ static int read_value(struct cli *cli)
 
 	if (cli->file && (fd = open(cli->file, O_RDONLY | O_CLOEXEC)) < 0) {
 		fprintf(stderr, "tdb: put: %s: %s\n", cli->file,
-			strerror(errno));
+			lc_strerror(errno));
 		return EXIT_ERROR;
 	}
 	err = fmt_read_all(fd, INPUT_CAP, &raw, &n);
@@ -422,7 +456,7 @@ static int read_value(struct cli *cli)
 		fprintf(stderr, "tdb: put: reading %s: %s\n",
 			cli->file ? cli->file : "stdin",
 			err == -E2BIG ? "too long for a value" :
-			strerror(-err));
+			lc_strerror(-err));
 		return EXIT_ERROR;
 	}
 	if (!cli->value_hex) {
@@ -435,7 +469,7 @@ static int read_value(struct cli *cli)
 	if (err) {
 		fprintf(stderr, "tdb: put: reading %s: %s\n",
 			cli->file ? cli->file : "stdin", err == -EINVAL ?
-			"not hex (two digits a byte)" : strerror(-err));
+			"not hex (two digits a byte)" : lc_strerror(-err));
 		return EXIT_ERROR;
 	}
 	cli->value.set = true;
@@ -444,7 +478,7 @@ static int read_value(struct cli *cli)
 
 static int put_args(struct cli *cli, char **args, int nargs)
 {
-	int sources = (nargs == 3) + !!cli->file + cli->use_stdin;
+	int sources = (nargs == 3) + !!cli->file + cli->use_stdin, rc;
 
 	if (nargs == 3 && !strcmp(args[2], "-")) {
 		if (cli->file || cli->use_stdin)
@@ -456,9 +490,14 @@ static int put_args(struct cli *cli, char **args, int nargs)
 		return usage_error("put", "give the value once: VALUE, -, "
 				   "--file F or --stdin");
 	if (nargs == 3)
-		return take_bytes("put", "VALUE", args[2], cli->value_hex,
-				  &cli->value);
-	return read_value(cli);
+		rc = take_bytes("put", "VALUE", args[2], cli->value_hex,
+				&cli->value);
+	else
+		rc = read_value(cli);
+	if (!rc && cli->value.n > TDB_VALUE_MAX)
+		return usage_error("put", "VALUE is %zu bytes, longer than %u",
+				   cli->value.n, TDB_VALUE_MAX);
+	return rc;
 }
 
 static const char *opt_name(int val)
@@ -526,12 +565,28 @@ int cli_exit_code(int err)
 	return EXIT_ERROR;
 }
 
+/*
+ * "tdb: CMD TABLE KEY: MESSAGE": the table and key the failure is about
+ * (escaped as scan escapes them, the key in hex under -k), then the
+ * owner's or the library's text, which says what happened ("no such
+ * key"); tdbc_strerror only when there is no such text, so that nothing
+ * is said twice.
+ */
 int cli_fail(const struct cli *cli, int err)
 {
 	const char *msg = cli->c ? tdbc_errmsg(cli->c) : "";
 
-	fprintf(stderr, "tdb: %s: %s%s%s\n", cli->cmd, tdbc_strerror(err),
-		*msg ? ": " : "", msg);
+	fprintf(stderr, "tdb: %s", cli->cmd);
+	if (cli->table) {
+		fputc(' ', stderr);
+		fmt_bytes(stderr, cli->table, strlen(cli->table), FMT_ESCAPE);
+	}
+	if (cli->key.set) {
+		fputc(' ', stderr);
+		fmt_bytes(stderr, cli->key.p, cli->key.n,
+			  cli->key_hex ? FMT_HEX : FMT_ESCAPE);
+	}
+	fprintf(stderr, ": %s\n", *msg ? msg : tdbc_strerror(err));
 	return cli_exit_code(err);
 }
 
@@ -555,8 +610,10 @@ static int run(struct cli *cli, const struct command *cmd)
 	err = tdbc_connect(&cli->c, cli->socket, cli->flags, errmsg,
 			   sizeof(errmsg));
 	if (err) {
-		fprintf(stderr, "tdb: %s: %s%s%s\n", cmd->name,
-			tdbc_strerror(err), *errmsg ? ": " : "", errmsg);
+		/* The library's message names the path and says what to
+		 * do; tdbc_strerror's table wording would mislead here. */
+		fprintf(stderr, "tdb: %s: %s\n", cmd->name,
+			*errmsg ? errmsg : tdbc_strerror(err));
 		return EXIT_CONNECT;
 	}
 	rc = cmd->run(cli);
@@ -566,7 +623,7 @@ static int run(struct cli *cli, const struct command *cmd)
 	 * with a truncated answer. */
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "tdb: %s: writing the output: %s\n",
-			cmd->name, strerror(errno));
+			cmd->name, lc_strerror(errno));
 		if (rc == EXIT_OK)
 			rc = EXIT_ERROR;
 	}

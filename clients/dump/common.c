@@ -108,10 +108,9 @@ const char *dx_why(struct tdbc *c, int err)
 	static char buf[512];
 	const char *m = c ? tdbc_errmsg(c) : "";
 
-	if (m && m[0] && strcmp(m, tdbc_strerror(err)))
-		snprintf(buf, sizeof(buf), "%s: %s", tdbc_strerror(err), m);
-	else
-		snprintf(buf, sizeof(buf), "%s", tdbc_strerror(err));
+	/* The owner's text says what happened by itself ("no such
+	 * table"); tdbc_strerror before it would say it twice. */
+	snprintf(buf, sizeof(buf), "%s", m && m[0] ? m : tdbc_strerror(err));
 	return buf;
 }
 
@@ -124,8 +123,13 @@ struct tdbc *dx_connect(const char *path, bool no_rings)
 	err = tdbc_connect(&c, path, no_rings ? TDBC_NO_RINGS : 0, msg,
 			   sizeof(msg));
 	if (err) {
-		dx_err("cannot connect to tdbd: %s", msg[0] ? msg :
-		       tdbc_strerror(err));
+		/* The library's message already says "cannot connect to
+		 * tdbd at PATH: ..." and what to do. */
+		if (msg[0])
+			dx_err("%s", msg);
+		else
+			dx_err("cannot connect to tdbd: %s",
+			       tdbc_strerror(err));
 		exit(DX_CONNECT);
 	}
 	return c;

@@ -45,7 +45,8 @@ void dx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *dx_esc(char out[DX_ESC_NAME], const char *name);
 /* The exit code for a failure with this errno. */
 int dx_exit_for(int err);
-/* "strerror: owner's message" of the last failure on c. */
+/* What the last failure on c was: the owner's message, else
+ * tdbc_strerror(err) (never both: they would say it twice). */
 const char *dx_why(struct tdbc *c, int err);
 /* A usage error: "PROG: " fmt (with arg), a hint at --help, exit
  * DX_USAGE. */

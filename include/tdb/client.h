@@ -29,6 +29,10 @@
  *   -E2BIG    key or value over its limit  -EINVAL  bad argument
  *   -ENOBUFS  value bigger than the buffer (see tdbc_get)
  *   -ECONNREFUSED / -ENOENT (connect)  no daemon at the socket path
+ *   -EACCES (connect)  the socket's mode or directory refuses the caller
+ * tdbc_strerror's words for ENOENT and EACCES are about tables; for a
+ * failed connect show tdbc_connect's errmsg ("cannot connect to tdbd at
+ * PATH: no such socket (is tdbd running?)"), which says what to do.
  *   -EPIPE / -ECONNRESET  the daemon went away; the connection is dead
  *   -EPROTO   the daemon broke the protocol; the connection is dead
  *   -ETIMEDOUT  a wait with a timeout ran out

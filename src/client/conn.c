@@ -84,6 +84,9 @@ const char *tdbc_strerror(int err)
 		err = -err;
 	switch (err) {
 	case 0:            return "success";
+	/* tdbc_connect's message (tdbc_errmsg or its errmsg) says when
+	 * these came from the socket instead: "cannot connect to tdbd at
+	 * PATH: no such socket (is tdbd running?)". */
 	case ENOENT:       return "no such table or key";
 	case EEXIST:       return "key or table exists";
 	case EACCES:       return "the table's mode forbids it";
@@ -102,6 +105,21 @@ const char *tdbc_strerror(int err)
 	case EOVERFLOW:    return "the watcher fell behind and lost changes";
 	case ENAMETOOLONG: return "name too long";
 	case EAGAIN:       return "try again (the submission ring is full)";
+	/* libc's texts start with a capital; tdb's are lower case. */
+	case EPERM:        return "operation not permitted";
+	case ENOMEM:       return "out of memory";
+	case EBUSY:        return "busy";
+	case EIO:          return "input/output error";
+	case EBADF:        return "bad file descriptor";
+	case ENOTCONN:     return "not connected";
+	case EOPNOTSUPP:   return "not supported";
+	case ENODEV:       return "no such device";
+	case EMSGSIZE:     return "message too long";
+	case ECANCELED:    return "cancelled";
+	case ENOTSOCK:     return "not a socket";
+	case EROFS:        return "read-only file system";
+	case EDQUOT:       return "disk quota exceeded";
+	case EINTR:        return "interrupted";
 	}
 	s = strerrordesc_np(err);
 	return s ? s : "unknown error";
@@ -276,6 +294,36 @@ static int attach(struct tdbc *c)
 	return err;
 }
 
+/*
+ * A failed connect(2), worded as a connect failure and saying what to do:
+ * ENOENT and EACCES here are about the socket, never a table or key.
+ */
+static int connect_failed(struct tdbc *c, const char *path, int e)
+{
+	const char *why;
+
+	switch (e) {
+	case ENOENT:
+		why = "no such socket (is tdbd running?)";
+		break;
+	case ECONNREFUSED:
+		why = "nothing listens there (is tdbd running?)";
+		break;
+	case EACCES:
+	case EPERM:
+		why = "permission denied (not in the socket's group?)";
+		break;
+	case ENOTSOCK:
+		why = "not a socket";
+		break;
+	default:
+		why = tdbc_strerror(-e);
+		break;
+	}
+	return tdbc__fail(c, -e, "cannot connect to tdbd at %s: %s", path,
+			  why);
+}
+
 static int open_socket(struct tdbc *c, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -292,8 +340,7 @@ static int open_socket(struct tdbc *c, const char *path)
 	while (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (errno == EINTR)
 			continue;
-		return tdbc__fail(c, -errno, "cannot connect to tdbd at %s: "
-				  "%s", path, strerror(errno));
+		return connect_failed(c, path, errno);
 	}
 	return 0;
 }

@@ -168,6 +168,10 @@ static void test_connect_refused(void **state)
 			 -ECONNREFUSED);
 	assert_null(c);
 	assert_non_null(strstr(msg, sa.sun_path));
+	/* worded as a connect failure, saying what to do */
+	assert_non_null(strstr(msg, "cannot connect to tdbd at "));
+	assert_non_null(strstr(msg, ": nothing listens there (is tdbd "
+			       "running?)"));
 	unlink(sa.sun_path);
 	rmdir(dir);
 }
@@ -190,6 +194,12 @@ static void test_connect_bad_args(void **state)
 	assert_non_null(strstr(msg, "flags"));
 	assert_int_equal(tdbc_connect(NULL, "/tmp/x.sock", 0, NULL, 0),
 			 -EINVAL);
+	/* no socket: a connect failure, not "no such table or key" */
+	assert_int_equal(tdbc_connect(&c, "/nonexistent/dir/s.sock", 0,
+				      msg, sizeof(msg)), -ENOENT);
+	assert_string_equal(msg, "cannot connect to tdbd at "
+			    "/nonexistent/dir/s.sock: no such socket (is "
+			    "tdbd running?)");
 	/* a short message buffer is cut, still NUL-terminated */
 	assert_int_equal(tdbc_connect(&c, "/nonexistent/dir/s.sock", 0,
 				      msg, 8), -ENOENT);
@@ -218,8 +228,11 @@ static void test_strerror(void **state)
 	assert_non_null(strstr(tdbc_strerror(-ENOBUFS), "buffer"));
 	assert_non_null(strstr(tdbc_strerror(-EPROTO), "protocol"));
 	assert_string_equal(tdbc_strerror(0), "success");
+	/* lower case, as tdb's other texts (not libc's "Operation...") */
+	assert_string_equal(tdbc_strerror(-EPERM), "operation not permitted");
+	assert_string_equal(tdbc_strerror(-EBADF), "bad file descriptor");
 	/* errnos the table does not name fall back to the C library's */
-	assert_string_equal(tdbc_strerror(-EBADF), strerror(EBADF));
+	assert_string_equal(tdbc_strerror(-EXDEV), strerror(EXDEV));
 	assert_string_equal(tdbc_strerror(99999), "unknown error");
 	assert_string_equal(tdbc_strerror(-99999), "unknown error");
 }

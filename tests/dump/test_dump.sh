@@ -135,9 +135,14 @@ expect_rc 2 "$load" -b 0
 expect_rc 0 "$dump" --help
 expect_rc 0 "$load" --version
 expect_rc 1 "$dump" -s nosuch
-expect_err "nosuch"
+expect_err "tdb-dump: nosuch: no such table"
+grep -q "no such table or key" "$err" && fail "said twice: $(cat "$err")"
 expect_rc 5 "$dump" -a -S "$dir/nope.sock"
+# said once, as a connect failure, with what to do
+expect_err "tdb-dump: cannot connect to tdbd at $dir/nope.sock: no such socket (is tdbd running?)"
+grep -q "cannot connect.*cannot connect" "$err" && fail "said twice: $(cat "$err")"
 expect_rc 5 "$load" -S "$dir/nope.sock" </dev/null
+expect_err "tdb-load: cannot connect to tdbd at $dir/nope.sock: no such socket"
 expect_rc 0 "$dump" -a
 no_err
 checks=$((checks + 1))

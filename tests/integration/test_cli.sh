@@ -159,10 +159,21 @@ expect_err 2 "tdb: --count 0: at least 1" "$tdb" $nosock watch t --count 0
 expect_err 2 "tdb: --limit 0: at least 1" "$tdb" $nosock scan t --limit 0
 expect_err 2 "tdb: watch: --keys-only does not apply" "$tdb" $nosock watch t --keys-only
 # put's input is read before connecting; unreadable or bad input is 6
-expect_err 6 "tdb: put: $dir/none: No such file" "$tdb" $nosock put t k --file "$dir/none"
-expect_err 6 "tdb: put: reading $dir: Is a directory" "$tdb" $nosock put t k --file "$dir"
+expect_err 6 "tdb: put: $dir/none: no such file" "$tdb" $nosock put t k --file "$dir/none"
+expect_err 6 "tdb: put: reading $dir: is a directory" "$tdb" $nosock put t k --file "$dir"
 echo zz >"$dir/zz"
 expect_err 6 "tdb: put: reading stdin: not hex" "$tdb" $nosock -v put t k - <"$dir/zz"
+# keys: 1 to 4096 bytes, and a new table's name: refused before
+# connecting (the socket is nowhere), with the rule named
+expect_err 2 "tdb: put: KEY is empty (a key has 1 to 4096 bytes)" "$tdb" $nosock put kv '' v
+expect_err 2 "tdb: get: KEY is empty" "$tdb" $nosock get kv ''
+expect_err 2 "tdb: del: KEY is empty" "$tdb" $nosock -k del kv ''
+long=$(head -c 4097 /dev/zero | tr '\000' k)
+expect_err 2 "tdb: put: KEY is 4097 bytes, longer than 4096" "$tdb" $nosock put kv "$long" v
+expect_err 2 "tdb: get: KEY is 4097 bytes, longer than 4096" "$tdb" $nosock get kv "$long"
+expect_err 2 "tdb: create: table name has a space" "$tdb" $nosock create 'bad name'
+head -c 1048577 /dev/zero >"$dir/toobig"
+expect_err 2 "tdb: put: VALUE is 1048577 bytes, longer than 1048576" "$tdb" $nosock put kv k --file "$dir/toobig"
 expect_rc 0 "$tdb" help
 grep -q '^Usage: tdb ' "$out" || fail "help: $(head -n 1 "$out")"
 expect_rc 0 "$tdb" --help
@@ -172,12 +183,18 @@ expect_rc 0 "$tdb" --version
 grep -q '^tdb [0-9]' "$out" || fail "--version says '$(cat "$out")'"
 
 # --- no daemon (5) -----------------------------------------------------------
-expect_err 5 "tdb: stats: " "$tdb" $nosock stats
-expect_err 5 "tdb: get: " env TDB_SOCKET="$dir/nothing-here" "$tdb" get t k
+# a connect failure is worded as one (not "no such table or key"), once
+expect_err 5 "tdb: stats: cannot connect to tdbd at $dir/nothing-here: no such socket (is tdbd running?)" "$tdb" $nosock stats
+[ "$(wc -l <"$err")" = 1 ] || fail "no daemon: $(cat "$err")"
+expect_err 5 "tdb: tables: cannot connect to tdbd at $dir/nothing-here: no such socket" env TDB_SOCKET="$dir/nothing-here" "$tdb" tables
+expect_err 5 "tdb: get: cannot connect to tdbd at $dir/nothing-here: no such socket" env TDB_SOCKET="$dir/nothing-here" "$tdb" get t k
+: >"$dir/not-a-socket"
+expect_err 5 "tdb: stats: cannot connect to tdbd at $dir/not-a-socket: " "$tdb" --socket "$dir/not-a-socket" stats
+grep -q "table" "$err" && fail "not a socket: $(cat "$err")"
 
 # --- tables: create, list, stat, drop --------------------------------------
 expect_out "" "$tdb" create t1 --mode 0640
-expect_err 3 "tdb: create: key or table exists" "$tdb" create t1
+expect_err 3 "tdb: create t1: table exists" "$tdb" create t1
 expect_out '{"ok":true}' "$tdb" --json create t2 --max-extents 3
 expect_rc 0 "$tdb" tables
 has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *OWNER  *MODE  *STATE$'
@@ -198,9 +215,13 @@ has -x 'name *t2'
 has -x 'state *ok'
 [ "$(wc -l <"$out")" = 14 ] || fail "stat: $(wc -l <"$out") lines, want 14"
 expect_out "" "$tdb" drop t2
-expect_err 1 "tdb: drop: " "$tdb" drop t2
-expect_err 1 "tdb: stat: " "$tdb" stat t2
-expect_err 1 "tdb: get: " "$tdb" get t2 k
+expect_err 1 "tdb: drop t2: no such table" "$tdb" drop t2
+expect_err 1 "tdb: stat t2: no such table" "$tdb" stat t2
+# a missing table or key is named, and worded as such (not "no such
+# table or key: no such table")
+expect_err 1 "tdb: get t2 k: no such table" "$tdb" get t2 k
+[ "$(cat "$err")" = "tdb: get t2 k: no such table" ] ||
+	fail "get of a missing table: $(cat "$err")"
 
 # --- put, get, del ------------------------------------------------------------
 expect_out "" "$tdb" put t1 alice '{"age": 31}'
@@ -228,7 +249,7 @@ expect_file "$dir/bin" "$tdb" get t1 frank
 expect_out "" "$tdb" -k -v put t1 00ff0a00 0001fe
 expect_out '0001fe' "$tdb" -k --hex get t1 00ff0a00
 expect_out '{"key_hex":"00ff0a00","value_hex":"0001fe"}' "$tdb" -k --json get t1 00ff0a00
-expect_err 1 "tdb: get: " "$tdb" -k get t1 00ff0a
+expect_err 1 "tdb: get t1 00ff0a: no such key" "$tdb" -k get t1 00ff0a
 # an empty value
 expect_out "" "$tdb" put t1 empty ''
 expect_out "" "$tdb" get t1 empty
@@ -238,16 +259,20 @@ expect_out "" "$tdb" put t1 neg -- -5
 expect_out "-5" "$tdb" --escape get t1 neg
 
 # --no-overwrite: 3 and the value stays; a new key goes in
-expect_err 3 "tdb: put: key or table exists" "$tdb" put t1 alice x --no-overwrite
+expect_err 3 "tdb: put t1 alice: key exists" "$tdb" put t1 alice x --no-overwrite
 expect_file "$exp.alice" "$tdb" get t1 alice
 expect_out "" "$tdb" put t1 --no-overwrite gina g
 expect_out "g" "$tdb" --escape get t1 gina
 
 # missing keys: 1, and nothing on stdout
-expect_err 1 "tdb: get: no such table or key" "$tdb" get t1 nobody
-expect_err 1 "tdb: del: " "$tdb" del t1 nobody
+expect_err 1 "tdb: get t1 nobody: no such key" "$tdb" get t1 nobody
+[ "$(cat "$err")" = "tdb: get t1 nobody: no such key" ] ||
+	fail "get of a missing key: $(cat "$err")"
+# unprintable bytes of the names are escaped as scan escapes them
+expect_err 1 'tdb: get t1 a\nb\xff: no such key' "$tdb" get t1 "$(printf 'a\nb\377')"
+expect_err 1 "tdb: del t1 nobody: no such key" "$tdb" del t1 nobody
 expect_out '{"ok":true}' "$tdb" --json del t1 gina
-expect_err 1 "tdb: get: " "$tdb" get t1 gina
+expect_err 1 "tdb: get t1 gina: no such key" "$tdb" get t1 gina
 expect_out "" "$tdb" del t1 neg
 
 # --- scan ---------------------------------------------------------------------
@@ -317,7 +342,7 @@ expect_out "" "$tdb" --no-rings put t1 p:6 v6
 expect_rc 0 "$tdb" --no-rings scan t1 --prefix p: --keys-only
 [ "$(wc -l <"$out")" = 6 ] || fail "--no-rings scan: $(cat "$out")"
 expect_out "" "$tdb" --no-rings del t1 p:6
-expect_err 1 "tdb: get: " "$tdb" --no-rings get t1 p:6
+expect_err 1 "tdb: get t1 p:6: no such key" "$tdb" --no-rings get t1 p:6
 
 # --- watch ----------------------------------------------------------------------
 # wait_watches N: until the daemon counts N watches: the watchers are set
@@ -379,7 +404,7 @@ printf 'PUT\tk\tv\nDROP\n' >"$exp"
 cmp -s "$dir/w4" "$exp" || fail "watch to the drop: got $(cat "$dir/w4")"
 expect_err 6 "tdb: watch: timed out: 0 of 2 changes" "$tdb" watch t1 --count 2 --timeout 200
 expect_out "" "$tdb" watch t1 --timeout 100
-expect_err 1 "tdb: watch: " "$tdb" watch nosuch --timeout 100
+expect_err 1 "tdb: watch nosuch: no such table" "$tdb" watch nosuch --timeout 100
 
 # a watcher that falls behind: its output pipe is full (not read until
 # $dir/go exists) while 40 puts of 200 kB lap the 4 MiB feed; it says
@@ -430,13 +455,16 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 &&
 	>/dev/null 2>&1; then
 	as_nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
 	expect_out "" "$tdb" create t4 --mode 0600
-	expect_err 4 "tdb: get: " $as_nobody "$tdb" get t4 k
-	expect_err 4 "tdb: put: " $as_nobody "$tdb" put t4 k v
+	expect_err 4 "tdb: get t4 k: permission denied" $as_nobody "$tdb" get t4 k
+	expect_err 4 "tdb: put t4 k: permission denied" $as_nobody "$tdb" put t4 k v
 	expect_out "" "$tdb" create t5 --mode 0644
 	expect_out "" "$tdb" put t5 k v
 	expect_out "v" $as_nobody "$tdb" --escape get t5 k
-	expect_err 4 "tdb: put: " $as_nobody "$tdb" put t5 k w
-	expect_err 4 "tdb: drop: " $as_nobody "$tdb" drop t5
+	expect_err 4 "tdb: put t5 k: permission denied" $as_nobody "$tdb" put t5 k w
+	expect_err 4 "tdb: drop t5: only the table's owner" $as_nobody "$tdb" drop t5
+	# refused by the socket's directory, not by a table: exit 5, said so
+	mkdir -m 0700 "$dir/priv"
+	expect_err 5 "tdb: stats: cannot connect to tdbd at $dir/priv/s.sock: permission denied (not in the socket's group?)" $as_nobody "$tdb" --socket "$dir/priv/s.sock" stats
 else
 	echo "note: not root or no setpriv: permission checks (exit 4) skipped"
 fi
@@ -489,7 +517,7 @@ if command -v prlimit >/dev/null 2>&1 && sa_start; then
 		expect_rc 0 "$tdb" --json tables
 		json_check '[d["state"] for d in docs if d["name"] == "sbig"]
 			== ["aside"]'
-		expect_err 6 "tdb: get: " "$tdb" get sbig k
+		expect_err 6 "tdb: get sbig k: table sbig was set aside" "$tdb" get sbig k
 		grep -q "table sbig was set aside at start" "$err" ||
 			fail "get of a set-aside table: $(cat "$err")"
 		expect_rc 0 "$tdb" stats
