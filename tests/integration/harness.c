@@ -327,6 +327,19 @@ bool h_log_has(const struct h_daemon *d, const char *s)
 	return has;
 }
 
+unsigned int h_log_count(const struct h_daemon *d, const char *s)
+{
+	char *log = h_read_file(d->log), *p = log;
+	unsigned int n = 0;
+
+	while ((p = strstr(p, s))) {
+		n++;
+		p += strlen(s);
+	}
+	free(log);
+	return n;
+}
+
 void h_dump_log(const struct h_daemon *d)
 {
 	char *log = h_read_file(d->log);

@@ -137,8 +137,9 @@ unsigned int h_stop(struct h_daemon *d);
 /* Fail the test if the log has "ERROR", a sanitizer report or a
  * "tdbd: error:" line. */
 void h_check_log(const struct h_daemon *d);
-/* Does the log contain s? */
+/* Does the log contain s?  How often (it holds every start's)? */
 bool h_log_has(const struct h_daemon *d, const char *s);
+unsigned int h_log_count(const struct h_daemon *d, const char *s);
 /* The whole log (malloc'ed, NUL-terminated; "" if none). */
 char *h_read_file(const char *path);
 /* Print the log's last lines to stderr (on failure). */

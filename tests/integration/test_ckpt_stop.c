@@ -204,20 +204,6 @@ static void part_stop(void)
 		      "no checkpoint written at a stop with little to write");
 }
 
-/* Lines of the log that contain s. */
-static unsigned int log_count(const struct h_daemon *d, const char *s)
-{
-	char *log = h_read_file(d->log), *p = log;
-	unsigned int n = 0;
-
-	while ((p = strstr(p, s))) {
-		n++;
-		p += strlen(s);
-	}
-	free(log);
-	return n;
-}
-
 #define ROUNDS   8
 #define SZ_KEYS  100000
 #define SZ_VLEN  200
@@ -263,17 +249,17 @@ static void part_size(void)
 		/* its log line comes after the counter */
 		snprintf(line, sizeof(line), "checkpoint at LSN %llu (",
 			 (unsigned long long)ts.ckpt_lsn);
-		while (!log_count(&d, line)) {
+		while (!h_log_count(&d, line)) {
 			CHECK(h_now_ms() - t0 < 60000, "round %u: no \"%s\" "
 			      "in the log", r, line);
 			h_sleep_ms(20);
 		}
 		t1 = h_now_ms();
-		while (log_count(&d, "checkpoint: file ") <
-		       log_count(&d, "checkpoint at LSN ") - 1 ||
-		       log_count(&d, "; compacting") !=
-		       log_count(&d, "checkpoint: compacted: ")) {
-			if (!log_count(&d, "checkpoint: file ") &&
+		while (h_log_count(&d, "checkpoint: file ") <
+		       h_log_count(&d, "checkpoint at LSN ") - 1 ||
+		       h_log_count(&d, "; compacting") !=
+		       h_log_count(&d, "checkpoint: compacted: ")) {
+			if (!h_log_count(&d, "checkpoint: file ") &&
 			    h_now_ms() - t1 > 2000)
 				break;
 			CHECK(h_now_ms() - t0 < 60000, "round %u: the "

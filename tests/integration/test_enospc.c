@@ -304,20 +304,6 @@ static void check_segments(const char *when)
 	CHECK(n > 0, "%s: no WAL segment at all", when);
 }
 
-/* How often s is in d's log (it holds every start's). */
-static unsigned int log_count(const struct h_daemon *d, const char *s)
-{
-	char *log = h_read_file(d->log), *p = log;
-	unsigned int n = 0;
-
-	while ((p = strstr(p, s))) {
-		n++;
-		p += strlen(s);
-	}
-	free(log);
-	return n;
-}
-
 /* --- tdbd ----------------------------------------------------------------- */
 
 static const char *const opts[] = {
@@ -493,12 +479,12 @@ int main(void)
 				       "SIGTERM" :
 				       "started on the full disk after "
 				       "SIGKILL";
-		unsigned int warned = log_count(&d, "running without one");
+		unsigned int warned = h_log_count(&d, "running without one");
 
 		start(&d);
 		c = open_table(&d, TDBC_NO_RINGS, &t);
 		check_all(t, &s, when);
-		CHECK(log_count(&d, "running without one") == warned + 1,
+		CHECK(h_log_count(&d, "running without one") == warned + 1,
 		      "%s: no warning in the log that the WAL has no "
 		      "segment", when);
 		err = put_key(t, &s, s.nkeys, 1);
