@@ -2568,6 +2568,14 @@ static void test_unreserve(void **state)
 		}
 		wal_unreserve(w, a);
 	}
+	/* a record over WAL_REC_MAX is refused at the reservation, saying
+	 * why, and leaves the log as it was (not failed, nothing held) */
+	msg = NULL;
+	assert_int_equal(wal_reserve(w, (size_t)WAL_REC_MAX + 8, &msg),
+			 -E2BIG);
+	assert_non_null(msg);
+	expect_has(msg, "over 1 GiB");
+	assert_int_equal(wal_failed(w), 0);
 	assert_int_equal(wal_appended(w), 2);
 	assert_int_equal(wal_written(w), 2);
 	assert_int_equal(fsize(path), size);
