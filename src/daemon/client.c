@@ -18,7 +18,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <linux/magic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +127,7 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 	c->sock = sock;
 	c->cr = *cr;
 	c->evfd = -1;
+	c->comp_evfd = -1;
 	c->sub_shm.fd = c->comp_shm.fd = -1;
 	c->sub_shm.guard = c->comp_shm.guard = -1;
 	c->id = __atomic_add_fetch(&d->next_client, 1, __ATOMIC_RELAXED);
@@ -135,6 +139,7 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
  * may outlive the call; a client's rings at its clean-up). */
 static void attach_undo(struct client *c)
 {
+	tdbd_feed_unregister_all(c);
 	tdb_ring_detach(&c->sub);
 	tdb_ring_detach(&c->comp);
 	tdbd_shm_ring_free(&c->sub_shm);
@@ -142,7 +147,49 @@ static void attach_undo(struct client *c)
 	if (c->evfd >= 0)
 		close(c->evfd);
 	c->evfd = -1;
+	if (c->comp_evfd >= 0)
+		close(c->comp_evfd);
+	c->comp_evfd = -1;
 }
+
+void tdbd_client_wake_comp(struct client *c)
+{
+	struct tdb_ring_hdr *h = c->comp.hdr;
+	uint64_t one = 1;
+
+	if (!(__atomic_load_n(&h->flags, __ATOMIC_RELAXED) &
+	      TDB_RING_F_CONS_WAITING))
+		return;
+	__atomic_fetch_and(&h->flags, ~TDB_RING_F_CONS_WAITING,
+			   __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&h->futex, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &h->futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	/* full: a wake-up is pending already, which is all it says */
+	if (write(c->comp_evfd, &one, sizeof(one)) < 0)
+		return;
+}
+
+/*
+ * The completion ring's wake op: the futex (a client blocked in a call)
+ * and comp_evfd (a client in an event loop, tdbc_fd), both: the client
+ * sets TDB_RING_F_CONS_WAITING for either, and a client that does not
+ * know comp_evfd (it came with ATTACH's fourth descriptor) sleeps on the
+ * futex only.
+ */
+static int comp_wake(struct tdb_ring *r, uint32_t flag)
+{
+	struct client *c = (struct client *)((unsigned char *)r -
+					     offsetof(struct client, comp));
+	uint64_t one = 1;
+	int ret = tdb_ring_user_ops.wake(r, flag);
+
+	if (flag == TDB_RING_F_CONS_WAITING && c->comp_evfd >= 0 &&
+	    write(c->comp_evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return ret;
+}
+
+static const struct tdb_ring_ops comp_ops = { .wake = comp_wake };
 
 /* Make the rings and the eventfd, our mappings and the guards. */
 static int attach_make(struct client *c)
@@ -179,13 +226,17 @@ static int attach_make(struct client *c)
 	c->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (c->evfd < 0)
 		return -errno;
+	c->comp_evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->comp_evfd < 0)
+		return -errno;
 	err = tdb_ring_attach_consumer(&c->sub, c->sub_shm.map,
 			(unsigned char *)c->sub_shm.map + c->sub_shm.span,
 			c->sub_shm.data_size, TDB_RING_SUBMIT);
 	if (!err)
-		err = tdb_ring_attach_producer(&c->comp, c->comp_shm.map,
+		err = tdb_ring_attach(&c->comp, c->comp_shm.map,
 			(unsigned char *)c->comp_shm.map + c->comp_shm.span,
-			c->comp_shm.data_size, TDB_RING_COMPLETE);
+			c->comp_shm.data_size, TDB_RING_COMPLETE,
+			TDB_RING_PRODUCER, &comp_ops);
 	if (err)
 		return err;
 	tdb_ring_set_eventfd(&c->sub, c->evfd);
@@ -202,7 +253,7 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 {
 	struct tdbd *d = c->d;
 	struct tdb_proto_extack ext = { 0 };
-	int fds[3], err;
+	int fds[4], err;
 
 	if (c->attached) {
 		ext.msg = "rings are attached already";
@@ -228,7 +279,8 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 	fds[0] = c->sub_shm.fd;
 	fds[1] = c->comp_shm.fd;
 	fds[2] = c->evfd;
-	err = tdbd_client_ack_fds(c, req, NULL, fds, 3);
+	fds[3] = c->comp_evfd;  /* clients before issue 17 close it */
+	err = tdbd_client_ack_fds(c, req, NULL, fds, 4);
 	if (err) {
 		attach_undo(c);
 		return err;

@@ -465,11 +465,11 @@ static void accept_all(struct daemon_state *s)
 
 /* --- descriptors --------------------------------------------------------- */
 
-/* Descriptors: each client holds 5 (socket, pidfd, eventfd, two ring
- * memfds), each table up to 2 (its region's memfd, its feed's), and
+/* Descriptors: each client holds 6 (socket, pidfd, two eventfds, two
+ * ring memfds), each table up to 2 (its region's memfd, its feed's), and
  * tdbd itself some (listener, epolls, WAL, checkpoint, workers' eventfds:
  * FD_SPARE is generous). */
-#define FD_PER_CLIENT 5u
+#define FD_PER_CLIENT 6u
 #define FD_PER_TABLE 2u
 #define FD_SPARE 256u
 
