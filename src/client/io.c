@@ -809,7 +809,9 @@ int tdbc__call(struct tdbc *c, struct tdb_proto_msg *m,
  * ring holds answers or a watched feed was written since the last
  * ENTER) and a private selfd (ENTERs between polls forget feed writes;
  * completions a blocking call took are kept for tdbc_reap).
- * Generic netlink, and tdbd without rings: the socket itself.
+ * Generic netlink, and tdbd without rings: the socket and a private
+ * selfd (answers a blocking call read off the socket are kept for
+ * tdbc_reap); tdbd does not wake such a client for its watches.
  */
 
 void tdbc__self_signal(struct tdbc *c)
@@ -853,12 +855,12 @@ int tdbc__arm(struct tdbc *c)
 			return r;
 	}
 	r = 1;
-	if (c->backend == TDBC_BE_DAEMON) {
+	if (c->backend == TDBC_BE_DAEMON && c->rings) {
 		r = tdb_ring_wait_prepare(&c->cq, &v);
 		if (r < 0)
 			return tdbc__die(c, r, "completion ring: %s",
 					 tdb_ring_error(&c->cq));
-	} else if (tdb_ring_pending(&c->cq) != 0) {
+	} else if (c->rings && tdb_ring_pending(&c->cq) != 0) {
 		r = 0;
 	}
 	if (!r || c->done_len || tdbc__watches_pending(c))
@@ -881,7 +883,7 @@ static int poll_set_make(struct tdbc *c)
 {
 	int err;
 
-	if (c->backend == TDBC_BE_KDEV && c->selfd < 0) {
+	if ((c->backend != TDBC_BE_DAEMON || !c->rings) && c->selfd < 0) {
 		c->selfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (c->selfd < 0)
 			return tdbc__fail(c, -errno, "cannot make the "
@@ -899,8 +901,8 @@ static int poll_set_make(struct tdbc *c)
 		return tdbc__fail(c, -errno, "cannot make the pollable "
 				  "descriptor: epoll_create1: %s",
 				  strerror(errno));
-	err = poll_set_add(c, c->fd, c->backend == TDBC_BE_KDEV ? EPOLLIN :
-			   EPOLLIN | EPOLLRDHUP);
+	err = poll_set_add(c, c->fd, c->backend == TDBC_BE_DAEMON ?
+			   EPOLLIN | EPOLLRDHUP : EPOLLIN);
 	if (!err)
 		err = poll_set_add(c, c->selfd, EPOLLIN);
 	if (err) {
@@ -918,8 +920,6 @@ int tdbc_fd(struct tdbc *c)
 		return -EINVAL;
 	if (c->dead)
 		return c->dead;
-	if (c->backend == TDBC_BE_GENL || !c->rings)
-		return c->fd;
 	if (c->pollfd < 0) {
 		err = poll_set_make(c);
 		if (err)
