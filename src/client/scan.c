@@ -365,13 +365,17 @@ int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
 	struct tdbc_scan *s;
 	int err;
 
+	if (out)
+		*out = NULL;
 	if (t && (flags & TDBC_SCAN_SNAPSHOT))
 		return tdbc__fail(t->h.c, -EOPNOTSUPP, "a snapshot scan "
 				  "cannot be asynchronous (yet): use "
 				  "tdbc_scan_open_flags");
-	err = scan_new(t, prefix, plen, limit, flags, &s);
+	err = scan_new(t, prefix, plen, limit, flags, out);
 	if (err)
 		return err;
+	s = *out;
+	*out = NULL;
 	s->async = true;
 	s->user = user;
 	s->more = true;
@@ -391,9 +395,10 @@ int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
 	struct tdbc_scan *s;
 	int err;
 
-	err = scan_new(t, prefix, plen, limit, flags, &s);
+	err = scan_new(t, prefix, plen, limit, flags, out);
 	if (err)
 		return err;
+	s = *out;
 	*out = NULL;
 	/* The first batch (or part) now, so that a bad table or prefix
 	 * fails here. */
