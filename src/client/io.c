@@ -908,8 +908,13 @@ static int poll_set_make(struct tdbc *c)
 	if (err) {
 		close(c->pollfd);
 		c->pollfd = -1;
+		return err;
 	}
-	return err;
+	/* tdbd: wake the eventfd from now on, not only the futex */
+	if (c->backend == TDBC_BE_DAEMON && c->rings)
+		__atomic_fetch_or(&((struct tdb_ring_hdr *)c->cq_map.hdr)->flags,
+				  TDB_RING_F_EVENTFD, __ATOMIC_SEQ_CST);
+	return 0;
 }
 
 int tdbc_fd(struct tdbc *c)

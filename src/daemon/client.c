@@ -157,8 +157,9 @@ void tdbd_client_wake_comp(struct client *c)
 	struct tdb_ring_hdr *h = c->comp.hdr;
 	uint64_t one = 1;
 
-	if (!(__atomic_load_n(&h->flags, __ATOMIC_RELAXED) &
-	      TDB_RING_F_CONS_WAITING))
+	if ((__atomic_load_n(&h->flags, __ATOMIC_RELAXED) &
+	     (TDB_RING_F_CONS_WAITING | TDB_RING_F_EVENTFD)) !=
+	    (TDB_RING_F_CONS_WAITING | TDB_RING_F_EVENTFD))
 		return;
 	__atomic_fetch_and(&h->flags, ~TDB_RING_F_CONS_WAITING,
 			   __ATOMIC_SEQ_CST);
@@ -171,10 +172,10 @@ void tdbd_client_wake_comp(struct client *c)
 
 /*
  * The completion ring's wake op: the futex (a client blocked in a call)
- * and comp_evfd (a client in an event loop, tdbc_fd), both: the client
- * sets TDB_RING_F_CONS_WAITING for either, and a client that does not
- * know comp_evfd (it came with ATTACH's fourth descriptor) sleeps on the
- * futex only.
+ * and, when the client set TDB_RING_F_EVENTFD (it uses tdbc_fd),
+ * comp_evfd too: it sets TDB_RING_F_CONS_WAITING for either wait.
+ * Other clients cost no more than before.  The flag is the client's
+ * word: a lie costs it only its own wake-ups.
  */
 static int comp_wake(struct tdb_ring *r, uint32_t flag)
 {
@@ -184,6 +185,8 @@ static int comp_wake(struct tdb_ring *r, uint32_t flag)
 	int ret = tdb_ring_user_ops.wake(r, flag);
 
 	if (flag == TDB_RING_F_CONS_WAITING && c->comp_evfd >= 0 &&
+	    (__atomic_load_n(&r->hdr->flags, __ATOMIC_RELAXED) &
+	     TDB_RING_F_EVENTFD) &&
 	    write(c->comp_evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		return -errno;
 	return ret;

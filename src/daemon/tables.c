@@ -67,9 +67,9 @@ void tdbd_limits_update(struct tdbd *d)
  * A feed's readers map its header read-only, so they cannot say that
  * they sleep; the owner bumps the header's futex and FUTEX_WAKEs on
  * every publish (feed_wake).  A client that waits in an event loop
- * sleeps on its completion eventfd instead: it sets
- * TDB_RING_F_CONS_WAITING in its completion ring's header (which it may
- * write) and checks its feeds; feed_wake then finds the flag of each
+ * sleeps on its completion eventfd instead: it sets TDB_RING_F_EVENTFD
+ * (once) and TDB_RING_F_CONS_WAITING in its completion ring's header
+ * (which it may write) and checks its feeds; feed_wake then finds the flag of each
  * registered client and wakes it as the completion ring's producer
  * would (tdbd_client_wake_comp).  So a writer pays one load per
  * registered watcher and a wake-up only for a watcher that sleeps:
