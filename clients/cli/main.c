@@ -815,6 +815,7 @@ int main(int argc, char **argv)
 		cmd = isatty(STDIN_FILENO) ? &shell_command :
 					     find_command("batch");
 		cli.cmd = cmd->name;
+		p.pos[p.npos++] = (char *)cmd->name;
 		rc = take_args(&cli, cmd, &p);
 	} else if (rc < 0) {
 		rc = pick_command(&cli, &p, &cmd);
