@@ -1,7 +1,9 @@
 /*
  * main.c - tdb, the command line client of tdbd: the command line (global
  * and command options, arguments), the connection, error reporting and
- * exit codes.  The commands themselves are in cmd_*.c.
+ * exit codes, JSON documents (one a line, or --json-array).  The
+ * commands themselves are in cmd_*.c; batch.c runs lines of commands
+ * (tdb batch, the shell) through cli_line_parse.
  *
  * Exit codes (scripts rely on them; also in `tdb --help`):
  *   0  ok
@@ -43,6 +45,7 @@
 
 static const char usage_text[] =
 "Usage: tdb [OPTION]... COMMAND [ARG]...\n"
+"       tdb [OPTION]...       (a shell on a terminal, else a batch)\n"
 "The command line client of tdbd, the tdb daemon.\n"
 "\n"
 "Commands:\n"
@@ -58,13 +61,22 @@ static const char usage_text[] =
 "  scan TABLE [--prefix P] [--limit N] [--keys-only]\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
 "                              follow changes, one line each\n"
+"  batch [--txn]               commands from stdin, one a line, quoted\n"
+"                              as in sh (in \"...\": \\n \\t \\\\ \\xHH \\0);\n"
+"                              --txn: as one transaction (get, put,\n"
+"                              del only), all or nothing\n"
+"  (no command)                on a terminal, a shell: the same lines,\n"
+"                              begin/commit/abort, help, quit; history\n"
+"                              in $XDG_STATE_HOME/tdb/history or\n"
+"                              ~/.tdb_history.  Otherwise a batch.\n"
 "\n"
 "Options (before or after the command):\n"
 "      --socket PATH     tdbd's socket (default $TDB_SOCKET, else\n"
 "                        " TDBC_SOCKET_DEFAULT ")\n"
 "      --no-rings        talk over the socket only (no shared rings)\n"
 "      --json            machine output: one JSON document, or one per\n"
-"                        line for tables, scan and watch\n"
+"                        line for tables, scan, watch and batch\n"
+"      --json-array      the same documents as one JSON array\n"
 "      --hex             print keys and values in hex\n"
 "      --escape          print keys and values with C escapes\n"
 "  -k, --key-hex         KEY and --prefix are given in hex\n"
@@ -93,9 +105,11 @@ static const char usage_text[] =
 "  DEL<tab>KEY, DROP, and OVERRUN lost=N when changes were lost (it\n"
 "  goes on); both escape keys and values by default: printable ASCII as\n"
 "  is, \\\\ \\n \\t \\r, other bytes \\xHH.\n"
-"  tables prints a header and one line per table; stat and stats print\n"
-"  NAME VALUE lines; table names are escaped as keys are.  Modes are\n"
-"  octal.\n"
+"  tables prints a header and one line per table, sorted by name,\n"
+"  owners by name; stat and stats print NAME VALUE lines; table names\n"
+"  are escaped as keys are.  Modes are octal.  stats counts the tables\n"
+"  one may read.  batch prints get's values escaped, a line each, and\n"
+"  names a failed line: \"tdb: line N: ...\".\n"
 "  JSON: a key, value or table name that is valid UTF-8 without control\n"
 "  characters (but tab, CR, LF) is a string member \"key\"/\"value\"/\n"
 "  \"name\" (C1 controls in it \\u-escaped), else (keys and values also\n"
@@ -115,7 +129,10 @@ static const char usage_text[] =
 "            set the table aside at start; its data is kept on disk)\n"
 "    stats   {\"tables\":N,...} every counter of the daemon\n"
 "    create, drop, put, del: {\"ok\":true}\n"
-"  Errors go to stderr only.\n"
+"    batch   {\"line\":N,\"ok\":true}, {\"line\":N,\"key\":..,\"value\":..},\n"
+"            {\"line\":N,\"error\":..,\"exit\":N}; other commands in a\n"
+"            batch print their own documents\n"
+"  Errors go to stderr only (batch --json: also as a document).\n"
 "\n"
 "Exit codes: 0 ok, 1 not found, 2 usage error, 3 exists, 4 permission\n"
 "denied, 5 cannot connect, 6 other error (incl. watch --count not\n"
