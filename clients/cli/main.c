@@ -108,7 +108,7 @@ static const char usage_text[] =
 "  tables prints a header and one line per table, sorted by name,\n"
 "  owners by name; stat and stats print NAME VALUE lines; table names\n"
 "  are escaped as keys are.  Modes are octal.  stats counts the tables\n"
-"  one may read.  batch prints get's values escaped, a line each, and\n"
+"  one may see.  batch prints get's values escaped, a line each, and\n"
 "  names a failed line: \"tdb: line N: ...\".\n"
 "  JSON: a key, value or table name that is valid UTF-8 without control\n"
 "  characters (but tab, CR, LF) is a string member \"key\"/\"value\"/\n"
