@@ -113,9 +113,9 @@ static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,
 
 /*
  * The tables (and of them, set aside) the caller may see (read or
- * write): what its TABLE_LIST would show.  Root sees all, from the registry's counts;
- * others cost a walk of the registry under reg_lock, as TABLE_LIST's
- * snapshot does (STATS is rare).
+ * write): what its TABLE_LIST would show.  Root sees all, from the
+ * registry's counts; others cost a walk of the registry under reg_lock,
+ * as TABLE_LIST's snapshot does (STATS is rare).
  */
 static void stats_tables(struct tdbo_client *c, struct tdb_proto_counters *k)
 {
