@@ -37,7 +37,8 @@
 
 #define WINDOW 1024u            /* lines in flight; a power of two */
 #define BURST 64u               /* requests published at once */
-#define BUCKETS 4096u           /* in-flight (table, key) hash counts */
+#define BUCKETS 65536u          /* in-flight (table, key) hash counts:
+				 * few false alarms with WINDOW lines */
 
 struct slot {
 	long line;
@@ -174,6 +175,9 @@ static void slot_failed(struct batch *b, const struct slot *s)
 	}
 	report(b, s->line, cli_exit_code(s->res), msg ? msg : what);
 	free(msg);
+	/* a dead connection fails every line after: say it once */
+	if (s->res == -EPIPE || s->res == -ECONNRESET || s->res == -EPROTO)
+		b->stop = true;
 }
 
 /* Print the oldest line's result (it is done) and free its slot. */
