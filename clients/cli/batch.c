@@ -232,13 +232,15 @@ static void slot_done(struct slot *s, int res, const void *val, size_t vlen)
 /* Reap at least min completions (waiting), then print what is done. */
 static void reap(struct batch *b, unsigned int min)
 {
-	struct tdbc_cqe cqe[64];
+	struct tdbc_cqe cqe[BURST];
 	uint64_t i;
 	int n, k;
 
+	if (min > BURST)
+		min = BURST;
 	if (min > tdbc_inflight(b->cli->c))
 		min = tdbc_inflight(b->cli->c);
-	n = tdbc_reap(b->cli->c, cqe, 64, min, -1);
+	n = tdbc_reap(b->cli->c, cqe, BURST, min, -1);
 	for (k = 0; k < n; k++)
 		slot_done(slot_of(b, cqe[k].user), cqe[k].res, cqe[k].val,
 			  cqe[k].vlen);
@@ -342,7 +344,7 @@ static void queue(struct batch *b, struct cli *lc, enum tdbc_op op,
 		drain(b);
 	while (b->tail - b->head == WINDOW) {
 		submit(b);
-		reap(b, 1);
+		reap(b, BURST);         /* a wake-up per burst, not per line */
 	}
 	b->busy[n.bucket]++;
 	*slot_of(b, b->tail++) = n;
