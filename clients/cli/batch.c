@@ -527,8 +527,8 @@ static void run_line(struct batch *b, const char *s, size_t n, long line)
 			     word_is(&w, i, "exit"))) {
 		b->stop = true;
 	} else if (w.n == i + 1 && word_is(&w, i, "help")) {
-		drain(b);
-		fputs(shell_help, stdout);
+		drain(b);       /* not into --json's documents */
+		fputs(shell_help, b->cli->json ? stderr : stdout);
 	} else if (w.n == i + 1 && (word_is(&w, i, "begin") ||
 				    word_is(&w, i, "commit") ||
 				    word_is(&w, i, "abort"))) {
