@@ -485,11 +485,13 @@ static void capture_end(struct batch *b, long line, int rc)
 		fclose(b->cap);
 	b->cap = NULL;
 	what = b->cap_buf ? b->cap_buf : "";
-	if (!strncmp(what, "tdb: ", 5))
-		what += 5;
-	if ((nl = strchr(what, '\n')))
-		*nl = '\0';
-	if (rc > 0) {
+	if (rc <= 0) {          /* not a failure: passed on as it is */
+		fputs(what, stderr);
+	} else {
+		if (!strncmp(what, "tdb: ", 5))
+			what += 5;
+		if ((nl = strchr(what, '\n')))
+			*nl = '\0';
 		drain(b);       /* so that the report takes its place */
 		report(b, line, rc, *what ? what : "failed");
 	}
