@@ -520,7 +520,7 @@ static void run_line(struct batch *b, const char *s, size_t n, long line)
 		       rc == -ENOMEM ? "out of memory" : why);
 		return;
 	}
-	i = word_is(&w, 0, "tdb");
+	i = cli_skip_tdb(&w);
 	if (i == w.n) {
 		fmt_words_free(&w);
 		return;

@@ -87,12 +87,15 @@ extern FILE *cli_err;
  * options; the connection's and --json's are the batch's).  -1 and
  * *cmd when the command is to be run (cmd->run(lc), lc->c set by the
  * caller), else an exit code after saying why to cli_err.  A leading
- * word "tdb" is skipped, so commands printed for a shell paste as they
- * are.  Free with cli_line_free whatever it returned.
+ * word "tdb" (or a path to it) is skipped, so commands printed for a
+ * shell paste as they are.  Free with cli_line_free whatever it returned.
  */
 int cli_line_parse(struct cli *lc, const struct cli *base,
 		   const struct fmt_words *w, const struct command **cmd);
 void cli_line_free(struct cli *lc);
+/* 1 if the first word is tdb, or a path to it (./build/.../tdb): the
+ * words a command pasted from a shell starts with; else 0. */
+int cli_skip_tdb(const struct fmt_words *w);
 
 /*
  * JSON documents, one a line; with --json-array (cli_docs_array) one

@@ -730,11 +730,21 @@ static int pick_command(struct cli *cli, struct parsed *p,
 	return take_args(cli, *cmd, p);
 }
 
+int cli_skip_tdb(const struct fmt_words *w)
+{
+	const char *slash;
+
+	if (!w->n)
+		return 0;
+	slash = strrchr(w->word[0], '/');
+	return !strcmp(slash ? slash + 1 : w->word[0], "tdb");
+}
+
 int cli_line_parse(struct cli *lc, const struct cli *base,
 		   const struct fmt_words *w, const struct command **cmd)
 {
 	struct parsed p = { 0 };
-	int i, skip = w->n && !strcmp(w->word[0], "tdb"), rc;
+	int i, skip = cli_skip_tdb(w), rc;
 
 	*lc = (struct cli){
 		.json = base->json, .json_array = base->json_array,

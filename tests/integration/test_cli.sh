@@ -476,7 +476,7 @@ get b1 alice
 get b1 "bin\x00key"
 --hex get b1 "bin\x00key"
 -k get b1 00ff
-get b1 sp\ ace
+/usr/bin/tdb get b1 sp\ ace
 EOF
 printf '%s\n' 2 '{"age": 31}' 'v\x00\xff\n' 7600ff0a '\n\x0b' "it's" >"$exp.b"
 expect_file "$exp.b" "$tdb" batch <"$dir/batch"
