@@ -7,7 +7,8 @@
 #                          CLI need (./run demo): no kernel image, qemu,
 #                          clang or Redis
 # The build set: the compiler and meson, the libraries tdbd and the
-# client link (liburcu, LMDB, libmnl, libsystemd, xxhash) and those the
+# client link (liburcu, LMDB, libmnl, libsystemd, xxhash; libedit for
+# the tdb shell's line editing) and those the
 # tests and benchmarks are built against (cmocka; GLib, APR and Boost's
 # headers for the pool benchmark's peers).
 # The rest, for `./run test` and the benchmarks:
@@ -26,7 +27,7 @@
 set -eu
 PKGS="build-essential g++ meson ninja-build pkg-config
       libxxhash-dev liburcu-dev libcmocka-dev liblmdb-dev
-      libmnl-dev libsystemd-dev
+      libmnl-dev libsystemd-dev libedit-dev
       libglib2.0-dev libboost-dev libapr1-dev"
 if [ "${1:-}" != build ]; then
 	PKGS="$PKGS lmdb-utils

@@ -96,7 +96,7 @@ static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	struct tdbo_table *t;
 	int err = 0;
 
-	t = tdbo_resolve(c, m, TDBO_MAY_READ, ext, &err);
+	t = tdbo_resolve(c, m, TDBO_MAY_SEE, ext, &err);
 	if (!t)
 		return err;
 	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_TABLE) |
@@ -111,6 +111,35 @@ static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,
 
 /* --- STATS ---------------------------------------------------------------- */
 
+/*
+ * The tables (and of them, set aside) the caller may see (read or
+ * write): what its TABLE_LIST would show.  Root sees all, from the
+ * registry's counts; others cost a walk of the registry under reg_lock,
+ * as TABLE_LIST's snapshot does (STATS is rare).
+ */
+static void stats_tables(struct tdbo_client *c, struct tdb_proto_counters *k)
+{
+	struct tdbo_owner *o = c->o;
+	struct tdbo_table *t;
+
+	if (c->uid == 0) {
+		k->tables = tdb_load_relaxed(&o->ntables);
+		k->tables_aside = tdb_load_relaxed(&o->naside);
+		return;
+	}
+	k->tables = 0;
+	k->tables_aside = 0;
+	tdbp_mutex_lock(o->reg_lock);
+	tdbo_list_for_each(t, &o->tables, lnode) {
+		if (!tdbo_may(c, t, TDBO_MAY_SEE))
+			continue;
+		k->tables++;
+		if (t->aside)
+			k->tables_aside++;
+	}
+	tdbp_mutex_unlock(o->reg_lock);
+}
+
 static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		    struct tdbo_sink *out, struct tdb_proto_extack *ext)
 {
@@ -122,9 +151,9 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	/* TDB_CTR_A_TABLES .. DUMPS and TABLES_ASIDE; the home adds what
 	 * it has (tdbd: the WAL's and checkpoints' figures; tdb.ko keeps
 	 * nothing on disk, so they are absent there, not 0). */
-	k->present = 0x7fffc | TDB_PROTO_BIT(TDB_CTR_A_TABLES_ASIDE);
-	k->tables = tdb_load_relaxed(&o->ntables);
-	k->tables_aside = tdb_load_relaxed(&o->naside);
+	k->present = 0x7fffc | TDB_PROTO_BIT(TDB_CTR_A_TABLES_ASIDE) |
+		     TDB_PROTO_BIT(TDB_CTR_A_READERS_EXPIRED);
+	stats_tables(c, k);
 	k->clients = tdbo_read(&o->ctr.clients);
 	k->watches = tdbo_read(&o->watches);
 	k->txns = tdbo_read(&o->txns);
@@ -142,6 +171,7 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	k->violations = tdbo_read(&o->ctr.violations);
 	k->throttled = 0;
 	k->dumps = tdbo_read(&o->dumps);
+	k->readers_expired = tdbo_read(&o->readers_expired);
 	if (o->hooks.stats)
 		o->hooks.stats(o->hooks.arg, k);
 	return tdbo_reply(out, &a, ext);
@@ -170,6 +200,7 @@ static int dispatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	case TDB_CMD_WATCH:        return tdbo_watch(c, m, ext, res);
 	case TDB_CMD_UNWATCH:      return tdbo_unwatch(c, m, ext);
 	case TDB_CMD_STATS:        return do_stats(c, m, out, ext);
+	case TDB_CMD_TABLE_MAP:    return tdbo_cmd_map(c, m, ext, res);
 	case TDB_CMD_ATTACH:            /* the transport's, if it has one */
 		ext->msg = "ATTACH is not a command of this transport";
 		return -EOPNOTSUPP;
@@ -313,6 +344,7 @@ void tdbo_client_free(struct tdbo_client *c)
 		tdbo_inc(&o->txns_aborted);
 	}
 	c->ntxns = 0;
+	tdbo_reader_remove(c);          /* before its home frees the rings */
 	tdbo_client_attach_uncharge(c);
 	nw = tdbo_watches_drop(c);
 	tdbo_add(&o->watches_dropped, nw);
@@ -357,6 +389,9 @@ struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
 	o->engine = tdbe_engine_new(err);
 	if (!o->engine)
 		goto fail;
+	*err = tdbo_readers_init(o);
+	if (*err)
+		goto fail;
 	for (i = 0; i < TDBO_BUCKETS; i++)
 		tdbo_list_init(&o->buckets[i]);
 	tdbo_list_init(&o->tables);
@@ -366,6 +401,8 @@ struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
 	*err = 0;
 	return o;
 fail:
+	tdbo_readers_fini(o);
+	tdbe_engine_free(o->engine);
 	if (o->quota.lock)
 		tdbo_quota_fini(&o->quota);
 	if (o->reg_lock)
@@ -415,6 +452,7 @@ void tdbo_owner_free(struct tdbo_owner *o)
 	}
 	tdbo_quota_fini(&o->quota);
 	tdbe_engine_free(o->engine);
+	tdbo_readers_fini(o);
 	tdbp_mutex_destroy(o->reg_lock);
 	tdbp_mutex_destroy(o->wlock);
 	tdbp_mutex_destroy(o->nlock);
