@@ -555,7 +555,8 @@ static char **scan_all(struct tdbc_table *t, struct tdbc *c, bool async,
 	if (async)
 		assert_true(batches >= 1);
 	tdbc_scan_close(s);
-	qsort(out, *n, sizeof(*out), cmp_str);
+	if (*n)
+		qsort(out, *n, sizeof(*out), cmp_str);
 	return out;
 }
 

@@ -317,7 +317,8 @@ static char **scan_all(struct tdbc *c, struct tdbc_table *t, bool async,
 		(*n)++;
 	}
 	tdbc_scan_close(s);
-	qsort(out, *n, sizeof(*out), cmp_str);
+	if (*n)
+		qsort(out, *n, sizeof(*out), cmp_str);
 	return out;
 }
 
