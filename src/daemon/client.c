@@ -139,7 +139,6 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
  * may outlive the call; a client's rings at its clean-up). */
 static void attach_undo(struct client *c)
 {
-	tdbd_feed_unregister_all(c);
 	tdb_ring_detach(&c->sub);
 	tdb_ring_detach(&c->comp);
 	tdbd_shm_ring_free(&c->sub_shm);
@@ -152,11 +151,30 @@ static void attach_undo(struct client *c)
 	c->comp_evfd = -1;
 }
 
-void tdbd_client_wake_comp(struct client *c)
+/*
+ * Watches: the owner calls this once per flush of a feed c watches,
+ * after the publish (tdbo_client_new's wake; under the table's write
+ * lock, so c and its rings stay while it runs: the owner drops c's
+ * watches in tdbo_client_free, before attach_undo).  The feed's readers
+ * cannot say that they sleep (they map it read-only), so a client in an
+ * event loop says it in its completion ring's header, which it may
+ * write: TDB_RING_F_EVENTFD (tdbc_fd) and TDB_RING_F_CONS_WAITING (it
+ * found nothing and waits); it then looks at its feeds.  Publish, full
+ * barrier, flags here; flag, full barrier, feeds there: one of us sees
+ * the other.  A writer pays a load per watching client that does not
+ * wait, and a wake-up per one that does, once until it waits again.
+ */
+void tdbd_client_feed_wake(void *arg)
 {
-	struct tdb_ring_hdr *h = c->comp.hdr;
+	struct client *c = arg;
+	struct tdb_ring_hdr *h;
 	uint64_t one = 1;
 
+	/* ATTACH stores attached (release) after the ring and eventfd */
+	if (!__atomic_load_n(&c->attached, __ATOMIC_ACQUIRE))
+		return;
+	h = c->comp.hdr;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if ((__atomic_load_n(&h->flags, __ATOMIC_RELAXED) &
 	     (TDB_RING_F_CONS_WAITING | TDB_RING_F_EVENTFD)) !=
 	    (TDB_RING_F_CONS_WAITING | TDB_RING_F_EVENTFD))
@@ -288,7 +306,7 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 		attach_undo(c);
 		return err;
 	}
-	c->attached = true;
+	__atomic_store_n(&c->attached, true, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&d->oct->rings, 2, __ATOMIC_RELAXED);
 	return 1;
 refuse:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * exec.c - the transport's side of a request: validate the private copy,
  * hand it to the owner (src/owner) with a sink into the channel it came
@@ -119,10 +120,6 @@ static int watch_ack(struct rq *r)
 		r->ext.msg = "cannot open the table's change feed";
 		return fd;
 	}
-	/* An attached client may wait for the feed on its completion
-	 * eventfd (tdbc_fd); out of memory only costs it that. */
-	if (c->attached)
-		(void)tdbd_feed_register(r->res.feed, c);
 	ack.cookie_len = sizeof(seq);
 	memcpy(ack.cookie, &seq, sizeof(seq));
 	err = tdbd_client_ack_fds(c, r->m.nlh, &ack, &fd, 1);

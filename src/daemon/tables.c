@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * tables.c - tdbd as the home of the owner (src/owner, shared with
  * tdb.ko): the owner's limits from tdbd.conf, its hooks (the feeds'
@@ -60,55 +61,12 @@ void tdbd_limits_update(struct tdbd *d)
 
 /* --- feeds -------------------------------------------------------------- */
 
-/*
- * What a feed's memory is, for the owner's feed cookie, and who wants an
- * eventfd wake-up when it is written (issue 17: tdbc_fd).
- *
- * A feed's readers map its header read-only, so they cannot say that
- * they sleep; the owner bumps the header's futex and FUTEX_WAKEs on
- * every publish (feed_wake).  A client that waits in an event loop
- * sleeps on its completion eventfd instead: it sets TDB_RING_F_EVENTFD
- * (once) and TDB_RING_F_CONS_WAITING in its completion ring's header
- * (which it may write) and checks its feeds; feed_wake then finds the flag of each
- * registered client and wakes it as the completion ring's producer
- * would (tdbd_client_wake_comp).  So a writer pays one load per
- * registered watcher and a wake-up only for a watcher that sleeps:
- * watchers still never slow down writers.
- *
- * Finding the feed from the ring: the owner's wake op gets only the
- * ring, whose header is the start of the feed's mapping.  feed_alloc
- * maps the memfd one page after a private anonymous page that holds
- * the struct feed_mem pointer, so feed_wake reads it just below the
- * header.  That page is ours alone (clients map the memfd, never it).
- *
- * Lifetime: `refs` counts the owner's (until feed_free) and one per
- * registered client; the struct outlives the mapping while clients are
- * registered.  `watchers` changes and is walked under `lock`: a client
- * unregisters (tdbd_feed_unregister_all) before its rings are unmapped,
- * so a wake never touches a freed client.
- */
-#define FEED_PAD 4096u
-
+/* What a feed's memory is, for the owner's feed cookie. */
 struct feed_mem {
 	int fd;
-	void *base;             /* FEED_PAD bytes of ours, then the memfd */
 	void *map;
 	size_t size;
-	unsigned int refs;      /* atomic */
-	pthread_mutex_t lock;
-	unsigned int nwatchers; /* atomic loads outside the lock */
-	unsigned int cap;
-	struct client **watchers;
 };
-
-static void feed_mem_put(struct feed_mem *f)
-{
-	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL))
-		return;
-	pthread_mutex_destroy(&f->lock);
-	free(f->watchers);
-	free(f);
-}
 
 static void *feed_alloc(void *arg, size_t size, void **cookie)
 {
@@ -119,27 +77,17 @@ static void *feed_alloc(void *arg, size_t size, void **cookie)
 	if (!f)
 		return NULL;
 	f->size = size;
-	f->refs = 1;
-	pthread_mutex_init(&f->lock, NULL);
 	f->fd = memfd_create("tdb-feed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (f->fd < 0)
 		goto fail;
 	if (ftruncate(f->fd, (off_t)size) < 0)
 		goto fail;
-	f->base = mmap(NULL, FEED_PAD + size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (f->base == MAP_FAILED) {
-		f->base = NULL;
-		goto fail;
-	}
-	f->map = mmap((unsigned char *)f->base + FEED_PAD, size,
-		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, f->fd,
+	f->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd,
 		      0);
 	if (f->map == MAP_FAILED) {
 		f->map = NULL;
 		goto fail;
 	}
-	*(struct feed_mem **)f->base = f;
 	if (fcntl(f->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
 		  F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
 		goto fail;
@@ -149,11 +97,11 @@ fail:
 	err = errno;
 	tdbd_log_rl(RL_RINGS, L_WARNING, "cannot make a change feed of %zu "
 		    "bytes: %s", size, strerror(err));
-	if (f->base)
-		munmap(f->base, FEED_PAD + size);
+	if (f->map)
+		munmap(f->map, size);
 	if (f->fd >= 0)
 		close(f->fd);
-	feed_mem_put(f);
+	free(f);
 	return NULL;
 }
 
@@ -164,89 +112,9 @@ static void feed_free(void *arg, void *mem, size_t size, void *cookie)
 	(void)arg;
 	(void)mem;
 	(void)size;
-	munmap(f->base, FEED_PAD + f->size);
+	munmap(f->map, f->size);
 	close(f->fd);
-	feed_mem_put(f);
-}
-
-/* The owner's wake op for feeds: every reader's futex, then the
- * registered clients that sleep on their eventfd. */
-static int feed_wake(struct tdb_ring *r, uint32_t flag)
-{
-	struct feed_mem *f;
-	unsigned int i;
-	int ret = tdb_ring_user_ops.wake(r, flag);
-
-	f = *(struct feed_mem **)((unsigned char *)r->hdr - FEED_PAD);
-	if (!__atomic_load_n(&f->nwatchers, __ATOMIC_RELAXED))
-		return ret;
-	/* The publish's prod store before the clients' flags (the client
-	 * sets its flag, then looks at prod): one of us sees the other. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&f->lock);
-	for (i = 0; i < f->nwatchers; i++)
-		tdbd_client_wake_comp(f->watchers[i]);
-	pthread_mutex_unlock(&f->lock);
-	return ret;
-}
-
-static const struct tdb_ring_ops feed_ring_ops = { .wake = feed_wake };
-
-int tdbd_feed_register(struct tdbo_feed *feed, struct client *c)
-{
-	struct feed_mem *f = tdbo_feed_cookie(feed);
-	struct feed_mem **cf;
-	struct client **w;
-	unsigned int i;
-
-	for (i = 0; i < c->nfeeds; i++)
-		if (c->feeds[i] == f)
-			return 0;
-	cf = realloc(c->feeds, (c->nfeeds + 1) * sizeof(*cf));
-	if (!cf)
-		return -ENOMEM;
-	c->feeds = cf;
-	pthread_mutex_lock(&f->lock);
-	if (f->nwatchers == f->cap) {
-		w = realloc(f->watchers, (f->cap ? f->cap * 2 : 4) *
-			    sizeof(*w));
-		if (!w) {
-			pthread_mutex_unlock(&f->lock);
-			return -ENOMEM;
-		}
-		f->watchers = w;
-		f->cap = f->cap ? f->cap * 2 : 4;
-	}
-	f->watchers[f->nwatchers] = c;
-	__atomic_store_n(&f->nwatchers, f->nwatchers + 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&f->lock);
-	__atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
-	c->feeds[c->nfeeds++] = f;
-	return 0;
-}
-
-void tdbd_feed_unregister_all(struct client *c)
-{
-	unsigned int i, j;
-
-	for (i = 0; i < c->nfeeds; i++) {
-		struct feed_mem *f = c->feeds[i];
-
-		pthread_mutex_lock(&f->lock);
-		for (j = 0; j < f->nwatchers; j++)
-			if (f->watchers[j] == c)
-				break;
-		if (j < f->nwatchers) {
-			f->watchers[j] = f->watchers[f->nwatchers - 1];
-			__atomic_store_n(&f->nwatchers, f->nwatchers - 1,
-					 __ATOMIC_RELEASE);
-		}
-		pthread_mutex_unlock(&f->lock);
-		feed_mem_put(f);
-	}
-	free(c->feeds);
-	c->feeds = NULL;
-	c->nfeeds = 0;
+	free(f);
 }
 
 int tdbd_feed_fd(struct tdbo_feed *feed)
@@ -371,8 +239,7 @@ int tdbd_owner_start(struct tdbd *d)
 		.arg = d,
 		.feed_alloc = feed_alloc,
 		.feed_free = feed_free,
-		.feed_ring_ops = &feed_ring_ops,  /* FUTEX_WAKE readers, and
-						   * event-loop clients */
+		.feed_ring_ops = &tdb_ring_user_ops,    /* FUTEX_WAKE readers */
 		.log_reserve = tdbd_log_reserve,
 		.log_cancel = tdbd_log_cancel,
 		.log_begin = tdbd_log_begin,
@@ -408,7 +275,7 @@ void tdbd_owner_stop(struct tdbd *d)
 }
 
 struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
-				      int *err)
+				      struct client *c, int *err)
 {
 	uint32_t groups[64];
 	struct tdbo_cred oc = {
@@ -419,5 +286,6 @@ struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
 
 	for (i = 0; i < cr->ngroups && i < 64; i++)
 		groups[i] = cr->groups[i];
-	return tdbo_client_new(d->o, &oc, true, NULL, NULL, err);
+	return tdbo_client_new(d->o, &oc, true, tdbd_client_feed_wake, c,
+			       err);
 }

@@ -122,18 +122,14 @@ void tdbd_owner_stop(struct tdbd *d);
 /* tdbd.conf was (re)read: the owner's limits follow (atomic stores). */
 void tdbd_limits_update(struct tdbd *d);
 /* The owner's client for a connection: its credentials as numbers. */
+struct client;
+/* c: the connection; the owner calls tdbd_client_feed_wake(c) when a
+ * feed c watches is written. */
 struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
-				      int *err);
+				      struct client *c, int *err);
 /* A read-only descriptor of a watched feed's memfd (the WATCH ack
  * passes it; the caller closes it), or a negative errno. */
 int tdbd_feed_fd(struct tdbo_feed *f);
-/* After a WATCH of an attached client: writes to the feed wake the
- * client's comp_evfd when it sleeps (tdbd_client_wake_comp); once per
- * feed.  Unregister all before the client's rings go. */
-struct client;
-struct feed_mem;
-int tdbd_feed_register(struct tdbo_feed *f, struct client *c);
-void tdbd_feed_unregister_all(struct client *c);
 /* Bytes counted against max-memory now, and the limit in force. */
 uint64_t tdbd_mem_used(struct tdbd *d);
 uint64_t tdbd_mem_limit(struct tdbd *d);
@@ -256,8 +252,6 @@ struct client {
 	int comp_evfd;          /* the completion ring's (and its watched
 				 * feeds') wake-up, for a client in an
 				 * event loop (tdbc_fd); -1 before ATTACH */
-	struct feed_mem **feeds;        /* feeds that wake comp_evfd */
-	unsigned int nfeeds;            /* (tables.c) */
 	struct creds cr;
 	bool dead;              /* cleaned up at the end of the round */
 	const char *why;        /* why it is being dropped */
@@ -381,9 +375,12 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 			       const struct creds *cr, struct tdbo_client *oc);
 /* Free everything (the client is out of its worker's lists). */
 void tdbd_client_free(struct client *c);
-/* Wake an attached client that sleeps on its completion ring (flag
- * TDB_RING_F_CONS_WAITING): futex and comp_evfd.  Any thread. */
-void tdbd_client_wake_comp(struct client *c);
+/* The owner's wake hook (tdbo_client_new): a feed the client watches
+ * was written.  An attached client in an event loop (tdbc_fd: flags
+ * TDB_RING_F_EVENTFD and TDB_RING_F_CONS_WAITING in its completion
+ * ring's header) is woken as its completion ring would wake it: futex
+ * and comp_evfd.  The writer's thread, under the table's write lock. */
+void tdbd_client_feed_wake(void *arg);
 /* Socket side: run buffered whole messages and read more, within the
  * round's budget (c->in_budget): the number run (>= 0), or < 0 if the
  * client must go (c->why set).  What the budget leaves stays buffered
