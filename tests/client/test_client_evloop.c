@@ -205,6 +205,7 @@ static void test_fd_completion(void **state)
 	char name[64];
 	int fd, i;
 
+	assert_int_equal(tdbc_fd(NULL), -EINVAL);
 	t = fresh_table(c, "evl-comp", m, name);
 	rq.table = t;
 	fd = tdbc_fd(c);
@@ -277,6 +278,10 @@ static void test_fd_watch(void **state)
 	assert_int_equal(tdbc_watch_next(w, &ev, 0, NULL), 0);
 	assert_false(readable(fd, 0));
 	tdbc_watch_close(w);
+	/* no watch, no wake-up */
+	assert_int_equal(tdbc_reap(c, NULL, 0, 0, 0), 0);
+	assert_int_equal(tdbc_put(t2, NULL, "q", 1, "4", 1, 0), 0);
+	assert_false(readable(fd, 200));
 	assert_int_equal(tdbc_table_drop(c, tn), 0);
 	assert_int_equal(tdbc_table_drop(c, un), 0);
 	tdbc_table_close(t);
