@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # lint-man.sh MANDOC PAGE... - the man-lint test (man/meson.build).
 #
 # 1. `mandoc -Tlint -Wwarning` over every page must say nothing and exit

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # CI job for tdb's Debian packages, as root on Debian 12:
 #
 #   1. install the packaging tools and build dependencies (apt-get

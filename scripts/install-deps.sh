@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # Install the Debian 12 packages tdb needs.  Run as root.  Safe to run
 # again.
 #   install-deps.sh        everything: build, the whole test suite, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # plot.gp - the tdb-bench-ring matrix as a PNG (gnuplot, Debian gnuplot-nox):
 #   tdb-bench-ring --csv ring.csv
 #   gnuplot -c bench/ring/plot.gp ring.csv ring.png

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * common.c - exit codes, messages, connecting and the progress bar of
  * tdb-dump and tdb-load (common.h).

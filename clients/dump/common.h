@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * common.h - what tdb-dump and tdb-load share: exit codes, messages on
  * stderr, the options and operand both take, connecting to tdbd, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * tdb_dump.c - tdb-dump: tables of a running tdbd written in the text
  * format of db_dump and mdb_dump (VERSION=3, dumpfmt.h), which tdb-load

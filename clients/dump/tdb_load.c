@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * tdb_load.c - tdb-load: dumps in the text format of db_dump and
  * mdb_dump (VERSION=3, dumpfmt.h), from tdb-dump or LMDB's mdb_dump,

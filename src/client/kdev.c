@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * kdev.c - libtdbclient's tdb.ko backends: /dev/tdb with rings
  * (TDBC_BE_KDEV) and generic netlink (TDBC_BE_GENL, TDBC_NO_RINGS).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * durable.c - what makes tdbd's tables survive it: the WAL every change
  * is logged in before it is acknowledged, acknowledgements held until

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * main.c - tdbd: start-up, the listening socket, signals, systemd, and
  * an orderly stop.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * notify.c - tdbd's log lines and its messages to systemd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * tdbd.h - the daemon's internal structures, shared by its files.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # test_dump.sh - tdb-dump and tdb-load (clients/dump) against a real tdbd
 # and LMDB's own mdb_dump / mdb_load (Debian lmdb-utils):
 #  - round trips tdb -> tdb in both formats, binary keys and values (NUL,

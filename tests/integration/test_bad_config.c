@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_bad_config.c - tdbd refusing to start, and starting over a mess.
  *

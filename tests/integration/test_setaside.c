@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_setaside.c - a table recovery cannot restore is set aside, and
  * tdbd starts anyway (issue 12, item 3).
