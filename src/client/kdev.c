@@ -148,7 +148,7 @@ int tdbc__kdev_connect(struct tdbc *c)
 		if (errno == ENOENT || errno == ENXIO || errno == ENODEV)
 			return tdbc__fail(c, -ENOENT, "cannot open %s: %s (is "
 					  "tdb.ko loaded?)", dev,
-					  strerror(errno));
+					  "no such device");
 		return tdbc__fail(c, -errno, "cannot open %s: %s", dev,
 				  strerror(errno));
 	}

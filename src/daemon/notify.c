@@ -72,6 +72,16 @@ static void log_va(int level, const char *fmt, va_list ap)
 		(void)0;        /* nowhere left to say it */
 }
 
+struct tdbd_errtext tdbd_errtext(int err)
+{
+	struct tdbd_errtext t;
+
+	snprintf(t.s, sizeof(t.s), "%s", strerror(err < 0 ? -err : err));
+	if (t.s[0] >= 'A' && t.s[0] <= 'Z' && t.s[1] >= 'a' && t.s[1] <= 'z')
+		t.s[0] = (char)(t.s[0] - 'A' + 'a');
+	return t;
+}
+
 struct tdbd_escaped tdbd_esc_name(const char *name)
 {
 	struct tdbd_escaped e;

@@ -101,6 +101,16 @@ struct tdbd_escaped tdbd_esc_name(const char *name);
  * lives until the end of the full expression (C11 6.2.4). */
 #define ESC(name) (tdbd_esc_name(name).s)
 
+/* libc's text for an errno (either sign) with its first letter in lower
+ * case, as tdb's other texts: "cannot allocate memory" (a word's capital
+ * only: "I/O"-like acronyms stay).  Use: ERRSTR(errno), a temporary as
+ * ESC's, so a line may hold several and threads do not share it. */
+struct tdbd_errtext {
+	char s[128];
+};
+struct tdbd_errtext tdbd_errtext(int err);
+#define ERRSTR(err) (tdbd_errtext(err).s)
+
 /* --- tdbd as the owner's home (tables.c) ------------------------------ */
 
 /* Tables at most: the checkpoint keeps two LMDB databases per table and
