@@ -6,8 +6,10 @@
 #                                 (default: all)
 #   build   building tdb (tdbd, libtdbclient, the CLI, the tests' and the
 #           engine benchmark's binaries) and running tdbd and the CLI:
-#           what `./run demo` and `./run bench` install.  No kernel
-#           image, qemu, clang or Redis.
+#           the compiler and meson, liburcu, LMDB, libmnl, libsystemd,
+#           xxhash, libedit (the tdb shell's line editing), cmocka; what
+#           `./run demo` and `./run bench` install.  No kernel image,
+#           qemu, clang or Redis.
 #   test    the test suite's tools besides the build: lmdb-utils (mdb_stat,
 #           mdb_dump, mdb_load in the persistence and dump tests),
 #           binutils (nm in the symbol checks), procps, systemd
@@ -32,7 +34,7 @@
 set -eu
 BUILD="build-essential g++ meson ninja-build pkg-config
       libxxhash-dev liburcu-dev libcmocka-dev liblmdb-dev
-      libmnl-dev libsystemd-dev"
+      libmnl-dev libsystemd-dev libedit-dev"
 TEST="lmdb-utils binutils procps systemd python3 mandoc
       clang libclang-rt-14-dev"
 KERNEL="linux-headers-amd64 linux-image-amd64 qemu-system-x86
@@ -50,7 +52,7 @@ for set in "$@"; do
 	kernel)	PKGS="$PKGS $BUILD $KERNEL" ;;
 	bench)	PKGS="$PKGS $BUILD $BENCH" ;;
 	all)	PKGS="$PKGS $BUILD $TEST $KERNEL $BENCH" ;;
-	-h|--help) sed -n '3,31s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,33s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*)	echo "install-deps: unknown set '$set' (build, test, kernel," \
 		     "bench, all)" >&2
 		exit 2 ;;
