@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * batch.c - tdb batch and the interactive shell: commands read a line
  * at a time (words split by fmt_split, parsed by main.c as a command

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * cli.h - what the tdb CLI's files share: the parsed command line
  * (struct cli), the exit codes, and the commands (cmd_*.c), which main.c

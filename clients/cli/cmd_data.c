@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * cmd_data.c - the tdb CLI's record commands: get, put, del, scan.  Keys
  * and values are byte strings with lengths (cli_bytes, the library's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * cmd_tables.c - the tdb CLI's table and daemon commands: tables, create,
  * drop, stat, stats.  Text output is NAME VALUE lines (stat, stats) or a

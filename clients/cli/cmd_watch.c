@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * cmd_watch.c - `tdb watch`: follow a table's change feed, one line (or
  * JSON line) per change, flushed at once so a pipe sees it live.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * fmt.c - the tdb CLI's byte formats (fmt.h): raw, escaped, hex and JSON
  * output of keys and values; hex, number and whole-file input.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * fmt.h - the tdb CLI's byte formats: how keys and values are printed
  * (raw, C-style escapes, hex, JSON strings) and read (hex), and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * main.c - tdb, the command line client of tdbd: the command line (global
  * and command options, arguments), the connection, error reporting and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_fmt.c - unit tests of the tdb CLI's byte formats (fmt.c): every
  * output encoding on bytes that need escaping (NUL included), the UTF-8

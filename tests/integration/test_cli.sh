@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # test_cli.sh - the tdb command line client (clients/cli) against a real
 # tdbd: every command, its output (text, --json, --hex, escapes) and its
 # exit code, binary keys and values with NUL bytes, a watcher in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_names.c - table names and restores across the trust boundary
  * (issue 12, items 7 and 8): a real tdbd, the tdb CLI and tdb-load.
