@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * evloop.c - libtdbclient in an event loop: puts, a watch, a transaction
  * commit and a scan, all driven by readiness of one descriptor

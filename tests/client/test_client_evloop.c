@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_client_evloop.c - libtdbclient in an event loop, against a real
  * tdbd (issue 17): tdbc_fd, asynchronous commit and scan.

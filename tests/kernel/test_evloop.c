@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_evloop.c - libtdbclient in an event loop, in either home
  * (issue 17): tdbc_fd is readable for a completion and for a change to a
