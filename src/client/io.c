@@ -802,10 +802,11 @@ int tdbc__call(struct tdbc *c, struct tdb_proto_msg *m,
  *
  * tdbd: an epoll set of the socket (answers to requests that took it,
  * and the daemon's death) and selfd, the eventfd tdbd passed with
- * ATTACH: tdbd writes it when it publishes to our completion ring or to
- * a feed we watch while TDB_RING_F_CONS_WAITING is set in our
- * completion ring's header (which only we set: tdbc__arm), and we write
- * it when something waits that no wake-up will announce.
+ * ATTACH: once we set TDB_RING_F_EVENTFD in our completion ring's
+ * header (poll_set_make), tdbd writes it when it publishes to that ring
+ * or to a feed we watch while TDB_RING_F_CONS_WAITING is set there
+ * (which only we set: tdbc__arm); and we write it when something waits
+ * that no wake-up will announce.
  * /dev/tdb: an epoll set of the device (readable while the completion
  * ring holds answers or a watched feed was written since the last
  * ENTER) and a private selfd (ENTERs between polls forget feed writes;
@@ -842,9 +843,6 @@ int tdbc__arm(struct tdbc *c)
 	if (read(c->selfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
 		return tdbc__die(c, -errno, "reading the wake-up eventfd: %s",
 				 strerror(errno));
-	/* The flag before the looks: tdbd publishes, then reads the flag;
-	 * we set the flag, then look at what it published (both with a
-	 * full barrier between), so one of us sees the other. */
 	/* /dev/tdb: ENTER (the kernel then announces only feed writes
 	 * from now on, and answers what was submitted) and take what it
 	 * answered; the looks below cover what came before. */
@@ -857,6 +855,10 @@ int tdbc__arm(struct tdbc *c)
 	}
 	r = 1;
 	if (c->backend == TDBC_BE_DAEMON && c->rings) {
+		/* The flag before the looks: tdbd publishes, then reads the
+		 * flag; we set the flag, then look at what it published
+		 * (both with a full barrier between): one of us sees the
+		 * other.  The feeds below are looked at after it too. */
 		r = tdb_ring_wait_prepare(&c->cq, &v);
 		if (r < 0)
 			return tdbc__die(c, r, "completion ring: %s",
@@ -912,9 +914,12 @@ static int poll_set_make(struct tdbc *c)
 		return err;
 	}
 	/* tdbd: wake the eventfd from now on, not only the futex */
-	if (c->backend == TDBC_BE_DAEMON && c->rings)
-		__atomic_fetch_or(&((struct tdb_ring_hdr *)c->cq_map.hdr)->flags,
-				  TDB_RING_F_EVENTFD, __ATOMIC_SEQ_CST);
+	if (c->backend == TDBC_BE_DAEMON && c->rings) {
+		struct tdb_ring_hdr *h = c->cq_map.hdr;
+
+		__atomic_fetch_or(&h->flags, TDB_RING_F_EVENTFD,
+				  __ATOMIC_SEQ_CST);
+	}
 	return 0;
 }
 
