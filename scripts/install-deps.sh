@@ -26,7 +26,8 @@
 #           qemu-utils (qemu-io, nbdkit's self-check), e2fsprogs
 #           (mkfs.ext4 of the disk image).
 #   bench   the benchmarks' peers: redis-server and redis-tools (tdb-bench
-#           against Redis), gnuplot-nox (bench/ring/plot.gp), GLib, APR
+#           against Redis; it starts its own server, so the package's
+#           service is stopped and disabled when this installs it), gnuplot-nox (bench/ring/plot.gp), GLib, APR
 #           and Boost's headers (tdb-bench-pool's peers; without them
 #           meson skips tdb-bench-pool).
 #   all     all of the above: what `./run test` and .ci/run install.
@@ -74,4 +75,13 @@ if [ -n "$missing" ]; then
 	apt-get update -q
 	# shellcheck disable=SC2086
 	apt-get install -y -q $missing
+	# tdb-bench starts its own redis-server on a Unix socket: the
+	# package's system service is not needed, so it is not left running
+	# or enabled at boot.
+	case " $missing " in *" redis-server "*)
+		if command -v systemctl >/dev/null 2>&1; then
+			systemctl disable --now redis-server >/dev/null 2>&1 ||
+				true
+		fi ;;
+	esac
 fi
