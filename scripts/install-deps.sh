@@ -53,7 +53,7 @@ for set in "$@"; do
 	kernel)	PKGS="$PKGS $BUILD $KERNEL" ;;
 	bench)	PKGS="$PKGS $BUILD $BENCH" ;;
 	all)	PKGS="$PKGS $BUILD $TEST $KERNEL $BENCH" ;;
-	X
+	-h|--help) sed -n '3,/^# A test whose/s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*)	echo "install-deps: unknown set '$set' (build, test, kernel," \
 		     "bench, all)" >&2
 		exit 2 ;;
