@@ -50,6 +50,7 @@ enum ktype {
 	K_BOOL,
 	K_LEVEL,    /* syslog level by name */
 	K_SYNC,     /* always, batch, none (enum wal_sync) */
+	K_BACKEND,  /* daemon, kernel (enum tdbd_backend) */
 };
 
 struct key {
@@ -119,6 +120,7 @@ static const struct key keys[] = {
 	  false, false },
 	{ "log-level", K_LEVEL, FIELD(log_level), 0, 0, NULL, false, false },
 	{ "sync", K_SYNC, FIELD(sync), 0, 0, NULL, false, true },
+	{ "backend", K_BACKEND, FIELD(backend), 0, 0, NULL, false, true },
 	{ "batch-interval", K_MS, FIELD(batch_ms), 1, 10000, "1ms..10s",
 	  false, true },
 	{ "wal-segment-size", K_SIZE, FIELD(wal_segment_size), MiB, GiB,
@@ -474,6 +476,14 @@ static const char *set_key(const struct key *k, struct tdbd_config *c,
 			c->sync = 2;
 		else
 			return "not a sync mode (always, batch or none)";
+		return NULL;
+	case K_BACKEND:
+		if (!strcmp(value, "daemon"))
+			c->backend = TDBD_BACKEND_DAEMON;
+		else if (!strcmp(value, "kernel"))
+			c->backend = TDBD_BACKEND_KERNEL;
+		else
+			return "not a backend (daemon or kernel)";
 		return NULL;
 	default:
 		if (!(why = parse_number(k, value, &v, buf, buflen)))
@@ -944,6 +954,10 @@ const char *tdbd_config_usage(void)
 "                         anything changed, 1s..1440m (default 5m)\n"
 "  --checkpoint-wal-size SIZE (R) ... or after this much WAL, 1M..64G\n"
 "                         (default 256M)\n"
+"  --backend MODE         (R) daemon: tdbd keeps the tables and serves\n"
+"                         clients on its socket; kernel: tdb.ko keeps them\n"
+"                         and tdbd makes them durable (its supervisor, no\n"
+"                         socket; docs/DURABILITY.md) (default daemon)\n"
 "  --wal-truncate-damaged BOOL (R) at start, cut a damaged WAL at the\n"
 "                         damage (losing what follows) instead of refusing\n"
 "                         to start (default no)\n"

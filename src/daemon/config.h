@@ -108,6 +108,13 @@ struct tdbd_config {
 	uint64_t checkpoint_wal_size; /* checkpoint-wal-size: 1M..64G  256M */
 	bool wal_truncate_damaged; /* wal-truncate-damaged: cut a damaged
 				* WAL at the damage at start          no */
+	uint32_t backend;      /* backend: daemon, kernel (enum
+				* tdbd_backend): who keeps the tables  daemon */
+};
+
+enum tdbd_backend {
+	TDBD_BACKEND_DAEMON = 0,  /* tdbd's own tables, served on its socket */
+	TDBD_BACKEND_KERNEL = 1,  /* tdb.ko's, tdbd their supervisor (kernel.c) */
 };
 
 /* Fill in the defaults. */

@@ -61,6 +61,7 @@
 #include <xxhash.h>
 
 #include "ckpt.h"
+#include "kernel.h"
 #include "keysort.h"
 #include "internal.h"           /* src/owner: struct tdbo_table */
 #include "tdbd.h"
@@ -443,6 +444,8 @@ static void on_durable(void *arg, uint64_t lsn)
 	struct tdbd *d = arg;
 	unsigned int i;
 
+	if (d->kern && d->cfg.sync != WAL_SYNC_NONE)
+		tdbd_kernel_durable(d, wal_durable(d->wal));
 	(void)lsn;
 	pthread_mutex_lock(&d->wake_lock);
 	for (i = 0; d->wake_on && i < d->nworkers; i++)
@@ -1270,6 +1273,33 @@ static int replay_rec(void *arg, const struct wal_rec *r)
 			 (unsigned long long)r->lsn,
 			 ext.msg ? ext.msg : strerror(-err));
 	return err;
+}
+
+/* Kernel mode: a record of tdb.ko's log into the mirror, then the WAL
+ * (kernel.c checks it follows the mirror's last LSN; so does the WAL). */
+int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
+		       const struct wal_rec *r, char *err, size_t errlen)
+{
+	struct rec_state rs = { .d = d, .phase = "following tdb.ko",
+				.last_report = tdbd_now_ns() };
+	uint64_t next = wal_appended(d->wal) + 1;
+	int e;
+
+	if (r->lsn != next) {
+		snprintf(err, errlen, "record LSN %llu is not the WAL's next "
+			 "LSN %llu", (unsigned long long)r->lsn,
+			 (unsigned long long)next);
+		return -EPROTO;
+	}
+	if ((e = replay_rec(&rs, r))) {
+		snprintf(err, errlen, "it cannot be applied to the mirror: "
+			 "%s", ERRSTR(e));
+		return e;
+	}
+	if ((e = wal_append_rec(d->wal, rec, len, err, errlen)))
+		return e;
+	count_record(d);
+	return 0;
 }
 
 static void replay_note(void *arg, const char *msg)

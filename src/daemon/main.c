@@ -44,6 +44,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "kernel.h"
 #include "platform/user.h"
 #include "tdbd.h"
 
@@ -595,6 +596,8 @@ static void tick(struct daemon_state *s)
 	listener_watch(s, true);        /* after an accept back-off */
 	tdbd_log_rl_flush();
 
+	if (d->kern)
+		oldest = tdbd_kernel_heartbeat(d);
 	for (i = 0; i < d->nworkers; i++) {
 		uint64_t hb = __atomic_load_n(&d->workers[i].heartbeat,
 					      __ATOMIC_RELAXED);
@@ -610,7 +613,13 @@ static void tick(struct daemon_state *s)
 				 "in %llu ms: withholding WATCHDOG=1",
 				 (unsigned long long)(now - oldest) / 1000000);
 	}
-	if (now - s->last_status > 5000000000ull) {
+	if (now - s->last_status > 5000000000ull && d->kern) {
+		char st[512];
+
+		s->last_status = now;
+		tdbd_kernel_status(d, st, sizeof(st));
+		tdbd_notify("STATUS=%s", st);
+	} else if (now - s->last_status > 5000000000ull) {
 		s->last_status = now;
 		tdbd_notify("STATUS=serving %u client(s), %u table(s); "
 			    "%llu requests",
@@ -684,6 +693,14 @@ static int start(struct daemon_state *s)
 	}
 	if ((err = signals_open(s)) || (err = timer_open(s)))
 		return err;
+	/* kernel mode: recover the mirror, then supervise tdb.ko; no
+	 * socket, no workers (clients talk to tdb.ko) */
+	if (d->cfg.backend == TDBD_BACKEND_KERNEL) {
+		if ((err = tdbd_durable_start(d)) ||
+		    (err = tdbd_kernel_start(d)))
+			return err;
+		goto loop;
+	}
 	/* recovery: before a client can connect, but not for nothing */
 	if ((err = socket_precheck(s)) || (err = tdbd_durable_start(d)) ||
 	    (err = socket_open(s)))
@@ -692,12 +709,14 @@ static int start(struct daemon_state *s)
 		tdbd_log(L_ERR, "workers: %s", ERRSTR(-err));
 		return err;
 	}
+loop:
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0)
 		return -errno;
 	s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ev.data.fd = s->lfd;
-	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
+	if (s->lfd >= 0)
+		epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
 	ev.data.fd = s->sigfd;
 	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &ev);
 	ev.data.fd = s->tfd;
@@ -754,6 +773,7 @@ static void stop(struct daemon_state *s)
 	}
 	if (d->workers)
 		tdbd_workers_stop(d);
+	tdbd_kernel_stop(d);
 	tdbd_durable_stop(d);
 	if (d->o)
 		tdbd_owner_stop(d);
@@ -804,13 +824,25 @@ int main(int argc, char **argv)
 		stop(&s);
 		return 1;
 	}
-	tdbd_log(L_INFO, "serving on %s; data in %s%s; %u worker(s)",
-		 s.d.cfg.socket, s.d.cfg.data_dir,
-		 s.scratch ? " (scratch, removed at exit)" : "",
-		 s.d.cfg.workers);
-	tdbd_notify("READY=1\nSTATUS=serving on %s", s.d.cfg.socket);
+	if (s.d.kern) {
+		tdbd_log(L_INFO, "supervising tdb.ko (kernel mode, no "
+			 "socket); data in %s%s", s.d.cfg.data_dir,
+			 s.scratch ? " (scratch, removed at exit)" : "");
+		tdbd_notify("READY=1\nSTATUS=supervising tdb.ko");
+	} else {
+		tdbd_log(L_INFO, "serving on %s; data in %s%s; %u worker(s)",
+			 s.d.cfg.socket, s.d.cfg.data_dir,
+			 s.scratch ? " (scratch, removed at exit)" : "",
+			 s.d.cfg.workers);
+		tdbd_notify("READY=1\nSTATUS=serving on %s", s.d.cfg.socket);
+	}
 	serve(&s);
 	stop(&s);
+	if (s.d.kern_failed) {
+		tdbd_log(L_ERR, "stopped: following tdb.ko's log failed "
+			 "(see above)");
+		return 1;
+	}
 	tdbd_log(L_INFO, "stopped");
 	return 0;
 }

@@ -17,6 +17,8 @@
  *   notify.c   sd_notify and logging (escaping what clients supplied)
  *   durable.c  the WAL (the owner's log hooks), acks held until durable,
  *              checkpoints, recovery
+ *   kernel.c   kernel mode: the supervisor of tdb.ko, a mirror of its
+ *              tables fed by its log ring (klog.c), no clients
  *   ckpt.c     the LMDB checkpoint store (ckpt.h)
  *   keysort.c  a checkpoint's keys sorted in LMDB's order (keysort.h)
  *
@@ -215,6 +217,14 @@ uint64_t tdbd_log_create(void *arg, const struct tdbo_table *t,
 			 const struct tdbo_log_size *sz);
 uint64_t tdbd_log_drop(void *arg, const struct tdbo_table *t,
 		       const struct tdbo_log_size *sz);
+/* Kernel mode: one record of tdb.ko's log (encoded whole, rec/len;
+ * decoded, r) applied to the mirror and appended to the WAL.  Its LSN
+ * must be the WAL's next: else -EPROTO, err naming both.  An error that
+ * applied nothing to the mirror, or one that applied it and could not
+ * log it (err says which). */
+struct wal_rec;
+int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
+		       const struct wal_rec *r, char *err, size_t errlen);
 /* A worker's round is over: write the WAL records appended so far (its
  * answers go out after). */
 void tdbd_log_write(struct tdbd *d);
@@ -364,6 +374,9 @@ struct tdbd {
 	pthread_mutex_t wake_lock;      /* workers vs the WAL's callback */
 	bool wake_on;           /* under wake_lock: workers may be woken */
 	struct durable *dur;    /* the checkpointer's state */
+	/* kernel mode (kernel.c): the supervisor of tdb.ko; NULL else */
+	struct kernel *kern;
+	bool kern_failed;       /* its follower stopped on an error */
 
 	/* memory (tables.c), bytes, atomics */
 	uint64_t mem_tables;    /* tables' backed extents (max-memory) */

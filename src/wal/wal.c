@@ -1139,6 +1139,48 @@ int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn)
 	return 0;
 }
 
+/* A record that comes encoded (tdb.ko's log, tdbd in kernel mode):
+ * reserved, checked against the log's next LSN under the append lock,
+ * copied.  Nothing is appended on any error. */
+int wal_append_rec(struct wal *w, const void *rec, size_t len, char *err,
+		   size_t errlen)
+{
+	size_t padded = (len + 7) & ~(size_t)7;
+	const char *msg = NULL;
+	struct wal_rec r;
+	uint64_t want;
+	int e;
+
+	if ((e = wal_rec_check(rec, len, &r, &msg))) {
+		snprintf(err, errlen, "%s", msg);
+		return e;
+	}
+	if ((e = wal_reserve(w, padded, &msg))) {
+		snprintf(err, errlen, "%s", msg);
+		return e;
+	}
+	pthread_mutex_lock(&w->alock);
+	w->reserved -= padded;
+	want = w->next_lsn;
+	if (r.lsn != want) {
+		pthread_mutex_unlock(&w->alock);
+		snprintf(err, errlen, "record LSN %llu is not the WAL's next "
+			 "LSN %llu", (unsigned long long)r.lsn,
+			 (unsigned long long)want);
+		return -EPROTO;
+	}
+	/* room: reserved above, so act has it */
+	memcpy(w->act.p + w->act.len, rec, len);
+	memset(w->act.p + w->act.len + len, 0, padded - len);
+	w->act.len += padded;
+	w->act.last = w->next_lsn++;
+	w->seg_used += padded;
+	__atomic_fetch_add(&w->bytes_since, padded, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->appended, r.lsn, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&w->alock);
+	return 0;
+}
+
 void wal_kick(struct wal *w)
 {
 	if (__atomic_load_n(&w->urgent, __ATOMIC_SEQ_CST))
@@ -1288,6 +1330,26 @@ static const char *rec_bad(const unsigned char *m, uint64_t size, uint64_t off,
 		return "an unknown record type";
 	*lenp = len;
 	return NULL;
+}
+
+int wal_rec_check(const void *buf, size_t len, struct wal_rec *r,
+		  const char **why)
+{
+	const unsigned char *m = buf;
+	uint32_t rlen = 0;
+
+	memset(r, 0, sizeof(*r));
+	*why = rec_bad(m, len, 0, 0, &rlen);
+	if (!*why && rlen != len)
+		*why = "a record length that is not the record's";
+	if (*why)
+		return -EUCLEAN;
+	r->lsn = get64(m + 8);
+	r->type = (enum wal_type)m[16];
+	r->payload = m + WAL_REC_HDR;
+	r->len = rlen - WAL_REC_HDR;
+	r->file = "tdb.ko's log";
+	return 0;
 }
 
 /* Is there an intact record anywhere after off?  Then what is at off is

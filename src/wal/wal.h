@@ -142,6 +142,15 @@ int wal_add_create(struct wal *w, uint64_t id, const char *name,
 int wal_add_drop(struct wal *w, const char *name);
 int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn);
 
+/* Append a record encoded whole (crc .. payload, len bytes, unpadded:
+ * tdb.ko's log ring carries them so, tdbd in kernel mode appends them).
+ * It is checked (wal_rec_check) and its LSN must be the log's next:
+ * else -EPROTO and err "record LSN A is not the WAL's next LSN B".
+ * -EUCLEAN for a bad record; wal_reserve's errors.  Nothing is appended
+ * on an error. */
+int wal_append_rec(struct wal *w, const void *rec, size_t len, char *err,
+		   size_t errlen);
+
 /* Write every record appended so far (one write; one writer at a time,
  * in LSN order): 0, or the error that failed the log. */
 int wal_write(struct wal *w);
@@ -191,6 +200,11 @@ struct wal_create {
 	uint32_t uid, gid, mode, max_extents, sync;
 	char name[65];
 };
+/* One encoded record of len bytes (no padding, nothing after): its
+ * length field, CRC and type checked, *r filled (file: "tdb.ko's log",
+ * off 0).  0, or -EUCLEAN with *why naming the fault. */
+int wal_rec_check(const void *buf, size_t len, struct wal_rec *r,
+		  const char **why);
 /* Decoders check every length against the payload: -EUCLEAN if bad. */
 int wal_ops_count(const struct wal_rec *r, uint32_t *n);
 /* *pos starts at 0. 1 and an op, 0 at the end, -EUCLEAN. */

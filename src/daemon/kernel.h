@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kernel.h - tdbd in kernel mode (`backend = kernel`): the supervisor of
+ * tdb.ko (tdb/kdev.h, "THE SUPERVISOR"; docs/DURABILITY.md,
+ * "Kernel-resident tables").  tdbd's owner and engine hold a MIRROR of
+ * tdb.ko's tables, fed by tdb.ko's log ring; its WAL, checkpoints and
+ * recovery are the daemon mode's, applied to the mirror.  No client
+ * reaches tdbd in this mode (no socket is made).
+ */
+#ifndef TDBD_KERNEL_H
+#define TDBD_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tdbd;
+
+/* After tdbd_durable_start (the mirror is recovered, the WAL open):
+ * open /dev/tdb (modprobe tdb first if it is missing), claim the
+ * supervisor role, restore every table into tdb.ko (none resident) or
+ * resume from the log ring (resident), and start the thread that
+ * follows the log.  0, or a negative errno, logged with the reason. */
+int tdbd_kernel_start(struct tdbd *d);
+/* Stop following the log (what was read is written to the WAL), then
+ * give up the role (close).  Before tdbd_durable_stop. */
+void tdbd_kernel_stop(struct tdbd *d);
+/* The WAL's flusher: records up to lsn are durable (TDB_IOC_SUP_DURABLE). */
+void tdbd_kernel_durable(struct tdbd *d, uint64_t lsn);
+/* The follower's last round (ns, tdbd_now_ns), for the watchdog. */
+uint64_t tdbd_kernel_heartbeat(struct tdbd *d);
+/* A STATUS= text: records followed, tdb.ko's clean-ups
+ * (TDB_IOC_SUP_STATS). */
+void tdbd_kernel_status(struct tdbd *d, char *buf, size_t len);
+
+/* The instance id in data_dir/kernel-instance, made (random, not 0)
+ * and stored the first time.  0 or a negative errno with err. */
+int tdbd_kernel_instance(const char *data_dir, uint64_t *id, char *err,
+			 size_t errlen);
+
+#endif
