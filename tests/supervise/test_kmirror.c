@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * test_kmirror.c - tdbd in kernel mode without tdb.ko: records as tdb.ko
+ * logs them (rec.h) applied to tdbd's mirror and WAL
+ * (tdbd_durable_apply, the follower's step), then a second start
+ * recovers the mirror from the WAL with every record; an LSN that is
+ * not the WAL's next is refused with both LSNs named and nothing
+ * applied; a record on a table the mirror lacks is refused.  And the
+ * `backend` key of tdbd.conf and --backend.
+ *
+ * Linked with tdbd's objects (src/daemon, without main.c).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "internal.h"           /* src/owner: struct tdbo_table */
+#include "kernel.h"
+#include "rec.h"
+#include "tdbd.h"
+
+uint64_t tdbd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static char dir[] = "/tmp/tdb-kmirror-XXXXXX";
+static char err[512];
+
+static void start(struct tdbd *d)
+{
+	memset(d, 0, sizeof(*d));
+	tdbd_config_defaults(&d->cfg);
+	d->cfg.hugepages = false;
+	d->cfg.backend = TDBD_BACKEND_KERNEL;
+	snprintf(d->cfg.data_dir, sizeof(d->cfg.data_dir), "%s", dir);
+	pthread_mutex_init(&d->wake_lock, NULL);
+	assert_int_equal(tdbd_owner_start(d), 0);
+	assert_int_equal(tdbd_durable_start(d), 0);
+}
+
+static void stop(struct tdbd *d)
+{
+	tdbd_durable_stop(d);
+	tdbd_owner_stop(d);
+	pthread_mutex_destroy(&d->wake_lock);
+}
+
+static int apply(struct tdbd *d, const unsigned char *r, size_t n)
+{
+	struct wal_rec wr;
+	const char *why;
+
+	assert_int_equal(wal_rec_check(r, n, &wr, &why), 0);
+	err[0] = '\0';
+	return tdbd_durable_apply(d, r, n, &wr, err, sizeof(err));
+}
+
+/* The value of key in table tab of the mirror, or NULL. */
+static const char *value(struct tdbd *d, const char *tab, const char *key)
+{
+	static char buf[256];
+	struct tdbo_table *t = tdbo_table_get(d->o, tab);
+	long n;
+
+	if (!t)
+		return NULL;
+	n = tdbe_get(t->t, key, strlen(key), buf, sizeof(buf) - 1, NULL);
+	tdbo_table_put(t);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return buf;
+}
+
+static void test_apply_and_recover(void **state)
+{
+	static struct tdbd d;
+	unsigned char r[512];
+	uint64_t base;
+	size_t n;
+
+	(void)state;
+	start(&d);
+	base = wal_appended(d.wal);
+	n = rec_create(r, base + 1, 77, "kt");
+	assert_int_equal(apply(&d, r, n), 0);
+	n = rec_op(r, base + 2, "kt", "a", "one", 3, false);
+	assert_int_equal(apply(&d, r, n), 0);
+	n = rec_op(r, base + 3, "kt", "b", "two", 3, false);
+	assert_int_equal(apply(&d, r, n), 0);
+	n = rec_op(r, base + 4, "kt", "a", NULL, 0, true);
+	assert_int_equal(apply(&d, r, n), 0);
+	assert_null(value(&d, "kt", "a"));
+	assert_string_equal(value(&d, "kt", "b"), "two");
+	assert_int_equal(wal_appended(d.wal), base + 4);
+
+	/* out of sequence: refused, both named, the mirror untouched */
+	n = rec_op(r, base + 6, "kt", "c", "three", 5, false);
+	assert_int_equal(apply(&d, r, n), -EPROTO);
+	assert_non_null(strstr(err, "LSN 6"));
+	assert_non_null(strstr(err, "next LSN 5"));
+	assert_null(value(&d, "kt", "c"));
+	n = rec_op(r, base + 4, "kt", "c", "three", 5, false);
+	assert_int_equal(apply(&d, r, n), -EPROTO);
+	assert_null(value(&d, "kt", "c"));
+	assert_int_equal(wal_appended(d.wal), base + 4);
+
+	/* a table the mirror lacks */
+	n = rec_op(r, base + 5, "nosuch", "c", "three", 5, false);
+	assert_int_not_equal(apply(&d, r, n), 0);
+	stop(&d);
+
+	/* a new start: the WAL has what was applied (not the refused) */
+	start(&d);
+	assert_int_equal(wal_appended(d.wal), base + 4);
+	assert_string_equal(value(&d, "kt", "b"), "two");
+	assert_null(value(&d, "kt", "a"));
+	n = rec_drop(r, base + 5, "kt");
+	assert_int_equal(apply(&d, r, n), 0);
+	assert_null(tdbo_table_get(d.o, "kt"));
+	stop(&d);
+	start(&d);
+	assert_null(tdbo_table_get(d.o, "kt"));
+	assert_int_equal(wal_appended(d.wal), base + 5);
+	stop(&d);
+}
+
+static void test_instance(void **state)
+{
+	uint64_t a = 0, b = 0;
+
+	(void)state;
+	assert_int_equal(tdbd_kernel_instance(dir, &a, err, sizeof(err)), 0);
+	assert_int_not_equal(a, 0);
+	assert_int_equal(tdbd_kernel_instance(dir, &b, err, sizeof(err)), 0);
+	assert_int_equal(a, b);
+}
+
+static void test_backend_config(void **state)
+{
+	struct tdbd_config c;
+	struct tdbd_args a;
+	char f[PATH_MAX + 16], *argv[4] = { "tdbd", "--backend", "kernel",
+					      NULL };
+	FILE *fp;
+
+	(void)state;
+	tdbd_config_defaults(&c);
+	assert_int_equal(c.backend, TDBD_BACKEND_DAEMON);
+	assert_int_equal(tdbd_config_set(&c, "backend", "kernel", err,
+					 sizeof(err)), 0);
+	assert_int_equal(c.backend, TDBD_BACKEND_KERNEL);
+	assert_int_equal(tdbd_config_set(&c, "backend", "daemon", err,
+					 sizeof(err)), 0);
+	assert_int_equal(c.backend, TDBD_BACKEND_DAEMON);
+	assert_int_equal(tdbd_config_set(&c, "backend", "tdb.ko", err,
+					 sizeof(err)), -EINVAL);
+	assert_string_equal(err, "backend: not a backend (daemon or kernel) "
+			    "(tdb.ko)");
+	snprintf(f, sizeof(f), "%s/tdbd.conf", dir);
+	fp = fopen(f, "w");
+	assert_non_null(fp);
+	fputs("# kernel mode\nbackend = kernel\n", fp);
+	fclose(fp);
+	tdbd_config_defaults(&c);
+	assert_int_equal(tdbd_config_load(&c, f, err, sizeof(err)), 0);
+	assert_int_equal(c.backend, TDBD_BACKEND_KERNEL);
+	fp = fopen(f, "w");
+	fputs("backend = both\n", fp);
+	fclose(fp);
+	assert_int_equal(tdbd_config_load(&c, f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "tdbd.conf:1: backend: not a backend"));
+	tdbd_config_defaults(&c);
+	assert_int_equal(tdbd_config_from_args(&c, 3, argv, &a, err,
+					       sizeof(err)), 0);
+	assert_int_equal(c.backend, TDBD_BACKEND_KERNEL);
+	/* a restart key; in --help */
+	{
+		struct tdbd_config o;
+		char changed[256], restart[256];
+
+		tdbd_config_defaults(&o);
+		tdbd_config_diff(&o, &c, changed, sizeof(changed), restart,
+				 sizeof(restart));
+		assert_string_equal(restart, "backend");
+	}
+	assert_non_null(strstr(tdbd_config_usage(), "  --backend MODE "));
+	unlink(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_apply_and_recover),
+		cmocka_unit_test(test_instance),
+		cmocka_unit_test(test_backend_config),
+	};
+	char cmd[64];
+	int rc;
+
+	/* stops without a checkpoint: the second start replays the WAL */
+	setenv("TDBD_STOP_CKPT_MAX", "0", 1);
+	if (!mkdtemp(dir))
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		rc = 1;
+	return rc;
+}
