@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * test_supervise.c - tdbd --backend kernel against the real tdb.ko (the
+ * qemu guest; issue 15).  Needs $TDB_KTEST_TDBD (tdbd's path in the
+ * guest) and a tdb.ko with the supervisor ioctls: skips (77) without
+ * either, so it runs as soon as tdb.ko has them.
+ *
+ *  1. restore at start: a tdbd (data dir D, sync always) starts on a
+ *     fresh tdb.ko (tables restored: none), a client writes through
+ *     /dev/tdb; tdbd stops; tdb.ko is reloaded (its tables gone); a new
+ *     tdbd restores them from D: every write is there;
+ *  2. SIGKILL: a writer process puts keys one at a time (sync always:
+ *     each put returns once tdbd made it durable) while tdbd is
+ *     SIGKILLed at random moments and restarted, KILL_CYCLES times;
+ *     then tdb.ko is reloaded and a last tdbd restores from D: every
+ *     acknowledged put is there, with its value;
+ *  3. it leaves a fresh tdb.ko loaded (no tables, no supervisor).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tdb/client.h"
+#include "tdb/kdev.h"
+
+#define DATA_DIR    "/tmp/tdb-supervise"
+#define LOG_FILE    "/tmp/tdb-supervise.log"
+#define KO          "/lib/modules/tdb.ko"
+#define KILL_CYCLES 20
+#define MAX_KEYS    (1u << 20)
+
+static const char *tdbd;
+static pid_t tdbd_pid = -1;
+static unsigned int starts;     /* "supervising" lines expected */
+
+#define FAIL(...) do { fprintf(stderr, "test_supervise: FAIL: " \
+	__VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define CHECK(c, ...) do { if (!(c)) FAIL(__VA_ARGS__); } while (0)
+
+static void msleep(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Does this tdb.ko know the supervisor ioctls?  An old one answers
+ * ENOTTY to any of them. */
+static bool has_supervisor(void)
+{
+	int fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = !(ioctl(fd, TDB_IOC_SUP_READY) < 0 && errno == ENOTTY);
+	close(fd);
+	return ok;
+}
+
+static unsigned int count_lines(const char *needle)
+{
+	char line[1024];
+	unsigned int n = 0;
+	FILE *f = fopen(LOG_FILE, "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n += !!strstr(line, needle);
+	fclose(f);
+	return n;
+}
+
+/* Start tdbd and wait until it supervises (its log says so). */
+static void tdbd_start(void)
+{
+	unsigned int i;
+	int status;
+
+	tdbd_pid = fork();
+	CHECK(tdbd_pid >= 0, "fork");
+	if (!tdbd_pid) {
+		int fd = open(LOG_FILE, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		dup2(fd, 2);
+		execl(tdbd, tdbd, "--backend", "kernel", "--data-dir",
+		      DATA_DIR, "--sync", "always", "--client-deadline",
+		      "60s", "--config", "/dev/null", (char *)NULL);
+		_exit(127);
+	}
+	starts++;
+	for (i = 0; i < 6000; i++) {
+		if (count_lines("supervising tdb.ko (kernel mode") >= starts)
+			return;
+		if (waitpid(tdbd_pid, &status, WNOHANG) == tdbd_pid) {
+			system("cat " LOG_FILE " >&2");
+			FAIL("tdbd exited at start (status %#x)", status);
+		}
+		msleep(10);
+	}
+	FAIL("tdbd did not start supervising in 60 s");
+}
+
+static void tdbd_stop(int sig)
+{
+	int status;
+
+	kill(tdbd_pid, sig);
+	CHECK(waitpid(tdbd_pid, &status, 0) == tdbd_pid, "waitpid tdbd");
+	if (sig == SIGTERM)
+		CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
+		      "tdbd stopped with status %#x", status);
+	tdbd_pid = -1;
+}
+
+static void reload_module(void)
+{
+	CHECK(system("rmmod tdb") == 0, "rmmod tdb (after tdbd stopped)");
+	CHECK(system("insmod " KO) == 0, "insmod " KO);
+}
+
+static struct tdbc *connect_kernel(void)
+{
+	struct tdbc *c = NULL;
+	char err[256];
+	int e, i;
+
+	for (i = 0; i < 600; i++) {
+		e = tdbc_connect(&c, NULL, TDBC_KERNEL, err, sizeof(err));
+		if (!e)
+			return c;
+		if (e != -EAGAIN)
+			break;
+		msleep(100);    /* tdb is recovering */
+	}
+	FAIL("connect: %s", err);
+}
+
+static void key_of(char *k, unsigned int i)
+{
+	snprintf(k, 16, "k%08u", i);
+}
+
+static void val_of(char *v, unsigned int i)
+{
+	snprintf(v, 32, "value-%u-%u", i, i * 2654435761u);
+}
+
+/* Every key below n (or marked in acked) is there, with its value. */
+static unsigned int verify(const unsigned char *acked, unsigned int n)
+{
+	struct tdbc *c = connect_kernel();
+	struct tdbc_table *t = NULL;
+	char k[16], v[32], got[64];
+	unsigned int i, found = 0;
+	long len;
+
+	CHECK(!tdbc_table_open(c, "sup", &t), "open sup: %s",
+	      tdbc_errmsg(c));
+	for (i = 0; i < n; i++) {
+		if (acked && !acked[i])
+			continue;
+		key_of(k, i);
+		val_of(v, i);
+		len = tdbc_get(t, NULL, k, strlen(k), got, sizeof(got), NULL);
+		CHECK(len == (long)strlen(v) && !memcmp(got, v, (size_t)len),
+		      "acknowledged key %s lost or wrong (%ld)", k, len);
+		found++;
+	}
+	tdbc_table_close(t);
+	tdbc_close(c);
+	return found;
+}
+
+static void writer(unsigned char *acked, unsigned int from)
+{
+	struct tdbc *c = connect_kernel();
+	struct tdbc_table *t = NULL;
+	char k[16], v[32];
+	unsigned int i;
+	int e;
+
+	CHECK(!tdbc_table_open(c, "sup", &t), "writer: open");
+	for (i = from; i < MAX_KEYS; i++) {
+		key_of(k, i);
+		val_of(v, i);
+		e = tdbc_put(t, NULL, k, strlen(k), v, strlen(v), 0);
+		if (!e)
+			__atomic_store_n(&acked[i], 1, __ATOMIC_RELEASE);
+		else if (e != -ETIMEDOUT && e != -EAGAIN)
+			FAIL("writer: put %s: %s", k, tdbc_errmsg(c));
+	}
+	_exit(0);
+}
+
+int main(void)
+{
+	unsigned char *acked;
+	struct tdbc *c;
+	struct tdbc_table *t = NULL;
+	char k[16], v[32];
+	unsigned int i, n;
+	pid_t w;
+	int status;
+
+	tdbd = getenv("TDB_KTEST_TDBD");
+	if (!tdbd || !*tdbd) {
+		fprintf(stderr, "test_supervise: SKIP: no $TDB_KTEST_TDBD\n");
+		return 77;
+	}
+	if (!has_supervisor()) {
+		fprintf(stderr, "test_supervise: SKIP: tdb.ko has no "
+			"supervisor ioctls (TDB_IOC_SUP_*)\n");
+		return 77;
+	}
+	system("rm -rf " DATA_DIR " " LOG_FILE);
+	srand((unsigned int)time(NULL));
+
+	/* 1. restore at start */
+	tdbd_start();
+	c = connect_kernel();
+	CHECK(!tdbc_table_create(c, "sup", NULL), "create: %s",
+	      tdbc_errmsg(c));
+	CHECK(!tdbc_table_open(c, "sup", &t), "open: %s", tdbc_errmsg(c));
+	for (i = 0; i < 1000; i++) {
+		key_of(k, i);
+		val_of(v, i);
+		CHECK(!tdbc_put(t, NULL, k, strlen(k), v, strlen(v), 0),
+		      "put %s: %s", k, tdbc_errmsg(c));
+	}
+	tdbc_table_close(t);
+	tdbc_close(c);
+	tdbd_stop(SIGTERM);
+	reload_module();
+	tdbd_start();
+	CHECK(count_lines("restoring them") >= 2, "no restore at start");
+	CHECK(verify(NULL, 1000) == 1000, "restore");
+	printf("test_supervise: restore at start: 1000 keys back\n");
+
+	/* 2. SIGKILL while a writer runs */
+	acked = mmap(NULL, MAX_KEYS, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(acked != MAP_FAILED, "mmap");
+	w = fork();
+	CHECK(w >= 0, "fork");
+	if (!w)
+		writer(acked, 1000);
+	for (i = 0; i < KILL_CYCLES; i++) {
+		msleep(50 + (unsigned int)rand() % 400);
+		tdbd_stop(SIGKILL);
+		msleep((unsigned int)rand() % 100);
+		tdbd_start();
+	}
+	msleep(300);
+	kill(w, SIGKILL);
+	CHECK(waitpid(w, &status, 0) == w, "waitpid writer");
+	for (i = 0; i < 1000; i++)
+		acked[i] = 1;
+	n = verify(acked, MAX_KEYS);    /* resident, before the reload */
+	tdbd_stop(SIGTERM);
+	reload_module();
+	tdbd_start();
+	CHECK(verify(acked, MAX_KEYS) == n, "after the reload");
+	printf("test_supervise: %u SIGKILL cycles: %u acknowledged keys, all "
+	       "there after a restore\n", KILL_CYCLES, n - 1000);
+	CHECK(n > 1000, "the writer got no acknowledgement at all");
+
+	/* 3. leave a fresh tdb.ko */
+	tdbd_stop(SIGTERM);
+	reload_module();
+	system("rm -rf " DATA_DIR);
+	return 0;
+}
