@@ -196,11 +196,13 @@ static int dev_open(void)
 		tdbd_log(L_ERR, "kernel mode: %s does not exist (tdb.ko is "
 			 "not loaded) and %s could not run: %s",
 			 TDB_DEV_PATH, MODPROBE, ERRSTR(st));
-	else
+	else if (st)
 		tdbd_log(L_ERR, "kernel mode: %s does not exist (tdb.ko is "
-			 "not loaded) and `modprobe tdb` %s: %s",
-			 TDB_DEV_PATH, st ? "failed" : "did not make it",
-			 st ? "see its message above (exit status)" :
+			 "not loaded) and `modprobe tdb` failed (exit status "
+			 "%d; its message is above)", TDB_DEV_PATH, st);
+	else
+		tdbd_log(L_ERR, "kernel mode: `modprobe tdb` loaded tdb.ko "
+			 "but %s cannot be opened: %s", TDB_DEV_PATH,
 			 ERRSTR(e));
 	return e;
 }
