@@ -307,8 +307,14 @@ static int restore_table(struct tdbc *c, struct tdbo_table *dt,
 	o.mode = dt->mode;
 	o.uid = dt->uid;
 	o.gid = dt->gid;
-	if ((e = tdbc_table_create(c, dt->name, &o)) ||
-	    (e = tdbc_table_open(c, dt->name, &t))) {
+	e = tdbc_table_create(c, dt->name, &o);
+	if (e == -EEXIST) {
+		/* a restore that did not finish (its tdbd died): tdb.ko
+		 * logs nothing while recovering, so start the table over */
+		if (!(e = tdbc_table_drop(c, dt->name)))
+			e = tdbc_table_create(c, dt->name, &o);
+	}
+	if (e || (e = tdbc_table_open(c, dt->name, &t))) {
 		tdbd_log(L_ERR, "kernel mode: restoring table %s into tdb.ko: "
 			 "%s", ESC(dt->name), tdbc_errmsg(c));
 		return e;
