@@ -89,6 +89,7 @@ struct kernel {
 	struct tdb_sup_stats st;        /* under lock */
 	uint64_t st_ns;
 	bool failed;            /* the follower stopped on an error */
+	int stopping;           /* atomic: the follower is to stop */
 };
 
 static int restore_fd = -1;     /* the restore's open hook (start-up) */
@@ -475,7 +476,7 @@ static void *follower(void *arg)
 			       { .fd = k->stop_fd, .events = POLLIN } };
 	int n;
 
-	for (;;) {
+	while (!__atomic_load_n(&k->stopping, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&k->heartbeat, tdbd_now_ns(),
 				 __ATOMIC_RELAXED);
 		n = follow_round(d, k);
@@ -494,6 +495,7 @@ static void *follower(void *arg)
 		if (poll(p, 2, 250) > 0 && (p[1].revents & POLLIN))
 			return NULL;
 	}
+	return NULL;
 }
 
 /* --- start and stop ----------------------------------------------------- */
@@ -559,15 +561,32 @@ static int check_resume(struct tdbd *d, struct kernel *k,
 	return 0;
 }
 
-static void kernel_free(struct kernel *k)
+/* Give up the role (close) and what goes with it.  The struct stays
+ * until tdbd_kernel_free: the WAL's flusher may still look at it. */
+static void kernel_close(struct kernel *k)
 {
+	pthread_mutex_lock(&k->lock);
+	k->open = false;
+	pthread_mutex_unlock(&k->lock);
 	klog_free(&k->log);
 	if (k->map)
 		munmap(k->map, k->map_len);
+	k->map = NULL;
 	if (k->fd >= 0)
 		close(k->fd);
 	if (k->stop_fd >= 0)
 		close(k->stop_fd);
+	k->fd = k->stop_fd = -1;
+}
+
+void tdbd_kernel_free(struct tdbd *d)
+{
+	struct kernel *k = d->kern;
+
+	if (!k)
+		return;
+	d->kern = NULL;
+	kernel_close(k);
 	pthread_mutex_destroy(&k->lock);
 	free(k);
 }
@@ -622,12 +641,12 @@ int tdbd_kernel_start(struct tdbd *d)
 	k->thr_on = true;
 	return 0;
 fail_kern:
-	pthread_mutex_lock(&k->lock);
-	k->open = false;
-	pthread_mutex_unlock(&k->lock);
-	d->kern = NULL;
+	kernel_close(k);        /* d->kern: freed by tdbd_kernel_free */
+	return e;
 fail:
-	kernel_free(k);
+	kernel_close(k);
+	pthread_mutex_destroy(&k->lock);
+	free(k);
 	return e;
 }
 
@@ -636,12 +655,14 @@ void tdbd_kernel_stop(struct tdbd *d)
 	struct kernel *k = d->kern;
 	uint64_t one = 1, lsn;
 
-	if (!k)
+	if (!k || k->fd < 0)
 		return;
 	if (k->thr_on) {
+		__atomic_store_n(&k->stopping, 1, __ATOMIC_RELEASE);
 		if (write(k->stop_fd, &one, sizeof(one)) < 0)
 			(void)0;
 		pthread_join(k->thr, NULL);
+		k->thr_on = false;
 	}
 	/* what was read is in the WAL: make it durable and say so, so the
 	 * next supervisor's ring starts after it */
@@ -651,12 +672,8 @@ void tdbd_kernel_stop(struct tdbd *d)
 		if (!wal_sync_to(d->wal, lsn))
 			tdbd_kernel_durable(d, lsn);
 	}
-	pthread_mutex_lock(&k->lock);
-	k->open = false;
-	pthread_mutex_unlock(&k->lock);
 	d->kern_failed = k->failed;
-	d->kern = NULL;
-	kernel_free(k);         /* close(): the role ends */
+	kernel_close(k);        /* close(): the role ends */
 }
 
 void tdbd_kernel_durable(struct tdbd *d, uint64_t lsn)

@@ -21,9 +21,13 @@ struct tdbd;
  * resume from the log ring (resident), and start the thread that
  * follows the log.  0, or a negative errno, logged with the reason. */
 int tdbd_kernel_start(struct tdbd *d);
-/* Stop following the log (what was read is written to the WAL), then
- * give up the role (close).  Before tdbd_durable_stop. */
+/* Stop following the log (what was read is written to the WAL and
+ * synced, and said durable), then give up the role (close).  Before
+ * tdbd_durable_stop. */
 void tdbd_kernel_stop(struct tdbd *d);
+/* Free what is left (after tdbd_durable_stop: the WAL's flusher, which
+ * calls tdbd_kernel_durable, is gone). */
+void tdbd_kernel_free(struct tdbd *d);
 /* The WAL's flusher: records up to lsn are durable (TDB_IOC_SUP_DURABLE). */
 void tdbd_kernel_durable(struct tdbd *d, uint64_t lsn);
 /* The follower's last round (ns, tdbd_now_ns), for the watchdog. */

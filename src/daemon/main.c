@@ -775,6 +775,7 @@ static void stop(struct daemon_state *s)
 		tdbd_workers_stop(d);
 	tdbd_kernel_stop(d);
 	tdbd_durable_stop(d);
+	tdbd_kernel_free(d);
 	if (d->o)
 		tdbd_owner_stop(d);
 	data_dir_close(s);
@@ -824,7 +825,7 @@ int main(int argc, char **argv)
 		stop(&s);
 		return 1;
 	}
-	if (s.d.kern) {
+	if (s.d.cfg.backend == TDBD_BACKEND_KERNEL) {
 		tdbd_log(L_INFO, "supervising tdb.ko (kernel mode, no "
 			 "socket); data in %s%s", s.d.cfg.data_dir,
 			 s.scratch ? " (scratch, removed at exit)" : "");
