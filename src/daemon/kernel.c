@@ -382,7 +382,7 @@ static int restore(struct tdbd *d, struct kernel *k)
 	tdbc_close(c);
 	if (e)
 		goto out;
-	if (ioctl(k->fd, TDB_IOC_SUP_READY) < 0) {
+	if (ioctl(k->fd, TDB_IOC_SUP_READY, 0) < 0) {
 		e = -errno;
 		tdbd_log(L_ERR, "kernel mode: TDB_IOC_SUP_READY: %s",
 			 ERRSTR(e));
