@@ -37,7 +37,8 @@ struct klog {
 /* Attach to a mapped log ring (hdr page, then data of data_size bytes:
  * map_len = TDB_RING_HDR_SIZE + data size) and start reading at index
  * pos (the ring's `cons` when it was claimed).  -EPROTO with err if the
- * header is not a log ring's or does not fit map_len. */
+ * header is not a log ring's or does not fit map_len.  k is reset
+ * whole: klog_free a reader that was used before. */
 int klog_attach(struct klog *k, const void *map, size_t map_len,
 		uint64_t pos, char *err, size_t errlen);
 /* The next whole record: 1 (*rec, *len: private memory valid until the

@@ -209,6 +209,53 @@ static void writer(unsigned char *acked, unsigned int from)
 	_exit(0);
 }
 
+/* $TDB_KTEST_SUP_BULK records (a figure, not a check): loaded through
+ * tdb.ko with tdbd following, then tdb.ko reloaded and the restore
+ * timed (tdbd's "restored ... records/s" line). */
+static void bulk(unsigned int n)
+{
+	struct tdbc *c = connect_kernel();
+	struct tdbc_table *t = NULL;
+	struct tdbc_req rq[256];
+	struct tdbc_cqe cq[256];
+	struct tdbc_table_stat st;
+	static char keys[256][16];
+	unsigned int i = 0, j;
+	int e;
+
+	CHECK(!tdbc_table_create(c, "bulk", NULL), "create bulk");
+	CHECK(!tdbc_table_open(c, "bulk", &t), "open bulk");
+	while (i < n) {
+		for (j = 0; j < 256 && i + j < n; j++) {
+			snprintf(keys[j], 16, "b%010u", i + j);
+			rq[j] = (struct tdbc_req){ .op = TDBC_OP_PUT,
+				.table = t, .key = keys[j], .klen = 11,
+				.val = keys[j], .vlen = 11 };
+		}
+		e = tdbc_submit(c, rq, j);
+		CHECK(e > 0, "bulk submit: %s", tdbc_errmsg(c));
+		i += (unsigned int)e;
+		while (tdbc_inflight(c)) {
+			e = tdbc_reap(c, cq, 256, 1, -1);
+			CHECK(e >= 0, "bulk reap");
+			for (j = 0; j < (unsigned int)e; j++)
+				CHECK(!cq[j].res, "bulk put: %d", cq[j].res);
+		}
+	}
+	tdbc_table_close(t);
+	tdbc_close(c);
+	tdbd_stop(SIGTERM);
+	reload_module();
+	tdbd_start();
+	c = connect_kernel();
+	CHECK(!tdbc_table_stat(c, "bulk", &st) && st.records == n,
+	      "bulk after the restore");
+	CHECK(!tdbc_table_drop(c, "bulk"), "drop bulk");
+	tdbc_close(c);
+	printf("test_supervise: bulk: %u records restored:\n", n);
+	system("grep -h 'restored .* records/s' " LOG_FILE " | tail -n 1");
+}
+
 int main(void)
 {
 	unsigned char *acked;
@@ -252,6 +299,9 @@ int main(void)
 	CHECK(count_lines("restoring them") >= 2, "no restore at start");
 	CHECK(verify(NULL, 1000) == 1000, "restore");
 	printf("test_supervise: restore at start: 1000 keys back\n");
+	if (getenv("TDB_KTEST_SUP_BULK"))
+		bulk((unsigned int)strtoul(getenv("TDB_KTEST_SUP_BULK"),
+					   NULL, 10));
 
 	/* 2. SIGKILL while a writer runs */
 	acked = mmap(NULL, MAX_KEYS, PROT_READ | PROT_WRITE,

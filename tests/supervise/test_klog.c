@@ -189,6 +189,7 @@ static void test_refused(void **state)
 	assert_non_null(strstr(err, "bad CRC"));
 
 	/* a message of another type */
+	klog_free(&k);
 	assert_int_equal(klog_attach(&k, f.mem, f.len, f.prod, err,
 				     sizeof(err)), 0);
 	ring_msg(&f, NLMSG_DONE, 0, "xxxx", 4);
@@ -197,6 +198,7 @@ static void test_refused(void **state)
 	assert_non_null(strstr(err, "type 3"));
 
 	/* a length past what is published */
+	klog_free(&k);
 	assert_int_equal(klog_attach(&k, f.mem, f.len, f.prod, err,
 				     sizeof(err)), 0);
 	n = rec_op(r, 1, "t", "k", "v", 1, false);
@@ -207,6 +209,7 @@ static void test_refused(void **state)
 	assert_non_null(strstr(err, "bad message length"));
 
 	/* prod more than the ring ahead */
+	klog_free(&k);
 	assert_int_equal(klog_attach(&k, f.mem, f.len, 0, err, sizeof(err)),
 			 0);
 	h->prod = 3 * 4096;
