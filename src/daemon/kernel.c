@@ -9,7 +9,7 @@
  * modprobe if it is missing), the role claimed with the WAL's next LSN
  * and the data directory's instance id, and either every table of the
  * mirror is loaded into tdb.ko through this file's own rings (nothing
- * resident: TABLE_CREATE, PUTs batched, then TDB_IOC_SUP_READY) or the
+ * resident: krestore.c, then TDB_IOC_SUP_READY) or the
  * log ring is read from the mirror's last LSN on (resident).
  *
  * Then the follower thread: poll the file, take every whole record out
@@ -48,29 +48,14 @@
 #include "internal.h"           /* src/owner: struct tdbo_table */
 #include "kernel.h"
 #include "klog.h"
-#include "tdb/client.h"
 #include "tdb/kdev.h"
 #include "tdb/ring.h"
 #include "tdbd.h"
 #include "wal.h"
 
 #define ROUND_MAX     4096u     /* records per round, then write */
-#define RESTORE_BATCH 256u      /* PUTs per submit while restoring */
 #define STATS_NS      1000000000ull
 #define MODPROBE      "/sbin/modprobe"
-
-/* libtdbclient's device hooks (src/client/internal.h, struct
- * tdbc_kdev_sys): the restore's connection opens our own file (a dup of
- * the supervisor's descriptor: the same open file, so the same client
- * of tdb.ko, the one that may write while tdb.ko is recovering). */
-struct tdbc_kdev_sys {
-	const char *dev_path;
-	int (*open)(const char *path, int flags);
-	int (*ioctl)(int fd, unsigned long req, void *arg);
-	void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd,
-		      off_t off);
-};
-extern struct tdbc_kdev_sys tdbc__kdev_sys;
 
 struct kernel {
 	int fd;                 /* the supervisor's /dev/tdb file */
@@ -91,8 +76,6 @@ struct kernel {
 	bool failed;            /* the follower stopped on an error */
 	int stopping;           /* atomic: the follower is to stop */
 };
-
-static int restore_fd = -1;     /* the restore's open hook (start-up) */
 
 /* --- the instance id ---------------------------------------------------- */
 
@@ -266,137 +249,31 @@ static int claim(struct tdbd *d, struct kernel *k, uint64_t instance,
 
 /* --- restore: the mirror's tables into tdb.ko ------------------------------ */
 
-static int hook_open(const char *path, int flags)
-{
-	(void)path;
-	(void)flags;
-	return fcntl(restore_fd, F_DUPFD_CLOEXEC, 0);
-}
-
-/* Reap every answer in flight: the first error, or 0. */
-static int reap_all(struct tdbc *c, const char *name)
-{
-	struct tdbc_cqe cq[RESTORE_BATCH];
-	int n, i, first = 0;
-
-	while (tdbc_inflight(c)) {
-		n = tdbc_reap(c, cq, RESTORE_BATCH, 1, -1);
-		if (n < 0)
-			return n;
-		for (i = 0; i < n; i++)
-			if (cq[i].res && !first)
-				first = cq[i].res;
-	}
-	if (first)
-		tdbd_log(L_ERR, "kernel mode: restoring table %s into tdb.ko: "
-			 "a put failed: %s", ESC(name), ERRSTR(first));
-	return first;
-}
-
-static int restore_table(struct tdbc *c, struct tdbo_table *dt,
-			 uint64_t *records)
-{
-	struct tdbc_table_opts o;
-	struct tdbc_table *t = NULL;
-	struct tdbe_cursor *cur;
-	struct tdbe_cursor_rec rv[RESTORE_BATCH];
-	struct tdbc_req rq[RESTORE_BATCH];
-	int e, n, i, done;
-
-	tdbc_table_opts_init(&o);
-	o.max_extents = dt->max_extents;
-	o.mode = dt->mode;
-	o.uid = dt->uid;
-	o.gid = dt->gid;
-	e = tdbc_table_create(c, dt->name, &o);
-	if (e == -EEXIST) {
-		/* a restore that did not finish (its tdbd died): tdb.ko
-		 * logs nothing while recovering, so start the table over */
-		if (!(e = tdbc_table_drop(c, dt->name)))
-			e = tdbc_table_create(c, dt->name, &o);
-	}
-	if (e || (e = tdbc_table_open(c, dt->name, &t))) {
-		tdbd_log(L_ERR, "kernel mode: restoring table %s into tdb.ko: "
-			 "%s", ESC(dt->name), tdbc_errmsg(c));
-		return e;
-	}
-	if (!(cur = tdbe_cursor_open(dt->t, &e))) {
-		tdbc_table_close(t);
-		return e ? e : -ENOMEM;
-	}
-	while ((n = tdbe_cursor_next_many(cur, rv, RESTORE_BATCH, 0)) > 0) {
-		for (i = 0; i < n; i++)
-			rq[i] = (struct tdbc_req){ .op = TDBC_OP_PUT,
-				.table = t, .key = rv[i].key,
-				.klen = rv[i].klen, .val = rv[i].val,
-				.vlen = rv[i].vlen };
-		/* tdbc_submit copies the bytes; a prefix when full */
-		for (done = 0; done < n; ) {
-			e = tdbc_submit(c, rq + done, (unsigned int)(n - done));
-			if (e < 0)
-				goto out;
-			done += e;
-			if (done < n && (e = reap_all(c, dt->name)))
-				goto out;
-		}
-		*records += (uint64_t)n;
-	}
-	e = n < 0 ? n : reap_all(c, dt->name);
-out:
-	tdbe_cursor_close(cur);
-	tdbc_table_close(t);
-	return e;
-}
-
 static int restore(struct tdbd *d, struct kernel *k)
 {
-	struct tdbo_table **tabs = NULL;
-	unsigned int n = 0, i, ntab = 0;
 	uint64_t t0 = tdbd_now_ns(), records = 0, ms;
-	int (*sys_open)(const char *, int) = tdbc__kdev_sys.open;
-	struct tdbc *c = NULL;
-	char err[512];
+	unsigned int ntab = 0;
+	char err[512] = "";
 	int e;
 
-	if ((e = tdbo_tables_snapshot(d->o, &tabs, &n)))
-		return e;
-	restore_fd = k->fd;
-	tdbc__kdev_sys.open = hook_open;
-	e = tdbc_connect(&c, NULL, TDBC_KERNEL, err, sizeof(err));
+	e = tdbd_kernel_restore(d, k->fd, &ntab, &records, err, sizeof(err));
 	if (e) {
-		tdbd_log(L_ERR, "kernel mode: the restore's rings on %s: %s",
-			 TDB_DEV_PATH, err);
-		goto out;
+		tdbd_log(L_ERR, "kernel mode: restoring the tables into "
+			 "tdb.ko: %s", err);
+		return e;
 	}
-	tdbd_notify("STATUS=restoring %u table(s) into tdb.ko", n);
-	for (i = 0; i < n && !e; i++) {
-		if (tabs[i]->aside) {
-			tdbd_log(L_WARNING, "kernel mode: table %s is set aside "
-				 "(see above): it is not loaded into tdb.ko",
-				 ESC(tabs[i]->name));
-			continue;
-		}
-		e = restore_table(c, tabs[i], &records);
-		ntab++;
-	}
-	tdbc_close(c);
-	if (e)
-		goto out;
 	if (ioctl(k->fd, TDB_IOC_SUP_READY, 0) < 0) {
 		e = -errno;
 		tdbd_log(L_ERR, "kernel mode: TDB_IOC_SUP_READY: %s",
 			 ERRSTR(e));
-		goto out;
+		return e;
 	}
 	ms = (tdbd_now_ns() - t0) / 1000000;
 	tdbd_log(L_INFO, "kernel mode: restored %u table(s), %llu "
 		 "record(s) into tdb.ko in %llu ms (%llu records/s)", ntab,
 		 (unsigned long long)records, (unsigned long long)ms,
 		 (unsigned long long)(records * 1000 / (ms ? ms : 1)));
-out:
-	tdbc__kdev_sys.open = sys_open;
-	tdbo_tables_release(tabs, n);
-	return e;
+	return 0;
 }
 
 /* --- following the log --------------------------------------------------- */

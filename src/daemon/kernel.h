@@ -36,6 +36,13 @@ uint64_t tdbd_kernel_heartbeat(struct tdbd *d);
  * (TDB_IOC_SUP_STATS). */
 void tdbd_kernel_status(struct tdbd *d, char *buf, size_t len);
 
+/* krestore.c: every table of the mirror into tdb.ko through fd (the
+ * supervisor's file, claimed with nothing resident): *ntab tables and
+ * *records records loaded.  0, or a negative errno with err naming the
+ * table and the reason. */
+int tdbd_kernel_restore(struct tdbd *d, int fd, unsigned int *ntab,
+			uint64_t *records, char *err, size_t errlen);
+
 /* The instance id in data_dir/kernel-instance, made (random, not 0)
  * and stored the first time.  0 or a negative errno with err. */
 int tdbd_kernel_instance(const char *data_dir, uint64_t *id, char *err,
