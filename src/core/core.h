@@ -101,6 +101,9 @@ const char *tdbe_table_name(const struct tdbe_table *t);
  * tests/test_view.c maps it, on a table that is not changing).
  */
 int tdbe_table_fd(const struct tdbe_table *t);
+/* The table's region, for a home's own region calls (tdbd: a read-only
+ * descriptor of it, tdbp_region_ro_fd in src/platform/user.h). */
+const struct tdbp_region *tdbe_table_region(const struct tdbe_table *t);
 
 /* --- records --------------------------------------------------------- */
 enum {
