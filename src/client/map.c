@@ -214,7 +214,7 @@ static int map_install(struct tdbc *c, struct tdbc_tmap *m,
 		       const struct tdbc_call *call, int ack_fd)
 {
 	struct tdb_map_cookie ck;
-	void *p;
+	void *p = MAP_FAILED;
 	int err;
 
 	if (call->cookie_len != sizeof(ck)) {

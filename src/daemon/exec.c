@@ -143,15 +143,18 @@ static int map_ack(struct rq *r)
 	struct client *c = r->c;
 	struct tdb_proto_extack ack = { 0 };
 	struct tdbe_table *et = tdbo_table_engine(r->res.map);
-	struct tdbe_table_stat st;
 	struct tdb_map_cookie ck = { 0 };
 	int fd, err;
 
-	tdbe_table_stat(et, &st);
-	fd = tdbd_table_ro_fd(et);
+	fd = et ? tdbd_table_ro_fd(et) : -ENOENT;
 	if (fd < 0) {
 		tdbo_table_put(r->res.map);
 		r->res.map = NULL;
+		if (fd == -ENOENT) {
+			r->ext.msg = "the table has no memory to map (set "
+				     "aside)";
+			return fd;
+		}
 		r->ext.msg = fd == -EOPNOTSUPP ?
 			"tdbd cannot make a read-only descriptor of the "
 			"table (is /proc mounted?): read through the rings" :
@@ -159,7 +162,7 @@ static int map_ack(struct rq *r)
 			"table: read through the rings";
 		return -EOPNOTSUPP;
 	}
-	ck.max_extents = st.max_extents;
+	ck.max_extents = r->res.map_extents;
 	ck.map_gen = r->res.map_gen;
 	tdbo_table_put(r->res.map);
 	r->res.map = NULL;
