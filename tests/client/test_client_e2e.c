@@ -116,11 +116,14 @@ static void daemon_stop(struct daemon *d, int sig)
 static struct daemon g_daemon;
 
 struct mode {
-	unsigned int flags;     /* 0 (rings) or TDBC_NO_RINGS */
+	unsigned int flags;     /* TDBC_NO_MAP (rings), TDBC_NO_RINGS or 0
+				 * (rings, and gets in the tables' maps) */
 	const char *tag;        /* makes table names unique per mode */
 };
-static const struct mode ring_mode = { 0, "r" };
+static const struct mode ring_mode = { TDBC_NO_MAP, "r" };
 static const struct mode sock_mode = { TDBC_NO_RINGS, "s" };
+static const struct mode map_mode = { 0, "m" };
+#define RINGS(m) (!((m)->flags & TDBC_NO_RINGS))
 
 static unsigned int n_keys(void)
 {
@@ -150,7 +153,7 @@ static struct tdbc *conn(const struct mode *m)
 
 	if (err)
 		fail_msg("connect %s: %d %s", g_daemon.sock, err, msg);
-	assert_int_equal(tdbc_uses_rings(c), m->flags ? 0 : 1);
+	assert_int_equal(tdbc_uses_rings(c), RINGS(m));
 	return c;
 }
 
@@ -849,7 +852,7 @@ static void test_stats(void **state)
 	assert_true(a.requests >= 2);
 	assert_true(a.uptime_ms > 0);
 	assert_true(a.accepted >= 1);
-	if (!m->flags)
+	if (RINGS(m))
 		assert_true(a.rings >= 2);
 	assert_int_equal(tdbc_put(t, NULL, "", 0, "v", 1, 0), -EINVAL);
 	assert_int_equal(tdbc_get(t, NULL, "nope", 4, NULL, 0, NULL), -ENOENT);
@@ -1106,7 +1109,7 @@ static void test_async_big(void **state)
 		}
 	}
 	/* rings: 24 MiB cannot have fitted a 4 MiB ring at once */
-	if (!m->flags)
+	if (RINGS(m))
 		assert_true(shorts > 0);
 	assert_int_equal(tdbc_table_drop(c, name), 0);
 	free(val);
@@ -1201,7 +1204,7 @@ static void test_ring_pages(void **state)
 	struct tdbc *c;
 	int before, rings, huge;
 
-	if (m->flags)
+	if (!RINGS(m))
 		skip();
 	before = count_ring_maps(&huge);
 	c = conn(m);
@@ -1445,6 +1448,8 @@ int main(void)
 #define BOTH(fn) \
 	cmocka_unit_test_prestate(fn, (void *)&ring_mode), \
 	cmocka_unit_test_prestate(fn, (void *)&sock_mode)
+/* and again with the tables mapped (zero-copy gets, src/client/map.c) */
+#define MAPPED(fn) cmocka_unit_test_prestate(fn, (void *)&map_mode)
 	const struct CMUnitTest tests[] = {
 		BOTH(test_tables),
 		BOTH(test_data),
@@ -1459,6 +1464,14 @@ int main(void)
 		BOTH(test_async_big),
 		BOTH(test_async_gets),
 		BOTH(test_ring_pages),
+		MAPPED(test_tables),
+		MAPPED(test_data),
+		MAPPED(test_big_values),
+		MAPPED(test_txn),
+		MAPPED(test_scan),
+		MAPPED(test_watch),
+		MAPPED(test_async),
+		MAPPED(test_async_big),
 	};
 	const struct CMUnitTest killed[] = {
 		cmocka_unit_test_prestate_setup_teardown(test_daemon_killed,
