@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,29 @@ struct tabs {
 	size_t n, cap;
 };
 
+/* May this process read the table?  tdbd's rule (the class bits that
+ * apply: owner, else group, else others; root always), with the ids
+ * tdbd saw when we connected.  Tables one may only write are listed by
+ * tdbd too (they can be opened and written), but there is nothing to
+ * dump from them. */
+static bool may_read(const struct tdbc_table_stat *st)
+{
+	gid_t groups[256];
+	int i, n;
+
+	if (geteuid() == 0)
+		return true;
+	if (geteuid() == st->uid)
+		return st->mode & 0400;
+	if (getegid() == st->gid)
+		return st->mode & 0040;
+	n = getgroups(256, groups);
+	for (i = 0; i < n; i++)
+		if (groups[i] == st->gid)
+			return st->mode & 0040;
+	return st->mode & 0004;
+}
+
 static int collect(void *arg, const struct tdbc_table_stat *st)
 {
 	struct tabs *ts = arg;
@@ -81,6 +105,13 @@ static int collect(void *arg, const struct tdbc_table_stat *st)
 	}
 	ts->v[ts->n++].st = *st;
 	return 0;
+}
+
+/* tdbc_table_list's callback: the tables there is something to dump
+ * from (-s TABLE takes the one named, and its scan says why not). */
+static int collect_readable(void *arg, const struct tdbc_table_stat *st)
+{
+	return may_read(st) ? collect(arg, st) : 0;
 }
 
 static int by_name(const void *a, const void *b)
@@ -257,7 +288,7 @@ int main(int argc, char **argv)
 		if (collect(&ts, &st))
 			err = -ENOMEM;
 	} else {
-		err = tdbc_table_list(c, collect, &ts);
+		err = tdbc_table_list(c, collect_readable, &ts);
 		if (err) {
 			dx_err("listing the tables: %s", dx_why(c, err));
 			rc = dx_exit_for(err);

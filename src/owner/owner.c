@@ -96,7 +96,7 @@ static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	struct tdbo_table *t;
 	int err = 0;
 
-	t = tdbo_resolve(c, m, TDBO_MAY_READ, ext, &err);
+	t = tdbo_resolve(c, m, TDBO_MAY_SEE, ext, &err);
 	if (!t)
 		return err;
 	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_TABLE) |
