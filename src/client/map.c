@@ -7,7 +7,8 @@
  * the region's largest size in 2 MiB extents, the map generation, and
  * where the region is) and, from tdbd, a READ-ONLY descriptor of the
  * region's memfd.  We reserve max_extents * 2 MiB of address space
- * (PROT_NONE) and map extent n read-only at n * 2 MiB as the region's
+ * (PROT_NONE, 2 MiB aligned: a region on hugepages maps only at such
+ * addresses) and map extent n read-only at n * 2 MiB as the region's
  * header says it has grown (hdr->nextents).  tdbc_get, tdbc_get_alloc,
  * tdbc_submit's GETs (no transaction) and tdbc_get_ref then look keys up
  * here, through the engine's bounds-checked view (src/core/view.c): no
@@ -90,7 +91,9 @@ struct tdbc_tmap {
 	int fd;                 /* where the extents come from */
 	bool own_fd;            /* tdbd's memfd (ours), not /dev/tdb */
 	uint64_t off;           /* offset of extent 0 on fd */
-	unsigned char *base;    /* max_extents * 2 MiB reserved */
+	unsigned char *base;    /* max_extents * 2 MiB, 2 MiB aligned (a
+				 * hugetlb memfd maps only there) */
+	void *reserve;          /* what was reserved: base's 2 MiB more */
 	uint32_t max_extents, nmapped, map_gen;
 	const void **ext;       /* nmapped extent addresses */
 	unsigned int remaps;    /* stale maps since the last good read */
@@ -161,8 +164,9 @@ static void *sys_mmap(struct tdbc *c, void *addr, size_t len, int fd,
 
 static void unmap(struct tdbc_tmap *m)
 {
-	if (m->base)
-		munmap(m->base, (size_t)m->max_extents * EXTENT);
+	if (m->reserve)
+		munmap(m->reserve, ((size_t)m->max_extents + 1) * EXTENT);
+	m->reserve = NULL;
 	if (m->own_fd && m->fd >= 0)
 		close(m->fd);
 	free(m->ext);
@@ -233,13 +237,15 @@ static int map_install(struct tdbc *c, struct tdbc_tmap *m,
 	m->max_extents = ck.max_extents;
 	m->map_gen = ck.map_gen;
 	m->ext = calloc(ck.max_extents, sizeof(*m->ext));
-	p = mmap(NULL, (size_t)ck.max_extents * EXTENT, PROT_NONE,
+	p = mmap(NULL, ((size_t)ck.max_extents + 1) * EXTENT, PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (!m->ext || p == MAP_FAILED) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	m->base = p;
+	m->reserve = p;
+	m->base = (unsigned char *)(((uintptr_t)p + EXTENT - 1) &
+				    ~(uintptr_t)(EXTENT - 1));
 	err = map_to(c, m, 1);
 	if (!err)
 		err = map_to(c, m, tdbe_view_extents(m->base));
@@ -250,8 +256,6 @@ static int map_install(struct tdbc *c, struct tdbc_tmap *m,
 		return 0;
 	}
 fail:
-	if (p == MAP_FAILED)
-		m->base = NULL;
 	unmap(m);
 	return err;
 }
