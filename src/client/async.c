@@ -301,6 +301,7 @@ int tdbc_submit(struct tdbc *c, const struct tdbc_req *reqs, unsigned int n)
 		return tdbc__fail(c, -EINVAL, "reqs is NULL");
 	if (n > INT32_MAX)
 		n = INT32_MAX;
+	tdbc__map_prefetch(c, reqs, n);         /* mapped GETs' misses */
 	for (i = 0; i < n; i++) {
 		err = submit_one(c, &reqs[i]);
 		if (err)

@@ -304,6 +304,9 @@ int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r);
 /* tdbc_get_alloc through the ring, whatever the map (checks done). */
 long tdbc__get_ring(struct tdbc_table *t, const void *key, size_t klen,
 		    void **val);
+/* Prefetch the lookups of a batch's mapped GETs (map.c; a hint). */
+void tdbc__map_prefetch(struct tdbc *c, const struct tdbc_req *reqs,
+			unsigned int n);
 /* Queue a completion made here (val: malloc()ed, owned by the queue). */
 int tdbc__async_complete(struct tdbc *c, uint64_t user, int res, void *val,
 			 size_t vlen);

@@ -692,3 +692,137 @@ int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r)
 	}
 	return err ? err : 1;
 }
+
+/* --- batches: overlapping the misses -------------------------------------
+ * tdbc_submit's GETs are looked up one by one (tdbc__map_submit_get), each
+ * walking root slot -> node -> bucket -> record, a cache miss or more at
+ * each step on a big table.  Before that, tdbc__map_prefetch walks the
+ * whole batch level by level and prefetches each request's next step, so
+ * the batch's misses overlap (what tdbe_lookup_many does in the owner).
+ * It is only a hint: it runs outside a read section, every load is
+ * bounds-checked against the extents mapped (a torn or reused slot only
+ * prefetches a useless line), and nothing it reads is used but as a
+ * prefetch address.
+ */
+#define PF_BATCH 32
+
+/* The address of [off, off + len) if it lies in one mapped extent. */
+static const void *pf_ptr(const struct tdbc_tmap *m, uint64_t off,
+			  uint64_t len)
+{
+	uint64_t e = off >> TDBP_EXTENT_SHIFT;
+
+	if (!off || (off & 15) || e >= m->nmapped ||
+	    (off & TDB_EXT_MASK) + len > EXTENT)
+		return NULL;
+	return (const unsigned char *)m->ext[e] + (off & TDB_EXT_MASK);
+}
+
+struct pf {
+	const struct tdbc_tmap *m;
+	uint64_t hash, slot;    /* slot: node (tagged) or bucket offset */
+	unsigned int depth;
+};
+
+/* Where the next step of p will load: its node's slot, or its bucket. */
+static void pf_next(const struct pf *p)
+{
+	const uint64_t *s;
+
+	if (!(p->slot & TDBI_NODE_TAG)) {
+		__builtin_prefetch(pf_ptr(p->m, p->slot, 64));
+		return;
+	}
+	s = pf_ptr(p->m, p->slot & ~TDBI_NODE_TAG, sizeof(struct tdbi_node));
+	if (s)
+		__builtin_prefetch(&s[tdbi_slot_index(p->hash, p->depth)]);
+}
+
+/* One step of one request: read its slot's target, prefetch the next. */
+static bool pf_step(struct pf *p)
+{
+	const struct tdbi_bucket *b;
+	const uint64_t *s;
+	uint32_t i, n;
+
+	if (p->slot & TDBI_NODE_TAG) {
+		s = pf_ptr(p->m, p->slot & ~TDBI_NODE_TAG,
+			   sizeof(struct tdbi_node));
+		if (!s || p->depth > TDBI_MAX_DEPTH)
+			return false;
+		p->slot = __atomic_load_n(&s[tdbi_slot_index(p->hash,
+							     p->depth++)],
+					  __ATOMIC_RELAXED);
+		if (!p->slot)
+			return false;
+		pf_next(p);
+		return true;
+	}
+	b = pf_ptr(p->m, p->slot, 64);
+	if (!b)
+		return false;
+	n = __atomic_load_n(&b->count, __ATOMIC_RELAXED);
+	for (i = 0; i < n && i < TDBI_BUCKET_CAP; i++) {
+		uint64_t e = __atomic_load_n(&b->e[i], __ATOMIC_RELAXED);
+
+		if (e && tdbi_entry_tag_is(e, p->hash))
+			__builtin_prefetch(pf_ptr(p->m, tdbi_entry_rec(e),
+						  16));
+	}
+	return false;
+}
+
+static void pf_batch(struct pf *p, unsigned int n)
+{
+	unsigned int i;
+	bool more;
+
+	do {
+		more = false;
+		for (i = 0; i < n; i++) {
+			if (p[i].slot && pf_step(&p[i]))
+				more = true;
+			else
+				p[i].slot = 0;
+		}
+	} while (more);
+}
+
+void tdbc__map_prefetch(struct tdbc *c, const struct tdbc_req *reqs,
+			unsigned int n)
+{
+	struct pf p[PF_BATCH];
+	unsigned int i, k = 0;
+
+	if (!reader(c) || reader(c)->user || n < 2)
+		return;
+	for (i = 0; i < n; i++) {
+		const struct tdbc_req *r = &reqs[i];
+		const struct tdb_region_hdr *h;
+		const struct tdbc_tmap *m;
+		const uint64_t *root;
+
+		if (r->op != TDBC_OP_GET || r->txn || !r->table ||
+		    r->table->h.c != c || !r->key || !r->klen ||
+		    r->klen > TDBE_KEY_MAX || !r->table->map ||
+		    r->table->map->state != TM_MAPPED)
+			continue;
+		m = r->table->map;
+		h = region(m);
+		root = pf_ptr(m, h->root, sizeof(uint64_t) * TDBI_ROOT_SLOTS);
+		if (!root)
+			continue;
+		p[k].m = m;
+		p[k].hash = tdbp_hash64(r->key, r->klen, h->seed);
+		p[k].depth = 1;
+		p[k].slot = __atomic_load_n(&root[tdbi_slot_index(p[k].hash,
+								  0)],
+					    __ATOMIC_RELAXED);
+		pf_next(&p[k]);
+		if (++k == PF_BATCH) {
+			pf_batch(p, k);
+			k = 0;
+		}
+	}
+	pf_batch(p, k);
+}
