@@ -292,12 +292,13 @@ static void tdb_describe(void)
 		double raw = (double)opt.keys * (KEY_LEN + opt.vsize);
 
 		printf("            table memory after the load: %.1f MiB "
-		       "allocated (%.2fx the raw keys + values, %.1f MiB), "
-		       "%.1f MiB\n            in records and index "
-		       "(bytes_used), %.1f MiB of extents\n",
+		       "allocated to records and index (%.2fx the raw\n"
+		       "            keys + values, %.1f MiB), %.1f MiB of "
+		       "extents (%.2fx)\n",
 		       srv.st.bytes_allocated / 1048576.0,
 		       srv.st.bytes_allocated / raw, raw / 1048576.0,
-		       srv.st.bytes_used / 1048576.0, srv.st.extents * 2.0);
+		       srv.st.extents * 2.0,
+		       srv.st.extents * 2.0 * 1048576.0 / raw);
 	}
 	printf("  tdb       gets in the table's read-only map (tdbc_get); "
 	       "tdb-rings: the same\n            tdbd, connections with "
