@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_access.c - tables' owner, group and mode against who the client
  * is (SO_PEERCRED, SO_PEERGROUPS), as root and as forked children that
