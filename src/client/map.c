@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * map.c - zero-copy reads: tables mapped read-only, looked up here.
  *
@@ -61,7 +62,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "core.h"
+#include "view.h"
 #include "layout.h"
 
 #define XXH_INLINE_ALL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * map_model.h - what test_map_model.c and test_map_hostile.c share: the
  * self-checking values a writer puts and mapped readers check, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_map.c - zero-copy reads through tdbd: tables mapped read-only by
  * libtdbclient (TABLE_MAP, src/client/map.c), looked up in the client.

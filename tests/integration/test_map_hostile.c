@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_map_hostile.c - mapped readers that misbehave must not stall the
  * owner: a writer's put never waits much beyond tdbd's reader-lease, the

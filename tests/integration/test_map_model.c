@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_map_model.c - the randomized model test of zero-copy reads: one
  * writer process and 8 reader processes that read the table through
