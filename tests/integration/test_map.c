@@ -14,7 +14,7 @@
  *             while a mapped reader reads keys it wrote: every value
  *             read is its key's, the map follows the growth, nothing is
  *             missing at the end.  tdbd-map-hugepages runs the test with
- *             4 hugepages: the table starts on them and moves to 4 KiB
+ *             2 hugepages: the table starts on them and moves to 4 KiB
  *             pages meanwhile (the old memory's magic zeroed: the reader
  *             maps the table anew)
  *   drop      a table dropped while mapped: the reader stops using the
@@ -302,7 +302,7 @@ static void part_grow(void)
 		      "after growth: %s: %ld", k, n);
 	}
 	CHECK(tdbc_table_mapped(t), "the map was lost on growth");
-	/* tdbd-map-hugepages: 4 hugepages, so the table starts on them and
+	/* tdbd-map-hugepages: 2 hugepages, so the table starts on them and
 	 * moves to 4 KiB pages as it grows, under the reader's map */
 	if (getenv("TDB_MAP_EXPECT_MOVE")) {
 		CHECK(page0 == (2u << 20) && st.page_size == 4096,
