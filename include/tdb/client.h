@@ -201,8 +201,10 @@ int tdbc_table_mapped(const struct tdbc_table *t);
  * changed meanwhile, and every value the section saw must be discarded
  * and the section done again.  Keep sections short (microseconds):
  * while one is open tdbd waits for it before it reuses memory, at most
- * its reader-lease.  Only tdbc_get_ref may be called on the connection
- * inside a section, one section at a time.  A table that is not mapped
+ * its reader-lease.  Inside a section, tdbc_get and tdbc_get_alloc
+ * without a transaction are part of it (what they return is good only
+ * if tdbc_read_end returns 0); make no other call on the connection
+ * there, and open one section at a time.  A table that is not mapped
  * is read through the rings into a buffer kept until tdbc_read_end, so
  * the calls work everywhere.  tdbc_get_ref returns 0, -ENOENT or
  * another negative errno.

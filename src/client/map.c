@@ -414,6 +414,11 @@ static int verdict(struct tdbc *c, struct tdbc_tmap *m, uint64_t s0,
 	return 0;
 }
 
+/* Inside a tdbc_read_begin section a get is part of it (tdbc_read_end
+ * judges what it returned); defined with the in-place API below. */
+static long get_in_section(struct tdbc_table *t, const void *key,
+			   size_t klen, tdbc_map_copy_fn *copy_fn, void *arg);
+
 /*
  * One get through the map: copy_fn copies the value out while the slot
  * is odd (it may be called again on a retry; its result is used only if
@@ -428,7 +433,9 @@ long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
 	struct tdbc_tmap *m = t->map;
 	unsigned int tries;
 
-	if (!rd || rd->user || !map_ready(t))
+	if (rd && rd->user)
+		return get_in_section(t, key, klen, copy_fn, arg);
+	if (!rd || !map_ready(t))
 		return TDBC__MAP_RING;
 	for (tries = 0; tries < MAX_RETRIES; tries++) {
 		const struct tdb_region_hdr *h = region(m);
@@ -602,6 +609,16 @@ int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
 	if (rd->stale)
 		return get_ref_ring(t, key, klen, val, vlen);
 	return err;
+}
+
+static long get_in_section(struct tdbc_table *t, const void *key,
+			   size_t klen, tdbc_map_copy_fn *copy_fn, void *arg)
+{
+	const void *v;
+	size_t n;
+	int err = tdbc_get_ref(t, key, klen, &v, &n);
+
+	return err ? err : copy_fn(arg, v, n);
 }
 
 /* Check the tables this section used; drop stale maps. */

@@ -204,6 +204,10 @@ static void part_equal(void)
 	}
 	CHECK_EQ(tdbc_get_ref(tm, "nokey", 5, &(const void *){ 0 },
 			      &(size_t){ 0 }), -ENOENT, "get_ref missing");
+	/* a tdbc_get inside the section is part of it */
+	n = tdbc_get(tm, NULL, "key0000021", 10, buf + 200, 190, NULL);
+	CHECK(n == (long)val_of(buf, 21) && !memcmp(buf + 200, buf, (size_t)n),
+	      "tdbc_get inside a read section: %ld", n);
 	CHECK_EQ(tdbc_read_end(cm), 0, "read_end");
 	/* the same API on a table that is not mapped copies */
 	CHECK_EQ(tdbc_read_begin(cr), 0, "read_begin (no map)");
