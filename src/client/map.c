@@ -35,16 +35,18 @@
  * crash, and a value that fails them is never returned.
  *
  * Invariants:
- *  - A record reachable by a lookup that starts after s0 is freed only by
- *    a commit after s0, and its memory rewritten only by a later one: so
- *    when commit_seq still reads s0 at the end, every byte we returned
- *    was the record's.  This is also why the slot may be left even
- *    while we wait (on a commit, or on a call through the ring) inside
- *    one tdbc_read_begin section: the per-table s0 check at
- *    tdbc_read_end still catches any reuse.  The slot keeps the owner
- *    from reusing memory while we read, which keeps retries rare.
- *  - Never a blocking call with the slot odd: the owner may be waiting
- *    for it (up to the lease) before it can answer.
+ *  - What keeps memory we read from being reused is the slot alone: a
+ *    put or delete outside a transaction moves no commit_seq (that count
+ *    only makes transactions whole), so its retired record is reused
+ *    once the owner saw the slot even (or expired).  So the slot may be
+ *    left even only while we hold nothing read from a map: while waiting
+ *    for an odd commit_seq before a lookup, or for a call through the
+ *    ring in a tdbc_read_begin section that has handed out no pointer
+ *    yet (`held`).
+ *  - No blocking call with the slot odd, but that one case (a ring call
+ *    in a section holding pointers): the owner may be waiting for the
+ *    slot before it can answer, at most its lease, after which it
+ *    expires us and tdbc_read_end says -ESTALE.
  *  - One thread per connection (client.h): the section state is plain.
  *
  * Backends: tdbd passes the memfd (offset 0); tdb.ko (/dev/tdb) answers
@@ -111,6 +113,8 @@ struct tdbc_reader {
 	/* tdbc_read_begin .. tdbc_read_end */
 	bool user;
 	bool stale;             /* a check failed: -ESTALE at the end */
+	bool held;              /* it handed out a pointer into a map: the
+				 * slot stays odd until tdbc_read_end */
 	uint64_t sec;           /* section number, never 0 */
 	void **copies;          /* values copied through the ring */
 	size_t ncopies, cap;
@@ -375,7 +379,12 @@ static int lookup(struct tdbc *c, struct tdbc_tmap *m, const void *key,
 			continue;
 		if (spins > ODD_SPINS + ODD_YIELDS)
 			return -EAGAIN;
-		/* a commit in progress: do not hold the slot meanwhile */
+		/* a commit in progress: do not hold the slot meanwhile,
+		 * unless this section handed out pointers into a map */
+		if (reader(c)->held) {
+			sched_yield();
+			continue;
+		}
 		slot_leave(c, reader(c));
 		sched_yield();
 		slot_enter(c, reader(c));
@@ -531,6 +540,7 @@ int tdbc_read_begin(struct tdbc *c)
 				  "on this connection");
 	rd->user = true;
 	rd->stale = false;
+	rd->held = false;
 	if (++rd->sec == 0)
 		rd->sec = 1;
 	if (c->rings && c->sq.hdr && !rd->no_map) {
@@ -540,14 +550,18 @@ int tdbc_read_begin(struct tdbc *c)
 	return 0;
 }
 
-/* A value through the ring, kept until tdbc_read_end (the slot is left
- * even during the call: the owner may be waiting for it). */
+/* A value through the ring, kept until tdbc_read_end.  The slot is left
+ * even during the call (the owner may be waiting for it before it can
+ * answer) unless the section already handed out pointers into a map:
+ * then memory they point to could be reused meanwhile by a put (a put
+ * alone moves no commit_seq), so the slot stays odd, and if the owner
+ * stops waiting for it, tdbc_read_end says -ESTALE. */
 static int get_ref_ring(struct tdbc_table *t, const void *key, size_t klen,
 			const void **val, size_t *vlen)
 {
 	struct tdbc *c = t->h.c;
 	struct tdbc_reader *rd = reader(c);
-	bool was_odd = rd->odd;
+	bool was_odd = rd->odd && !rd->held;
 	void *p = NULL;
 	long r;
 
@@ -608,6 +622,8 @@ int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
 		rd->stale = true;
 	if (rd->stale)
 		return get_ref_ring(t, key, klen, val, vlen);
+	if (!err)
+		rd->held = true;
 	return err;
 }
 
@@ -664,6 +680,7 @@ int tdbc_read_end(struct tdbc *c)
 		slot_leave(c, rd);
 	}
 	rd->user = false;
+	rd->held = false;
 	copies_free(rd);
 	if (!ok)
 		return tdbc__fail(c, -ESTALE, "the tables changed during the "
