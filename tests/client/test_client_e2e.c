@@ -1431,11 +1431,60 @@ static void test_oversize_socket(void **state)
 	tdbc_close(c);
 }
 
+/*
+ * A read section (tdbc_read_begin) that handed out a pointer into a map
+ * keeps its reader slot odd through a read of an unmapped table through
+ * the ring: a put outside a transaction moves no commit_seq, so only the
+ * slot keeps the record the pointer names from being reused meanwhile.
+ * Before it holds a pointer, the section leaves the slot even during
+ * the ring call (the owner may be waiting for it).
+ */
+static void test_section_slot(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *a, *b;
+	char na[80], nb[80];
+	const void *v;
+	size_t n;
+	uint64_t s;
+
+	a = fresh_table(c, m, "slot-a", na);
+	b = fresh_table(c, m, "slot-b", nb);
+	assert_int_equal(tdbc_put(a, NULL, "k", 1, "va", 2, 0), 0);
+	assert_int_equal(tdbc_put(b, NULL, "k", 1, "vb", 2, 0), 0);
+	assert_int_equal(tdbc_table_mapped(a), 1);
+	tdbc__map_close(b);     /* b reads through the ring from now on */
+	assert_int_equal(tdbc_table_mapped(b), 0);
+
+	/* no pointer yet: the ring call leaves the slot even meanwhile */
+	assert_int_equal(tdbc_read_begin(c), 0);
+	s = c->sq.hdr->read_section;
+	assert_true(s & 1);
+	assert_int_equal(tdbc_get_ref(b, "k", 1, &v, &n), 0);
+	assert_true(n == 2 && !memcmp(v, "vb", 2));
+	assert_true(c->sq.hdr->read_section == s + 2);
+	/* a pointer into a's map: the slot stays as it is through the
+	 * ring call */
+	assert_int_equal(tdbc_get_ref(a, "k", 1, &v, &n), 0);
+	assert_true(n == 2 && !memcmp(v, "va", 2));
+	s = c->sq.hdr->read_section;
+	assert_int_equal(tdbc_get_ref(b, "k", 1, &v, &n), 0);
+	assert_true(c->sq.hdr->read_section == s);
+	assert_int_equal(tdbc_read_end(c), 0);
+	assert_true(!(c->sq.hdr->read_section & 1));
+	assert_int_equal(tdbc_table_drop(c, na), 0);
+	assert_int_equal(tdbc_table_drop(c, nb), 0);
+	tdbc_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_prestate(test_oversize_socket,
 					  (void *)&ring_mode),
+		cmocka_unit_test_prestate(test_section_slot,
+					  (void *)&map_mode),
 	};
 
 	if (!tdbd_path())
