@@ -367,14 +367,16 @@ static int map_fd(struct h_raw *r, const char *table, char *msg,
 				   .attrs = TDB_PROTO_BIT(TDB_A_TABLE),
 				   .table = table };
 	struct tdb_proto_msg a = { .cmd = TDB_CMD_ATTACH };
-	int fd = -1, rings[3], err;
-	unsigned int i;
+	int fd = -1, rings[8], err;
+	unsigned int i, n;
 
-	/* rings first: the SUBMIT ring's header is the reader slot */
+	/* rings first: the SUBMIT ring's header is the reader slot; its
+	 * ack's descriptors (3, or 4 with the completion eventfd) go */
 	err = h_raw_call(r, &a, NULL, NULL, NULL, msg, msglen);
 	CHECK(err == 0, "ATTACH: %s (%s)", h_errname(err), msg);
-	CHECK(h_raw_take_fds(r, rings, 3) == 3, "ATTACH brought no fds");
-	for (i = 0; i < 3; i++)
+	n = h_raw_take_fds(r, rings, 8);
+	CHECK(n >= 3, "ATTACH brought %u fds", n);
+	for (i = 0; i < n; i++)
 		close(rings[i]);
 	err = h_raw_call(r, &m, NULL, NULL, NULL, msg, msglen);
 	if (err)
