@@ -75,6 +75,7 @@
 #define MAX_REMAPS      8       /* stale maps in a row before giving up */
 #define ODD_SPINS       256     /* polls of an odd commit_seq, then yield */
 #define ODD_YIELDS      2000    /* ... then read through the ring */
+#define MAP_DONE_MAX    16384u  /* completions of mapped GETs not reaped */
 
 /* view.c's hash: the engine's platform function, here without liburcu
  * (hidden, as everything in internal.h). */
@@ -711,8 +712,16 @@ static long alloc_copy(void *arg, const void *val, size_t vlen)
 int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r)
 {
 	void *p = NULL;
-	long n = tdbc__map_get(r->table, r->key, r->klen, alloc_copy, &p);
+	long n;
 	int err;
+
+	/* Completions made here wait in our memory until tdbc_reap: as
+	 * many as a full submission ring would hold, then -EAGAIN (as when
+	 * the ring is full), so a client that never reaps stays bounded. */
+	if (r->table->map && r->table->map->state == TM_MAPPED &&
+	    tdbc_inflight(c) >= MAP_DONE_MAX)
+		return -EAGAIN;
+	n = tdbc__map_get(r->table, r->key, r->klen, alloc_copy, &p);
 
 	if (n == TDBC__MAP_RING || n == -ENOMEM) {
 		free(p);

@@ -191,6 +191,23 @@ static void part_equal(void)
 		}
 		got += (unsigned int)k;
 	}
+	/* a client that never reaps its mapped GETs stays bounded: -EAGAIN,
+	 * as when the submission ring is full */
+	{
+		unsigned int queued = 0;
+		int rc;
+
+		while ((rc = tdbc_submit(cm, reqs, 1)) == 1 &&
+		       queued < 1000000)
+			queued++;
+		CHECK(rc == -EAGAIN && queued >= 1000 && queued < 100000,
+		      "submit without reaping: %s after %u", h_errname(rc),
+		      queued);
+		while (tdbc_inflight(cm))
+			CHECK(tdbc_reap(cm, cqes, 32, 0, 0) >= 0, "reap");
+		h_note("equal: %u mapped GETs queued unreaped, then -EAGAIN",
+		       queued);
+	}
 	/* in place */
 	CHECK_EQ(tdbc_read_begin(cm), 0, "read_begin");
 	for (i = 0; i < 50; i++) {
