@@ -18,7 +18,8 @@
  *   durable.c  the WAL (the owner's log hooks), acks held until durable,
  *              checkpoints, recovery
  *   kernel.c   kernel mode: the supervisor of tdb.ko, a mirror of its
- *              tables fed by its log ring (klog.c), no clients
+ *              tables fed by its log ring (klog.c: the reader), loaded
+ *              into tdb.ko at start (krestore.c); no clients
  *   ckpt.c     the LMDB checkpoint store (ckpt.h)
  *   keysort.c  a checkpoint's keys sorted in LMDB's order (keysort.h)
  *
