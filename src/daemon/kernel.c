@@ -440,6 +440,31 @@ static int check_resume(struct tdbd *d, struct kernel *k,
 
 /* Give up the role (close) and what goes with it.  The struct stays
  * until tdbd_kernel_free: the WAL's flusher may still look at it. */
+/*
+ * Resuming: the records up to the mirror's LSN are in the WAL, but the
+ * tdbd before us may have died between its write (or fdatasync) and its
+ * TDB_IOC_SUP_DURABLE, and tdb.ko then holds their answers (sync
+ * always) and their ring space until someone says so.  We do, after a
+ * syncfs of the data directory's file system makes sure they are on
+ * disk (the old segments were written, maybe not synced).
+ */
+static void resume_durable(struct tdbd *d, struct kernel *k)
+{
+	int fd = open(d->cfg.data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || syncfs(fd)) {
+		tdbd_log(L_WARNING, "kernel mode: syncfs of %s: %s; records "
+			 "up to LSN %llu are said durable when the WAL syncs "
+			 "next", d->cfg.data_dir, ERRSTR(errno),
+			 (unsigned long long)k->last);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	tdbd_kernel_durable(d, k->last);
+}
+
 static void kernel_close(struct kernel *k)
 {
 	pthread_mutex_lock(&k->lock);
@@ -499,8 +524,8 @@ int tdbd_kernel_start(struct tdbd *d)
 			 "restoring them (its log starts at LSN %llu)",
 			 (unsigned long long)k->last + 1);
 		e = restore(d, k);
-	} else {
-		e = check_resume(d, k, &c);
+	} else if (!(e = check_resume(d, k, &c))) {
+		resume_durable(d, k);
 	}
 	if (e)
 		goto fail_kern;

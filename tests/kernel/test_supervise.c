@@ -12,8 +12,9 @@
  *  2. SIGKILL: a writer process puts keys one at a time (sync always:
  *     each put returns once tdbd made it durable) while tdbd is
  *     SIGKILLed at random moments and restarted, KILL_CYCLES times;
- *     then tdb.ko is reloaded and a last tdbd restores from D: every
- *     acknowledged put is there, with its value;
+ *     the writer must still make progress after the last restart (no
+ *     answer held for ever); then tdb.ko is reloaded and a last tdbd
+ *     restores from D: every acknowledged put is there, with its value;
  *  3. it leaves a fresh tdb.ko loaded (no tables, no supervisor).
  */
 #include <errno.h>
@@ -186,6 +187,15 @@ static unsigned int verify(const unsigned char *acked, unsigned int n)
 	return found;
 }
 
+static unsigned int count_acked(const unsigned char *acked)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < MAX_KEYS; i++)
+		n += __atomic_load_n(&acked[i], __ATOMIC_ACQUIRE);
+	return n;
+}
+
 static void writer(unsigned char *acked, unsigned int from)
 {
 	struct tdbc *c = connect_kernel();
@@ -317,7 +327,13 @@ int main(void)
 		msleep((unsigned int)rand() % 100);
 		tdbd_start();
 	}
-	msleep(300);
+	/* writes resume: a tdbd that died after its fdatasync but before
+	 * it told tdb.ko must not leave an answer held for ever */
+	n = count_acked(acked);
+	msleep(2000);
+	CHECK(count_acked(acked) > n, "the writer made no progress in 2 s "
+	      "with tdbd running (%u keys acknowledged): an answer held for "
+	      "ever?", n);
 	kill(w, SIGKILL);
 	CHECK(waitpid(w, &status, 0) == w, "waitpid writer");
 	for (i = 0; i < 1000; i++)
