@@ -28,6 +28,7 @@
 
 #include <linux/kernel.h>
 #include <linux/ktime.h>
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
@@ -330,6 +331,14 @@ uint64_t tdbp_now_ns(void)
 void tdbp_cond_resched(void)
 {
 	cond_resched();
+}
+
+void tdbp_sleep_us(unsigned int us)
+{
+	if (us < 10)
+		udelay(us);
+	else
+		usleep_range(us, us + us / 4 + 1);
 }
 
 /*

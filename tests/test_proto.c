@@ -248,6 +248,7 @@ static const struct {
 	[TDB_CMD_UNWATCH] = { A(TABLE) | A(PREFIX), A(TABLE), 0, 0, 0xffff },
 	[TDB_CMD_STATS] = { 0, 0, A(COUNTERS), A(COUNTERS), 0 },
 	[TDB_CMD_ATTACH] = { 0, 0, 0, 0, 0xffff },
+	[TDB_CMD_TABLE_MAP] = { A(TABLE), A(TABLE), 0, 0, 0xffff },
 };
 
 /* Every field that the attributes in `attrs` carry is equal. */

@@ -286,7 +286,9 @@ static void test_format_fields(void **state)
 	assert_int_equal(offsetof(struct tdb_ring_hdr, cons), 128);
 	assert_int_equal(offsetof(struct tdb_ring_hdr, flags), 192);
 	assert_int_equal(offsetof(struct tdb_ring_hdr, futex), 196);
-	assert_int_equal(sizeof(struct tdb_ring_hdr), 320);
+	assert_int_equal(offsetof(struct tdb_ring_hdr, read_section), 320);
+	assert_int_equal(offsetof(struct tdb_ring_hdr, read_expired), 384);
+	assert_int_equal(sizeof(struct tdb_ring_hdr), 448);
 	/* an explicit max_msg is kept (4-byte aligned) */
 	assert_int_equal(tdb_ring_format(m.base, TDB_RING_SUBMIT, 8192, 1000),
 			 0);

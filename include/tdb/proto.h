@@ -87,6 +87,8 @@
  *   UNWATCH       TABLE R, PREFIX o               ack
  *   STATS         -                               reply   COUNTERS R
  *   ATTACH        -                               ack     (tdbd socket only)
+ *   TABLE_MAP     TABLE R                         ack     (cookie: struct
+ *                                                         tdb_map_cookie)
  *
  * GET of an absent key answers NLMSG_ERROR -ENOENT.  PUT with
  * TDB_PUT_NOOVERWRITE of a present key answers -EEXIST.  A PUT, DEL or
@@ -95,6 +97,11 @@
  * the table (keys with PREFIX only, when given) on the client's feed;
  * UNWATCH with the same TABLE and PREFIX stops them.  How a feed is
  * handed to a client belongs to the transport (tdbd, tdb.ko).
+ * TABLE_MAP asks for a read-only map of the table's memory, so that the
+ * client looks keys up itself (struct tdb_map_cookie at the end of this
+ * file; tdb/ring.h, "Zero-copy readers"): it needs read permission
+ * (-EACCES), and a transport that can hand maps out (-EOPNOTSUPP, e.g.
+ * generic netlink: then read through the rings).
  *
  * ATTACH and WATCH over tdbd's Unix socket pass file descriptors with
  * the ack (SCM_RIGHTS on its first byte): ATTACH gives the client its
@@ -359,6 +366,7 @@ enum tdb_cmd {
 	TDB_CMD_UNWATCH      = 13,
 	TDB_CMD_STATS        = 14,
 	TDB_CMD_ATTACH       = 15,    /* tdbd socket only: map rings */
+	TDB_CMD_TABLE_MAP    = 16,    /* a read-only map of a table */
 	__TDB_CMD_MAX,
 	TDB_CMD_MAX = __TDB_CMD_MAX - 1
 };
@@ -462,8 +470,30 @@ enum tdb_counter_attr {
 	TDB_CTR_A_WAL_SYNCS = 26,         /* u64: WAL fdatasyncs since start
 					   * (WAL_RECORDS / WAL_SYNCS: changes
 					   * per disk flush) */
+	TDB_CTR_A_READERS_EXPIRED = 27,   /* u64: read sections of mapped
+					   * readers the owner stopped waiting
+					   * for (their lease ran out) */
 	__TDB_CTR_A_MAX,
 	TDB_CTR_A_MAX = __TDB_CTR_A_MAX - 1
+};
+
+/*
+ * TABLE_MAP's ack (NLMSG_ERROR 0) carries this as NLMSGERR_ATTR_COOKIE
+ * (16 bytes, 4-byte aligned).  The map is max_extents * 2 MiB long:
+ * extent n of the table's region at n * 2 MiB, only extents below the
+ * region header's `nextents` backed.  tdb.ko: mmap the /dev/tdb file
+ * at `offset` (PROT_READ, MAP_SHARED).  tdbd: `offset` is 0 and a
+ * read-only descriptor of the region rides on the ack (SCM_RIGHTS).
+ * The map may be used while the region header's `map_gen` equals
+ * `map_gen` here and its magic is intact; after that (the table was
+ * dropped, its region moved) the client asks again or reads through
+ * the rings.  How a reader reads: tdb/ring.h, "Zero-copy readers".
+ */
+struct tdb_map_cookie {
+	__u32 offset_lo;        /* tdb.ko: the mmap offset on /dev/tdb */
+	__u32 offset_hi;
+	__u32 max_extents;      /* the map's length in 2 MiB extents */
+	__u32 map_gen;          /* the region header's map_gen, granted */
 };
 
 #endif

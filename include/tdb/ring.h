@@ -54,6 +54,23 @@
  * sequence number in nlmsg_seq, one more than the previous message's.
  * The producer bumps `futex` and wakes it on every publish: readers map
  * the header read-only and cannot say they sleep.
+ *
+ * Zero-copy readers (SUBMIT rings only; tdb/proto.h TABLE_MAP): the
+ * header page of a client's submission ring also holds its reader slot,
+ * two lines the ring discipline does not touch.  `read_section` is the
+ * client's: it adds 1 when it enters a read section of a mapped table
+ * (odd: inside) and 1 when it leaves (even: outside), with a full
+ * barrier after the entry and a release store at the exit.
+ * `read_expired` is the owner's: it adds 1 each time it stops waiting
+ * for this client's section because the section outlived the owner's
+ * lease (a dead, stopped or scribbling reader).  The owner reuses memory
+ * a mapped reader could see only once every reader's slot has moved on
+ * from the odd value it showed, or expired; it reads `read_section` once
+ * per check and trusts nothing else in it, and never reads
+ * `read_expired` back.  A reader therefore loads `read_expired` after
+ * entering and again (after a read barrier) before leaving: if it
+ * changed, the memory it read may have been reused, and what it read
+ * must be thrown away (and read again through the rings).
  */
 #ifndef TDB_RING_H
 #define TDB_RING_H
@@ -104,6 +121,13 @@ struct tdb_ring_hdr {
 	 * and every reader re-reads it after every message. */
 	__u64 tail __attribute__((aligned(TDB_RING_CACHELINE)));
 	__u32 reserved4[14];
+	/* line 5: SUBMIT only, the client's reader slot: odd inside a read
+	 * section of a mapped table (see "Zero-copy readers" above) */
+	__u64 read_section __attribute__((aligned(TDB_RING_CACHELINE)));
+	__u32 reserved5[14];
+	/* line 6: SUBMIT only, the owner's: sections it stopped waiting for */
+	__u64 read_expired __attribute__((aligned(TDB_RING_CACHELINE)));
+	__u32 reserved6[14];
 };
 
 #endif

@@ -102,6 +102,29 @@ const char *tdbe_table_name(const struct tdbe_table *t);
  */
 int tdbe_table_fd(const struct tdbe_table *t);
 
+/*
+ * Readers in other processes (zero-copy maps of the region, through
+ * tdbe_view_*) follow what the owner publishes in the region header:
+ * the table's commit seqcount (odd while a commit applies to it; the
+ * owner calls publish with each value it stores in its own count, under
+ * the table's lock), and map_gen, bumped when existing maps must no
+ * longer be used (the table is dropped).
+ */
+void tdbe_table_publish_seq(struct tdbe_table *t, uint64_t seq);
+void tdbe_table_revoke_maps(struct tdbe_table *t);
+uint32_t tdbe_table_map_gen(const struct tdbe_table *t);
+/* The region's cap in extents (a map's length). */
+uint32_t tdbe_table_max_extents(const struct tdbe_table *t);
+/*
+ * Memory a writer frees is reused only after a grace period: every
+ * read-side section of this process that could see it has ended
+ * (tdbp_rcu_synchronize), and then fn(arg) has returned, which waits for
+ * readers the engine cannot see (the owner's mapped readers).  Set once,
+ * before any table changes; fn may sleep.
+ */
+void tdbe_engine_set_grace(struct tdbe_engine *e, void (*fn)(void *arg),
+			   void *arg);
+
 /* --- records --------------------------------------------------------- */
 enum {
 	TDBE_NOOVERWRITE = 1u << 0,  /* put fails with -EEXIST if key exists */
@@ -206,8 +229,11 @@ int tdbe_key_order(const struct tdbe_table *t, const void *a, size_t alen,
  * address): the caller hands in the address of each extent.  Every offset
  * read from the region is checked against the extents given, so a view of
  * a damaged region returns -EUCLEAN instead of reading out of bounds.
- * The region must not be changing (a later issue adds reader slots for
- * live zero-copy readers).
+ * On a region that is changing, a lookup reads only what was published
+ * whole, as the owner's readers do; what keeps the memory it reads from
+ * being reused meanwhile is the caller's read section (tdb/ring.h,
+ * "Zero-copy readers"), which also says how a reader learns that a
+ * section outlived its lease and what it read must be thrown away.
  */
 struct tdbe_view {
 	const void *const *ext;     /* address of each extent */

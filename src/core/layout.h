@@ -25,7 +25,7 @@
 #include "platform.h"
 
 #define TDB_REGION_MAGIC   0x314e4f4947455242ull  /* "BREGION1" */
-#define TDB_LAYOUT_VERSION 1u
+#define TDB_LAYOUT_VERSION 2u
 
 #define TDB_PAGE_SHIFT     12
 #define TDB_PAGE           (1u << TDB_PAGE_SHIFT)
@@ -80,7 +80,13 @@ struct tdb_region_hdr {
 	/* allocator */
 	uint64_t partial[TDBA_NCLASSES];  /* slabs with free objects */
 	uint32_t ext_hint;                /* no free page below this extent */
-	uint32_t pad;
+	/* For readers in other processes (zero-copy maps), written by the
+	 * owner only.  map_gen: bumped (release) when maps of the region
+	 * must no longer be used: the table was dropped.  commit_seq: the
+	 * owner's seqcount of the table, odd while a commit applies to it,
+	 * so a mapped reader sees a transaction whole or not at all. */
+	uint32_t map_gen;
+	uint64_t commit_seq;
 };
 
 /* --- records ----------------------------------------------------------- */

@@ -91,6 +91,8 @@ uint64_t tdbp_now_ns(void);               /* monotonic clock */
 /* A long loop outside any lock a reader waits for may let others run
  * here (the kernel's cond_resched(); nothing in user space). */
 void tdbp_cond_resched(void);
+/* Sleep about us microseconds (where the caller may sleep). */
+void tdbp_sleep_us(unsigned int us);
 
 enum { TDBP_LOG_ERR = 3, TDBP_LOG_WARNING = 4, TDBP_LOG_INFO = 6,
        TDBP_LOG_DEBUG = 7 };	/* syslog levels */

@@ -8,9 +8,22 @@
 struct tdbe_engine {
 	struct tdbp_mutex *lock;   /* the table list and names */
 	struct tdbe_table *tables; /* newest first */
+	void (*grace)(void *arg);  /* readers the engine cannot see */
+	void *grace_arg;
 };
 
 /* --- limbo ------------------------------------------------------------- */
+
+/* Until every reader that could see what was retired is gone: this
+ * process's read-side sections, then the home's other readers. */
+static void grace_period(struct tdbe_table *t)
+{
+	struct tdbe_engine *e = t->engine;
+
+	tdbp_rcu_synchronize();
+	if (e && e->grace)
+		e->grace(e->grace_arg);
+}
 
 static void limbo_reclaim(struct tdbe_table *t)
 {
@@ -18,7 +31,7 @@ static void limbo_reclaim(struct tdbe_table *t)
 
 	if (!t->limbo.n)
 		return;
-	tdbp_rcu_synchronize();
+	grace_period(t);
 	for (i = 0; i < t->limbo.n; i++)
 		tdba_free(t, t->limbo.off[i]);
 	t->limbo.n = 0;
@@ -37,7 +50,7 @@ void tdb_retire(struct tdbe_table *t, uint64_t off)
 			/* No memory to remember it: wait for the readers
 			 * right here instead. */
 			limbo_reclaim(t);
-			tdbp_rcu_synchronize();
+			grace_period(t);
 			tdba_free(t, off);
 			return;
 		}
@@ -182,6 +195,13 @@ struct tdbe_engine *tdbe_engine_new(int *err)
 		return NULL;
 	}
 	return e;
+}
+
+void tdbe_engine_set_grace(struct tdbe_engine *e, void (*fn)(void *arg),
+			   void *arg)
+{
+	e->grace = fn;
+	e->grace_arg = arg;
 }
 
 void tdbe_engine_free(struct tdbe_engine *e)
@@ -337,6 +357,41 @@ const char *tdbe_table_name(const struct tdbe_table *t)
 int tdbe_table_fd(const struct tdbe_table *t)
 {
 	return tdbp_region_fd(t->region);
+}
+
+/* --- what mapped readers follow ----------------------------------------- */
+
+/* The caller's seqcount protocol orders the stores (its write_begin
+ * issues the write barrier after the odd value, its write_end releases
+ * the even one); this store follows it with the same ordering. */
+void tdbe_table_publish_seq(struct tdbe_table *t, uint64_t seq)
+{
+	struct tdb_region_hdr *h = tdb_hdr(&t->map);
+
+	if (seq & 1) {
+		tdb_store_relaxed(&h->commit_seq, seq);
+		tdb_smp_wmb();
+	} else {
+		tdb_store_release(&h->commit_seq, seq);
+	}
+}
+
+void tdbe_table_revoke_maps(struct tdbe_table *t)
+{
+	struct tdb_region_hdr *h = tdb_hdr(&t->map);
+
+	tdb_store_release(&h->map_gen, h->map_gen + 1);
+	tdb_smp_mb();
+}
+
+uint32_t tdbe_table_map_gen(const struct tdbe_table *t)
+{
+	return tdb_load_acquire(&tdb_hdr(&t->map)->map_gen);
+}
+
+uint32_t tdbe_table_max_extents(const struct tdbe_table *t)
+{
+	return t->max_extents;
 }
 
 /* --- records ----------------------------------------------------------- */

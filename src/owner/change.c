@@ -38,15 +38,20 @@
 
 /* --- the seqcount ----------------------------------------------------------- */
 
+/* The region header gets each value too: mapped readers follow it. */
 void tdbo_seq_write_begin(struct tdbo_table *t)
 {
 	tdb_store_relaxed(&t->seq, t->seq + 1);         /* odd */
 	tdb_smp_wmb();
+	if (t->t)
+		tdbe_table_publish_seq(t->t, t->seq);
 }
 
 void tdbo_seq_write_end(struct tdbo_table *t)
 {
 	tdb_store_release(&t->seq, t->seq + 1);         /* even */
+	if (t->t)
+		tdbe_table_publish_seq(t->t, t->seq);
 }
 
 /* An even count: while a commit to t applies, wait for it on t->wlock. */

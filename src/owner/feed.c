@@ -57,7 +57,7 @@ static uint64_t slot_pick(struct tdbo_owner *o)
 	do {
 		uint64_t s = o->next_slot++;
 
-		if (s < 2 || s > 0x7fffffff) {  /* the cookie's range */
+		if (s < 2 || s > TDBO_FEED_SLOT_LAST) {
 			o->next_slot = 3;
 			s = 2;
 		}

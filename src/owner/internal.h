@@ -16,6 +16,8 @@
  *             changed during one)
  *   quota.c   what each uid holds (clients, tables, transaction and
  *             snapshot memory) against the limits that bound it
+ *   readers.c zero-copy readers: TABLE_MAP, the reader slots, and the
+ *             engine's grace hook that waits for them (with a lease)
  *
  * Locking.  The order is o->wlock -> t->wlock (several: by table id)
  * -> the home's log (its reservation and append locks, held only for
@@ -42,6 +44,9 @@
  *  - o->quota.lock guards the per-uid counters.
  *  - o->reg_lock guards the registry (hash, list, count); lookups take
  *    a table reference under it and nothing waits there.
+ *  - o->rlock guards the list of mapped readers (readers.c); a leaf,
+ *    taken by the engine's grace hook under a table's wlock and held
+ *    while it waits for a reader (at most the lease).
  *  - c->lock guards the client's watch hash and dump list, which
  *    tdbo_feed_get() and tdbo_dump_free() may walk from other threads
  *    than the one running the client's requests (which changes them,
@@ -68,6 +73,29 @@
 
 #define TDBO_MAY_READ  4u
 #define TDBO_MAY_WRITE 2u
+
+/* mmap slots (tdb.ko: offset slot * TDB_DEV_SLOT): feeds take 2 ..
+ * TDBO_FEED_SLOT_LAST; each table TDBO_MAP_SLOTS slots from
+ * TDBO_MAP_SLOT_FIRST on (64 GiB: the largest region). */
+#define TDBO_FEED_SLOT_LAST  0x3fffffffull
+#define TDBO_MAP_SLOT_FIRST  0x40000000ull
+#define TDBO_MAP_SLOTS       16ull
+#define TDBO_MAP_SLOT_LAST   (0x80000000ull - TDBO_MAP_SLOTS)
+
+/* A client's reader slot and what the owner knows of it (readers.c). */
+struct tdbo_reader {
+	struct tdbo_list node;          /* o->readers, o->rlock */
+	struct tdb_ring_hdr *slot;      /* client memory: read_section is
+					 * the client's, read_expired ours */
+	bool listed;                    /* on o->readers (rlock) */
+	uint32_t uid;
+	/* under o->rlock: */
+	uint64_t seen, seen_ns;         /* the odd value last waited for,
+					 * and when it was first seen */
+	uint64_t expired_at;            /* the odd value it expired at */
+	uint64_t expired;               /* expiries, our count */
+	uint64_t lease_ns;              /* as of the last expiry (log) */
+};
 
 
 struct tdbo_table;
@@ -146,6 +174,9 @@ struct tdbo_table {
 	unsigned int nwatch;            /* on watches, under wlock */
 	bool feed_dirty;                /* feed written, not published */
 	char name[TDBE_NAME_MAX + 1];
+	uint64_t map_slot;              /* tdb.ko's mmap slot of its map
+					 * (readers.c), unique while in the
+					 * registry; reg_lock */
 	struct tdbo_snap *snaps;        /* under wlock: snapshots taking
 					 * changes (snap.c) */
 };
@@ -212,6 +243,7 @@ struct tdbo_client {
 	unsigned int ntxns;
 	void *buf;                      /* GET's copy of a value */
 	size_t buf_cap;
+	struct tdbo_reader rd;          /* zero-copy reads (readers.c) */
 };
 
 struct tdbo_dump {
@@ -269,6 +301,12 @@ struct tdbo_owner {
 	uint64_t requests, errors, cleanups, txns_aborted;   /* atomics */
 	uint64_t watches_dropped;
 	uint32_t watches, txns, dumps;
+	/* zero-copy readers (readers.c) */
+	struct tdbp_mutex *rlock;
+	struct tdbo_list readers;       /* struct tdbo_reader.node */
+	uint32_t nreaders;              /* atomic: on the list */
+	uint64_t readers_expired;       /* atomic */
+	uint64_t next_map_slot;         /* reg_lock */
 };
 
 /* A limit now (a field of struct tdbo_limits). */
@@ -374,6 +412,14 @@ int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t, bool del,
 int tdbo_txn_lookup(const struct tdbo_txn *x, const struct tdbo_table *t,
 		    const void *key, size_t klen, const void **val,
 		    size_t *vlen);
+
+/* readers.c */
+int tdbo_readers_init(struct tdbo_owner *o);
+void tdbo_readers_fini(struct tdbo_owner *o);
+void tdbo_reader_remove(struct tdbo_client *c);
+int tdbo_cmd_map(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		 struct tdb_proto_extack *ext, struct tdbo_out *res);
+uint64_t tdbo_map_slot_pick(struct tdbo_owner *o);
 
 /* dump.c */
 int tdbo_scan(struct tdbo_client *c, const struct tdb_proto_msg *m,

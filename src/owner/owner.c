@@ -122,7 +122,8 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	/* TDB_CTR_A_TABLES .. DUMPS and TABLES_ASIDE; the home adds what
 	 * it has (tdbd: the WAL's and checkpoints' figures; tdb.ko keeps
 	 * nothing on disk, so they are absent there, not 0). */
-	k->present = 0x7fffc | TDB_PROTO_BIT(TDB_CTR_A_TABLES_ASIDE);
+	k->present = 0x7fffc | TDB_PROTO_BIT(TDB_CTR_A_TABLES_ASIDE) |
+		     TDB_PROTO_BIT(TDB_CTR_A_READERS_EXPIRED);
 	k->tables = tdb_load_relaxed(&o->ntables);
 	k->tables_aside = tdb_load_relaxed(&o->naside);
 	k->clients = tdbo_read(&o->ctr.clients);
@@ -142,6 +143,7 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	k->violations = tdbo_read(&o->ctr.violations);
 	k->throttled = 0;
 	k->dumps = tdbo_read(&o->dumps);
+	k->readers_expired = tdbo_read(&o->readers_expired);
 	if (o->hooks.stats)
 		o->hooks.stats(o->hooks.arg, k);
 	return tdbo_reply(out, &a, ext);
@@ -170,6 +172,7 @@ static int dispatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	case TDB_CMD_WATCH:        return tdbo_watch(c, m, ext, res);
 	case TDB_CMD_UNWATCH:      return tdbo_unwatch(c, m, ext);
 	case TDB_CMD_STATS:        return do_stats(c, m, out, ext);
+	case TDB_CMD_TABLE_MAP:    return tdbo_cmd_map(c, m, ext, res);
 	case TDB_CMD_ATTACH:            /* the transport's, if it has one */
 		ext->msg = "ATTACH is not a command of this transport";
 		return -EOPNOTSUPP;
@@ -313,6 +316,7 @@ void tdbo_client_free(struct tdbo_client *c)
 		tdbo_inc(&o->txns_aborted);
 	}
 	c->ntxns = 0;
+	tdbo_reader_remove(c);          /* before its home frees the rings */
 	tdbo_client_attach_uncharge(c);
 	nw = tdbo_watches_drop(c);
 	tdbo_add(&o->watches_dropped, nw);
@@ -357,6 +361,9 @@ struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
 	o->engine = tdbe_engine_new(err);
 	if (!o->engine)
 		goto fail;
+	*err = tdbo_readers_init(o);
+	if (*err)
+		goto fail;
 	for (i = 0; i < TDBO_BUCKETS; i++)
 		tdbo_list_init(&o->buckets[i]);
 	tdbo_list_init(&o->tables);
@@ -366,6 +373,8 @@ struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
 	*err = 0;
 	return o;
 fail:
+	tdbo_readers_fini(o);
+	tdbe_engine_free(o->engine);
 	if (o->quota.lock)
 		tdbo_quota_fini(&o->quota);
 	if (o->reg_lock)
@@ -415,6 +424,7 @@ void tdbo_owner_free(struct tdbo_owner *o)
 	}
 	tdbo_quota_fini(&o->quota);
 	tdbe_engine_free(o->engine);
+	tdbo_readers_fini(o);
 	tdbp_mutex_destroy(o->reg_lock);
 	tdbp_mutex_destroy(o->wlock);
 	tdbp_mutex_destroy(o->nlock);

@@ -98,6 +98,10 @@ struct tdbo_limits {
 	 * transport's other clients (tdbd: its committer thread); 0: never. */
 	uint32_t defer_ops;
 	uint64_t defer_bytes;
+	/* Zero-copy readers (readers.c): how long the owner waits for a
+	 * mapped reader's read section before it stops waiting and makes
+	 * the reader redo it through its rings (0: 100 ms). */
+	uint32_t reader_lease_ms;
 };
 
 /* Who a client is: numbers in the home's initial user namespace. */
@@ -109,6 +113,7 @@ struct tdbo_cred {
 
 struct tdbo_table;
 struct tdb_ring_ops;
+struct tdb_ring_hdr;
 
 /*
  * What the home supplies.  Every hook is optional but feed_alloc (WATCH
@@ -179,6 +184,10 @@ struct tdbo_hooks {
 	void (*mem_note)(void *arg, struct tdbo_table *t);
 	/* STATS: add the home's figures (and their present bits). */
 	void (*stats)(void *arg, struct tdb_proto_counters *k);
+	/* t was dropped (under its wlock, after its region's map_gen
+	 * moved): a home that maps tables into clients takes the
+	 * mappings down (tdb.ko); may sleep; may be NULL. */
+	void (*map_revoke)(void *arg, struct tdbo_table *t);
 };
 
 /* The limits are read through lim for the owner's life. */
@@ -247,6 +256,12 @@ struct tdbo_out {
 					 * defer_bytes: not run; the home
 					 * runs tdbo_txn_commit() and
 					 * answers it */
+	struct tdbo_table *map;         /* TABLE_MAP: the table to map (a
+					 * reference: tdbo_table_put); the
+					 * home acks with struct
+					 * tdb_map_cookie */
+	uint32_t map_gen;               /* TABLE_MAP: for the cookie */
+	uint32_t map_extents;           /* TABLE_MAP: the map's length */
 };
 
 /* Run one validated request (see the top of this file); *res is
@@ -319,7 +334,7 @@ struct tdbo_feed *tdbo_feed_get(struct tdbo_client *c, uint64_t slot);
 void tdbo_feed_put(struct tdbo_feed *f);
 void *tdbo_feed_mem(struct tdbo_feed *f);
 size_t tdbo_feed_size(const struct tdbo_feed *f);
-/* The feed's mmap slot: from 2 to 0x7fffffff, no two feeds alive share
+/* The feed's mmap slot: from 2 to 0x3fffffff, no two feeds alive share
  * one (tdb.ko's cookie: the feed is at slot * TDB_DEV_SLOT). */
 uint64_t tdbo_feed_slot(const struct tdbo_feed *f);
 /* What hooks->feed_alloc gave with the memory (tdbd: the memfd). */
@@ -375,6 +390,26 @@ int tdbo_replay(struct tdbo_table *t, bool del, const void *key,
 		size_t klen, const void *val, size_t vlen, const char **msg);
 int tdbo_table_drop_replay(struct tdbo_owner *o, struct tdbo_table *t,
 			   const char **msg);
+/*
+ * Zero-copy readers (readers.c; tdb/ring.h "Zero-copy readers").  A home
+ * that can hand out table maps gives each client with rings its reader
+ * slot, the header page of its SUBMIT ring, before the client's first
+ * request; without one TABLE_MAP answers -EOPNOTSUPP.  The memory must
+ * stay valid until tdbo_client_free(), which stops using it before it
+ * returns.
+ */
+void tdbo_client_set_reader(struct tdbo_client *c, struct tdb_ring_hdr *sq);
+/* The engine's table (tdbe_table_fd, its extents); NULL if set aside. */
+struct tdbe_table *tdbo_table_engine(struct tdbo_table *t);
+/* tdb.ko's mmap slot of the table's map (offset slot * TDB_DEV_SLOT;
+ * 16 slots each, from 0x40000000; feeds are below), unique among the
+ * tables in the registry; and the table with that slot (a reference),
+ * or NULL. */
+uint64_t tdbo_table_map_slot(const struct tdbo_table *t);
+struct tdbo_table *tdbo_table_by_map_slot(struct tdbo_owner *o,
+					  uint64_t slot);
+/* May c read t now: 0, -ENOENT (dropped, set aside), -EACCES. */
+int tdbo_may_read(const struct tdbo_client *c, const struct tdbo_table *t);
 /* Every table now, counted references (tdbo_tables_release). */
 int tdbo_tables_snapshot(struct tdbo_owner *o, struct tdbo_table ***out,
 			 unsigned int *n);

@@ -99,6 +99,7 @@ static void reg_add(struct tdbo_owner *o, struct tdbo_table *t)
 	struct tdbo_list *at = o->tables.prev;
 
 	tdbp_mutex_lock(o->reg_lock);
+	t->map_slot = tdbo_map_slot_pick(o);
 	tdbo_list_add(&t->hnode, &o->buckets[name_hash(t->name)]);
 	/* in id order: new tables come last, restored ones nearly so */
 	while (at != &o->tables &&
@@ -545,6 +546,13 @@ static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 	tdbo_table_unlink(o, t);
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_TABLES, 1);
 	tdb_store_relaxed(&t->dropped, true);
+	/* maps of it stop being used: readers see map_gen move, tdb.ko
+	 * unmaps what clients mapped */
+	if (t->t) {
+		tdbe_table_revoke_maps(t->t);
+		if (o->hooks.map_revoke)
+			o->hooks.map_revoke(o->hooks.arg, t);
+	}
 	tdbo_snap_detach_all(t);        /* a dropped table changes no more */
 	tdbo_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0);
 	tdbo_feed_flush(t);

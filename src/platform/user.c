@@ -439,6 +439,17 @@ uint64_t tdbp_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void tdbp_sleep_us(unsigned int us)
+{
+	struct timespec ts = {
+		.tv_sec = us / 1000000u,
+		.tv_nsec = (long)(us % 1000000u) * 1000,
+	};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
 void tdbp_cond_resched(void)
 {
 }

@@ -130,6 +130,7 @@ static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
 	[TDB_CTR_A_CKPT_FAILURES] = PT_U64,
 	[TDB_CTR_A_CKPT_LSN] = PT_U64,
 	[TDB_CTR_A_TABLES_ASIDE] = PT_U32,
+	[TDB_CTR_A_READERS_EXPIRED] = PT_U64,
 };
 
 static const struct nest_pol stat_pol = {
@@ -208,6 +209,9 @@ static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 		ANS_REPLY, A(COUNTERS), A(COUNTERS) },
 	[TDB_CMD_ATTACH] = { "ATTACH", false, true,
 		0, 0,
+		ANS_NONE, 0, 0 },
+	[TDB_CMD_TABLE_MAP] = { "TABLE_MAP", false, true,
+		A(TABLE), A(TABLE),
 		ANS_NONE, 0, 0 },
 };
 #undef A
@@ -445,6 +449,7 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_CTR_A_WAL_LSN: c->wal_lsn = v; break;
 		case TDB_CTR_A_WAL_DURABLE: c->wal_durable = v; break;
 		case TDB_CTR_A_WAL_SYNCS: c->wal_syncs = v; break;
+		case TDB_CTR_A_READERS_EXPIRED: c->readers_expired = v; break;
 		case TDB_CTR_A_CHECKPOINTS: c->checkpoints = v; break;
 		case TDB_CTR_A_CKPT_FAILURES: c->ckpt_failures = v; break;
 		case TDB_CTR_A_CKPT_LSN: c->ckpt_lsn = v; break;
@@ -1246,6 +1251,7 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_CTR_A_WAL_LSN: v = c->wal_lsn; break;
 			case TDB_CTR_A_WAL_DURABLE: v = c->wal_durable; break;
 			case TDB_CTR_A_WAL_SYNCS: v = c->wal_syncs; break;
+			case TDB_CTR_A_READERS_EXPIRED: v = c->readers_expired; break;
 			case TDB_CTR_A_CHECKPOINTS: v = c->checkpoints; break;
 			case TDB_CTR_A_CKPT_FAILURES: v = c->ckpt_failures; break;
 			case TDB_CTR_A_CKPT_LSN: v = c->ckpt_lsn; break;

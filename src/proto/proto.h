@@ -75,6 +75,7 @@ struct tdb_proto_counters {
 	uint64_t wal_records, wal_lsn, wal_durable, wal_syncs;
 	uint64_t checkpoints, ckpt_failures, ckpt_lsn;
 	uint32_t tables_aside;
+	uint64_t readers_expired;
 };
 
 #define TDB_PROTO_BIT(a)    (1u << (a))
