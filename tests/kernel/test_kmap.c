@@ -28,7 +28,6 @@
  * TDB_KMAP_BENCH=N: also time N gets through the map against through the
  * rings, 1 and 8 processes (not run by default; docs/BENCHMARKS.md).
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
