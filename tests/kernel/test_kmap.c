@@ -59,6 +59,7 @@
 #define EXT             ((size_t)2 << 20)
 #define NREADERS        8
 #define LEASE_PARAM     "/sys/module/tdb/parameters/reader_lease_ms"
+#define HUGE_PARAM      "/sys/module/tdb/parameters/huge_extents"
 
 /* --- a mapped reader on a raw /dev/tdb client ------------------------------- */
 
@@ -301,6 +302,15 @@ static unsigned int get_lease(void)
 	return v;
 }
 
+static void set_huge(int on)
+{
+	FILE *f = fopen(HUGE_PARAM, "w");
+
+	CHECK(f, "%s: %s", HUGE_PARAM, strerror(errno));
+	fprintf(f, "%d\n", on);
+	CHECK(fclose(f) == 0, "writing %s", HUGE_PARAM);
+}
+
 static void *shared_mem(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -463,8 +473,9 @@ static int make_value(char *v, size_t cap, unsigned int i, unsigned int gen)
 	return (int)n;
 }
 
-static void part_lookup(struct tdbc *c)
+static void part_lookup(struct tdbc *c, int huge)
 {
+	struct tdbc_table_stat st;
 	enum { N = 3000 };
 	struct tdbc_table *t;
 	struct kmap m;
@@ -482,6 +493,9 @@ static void part_lookup(struct tdbc *c)
 		err = tdbc_put(t, NULL, key, kl, val, vl, 0);
 		CHECK(err == 0, "put %s: %s", key, h_errname(err));
 	}
+	CHECK(tdbc_table_stat(c, "km_look", &st) == 0, "TABLE_STAT");
+	CHECK(st.page_size == (huge ? 2097152u : 4096u), "page size %llu "
+	      "with huge_extents=%d", (unsigned long long)st.page_size, huge);
 	CHECK(kmap_open(&m, "km_look") == 0, "TABLE_MAP");
 	for (unsigned int i = 0; i < N + 300; i++) {
 		int kl = snprintf(key, sizeof(key), "look-%u%s", i,
@@ -499,8 +513,9 @@ static void part_lookup(struct tdbc *c)
 		      "%s: the map gives %ld bytes, the ring %ld", key, len,
 		      rl);
 	}
-	h_note("lookup: %u keys and 300 absent ones, map == ring GET "
-	       "(%lu sections, %lu retries)", (unsigned int)N, m.sections,
+	h_note("lookup (%s extents): %u keys and 300 absent ones, map == "
+	       "ring GET (%lu sections, %lu retries)",
+	       huge ? "2 MiB" : "vmalloc", (unsigned int)N, m.sections,
 	       m.retries);
 	kmap_close(&m);
 	tdbc_table_close(t);
@@ -814,6 +829,7 @@ static void part_lease(struct tdbc *c)
 	struct kmap *km = shared_mem(sizeof(*km) + sizeof(struct stuck));
 	struct stuck *s = (struct stuck *)(km + 1), s2;
 	struct kmap scrib;
+	struct tdbc_table_stat tst;
 	struct tdbc_table *t;
 	uint64_t x0, x1, max_ns = 0, ms_burst, quiet_ns = 0;
 	pid_t killed, stopped;
@@ -865,6 +881,16 @@ static void part_lease(struct tdbc *c)
 	h_note("lease %u ms: 8192 puts with a killed, a stopped and a "
 	       "scribbling reader: max put %.1f ms, readers_expired +%llu",
 	       lease, max_ns / 1e6, (unsigned long long)(x1 - x0));
+	/* memory stays bounded: what the writer retired was reused (the
+	 * limbo reclaims at 4096 frees or 8 MiB), not held for them */
+	CHECK(tdbc_table_stat(c, "km_lease", &tst) == 0, "TABLE_STAT");
+	h_note("lease: the table holds %llu bytes allocated, %llu pending, "
+	       "%u extents", (unsigned long long)tst.bytes_allocated,
+	       (unsigned long long)tst.bytes_pending, tst.extents);
+	CHECK(tst.bytes_pending <= (16u << 20) && tst.extents <= 8,
+	      "memory not bounded with stuck readers: %llu bytes pending, "
+	      "%u extents", (unsigned long long)tst.bytes_pending,
+	      tst.extents);
 	/* at least the killed and the stopped one; the scribbler may be
 	 * expired too when its value stays long enough */
 	CHECK(x1 - x0 >= 2, "readers_expired moved by %llu, not >= 2",
@@ -1152,12 +1178,18 @@ int main(void)
 	c = ring_connect();
 	if (h_want("access"))
 		part_access(c);
-	if (h_want("lookup"))
-		part_lookup(c);
-	if (h_want("drop"))
-		part_drop(c);
-	if (h_want("growth"))
-		part_growth(c);
+	/* extents on compound order-9 pages (a fresh guest has them),
+	 * then on vmalloc pages (huge_extents=0) */
+	for (int huge = 1; huge >= 0; huge--) {
+		set_huge(huge);
+		if (h_want("lookup"))
+			part_lookup(c, huge);
+		if (h_want("drop"))
+			part_drop(c);
+		if (h_want("growth"))
+			part_growth(c);
+	}
+	set_huge(1);
 	if (h_want("model"))
 		part_model(c);
 	if (h_want("lease"))
