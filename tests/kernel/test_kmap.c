@@ -68,7 +68,7 @@ struct kmap {
 	unsigned char *base;            /* max_extents * 2 MiB, PROT_READ */
 	uint64_t off;
 	uint32_t max_ext, gen;
-	const void *ext[64];
+	const void **ext;               /* max_ext extent addresses */
 	/* counts */
 	unsigned long sections, retries, expired, odd_waits;
 };
@@ -140,8 +140,8 @@ static int kmap_open(struct kmap *m, const char *table)
 	err = table_map(&m->r, table, &ck);
 	if (err)
 		return err;
-	CHECK(ck.max_extents >= 1 && ck.max_extents <= 64, "max_extents %u",
-	      ck.max_extents);
+	CHECK(ck.max_extents >= 1 && ck.max_extents <= 32768, "max_extents "
+	      "%u", ck.max_extents);
 	m->off = ck_off(&ck);
 	m->max_ext = ck.max_extents;
 	m->gen = ck.map_gen;
@@ -149,6 +149,8 @@ static int kmap_open(struct kmap *m, const char *table)
 		       m->r.fd, (off_t)m->off);
 	CHECK(m->base != MAP_FAILED, "mmap of the table at %#llx: %s",
 	      (unsigned long long)m->off, strerror(errno));
+	m->ext = calloc(m->max_ext, sizeof(*m->ext));
+	CHECK(m->ext, "out of memory");
 	for (uint32_t i = 0; i < m->max_ext; i++)
 		m->ext[i] = m->base + i * EXT;
 	return 0;
@@ -159,6 +161,8 @@ static void kmap_close(struct kmap *m)
 	if (m->base && m->base != MAP_FAILED)
 		munmap(m->base, m->max_ext * EXT);
 	m->base = NULL;
+	free(m->ext);
+	m->ext = NULL;
 	kt_raw_close(&m->r);
 }
 
@@ -1172,7 +1176,7 @@ int main(void)
 	struct tdbc *c;
 	const char *bench = getenv("TDB_KMAP_BENCH");
 
-	kt_init("kmap", 240);
+	kt_init("kmap", bench && atol(bench) > 0 ? 3000 : 240);
 	kt_need_kernel();
 	setenv("TDBC_NO_MAP", "1", 1);
 	c = ring_connect();
