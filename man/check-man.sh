@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # check-man.sh HEADER MANDIR MESON_BUILD - the man-coverage test.
 #
 # Every function include/tdb/client.h declares (tdbc_*) must have its own

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # lint-man.sh MANDOC PAGE... - the man-lint test (man/meson.build).
 #
 # 1. `mandoc -Tlint -Wwarning` over every page must say nothing and exit
@@ -8,6 +9,8 @@
 #    mdb_dump(1), sd_notify(3)...): whether those are installed depends on
 #    the machine, not on the pages.  A cross reference to one of our own
 #    pages must resolve.
+# 3. Each (built) page's .Os line names tdb and its version (".Os tdb
+#    0.1.0": meson appends it; the pages in the tree say ".Os tdb").
 # The pages are linted together from their directory, so that mandoc
 # resolves the cross references between them.
 # Exit 0: clean; 1: findings (printed); 77: no mandoc (skipped).
@@ -78,6 +81,14 @@ while IFS= read -r line; do
 		echo "man-lint: note: $line" ;;
 	esac
 done <"$tmp"
+
+# 3: the version on the .Os line
+for p in "$@"; do
+	grep -qx '\.Os tdb [0-9][0-9.]*' "$p" || {
+		echo "man-lint: $p: no \".Os tdb VERSION\" line (man/meson.build)"
+		fail=1
+	}
+done
 
 n=$#
 if [ $fail -ne 0 ]; then

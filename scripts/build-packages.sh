@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # Build tdb's Debian binary packages (debian/) into a directory:
 #
 #   scripts/build-packages.sh [--nocheck] [OUTDIR]

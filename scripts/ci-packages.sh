@@ -1,10 +1,12 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # CI job for tdb's Debian packages, as root on Debian 12:
 #
 #   1. install the packaging tools and build dependencies (apt-get
 #      build-dep ./ reads debian/control: debhelper, chrpath, ...);
 #   2. build the .debs (scripts/build-packages.sh --nocheck: the test
-#      suite already runs in `./run test`);
+#      suite already runs in `./run test`) and run lintian on them: no
+#      error and no warning;
 #   3. install them (apt-get install ./*.deb) and check what they
 #      installed: the system user tdb, /run/tdb, /var/lib/tdb, the units
 #      (systemd-analyze verify, and security with an exposure of at most
@@ -105,6 +107,7 @@ trap 'exit 130' INT TERM
 say "installing the build dependencies (apt-get build-dep ./)"
 apt-get update -q
 DEB_BUILD_PROFILES=nocheck $APT --no-install-recommends build-dep ./
+$APT --no-install-recommends install lintian
 
 # --- 2. build ----------------------------------------------------------------
 say "building the packages"
@@ -113,6 +116,9 @@ debs=$(ls "$work"/debs/*.deb | grep -v -- '-dbgsym_')
 for p in tdbd libtdbclient0 libtdbclient-dev tdbd-tools tdb-dkms; do
 	ls "$work"/debs/"${p}"_*.deb >/dev/null 2>&1 || fail "no package $p built"
 done
+say "lintian (errors and warnings fail)"
+lintian --fail-on error,warning "$work"/debs/*.changes ||
+	fail "lintian found errors or warnings"
 
 # --- 3. install ------------------------------------------------------------
 # tdb-dkms builds tdb.ko at install for kernels with headers: have the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # The main job of `./run demo`: start tdbd in the foreground on a scratch
 # data directory, then show the tdb CLI against it from several
 # processes: create a table, put, get, scan, a watcher in a second

@@ -1,45 +1,67 @@
 #!/bin/sh
-# Install the Debian 12 packages tdb needs.  Run as root.  Safe to run
-# again.
-#   install-deps.sh        everything: build, the whole test suite, the
-#                          benchmarks' peers (./run test)
-#   install-deps.sh build  only what building tdb and running tdbd and the
-#                          CLI need (./run demo): no kernel image, qemu,
-#                          clang or Redis
-# The build set: the compiler and meson, the libraries tdbd and the
-# client link (liburcu, LMDB, libmnl, libsystemd, xxhash) and those the
-# tests and benchmarks are built against (cmocka; GLib, APR and Boost's
-# headers for the pool benchmark's peers).
-# The rest, for `./run test` and the benchmarks:
-# lmdb-utils (mdb_stat, mdb_dump in the persistence test), redis (the
-# benchmarks' peer), gnuplot-nox (benchmark plots).
-# clang + libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for
-# tests/fuzz (clang-14 only recommends libclang-rt-14-dev).
-# mandoc: the man-lint test of the manual pages (man/).
-# The kernel stage (tests/kernel, kmod/): linux-headers-amd64 to build
-# tdb.ko, linux-image-amd64 for the kernel qemu boots (its
-# /boot/vmlinuz-* and /lib/modules), qemu-system-x86, busybox-static
-# and cpio for the guest's initramfs, kmod for modinfo.
-# The power-cut test (tests/powercut): nbdkit (the guest's data disk,
-# its cache filter in writeback mode), qemu-utils (qemu-io, nbdkit's
-# self-check), e2fsprogs (mkfs.ext4 of the disk image).
+# SPDX-License-Identifier: GPL-2.0-only
+# Install the Debian 12 packages tdb needs, by set.  Run as root.  Safe to
+# run again; installs only what is missing.
+#   install-deps.sh [SET...]      SET: build, test, kernel, bench, all
+#                                 (default: all)
+#   build   building tdb (tdbd, libtdbclient, the CLI, the tests' and the
+#           engine benchmark's binaries) and running tdbd and the CLI:
+#           the compiler and meson, liburcu, LMDB, libmnl, libsystemd,
+#           xxhash, libedit (the tdb shell's line editing), cmocka; what
+#           `./run demo` and `./run bench` install.  No kernel image,
+#           qemu, clang or Redis.
+#   test    the test suite's tools besides the build: lmdb-utils (mdb_stat,
+#           mdb_dump, mdb_load in the persistence and dump tests),
+#           binutils (nm in the symbol checks), procps, systemd
+#           (systemd-socket-activate), python3 (JSON checks), mandoc
+#           (man-lint), clang + libclang-rt-14-dev (libFuzzer and the
+#           sanitizer runtimes for tests/fuzz; clang-14 only recommends
+#           libclang-rt-14-dev).
+#   kernel  tdb.ko and the qemu tests (tests/kernel, tests/powercut):
+#           linux-headers-amd64 to build tdb.ko, linux-image-amd64 for the
+#           kernel qemu boots (its /boot/vmlinuz-* and /lib/modules),
+#           qemu-system-x86, busybox-static and cpio for the guest's
+#           initramfs, kmod for modinfo; for the power-cut test nbdkit
+#           (the guest's data disk, its cache filter in writeback mode),
+#           qemu-utils (qemu-io, nbdkit's self-check), e2fsprogs
+#           (mkfs.ext4 of the disk image).
+#   bench   the benchmarks' peers: redis-server and redis-tools (tdb-bench
+#           against Redis), gnuplot-nox (bench/ring/plot.gp), GLib, APR
+#           and Boost's headers (tdb-bench-pool's peers; without them
+#           meson skips tdb-bench-pool).
+#   all     all of the above: what `./run test` and .ci/run install.
+# A test whose tools are missing is skipped (exit 77), not failed.
 set -eu
-PKGS="build-essential g++ meson ninja-build pkg-config
+BUILD="build-essential g++ meson ninja-build pkg-config
       libxxhash-dev liburcu-dev libcmocka-dev liblmdb-dev
-      libmnl-dev libsystemd-dev
-      libglib2.0-dev libboost-dev libapr1-dev"
-if [ "${1:-}" != build ]; then
-	PKGS="$PKGS lmdb-utils
-      binutils procps systemd redis-server redis-tools
-      gnuplot-nox
-      clang libclang-rt-14-dev
-      mandoc
-      linux-headers-amd64 linux-image-amd64 qemu-system-x86
+      libmnl-dev libsystemd-dev libedit-dev"
+TEST="lmdb-utils binutils procps systemd python3 mandoc
+      clang libclang-rt-14-dev"
+KERNEL="linux-headers-amd64 linux-image-amd64 qemu-system-x86
       busybox-static cpio kmod
       nbdkit qemu-utils e2fsprogs"
-fi
+BENCH="redis-server redis-tools gnuplot-nox
+      libglib2.0-dev libboost-dev libapr1-dev"
+
+[ $# -gt 0 ] || set -- all
+PKGS=
+for set in "$@"; do
+	case "$set" in
+	build)	PKGS="$PKGS $BUILD" ;;
+	test)	PKGS="$PKGS $BUILD $TEST" ;;
+	kernel)	PKGS="$PKGS $BUILD $KERNEL" ;;
+	bench)	PKGS="$PKGS $BUILD $BENCH" ;;
+	all)	PKGS="$PKGS $BUILD $TEST $KERNEL $BENCH" ;;
+	-h|--help) sed -n '3,33s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	*)	echo "install-deps: unknown set '$set' (build, test, kernel," \
+		     "bench, all)" >&2
+		exit 2 ;;
+	esac
+done
+
 missing=""
 for p in $PKGS; do
+	case " $missing " in *" $p "*) continue ;; esac
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 		missing="$missing $p"
 done

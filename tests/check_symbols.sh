@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # check_symbols.sh - prove shared code is freestanding (src/core/platform.h):
 # the objects of the engine (src/core), the ring core (src/ring/ring.c)
 # and the codec (src/proto), which tdbd and tdb.ko both compile, may

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_concurrency.c - readers, cursors and writers on one table at once.
  *

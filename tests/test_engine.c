@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_engine.c - unit tests of the engine API (src/core/core.h).
  *

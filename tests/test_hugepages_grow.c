@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_hugepages_grow.c - a table on hugepages outgrows the hugepage pool.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_owner_getmany.c - tdbo_get_many (src/owner/change.c), the GETs a
  * transport took together, in user space against tdbo_exec():

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_owner_snap.c - the owner's snapshot scans (src/owner/snap.c) in
  * user space, driven through tdbo_exec() and tdbo_dump_run() with a sink

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_pool.c - unit tests of the scratch region pool (src/core/pool.c).
  *

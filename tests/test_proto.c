@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_proto.c - unit tests of the protocol codec (src/proto, ABI in
  * include/tdb/proto.h).

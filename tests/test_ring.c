@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_ring.c - unit tests of the shared ring (src/ring/ring.h against
  * the ABI in include/tdb/ring.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_ring_hostile.c - a ring whose peer is hostile.
  *

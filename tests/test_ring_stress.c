@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_ring_stress.c - producer and consumer in two processes over a
  * memfd, many millions of messages, across many wraps.

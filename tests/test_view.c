@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_view.c - a table's region mapped elsewhere and walked by views.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # with_hugepages.sh - run a test with 2 MiB hugepages reserved.
 #
 #   with_hugepages.sh [-n PAGES] PROGRAM [ARGS...]

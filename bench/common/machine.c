@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * machine.c - machine facts for the benchmarks' headers (machine.h).
  */

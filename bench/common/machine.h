@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * machine.h - what the benchmarks say about the machine they ran on:
  * the CPU model, and how much CPU time other processes took meanwhile

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * bench_durable.c - tdb-bench-durable: what durability costs and how fast
  * tdbd comes back.

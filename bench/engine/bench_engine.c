@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * bench_engine.c - tdb-bench-engine: the tdb engine against LMDB.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # run-bench.sh - tdb.ko against tdbd in ONE qemu guest boot: builds
 # nothing, boots Debian's kernel under TCG through
 # tests/kernel/run-qemu.sh (which loads tdb.ko, runs the guest binaries,

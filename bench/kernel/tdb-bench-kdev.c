@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * tdb-bench-kdev.c - tdb-bench-kdev: tdb.ko against tdbd through the same
  * client library, meant to run inside one qemu guest (run-bench.sh).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * bench_owner.c - tdb-bench-owner: the owner (src/owner) on its own, in
  * user space, no transport: what a request costs inside it, for

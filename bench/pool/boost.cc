@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * boost.cc - the boost::object_pool peer of tdb-bench-pool (see main.c).
  *

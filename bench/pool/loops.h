@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * loops.h - the workloads of tdb-bench-pool, written once for every peer.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * tdb-bench-pool - the scratch pool (src/core/pool.c) against its peers on
  * the workloads of the 2015 Tempesta FW pool benchmark.

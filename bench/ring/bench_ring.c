@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * bench_ring.c - tdb-bench-ring: tdb's shared rings against netlink
  * (NETLINK_USERSOCK unicast and multicast) and AF_UNIX SOCK_SEQPACKET,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * bench.h - what the parts of tdb-bench share: the options, the keys and
  * values every system sees, the interface of a system under test (a

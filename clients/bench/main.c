@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * main.c - tdb-bench: tdb through its client library (tdbd, rings)
  * against LMDB and Redis, end to end, with 1..N client processes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * peer_lmdb.c - LMDB as a tdb-bench peer: one environment in the
  * benchmark's temp dir, opened by every worker process on its own (LMDB

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * peer_redis.c - Redis as a tdb-bench peer: redis-server (found in $PATH
  * or given with --redis) started by the benchmark on a Unix socket in its

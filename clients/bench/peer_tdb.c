@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * peer_tdb.c - tdb as a tdb-bench peer: tdbd (from --tdbd, $TDBD, the
  * build tree meson told us about, or next to this program in the build

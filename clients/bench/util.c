@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * util.c - tdb-bench's helpers: clock, values, servers it starts (spawn,
  * stop, logs, CPU time), $PATH lookup.  Nothing here knows a peer.

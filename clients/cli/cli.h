@@ -1,8 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * cli.h - what the tdb CLI's files share: the parsed command line
  * (struct cli), the exit codes, and the commands (cmd_*.c), which main.c
  * calls once the command line is known to be valid and the connection
- * is up.
+ * is up; and what batch.c (tdb batch, the shell) uses of main.c's
+ * parsing to run lines of words as commands.
  */
 #ifndef TDB_CLI_H
 #define TDB_CLI_H
@@ -38,6 +40,8 @@ struct cli {
 	const char *socket;     /* NULL: $TDB_SOCKET, else the default */
 	unsigned int flags;     /* TDBC_NO_RINGS */
 	bool json;
+	bool json_array;        /* --json-array: the documents as one array */
+	bool txn;               /* batch --txn */
 	int enc;                /* forced enum fmt_enc; -1: the command's */
 	bool key_hex, value_hex;
 
@@ -58,7 +62,54 @@ struct cli {
 	struct cli_bytes key, value;    /* decoded arguments */
 	const char *table;
 	struct tdbc *c;         /* the connection (commands that need one) */
+
+	/* a line of a batch or the shell (cli_line_parse) */
+	bool in_line;
+	const struct fmt_words *words;  /* its words: their lengths */
+	char **argv_mem, **pos_mem;     /* freed by cli_line_free */
 };
+
+struct command {
+	const char *name;
+	const char *args;       /* for usage messages */
+	int min_args, max_args; /* positional arguments after the name */
+	unsigned int opts;      /* O(OPT_...) it takes */
+	int (*run)(struct cli *cli);
+};
+
+/* Where messages go: stderr, or a batch line's buffer (batch.c), which
+ * names the line before it passes them on. */
+extern FILE *cli_err;
+
+/*
+ * Parse one line's words (a batch's, the shell's) as a command line
+ * after "tdb": into lc, which starts with base's output and key
+ * options (a line may add -k, -v, --hex, --escape and the command's
+ * options; the connection's and --json's are the batch's).  -1 and
+ * *cmd when the command is to be run (cmd->run(lc), lc->c set by the
+ * caller), else an exit code after saying why to cli_err.  A leading
+ * word "tdb" (or a path to it) is skipped, so commands printed for a
+ * shell paste as they are.  Free with cli_line_free whatever it returned.
+ */
+int cli_line_parse(struct cli *lc, const struct cli *base,
+		   const struct fmt_words *w, const struct command **cmd);
+void cli_line_free(struct cli *lc);
+/* 1 if the first word is tdb, or a path to it (./build/.../tdb): the
+ * words a command pasted from a shell starts with; else 0. */
+int cli_skip_tdb(const struct fmt_words *w);
+
+/*
+ * JSON documents, one a line; with --json-array (cli_docs_array) one
+ * array of them: "[" before the first, "," between, "]" at the end
+ * (cli_docs_end, "[]" if none).  Every document goes between
+ * cli_doc_open and cli_doc_close.
+ */
+void cli_docs_array(bool on);
+void cli_doc_open(void);
+void cli_doc_close(void);
+void cli_docs_end(int rc);
+/* {"ok":true}, the document of create, drop, put and del. */
+void cli_ok_doc(void);
 
 /*
  * Report a failure of the command: "tdb: CMD TABLE KEY: <tdbc_errmsg>"
@@ -86,5 +137,7 @@ int cmd_put(struct cli *cli);
 int cmd_del(struct cli *cli);
 int cmd_scan(struct cli *cli);
 int cmd_watch(struct cli *cli);
+int cmd_batch(struct cli *cli);         /* batch.c */
+int cmd_shell(struct cli *cli);         /* batch.c */
 
 #endif

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * cmd_data.c - the tdb CLI's record commands: get, put, del, scan.  Keys
  * and values are byte strings with lengths (cli_bytes, the library's
@@ -8,12 +9,13 @@
 
 #include "cli.h"
 
-/* {"key":..,"value":..} or, without a value, {"key":..}; no newline. */
+/* {"key":..,"value":..} or, without a value, {"key":..}: one document. */
 static void json_record(const struct cli *cli, const void *k, size_t kn,
 			const void *v, size_t vn, bool with_value)
 {
 	bool hex = cli->enc == FMT_HEX;
 
+	cli_doc_open();
 	putchar('{');
 	fmt_json_field(stdout, "key", k, kn, hex);
 	if (with_value) {
@@ -21,6 +23,7 @@ static void json_record(const struct cli *cli, const void *k, size_t kn,
 		fmt_json_field(stdout, "value", v, vn, hex);
 	}
 	putchar('}');
+	cli_doc_close();
 }
 
 int cmd_get(struct cli *cli)
@@ -37,7 +40,6 @@ int cmd_get(struct cli *cli)
 		rc = cli_fail(cli, (int)n);
 	} else if (cli->json) {
 		json_record(cli, cli->key.p, cli->key.n, val, (size_t)n, true);
-		putchar('\n');
 	} else {
 		/* Raw by default: the bytes and nothing else, so that
 		 * `tdb get T K > F` copies the value exactly; encoded
@@ -69,7 +71,7 @@ static int put_or_del(struct cli *cli, bool put)
 	if (err)
 		rc = cli_fail(cli, err);
 	else if (cli->json)
-		puts("{\"ok\":true}");
+		cli_ok_doc();
 	tdbc_table_close(t);
 	return rc;
 }
@@ -92,12 +94,12 @@ static void scan_line(const struct cli *cli, const void *k, size_t kn,
 
 	if (cli->json) {
 		json_record(cli, k, kn, v, vn, !cli->keys_only);
-	} else {
-		fmt_bytes(stdout, k, kn, enc);
-		if (!cli->keys_only) {
-			putchar('\t');
-			fmt_bytes(stdout, v, vn, enc);
-		}
+		return;
+	}
+	fmt_bytes(stdout, k, kn, enc);
+	if (!cli->keys_only) {
+		putchar('\t');
+		fmt_bytes(stdout, v, vn, enc);
 	}
 	putchar('\n');
 }

@@ -1,11 +1,15 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * cmd_tables.c - the tdb CLI's table and daemon commands: tables, create,
  * drop, stat, stats.  Text output is NAME VALUE lines (stat, stats) or a
- * header and aligned columns (tables); --json gives the objects that
- * `tdb --help` describes, with the field names of the text output.
+ * header and aligned columns (tables, sorted by name, owners by name);
+ * --json gives the objects that `tdb --help` describes, with the field
+ * names of the text output.
  */
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +19,7 @@
 static int ok_doc(const struct cli *cli)
 {
 	if (cli->json)
-		puts("{\"ok\":true}");
+		cli_ok_doc();
 	return EXIT_OK;
 }
 
@@ -86,12 +90,14 @@ static void stat_json(const struct tdbc_table_stat *st)
 
 	stat_figures(st, f);
 	/* a name may hold bytes >= 0x80 (proto.h), so maybe "name_hex" */
+	cli_doc_open();
 	putchar('{');
 	fmt_json_field(stdout, "name", st->name, strlen(st->name), false);
 	for (i = 0; i < STAT_FIGURES; i++)
 		printf(",\"%s\":%" PRIu64, f[i].name, f[i].v);
 	printf(",\"gid\":%" PRIu32 ",\"mode\":\"%04" PRIo32 "\","
-	       "\"state\":\"%s\"}\n", st->gid, st->mode, state_name(st));
+	       "\"state\":\"%s\"}", st->gid, st->mode, state_name(st));
+	cli_doc_close();
 }
 
 static void stat_text(const struct tdbc_table_stat *st)
@@ -125,11 +131,10 @@ int cmd_stat(struct cli *cli)
 
 /* --- the list of tables ------------------------------------------------- */
 
-/* Text output is aligned, so rows are collected first. */
+/* Rows are collected, sorted by name and then printed (aligned). */
 struct table_rows {
 	struct tdbc_table_stat *v;
 	size_t n, cap;
-	const struct cli *cli;
 };
 
 static int collect_row(void *arg, const struct tdbc_table_stat *st)
@@ -137,10 +142,6 @@ static int collect_row(void *arg, const struct tdbc_table_stat *st)
 	struct table_rows *r = arg;
 	struct tdbc_table_stat *nv;
 
-	if (r->cli->json) {     /* JSON lines need no alignment */
-		stat_json(st);
-		return 0;
-	}
 	if (r->n == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 16;
 		nv = realloc(r->v, r->cap * sizeof(*nv));
@@ -152,8 +153,17 @@ static int collect_row(void *arg, const struct tdbc_table_stat *st)
 	return 0;
 }
 
-/* A name in the NAME column: escaped (it came from a client, or from
- * before names were restricted: tdb/proto.h), padded to w characters. */
+/* By name, byte by byte (strcmp: unsigned bytes, so the C locale's
+ * order whatever LC_COLLATE says). */
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct tdbc_table_stat *)a)->name,
+		      ((const struct tdbc_table_stat *)b)->name);
+}
+
+/* A name in the NAME column: escaped as scan escapes keys (every byte
+ * outside printable ASCII as \xHH, UTF-8 too: so one byte of output is
+ * one column, and columns never misalign), padded to w characters. */
 static void print_name(const char *name, size_t w)
 {
 	size_t n = strlen(name), len = fmt_escaped_len(name, n);
@@ -163,11 +173,39 @@ static void print_name(const char *name, size_t w)
 		putchar(' ');
 }
 
+/* A user's or group's name if it is plain printable ASCII (one
+ * character a column, nothing to escape), else its number in num. */
+static const char *id_text(const char *name, uint32_t id, char num[16])
+{
+	if (name && fmt_escaped_len(name, strlen(name)) == strlen(name))
+		return name;
+	snprintf(num, 16, "%" PRIu32, id);
+	return num;
+}
+
+/* "user:group" by name (getpwuid, getgrgid), a number for either when
+ * it has no name or one that would need escaping. */
+static void owner_text(uint32_t uid, uint32_t gid, char *buf, size_t size)
+{
+	struct passwd *pw = getpwuid(uid);
+	const char *un = pw ? pw->pw_name : NULL;
+	char u[16], g[16];
+	struct group *gr;
+
+	un = id_text(un, uid, u);       /* before getgrgid reuses memory */
+	snprintf(buf, size, "%s:", un);
+	gr = getgrgid(gid);
+	snprintf(buf + strlen(buf), size - strlen(buf), "%s",
+		 id_text(gr ? gr->gr_name : NULL, gid, g));
+}
+
+#define OWNER_MAX 80
+
 static void print_rows(const struct table_rows *r)
 {
-	size_t w = 4;           /* strlen("NAME") */
+	size_t w = 4, ow = 5;   /* strlen("NAME"), strlen("OWNER") */
 	size_t i;
-	char ext[32], owner[32];
+	char ext[32], (*owner)[OWNER_MAX] = calloc(r->n + 1, OWNER_MAX);
 
 	for (i = 0; i < r->n; i++) {
 		const char *name = r->v[i].name;
@@ -175,31 +213,46 @@ static void print_rows(const struct table_rows *r)
 
 		if (len > w)
 			w = len;
+		if (owner) {
+			owner_text(r->v[i].uid, r->v[i].gid, owner[i],
+				   OWNER_MAX);
+			if (strlen(owner[i]) > ow)
+				ow = strlen(owner[i]);
+		}
 	}
-	printf("%-*s %10s %12s %11s %7s %11s %4s %5s\n", (int)w, "NAME",
-	       "RECORDS", "BYTES", "EXTENTS", "PAGE", "OWNER", "MODE",
-	       "STATE");
+	printf("%-*s %10s %12s %11s %7s %-*s %4s %5s\n", (int)w, "NAME",
+	       "RECORDS", "BYTES", "EXTENTS", "PAGE", (int)ow, "OWNER",
+	       "MODE", "STATE");
 	for (i = 0; i < r->n; i++) {
 		const struct tdbc_table_stat *st = &r->v[i];
+		char num[32];
 
 		snprintf(ext, sizeof(ext), "%" PRIu32 "/%" PRIu32,
 			 st->extents, st->max_extents);
-		snprintf(owner, sizeof(owner), "%" PRIu32 ":%" PRIu32,
-			 st->uid, st->gid);
+		if (!owner)     /* out of memory: numbers, still aligned */
+			snprintf(num, sizeof(num), "%" PRIu32 ":%" PRIu32,
+				 st->uid, st->gid);
 		print_name(st->name, w);
 		printf(" %10" PRIu64 " %12" PRIu64 " %11s %7" PRIu64
-		       " %11s %04" PRIo32 " %5s\n", st->records,
-		       st->bytes_used, ext, st->page_size, owner, st->mode,
-		       state_name(st));
+		       " %-*s %04" PRIo32 " %5s\n", st->records,
+		       st->bytes_used, ext, st->page_size, (int)ow,
+		       owner ? owner[i] : num, st->mode, state_name(st));
 	}
+	free(owner);
 }
 
 int cmd_tables(struct cli *cli)
 {
-	struct table_rows r = { .cli = cli };
+	struct table_rows r = { 0 };
 	int err = tdbc_table_list(cli->c, collect_row, &r);
+	size_t i;
 
-	if (!err && !cli->json)
+	if (!err && r.n)
+		qsort(r.v, r.n, sizeof(*r.v), by_name);
+	if (!err && cli->json)
+		for (i = 0; i < r.n; i++)
+			stat_json(&r.v[i]);
+	else if (!err)
 		print_rows(&r);
 	free(r.v);
 	return err ? cli_fail(cli, err) : EXIT_OK;
@@ -234,6 +287,8 @@ int cmd_stats(struct cli *cli)
 
 	if (err)
 		return cli_fail(cli, err);
+	if (cli->json)
+		cli_doc_open();
 	for (i = 0; i < n; i++) {
 		if (cli->json)
 			printf("%s\"%s\":%" PRIu64, i ? "," : "{", f[i].name,
@@ -241,7 +296,9 @@ int cmd_stats(struct cli *cli)
 		else
 			printf("%-16s %" PRIu64 "\n", f[i].name, f[i].v);
 	}
-	if (cli->json)
-		puts("}");
+	if (cli->json) {
+		putchar('}');
+		cli_doc_close();
+	}
 	return EXIT_OK;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * cmd_watch.c - `tdb watch`: follow a table's change feed, one line (or
  * JSON line) per change, flushed at once so a pipe sees it live.
@@ -29,6 +30,7 @@ static void print_event(const struct cli *cli, const struct tdbc_event *ev)
 	enum fmt_enc enc = cli_enc(cli, FMT_ESCAPE);
 
 	if (cli->json) {
+		cli_doc_open();
 		printf("{\"event\":\"%s\",\"seq\":%" PRIu32, names[ev->kind],
 		       ev->seq);
 		if (ev->kind != TDBC_EV_DROP) {
@@ -40,7 +42,8 @@ static void print_event(const struct cli *cli, const struct tdbc_event *ev)
 			fmt_json_field(stdout, "value", ev->val, ev->vlen,
 				       hex);
 		}
-		puts("}");
+		putchar('}');
+		cli_doc_close();
 		return;
 	}
 	fputs(words[ev->kind], stdout);
@@ -57,9 +60,11 @@ static void print_event(const struct cli *cli, const struct tdbc_event *ev)
 
 static void print_overrun(const struct cli *cli, uint64_t lost)
 {
-	if (cli->json)
-		printf("{\"event\":\"overrun\",\"lost\":%" PRIu64 "}\n", lost);
-	else
+	if (cli->json) {
+		cli_doc_open();
+		printf("{\"event\":\"overrun\",\"lost\":%" PRIu64 "}", lost);
+		cli_doc_close();
+	} else
 		printf("OVERRUN lost=%" PRIu64 "\n", lost);
 }
 
@@ -131,7 +136,7 @@ int cmd_watch(struct cli *cli)
 	}
 	err = follow(cli, w, &seen);
 	if (err == -ETIMEDOUT) {
-		fprintf(stderr, "tdb: watch: timed out: %" PRIu64 " of %"
+		fprintf(cli_err, "tdb: watch: timed out: %" PRIu64 " of %"
 			PRIu64 " changes came\n", seen, cli->count);
 		rc = EXIT_ERROR;
 	} else if (err && !ferror(stdout)) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * fmt.c - the tdb CLI's byte formats (fmt.h): raw, escaped, hex and JSON
  * output of keys and values; hex, number and whole-file input.
@@ -276,4 +277,114 @@ int fmt_read_all(int fd, size_t cap, uint8_t **out, size_t *len)
 	*out = buf;
 	*len = n;
 	return 0;
+}
+
+/* --- words of a batch or shell line -------------------------------------- */
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* A backslash escape inside double quotes at s[0..n) (s[0] is the byte
+ * after the backslash): the byte it stands for in *b and how many bytes
+ * it takes, or 0 for a bad \x. */
+static size_t dq_escape(const char *s, size_t n, char *b)
+{
+	int hi, lo;
+
+	switch (s[0]) {
+	case 'n': *b = '\n'; return 1;
+	case 't': *b = '\t'; return 1;
+	case 'r': *b = '\r'; return 1;
+	case '0': *b = '\0'; return 1;
+	case 'x':
+		if (n < 3 || (hi = hex_val(s[1])) < 0 ||
+		    (lo = hex_val(s[2])) < 0)
+			return 0;
+		*b = (char)(hi << 4 | lo);
+		return 3;
+	}
+	*b = s[0];              /* \\ \" \$ and any other: the byte */
+	return 1;
+}
+
+/* One word starting at s[*i] (not a blank) into out; its length. */
+static int split_word(const char *s, size_t n, size_t *i, char *out,
+		      size_t *len, const char **why)
+{
+	size_t k = 0, j = *i, e;
+	char q = 0;
+
+	for (; j < n && (q || !is_blank(s[j])); j++) {
+		char c = s[j];
+
+		if (q == '\'' && c != '\'') {
+			out[k++] = c;
+		} else if (c == q) {
+			q = 0;
+		} else if (!q && (c == '\'' || c == '"')) {
+			q = c;
+		} else if (c != '\\') {
+			out[k++] = c;
+		} else if (j + 1 == n) {
+			*why = "a backslash ends the line";
+			return -EINVAL;
+		} else if (!q) {
+			out[k++] = s[++j];
+		} else if (!(e = dq_escape(s + j + 1, n - j - 1, &out[k++]))) {
+			*why = "\\x takes two hex digits";
+			return -EINVAL;
+		} else {
+			j += e;
+		}
+	}
+	if (q) {
+		*why = q == '"' ? "a double quote is not closed" :
+				  "a single quote is not closed";
+		return -EINVAL;
+	}
+	out[k] = '\0';
+	*len = k;
+	*i = j;
+	return 0;
+}
+
+int fmt_split(const char *s, size_t n, struct fmt_words *w,
+	      const char **why)
+{
+	/* at most one word per two bytes, plus one; each word's bytes are
+	 * no more than its source's, plus a NUL */
+	size_t maxw = n / 2 + 1, i = 0, at = 0;
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->buf = malloc(2 * n + 2);
+	w->word = calloc(maxw, sizeof(*w->word));
+	w->len = calloc(maxw, sizeof(*w->len));
+	if (!w->buf || !w->word || !w->len) {
+		fmt_words_free(w);
+		return -ENOMEM;
+	}
+	for (;;) {
+		while (i < n && is_blank(s[i]))
+			i++;
+		if (i == n || s[i] == '#')
+			return 0;
+		w->word[w->n] = w->buf + at;
+		err = split_word(s, n, &i, w->buf + at, &w->len[w->n], why);
+		if (err) {
+			fmt_words_free(w);
+			return err;
+		}
+		at += w->len[w->n++] + 1;
+	}
+}
+
+void fmt_words_free(struct fmt_words *w)
+{
+	free(w->buf);
+	free(w->word);
+	free(w->len);
+	memset(w, 0, sizeof(*w));
 }

@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * fmt.h - the tdb CLI's byte formats: how keys and values are printed
  * (raw, C-style escapes, hex, JSON strings) and read (hex), and the
- * strict number and input parsing the commands share.  Pure functions
+ * strict number and input parsing the commands share, and the word
+ * splitting of batch and shell lines (fmt_split).  Pure functions
  * on buffers and FILE streams, no connection: tested alone by test_fmt.c.
  *
  * Every function here takes a length with its bytes: keys and values
@@ -66,5 +68,29 @@ int fmt_parse_u64(const char *s, int base, uint64_t max, uint64_t *out);
  * the memory), or returns -errno of a failed read, -ENOMEM.
  */
 int fmt_read_all(int fd, size_t cap, uint8_t **out, size_t *len);
+
+/* The words of one line (fmt_split). */
+struct fmt_words {
+	char **word;            /* n words, each NUL-terminated too */
+	size_t *len;            /* their lengths (a word may hold NULs) */
+	int n;
+	char *buf;              /* the bytes behind word[] */
+};
+
+/*
+ * Split the n bytes at s into words, quoted as sh quotes them so that
+ * commands printed for a shell can be pasted: blanks (space, tab, a
+ * CR or LF) separate words; 'single quotes' keep every byte as it is;
+ * outside quotes a backslash keeps the next byte as it is; a '#' that
+ * starts a word comments out the rest of the line.  In "double quotes"
+ * a backslash takes the escapes scan prints (\\ \n \t \r \xHH) and
+ * \0, so a key scan printed, in double quotes, reads back as the same
+ * bytes; before any other byte (\" \$ ...) it keeps that byte.
+ * 0 and *w (free with fmt_words_free), -EINVAL with *why for an
+ * unclosed quote or a bad \x, -ENOMEM.
+ */
+int fmt_split(const char *s, size_t n, struct fmt_words *w,
+	      const char **why);
+void fmt_words_free(struct fmt_words *w);
 
 #endif

@@ -1,7 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * main.c - tdb, the command line client of tdbd: the command line (global
  * and command options, arguments), the connection, error reporting and
- * exit codes.  The commands themselves are in cmd_*.c.
+ * exit codes, JSON documents (one a line, or --json-array).  The
+ * commands themselves are in cmd_*.c; batch.c runs lines of commands
+ * (tdb batch, the shell) through cli_line_parse.
  *
  * Exit codes (scripts rely on them; also in `tdb --help`):
  *   0  ok
@@ -43,6 +46,7 @@
 
 static const char usage_text[] =
 "Usage: tdb [OPTION]... COMMAND [ARG]...\n"
+"       tdb [OPTION]...       (a shell on a terminal, else a batch)\n"
 "The command line client of tdbd, the tdb daemon.\n"
 "\n"
 "Commands:\n"
@@ -58,13 +62,22 @@ static const char usage_text[] =
 "  scan TABLE [--prefix P] [--limit N] [--keys-only]\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
 "                              follow changes, one line each\n"
+"  batch [--txn]               commands from stdin, one a line, quoted\n"
+"                              as in sh (in \"...\": \\n \\t \\\\ \\xHH \\0);\n"
+"                              --txn: as one transaction (get, put,\n"
+"                              del only), all or nothing\n"
+"  (no command)                on a terminal, a shell: the same lines,\n"
+"                              begin/commit/abort, help, quit; history\n"
+"                              in $XDG_STATE_HOME/tdb/history or\n"
+"                              ~/.tdb_history.  Otherwise a batch.\n"
 "\n"
 "Options (before or after the command):\n"
 "      --socket PATH     tdbd's socket (default $TDB_SOCKET, else\n"
 "                        " TDBC_SOCKET_DEFAULT ")\n"
 "      --no-rings        talk over the socket only (no shared rings)\n"
 "      --json            machine output: one JSON document, or one per\n"
-"                        line for tables, scan and watch\n"
+"                        line for tables, scan, watch and batch\n"
+"      --json-array      the same documents as one JSON array\n"
 "      --hex             print keys and values in hex\n"
 "      --escape          print keys and values with C escapes\n"
 "  -k, --key-hex         KEY and --prefix are given in hex\n"
@@ -93,9 +106,11 @@ static const char usage_text[] =
 "  DEL<tab>KEY, DROP, and OVERRUN lost=N when changes were lost (it\n"
 "  goes on); both escape keys and values by default: printable ASCII as\n"
 "  is, \\\\ \\n \\t \\r, other bytes \\xHH.\n"
-"  tables prints a header and one line per table; stat and stats print\n"
-"  NAME VALUE lines; table names are escaped as keys are.  Modes are\n"
-"  octal.\n"
+"  tables prints a header and one line per table, sorted by name,\n"
+"  owners by name; stat and stats print NAME VALUE lines; table names\n"
+"  are escaped as keys are.  Modes are octal.  stats counts the tables\n"
+"  one may see.  batch prints get's values escaped, a line each, and\n"
+"  names a failed line: \"tdb: line N: ...\".\n"
 "  JSON: a key, value or table name that is valid UTF-8 without control\n"
 "  characters (but tab, CR, LF) is a string member \"key\"/\"value\"/\n"
 "  \"name\" (C1 controls in it \\u-escaped), else (keys and values also\n"
@@ -115,7 +130,10 @@ static const char usage_text[] =
 "            set the table aside at start; its data is kept on disk)\n"
 "    stats   {\"tables\":N,...} every counter of the daemon\n"
 "    create, drop, put, del: {\"ok\":true}\n"
-"  Errors go to stderr only.\n"
+"    batch   {\"line\":N,\"ok\":true}, {\"line\":N,\"key\":..,\"value\":..},\n"
+"            {\"line\":N,\"error\":..,\"exit\":N}; other commands in a\n"
+"            batch print their own documents\n"
+"  Errors go to stderr only (batch --json: also as a document).\n"
 "\n"
 "Exit codes: 0 ok, 1 not found, 2 usage error, 3 exists, 4 permission\n"
 "denied, 5 cannot connect, 6 other error (incl. watch --count not\n"
@@ -124,12 +142,13 @@ static const char usage_text[] =
 /* --- options ------------------------------------------------------------ */
 
 enum {
-	OPT_SOCKET = 256, OPT_NO_RINGS, OPT_JSON, OPT_HEX, OPT_ESCAPE,
+	OPT_SOCKET = 256, OPT_NO_RINGS, OPT_JSON, OPT_JSON_ARRAY, OPT_HEX,
+	OPT_ESCAPE,
 	/* command options: bit (opt - OPT_CMD0) in struct command.opts */
 	OPT_CMD0,
 	OPT_MAX_EXTENTS = OPT_CMD0, OPT_MODE, OPT_UID, OPT_GID, OPT_FILE,
 	OPT_STDIN, OPT_NO_OVERWRITE, OPT_PREFIX, OPT_LIMIT, OPT_KEYS_ONLY,
-	OPT_COUNT, OPT_TIMEOUT,
+	OPT_COUNT, OPT_TIMEOUT, OPT_TXN,
 	OPT_END
 };
 #define O(opt) (1u << ((opt) - OPT_CMD0))
@@ -138,6 +157,7 @@ static const struct option long_opts[] = {
 	{ "socket",       required_argument, NULL, OPT_SOCKET },
 	{ "no-rings",     no_argument,       NULL, OPT_NO_RINGS },
 	{ "json",         no_argument,       NULL, OPT_JSON },
+	{ "json-array",   no_argument,       NULL, OPT_JSON_ARRAY },
 	{ "hex",          no_argument,       NULL, OPT_HEX },
 	{ "escape",       no_argument,       NULL, OPT_ESCAPE },
 	{ "key-hex",      no_argument,       NULL, 'k' },
@@ -156,15 +176,8 @@ static const struct option long_opts[] = {
 	{ "keys-only",    no_argument,       NULL, OPT_KEYS_ONLY },
 	{ "count",        required_argument, NULL, OPT_COUNT },
 	{ "timeout",      required_argument, NULL, OPT_TIMEOUT },
+	{ "txn",          no_argument,       NULL, OPT_TXN },
 	{ NULL, 0, NULL, 0 }
-};
-
-struct command {
-	const char *name;
-	const char *args;       /* for usage messages */
-	int min_args, max_args; /* positional arguments after the name */
-	unsigned int opts;      /* O(OPT_...) it takes */
-	int (*run)(struct cli *cli);
 };
 
 static const struct command commands[] = {
@@ -183,7 +196,31 @@ static const struct command commands[] = {
 	  O(OPT_PREFIX) | O(OPT_LIMIT) | O(OPT_KEYS_ONLY), cmd_scan },
 	{ "watch", "TABLE", 1, 1,
 	  O(OPT_PREFIX) | O(OPT_COUNT) | O(OPT_TIMEOUT), cmd_watch },
+	{ "batch", "", 0, 0, O(OPT_TXN), cmd_batch },
 };
+
+/* tdb with no command: the shell on a terminal, else a batch. */
+static const struct command shell_command = {
+	"shell", "", 0, 0, 0, cmd_shell
+};
+
+/* Words of the batch and shell language only (batch.c runs them). */
+static const char *const line_words[] = {
+	"begin", "commit", "abort", "quit", "exit",
+};
+
+FILE *cli_err;
+
+
+static const char *opt_name(int val)
+{
+	const struct option *o;
+
+	for (o = long_opts; o->name; o++)
+		if (o->val == val)
+			return o->name;
+	return "?";
+}
 
 /* What parsing collects besides struct cli. */
 struct parsed {
@@ -191,6 +228,7 @@ struct parsed {
 	int npos;
 	unsigned int seen;      /* O(OPT_...) of command options given */
 	const char *prefix_arg; /* decoded once -k is known */
+	const char *last_word;  /* the word getopt looked at last */
 };
 
 /* "tdb: [CMD: ]message" and the hint; returns EXIT_USAGE. */
@@ -199,13 +237,13 @@ static int usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "tdb: ");
+	fprintf(cli_err, "tdb: ");
 	if (cmd)
-		fprintf(stderr, "%s: ", cmd);
+		fprintf(cli_err, "%s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vfprintf(cli_err, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'tdb --help'.\n");
+	fprintf(cli_err, "\nTry 'tdb --help'.\n");
 	return EXIT_USAGE;
 }
 
@@ -313,6 +351,9 @@ static int parse_cmd_opt(struct cli *cli, struct parsed *p, int opt,
 		rc = parse_num("timeout", arg, 10, INT32_MAX, &v);
 		cli->timeout_ms = (long)v;
 		break;
+	case OPT_TXN:
+		cli->txn = true;
+		break;
 	}
 	return rc;
 }
@@ -320,6 +361,10 @@ static int parse_cmd_opt(struct cli *cli, struct parsed *p, int opt,
 /* Returns -1 to go on, else an exit code (help, version, error). */
 static int parse_opt(struct cli *cli, struct parsed *p, int opt)
 {
+	if (cli->in_line && (opt == OPT_SOCKET || opt == OPT_NO_RINGS ||
+			     opt == OPT_JSON || opt == OPT_JSON_ARRAY))
+		return usage_error(NULL, "--%s applies to the whole batch: "
+				   "give it to tdb itself", opt_name(opt));
 	switch (opt) {
 	case 1:                 /* a positional argument, in order */
 		p->pos[p->npos++] = optarg;
@@ -327,6 +372,9 @@ static int parse_opt(struct cli *cli, struct parsed *p, int opt)
 	case OPT_SOCKET:   cli->socket = optarg; return -1;
 	case OPT_NO_RINGS: cli->flags |= TDBC_NO_RINGS; return -1;
 	case OPT_JSON:     cli->json = true; return -1;
+	case OPT_JSON_ARRAY:
+		cli->json = cli->json_array = true;
+		return -1;
 	case OPT_HEX:
 		return set_enc(cli, FMT_HEX) ? EXIT_USAGE : -1;
 	case OPT_ESCAPE:
@@ -339,8 +387,12 @@ static int parse_opt(struct cli *cli, struct parsed *p, int opt)
 	case 'V':
 		printf("tdb %s\n", TDB_VERSION);
 		return fflush(stdout) ? EXIT_ERROR : EXIT_OK;
-	case '?':               /* getopt said what */
-		fprintf(stderr, "Try 'tdb --help'.\n");
+	case '?':               /* getopt said what, but in a line */
+		if (cli->in_line)
+			return usage_error(NULL, "%s: no such option, or "
+					   "its argument is missing",
+					   p->last_word);
+		fprintf(cli_err, "Try 'tdb --help'.\n");
 		return EXIT_USAGE;
 	}
 	if (opt >= OPT_CMD0 && opt < OPT_END)
@@ -357,8 +409,13 @@ static int parse_line(struct cli *cli, struct parsed *p, int argc,
 	int opt, rc;
 
 	argv[0] = (char *)"tdb";        /* getopt's messages say "tdb:" */
+	optind = 0;                     /* anew for every line (glibc) */
+	opterr = !cli->in_line;         /* a line's go to cli_err */
 	while ((opt = getopt_long(argc, argv, "-kvhV", long_opts,
 				  NULL)) != -1) {
+		/* an unknown option, or one missing its argument, is the
+		 * word getopt just passed */
+		p->last_word = argv[optind > 1 ? optind - 1 : 1];
 		rc = parse_opt(cli, p, opt);
 		if (rc >= 0)
 			return rc;
@@ -407,11 +464,24 @@ static int check_key(const char *cmd, const struct cli_bytes *b)
 	return 0;
 }
 
-/* A KEY, VALUE or --prefix argument: as given, or decoded from hex. */
-static int take_bytes(const char *cmd, const char *what, const char *arg,
-		      bool hex, struct cli_bytes *b)
+/* The length of an argument: a line's word may hold NUL bytes (from
+ * "\x00" in double quotes); an argv string has none. */
+static size_t arg_len(const struct cli *cli, const char *arg)
 {
-	size_t n = strlen(arg); /* an argv string: it has no NUL inside */
+	int i;
+
+	for (i = 0; cli->words && i < cli->words->n; i++)
+		if (cli->words->word[i] == arg)
+			return cli->words->len[i];
+	return strlen(arg);
+}
+
+/* A KEY, VALUE or --prefix argument: as given, or decoded from hex. */
+static int take_bytes(const struct cli *cli, const char *what,
+		      const char *arg, bool hex, struct cli_bytes *b)
+{
+	const char *cmd = cli->cmd;
+	size_t n = arg_len(cli, arg);
 	int err = 0;
 
 	if (hex) {
@@ -430,7 +500,7 @@ static int take_bytes(const char *cmd, const char *what, const char *arg,
 	if (err > 0)
 		return err;
 	if (err) {
-		fprintf(stderr, "tdb: %s: %s\n", cmd, lc_strerror(-err));
+		fprintf(cli_err, "tdb: %s: %s\n", cmd, lc_strerror(-err));
 		return EXIT_ERROR;
 	}
 	b->set = true;
@@ -445,7 +515,7 @@ static int read_value(struct cli *cli)
 	size_t n;
 
 	if (cli->file && (fd = open(cli->file, O_RDONLY | O_CLOEXEC)) < 0) {
-		fprintf(stderr, "tdb: put: %s: %s\n", cli->file,
+		fprintf(cli_err, "tdb: put: %s: %s\n", cli->file,
 			lc_strerror(errno));
 		return EXIT_ERROR;
 	}
@@ -453,7 +523,7 @@ static int read_value(struct cli *cli)
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (err) {
-		fprintf(stderr, "tdb: put: reading %s: %s\n",
+		fprintf(cli_err, "tdb: put: reading %s: %s\n",
 			cli->file ? cli->file : "stdin",
 			err == -E2BIG ? "too long for a value" :
 			lc_strerror(-err));
@@ -467,7 +537,7 @@ static int read_value(struct cli *cli)
 			     &cli->value.n);
 	free(raw);
 	if (err) {
-		fprintf(stderr, "tdb: put: reading %s: %s\n",
+		fprintf(cli_err, "tdb: put: reading %s: %s\n",
 			cli->file ? cli->file : "stdin", err == -EINVAL ?
 			"not hex (two digits a byte)" : lc_strerror(-err));
 		return EXIT_ERROR;
@@ -489,8 +559,11 @@ static int put_args(struct cli *cli, char **args, int nargs)
 	if (sources != 1)
 		return usage_error("put", "give the value once: VALUE, -, "
 				   "--file F or --stdin");
+	if (cli->in_line && cli->use_stdin)
+		return usage_error("put", "- and --stdin read the commands' "
+				   "input: give VALUE or --file F");
 	if (nargs == 3)
-		rc = take_bytes("put", "VALUE", args[2], cli->value_hex,
+		rc = take_bytes(cli, "VALUE", args[2], cli->value_hex,
 				&cli->value);
 	else
 		rc = read_value(cli);
@@ -498,16 +571,6 @@ static int put_args(struct cli *cli, char **args, int nargs)
 		return usage_error("put", "VALUE is %zu bytes, longer than %u",
 				   cli->value.n, TDB_VALUE_MAX);
 	return rc;
-}
-
-static const char *opt_name(int val)
-{
-	const struct option *o;
-
-	for (o = long_opts; o->name; o++)
-		if (o->val == val)
-			return o->name;
-	return "?";
 }
 
 /* A new table's name: the protocol's rule, before anything is sent
@@ -540,10 +603,10 @@ static int take_args(struct cli *cli, const struct command *cmd,
 		cli->table = args[0];
 	if (!strcmp(cmd->name, "create") && (rc = check_new_name(cli->table)))
 		return rc;
-	if (nargs >= 2 && (rc = take_bytes(cmd->name, "KEY", args[1],
+	if (nargs >= 2 && (rc = take_bytes(cli, "KEY", args[1],
 					   cli->key_hex, &cli->key)))
 		return rc;
-	if (p->prefix_arg && (rc = take_bytes(cmd->name, "--prefix",
+	if (p->prefix_arg && (rc = take_bytes(cli, "--prefix",
 					      p->prefix_arg, cli->key_hex,
 					      &cli->prefix)))
 		return rc;
@@ -576,17 +639,18 @@ int cli_fail(const struct cli *cli, int err)
 {
 	const char *msg = cli->c ? tdbc_errmsg(cli->c) : "";
 
-	fprintf(stderr, "tdb: %s", cli->cmd);
+	fprintf(cli_err, "tdb: %s", cli->cmd);
 	if (cli->table) {
-		fputc(' ', stderr);
-		fmt_bytes(stderr, cli->table, strlen(cli->table), FMT_ESCAPE);
+		fputc(' ', cli_err);
+		fmt_bytes(cli_err, cli->table, strlen(cli->table),
+			  FMT_ESCAPE);
 	}
 	if (cli->key.set) {
-		fputc(' ', stderr);
-		fmt_bytes(stderr, cli->key.p, cli->key.n,
+		fputc(' ', cli_err);
+		fmt_bytes(cli_err, cli->key.p, cli->key.n,
 			  cli->key_hex ? FMT_HEX : FMT_ESCAPE);
 	}
-	fprintf(stderr, ": %s\n", *msg ? msg : tdbc_strerror(err));
+	fprintf(cli_err, ": %s\n", *msg ? msg : tdbc_strerror(err));
 	return cli_exit_code(err);
 }
 
@@ -617,6 +681,7 @@ static int run(struct cli *cli, const struct command *cmd)
 		return EXIT_CONNECT;
 	}
 	rc = cmd->run(cli);
+	cli_docs_end(rc);
 	tdbc_close(cli->c);
 	cli->c = NULL;
 	/* Output that could not be written is a failure, not a success
@@ -638,6 +703,123 @@ static void cli_free(struct cli *cli, struct parsed *p)
 	free(p->pos);
 }
 
+static bool is_line_word(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(line_words) / sizeof(line_words[0]); i++)
+		if (!strcmp(line_words[i], name))
+			return true;
+	return false;
+}
+
+/* The command p names (after parse_line), or an exit code. */
+static int pick_command(struct cli *cli, struct parsed *p,
+			const struct command **cmd)
+{
+	if (!strcmp(p->pos[0], "help"))
+		return parse_opt(cli, p, 'h');
+	*cmd = find_command(p->pos[0]);
+	if (*cmd && cli->in_line && !strcmp(p->pos[0], "batch"))
+		*cmd = NULL;
+	if (!*cmd && is_line_word(p->pos[0]) && !cli->in_line)
+		return usage_error(NULL, "%s: a command of the shell and of "
+				   "batch input only", p->pos[0]);
+	if (!*cmd)
+		return usage_error(NULL, "no such command: %s", p->pos[0]);
+	cli->cmd = (*cmd)->name;
+	return take_args(cli, *cmd, p);
+}
+
+int cli_skip_tdb(const struct fmt_words *w)
+{
+	const char *slash;
+
+	if (!w->n)
+		return 0;
+	slash = strrchr(w->word[0], '/');
+	return !strcmp(slash ? slash + 1 : w->word[0], "tdb");
+}
+
+int cli_line_parse(struct cli *lc, const struct cli *base,
+		   const struct fmt_words *w, const struct command **cmd)
+{
+	struct parsed p = { 0 };
+	int i, skip = cli_skip_tdb(w), rc;
+
+	*lc = (struct cli){
+		.json = base->json, .json_array = base->json_array,
+		.enc = base->enc, .key_hex = base->key_hex,
+		.value_hex = base->value_hex,
+		.mode = (uint32_t)-1, .uid = (uint32_t)-1,
+		.gid = (uint32_t)-1, .timeout_ms = -1,
+		.in_line = true, .words = w, .cmd = "",
+	};
+	*cmd = NULL;
+	lc->argv_mem = calloc((size_t)w->n + 2, sizeof(char *));
+	lc->pos_mem = p.pos = calloc((size_t)w->n + 2, sizeof(char *));
+	if (!lc->argv_mem || !p.pos) {
+		fprintf(cli_err, "tdb: out of memory\n");
+		return EXIT_ERROR;
+	}
+	for (i = skip; i < w->n; i++)
+		lc->argv_mem[i - skip + 1] = w->word[i];
+	rc = parse_line(lc, &p, w->n - skip + 1, lc->argv_mem);
+	if (rc >= 0)
+		return rc;
+	if (!p.npos)
+		return usage_error(NULL, "no command");
+	rc = pick_command(lc, &p, cmd);
+	return rc || !*cmd ? rc : -1;
+}
+
+void cli_line_free(struct cli *lc)
+{
+	struct parsed p = { .pos = lc->pos_mem };
+
+	cli_free(lc, &p);
+	free(lc->argv_mem);
+	lc->argv_mem = lc->pos_mem = NULL;
+}
+
+/* --- JSON documents ------------------------------------------------------ */
+
+static bool docs_array;
+static unsigned long docs_n;
+
+void cli_docs_array(bool on)
+{
+	docs_array = on;
+}
+
+void cli_doc_open(void)
+{
+	if (docs_array)
+		putchar(docs_n ? ',' : '[');
+	docs_n++;
+}
+
+void cli_doc_close(void)
+{
+	if (!docs_array)
+		putchar('\n');
+}
+
+void cli_ok_doc(void)
+{
+	cli_doc_open();
+	fputs("{\"ok\":true}", stdout);
+	cli_doc_close();
+}
+
+/* The array's end; none after a failure that printed nothing, so that
+ * stdout stays empty as without --json-array. */
+void cli_docs_end(int rc)
+{
+	if (docs_array && (docs_n || rc == EXIT_OK))
+		puts(docs_n ? "]" : "[]");
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cli = {
@@ -648,23 +830,26 @@ int main(int argc, char **argv)
 	const struct command *cmd = NULL;
 	int rc;
 
+	cli_err = stderr;
 	if (!p.pos) {
 		fprintf(stderr, "tdb: out of memory\n");
 		return EXIT_ERROR;
 	}
 	rc = parse_line(&cli, &p, argc, argv);
-	if (rc < 0 && !p.npos)
-		rc = usage_error(NULL, "no command");
-	if (rc < 0 && !strcmp(p.pos[0], "help"))
-		rc = parse_opt(&cli, &p, 'h');
-	if (rc < 0 && !(cmd = find_command(p.pos[0])))
-		rc = usage_error(NULL, "no such command: %s", p.pos[0]);
-	if (rc < 0) {
+	cli_docs_array(cli.json_array);
+	if (rc < 0 && !p.npos) {
+		/* no command: the shell on a terminal, else a batch from
+		 * stdin (tdb(1)) */
+		cmd = isatty(STDIN_FILENO) ? &shell_command :
+					     find_command("batch");
 		cli.cmd = cmd->name;
+		p.pos[p.npos++] = (char *)cmd->name;
 		rc = take_args(&cli, cmd, &p);
-		if (!rc)
-			rc = run(&cli, cmd);
+	} else if (rc < 0) {
+		rc = pick_command(&cli, &p, &cmd);
 	}
+	if (!rc && cmd)
+		rc = run(&cli, cmd);
 	cli_free(&cli, &p);
 	return rc;
 }

@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_fmt.c - unit tests of the tdb CLI's byte formats (fmt.c): every
  * output encoding on bytes that need escaping (NUL included), the UTF-8
  * rule that picks JSON strings or hex, hex input, strict numbers and
- * whole-input reads with their cap.  No daemon.
+ * whole-input reads with their cap, and the word splitting of batch
+ * lines (quotes, escapes, NUL bytes, comments).  No daemon.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -241,6 +243,79 @@ static void test_read_all(void)
 	CHECK(fmt_read_all(-1, 10, &out, &got) == -EBADF);
 }
 
+/* Split line; the words joined with '|' (NUL shown as '@'), or NULL on
+ * an error (its reason in *why). */
+static char *split_join(const char *line, const char **why)
+{
+	static char buf[256];
+	struct fmt_words w;
+	size_t at = 0, j;
+	int i;
+
+	*why = NULL;
+	if (fmt_split(line, strlen(line), &w, why))
+		return NULL;
+	for (i = 0; i < w.n; i++) {
+		CHECK(w.word[i][w.len[i]] == '\0');
+		for (j = 0; j < w.len[i] && at < sizeof(buf) - 2; j++)
+			buf[at++] = w.word[i][j] ? w.word[i][j] : '@';
+		buf[at++] = '|';
+	}
+	buf[at] = '\0';
+	fmt_words_free(&w);
+	return buf;
+}
+
+#define SPLIT(line, want) do {						\
+	const char *why_;						\
+	char *got_ = split_join(line, &why_);				\
+	if (!got_ || strcmp(got_, want)) {				\
+		fprintf(stderr, "line %d: split [%s]: got [%s] (%s), "	\
+			"want [%s]\n", __LINE__, line,			\
+			got_ ? got_ : "error", why_ ? why_ : "",	\
+			want);						\
+		failed = 1;						\
+	}								\
+} while (0)
+
+#define SPLIT_BAD(line, reason) do {					\
+	const char *why_;						\
+	CHECK(!split_join(line, &why_) && why_ &&			\
+	      strstr(why_, reason));					\
+} while (0)
+
+static void test_split(void)
+{
+	SPLIT("", "");
+	SPLIT("  \t ", "");
+	SPLIT("put t k v", "put|t|k|v|");
+	SPLIT("  put\tt  k v \r\n", "put|t|k|v|");
+	/* what ./run demo prints, pasted */
+	SPLIT("tdb put users alice '{\"age\": 31}'",
+	      "tdb|put|users|alice|{\"age\": 31}|");
+	SPLIT("put t k \"{\\\"a\\\": 1}\"", "put|t|k|{\"a\": 1}|");
+	/* single quotes keep backslashes; empty words */
+	SPLIT("put t 'a\\nb' ''", "put|t|a\\nb||");
+	SPLIT("put t \"\" x", "put|t||x|");
+	/* double quotes take scan's escapes, NUL included */
+	SPLIT("put t \"a\\x00b\\n\\\\\\xff\"",
+	      "put|t|a@b\n\\\xff|");
+	SPLIT("put t \"\\0\\t\\$\"", "put|t|@\t$|");
+	/* outside quotes a backslash keeps the next byte */
+	SPLIT("put t a\\ b \\'", "put|t|a b|'|");
+	/* quotes join a word */
+	SPLIT("put t a'b c'\"d\"", "put|t|ab cd|");
+	/* comments */
+	SPLIT("# all of it", "");
+	SPLIT("get t k # the rest", "get|t|k|");
+	SPLIT("get t k#not", "get|t|k#not|");
+	SPLIT_BAD("put t 'open", "single quote");
+	SPLIT_BAD("put t \"open", "double quote");
+	SPLIT_BAD("put t \"\\x4\"", "\\x takes");
+	SPLIT_BAD("put t \"\\xzz\"", "\\x takes");
+	SPLIT_BAD("put t k\\", "backslash ends");
+}
+
 int main(void)
 {
 	test_bytes();
@@ -250,6 +325,7 @@ int main(void)
 	test_hex_decode();
 	test_numbers();
 	test_read_all();
+	test_split();
 	if (!failed)
 		printf("test_fmt: all passed\n");
 	return failed;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * dumpfmt.c - the db_dump / mdb_dump text format (dumpfmt.h): writing
  * headers and items, reading lines in bounded memory, decoding items,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * dumpfmt.h - the dump text format of tdb-dump and tdb-load: the
  * Berkeley DB db_dump / LMDB mdb_dump format, VERSION=3, byte for byte.

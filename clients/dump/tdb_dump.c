@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * tdb_dump.c - tdb-dump: tables of a running tdbd written in the text
  * format of db_dump and mdb_dump (VERSION=3, dumpfmt.h), which tdb-load
@@ -13,6 +14,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +43,11 @@ static const char usage_text[] =
 "  -M, --no-meta       leave out tdb's own header keywords (tdb_owner,\n"
 "                      tdb_group, tdb_mode, tdb_max_extents), which\n"
 "                      mdb_load warns about and ignores\n"
-"  -q, --quiet         no progress bar (there is one only when stderr is\n"
-"                      a terminal and the dump does not go to it)\n"
+"  -q, --quiet         no progress bar and no summary (there are only\n"
+"                      when stderr is a terminal and the dump does not\n"
+"                      go to it)\n"
+"  -v, --verbose       the summary line on stderr even when it is not a\n"
+"                      terminal (\"dumped N records, X MiB in Y s\")\n"
 "  -S, --socket PATH   tdbd's socket, also given as SOCKET (default\n"
 "                      $TDB_SOCKET, else " TDBC_SOCKET_DEFAULT ")\n"
 "      --no-rings      talk over the socket only (no shared rings)\n"
@@ -66,6 +71,29 @@ struct tabs {
 	size_t n, cap;
 };
 
+/* May this process read the table?  tdbd's rule (the class bits that
+ * apply: owner, else group, else others; root always), with the ids
+ * tdbd saw when we connected.  Tables one may only write are listed by
+ * tdbd too (they can be opened and written), but there is nothing to
+ * dump from them. */
+static bool may_read(const struct tdbc_table_stat *st)
+{
+	gid_t groups[256];
+	int i, n;
+
+	if (geteuid() == 0)
+		return true;
+	if (geteuid() == st->uid)
+		return st->mode & 0400;
+	if (getegid() == st->gid)
+		return st->mode & 0040;
+	n = getgroups(256, groups);
+	for (i = 0; i < n; i++)
+		if (groups[i] == st->gid)
+			return st->mode & 0040;
+	return st->mode & 0004;
+}
+
 static int collect(void *arg, const struct tdbc_table_stat *st)
 {
 	struct tabs *ts = arg;
@@ -81,6 +109,13 @@ static int collect(void *arg, const struct tdbc_table_stat *st)
 	}
 	ts->v[ts->n++].st = *st;
 	return 0;
+}
+
+/* tdbc_table_list's callback: the tables there is something to dump
+ * from (-s TABLE takes the one named, and its scan says why not). */
+static int collect_readable(void *arg, const struct tdbc_table_stat *st)
+{
+	return may_read(st) ? collect(arg, st) : 0;
 }
 
 static int by_name(const void *a, const void *b)
@@ -118,6 +153,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "file", required_argument, NULL, 'f' },
 		{ "no-meta", no_argument, NULL, 'M' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "socket", required_argument, NULL, 'S' },
 		{ "no-rings", no_argument, NULL, 'R' },
 		{ "version", no_argument, NULL, 'V' },
@@ -128,7 +164,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":as:lpf:MqS:Vh", lo,
+	while ((ch = getopt_long(argc, argv, ":as:lpf:MqvS:Vh", lo,
 				 NULL)) != -1) {
 		switch (ch) {
 		case 'a': o->all = true; break;
@@ -206,6 +242,7 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 			       dx_why(c, err));
 		exit(dx_exit_for(err));
 	}
+	dx_progress_begin(pg);
 	errno = 0;
 	if (df_write_header(w->f, o->print, st->name, mapsize, &meta))
 		write_failed(w);
@@ -214,6 +251,8 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 		    df_write_item(w->f, o->print, v, vl))
 			write_failed(w);
 		n++;
+		pg->records++;
+		pg->bytes += kl + vl;
 		if (!(n & 255))
 			dx_progress(pg, dx_esc(e, st->name), n, st->records,
 				    "records");
@@ -257,7 +296,7 @@ int main(int argc, char **argv)
 		if (collect(&ts, &st))
 			err = -ENOMEM;
 	} else {
-		err = tdbc_table_list(c, collect, &ts);
+		err = tdbc_table_list(c, collect_readable, &ts);
 		if (err) {
 			dx_err("listing the tables: %s", dx_why(c, err));
 			rc = dx_exit_for(err);
@@ -310,6 +349,7 @@ int main(int argc, char **argv)
 		write_failed(&w);
 	if (w.f != stdout && fclose(w.f))
 		write_failed(&w);
+	dx_progress_summary(&pg, "dumped", NULL);
 out:
 	tdbc_close(c);
 	free(ts.v);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * tdb_load.c - tdb-load: dumps in the text format of db_dump and
  * mdb_dump (VERSION=3, dumpfmt.h), from tdb-dump or LMDB's mdb_dump,
@@ -73,8 +74,10 @@ static const char usage_text[] =
 "                      such a table stops the load: exit 4)\n"
 "  -b, --batch N       records per transaction, 1..65536 (default 1000;\n"
 "                      a transaction also holds at most 4 MiB)\n"
-"  -q, --quiet         no progress bar (there is one only when stderr is\n"
-"                      a terminal)\n"
+"  -q, --quiet         no progress bar and no summary (there are only\n"
+"                      when stderr is a terminal)\n"
+"  -v, --verbose       the summary line on stderr even when it is not a\n"
+"                      terminal (\"loaded N records, X MiB in Y s\")\n"
 "  -S, --socket PATH   tdbd's socket, also given as SOCKET (default\n"
 "                      $TDB_SOCKET, else " TDBC_SOCKET_DEFAULT ")\n"
 "      --no-rings      talk over the socket only (no shared rings)\n"
@@ -140,6 +143,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "into-existing", no_argument, NULL, 'E' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "socket", required_argument, NULL, 'S' },
 		{ "no-rings", no_argument, NULL, 'R' },
 		{ "version", no_argument, NULL, 'V' },
@@ -154,7 +158,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->batch = BATCH_DEFAULT;
 	o->mode = (uint32_t)-1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":f:s:Nb:qS:Vh", lo,
+	while ((ch = getopt_long(argc, argv, ":f:s:Nb:qvS:Vh", lo,
 				 NULL)) != -1) {
 		switch (ch) {
 		case 'f': o->file = optarg; break;
@@ -565,6 +569,7 @@ static void load_data(struct load *L, const struct df_header *h)
 		L->recs[L->n].vlen = (uint32_t)vl;
 		L->n++;
 		L->used += (size_t)(kl + vl);
+		L->pg.bytes += (uint64_t)(kl + vl);
 		if (L->n >= L->o.batch || L->used >= BATCH_BYTES)
 			flush(L);
 		progress(L);
@@ -620,6 +625,7 @@ int main(int argc, char **argv)
 {
 	struct load L;
 	struct stat sb;
+	char kept[64];
 	int fd = STDIN_FILENO;
 
 	dx_prog = "tdb-load";
@@ -646,6 +652,11 @@ int main(int argc, char **argv)
 	dx_progress_init(&L.pg, !L.o.quiet);
 	load_all(&L);
 	dx_progress_clear(&L.pg);
+	/* Records counts those written; keys -N kept are said apart. */
+	L.pg.records = L.loaded;
+	snprintf(kept, sizeof(kept), "%llu existing key%s kept",
+		 (unsigned long long)L.skipped, L.skipped == 1 ? "" : "s");
+	dx_progress_summary(&L.pg, "loaded", L.skipped ? kept : NULL);
 	if (L.t)
 		tdbc_table_close(L.t);
 	tdbc_close(L.c);

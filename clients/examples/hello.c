@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hello.c - the smallest useful client of tdbd, on libtdbclient.
  *

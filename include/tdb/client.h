@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tdb/client.h - libtdbclient, the client library of tdb.
  *

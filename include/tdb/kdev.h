@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tdb/kdev.h - the /dev/tdb ABI of tdb.ko (stable; TDB_DEV_VERSION).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tdb/proto.h - the tdb wire protocol (stable ABI; TDB_PROTO_VERSION).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tdb/ring.h - the shared ring ABI (stable; version TDB_RING_VERSION).
  *

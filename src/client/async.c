@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * async.c - the asynchronous API: tdbc_submit, tdbc_reap, tdbc_inflight.
  *

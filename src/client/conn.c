@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * conn.c - connections: choosing the backend (tdbd or tdb.ko: TDBC_KERNEL,
  * $TDB_BACKEND, /dev/tdb), finding the socket, connecting, ATTACH and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * internal.h - libtdbclient's private structures and the functions its
  * files share (nothing here is exported: libtdbclient.map keeps every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * io.c - moving messages: sending requests (submission ring or socket),
  * receiving answers (completion ring and socket, with the fds that ride

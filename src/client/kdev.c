@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * kdev.c - libtdbclient's tdb.ko backends: /dev/tdb with rings
  * (TDBC_BE_KDEV) and generic netlink (TDBC_BE_GENL, TDBC_NO_RINGS).
@@ -147,7 +148,7 @@ int tdbc__kdev_connect(struct tdbc *c)
 		if (errno == ENOENT || errno == ENXIO || errno == ENODEV)
 			return tdbc__fail(c, -ENOENT, "cannot open %s: %s (is "
 					  "tdb.ko loaded?)", dev,
-					  strerror(errno));
+					  "no such device");
 		return tdbc__fail(c, -errno, "cannot open %s: %s", dev,
 				  strerror(errno));
 	}

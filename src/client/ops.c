@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ops.c - the blocking calls: tables (create, drop, stat, list, open),
  * data (put, del, get), transactions and the owner's stats.  Each builds

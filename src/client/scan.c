@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * scan.c - scans: paging through a table with SCAN requests.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * watch.c - watches: a table's change feed, mapped read-only.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * alloc.c - the record allocator: objects of 16 B .. 1 MiB+ inside a
  * table's extents, freed in any order and reused.

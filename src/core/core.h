@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * core.h - the tdb engine: named tables of key/value records.
  *

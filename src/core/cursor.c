@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * cursor.c - whole-table cursors that survive concurrent writers.
  *

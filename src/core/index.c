@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * index.c - the full-key hash trie (see layout.h for its shape).
  *

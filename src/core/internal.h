@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * internal.h - the engine's private structures and the interfaces between
  * its files: region.c (extents), alloc.c (record allocator), index.c (hash

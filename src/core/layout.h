@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * layout.h - the bytes of a region: what lives where, addressed by offset.
  *

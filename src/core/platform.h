@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * platform.h - everything the engine (src/core) needs from its host.
  *

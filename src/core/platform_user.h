@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * platform_user.h - the user-space half of platform.h that must be
  * macros or types: fixed-width integers, errno values, atomics.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * pool.c - the scratch region pool (TfwPool style): its slow paths
  * (new chunk, popping an emptied chunk, realloc that moves, create,

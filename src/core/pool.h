@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * pool.h - the scratch region pool: per-request and per-batch memory
  * that is bump-allocated and dropped all at once (TfwPool style).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * region.c - a table's region: creating it through the platform, backing
  * one more extent when the allocator runs out of pages, and the region

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * strerror.c - names for the errno values the engine returns.
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * table.c - the engine (a named set of tables) and the record operations
  * put, get, lookup and del; also the limbo of freed offsets that wait for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * view.c - looking keys up in a region mapped by someone else.
  *

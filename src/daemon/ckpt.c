@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * ckpt.c - the checkpoint store (ckpt.h): the LMDB environment in
  * <data-dir>/checkpoint, its layout (table databases, "/long/<table>",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * ckpt.h - the checkpoint store: an LMDB environment in the data
  * directory that holds every table as of some WAL position (the

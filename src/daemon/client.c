@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * client.c - one client of tdbd: its rings in memfds, its socket (the
  * slow path and the control channel), where its answers go, and what is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * config.c - tdbd's settings: the key table, value parsers, the
  * tdbd.conf reader, the command line, --help text and the reload diff.

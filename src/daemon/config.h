@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * config.h - tdbd's settings: defaults, tdbd.conf, command-line overrides.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * durable.c - what makes tdbd's tables survive it: the WAL every change
  * is logged in before it is acknowledged, acknowledgements held until
@@ -1066,7 +1067,7 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 			       t->gid, t->mode, &rs->dt, &ext.msg);
 	if (e) {
 		snprintf(why, sizeof(why), "its region cannot be made: %s "
-			 "(%s)", ext.msg ? ext.msg : "engine", strerror(-e));
+			 "(%s)", ext.msg ? ext.msg : "engine", ERRSTR(e));
 		return aside_new(d, t->name, t->id, t->max_extents, t->uid,
 				 t->gid, t->mode, from, why);
 	}
@@ -1076,7 +1077,7 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 				 sizeof(err));
 	if (e) {
 		snprintf(why, sizeof(why), "%s", rs->why[0] ? rs->why :
-			 err[0] ? err : strerror(-e));
+			 err[0] ? err : ERRSTR(e));
 		return aside_set(d, rs->dt, why);
 	}
 	rs->dt->ckpt_full = false;      /* the checkpoint has it */
@@ -1221,7 +1222,7 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 	if (err == -EEXIST)
 		return err;
 	snprintf(why, sizeof(why), "its region cannot be made: %s (%s)",
-		 ext->msg ? ext->msg : "engine", strerror(-err));
+		 ext->msg ? ext->msg : "engine", ERRSTR(err));
 	ext->msg = NULL;
 	return aside_new(d, c.name, c.id, c.max_extents, c.uid, c.gid, c.mode,
 			 r->lsn - 1, why);

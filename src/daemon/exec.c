@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * exec.c - the transport's side of a request: validate the private copy,
  * hand it to the owner (src/owner) with a sink into the channel it came

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * keysort.c - sorting a checkpoint's keys in LMDB's order (keysort.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * keysort.h - a set of keys copied out of a table and sorted in LMDB's
  * default key order, so that a checkpoint can write them into LMDB in

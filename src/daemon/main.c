@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * main.c - tdbd: start-up, the listening socket, signals, systemd, and
  * an orderly stop.
@@ -122,14 +123,14 @@ static int data_dir_open(struct daemon_state *s)
 
 		if (!mkdtemp(tmpl)) {
 			tdbd_log(L_ERR, "cannot make a scratch directory in "
-				 "/tmp: %s", strerror(errno));
+				 "/tmp: %s", ERRSTR(errno));
 			return -errno;
 		}
 		snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%s", tmpl);
 		s->scratch = true;
 	} else if ((err = mkdir_p(cfg->data_dir, 0750))) {
 		tdbd_log(L_ERR, "data directory %s: %s", cfg->data_dir,
-			 strerror(-err));
+			 ERRSTR(-err));
 		return err;
 	}
 	snprintf(s->lockpath, sizeof(s->lockpath), "%s/tdbd.lock",
@@ -137,7 +138,7 @@ static int data_dir_open(struct daemon_state *s)
 	fd = open(s->lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		tdbd_log(L_ERR, "data directory %s: cannot open %s: %s",
-			 cfg->data_dir, s->lockpath, strerror(errno));
+			 cfg->data_dir, s->lockpath, ERRSTR(errno));
 		return -errno;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
@@ -177,7 +178,7 @@ static void data_dir_close(struct daemon_state *s)
 	if (s->scratch && nftw(s->d.cfg.data_dir, rm_one, 16,
 			       FTW_DEPTH | FTW_PHYS))
 		tdbd_log(L_WARNING, "cannot remove scratch directory %s: %s",
-			 s->d.cfg.data_dir, strerror(errno));
+			 s->d.cfg.data_dir, ERRSTR(errno));
 }
 
 /* --- the socket --------------------------------------------------------- */
@@ -205,7 +206,7 @@ static int socket_perms(struct daemon_state *s)
 	if (chmod(cfg->socket, cfg->socket_mode) ||
 	    (gid != (gid_t)-1 && chown(cfg->socket, (uid_t)-1, gid))) {
 		tdbd_log(L_ERR, "socket %s: cannot set mode/group: %s",
-			 cfg->socket, strerror(errno));
+			 cfg->socket, ERRSTR(errno));
 		return -errno;
 	}
 	return 0;
@@ -240,7 +241,7 @@ static int socket_make(struct daemon_state *s)
 		*slash = 0;
 		if ((err = mkdir_p(dir, 0755))) {
 			tdbd_log(L_ERR, "socket directory %s: %s", dir,
-				 strerror(-err));
+				 ERRSTR(-err));
 			return err;
 		}
 	}
@@ -264,7 +265,7 @@ static int socket_make(struct daemon_state *s)
 	}
 	umask(old);
 	if (err) {
-		tdbd_log(L_ERR, "socket %s: %s", cfg->socket, strerror(-err));
+		tdbd_log(L_ERR, "socket %s: %s", cfg->socket, ERRSTR(-err));
 		close(fd);
 		return err;
 	}
@@ -388,11 +389,11 @@ static void accept_pause(struct daemon_state *s, int err)
 		s->lerr = err;
 		s->lsaid = now;
 		tdbd_log_rl(RL_ACCEPT, L_WARNING, "accept: %s: refusing new "
-			    "connections until it clears", strerror(err));
+			    "connections until it clears", ERRSTR(err));
 	} else if (now - s->lsaid >= ACCEPT_SAY_NS) {
 		s->lsaid = now;
 		tdbd_log_rl(RL_ACCEPT, L_WARNING, "accept: still %s: %llu "
-			    "connection(s) refused so far", strerror(err),
+			    "connection(s) refused so far", ERRSTR(err),
 			    (unsigned long long)s->lrefused);
 	}
 }
@@ -403,7 +404,7 @@ static void accept_resume(struct daemon_state *s)
 	if (s->lerr)
 		tdbd_log_rl(RL_ACCEPT, L_NOTICE, "accept works again after "
 			    "%s; %llu connection(s) were refused meanwhile",
-			    strerror(s->lerr),
+			    ERRSTR(s->lerr),
 			    (unsigned long long)s->lrefused);
 	s->lerr = 0;
 	s->lrefused = 0;
@@ -433,7 +434,7 @@ static void accept_all(struct daemon_state *s)
 		if (peer_creds(fd, &cr)) {
 			tdbd_log_rl(RL_REFUSED, L_WARNING, "client without "
 				    "credentials refused: %s",
-				    strerror(errno));
+				    ERRSTR(errno));
 			close(fd);
 			continue;
 		}
@@ -485,7 +486,7 @@ static void fds_raise(void)
 	if (setrlimit(RLIMIT_NOFILE, &rl))
 		tdbd_log(L_WARNING, "cannot raise the descriptor limit to "
 			 "%llu: %s", (unsigned long long)rl.rlim_max,
-			 strerror(errno));
+			 ERRSTR(errno));
 }
 
 /* Does max-clients fit in the descriptors we may open?  Only a warning:
@@ -675,7 +676,7 @@ static int start(struct daemon_state *s)
 	/* two rings per client, for the largest max-clients a reload may
 	 * set */
 	if ((err = tdbd_sigbus_init(2 * 65536))) {
-		tdbd_log(L_ERR, "SIGBUS guard: %s", strerror(-err));
+		tdbd_log(L_ERR, "SIGBUS guard: %s", ERRSTR(-err));
 		return err;
 	}
 	if ((err = signals_open(s)) || (err = timer_open(s)))
@@ -685,7 +686,7 @@ static int start(struct daemon_state *s)
 	    (err = socket_open(s)))
 		return err;
 	if ((err = tdbd_workers_start(d))) {
-		tdbd_log(L_ERR, "workers: %s", strerror(-err));
+		tdbd_log(L_ERR, "workers: %s", ERRSTR(-err));
 		return err;
 	}
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -796,7 +797,7 @@ int main(int argc, char **argv)
 	tdbd_log_set_level(s.d.cfg.log_level);
 	rc = start(&s);
 	if (rc) {
-		tdbd_notify("STATUS=failed to start: %s", strerror(-rc));
+		tdbd_notify("STATUS=failed to start: %s", ERRSTR(-rc));
 		stop(&s);
 		return 1;
 	}

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * notify.c - tdbd's log lines and its messages to systemd.
  *
@@ -69,6 +70,16 @@ static void log_va(int level, const char *fmt, va_list ap)
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0)
 		(void)0;        /* nowhere left to say it */
+}
+
+struct tdbd_errtext tdbd_errtext(int err)
+{
+	struct tdbd_errtext t;
+
+	snprintf(t.s, sizeof(t.s), "%s", strerror(err < 0 ? -err : err));
+	if (t.s[0] >= 'A' && t.s[0] <= 'Z' && t.s[1] >= 'a' && t.s[1] <= 'z')
+		t.s[0] = (char)(t.s[0] - 'A' + 'a');
+	return t;
 }
 
 struct tdbd_escaped tdbd_esc_name(const char *name)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * sigbus.c - surviving a client that takes memory away from its own rings.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * tables.c - tdbd as the home of the owner (src/owner, shared with
  * tdb.ko): the owner's limits from tdbd.conf, its hooks (the feeds'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * tdbd.h - the daemon's internal structures, shared by its files.
  *
@@ -99,6 +100,16 @@ struct tdbd_escaped tdbd_esc_name(const char *name);
 /* Use: tdbd_log(L_INFO, "table %s ...", ESC(dt->name)); the temporary
  * lives until the end of the full expression (C11 6.2.4). */
 #define ESC(name) (tdbd_esc_name(name).s)
+
+/* libc's text for an errno (either sign) with its first letter in lower
+ * case, as tdb's other texts: "cannot allocate memory" (a word's capital
+ * only: "I/O"-like acronyms stay).  Use: ERRSTR(errno), a temporary as
+ * ESC's, so a line may hold several and threads do not share it. */
+struct tdbd_errtext {
+	char s[128];
+};
+struct tdbd_errtext tdbd_errtext(int err);
+#define ERRSTR(err) (tdbd_errtext(err).s)
 
 /* --- tdbd as the owner's home (tables.c) ------------------------------ */
 

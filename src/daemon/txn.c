@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * txn.c - the committer thread, where big commits run.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * worker.c - the worker threads: each serves the rings and sockets of the
  * clients handed to it, round after round.

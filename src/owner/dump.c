@@ -353,7 +353,7 @@ static int list_run(struct tdbo_dump *d, struct tdbo_sink *out,
 			return 0;
 		t = d->tabs[d->at];
 		if (tdb_load_relaxed(&t->dropped) ||
-		    !tdbo_may(d->c, t, TDBO_MAY_READ)) {
+		    !tdbo_may(d->c, t, TDBO_MAY_SEE)) {
 			d->at++;
 			continue;
 		}

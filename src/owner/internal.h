@@ -73,6 +73,9 @@
 
 #define TDBO_MAY_READ  4u
 #define TDBO_MAY_WRITE 2u
+/* Seeing a table (TABLE_STAT, TABLE_LIST): read or write permission,
+ * as a writer of a write-only table must be able to open it. */
+#define TDBO_MAY_SEE   8u
 
 /* mmap slots (tdb.ko: offset slot * TDB_DEV_SLOT): feeds take 2 ..
  * TDBO_FEED_SLOT_LAST; each table TDBO_MAP_SLOTS slots from

@@ -96,7 +96,7 @@ static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	struct tdbo_table *t;
 	int err = 0;
 
-	t = tdbo_resolve(c, m, TDBO_MAY_READ, ext, &err);
+	t = tdbo_resolve(c, m, TDBO_MAY_SEE, ext, &err);
 	if (!t)
 		return err;
 	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_TABLE) |
@@ -111,6 +111,35 @@ static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,
 
 /* --- STATS ---------------------------------------------------------------- */
 
+/*
+ * The tables (and of them, set aside) the caller may see (read or
+ * write): what its TABLE_LIST would show.  Root sees all, from the
+ * registry's counts; others cost a walk of the registry under reg_lock,
+ * as TABLE_LIST's snapshot does (STATS is rare).
+ */
+static void stats_tables(struct tdbo_client *c, struct tdb_proto_counters *k)
+{
+	struct tdbo_owner *o = c->o;
+	struct tdbo_table *t;
+
+	if (c->uid == 0) {
+		k->tables = tdb_load_relaxed(&o->ntables);
+		k->tables_aside = tdb_load_relaxed(&o->naside);
+		return;
+	}
+	k->tables = 0;
+	k->tables_aside = 0;
+	tdbp_mutex_lock(o->reg_lock);
+	tdbo_list_for_each(t, &o->tables, lnode) {
+		if (!tdbo_may(c, t, TDBO_MAY_SEE))
+			continue;
+		k->tables++;
+		if (t->aside)
+			k->tables_aside++;
+	}
+	tdbp_mutex_unlock(o->reg_lock);
+}
+
 static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		    struct tdbo_sink *out, struct tdb_proto_extack *ext)
 {
@@ -124,8 +153,7 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	 * nothing on disk, so they are absent there, not 0). */
 	k->present = 0x7fffc | TDB_PROTO_BIT(TDB_CTR_A_TABLES_ASIDE) |
 		     TDB_PROTO_BIT(TDB_CTR_A_READERS_EXPIRED);
-	k->tables = tdb_load_relaxed(&o->ntables);
-	k->tables_aside = tdb_load_relaxed(&o->naside);
+	stats_tables(c, k);
 	k->clients = tdbo_read(&o->ctr.clients);
 	k->watches = tdbo_read(&o->watches);
 	k->txns = tdbo_read(&o->txns);

@@ -375,6 +375,8 @@ bool tdbo_may(const struct tdbo_client *c, const struct tdbo_table *t,
 		bits = t->mode >> 6;
 	else
 		bits = in_groups(c, t->gid) ? t->mode >> 3 : t->mode;
+	if (want == TDBO_MAY_SEE)
+		return (bits & (TDBO_MAY_READ | TDBO_MAY_WRITE)) != 0;
 	return (bits & want) == want;
 }
 
@@ -410,7 +412,10 @@ struct tdbo_table *tdbo_resolve(struct tdbo_client *c,
 		return NULL;
 	}
 	if (want && !tdbo_may(c, t, want)) {
-		ext->msg = want & TDBO_MAY_WRITE ?
+		ext->msg = want == TDBO_MAY_SEE ?
+			"permission denied: the table's mode lets you neither "
+			"read nor write it" :
+			want & TDBO_MAY_WRITE ?
 			"permission denied: the table's mode does not let "
 			"you write it" :
 			"permission denied: the table's mode does not let "

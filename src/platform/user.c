@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * user.c - the user-space home of the engine (see src/core/platform.h):
  * memfd-backed regions with hugetlb when the host has hugepages, pthread

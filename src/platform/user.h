@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * user.h - what the user-space platform home offers its programs beyond
  * src/core/platform.h: where the engine's log lines go.

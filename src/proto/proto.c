@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * proto.c - the tdb protocol codec: policies, validation, building.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * proto.h - building and validating tdb protocol messages (the ABI is
  * include/tdb/proto.h; read its comment first).

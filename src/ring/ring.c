@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ring.c - the ring index discipline, compiled unchanged into tdbd,
  * libtdbclient and tdb.ko (ring_core.h says what it owns; the ABI is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring.h - producing and consuming netlink messages through a shared
  * ring, in user space (tdbd, libtdbclient).  The ABI is

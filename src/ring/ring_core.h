@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring_core.h - the ring index discipline, once, for both homes: tdbd
  * and libtdbclient (src/ring/ring_user.c adds futex/eventfd sleeping,

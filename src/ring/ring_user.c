@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ring_user.c - the user-space home of the rings (tdbd, libtdbclient):
  * what ring.h adds to the freestanding core (ring.c, ring_core.h).  It

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * wal.c - the write-ahead log: CRC32C, segment files, the appender, the
  * group-commit flusher thread and the recovery reader (see wal.h for

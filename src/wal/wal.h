@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * wal.h - the write-ahead log: segment files of checksummed records in
  * one directory, a group-commit flusher, and the reader recovery uses.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # check_client_symbols.sh LIB - libtdbclient exports the public API and
 # nothing else: every defined dynamic symbol is tdbc_<name> (no tdbc__
 # internals, no tdb_ring_*/tdb_proto_* of the code linked in, which would

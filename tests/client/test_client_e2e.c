@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_client_e2e.c - libtdbclient against a real tdbd.
  *

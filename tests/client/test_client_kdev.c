@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_client_kdev.c - libtdbclient's tdb.ko backend without tdb.ko:
  * the backend choice (TDBC_KERNEL, $TDB_BACKEND, /dev/tdb, $TDB_SOCKET)

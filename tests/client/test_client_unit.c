@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_client_unit.c - libtdbclient without tdbd: where the socket path
  * comes from, connecting to nothing, tdbc_strerror, arguments refused

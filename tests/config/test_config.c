@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_config.c - tests of tdbd's configuration (src/daemon/config.c,
  * declared in src/daemon/config.h).

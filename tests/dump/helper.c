@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * helper.c - what tests/dump/test_dump.sh needs that sh has not, kept
  * independent of clients/dump (its own encoder and decoder, so the tools

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # test_dump.sh - tdb-dump and tdb-load (clients/dump) against a real tdbd
 # and LMDB's own mdb_dump / mdb_load (Debian lmdb-utils):
 #  - round trips tdb -> tdb in both formats, binary keys and values (NUL,
@@ -471,15 +472,26 @@ checks=$((checks + 1))
 [ $rc = 0 ] || fail "the second tdbd exited $rc"
 
 # --- the progress bar: only on a terminal ---------------------------------------
-note "progress bar"
+note "progress bar and summary"
 expect_rc 0 "$dump" -s large -f "$dir/t5b.txt"
 no_err
+# -v: the summary line, also off a terminal; nothing else.
+nlarge=$(grep -c '^ ' "$dir/t5b.txt")
+nlarge=$((nlarge / 2))
+expect_rc 0 "$dump" -v -s large -f "$dir/t5b.txt"
+checks=$((checks + 1))
+grep -Eqx "tdb-dump: dumped $nlarge records, [0-9.]+ (B|KiB|MiB|GiB) in [0-9.]+ s \([0-9.]+ (B|KiB|MiB|GiB)/s\)" \
+	"$err" && [ "$(wc -l <"$err")" = 1 ] ||
+	fail "tdb-dump -v summary: $(head -c 300 "$err")"
+expect_rc 0 "$load" -v -N -f "$dir/t5b.txt"
+expect_err "tdb-load: loaded 0 records, "
+expect_err "; $nlarge existing keys kept"
 if command -v script >/dev/null; then
 	checks=$((checks + 1))
 	script -qec "\"$dump\" -s large -f \"$dir/t5c.txt\"" /dev/null \
 		>"$dir/tty.out" 2>&1 </dev/null
-	grep -q 'records' "$dir/tty.out" ||
-		fail "no progress bar on a terminal: $(head -c 300 "$dir/tty.out")"
+	grep -q "tdb-dump: dumped $nlarge records" "$dir/tty.out" ||
+		fail "no summary on a terminal: $(head -c 300 "$dir/tty.out")"
 	checks=$((checks + 1))
 	script -qec "\"$dump\" -q -s large -f \"$dir/t5c.txt\"" /dev/null \
 		>"$dir/tty.out" 2>&1 </dev/null

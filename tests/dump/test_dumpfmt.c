@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_dumpfmt.c - the dump text format alone (clients/dump/dumpfmt.c):
  * item encodings byte for byte as mdb_dump writes them, decoding and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * smallfs.h - a small tmpfs for the disk-full cases of test_wal.c and
  * test_ckpt.c.  Include after <cmocka.h>: failures are cmocka asserts.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_ckpt.c - tests of the checkpoint store (src/daemon/ckpt.c,
  * declared in src/daemon/ckpt.h).

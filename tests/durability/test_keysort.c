@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_keysort.c - src/daemon/keysort.c: the checkpoint's key sort must
  * give exactly LMDB's default order (memcmp, then shorter first), which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_wal.c - tests of the write-ahead log (src/wal/wal.c, declared in
  * src/wal/wal.h).

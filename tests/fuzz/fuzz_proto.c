@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * fuzz_proto.c - libFuzzer target for the protocol validator
  * (src/proto/proto.c): the input is one received message, any bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * fuzz_ring.c - libFuzzer target for the ring consumer and feed reader
  * (src/ring/ring.c): the input is a ring image, header and data, that a

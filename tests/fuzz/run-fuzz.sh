@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # Build one libFuzzer target with clang and run it for a while.
 #
 #   run-fuzz.sh NAME [SOURCE...] [-- CC_ARGS...]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * harness.c - the shared helpers of the tdbd integration tests (see
  * harness.h): scratch directory, tdbd processes and their logs, failing,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * harness.h - what every tdbd integration test shares: a scratch
  * directory, starting and stopping a real tdbd (fork/exec of $TDBD),

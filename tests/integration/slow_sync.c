@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * slow_sync.c - an LD_PRELOAD shim for the integration tests: a slow
  * disk.  fdatasync(2) sleeps $TDB_TEST_SYNC_DELAY_MS milliseconds before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_access.c - tables' owner, group and mode against who the client
  * is (SO_PEERCRED, SO_PEERGROUPS), as root and as forked children that
@@ -14,12 +15,14 @@
  *   supp        uid 65534, gid 65534, supplementary group 12345
  *   other       uid 65534, gid 65534, no other group
  *
- * runs GET, SCAN, TABLE_STAT, WATCH (read) and PUT, DEL (write) on every
- * table over a raw socket: each must succeed exactly when the class bits
- * that apply (owner, else group, else other; root: always) allow it, and
- * fail with -EACCES otherwise.  TABLE_LIST (raw, and tdbc_table_list
- * through the library, over rings for some identities and the socket
- * for others) must show exactly the tables the identity may read.
+ * runs GET, SCAN, WATCH (read), PUT, DEL (write) and TABLE_STAT (read or
+ * write) on every table over a raw socket: each must succeed exactly
+ * when the class bits that apply (owner, else group, else other; root:
+ * always) allow it, and fail with -EACCES otherwise.  TABLE_LIST (raw,
+ * and tdbc_table_list through the library, over rings for some
+ * identities and the socket for others) must show exactly the tables
+ * the identity may read or write.  Through the library, a table the
+ * identity may only write opens, takes a put and refuses a get.
  *
  * Then: only the owner or root may drop a table (others: -EPERM, even
  * with write permission); a non-root user cannot create a table owned by
@@ -224,7 +227,7 @@ static void check_listed(const struct ident *id, const struct listed *l,
 	unsigned int i, want = 0;
 
 	for (i = 0; i < NTABLES; i++) {
-		bool r = bits(id, &tables[i]) & 4;
+		bool r = bits(id, &tables[i]) & 6;
 
 		want += r;
 		CHECK(l->seen[i] == r, "%s as %s: %s %s listed (mode %04o)",
@@ -233,6 +236,37 @@ static void check_listed(const struct ident *id, const struct listed *l,
 	}
 	CHECK(l->n == want, "%s as %s: %u tables listed, want %u", how,
 	      id->name, l->n, want);
+}
+
+/* Tables id may write but not read: opened, written, not read. */
+static void write_only(const struct ident *id, struct tdbc *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < 11; i++) {
+		const struct tdef *t = &tables[i];
+		struct tdbc_table *h;
+		char buf[16];
+		long n;
+		int err;
+
+		if ((bits(id, t) & 6) != 2)
+			continue;
+		err = tdbc_table_open(c, t->name, &h);
+		CHECK(err == 0, "tdbc_table_open of write-only %s as %s: %s "
+		      "(%s)", t->name, id->name, h_errname(err),
+		      tdbc_errmsg(c));
+		err = tdbc_put(h, NULL, "wo", 2, "v", 1, 0);
+		CHECK(err == 0, "put into write-only %s as %s: %s", t->name,
+		      id->name, h_errname(err));
+		n = tdbc_get(h, NULL, "wo", 2, buf, sizeof(buf), NULL);
+		CHECK(n == -EACCES, "get from write-only %s as %s: %ld, want "
+		      "EACCES", t->name, id->name, n);
+		err = tdbc_del(h, NULL, "wo", 2);
+		CHECK(err == 0, "del from write-only %s as %s: %s", t->name,
+		      id->name, h_errname(err));
+		tdbc_table_close(h);
+	}
 }
 
 /* The whole matrix, as id. */
@@ -261,7 +295,7 @@ static void matrix(const struct ident *id, const char *sock)
 		      t->name, id->name, parts);
 		err = call(&r, TDB_CMD_TABLE_STAT, t->name, NULL, &parts, msg,
 			   sizeof(msg));
-		expect(err, rd, id, t, "TABLE_STAT", msg);
+		expect(err, rd || wr, id, t, "TABLE_STAT", msg);
 		err = call(&r, TDB_CMD_WATCH, t->name, NULL, &parts, msg,
 			   sizeof(msg));
 		expect(err, rd, id, t, "WATCH", msg);
@@ -303,6 +337,7 @@ static void matrix(const struct ident *id, const char *sock)
 	CHECK(err == 0, "tdbc_table_list as %s: %s", id->name,
 	      h_errname(err));
 	check_listed(id, &l, "tdbc_table_list");
+	write_only(id, c);
 	tdbc_close(c);
 }
 

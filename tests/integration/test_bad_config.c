@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_bad_config.c - tdbd refusing to start, and starting over a mess.
  *
@@ -170,20 +171,41 @@ static void still_serving(const struct h_daemon *d)
 	tdbc_close(c);
 }
 
+/* A data directory with changes in its WAL to replay: a tdbd (tag)
+ * killed after a put. */
+static void leave_wal(struct h_daemon *b, const char *tag)
+{
+	struct tdbc *c;
+	struct tdbc_table *t = NULL;
+	int status;
+
+	h_start(b, tag, NULL);
+	c = h_connect(b, 0);
+	CHECK(tdbc_table_create(c, "left", NULL) == 0, "create");
+	CHECK(tdbc_table_open(c, "left", &t) == 0, "open");
+	CHECK(tdbc_put(t, NULL, "k", 1, "v", 1, 0) == 0, "put");
+	tdbc_close(c);
+	CHECK(kill(b->pid, SIGKILL) == 0, "kill");
+	CHECK(waitpid(b->pid, &status, 0) == b->pid, "waitpid");
+	b->pid = 0;
+}
+
 static void two_daemons(void)
 {
-	struct h_daemon a;
-	char sock[H_PATH], data[H_PATH], pid[32], conf[H_PATH];
+	struct h_daemon a, b;
+	char sock[H_PATH], pid[32], conf[H_PATH];
 	const char *same_data[] = { "--config", conf, "--socket", sock,
 				    "--data-dir", a.data, NULL };
 	const char *same_sock[] = { "--config", conf, "--socket", a.sock,
-				    "--data-dir", data, NULL };
+				    "--data-dir", b.data, NULL };
 	char *log;
 
+	/* the second daemon's data directory has a WAL to replay, which
+	 * logs "WAL: replayed" at the default level (checked below) */
+	leave_wal(&b, "second");
 	h_start(&a, "first", NULL);
 	h_path(conf, sizeof(conf), "empty.conf");
-	h_path(sock, sizeof(sock), "second.sock");
-	h_path(data, sizeof(data), "second.data");
+	h_path(sock, sizeof(sock), "second-data.sock");
 	snprintf(pid, sizeof(pid), "%d", (int)a.pid);
 
 	log = must_fail("second-data", same_data);
@@ -196,12 +218,21 @@ static void two_daemons(void)
 	has(log, a.sock, "second daemon on the same socket");
 	/* refused before it recovers its data directory (which may take
 	 * minutes), not after */
-	CHECK(!strstr(log, "recovering"), "the second daemon on the same "
-	      "socket recovered its data directory before it gave up:\n%s",
-	      log);
+	CHECK(!strstr(log, "recovering") && !strstr(log, "replayed") &&
+	      !strstr(log, "checkpoint at LSN"), "the second daemon on the "
+	      "same socket recovered its data directory before it gave "
+	      "up:\n%s", log);
+	has(log, "another daemon is listening there",
+	    "second daemon on the same socket");
 	free(log);
 	still_serving(&a);
 	h_stop(&a);
+	/* the control: on its own socket the same data directory is
+	 * recovered, and says so */
+	h_start(&b, "second", NULL);
+	CHECK(h_log_has(&b, "WAL: replayed"), "the control did not log its "
+	      "replay: the check above proves nothing");
+	h_stop(&b);
 	h_note("a second daemon on the same data directory (names pid %s) "
 	       "or socket: refused; the first goes on", pid);
 }

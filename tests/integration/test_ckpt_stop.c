@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_ckpt_stop.c - checkpoints never hold a stop hostage, and the
  * checkpoint file does not grow without bound (docs/DURABILITY.md,

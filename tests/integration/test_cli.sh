@@ -1,10 +1,14 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # test_cli.sh - the tdb command line client (clients/cli) against a real
 # tdbd: every command, its output (text, --json, --hex, escapes) and its
 # exit code, binary keys and values with NUL bytes, a watcher in the
 # background fed by other tdb processes, usage errors, a missing daemon,
 # a refused user, both transports (rings, --no-rings), and a table tdbd
-# set aside at start (state "aside" in tables; prlimit --as).
+# set aside at start (state "aside" in tables; prlimit --as); tdb batch
+# (quoting, binary, pipelining, --txn all or nothing, --json results),
+# the shell on a pty, --json-array, tables sorted with owners by name,
+# stats counting only the tables the caller may see.
 #   test_cli.sh TDB TDBD
 # Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped (no
 # tdbd given).  The daemon runs on a socket in a scratch directory and is
@@ -138,7 +142,11 @@ fi
 
 # --- usage errors (2): refused before connecting ---------------------------
 nosock="--socket $dir/nothing-here"
-expect_err 2 "tdb: no command" "$tdb"
+# no command off a terminal: a batch from stdin (here empty)
+expect_out "" "$tdb" </dev/null
+expect_err 2 "tdb: begin: a command of the shell and of batch input only" "$tdb" begin
+expect_err 2 "tdb: batch: wrong number of arguments" "$tdb" batch x
+expect_err 2 "tdb: get: --txn does not apply" "$tdb" $nosock get t k --txn
 expect_err 2 "tdb: no such command: frob" "$tdb" frob
 expect_err 2 "tdb: get: wrong number of arguments" "$tdb" $nosock get t
 expect_err 2 "tdb: get: wrong number of arguments" "$tdb" $nosock get t k x
@@ -200,9 +208,9 @@ expect_rc 0 "$tdb" tables
 has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *OWNER  *MODE  *STATE$'
 [ "$(grep -c . "$out")" = 3 ] || fail "tables: not a header and 2 lines: $(cat "$out")"
 run "$tdb" tables
-has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +$(id -u):$(id -g) +0640 +ok$"
+has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +$(id -un):$(id -gn) +0640 +ok$"
 run "$tdb" tables
-has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +[0-9]+:[0-9]+ +0600 +ok$'
+has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +[^ ]+:[^ ]+ +0600 +ok$'
 expect_rc 0 "$tdb" --json tables
 json_check 'sorted(d["name"] for d in docs) == ["t1", "t2"] and
 	[d["mode"] for d in docs if d["name"] == "t1"] == ["0640"] and
@@ -449,6 +457,182 @@ done
 expect_out "" "$tdb" create "ok_Name-1.2:3"
 expect_out "" "$tdb" drop "ok_Name-1.2:3"
 
+# --- batch: commands from stdin ---------------------------------------------------
+# Quoting as sh (what ./run demo prints pastes as is, "tdb" first or not),
+# scan's escapes in double quotes (NUL bytes too), -k/-v on a line; get
+# prints the value escaped, a line each, in line order; a put and a get
+# of the same key in flight keep their order.
+expect_out "" "$tdb" create b1
+cat >"$dir/batch" <<'EOF'
+# a comment, then an empty line
+
+tdb put b1 alice '{"age": 31}'
+put b1 "bin\x00key" "v\x00\xff\n"
+-k -v put b1 00ff 0a0b
+put b1 'sp ace' "it's"   # a comment after the words
+put b1 k 1
+put b1 k 2
+get b1 k
+get b1 alice
+get b1 "bin\x00key"
+--hex get b1 "bin\x00key"
+-k get b1 00ff
+/usr/bin/tdb get b1 sp\ ace
+EOF
+printf '%s\n' 2 '{"age": 31}' 'v\x00\xff\n' 7600ff0a '\n\x0b' "it's" >"$exp.b"
+expect_file "$exp.b" "$tdb" batch <"$dir/batch"
+expect_out '7600ff0a' "$tdb" -k --hex get b1 62696e006b6579
+expect_out "it's" "$tdb" --escape get b1 'sp ace'
+expect_out '{"age": 31}' "$tdb" --escape get b1 alice
+# tdb with no command off a terminal is the same
+expect_file "$exp.b" "$tdb" <"$dir/batch"
+
+# many lines: all applied, results in order
+expect_out "" "$tdb" create b2
+awk 'BEGIN { for (i = 1; i <= 5000; i++) printf "put b2 k%d v%d\n", i, i }' \
+	>"$dir/many"
+expect_out "" "$tdb" batch <"$dir/many"
+expect_rc 0 "$tdb" stat b2
+has -x 'records *5000'
+awk 'BEGIN { for (i = 1; i <= 5000; i++) printf "get b2 k%d\n", i }' |
+	"$tdb" batch >"$out" 2>"$err"
+checks=$((checks + 1))
+awk 'BEGIN { for (i = 1; i <= 5000; i++) printf "v%d\n", i }' |
+	cmp -s - "$out" || fail "batch of 5000 gets: not in line order"
+
+# a failing line is reported with its number; the others run; the exit
+# code is the first failure's
+cat >"$dir/bad" <<'EOF'
+put b1 x 1
+get b1 nosuch
+put nosuchtable k v
+put b1 y "unclosed
+frob
+put b1 k - 
+put b1 z 3
+EOF
+expect_err 1 "tdb: line 2: get b1 nosuch: no such key" "$tdb" batch <"$dir/bad"
+for m in "line 3: put nosuchtable k: no such table" \
+	"line 4: a double quote is not closed" "line 5: no such command: frob" \
+	"line 6: put: - and --stdin read the commands' input"; do
+	checks=$((checks + 1))
+	grep -qF "tdb: $m" "$err" || fail "batch: no '$m' in: $(cat "$err")"
+done
+expect_out "3" "$tdb" --escape get b1 z
+
+# --json: a document per line, naming it; --json-array: one array
+printf 'put b1 j 1\nget b1 j\nget b1 nosuch\ndel b1 j\nstat b1\n' >"$dir/j"
+expect_rc 1 "$tdb" --json batch <"$dir/j"
+json_check 'len(docs) == 5 and docs[0] == {"line": 1, "ok": True} and
+	docs[1] == {"line": 2, "key": "j", "value": "1"} and
+	docs[2]["line"] == 3 and docs[2]["exit"] == 1 and
+	docs[2]["error"] == "get b1 nosuch: no such key" and
+	docs[3] == {"line": 4, "ok": True} and docs[4]["name"] == "b1"'
+expect_rc 1 "$tdb" --json-array batch <"$dir/j"
+json_check 'len(docs) == 1 and len(docs[0]) == 5 and
+	docs[0][1] == {"line": 2, "key": "j", "value": "1"}'
+expect_out "[]" "$tdb" --json-array scan b1 --prefix nothing
+expect_rc 0 "$tdb" --json-array scan b2 --prefix k1 --limit 3
+json_check 'len(docs) == 1 and len(docs[0]) == 3 and
+	all(d["key"].startswith("k1") for d in docs[0])'
+expect_rc 0 "$tdb" --json-array get b1 z
+json_check 'docs == [[{"key": "z", "value": "3"}]]'
+expect_err 2 "tdb: line 1: --json applies to the whole batch" "$tdb" batch <<'EOF'
+--json get b1 z
+EOF
+
+# --txn: all or nothing; a failed line aborts it and says which
+expect_out "" "$tdb" create b3
+expect_out "" "$tdb" put b3 pre 0
+printf 'put b3 a 1\nput b3 b 2\nput nosuchtable k v\nput b3 c 3\n' >"$dir/t"
+expect_err 1 "tdb: line 3: put nosuchtable k: no such table" "$tdb" batch --txn <"$dir/t"
+grep -q "^tdb: batch: line 3 failed: the transaction is aborted, nothing applied$" "$err" ||
+	fail "batch --txn: $(cat "$err")"
+printf 'put b3 a 1\nput b3 pre 1 --no-overwrite\n' >"$dir/t"
+expect_err 3 "tdb: batch: commit: " "$tdb" batch --txn <"$dir/t"
+printf 'put b3 a 1\nput b3 b 2\nscan b3\n' >"$dir/t"
+expect_err 2 "tdb: line 3: scan: not in a transaction" "$tdb" batch --txn <"$dir/t"
+expect_rc 0 "$tdb" stat b3
+has -x 'records *1'
+printf 'put b3 a 1\ndel b3 pre\nget b3 a\nput b3 "x\\x00" 2\n' >"$dir/t"
+expect_out "1" "$tdb" batch --txn <"$dir/t"
+expect_rc 0 "$tdb" --hex scan b3
+[ "$(LC_ALL=C sort "$out")" = "$(printf '61\t31\n7800\t32')" ] ||
+	fail "batch --txn did not apply: $(cat "$out")"
+# begin/commit/abort in a batch; an abort drops, a failed line aborts
+printf 'begin\nput b3 q 1\nabort\nbegin\nput b3 r 1\nget b3 none\nput b3 s 1\ncommit\nget b3 q\n' >"$dir/t"
+expect_err 1 "tdb: line 6: get b3 none: no such key" "$tdb" batch <"$dir/t"
+grep -q "line 8: commit: line 6 failed: the transaction is aborted" "$err" ||
+	fail "batch commit after a failure: $(cat "$err")"
+grep -q "line 9: get b3 q: no such key" "$err" || fail "abort: $(cat "$err")"
+expect_err 1 "tdb: get b3 r: no such key" "$tdb" get b3 r
+printf 'begin\nput b3 q 1\ncommit\n' | "$tdb" batch || fail "begin, commit"
+expect_out "1" "$tdb" --escape get b3 q
+
+# --- the shell: tdb alone on a terminal (a pty) ---------------------------------
+if command -v python3 >/dev/null 2>&1; then
+	checks=$((checks + 1))
+	mkdir -p "$dir/state"
+	XDG_STATE_HOME=$dir/state TERM=dumb python3 - "$tdb" >"$out" 2>&1 <<'EOF' ||
+import os, pty, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1]])
+lines = ["put b1 sh \"a\\x41b\"", "get b1 sh", "begin", "put b1 tx 1",
+         "abort", "get b1 tx", "help", "quit"]
+out = b""
+for l in lines:
+    os.write(fd, l.encode() + b"\n")
+    time.sleep(0.1)
+end = time.time() + 10
+while time.time() < end:
+    try:
+        b = os.read(fd, 4096)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+_, st = os.waitpid(pid, 0)
+text = out.decode("utf-8", "replace")
+sys.stdout.write(text)
+ok = (os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0 and "tdb> " in text
+      and "\naAb" in text.replace("\r", "") and "tdb (txn)> " in text
+      and "get b1 tx: no such key" in text and "begin " in text)
+sys.exit(0 if ok else 1)
+EOF
+	fail "shell on a pty: $(cat "$out")"
+	if ldd "$tdb" 2>/dev/null | grep -q libedit; then
+		checks=$((checks + 1))
+		grep -q abort "$dir/state/tdb/history" 2>/dev/null ||
+			fail "shell: no history in $dir/state/tdb/history"
+	fi
+	expect_out "aAb" "$tdb" --escape get b1 sh
+else
+	echo "note: no python3: the shell on a pty not checked"
+fi
+
+# --- tables: sorted by name, owners by name ------------------------------------
+expect_out "" "$tdb" create zz
+expect_out "" "$tdb" create aa
+expect_rc 0 "$tdb" tables
+sed 1d "$out" | awk '{ print $1 }' >"$dir/names"
+checks=$((checks + 1))
+LC_ALL=C sort -c "$dir/names" 2>/dev/null || fail "tables not sorted: $(cat "$dir/names")"
+[ "$(head -n 1 "$dir/names")" = aa ] || fail "tables: aa not first"
+expect_rc 0 "$tdb" --json tables
+json_check '[d["name"] for d in docs] == sorted(d["name"] for d in docs)'
+expect_rc 0 "$tdb" --json-array tables
+json_check 'len(docs) == 1 and [d["name"] for d in docs[0]][:1] == ["aa"]'
+if [ "$(id -u)" = 0 ] && ! getent passwd 4242 >/dev/null &&
+   ! getent group 4243 >/dev/null; then
+	expect_out "" "$tdb" create noname --uid 4242 --gid 4243
+	expect_rc 0 "$tdb" tables
+	has -E "^noname +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +4242:4243 +0600 +ok$"
+	has -E "^aa +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +$(id -un):$(id -gn) +0600 +ok$"
+	expect_out "" "$tdb" drop noname
+fi
+
 # --- permission denied (4): another user and a 0640 table --------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 &&
    setpriv --reuid=65534 --regid=65534 --clear-groups "$tdb" --help \
@@ -462,6 +646,19 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 &&
 	expect_out "v" $as_nobody "$tdb" --escape get t5 k
 	expect_err 4 "tdb: put t5 k: permission denied" $as_nobody "$tdb" put t5 k w
 	expect_err 4 "tdb: drop t5: only the table's owner" $as_nobody "$tdb" drop t5
+	# stats counts only the tables the caller may read (those tables
+	# lists): nobody sees t5 (0644), not the 0600 and 0640 ones
+	expect_rc 0 $as_nobody "$tdb" tables
+	seen=$(($(wc -l <"$out") - 1))
+	expect_rc 0 "$tdb" tables
+	all=$(($(wc -l <"$out") - 1))
+	expect_rc 0 $as_nobody "$tdb" stats
+	has -Ex "tables +$seen"
+	checks=$((checks + 1))
+	[ "$seen" -ge 1 ] && [ "$seen" -lt "$all" ] ||
+		fail "stats as nobody: sees $seen of $all tables"
+	expect_rc 0 "$tdb" stats
+	has -Ex "tables +$all"
 	# refused by the socket's directory, not by a table: exit 5, said so
 	mkdir -m 0700 "$dir/priv"
 	expect_err 5 "tdb: stats: cannot connect to tdbd at $dir/priv/s.sock: permission denied (not in the socket's group?)" $as_nobody "$tdb" --socket "$dir/priv/s.sock" stats
@@ -513,7 +710,7 @@ if command -v prlimit >/dev/null 2>&1 && sa_start; then
 	sa_stop
 	if sa_start prlimit --as=$(( (v0 + 16 * 1024 * 1024) * 1024 )) --; then
 		expect_rc 0 "$tdb" tables
-		has -E "^sbig +0 +0 +0/32768 +0 +$(id -u):$(id -g) +0600 +aside$"
+		has -E "^sbig +0 +0 +0/32768 +0 +$(id -un):$(id -gn) +0600 +aside$"
 		expect_rc 0 "$tdb" --json tables
 		json_check '[d["state"] for d in docs if d["name"] == "sbig"]
 			== ["aside"]'

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_client_death.c - clients SIGKILLed in awkward places; tdbd must
  * clean up after each and nobody else may notice.

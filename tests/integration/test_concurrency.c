@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_concurrency.c - 64 client processes against one tdbd.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_crash.c - crash torture: tdbd SIGKILLed at random moments, over
  * and over, on one data directory; nothing it acknowledged may be lost

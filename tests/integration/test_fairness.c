@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_fairness.c - one client must not take a worker, the listener or
  * the log from the others (issue 12, items 4, 6, 8).  tdbd runs with one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_graceful_stop.c - SIGTERM while clients are busy.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_hostile.c - clients that break the rules on purpose, with raw
  * sockets and raw mappings of their rings (the codec and the ring code,

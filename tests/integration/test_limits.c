@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_limits.c - the per-uid and global limits of tdbd (quota.c,
  * docs/CONFIG.md "Limits"): ordinary users (forked children that drop

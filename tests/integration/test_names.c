@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_names.c - table names and restores across the trust boundary
  * (issue 12, items 7 and 8): a real tdbd, the tdb CLI and tdb-load.
@@ -291,6 +292,34 @@ static void write_legacy_wal(const char *tag)
 	wal_close(w);
 }
 
+/*
+ * `tdb tables` lists the names sorted (bytes: "-old..." before "t\xc3...")
+ * and escaped as scan escapes keys, UTF-8 too, so that every byte is a
+ * column: all lines (header, two tables) are plain ASCII of one length.
+ */
+static void check_table_lines(const char *out, const char *first)
+{
+	const char *p = out, *nl, *q;
+	size_t len0 = 0, n = 0;
+	bool aligned = true;
+
+	for (; (nl = strchr(p, '\n')); p = nl + 1, n++) {
+		if (!n)
+			len0 = (size_t)(nl - p);
+		else if ((size_t)(nl - p) != len0)
+			aligned = false;
+		for (q = p; q < nl; q++)
+			if (*q < 0x20 || *q >= 0x7f)    /* char: signed */
+				aligned = false;
+	}
+	CHECK(aligned && n == 3, "tdb tables: lines not ASCII of one "
+	      "length: '%s'", out);
+	p = strchr(out, '\n');
+	CHECK(p && !strncmp(p + 1, first, strlen(first)) &&
+	      (p = strchr(p + 1, '\n')) && !strncmp(p + 1, "t\\xc3\\xa9 ", 10),
+	      "tdb tables: not sorted by name: '%s'", out);
+}
+
 static void part_legacy(const char *cli, const char *dump)
 {
 	static const char *const args[] = { "--log-level", "debug", NULL };
@@ -326,6 +355,7 @@ static void part_legacy(const char *cli, const char *dump)
 		out = scratch("tables.out");
 		CHECK(strstr(out, legacy_esc) && !strchr(out, '\x9b'),
 		      "tdb tables does not escape the name: '%s'", out);
+		check_table_lines(out, legacy_esc);
 		free(out);
 		CHECK_EQ(h_run(stat, "stat.out", "stat.err"), 0, "tdb stat");
 		out = scratch("stat.out");

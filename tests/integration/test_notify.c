@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_notify.c - tdbd's messages to systemd (sd_notify), received on a
  * datagram socket of the test's own (NOTIFY_SOCKET).

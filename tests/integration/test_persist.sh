@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # test_persist.sh - tdbd's data directory across restarts, through the
 # tdb CLI: tables (owner, mode, cap) and records (binary, empty, 1 MiB)
 # survive SIGTERM (checkpoint) and SIGKILL (WAL replay); the checkpoint

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_setaside.c - a table recovery cannot restore is set aside, and
  * tdbd starts anyway (issue 12, item 3).
@@ -448,6 +449,11 @@ static void phase_limited(uint64_t v0)
 	      "the log does not name the tables set aside");
 	CHECK(h_log_has(&d, "restart tdbd to restore it"),
 	      "the log does not say what to do");
+	/* libc's text in lower case, as tdb's own: "(cannot allocate
+	 * memory)", not "(Cannot allocate memory)" */
+	CHECK(h_log_has(&d, "(cannot allocate memory)") &&
+	      !h_log_has(&d, "(Cannot allocate memory)"), "the set-aside "
+	      "message's errno text is not libc's in lower case");
 	c = h_connect(&d, 0);
 	verify(c, "small");
 	CHECK_EQ(tdbc_table_list(c, list_one, &l), 0, "list");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_sigbus.c - a client takes the memory of its own completion ring
  * away, and tdbd must survive its SIGBUS.

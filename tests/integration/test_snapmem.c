@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_snapmem.c - memory a client can make tdbd hold through snapshot
  * scans, and the global memory limit (issue 12, item 5).

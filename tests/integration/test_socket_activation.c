@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_socket_activation.c - tdbd started by systemd-socket-activate
  * (the systemd package's stand-in for a .socket unit): it must serve on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * kt.c - the kernel-stage tests' shared helpers (kt.h): choosing the
  * owner (tdb.ko or a tdbd started here), connecting, setting a limit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * kt.h - what the kernel-stage tests (tests/kernel/) share.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # qemu-common.sh - shell the qemu stages share (tests/kernel/run-qemu.sh,
 # tests/powercut/run-powercut.sh): the host tools they need, the kernel
 # they boot, and building and packing an initramfs tree (busybox-static,

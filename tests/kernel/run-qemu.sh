@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # run-qemu.sh - the kernel stage: boot Debian's kernel under qemu (TCG)
 # with an initramfs built here, load tdb.ko, run the guest tests against
 # /dev/tdb and generic netlink, unload it and check that nothing leaked.

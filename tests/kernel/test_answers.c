@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_answers.c - answers the owner must give whatever the request:
  *  - dumps that skip records: a prefix SCAN over 20000 records that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_conform.c - the two homes of the owner (src/owner) agree: the
  * same limits, errors and answers from tdb.ko and from tdbd (issue 13's

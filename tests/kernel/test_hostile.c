@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_hostile.c - a client that breaks every rule of /dev/tdb
  * (include/tdb/kdev.h) cannot hurt tdb.ko: bad ioctls and mmaps are

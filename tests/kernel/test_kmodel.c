@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_kmodel.c - randomized model-based test of one owner through
  * libtdbclient: a seeded mix of put, put NOOVERWRITE, get, del, prefix

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_limits.c - tdb.ko's per-uid and global limits (kmod/owner_quota.c)
  * against ordinary uids (forked children that drop to 65534 / 65533),

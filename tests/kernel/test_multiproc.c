@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_multiproc.c - N processes at once on one table: each puts and
  * reads back its own keys, overwrites a set of shared keys, and races

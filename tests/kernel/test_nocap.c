@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_nocap.c - tdb.ko's permission checks: a process without
  * CAP_NET_ADMIN (uid/gid 65534, no capabilities) gets EPERM for a

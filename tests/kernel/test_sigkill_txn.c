@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_sigkill_txn.c - a client dies (SIGKILL) inside a transaction: its
  * changes never become visible and the owner cleans up after it (STATS:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_snapshot.c - snapshot scans (SCAN with TDB_SCAN_SNAPSHOT,
  * tdbc_scan_open_flags(TDBC_SCAN_SNAPSHOT)): the table exactly as it was

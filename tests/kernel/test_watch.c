@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_watch.c - changes reach watchers: a watcher (tdbc_watch: on
  * tdb.ko a feed mapped from /dev/tdb) sees every PUT and DEL another

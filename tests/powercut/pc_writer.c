@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * pc_writer.c - the guest side of the power-cut test (run-powercut.sh):
  * writers that report every acknowledged change, and the checker that

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # run-powercut.sh - tdbd against power cuts: a qemu guest (TCG) whose data
 # disk nbdkit serves through its cache filter in writeback mode (writes
 # stay in nbdkit's memory until the guest flushes), writers in the guest

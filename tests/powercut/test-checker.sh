@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # test-checker.sh - the power-cut checker (pc_writer check) against a
 # tdbd on this host, no qemu: it passes what the writers wrote, and it
 # sees each kind of damage run-powercut.sh counts on it to see: an
