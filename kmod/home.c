@@ -45,7 +45,7 @@ static struct tdbo_limits lim = {
 	.reader_lease_ms = 100,
 };
 
-/* --- parameters ------------------------------------------------------------ */
+/* --- parameters ----------------------------------------------------------- */
 
 /* A count with a range, in a u32 field of lim. */
 #define PARAM_RANGE(name, lo, hi)					\
@@ -245,7 +245,7 @@ const struct tdbo_limits *tdbk_home_limits(void)
 	return &lim;
 }
 
-/* --- feeds ----------------------------------------------------------------- */
+/* --- feeds ---------------------------------------------------------------- */
 
 /* vmalloc_user(): zeroed, and dev.c can map it with
  * remap_vmalloc_range_partial(); counted in max_memory_mb with the
@@ -268,7 +268,7 @@ static void feed_free(void *arg, void *mem, size_t size, void *cookie)
 	tdbk_mem_uncharge(size);
 }
 
-/* --- table maps --------------------------------------------------------------- */
+/* --- table maps ----------------------------------------------------------- */
 
 /* t was dropped (the owner holds its wlock): take every client's
  * mapping of it down (kmap.c). */
@@ -283,7 +283,7 @@ const struct tdbo_hooks tdbk_home_hooks = {
 	.map_revoke = map_revoke,
 };
 
-/* --- credentials ----------------------------------------------------------- */
+/* --- credentials ---------------------------------------------------------- */
 
 /* The owner checks access by numbers in the initial user namespace:
  * fsuid, fsgid and the supplementary groups, copied from cred. */

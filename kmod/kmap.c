@@ -114,7 +114,7 @@ void tdbk_map_file_open(struct file *file)
 	file->f_mapping = map_inode->i_mapping;
 }
 
-/* --- revocation ------------------------------------------------------------- */
+/* --- revocation ----------------------------------------------------------- */
 
 /* The owner's map_revoke hook (home.c): t was dropped. */
 void tdbk_map_revoke(u64 slot)
@@ -126,7 +126,7 @@ void tdbk_map_revoke(u64 slot)
 			    TDB_DEV_MAP_SLOTS * SLOT_PAGES, true);
 }
 
-/* --- faults ------------------------------------------------------------------ */
+/* --- faults --------------------------------------------------------------- */
 
 /* The table's first slot, from a slot of its range. */
 static u64 map_base(u64 slot)
@@ -171,18 +171,40 @@ static vm_fault_t map_zero(struct vm_fault *vmf)
 				pfn_to_pfn_t(my_zero_pfn(addr)));
 }
 
-static vm_fault_t map_fault(struct vm_fault *vmf)
+/*
+ * Map the part of the extent at ext that the vma covers around the
+ * faulting page (region offset roff): one fault per 2 MiB instead of
+ * 512.  *pgoff and *npages: the file range it covered (for taking it
+ * down again).  0 or the faulting page's error.
+ */
+static int map_extent(struct vm_fault *vmf, const void *ext, u64 roff,
+		      pgoff_t *pgoff, unsigned long *npages)
 {
 	struct vm_area_struct *vma = vmf->vma;
-	struct tdbo_client *c = vma->vm_private_data;
+	unsigned long addr = vmf->address & PAGE_MASK;
+	unsigned long pg = (unsigned long)(roff & (TDBP_EXTENT_SIZE - 1)) >>
+			   PAGE_SHIFT;
+	unsigned long below = min(pg, (addr - vma->vm_start) >> PAGE_SHIFT);
+	unsigned long above = min(EXTENT_PAGES - pg,
+				  (vma->vm_end - addr) >> PAGE_SHIFT);
+
+	*pgoff = vmf->pgoff - below;
+	*npages = below + above;
+	return insert_extent(vma, ext, addr - (below << PAGE_SHIFT),
+			     pg - below, below + above, below);
+}
+
+static vm_fault_t map_fault(struct vm_fault *vmf)
+{
+	struct tdbo_client *c = vmf->vma->vm_private_data;
 	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
 	u64 base = map_base(off / TDB_DEV_SLOT);
 	u64 roff = off - base * TDB_DEV_SLOT;   /* in the region */
-	unsigned long addr = vmf->address & PAGE_MASK;
-	unsigned long pg, below, above, first_addr, npages;
+	unsigned long npages;
 	struct tdbo_table *t;
 	struct tdbe_table *et;
 	const void *ext;
+	pgoff_t pgoff;
 	int gen, err;
 
 	gen = atomic_read(&zap_gen);
@@ -204,22 +226,15 @@ static vm_fault_t map_fault(struct vm_fault *vmf)
 		tdbo_table_put(t);
 		return VM_FAULT_SIGBUS;
 	}
-	/* The part of the extent this vma covers, mapped at once: one
-	 * fault per 2 MiB instead of 512. */
-	pg = (unsigned long)(roff & (TDBP_EXTENT_SIZE - 1)) >> PAGE_SHIFT;
-	below = min(pg, (addr - vma->vm_start) >> PAGE_SHIFT);
-	above = min(EXTENT_PAGES - pg, (vma->vm_end - addr) >> PAGE_SHIFT);
-	first_addr = addr - (below << PAGE_SHIFT);
-	npages = below + above;
-	err = insert_extent(vma, ext, first_addr, pg - below, npages, below);
+	err = map_extent(vmf, ext, roff, &pgoff, &npages);
 	tdbo_table_put(t);
 	smp_mb();               /* the PTEs before the second look */
 	if (atomic_read(&zap_gen) != gen) {
 		/* A revocation ran meanwhile and may have missed these:
 		 * take them down (every file's, harmlessly); the access
 		 * faults again and checks again. */
-		unmap_mapping_pages(vma->vm_file->f_mapping,
-				    vmf->pgoff - below, npages, true);
+		unmap_mapping_pages(vmf->vma->vm_file->f_mapping, pgoff,
+				    npages, true);
 		return VM_FAULT_NOPAGE;
 	}
 	if (err == -ENOMEM)
@@ -231,7 +246,7 @@ static const struct vm_operations_struct map_vm_ops = {
 	.fault = map_fault,
 };
 
-/* --- mmap --------------------------------------------------------------------- */
+/* --- mmap ----------------------------------------------------------------- */
 
 /*
  * mmap of a table slot range (slot >= TDB_DEV_SLOT_MAP_FIRST) for client

@@ -61,7 +61,7 @@
 #define LEASE_PARAM     "/sys/module/tdb/parameters/reader_lease_ms"
 #define HUGE_PARAM      "/sys/module/tdb/parameters/huge_extents"
 
-/* --- a mapped reader on a raw /dev/tdb client ------------------------------- */
+/* --- a mapped reader on a raw /dev/tdb client ----------------------------- */
 
 struct kmap {
 	struct kt_raw r;
@@ -270,7 +270,7 @@ static int kmap_get(struct kmap *m, const char *key, void *out, size_t cap,
 	return kmap_get_many(m, 1, &key, &out, cap, len);
 }
 
-/* --- shared helpers ------------------------------------------------------------- */
+/* --- shared helpers ------------------------------------------------------- */
 
 static struct tdbc *ring_connect(void)
 {
@@ -349,7 +349,7 @@ static pid_t start_child(void (*fn)(void *), void *arg)
 	return pid;
 }
 
-/* --- access --------------------------------------------------------------------- */
+/* --- access --------------------------------------------------------------- */
 
 static uint64_t acc_off;        /* the 0600 table's offset, for uid 65534 */
 
@@ -465,7 +465,7 @@ static void part_access(struct tdbc *c)
 	       "EOPNOTSUPP");
 }
 
-/* --- lookup ---------------------------------------------------------------------- */
+/* --- lookup --------------------------------------------------------------- */
 
 static int make_value(char *v, size_t cap, unsigned int i, unsigned int gen)
 {
@@ -526,7 +526,7 @@ static void part_lookup(struct tdbc *c, int huge)
 	drop(c, "km_look");
 }
 
-/* --- model: 1 writer + 8 mapped readers ----------------------------------------- */
+/* --- model: 1 writer + 8 mapped readers ----------------------------------- */
 
 #define MK      256             /* single keys */
 #define MP      64              /* pairs, written together in a txn */
@@ -764,7 +764,7 @@ static void part_model(struct tdbc *c)
 	drop(c, "km_model");
 }
 
-/* --- lease: stuck readers ---------------------------------------------------------- */
+/* --- lease: stuck readers ------------------------------------------------- */
 
 struct stuck {
 	int go[2];              /* child -> parent: in the section */
@@ -921,7 +921,7 @@ static void part_lease(struct tdbc *c)
 	drop(c, "km_lease");
 }
 
-/* --- drop while mapped ------------------------------------------------------------- */
+/* --- drop while mapped ---------------------------------------------------- */
 
 static sigjmp_buf bus_jmp;
 
@@ -984,7 +984,7 @@ static void part_drop(struct tdbc *c)
 	       "the section says stale, TABLE_MAP and mmap ENOENT");
 }
 
-/* --- growth ------------------------------------------------------------------------- */
+/* --- growth --------------------------------------------------------------- */
 
 struct grow_shared {
 	volatile uint32_t written;      /* keys put so far */
@@ -1056,7 +1056,7 @@ static void part_growth(struct tdbc *c)
 	drop(c, "km_grow");
 }
 
-/* --- benchmark (TDB_KMAP_BENCH=N) --------------------------------------------------- */
+/* --- benchmark (TDB_KMAP_BENCH=N) ----------------------------------------- */
 
 struct bench_shared {
 	volatile int go;
