@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * test_kmap.c - table maps on /dev/tdb (tdb.ko only): a client maps a
  * table read-only (TABLE_MAP, then mmap at the cookie's offset) and looks
