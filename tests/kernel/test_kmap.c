@@ -355,6 +355,29 @@ static pid_t start_child(void (*fn)(void *), void *arg)
 	return pid;
 }
 
+static sigjmp_buf bus_jmp;
+
+static void on_bus(int sig)
+{
+	(void)sig;
+	siglongjmp(bus_jmp, 1);
+}
+
+/* Read one byte at p: 0 or the byte + 1; -1 on SIGBUS. */
+static int peek(const volatile unsigned char *p)
+{
+	struct sigaction sa = { .sa_handler = on_bus }, old;
+	int v;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(bus_jmp, 1))
+		v = -1;
+	else
+		v = *p + 1;
+	sigaction(SIGBUS, &old, NULL);
+	return v;
+}
+
 /* --- access --------------------------------------------------------------- */
 
 static uint64_t acc_off;        /* the 0600 table's offset, for uid 65534 */
@@ -442,10 +465,16 @@ static void part_access(struct tdbc *c)
 	p = mmap(NULL, 5 * EXT, PROT_READ, MAP_SHARED, m.r.fd, (off_t)m.off);
 	CHECK(p == MAP_FAILED && errno == EINVAL, "a map past max_extents: "
 	      "%s", p == MAP_FAILED ? strerror(errno) : "mapped");
-	/* part of it, from extent 1 on: fine (not touched: not backed) */
+	/* part of it, from extent 1 on: fine; touching an extent the
+	 * region does not have yet is SIGBUS (a reader never does) */
 	p = mmap(NULL, 3 * EXT, PROT_READ, MAP_SHARED, m.r.fd,
 		 (off_t)(m.off + EXT));
 	CHECK(p != MAP_FAILED, "a map of extents 1..3: %s", strerror(errno));
+	CHECK(tdbe_view_extents(m.base) == 1, "the new table has %u extents",
+	      tdbe_view_extents(m.base));
+	CHECK(peek((unsigned char *)p + 4096) == -1, "an extent not backed "
+	      "yet did not SIGBUS");
+	CHECK(peek(m.base + 4096) >= 0, "extent 0 SIGBUSed");
 	munmap(p, 3 * EXT);
 
 	/* a file that asked for no map gets none */
@@ -937,14 +966,6 @@ static void part_lease(struct tdbc *c)
 
 /* --- drop while mapped ---------------------------------------------------- */
 
-static sigjmp_buf bus_jmp;
-
-static void on_bus(int sig)
-{
-	(void)sig;
-	siglongjmp(bus_jmp, 1);
-}
-
 static void part_drop(struct tdbc *c)
 {
 	struct tdbc_table *t;
@@ -954,6 +975,9 @@ static void part_drop(struct tdbc *c)
 	char key[32], val[64];
 	struct sigaction sa = { .sa_handler = on_bus }, old;
 	volatile uint64_t sum = 0;
+	int go[2];
+	char one = 1;
+	pid_t child;
 	long len;
 	void *p;
 
@@ -972,7 +996,23 @@ static void part_drop(struct tdbc *c)
 	/* touch every page of extent 0 so that all are mapped */
 	for (size_t o = 0; o < EXT; o += 4096)
 		sum += m.base[o];
+	/* a child inherits the mapping (its PTEs too): it must lose them
+	 * with the drop as well */
+	CHECK(pipe(go) == 0, "pipe");
+	fflush(NULL);
+	child = fork();
+	CHECK(child >= 0, "fork");
+	if (!child) {
+		CHECK(hdr_of(&m)->magic == TDB_REGION_MAGIC, "the child's map");
+		CHECK(read(go[0], &one, 1) == 1, "pipe");
+		CHECK(peek(m.base) == 1 && peek(m.base + EXT - 1) == 1,
+		      "the child's map of a dropped table is not zeros");
+		_exit(0);
+	}
+	h_track(child);
 	drop(c, "km_drop");
+	CHECK(write(go[1], &one, 1) == 1, "pipe");
+	wait_child(child, "the forked reader");
 	sigaction(SIGBUS, &sa, &old);
 	if (sigsetjmp(bus_jmp, 1))
 		CHECK(0, "SIGBUS reading a dropped table's map");
