@@ -45,7 +45,7 @@ static struct tdbo_limits lim = {
 	.reader_lease_ms = 100,
 };
 
-/* --- parameters ----------------------------------------------------------- */
+/* --- parameters ------------------------------------------------------------ */
 
 /* A count with a range, in a u32 field of lim. */
 #define PARAM_RANGE(name, lo, hi)					\
@@ -245,7 +245,7 @@ const struct tdbo_limits *tdbk_home_limits(void)
 	return &lim;
 }
 
-/* --- feeds ---------------------------------------------------------------- */
+/* --- feeds ----------------------------------------------------------------- */
 
 /* vmalloc_user(): zeroed, and dev.c can map it with
  * remap_vmalloc_range_partial(); counted in max_memory_mb with the
