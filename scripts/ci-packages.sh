@@ -221,9 +221,17 @@ ldd ./hello | grep -Eq 'libtdbclient\.so\.0 => /(usr/)?lib/[^ ]*/libtdbclient\.s
 ./hello "$sock" > hello.out || { cat hello.out; fail "hello"; }
 cat hello.out
 grep -qx 'greeting = hello, world' hello.out || fail "hello's output"
+# the event-loop example (tdbc_fd), with sd-event
+# shellcheck disable=SC2046
+cc -DWITH_SD_EVENT -o evloop "$top/clients/examples/evloop.c" \
+	$(pkg-config --cflags --libs tdbclient libsystemd)
+./evloop "$sock" --sd-event > evloop.out || { cat evloop.out; fail "evloop"; }
+cat evloop.out
 cd "$top"
 [ -f /usr/share/doc/libtdbclient-dev/examples/hello.c ] ||
 	fail "the example is not in libtdbclient-dev"
+[ -f /usr/share/doc/libtdbclient-dev/examples/evloop.c ] ||
+	fail "evloop.c is not in libtdbclient-dev"
 
 # tdb-bench starts its own tdbd: the installed one, through the wrapper.
 tdb-bench --only tdb --keys 1000 --ops 1000 --txn-ops 100 --sync-ops 0 \

@@ -26,7 +26,8 @@
 #           qemu-utils (qemu-io, nbdkit's self-check), e2fsprogs
 #           (mkfs.ext4 of the disk image).
 #   bench   the benchmarks' peers: redis-server and redis-tools (tdb-bench
-#           against Redis), gnuplot-nox (bench/ring/plot.gp), GLib, APR
+#           against Redis; it starts its own server, so the package's
+#           service is stopped and disabled when this installs it), gnuplot-nox (bench/ring/plot.gp), GLib, APR
 #           and Boost's headers (tdb-bench-pool's peers; without them
 #           meson skips tdb-bench-pool).
 #   all     all of the above: what `./run test` and .ci/run install.
@@ -52,7 +53,7 @@ for set in "$@"; do
 	kernel)	PKGS="$PKGS $BUILD $KERNEL" ;;
 	bench)	PKGS="$PKGS $BUILD $BENCH" ;;
 	all)	PKGS="$PKGS $BUILD $TEST $KERNEL $BENCH" ;;
-	-h|--help) sed -n '3,33s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,/^# A test whose/s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*)	echo "install-deps: unknown set '$set' (build, test, kernel," \
 		     "bench, all)" >&2
 		exit 2 ;;
@@ -74,4 +75,13 @@ if [ -n "$missing" ]; then
 	apt-get update -q
 	# shellcheck disable=SC2086
 	apt-get install -y -q $missing
+	# tdb-bench starts its own redis-server on a Unix socket: the
+	# package's system service is not needed, so it is not left running
+	# or enabled at boot.
+	case " $missing " in *" redis-server "*)
+		if command -v systemctl >/dev/null 2>&1; then
+			systemctl disable --now redis-server >/dev/null 2>&1 ||
+				true
+		fi ;;
+	esac
 fi

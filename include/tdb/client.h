@@ -292,6 +292,8 @@ enum tdbc_op {
 	TDBC_OP_GET = 1,
 	TDBC_OP_PUT = 2,
 	TDBC_OP_DEL = 3,
+	TDBC_OP_COMMIT = 4,     /* txn: commit it (the handle is freed) */
+	TDBC_OP_ABORT = 5,      /* txn: abort it (the handle is freed) */
 };
 struct tdbc_req {
 	enum tdbc_op op;
@@ -328,6 +330,30 @@ int tdbc_reap(struct tdbc *c, struct tdbc_cqe *cqes, unsigned int n,
 	      unsigned int min, int timeout_ms);
 /* Requests submitted and not reaped yet. */
 unsigned int tdbc_inflight(const struct tdbc *c);
+
+/* --- event loops (epoll, sd-event, libuv) ------------------------------
+ * tdbc_fd: one descriptor that becomes readable (POLLIN) when
+ * completions or watched changes wait; add it to the loop, then on
+ * POLLIN call tdbc_reap(c, ..., 0, 0) and tdbc_watch_next(w, ..., 0, ...)
+ * until they return nothing (0), and poll again: no wake-up is lost.
+ * It may be readable when nothing waits (those calls then return 0).
+ * The descriptor is the connection's: do not read or close it.
+ * TDBC_OP_COMMIT/TDBC_OP_ABORT in tdbc_submit end a transaction
+ * without waiting; tdbc_scan_submit runs a scan whose batches complete
+ * through tdbc_reap.  tdbc_fd(3), tdbc_scan_submit(3).
+ */
+int tdbc_fd(struct tdbc *c);
+/*
+ * A scan (as tdbc_scan_open; flags: 0, TDBC_SCAN_SNAPSHOT is refused
+ * with -EOPNOTSUPP) whose batches come as completions of `user`: res is
+ * the number of records the batch brought (0 is possible before the
+ * end) or a negative errno.  Then tdbc_scan_next hands out the records
+ * and, when the batch is used up, asks for the next one and returns
+ * -EAGAIN (wait for its completion), or 0 at the scan's end.
+ */
+int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
+		     uint64_t limit, unsigned int flags, uint64_t user,
+		     struct tdbc_scan **out);
 
 #ifdef __cplusplus
 }

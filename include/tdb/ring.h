@@ -97,6 +97,10 @@ enum tdb_ring_kind {
 #define TDB_RING_F_OVERRUN      (1u << 2)  /* one side found the other
 					    * breaking the protocol and
 					    * stopped using the ring */
+#define TDB_RING_F_EVENTFD      (1u << 3)  /* COMPLETE, tdbd: the client
+					    * waits on the eventfd ATTACH
+					    * passed too (tdbc_fd): wake
+					    * it besides the futex */
 
 struct tdb_ring_hdr {
 	/* line 0: written once by the creator, then constant */

@@ -10,6 +10,13 @@
  * or a wait for ring space): so mixing blocking calls in loses nothing.
  * tdbc_reap moves entries from the FIFO to `reaped`, whose values stay
  * allocated until the next tdbc_reap or blocking call (tdbc__enter).
+ *
+ * Besides GET, PUT and DEL: COMMIT and ABORT end a transaction (its
+ * handle is freed once the request is queued: at the end of that
+ * tdbc_submit, so later requests of the same array that name it are
+ * refused, not a use after free), and a scan's batch (tdbc_scan_submit,
+ * scan.c) is a request whose dump parts go to its scan and whose end is
+ * the completion.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -112,6 +119,10 @@ static int done_push(struct tdbc *c, const struct tdbc_done *d)
 	}
 	c->done[(c->done_head + c->done_len) % c->done_cap] = *d;
 	c->done_len++;
+	/* Taken by another call than tdbc_reap (a blocking one): no
+	 * wake-up will announce it, so tdbc_fd must (io.c). */
+	if (c->done_len == 1 && !c->in_reap)
+		tdbc__self_signal(c);
 	return 0;
 }
 
@@ -144,6 +155,37 @@ static int make_done(struct tdbc *c, const struct tdb_proto_msg *m,
 	return 0;
 }
 
+/* A scan batch's answer: parts to the scan (none once it is closed),
+ * the end a completion saying how many records the batch brought. */
+static int scan_deliver(struct tdbc *c, uint32_t i, int kind,
+			const struct tdb_proto_msg *m)
+{
+	struct tdbc_scan *s = c->slots[i].scan;
+	struct tdbc_done d = { .user = c->slots[i].user };
+	int err;
+
+	if (kind == TDBC_ANS_PART) {
+		if (s)
+			(void)tdbc__scan_async_part(s, m);   /* kept in s */
+		return c->dead ? c->dead : 1;
+	}
+	slot_del(c, i);
+	if (!s)
+		return 1;
+	d.res = tdbc__scan_async_end(s, m);
+	if (d.res < 0 && m->error && m->ext.msg && m->ext.msg[0] &&
+	    !(d.msg = strdup(m->ext.msg)))
+		err = -ENOMEM;
+	else
+		err = done_push(c, &d);
+	if (err) {
+		done_free(&d);
+		return tdbc__die(c, -ENOMEM, "out of memory keeping a "
+				 "completion");
+	}
+	return 1;
+}
+
 int tdbc__async_deliver(struct tdbc *c, const struct tdb_proto_msg *m)
 {
 	struct tdbc_done d = { 0 };
@@ -155,6 +197,8 @@ int tdbc__async_deliver(struct tdbc *c, const struct tdb_proto_msg *m)
 	kind = tdbc__classify(c, m, c->slots[i].cmd);
 	if (kind < 0)
 		return kind;
+	if (c->slots[i].cmd == TDB_CMD_SCAN)
+		return scan_deliver(c, (uint32_t)i, kind, m);
 	if (kind == TDBC_ANS_PART)
 		return tdbc__die(c, -EPROTO, "tdbd answered %s with a dump "
 				 "part", tdb_proto_cmd_name(c->slots[i].cmd));
@@ -192,13 +236,55 @@ void tdbc__async_free(struct tdbc *c)
 	c->done_len = c->reaped_cap = c->slot_cap = c->slot_used = 0;
 }
 
+int tdbc__async_add_scan(struct tdbc *c, uint32_t seq, uint64_t user,
+			 struct tdbc_scan *s)
+{
+	struct tdbc_slot sl = { .seq = seq, .cmd = TDB_CMD_SCAN,
+				.user = user, .scan = s };
+	int err = slot_reserve(c);
+
+	if (!err)
+		slot_put(c, &sl);
+	return err;
+}
+
+void tdbc__async_forget_scan(struct tdbc *c, struct tdbc_scan *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->slot_cap; i++)
+		if (c->slots[i].used && c->slots[i].scan == s)
+			c->slots[i].scan = NULL;
+}
+
 /* --- submit ------------------------------------------------------------- */
 
 static const uint8_t op_cmd[] = {
 	[TDBC_OP_GET] = TDB_CMD_GET,
 	[TDBC_OP_PUT] = TDB_CMD_PUT,
 	[TDBC_OP_DEL] = TDB_CMD_DEL,
+	[TDBC_OP_COMMIT] = TDB_CMD_TXN_COMMIT,
+	[TDBC_OP_ABORT] = TDB_CMD_TXN_ABORT,
 };
+
+static bool op_ends_txn(enum tdbc_op op)
+{
+	return op == TDBC_OP_COMMIT || op == TDBC_OP_ABORT;
+}
+
+/* COMMIT, ABORT: only the transaction. */
+static int end_msg(struct tdbc *c, const struct tdbc_req *r,
+		   struct tdb_proto_msg *m)
+{
+	if (!r->txn || r->txn->h.c != c)
+		return tdbc__fail(c, -EINVAL, "%s without an open transaction "
+				  "of this connection",
+				  r->op == TDBC_OP_COMMIT ? "commit" : "abort");
+	m->cmd = op_cmd[r->op];
+	m->attrs = TDB_PROTO_BIT(TDB_A_TXN);
+	m->txn = r->txn->id;
+	return 0;
+}
 
 /* Check one request and describe it in m. */
 static int req_msg(struct tdbc *c, const struct tdbc_req *r,
@@ -207,14 +293,16 @@ static int req_msg(struct tdbc *c, const struct tdbc_req *r,
 	int err;
 
 	memset(m, 0, sizeof(*m));
-	if (r->op < TDBC_OP_GET || r->op > TDBC_OP_DEL)
+	if (r->op < TDBC_OP_GET || r->op > TDBC_OP_ABORT)
 		return tdbc__fail(c, -EINVAL, "unknown op %d", (int)r->op);
+	if (op_ends_txn(r->op))
+		return end_msg(c, r, m);
 	if (!r->table || r->table->h.c != c)
 		return tdbc__fail(c, -EINVAL, "request without a table of "
 				  "this connection");
 	if (r->txn && r->txn->h.c != c)
-		return tdbc__fail(c, -EINVAL, "transaction belongs to another "
-				  "connection");
+		return tdbc__fail(c, -EINVAL, "transaction ended or belongs "
+				  "to another connection");
 	err = tdbc__check_key(c, r->key, r->klen);
 	if (err)
 		return err;
@@ -245,8 +333,10 @@ static int req_msg(struct tdbc *c, const struct tdbc_req *r,
 	return 0;
 }
 
-/* Queue one request (built into the ring, not published). */
-static int submit_one(struct tdbc *c, const struct tdbc_req *r)
+/* Queue one request (built into the ring, not published).  A queued
+ * COMMIT or ABORT retires its transaction's handle onto *ended. */
+static int submit_one(struct tdbc *c, const struct tdbc_req *r,
+		      struct tdbc_link *ended)
 {
 	struct tdbc_slot s = { .user = r->user };
 	struct tdb_proto_msg m;
@@ -269,11 +359,18 @@ static int submit_one(struct tdbc *c, const struct tdbc_req *r)
 		if (i >= 0)
 			slot_del(c, (uint32_t)i);
 	}
+	if (!err && op_ends_txn(r->op)) {
+		tdbc__unlink(&r->txn->h);
+		r->txn->h.c = NULL;     /* later requests naming it: -EINVAL */
+		r->txn->h.link.next = ended->next;
+		ended->next = &r->txn->h.link;
+	}
 	return err;
 }
 
 int tdbc_submit(struct tdbc *c, const struct tdbc_req *reqs, unsigned int n)
 {
+	struct tdbc_link ended = { NULL, NULL }, *l;
 	unsigned int i;
 	int err = tdbc__enter(c), err2;
 
@@ -284,9 +381,13 @@ int tdbc_submit(struct tdbc *c, const struct tdbc_req *reqs, unsigned int n)
 	if (n > INT32_MAX)
 		n = INT32_MAX;
 	for (i = 0; i < n; i++) {
-		err = submit_one(c, &reqs[i]);
+		err = submit_one(c, &reqs[i], &ended);
 		if (err)
 			break;
+	}
+	while ((l = ended.next)) {
+		ended.next = l->next;
+		free(l);        /* the link opens struct tdbc_txn */
 	}
 	if (c->dead)
 		return c->dead;
@@ -340,9 +441,17 @@ int tdbc_reap(struct tdbc *c, struct tdbc_cqe *cqes, unsigned int n,
 		n = INT32_MAX;
 	/* Never wait for completions that cannot come. */
 	want = min < tdbc_inflight(c) ? min : tdbc_inflight(c);
+	c->in_reap = true;
 	err = c->dead ? 0 : tdbc__wait(c, enough_done, &want, timeout_ms);
+	c->in_reap = false;
 	if (err && err != -ETIMEDOUT && !c->done_len)
 		return err;
+	/* Nothing: tdbc_fd must announce what comes from now on. */
+	if (!c->done_len) {
+		err = tdbc__arm(c);
+		if (err)
+			return err;
+	}
 	k = n < c->done_len ? n : c->done_len;
 	if (reaped_room(c, k))
 		return -ENOMEM;

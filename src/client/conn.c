@@ -280,18 +280,22 @@ static int attach_rings(struct tdbc *c, const int fds[3])
 static int attach(struct tdbc *c)
 {
 	struct tdb_proto_msg m = { .cmd = TDB_CMD_ATTACH };
-	struct tdbc_call call = { .nfds = 3 };
-	int err, i;
+	struct tdbc_call call = { .nfds = 3, .nfds_opt = 1 };
+	unsigned int i;
+	int err;
 
 	err = tdbc__call(c, &m, &call, true);
 	if (err)
 		return err;
 	err = attach_rings(c, call.fds);
-	/* The mappings keep the memfds alive; the eventfd is kept (in
-	 * c->evfd) only when the rings are in use. */
-	for (i = 0; i < 3; i++)
-		if (i < 2 || err)
+	/* The mappings keep the memfds alive; the eventfds are kept (in
+	 * c->evfd, c->selfd) only when the rings are in use.  A tdbd
+	 * before issue 17 sends no fourth (tdbc_fd then says so). */
+	for (i = 0; i < call.nfds_got; i++)
+		if (i == 0 || i == 1 || err)
 			close(call.fds[i]);
+	if (!err && call.nfds_got > 3)
+		c->selfd = call.fds[3];
 	return err;
 }
 
@@ -354,6 +358,8 @@ static struct tdbc *conn_alloc(void)
 		return NULL;
 	c->fd = -1;
 	c->evfd = -1;
+	c->pollfd = -1;
+	c->selfd = -1;
 	c->backend = TDBC_BE_DAEMON;
 	c->family = TDB_PROTO_FAMILY;
 	c->peer = "tdbd";
@@ -505,6 +511,10 @@ void tdbc_close(struct tdbc *c)
 		close(c->fdq[i]);
 	if (c->evfd >= 0)
 		close(c->evfd);
+	if (c->selfd >= 0)
+		close(c->selfd);
+	if (c->pollfd >= 0)
+		close(c->pollfd);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->rbuf);

@@ -76,7 +76,10 @@ struct tdbc_call {
 	tdbc_call_fn *on_msg;
 	void *arg;
 	unsigned int nfds;      /* fds the ack carries (ATTACH 3, WATCH 1) */
-	int fds[3];
+	unsigned int nfds_opt;  /* and up to this many more, if sent
+				 * (ATTACH: tdbd's completion eventfd) */
+	unsigned int nfds_got;  /* nfds plus the optional ones that came */
+	int fds[4];
 	/* the ack's NLMSGERR_ATTR_COOKIE (WATCH: the feed's sequence
 	 * number where the watch starts); cookie_len 0 = none */
 	uint32_t cookie_len;
@@ -92,12 +95,15 @@ struct tdbc_done {
 	char *msg;              /* the owner's text of a failure, or NULL */
 };
 
-/* An asynchronous request in flight, by seq (open addressing). */
+/* An asynchronous request in flight, by seq (open addressing).  A scan
+ * batch (cmd SCAN) names its scan: its parts go there, and its end
+ * becomes the completion; NULL once the scan was closed. */
 struct tdbc_slot {
 	uint32_t seq;
 	uint8_t used;
 	uint8_t cmd;
 	uint64_t user;
+	struct tdbc_scan *scan;
 };
 
 enum tdbc_backend {
@@ -109,6 +115,15 @@ enum tdbc_backend {
 struct tdbc {
 	int fd;                 /* the socket, or /dev/tdb (TDBC_BE_KDEV) */
 	int evfd;               /* the submission ring's wake-up, or -1 */
+	/* tdbc_fd (io.c): the descriptor handed out (-1: never asked),
+	 * and the eventfd in it that says "look again": tdbd writes it
+	 * (its completion ring's and watched feeds' wake-up, ATTACH's
+	 * fourth fd) and so do we, when something waits that no wake-up
+	 * will announce (kept completions, a feed read behind; /dev/tdb:
+	 * ours alone).  -1 when there is none. */
+	int pollfd;
+	int selfd;
+	bool in_reap;           /* completions are being handed out */
 	bool rings;
 	enum tdbc_backend backend;
 	uint16_t family;        /* nlmsg_type of our family's messages:
@@ -224,6 +239,13 @@ int tdbc__wait(struct tdbc *c, tdbc_cond_fn *cond, void *arg,
 	       int timeout_ms);
 /* Is the daemon still there?  0, or the connection's death. */
 int tdbc__check_hangup(struct tdbc *c);
+/* tdbc_fd's contract (io.c): after a reap or watch_next that found
+ * nothing, clear selfd, ask tdbd to wake it (TDB_RING_F_CONS_WAITING on
+ * the completion ring) and look once more at everything that may wait:
+ * if something does, write selfd ourselves.  No-op before tdbc_fd. */
+int tdbc__arm(struct tdbc *c);
+/* Make tdbc_fd readable now (something waits that no wake-up brings). */
+void tdbc__self_signal(struct tdbc *c);
 /* Every entry point starts here: -errno of a dead connection, and the
  * values handed out by the last tdbc_reap are released. */
 int tdbc__enter(struct tdbc *c);
@@ -281,6 +303,19 @@ void tdbc__scan_free(struct tdbc_scan *s);
  * of its messages, 0 if not, or a negative errno (connection dead). */
 int tdbc__scan_route(struct tdbc *c, const struct tdb_proto_msg *m);
 void tdbc__watch_free(struct tdbc_watch *w, bool unwatch);
+/* Has any watch of c something to read (or a lapped reader)? */
+bool tdbc__watches_pending(struct tdbc *c);
+/* Asynchronous scans (scan.c): a batch's part and its end, routed by
+ * async.c.  part: 0 or a negative errno (the batch then fails);
+ * end: the completion's res (records of the batch, 0 at the scan's
+ * end, or the batch's error). */
+int tdbc__scan_async_part(struct tdbc_scan *s, const struct tdb_proto_msg *m);
+int tdbc__scan_async_end(struct tdbc_scan *s, const struct tdb_proto_msg *m);
+/* async.c: register a scan batch's request (sent by the caller) in the
+ * table of requests in flight; forget a closed scan's batch. */
+int tdbc__async_add_scan(struct tdbc *c, uint32_t seq, uint64_t user,
+			 struct tdbc_scan *s);
+void tdbc__async_forget_scan(struct tdbc *c, struct tdbc_scan *s);
 
 #pragma GCC visibility pop
 

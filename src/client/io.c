@@ -20,12 +20,18 @@
  *  - While we wait to write (socket full, submission ring full), we keep
  *    reading answers: tdbd stops taking requests from a client whose
  *    answers it cannot deliver, so not reading would deadlock.
+ *  - tdbc_fd (the end of this file): once handed out, the descriptor is
+ *    readable whenever something waits for tdbc_reap or
+ *    tdbc_watch_next, from the moment one of them returned nothing
+ *    (tdbc__arm); it may also be readable when nothing does.
  */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,14 +102,20 @@ static int claim_fds(struct tdbc *c, struct tdbc_call *call)
 {
 	unsigned int i;
 
+	unsigned int n = call->nfds;
+
 	if (c->nfdq < call->nfds)
 		return tdbc__die(c, -EPROTO, "the ack of %s came without its "
 				 "%u file descriptors",
 				 tdb_proto_cmd_name(call->cmd), call->nfds);
-	for (i = 0; i < call->nfds; i++)
+	/* The optional ones: all that came with the ack (they ride on its
+	 * first byte, so the queue holds this ack's fds only). */
+	n += c->nfdq - n < call->nfds_opt ? c->nfdq - n : call->nfds_opt;
+	for (i = 0; i < n; i++)
 		call->fds[i] = c->fdq[i];
-	c->nfdq -= call->nfds;
-	memmove(c->fdq, c->fdq + call->nfds, c->nfdq * sizeof(int));
+	call->nfds_got = n;
+	c->nfdq -= n;
+	memmove(c->fdq, c->fdq + n, c->nfdq * sizeof(int));
 	return 0;
 }
 
@@ -784,4 +796,146 @@ int tdbc__call(struct tdbc *c, struct tdb_proto_msg *m,
 	if (err)
 		return err;
 	return call->res;
+}
+
+/* --- tdbc_fd: one descriptor for an event loop ---------------------------
+ *
+ * tdbd: an epoll set of the socket (answers to requests that took it,
+ * and the daemon's death) and selfd, the eventfd tdbd passed with
+ * ATTACH: once we set TDB_RING_F_EVENTFD in our completion ring's
+ * header (poll_set_make), tdbd writes it when it publishes to that ring
+ * or to a feed we watch while TDB_RING_F_CONS_WAITING is set there
+ * (which only we set: tdbc__arm); and we write it when something waits
+ * that no wake-up will announce.
+ * /dev/tdb: an epoll set of the device (readable while the completion
+ * ring holds answers or a watched feed was written since the last
+ * ENTER) and a private selfd (ENTERs between polls forget feed writes;
+ * completions a blocking call took are kept for tdbc_reap).
+ * Generic netlink, and tdbd without rings: the socket and a private
+ * selfd (answers a blocking call read off the socket are kept for
+ * tdbc_reap); tdbd does not wake such a client for its watches.
+ */
+
+void tdbc__self_signal(struct tdbc *c)
+{
+	uint64_t one = 1;
+
+	if (c->pollfd < 0 || c->selfd < 0)
+		return;
+	/* EAGAIN: the counter is full, so readable already */
+	if (write(c->selfd, &one, sizeof(one)) < 0)
+		return;
+}
+
+int tdbc__arm(struct tdbc *c)
+{
+	uint64_t cnt;
+	uint32_t v;
+	int r;
+
+	if (c->pollfd < 0 || c->dead)
+		return c->dead;
+	/* Answers on the socket are routed now (the socket stays readable
+	 * in the set until they are), and the daemon's death is seen. */
+	r = tdbc__check_hangup(c);
+	if (r)
+		return r;
+	if (read(c->selfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return tdbc__die(c, -errno, "reading the wake-up eventfd: %s",
+				 strerror(errno));
+	/* /dev/tdb: ENTER (the kernel then announces only feed writes
+	 * from now on, and answers what was submitted) and take what it
+	 * answered; the looks below cover what came before. */
+	if (c->backend == TDBC_BE_KDEV) {
+		r = tdbc__kdev_enter(c);
+		if (!r)
+			r = tdbc__kdev_drain(c);
+		if (r < 0)
+			return r;
+	}
+	r = 1;
+	if (c->backend == TDBC_BE_DAEMON && c->rings) {
+		/* The flag before the looks: tdbd publishes, then reads the
+		 * flag; we set the flag, then look at what it published
+		 * (both with a full barrier between): one of us sees the
+		 * other.  The feeds below are looked at after it too. */
+		r = tdb_ring_wait_prepare(&c->cq, &v);
+		if (r < 0)
+			return tdbc__die(c, r, "completion ring: %s",
+					 tdb_ring_error(&c->cq));
+	} else if (c->rings && tdb_ring_pending(&c->cq) != 0) {
+		r = 0;
+	}
+	if (!r || c->done_len || tdbc__watches_pending(c))
+		tdbc__self_signal(c);
+	return 0;
+}
+
+static int poll_set_add(struct tdbc *c, int fd, uint32_t events)
+{
+	struct epoll_event ev = { .events = events };
+
+	if (epoll_ctl(c->pollfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return tdbc__fail(c, -errno, "cannot build the pollable "
+				  "descriptor: epoll_ctl: %s",
+				  strerror(errno));
+	return 0;
+}
+
+static int poll_set_make(struct tdbc *c)
+{
+	int err;
+
+	if ((c->backend != TDBC_BE_DAEMON || !c->rings) && c->selfd < 0) {
+		c->selfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (c->selfd < 0)
+			return tdbc__fail(c, -errno, "cannot make the "
+					  "pollable descriptor: eventfd: %s",
+					  strerror(errno));
+	}
+	if (c->selfd < 0)
+		return tdbc__fail(c, -EOPNOTSUPP, "this tdbd passes no "
+				  "completion eventfd at ATTACH (it is older "
+				  "than the library): no pollable descriptor; "
+				  "upgrade tdbd, or connect with "
+				  "TDBC_NO_RINGS");
+	c->pollfd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->pollfd < 0)
+		return tdbc__fail(c, -errno, "cannot make the pollable "
+				  "descriptor: epoll_create1: %s",
+				  strerror(errno));
+	err = poll_set_add(c, c->fd, c->backend == TDBC_BE_DAEMON ?
+			   EPOLLIN | EPOLLRDHUP : EPOLLIN);
+	if (!err)
+		err = poll_set_add(c, c->selfd, EPOLLIN);
+	if (err) {
+		close(c->pollfd);
+		c->pollfd = -1;
+		return err;
+	}
+	/* tdbd: wake the eventfd from now on, not only the futex */
+	if (c->backend == TDBC_BE_DAEMON && c->rings) {
+		struct tdb_ring_hdr *h = c->cq_map.hdr;
+
+		__atomic_fetch_or(&h->flags, TDB_RING_F_EVENTFD,
+				  __ATOMIC_SEQ_CST);
+	}
+	return 0;
+}
+
+int tdbc_fd(struct tdbc *c)
+{
+	int err;
+
+	if (!c)
+		return -EINVAL;
+	if (c->dead)
+		return c->dead;
+	if (c->pollfd < 0) {
+		err = poll_set_make(c);
+		if (err)
+			return err;
+	}
+	err = tdbc__arm(c);
+	return err ? err : c->pollfd;
 }

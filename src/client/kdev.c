@@ -267,6 +267,10 @@ int tdbc__kdev_enter(struct tdbc *c)
 		return tdbc__die(c, -err, "TDB_IOC_ENTER on %s: %s",
 				 tdbc__kdev_sys.dev_path, strerror(err));
 	}
+	/* The kernel forgot the feed writes poll() would have announced:
+	 * if a feed still holds unread changes, tdbc_fd says so (io.c). */
+	if (c->pollfd >= 0 && tdbc__watches_pending(c))
+		tdbc__self_signal(c);
 	return 0;
 }
 

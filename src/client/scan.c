@@ -23,6 +23,14 @@
  * brings, whatever the table's size, and tdbd paces the dump to the
  * reader.  Closing a stream early reads the rest of the dump and throws
  * it away (tdbd has no way to stop a dump but the connection's end).
+ *
+ * An asynchronous scan (tdbc_scan_submit) sends the same batches
+ * without waiting: each is an asynchronous request (async.c routes its
+ * parts here and turns its end into a completion for tdbc_reap), and
+ * tdbc_scan_next, finding the queue empty, sends the next batch and
+ * returns -EAGAIN instead of waiting for it.  At most one batch is in
+ * flight, so memory stays at a batch, and a reader that stops asking
+ * leaves nothing outstanding at tdbd.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -58,6 +66,11 @@ struct tdbc_scan {
 	bool ended;                  /* its NLMSG_DONE (or error) came */
 	bool discard;                /* closing: drop the parts */
 	uint32_t seq;
+	/* asynchronous (tdbc_scan_submit) */
+	bool async;
+	bool inflight;               /* a batch was sent, its end not in */
+	uint64_t user;               /* the batches' completions' */
+	uint64_t batch_start;        /* `received` when the batch was sent */
 };
 
 static int part_record(struct tdbc *c, struct tdbc_scan *s,
@@ -107,16 +120,14 @@ static void adapt_batch(struct tdbc_scan *s)
 		s->batch *= 2;
 }
 
-/* One batch, read to its end. */
-static int fetch(struct tdbc_scan *s)
+/* The next batch's SCAN request. */
+static void batch_msg(struct tdbc_scan *s, struct tdb_proto_msg *mp)
 {
 	struct tdb_proto_msg m = { .cmd = TDB_CMD_SCAN,
 				   .attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
 					    TDB_PROTO_BIT(TDB_A_LIMIT),
 				   .table = s->table };
-	struct tdbc_call call = { .on_msg = scan_msg, .arg = s };
 	uint64_t left = s->limit ? s->limit - s->received : UINT64_MAX;
-	int err;
 
 	m.limit = left < s->batch ? (uint32_t)left : s->batch;
 	if (s->plen) {
@@ -129,13 +140,94 @@ static int fetch(struct tdbc_scan *s)
 		m.cursor = s->cursor;
 		m.cursor_len = s->cursor_len;
 	}
+	*mp = m;
 	s->last_had_cursor = false;
 	s->batch_bytes = 0;
+}
+
+/* One batch, read to its end. */
+static int fetch(struct tdbc_scan *s)
+{
+	struct tdbc_call call = { .on_msg = scan_msg, .arg = s };
+	struct tdb_proto_msg m;
+	int err;
+
+	batch_msg(s, &m);
 	err = tdbc__call(s->h.c, &m, &call, false);
 	s->more = !err && s->last_had_cursor &&
 		  !(s->limit && s->received >= s->limit);
 	adapt_batch(s);
 	return err;
+}
+
+/* --- asynchronous scans ------------------------------------------------- */
+
+/* Send the next batch as an asynchronous request. */
+static int async_fetch(struct tdbc_scan *s)
+{
+	struct tdbc *c = s->h.c;
+	struct tdb_proto_msg m;
+	int err;
+
+	batch_msg(s, &m);
+	m.seq = tdbc__seq(c);
+	/* In the table before it is sent: a socket send reads answers. */
+	err = tdbc__async_add_scan(c, m.seq, s->user, s);
+	if (err)
+		return err;
+	s->inflight = true;
+	s->batch_start = s->received;
+	err = tdbc__send(c, &m, false, true);
+	if (err) {
+		s->inflight = false;
+		tdbc__async_forget_scan(c, s);
+	}
+	return err;
+}
+
+int tdbc__scan_async_part(struct tdbc_scan *s, const struct tdb_proto_msg *m)
+{
+	struct tdbc_call call = { .arg = s };
+	int err;
+
+	if (s->err)
+		return s->err;
+	err = scan_msg(s->h.c, &call, m);
+	if (err)
+		s->err = err;
+	return err;
+}
+
+int tdbc__scan_async_end(struct tdbc_scan *s, const struct tdb_proto_msg *m)
+{
+	s->inflight = false;
+	if (m->error && !s->err)
+		s->err = m->error;
+	s->more = !s->err && s->last_had_cursor &&
+		  !(s->limit && s->received >= s->limit);
+	adapt_batch(s);
+	return s->err ? s->err : (int)(s->received - s->batch_start);
+}
+
+/* tdbc_scan_next of an asynchronous scan, the queue empty. */
+static int async_next(struct tdbc_scan *s)
+{
+	int err;
+
+	if (s->err)
+		return s->err;
+	if (s->inflight)
+		return -EAGAIN;
+	if (!s->more)
+		return 0;
+	err = tdbc__enter(s->h.c);
+	if (!err)
+		err = async_fetch(s);
+	if (err) {
+		s->err = err;
+		return err;
+	}
+	return -EAGAIN;
 }
 
 /* --- snapshot streams --------------------------------------------------- */
@@ -226,9 +318,9 @@ int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
 	return tdbc_scan_open_flags(t, prefix, plen, limit, 0, out);
 }
 
-int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
-			 size_t plen, uint64_t limit, unsigned int flags,
-			 struct tdbc_scan **out)
+/* Check the arguments and make the handle (linked to c). */
+static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
+		    uint64_t limit, unsigned int flags, struct tdbc_scan **out)
 {
 	struct tdbc_scan *s;
 	struct tdbc *c;
@@ -263,6 +355,52 @@ int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
 	s->tailp = &s->head;
 	s->stream = flags & TDBC_SCAN_SNAPSHOT;
 	tdbc__link(c, &s->h, TDBC_K_SCAN);
+	*out = s;
+	return 0;
+}
+
+int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
+		     uint64_t limit, unsigned int flags, uint64_t user,
+		     struct tdbc_scan **out)
+{
+	struct tdbc_scan *s;
+	int err;
+
+	if (out)
+		*out = NULL;
+	if (t && (flags & TDBC_SCAN_SNAPSHOT))
+		return tdbc__fail(t->h.c, -EOPNOTSUPP, "a snapshot scan "
+				  "cannot be asynchronous (yet): use "
+				  "tdbc_scan_open_flags");
+	err = scan_new(t, prefix, plen, limit, flags, out);
+	if (err)
+		return err;
+	s = *out;
+	*out = NULL;
+	s->async = true;
+	s->user = user;
+	s->more = true;
+	err = async_fetch(s);
+	if (err) {
+		tdbc__scan_free(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
+			 size_t plen, uint64_t limit, unsigned int flags,
+			 struct tdbc_scan **out)
+{
+	struct tdbc_scan *s;
+	int err;
+
+	err = scan_new(t, prefix, plen, limit, flags, out);
+	if (err)
+		return err;
+	s = *out;
+	*out = NULL;
 	/* The first batch (or part) now, so that a bad table or prefix
 	 * fails here. */
 	err = s->stream ? stream_open(s) : fetch(s);
@@ -302,6 +440,8 @@ int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
 				*vlen = r->vlen;
 			return 1;
 		}
+		if (s->async)
+			return async_next(s);
 		if (s->err)
 			return s->err;
 		if (s->stream) {
@@ -330,6 +470,8 @@ void tdbc__scan_free(struct tdbc_scan *s)
 
 	if (s->h.c->stream == s)
 		s->h.c->stream = NULL;
+	if (s->inflight)
+		tdbc__async_forget_scan(s->h.c, s);
 	tdbc__unlink(&s->h);
 	while ((r = s->head)) {
 		s->head = r->next;

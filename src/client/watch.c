@@ -300,13 +300,15 @@ int tdbc_watch_next(struct tdbc_watch *w, struct tdbc_event *ev,
 				return r;
 		}
 		r = read_feed(w, ev, lost);
-		if (r || timeout_ms == 0)
+		if (r)
 			return r;
+		if (timeout_ms == 0)
+			return tdbc__arm(c);
 		ms = TDBC_NAP_MS;
 		if (timeout_ms > 0) {
 			now = tdbc__now_ns();
 			if (now >= deadline)
-				return 0;
+				return tdbc__arm(c);
 			if ((deadline - now + 999999) / 1000000 < (uint64_t)ms)
 				ms = (int)((deadline - now + 999999) / 1000000);
 		}
@@ -327,6 +329,24 @@ int tdbc_watch_next(struct tdbc_watch *w, struct tdbc_event *ev,
 				return r;
 		}
 	}
+}
+
+bool tdbc__watches_pending(struct tdbc *c)
+{
+	struct tdbc_link *l;
+	uint32_t v;
+
+	for (l = c->handles.next; l != &c->handles; l = l->next) {
+		struct tdbc_handle *h = (struct tdbc_handle *)l;
+		struct tdbc_watch *w = (struct tdbc_watch *)h;
+
+		if (h->kind != TDBC_K_WATCH || !w->attached || w->dropped)
+			continue;
+		/* 0: the feed moved past us; < 0: broken, say so too */
+		if (tdb_feed_wait_prepare(&w->ring, &v) <= 0)
+			return true;
+	}
+	return false;
 }
 
 void tdbc__watch_free(struct tdbc_watch *w, bool do_unwatch)

@@ -19,7 +19,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <linux/magic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +128,7 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 	c->sock = sock;
 	c->cr = *cr;
 	c->evfd = -1;
+	c->comp_evfd = -1;
 	c->sub_shm.fd = c->comp_shm.fd = -1;
 	c->sub_shm.guard = c->comp_shm.guard = -1;
 	c->id = __atomic_add_fetch(&d->next_client, 1, __ATOMIC_RELAXED);
@@ -143,7 +147,71 @@ static void attach_undo(struct client *c)
 	if (c->evfd >= 0)
 		close(c->evfd);
 	c->evfd = -1;
+	if (c->comp_evfd >= 0)
+		close(c->comp_evfd);
+	c->comp_evfd = -1;
 }
+
+/*
+ * Watches: the owner calls this once per flush of a feed c watches,
+ * after the publish (tdbo_client_new's wake; under the table's write
+ * lock, so c and its rings stay while it runs: the owner drops c's
+ * watches in tdbo_client_free, before attach_undo).  The feed's readers
+ * cannot say that they sleep (they map it read-only), so a client in an
+ * event loop says it in its completion ring's header, which it may
+ * write: TDB_RING_F_EVENTFD (tdbc_fd) and TDB_RING_F_CONS_WAITING (it
+ * found nothing and waits); it then looks at its feeds.  Publish, full
+ * barrier, flags here; flag, full barrier, feeds there: one of us sees
+ * the other.  A writer pays a load per watching client that does not
+ * wait, and a wake-up per one that does, once until it waits again.
+ */
+void tdbd_client_feed_wake(void *arg)
+{
+	struct client *c = arg;
+	struct tdb_ring_hdr *h;
+	uint64_t one = 1;
+
+	/* ATTACH stores attached (release) after the ring and eventfd */
+	if (!__atomic_load_n(&c->attached, __ATOMIC_ACQUIRE))
+		return;
+	h = c->comp.hdr;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if ((__atomic_load_n(&h->flags, __ATOMIC_RELAXED) &
+	     (TDB_RING_F_CONS_WAITING | TDB_RING_F_EVENTFD)) !=
+	    (TDB_RING_F_CONS_WAITING | TDB_RING_F_EVENTFD))
+		return;
+	__atomic_fetch_and(&h->flags, ~TDB_RING_F_CONS_WAITING,
+			   __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&h->futex, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &h->futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	/* full: a wake-up is pending already, which is all it says */
+	if (write(c->comp_evfd, &one, sizeof(one)) < 0)
+		return;
+}
+
+/*
+ * The completion ring's wake op: the futex (a client blocked in a call)
+ * and, when the client set TDB_RING_F_EVENTFD (it uses tdbc_fd),
+ * comp_evfd too: it sets TDB_RING_F_CONS_WAITING for either wait.
+ * Other clients cost no more than before.  The flag is the client's
+ * word: a lie costs it only its own wake-ups.
+ */
+static int comp_wake(struct tdb_ring *r, uint32_t flag)
+{
+	struct client *c = (struct client *)((unsigned char *)r -
+					     offsetof(struct client, comp));
+	uint64_t one = 1;
+	int ret = tdb_ring_user_ops.wake(r, flag);
+
+	if (flag == TDB_RING_F_CONS_WAITING && c->comp_evfd >= 0 &&
+	    (__atomic_load_n(&r->hdr->flags, __ATOMIC_RELAXED) &
+	     TDB_RING_F_EVENTFD) &&
+	    write(c->comp_evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return ret;
+}
+
+static const struct tdb_ring_ops comp_ops = { .wake = comp_wake };
 
 /* Make the rings and the eventfd, our mappings and the guards. */
 static int attach_make(struct client *c)
@@ -180,13 +248,17 @@ static int attach_make(struct client *c)
 	c->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (c->evfd < 0)
 		return -errno;
+	c->comp_evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->comp_evfd < 0)
+		return -errno;
 	err = tdb_ring_attach_consumer(&c->sub, c->sub_shm.map,
 			(unsigned char *)c->sub_shm.map + c->sub_shm.span,
 			c->sub_shm.data_size, TDB_RING_SUBMIT);
 	if (!err)
-		err = tdb_ring_attach_producer(&c->comp, c->comp_shm.map,
+		err = tdb_ring_attach(&c->comp, c->comp_shm.map,
 			(unsigned char *)c->comp_shm.map + c->comp_shm.span,
-			c->comp_shm.data_size, TDB_RING_COMPLETE);
+			c->comp_shm.data_size, TDB_RING_COMPLETE,
+			TDB_RING_PRODUCER, &comp_ops);
 	if (err)
 		return err;
 	tdb_ring_set_eventfd(&c->sub, c->evfd);
@@ -203,7 +275,7 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 {
 	struct tdbd *d = c->d;
 	struct tdb_proto_extack ext = { 0 };
-	int fds[3], err;
+	int fds[4], err;
 
 	if (c->attached) {
 		ext.msg = "rings are attached already";
@@ -229,12 +301,13 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 	fds[0] = c->sub_shm.fd;
 	fds[1] = c->comp_shm.fd;
 	fds[2] = c->evfd;
-	err = tdbd_client_ack_fds(c, req, NULL, fds, 3);
+	fds[3] = c->comp_evfd;  /* clients before issue 17 close it */
+	err = tdbd_client_ack_fds(c, req, NULL, fds, 4);
 	if (err) {
 		attach_undo(c);
 		return err;
 	}
-	c->attached = true;
+	__atomic_store_n(&c->attached, true, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&d->oct->rings, 2, __ATOMIC_RELAXED);
 	return 1;
 refuse:

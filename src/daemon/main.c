@@ -438,24 +438,27 @@ static void accept_all(struct daemon_state *s)
 			close(fd);
 			continue;
 		}
-		/* the owner's client; max-clients (the last eighth kept for
-		 * root) and max-clients-per-uid, given back by
-		 * tdbo_client_free */
-		oc = tdbd_owner_client(d, &cr, &oerr);
+		c = tdbd_client_new(d, fd, &cr, NULL);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		/* the owner's client (it wakes c for its watches);
+		 * max-clients (the last eighth kept for root) and
+		 * max-clients-per-uid, given back by tdbo_client_free */
+		oc = tdbd_owner_client(d, &cr, c, &oerr);
 		if (oc && tdbo_client_attach_charge(oc, &why)) {
 			tdbd_log_rl(RL_REFUSED, L_WARNING, "client pid %d uid "
 				    "%u refused: %s", (int)cr.pid,
 				    (unsigned int)cr.uid, why);
 			tdbo_client_free(oc);
-			close(fd);
+			oc = NULL;
+		}
+		if (!oc) {
+			tdbd_client_free(c);    /* closes fd */
 			continue;
 		}
-		c = oc ? tdbd_client_new(d, fd, &cr, oc) : NULL;
-		if (!c) {
-			tdbo_client_free(oc);
-			close(fd);
-			continue;
-		}
+		c->oc = oc;
 		tdbo_client_accept(oc);
 		tdbd_log_rl(RL_CLIENT, L_DEBUG, "client %llu: pid %d uid %u "
 			    "gid %u", (unsigned long long)c->id, (int)cr.pid,
@@ -466,11 +469,11 @@ static void accept_all(struct daemon_state *s)
 
 /* --- descriptors --------------------------------------------------------- */
 
-/* Descriptors: each client holds 5 (socket, pidfd, eventfd, two ring
- * memfds), each table up to 2 (its region's memfd, its feed's), and
+/* Descriptors: each client holds 6 (socket, pidfd, two eventfds, two
+ * ring memfds), each table up to 2 (its region's memfd, its feed's), and
  * tdbd itself some (listener, epolls, WAL, checkpoint, workers' eventfds:
  * FD_SPARE is generous). */
-#define FD_PER_CLIENT 5u
+#define FD_PER_CLIENT 6u
 #define FD_PER_TABLE 2u
 #define FD_SPARE 256u
 

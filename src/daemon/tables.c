@@ -275,7 +275,7 @@ void tdbd_owner_stop(struct tdbd *d)
 }
 
 struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
-				      int *err)
+				      struct client *c, int *err)
 {
 	uint32_t groups[64];
 	struct tdbo_cred oc = {
@@ -286,5 +286,6 @@ struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
 
 	for (i = 0; i < cr->ngroups && i < 64; i++)
 		groups[i] = cr->groups[i];
-	return tdbo_client_new(d->o, &oc, true, NULL, NULL, err);
+	return tdbo_client_new(d->o, &oc, true, tdbd_client_feed_wake, c,
+			       err);
 }

@@ -133,8 +133,11 @@ void tdbd_owner_stop(struct tdbd *d);
 /* tdbd.conf was (re)read: the owner's limits follow (atomic stores). */
 void tdbd_limits_update(struct tdbd *d);
 /* The owner's client for a connection: its credentials as numbers. */
+struct client;
+/* c: the connection; the owner calls tdbd_client_feed_wake(c) when a
+ * feed c watches is written. */
 struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
-				      int *err);
+				      struct client *c, int *err);
 /* A read-only descriptor of a watched feed's memfd (the WATCH ack
  * passes it; the caller closes it), or a negative errno. */
 int tdbd_feed_fd(struct tdbo_feed *f);
@@ -257,6 +260,9 @@ struct client {
 	unsigned int slot;      /* index in w->clients */
 	uint64_t id;
 	int sock, pidfd, evfd;  /* evfd: the submission ring's wake-up */
+	int comp_evfd;          /* the completion ring's (and its watched
+				 * feeds') wake-up, for a client in an
+				 * event loop (tdbc_fd); -1 before ATTACH */
 	struct creds cr;
 	bool dead;              /* cleaned up at the end of the round */
 	const char *why;        /* why it is being dropped */
@@ -380,6 +386,12 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 			       const struct creds *cr, struct tdbo_client *oc);
 /* Free everything (the client is out of its worker's lists). */
 void tdbd_client_free(struct client *c);
+/* The owner's wake hook (tdbo_client_new): a feed the client watches
+ * was written.  An attached client in an event loop (tdbc_fd: flags
+ * TDB_RING_F_EVENTFD and TDB_RING_F_CONS_WAITING in its completion
+ * ring's header) is woken as its completion ring would wake it: futex
+ * and comp_evfd.  The writer's thread, under the table's write lock. */
+void tdbd_client_feed_wake(void *arg);
 /* Socket side: run buffered whole messages and read more, within the
  * round's budget (c->in_budget): the number run (>= 0), or < 0 if the
  * client must go (c->why set).  What the budget leaves stays buffered

@@ -283,7 +283,7 @@ static void idle(const char *sock, int ready_wr)
 /* Map a raw ATTACH's rings: the submission producer, the completion
  * consumer. */
 struct early_rings {
-	int fds[3];
+	int fds[4];             /* sub, comp, eventfd, comp eventfd */
 	size_t sub_size, comp_size;
 	void *sub_hdr, *sub_data, *comp_hdr, *comp_data;
 	struct tdb_ring sub, comp;
@@ -305,7 +305,7 @@ static void early_attach(struct h_raw *r, struct early_rings *x)
 	int err = h_raw_call(r, &m, NULL, NULL, NULL, msg, sizeof(msg));
 
 	CHECK(err == 0, "ATTACH: %s (%s)", h_errname(err), msg);
-	CHECK(h_raw_take_fds(r, x->fds, 3) == 3, "ATTACH without fds");
+	CHECK(h_raw_take_fds(r, x->fds, 4) == 4, "ATTACH without fds");
 	/* --hugepages no: the data starts at 4096 */
 	CHECK(fstat(x->fds[0], &st) == 0, "fstat");
 	x->sub_size = (size_t)st.st_size - 4096;
@@ -334,7 +334,7 @@ static void early_free(struct early_rings *x)
 	munmap(x->sub_data, x->sub_size);
 	munmap(x->comp_hdr, 4096);
 	munmap(x->comp_data, x->comp_size);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		close(x->fds[i]);
 }
 

@@ -411,7 +411,7 @@ static void oversized(const char *sock)
 
 struct rr {
 	struct h_raw r;
-	int fds[3];             /* sub, comp, eventfd */
+	int fds[4];             /* sub, comp, eventfd, comp eventfd */
 	size_t span, sub_size, comp_size;
 	unsigned char *sub_hdr, *sub_data, *comp_hdr;
 	const unsigned char *comp_data;
@@ -448,7 +448,7 @@ static void rr_attach(struct rr *x, const char *sock)
 	h_raw_connect(&x->r, sock);
 	err = h_raw_call(&x->r, &m, NULL, NULL, NULL, msg, sizeof(msg));
 	CHECK(err == 0, "ATTACH: %s (%s)", h_errname(err), msg);
-	CHECK(h_raw_take_fds(&x->r, x->fds, 3) == 3, "ATTACH brought no fds");
+	CHECK(h_raw_take_fds(&x->r, x->fds, 4) == 4, "ATTACH brought no fds");
 	x->span = memfd_span(x->fds[0]);
 	CHECK(fstat(x->fds[0], &st) == 0, "fstat");
 	x->sub_size = (size_t)st.st_size - x->span;
@@ -479,7 +479,7 @@ static void rr_close(struct rr *x)
 	munmap(x->sub_data, x->sub_size);
 	munmap(x->comp_hdr, x->span);
 	munmap((void *)x->comp_data, x->comp_size);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		close(x->fds[i]);
 	h_raw_close(&x->r);
 }

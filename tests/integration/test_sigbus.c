@@ -77,7 +77,7 @@ static int run(bool punch_sub)
 	void *hog[64], *sub_hdr, *sub_data;
 	size_t sub_size;
 	char msg[256];
-	int fds[3], err, nhog = 0, i;
+	int fds[4], err, nhog = 0, i;
 
 	h_init("tdbd-sigbus", 120);
 	h_start(&d, "tdbd", NULL);
@@ -87,7 +87,7 @@ static int run(bool punch_sub)
 	h_raw_connect(&r, d.sock);
 	err = h_raw_call(&r, &m, NULL, NULL, NULL, msg, sizeof(msg));
 	CHECK(err == 0, "ATTACH: %s (%s)", h_errname(err), msg);
-	CHECK(h_raw_take_fds(&r, fds, 3) == 3, "ATTACH brought no fds");
+	CHECK(h_raw_take_fds(&r, fds, 4) == 4, "ATTACH brought no fds");
 	CHECK(fstatfs(fds[1], &sf) == 0, "fstatfs");
 	if (sf.f_type != 0x958458f6) {  /* HUGETLBFS_MAGIC */
 		h_note("skipped: tdbd's rings are not on huge pages");
@@ -180,7 +180,7 @@ static int run(bool punch_sub)
 	tdb_ring_detach(&sub);
 	munmap(sub_hdr, HUGE);
 	munmap(sub_data, sub_size);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		close(fds[i]);
 	h_raw_close(&r);
 	tdbc_close(ctl);
