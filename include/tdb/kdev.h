@@ -132,4 +132,92 @@ struct tdb_dev_watch_cookie {
 /* Consume the submission ring, answer into the completion ring. */
 #define TDB_IOC_ENTER   _IO(TDB_IOC_MAGIC, 2)
 
+/*
+ * THE SUPERVISOR (tdbd in kernel mode; docs/KERNEL.md, "The
+ * supervisor").  One process at a time may claim the role on its
+ * /dev/tdb file; it keeps tdb.ko's tables durable:
+ *
+ *  - TDB_IOC_SUP_CLAIM: CAP_SYS_ADMIN only (-EPERM).  -EBUSY if another
+ *    file holds the role (holder_pid says whose; the struct is copied
+ *    out with the error).  -ESTALE if the tables belong to another
+ *    instance (another data directory).  -EEXIST if tdb.ko holds tables
+ *    made while no supervisor was ever attached (they are in no log).
+ *    When kernel_instance comes back 0 the tables have never been
+ *    restored since tdb.ko was loaded: tdb.ko is RECOVERING (ordinary
+ *    clients' requests fail with -EAGAIN, "tdb is recovering: ...")
+ *    until TDB_IOC_SUP_READY; the supervisor creates the tables and
+ *    loads their records through its own rings meanwhile (its changes
+ *    are not logged then: they are durable already), and the kernel's
+ *    log starts at next_lsn.  Otherwise the tables are resident and
+ *    the log continues its own numbering.  The role ends at the close()
+ *    of that file (the supervisor's death): tables and log stay.
+ *  - The LOG RING: every change tdb.ko applies (a single change or a
+ *    whole transaction, a table created or dropped) is one record in
+ *    the WAL's record encoding (src/wal/wal.h: crc, len, lsn, type,
+ *    payload), carried in a ring of kind TDB_RING_LOG (tdb/ring.h) at
+ *    log_offset: the supervisor maps it read-only (the header page
+ *    and the data).  Each ring message is an nlmsghdr of type
+ *    TDB_LOG_MSG followed by a record, or by a fragment of one when
+ *    nlmsg_flags has TDB_LOG_F_MORE (the next message continues it).
+ *    tdb.ko publishes `prod`; it moves `cons` itself, past records
+ *    covered by TDB_IOC_SUP_DURABLE only, so a restarted supervisor
+ *    finds every record it had not made durable.  A change that finds
+ *    no room is refused before it applies (-ENOBUFS, "the change log is
+ *    full: ...").
+ *  - TDB_IOC_SUP_DURABLE(lsn): records up to lsn are on disk (clamped
+ *    to what was logged; never moves back).  With sync ALWAYS, answers
+ *    held for changes up to lsn go out.
+ *  - TDB_IOC_SUP_READ(pos): the supervisor has read the log ring up to
+ *    index pos; poll(2) on its file reports POLLIN while prod > pos.
+ *  - TDB_IOC_SUP_READY: the restore is done; clients may come.
+ *  - TDB_IOC_SUP_STATS: what tdb.ko did that the supervisor reports
+ *    (clean-ups of dead clients, held answers, the log's use).
+ */
+#define TDB_SUP_SYNC_ALWAYS 0u  /* answers wait for TDB_IOC_SUP_DURABLE */
+#define TDB_SUP_SYNC_BATCH  1u  /* answered once logged */
+#define TDB_SUP_SYNC_NONE   2u
+
+#define TDB_LOG_MSG     0x21    /* nlmsg_type of a log ring message */
+#define TDB_LOG_F_MORE  0x100   /* nlmsg_flags: a fragment, more follow */
+
+struct tdb_sup_claim {
+	/* in */
+	__u32 version;          /* TDB_DEV_VERSION */
+	__u32 flags;            /* 0 */
+	__u32 sync;             /* TDB_SUP_SYNC_* */
+	__u32 deadline_ms;      /* how long a change that must be durable
+				 * waits while no supervisor is attached,
+				 * then -ETIMEDOUT (0: the module's) */
+	__u64 next_lsn;         /* LSN of the first record, when the tables
+				 * are restored now (kernel_instance 0) */
+	__u64 instance;         /* the supervisor's data, not 0 */
+	/* out */
+	__u64 kernel_instance;  /* whose tables are resident (0: none yet) */
+	__u64 log_first;        /* LSN of the oldest record in the ring */
+	__u64 log_next;         /* LSN the next record gets */
+	__u64 log_offset;       /* mmap offset of the log ring */
+	__u64 log_size;         /* its header page and data, bytes */
+	__u32 tables;           /* tables resident */
+	__u32 holder_pid;       /* -EBUSY: the supervisor's pid */
+	__u64 reserved[4];      /* 0 */
+};
+
+struct tdb_sup_stats {
+	__u64 cleanups;         /* dead clients cleaned up (release()) */
+	__u64 txns_aborted;     /* their transactions aborted */
+	__u64 watches_dropped;  /* their watches dropped */
+	__u64 held;             /* answers held for durability now */
+	__u64 log_records;      /* records logged since load */
+	__u64 log_bytes;        /* ring bytes in use now */
+	__u64 log_refused;      /* changes refused: no room in the ring */
+	__u64 timed_out;        /* held answers that timed out */
+	__u64 reserved[8];
+};
+
+#define TDB_IOC_SUP_CLAIM   _IOWR(TDB_IOC_MAGIC, 3, struct tdb_sup_claim)
+#define TDB_IOC_SUP_DURABLE _IOW(TDB_IOC_MAGIC, 4, __u64)
+#define TDB_IOC_SUP_READ    _IOW(TDB_IOC_MAGIC, 5, __u64)
+#define TDB_IOC_SUP_READY   _IO(TDB_IOC_MAGIC, 6)
+#define TDB_IOC_SUP_STATS   _IOR(TDB_IOC_MAGIC, 7, struct tdb_sup_stats)
+
 #endif

@@ -89,6 +89,7 @@ enum tdb_ring_kind {
 	TDB_RING_SUBMIT = 1,
 	TDB_RING_COMPLETE = 2,
 	TDB_RING_FEED = 3,
+	TDB_RING_LOG = 4,       /* tdb.ko's change log (tdb/kdev.h) */
 };
 
 /* flags */
