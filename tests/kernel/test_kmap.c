@@ -975,7 +975,7 @@ static void part_drop(struct tdbc *c)
 	char key[32], val[64];
 	struct sigaction sa = { .sa_handler = on_bus }, old;
 	volatile uint64_t sum = 0;
-	int go[2];
+	int go[2], ready[2];
 	char one = 1;
 	pid_t child;
 	long len;
@@ -998,21 +998,27 @@ static void part_drop(struct tdbc *c)
 		sum += m.base[o];
 	/* a child inherits the mapping (its PTEs too): it must lose them
 	 * with the drop as well */
-	CHECK(pipe(go) == 0, "pipe");
+	CHECK(pipe(go) == 0 && pipe(ready) == 0, "pipe");
 	fflush(NULL);
 	child = fork();
 	CHECK(child >= 0, "fork");
 	if (!child) {
 		CHECK(hdr_of(&m)->magic == TDB_REGION_MAGIC, "the child's map");
+		CHECK(write(ready[1], &one, 1) == 1, "pipe");
 		CHECK(read(go[0], &one, 1) == 1, "pipe");
 		CHECK(peek(m.base) == 1 && peek(m.base + EXT - 1) == 1,
 		      "the child's map of a dropped table is not zeros");
 		_exit(0);
 	}
 	h_track(child);
+	CHECK(read(ready[0], &one, 1) == 1, "the forked reader started");
 	drop(c, "km_drop");
 	CHECK(write(go[1], &one, 1) == 1, "pipe");
 	wait_child(child, "the forked reader");
+	close(go[0]);
+	close(go[1]);
+	close(ready[0]);
+	close(ready[1]);
 	sigaction(SIGBUS, &sa, &old);
 	if (sigsetjmp(bus_jmp, 1))
 		CHECK(0, "SIGBUS reading a dropped table's map");
