@@ -33,7 +33,7 @@ void bench_csv_header(FILE *f, int argc, char **argv)
 
 FILE *bench_csv_open(const char *path, int argc, char **argv)
 {
-	FILE *f = fopen(path, "w");
+	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
 
 	if (!f) {
 		perror(path);
@@ -89,7 +89,7 @@ int bench_csv_close(FILE *f, const char *path)
 	if (!f)
 		return 0;
 	bad = ferror(f);
-	if (fclose(f) || bad) {
+	if ((f == stdout ? fflush(f) : fclose(f)) || bad) {
 		fprintf(stderr, "%s: write failed\n", path);
 		return -1;
 	}

@@ -27,8 +27,9 @@
  * with CSV columns of its own (tdb-bench-ring's matrix). */
 void bench_csv_header(FILE *f, int argc, char **argv);
 
-/* Create path and write the header (the command from argv, the date, the
- * machine); NULL (a message on stderr) if it cannot be created. */
+/* Create path ("-": stdout) and write the header (the command from argv,
+ * the date, the machine); NULL (a message on stderr) if it cannot be
+ * created. */
 FILE *bench_csv_open(const char *path, int argc, char **argv);
 
 /* One row; ratio < 0 leaves the ratio empty, peer NULL leaves it empty.
