@@ -318,6 +318,43 @@ uint64_t tdbp_hash64(const void *data, size_t len, uint64_t seed)
 	return xxh64(data, len, seed);
 }
 
+/* CRC32C of the change log's records (src/wal/walrec.c), the WAL's
+ * convention (start at 0, chainable).  A table of our own, made at
+ * first use: the kernel's crc32c() would make tdb.ko depend on
+ * libcrc32c and the crypto API's crc32c module being loadable. */
+static u32 crc32c_table[256];
+static DEFINE_MUTEX(crc32c_lock);
+static bool crc32c_ready;
+
+static void crc32c_init(void)
+{
+	u32 i, j, c;
+
+	mutex_lock(&crc32c_lock);
+	if (!crc32c_ready) {
+		for (i = 0; i < 256; i++) {
+			c = i;
+			for (j = 0; j < 8; j++)
+				c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+			crc32c_table[i] = c;
+		}
+		smp_store_release(&crc32c_ready, true);
+	}
+	mutex_unlock(&crc32c_lock);
+}
+
+uint32_t tdbp_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	u32 c = ~crc;
+
+	if (unlikely(!smp_load_acquire(&crc32c_ready)))
+		crc32c_init();
+	while (len--)
+		c = (c >> 8) ^ crc32c_table[(c ^ *p++) & 0xff];
+	return ~c;
+}
+
 uint64_t tdbp_random_u64(void)
 {
 	return get_random_u64();
