@@ -47,6 +47,7 @@
 #include "owner.h"
 #include "kring.h"
 #include "transport.h"
+#include "sup.h"
 
 /* At most this many dumps (SCAN, TABLE_LIST) in progress per client,
  * as tdbd's MAX_DUMPS. */
@@ -72,6 +73,7 @@ struct dev_dump {
 
 struct tdbk_file {
 	struct mutex lock;
+	struct file *file;
 	struct tdbo_client *client;
 	struct tdb_ring sq, cq;
 	bool attached;          /* set under lock, with release */
@@ -281,6 +283,13 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 		answer(f, m->nlh ? m->nlh : msg, err, &ext, false);
 		return;
 	}
+	err = tdbk_sup_refuse(f->file, &ext.msg);
+	if (err) {
+		/* tdb is recovering (or waits for its supervisor) */
+		count_refused();
+		answer(f, m->nlh, err, &ext, false);
+		return;
+	}
 	if (tdb_proto_cmd_is_dump(m->cmd)) {
 		if (f->ndumps >= TDBK_DEV_MAX_DUMPS) {
 			count_refused();
@@ -430,8 +439,16 @@ static int attach_charge(struct tdbk_file *f)
 static long do_attach(struct tdbk_file *f, void __user *arg)
 {
 	struct tdb_dev_attach a;
+	const char *msg = NULL;
 	unsigned int i;
 	int err;
+
+	err = tdbk_sup_refuse(f->file, &msg);
+	if (err) {
+		pr_warn_ratelimited("tdb: TDB_IOC_ATTACH of pid %d refused: "
+				    "%s\n", task_tgid_nr(current), msg);
+		return err;
+	}
 
 	if (copy_from_user(&a, arg, sizeof(a)))
 		return -EFAULT;
@@ -499,6 +516,12 @@ static long tdbk_dev_ioctl(struct file *file, unsigned int cmd,
 		ret = do_enter(f);
 		mutex_unlock(&f->lock);
 		return ret;
+	case TDB_IOC_SUP_CLAIM:
+	case TDB_IOC_SUP_DURABLE:
+	case TDB_IOC_SUP_READ:
+	case TDB_IOC_SUP_READY:
+	case TDB_IOC_SUP_STATS:
+		return tdbk_sup_ioctl(file, cmd, arg);
 	}
 	return -ENOTTY;
 }
@@ -521,8 +544,10 @@ static __poll_t tdbk_dev_poll(struct file *file, poll_table *wait)
 	__poll_t mask = 0;
 
 	poll_wait(file, &f->wq, wait);
+	if (tdbk_sup_is(file))
+		mask |= tdbk_sup_poll(file, wait);
 	if (!smp_load_acquire(&f->attached))
-		return 0;
+		return mask;
 	if (READ_ONCE(f->dead))
 		return EPOLLERR;
 	if (tdb_ring_unread(&f->cq) ||
@@ -578,6 +603,12 @@ static int tdbk_dev_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
+	if (slot == 0 && in >= TDB_DEV_OFF_LOG) {
+		/* the log ring: the supervisor's, read-only */
+		if (!tdbk_sup_is(file))
+			return -EACCES;
+		return tdbk_log_mmap(vma, in - TDB_DEV_OFF_LOG);
+	}
 	if (!smp_load_acquire(&f->attached))
 		return -EINVAL;
 	if (slot == 0) {
@@ -641,6 +672,7 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 	if (!f)
 		return -ENOMEM;
 	mutex_init(&f->lock);
+	f->file = file;
 	INIT_LIST_HEAD(&f->dumps);
 	init_waitqueue_head(&f->wq);
 	atomic_set(&f->feed_gen, 0);
@@ -660,7 +692,9 @@ static int tdbk_dev_release(struct inode *inode, struct file *file)
 	struct tdbk_file *f = file->private_data;
 	struct dev_dump *dd, *tmp;
 
-	/* No ioctl, mmap or poll can run now: the file is gone. */
+	/* No ioctl, mmap or poll can run now: the file is gone.  A
+	 * supervisor's death ends its role (tables and log stay). */
+	tdbk_sup_release(file);
 	list_for_each_entry_safe(dd, tmp, &f->dumps, node) {
 		if (dd->d)
 			tdbo_dump_free(dd->d);
@@ -697,6 +731,16 @@ static struct miscdevice tdbk_misc = {
 	.name = "tdb",
 	.fops = &tdbk_dev_fops,
 };
+
+void tdbk_dev_durable(u64 lsn)
+{
+}
+
+void tdbk_dev_held_stats(u64 *held, u64 *timed_out)
+{
+	*held = 0;
+	*timed_out = 0;
+}
 
 int tdbk_dev_init(struct tdbo_owner *o)
 {

@@ -24,6 +24,7 @@
 
 #include "owner.h"
 #include "transport.h"
+#include "sup.h"
 
 static struct tdbo_limits lim = {
 	.default_mode = 0600,
@@ -256,9 +257,18 @@ static void feed_free(void *arg, void *mem, size_t size, void *cookie)
 	tdbk_mem_uncharge(size);
 }
 
+/* The log hooks (klog.c) log nothing until a supervisor has claimed
+ * (today's in-memory mode), nor while it restores the tables. */
 const struct tdbo_hooks tdbk_home_hooks = {
 	.feed_alloc = feed_alloc,
 	.feed_free = feed_free,
+	.log_reserve = tdbk_log_reserve,
+	.log_cancel = tdbk_log_cancel,
+	.log_begin = tdbk_log_begin,
+	.log_op = tdbk_log_op,
+	.log_commit = tdbk_log_commit,
+	.log_create = tdbk_log_create,
+	.log_drop = tdbk_log_drop,
 };
 
 /* --- credentials ----------------------------------------------------------- */

@@ -76,6 +76,11 @@
 #define TDB_DEV_SLOT      (1ULL << 32)
 #define TDB_DEV_OFF_SQ    (0ULL)
 #define TDB_DEV_OFF_CQ    (1ULL << 32)
+/* The supervisor's log ring (TDB_IOC_SUP_CLAIM's log_offset): in slot
+ * 0, past any submission ring (at most TDB_DEV_RING_MAX + a header
+ * page), since every whole slot below 2^31 (offsets stay under 2^63) is
+ * a ring's, a feed's or a table map's. */
+#define TDB_DEV_OFF_LOG   (1ULL << 31)
 
 struct tdb_dev_attach {
 	/* in */
