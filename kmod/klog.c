@@ -441,7 +441,7 @@ void tdbk_log_reset(u64 next_lsn)
 		WRITE_ONCE(lg.hdr->cons, lg.cons);
 	}
 	lg.next_lsn = next_lsn;
-	lg.durable = next_lsn - 1;
+	WRITE_ONCE(lg.durable, next_lsn - 1);
 	mutex_unlock(&lg.lock);
 	up_write(&lg.gate);
 }
@@ -460,7 +460,7 @@ u64 tdbk_log_durable(u64 lsn)
 	if (lsn > lg.next_lsn - 1)
 		lsn = lg.next_lsn - 1;
 	if (lsn > lg.durable && lg.hdr) {
-		lg.durable = lsn;
+		WRITE_ONCE(lg.durable, lsn);
 		for (i = next_msg(lg.cons, lg.prod); i < lg.prod;
 		     i = next_msg(i, lg.prod)) {
 			if (lsn_at(i) > lsn)
@@ -477,14 +477,10 @@ u64 tdbk_log_durable(u64 lsn)
 	return d;
 }
 
+/* Without the lock: held answers look at it often (dev.c). */
 u64 tdbk_log_durable_lsn(void)
 {
-	u64 d;
-
-	mutex_lock(&lg.lock);
-	d = lg.durable;
-	mutex_unlock(&lg.lock);
-	return d;
+	return READ_ONCE(lg.durable);
 }
 
 void tdbk_log_range(u64 *first, u64 *next)

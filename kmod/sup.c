@@ -235,11 +235,14 @@ void tdbk_sup_release(struct file *file)
 		pr_info("supervisor detached: pid %d%s\n", sup_pid,
 			recovering ? " (while restoring: tdb.ko stays "
 			"recovering until a supervisor says READY)" : "");
+		/* its sync mode and deadline stay: they say how changes
+		 * wait while no supervisor is attached */
 		WRITE_ONCE(sup_file, NULL);
 		sup_pid = 0;
-		sup_deadline = 0;
 	}
 	mutex_unlock(&sup_lock);
+	/* held answers past their deadline time out now */
+	tdbk_dev_durable(0);
 }
 
 /* --- the holder's ioctls ------------------------------------------------ */
