@@ -51,8 +51,9 @@ fi
 total=$(cat "$knob")
 free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
 echo "with_hugepages: vm.nr_hugepages $old -> $total ($free free)"
-# A test may need a few dozen; refuse to pretend with fewer.
-if [ "${free:-0}" -lt 64 ]; then
+# A test may need a few dozen; refuse to pretend with fewer (a test that
+# wants a small pool on purpose says how small: TDB_HUGEPAGES_MIN).
+if [ "${free:-0}" -lt "${TDB_HUGEPAGES_MIN:-64}" ]; then
 	echo "with_hugepages: only ${free:-0} hugepages free, skipping"
 	exit 77
 fi

@@ -107,7 +107,8 @@ struct peer {
 		   unsigned int n);
 	void (*close)(void *h);
 };
-extern const struct peer peer_tdb, peer_lmdb, peer_lmdb_sync, peer_redis;
+extern const struct peer peer_tdb, peer_tdb_rings, peer_lmdb, peer_lmdb_sync,
+	peer_redis;
 
 /* --- helpers (util.c) ---------------------------------------------------- */
 double now(void);

@@ -60,10 +60,10 @@ char tmpdir[4096];
 
 /* The systems, in report order. */
 static const struct peer *const peers[] = {
-	&peer_tdb, &peer_lmdb, &peer_lmdb_sync, &peer_redis,
+	&peer_tdb, &peer_tdb_rings, &peer_lmdb, &peer_lmdb_sync, &peer_redis,
 };
 #define NPEERS (sizeof(peers) / sizeof(peers[0]))
-enum { S_TDB, S_LMDB, S_LMDB_SYNC, S_REDIS };
+enum { S_TDB, S_TDB_RINGS, S_LMDB, S_LMDB_SYNC, S_REDIS };
 
 static const char *const op_name[OP_N] = { "get", "put" };
 
@@ -480,7 +480,7 @@ static void print_table(int op)
 				       opt.procs[pi], b, v,
 				       MED(s, op, bi, pi, p50),
 				       MED(s, op, bi, pi, p99), cpu);
-				if (s == S_TDB) {
+				if (s == S_TDB || s == S_TDB_RINGS) {
 					ratio(v, b1 < 0 ? 0 :
 					      MED(S_LMDB, op, b1, pi, ops_s));
 					ratio(v, b1 < 0 ? 0 :
@@ -528,6 +528,30 @@ static void goal_put(size_t peer, double goal, const char *what)
 	printf(" %s\n", verdict(all));
 }
 
+/* tdb's (mapped) batch-1 gets / the peer's batch-1 gets >= goal, at every
+ * process count. */
+static void goal_get(size_t me, size_t peer, double goal, const char *what)
+{
+	int b1 = batch_index(1);
+	bool all = true;
+
+	printf("  get >= %.0fx %-28s", goal, what);
+	if (sys[me].started || sys[peer].started || b1 < 0 ||
+	    !opt.op_on[OP_GET]) {
+		printf(" not evaluated\n");
+		return;
+	}
+	for (unsigned int pi = 0; pi < opt.nprocs; pi++) {
+		double r = MED(me, OP_GET, b1, pi, ops_s) /
+			   MED(peer, OP_GET, b1, pi, ops_s);
+
+		printf(" %u proc%s %.1fx;", opt.procs[pi],
+		       opt.procs[pi] == 1 ? "" : "s", r);
+		all &= r >= goal;
+	}
+	printf(" %s\n", verdict(all));
+}
+
 static void print_goals(void)
 {
 	int b1 = batch_index(1);
@@ -536,6 +560,8 @@ static void print_goals(void)
 	       "ratios of median ops/s):\n");
 	goal_put(S_LMDB, 10, "LMDB, 1 write txn per put:");
 	goal_put(S_REDIS, 20, "Redis SET, unpipelined:");
+
+	goal_get(S_TDB, S_LMDB, 2, "LMDB, 1 read txn per get:");
 
 	printf("  get round trip p50 < 2 us (tdbc_get):  ");
 	if (sys[S_TDB].started || b1 < 0 || !opt.op_on[OP_GET]) {
@@ -757,7 +783,8 @@ static void usage(FILE *f)
 "  -A, --tdbd-arg ARG   one more argument for tdbd (repeat: -A --workers\n"
 "                       -A 2)\n"
 "  -R, --redis PATH     the redis-server to start (default: from $PATH)\n"
-"  -O, --only LIST      systems to run: tdb,lmdb,redis (default all)\n"
+"  -O, --only LIST      systems to run: tdb (tdb and tdb-rings), lmdb,\n"
+"                       redis (default all)\n"
 "  -w, --op LIST        operations: get,put (default both)\n"
 "  -S, --strict         exit 77 (skip) if tdbd or redis-server is missing\n"
 "                       and 1 if a system fails to start (for the tests)\n"
@@ -831,7 +858,8 @@ static void parse_ops(const char *s)
 
 static bool wanted(size_t s)
 {
-	const char *name = s == S_LMDB_SYNC ? "lmdb" : peers[s]->name;
+	const char *name = s == S_LMDB_SYNC ? "lmdb" :
+			   s == S_TDB_RINGS ? "tdb" : peers[s]->name;
 	char buf[256], *save = NULL;
 
 	if (!opt.only)

@@ -121,6 +121,9 @@ static int load(MDB_env *env, MDB_dbi dbi, char *msg)
 	return rc ? -1 : 0;
 }
 
+/* data.mdb's pages in use after the load (me_last_pgno + 1 pages). */
+static uint64_t loaded_bytes;
+
 static int lmdb_start(char *msg)
 {
 	MDB_env *env;
@@ -143,6 +146,14 @@ static int lmdb_start(char *msg)
 	if (env_open(&env, &dbi, false, msg))
 		return -1;
 	err = load(env, dbi, msg);
+	if (!err) {
+		MDB_envinfo ei;
+		MDB_stat ms;
+
+		if (!mdb_env_info(env, &ei) && !mdb_env_stat(env, &ms))
+			loaded_bytes = (uint64_t)(ei.me_last_pgno + 1) *
+				       ms.ms_psize;
+	}
 	mdb_env_close(env);     /* the workers open their own */
 	loaded = !err;
 	if (!err)
@@ -169,6 +180,9 @@ static void lmdb_describe(void)
 	       "opened by each process;\n"
 	       "            each worker touches the map's pages once before "
 	       "the barrier\n", maj, min, pat, envdir);
+	printf("            data.mdb after the load: %.1f MiB in use "
+	       "(%.2fx the raw keys + values)\n", loaded_bytes / 1048576.0,
+	       loaded_bytes / ((double)opt.keys * (KEY_LEN + opt.vsize)));
 }
 
 static uint32_t lmdb_ops(enum op op, unsigned int batch, unsigned int procs)

@@ -282,6 +282,7 @@ int cmd_stats(struct cli *cli)
 		{ "ckpt_failures", s.ckpt_failures },
 		{ "ckpt_lsn", s.ckpt_lsn },
 		{ "tables_aside", s.tables_aside },
+		{ "readers_expired", s.readers_expired },
 	};
 	const int n = (int)(sizeof(f) / sizeof(f[0]));
 

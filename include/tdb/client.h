@@ -176,6 +176,44 @@ long tdbc_get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
 long tdbc_get_alloc(struct tdbc_table *t, struct tdbc_txn *txn,
 		    const void *key, size_t klen, void **val);
 
+/* --- zero-copy reads ----------------------------------------------------
+ * A connection with rings maps each table it opens and may read
+ * read-only (tdbd passes a read-only descriptor of the table's memory,
+ * tdb.ko maps it from /dev/tdb), and tdbc_get, tdbc_get_alloc and the
+ * GETs of tdbc_submit without a transaction look keys up in that map:
+ * no message, no system call.  Results are the same as through the
+ * rings: a get sees every change acknowledged before it started, never
+ * part of a transaction, never a value that was not written for the key.
+ * Where there is no map (refused, TDBC_NO_MAP, no rings, a map gone
+ * stale after a drop, a mode change or a move of the table's memory,
+ * or a reader that overstayed tdbd's reader-lease), reads take the
+ * rings, with the same results.  Docs: docs/ARCHITECTURE.md,
+ * "Zero-copy reads".
+ */
+#define TDBC_NO_MAP     (1u << 2)  /* connect: never map tables */
+#define TDBC_NO_MAP_ENV "TDBC_NO_MAP"  /* set, not "0": the same */
+/* Is the table read through a map now (1) or through the rings (0)? */
+int tdbc_table_mapped(const struct tdbc_table *t);
+/*
+ * Values in place.  Between tdbc_read_begin and tdbc_read_end,
+ * tdbc_get_ref gives a pointer to the value (no copy) valid until
+ * tdbc_read_end; tdbc_read_end returns 0, or -ESTALE: a table read
+ * changed meanwhile, and every value the section saw must be discarded
+ * and the section done again.  Keep sections short (microseconds):
+ * while one is open tdbd waits for it before it reuses memory, at most
+ * its reader-lease.  Inside a section, tdbc_get and tdbc_get_alloc
+ * without a transaction are part of it (what they return is good only
+ * if tdbc_read_end returns 0); make no other call on the connection
+ * there, and open one section at a time.  A table that is not mapped
+ * is read through the rings into a buffer kept until tdbc_read_end, so
+ * the calls work everywhere.  tdbc_get_ref returns 0, -ENOENT or
+ * another negative errno.
+ */
+int tdbc_read_begin(struct tdbc *c);
+int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
+		 const void **val, size_t *vlen);
+int tdbc_read_end(struct tdbc *c);
+
 /* --- transactions ------------------------------------------------------
  * A transaction collects puts and deletes over any tables of the
  * connection; commit applies all of them atomically: readers see all of
@@ -279,6 +317,8 @@ struct tdbc_stats {
 	uint64_t checkpoints, ckpt_failures, ckpt_lsn;
 	uint32_t tables_aside;  /* of `tables`, set aside at start */
 	uint64_t wal_syncs;     /* WAL fdatasyncs since the start */
+	uint64_t readers_expired;       /* read sections the owner stopped
+					 * waiting for (reader-lease) */
 };
 int tdbc_stats(struct tdbc *c, struct tdbc_stats *st);
 

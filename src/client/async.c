@@ -132,6 +132,20 @@ static void done_free(struct tdbc_done *d)
 	free(d->msg);
 }
 
+int tdbc__async_complete(struct tdbc *c, uint64_t user, int res, void *val,
+			 size_t vlen)
+{
+	struct tdbc_done d = { .user = user, .res = res, .val = val,
+			       .vlen = vlen };
+
+	if (done_push(c, &d)) {
+		free(val);
+		return tdbc__fail(c, -ENOMEM, "out of memory keeping a "
+				  "completion");
+	}
+	return 0;
+}
+
 /* Turn an answer into a completion (the answer's bytes are not ours to
  * keep: the value and the text are copied). */
 static int make_done(struct tdbc *c, const struct tdb_proto_msg *m,
@@ -344,6 +358,11 @@ static int submit_one(struct tdbc *c, const struct tdbc_req *r,
 	int err;
 
 	err = req_msg(c, r, &m);
+	if (!err && r->op == TDBC_OP_GET && !r->txn) {
+		err = tdbc__map_submit_get(c, r);       /* zero-copy (map.c) */
+		if (err)
+			return err < 0 ? err : 0;
+	}
 	if (!err)
 		err = slot_reserve(c);
 	if (err)
@@ -380,6 +399,7 @@ int tdbc_submit(struct tdbc *c, const struct tdbc_req *reqs, unsigned int n)
 		return tdbc__fail(c, -EINVAL, "reqs is NULL");
 	if (n > INT32_MAX)
 		n = INT32_MAX;
+	tdbc__map_prefetch(c, reqs, n);         /* mapped GETs' misses */
 	for (i = 0; i < n; i++) {
 		err = submit_one(c, &reqs[i], &ended);
 		if (err)

@@ -419,7 +419,7 @@ static int connect_kernel(struct tdbc *c, unsigned int flags)
 int tdbc_connect(struct tdbc **out, const char *path, unsigned int flags,
 		 char *errmsg, size_t errmsg_size)
 {
-	const unsigned int known = TDBC_NO_RINGS | TDBC_KERNEL;
+	const unsigned int known = TDBC_NO_RINGS | TDBC_KERNEL | TDBC_NO_MAP;
 	const char *where = tdbc_socket_path(path);
 	bool kernel = false;
 	struct tdbc *c;
@@ -458,6 +458,8 @@ int tdbc_connect(struct tdbc **out, const char *path, unsigned int flags,
 	} else if (errmsg && errmsg_size) {
 		snprintf(errmsg, errmsg_size, "%s", c->errmsg);
 	}
+	if (!err)
+		err = tdbc__reader_init(c, flags);
 	if (err) {
 		tdbc_close(c);
 		return err;
@@ -500,6 +502,7 @@ void tdbc_close(struct tdbc *c)
 	if (!c)
 		return;
 	free_handles(c);
+	tdbc__reader_free(c);
 	tdbc__async_free(c);
 	if (c->rings) {
 		tdb_ring_detach(&c->sq);

@@ -160,6 +160,9 @@ struct tdbc {
 	uint32_t reaped_len, reaped_cap;
 
 	struct tdbc_link handles;       /* tables, txns, scans, watches */
+
+	struct tdbc_reader *reader;     /* read sections (map.c), or NULL:
+					 * no SUBMIT ring, no maps */
 };
 
 /* The handle kinds share a header so tdbc_close can free any of them. */
@@ -173,6 +176,7 @@ struct tdbc_handle {
 struct tdbc_table {
 	struct tdbc_handle h;
 	char name[TDB_NAME_MAX + 1];
+	struct tdbc_tmap *map;  /* the table's read-only map (map.c) */
 };
 
 struct tdbc_txn {
@@ -296,6 +300,39 @@ int tdbc__kdev_drain(struct tdbc *c);
 int tdbc__async_deliver(struct tdbc *c, const struct tdb_proto_msg *m);
 void tdbc__async_free(struct tdbc *c);
 void tdbc__release_reaped(struct tdbc *c);
+
+/* --- map.c: zero-copy reads in read-only maps of tables ------------------ */
+/* What tdbc__map_get returns to say "read through the ring" (no errno). */
+#define TDBC__MAP_RING (-10000L)
+/* The reader state of a connection, after its rings (flags: connect's). */
+int tdbc__reader_init(struct tdbc *c, unsigned int flags);
+void tdbc__reader_free(struct tdbc *c);
+/* A table handle's map: asked for at open (TABLE_MAP; a refusal leaves
+ * the table on the rings), freed at close. */
+int tdbc__map_open(struct tdbc_table *t);
+void tdbc__map_close(struct tdbc_table *t);
+/* Copy a value out of the map (called with the read section open, maybe
+ * more than once: only the last call's result counts).  Returns the
+ * length or a negative errno. */
+typedef long tdbc_map_copy_fn(void *arg, const void *val, size_t vlen);
+/* A get (no transaction) through the map: copy_fn's result, -ENOENT, or
+ * TDBC__MAP_RING. */
+long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
+		   tdbc_map_copy_fn *copy_fn, void *arg);
+/* A GET of tdbc_submit through the map: 1 completed (its completion is
+ * queued), 0 take the ring, < 0 an error of the submit. */
+int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r);
+
+/* --- ops.c, async.c: for map.c ------------------------------------------- */
+/* tdbc_get_alloc through the ring, whatever the map (checks done). */
+long tdbc__get_ring(struct tdbc_table *t, const void *key, size_t klen,
+		    void **val);
+/* Prefetch the lookups of a batch's mapped GETs (map.c; a hint). */
+void tdbc__map_prefetch(struct tdbc *c, const struct tdbc_req *reqs,
+			unsigned int n);
+/* Queue a completion made here (val: malloc()ed, owned by the queue). */
+int tdbc__async_complete(struct tdbc *c, uint64_t user, int res, void *val,
+			 size_t vlen);
 
 /* --- scan.c, watch.c: freeing from tdbc_close --------------------------- */
 void tdbc__scan_free(struct tdbc_scan *s);

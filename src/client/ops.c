@@ -209,6 +209,11 @@ int tdbc_table_open(struct tdbc *c, const char *name,
 	/* table_stat succeeded, so the name is valid (<= TDB_NAME_MAX) */
 	strncpy(t->name, name, TDB_NAME_MAX);
 	tdbc__link(c, &t->h, TDBC_K_TABLE);
+	err = tdbc__map_open(t);        /* a refused map is not an error */
+	if (err) {
+		tdbc_table_close(t);
+		return err;
+	}
 	*out = t;
 	return 0;
 }
@@ -217,6 +222,7 @@ void tdbc_table_close(struct tdbc_table *t)
 {
 	if (!t)
 		return;
+	tdbc__map_close(t);
 	tdbc__unlink(&t->h);
 	free(t);
 }
@@ -321,16 +327,74 @@ static int get_msg(struct tdbc *c, struct tdbc_call *call,
 	return 0;
 }
 
+/* A value found in the table's map (map.c; maybe called again on a
+ * retry, so an earlier allocation is replaced). */
+static long get_copy(void *arg, const void *val, size_t vlen)
+{
+	struct get_out *o = arg;
+
+	o->len = vlen;
+	if (o->alloc) {
+		free(*o->alloc);
+		*o->alloc = malloc(vlen ? vlen : 1);
+		if (!*o->alloc)
+			return -ENOMEM;
+		memcpy(*o->alloc, val, vlen);
+		return (long)vlen;
+	}
+	if (vlen > o->cap)
+		return -ENOBUFS;
+	memcpy(o->buf, val, vlen);
+	return (long)vlen;
+}
+
 static long get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
 		size_t klen, struct get_out *o)
 {
 	struct tdb_proto_msg m = { .cmd = TDB_CMD_GET };
 	struct tdbc_call call = { .on_msg = get_msg, .arg = o };
 	int err = data_msg(t, txn, key, klen, &m);
+	long r;
 
+	if (!err && !txn) {
+		r = tdbc__map_get(t, key, klen, get_copy, o);
+		if (r == -ENOBUFS)
+			return tdbc__fail(t->h.c, -ENOBUFS, "value of %zu "
+					  "bytes does not fit the buffer of "
+					  "%zu", o->len, o->cap);
+		if (r == -ENOMEM)
+			return tdbc__fail(t->h.c, -ENOMEM, "out of memory for "
+					  "a value of %zu bytes", o->len);
+		if (r == -ENOENT)
+			return tdbc__fail(t->h.c, -ENOENT, "no such key");
+		if (r != TDBC__MAP_RING)
+			return r;
+		if (o->alloc) {         /* a copy of a discarded try */
+			free(*o->alloc);
+			*o->alloc = NULL;
+		}
+	}
 	if (!err)
 		err = tdbc__call(t->h.c, &m, &call, false);
 	return err ? err : (long)o->len;
+}
+
+long tdbc__get_ring(struct tdbc_table *t, const void *key, size_t klen,
+		    void **val)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_GET };
+	struct get_out o = { .alloc = val };
+	struct tdbc_call call = { .on_msg = get_msg, .arg = &o };
+	int err = data_msg(t, NULL, key, klen, &m);
+
+	*val = NULL;
+	if (!err)
+		err = tdbc__call(t->h.c, &m, &call, false);
+	if (err) {
+		free(*val);
+		*val = NULL;
+	}
+	return err ? err : (long)o.len;
 }
 
 long tdbc_get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
@@ -464,6 +528,7 @@ static int stats_msg(struct tdbc *c, struct tdbc_call *call,
 	st->rings_freed = k->rings_freed;
 	st->stuck = k->stuck;
 	st->violations = k->violations;
+	st->readers_expired = k->readers_expired;
 	return 0;
 }
 

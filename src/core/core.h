@@ -29,20 +29,14 @@
 
 #include "platform.h"
 
-/* Limits.  Anything beyond them is refused (-E2BIG for key and value
- * sizes, -EINVAL for an empty key, -ENAMETOOLONG for a long table name),
- * never truncated. */
-#define TDBE_KEY_MIN        1u
-#define TDBE_KEY_MAX        4096u            /* bytes */
-#define TDBE_VALUE_MAX      (1u << 20)       /* 1 MiB */
+#include "view.h"                /* key and value limits, extack, views */
+
+/* Limits.  Anything beyond them is refused (-ENAMETOOLONG for a long
+ * table name), never truncated; keys and values: view.h. */
 #define TDBE_NAME_MAX       64u              /* table name, bytes, no NUL */
 #define TDBE_EXTENTS_MAX    32768u           /* 64 GiB per table */
 #define TDBE_EXTENTS_DEFAULT 512u            /* 1 GiB per table */
 
-/* The static message of the last error, like struct netlink_ext_ack. */
-struct tdbe_extack {
-	const char *msg;
-};
 
 struct tdbe_engine;
 struct tdbe_table;
@@ -102,6 +96,9 @@ const char *tdbe_table_name(const struct tdbe_table *t);
  * tests/test_view.c maps it, on a table that is not changing).
  */
 int tdbe_table_fd(const struct tdbe_table *t);
+/* The table's region, for a home's own region calls (tdbd: a read-only
+ * descriptor of it, tdbp_region_ro_fd in src/platform/user.h). */
+const struct tdbp_region *tdbe_table_region(const struct tdbe_table *t);
 
 /*
  * Readers in other processes (zero-copy maps of the region, through
@@ -225,27 +222,7 @@ int tdbe_cursor_seek(struct tdbe_cursor *c, const void *key, size_t klen);
 int tdbe_key_order(const struct tdbe_table *t, const void *a, size_t alen,
 		   const void *b, size_t blen);
 
-/* --- views: a region mapped elsewhere ---------------------------------
- * A view walks a region that another party mapped (read-only, at any
- * address): the caller hands in the address of each extent.  Every offset
- * read from the region is checked against the extents given, so a view of
- * a damaged region returns -EUCLEAN instead of reading out of bounds.
- * On a region that is changing, a lookup reads only what was published
- * whole, as the owner's readers do; what keeps the memory it reads from
- * being reused meanwhile is the caller's read section (tdb/ring.h,
- * "Zero-copy readers"), which also says how a reader learns that a
- * section outlived its lease and what it read must be thrown away.
- */
-struct tdbe_view {
-	const void *const *ext;     /* address of each extent */
-	uint32_t nextents;
-};
-/* Checks the region header; -EUCLEAN if it is not a tdb region. */
-int tdbe_view_check(const struct tdbe_view *v, struct tdbe_extack *ext);
-/* Number of extents the region header says are in use. */
-uint32_t tdbe_view_extents(const void *extent0);
-int tdbe_view_lookup(const struct tdbe_view *v, const void *key, size_t klen,
-		     const void **val, size_t *vlen);
+/* --- views: a region mapped elsewhere: view.h (included above) ----- */
 
 const char *tdbe_strerror(int err);
 

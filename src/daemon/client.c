@@ -309,6 +309,11 @@ int tdbd_client_attach(struct client *c, const struct nlmsghdr *req)
 	}
 	__atomic_store_n(&c->attached, true, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&d->oct->rings, 2, __ATOMIC_RELAXED);
+	/* Its SUBMIT ring's header holds its reader slot (zero-copy reads:
+	 * src/owner/readers.c).  The mapping stays until
+	 * tdbd_client_cleanup, which frees the owner's client (removing the
+	 * reader) before it unmaps the rings. */
+	tdbo_client_set_reader(c->oc, (struct tdb_ring_hdr *)c->sub_shm.map);
 	return 1;
 refuse:
 	{

@@ -117,6 +117,8 @@ static const struct key keys[] = {
 	  false, false },
 	{ "idle-spin", K_US, FIELD(idle_spin_us), 0, 100000, "0..100ms",
 	  false, false },
+	{ "reader-lease", K_MS, FIELD(reader_lease_ms), 1, 60000,
+	  "1ms..60s", false, false },
 	{ "log-level", K_LEVEL, FIELD(log_level), 0, 0, NULL, false, false },
 	{ "sync", K_SYNC, FIELD(sync), 0, 0, NULL, false, true },
 	{ "batch-interval", K_MS, FIELD(batch_ms), 1, 10000, "1ms..10s",
@@ -172,6 +174,7 @@ void tdbd_config_defaults(struct tdbd_config *c)
 	c->max_memory = 0;              /* 3/4 of physical memory */
 	c->table_mode = 0600;
 	c->idle_spin_us = 50;
+	c->reader_lease_ms = 100;
 	c->log_level = LOG_INFO;
 	c->sync = 0;                    /* WAL_SYNC_ALWAYS */
 	c->batch_ms = 10;
@@ -930,6 +933,9 @@ const char *tdbd_config_usage(void)
 "                         octal, <= 0777 (default 0600)\n"
 "  --idle-spin TIME       how long a worker polls before it sleeps,\n"
 "                         0..100ms (default 50us)\n"
+"  --reader-lease TIME    longest a writer waits for a client stuck in a\n"
+"                         read section of a mapped table, 1ms..60s\n"
+"                         (default 100ms)\n"
 "  --log-level LEVEL      error, warning, notice, info or debug\n"
 "                         (default info)\n"
 "  --sync MODE            (R) always: a change is acknowledged once its WAL\n"
@@ -949,7 +955,8 @@ const char *tdbd_config_usage(void)
 "                         to start (default no)\n"
 "\n"
 "SIZE: bytes, or a number with K, M, G or T (powers of 1024).  TIME: for\n"
-"client-deadline, batch-interval and checkpoint-interval ms, s or m\n"
+"client-deadline, reader-lease, batch-interval and checkpoint-interval\n"
+"ms, s or m\n"
 "(bare = ms); for idle-spin us or ms (bare =\n"
 "us).  BOOL: yes/no, true/false, on/off, 1/0.  MODE: octal (0660 or 660).\n"
 "See docs/CONFIG.md.\n";

@@ -97,6 +97,10 @@ struct tdbd_config {
 	uint32_t idle_spin_us; /* idle-spin: a duration in us (us, ms
 				* suffixes; bare = us), 0..100ms: how long
 				* a worker polls before sleeping       50us */
+	uint32_t reader_lease_ms; /* reader-lease: a duration (ms, s, m;
+				* bare = ms), 1ms..60s: the longest a
+				* writer waits for a client inside a read
+				* section of a mapped table        100ms */
 	int log_level;         /* log-level: error, warning, notice, info,
 				* debug (syslog levels)              info */
 	/* durability (docs/DURABILITY.md) */

@@ -132,6 +132,53 @@ static int watch_ack(struct rq *r)
 	return 1;
 }
 
+/* TABLE_MAP: the owner granted a map (r->res.map, a reference we put).
+ * Its ack passes a READ-ONLY descriptor of the table's region memfd
+ * (tdbp_region_ro_fd: mappings of it can never be made writable) and,
+ * as the cookie, struct tdb_map_cookie: offset 0, the region's
+ * max_extents and the map generation the map is valid for.  The
+ * descriptor goes straight to the client (ours is closed at once): it
+ * counts against nothing here.  1: answered, < 0 an error to answer. */
+static int map_ack(struct rq *r)
+{
+	struct client *c = r->c;
+	struct tdb_proto_extack ack = { 0 };
+	struct tdbe_table *et = tdbo_table_engine(r->res.map);
+	struct tdb_map_cookie ck = { 0 };
+	int fd, err;
+
+	fd = et ? tdbd_table_ro_fd(et) : -ENOENT;
+	if (fd < 0) {
+		tdbo_table_put(r->res.map);
+		r->res.map = NULL;
+		if (fd == -ENOENT) {
+			r->ext.msg = "the table has no memory to map (set "
+				     "aside)";
+			return fd;
+		}
+		r->ext.msg = fd == -EOPNOTSUPP ?
+			"tdbd cannot make a read-only descriptor of the "
+			"table (is /proc mounted?): read through the rings" :
+			"tdbd cannot make a read-only descriptor of the "
+			"table: read through the rings";
+		return -EOPNOTSUPP;
+	}
+	ck.max_extents = r->res.map_extents;
+	ck.map_gen = r->res.map_gen;
+	tdbo_table_put(r->res.map);
+	r->res.map = NULL;
+	ack.cookie_len = sizeof(ck);
+	memcpy(ack.cookie, &ck, sizeof(ck));
+	err = tdbd_client_ack_fds(c, r->m.nlh, &ack, &fd, 1);
+	close(fd);
+	if (err) {
+		c->dead = true;
+		if (!c->why)
+			c->why = "socket failed while passing a table map";
+	}
+	return 1;
+}
+
 /* Before the owner: what the transport refuses or runs itself.
  * 1 answered, 0 go on to the owner, < 0 an error to answer. */
 static int transport_cmd(struct rq *r)
@@ -150,18 +197,26 @@ static int transport_cmd(struct rq *r)
 			r->c->dead = true;
 		return 1;
 	case TDB_CMD_WATCH:
+	case TDB_CMD_TABLE_MAP:
 		if (r->ch == CH_RING) {
-			r->ext.msg = "WATCH goes over the socket: it passes "
-				     "the feed's file descriptor";
+			r->ext.msg = r->m.cmd == TDB_CMD_WATCH ?
+				"WATCH goes over the socket: it passes "
+				"the feed's file descriptor" :
+				"TABLE_MAP goes over the socket: it passes "
+				"the table's file descriptor";
 			return -EOPNOTSUPP;
 		}
 		/* descriptors ride on an ack sent at once: nothing may be
 		 * queued before it */
 		err = tdbd_client_fds_ready(r->c);
 		if (err == -EAGAIN) {
-			r->ext.msg = "answers to earlier requests are still "
-				     "queued on the socket: read them before "
-				     "WATCH";
+			r->ext.msg = r->m.cmd == TDB_CMD_WATCH ?
+				"answers to earlier requests are still "
+				"queued on the socket: read them before "
+				"WATCH" :
+				"answers to earlier requests are still "
+				"queued on the socket: read them before "
+				"TABLE_MAP";
 			return err;
 		}
 		if (err) {
@@ -300,6 +355,11 @@ static void finish(struct rq *r, int err, bool replied)
 	}
 	if (err == 0 && r->res.feed) {
 		err = watch_ack(r);
+		if (err > 0)
+			return;
+	}
+	if (err == 0 && r->res.map) {
+		err = map_ack(r);
 		if (err > 0)
 			return;
 	}

@@ -575,6 +575,8 @@ static void reload(struct daemon_state *s)
 	__atomic_store_n(&d->cfg.table_mode, n.table_mode, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->cfg.idle_spin_us, n.idle_spin_us,
 			 __ATOMIC_RELAXED);
+	__atomic_store_n(&d->cfg.reader_lease_ms, n.reader_lease_ms,
+			 __ATOMIC_RELAXED);
 	tdbd_limits_update(d);          /* the owner's, from d->cfg */
 	d->cfg.log_level = n.log_level;
 	tdbd_log_set_level(n.log_level);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "internal.h"           /* src/owner: struct tdbo_table */
+#include "platform/user.h"      /* tdbp_region_ro_fd */
 #include "tdbd.h"
 #include "wal.h"
 
@@ -54,6 +55,7 @@ void tdbd_limits_update(struct tdbd *d)
 	SET(d, max_snapshot_memory, CFG(d, max_snapshot_memory));
 	SET(d, max_snapshot_memory_per_uid,
 	    CFG(d, max_snapshot_memory_per_uid));
+	SET(d, reader_lease_ms, CFG(d, reader_lease_ms));
 	/* big commits go to the committer thread (txn.c) */
 	SET(d, defer_ops, TDBD_REQ_BUDGET);
 	SET(d, defer_bytes, 1u << 20);
@@ -128,6 +130,11 @@ int tdbd_feed_fd(struct tdbo_feed *feed)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+int tdbd_table_ro_fd(struct tdbe_table *t)
+{
+	return tdbp_region_ro_fd(tdbe_table_region(t));
 }
 
 /* --- memory (max-memory) ------------------------------------------------ */

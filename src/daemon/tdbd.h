@@ -141,6 +141,9 @@ struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
 /* A read-only descriptor of a watched feed's memfd (the WATCH ack
  * passes it; the caller closes it), or a negative errno. */
 int tdbd_feed_fd(struct tdbo_feed *f);
+/* A new read-only descriptor of a table's region memfd, for TABLE_MAP's
+ * ack (the caller closes it); -EOPNOTSUPP without /proc. */
+int tdbd_table_ro_fd(struct tdbe_table *t);
 /* Bytes counted against max-memory now, and the limit in force. */
 uint64_t tdbd_mem_used(struct tdbd *d);
 uint64_t tdbd_mem_limit(struct tdbd *d);

@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <sys/mman.h>
 #include <linux/memfd.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,6 +100,8 @@ void tdbp_pages_free(void *pages, unsigned int order)
 struct tdbp_region {
 	int fd;                    /* atomic: read by tdbp_region_fd */
 	bool huge;                 /* atomic: read by tdbp_region_page_size */
+	uint64_t dev, ino;         /* atomic: the memfd fd names, for
+				    * tdbp_region_ro_fd */
 	unsigned char *base;       /* 2 MiB aligned */
 	void *reserve;
 	size_t reserve_len;
@@ -129,6 +133,32 @@ static int map_extent(struct tdbp_region *r, unsigned int idx)
 	return 0;
 }
 
+/*
+ * A new memfd of a region: mode 0400, so that nobody but root can open
+ * it for writing through /proc/<pid>/fd (clients get read-only
+ * descriptors of it, tdbp_region_ro_fd); our own descriptor was opened
+ * read-write and keeps that.  Its identity (dev, ino) is published for
+ * tdbp_region_ro_fd.  F_SEAL_FUTURE_WRITE cannot be used instead: we map
+ * every new extent writable as the region grows.
+ */
+static int memfd_new(struct tdbp_region *r, unsigned int flags)
+{
+	struct stat st;
+	int fd = memfd_create(r->name, MFD_CLOEXEC | flags);
+
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, 0400) || fstat(fd, &st)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	__atomic_store_n(&r->dev, (uint64_t)st.st_dev, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->ino, (uint64_t)st.st_ino, __ATOMIC_RELEASE);
+	return fd;
+}
+
 struct tdbp_region *tdbp_region_create(const char *name,
 				       unsigned int max_extents, int *err)
 {
@@ -152,12 +182,12 @@ struct tdbp_region *tdbp_region_create(const char *name,
 	a = ((uintptr_t)r->reserve + TDBP_EXTENT_SIZE - 1) &
 	    ~(uintptr_t)(TDBP_EXTENT_SIZE - 1);
 	r->base = (unsigned char *)a;
-	r->fd = memfd_create(r->name, MFD_CLOEXEC | MFD_HUGETLB | MFD_HUGE_2MB);
+	r->fd = memfd_new(r, MFD_HUGETLB | MFD_HUGE_2MB);
 	r->huge = r->fd >= 0;
 	if (r->fd < 0)
-		r->fd = memfd_create(r->name, MFD_CLOEXEC);
+		r->fd = memfd_new(r, 0);
 	if (r->fd < 0) {
-		*err = -errno;
+		*err = r->fd;
 		munmap(r->reserve, r->reserve_len);
 		free(r);
 		return NULL;
@@ -170,10 +200,10 @@ static int small_pages_said;
 
 static int fall_back_to_small_pages(struct tdbp_region *r, int why)
 {
-	int fd = memfd_create(r->name, MFD_CLOEXEC);
+	int fd = memfd_new(r, 0);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	close(r->fd);
 	r->fd = fd;
 	r->huge = false;
@@ -217,15 +247,42 @@ static int fall_back_to_small_pages(struct tdbp_region *r, int why)
  *    is unmapped); after it, such a user must fetch the fd again
  *    (tdbp_region_fd returns the new one).
  */
+/*
+ * After a move to 4 KiB pages: zero the region magic in the OLD memfd,
+ * so a client that still maps it (a read-only map, tdbp_region_ro_fd)
+ * sees "not a region" at the end of its read section and maps the table
+ * anew.  The old memory is no longer mapped here and hugetlbfs has no
+ * write(2): map its first page for the store.  The page is already in
+ * the file, so this needs no new hugepage.  Nothing else is ever
+ * written there again: a client's frozen view stays consistent.
+ */
+static void stale_old_memory(struct tdbp_region *r, int old)
+{
+	void *p = mmap(NULL, TDBP_EXTENT_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, old, 0);
+
+	if (p == MAP_FAILED) {
+		tdbp_log(TDBP_LOG_ERR, "%s: cannot mark the old memory stale "
+			 "(%s): clients mapping it read a frozen table",
+			 r->name, strerror(errno));
+		return;
+	}
+	__atomic_store_n((uint64_t *)p, 0, __ATOMIC_RELEASE);
+	munmap(p, TDBP_EXTENT_SIZE);
+}
+
 static int migrate_to_small_pages(struct tdbp_region *r, unsigned int n)
 {
 	size_t len = (size_t)n * TDBP_EXTENT_SIZE, done = 0;
 	int fd, err, old = r->fd;
+	struct stat st;
 	void *p;
 
 	fd = memfd_create(r->name, MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	if (fchmod(fd, 0400) || fstat(fd, &st))
+		goto fail;
 	if (ftruncate(fd, (off_t)(len + TDBP_EXTENT_SIZE)))
 		goto fail;
 	while (done < len) {
@@ -259,7 +316,10 @@ static int migrate_to_small_pages(struct tdbp_region *r, unsigned int n)
 		return err;
 	}
 	__atomic_store_n(&r->fd, fd, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->dev, (uint64_t)st.st_dev, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->ino, (uint64_t)st.st_ino, __ATOMIC_RELEASE);
 	__atomic_store_n(&r->huge, false, __ATOMIC_RELEASE);
+	stale_old_memory(r, old);
 	close(old);
 	return 0;
 fail:
@@ -333,6 +393,50 @@ size_t tdbp_region_page_size(const struct tdbp_region *r)
 int tdbp_region_fd(const struct tdbp_region *r)
 {
 	return __atomic_load_n(&r->fd, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A new read-only open file of the region's memfd, through
+ * /proc/self/fd: a descriptor whose mappings can never be made writable
+ * (mmap PROT_WRITE MAP_SHARED and mprotect fail with EACCES, write and
+ * ftruncate with EBADF/EINVAL, seals with EPERM), and the memfd's mode
+ * (0400) refuses an O_RDWR reopen to anyone but root.
+ *
+ * The region's fd can be replaced meanwhile (migrate_to_small_pages
+ * closes the old one, and its number may be reused by any file): so the
+ * file opened is checked to be the region's current memfd (dev, ino
+ * read after the open), and the open is retried if it is not.
+ */
+int tdbp_region_ro_fd(const struct tdbp_region *r)
+{
+	unsigned int tries;
+
+	for (tries = 0; tries < 4; tries++) {
+		char path[40];
+		struct stat st;
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d",
+			 tdbp_region_fd(r));
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			int err = -errno;
+
+			if (access("/proc/self/fd", X_OK))
+				return -EOPNOTSUPP;     /* no /proc */
+			if (err == -ENOENT)
+				continue;       /* replaced under us */
+			return err;
+		}
+		if (fstat(fd, &st) == 0 &&
+		    (uint64_t)st.st_dev == __atomic_load_n(&r->dev,
+							 __ATOMIC_ACQUIRE) &&
+		    (uint64_t)st.st_ino == __atomic_load_n(&r->ino,
+							 __ATOMIC_ACQUIRE))
+			return fd;
+		close(fd);
+	}
+	return -EAGAIN;
 }
 
 /* --- locks ------------------------------------------------------------- */

@@ -117,11 +117,14 @@ static void daemon_stop(struct daemon *d, int sig)
 static struct daemon g_daemon;
 
 struct mode {
-	unsigned int flags;     /* 0 (rings) or TDBC_NO_RINGS */
+	unsigned int flags;     /* TDBC_NO_MAP (rings), TDBC_NO_RINGS or 0
+				 * (rings, and gets in the tables' maps) */
 	const char *tag;        /* makes table names unique per mode */
 };
-static const struct mode ring_mode = { 0, "r" };
+static const struct mode ring_mode = { TDBC_NO_MAP, "r" };
 static const struct mode sock_mode = { TDBC_NO_RINGS, "s" };
+static const struct mode map_mode = { 0, "m" };
+#define RINGS(m) (!((m)->flags & TDBC_NO_RINGS))
 
 static unsigned int n_keys(void)
 {
@@ -151,7 +154,7 @@ static struct tdbc *conn(const struct mode *m)
 
 	if (err)
 		fail_msg("connect %s: %d %s", g_daemon.sock, err, msg);
-	assert_int_equal(tdbc_uses_rings(c), m->flags ? 0 : 1);
+	assert_int_equal(tdbc_uses_rings(c), RINGS(m));
 	return c;
 }
 
@@ -850,7 +853,7 @@ static void test_stats(void **state)
 	assert_true(a.requests >= 2);
 	assert_true(a.uptime_ms > 0);
 	assert_true(a.accepted >= 1);
-	if (!m->flags)
+	if (RINGS(m))
 		assert_true(a.rings >= 2);
 	assert_int_equal(tdbc_put(t, NULL, "", 0, "v", 1, 0), -EINVAL);
 	assert_int_equal(tdbc_get(t, NULL, "nope", 4, NULL, 0, NULL), -ENOENT);
@@ -1107,7 +1110,7 @@ static void test_async_big(void **state)
 		}
 	}
 	/* rings: 24 MiB cannot have fitted a 4 MiB ring at once */
-	if (!m->flags)
+	if (RINGS(m))
 		assert_true(shorts > 0);
 	assert_int_equal(tdbc_table_drop(c, name), 0);
 	free(val);
@@ -1202,7 +1205,7 @@ static void test_ring_pages(void **state)
 	struct tdbc *c;
 	int before, rings, huge;
 
-	if (m->flags)
+	if (!RINGS(m))
 		skip();
 	before = count_ring_maps(&huge);
 	c = conn(m);
@@ -1428,11 +1431,60 @@ static void test_oversize_socket(void **state)
 	tdbc_close(c);
 }
 
+/*
+ * A read section (tdbc_read_begin) that handed out a pointer into a map
+ * keeps its reader slot odd through a read of an unmapped table through
+ * the ring: a put outside a transaction moves no commit_seq, so only the
+ * slot keeps the record the pointer names from being reused meanwhile.
+ * Before it holds a pointer, the section leaves the slot even during
+ * the ring call (the owner may be waiting for it).
+ */
+static void test_section_slot(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *a, *b;
+	char na[80], nb[80];
+	const void *v;
+	size_t n;
+	uint64_t s;
+
+	a = fresh_table(c, m, "slot-a", na);
+	b = fresh_table(c, m, "slot-b", nb);
+	assert_int_equal(tdbc_put(a, NULL, "k", 1, "va", 2, 0), 0);
+	assert_int_equal(tdbc_put(b, NULL, "k", 1, "vb", 2, 0), 0);
+	assert_int_equal(tdbc_table_mapped(a), 1);
+	tdbc__map_close(b);     /* b reads through the ring from now on */
+	assert_int_equal(tdbc_table_mapped(b), 0);
+
+	/* no pointer yet: the ring call leaves the slot even meanwhile */
+	assert_int_equal(tdbc_read_begin(c), 0);
+	s = c->sq.hdr->read_section;
+	assert_true(s & 1);
+	assert_int_equal(tdbc_get_ref(b, "k", 1, &v, &n), 0);
+	assert_true(n == 2 && !memcmp(v, "vb", 2));
+	assert_true(c->sq.hdr->read_section == s + 2);
+	/* a pointer into a's map: the slot stays as it is through the
+	 * ring call */
+	assert_int_equal(tdbc_get_ref(a, "k", 1, &v, &n), 0);
+	assert_true(n == 2 && !memcmp(v, "va", 2));
+	s = c->sq.hdr->read_section;
+	assert_int_equal(tdbc_get_ref(b, "k", 1, &v, &n), 0);
+	assert_true(c->sq.hdr->read_section == s);
+	assert_int_equal(tdbc_read_end(c), 0);
+	assert_true(!(c->sq.hdr->read_section & 1));
+	assert_int_equal(tdbc_table_drop(c, na), 0);
+	assert_int_equal(tdbc_table_drop(c, nb), 0);
+	tdbc_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_prestate(test_oversize_socket,
 					  (void *)&ring_mode),
+		cmocka_unit_test_prestate(test_section_slot,
+					  (void *)&map_mode),
 	};
 
 	if (!tdbd_path())
@@ -1446,6 +1498,8 @@ int main(void)
 #define BOTH(fn) \
 	cmocka_unit_test_prestate(fn, (void *)&ring_mode), \
 	cmocka_unit_test_prestate(fn, (void *)&sock_mode)
+/* and again with the tables mapped (zero-copy gets, src/client/map.c) */
+#define MAPPED(fn) cmocka_unit_test_prestate(fn, (void *)&map_mode)
 	const struct CMUnitTest tests[] = {
 		BOTH(test_tables),
 		BOTH(test_data),
@@ -1460,6 +1514,14 @@ int main(void)
 		BOTH(test_async_big),
 		BOTH(test_async_gets),
 		BOTH(test_ring_pages),
+		MAPPED(test_tables),
+		MAPPED(test_data),
+		MAPPED(test_big_values),
+		MAPPED(test_txn),
+		MAPPED(test_scan),
+		MAPPED(test_watch),
+		MAPPED(test_async),
+		MAPPED(test_async_big),
 	};
 	const struct CMUnitTest killed[] = {
 		cmocka_unit_test_prestate_setup_teardown(test_daemon_killed,

@@ -511,9 +511,9 @@ static void test_backend_conflict_and_flags(void **state)
 				      sizeof(msg)), -EINVAL);
 	assert_non_null(strstr(msg, "TDBC_KERNEL"));
 	unsetenv(TDBC_BACKEND_ENV);
-	assert_int_equal(tdbc_connect(&c, NULL, 1u << 2, msg, sizeof(msg)),
+	assert_int_equal(tdbc_connect(&c, NULL, 1u << 7, msg, sizeof(msg)),
 			 -EINVAL);
-	assert_non_null(strstr(msg, "0x4"));
+	assert_non_null(strstr(msg, "0x80"));
 }
 
 /* The daemon is chosen: the error names the socket, not the device. */

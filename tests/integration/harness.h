@@ -166,7 +166,8 @@ void h_print_stats(const char *what, const struct tdbc_stats *st);
 /* --- a well-behaved client ---------------------------------------------------
  * A pinger is a child process that puts and gets back its own keys (table
  * "ping<n>", which it creates) for as long as the test runs, timing each
- * put+get pair.  h_pinger_finish() stops it and fails the test if it saw
+ * put+get pair; its GETs go through tdbd (TDBC_NO_MAP: never in a map
+ * of the table).  h_pinger_finish() stops it and fails the test if it saw
  * an error or a wrong value, did fewer than 100 pairs, or a pair took
  * longer than the stall limit (1 s; 2 s under the sanitizers).
  */

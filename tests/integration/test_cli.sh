@@ -321,17 +321,19 @@ expect_rc 0 "$tdb" stats
 for f in tables clients watches txns requests errors uptime_ms accepted \
 	cleanups txns_aborted watches_dropped rings throttled dumps \
 	rings_freed stuck violations wal_records wal_lsn wal_durable \
-	wal_syncs checkpoints ckpt_failures ckpt_lsn tables_aside; do
+	wal_syncs checkpoints ckpt_failures ckpt_lsn tables_aside \
+	readers_expired; do
 	grep -Eq "^$f +[0-9]+$" "$out" || fail "stats has no $f line"
 done
-[ "$(wc -l <"$out")" = 25 ] || fail "stats: $(wc -l <"$out") lines, want 25"
+[ "$(wc -l <"$out")" = 26 ] || fail "stats: $(wc -l <"$out") lines, want 26"
 has -Ex 'tables +1'
 expect_rc 0 "$tdb" --json stats
 json_check 'len(docs) == 1 and sorted(docs[0]) == sorted("""tables clients
 	watches txns requests errors uptime_ms accepted cleanups txns_aborted
 	watches_dropped rings throttled dumps rings_freed stuck
 	violations wal_records wal_lsn wal_durable wal_syncs checkpoints
-	ckpt_failures ckpt_lsn tables_aside""".split()) and docs[0]["tables"] == 1 and
+	ckpt_failures ckpt_lsn tables_aside readers_expired""".split()) and
+	docs[0]["tables"] == 1 and
 	docs[0]["tables_aside"] == 0 and
 	docs[0]["requests"] > 0 and docs[0]["clients"] >= 1 and
 	docs[0]["wal_records"] > 0 and

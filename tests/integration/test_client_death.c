@@ -412,9 +412,10 @@ static void round_of_deaths(struct tdbc *c, const char *sock)
 		after_death(c, &base, !fl, &st, "scan");
 	}
 
-	/* (c) a full completion ring, never reaped */
+	/* (c) a full completion ring, never reaped (TDBC_NO_MAP: mapped,
+	 * its GETs would complete in the client and fill no ring) */
 	h_stats(c, &base);
-	pid = victim_start(v_full, sock, 0);
+	pid = victim_start(v_full, sock, TDBC_NO_MAP);
 	CHECK(h_wait_stats(c, &st, throttled_one, &base, 5000),
 	      "full: throttled %u -> %u, rings %u -> %u", base.throttled,
 	      st.throttled, base.rings, st.rings);

@@ -1,0 +1,872 @@
+// SPDX-License-Identifier: MIT
+/*
+ * map.c - zero-copy reads: tables mapped read-only, looked up here.
+ *
+ * A table handle of a connection with rings asks the owner once for a
+ * map of the table's region (TABLE_MAP, at tdbc_table_open; again after
+ * a stale map).  The owner answers with a cookie (struct tdb_map_cookie:
+ * the region's largest size in 2 MiB extents, the map generation, and
+ * where the region is) and, from tdbd, a READ-ONLY descriptor of the
+ * region's memfd.  We reserve max_extents * 2 MiB of address space
+ * (PROT_NONE, 2 MiB aligned: a region on hugepages maps only at such
+ * addresses) and map extent n read-only at n * 2 MiB as the region's
+ * header says it has grown (hdr->nextents).  tdbc_get, tdbc_get_alloc,
+ * tdbc_submit's GETs (no transaction) and tdbc_get_ref then look keys up
+ * here, through the engine's bounds-checked view (src/core/view.c): no
+ * message, no system call, no wake-up of the owner.
+ *
+ * The read section (docs/ARCHITECTURE.md, "Zero-copy reads"; the owner's
+ * side is src/owner/readers.c).  Our SUBMIT ring's header has two words:
+ * read_section (ours: odd while we may hold pointers into a map) and
+ * read_expired (the owner's: +1 each time it stopped waiting for us).
+ *   enter: read_section = odd; full fence; g0 = read_expired;
+ *          per table: s0 = hdr->commit_seq (odd: a commit is applying,
+ *          leave and retry)
+ *   lookups, copies out
+ *   leave: acquire fence; s1 = commit_seq, map_gen, magic, g1 =
+ *          read_expired; read_section = even (release)
+ *   g1 != g0: the owner may have reused memory under us: discard, and
+ *             read through the ring;
+ *   magic or map_gen changed: the map is stale (table dropped, its
+ *             mode changed, its memory moved): unmap, ask again later;
+ *   s1 != s0: a commit ran meanwhile: retry (a few times, then the ring).
+ * Nothing read from a map is trusted before those checks pass: the view
+ * bounds-checks every offset, so a torn read costs a retry, never a
+ * crash, and a value that fails them is never returned.
+ *
+ * Invariants:
+ *  - What keeps memory we read from being reused is the slot alone: a
+ *    put or delete outside a transaction moves no commit_seq (that count
+ *    only makes transactions whole), so its retired record is reused
+ *    once the owner saw the slot even (or expired).  So the slot may be
+ *    left even only while we hold nothing read from a map: while waiting
+ *    for an odd commit_seq before a lookup, or for a call through the
+ *    ring in a tdbc_read_begin section that has handed out no pointer
+ *    yet (`held`).
+ *  - No blocking call with the slot odd, but that one case (a ring call
+ *    in a section holding pointers): the owner may be waiting for the
+ *    slot before it can answer, at most its lease, after which it
+ *    expires us and tdbc_read_end says -ESTALE.
+ *  - One thread per connection (client.h): the section state is plain.
+ *
+ * Backends: tdbd passes the memfd (offset 0); tdb.ko (/dev/tdb) answers
+ * with the table's mmap offset on the device and no descriptor: the
+ * extents are then mapped from c->fd at that offset, through
+ * tdbc__kdev_sys.mmap (kdev.c's hook for its white-box test).  That is
+ * the whole backend hook: map_source() below.  Generic netlink and
+ * socket-only connections have no reader slot: no maps.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "view.h"
+#include "layout.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define EXTENT          ((size_t)2 << 20)
+#define MAX_RETRIES     4       /* commits seen during one lookup */
+#define MAX_REMAPS      8       /* stale maps in a row before giving up */
+#define ODD_SPINS       256     /* polls of an odd commit_seq, then yield */
+#define ODD_YIELDS      2000    /* ... then read through the ring */
+#define MAP_DONE_MAX    16384u  /* completions of mapped GETs not reaped */
+
+/* view.c's hash: the engine's platform function, here without liburcu
+ * (hidden, as everything in internal.h). */
+uint64_t tdbp_hash64(const void *data, size_t len, uint64_t seed)
+{
+	return XXH64(data, len, seed);
+}
+
+enum tmap_state {
+	TM_NONE = 0,    /* not asked (or stale): ask at the next read */
+	TM_MAPPED,
+	TM_OFF,         /* refused or given up: the rings */
+};
+
+struct tdbc_tmap {
+	enum tmap_state state;
+	int fd;                 /* where the extents come from */
+	bool own_fd;            /* tdbd's memfd (ours), not /dev/tdb */
+	uint64_t off;           /* offset of extent 0 on fd */
+	unsigned char *base;    /* max_extents * 2 MiB, 2 MiB aligned (a
+				 * hugetlb memfd maps only there) */
+	void *reserve;          /* what was reserved: base's 2 MiB more */
+	uint32_t max_extents, nmapped, map_gen;
+	const void **ext;       /* nmapped extent addresses */
+	unsigned int remaps;    /* stale maps since the last good read */
+	/* tdbc_read_begin sections */
+	uint64_t sec;           /* the section that took s0, 0 = none */
+	uint64_t s0;
+};
+
+struct tdbc_reader {
+	bool no_map;            /* TDBC_NO_MAP / $TDBC_NO_MAP */
+	uint64_t slot;          /* our read_section value */
+	uint64_t g0;            /* read_expired at entry */
+	bool odd;
+	/* tdbc_read_begin .. tdbc_read_end */
+	bool user;
+	bool stale;             /* a check failed: -ESTALE at the end */
+	bool held;              /* it handed out a pointer into a map: the
+				 * slot stays odd until tdbc_read_end */
+	uint64_t sec;           /* section number, never 0 */
+	void **copies;          /* values copied through the ring */
+	size_t ncopies, cap;
+};
+
+/* --- the slot ------------------------------------------------------------ */
+
+static struct tdb_ring_hdr *slot_hdr(struct tdbc *c)
+{
+	return c->sq.hdr;
+}
+
+static void slot_enter(struct tdbc *c, struct tdbc_reader *rd)
+{
+	struct tdb_ring_hdr *h = slot_hdr(c);
+
+	rd->slot |= 1;
+	__atomic_store_n(&h->read_section, rd->slot, __ATOMIC_RELAXED);
+	/* the owner must see us odd before we read anything it may free */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	rd->odd = true;
+}
+
+static void slot_leave(struct tdbc *c, struct tdbc_reader *rd)
+{
+	rd->slot++;
+	__atomic_store_n(&slot_hdr(c)->read_section, rd->slot,
+			 __ATOMIC_RELEASE);
+	rd->odd = false;
+}
+
+static uint64_t expired(struct tdbc *c)
+{
+	return __atomic_load_n(&slot_hdr(c)->read_expired, __ATOMIC_ACQUIRE);
+}
+
+/* --- mapping ------------------------------------------------------------- */
+
+static const struct tdb_region_hdr *region(const struct tdbc_tmap *m)
+{
+	return (const struct tdb_region_hdr *)m->base;
+}
+
+static void *sys_mmap(struct tdbc *c, void *addr, size_t len, int fd,
+		      off_t off)
+{
+	if (c->backend == TDBC_BE_KDEV)
+		return tdbc__kdev_sys.mmap(addr, len, PROT_READ,
+					   MAP_SHARED | MAP_FIXED, fd, off);
+	return mmap(addr, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, off);
+}
+
+static void unmap(struct tdbc_tmap *m)
+{
+	if (m->reserve)
+		munmap(m->reserve, ((size_t)m->max_extents + 1) * EXTENT);
+	m->reserve = NULL;
+	if (m->own_fd && m->fd >= 0)
+		close(m->fd);
+	free(m->ext);
+	m->base = NULL;
+	m->ext = NULL;
+	m->fd = -1;
+	m->own_fd = false;
+	m->nmapped = 0;
+}
+
+/* Map extents [nmapped, n): 0, or -errno (the map is then unusable). */
+static int map_to(struct tdbc *c, struct tdbc_tmap *m, uint32_t n)
+{
+	if (n > m->max_extents)
+		return -EUCLEAN;
+	while (m->nmapped < n) {
+		size_t at = (size_t)m->nmapped * EXTENT;
+
+		if (sys_mmap(c, m->base + at, EXTENT, m->fd,
+			     (off_t)(m->off + at)) == MAP_FAILED)
+			return -errno;
+		m->ext[m->nmapped] = m->base + at;
+		m->nmapped++;
+	}
+	return 0;
+}
+
+/* Where the backend's region is: the fd that rode on the ack (tdbd), or
+ * /dev/tdb at the cookie's offset (tdb.ko). */
+static int map_source(struct tdbc *c, struct tdbc_tmap *m,
+		      const struct tdb_map_cookie *ck, int ack_fd)
+{
+	if (c->backend == TDBC_BE_KDEV) {
+		m->fd = c->fd;
+		m->own_fd = false;
+		m->off = (uint64_t)ck->offset_hi << 32 | ck->offset_lo;
+		return 0;
+	}
+	if (ack_fd < 0)
+		return -EPROTO;
+	m->fd = ack_fd;
+	m->own_fd = true;
+	m->off = 0;
+	return 0;
+}
+
+/* TABLE_MAP's ack: reserve, map extent 0 and what the header says. */
+static int map_install(struct tdbc *c, struct tdbc_tmap *m,
+		       const struct tdbc_call *call, int ack_fd)
+{
+	struct tdb_map_cookie ck;
+	void *p = MAP_FAILED;
+	int err;
+
+	if (call->cookie_len != sizeof(ck)) {
+		if (ack_fd >= 0)
+			close(ack_fd);
+		return -EPROTO;
+	}
+	memcpy(&ck, call->cookie, sizeof(ck));
+	err = map_source(c, m, &ck, ack_fd);
+	if (err)
+		return err;
+	if (!ck.max_extents || ck.max_extents > (1u << 16)) {
+		err = -EPROTO;
+		goto fail;
+	}
+	m->max_extents = ck.max_extents;
+	m->map_gen = ck.map_gen;
+	m->ext = calloc(ck.max_extents, sizeof(*m->ext));
+	p = mmap(NULL, ((size_t)ck.max_extents + 1) * EXTENT, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (!m->ext || p == MAP_FAILED) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	m->reserve = p;
+	m->base = (unsigned char *)(((uintptr_t)p + EXTENT - 1) &
+				    ~(uintptr_t)(EXTENT - 1));
+	err = map_to(c, m, 1);
+	if (!err)
+		err = map_to(c, m, tdbe_view_extents(m->base));
+	if (!err && region(m)->magic != TDB_REGION_MAGIC)
+		err = -EUCLEAN;
+	if (!err) {
+		m->state = TM_MAPPED;
+		return 0;
+	}
+fail:
+	unmap(m);
+	return err;
+}
+
+/*
+ * Ask for a map (never with the slot odd).  Refusals (-EACCES, -ENOENT,
+ * -EOPNOTSUPP) and failures leave the table on the rings: its reads then
+ * say why themselves.  The connection's errmsg is left as it was.
+ */
+static void map_ask(struct tdbc_table *t)
+{
+	struct tdbc *c = t->h.c;
+	struct tdbc_tmap *m = t->map;
+	struct tdb_proto_msg msg = { .cmd = TDB_CMD_TABLE_MAP,
+				     .attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+				     .table = t->name };
+	struct tdbc_call call = { .nfds = c->backend == TDBC_BE_DAEMON };
+	char saved[TDBC_ERRMSG_MAX];
+	int err;
+
+	if (++m->remaps > MAX_REMAPS) {
+		m->state = TM_OFF;
+		return;
+	}
+	memcpy(saved, c->errmsg, sizeof(saved));
+	err = tdbc__call(c, &msg, &call, true);
+	memcpy(c->errmsg, saved, sizeof(saved));
+	if (err) {
+		/* -EAGAIN: answers still queued on the socket; later */
+		m->state = err == -EAGAIN && !c->dead ? TM_NONE : TM_OFF;
+		return;
+	}
+	if (map_install(c, m, &call, call.nfds ? call.fds[0] : -1))
+		m->state = TM_OFF;
+}
+
+static struct tdbc_reader *reader(struct tdbc *c)
+{
+	return c->reader;
+}
+
+int tdbc__map_open(struct tdbc_table *t)
+{
+	struct tdbc *c = t->h.c;
+
+	t->map = calloc(1, sizeof(*t->map));
+	if (!t->map)
+		return tdbc__fail(c, -ENOMEM, "out of memory");
+	t->map->fd = -1;
+	if (!reader(c) || reader(c)->no_map)
+		t->map->state = TM_OFF;
+	else
+		map_ask(t);
+	return 0;
+}
+
+void tdbc__map_close(struct tdbc_table *t)
+{
+	if (!t->map)
+		return;
+	unmap(t->map);
+	free(t->map);
+	t->map = NULL;
+}
+
+/* Is the map usable for a new read (asking for one if need be)? */
+static bool map_ready(struct tdbc_table *t)
+{
+	struct tdbc_reader *rd = reader(t->h.c);
+
+	if (!t->map || !rd || rd->odd)
+		return t->map && t->map->state == TM_MAPPED;
+	if (t->map->state == TM_NONE)
+		map_ask(t);
+	return t->map->state == TM_MAPPED;
+}
+
+/* The header says the map is no longer the table's. */
+static bool map_stale(const struct tdbc_tmap *m)
+{
+	const struct tdb_region_hdr *h = region(m);
+
+	return __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) !=
+		       TDB_REGION_MAGIC ||
+	       __atomic_load_n(&h->map_gen, __ATOMIC_ACQUIRE) != m->map_gen;
+}
+
+static void map_drop(struct tdbc_tmap *m)
+{
+	unmap(m);
+	m->state = TM_NONE;     /* asked again at the next read */
+}
+
+/* --- one lookup ---------------------------------------------------------- */
+
+/*
+ * With the slot odd: wait for an even commit_seq (s0), grow the map to
+ * the header's extents, look the key up.  0 and *val, *vlen, -ENOENT,
+ * -EUCLEAN (damaged or torn: the caller checks and decides), or
+ * -EAGAIN: a commit stayed in progress too long (use the ring).
+ */
+static int lookup(struct tdbc *c, struct tdbc_tmap *m, const void *key,
+		  size_t klen, uint64_t *s0, const void **val, size_t *vlen)
+{
+	const struct tdb_region_hdr *h = region(m);
+	struct tdbe_view v;
+	unsigned int spins = 0;
+	uint32_t n;
+	int err;
+
+	for (;;) {
+		*s0 = __atomic_load_n(&h->commit_seq, __ATOMIC_ACQUIRE);
+		if (!(*s0 & 1))
+			break;
+		if (++spins < ODD_SPINS)
+			continue;
+		if (spins > ODD_SPINS + ODD_YIELDS)
+			return -EAGAIN;
+		/* a commit in progress: do not hold the slot meanwhile,
+		 * unless this section handed out pointers into a map */
+		if (reader(c)->held) {
+			sched_yield();
+			continue;
+		}
+		slot_leave(c, reader(c));
+		sched_yield();
+		slot_enter(c, reader(c));
+	}
+	n = tdbe_view_extents(h);
+	if (n > m->nmapped && map_to(c, m, n))
+		return -EUCLEAN;
+	v.ext = m->ext;
+	v.nextents = m->nmapped;
+	err = tdbe_view_lookup(&v, key, klen, val, vlen);
+	if (err == -EUCLEAN && tdbe_view_extents(h) > m->nmapped) {
+		/* grown between the two loads: once more */
+		if (map_to(c, m, tdbe_view_extents(h)))
+			return -EUCLEAN;
+		v.nextents = m->nmapped;
+		err = tdbe_view_lookup(&v, key, klen, val, vlen);
+	}
+	return err;
+}
+
+/* After the leave: what the checks say.  0 good, 1 retry, or
+ * TDBC__MAP_RING (read through the ring). */
+static int verdict(struct tdbc *c, struct tdbc_tmap *m, uint64_t s0,
+		   uint64_t s1, uint64_t g1, bool stale, int err)
+{
+	if (g1 != reader(c)->g0)
+		return TDBC__MAP_RING;
+	if (stale) {
+		map_drop(m);
+		return TDBC__MAP_RING;
+	}
+	if (s1 != s0)
+		return 1;
+	if (err == -EUCLEAN || err == -EAGAIN)
+		return TDBC__MAP_RING;
+	return 0;
+}
+
+/* Inside a tdbc_read_begin section a get is part of it (tdbc_read_end
+ * judges what it returned); defined with the in-place API below. */
+static long get_in_section(struct tdbc_table *t, const void *key,
+			   size_t klen, tdbc_map_copy_fn *copy_fn, void *arg);
+
+/*
+ * One get through the map: copy_fn copies the value out while the slot
+ * is odd (it may be called again on a retry; its result is used only if
+ * the checks pass).  Returns copy_fn's result (a length or -ENOBUFS...),
+ * -ENOENT, or TDBC__MAP_RING: read through the ring instead.
+ */
+long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
+		   tdbc_map_copy_fn *copy_fn, void *arg)
+{
+	struct tdbc *c = t->h.c;
+	struct tdbc_reader *rd = reader(c);
+	struct tdbc_tmap *m = t->map;
+	unsigned int tries;
+
+	if (rd && rd->user)
+		return get_in_section(t, key, klen, copy_fn, arg);
+	if (!rd || !map_ready(t))
+		return TDBC__MAP_RING;
+	for (tries = 0; tries < MAX_RETRIES; tries++) {
+		const struct tdb_region_hdr *h = region(m);
+		const void *val = NULL;
+		uint64_t s0, s1, g1;
+		size_t vlen = 0;
+		long res;
+		bool stale;
+		int err, v;
+
+		slot_enter(c, rd);
+		rd->g0 = expired(c);
+		err = lookup(c, m, key, klen, &s0, &val, &vlen);
+		res = err ? err : copy_fn(arg, val, vlen);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s1 = __atomic_load_n(&h->commit_seq, __ATOMIC_RELAXED);
+		stale = map_stale(m);
+		g1 = expired(c);
+		slot_leave(c, rd);
+		v = verdict(c, m, s0, s1, g1, stale, err);
+		if (v == 1)
+			continue;
+		if (v)
+			return v;
+		m->remaps = 0;
+		return res;
+	}
+	return TDBC__MAP_RING;
+}
+
+/* --- the connection ------------------------------------------------------ */
+
+int tdbc__reader_init(struct tdbc *c, unsigned int flags)
+{
+	const char *env = getenv(TDBC_NO_MAP_ENV);
+
+	/* no reader slot without a SUBMIT ring */
+	if (!c->rings || !c->sq.hdr)
+		return 0;
+	c->reader = calloc(1, sizeof(*c->reader));
+	if (!c->reader)
+		return tdbc__fail(c, -ENOMEM, "out of memory");
+	c->reader->no_map = (flags & TDBC_NO_MAP) || (env && *env &&
+						      strcmp(env, "0"));
+	c->reader->slot = __atomic_load_n(&slot_hdr(c)->read_section,
+					  __ATOMIC_RELAXED) & ~1ull;
+	return 0;
+}
+
+static void copies_free(struct tdbc_reader *rd)
+{
+	size_t i;
+
+	for (i = 0; i < rd->ncopies; i++)
+		free(rd->copies[i]);
+	rd->ncopies = 0;
+}
+
+void tdbc__reader_free(struct tdbc *c)
+{
+	struct tdbc_reader *rd = reader(c);
+
+	if (!rd)
+		return;
+	if (rd->odd)
+		slot_leave(c, rd);
+	copies_free(rd);
+	free(rd->copies);
+	free(rd);
+	c->reader = NULL;
+}
+
+/* --- the in-place API ---------------------------------------------------- */
+
+int tdbc_read_begin(struct tdbc *c)
+{
+	struct tdbc_reader *rd;
+	int err = tdbc__enter(c);
+
+	if (err)
+		return err;
+	rd = reader(c);
+	if (!rd) {
+		/* socket only (no slot): every get_ref copies */
+		c->reader = calloc(1, sizeof(*c->reader));
+		if (!c->reader)
+			return tdbc__fail(c, -ENOMEM, "out of memory");
+		rd = c->reader;
+		rd->no_map = true;
+	}
+	if (rd->user)
+		return tdbc__fail(c, -EBUSY, "a read section is already open "
+				  "on this connection");
+	rd->user = true;
+	rd->stale = false;
+	rd->held = false;
+	if (++rd->sec == 0)
+		rd->sec = 1;
+	if (c->rings && c->sq.hdr && !rd->no_map) {
+		slot_enter(c, rd);
+		rd->g0 = expired(c);
+	}
+	return 0;
+}
+
+/* A value through the ring, kept until tdbc_read_end.  The slot is left
+ * even during the call (the owner may be waiting for it before it can
+ * answer) unless the section already handed out pointers into a map:
+ * then memory they point to could be reused meanwhile by a put (a put
+ * alone moves no commit_seq), so the slot stays odd, and if the owner
+ * stops waiting for it, tdbc_read_end says -ESTALE. */
+static int get_ref_ring(struct tdbc_table *t, const void *key, size_t klen,
+			const void **val, size_t *vlen)
+{
+	struct tdbc *c = t->h.c;
+	struct tdbc_reader *rd = reader(c);
+	bool was_odd = rd->odd && !rd->held;
+	void *p = NULL;
+	long r;
+
+	if (rd->ncopies == rd->cap) {
+		size_t cap = rd->cap ? rd->cap * 2 : 16;
+		void **v = realloc(rd->copies, cap * sizeof(*v));
+
+		if (!v)
+			return tdbc__fail(c, -ENOMEM, "out of memory");
+		rd->copies = v;
+		rd->cap = cap;
+	}
+	if (was_odd)
+		slot_leave(c, rd);
+	r = tdbc__get_ring(t, key, klen, &p);
+	if (was_odd)
+		slot_enter(c, rd);
+	if (r < 0)
+		return (int)r;
+	rd->copies[rd->ncopies++] = p;
+	*val = p;
+	*vlen = (size_t)r;
+	return 0;
+}
+
+int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
+		 const void **val, size_t *vlen)
+{
+	struct tdbc_reader *rd;
+	struct tdbc_tmap *m;
+	struct tdbc *c;
+	uint64_t s0;
+	int err;
+
+	if (!t)
+		return -EINVAL;
+	c = t->h.c;
+	rd = reader(c);
+	if (!rd || !rd->user)
+		return tdbc__fail(c, -EINVAL, "tdbc_get_ref outside a read "
+				  "section (tdbc_read_begin)");
+	if (!val || !vlen)
+		return tdbc__fail(c, -EINVAL, "val or vlen is NULL");
+	err = c->dead ? c->dead : tdbc__check_key(c, key, klen);
+	if (err)
+		return err;
+	m = t->map;
+	if (!rd->odd || !m || m->state != TM_MAPPED || rd->stale)
+		return get_ref_ring(t, key, klen, val, vlen);
+	err = lookup(c, m, key, klen, &s0, val, vlen);
+	if (m->sec != rd->sec) {
+		m->sec = rd->sec;
+		m->s0 = s0;
+	} else if (s0 != m->s0) {
+		rd->stale = true;       /* a commit since our first look */
+	}
+	if (err == -EUCLEAN || err == -EAGAIN)
+		rd->stale = true;
+	if (rd->stale)
+		return get_ref_ring(t, key, klen, val, vlen);
+	if (!err)
+		rd->held = true;
+	return err;
+}
+
+static long get_in_section(struct tdbc_table *t, const void *key,
+			   size_t klen, tdbc_map_copy_fn *copy_fn, void *arg)
+{
+	const void *v;
+	size_t n;
+	int err = tdbc_get_ref(t, key, klen, &v, &n);
+
+	return err ? err : copy_fn(arg, v, n);
+}
+
+/* Check the tables this section used; drop stale maps. */
+static bool section_ok(struct tdbc *c, struct tdbc_reader *rd)
+{
+	struct tdbc_link *l;
+	bool ok = !rd->stale;
+
+	for (l = c->handles.next; l != &c->handles; l = l->next) {
+		struct tdbc_handle *h = (struct tdbc_handle *)l;
+		struct tdbc_tmap *m;
+
+		if (h->kind != TDBC_K_TABLE)
+			continue;
+		m = ((struct tdbc_table *)h)->map;
+		if (!m || m->state != TM_MAPPED || m->sec != rd->sec)
+			continue;
+		m->sec = 0;
+		if (map_stale(m)) {
+			map_drop(m);
+			ok = false;
+		} else if (__atomic_load_n(&region(m)->commit_seq,
+					   __ATOMIC_RELAXED) != m->s0) {
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+int tdbc_read_end(struct tdbc *c)
+{
+	struct tdbc_reader *rd;
+	bool ok = true;
+
+	if (!c)
+		return -EINVAL;
+	rd = reader(c);
+	if (!rd || !rd->user)
+		return tdbc__fail(c, -EINVAL, "no read section is open");
+	if (rd->odd) {
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		ok = section_ok(c, rd) && expired(c) == rd->g0;
+		slot_leave(c, rd);
+	}
+	rd->user = false;
+	rd->held = false;
+	copies_free(rd);
+	if (!ok)
+		return tdbc__fail(c, -ESTALE, "the tables changed during the "
+				  "read section: discard what it read and "
+				  "read again");
+	return 0;
+}
+
+int tdbc_table_mapped(const struct tdbc_table *t)
+{
+	return t && t->map && t->map->state == TM_MAPPED;
+}
+
+/* --- tdbc_submit's GETs -------------------------------------------------- */
+
+static long alloc_copy(void *arg, const void *val, size_t vlen)
+{
+	void **p = arg;
+
+	free(*p);
+	*p = malloc(vlen ? vlen : 1);
+	if (!*p)
+		return -ENOMEM;
+	memcpy(*p, val, vlen);
+	return (long)vlen;
+}
+
+int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r)
+{
+	void *p = NULL;
+	long n;
+	int err;
+
+	/* Completions made here wait in our memory until tdbc_reap: as
+	 * many as a full submission ring would hold, then -EAGAIN (as when
+	 * the ring is full), so a client that never reaps stays bounded. */
+	if (r->table->map && r->table->map->state == TM_MAPPED &&
+	    tdbc_inflight(c) >= MAP_DONE_MAX)
+		return -EAGAIN;
+	n = tdbc__map_get(r->table, r->key, r->klen, alloc_copy, &p);
+
+	if (n == TDBC__MAP_RING || n == -ENOMEM) {
+		free(p);
+		return n == -ENOMEM ? tdbc__fail(c, -ENOMEM, "out of memory "
+						 "for a value") : 0;
+	}
+	if (n < 0) {
+		free(p);
+		err = tdbc__async_complete(c, r->user, (int)n, NULL, 0);
+	} else {
+		err = tdbc__async_complete(c, r->user, 0, p, (size_t)n);
+	}
+	return err ? err : 1;
+}
+
+/* --- batches: overlapping the misses -------------------------------------
+ * tdbc_submit's GETs are looked up one by one (tdbc__map_submit_get), each
+ * walking root slot -> node -> bucket -> record, a cache miss or more at
+ * each step on a big table.  Before that, tdbc__map_prefetch walks the
+ * whole batch level by level and prefetches each request's next step, so
+ * the batch's misses overlap (what tdbe_lookup_many does in the owner).
+ * It is only a hint: it runs outside a read section, every load is
+ * bounds-checked against the extents mapped (a torn or reused slot only
+ * prefetches a useless line), and nothing it reads is used but as a
+ * prefetch address.
+ */
+#define PF_BATCH 32
+
+/* The address of [off, off + len) if it lies in one mapped extent. */
+static const void *pf_ptr(const struct tdbc_tmap *m, uint64_t off,
+			  uint64_t len)
+{
+	uint64_t e = off >> TDBP_EXTENT_SHIFT;
+
+	if (!off || (off & 15) || e >= m->nmapped ||
+	    (off & TDB_EXT_MASK) + len > EXTENT)
+		return NULL;
+	return (const unsigned char *)m->ext[e] + (off & TDB_EXT_MASK);
+}
+
+struct pf {
+	const struct tdbc_tmap *m;
+	uint64_t hash, slot;    /* slot: node (tagged) or bucket offset */
+	unsigned int depth;
+};
+
+/* Where the next step of p will load: its node's slot, or its bucket. */
+static void pf_next(const struct pf *p)
+{
+	const uint64_t *s;
+
+	if (!(p->slot & TDBI_NODE_TAG)) {
+		__builtin_prefetch(pf_ptr(p->m, p->slot, 64));
+		return;
+	}
+	s = pf_ptr(p->m, p->slot & ~TDBI_NODE_TAG, sizeof(struct tdbi_node));
+	if (s)
+		__builtin_prefetch(&s[tdbi_slot_index(p->hash, p->depth)]);
+}
+
+/* One step of one request: read its slot's target, prefetch the next. */
+static bool pf_step(struct pf *p)
+{
+	const struct tdbi_bucket *b;
+	const uint64_t *s;
+	uint32_t i, n;
+
+	if (p->slot & TDBI_NODE_TAG) {
+		s = pf_ptr(p->m, p->slot & ~TDBI_NODE_TAG,
+			   sizeof(struct tdbi_node));
+		if (!s || p->depth > TDBI_MAX_DEPTH)
+			return false;
+		p->slot = __atomic_load_n(&s[tdbi_slot_index(p->hash,
+							     p->depth++)],
+					  __ATOMIC_RELAXED);
+		if (!p->slot)
+			return false;
+		pf_next(p);
+		return true;
+	}
+	b = pf_ptr(p->m, p->slot, 64);
+	if (!b)
+		return false;
+	n = __atomic_load_n(&b->count, __ATOMIC_RELAXED);
+	for (i = 0; i < n && i < TDBI_BUCKET_CAP; i++) {
+		uint64_t e = __atomic_load_n(&b->e[i], __ATOMIC_RELAXED);
+
+		if (e && tdbi_entry_tag_is(e, p->hash))
+			__builtin_prefetch(pf_ptr(p->m, tdbi_entry_rec(e),
+						  16));
+	}
+	return false;
+}
+
+static void pf_batch(struct pf *p, unsigned int n)
+{
+	unsigned int i;
+	bool more;
+
+	do {
+		more = false;
+		for (i = 0; i < n; i++) {
+			if (p[i].slot && pf_step(&p[i]))
+				more = true;
+			else
+				p[i].slot = 0;
+		}
+	} while (more);
+}
+
+void tdbc__map_prefetch(struct tdbc *c, const struct tdbc_req *reqs,
+			unsigned int n)
+{
+	struct pf p[PF_BATCH];
+	unsigned int i, k = 0;
+
+	if (!reader(c) || reader(c)->user || n < 2)
+		return;
+	for (i = 0; i < n; i++) {
+		const struct tdbc_req *r = &reqs[i];
+		const struct tdb_region_hdr *h;
+		const struct tdbc_tmap *m;
+		const uint64_t *root;
+
+		if (r->op != TDBC_OP_GET || r->txn || !r->table ||
+		    r->table->h.c != c || !r->key || !r->klen ||
+		    r->klen > TDBE_KEY_MAX || !r->table->map ||
+		    r->table->map->state != TM_MAPPED)
+			continue;
+		m = r->table->map;
+		h = region(m);
+		root = pf_ptr(m, h->root, sizeof(uint64_t) * TDBI_ROOT_SLOTS);
+		if (!root)
+			continue;
+		p[k].m = m;
+		p[k].hash = tdbp_hash64(r->key, r->klen, h->seed);
+		p[k].depth = 1;
+		p[k].slot = __atomic_load_n(&root[tdbi_slot_index(p[k].hash,
+								  0)],
+					    __ATOMIC_RELAXED);
+		pf_next(&p[k]);
+		if (++k == PF_BATCH) {
+			pf_batch(p, k);
+			k = 0;
+		}
+	}
+	pf_batch(p, k);
+}
