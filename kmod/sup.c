@@ -154,6 +154,7 @@ static int claim_locked(struct file *file, struct tdb_sup_claim *c)
 		return -EBUSY;
 	}
 	if (sup_instance && sup_instance != c->instance) {
+		c->kernel_instance = sup_instance;
 		pr_warn_ratelimited("TDB_IOC_SUP_CLAIM of pid %d refused: "
 				    "tdb.ko's tables belong to another data "
 				    "directory (instance %016llx, not "
@@ -220,9 +221,10 @@ static long do_claim(struct file *file, void __user *arg)
 	mutex_lock(&sup_lock);
 	err = claim_locked(file, &c);
 	mutex_unlock(&sup_lock);
-	if (err && err != -EBUSY)
+	if (err && err != -EBUSY && err != -ESTALE)
 		return err;
-	/* -EBUSY too: holder_pid says whose the role is. */
+	/* -EBUSY and -ESTALE too: holder_pid says whose the role is,
+	 * kernel_instance whose tables are resident. */
 	if (copy_to_user(arg, &c, sizeof(c)))
 		return -EFAULT;
 	return err;

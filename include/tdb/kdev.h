@@ -122,7 +122,8 @@ struct tdb_dev_watch_cookie {
  *  - TDB_IOC_SUP_CLAIM: CAP_SYS_ADMIN only (-EPERM).  -EBUSY if another
  *    file holds the role (holder_pid says whose; the struct is copied
  *    out with the error).  -ESTALE if the tables belong to another
- *    instance (another data directory).  -EEXIST if tdb.ko holds tables
+ *    instance (another data directory; kernel_instance says which, the
+ *    struct is copied out too).  -EEXIST if tdb.ko holds tables
  *    made while no supervisor was ever attached (they are in no log).
  *    When kernel_instance comes back 0 the tables have never been
  *    restored since tdb.ko was loaded: tdb.ko is RECOVERING (ordinary

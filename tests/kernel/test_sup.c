@@ -559,7 +559,9 @@ static void restart(struct sup *s, uint32_t sync, uint32_t deadline)
 	/* another data directory is refused */
 	kt_raw_open(&s->r);
 	err = sup_claim_fd(s->r.fd, &c, sync, deadline, INSTANCE + 1);
-	CHECK(err == -ESTALE, "another instance's claim: %s", h_errname(err));
+	CHECK(err == -ESTALE && c.kernel_instance == INSTANCE,
+	      "another instance's claim: %s (instance %llx)", h_errname(err),
+	      (unsigned long long)c.kernel_instance);
 	err = sup_claim_fd(s->r.fd, &s->c, sync, deadline, INSTANCE);
 	CHECK(err == 0, "the new claim: %s", h_errname(err));
 	CHECK(s->c.kernel_instance == INSTANCE && s->c.tables == 1 &&
