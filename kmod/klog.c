@@ -136,7 +136,7 @@ static int log_alloc(void)
 	return 0;
 }
 
-/* --- writing ---------------------------------------------------------------- */
+/* --- writing -------------------------------------------------------------- */
 
 /* The most ring bytes a record of sz can take: its bytes, a header per
  * fragment (and one more where the area's end cuts one), alignment,
@@ -298,7 +298,7 @@ static void put_name(const char *name)
 	put(name, n);
 }
 
-/* --- the owner's hooks ------------------------------------------------------ */
+/* --- the owner's hooks ---------------------------------------------------- */
 
 int tdbk_log_reserve(void *arg, const struct tdbo_log_size *sz,
 		     const char **msg)

@@ -123,7 +123,7 @@ __poll_t tdbk_sup_poll(struct file *file, poll_table *wait)
 	       EPOLLIN | EPOLLRDNORM : 0;
 }
 
-/* --- CLAIM -------------------------------------------------------------------- */
+/* --- CLAIM ---------------------------------------------------------------- */
 
 static int claim_check(const struct tdb_sup_claim *c)
 {
