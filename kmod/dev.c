@@ -776,7 +776,7 @@ static long tdbk_dev_ioctl(struct file *file, unsigned int cmd,
 	return -ENOTTY;
 }
 
-/* --- poll ----------------------------------------------------------------- */
+/* --- poll ------------------------------------------------------------------ */
 
 /* Called by the owner when a feed this client watches is written, from
  * the writer's context: atomic and waitqueue work only. */
@@ -806,7 +806,7 @@ static __poll_t tdbk_dev_poll(struct file *file, poll_table *wait)
 	return mask;
 }
 
-/* --- mmap ----------------------------------------------------------------- */
+/* --- mmap ------------------------------------------------------------------ */
 
 /* A feed mapping: the reference is shared by the vmas of one mmap (a
  * split or fork calls open()); the last close() drops it. */
