@@ -304,10 +304,15 @@ int tdbk_log_reserve(void *arg, const struct tdbo_log_size *sz,
 		     const char **msg)
 {
 	u64 n;
+	int err;
 
 	down_read(&lg.gate);
-	if (!lg.on)
-		return 0;
+	if (!lg.on) {
+		err = tdbk_sup_may_change(msg);
+		if (err)
+			up_read(&lg.gate);
+		return err;
+	}
 	n = need(sz);
 	mutex_lock(&lg.lock);
 	if (n > lg.size - (lg.w - lg.cons) - lg.reserved) {

@@ -110,6 +110,17 @@ int tdbk_sup_refuse(const struct file *file, const char **msg)
 	return 0;
 }
 
+int tdbk_sup_may_change(const char **msg)
+{
+	if (READ_ONCE(recovering) &&
+	    task_tgid_nr(current) != READ_ONCE(sup_pid)) {
+		*msg = "tdb is recovering: tdbd is restoring the tables "
+		       "(try again shortly)";
+		return -EAGAIN;
+	}
+	return 0;
+}
+
 void tdbk_sup_wake(void)
 {
 	if (wq_has_sleeper(&sup_wq))
@@ -165,19 +176,26 @@ static int claim_locked(struct file *file, struct tdb_sup_claim *c)
 	/* A restore that did not finish (its supervisor died) starts
 	 * again: the tables are not all there. */
 	fresh = !sup_instance || recovering;
-	if (!sup_instance && tdbo_table_count(sup_owner)) {
-		pr_warn_ratelimited("TDB_IOC_SUP_CLAIM of pid %d refused: "
-				    "tdb.ko holds tables made while no "
-				    "supervisor was attached (they are in "
-				    "no log)\n", task_tgid_nr(current));
-		return -EEXIST;
-	}
 	if (fresh) {
+		/* Recovering first, then the gate: changes in flight
+		 * finish (unlogged), later ones are refused (klog.c asks
+		 * tdbk_sup_may_change), so the count below is final. */
+		WRITE_ONCE(recovering, true);
 		err = tdbk_log_switch(false);
-		if (err)
+		if (!err && !sup_instance && tdbo_table_count(sup_owner)) {
+			pr_warn_ratelimited("TDB_IOC_SUP_CLAIM of pid %d "
+					    "refused: tdb.ko holds tables made "
+					    "while no supervisor was attached "
+					    "(they are in no log)\n",
+					    task_tgid_nr(current));
+			err = -EEXIST;
+		}
+		if (err) {
+			if (!sup_instance)
+				WRITE_ONCE(recovering, false);
 			return err;
+		}
 		tdbk_log_reset(c->next_lsn);
-		recovering = true;
 		c->kernel_instance = 0;
 	} else {
 		err = tdbk_log_switch(true);

@@ -62,6 +62,10 @@ bool tdbk_sup_is(const struct file *file);
 /* An ordinary client's request now: 0, or -EAGAIN with *msg (tdb is
  * recovering, or require_supervisor and none said READY yet). */
 int tdbk_sup_refuse(const struct file *file, const char **msg);
+/* Under klog.c's gate, before a change applies: 0, or -EAGAIN while
+ * recovering for anyone but the supervisor's process (a request that
+ * passed tdbk_sup_refuse just before a claim). */
+int tdbk_sup_may_change(const char **msg);
 /* The supervisor's poll: POLLIN while prod > what it said it read. */
 __poll_t tdbk_sup_poll(struct file *file, struct poll_table_struct *wait);
 /* The log published a record (any context that may take a spinlock). */
