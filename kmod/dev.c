@@ -5,6 +5,7 @@
  * over the shared core, src/ring/ring.c),
  * TDB_IOC_ATTACH and TDB_IOC_ENTER, mmap of the rings and of watched
  * change feeds (WATCH's ack cookie, built here, names the feed's slot),
+ * TABLE_MAP's cookie and the mmap of table slots (handed to kmap.c),
  * poll, and release() as the dead-client hook.
  *
  * Invariants:
@@ -17,7 +18,12 @@
  *    reference on the file (vma->vm_file), so release() runs only after
  *    the last munmap: ring memory is never freed while mapped.  Feeds
  *    are the owner's; a feed mapping holds a feed reference until its
- *    last vma is gone.
+ *    last vma is gone.  Table maps hold nothing: kmap.c's fault handler
+ *    looks the table up on every fault.
+ *  - The submission ring's header is the client's reader slot
+ *    (tdbo_client_set_reader at ATTACH): the owner's grace hook reads it
+ *    from other clients' writers until tdbo_client_free() returns, so
+ *    release() frees the rings only after that.
  *  - The kernel trusts nothing mapped writable (the ring core,
  *    src/ring/ring.c); a client that breaks the ring protocol is cut off
  *    (f->dead, OVERRUN in both ring headers, -EPROTO from ENTER) and
@@ -109,6 +115,8 @@ struct tdbk_file {
 	struct tdb_ring sq, cq;
 	bool attached;          /* set under lock, with release */
 	bool dead;              /* broke the ring protocol */
+	bool granted;           /* TABLE_MAP answered with a map: table
+				 * slots may be mapped (kmap.c) */
 	struct list_head dumps; /* struct dev_dump, oldest first */
 	unsigned int ndumps;
 	struct tdb_proto_msg m; /* the request being run (too big for the
@@ -304,6 +312,24 @@ static void set_cookie(struct tdb_proto_extack *ack, u32 seq, u64 slot)
 	ack->cookie_len = sizeof(ck);
 }
 
+/* TABLE_MAP's ack: the table's slot range in the device file, the
+ * map's length and the map_gen it is good for (tdb/proto.h). */
+static void set_map_cookie(struct tdb_proto_extack *ack,
+			   const struct tdbo_out *res)
+{
+	u64 off = tdbo_table_map_slot(res->map) * TDB_DEV_SLOT;
+	struct tdb_map_cookie ck = {
+		.offset_lo = (u32)off,
+		.offset_hi = (u32)(off >> 32),
+		.max_extents = res->map_extents,
+		.map_gen = res->map_gen,
+	};
+
+	BUILD_BUG_ON(sizeof(ck) > TDB_PROTO_COOKIE_MAX);
+	memcpy(ack->cookie, &ck, sizeof(ck));
+	ack->cookie_len = sizeof(ck);
+}
+
 /* Run one request (a private copy, len bytes) and answer it; *lsn: the
  * log record of the change it made (0: none, or it failed). */
 static void run_one(struct tdbk_file *f, const void *msg, size_t len,
@@ -357,6 +383,7 @@ static void run_one(struct tdbk_file *f, const void *msg, size_t len,
 	if (err < 0) {
 		if (dump)
 			tdbo_dump_free(dump);
+		tdbo_table_put(res.map);
 		kfree(dd);
 		if (cs.refused) {
 			/* Ours, not the owner's: say which limit it was. */
@@ -393,6 +420,12 @@ static void run_one(struct tdbk_file *f, const void *msg, size_t len,
 		if (res.feed)
 			set_cookie(&ack, res.feed_seq,
 				   tdbo_feed_slot(res.feed));
+		if (res.map) {
+			set_map_cookie(&ack, &res);
+			tdbo_table_put(res.map);
+			/* read by mmap() without the lock */
+			WRITE_ONCE(f->granted, true);
+		}
 		answer(f, m->nlh, 0, &ack, false);
 		return;
 	}
@@ -731,6 +764,9 @@ static long do_attach(struct tdbk_file *f, void __user *arg)
 		}
 	}
 	if (!err) {
+		/* The client's reader slot: its sq header, until
+		 * tdbo_client_free() (release). */
+		tdbo_client_set_reader(f->client, f->sq.hdr);
 		tdb_fetch_add(&counters()->rings, 2);
 		/* poll() and mmap() look at the rings without the lock. */
 		smp_store_release(&f->attached, true);
@@ -861,6 +897,9 @@ static int tdbk_dev_mmap(struct file *file, struct vm_area_struct *vma)
 	}
 	if (!smp_load_acquire(&f->attached))
 		return -EINVAL;
+	if (slot >= TDB_DEV_SLOT_MAP_FIRST)
+		return tdbk_map_mmap(f->client, READ_ONCE(f->granted), vma,
+				     off);
 	if (slot == 0) {
 		mem = f->sq.hdr;
 		size = tdb_ring_map_size(f->sq.data_size);
@@ -940,6 +979,9 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 	spin_lock(&dev_files_lock);
 	list_add(&f->fnode, &dev_files);
 	spin_unlock(&dev_files_lock);
+	/* Every file maps in one address_space, where a drop can find
+	 * (and unmap) every mapping of its table. */
+	tdbk_map_file_open(file);
 	return stream_open(inode, file);
 }
 
@@ -961,7 +1003,8 @@ static int tdbk_dev_release(struct inode *inode, struct file *file)
 		kfree(dd);
 	}
 	/* Aborts its transactions and drops its watches: no feed_wake()
-	 * after this returns. */
+	 * after this returns; and takes its reader slot off the owner's
+	 * list, so the rings can go now. */
 	tdbo_client_free(f->client);
 	if (f->attached) {
 		tdbk_ring_free(&f->sq);
@@ -994,6 +1037,8 @@ static struct miscdevice tdbk_misc = {
 
 int tdbk_dev_init(struct tdbo_owner *o)
 {
+	int err;
+
 	if (dev_mode & ~0777u) {
 		pr_err("tdb: dev_mode %#o has bits other than 0777\n",
 		       dev_mode);
@@ -1001,11 +1046,18 @@ int tdbk_dev_init(struct tdbo_owner *o)
 	}
 	dev_owner = o;
 	tdbk_misc.mode = (umode_t)dev_mode;
-	return misc_register(&tdbk_misc);
+	err = tdbk_map_init(o);
+	if (err)
+		return err;
+	err = misc_register(&tdbk_misc);
+	if (err)
+		tdbk_map_exit();
+	return err;
 }
 
 void tdbk_dev_exit(void)
 {
 	misc_deregister(&tdbk_misc);
+	tdbk_map_exit();
 	dev_owner = NULL;
 }

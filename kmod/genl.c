@@ -343,6 +343,17 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 	err = refuse(info->extack);
 	if (err)
 		goto out;
+	if (m->cmd == TDB_CMD_TABLE_MAP) {
+		/* A map is pages of the device file: nothing to map here
+		 * (and no reader slot to wait for). */
+		count_refused();
+		if (info->extack)
+			info->extack->_msg = "table maps are for /dev/tdb "
+					     "clients (generic netlink reads "
+					     "with GET)";
+		err = -EOPNOTSUPP;
+		goto out;
+	}
 	gc = client_get(skb, &err);
 	if (!gc) {
 		count_refused();
@@ -671,6 +682,8 @@ static const struct genl_ops tdbk_genl_ops[] = {
 	OP(TDB_CMD_STATS, 0),
 	/* tdbd's socket only: refused by the owner with a message. */
 	OP(TDB_CMD_ATTACH, 0),
+	/* /dev/tdb only: refused here with a message (doit). */
+	OP(TDB_CMD_TABLE_MAP, 0),
 };
 
 #if TDBK_HAVE_MCAST_CAP

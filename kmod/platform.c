@@ -167,15 +167,25 @@ struct tdbp_region *tdbp_region_create(const char *name,
 	return r;
 }
 
+/* 0: every extent on vmalloc (what a fragmented machine gets), so that
+ * tests reach that path on purpose. */
+static bool huge_extents = true;
+module_param(huge_extents, bool, 0644);
+MODULE_PARM_DESC(huge_extents,
+		 "back table extents with 2 MiB compound pages when the page "
+		 "allocator has them (default 1); 0: always 4 KiB pages "
+		 "(vmalloc)");
+
 static void *extent_alloc(struct tdbp_region *r)
 {
-	struct page *pg;
+	struct page *pg = NULL;
 	void *p;
 
 	/* NORETRY: when memory is fragmented, fall back to small pages at
 	 * once rather than stall the writer in compaction. */
-	pg = alloc_pages(GFP_KERNEL | __GFP_COMP | __GFP_ZERO | __GFP_NOWARN |
-			 __GFP_NORETRY, EXTENT_ORDER);
+	if (READ_ONCE(huge_extents))
+		pg = alloc_pages(GFP_KERNEL | __GFP_COMP | __GFP_ZERO |
+				 __GFP_NOWARN | __GFP_NORETRY, EXTENT_ORDER);
 	if (pg) {
 		if (!r->logged_huge) {
 			r->logged_huge = true;

@@ -57,6 +57,27 @@
  * struct tdb_dev_watch_cookie (12 bytes): the feed's sequence number
  * where the watch starts and the feed's mmap offset.  (tdbd's WATCH
  * cookie is the 4-byte sequence number alone.)
+ *
+ * TABLE MAPS (zero-copy reads; tdb/proto.h TABLE_MAP, tdb/ring.h
+ * "Zero-copy readers").  TABLE_MAP over the submission ring is acked
+ * with struct tdb_map_cookie (tdb/proto.h): the table's mmap offset
+ * (TDB_DEV_MAP_SLOTS slots from TDB_DEV_SLOT_MAP_FIRST on), its
+ * max_extents and map_gen.  The client maps it read-only:
+ *   mmap(NULL, max_extents * 2 MiB, PROT_READ, MAP_SHARED, fd, offset)
+ * (any page-aligned part of it will do).  PROT_WRITE is refused (EACCES)
+ * and mprotect() cannot add it; MAP_PRIVATE is EINVAL, as for rings; a
+ * file that was granted no map (TABLE_MAP) or may not read the table
+ * gets EACCES, a table that is gone ENOENT, more than max_extents * 2 MiB
+ * EINVAL.  Extent n of the region is at n * 2 MiB.  A page is mapped
+ * when first touched, and only while the table exists and this file may
+ * read it: after the table is dropped the kernel takes the mapped pages
+ * away and every page of the range then reads as zeros (the region
+ * magic fails: the reader drops the map and reads through the rings),
+ * never SIGBUS.  Touching an extent the region header does not count
+ * yet (nextents) is SIGBUS: a reader only looks at extents below
+ * nextents, which are always backed.  The rules of a read section
+ * (read_section / read_expired in the submission ring's header, the
+ * region header's commit_seq and map_gen) are tdb/ring.h's.
  */
 #ifndef TDB_KDEV_H
 #define TDB_KDEV_H
@@ -76,10 +97,16 @@
  * [TDB_RING_MIN_DATA, TDB_DEV_RING_MAX]. */
 #define TDB_DEV_RING_MAX  (64u << 20)
 /* mmap offsets: slot n is at n * TDB_DEV_SLOT.  Slot 0 is the
- * submission ring, slot 1 the completion ring, slots 2 and up feeds. */
+ * submission ring, slot 1 the completion ring, slots 2 and up feeds,
+ * TDB_DEV_SLOT_MAP_FIRST and up table maps. */
 #define TDB_DEV_SLOT      (1ULL << 32)
 #define TDB_DEV_OFF_SQ    (0ULL)
 #define TDB_DEV_OFF_CQ    (1ULL << 32)
+/* Table maps: each table has TDB_DEV_MAP_SLOTS slots (64 GiB, the
+ * largest region) from TDB_DEV_SLOT_MAP_FIRST on; feeds are below it
+ * (src/owner keeps the same numbers). */
+#define TDB_DEV_SLOT_MAP_FIRST 0x40000000ULL
+#define TDB_DEV_MAP_SLOTS      16ULL
 /* The supervisor's log ring (TDB_IOC_SUP_CLAIM's log_offset): in slot
  * 0, past any submission ring (at most TDB_DEV_RING_MAX + a header
  * page), since every whole slot below 2^31 (offsets stay under 2^63) is

@@ -5,8 +5,9 @@
  * guard names the release that changed the API; only the 6.1 side is
  * compiled in this project's tests.
  *
- *  - tdbk_vma_clear_flags(): vma->vm_flags became read-only in 6.3
- *    (vm_flags_clear() and friends, which take the mmap lock checks).
+ *  - tdbk_vma_clear_flags(), tdbk_vma_set_flags(): vma->vm_flags became
+ *    read-only in 6.3 (vm_flags_clear() and friends, which take the mmap
+ *    lock checks).
  *  - .llseek: no_llseek was removed in 6.12; it had been "#define
  *    no_llseek NULL" since 6.0 (a NULL .llseek means -ESPIPE), so dev.c
  *    just leaves the field out: the same on every kernel, no guard.
@@ -33,6 +34,16 @@ static inline void tdbk_vma_clear_flags(struct vm_area_struct *vma,
 	vm_flags_clear(vma, flags);
 #else
 	vma->vm_flags &= ~flags;
+#endif
+}
+
+static inline void tdbk_vma_set_flags(struct vm_area_struct *vma,
+				      unsigned long flags)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
 #endif
 }
 
