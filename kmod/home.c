@@ -25,6 +25,7 @@
 
 #include "owner.h"
 #include "transport.h"
+#include "sup.h"
 
 static struct tdbo_limits lim = {
 	.default_mode = 0600,
@@ -277,10 +278,19 @@ static void map_revoke(void *arg, struct tdbo_table *t)
 	tdbk_map_revoke(tdbo_table_map_slot(t));
 }
 
+/* The log hooks (klog.c) log nothing until a supervisor has claimed
+ * (today's in-memory mode), nor while it restores the tables. */
 const struct tdbo_hooks tdbk_home_hooks = {
 	.feed_alloc = feed_alloc,
 	.feed_free = feed_free,
 	.map_revoke = map_revoke,
+	.log_reserve = tdbk_log_reserve,
+	.log_cancel = tdbk_log_cancel,
+	.log_begin = tdbk_log_begin,
+	.log_op = tdbk_log_op,
+	.log_commit = tdbk_log_commit,
+	.log_create = tdbk_log_create,
+	.log_drop = tdbk_log_drop,
 };
 
 /* --- credentials ---------------------------------------------------------- */

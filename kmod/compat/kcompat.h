@@ -17,6 +17,8 @@
  *    families have no bind hook before 6.8, so a kernel without the
  *    flag cannot restrict the group: genl.c then registers no multicast
  *    group at all rather than one anyone could join.
+ *  - timer_delete_sync(): the name since 6.2 (del_timer_sync, its old
+ *    name, went away in 6.15).
  */
 #ifndef TDBK_COMPAT_KCOMPAT_H
 #define TDBK_COMPAT_KCOMPAT_H
@@ -49,6 +51,10 @@ static inline void tdbk_vma_set_flags(struct vm_area_struct *vma,
 #define TDBK_HAVE_MCAST_CAP 1
 #else
 #define TDBK_HAVE_MCAST_CAP 0
+#endif
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+#define timer_delete_sync del_timer_sync
 #endif
 
 #endif
