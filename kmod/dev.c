@@ -5,6 +5,7 @@
  * over the shared core, src/ring/ring.c),
  * TDB_IOC_ATTACH and TDB_IOC_ENTER, mmap of the rings and of watched
  * change feeds (WATCH's ack cookie, built here, names the feed's slot),
+ * TABLE_MAP's cookie and the mmap of table slots (handed to kmap.c),
  * poll, and release() as the dead-client hook.
  *
  * Invariants:
@@ -17,11 +18,25 @@
  *    reference on the file (vma->vm_file), so release() runs only after
  *    the last munmap: ring memory is never freed while mapped.  Feeds
  *    are the owner's; a feed mapping holds a feed reference until its
- *    last vma is gone.
+ *    last vma is gone.  Table maps hold nothing: kmap.c's fault handler
+ *    looks the table up on every fault.
+ *  - The submission ring's header is the client's reader slot
+ *    (tdbo_client_set_reader at ATTACH): the owner's grace hook reads it
+ *    from other clients' writers until tdbo_client_free() returns, so
+ *    release() frees the rings only after that.
  *  - The kernel trusts nothing mapped writable (the ring core,
  *    src/ring/ring.c); a client that breaks the ring protocol is cut off
  *    (f->dead, OVERRUN in both ring headers, -EPROTO from ENTER) and
  *    counted as a violation.
+ *  - Held answers (sync always): the answer to a change whose record
+ *    tdb.ko logged (res.lsn) above the durable LSN is taken back out of
+ *    the completion ring before it is published and kept, in order, in
+ *    f->held (at most TDBK_DEV_MAX_HELD: ENTER stops consuming then);
+ *    ENTER writes them back once TDB_IOC_SUP_DURABLE covers them, and
+ *    poll() says POLLIN as soon as it does (tdbk_dev_durable wakes
+ *    every file that holds any).  With no supervisor attached, one
+ *    past its deadline becomes -ETIMEDOUT (the change stays applied and
+ *    logged); a timer wakes poll() at the deadline.
  *  - One ENTER does at most one ring's worth of work: it takes the
  *    requests published when it starts (at most sq data_size bytes) and
  *    answers while the completion ring has room, calling cond_resched()
@@ -39,6 +54,8 @@
 #include <linux/refcount.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/timer.h>
 #include <linux/uaccess.h>
 #include <linux/wait.h>
 
@@ -47,10 +64,15 @@
 #include "owner.h"
 #include "kring.h"
 #include "transport.h"
+#include "sup.h"
 
 /* At most this many dumps (SCAN, TABLE_LIST) in progress per client,
  * as tdbd's MAX_DUMPS. */
 #define TDBK_DEV_MAX_DUMPS 8
+
+/* Answers one client may have held for durability (sync always)
+ * before its ENTER stops taking requests. */
+#define TDBK_DEV_MAX_HELD 4096
 
 static unsigned int dev_mode = 0660;
 module_param(dev_mode, uint, 0444);
@@ -58,6 +80,22 @@ MODULE_PARM_DESC(dev_mode,
 		 "permission bits of /dev/tdb (default 0660, as tdbd's socket)");
 
 static struct tdbo_owner *dev_owner;
+
+/* Every open file, for tdbk_dev_durable's wake-ups. */
+static LIST_HEAD(dev_files);
+static DEFINE_SPINLOCK(dev_files_lock);
+static atomic64_t held_now = ATOMIC64_INIT(0);
+static atomic64_t held_timed_out = ATOMIC64_INIT(0);
+
+/* An answer held until its change is durable. */
+struct held_answer {
+	struct list_head node;
+	u64 lsn;
+	unsigned long deadline;         /* jiffies */
+	struct nlmsghdr req;            /* for an -ETIMEDOUT answer */
+	u32 len;                        /* bytes of msgs */
+	unsigned char msgs[];           /* the answer's messages, aligned */
+};
 
 /* A dump in progress, and the request it answers (for NLMSG_DONE). */
 struct dev_dump {
@@ -72,15 +110,26 @@ struct dev_dump {
 
 struct tdbk_file {
 	struct mutex lock;
+	struct file *file;
 	struct tdbo_client *client;
 	struct tdb_ring sq, cq;
 	bool attached;          /* set under lock, with release */
 	bool dead;              /* broke the ring protocol */
+	bool granted;           /* TABLE_MAP answered with a map: table
+				 * slots may be mapped (kmap.c) */
 	struct list_head dumps; /* struct dev_dump, oldest first */
 	unsigned int ndumps;
 	struct tdb_proto_msg m; /* the request being run (too big for the
 				 * stack) */
 	wait_queue_head_t wq;   /* poll() */
+	/* Answers held for durability (sync always under a supervisor),
+	 * oldest first: added and taken under lock and held_lock; poll
+	 * looks at the first under held_lock alone. */
+	struct list_head held;
+	unsigned int nheld;
+	spinlock_t held_lock;
+	struct timer_list held_timer;   /* the first one's deadline */
+	struct list_head fnode;         /* dev_files */
 	atomic_t feed_gen;      /* bumped by every write to a watched feed */
 	int feed_seen;          /* feed_gen when the last ENTER started */
 };
@@ -263,8 +312,28 @@ static void set_cookie(struct tdb_proto_extack *ack, u32 seq, u64 slot)
 	ack->cookie_len = sizeof(ck);
 }
 
-/* Run one request (a private copy, len bytes) and answer it. */
-static void run_request(struct tdbk_file *f, const void *msg, size_t len)
+/* TABLE_MAP's ack: the table's slot range in the device file, the
+ * map's length and the map_gen it is good for (tdb/proto.h). */
+static void set_map_cookie(struct tdb_proto_extack *ack,
+			   const struct tdbo_out *res)
+{
+	u64 off = tdbo_table_map_slot(res->map) * TDB_DEV_SLOT;
+	struct tdb_map_cookie ck = {
+		.offset_lo = (u32)off,
+		.offset_hi = (u32)(off >> 32),
+		.max_extents = res->map_extents,
+		.map_gen = res->map_gen,
+	};
+
+	BUILD_BUG_ON(sizeof(ck) > TDB_PROTO_COOKIE_MAX);
+	memcpy(ack->cookie, &ck, sizeof(ck));
+	ack->cookie_len = sizeof(ck);
+}
+
+/* Run one request (a private copy, len bytes) and answer it; *lsn: the
+ * log record of the change it made (0: none, or it failed). */
+static void run_one(struct tdbk_file *f, const void *msg, size_t len,
+		    u64 *lsn)
 {
 	struct tdb_proto_msg *m = &f->m;
 	struct tdb_proto_extack ext = { NULL };
@@ -279,6 +348,13 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 		count_refused();
 		/* The ring core checked the frame: there is a header. */
 		answer(f, m->nlh ? m->nlh : msg, err, &ext, false);
+		return;
+	}
+	err = tdbk_sup_refuse(f->file, &ext.msg);
+	if (err) {
+		/* tdb is recovering (or waits for its supervisor) */
+		count_refused();
+		answer(f, m->nlh, err, &ext, false);
 		return;
 	}
 	if (tdb_proto_cmd_is_dump(m->cmd)) {
@@ -300,11 +376,14 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 	cq_sink_init(&cs, f);
 	err = tdbo_exec(f->client, m, &cs.s, &ext, &res);
 	dump = res.dump;
+	if (err >= 0 && !dump)
+		*lsn = res.lsn;
 	if (f->cq.reserved)
 		tdb_ring_abort(&f->cq);
 	if (err < 0) {
 		if (dump)
 			tdbo_dump_free(dump);
+		tdbo_table_put(res.map);
 		kfree(dd);
 		if (cs.refused) {
 			/* Ours, not the owner's: say which limit it was. */
@@ -341,6 +420,12 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 		if (res.feed)
 			set_cookie(&ack, res.feed_seq,
 				   tdbo_feed_slot(res.feed));
+		if (res.map) {
+			set_map_cookie(&ack, &res);
+			tdbo_table_put(res.map);
+			/* read by mmap() without the lock */
+			WRITE_ONCE(f->granted, true);
+		}
 		answer(f, m->nlh, 0, &ack, false);
 		return;
 	}
@@ -357,6 +442,208 @@ static void run_request(struct tdbk_file *f, const void *msg, size_t len)
 		}
 		answer(f, m->nlh, err, &ext, false);
 	}
+}
+
+/* --- answers held for durability --------------------------------------- */
+
+static bool held_must(u64 lsn)
+{
+	return lsn && lsn != U64_MAX &&
+	       tdbk_sup_sync() == TDB_SUP_SYNC_ALWAYS &&
+	       lsn > tdbk_log_durable_lsn();
+}
+
+/* The next message at or after ring index *i, below end (padding
+ * passed over), or NULL; *i moves past it.  Used on the answer ENTER
+ * just wrote, not published yet: the kernel's own bytes. */
+static const struct nlmsghdr *next_answer(const struct tdb_ring *r, u64 *i,
+					  u64 end)
+{
+	while (*i < end) {
+		u32 off = (u32)(*i & r->mask), left = r->data_size - off;
+		const struct nlmsghdr *nh = (void *)(r->data + off);
+
+		if (left < NLMSG_HDRLEN) {
+			*i += left;
+			continue;
+		}
+		*i += NLMSG_ALIGN(nh->nlmsg_len);
+		if (nh->nlmsg_type != NLMSG_NOOP)
+			return nh;
+	}
+	return NULL;
+}
+
+/*
+ * The answer to req (the messages the completion ring took from start
+ * on, unpublished) waits until record lsn is durable: move it out of
+ * the ring into f->held.  Without memory it goes out as an error (the
+ * change is applied and logged all the same).
+ */
+static void hold(struct tdbk_file *f, const struct nlmsghdr *req, u64 start,
+		 u64 lsn)
+{
+	struct tdb_ring *r = &f->cq;
+	const struct nlmsghdr *nh;
+	struct held_answer *h;
+	u64 i, end = r->pos;
+	u32 len = 0;
+
+	i = start;
+	while ((nh = next_answer(r, &i, end)))
+		len += NLMSG_ALIGN(nh->nlmsg_len);
+	h = kmalloc(struct_size(h, msgs, len), GFP_KERNEL_ACCOUNT);
+	r->pos = start;         /* unpublished: simply taken back */
+	if (!h) {
+		answer(f, req, -ENOMEM, &(struct tdb_proto_extack){ .msg =
+		       "the change is applied, but tdb.ko had no memory to "
+		       "hold its answer until it is durable" }, false);
+		return;
+	}
+	h->lsn = lsn;
+	h->deadline = jiffies + msecs_to_jiffies(tdbk_sup_deadline_ms());
+	h->req = *req;
+	h->len = 0;
+	i = start;
+	while ((nh = next_answer(r, &i, end))) {
+		memcpy(h->msgs + h->len, nh, nh->nlmsg_len);
+		h->len += NLMSG_ALIGN(nh->nlmsg_len);
+	}
+	spin_lock(&f->held_lock);
+	list_add_tail(&h->node, &f->held);
+	WRITE_ONCE(f->nheld, f->nheld + 1);
+	spin_unlock(&f->held_lock);
+	atomic64_inc(&held_now);
+	if (f->nheld == 1)
+		mod_timer(&f->held_timer, h->deadline);
+}
+
+/* Copy a held answer's messages into the completion ring (room was
+ * checked: at most max_msg each, and the ring has max_msg free). */
+static bool held_write(struct tdbk_file *f, struct held_answer *h)
+{
+	u32 off = 0;
+
+	while (off < h->len) {
+		const struct nlmsghdr *nh = (void *)(h->msgs + off);
+		void *p;
+
+		if (!tdb_ring_has_room(&f->cq, nh->nlmsg_len))
+			return false;
+		p = tdb_ring_reserve_err(&f->cq, nh->nlmsg_len, NULL);
+		if (!p)
+			return false;
+		memcpy(p, nh, nh->nlmsg_len);
+		tdbk_ring_commit(&f->cq, nh->nlmsg_len);
+		off += NLMSG_ALIGN(nh->nlmsg_len);
+	}
+	return true;
+}
+
+static bool held_late(const struct held_answer *h, unsigned long now)
+{
+	return !tdbk_sup_attached() && time_after_eq(now, h->deadline);
+}
+
+/* Whether the first held answer may go out now (poll). */
+static bool held_ready(struct tdbk_file *f)
+{
+	struct held_answer *h;
+	bool ready = false;
+
+	if (!READ_ONCE(f->nheld))
+		return false;
+	spin_lock(&f->held_lock);
+	h = list_first_entry_or_null(&f->held, struct held_answer, node);
+	if (h)
+		ready = h->lsn <= tdbk_log_durable_lsn() ||
+			held_late(h, jiffies);
+	spin_unlock(&f->held_lock);
+	return ready;
+}
+
+/* Under f->lock: answers durable now go out, in order; those past
+ * their deadline with no supervisor get -ETIMEDOUT.  The timer follows
+ * the first that is left. */
+static void held_flush(struct tdbk_file *f)
+{
+	static const struct tdb_proto_extack late = { .msg =
+		"the change is applied but not yet durable: no supervisor "
+		"(tdbd) is attached" };
+	u64 durable = tdbk_log_durable_lsn();
+	struct held_answer *h;
+
+	while ((h = list_first_entry_or_null(&f->held, struct held_answer,
+					     node))) {
+		if (!tdb_ring_has_room(&f->cq, f->cq.max_msg))
+			break;
+		if (h->lsn <= durable) {
+			if (!held_write(f, h))
+				break;
+		} else if (held_late(h, jiffies)) {
+			if (!answer(f, &h->req, -ETIMEDOUT, &late, false))
+				break;
+			atomic64_inc(&held_timed_out);
+		} else {
+			break;
+		}
+		spin_lock(&f->held_lock);
+		list_del(&h->node);
+		WRITE_ONCE(f->nheld, f->nheld - 1);
+		spin_unlock(&f->held_lock);
+		atomic64_dec(&held_now);
+		kfree(h);
+	}
+	if (h && time_before(jiffies, h->deadline))
+		mod_timer(&f->held_timer, h->deadline);
+}
+
+static void held_timer_fn(struct timer_list *t)
+{
+	struct tdbk_file *f = container_of(t, struct tdbk_file, held_timer);
+
+	wake_up_interruptible_poll(&f->wq, EPOLLIN | EPOLLRDNORM);
+}
+
+static void held_free(struct tdbk_file *f)
+{
+	struct held_answer *h, *tmp;
+
+	timer_delete_sync(&f->held_timer);
+	list_for_each_entry_safe(h, tmp, &f->held, node) {
+		atomic64_dec(&held_now);
+		kfree(h);
+	}
+}
+
+/* TDB_IOC_SUP_DURABLE moved (or the supervisor left): wake every file
+ * that holds answers; its next ENTER sends what may go out. */
+void tdbk_dev_durable(u64 lsn)
+{
+	struct tdbk_file *f;
+
+	spin_lock(&dev_files_lock);
+	list_for_each_entry(f, &dev_files, fnode)
+		if (READ_ONCE(f->nheld))
+			wake_up_interruptible_poll(&f->wq,
+						   EPOLLIN | EPOLLRDNORM);
+	spin_unlock(&dev_files_lock);
+}
+
+void tdbk_dev_held_stats(u64 *held, u64 *timed_out)
+{
+	*held = atomic64_read(&held_now);
+	*timed_out = atomic64_read(&held_timed_out);
+}
+
+/* Run one request and answer it, or hold its answer (sync always). */
+static void run_request(struct tdbk_file *f, const void *msg, size_t len)
+{
+	u64 start = f->cq.pos, lsn = 0;
+
+	run_one(f, msg, len, &lsn);
+	if (held_must(lsn) && f->m.nlh)
+		hold(f, f->m.nlh, start, lsn);
 }
 
 static long do_enter(struct tdbk_file *f)
@@ -382,7 +669,10 @@ static long do_enter(struct tdbk_file *f)
 	 * what room is left.  A request never waits behind a dump.
 	 */
 	run_dumps(f);
-	while (tdb_ring_has_room(&f->cq, f->cq.max_msg)) {
+	if (f->nheld)
+		held_flush(f);
+	while (tdb_ring_has_room(&f->cq, f->cq.max_msg) &&
+	       f->nheld < TDBK_DEV_MAX_HELD) {
 		if (fatal_signal_pending(current))
 			break;
 		len = tdbk_ring_pop(&f->sq);
@@ -393,6 +683,8 @@ static long do_enter(struct tdbk_file *f)
 	}
 	if (!list_empty(&f->dumps))
 		run_dumps(f);
+	if (f->nheld)
+		held_flush(f);
 	if (f->sq.dead || f->cq.dead) {
 		kill_client(f, f->sq.dead ? f->sq.error : f->cq.error);
 		return -EPROTO;
@@ -430,8 +722,16 @@ static int attach_charge(struct tdbk_file *f)
 static long do_attach(struct tdbk_file *f, void __user *arg)
 {
 	struct tdb_dev_attach a;
+	const char *msg = NULL;
 	unsigned int i;
 	int err;
+
+	err = tdbk_sup_refuse(f->file, &msg);
+	if (err) {
+		pr_warn_ratelimited("tdb: TDB_IOC_ATTACH of pid %d refused: "
+				    "%s\n", task_tgid_nr(current), msg);
+		return err;
+	}
 
 	if (copy_from_user(&a, arg, sizeof(a)))
 		return -EFAULT;
@@ -464,6 +764,9 @@ static long do_attach(struct tdbk_file *f, void __user *arg)
 		}
 	}
 	if (!err) {
+		/* The client's reader slot: its sq header, until
+		 * tdbo_client_free() (release). */
+		tdbo_client_set_reader(f->client, f->sq.hdr);
 		tdb_fetch_add(&counters()->rings, 2);
 		/* poll() and mmap() look at the rings without the lock. */
 		smp_store_release(&f->attached, true);
@@ -499,6 +802,12 @@ static long tdbk_dev_ioctl(struct file *file, unsigned int cmd,
 		ret = do_enter(f);
 		mutex_unlock(&f->lock);
 		return ret;
+	case TDB_IOC_SUP_CLAIM:
+	case TDB_IOC_SUP_DURABLE:
+	case TDB_IOC_SUP_READ:
+	case TDB_IOC_SUP_READY:
+	case TDB_IOC_SUP_STATS:
+		return tdbk_sup_ioctl(file, cmd, arg);
 	}
 	return -ENOTTY;
 }
@@ -521,11 +830,13 @@ static __poll_t tdbk_dev_poll(struct file *file, poll_table *wait)
 	__poll_t mask = 0;
 
 	poll_wait(file, &f->wq, wait);
+	if (tdbk_sup_is(file))
+		mask |= tdbk_sup_poll(file, wait);
 	if (!smp_load_acquire(&f->attached))
-		return 0;
+		return mask;
 	if (READ_ONCE(f->dead))
 		return EPOLLERR;
-	if (tdb_ring_unread(&f->cq) ||
+	if (tdb_ring_unread(&f->cq) || held_ready(f) ||
 	    atomic_read(&f->feed_gen) != READ_ONCE(f->feed_seen))
 		mask |= EPOLLIN | EPOLLRDNORM;
 	return mask;
@@ -578,8 +889,17 @@ static int tdbk_dev_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
+	if (slot == 0 && in >= TDB_DEV_OFF_LOG) {
+		/* the log ring: the supervisor's, read-only */
+		if (!tdbk_sup_is(file))
+			return -EACCES;
+		return tdbk_log_mmap(vma, in - TDB_DEV_OFF_LOG);
+	}
 	if (!smp_load_acquire(&f->attached))
 		return -EINVAL;
+	if (slot >= TDB_DEV_SLOT_MAP_FIRST)
+		return tdbk_map_mmap(f->client, READ_ONCE(f->granted), vma,
+				     off);
 	if (slot == 0) {
 		mem = f->sq.hdr;
 		size = tdb_ring_map_size(f->sq.data_size);
@@ -641,7 +961,11 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 	if (!f)
 		return -ENOMEM;
 	mutex_init(&f->lock);
+	f->file = file;
 	INIT_LIST_HEAD(&f->dumps);
+	INIT_LIST_HEAD(&f->held);
+	spin_lock_init(&f->held_lock);
+	timer_setup(&f->held_timer, held_timer_fn, 0);
 	init_waitqueue_head(&f->wq);
 	atomic_set(&f->feed_gen, 0);
 	f->client = tdbk_client_new(dev_owner, file->f_cred, true, feed_wake,
@@ -652,6 +976,12 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 	}
 	tdbo_client_accept(f->client);
 	file->private_data = f;
+	spin_lock(&dev_files_lock);
+	list_add(&f->fnode, &dev_files);
+	spin_unlock(&dev_files_lock);
+	/* Every file maps in one address_space, where a drop can find
+	 * (and unmap) every mapping of its table. */
+	tdbk_map_file_open(file);
 	return stream_open(inode, file);
 }
 
@@ -660,14 +990,21 @@ static int tdbk_dev_release(struct inode *inode, struct file *file)
 	struct tdbk_file *f = file->private_data;
 	struct dev_dump *dd, *tmp;
 
-	/* No ioctl, mmap or poll can run now: the file is gone. */
+	/* No ioctl, mmap or poll can run now: the file is gone.  A
+	 * supervisor's death ends its role (tables and log stay). */
+	tdbk_sup_release(file);
+	spin_lock(&dev_files_lock);
+	list_del(&f->fnode);
+	spin_unlock(&dev_files_lock);
+	held_free(f);
 	list_for_each_entry_safe(dd, tmp, &f->dumps, node) {
 		if (dd->d)
 			tdbo_dump_free(dd->d);
 		kfree(dd);
 	}
 	/* Aborts its transactions and drops its watches: no feed_wake()
-	 * after this returns. */
+	 * after this returns; and takes its reader slot off the owner's
+	 * list, so the rings can go now. */
 	tdbo_client_free(f->client);
 	if (f->attached) {
 		tdbk_ring_free(&f->sq);
@@ -700,6 +1037,8 @@ static struct miscdevice tdbk_misc = {
 
 int tdbk_dev_init(struct tdbo_owner *o)
 {
+	int err;
+
 	if (dev_mode & ~0777u) {
 		pr_err("tdb: dev_mode %#o has bits other than 0777\n",
 		       dev_mode);
@@ -707,11 +1046,18 @@ int tdbk_dev_init(struct tdbo_owner *o)
 	}
 	dev_owner = o;
 	tdbk_misc.mode = (umode_t)dev_mode;
-	return misc_register(&tdbk_misc);
+	err = tdbk_map_init(o);
+	if (err)
+		return err;
+	err = misc_register(&tdbk_misc);
+	if (err)
+		tdbk_map_exit();
+	return err;
 }
 
 void tdbk_dev_exit(void)
 {
 	misc_deregister(&tdbk_misc);
+	tdbk_map_exit();
 	dev_owner = NULL;
 }

@@ -48,6 +48,7 @@
 #include "tdb/kdev.h"
 #include "owner.h"
 #include "transport.h"
+#include "sup.h"
 
 #define TDBK_GENL_MAX_DUMPS 8   /* per socket, as tdbd's MAX_DUMPS */
 
@@ -301,6 +302,21 @@ static const char *reply_nomem_msg(size_t len)
 	return msgs[i];
 }
 
+/* tdb is recovering (or waits for its supervisor, require_supervisor):
+ * -EAGAIN, saying so in the extended ack. */
+static int refuse(struct netlink_ext_ack *extack)
+{
+	const char *msg = NULL;
+	int err = tdbk_sup_refuse(NULL, &msg);
+
+	if (err) {
+		count_refused();
+		if (extack)
+			extack->_msg = msg;
+	}
+	return err;
+}
+
 static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct reply_sink rs = {
@@ -322,6 +338,20 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 	err = parse(info->nlhdr, m, info->extack);
 	if (err) {
 		count_refused();
+		goto out;
+	}
+	err = refuse(info->extack);
+	if (err)
+		goto out;
+	if (m->cmd == TDB_CMD_TABLE_MAP) {
+		/* A map is pages of the device file: nothing to map here
+		 * (and no reader slot to wait for). */
+		count_refused();
+		if (info->extack)
+			info->extack->_msg = "table maps are for /dev/tdb "
+					     "clients (generic netlink reads "
+					     "with GET)";
+		err = -EOPNOTSUPP;
 		goto out;
 	}
 	gc = client_get(skb, &err);
@@ -495,6 +525,9 @@ static int tdbk_genl_start(struct netlink_callback *cb)
 		count_refused();
 		goto fail;
 	}
+	err = refuse(cb->extack);
+	if (err)
+		goto fail;
 	gd->gc = client_get(cb->skb, &err);
 	if (!gd->gc) {
 		count_refused();
@@ -649,6 +682,8 @@ static const struct genl_ops tdbk_genl_ops[] = {
 	OP(TDB_CMD_STATS, 0),
 	/* tdbd's socket only: refused by the owner with a message. */
 	OP(TDB_CMD_ATTACH, 0),
+	/* /dev/tdb only: refused here with a message (doit). */
+	OP(TDB_CMD_TABLE_MAP, 0),
 };
 
 #if TDBK_HAVE_MCAST_CAP

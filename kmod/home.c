@@ -2,7 +2,8 @@
 /*
  * home.c - what tdb.ko supplies to the shared owner (src/owner/owner.h):
  * its limits, as module parameters; memory for change feeds that
- * /dev/tdb maps read-only; and clients' credentials as numbers.
+ * /dev/tdb maps read-only; the hook that unmaps a dropped table from
+ * its readers (kmap.c); and clients' credentials as numbers.
  *
  * The limits have tdbd.conf's names with '_' for '-' (the kernel's
  * parameter parser takes either: tdb.max-txns=2 works as well) and are
@@ -24,6 +25,7 @@
 
 #include "owner.h"
 #include "transport.h"
+#include "sup.h"
 
 static struct tdbo_limits lim = {
 	.default_mode = 0600,
@@ -41,6 +43,7 @@ static struct tdbo_limits lim = {
 	.max_snapshot_bytes = 256ULL << 20,
 	.max_snapshot_memory = 1024ULL << 20,
 	.max_snapshot_memory_per_uid = 512ULL << 20,
+	.reader_lease_ms = 100,
 };
 
 /* --- parameters ------------------------------------------------------------ */
@@ -209,6 +212,16 @@ MODULE_PARM_DESC(max_snapshot_memory,
 		 "MiB all snapshot scans together may hold (default 1024, "
 		 "0 = no limit)");
 
+/* Never 0 here (the owner would read it as its default, 100). */
+PARAM_RANGE(reader_lease_ms, 1, 60000);
+module_param_cb(reader_lease_ms, &reader_lease_ms_ops, &lim.reader_lease_ms,
+		0644);
+MODULE_PARM_DESC(reader_lease_ms,
+		 "how long a writer waits for a mapped reader's read "
+		 "section before it stops waiting (the reader redoes the "
+		 "read through its rings), 1..60000 ms (default 100, as "
+		 "tdbd's reader-lease)");
+
 #define FEED_SIZE_MIN 4096U
 #define FEED_SIZE_MAX (1U << 30)
 
@@ -256,12 +269,31 @@ static void feed_free(void *arg, void *mem, size_t size, void *cookie)
 	tdbk_mem_uncharge(size);
 }
 
+/* --- table maps ----------------------------------------------------------- */
+
+/* t was dropped (the owner holds its wlock): take every client's
+ * mapping of it down (kmap.c). */
+static void map_revoke(void *arg, struct tdbo_table *t)
+{
+	tdbk_map_revoke(tdbo_table_map_slot(t));
+}
+
+/* The log hooks (klog.c) log nothing until a supervisor has claimed
+ * (today's in-memory mode), nor while it restores the tables. */
 const struct tdbo_hooks tdbk_home_hooks = {
 	.feed_alloc = feed_alloc,
 	.feed_free = feed_free,
+	.map_revoke = map_revoke,
+	.log_reserve = tdbk_log_reserve,
+	.log_cancel = tdbk_log_cancel,
+	.log_begin = tdbk_log_begin,
+	.log_op = tdbk_log_op,
+	.log_commit = tdbk_log_commit,
+	.log_create = tdbk_log_create,
+	.log_drop = tdbk_log_drop,
 };
 
-/* --- credentials ----------------------------------------------------------- */
+/* --- credentials ---------------------------------------------------------- */
 
 /* The owner checks access by numbers in the initial user namespace:
  * fsuid, fsgid and the supplementary groups, copied from cred. */

@@ -19,6 +19,7 @@
 
 #include "owner.h"
 #include "transport.h"
+#include "sup.h"
 
 #ifndef TDB_VERSION
 #define TDB_VERSION "0.1.0"
@@ -50,11 +51,14 @@ static int __init tdb_init(void)
 		pr_err("cannot create the owner (%d)\n", err);
 		return err ? err : -ENOMEM;
 	}
+	err = tdbk_sup_init(owner);
+	if (err)
+		goto free_owner;
 	err = tdbk_genl_init(owner);
 	if (err) {
 		pr_err("cannot register the generic netlink family (%d)\n",
 		       err);
-		goto free_owner;
+		goto exit_sup;
 	}
 	err = tdbk_dev_init(owner);
 	if (err) {
@@ -68,6 +72,8 @@ static int __init tdb_init(void)
 
 exit_genl:
 	tdbk_genl_exit();
+exit_sup:
+	tdbk_sup_exit();
 free_owner:
 	tdbo_owner_free(owner);
 	owner = NULL;
@@ -80,6 +86,7 @@ static void __exit tdb_exit(void)
 
 	tdbk_dev_exit();
 	tdbk_genl_exit();
+	tdbk_sup_exit();
 	tdbo_owner_free(owner);
 	owner = NULL;
 	left = tdbk_mem_used();

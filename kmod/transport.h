@@ -11,6 +11,8 @@
 #ifndef TDBK_TRANSPORT_H
 #define TDBK_TRANSPORT_H
 
+#include <linux/types.h>
+
 struct cred;
 struct tdbo_owner;
 struct tdbo_client;
@@ -32,6 +34,20 @@ struct tdbo_client *tdbk_client_new(struct tdbo_owner *o,
 				    const struct cred *cred, bool may_watch,
 				    void (*wake)(void *arg), void *arg,
 				    int *err);
+
+/* kmap.c: table maps on /dev/tdb.  init/exit around the misc device
+ * (dev.c); every opened file is pointed at kmap's address_space; mmap
+ * of a table slot range (granted: the file had a TABLE_MAP answered);
+ * revoke: the owner's map_revoke hook (home.c), unmapping the range of
+ * the table at slot. */
+int tdbk_map_init(struct tdbo_owner *o);
+void tdbk_map_exit(void);
+struct file;
+struct vm_area_struct;
+void tdbk_map_file_open(struct file *file);
+int tdbk_map_mmap(struct tdbo_client *c, bool granted,
+		  struct vm_area_struct *vma, u64 off);
+void tdbk_map_revoke(u64 slot);
 
 /* selftest.c: exercise the engine through the kernel platform at load
  * time (module parameter selftest=1); 0 or a negative errno, logged. */

@@ -366,6 +366,38 @@ static void test_stuck_section_expires_once(void **state)
 	assert_int_equal(stats_expired(f->root), 2);
 }
 
+/* Three readers stuck at once: their leases run together, so the
+ * grace period that meets them waits one lease, not three. */
+static void test_stuck_readers_share_one_lease(void **state)
+{
+	struct fx *f = *state;
+	struct tdbo_cred root = { 0, 0, 0, NULL };
+	struct tdbo_client *c[3];
+	struct tdb_ring_hdr *h[3];
+	struct tdbo_out res;
+	uint64_t ms;
+	int i, err;
+
+	for (i = 0; i < 3; i++) {
+		c[i] = tdbo_client_new(f->o, &root, true, NULL, NULL, &err);
+		assert_non_null(c[i]);
+		h[i] = slot_new();
+		tdbo_client_set_reader(c[i], h[i]);
+		assert_int_equal(map(c[i], "t", &res), 0);
+		tdbo_table_put(res.map);
+		section_enter(h[i]);    /* and never leave */
+	}
+	ms = churn(f->root, "k");
+	assert_true(ms >= LEASE_MS - 5);
+	assert_true(ms < 2 * LEASE_MS);
+	assert_int_equal(stats_expired(f->root), 3);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(h[i]->read_expired, 1);
+		tdbo_client_free(c[i]);
+		free(h[i]);
+	}
+}
+
 /* --- memory a section sees stays ---------------------------------------------- */
 
 struct view_map {
@@ -491,6 +523,8 @@ int main(void)
 			test_stuck_section_expires_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_section_memory_not_reused, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_stuck_readers_share_one_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_header_seq_and_gen,
 						setup, teardown),
 	};

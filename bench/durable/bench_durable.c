@@ -69,6 +69,7 @@
 #include <lmdb.h>
 #include <tdb/client.h>
 
+#include "../common/csv.h"
 #include "../common/machine.h"
 
 #define KEY_LEN       16u
@@ -111,6 +112,7 @@ static struct {
 	bool do_puts, do_recovery, do_ckpt;
 	unsigned int ckpt_rounds;
 	bool allow_tmpfs, drop_caches, keep, strict, verbose;
+	const char *csv;        /* --csv FILE: part 1's figures as CSV too */
 } opt = {
 	.keys = 1000000, .secs = 3, .procs = { 1, 8, 32 }, .nprocs = 3,
 	.sys_on = { true, true, true, true }, .runs = 3,
@@ -119,6 +121,7 @@ static struct {
 	.do_puts = true, .do_recovery = true, .ckpt_rounds = 3,
 };
 
+static FILE *csv;               /* --csv, opened before the runs */
 static char tmpdir[PATH_MAX];
 static char tdbd_bin[PATH_MAX];
 static volatile sig_atomic_t interrupted;
@@ -1307,6 +1310,19 @@ static void run_cell(enum sys s, struct tdbd *d, unsigned int pi,
 		if (res[s][pi][r_].done) v_[n_++] = res[s][pi][r_].f; \
 	median(v_, n_); })
 
+/* --csv: one row per system and process count of part 1. */
+static void csv_put(int s, unsigned int pi, double v)
+{
+	bool vs = IS_TDB(s) && opt.sys_on[S_LMDB];
+	char o[64], param[16];
+
+	snprintf(o, sizeof(o), "put %s", sys_what[s]);
+	snprintf(param, sizeof(param), "procs %u", opt.procs[pi]);
+	bench_csv_row(csv, "durability", sys_name[s], vs ? "LMDB" : NULL,
+		      o, param, v, "ops/s",
+		      vs ? v / MED(S_LMDB, pi, ops_s) : -1);
+}
+
 static void print_puts(double restart_s[S_N], double stop_s[S_N],
 		       unsigned int nrestart[S_N])
 {
@@ -1353,6 +1369,7 @@ static void print_puts(double restart_s[S_N], double stop_s[S_N],
 			if (IS_TDB(s) && opt.sys_on[S_LMDB])
 				printf(" %7.2fx", v / MED(S_LMDB, pi, ops_s));
 			printf("\n");
+			csv_put(s, pi, v);
 		}
 	}
 	if (opt.sys_on[S_LMDB] && any_tdb) {
@@ -2179,6 +2196,8 @@ static void usage(FILE *f)
 "  -k, --keep             keep the temp dir (data dirs, tdbd logs)\n"
 "  -S, --strict           exit 77 if there is no tdbd (for the tests)\n"
 "  -v, --verbose          tdbd's log lines on stderr\n"
+"      --csv FILE         also write part 1's figures to FILE as CSV\n"
+"                         (bench/common/csv.h, bench/summary/make-charts.sh)\n"
 "  -h, --help             this text\n"
 "Numbers take k/K (1000) and m/M (10^6).  --tdbd-arg goes to every tdbd\n"
 "start, after the benchmark's own options (the later wins: -A\n"
@@ -2231,7 +2250,7 @@ static void parse_systems(const char *s)
 
 static void parse_args(int argc, char **argv)
 {
-	enum { O_DROP = 256, O_TMPFS };
+	enum { O_DROP = 256, O_TMPFS, O_CSV };
 	static const struct option lo[] = {
 		{ "dir", required_argument, NULL, 'd' },
 		{ "keys", required_argument, NULL, 'n' },
@@ -2253,6 +2272,7 @@ static void parse_args(int argc, char **argv)
 		{ "keep", no_argument, NULL, 'k' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "csv", required_argument, NULL, O_CSV },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2355,6 +2375,7 @@ static void parse_args(int argc, char **argv)
 			break;
 		case O_DROP: opt.drop_caches = true; break;
 		case O_TMPFS: opt.allow_tmpfs = true; break;
+		case O_CSV: opt.csv = optarg; break;
 		case 'k': opt.keep = true; break;
 		case 'S': opt.strict = true; break;
 		case 'v': opt.verbose = true; break;
@@ -2382,6 +2403,7 @@ int main(int argc, char **argv)
 	double t0 = now();
 	struct cpu_sample c0, c1;
 	double steal, o;
+	int rc;
 
 	parse_args(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -2427,6 +2449,8 @@ int main(int argc, char **argv)
 		die("out of memory for the workers' results");
 
 	print_header();
+	if (opt.csv && !(csv = bench_csv_open(opt.csv, argc, argv)))
+		die("--csv %s", opt.csv);
 	cpu_sample(&c0);
 	if (opt.do_puts)
 		puts_phase();
@@ -2454,6 +2478,12 @@ int main(int argc, char **argv)
 		       pages_seen == 3 ? ": the figures are not comparable" :
 		       ".");
 	}
+	bench_csv_note(csv, "part 1 (puts): medians of %u run(s), %u keys, "
+		       "%.1f s cells; %u anomalies", opt.runs, opt.keys,
+		       opt.secs, anomalies);
+	rc = anomalies ? 3 : 0;
+	if (bench_csv_close(csv, opt.csv))
+		rc = 1;
 	cleanup();
-	return anomalies ? 3 : 0;
+	return rc;
 }

@@ -53,6 +53,7 @@
 
 #include "core.h"
 #include "../../src/platform/user.h"
+#include "../common/csv.h"
 #include "../common/machine.h"
 
 #define KEY_LEN      16u
@@ -80,6 +81,7 @@ static struct {
 	unsigned int max_extents;
 	bool writemap;
 	bool verbose;
+	const char *csv;        /* --csv FILE, or NULL */
 } opt = {
 	.keys = DEF_KEYS, .ops = DEF_OPS, .txn_ops = DEF_TXN_OPS,
 	.runs = DEF_RUNS, .vsize = DEF_VSIZE,
@@ -531,6 +533,7 @@ enum { P_LOAD, P_GET, P_LOOKUP, P_LOOKUP_ALL, P_LOOKUP_MANY, P_PUT_1,
 /* What each engine measured: [phase][run]; LMDB has no P_LOOKUP_ALL or
  * P_LOOKUP_MANY (both are compared with its P_LOOKUP pass). */
 static double tres[P_N][MAX_RUNS], lres[P_N][MAX_RUNS];
+static FILE *csv;               /* --csv, opened before the runs */
 
 static const struct row {
 	const char *phase, *tdb, *lmdb;
@@ -748,6 +751,19 @@ static void print_header(void)
 	fflush(stdout);
 }
 
+/* --csv: one row per engine and phase; param is LMDB's side of the pair. */
+static void csv_row(const struct row *w, double t, double l)
+{
+	char op[64];
+
+	snprintf(op, sizeof(op), "%s %s", w->phase, w->tdb);
+	bench_csv_row(csv, "engine", "tdb", "LMDB", op, w->lmdb, t, "ops/s",
+		      t / l);
+	snprintf(op, sizeof(op), "%s %s", w->phase, w->lmdb);
+	bench_csv_row(csv, "engine", "LMDB", NULL, op, w->lmdb, l, "ops/s",
+		      -1);
+}
+
 static void print_results(double secs)
 {
 	const struct tdbe_table_stat *st = &tstat_loaded;
@@ -778,9 +794,13 @@ static void print_results(double secs)
 		printf("%-5s %8" PRIu64 "  %-21s %11.0f   %-20s %11.0f  %7.1fx  %s\n",
 		       w->phase, phase_ops(w->t), w->tdb, t, w->lmdb, l, t / l,
 		       goal);
+		csv_row(w, t, l);
 	}
 	cpu_sample(&end);
 	o = cpu_others(&cpu_at_start, &end, &steal);
+	bench_csv_note(csv, "median of %u run(s), %" PRIu64 " keys; others "
+		       "used %.0f%% of the CPUs, steal %.0f%%", opt.runs,
+		       opt.keys, o * 100, steal * 100);
 	printf("\nops/s: median of %u run%s (load: one pass); tdb/LMDB: ratio "
 	       "of the medians.\nTotal %.1f s", opt.runs,
 	       opt.runs == 1 ? "" : "s", secs);
@@ -816,6 +836,8 @@ static void usage(FILE *f)
 "  -w, --lmdb-writemap  also give LMDB MDB_WRITEMAP\n"
 "  -v, --verbose        each run's figures and the engine's debug log on\n"
 "                       stderr\n"
+"      --csv FILE       also write the figures to FILE as CSV\n"
+"                       (bench/common/csv.h; bench/summary/make-charts.sh)\n"
 "  -h, --help           this text\n",
 		DEF_KEYS, DEF_OPS, DEF_TXN_OPS, QUICK_KEYS, QUICK_OPS,
 		QUICK_TXN_OPS, DEF_RUNS, VAL_MIN, TDBE_VALUE_MAX, DEF_VSIZE);
@@ -854,6 +876,7 @@ int main(int argc, char **argv)
 		{ "max-extents", required_argument, NULL, 'x' },
 		{ "lmdb-writemap", no_argument, NULL, 'w' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "csv", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -862,6 +885,7 @@ int main(int argc, char **argv)
 	struct tdbe_extack ext = { 0 };
 	const char *base;
 	double t0;
+	bool csv_bad;
 	int c, err = 0;
 
 	while ((c = getopt_long(argc, argv, "n:o:t:qr:s:d:x:wvh", lo,
@@ -896,6 +920,7 @@ int main(int argc, char **argv)
 			break;
 		case 'w': opt.writemap = true; break;
 		case 'v': opt.verbose = true; break;
+		case 'C': opt.csv = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -959,6 +984,8 @@ int main(int argc, char **argv)
 	make_keys();
 
 	print_header();
+	if (opt.csv && !(csv = bench_csv_open(opt.csv, argc, argv)))
+		die("--csv %s", opt.csv);
 	eng = tdbe_engine_new(&err);
 	if (!eng)
 		tdb_fail(err ? err : -ENOMEM, "engine new", NULL);
@@ -975,6 +1002,7 @@ int main(int argc, char **argv)
 	for (unsigned int r = 0; r < opt.runs; r++)
 		run(r);
 	print_results(now() - t0);
+	csv_bad = bench_csv_close(csv, opt.csv) != 0;
 
 	mdb_env_close(env);
 	remove_envdir();
@@ -985,5 +1013,5 @@ int main(int argc, char **argv)
 	free(perm);
 	free(vbuf);
 	free(rbuf);
-	return 0;
+	return csv_bad ? 1 : 0;
 }

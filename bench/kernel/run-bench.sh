@@ -9,7 +9,7 @@
 #
 #   bench/kernel/run-bench.sh [--build DIR] [--runs R] [--keys N]
 #                             [--ops N] [--batch B] [--timeout S]
-#                             [--log FILE]
+#                             [--log FILE] [--csv FILE]
 #
 #   --build DIR   a meson build dir with tdb.ko built (-Dkmod=enabled):
 #                 DIR/kmod/tdb.ko, DIR/src/daemon/tdbd,
@@ -20,6 +20,9 @@
 #   --batch B     async batch (default 32)
 #   --timeout S   the whole boot (default 1800)
 #   --log FILE    keep the guest's serial log here
+#   --csv FILE    also write the figures as CSV to FILE (tdb-bench-kdev
+#                 --csv -, cut from the serial log; the "kernel" area of
+#                 bench/summary/make-charts.sh), with a "# host:" line
 #
 # Not a test: benchmarks are run by hand (docs/BENCHMARKS.md section 6).
 # Under TCG every figure is emulation speed; only the ratios between the
@@ -29,6 +32,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 build=./build runs=5 keys=100000 ops=20000 batch=32 timeout_s=1800 log=
+csv=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=$2; shift 2 ;;
@@ -38,6 +42,7 @@ while [ $# -gt 0 ]; do
 	--batch) batch=$2; shift 2 ;;
 	--timeout) timeout_s=$2; shift 2 ;;
 	--log) log=$2; shift 2 ;;
+	--csv) csv=$2; shift 2 ;;
 	-h|--help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "run-bench: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -58,9 +63,21 @@ echo "host: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs;"
 st=0
 "$top/tests/kernel/run-qemu.sh" --ko "$ko" --timeout "$timeout_s" \
 	--log "$log" --extra "$tdbd" \
-	--env "TDB_BENCH_KDEV_ARGS=--compare,--tdbd,$tdbd,--runs,$runs,--keys,$keys,--ops,$ops,--batch,$batch" \
+	--env "TDB_BENCH_KDEV_ARGS=--compare,--tdbd,$tdbd,--runs,$runs,--keys,$keys,--ops,$ops,--batch,$batch${csv:+,--csv,-}" \
 	-- "$bench" > "$log.verdict" 2>&1 || st=$?
-sed -n '/^KDEV-BEGIN/,/^KDEV-END/p' "$log" | sed '/^KDEV-/d; /^\[ *[0-9.]*\] /d'
+sed -n '/^KDEV-BEGIN/,/^KDEV-END/p' "$log" |
+	sed '/^KDEV-CSV-BEGIN/,/^KDEV-CSV-END/d' |
+	sed '/^KDEV-/d; /^\[ *[0-9.]*\] /d'
+if [ -n "$csv" ] && [ "$st" = 0 ]; then
+	sed -n '/^KDEV-CSV-BEGIN/,/^KDEV-CSV-END/p' "$log" |
+		sed '/^KDEV-/d; /^\[ *[0-9.]*\] /d; s/\r$//' > "$log.csv"
+	{
+		sed -n '/^#/p' "$log.csv"
+		echo "# host: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs; $(qemu-system-x86_64 --version | head -n 1), -accel tcg -smp 2 (emulated: only the ratios mean anything)"
+		sed '/^#/d' "$log.csv"
+	} > "$csv"
+	rm -f "$log.csv"
+fi
 tail -n 1 "$log.verdict"
 if [ "$st" != 0 ]; then
 	cat "$log.verdict" >&2

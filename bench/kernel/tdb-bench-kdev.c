@@ -53,6 +53,7 @@
 
 #include <tdb/client.h>
 
+#include "../common/csv.h"
 #include "../common/machine.h"
 
 #define KLEN      16
@@ -79,7 +80,9 @@ static struct {
 	unsigned int runs, batch;
 	bool compare;
 	const char *tdbd, *dir;
-} opt = { 100000, 20000, 5, 32, false, NULL, "/dev/shm/tdb-bench-kdev" };
+	const char *csv;        /* --csv FILE ("-": stdout, between markers) */
+} opt = { 100000, 20000, 5, 32, false, NULL, "/dev/shm/tdb-bench-kdev",
+	  NULL };
 
 static pid_t tdbd_pid;
 static char tdbd_log[512], tdbd_sock[512], tdbd_data[512];
@@ -509,18 +512,55 @@ static void report_compare(struct backend *k, struct backend *d)
 	report_one(d);
 }
 
+/* --csv, --compare only: a row per case and backend, tdb.ko's with its
+ * ratio to tdbd.  "-" writes to stdout between KDEV-CSV-BEGIN and
+ * KDEV-CSV-END lines, which run-bench.sh --csv cuts from the serial log. */
+static int write_csv(struct backend *k, struct backend *d, int argc,
+		     char **argv)
+{
+	bool out = !strcmp(opt.csv, "-");
+	FILE *f;
+	char param[32];
+
+	if (out)
+		printf("KDEV-CSV-BEGIN\n");
+	f = bench_csv_open(opt.csv, argc, argv);
+	if (!f)
+		return -1;
+	snprintf(param, sizeof(param), "batch %u", opt.batch);
+	for (int cs = 0; cs < NCASES; cs++) {
+		double mk = median(k->res[cs], opt.runs);
+		double md = median(d->res[cs], opt.runs);
+		const char *unit = cs == C_SCAN ? "records/s" : "ops/s";
+
+		bench_csv_row(f, "kernel", "tdb.ko", "tdbd", case_name[cs],
+			      param, mk, unit, mk / md);
+		bench_csv_row(f, "kernel", "tdbd", NULL, case_name[cs],
+			      param, md, unit, -1);
+	}
+	bench_csv_note(f, "medians of %u run(s), %lu keys, %lu ops a case",
+		       opt.runs, opt.keys, opt.ops);
+	if (bench_csv_close(f, opt.csv))
+		return -1;
+	if (out)
+		printf("KDEV-CSV-END\n");
+	return 0;
+}
+
 /* --- options ---------------------------------------------------------------- */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: tdb-bench-kdev [--keys N] [--ops N] [--runs R] [--batch B]\n"
-"                      [--compare --tdbd PATH [--dir DIR]]\n"
+"                      [--compare --tdbd PATH [--dir DIR] [--csv FILE]]\n"
 "Times gets, puts, async puts/gets, a scan and no-rings gets against the\n"
 "backend $TDB_BACKEND names (kernel or daemon), or with --compare against\n"
 "tdb.ko and a tdbd started here.  Defaults: --keys 100000 --ops 20000\n"
 "--runs 5 --batch 32 --dir /dev/shm/tdb-bench-kdev.  Without arguments,\n"
-"reads them from $TDB_BENCH_KDEV_ARGS, split at commas.\n");
+"reads them from $TDB_BENCH_KDEV_ARGS, split at commas.  --csv FILE\n"
+"also writes the --compare figures as CSV (bench/common/csv.h); FILE -:\n"
+"on stdout between KDEV-CSV-BEGIN and KDEV-CSV-END lines.\n");
 }
 
 static unsigned long num(const char *s, const char *name, unsigned long lo,
@@ -543,7 +583,8 @@ static void parse(int argc, char **argv)
 		{ "keys", 1, NULL, 'k' }, { "ops", 1, NULL, 'o' },
 		{ "runs", 1, NULL, 'r' }, { "batch", 1, NULL, 'b' },
 		{ "compare", 0, NULL, 'c' }, { "tdbd", 1, NULL, 't' },
-		{ "dir", 1, NULL, 'd' }, { "help", 0, NULL, 'h' },
+		{ "dir", 1, NULL, 'd' }, { "csv", 1, NULL, 'C' },
+		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -558,6 +599,7 @@ static void parse(int argc, char **argv)
 		case 'c': opt.compare = true; break;
 		case 't': opt.tdbd = optarg; break;
 		case 'd': opt.dir = optarg; break;
+		case 'C': opt.csv = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -568,6 +610,8 @@ static void parse(int argc, char **argv)
 		die("--compare needs --tdbd PATH (the tdbd to start)");
 	if (!opt.compare && opt.tdbd)
 		die("--tdbd is for --compare");
+	if (!opt.compare && opt.csv)
+		die("--csv is for --compare");
 }
 
 int main(int argc, char **argv)
@@ -639,6 +683,8 @@ int main(int argc, char **argv)
 	teardown(&d);
 	tdbd_stop();
 	report_compare(&k, &d);
+	if (opt.csv && write_csv(&k, &d, argc, argv))
+		die("--csv %s: cannot write it", opt.csv);
 	printf("KDEV-END\n");
 	return 0;
 }

@@ -81,6 +81,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "../common/csv.h"
 #include "../common/machine.h"
 
 #define MAX_RX       16
@@ -1614,12 +1615,15 @@ static void print_pp(void)
 	}
 }
 
-static void write_csv(void)
+/* --csv: its own columns (bench/ring/plot.gp, bench/summary/make-charts.sh
+ * read them), after the comment lines of bench/common/csv.h. */
+static void write_csv(int argc, char **argv)
 {
 	FILE *f = fopen(opt.csv, "w");
 
 	if (!f)
 		die("%s: %s", opt.csv, strerror(errno));
+	bench_csv_header(f, argc, argv);
 	fprintf(f, "test,receivers,size,transport,messages,runs,sent_per_s,"
 		"delivered_per_s,drops,laps,lap_lost,reorder,bad,enobufs,"
 		"send_errors,spread,futex_per_msg,probe_ns\n");
@@ -2060,6 +2064,6 @@ int main(int argc, char **argv)
 		       o > 0.1 || steal > 0.05 ? ": figures are noisy" : "");
 	printf(".\n");
 	if (opt.csv)
-		write_csv();
+		write_csv(argc, argv);
 	return 0;
 }

@@ -54,6 +54,7 @@ struct options {
 	bool op_on[OP_N];       /* --op: which operations run */
 	bool strict;            /* --strict: a missing peer is exit 77 */
 	bool verbose;
+	const char *csv;        /* --csv FILE: the figures as CSV too */
 };
 extern struct options opt;
 

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "../../bench/common/csv.h"
 #include "../../bench/common/machine.h"
 
 #define SEED 0x7db5eedc0ffee123ull
@@ -436,6 +437,35 @@ static void label(char *buf, size_t len, size_t s, int op, unsigned int b)
 		snprintf(buf, len, "%s", f);
 }
 
+static FILE *csv;               /* --csv FILE, or NULL */
+
+/* --csv: a row per cell; tdb's cells one per ratio printed (peer named). */
+static void csv_cell(size_t s, int op, unsigned int bi, unsigned int pi,
+		     const char *what)
+{
+	static const char *const pname[3] = { "LMDB", "Redis",
+					      "Redis pipelined" };
+	int b1 = batch_index(1), bb = big_batch();
+	double v = MED(s, op, bi, pi, ops_s), peer[3];
+	char o[96], param[32];
+
+	snprintf(o, sizeof(o), "%s %s", op_name[op], what);
+	snprintf(param, sizeof(param), "procs %u batch %u", opt.procs[pi],
+		 opt.batches[bi]);
+	if (s != S_TDB && s != S_TDB_RINGS) {
+		bench_csv_row(csv, "daemon", peers[s]->name, NULL, o, param, v,
+			      "ops/s", -1);
+		return;
+	}
+	peer[0] = b1 < 0 ? 0 : MED(S_LMDB, op, b1, pi, ops_s);
+	peer[1] = b1 < 0 ? 0 : MED(S_REDIS, op, b1, pi, ops_s);
+	peer[2] = bb < 0 ? 0 : MED(S_REDIS, op, bb, pi, ops_s);
+	for (int i = 0; i < 3; i++)
+		if (v > 0 && peer[i] > 0)
+			bench_csv_row(csv, "daemon", peers[s]->name, pname[i],
+				      o, param, v, "ops/s", v / peer[i]);
+}
+
 static void ratio(double t, double peer)
 {
 	if (t > 0 && peer > 0)
@@ -480,6 +510,7 @@ static void print_table(int op)
 				       opt.procs[pi], b, v,
 				       MED(s, op, bi, pi, p50),
 				       MED(s, op, bi, pi, p99), cpu);
+				csv_cell(s, op, bi, pi, what);
 				if (s == S_TDB || s == S_TDB_RINGS) {
 					ratio(v, b1 < 0 ? 0 :
 					      MED(S_LMDB, op, b1, pi, ops_s));
@@ -789,6 +820,8 @@ static void usage(FILE *f)
 "  -S, --strict         exit 77 (skip) if tdbd or redis-server is missing\n"
 "                       and 1 if a system fails to start (for the tests)\n"
 "  -v, --verbose        each run's figures on stderr\n"
+"      --csv FILE       also write the figures to FILE as CSV\n"
+"                       (bench/common/csv.h; bench/summary/make-charts.sh)\n"
 "  -h, --help           this text\n", VAL_MIN);
 }
 
@@ -892,6 +925,7 @@ static void parse_args(int argc, char **argv)
 		{ "op", required_argument, NULL, 'w' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "csv", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -948,6 +982,7 @@ static void parse_args(int argc, char **argv)
 		case 'w': parse_ops(optarg); break;
 		case 'S': opt.strict = true; break;
 		case 'v': opt.verbose = true; break;
+		case 'C': opt.csv = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -1043,6 +1078,10 @@ int main(int argc, char **argv)
 				return 77;
 			}
 	print_header();
+	if (opt.csv && !(csv = bench_csv_open(opt.csv, argc, argv))) {
+		cleanup();
+		return 1;
+	}
 
 	cpu_sample(&cpu_at_start);
 	srv_cpu_at_start = servers_cpu();
@@ -1067,6 +1106,8 @@ int main(int argc, char **argv)
 			print_table(op);
 	print_goals();
 	print_footer(now() - t0);
+	bench_csv_note(csv, "medians of %u run(s), %u keys, %u ops per "
+		       "process and cell", opt.runs, opt.keys, opt.ops);
 	cleanup();
-	return 0;
+	return bench_csv_close(csv, opt.csv) ? 1 : 0;
 }

@@ -41,18 +41,43 @@
  * The kernel stops consuming when the completion ring lacks room for the
  * largest answer (the cq's max_msg); a dump (SCAN, TABLE_LIST) goes on
  * at the next ENTER once the client has drained the completion ring.
- * A client waits for nothing else: every answer is in the completion
- * ring when ENTER returns, unless the ring was full.
+ * Every answer is in the completion ring when ENTER returns, unless the
+ * ring was full, or the answer is HELD: under a supervisor with sync
+ * ALWAYS (below), the answer to a change waits until its record is
+ * durable; poll(2) reports POLLIN when it may go out, and the next
+ * ENTER writes it (held answers keep their order; with 4096 held, ENTER
+ * takes no more requests).
  *
  * POLL.  poll(2) reports POLLIN when the completion ring holds answers,
- * or when a feed the client watches has been written since its last
- * TDB_IOC_ENTER: call ENTER, look at the feeds, then poll, and no
+ * when held answers may go out, or when a feed the client watches has
+ * been written since its last TDB_IOC_ENTER: call ENTER, look at the feeds, then poll, and no
  * change is missed.
  *
  * WATCH over the submission ring is acked with NLMSGERR_ATTR_COOKIE of
  * struct tdb_dev_watch_cookie (12 bytes): the feed's sequence number
  * where the watch starts and the feed's mmap offset.  (tdbd's WATCH
  * cookie is the 4-byte sequence number alone.)
+ *
+ * TABLE MAPS (zero-copy reads; tdb/proto.h TABLE_MAP, tdb/ring.h
+ * "Zero-copy readers").  TABLE_MAP over the submission ring is acked
+ * with struct tdb_map_cookie (tdb/proto.h): the table's mmap offset
+ * (TDB_DEV_MAP_SLOTS slots from TDB_DEV_SLOT_MAP_FIRST on), its
+ * max_extents and map_gen.  The client maps it read-only:
+ *   mmap(NULL, max_extents * 2 MiB, PROT_READ, MAP_SHARED, fd, offset)
+ * (any page-aligned part of it will do).  PROT_WRITE is refused (EACCES)
+ * and mprotect() cannot add it; MAP_PRIVATE is EINVAL, as for rings; a
+ * file that was granted no map (TABLE_MAP) or may not read the table
+ * gets EACCES, a table that is gone ENOENT, more than max_extents * 2 MiB
+ * EINVAL.  Extent n of the region is at n * 2 MiB.  A page is mapped
+ * when first touched, and only while the table exists and this file may
+ * read it: after the table is dropped the kernel takes the mapped pages
+ * away and every page of the range then reads as zeros (the region
+ * magic fails: the reader drops the map and reads through the rings),
+ * never SIGBUS.  Touching an extent the region header does not count
+ * yet (nextents) is SIGBUS: a reader only looks at extents below
+ * nextents, which are always backed.  The rules of a read section
+ * (read_section / read_expired in the submission ring's header, the
+ * region header's commit_seq and map_gen) are tdb/ring.h's.
  */
 #ifndef TDB_KDEV_H
 #define TDB_KDEV_H
@@ -72,10 +97,21 @@
  * [TDB_RING_MIN_DATA, TDB_DEV_RING_MAX]. */
 #define TDB_DEV_RING_MAX  (64u << 20)
 /* mmap offsets: slot n is at n * TDB_DEV_SLOT.  Slot 0 is the
- * submission ring, slot 1 the completion ring, slots 2 and up feeds. */
+ * submission ring, slot 1 the completion ring, slots 2 and up feeds,
+ * TDB_DEV_SLOT_MAP_FIRST and up table maps. */
 #define TDB_DEV_SLOT      (1ULL << 32)
 #define TDB_DEV_OFF_SQ    (0ULL)
 #define TDB_DEV_OFF_CQ    (1ULL << 32)
+/* Table maps: each table has TDB_DEV_MAP_SLOTS slots (64 GiB, the
+ * largest region) from TDB_DEV_SLOT_MAP_FIRST on; feeds are below it
+ * (src/owner keeps the same numbers). */
+#define TDB_DEV_SLOT_MAP_FIRST 0x40000000ULL
+#define TDB_DEV_MAP_SLOTS      16ULL
+/* The supervisor's log ring (TDB_IOC_SUP_CLAIM's log_offset): in slot
+ * 0, past any submission ring (at most TDB_DEV_RING_MAX + a header
+ * page), since every whole slot below 2^31 (offsets stay under 2^63) is
+ * a ring's, a feed's or a table map's. */
+#define TDB_DEV_OFF_LOG   (1ULL << 31)
 
 struct tdb_dev_attach {
 	/* in */
@@ -113,7 +149,8 @@ struct tdb_dev_watch_cookie {
  *  - TDB_IOC_SUP_CLAIM: CAP_SYS_ADMIN only (-EPERM).  -EBUSY if another
  *    file holds the role (holder_pid says whose; the struct is copied
  *    out with the error).  -ESTALE if the tables belong to another
- *    instance (another data directory).  -EEXIST if tdb.ko holds tables
+ *    instance (another data directory; kernel_instance says which, the
+ *    struct is copied out too).  -EEXIST if tdb.ko holds tables
  *    made while no supervisor was ever attached (they are in no log).
  *    When kernel_instance comes back 0 the tables have never been
  *    restored since tdb.ko was loaded: tdb.ko is RECOVERING (ordinary
@@ -128,15 +165,25 @@ struct tdb_dev_watch_cookie {
  *    whole transaction, a table created or dropped) is one record in
  *    the WAL's record encoding (src/wal/wal.h: crc, len, lsn, type,
  *    payload), carried in a ring of kind TDB_RING_LOG (tdb/ring.h) at
- *    log_offset: the supervisor maps it read-only (the header page
- *    and the data).  Each ring message is an nlmsghdr of type
- *    TDB_LOG_MSG followed by a record, or by a fragment of one when
- *    nlmsg_flags has TDB_LOG_F_MORE (the next message continues it).
+ *    log_offset (TDB_DEV_OFF_LOG): the supervisor maps it read-only
+ *    (the header page and the data).  Each ring message is an nlmsghdr
+ *    of type TDB_LOG_MSG followed by a record, or by a fragment of one
+ *    when nlmsg_flags has TDB_LOG_F_MORE (the next message continues
+ *    it); nlmsg_len is exact, and the fragments' payloads end to end
+ *    are the record without its padding to 8 bytes (len bytes).
  *    tdb.ko publishes `prod`; it moves `cons` itself, past records
  *    covered by TDB_IOC_SUP_DURABLE only, so a restarted supervisor
- *    finds every record it had not made durable.  A change that finds
- *    no room is refused before it applies (-ENOBUFS, "the change log is
- *    full: ...").
+ *    finds every record it had not made durable (from `cons`, whose
+ *    first record is log_first).  A change that finds no room is
+ *    refused before it applies (-ENOBUFS, "the change log is full:
+ *    ...").  Nothing is logged before the first claim, nor while
+ *    RECOVERING.
+ *  - Answers: sync ALWAYS holds the answer to a change until DURABLE
+ *    covers its record (ENTER, POLL above); with no supervisor
+ *    attached it is answered -ETIMEDOUT ("the change is applied but
+ *    not yet durable: ...") after deadline_ms.  BATCH, NONE: at once.
+ *    The last claim's sync and deadline stay after its supervisor
+ *    left.
  *  - TDB_IOC_SUP_DURABLE(lsn): records up to lsn are on disk (clamped
  *    to what was logged; never moves back).  With sync ALWAYS, answers
  *    held for changes up to lsn go out.

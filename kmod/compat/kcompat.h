@@ -5,8 +5,9 @@
  * guard names the release that changed the API; only the 6.1 side is
  * compiled in this project's tests.
  *
- *  - tdbk_vma_clear_flags(): vma->vm_flags became read-only in 6.3
- *    (vm_flags_clear() and friends, which take the mmap lock checks).
+ *  - tdbk_vma_clear_flags(), tdbk_vma_set_flags(): vma->vm_flags became
+ *    read-only in 6.3 (vm_flags_clear() and friends, which take the mmap
+ *    lock checks).
  *  - .llseek: no_llseek was removed in 6.12; it had been "#define
  *    no_llseek NULL" since 6.0 (a NULL .llseek means -ESPIPE), so dev.c
  *    just leaves the field out: the same on every kernel, no guard.
@@ -16,6 +17,8 @@
  *    families have no bind hook before 6.8, so a kernel without the
  *    flag cannot restrict the group: genl.c then registers no multicast
  *    group at all rather than one anyone could join.
+ *  - timer_delete_sync(): the name since 6.2 (del_timer_sync, its old
+ *    name, went away in 6.15).
  */
 #ifndef TDBK_COMPAT_KCOMPAT_H
 #define TDBK_COMPAT_KCOMPAT_H
@@ -34,10 +37,24 @@ static inline void tdbk_vma_clear_flags(struct vm_area_struct *vma,
 #endif
 }
 
+static inline void tdbk_vma_set_flags(struct vm_area_struct *vma,
+				      unsigned long flags)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
 #ifdef GENL_MCAST_CAP_NET_ADMIN
 #define TDBK_HAVE_MCAST_CAP 1
 #else
 #define TDBK_HAVE_MCAST_CAP 0
+#endif
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+#define timer_delete_sync del_timer_sync
 #endif
 
 #endif

@@ -11,9 +11,12 @@
  * consumes exactly as with tdbd.  What differs is only how answers come:
  *  - nobody consumes the submission ring until we call TDB_IOC_ENTER,
  *    which answers every request it takes into the completion ring
- *    before it returns.  It stops early only when the completion ring
- *    lacks room for the largest answer; so after draining, another
- *    ENTER always goes on.  tdbc__publish (io.c) ENTERs right after
+ *    before it returns, but for changes tdb.ko holds until they are
+ *    durable (a supervisor, tdbd, with sync always): their answers
+ *    come at a later ENTER, once poll(2) says POLLIN (tdbc__kdev_wait
+ *    polls when an ENTER brought nothing, bounded by the timeout).
+ *    It stops early only when the completion ring lacks room for the
+ *    largest answer; so after draining, another ENTER always goes on.  tdbc__publish (io.c) ENTERs right after
  *    publishing, so a blocking call costs one ioctl;
  *  - there is no owner thread to wake (no futex, no eventfd) and no
  *    socket to hang up: the kernel does not go away while the file is
@@ -316,9 +319,10 @@ static int nap_ms(int timeout_ms, uint64_t deadline)
 /*
  * Drain; stop when cond holds; else ENTER (the kernel takes what is in
  * the submission ring and goes on with dumps) and drain again.  Only when
- * an ENTER brought nothing does it sleep: nothing the kernel does
- * between ENTERs answers us, so that is a nap before trying again, not
- * a wait for a wake-up (the timeout still holds).  With asynchronous
+ * an ENTER brought nothing does it sleep, in poll(2): an answer tdb.ko
+ * holds for durability wakes it (POLLIN) once it may go out, and the
+ * next ENTER brings it; anything else is a nap before trying again
+ * (the timeout still holds).  With asynchronous
  * requests in flight it ENTERs before the first look at cond: a reap
  * that wants nothing (min 0) must still see what the kernel can answer
  * now, as tdbd would have answered it meanwhile.

@@ -114,6 +114,13 @@ uint32_t tdbe_table_map_gen(const struct tdbe_table *t);
 /* The region's cap in extents (a map's length). */
 uint32_t tdbe_table_max_extents(const struct tdbe_table *t);
 /*
+ * The owner's address of extent idx of the region, or NULL when it is
+ * not backed (idx at or past the header's nextents, read with acquire):
+ * for a home that maps the region into clients itself (tdb.ko's /dev/tdb
+ * fault handler).  Valid while the caller holds the table.
+ */
+const void *tdbe_table_extent(const struct tdbe_table *t, uint32_t idx);
+/*
  * Memory a writer frees is reused only after a grace period: every
  * read-side section of this process that could see it has ended
  * (tdbp_rcu_synchronize), and then fn(arg) has returned, which waits for

@@ -88,6 +88,9 @@ void tdbp_rcu_synchronize(void);
 /* --- misc ------------------------------------------------------------ */
 uint64_t tdbp_hash64(const void *data, size_t len, uint64_t seed); /* xxh64 */
 uint64_t tdbp_random_u64(void);
+/* CRC32C (Castagnoli), as the WAL's records carry it: start with crc 0;
+ * tdbp_crc32c(tdbp_crc32c(0, a), b) is the crc of a then b. */
+uint32_t tdbp_crc32c(uint32_t crc, const void *buf, size_t len);
 uint64_t tdbp_now_ns(void);               /* monotonic clock */
 /* A long loop outside any lock a reader waits for may let others run
  * here (the kernel's cond_resched(); nothing in user space). */

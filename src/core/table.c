@@ -400,6 +400,16 @@ uint32_t tdbe_table_max_extents(const struct tdbe_table *t)
 	return t->max_extents;
 }
 
+/* tdbr_grow stores map.ext[n] before it publishes nextents = n + 1. */
+const void *tdbe_table_extent(const struct tdbe_table *t, uint32_t idx)
+{
+	const struct tdb_region_hdr *h = tdb_hdr(&t->map);
+
+	if (!h || idx >= tdb_load_acquire(&h->nextents))
+		return NULL;
+	return t->map.ext[idx];
+}
+
 /* --- records ----------------------------------------------------------- */
 
 static int check_key(const void *key, size_t klen, struct tdbe_extack *ext)

@@ -95,6 +95,8 @@ struct tdbo_reader {
 	/* under o->rlock: */
 	uint64_t seen, seen_ns;         /* the odd value last waited for,
 					 * and when it was first seen */
+	bool pending;                   /* this grace period waits for
+					 * `seen` (readers_grace) */
 	uint64_t expired_at;            /* the odd value it expired at */
 	uint64_t expired;               /* expiries, our count */
 	uint64_t lease_ns;              /* as of the last expiry (log) */

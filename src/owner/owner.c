@@ -431,6 +431,15 @@ struct tdbo_counters *tdbo_owner_counters(struct tdbo_owner *o)
 	return &o->ctr;
 }
 
+void tdbo_owner_cleanup_counts(struct tdbo_owner *o, uint64_t *cleanups,
+			       uint64_t *txns_aborted,
+			       uint64_t *watches_dropped)
+{
+	*cleanups = tdbo_read(&o->cleanups);
+	*txns_aborted = tdbo_read(&o->txns_aborted);
+	*watches_dropped = tdbo_read(&o->watches_dropped);
+}
+
 uint64_t tdbo_owner_requests(struct tdbo_owner *o)
 {
 	return tdbo_read(&o->requests) + tdbo_read(&o->ctr.requests);

@@ -356,6 +356,12 @@ struct tdbo_counters {
 	uint64_t errors;
 };
 struct tdbo_counters *tdbo_owner_counters(struct tdbo_owner *o);
+/* Dead clients cleaned up, their transactions aborted and watches
+ * dropped, since the owner was made (STATS' figures, for a home's own
+ * report: tdb.ko's TDB_IOC_SUP_STATS). */
+void tdbo_owner_cleanup_counts(struct tdbo_owner *o, uint64_t *cleanups,
+			       uint64_t *txns_aborted,
+			       uint64_t *watches_dropped);
 /* Requests answered so far (STATS' requests). */
 uint64_t tdbo_owner_requests(struct tdbo_owner *o);
 

@@ -63,16 +63,13 @@ static void reader_expire(struct tdbo_owner *o, struct tdbo_reader *r,
 		 r->uid, (unsigned int)(r->lease_ns / 1000000));
 }
 
-/* Wait until the section r showed as v has ended, or expire it. */
+/* Wait until the section r showed as v (r->seen, stamped by
+ * readers_grace) has ended, or expire it. */
 static void reader_wait(struct tdbo_owner *o, struct tdbo_reader *r,
 			uint64_t v, uint64_t lease_ns)
 {
 	unsigned int looks = 0;
 
-	if (v != r->seen) {
-		r->seen = v;
-		r->seen_ns = tdbp_now_ns();
-	}
 	for (;;) {
 		uint64_t now;
 
@@ -94,7 +91,7 @@ static void readers_grace(void *arg)
 {
 	struct tdbo_owner *o = arg;
 	struct tdbo_reader *r;
-	uint64_t lease_ns;
+	uint64_t lease_ns, now;
 	uint32_t ms;
 
 	if (!tdb_load_acquire(&o->nreaders))
@@ -103,12 +100,25 @@ static void readers_grace(void *arg)
 	lease_ns = (uint64_t)(ms ? ms : READER_LEASE_DEFAULT_MS) * 1000000u;
 	tdb_smp_mb();           /* the retiring stores before the looks */
 	tdbp_mutex_lock(o->rlock);
+	/* One look at every slot first, each open section stamped with the
+	 * time it was first seen: the leases of readers stuck at once then
+	 * run together, so a grace period waits one lease at most, not one
+	 * per stuck reader. */
+	now = tdbp_now_ns();
 	tdbo_list_for_each(r, &o->readers, node) {
 		uint64_t v = slot_section(r);
 
-		if (!(v & 1) || v == r->expired_at)
+		r->pending = (v & 1) && v != r->expired_at;
+		if (r->pending && v != r->seen) {
+			r->seen = v;
+			r->seen_ns = now;
+		}
+	}
+	tdbo_list_for_each(r, &o->readers, node) {
+		if (!r->pending)
 			continue;
-		reader_wait(o, r, v, lease_ns);
+		r->pending = false;
+		reader_wait(o, r, r->seen, lease_ns);
 	}
 	tdbp_mutex_unlock(o->rlock);
 }

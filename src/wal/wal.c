@@ -44,6 +44,12 @@
 #include <unistd.h>
 
 #include "wal.h"
+#include "walrec.h"
+
+_Static_assert(WAL_OPS == (int)WALREC_OPS && WAL_CREATE == (int)WALREC_CREATE &&
+	       WAL_DROP == (int)WALREC_DROP && WAL_OP_PUT == (int)WALREC_OP_PUT &&
+	       WAL_OP_DEL == (int)WALREC_OP_DEL && WAL_REC_HDR == WALREC_HDR,
+	       "wal.h and walrec.h must agree");
 
 #define SEG_MAGIC   "TDBWAL01"
 #define SEG_VERSION 1u
@@ -883,20 +889,7 @@ void wal_close(struct wal *w)
 
 size_t wal_rec_size(enum wal_type type, uint32_t nops, size_t bytes)
 {
-	size_t n = WAL_REC_HDR;
-
-	switch (type) {
-	case WAL_OPS:
-		n += 4 + (size_t)nops * 12 + bytes;
-		break;
-	case WAL_CREATE:
-		n += 28 + 1 + bytes;
-		break;
-	case WAL_DROP:
-		n += 1 + bytes;
-		break;
-	}
-	return (n + 7) & ~(size_t)7;
+	return walrec_size((enum walrec_type)type, nops, bytes);
 }
 
 /* The log has no segment (opened on a full disk): make it now, at
@@ -1023,7 +1016,7 @@ static unsigned char *grow(struct wal *w, size_t more)
 
 void wal_begin(struct wal *w, enum wal_type type)
 {
-	size_t hdr = WAL_REC_HDR + (type == WAL_OPS ? 4 : 0);
+	size_t hdr = type == WAL_OPS ? WALREC_OPS_HDR : WALREC_HDR;
 	unsigned char *p;
 
 	pthread_mutex_lock(&w->alock);
@@ -1033,8 +1026,7 @@ void wal_begin(struct wal *w, enum wal_type type)
 	p = grow(w, hdr);
 	if (!p)
 		return;
-	memset(p, 0, hdr);
-	p[16] = (unsigned char)type;
+	walrec_begin(p, (enum walrec_type)type);
 }
 
 static int add_name(struct wal *w, const char *name)
@@ -1067,11 +1059,7 @@ int wal_add_op(struct wal *w, enum wal_op op, const char *name,
 	}
 	if (!(p = grow(w, 12 + n + klen + vlen)))
 		return w->build_err;
-	p[0] = (unsigned char)op;
-	p[1] = (unsigned char)n;
-	p[2] = p[3] = 0;
-	put32(p + 4, klen);
-	put32(p + 8, vlen);
+	walrec_op(p, (enum walrec_op)op, (uint8_t)n, klen, vlen);
 	memcpy(p + 12, name, n);
 	memcpy(p + 12 + n, key, klen);
 	if (vlen)
@@ -1088,12 +1076,7 @@ int wal_add_create(struct wal *w, uint64_t id, const char *name,
 
 	if (!p)
 		return w->build_err;
-	put64(p, id);
-	put32(p + 8, uid);
-	put32(p + 12, gid);
-	put32(p + 16, mode);
-	put32(p + 20, max_extents);
-	put32(p + 24, sync);
+	walrec_create(p, id, uid, gid, mode, max_extents, sync);
 	return add_name(w, name);
 }
 
@@ -1126,11 +1109,8 @@ int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn)
 	}
 	r = w->act.p + w->rec;
 	memset(r + len, 0, padded - len);
-	if (r[16] == WAL_OPS)
-		put32(r + WAL_REC_HDR, w->nops);
-	put32(r + 4, (uint32_t)len);
-	put64(r + 8, w->next_lsn);
-	put32(r, wal_crc32c(0, r + 4, len - 4));
+	walrec_seal(r, (uint32_t)len, w->next_lsn, w->nops);
+	walrec_set_crc(r, wal_crc32c(0, r + 4, len - 4));
 	*lsn = w->act.last = w->next_lsn++;
 	w->seg_used += padded;
 	__atomic_fetch_add(&w->bytes_since, padded, __ATOMIC_RELAXED);

@@ -43,72 +43,9 @@
 
 #include <tdb/client.h>
 
+#include "daemon.h"
+
 /* --- the daemon --------------------------------------------------------- */
-
-struct daemon {
-	char dir[64], sock[128], data[128], log[128];
-	pid_t pid;
-};
-
-static const char *tdbd_path(void)
-{
-	const char *p = getenv("TDBD");
-
-	return p && *p && access(p, X_OK) == 0 ? p : NULL;
-}
-
-static int daemon_start(struct daemon *d)
-{
-	struct timespec nap = { 0, 20 * 1000000L };
-	struct tdbc *c;
-	int i, fd, st;
-
-	strcpy(d->dir, "/tmp/tdbc-evl-XXXXXX");
-	if (!mkdtemp(d->dir))
-		return -errno;
-	snprintf(d->sock, sizeof(d->sock), "%s/tdbd.sock", d->dir);
-	snprintf(d->data, sizeof(d->data), "%s/data", d->dir);
-	snprintf(d->log, sizeof(d->log), "%s/tdbd.log", d->dir);
-	d->pid = fork();
-	if (d->pid < 0)
-		return -errno;
-	if (d->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execl(tdbd_path(), "tdbd", "--socket", d->sock, "--data-dir",
-		      d->data, (char *)NULL);
-		_exit(127);
-	}
-	for (i = 0; i < 500; i++) {
-		if (tdbc_connect(&c, d->sock, TDBC_NO_RINGS, NULL, 0) == 0) {
-			tdbc_close(c);
-			return 0;
-		}
-		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
-			d->pid = -1;
-			return -ECHILD;
-		}
-		nanosleep(&nap, NULL);
-	}
-	return -ETIMEDOUT;
-}
-
-static void daemon_stop(struct daemon *d, int sig)
-{
-	char cmd[256];
-
-	if (d->pid > 0) {
-		kill(d->pid, sig);
-		waitpid(d->pid, NULL, 0);
-		d->pid = -1;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", d->dir);
-	if (system(cmd)) {}
-}
 
 static struct daemon g_daemon;
 
@@ -123,7 +60,7 @@ static int group_setup(void **state)
 {
 	(void)state;
 	signal(SIGPIPE, SIG_IGN);
-	return daemon_start(&g_daemon) ? -1 : 0;
+	return daemon_start(&g_daemon, "evl") ? -1 : 0;
 }
 
 static int group_teardown(void **state)
@@ -667,7 +604,7 @@ static void test_daemon_death(void **state)
 	struct tdbc_cqe cqe;
 	int fd, r;
 
-	assert_int_equal(daemon_start(&d), 0);
+	assert_int_equal(daemon_start(&d, "evl"), 0);
 	c = conn_at(d.sock, m->flags);
 	assert_int_equal(tdbc_table_create(c, "doomed", NULL), 0);
 	assert_int_equal(tdbc_table_open(c, "doomed", &t), 0);

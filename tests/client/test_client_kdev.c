@@ -15,7 +15,9 @@
  * struct tdb_dev_watch_cookie and PUT/DEL write the feed.  The "device
  * file" is an eventfd: poll() on it is real, the stand-in makes it
  * readable when it writes the feed and clears it at ENTER, as kdev.h's
- * POLL says.  What it cannot show is the real module: tests/kernel does.
+ * POLL says; it can hold answers back (tdb.ko holding them until they
+ * are durable) while a thread plays the supervisor.  What it cannot
+ * show is the real module: tests/kernel does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,6 +65,9 @@ static struct fake {
 	bool attached, watching;
 	unsigned int per_enter; /* requests answered per ENTER (0: all) */
 	int enter_errno;        /* ENTER fails with this (0: no) */
+	int hold;               /* answers are written but not published
+				 * while set (tdb.ko holding them until
+				 * durable); another thread clears it */
 	unsigned int enters, answered;
 	uint32_t cookie_len;    /* WATCH cookie length to send */
 	struct kv kv[NKEYS];
@@ -307,6 +312,8 @@ static int fake_enter(void)
 			break;
 		n++;
 	}
+	if (__atomic_load_n(&F.hold, __ATOMIC_ACQUIRE))
+		return 0;
 	assert_true(tdb_ring_publish(&F.cq) >= 0);
 	/* Answers waiting: poll() says so, as the real device does. */
 	if (tdb_ring_pending(&F.cq) > 0)
@@ -755,6 +762,41 @@ static void test_kdev_watch(void **state)
 	assert_int_equal(fake_mappings(), 3);
 }
 
+static void *durable_later(void *arg)
+{
+	(void)arg;
+	usleep(200 * 1000);
+	__atomic_store_n(&F.hold, 0, __ATOMIC_RELEASE);
+	fake_wake();            /* POLLIN: held answers may go out */
+	return NULL;
+}
+
+/* tdb.ko holds a change's answer until its record is durable (a
+ * supervisor with sync always): ENTER returns without it, so the call
+ * waits in poll() and ENTERs again when woken. */
+static void test_kdev_held_answer(void **state)
+{
+	struct tdbc_table *t;
+	struct tdbc *c;
+	pthread_t th;
+	unsigned int e;
+	uint64_t t0;
+
+	(void)state;
+	c = fake_connect();
+	assert_int_equal(tdbc_table_open(c, "t", &t), 0);
+	__atomic_store_n(&F.hold, 1, __ATOMIC_RELEASE);
+	e = F.enters;
+	t0 = tdbc__now_ns();
+	assert_int_equal(pthread_create(&th, NULL, durable_later, NULL), 0);
+	assert_int_equal(tdbc_put(t, NULL, "h", 1, "v", 1, 0), 0);
+	assert_true(tdbc__now_ns() - t0 >= 150 * 1000000ull);
+	assert_true(F.enters - e >= 2);
+	pthread_join(th, NULL);
+	tdbc_table_close(t);
+	tdbc_close(c);
+}
+
 static void test_kdev_bad_cookie(void **state)
 {
 	struct tdbc_watch *w = (void *)1;
@@ -826,6 +868,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kdev_partial_enter, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_kdev_watch, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_kdev_held_answer, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_kdev_bad_cookie, setup,
 						teardown),

@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * klog.c - tdb.ko's change log (include/tdb/kdev.h, "THE SUPERVISOR"):
+ * the owner's log hooks (src/owner/owner.h, struct tdbo_hooks) write one
+ * record per change, in the WAL's encoding (src/wal/walrec.c), into the
+ * log ring, which the supervisor (tdbd) maps read-only at
+ * TDB_DEV_OFF_LOG and appends to its WAL.
+ *
+ * The ring is the rings' layout (tdb/ring.h, kind TDB_RING_LOG): a
+ * header page and a power-of-two data area (log_ring_mb) of nlmsghdr
+ * messages of type TDB_LOG_MSG that never wrap; a record longer than
+ * what is left of the area or than max_msg goes in fragments (every one
+ * but the last has TDB_LOG_F_MORE); their payloads, end to end, are the
+ * record without its padding to 8 bytes.  The end of the area is filled
+ * with an NLMSG_NOOP (or skipped when under NLMSG_HDRLEN bytes).
+ *
+ * Invariants:
+ *  - lg.gate (an rw_semaphore) is held for reading by every change from
+ *    its log_reserve to its record (log_commit, log_create, log_drop) or
+ *    log_cancel, so lg.on, which only changes under the gate held for
+ *    writing (tdbk_log_switch), is the same for the whole change: a
+ *    change is logged whole or not at all, and its room was reserved.
+ *  - lg.lock orders records: it is held from log_begin to log_commit
+ *    (a copy into the ring, no sleeping), and by reservations, durable
+ *    reports and reads of the indices.  LSNs are consecutive.
+ *  - w - cons + reserved <= size: a change reserves the most its record
+ *    can take (fragment headers, a NOOP at the end of the area) before
+ *    it applies; no room: -ENOBUFS, nothing applied.
+ *  - Only tdb.ko writes the ring.  prod is published (release) after
+ *    every byte of a whole record (the CRC last); cons moves only past
+ *    records whose LSN the supervisor reported durable.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/log2.h>
+#include <linux/mm.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/netlink.h>
+#include <linux/rwsem.h>
+#include <linux/vmalloc.h>
+
+#include "tdb/kdev.h"
+#include "tdb/ring.h"
+#include "kcompat.h"
+#include "owner.h"
+#include "../src/owner/internal.h"        /* struct tdbo_table */
+#include "walrec.h"
+#include "sup.h"
+
+static unsigned int log_ring_mb = 64;
+module_param(log_ring_mb, uint, 0444);
+MODULE_PARM_DESC(log_ring_mb,
+		 "MiB of the change log ring the supervisor (tdbd) reads, "
+		 "a power of two from 1 to 1024 (default 64); allocated at "
+		 "the first TDB_IOC_SUP_CLAIM");
+
+/* Fragments are at most this long (and at most data_size / 8). */
+#define LOG_MAX_MSG     (256u << 10)
+/* A record starts a message with at least this much left before the end
+ * of the area (its header and op count are contiguous). */
+#define LOG_MIN_TAIL    64u
+
+static struct {
+	struct rw_semaphore gate;
+	struct mutex lock;
+	struct tdb_ring_hdr *hdr;       /* NULL until the first claim */
+	unsigned char *data;
+	u32 size, mask, max_msg;
+	bool on;
+	u64 w;                  /* the next byte written */
+	u64 prod;               /* published */
+	u64 cons;               /* the first byte of a non-durable record */
+	u64 reserved;           /* bytes reserved, not written yet */
+	u64 next_lsn;           /* the LSN of the next record */
+	u64 durable;            /* the supervisor's durable LSN */
+	/* the record being built (under lock) */
+	unsigned char *rec;     /* its header in the ring */
+	u64 rec_start;          /* index of its first message */
+	u64 msg_start;          /* the open message */
+	u32 msg_len;
+	bool msg_open;
+	u32 rec_len, nops;
+	/* counters */
+	u64 records, refused;
+} lg;
+
+int tdbk_log_init(void)
+{
+	if (!is_power_of_2(log_ring_mb) || log_ring_mb > 1024) {
+		pr_err("log_ring_mb=%u is not a power of two from 1 to 1024\n",
+		       log_ring_mb);
+		return -EINVAL;
+	}
+	init_rwsem(&lg.gate);
+	mutex_init(&lg.lock);
+	return 0;
+}
+
+void tdbk_log_exit(void)
+{
+	vfree(lg.hdr);
+	lg.hdr = NULL;
+}
+
+bool tdbk_log_allocated(void)
+{
+	return READ_ONCE(lg.hdr) != NULL;
+}
+
+static int log_alloc(void)
+{
+	u32 size = log_ring_mb << 20;
+	struct tdb_ring_hdr *h;
+
+	if (lg.hdr)
+		return 0;
+	h = vmalloc_user(TDB_RING_HDR_SIZE + (size_t)size);
+	if (!h)
+		return -ENOMEM;
+	h->magic = TDB_RING_MAGIC;
+	h->version = TDB_RING_VERSION;
+	h->kind = TDB_RING_LOG;
+	h->hdr_size = TDB_RING_HDR_SIZE;
+	h->data_size = size;
+	lg.max_msg = min(LOG_MAX_MSG, size / 8);
+	h->max_msg = lg.max_msg;
+	lg.data = (unsigned char *)h + TDB_RING_HDR_SIZE;
+	lg.size = size;
+	lg.mask = size - 1;
+	lg.w = lg.prod = lg.cons = lg.reserved = 0;
+	lg.next_lsn = 1;
+	lg.durable = 0;
+	lg.hdr = h;
+	return 0;
+}
+
+/* --- writing -------------------------------------------------------------- */
+
+/* The most ring bytes a record of sz can take: its bytes, a header per
+ * fragment (and one more where the area's end cuts one), alignment,
+ * and the end of the area (a NOOP) once. */
+static u64 need(const struct tdbo_log_size *sz)
+{
+	enum walrec_type type = sz->kind == TDBO_LOG_CREATE ? WALREC_CREATE :
+				sz->kind == TDBO_LOG_DROP ? WALREC_DROP :
+				WALREC_OPS;
+	u64 bytes = walrec_size(type, sz->nops, sz->bytes);
+	u64 frags = div_u64(bytes, lg.max_msg - NLMSG_HDRLEN) + 2;
+
+	return bytes + frags * (NLMSG_HDRLEN + NLMSG_ALIGNTO) + LOG_MIN_TAIL;
+}
+
+static void pad_to_end(u32 left)
+{
+	struct nlmsghdr *nh = (void *)(lg.data + (lg.w & lg.mask));
+
+	if (left >= NLMSG_HDRLEN) {
+		nh->nlmsg_len = left;
+		nh->nlmsg_type = NLMSG_NOOP;
+		nh->nlmsg_flags = 0;
+		nh->nlmsg_seq = 0;
+		nh->nlmsg_pid = 0;
+	}
+	lg.w += left;
+}
+
+static void msg_open(void)
+{
+	u32 left = lg.size - (u32)(lg.w & lg.mask);
+
+	if (left < LOG_MIN_TAIL)
+		pad_to_end(left);
+	lg.msg_start = lg.w;
+	lg.msg_len = NLMSG_HDRLEN;
+	lg.msg_open = true;
+}
+
+static void msg_close(u16 flags)
+{
+	u32 off = (u32)(lg.msg_start & lg.mask);
+	struct nlmsghdr *nh = (void *)(lg.data + off);
+	u32 end = NLMSG_ALIGN(lg.msg_len);
+
+	nh->nlmsg_len = lg.msg_len;
+	nh->nlmsg_type = TDB_LOG_MSG;
+	nh->nlmsg_flags = flags;
+	nh->nlmsg_seq = 0;
+	nh->nlmsg_pid = 0;
+	memset(lg.data + off + lg.msg_len, 0, end - lg.msg_len);
+	lg.w = lg.msg_start + end;
+	lg.msg_open = false;
+}
+
+/* Append n bytes to the record, in fragments as needed. */
+static void put(const void *p, size_t n)
+{
+	while (n) {
+		u32 off, room;
+		size_t c;
+
+		if (!lg.msg_open)
+			msg_open();
+		off = (u32)(lg.msg_start & lg.mask);
+		room = min(lg.max_msg, lg.size - off) - lg.msg_len;
+		if (!room) {
+			msg_close(TDB_LOG_F_MORE);
+			continue;
+		}
+		c = min_t(size_t, room, n);
+		memcpy(lg.data + off + lg.msg_len, p, c);
+		lg.msg_len += c;
+		lg.rec_len += c;
+		p += c;
+		n -= c;
+	}
+}
+
+/* The index of the first log message at or after i, below end (padding
+ * passed over), or end. */
+static u64 next_msg(u64 i, u64 end)
+{
+	while (i < end) {
+		u32 off = (u32)(i & lg.mask), left = lg.size - off;
+		const struct nlmsghdr *nh = (void *)(lg.data + off);
+
+		if (left < NLMSG_HDRLEN)
+			i += left;
+		else if (nh->nlmsg_type == NLMSG_NOOP)
+			i += NLMSG_ALIGN(nh->nlmsg_len);
+		else
+			return i;
+	}
+	return end;
+}
+
+/* The index after the record whose first message is at i (< end). */
+static u64 rec_end(u64 i, u64 end, u32 *crc)
+{
+	bool first = true;
+
+	for (i = next_msg(i, end); i < end; i = next_msg(i, end)) {
+		const struct nlmsghdr *nh = (void *)(lg.data + (i & lg.mask));
+		const unsigned char *p = (const void *)(nh + 1);
+		u32 n = nh->nlmsg_len - NLMSG_HDRLEN;
+
+		if (crc) {
+			if (first) {
+				p += 4;
+				n -= 4;
+			}
+			*crc = tdbp_crc32c(*crc, p, n);
+		}
+		first = false;
+		i += NLMSG_ALIGN(nh->nlmsg_len);
+		if (!(nh->nlmsg_flags & TDB_LOG_F_MORE))
+			break;
+	}
+	return i;
+}
+
+static void rec_begin(enum walrec_type type)
+{
+	unsigned char h[WALREC_OPS_HDR];
+	size_t n = walrec_begin(h, type);
+
+	lg.rec_len = 0;
+	lg.nops = 0;
+	msg_open();
+	lg.rec_start = lg.msg_start;
+	lg.rec = lg.data + (lg.msg_start & lg.mask) + NLMSG_HDRLEN;
+	put(h, n);
+}
+
+/* Seal, checksum and publish the record; its LSN. */
+static u64 rec_commit(const struct tdbo_log_size *sz)
+{
+	u32 crc = 0;
+	u64 lsn = lg.next_lsn++;
+
+	walrec_seal(lg.rec, lg.rec_len, lsn, lg.nops);
+	msg_close(0);
+	rec_end(lg.rec_start, lg.w, &crc);
+	walrec_set_crc(lg.rec, crc);
+	lg.reserved -= need(sz);
+	lg.records++;
+	lg.prod = lg.w;
+	smp_store_release(&lg.hdr->prod, lg.w);
+	return lsn;
+}
+
+static void put_name(const char *name)
+{
+	u8 n = (u8)strnlen(name, WALREC_NAME_MAX);
+
+	put(&n, 1);
+	put(name, n);
+}
+
+/* --- the owner's hooks ---------------------------------------------------- */
+
+int tdbk_log_reserve(void *arg, const struct tdbo_log_size *sz,
+		     const char **msg)
+{
+	u64 n;
+	int err;
+
+	down_read(&lg.gate);
+	if (!lg.on) {
+		err = tdbk_sup_may_change(msg);
+		if (err)
+			up_read(&lg.gate);
+		return err;
+	}
+	n = need(sz);
+	mutex_lock(&lg.lock);
+	if (n > lg.size - (lg.w - lg.cons) - lg.reserved) {
+		lg.refused++;
+		mutex_unlock(&lg.lock);
+		up_read(&lg.gate);
+		*msg = n > lg.size / 2 ?
+		       "the change is too big for the change log (tdb.ko's "
+		       "log_ring_mb)" :
+		       "the change log is full: tdbd (the supervisor) is not "
+		       "keeping up or not running";
+		return -ENOBUFS;
+	}
+	lg.reserved += n;
+	mutex_unlock(&lg.lock);
+	return 0;
+}
+
+void tdbk_log_cancel(void *arg, const struct tdbo_log_size *sz)
+{
+	if (lg.on) {
+		mutex_lock(&lg.lock);
+		lg.reserved -= need(sz);
+		mutex_unlock(&lg.lock);
+	}
+	up_read(&lg.gate);
+}
+
+void tdbk_log_begin(void *arg)
+{
+	if (!lg.on)
+		return;
+	mutex_lock(&lg.lock);
+	rec_begin(WALREC_OPS);
+}
+
+void tdbk_log_op(void *arg, const struct tdbo_table *t, bool del,
+		 const void *key, size_t klen, const void *val, size_t vlen)
+{
+	unsigned char h[WALREC_OP_HDR];
+	u8 n = (u8)strnlen(t->name, WALREC_NAME_MAX);
+
+	if (!lg.on)
+		return;
+	if (del)
+		vlen = 0;
+	walrec_op(h, del ? WALREC_OP_DEL : WALREC_OP_PUT, n, (u32)klen,
+		  (u32)vlen);
+	put(h, sizeof(h));
+	put(t->name, n);
+	put(key, klen);
+	if (vlen)
+		put(val, vlen);
+	lg.nops++;
+}
+
+u64 tdbk_log_commit(void *arg, const struct tdbo_log_size *sz)
+{
+	u64 lsn = 0;
+
+	if (lg.on) {
+		lsn = rec_commit(sz);
+		mutex_unlock(&lg.lock);
+	}
+	up_read(&lg.gate);
+	if (lsn)
+		tdbk_sup_wake();
+	return lsn;
+}
+
+u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
+		    const struct tdbo_log_size *sz)
+{
+	unsigned char c[WALREC_CREATE_FIX];
+	u64 lsn = 0;
+
+	if (lg.on) {
+		walrec_create(c, t->id, t->uid, t->gid, t->mode,
+			      t->max_extents, tdbk_sup_sync());
+		mutex_lock(&lg.lock);
+		rec_begin(WALREC_CREATE);
+		put(c, sizeof(c));
+		put_name(t->name);
+		lsn = rec_commit(sz);
+		mutex_unlock(&lg.lock);
+	}
+	up_read(&lg.gate);
+	if (lsn)
+		tdbk_sup_wake();
+	return lsn;
+}
+
+u64 tdbk_log_drop(void *arg, const struct tdbo_table *t,
+		  const struct tdbo_log_size *sz)
+{
+	u64 lsn = 0;
+
+	if (lg.on) {
+		mutex_lock(&lg.lock);
+		rec_begin(WALREC_DROP);
+		put_name(t->name);
+		lsn = rec_commit(sz);
+		mutex_unlock(&lg.lock);
+	}
+	up_read(&lg.gate);
+	if (lsn)
+		tdbk_sup_wake();
+	return lsn;
+}
+
+/* --- the supervisor's side ------------------------------------------------ */
+
+int tdbk_log_switch(bool on)
+{
+	int err = 0;
+
+	down_write(&lg.gate);
+	err = log_alloc();
+	if (!err)
+		lg.on = on;
+	up_write(&lg.gate);
+	return err;
+}
+
+void tdbk_log_reset(u64 next_lsn)
+{
+	down_write(&lg.gate);
+	mutex_lock(&lg.lock);
+	if (lg.hdr) {
+		lg.cons = lg.prod = lg.w;
+		WRITE_ONCE(lg.hdr->cons, lg.cons);
+	}
+	lg.next_lsn = next_lsn;
+	WRITE_ONCE(lg.durable, next_lsn - 1);
+	mutex_unlock(&lg.lock);
+	up_write(&lg.gate);
+}
+
+/* The LSN of the record at index i (< prod). */
+static u64 lsn_at(u64 i)
+{
+	return walrec_get64(lg.data + (i & lg.mask) + NLMSG_HDRLEN + 8);
+}
+
+u64 tdbk_log_durable(u64 lsn)
+{
+	u64 i, d;
+
+	mutex_lock(&lg.lock);
+	if (lsn > lg.next_lsn - 1)
+		lsn = lg.next_lsn - 1;
+	if (lsn > lg.durable && lg.hdr) {
+		WRITE_ONCE(lg.durable, lsn);
+		for (i = next_msg(lg.cons, lg.prod); i < lg.prod;
+		     i = next_msg(i, lg.prod)) {
+			if (lsn_at(i) > lsn)
+				break;
+			i = rec_end(i, lg.prod, NULL);
+			lg.cons = i;
+		}
+		if (i >= lg.prod)
+			lg.cons = lg.prod;
+		smp_store_release(&lg.hdr->cons, lg.cons);
+	}
+	d = lg.durable;
+	mutex_unlock(&lg.lock);
+	return d;
+}
+
+/* Without the lock: held answers look at it often (dev.c). */
+u64 tdbk_log_durable_lsn(void)
+{
+	return READ_ONCE(lg.durable);
+}
+
+void tdbk_log_range(u64 *first, u64 *next)
+{
+	u64 i;
+
+	mutex_lock(&lg.lock);
+	*next = lg.next_lsn;
+	*first = lg.next_lsn;
+	if (lg.hdr) {
+		i = next_msg(lg.cons, lg.prod);
+		if (i < lg.prod)
+			*first = lsn_at(i);
+	}
+	mutex_unlock(&lg.lock);
+}
+
+u64 tdbk_log_prod(void)
+{
+	return READ_ONCE(lg.prod);
+}
+
+size_t tdbk_log_map_size(void)
+{
+	return lg.hdr ? TDB_RING_HDR_SIZE + (size_t)lg.size : 0;
+}
+
+/* The supervisor's read-only mapping of the ring from byte in. */
+int tdbk_log_mmap(struct vm_area_struct *vma, u64 in)
+{
+	size_t len = vma->vm_end - vma->vm_start, size = tdbk_log_map_size();
+
+	if (!size || in > size || len > size - in)
+		return -EINVAL;
+	if (vma->vm_flags & VM_WRITE)
+		return -EACCES;
+	tdbk_vma_clear_flags(vma, VM_MAYWRITE);
+	return remap_vmalloc_range(vma, lg.hdr, in >> PAGE_SHIFT);
+}
+
+void tdbk_log_stats(struct tdb_sup_stats *s)
+{
+	mutex_lock(&lg.lock);
+	s->log_records = lg.records;
+	s->log_bytes = lg.w - lg.cons;
+	s->log_refused = lg.refused;
+	mutex_unlock(&lg.lock);
+}

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * walrec.c - the WAL's record encoding (walrec.h), freestanding: the
+ * one encoder of tdbd's WAL and tdb.ko's change log.
+ */
+#include "walrec.h"
+
+void walrec_put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+void walrec_put64(unsigned char *p, uint64_t v)
+{
+	walrec_put32(p, (uint32_t)v);
+	walrec_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+uint32_t walrec_get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+uint64_t walrec_get64(const unsigned char *p)
+{
+	return walrec_get32(p) | (uint64_t)walrec_get32(p + 4) << 32;
+}
+
+size_t walrec_size(enum walrec_type type, uint32_t nops, size_t bytes)
+{
+	size_t n = WALREC_HDR;
+
+	switch (type) {
+	case WALREC_OPS:
+		n += 4 + (size_t)nops * WALREC_OP_HDR + bytes;
+		break;
+	case WALREC_CREATE:
+		n += WALREC_CREATE_FIX + 1 + bytes;
+		break;
+	case WALREC_DROP:
+		n += 1 + bytes;
+		break;
+	}
+	return (n + 7) & ~(size_t)7;
+}
+
+size_t walrec_begin(unsigned char *p, enum walrec_type type)
+{
+	size_t n = type == WALREC_OPS ? WALREC_OPS_HDR : WALREC_HDR;
+
+	memset(p, 0, n);
+	p[16] = (unsigned char)type;
+	return n;
+}
+
+void walrec_op(unsigned char *p, enum walrec_op op, uint8_t name_len,
+	       uint32_t klen, uint32_t vlen)
+{
+	p[0] = (unsigned char)op;
+	p[1] = name_len;
+	p[2] = p[3] = 0;
+	walrec_put32(p + 4, klen);
+	walrec_put32(p + 8, vlen);
+}
+
+void walrec_create(unsigned char *p, uint64_t id, uint32_t uid,
+		   uint32_t gid, uint32_t mode, uint32_t max_extents,
+		   uint32_t sync)
+{
+	walrec_put64(p, id);
+	walrec_put32(p + 8, uid);
+	walrec_put32(p + 12, gid);
+	walrec_put32(p + 16, mode);
+	walrec_put32(p + 20, max_extents);
+	walrec_put32(p + 24, sync);
+}
+
+void walrec_seal(unsigned char *rec, uint32_t len, uint64_t lsn,
+		 uint32_t nops)
+{
+	walrec_put32(rec + 4, len);
+	walrec_put64(rec + 8, lsn);
+	if (rec[16] == WALREC_OPS)
+		walrec_put32(rec + WALREC_HDR, nops);
+}
+
+void walrec_set_crc(unsigned char *rec, uint32_t crc)
+{
+	walrec_put32(rec, crc);
+}

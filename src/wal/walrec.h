@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * walrec.h - the WAL's record encoding (src/wal/wal.h, "Files"), byte
+ * for byte, as freestanding code on src/core/platform.h: tdbd's WAL
+ * (src/wal/wal.c) and tdb.ko's change log (kmod/klog.c) build their
+ * records with it, so a record tdb.ko logs is the record tdbd appends.
+ *
+ * A record is a header (WALREC_HDR bytes, then for WALREC_OPS a u32
+ * op count), its payload, and zeros up to the next multiple of 8.  The
+ * builder writes the pieces where it keeps them (one buffer, or a
+ * ring's fragments), then seals the header (len, lsn, nops) and sets
+ * the CRC32C of everything after the crc field up to len (tdbp_crc32c,
+ * in pieces when the record is split).  All integers little-endian.
+ */
+#ifndef TDB_WALREC_H
+#define TDB_WALREC_H
+
+#include "platform.h"
+
+enum walrec_type { WALREC_OPS = 1, WALREC_CREATE = 2, WALREC_DROP = 3 };
+enum walrec_op { WALREC_OP_PUT = 1, WALREC_OP_DEL = 2 };
+
+#define WALREC_HDR      24u     /* crc, len, lsn, type, pad[7] */
+#define WALREC_OPS_HDR  (WALREC_HDR + 4u)       /* and u32 nops */
+#define WALREC_OP_HDR   12u     /* op, name_len, u16 0, klen, vlen */
+#define WALREC_CREATE_FIX 28u   /* id, uid, gid, mode, max_extents, sync */
+#define WALREC_NAME_MAX 64u
+
+/* The padded size of a record: nops ops whose names, keys and values
+ * add up to bytes (OPS), or a create/drop of a table whose name has
+ * bytes bytes.  (wal_rec_size.) */
+size_t walrec_size(enum walrec_type type, uint32_t nops, size_t bytes);
+
+/* The record's first bytes at p (WALREC_OPS_HDR for OPS, else
+ * WALREC_HDR): zeros and the type.  Returns how many were written. */
+size_t walrec_begin(unsigned char *p, enum walrec_type type);
+/* An op's fixed part (WALREC_OP_HDR bytes); name, key and value follow
+ * it (the value only for a put). */
+void walrec_op(unsigned char *p, enum walrec_op op, uint8_t name_len,
+	       uint32_t klen, uint32_t vlen);
+/* A create's fixed part (WALREC_CREATE_FIX bytes); then u8 name_len and
+ * the name. */
+void walrec_create(unsigned char *p, uint64_t id, uint32_t uid,
+		   uint32_t gid, uint32_t mode, uint32_t max_extents,
+		   uint32_t sync);
+/* The header's len (bytes from crc on, without padding), lsn and, for
+ * OPS, nops; the crc is set apart (walrec_set_crc). */
+void walrec_seal(unsigned char *rec, uint32_t len, uint64_t lsn,
+		 uint32_t nops);
+void walrec_set_crc(unsigned char *rec, uint32_t crc);
+/* The crc of a whole record in one buffer (len as sealed). */
+static inline uint32_t walrec_crc(const unsigned char *rec, uint32_t len)
+{
+	return tdbp_crc32c(0, rec + 4, len - 4);
+}
+
+void walrec_put32(unsigned char *p, uint32_t v);
+void walrec_put64(unsigned char *p, uint64_t v);
+uint32_t walrec_get32(const unsigned char *p);
+uint64_t walrec_get64(const unsigned char *p);
+
+#endif

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * test_walrec.c - the shared WAL record encoder (src/wal/walrec.c):
+ * records it builds (with tdbp_crc32c, as tdb.ko's change log does)
+ * are, byte for byte, the records src/wal writes for the same changes;
+ * tdbp_crc32c (src/platform/user.c) equals wal_crc32c.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "wal.h"
+#include "walrec.h"
+
+static int fails;
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s\n", \
+	__FILE__, __LINE__, #c); fails++; } } while (0)
+
+static void crc_cases(void)
+{
+	unsigned char buf[300];
+	size_t i, n;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)(i * 131 + 7);
+	for (n = 0; n <= sizeof(buf); n++) {
+		CHECK(tdbp_crc32c(0, buf, n) == wal_crc32c(0, buf, n));
+		CHECK(tdbp_crc32c(tdbp_crc32c(0, buf, n / 3), buf + n / 3,
+				  n - n / 3) == wal_crc32c(0, buf, n));
+	}
+	/* the standard check value of CRC32C */
+	CHECK(tdbp_crc32c(0, "123456789", 9) == 0xe3069283u);
+}
+
+/* Our encoding of the records append() below makes, at lsn 1.. */
+static size_t add_op(unsigned char *p, enum walrec_op op, const char *name,
+		     const char *key, const char *val)
+{
+	size_t n = strlen(name), kl = strlen(key), vl = val ? strlen(val) : 0;
+
+	walrec_op(p, op, (uint8_t)n, (uint32_t)kl, (uint32_t)vl);
+	memcpy(p + WALREC_OP_HDR, name, n);
+	memcpy(p + WALREC_OP_HDR + n, key, kl);
+	memcpy(p + WALREC_OP_HDR + n + kl, val ? val : "", vl);
+	return WALREC_OP_HDR + n + kl + vl;
+}
+
+static size_t finish(unsigned char *r, size_t len, uint64_t lsn,
+		     uint32_t nops)
+{
+	size_t padded = (len + 7) & ~(size_t)7;
+
+	memset(r + len, 0, padded - len);
+	walrec_seal(r, (uint32_t)len, lsn, nops);
+	walrec_set_crc(r, walrec_crc(r, (uint32_t)len));
+	return padded;
+}
+
+static size_t encode(unsigned char *b)
+{
+	unsigned char *r = b;
+	size_t len;
+
+	/* 1: a put */
+	len = walrec_begin(r, WALREC_OPS);
+	len += add_op(r + len, WALREC_OP_PUT, "t1", "key", "value");
+	CHECK(walrec_size(WALREC_OPS, 1, 2 + 3 + 5) == ((len + 7) & ~7u));
+	r += finish(r, len, 1, 1);
+	/* 2: a transaction: put, del, put with an empty value */
+	len = walrec_begin(r, WALREC_OPS);
+	len += add_op(r + len, WALREC_OP_PUT, "t1", "a", "1");
+	len += add_op(r + len, WALREC_OP_DEL, "tab2", "bb", NULL);
+	len += add_op(r + len, WALREC_OP_PUT, "t1", "ccc", "");
+	r += finish(r, len, 2, 3);
+	/* 3: a create */
+	len = walrec_begin(r, WALREC_CREATE);
+	walrec_create(r + len, 77, 1000, 100, 0640, 12, 1);
+	len += WALREC_CREATE_FIX;
+	r[len++] = 4;
+	memcpy(r + len, "tab3", 4);
+	len += 4;
+	CHECK(walrec_size(WALREC_CREATE, 0, 4) == ((len + 7) & ~7u));
+	r += finish(r, len, 3, 0);
+	/* 4: a drop */
+	len = walrec_begin(r, WALREC_DROP);
+	r[len++] = 4;
+	memcpy(r + len, "tab3", 4);
+	len += 4;
+	r += finish(r, len, 4, 0);
+	return (size_t)(r - b);
+}
+
+static void append(struct wal *w)
+{
+	const char *msg;
+	uint64_t lsn;
+	size_t sz;
+
+	sz = wal_rec_size(WAL_OPS, 1, 10);
+	CHECK(!wal_reserve(w, sz, &msg));
+	wal_begin(w, WAL_OPS);
+	wal_add_op(w, WAL_OP_PUT, "t1", "key", 3, "value", 5);
+	CHECK(!wal_commit(w, sz, &lsn) && lsn == 1);
+
+	sz = wal_rec_size(WAL_OPS, 3, 4 + 6 + 7);
+	CHECK(!wal_reserve(w, sz, &msg));
+	wal_begin(w, WAL_OPS);
+	wal_add_op(w, WAL_OP_PUT, "t1", "a", 1, "1", 1);
+	wal_add_op(w, WAL_OP_DEL, "tab2", "bb", 2, NULL, 0);
+	wal_add_op(w, WAL_OP_PUT, "t1", "ccc", 3, "", 0);
+	CHECK(!wal_commit(w, sz, &lsn) && lsn == 2);
+
+	sz = wal_rec_size(WAL_CREATE, 0, 4);
+	CHECK(!wal_reserve(w, sz, &msg));
+	wal_begin(w, WAL_CREATE);
+	wal_add_create(w, 77, "tab3", 1000, 100, 0640, 12, 1);
+	CHECK(!wal_commit(w, sz, &lsn) && lsn == 3);
+
+	sz = wal_rec_size(WAL_DROP, 0, 4);
+	CHECK(!wal_reserve(w, sz, &msg));
+	wal_begin(w, WAL_DROP);
+	wal_add_drop(w, "tab3");
+	CHECK(!wal_commit(w, sz, &lsn) && lsn == 4);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/test_walrec.XXXXXX", path[256], err[256];
+	static unsigned char want[4096], got[8192];
+	struct wal_opts o = { .segment_size = 1 << 20,
+			      .sync = WAL_SYNC_NONE };
+	struct wal *w;
+	size_t n;
+	ssize_t r;
+	int fd;
+
+	crc_cases();
+	if (!mkdtemp(dir) || wal_open(dir, 1, &o, &w, err, sizeof(err))) {
+		fprintf(stderr, "wal_open: %s\n", err);
+		return 1;
+	}
+	append(w);
+	CHECK(!wal_write(w));
+	wal_close(w);
+	n = encode(want);
+	snprintf(path, sizeof(path), "%s/wal-%016x.log", dir, 1);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	r = pread(fd, got, sizeof(got), WAL_SEG_HDR);
+	CHECK(r >= (ssize_t)n);
+	CHECK(r >= (ssize_t)n && !memcmp(got, want, n));
+	close(fd);
+	unlink(path);
+	rmdir(dir);
+	if (fails)
+		fprintf(stderr, "%d checks failed\n", fails);
+	else
+		printf("walrec: %zu bytes of 4 records equal the WAL's\n", n);
+	return fails ? 1 : 0;
+}
