@@ -369,6 +369,16 @@ void tdbk_log_op(void *arg, const struct tdbo_table *t, bool del,
 	lg.nops++;
 }
 
+/* The end of every logged change (the gate was taken at its
+ * reservation): let the gate go, wake the supervisor if a record came. */
+static u64 log_done(u64 lsn)
+{
+	up_read(&lg.gate);
+	if (lsn)
+		tdbk_sup_wake();
+	return lsn;
+}
+
 u64 tdbk_log_commit(void *arg, const struct tdbo_log_size *sz)
 {
 	u64 lsn = 0;
@@ -377,10 +387,7 @@ u64 tdbk_log_commit(void *arg, const struct tdbo_log_size *sz)
 		lsn = rec_commit(sz);
 		mutex_unlock(&lg.lock);
 	}
-	up_read(&lg.gate);
-	if (lsn)
-		tdbk_sup_wake();
-	return lsn;
+	return log_done(lsn);
 }
 
 u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
@@ -399,10 +406,7 @@ u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
 		lsn = rec_commit(sz);
 		mutex_unlock(&lg.lock);
 	}
-	up_read(&lg.gate);
-	if (lsn)
-		tdbk_sup_wake();
-	return lsn;
+	return log_done(lsn);
 }
 
 u64 tdbk_log_drop(void *arg, const struct tdbo_table *t,
@@ -417,10 +421,7 @@ u64 tdbk_log_drop(void *arg, const struct tdbo_table *t,
 		lsn = rec_commit(sz);
 		mutex_unlock(&lg.lock);
 	}
-	up_read(&lg.gate);
-	if (lsn)
-		tdbk_sup_wake();
-	return lsn;
+	return log_done(lsn);
 }
 
 /* --- the supervisor's side ------------------------------------------------ */
