@@ -99,7 +99,6 @@ struct tdbo_reader {
 					 * `seen` (readers_grace) */
 	uint64_t expired_at;            /* the odd value it expired at */
 	uint64_t expired;               /* expiries, our count */
-	uint64_t lease_ns;              /* as of the last expiry (log) */
 };
 
 

@@ -49,7 +49,7 @@ static uint64_t slot_section(const struct tdbo_reader *r)
 }
 
 static void reader_expire(struct tdbo_owner *o, struct tdbo_reader *r,
-			  uint64_t v)
+			  uint64_t v, uint64_t lease_ns)
 {
 	r->expired_at = v;
 	r->expired++;
@@ -60,7 +60,7 @@ static void reader_expire(struct tdbo_owner *o, struct tdbo_reader *r,
 		 "read section longer than the lease (%u ms): stopped "
 		 "waiting for it (what it read in that section is thrown "
 		 "away and read again through its rings)",
-		 r->uid, (unsigned int)(r->lease_ns / 1000000));
+		 r->uid, (unsigned int)(lease_ns / 1000000));
 }
 
 /* Wait until the section r showed as v (r->seen, stamped by
@@ -77,8 +77,7 @@ static void reader_wait(struct tdbo_owner *o, struct tdbo_reader *r,
 			return;
 		now = tdbp_now_ns();
 		if (now - r->seen_ns >= lease_ns) {
-			r->lease_ns = lease_ns;
-			reader_expire(o, r, v);
+			reader_expire(o, r, v, lease_ns);
 			return;
 		}
 		if (++looks > READER_SPINS)
