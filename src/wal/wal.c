@@ -298,6 +298,10 @@ struct wal {
 	pthread_cond_t cv;      /* the flusher waits here */
 	pthread_cond_t done;    /* wal_sync_to waits here */
 	bool urgent, stop;
+	uint64_t told_lsn;      /* the durable LSN on_durable was last
+				 * given: the flusher calls it again when
+				 * durable is past it (a rotation's sync
+				 * advances durable without a flush) */
 	uint64_t expect;        /* records a kicked sync waits for: the
 				 * most recent syncs carried, decaying */
 	uint64_t last_sync_ns;  /* how long its fdatasync took */
@@ -506,10 +510,12 @@ static int rotate(struct wal *w)
 		fail_log(w, err);
 		return err;
 	}
-	/* everything written is on disk now */
+	/* everything written is on disk now: waiters learn it, and the
+	 * flusher tells on_durable (held answers wait for that) */
 	pthread_mutex_lock(&w->m);
 	advance(w, first - 1);
 	pthread_cond_broadcast(&w->done);
+	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->m);
 	if ((err = seg_create(w, first, &fd)))
 		return err;
@@ -669,7 +675,7 @@ static void fill_wait(struct wal *w)
 static bool sync_once(struct wal *w, bool kicked)
 {
 	bool failed;
-	uint64_t target, t0, before = wal_durable(w);
+	uint64_t target, t0, told, before = wal_durable(w);
 	int err = 0;
 
 	if (kicked)
@@ -701,10 +707,11 @@ static bool sync_once(struct wal *w, bool kicked)
 		w->last_sync_ns = now_ns() - t0;
 	}
 	pthread_cond_broadcast(&w->done);
+	told = w->told_lsn = wal_durable(w);
 	pthread_mutex_unlock(&w->m);
 	failed = wal_failed(w);
 	if (w->o.on_durable)
-		w->o.on_durable(w->o.arg, wal_durable(w));
+		w->o.on_durable(w->o.arg, told);
 	return failed;
 }
 
@@ -718,6 +725,9 @@ static int64_t next_sync(struct wal *w, uint64_t *since)
 
 	if (wal_failed(w))
 		return -1;
+	/* durable moved without us (rotate): on_durable is told now */
+	if (w->o.on_durable && wal_durable(w) > w->told_lsn)
+		return 0;
 	if (w->urgent || w->stop) {
 		if (wal_appended(w) != wal_durable(w))
 			return 0;
@@ -810,6 +820,7 @@ int wal_open(const char *dir, uint64_t next_lsn, const struct wal_opts *o,
 		w->o.segment_size = 64u << 20;
 	w->next_lsn = next_lsn ? next_lsn : 1;
 	w->written = w->durable = w->appended = w->next_lsn - 1;
+	w->told_lsn = w->durable;
 	pthread_mutex_init(&w->m, NULL);
 	pthread_mutex_init(&w->alock, NULL);
 	pthread_mutex_init(&w->flock, NULL);

@@ -3163,6 +3163,52 @@ static void test_fsync_failure(void **state)
 	recs_free(&model);
 }
 
+/*
+ * A rotation syncs the old segment and so makes everything written
+ * durable without the flusher; on_durable must hear of it all the same
+ * (tdbd's kernel mode releases tdb.ko's held answers only from there).
+ * The writer here is kernel mode's: commit, wal_write, wal_kick; before
+ * the fix the kick found nothing left to sync after a rotation and
+ * on_durable stayed behind, holding the answers for ever.
+ */
+static void test_rotation_tells_durable(void **state)
+{
+	char dir[PATH_MAX];
+	struct recs model = { 0 };
+	struct dur_count dc = { 0 };
+	struct wal_opts o = { .segment_size = 4096, .sync = WAL_SYNC_ALWAYS,
+			      .on_durable = count_durable, .arg = &dc };
+	uint64_t t0, i, rotations = 0, segs0 = 0;
+	static uint64_t segs[1024];
+	struct mrec *m;
+	struct wal *w;
+
+	subdir(state, "log", dir);
+	w = open_wal_o(dir, 1, &o);
+	for (i = 1; i <= 200; i++) {
+		m = recs_push(&model);
+		make_put(m, "t", 8, 300);
+		commit_ok(w, m, i);
+		assert_int_equal(wal_write(w), 0);
+		wal_kick(w);
+		/* the answer to record i is released once on_durable says
+		 * so: wait for that, as tdb.ko's client does */
+		t0 = mono_us();
+		while (__atomic_load_n(&dc.last, __ATOMIC_SEQ_CST) < i &&
+		       mono_us() - t0 < 5000000)
+			sleep_us(200);
+		assert_int_equal(__atomic_load_n(&dc.last, __ATOMIC_SEQ_CST),
+				 i);
+		rotations = t_segs(dir, segs, 1024, NULL);
+		if (!segs0)
+			segs0 = rotations;
+	}
+	/* the test means something only if segments were switched */
+	assert_true(rotations > segs0 + 10);
+	wal_close(w);
+	recs_free(&model);
+}
+
 /* Replay syncs each segment it applied records from (a killed tdbd may
  * have left them in the page cache only); a failed sync stops it. */
 static void test_replay_syncs(void **state)
@@ -3299,6 +3345,8 @@ int main(void)
 		cmocka_unit_test(test_decoders),
 		cmocka_unit_test_setup_teardown(test_bad_names, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_rotation_tells_durable,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_missing_segment, setup,

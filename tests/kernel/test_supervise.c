@@ -9,6 +9,8 @@
  *     fresh tdb.ko (tables restored: none), a client writes through
  *     /dev/tdb; tdbd stops; tdb.ko is reloaded (its tables gone); a new
  *     tdbd restores them from D: every write is there;
+ *     then a bulk load (bulk(): ring wraps and WAL segment switches)
+ *     is restored whole;
  *  2. SIGKILL: a writer process puts keys one at a time (sync always:
  *     each put returns once tdbd made it durable) while tdbd is
  *     SIGKILLed at random moments and restarted, KILL_CYCLES times;
@@ -40,6 +42,7 @@
 #define KILL_CYCLES 20
 #define MAX_KEYS    (1u << 20)
 #define WRITER_PAUSE_US 200
+#define BULK_KEYS   40000
 #define START_WAIT  30000       /* x 10 ms: a restore under TCG */
 
 static const char *tdbd;
@@ -96,10 +99,19 @@ static void tdbd_start(void)
 	if (!tdbd_pid) {
 		int fd = open(LOG_FILE, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
+		const char *av[32] = { tdbd, "--backend", "kernel",
+			"--data-dir", DATA_DIR, "--sync", "always",
+			"--client-deadline", "60s", "--config", "/dev/null",
+			"--wal-segment-size", "1M" };
+		char *more = getenv("TDB_KTEST_TDBD_ARGS"), *tok;
+		unsigned int n = 13;
+
+		/* extra arguments, split at spaces */
+		for (tok = more ? strtok(more, " ") : NULL; tok && n < 31;
+		     tok = strtok(NULL, " "))
+			av[n++] = tok;
 		dup2(fd, 2);
-		execl(tdbd, tdbd, "--backend", "kernel", "--data-dir",
-		      DATA_DIR, "--sync", "always", "--client-deadline",
-		      "60s", "--config", "/dev/null", (char *)NULL);
+		execv(tdbd, (char *const *)av);
 		_exit(127);
 	}
 	starts++;
@@ -128,10 +140,23 @@ static void tdbd_stop(int sig)
 	tdbd_pid = -1;
 }
 
+/* tdb.ko's parameters for this test: a log ring of 1 MiB, so that the
+ * bulk load below wraps it several times ($TDB_KTEST_KO_ARGS to
+ * override). */
+static const char *ko_args(void)
+{
+	const char *a = getenv("TDB_KTEST_KO_ARGS");
+
+	return a ? a : "log_ring_mb=1";
+}
+
 static void reload_module(void)
 {
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "insmod " KO " %s", ko_args());
 	CHECK(system("rmmod tdb") == 0, "rmmod tdb (after tdbd stopped)");
-	CHECK(system("insmod " KO) == 0, "insmod " KO);
+	CHECK(system(cmd) == 0, "%s", cmd);
 }
 
 static struct tdbc *connect_kernel(void)
@@ -219,9 +244,13 @@ static void writer(unsigned char *acked, unsigned int from)
 	_exit(0);
 }
 
-/* $TDB_KTEST_SUP_BULK records (a figure, not a check): loaded through
- * tdb.ko with tdbd following, then tdb.ko reloaded and the restore
- * timed (tdbd's "restored ... records/s" line). */
+/* n records, 256 in flight with sync always, through tdb.ko with tdbd
+ * following, then tdb.ko reloaded and every record restored (its time
+ * is tdbd's "restored ... records/s" line).  With the 1 MiB log ring
+ * and WAL segments of this test, BULK_KEYS wraps the ring and switches
+ * segments several times each: a switch once left tdb.ko's answers
+ * held for ever (the WAL's rotation made records durable without
+ * telling tdb.ko). */
 static void bulk(unsigned int n)
 {
 	struct tdbc *c = connect_kernel();
@@ -245,9 +274,14 @@ static void bulk(unsigned int n)
 		e = tdbc_submit(c, rq, j);
 		CHECK(e > 0, "bulk submit: %s", tdbc_errmsg(c));
 		i += (unsigned int)e;
+		if (i % (n / 10 ? n / 10 : 1) < (unsigned int)e) {
+			printf("test_supervise: bulk: %u of %u put\n", i, n);
+			fflush(stdout);
+		}
 		while (tdbc_inflight(c)) {
-			e = tdbc_reap(c, cq, 256, 1, -1);
-			CHECK(e >= 0, "bulk reap");
+			e = tdbc_reap(c, cq, 256, 1, 60000);
+			CHECK(e > 0, "bulk: no answer in 60 s after %u puts "
+			      "(%d): answers held for ever?", i, e);
 			for (j = 0; j < (unsigned int)e; j++)
 				CHECK(!cq[j].res, "bulk put: %d", cq[j].res);
 		}
@@ -288,6 +322,7 @@ int main(void)
 	}
 	system("rm -rf " DATA_DIR " " LOG_FILE);
 	srand((unsigned int)time(NULL));
+	reload_module();        /* with ko_args() */
 
 	/* 1. restore at start */
 	tdbd_start();
@@ -309,9 +344,9 @@ int main(void)
 	CHECK(count_lines("restoring them") >= 2, "no restore at start");
 	CHECK(verify(NULL, 1000) == 1000, "restore");
 	printf("test_supervise: restore at start: 1000 keys back\n");
-	if (getenv("TDB_KTEST_SUP_BULK"))
-		bulk((unsigned int)strtoul(getenv("TDB_KTEST_SUP_BULK"),
-					   NULL, 10));
+	bulk(getenv("TDB_KTEST_SUP_BULK") ?
+	     (unsigned int)strtoul(getenv("TDB_KTEST_SUP_BULK"), NULL, 10) :
+	     BULK_KEYS);
 
 	/* 2. SIGKILL while a writer runs */
 	acked = mmap(NULL, MAX_KEYS, PROT_READ | PROT_WRITE,
