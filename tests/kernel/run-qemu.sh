@@ -17,6 +17,16 @@
 #   --env K=V       extra environment for the guest tests (repeatable)
 #   --extra FILE    also copy FILE and its shared libraries into the
 #                   guest at its own path, not run (repeatable)
+#   --disk IMAGE    attach IMAGE (raw, an ext4 file system made on the
+#                   host, e.g. truncate -s 4G I && mkfs.ext4 -q -F I) as
+#                   virtio-blk and mount it on /data in the guest before
+#                   anything else, so that fdatasync there reaches a real
+#                   file (the initramfs is tmpfs: fdatasync does nothing);
+#                   unmounted after the tests, before the memory check
+#   --disk-cache M  qemu's cache mode for --disk: writeback (default: the
+#                   guest sees a volatile write cache and its flushes
+#                   become fdatasync of IMAGE on the host) or none
+#                   (O_DIRECT on the host, flushes likewise); never unsafe
 #
 # The guest's /init (written below) mounts proc, sys and devtmpfs, loads and unloads tdb.ko once to warm the kernel's own
 # caches, records MemFree and SUnreclaim, loads tdb.ko, runs each test
@@ -34,7 +44,8 @@
 # busybox-static or the module are missing.
 set -eu
 
-ko= kver= timeout_s=900 mem=2048 log= keep= envs= extras=
+ko= kver= timeout_s=900 mem=2048 log= keep= envs= extras= disk=
+dcache=writeback
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--ko) ko=$2; shift 2 ;;
@@ -45,8 +56,10 @@ while [ $# -gt 0 ]; do
 	--keep) keep=1; shift ;;
 	--env) envs="$envs $2"; shift 2 ;;
 	--extra) extras="$extras $2"; shift 2 ;;
+	--disk) disk=$2; shift 2 ;;
+	--disk-cache) dcache=$2; shift 2 ;;
 	--) shift; break ;;
-	-h|--help) sed -n '2,33s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,44s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	-*) echo "run-qemu: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -73,6 +86,11 @@ qc_kernel "$kver" build
 	die "$ko was built for $vermagic, not $kver"
 
 [ $# -gt 0 ] || die "no test binaries given"
+case "$dcache" in
+writeback|none) ;;
+*) die "--disk-cache $dcache: writeback or none (flushes must reach the image)" ;;
+esac
+[ -z "$disk" ] || [ -f "$disk" ] || die "--disk $disk: no such image"
 for t in "$@"; do
 	[ -x "$t" ] || die "test binary $t missing"
 done
@@ -84,6 +102,19 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 qc_tree
 mkdir -p "$root/tests"
+
+# --disk: the block and file system modules, loaded (DISKMODS) and the
+# disk mounted before anything else; tdb.ko's own modules (DEPMODS) are
+# what qc_add_deps adds after them (one it shares is loaded already).
+diskmods=
+if [ -n "$disk" ]; then
+	for m in virtio_pci virtio_blk crc32c_generic ext4; do
+		qc_add_module "$m"
+	done
+	diskmods=$qc_load_order
+	qc_load_order=
+	mkdir -p "$root/data"
+fi
 
 # tdb.ko and the modules it needs (modinfo's depends, recursively).
 cp "$ko" "$root/lib/modules/tdb.ko"
@@ -167,6 +198,22 @@ loadmods() {
 	insmod /lib/modules/tdb.ko
 }
 say "TDBTEST-BEGIN kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo)"
+# --disk: /dev/vda on /data (ext4), before the memory baseline
+if [ -n "$DISKMODS" ]; then
+	for m in $DISKMODS; do
+		insmod /lib/modules/$m.ko 2>/dev/null || grep -q "^$m " /proc/modules ||
+			say "TDBTEST disk FAIL (insmod $m)"
+	done
+	i=0
+	while [ ! -b /dev/vda ] && [ $i -lt 200 ]; do i=$((i + 1)); sleep 0.1; done
+	if mount -t ext4 /dev/vda /data; then
+		say "TDBTEST disk PASS ($(grep ' /data ' /proc/mounts))"
+	else
+		say "TDBTEST disk FAIL (mount /dev/vda on /data)"
+		say "TDBTEST-END rc=1"
+		poweroff -f
+	fi
+fi
 if ! loadmods; then
 	say "TDBTEST insmod FAIL (warm-up load)"
 	say "TDBTEST-END rc=1"
@@ -201,6 +248,11 @@ for t in $TESTS; do
 	grep -q '^tdb ' /proc/modules || { say "TDBTEST $t FAIL (module gone)"; rc=1; break; }
 done
 
+# the disk's caches (inodes, journal) are not tdb.ko's: out of the way
+# of the memory check
+if [ -n "$DISKMODS" ]; then
+	umount /data || { say "TDBTEST umount-data FAIL"; rc=1; }
+fi
 # rmmod must be refused while a /dev/tdb client holds the device open
 exec 3<>/dev/tdb
 if rmmod tdb 2>/dev/null; then
@@ -244,7 +296,7 @@ poweroff -f
 EOF
 chmod 0755 "$root/init"
 # What the script above reads (no quoting games in a here-document).
-sed -i "2a TESTS=\"$names\"\nDEPMODS=\"$qc_load_order\"\nGUEST_ENV=\"$envs\"\nMEM_TOL_KB=1536\nSLAB_TOL_KB=1024" "$root/init"
+sed -i "2a TESTS=\"$names\"\nDEPMODS=\"$qc_load_order\"\nDISKMODS=\"$diskmods\"\nGUEST_ENV=\"$envs\"\nMEM_TOL_KB=1536\nSLAB_TOL_KB=1024" "$root/init"
 
 qc_pack "$work/initrd.gz"
 
@@ -258,8 +310,12 @@ qst=0
 # -accel tcg: KVM hangs here.  panic=-1 with -no-reboot: a panic ends
 # qemu at once; oops=panic: an oops does not leave a half-dead guest
 # running into the timeout.
+# --disk: a raw virtio-blk drive whose flushes reach the image
+set --
+[ -z "$disk" ] ||
+	set -- -drive "file=$disk,format=raw,if=virtio,cache=$dcache"
 timeout -k 10 "$timeout_s" "$QEMU" -accel tcg -cpu max -m "$mem" -smp 2 \
-	-nographic -no-reboot -monitor none -serial stdio \
+	"$@" -nographic -no-reboot -monitor none -serial stdio \
 	-kernel "$kimg" -initrd "$work/initrd.gz" \
 	-append "console=ttyS0 panic=-1 oops=panic loglevel=7 rdinit=/init" \
 	< /dev/null > "$log" 2>&1 || qst=$?
