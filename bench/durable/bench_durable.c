@@ -81,17 +81,25 @@
 #define LOAD_PIPE     256u
 #define EXTENT        (2u << 20)
 #define TABLE         "bench"
+#define CSV_TMP       "/tmp/tdb-bench-durable.csv"
 #define SEED          0x7db5eedc0ffee123ull
 #define NO_CKPT_ARGS  "--checkpoint-interval", "1440m", \
 		      "--checkpoint-wal-size", "64G"
 
-enum sys { S_ALWAYS, S_BATCH, S_NONE, S_LMDB, S_N };
-static const char *const sys_key[S_N] = { "always", "batch", "none", "lmdb" };
-static const char *const sys_name[S_N] = { "tdb", "tdb", "tdb", "LMDB" };
+/* S_KERNEL: tdb.ko with tdbd --backend kernel --sync always as its
+ * supervisor, clients through /dev/tdb (TDBC_KERNEL); only when asked
+ * (--systems kernel), in a guest with tdb.ko loaded (run-bench.sh
+ * --durable). */
+enum sys { S_ALWAYS, S_BATCH, S_NONE, S_KERNEL, S_LMDB, S_N };
+static const char *const sys_key[S_N] = { "always", "batch", "none",
+					  "kernel", "lmdb" };
+static const char *const sys_name[S_N] = { "tdb", "tdb", "tdb", "tdb.ko",
+					   "LMDB" };
 static const char *const sys_what[S_N] = {
 	"sync always: ack after fdatasync",
 	"sync batch: ack once written",
 	"sync none: ack once written",
+	"tdbd --backend kernel, sync always",
 	"full sync, 1 put per write txn",
 };
 #define IS_TDB(s) ((s) != S_LMDB)
@@ -109,13 +117,22 @@ static struct {
 	const char *tdbd;
 	const char *tdbd_args[16];
 	unsigned int ntdbd_args;
-	bool do_puts, do_recovery, do_ckpt;
+	bool do_puts, do_recovery, do_ckpt, do_restore;
+	uint64_t rst_records[4];        /* --restore-records */
+	unsigned int nrst, rst_runs;
+	const char *ko;                 /* --ko: tdb.ko to insmod afresh */
+	const char *ko_args[8];         /* --ko-arg */
+	unsigned int nko_args;
+	bool markers;                   /* options from the environment */
 	unsigned int ckpt_rounds;
 	bool allow_tmpfs, drop_caches, keep, strict, verbose;
 	const char *csv;        /* --csv FILE: part 1's figures as CSV too */
 } opt = {
 	.keys = 1000000, .secs = 3, .procs = { 1, 8, 32 }, .nprocs = 3,
-	.sys_on = { true, true, true, true }, .runs = 3,
+	.sys_on = { [S_ALWAYS] = true, [S_BATCH] = true, [S_NONE] = true,
+		    [S_LMDB] = true }, .runs = 3,
+	.rst_records = { 1000000, 10000000 }, .nrst = 2, .rst_runs = 3,
+	.ko = "/lib/modules/tdb.ko",
 	.records = 10000000, .wal_records = 1000000, .rec_runs = 3,
 	.load_procs = 2, .vsize = 100, .dir = "/var/tmp",
 	.do_puts = true, .do_recovery = true, .ckpt_rounds = 3,
@@ -432,6 +449,10 @@ struct logw {
 	uint64_t file_mib, compact_mib, compact_ms;
 	unsigned int abandoned;
 	bool hugepool;                  /* "the hugepage pool is exhausted" */
+	/* kernel mode: "kernel mode: restored N table(s), M record(s) into
+	 * tdb.ko in X ms" */
+	double t_kclaim, t_krestored;   /* "... no tables yet", "restored" */
+	uint64_t kr_records, kr_ms;
 	char bad[4][300];               /* error and warning lines */
 	unsigned int nbad;
 };
@@ -489,8 +510,17 @@ static void logw_line(struct logw *w, const char *line, double t)
 		w->rp_segs = u;
 		w->rp_ms = d;
 	}
-	if (strstr(line, "serving on"))
+	if (strstr(line, "serving on") || strstr(line, "supervising tdb.ko"))
 		w->t_serving = t;
+	if (strstr(line, "kernel mode: tdb.ko has no tables yet"))
+		w->t_kclaim = t;
+	if ((p = strstr(line, "kernel mode: restored ")) &&
+	    sscanf(p, "kernel mode: restored %u table(s), %llu record(s) "
+		   "into tdb.ko in %llu ms", &u, &a, &b) == 3) {
+		w->t_krestored = t;
+		w->kr_records = a;
+		w->kr_ms = b;
+	}
 	if (strstr(line, "recovering: loading the checkpoint") &&
 	    !w->t_recover)
 		w->t_recover = t;
@@ -536,6 +566,7 @@ static void logw_poll(struct logw *w)
 /* --- tdbd ------------------------------------------------------------------ */
 struct tdbd {
 	const char *tag;
+	bool kernel;            /* --backend kernel: no socket, /dev/tdb */
 	char data[PATH_MAX];
 	char sock[108];
 	char log[PATH_MAX + 64];
@@ -597,8 +628,13 @@ static void tdbd_start(struct tdbd *d, const char *sync, bool no_ckpt)
 	argv[a++] = tdbd_bin;
 	argv[a++] = "--config";
 	argv[a++] = "/dev/null";
-	argv[a++] = "--socket";
-	argv[a++] = d->sock;
+	if (d->kernel) {
+		argv[a++] = "--backend";
+		argv[a++] = "kernel";
+	} else {
+		argv[a++] = "--socket";
+		argv[a++] = d->sock;
+	}
 	argv[a++] = "--data-dir";
 	argv[a++] = d->data;
 	argv[a++] = "--sync";
@@ -684,8 +720,19 @@ void tdbd_died(struct tdbd *d, const char *when, int st)
 	die("tdbd %s %s", when, how);
 }
 
+/* A connection to d's tables: its socket, or tdb.ko's /dev/tdb for a
+ * kernel-mode tdbd; 0 or -1 with msg. */
+static int tdb_conn(const struct tdbd *d, struct tdbc **c, char *msg)
+{
+	return tdbc_connect(c, d->kernel ? NULL : d->sock,
+			    d->kernel ? TDBC_KERNEL : 0, msg, MSG_LEN) ?
+		-1 : 0;
+}
+
 /* Poll: the log every ms, a connection attempt every ms, until the
- * socket accepts (t_ready).  Returns the connection. */
+ * socket accepts (t_ready); in kernel mode until tdbd logs that it
+ * supervises tdb.ko (restore done, clients admitted).  Returns the
+ * connection. */
 static struct tdbc *tdbd_wait_ready(struct tdbd *d, double timeout)
 {
 	char why[MSG_LEN] = "";
@@ -696,7 +743,10 @@ static struct tdbc *tdbd_wait_ready(struct tdbd *d, double timeout)
 		logw_poll(&d->lw);
 		if (waitpid(d->pid, &st, WNOHANG) == d->pid)
 			tdbd_died(d, "starting", st);
-		if (!tdbc_connect(&c, d->sock, 0, why, sizeof(why))) {
+		if (d->kernel && !d->lw.t_serving)
+			snprintf(why, sizeof(why), "no \"supervising tdb.ko\" "
+				 "line in its log");
+		else if (!tdb_conn(d, &c, why)) {
 			d->t_ready = now();
 			logw_poll(&d->lw);
 			if (!tdbc_uses_rings(c))
@@ -718,7 +768,7 @@ static struct tdbc *tdbd_connect(struct tdbd *d)
 	char why[MSG_LEN];
 	struct tdbc *c;
 
-	if (tdbc_connect(&c, d->sock, 0, why, sizeof(why)))
+	if (tdb_conn(d, &c, why))
 		die("tdbc_connect: %s", why);
 	return c;
 }
@@ -784,8 +834,9 @@ static void table_create(struct tdbc *c, uint64_t records)
 		    tdbc_errmsg(c));
 }
 
-/* Records in the table; notes its page size (pages_seen). */
-static uint64_t table_records(struct tdbc *c)
+/* Records in the table; notes its page size (pages_seen) if it is
+ * tdbd's (tdb.ko's extents are its own compound pages). */
+static uint64_t table_count(struct tdbc *c, bool kernel)
 {
 	struct tdbc_table_stat st;
 	int err = tdbc_table_stat(c, TABLE, &st);
@@ -793,8 +844,14 @@ static uint64_t table_records(struct tdbc *c)
 	if (err)
 		die("tdbc_table_stat: %s: %s", tdbc_strerror(err),
 		    tdbc_errmsg(c));
-	pages_seen |= st.page_size == EXTENT ? 2 : 1;
+	if (!kernel)
+		pages_seen |= st.page_size == EXTENT ? 2 : 1;
 	return st.records;
+}
+
+static uint64_t table_records(struct tdbc *c)
+{
+	return table_count(c, false);
 }
 
 static void stats(struct tdbc *c, struct tdbc_stats *st)
@@ -930,7 +987,7 @@ static double parallel_load(struct tdbd *d, uint64_t lo, uint64_t hi)
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			signal(SIGINT, SIG_DFL);
 			signal(SIGTERM, SIG_DFL);
-			if (tdbc_connect(&c, d->sock, 0, msg, sizeof(msg)))
+			if (tdb_conn(d, &c, msg))
 				child_fail(sl, msg);
 			if ((err = tdbc_table_open(c, TABLE, &t))) {
 				msgf(msg, "table open: %s", tdbc_strerror(err));
@@ -1049,7 +1106,7 @@ static int handle_open(enum sys s, struct tdbd *d, struct handle *h,
 	memset(h, 0, sizeof(*h));
 	if (!IS_TDB(s))
 		return lmdb_open(&h->env, &h->dbi, 0, msg);   /* full sync */
-	if (tdbc_connect(&h->c, d->sock, 0, msg, MSG_LEN))
+	if (tdb_conn(d, &h->c, msg))
 		return -1;
 	if (!tdbc_uses_rings(h->c)) {
 		msgf(msg, "tdbc_connect gave a connection without rings");
@@ -1187,7 +1244,9 @@ static void run_cell(enum sys s, struct tdbd *d, unsigned int pi,
 	int ready[2], go[2];
 	char c;
 
-	if (IS_TDB(s)) {
+	/* tdbd's STATS (WAL syncs) come over its socket: none in kernel
+	 * mode, whose flushes are the disk's (/proc/diskstats) */
+	if (IS_TDB(s) && !d->kernel) {
 		struct tdbc *cn = tdbd_connect(d);
 
 		stats(cn, &st0);
@@ -1248,9 +1307,11 @@ static void run_cell(enum sys s, struct tdbd *d, unsigned int pi,
 		struct tdbc *cn;
 
 		srv1 = proc_cpu(d->pid);
-		cn = tdbd_connect(d);
-		stats(cn, &st1);
-		tdbc_close(cn);
+		if (!d->kernel) {
+			cn = tdbd_connect(d);
+			stats(cn, &st1);
+			tdbc_close(cn);
+		}
 		logw_poll(&d->lw);
 	}
 	for (unsigned int i = 0; i < procs; i++) {
@@ -1323,17 +1384,49 @@ static void csv_put(int s, unsigned int pi, double v)
 		      vs ? v / MED(S_LMDB, pi, ops_s) : -1);
 }
 
+/* tdb.ko with its supervisor against tdbd alone, both sync always. */
+static void print_kernel_ratio(void)
+{
+	printf("\ntdb.ko/tdbd (both sync always): ratio of the medians "
+	       "[range of the per-run\nratios]\n%5s  %-26s\n", "procs",
+	       "kernel/always");
+	for (unsigned int pi = 0; pi < opt.nprocs; pi++) {
+		double lo = 1e300, hi = 0, m;
+		char b[64];
+
+		for (unsigned int r = 0; r < opt.runs; r++) {
+			double x = res[S_KERNEL][pi][r].ops_s /
+				res[S_ALWAYS][pi][r].ops_s;
+
+			lo = x < lo ? x : lo;
+			hi = x > hi ? x : hi;
+		}
+		m = MED(S_KERNEL, pi, ops_s) / MED(S_ALWAYS, pi, ops_s);
+		snprintf(b, sizeof(b), "%.2fx [%.2f-%.2f]", m, lo, hi);
+		printf("%5u  %-26s\n", opt.procs[pi], b);
+		{
+			char param[16];
+
+			snprintf(param, sizeof(param), "procs %u",
+				 opt.procs[pi]);
+			bench_csv_row(csv, "durability", "tdb.ko", "tdbd",
+				      "put sync always: tdb.ko/tdbd", param,
+				      MED(S_KERNEL, pi, ops_s), "ops/s", m);
+		}
+	}
+}
+
 static void print_puts(double restart_s[S_N], double stop_s[S_N],
 		       unsigned int nrestart[S_N])
 {
 	bool any_tdb = opt.sys_on[S_ALWAYS] || opt.sys_on[S_BATCH] ||
-		opt.sys_on[S_NONE];
+		opt.sys_on[S_NONE] || opt.sys_on[S_KERNEL];
 
 	printf("\ndurable puts: one blocking put per call (tdb) or per write "
 	       "transaction (LMDB),\nuniform random keys of %u, %u B values, "
 	       "%.1f s per cell; medians of %u run%s\n", opt.keys, opt.vsize,
 	       opt.secs, opt.runs, opt.runs == 1 ? "" : "s");
-	printf("%-4s %-34s %5s %10s %9s %9s %9s %8s %9s %5s %5s %8s\n",
+	printf("%-6s %-34s %5s %10s %9s %9s %9s %8s %9s %5s %5s %8s\n",
 	       "sys", "mode", "procs", "ops/s", "p50 us", "p99 us", "CPU c+s",
 	       "flush/s", "ops/flush", "oth%", "ckpts", "tdb/LMDB");
 	for (unsigned int pi = 0; pi < opt.nprocs; pi++) {
@@ -1361,7 +1454,7 @@ static void print_puts(double restart_s[S_N], double stop_s[S_N],
 					 MED(s, pi, ops_flush));
 			else
 				snprintf(of, sizeof(of), "-");
-			printf("%-4s %-34s %5u %10.0f %9.1f %9.1f %9s %8s "
+			printf("%-6s %-34s %5u %10.0f %9.1f %9.1f %9s %8s "
 			       "%9s %5.0f %5s", sys_name[s], sys_what[s],
 			       opt.procs[pi], v, MED(s, pi, p50),
 			       MED(s, pi, p99), cpu, fl, of,
@@ -1402,12 +1495,15 @@ static void print_puts(double restart_s[S_N], double stop_s[S_N],
 			printf("\n");
 		}
 	}
+	if (opt.sys_on[S_KERNEL] && opt.sys_on[S_ALWAYS])
+		print_kernel_ratio();
 	if (any_tdb)
 		printf("\ntdbd restarts (one per mode and run, same data dir, "
 		       "%u keys recovered from the checkpoint):\n", opt.keys);
 	for (int s = 0; s < S_LMDB; s++)
 		if (opt.sys_on[s] && nrestart[s])
-			printf("  %-6s start -> socket accepts: mean %.2f s; "
+			printf("  %-6s start -> ready (socket accepts; kernel: "
+			       "supervising): mean %.2f s;\n         "
 			       "SIGTERM -> exit (last checkpoint): mean %.2f s\n",
 			       sys_key[s], restart_s[s] / nrestart[s],
 			       stop_s[s] / nrestart[s]);
@@ -1425,9 +1521,37 @@ static void print_puts(double restart_s[S_N], double stop_s[S_N],
 	       "MiB of WAL).\n", SAMPLE_BUDGET);
 }
 
+/* The keys into d's table (a tdbd started with sync none, stopped
+ * after: it checkpoints; in kernel mode the table stays in tdb.ko). */
+static void tdb_preload(struct tdbd *d)
+{
+	struct tdbc *c;
+	struct tdbc_table *t;
+	char msg[MSG_LEN];
+	double t0 = now();
+	int err;
+
+	tdbd_start(d, "none", false);
+	c = tdbd_wait_ready(d, 300);
+	table_create(c, opt.keys);
+	if ((err = tdbc_table_open(c, TABLE, &t)))
+		die("tdbc_table_open: %s", tdbc_strerror(err));
+	if (tdb_load(c, t, 0, opt.keys, msg))
+		die("%s", msg);
+	tdbc_table_close(t);
+	if (table_count(c, d->kernel) != opt.keys)
+		die("tdb holds %" PRIu64 " records after loading %u",
+		    table_count(c, d->kernel), opt.keys);
+	tdbc_close(c);
+	tdbd_stop(d);
+	tdbd_report_bad(d);
+	fprintf(stderr, "  %s: loaded %u keys and checkpointed them in %.1f "
+		"s\n", d->kernel ? "tdb.ko" : "tdb", opt.keys, now() - t0);
+}
+
 static void puts_phase(void)
 {
-	static struct tdbd d;
+	static struct tdbd dd, kd;
 	double restart_s[S_N] = { 0 }, stop_s[S_N] = { 0 };
 	unsigned int nrestart[S_N] = { 0 };
 	bool any_tdb = opt.sys_on[S_ALWAYS] || opt.sys_on[S_BATCH] ||
@@ -1437,63 +1561,47 @@ static void puts_phase(void)
 	fprintf(stderr, "tdb-bench-durable: loading %u keys\n", opt.keys);
 	if (opt.sys_on[S_LMDB])
 		lmdb_load();
-	tdbd_init(&d, "puts");
-	if (any_tdb) {
-		struct tdbc *c;
-		struct tdbc_table *t;
-		char msg[MSG_LEN];
-		double t0 = now();
-		int err;
-
-		tdbd_start(&d, "none", false);
-		c = tdbd_wait_ready(&d, 60);
-		table_create(c, opt.keys);
-		if ((err = tdbc_table_open(c, TABLE, &t)))
-			die("tdbc_table_open: %s", tdbc_strerror(err));
-		if (tdb_load(c, t, 0, opt.keys, msg))
-			die("%s", msg);
-		tdbc_table_close(t);
-		if (table_records(c) != opt.keys)
-			die("tdb holds %" PRIu64 " records after loading %u",
-			    table_records(c), opt.keys);
-		tdbc_close(c);
-		tdbd_stop(&d);
-		tdbd_report_bad(&d);
-		fprintf(stderr, "  tdb: loaded %u keys and checkpointed them "
-			"in %.1f s\n", opt.keys, now() - t0);
-	}
+	tdbd_init(&dd, "puts");
+	tdbd_init(&kd, "kputs");
+	kd.kernel = true;
+	if (any_tdb)
+		tdb_preload(&dd);
+	if (opt.sys_on[S_KERNEL])
+		tdb_preload(&kd);
 	for (unsigned int run = 0; run < opt.runs; run++) {
 		for (int k = 0; k < S_N; k++) {
 			enum sys s = (enum sys)((k + run) % S_N);
+			struct tdbd *d = s == S_KERNEL ? &kd : &dd;
 
 			if (!opt.sys_on[s])
 				continue;
 			if (IS_TDB(s)) {
 				struct tdbc *c;
 
-				tdbd_start(&d, sys_key[s], false);
-				c = tdbd_wait_ready(&d, 300);
-				restart_s[s] += d.t_ready - d.t_spawn;
+				tdbd_start(d, s == S_KERNEL ? "always" :
+					   sys_key[s], false);
+				c = tdbd_wait_ready(d, 300);
+				restart_s[s] += d->t_ready - d->t_spawn;
 				nrestart[s]++;
-				if (table_records(c) != opt.keys)
+				if (table_count(c, d->kernel) != opt.keys)
 					die("tdb holds %" PRIu64 " records "
 					    "after a restart, not %u",
-					    table_records(c), opt.keys);
+					    table_count(c, d->kernel), opt.keys);
 				tdbc_close(c);
 			}
 			for (unsigned int pi = 0; pi < opt.nprocs; pi++)
-				run_cell(s, &d, pi, run, ++gen);
+				run_cell(s, d, pi, run, ++gen);
 			if (IS_TDB(s)) {
-				struct tdbc *c = tdbd_connect(&d);
-				uint64_t n = table_records(c);
+				struct tdbc *c = tdbd_connect(d);
+				uint64_t n = table_count(c, d->kernel);
 
 				tdbc_close(c);
 				if (n != opt.keys)
 					die("tdb holds %" PRIu64 " records "
 					    "after the puts, not %u", n,
 					    opt.keys);
-				stop_s[s] += tdbd_stop(&d);
-				tdbd_report_bad(&d);
+				stop_s[s] += tdbd_stop(d);
+				tdbd_report_bad(d);
 			}
 		}
 	}
@@ -2109,6 +2217,231 @@ static void ckpt_phase(void)
 	tdbd_report_bad(&d);
 }
 
+/* --- part 4: restore into tdb.ko (kernel mode) vs tdbd's recovery --------- */
+
+/* tdb.ko afresh: rmmod (no supervisor, no client may hold it) and
+ * insmod opt.ko with the --ko-arg parameters. */
+static void ko_reload(void)
+{
+	char cmd[PATH_MAX + 512];
+
+	strf(cmd, sizeof(cmd), "rmmod tdb && insmod '%s'", opt.ko);
+	for (unsigned int i = 0; i < opt.nko_args; i++)
+		strf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " '%s'",
+		     opt.ko_args[i]);
+	fflush(stdout);
+	fflush(stderr);
+	if (system(cmd))
+		die("reloading tdb.ko failed: %s", cmd);
+}
+
+/* d's data dir: a copy of src (cp -a; the copy is not timed). */
+static void copy_dir(const char *src, struct tdbd *d)
+{
+	char cmd[3 * PATH_MAX];
+
+	nftw(d->data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	strf(cmd, sizeof(cmd), "cp -a '%s' '%s' && sync", src, d->data);
+	if (system(cmd))
+		die("copying the data dir failed: %s", cmd);
+}
+
+/* A timed start's phases, seconds, from tdbd's log lines as they came
+ * (read every ms): pre: spawn -> "recovering: loading the checkpoint";
+ * ckpt: -> "checkpoint at LSN ...: N records" (tdbd's recovery; its
+ * mirror's in kernel mode); claim (kernel): -> "tdb.ko has no tables
+ * yet" (/dev/tdb opened, the role claimed, the log ring mapped);
+ * restore (kernel): its log's "restored ... in X ms"; ready: spawn ->
+ * the socket accepts (tdbd) or "supervising tdb.ko" (kernel mode). */
+enum { P_PRE, P_CKPT, P_CLAIM, P_RESTORE, P_READY, P_N };
+
+struct rst_run {
+	double p[P_N];
+	uint64_t records;       /* daemon: checkpoint's; kernel: restored */
+};
+
+/* One timed start of d on a copy of src; checks n records and a sample
+ * of values; SIGKILLs it (the copy is thrown away). */
+static void rst_start(struct tdbd *d, const char *src, uint64_t n,
+		      struct rst_run *x)
+{
+	struct logw *w = &d->lw;
+	struct tdbc *c;
+
+	copy_dir(src, d);
+	if (d->kernel)
+		ko_reload();
+	if (opt.drop_caches)
+		drop_caches();
+	tdbd_start(d, "always", false);
+	c = tdbd_wait_ready(d, 7200);
+	memset(x, 0, sizeof(*x));
+	x->p[P_PRE] = w->t_recover ? w->t_recover - d->t_spawn : -1;
+	x->p[P_CKPT] = w->t_ckload && w->t_recover ?
+		w->t_ckload - w->t_recover : -1;
+	x->p[P_CLAIM] = w->t_kclaim && w->t_ckload ?
+		w->t_kclaim - w->t_ckload : -1;
+	x->p[P_RESTORE] = d->kernel ? (double)w->kr_ms / 1000 : -1;
+	x->p[P_READY] = d->t_ready - d->t_spawn;
+	x->records = d->kernel ? w->kr_records : w->ck_records;
+	if (table_count(c, d->kernel) != n)
+		die("%s holds %" PRIu64 " records after its start, not %"
+		    PRIu64, d->kernel ? "tdb.ko" : "tdbd",
+		    table_count(c, d->kernel), n);
+	if (x->records != n || x->p[P_CKPT] < 0 ||
+	    (d->kernel && (!w->t_krestored || x->p[P_CLAIM] < 0)))
+		die("%s's log lacks a line or says %" PRIu64 " records %s, "
+		    "not %" PRIu64 " (log %s)", d->kernel ?
+		    "kernel-mode tdbd" : "tdbd", x->records, d->kernel ?
+		    "restored" : "in the checkpoint", n, d->log);
+	check_values(c, 0, n, 1000);
+	tdbc_close(c);
+	tdbd_kill(d);
+	tdbd_report_bad(d);
+	fprintf(stderr, "  %-6s pre %.2f s, checkpoint %.2f s, claim %.2f s, "
+		"restore %.2f s, ready %.2f s\n", d->kernel ? "tdb.ko" :
+		"tdbd", x->p[P_PRE], x->p[P_CKPT], x->p[P_CLAIM],
+		x->p[P_RESTORE], x->p[P_READY]);
+}
+
+/* The data dir of n records, made once: tdbd, sync none, a parallel
+ * load, SIGTERM (its checkpoint into LMDB: nothing in the WAL). */
+static void rst_make(struct tdbd *src, uint64_t n)
+{
+	struct tdbc *c;
+	double t_load, t_stop;
+	char b1[32], path[PATH_MAX + 32];
+
+	tdbd_start(src, "none", true);
+	c = tdbd_wait_ready(src, 60);
+	table_create(c, n);
+	tdbc_close(c);
+	t_load = parallel_load(src, 0, n);
+	t_stop = tdbd_stop(src);
+	tdbd_report_bad(src);
+	snprintf(path, sizeof(path), "%s/checkpoint", src->data);
+	printf("  made:     %" PRIu64 " puts (sync none, %u processes) %.1f "
+	       "s; SIGTERM -> exit (checkpoint) %.1f s; checkpoint dir %s\n",
+	       n, opt.load_procs, t_load, t_stop,
+	       mib(du(path), b1, sizeof(b1)));
+}
+
+static void rst_row(const char *what, const double *dp, const double *kp)
+{
+	printf("  %-4s %7.2f %7.2f %7.2f | %7.2f %7.2f %7.2f %8.2f %7.2f\n",
+	       what, dp[P_PRE], dp[P_CKPT], dp[P_READY], kp[P_PRE],
+	       kp[P_CKPT], kp[P_CLAIM], kp[P_RESTORE], kp[P_READY]);
+}
+
+static void rst_print(uint64_t n, struct rst_run *dr, struct rst_run *kr,
+		      unsigned int runs)
+{
+	double v[2][P_N][RUNS_MAX], dm[P_N], km[P_N], lo = 1e300, hi = 0;
+	double rrec, rrst, r1, r2;
+	char param[32];
+
+	printf("  %-4s %7s %7s %7s | %7s %7s %7s %8s %7s\n", "", "tdbd:",
+	       "", "", "tdb.ko:", "", "", "", "");
+	printf("  %-4s %7s %7s %7s | %7s %7s %7s %8s %7s\n", "run", "pre s",
+	       "ckpt s", "ready s", "pre s", "ckpt s", "claim s", "restore",
+	       "ready s");
+	for (unsigned int r = 0; r < runs; r++) {
+		/* restore rate against recovery rate, this run */
+		double x = dr[r].p[P_CKPT] / kr[r].p[P_RESTORE];
+		char what[8];
+
+		snprintf(what, sizeof(what), "%u", r + 1);
+		rst_row(what, dr[r].p, kr[r].p);
+		for (int i = 0; i < P_N; i++) {
+			v[0][i][r] = dr[r].p[i];
+			v[1][i][r] = kr[r].p[i];
+		}
+		lo = x < lo ? x : lo;
+		hi = x > hi ? x : hi;
+	}
+	for (int i = 0; i < P_N; i++) {
+		dm[i] = median(v[0][i], runs);
+		km[i] = median(v[1][i], runs);
+	}
+	rst_row("med", dm, km);
+	rrec = (double)n / dm[P_CKPT];
+	rrst = (double)n / km[P_RESTORE];
+	r1 = rrst / rrec;
+	r2 = dm[P_READY] / km[P_READY];
+	printf("  records/s (medians): tdbd's recovery (ckpt) %.0f; tdb.ko's "
+	       "restore %.0f:\n    restore/recovery %.2fx [per run %.2f-%.2f]."
+	       "  Whole start: tdbd %.2f s, kernel\n    mode %.2f s (its "
+	       "mirror's recovery + claim + restore): %.2fx tdbd's speed\n",
+	       rrec, rrst, r1, lo, hi, dm[P_READY], km[P_READY], r2);
+	snprintf(param, sizeof(param), "records %" PRIu64, n);
+	bench_csv_row(csv, "durability", "tdbd", NULL,
+		      "recovery (checkpoint load)", param, rrec, "records/s",
+		      -1);
+	bench_csv_row(csv, "durability", "tdb.ko", "tdbd",
+		      "restore into tdb.ko", param, rrst, "records/s", r1);
+	bench_csv_row(csv, "durability", "tdbd", NULL, "start to ready",
+		      param, dm[P_READY], "s", -1);
+	bench_csv_row(csv, "durability", "tdb.ko", "tdbd",
+		      "kernel-mode start to supervising", param, km[P_READY],
+		      "s", r2);
+	fflush(stdout);
+}
+
+static void restore_phase(void)
+{
+	static struct tdbd src, dd, kd;
+
+	printf("\nrestore: a data dir of N records (checkpoint only), copied "
+	       "for each start;\ntdbd (daemon mode) recovers it; tdbd "
+	       "--backend kernel recovers it into its mirror\nand restores "
+	       "it into a fresh tdb.ko (%s", opt.ko);
+	for (unsigned int i = 0; i < opt.nko_args; i++)
+		printf(" %s", opt.ko_args[i]);
+	printf("); medians of %u run%s\n", opt.rst_runs,
+	       opt.rst_runs == 1 ? "" : "s");
+	for (unsigned int i = 0; i < opt.nrst; i++) {
+		uint64_t n = opt.rst_records[i];
+		struct rst_run dr[RUNS_MAX], kr[RUNS_MAX];
+
+		printf("\n%" PRIu64 " records (%u B keys, %u B values)\n", n,
+		       KEY_LEN, opt.vsize);
+		fprintf(stderr, "tdb-bench-durable: restore: making %" PRIu64
+			" records\n", n);
+		tdbd_init(&src, "rsrc");
+		tdbd_init(&dd, "rdaemon");
+		tdbd_init(&kd, "rkernel");
+		kd.kernel = true;
+		rst_make(&src, n);
+		for (unsigned int r = 0; r < opt.rst_runs; r++) {
+			/* alternate which goes first */
+			if (r % 2) {
+				rst_start(&kd, src.data, n, &kr[r]);
+				rst_start(&dd, src.data, n, &dr[r]);
+			} else {
+				rst_start(&dd, src.data, n, &dr[r]);
+				rst_start(&kd, src.data, n, &kr[r]);
+			}
+			nftw(dd.data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+			nftw(kd.data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		}
+		ko_reload();    /* its tables' memory back */
+		nftw(src.data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		rst_print(n, dr, kr, opt.rst_runs);
+	}
+	printf("  From tdbd's log lines as they came (read every ms): pre: "
+	       "spawn -> \"recovering:\n  loading the checkpoint\".  ckpt: "
+	       "-> \"checkpoint at LSN ...: N records\" (tdbd's\n  recovery; "
+	       "in kernel mode its mirror's).  claim: -> \"tdb.ko has no "
+	       "tables yet\"\n  (/dev/tdb opened, role claimed, log ring "
+	       "mapped).  restore: kernel mode's\n  \"restored ... into tdb.ko "
+	       "in X ms\".  ready: spawn -> the socket accepts (tdbd) or\n  "
+	       "\"supervising tdb.ko\" (kernel mode: clients admitted).  A "
+	       "checkpoint-only data\n  dir: tdbd logs no duration for that "
+	       "recovery (only WAL replays say \"in X ms\").\n  Files in the "
+	       "page cache unless --drop-caches.\n");
+	fflush(stdout);
+}
+
 static void print_header(void)
 {
 	char cpu[256], fs[1024], disk[512], load[128], huge[32];
@@ -2174,18 +2507,33 @@ static void usage(FILE *f)
 "  -n, --keys N           keys in both stores for part 1 (default 1000000)\n"
 "  -s, --seconds S        length of a put cell (default 3)\n"
 "  -p, --procs LIST       client processes (default 1,8,32)\n"
-"  -m, --systems LIST     always,batch,none,lmdb (default all)\n"
+"  -m, --systems LIST     always,batch,none,kernel,lmdb (default all but\n"
+"                         kernel: tdb.ko with tdbd --backend kernel --sync\n"
+"                         always as its supervisor, clients on /dev/tdb;\n"
+"                         root, tdb.ko loaded: run-bench.sh --durable)\n"
 "  -r, --runs R           part 1 runs; medians (default 3)\n"
 "  -N, --records N        records in the checkpoint (default 10M)\n"
 "  -W, --wal-records N    records in the WAL only (default 1M)\n"
 "  -R, --recovery-runs R  timed restarts (default 3)\n"
 "  -L, --load-procs P     processes loading part 2's records (default 2)\n"
-"  -o, --only PART        puts, recovery or ckpt (default puts and recovery;\n"
+"  -o, --only PARTS       puts, recovery, ckpt, restore, or several\n"
+"                         joined by '+' (default puts+recovery).\n"
 "                         ckpt: --records written whole, then rewritten\n"
 "                         --ckpt-rounds times: checkpoint time and\n"
 "                         records/s, file size, SIGTERM time, also in\n"
-"                         the middle of a checkpoint)\n"
+"                         the middle of a checkpoint.  restore: a data\n"
+"                         dir of N records made once per size, then per\n"
+"                         run a start of tdbd on a copy against one of\n"
+"                         tdbd --backend kernel on a copy into a fresh\n"
+"                         tdb.ko: times, records/s, ratios\n"
 "      --ckpt-rounds N    rewrites in --only ckpt (default 3)\n"
+"      --restore-records LIST  sizes for --only restore (default 1M,10M)\n"
+"      --restore-runs R   starts of each per size (default 3)\n"
+"      --ko PATH          tdb.ko, insmod'ed afresh (after rmmod tdb) before\n"
+"                         each kernel-mode restore (default\n"
+"                         /lib/modules/tdb.ko, the qemu guest's)\n"
+"      --ko-arg P=V       a module parameter for that insmod (repeatable;\n"
+"                         e.g. max_memory_mb=8192 for 10M records)\n"
 "  -q, --quick            small: 20k keys, 1 s cells, 1 run, 200k + 20k\n"
 "                         records, 2 restarts (options after it override)\n"
 "  -T, --tdbd PATH        the tdbd (default: $TDBD, else the build tree's)\n"
@@ -2196,9 +2544,13 @@ static void usage(FILE *f)
 "  -k, --keep             keep the temp dir (data dirs, tdbd logs)\n"
 "  -S, --strict           exit 77 if there is no tdbd (for the tests)\n"
 "  -v, --verbose          tdbd's log lines on stderr\n"
-"      --csv FILE         also write part 1's figures to FILE as CSV\n"
+"      --csv FILE         also write part 1's and restore's figures to\n"
+"                         FILE as CSV\n"
 "                         (bench/common/csv.h, bench/summary/make-charts.sh)\n"
 "  -h, --help             this text\n"
+"Lists are split at ',' or '+'.  With no arguments, the options come from\n"
+"$TDB_BENCH_DURABLE_ARGS split at ',' (the qemu guest's way) and the\n"
+"report is framed by DURABLE-BEGIN / DURABLE-END lines.\n"
 "Numbers take k/K (1000) and m/M (10^6).  --tdbd-arg goes to every tdbd\n"
 "start, after the benchmark's own options (the later wins: -A\n"
 "--checkpoint-wal-size -A 256M lifts part 2's checkpoint hold-off).\n"
@@ -2233,24 +2585,103 @@ static void parse_systems(const char *s)
 
 	snprintf(buf, sizeof(buf), "%s", s);
 	memset(opt.sys_on, 0, sizeof(opt.sys_on));
-	for (char *t = strtok_r(buf, ",", &save); t;
-	     t = strtok_r(NULL, ",", &save)) {
+	for (char *t = strtok_r(buf, ",+", &save); t;
+	     t = strtok_r(NULL, ",+", &save)) {
 		int k;
 
 		for (k = 0; k < S_N && strcmp(t, sys_key[k]); k++)
 			;
 		if (k == S_N) {
 			fprintf(stderr, "tdb-bench-durable: unknown system "
-				"'%s' (always, batch, none, lmdb)\n", t);
+				"'%s' (always, batch, none, kernel, "
+				"lmdb)\n", t);
 			exit(2);
 		}
 		opt.sys_on[k] = true;
 	}
 }
 
+/* --only: parts, split at ',' or '+'. */
+static void parse_parts(const char *s)
+{
+	static const char *const names[] = { "puts", "recovery", "ckpt",
+					      "restore" };
+	bool *flags[] = { &opt.do_puts, &opt.do_recovery, &opt.do_ckpt,
+			  &opt.do_restore };
+	char buf[128], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (unsigned int i = 0; i < 4; i++)
+		*flags[i] = false;
+	for (char *t = strtok_r(buf, ",+", &save); t;
+	     t = strtok_r(NULL, ",+", &save)) {
+		unsigned int i;
+
+		for (i = 0; i < 4 && strcmp(t, names[i]); i++)
+			;
+		if (i == 4) {
+			fprintf(stderr, "tdb-bench-durable: --only puts, "
+				"recovery, ckpt or restore (or several: "
+				"puts+restore)\n");
+			exit(2);
+		}
+		*flags[i] = true;
+	}
+}
+
+static void parse_sizes(const char *s)
+{
+	char buf[128], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	opt.nrst = 0;
+	for (char *t = strtok_r(buf, ",+", &save); t;
+	     t = strtok_r(NULL, ",+", &save)) {
+		if (opt.nrst == 4) {
+			fprintf(stderr, "tdb-bench-durable: at most 4 "
+				"--restore-records sizes\n");
+			exit(2);
+		}
+		opt.rst_records[opt.nrst++] = parse_num(t, "records", 1,
+							1000000000ull);
+	}
+	if (!opt.nrst)
+		exit(2);
+}
+
+/* No arguments and $TDB_BENCH_DURABLE_ARGS: those, split at commas
+ * (run-qemu.sh's --env cannot carry spaces); the report is framed. */
+static void env_args(int *argc, char ***argv)
+{
+	static char *eargv[64];
+	const char *env = getenv("TDB_BENCH_DURABLE_ARGS");
+	char *s, *tok, *save = NULL;
+	int n = 0;
+
+	if (*argc != 1 || !env || !*env)
+		return;
+	if (!(s = strdup(env)))
+		exit(1);
+	eargv[n++] = (*argv)[0];
+	for (tok = strtok_r(s, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == 63) {
+			fprintf(stderr, "tdb-bench-durable: too many options "
+				"in TDB_BENCH_DURABLE_ARGS\n");
+			exit(2);
+		}
+		eargv[n++] = tok;
+	}
+	eargv[n] = NULL;
+	*argc = n;
+	*argv = eargv;
+	opt.markers = true;
+}
+
 static void parse_args(int argc, char **argv)
 {
-	enum { O_DROP = 256, O_TMPFS, O_CSV };
+	enum { O_DROP = 256, O_TMPFS, O_CSV, O_RREC, O_RRUNS, O_KO,
+	       O_KOARG };
 	static const struct option lo[] = {
 		{ "dir", required_argument, NULL, 'd' },
 		{ "keys", required_argument, NULL, 'n' },
@@ -2273,6 +2704,10 @@ static void parse_args(int argc, char **argv)
 		{ "strict", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "csv", required_argument, NULL, O_CSV },
+		{ "restore-records", required_argument, NULL, O_RREC },
+		{ "restore-runs", required_argument, NULL, O_RRUNS },
+		{ "ko", required_argument, NULL, O_KO },
+		{ "ko-arg", required_argument, NULL, O_KOARG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2302,8 +2737,8 @@ static void parse_args(int argc, char **argv)
 
 			snprintf(buf, sizeof(buf), "%s", optarg);
 			opt.nprocs = 0;
-			for (char *t = strtok_r(buf, ",", &save); t;
-			     t = strtok_r(NULL, ",", &save)) {
+			for (char *t = strtok_r(buf, ",+", &save); t;
+			     t = strtok_r(NULL, ",+", &save)) {
 				if (opt.nprocs == 8) {
 					fprintf(stderr, "tdb-bench-durable: "
 						"at most 8 process counts\n");
@@ -2337,21 +2772,7 @@ static void parse_args(int argc, char **argv)
 			opt.load_procs = (unsigned int)parse_num(optarg,
 						"load procs", 1, PROCS_MAX);
 			break;
-		case 'o':
-			if (!strcmp(optarg, "puts")) {
-				opt.do_recovery = false;
-			} else if (!strcmp(optarg, "recovery")) {
-				opt.do_puts = false;
-			} else if (!strcmp(optarg, "ckpt")) {
-				opt.do_puts = false;
-				opt.do_recovery = false;
-				opt.do_ckpt = true;
-			} else {
-				fprintf(stderr, "tdb-bench-durable: --only "
-					"puts, recovery or ckpt\n");
-				exit(2);
-			}
-			break;
+		case 'o': parse_parts(optarg); break;
 		case 'q':
 			opt.keys = 20000;
 			opt.secs = 1;
@@ -2376,6 +2797,20 @@ static void parse_args(int argc, char **argv)
 		case O_DROP: opt.drop_caches = true; break;
 		case O_TMPFS: opt.allow_tmpfs = true; break;
 		case O_CSV: opt.csv = optarg; break;
+		case O_RREC: parse_sizes(optarg); break;
+		case O_RRUNS:
+			opt.rst_runs = (unsigned int)parse_num(optarg, "runs",
+							       1, RUNS_MAX);
+			break;
+		case O_KO: opt.ko = optarg; break;
+		case O_KOARG:
+			if (opt.nko_args == 8) {
+				fprintf(stderr, "tdb-bench-durable: at most 8 "
+					"--ko-arg\n");
+				exit(2);
+			}
+			opt.ko_args[opt.nko_args++] = optarg;
+			break;
 		case 'k': opt.keep = true; break;
 		case 'S': opt.strict = true; break;
 		case 'v': opt.verbose = true; break;
@@ -2395,6 +2830,27 @@ static void parse_args(int argc, char **argv)
 	}
 }
 
+/* tdbd warns when RLIMIT_NOFILE cannot hold max-clients (1024)
+ * clients' descriptors (the qemu guest's is 4096): as root, raise it
+ * (as systemd's LimitNOFILE= would), else take the hard limit. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur < 65536) {
+		struct rlimit want = { 65536, 65536 };
+
+		if (rl.rlim_max > 65536)
+			want.rlim_max = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &want)) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -2405,8 +2861,14 @@ int main(int argc, char **argv)
 	double steal, o;
 	int rc;
 
+	env_args(&argc, &argv);
 	parse_args(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* the qemu guest exports TDB_BACKEND=kernel: tdbd's clients name
+	 * its socket, tdb.ko's ask for TDBC_KERNEL */
+	unsetenv(TDBC_BACKEND_ENV);
+	if (opt.markers)
+		printf("DURABLE-BEGIN\n");
 	if (!(bin = find_tdbd())) {
 		fprintf(stderr, "tdb-bench-durable: no tdbd (give --tdbd PATH "
 			"or set $TDBD)\n");
@@ -2422,6 +2884,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	raise_nofile();
 
 	if (!realpath(opt.dir, base))
 		die("--dir %s: %s", opt.dir, strerror(errno));
@@ -2449,6 +2912,10 @@ int main(int argc, char **argv)
 		die("out of memory for the workers' results");
 
 	print_header();
+	/* framed, "-" goes to a file printed at the end (its rows would
+	 * come in the middle of the report) */
+	if (opt.markers && opt.csv && !strcmp(opt.csv, "-"))
+		opt.csv = CSV_TMP;
 	if (opt.csv && !(csv = bench_csv_open(opt.csv, argc, argv)))
 		die("--csv %s", opt.csv);
 	cpu_sample(&c0);
@@ -2458,6 +2925,8 @@ int main(int argc, char **argv)
 		recovery_phase();
 	if (opt.do_ckpt)
 		ckpt_phase();
+	if (opt.do_restore)
+		restore_phase();
 	cpu_sample(&c1);
 	o = cpu_others(&c0, &c1, &steal);
 	printf("\nTotal %.0f s", now() - t0);
@@ -2484,6 +2953,20 @@ int main(int argc, char **argv)
 	rc = anomalies ? 3 : 0;
 	if (bench_csv_close(csv, opt.csv))
 		rc = 1;
+	if (opt.markers && csv && !strcmp(opt.csv, CSV_TMP)) {
+		FILE *f = fopen(CSV_TMP, "r");
+		char line[1024];
+
+		printf("DURABLE-CSV-BEGIN\n");
+		while (f && fgets(line, sizeof(line), f))
+			fputs(line, stdout);
+		printf("DURABLE-CSV-END\n");
+		if (f)
+			fclose(f);
+		unlink(CSV_TMP);
+	}
 	cleanup();
+	if (opt.markers)
+		printf("DURABLE-END\n");
 	return rc;
 }

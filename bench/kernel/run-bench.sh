@@ -24,6 +24,23 @@
 #                 --csv -, cut from the serial log; the "kernel" area of
 #                 bench/summary/make-charts.sh), with a "# host:" line
 #
+# Durable mode (docs/BENCHMARKS.md, "Durable kernel-resident tables"):
+#
+#   bench/kernel/run-bench.sh --durable [--build DIR] [--disk-size G]
+#                             [--disk-dir DIR] [--mem MB] [--timeout S]
+#                             [--log FILE] [--csv FILE] [-- ARGS...]
+#
+#   tdb-bench-durable (bench/durable) in the guest instead, on an ext4
+#   disk image made here (--disk-size GiB, default 8, in --disk-dir,
+#   default /var/tmp, removed after) attached by run-qemu.sh --disk and
+#   mounted on /data, so that fdatasync reaches a real file.  ARGS go to
+#   tdb-bench-durable after "--dir /data --tdbd TDBD" (no spaces or
+#   commas in them; lists take '+': --systems always+kernel+lmdb).
+#   Default ARGS: --only puts --systems always+kernel+lmdb --keys 100k
+#   --runs 3.  Restore: -- --only restore --restore-records 1M+10M
+#   --ko-arg max_memory_mb=8192 (and --mem to fit both copies).
+#   --mem MB      guest memory (default 4096)
+#
 # Not a test: benchmarks are run by hand (docs/BENCHMARKS.md section 6).
 # Under TCG every figure is emulation speed; only the ratios between the
 # two backends measured in the same boot mean anything.
@@ -31,8 +48,65 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# --durable: tdb-bench-durable in the guest on a disk image; the report
+# is what it prints between DURABLE-BEGIN and DURABLE-END (kernel
+# messages taken out), its CSV between DURABLE-CSV-BEGIN and -END.
+durable_run() {
+	bench=$build/bench/durable/tdb-bench-durable
+	for f in "$ko" "$tdbd" "$bench"; do
+		[ -e "$f" ] || { echo "run-bench: $f missing (meson setup DIR -Dkmod=enabled; ninja -C DIR)" >&2; return 1; }
+	done
+	command -v mkfs.ext4 >/dev/null ||
+		{ echo "run-bench: mkfs.ext4 missing (apt-get install e2fsprogs)" >&2; return 1; }
+	[ $# -gt 0 ] || set -- --only puts --systems always+kernel+lmdb \
+		--keys 100k --runs 3
+	args="--dir,/data,--tdbd,$tdbd${csv:+,--csv,-}"
+	for a in "$@"; do
+		case "$a" in
+		*,*|*" "*) echo "run-bench: '$a': no commas or spaces (lists take '+')" >&2; return 2 ;;
+		esac
+		args="$args,$a"
+	done
+	img=$(mktemp "$disk_dir/tdb-bench-durable.XXXXXX.img")
+	truncate -s "${disk_size}G" "$img"
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img" ||
+		{ rm -f "$img"; return 1; }
+	keep_log=$log
+	[ -n "$log" ] || log=$(mktemp /tmp/tdb-bench-durable.XXXXXX.log)
+	echo "host: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs;" \
+		"$(qemu-system-x86_64 --version | head -n 1), -accel tcg -smp 2 -m $mem;" \
+		"disk: ${disk_size} GiB raw image in $disk_dir (virtio-blk, cache=writeback, ext4)"
+	st=0
+	"$top/tests/kernel/run-qemu.sh" --ko "$ko" --timeout "$timeout_s" \
+		--mem "$mem" --disk "$img" --log "$log" --extra "$tdbd" \
+		--env "TDB_BENCH_DURABLE_ARGS=$args" \
+		-- "$bench" > "$log.verdict" 2>&1 || st=$?
+	rm -f "$img"
+	sed -n '/^DURABLE-BEGIN/,/^DURABLE-END/p' "$log" |
+		sed '/^DURABLE-CSV-BEGIN/,/^DURABLE-CSV-END/d' |
+		sed '/^DURABLE-/d; /^\[ *[0-9.]*\] /d'
+	if [ -n "$csv" ]; then
+		sed -n '/^DURABLE-CSV-BEGIN/,/^DURABLE-CSV-END/p' "$log" |
+			sed '/^DURABLE-/d; /^\[ *[0-9.]*\] /d' > "$log.csv"
+		{
+			sed -n '/^#/p' "$log.csv"
+			echo "# host: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs; $(qemu-system-x86_64 --version | head -n 1), -accel tcg -smp 2 (emulated: only the ratios mean anything)"
+			sed '/^#/d' "$log.csv"
+		} > "$csv"
+		rm -f "$log.csv"
+	fi
+	tail -n 1 "$log.verdict"
+	if [ "$st" != 0 ]; then
+		cat "$log.verdict" >&2
+		echo "run-bench: run-qemu.sh exited $st (serial log $log)" >&2
+	fi
+	rm -f "$log.verdict"
+	[ -n "$keep_log" ] || [ "$st" != 0 ] || rm -f "$log"
+	return "$st"
+}
+
 build=./build runs=5 keys=100000 ops=20000 batch=32 timeout_s=1800 log=
-csv=
+csv= durable= disk_size=8 disk_dir=/var/tmp mem=4096
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) build=$2; shift 2 ;;
@@ -43,7 +117,12 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout_s=$2; shift 2 ;;
 	--log) log=$2; shift 2 ;;
 	--csv) csv=$2; shift 2 ;;
-	-h|--help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	--durable) durable=1; shift ;;
+	--disk-size) disk_size=$2; shift 2 ;;
+	--disk-dir) disk_dir=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--) shift; break ;;
+	-h|--help) sed -n '2,46s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "run-bench: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -51,6 +130,11 @@ done
 build=$(cd "$build" && pwd)
 ko=$build/kmod/tdb.ko
 tdbd=$build/src/daemon/tdbd
+if [ -n "$durable" ]; then
+	durable_run "$@"
+	exit $?
+fi
+[ $# -eq 0 ] || { echo "run-bench: arguments after -- are for --durable" >&2; exit 2; }
 bench=$build/bench/kernel/tdb-bench-kdev
 for f in "$ko" "$tdbd" "$bench"; do
 	[ -e "$f" ] || { echo "run-bench: $f missing (meson setup DIR -Dkmod=enabled; ninja -C DIR)" >&2; exit 1; }
