@@ -2962,9 +2962,14 @@ int main(int argc, char **argv)
 		       pages_seen == 3 ? ": the figures are not comparable" :
 		       ".");
 	}
-	bench_csv_note(csv, "part 1 (puts): medians of %u run(s), %u keys, "
-		       "%.1f s cells; %u anomalies", opt.runs, opt.keys,
-		       opt.secs, anomalies);
+	if (opt.do_puts)
+		bench_csv_note(csv, "part 1 (puts): medians of %u run(s), %u "
+			       "keys, %.1f s cells", opt.runs, opt.keys,
+			       opt.secs);
+	if (opt.do_restore)
+		bench_csv_note(csv, "restore: medians of %u run(s) per size",
+			       opt.rst_runs);
+	bench_csv_note(csv, "%u anomalies", anomalies);
 	rc = anomalies ? 3 : 0;
 	if (bench_csv_close(csv, opt.csv))
 		rc = 1;
