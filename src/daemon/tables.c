@@ -225,7 +225,7 @@ static void stats(void *arg, struct tdb_proto_counters *k)
 	struct tdbd *d = arg;
 
 #define LD(x) __atomic_load_n(&d->ctr.x, __ATOMIC_RELAXED)
-	k->present |= 0x3fffffc;        /* TDB_CTR_A_TABLES .. TABLES_ASIDE */
+	k->present |= 0x7fffffc;        /* TDB_CTR_A_TABLES .. WAL_SYNCS */
 	k->stuck = LD(stuck);
 	k->throttled = LD(throttled);
 	k->wal_records = LD(wal_records);
