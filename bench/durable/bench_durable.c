@@ -1349,6 +1349,14 @@ static void run_cell(enum sys s, struct tdbd *d, unsigned int pi,
 			       (double)(st1.wal_syncs - st0.wal_syncs);
 	}
 	r->ckpts = (unsigned int)(st1.checkpoints - st0.checkpoints);
+	/* sync always fdatasyncs for every group of puts: a STATS without
+	 * wal_syncs (the flush figures fall back to the disk's) is flagged */
+	if (s == S_ALWAYS && ops && st1.wal_syncs == st0.wal_syncs) {
+		printf("  ANOMALY: tdbd's STATS wal_syncs did not move during "
+		       "%" PRIu64 " synced puts (flush/s is the disk's)\n",
+		       ops);
+		anomalies++;
+	}
 	/* others: the machine's busy time less ours (the workers are
 	 * reaped, so counted as ours; tdbd is not yet: take it out) */
 	r->others = cpu_others(&m0, &m1, &steal);
