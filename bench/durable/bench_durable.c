@@ -1585,16 +1585,18 @@ static void puts_phase(void)
 				continue;
 			if (IS_TDB(s)) {
 				struct tdbc *c;
+				uint64_t n;
 
 				tdbd_start(d, s == S_KERNEL ? "always" :
 					   sys_key[s], false);
 				c = tdbd_wait_ready(d, 300);
 				restart_s[s] += d->t_ready - d->t_spawn;
 				nrestart[s]++;
-				if (table_count(c, d->kernel) != opt.keys)
+				n = table_count(c, d->kernel);
+				if (n != opt.keys)
 					die("tdb holds %" PRIu64 " records "
-					    "after a restart, not %u",
-					    table_count(c, d->kernel), opt.keys);
+					    "after a restart, not %u", n,
+					    opt.keys);
 				tdbc_close(c);
 			}
 			for (unsigned int pi = 0; pi < opt.nprocs; pi++)
