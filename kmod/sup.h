@@ -81,4 +81,9 @@ void tdbk_dev_durable(u64 lsn);
 /* Answers held now, and held answers that timed out since load. */
 void tdbk_dev_held_stats(u64 *held, u64 *timed_out);
 
+/* genl.c: the same for generic netlink, whose changes wait for
+ * durability in their doit: wake them, and count them. */
+void tdbk_genl_durable(void);
+void tdbk_genl_held_stats(u64 *held, u64 *timed_out);
+
 #endif
