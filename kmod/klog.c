@@ -133,9 +133,10 @@ static int log_alloc(void)
 		pr_warn_ratelimited("TDB_IOC_SUP_CLAIM of pid %d refused: the "
 				    "change log ring (log_ring_mb=%u) does not "
 				    "fit in max_memory_mb=%lu (%lu MiB in use "
-				    "by tables and feeds): raise max_memory_mb or lower "
-				    "log_ring_mb\n", task_tgid_nr(current),
-				    log_ring_mb, tdbk_mem_limit() >> 20,
+				    "by tables and feeds): raise max_memory_mb "
+				    "or lower log_ring_mb\n",
+				    task_tgid_nr(current), log_ring_mb,
+				    tdbk_mem_limit() >> 20,
 				    tdbk_mem_used() >> 20);
 		return -ENOSPC;
 	}
