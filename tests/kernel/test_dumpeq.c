@@ -559,9 +559,31 @@ static void compare(const char *when)
 	}
 }
 
+/* A failed test leaves no tdbd behind (the supervising one would keep
+ * tdb.ko from unloading for the tests after this one). */
+static pid_t main_pid;
+
+static void cleanup(void)
+{
+	struct daemon *d[] = { &kd, &dd };
+	unsigned int i;
+
+	if (getpid() != main_pid)
+		return;
+	for (i = 0; i < 2; i++) {
+		if (d[i]->pid <= 0)
+			continue;
+		kill(d[i]->pid, SIGKILL);
+		waitpid(d[i]->pid, NULL, 0);
+		d[i]->pid = -1;
+	}
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	main_pid = getpid();
+	atexit(cleanup);
 	tdbd = getenv("TDB_KTEST_TDBD");
 	dump = getenv("TDB_KTEST_DUMP");
 	if (!tdbd || !*tdbd || !dump || !*dump) {

@@ -24,6 +24,7 @@
  *     max_memory_mb is raised.
  * It leaves a fresh tdb.ko loaded (no tables, no supervisor).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -51,6 +52,7 @@
 
 static const char *tdbd;
 static pid_t tdbd_pid = -1;
+static pid_t main_pid;
 static unsigned int starts;
 
 #define FAIL(...) do { fprintf(stderr, "test_supack: FAIL: " __VA_ARGS__); \
@@ -149,6 +151,44 @@ static void tdbd_start(const char *sync, const char *deadline)
 	}
 	system("tail -n 40 " LOG_FILE " >&2");
 	FAIL("tdbd did not start supervising (start %u)", starts);
+}
+
+/* SIGSTOP, and wait until every thread of tdbd has stopped (the
+ * signal is only sent when kill() returns). */
+static void tdbd_pause(void)
+{
+	char path[64], stat[512], *p;
+	unsigned int i, running = 1;
+	struct dirent *e;
+	FILE *f;
+	DIR *d;
+
+	CHECK(!kill(tdbd_pid, SIGSTOP), "SIGSTOP tdbd");
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)tdbd_pid);
+	for (i = 0; i < 5000 && running; i++) {
+		d = opendir(path);
+		CHECK(d, "%s: %s", path, strerror(errno));
+		running = 0;
+		while ((e = readdir(d))) {
+			char sp[400];
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(sp, sizeof(sp), "%s/%s/stat", path, e->d_name);
+			f = fopen(sp, "r");
+			if (!f)
+				continue;       /* a thread that ended */
+			if (fgets(stat, sizeof(stat), f) &&
+			    (p = strrchr(stat, ')')) && p[1] == ' ' &&
+			    p[2] != 'T' && p[2] != 't')
+				running++;
+			fclose(f);
+		}
+		closedir(d);
+		if (running)
+			msleep(1);
+	}
+	CHECK(!running, "tdbd did not stop in 5 s after SIGSTOP");
 }
 
 static void tdbd_stop(int sig)
@@ -336,11 +376,14 @@ static void held_while_stopped(enum op op, unsigned int i)
 	struct answer a;
 	uint64_t ms, t;
 
-	CHECK(!kill(tdbd_pid, SIGSTOP), "SIGSTOP tdbd");
+	tdbd_pause();
 	p = op_start(op, i);
-	CHECK(!op_answered(&p, STOP_MS), "genl %s acknowledged within %u ms "
-	      "while tdbd (sync always) was stopped: not durable yet",
-	      op_name[op], STOP_MS);
+	if (op_answered(&p, STOP_MS)) {
+		a = op_finish(&p, &ms);
+		FAIL("genl %s answered in %llu ms while tdbd (sync always) "
+		     "was stopped, not durable yet: %d \"%s\"", op_name[op],
+		     (unsigned long long)ms, a.err, a.msg);
+	}
 	switch (op) {
 	case OP_PUT:
 		CHECK(has_key(i), "genl put: not applied while held");
@@ -425,9 +468,10 @@ static void acks(void)
 	held_while_stopped(OP_CREATE, 1);
 
 	/* 2. a fatal signal ends the wait (the deadline is 10 s) */
-	CHECK(!kill(tdbd_pid, SIGSTOP), "SIGSTOP tdbd");
+	tdbd_pause();
 	p = op_start(OP_PUT, 4);
-	CHECK(!op_answered(&p, STOP_MS), "put acknowledged while stopped");
+	CHECK(!op_answered(&p, STOP_MS), "genl put answered while tdbd "
+	      "(sync always) was stopped");
 	CHECK(has_key(4), "put 4 not applied");
 	ms = now_ms();
 	kill(p.pid, SIGKILL);
@@ -445,7 +489,7 @@ static void acks(void)
 	st0 = stats();
 	tdbd_stop(SIGTERM);
 	tdbd_start("always", "1s");
-	CHECK(!kill(tdbd_pid, SIGSTOP), "SIGSTOP tdbd");
+	tdbd_pause();
 	times_out(5, "the supervisor (tdbd) did not report it durable");
 	tdbd_stop(SIGKILL);
 	times_out(6, "no supervisor (tdbd) is attached");
@@ -458,7 +502,7 @@ static void acks(void)
 
 	/* 4. sync batch answers at once */
 	tdbd_start("batch", "10s");
-	CHECK(!kill(tdbd_pid, SIGSTOP), "SIGSTOP tdbd");
+	tdbd_pause();
 	p = op_start(OP_PUT, 7);
 	CHECK(op_answered(&p, 5000), "sync batch: genl put not answered "
 	      "in 5 s while tdbd was stopped");
@@ -556,9 +600,23 @@ static void ring_memory(void)
 	printf("test_supack: the 16 MiB ring counts in max_memory_mb\n");
 }
 
+/* A failed test leaves no tdbd behind (it would keep tdb.ko from
+ * unloading for the tests after this one). */
+static void cleanup(void)
+{
+	if (getpid() != main_pid || tdbd_pid <= 0)
+		return;
+	kill(tdbd_pid, SIGKILL);
+	kill(tdbd_pid, SIGCONT);
+	waitpid(tdbd_pid, NULL, 0);
+	tdbd_pid = -1;
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	main_pid = getpid();
+	atexit(cleanup);
 	tdbd = getenv("TDB_KTEST_TDBD");
 	if (!tdbd || !*tdbd) {
 		fprintf(stderr, "test_supack: SKIP: no $TDB_KTEST_TDBD\n");
