@@ -416,6 +416,21 @@ static uint64_t verify_writers(const struct wstate *ws)
 	return count_acks(ws);
 }
 
+/* After a restore: tdb.ko's STATS show its log (the last LSN, at least
+ * min) all durable, as the supervisor said at the restore. */
+static void stats_check(uint64_t min)
+{
+	struct tdbc *c = connect_kernel();
+	struct tdbc_stats st;
+
+	CHECK(!tdbc_stats(c, &st), "stats: %s", tdbc_errmsg(c));
+	CHECK(st.wal_lsn >= min && st.wal_durable == st.wal_lsn,
+	      "tdb.ko's stats: wal_lsn %llu, wal_durable %llu (want "
+	      ">= %llu, equal)", (unsigned long long)st.wal_lsn,
+	      (unsigned long long)st.wal_durable, (unsigned long long)min);
+	tdbc_close(c);
+}
+
 /* n records, 256 in flight with sync always, through tdb.ko with tdbd
  * following, then tdb.ko reloaded and every record restored (its time
  * is tdbd's "restored ... records/s" line).  With the 1 MiB log ring
@@ -477,6 +492,7 @@ int main(void)
 	struct wstate *ws;
 	pid_t wp[WRITERS];
 	uint64_t acks;
+	struct tdbc_stats st;
 	struct tdbc *c;
 	struct tdbc_table *t = NULL;
 	char k[16], v[32];
@@ -516,6 +532,7 @@ int main(void)
 	tdbd_start();
 	CHECK(count_lines("restoring them") >= 2, "no restore at start");
 	CHECK(verify(NULL, 1000) == 1000, "restore");
+	stats_check(1001);
 	printf("test_supervise: restore at start: 1000 keys back\n");
 	bulk(getenv("TDB_KTEST_SUP_BULK") ?
 	     (unsigned int)strtoul(getenv("TDB_KTEST_SUP_BULK"), NULL, 10) :
@@ -549,6 +566,12 @@ int main(void)
 		CHECK(waitpid(wp[i], &status, 0) == wp[i], "waitpid writer");
 	}
 	acks = verify_writers(ws);      /* resident, before the reload */
+	c = connect_kernel();
+	CHECK(!tdbc_stats(c, &st), "stats: %s", tdbc_errmsg(c));
+	CHECK(st.cleanups >= WRITERS, "tdb.ko's stats count %llu dead "
+	      "clients cleaned up, not the %u writers killed",
+	      (unsigned long long)st.cleanups, WRITERS);
+	tdbc_close(c);
 	tdbd_stop(SIGTERM);
 	reload_module();
 	tdbd_start();
