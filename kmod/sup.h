@@ -48,6 +48,7 @@ u64 tdbk_log_prod(void);
 size_t tdbk_log_map_size(void);
 int tdbk_log_mmap(struct vm_area_struct *vma, u64 in);
 void tdbk_log_stats(struct tdb_sup_stats *s);
+bool tdbk_log_counters(u64 *records, u64 *last_lsn, u64 *durable);
 bool tdbk_log_allocated(void);
 
 /* --- sup.c: the role --------------------------------------------------- */
