@@ -508,8 +508,9 @@ if command -v script >/dev/null; then
 	[ ! -s "$dir/tty.out" ] || fail "-q: $(head -c 300 "$dir/tty.out")"
 fi
 
-# --- --sort: deterministic dumps -------------------------------------------------
+# --- --sort: deterministic dumps ---------------------------------------------
 note "--sort: key order, the same bytes from two tdbd, round trip"
+tab=$(printf '\t')
 # extra_tdbd NAME: start another tdbd on $dir/NAME.sock (killed at exit)
 extra_tdbd() {
 	"$tdbd" --config "$dir/empty.conf" --socket "$dir/$1.sock" \
@@ -544,13 +545,15 @@ reverse_records() {
 # edge keys, in bytevalue: NUL and 0xff bytes, keys that are prefixes of
 # others (00 < 0000 < 000000 < the generator's 00000000..., ff < ff00 <
 # ffff), one byte apart (0100 < 01ff)
-edge=' ff\n 65\n 00\n 61\n ffff\n 66\n 0000\n 62\n ff00\n 67\n 000000\n 63\n 01ff\n 68\n 0100\n 69\n 7f\n \n 80\n 6a\n'
+edge=' ff\n 65\n 00\n 61\n ffff\n 66\n 0000\n 62\n ff00\n 67\n'
+edge="$edge"' 000000\n 63\n 01ff\n 68\n 0100\n 69\n 7f\n \n 80\n 6a\n'
 {
 	"$helper" gen 7 3000 srt --maxval 200 --maxkey 64 | sed '$d'
 	printf "$edge"
 	echo DATA=END
 	"$helper" gen 8 500 srt_print --print --maxkey 20
-	printf 'VERSION=3\nformat=bytevalue\ndatabase=srt_empty\ntype=btree\nHEADER=END\nDATA=END\n'
+	printf 'VERSION=3\nformat=bytevalue\ndatabase=srt_empty\n'
+	printf 'type=btree\nHEADER=END\nDATA=END\n'
 } >"$dir/s.txt"
 reverse_records "$dir/s.txt" >"$dir/s_rev.txt"
 norm "$dir/s.txt" >"$dir/s.norm"
@@ -563,30 +566,33 @@ extra_tdbd sb
 expect_rc 0 "$load" -S "$dir/sa.sock" -f "$dir/s.txt"
 expect_rc 0 "$load" -S "$dir/sb.sock" -b 7 -f "$dir/s_rev.txt"
 for form in "" -p; do
-	expect_rc 0 "$dump" -S "$dir/sa.sock" --sort $form -a -f "$dir/sa$form.txt"
+	a=$dir/sa$form.txt
+	b=$dir/sb$form.txt
+	expect_rc 0 "$dump" -S "$dir/sa.sock" --sort $form -a -f "$a"
 	no_err
-	expect_rc 0 "$dump" -S "$dir/sb.sock" -o $form -a -f "$dir/sb$form.txt"
+	expect_rc 0 "$dump" -S "$dir/sb.sock" -o $form -a -f "$b"
 	checks=$((checks + 1))
-	cmp -s "$dir/sa$form.txt" "$dir/sb$form.txt" ||
-		fail "tdb-dump --sort $form -a: two tdbd, the same records: not the same bytes ($(cmp "$dir/sa$form.txt" "$dir/sb$form.txt" 2>&1))"
+	cmp -s "$a" "$b" || fail "tdb-dump --sort $form -a: two tdbd, the" \
+		"same records: not the same bytes ($(cmp "$a" "$b" 2>&1))"
 done
 "$dump" -q -S "$dir/sa.sock" -a >"$dir/ua.txt"
 "$dump" -q -S "$dir/sb.sock" -a >"$dir/ub.txt"
-cmp -s "$dir/ua.txt" "$dir/ub.txt" && echo "   (the unsorted dumps happen to be the same too)"
+cmp -s "$dir/ua.txt" "$dir/ub.txt" &&
+	echo "   (the unsorted dumps happen to be the same too)"
 # srt_keys: the keys of table srt in the order of the sorted dump
 srt_keys() {
 	awk -F "$tab" '$1 == "srt" { print substr($2, 1, 8) }' "$dir/sa.norm"
 }
 # the order: the records of the input sorted by key with sort(1) in the
 # C locale on lowercase hex, which is bytewise with a prefix first
-tab=$(printf '\t')
 "$helper" norm "$dir/sa.txt" >"$dir/sa.norm"
 LC_ALL=C sort -t "$tab" -k1,1 -k2,2 "$dir/s.norm" >"$dir/s.keyorder"
 same "$dir/s.keyorder" "$dir/sa.norm" "tdb-dump --sort: records in key order"
 checks=$((checks + 1))
 [ "$(srt_keys | head -4 | tr '\n' ' ')" = "00 0000 000000 00000000 " ] &&
-	[ "$(srt_keys | tail -7 | tr '\n' ' ')" = "0100 01ff 7f 80 ff ff00 ffff " ] ||
-	fail "edge keys out of order: $(srt_keys | sed -n '1,4p;$p' | tr '\n' ' ')"
+	[ "$(srt_keys | tail -7 | tr '\n' ' ')" = \
+		"0100 01ff 7f 80 ff ff00 ffff " ] ||
+	fail "edge keys out of order: $(srt_keys | tr '\n' ' ' | head -c 300)"
 "$helper" norm "$dir/sa-p.txt" >"$dir/x.norm"
 same "$dir/s.keyorder" "$dir/x.norm" "tdb-dump --sort -p: records in key order"
 checks=$((checks + 1))
@@ -597,7 +603,7 @@ expect_rc 0 "$load" -S "$dir/sc.sock" -f "$dir/sa.txt"
 expect_rc 0 "$dump" -S "$dir/sc.sock" --sort -a -f "$dir/sc.txt"
 checks=$((checks + 1))
 cmp -s "$dir/sa.txt" "$dir/sc.txt" ||
-	fail "tdb-load of a sorted dump, dumped sorted again: not the same bytes"
+	fail "tdb-load of a sorted dump, dumped sorted again: other bytes"
 for s in sa sb sc; do
 	stop_tdbd $s
 done
@@ -630,7 +636,8 @@ if command -v script >/dev/null; then
 		>"$dir/tty.out" 2>&1 </dev/null
 	grep -q "/$nlarge records" "$dir/tty.out" &&
 		grep -q "tdb-dump: dumped $nlarge records" "$dir/tty.out" ||
-		fail "--sort: no bar or summary on a terminal: $(head -c 300 "$dir/tty.out")"
+		fail "--sort: no bar or summary on a terminal:" \
+			"$(head -c 300 "$dir/tty.out")"
 fi
 
 # --- the daemon ------------------------------------------------------------------
