@@ -440,8 +440,8 @@ boot() {	# last (0/1)
 		sed -n 's/.*: \([0-9]*\) refusal(s) so far.*/ refused>=\1/p')
 	secs=$((($(now_ms) - t_boot) / 1000))
 	say "PCRUN $backend $mode boot=$cycle secs=$secs" \
-		"check_at=${t_check:--}ms acked=$acked cut_ms=$delay" \
-		"$restored$refused" \
+		"check_at=${t_check:--}ms acked=$acked" \
+		"cut_ms=$delay$restored$refused" \
 		"${check_line:-(no check)}"
 }
 
