@@ -38,6 +38,7 @@
 
 #include "tdb/client.h"
 #include "tdb/kdev.h"
+#include "ksup.h"
 
 #define DIR         "/tmp/tdb-dumpeq"
 #define KDATA       DIR "/kernel"       /* the supervisor's data dir */
@@ -45,125 +46,30 @@
 #define DSOCK       DIR "/tdbd.sock"
 #define KLOG        DIR "/kernel.log"
 #define DLOG        DIR "/daemon.log"
-#define KO          "/lib/modules/tdb.ko"
 #define KO_ARGS     "log_ring_mb=8"     /* a 1 MiB value fits */
-#define START_WAIT  30000               /* x 10 ms */
 
 #define FAIL(...) do { fprintf(stderr, "test_dumpeq: FAIL: " __VA_ARGS__); \
 	fputc('\n', stderr); exit(1); } while (0)
 #define CHECK(c, ...) do { if (!(c)) FAIL(__VA_ARGS__); } while (0)
 
-static const char *tdbd, *dump;
+static const char *dump;
 
-struct daemon {
-	const char *name, *log;
-	pid_t pid;
-	unsigned int starts;
-};
+/* tdbd supervising tdb.ko, and tdbd alone */
+static struct ksup_tdbd kd = { .log = KLOG, .ready = KSUP_SUPERVISING,
+			       .pid = -1 };
+static struct ksup_tdbd dd = { .log = DLOG, .ready = "serving on " DSOCK,
+			       .pid = -1 };
 
-static struct daemon kd = { "kernel", KLOG, -1, 0 };
-static struct daemon dd = { "daemon", DLOG, -1, 0 };
-
-static void msleep(unsigned int ms)
+static void start(struct ksup_tdbd *d)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	const char *kav[] = { kd.path, "--backend", "kernel",
+		"--data-dir", KDATA, "--sync", "always",
+		"--config", "/dev/null", NULL };
+	const char *dav[] = { dd.path, "--socket", DSOCK,
+		"--data-dir", DDATA, "--sync", "always",
+		"--config", "/dev/null", NULL };
 
-	nanosleep(&ts, NULL);
-}
-
-static void sh(const char *cmd)
-{
-	int st = system(cmd);
-
-	CHECK(st == 0, "%s: status %#x", cmd, st);
-}
-
-static bool has_supervisor(void)
-{
-	int fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = !(ioctl(fd, TDB_IOC_SUP_READY, 0) < 0 && errno == ENOTTY);
-	close(fd);
-	return ok;
-}
-
-static void reload(const char *params)
-{
-	char cmd[256];
-	int i;
-
-	sh("rmmod tdb");
-	snprintf(cmd, sizeof(cmd), "insmod " KO " %s", params);
-	sh(cmd);
-	for (i = 0; i < 100 && access(TDB_DEV_PATH, F_OK); i++)
-		msleep(10);
-}
-
-static unsigned int count_lines(const char *file, const char *needle)
-{
-	char line[1024];
-	unsigned int n = 0;
-	FILE *f = fopen(file, "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		n += !!strstr(line, needle);
-	fclose(f);
-	return n;
-}
-
-static void start(struct daemon *d)
-{
-	bool kernel = d == &kd;
-	const char *ready = kernel ? "supervising tdb.ko (kernel mode" :
-			    "serving on " DSOCK;
-	unsigned int i;
-	int status;
-
-	d->pid = fork();
-	CHECK(d->pid >= 0, "fork");
-	if (!d->pid) {
-		int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		const char *kav[] = { tdbd, "--backend", "kernel",
-			"--data-dir", KDATA, "--sync", "always",
-			"--config", "/dev/null", NULL };
-		const char *dav[] = { tdbd, "--socket", DSOCK,
-			"--data-dir", DDATA, "--sync", "always",
-			"--config", "/dev/null", NULL };
-
-		dup2(fd, 2);
-		execv(tdbd, (char *const *)(kernel ? kav : dav));
-		_exit(127);
-	}
-	d->starts++;
-	for (i = 0; i < START_WAIT; i++) {
-		if (count_lines(d->log, ready) >= d->starts)
-			return;
-		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-			fprintf(stderr, "--- %s\n", d->log);
-			system("cat " KLOG " " DLOG " >&2");
-			FAIL("tdbd (%s) exited at start (status %#x)",
-			     d->name, status);
-		}
-		msleep(10);
-	}
-	system("tail -n 40 " KLOG " " DLOG " >&2");
-	FAIL("tdbd (%s) did not get ready (start %u)", d->name, d->starts);
-}
-
-static void stop(struct daemon *d)
-{
-	int status;
-
-	kill(d->pid, SIGTERM);
-	CHECK(waitpid(d->pid, &status, 0) == d->pid, "waitpid tdbd");
-	CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
-	      "tdbd (%s) stopped with status %#x", d->name, status);
-	d->pid = -1;
+	ksup_start(d, d == &kd ? kav : dav);
 }
 
 /* A connection to tdb.ko (/dev/tdb, rings) or to tdbd alone. */
@@ -174,16 +80,17 @@ static struct tdbc *conn(bool kernel)
 	int e, i;
 
 	setenv(TDBC_BACKEND_ENV, kernel ? "kernel" : "daemon", 1);
+	if (kernel)
+		return ksup_connect(0);
 	for (i = 0; i < 600; i++) {
-		e = tdbc_connect(&c, kernel ? NULL : DSOCK, 0, err,
-				 sizeof(err));
+		e = tdbc_connect(&c, DSOCK, 0, err, sizeof(err));
 		if (!e)
 			return c;
-		if (e != -EAGAIN && e != -ENOENT && e != -ECONNREFUSED)
+		if (e != -ENOENT && e != -ECONNREFUSED)
 			break;
-		msleep(100);    /* recovering, or the socket not there yet */
+		ksup_msleep(100);       /* the socket is not there yet */
 	}
-	FAIL("connect (%s): %s", kernel ? "kernel" : "daemon", err);
+	FAIL("connect to tdbd at " DSOCK ": %s", err);
 }
 
 /* --- the load: the same calls, the same answers, in both homes --------- */
@@ -508,7 +415,7 @@ static void run_dump(bool kernel, const char *opts, const char *path)
 		 "%s%s",
 		 kernel ? "kernel" : "daemon", dump, opts, path,
 		 kernel ? "" : "-S ", kernel ? "" : DSOCK);
-	sh(cmd);
+	ksup_sh(cmd);
 }
 
 /* Both homes' sorted dumps (the default form and -p) are the same
@@ -557,7 +464,7 @@ static pid_t main_pid;
 
 static void cleanup(void)
 {
-	struct daemon *d[] = { &kd, &dd };
+	struct ksup_tdbd *d[] = { &kd, &dd };
 	unsigned int i;
 
 	if (getpid() != main_pid)
@@ -576,21 +483,21 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	main_pid = getpid();
 	atexit(cleanup);
-	tdbd = getenv("TDB_KTEST_TDBD");
+	kd.path = dd.path = getenv("TDB_KTEST_TDBD");
 	dump = getenv("TDB_KTEST_DUMP");
-	if (!tdbd || !*tdbd || !dump || !*dump) {
+	if (!kd.path || !*kd.path || !dump || !*dump) {
 		fprintf(stderr, "test_dumpeq: SKIP: no $TDB_KTEST_TDBD or "
 			"$TDB_KTEST_DUMP\n");
 		return 77;
 	}
-	if (!has_supervisor()) {
+	if (!ksup_has_supervisor()) {
 		fprintf(stderr, "test_dumpeq: SKIP: tdb.ko has no supervisor "
 			"ioctls (TDB_IOC_SUP_*)\n");
 		return 77;
 	}
 	system("rm -rf " DIR);
 	CHECK(!mkdir(DIR, 0755), "mkdir " DIR ": %s", strerror(errno));
-	reload(KO_ARGS);
+	ksup_reload(KO_ARGS);
 	start(&kd);
 	start(&dd);
 	load(true);
@@ -598,20 +505,20 @@ int main(void)
 	compare("loaded");
 
 	/* tdb.ko's tables gone and restored by its tdbd */
-	stop(&kd);
-	reload(KO_ARGS);
+	ksup_stop(&kd, SIGTERM);
+	ksup_reload(KO_ARGS);
 	start(&kd);
-	CHECK(count_lines(KLOG, "restoring them") >= 2, "no restore");
+	CHECK(ksup_count_lines(KLOG, "restoring them") >= 2, "no restore");
 	compare("tdb.ko reloaded, restored");
 
 	/* tdbd alone restarted (its own recovery) */
-	stop(&dd);
+	ksup_stop(&dd, SIGTERM);
 	start(&dd);
 	compare("tdbd restarted");
 
-	stop(&kd);
-	stop(&dd);
-	reload("");
+	ksup_stop(&kd, SIGTERM);
+	ksup_stop(&dd, SIGTERM);
+	ksup_reload("");
 	system("rm -rf " DIR);
 	return 0;
 }

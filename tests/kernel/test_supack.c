@@ -41,186 +41,31 @@
 
 #include "tdb/client.h"
 #include "tdb/kdev.h"
+#include "ksup.h"
 
 #define DATA_DIR    "/tmp/tdb-supack"
 #define LOG_FILE    "/tmp/tdb-supack.log"
-#define KO          "/lib/modules/tdb.ko"
 #define TABLE       "ack"
 #define STOP_MS     300         /* no ack this long while tdbd is stopped */
 #define ANSWER_MS   30000       /* an ack that must come (TCG is slow) */
-#define START_WAIT  30000       /* x 10 ms */
 
-static const char *tdbd;
-static pid_t tdbd_pid = -1;
+static struct ksup_tdbd td = { .log = LOG_FILE, .ready = KSUP_SUPERVISING,
+			       .pid = -1 };
 static pid_t main_pid;
-static unsigned int starts;
 
 #define FAIL(...) do { fprintf(stderr, "test_supack: FAIL: " __VA_ARGS__); \
 	fputc('\n', stderr); exit(1); } while (0)
 #define CHECK(c, ...) do { if (!(c)) FAIL(__VA_ARGS__); } while (0)
 
-static void msleep(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static bool has_supervisor(void)
-{
-	int fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = !(ioctl(fd, TDB_IOC_SUP_READY, 0) < 0 && errno == ENOTTY);
-	close(fd);
-	return ok;
-}
-
-static void sh(const char *cmd)
-{
-	int st = system(cmd);
-
-	CHECK(st == 0, "%s: status %#x", cmd, st);
-}
-
-static void reload(const char *params)
-{
-	char cmd[256];
-	int i;
-
-	sh("rmmod tdb");
-	snprintf(cmd, sizeof(cmd), "insmod " KO " %s", params);
-	sh(cmd);
-	for (i = 0; i < 100 && access(TDB_DEV_PATH, F_OK); i++)
-		msleep(10);
-}
-
-static unsigned int count_lines(const char *needle)
-{
-	char line[1024];
-	unsigned int n = 0;
-	FILE *f = fopen(LOG_FILE, "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		n += !!strstr(line, needle);
-	fclose(f);
-	return n;
-}
-
 /* tdbd in kernel mode with this sync mode and client deadline; returns
  * once it supervises. */
 static void tdbd_start(const char *sync, const char *deadline)
 {
-	unsigned int i;
-	int status;
+	const char *av[] = { td.path, "--backend", "kernel",
+		"--data-dir", DATA_DIR, "--sync", sync,
+		"--client-deadline", deadline, "--config", "/dev/null", NULL };
 
-	tdbd_pid = fork();
-	CHECK(tdbd_pid >= 0, "fork");
-	if (!tdbd_pid) {
-		int fd = open(LOG_FILE, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		const char *av[] = { tdbd, "--backend", "kernel",
-			"--data-dir", DATA_DIR, "--sync", sync,
-			"--client-deadline", deadline, "--config", "/dev/null",
-			NULL };
-
-		dup2(fd, 2);
-		execv(tdbd, (char *const *)av);
-		_exit(127);
-	}
-	starts++;
-	for (i = 0; i < START_WAIT; i++) {
-		if (count_lines("supervising tdb.ko (kernel mode") >= starts)
-			return;
-		if (waitpid(tdbd_pid, &status, WNOHANG) == tdbd_pid) {
-			system("cat " LOG_FILE " >&2");
-			FAIL("tdbd exited at start (status %#x)", status);
-		}
-		msleep(10);
-	}
-	system("tail -n 40 " LOG_FILE " >&2");
-	FAIL("tdbd did not start supervising (start %u)", starts);
-}
-
-/* SIGSTOP, and wait until every thread of tdbd has stopped (the
- * signal is only sent when kill() returns). */
-static void tdbd_pause(void)
-{
-	char path[64], stat[512], *p;
-	unsigned int i, running = 1;
-	struct dirent *e;
-	FILE *f;
-	DIR *d;
-
-	CHECK(!kill(tdbd_pid, SIGSTOP), "SIGSTOP tdbd");
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)tdbd_pid);
-	for (i = 0; i < 5000 && running; i++) {
-		d = opendir(path);
-		CHECK(d, "%s: %s", path, strerror(errno));
-		running = 0;
-		while ((e = readdir(d))) {
-			char sp[400];
-
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(sp, sizeof(sp), "%s/%s/stat", path, e->d_name);
-			f = fopen(sp, "r");
-			if (!f)
-				continue;       /* a thread that ended */
-			if (fgets(stat, sizeof(stat), f) &&
-			    (p = strrchr(stat, ')')) && p[1] == ' ' &&
-			    p[2] != 'T' && p[2] != 't')
-				running++;
-			fclose(f);
-		}
-		closedir(d);
-		if (running)
-			msleep(1);
-	}
-	CHECK(!running, "tdbd did not stop in 5 s after SIGSTOP");
-}
-
-static void tdbd_stop(int sig)
-{
-	int status;
-
-	kill(tdbd_pid, SIGCONT);        /* a stopped one too */
-	kill(tdbd_pid, sig);
-	CHECK(waitpid(tdbd_pid, &status, 0) == tdbd_pid, "waitpid tdbd");
-	if (sig == SIGTERM)
-		CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
-		      "tdbd stopped with status %#x", status);
-	tdbd_pid = -1;
-}
-
-/* flags: TDBC_NO_RINGS for generic netlink. */
-static struct tdbc *conn(unsigned int flags)
-{
-	struct tdbc *c = NULL;
-	char err[256];
-	int e, i;
-
-	for (i = 0; i < 600; i++) {
-		e = tdbc_connect(&c, NULL, TDBC_KERNEL | flags, err,
-				 sizeof(err));
-		if (!e)
-			return c;
-		if (e != -EAGAIN)
-			break;
-		msleep(100);    /* tdb is recovering */
-	}
-	FAIL("connect: %s", err);
+	ksup_start(&td, av);
 }
 
 static void key_of(char *k, unsigned int i)
@@ -247,7 +92,7 @@ struct answer {
  * table "ack<i>"), its error and message. */
 static void do_op(enum op op, unsigned int i, struct answer *a)
 {
-	struct tdbc *c = conn(TDBC_NO_RINGS);
+	struct tdbc *c = ksup_connect(TDBC_NO_RINGS);
 	struct tdbc_table *t = NULL;
 	struct tdbc_txn *x = NULL;
 	char k[16], v[32], name[16];
@@ -295,7 +140,7 @@ static struct pending op_start(enum op op, unsigned int i)
 	int pfd[2];
 
 	CHECK(!pipe(pfd), "pipe");
-	p.t0 = now_ms();
+	p.t0 = ksup_now_ms();
 	p.pid = fork();
 	CHECK(p.pid >= 0, "fork");
 	if (!p.pid) {
@@ -327,7 +172,7 @@ static struct answer op_finish(struct pending *p, uint64_t *ms)
 	int status;
 
 	CHECK(op_answered(p, ANSWER_MS), "no answer in %u ms", ANSWER_MS);
-	*ms = now_ms() - p->t0;
+	*ms = ksup_now_ms() - p->t0;
 	CHECK(read(p->fd, &a, sizeof(a)) == sizeof(a), "read answer");
 	close(p->fd);
 	CHECK(waitpid(p->pid, &status, 0) == p->pid && WIFEXITED(status) &&
@@ -339,7 +184,7 @@ static struct answer op_finish(struct pending *p, uint64_t *ms)
  * the right value, 0 absent. */
 static int has_key(unsigned int i)
 {
-	struct tdbc *c = conn(TDBC_NO_RINGS);
+	struct tdbc *c = ksup_connect(TDBC_NO_RINGS);
 	struct tdbc_table *t = NULL;
 	char k[16], v[32], got[64];
 	long len;
@@ -358,7 +203,7 @@ static int has_key(unsigned int i)
 
 static bool has_table(unsigned int i)
 {
-	struct tdbc *c = conn(TDBC_NO_RINGS);
+	struct tdbc *c = ksup_connect(TDBC_NO_RINGS);
 	struct tdbc_table_stat st;
 	char name[16];
 	int e;
@@ -376,7 +221,7 @@ static void held_while_stopped(enum op op, unsigned int i)
 	struct answer a;
 	uint64_t ms, t;
 
-	tdbd_pause();
+	ksup_pause(&td);
 	p = op_start(op, i);
 	if (op_answered(&p, STOP_MS)) {
 		a = op_finish(&p, &ms);
@@ -399,14 +244,14 @@ static void held_while_stopped(enum op op, unsigned int i)
 		CHECK(has_table(i), "genl create: not applied while held");
 		break;
 	}
-	t = now_ms();
-	CHECK(!kill(tdbd_pid, SIGCONT), "SIGCONT tdbd");
+	t = ksup_now_ms();
+	CHECK(!kill(td.pid, SIGCONT), "SIGCONT tdbd");
 	a = op_finish(&p, &ms);
 	CHECK(!a.err, "genl %s after SIGCONT: %d %s", op_name[op], a.err,
 	      a.msg);
 	printf("test_supack: genl %s held %llu ms (acknowledged %llu ms "
 	       "after SIGCONT)\n", op_name[op], (unsigned long long)ms,
-	       (unsigned long long)(now_ms() - t));
+	       (unsigned long long)(ksup_now_ms() - t));
 }
 
 static struct tdb_sup_stats stats(void)
@@ -449,7 +294,7 @@ static void acks(void)
 	unsigned int i;
 
 	tdbd_start("always", "10s");
-	c = conn(TDBC_NO_RINGS);
+	c = ksup_connect(TDBC_NO_RINGS);
 	CHECK(!tdbc_table_create(c, TABLE, NULL), "create: %s",
 	      tdbc_errmsg(c));
 	tdbc_close(c);
@@ -468,30 +313,30 @@ static void acks(void)
 	held_while_stopped(OP_CREATE, 1);
 
 	/* 2. a fatal signal ends the wait (the deadline is 10 s) */
-	tdbd_pause();
+	ksup_pause(&td);
 	p = op_start(OP_PUT, 4);
 	CHECK(!op_answered(&p, STOP_MS), "genl put answered while tdbd "
 	      "(sync always) was stopped");
 	CHECK(has_key(4), "put 4 not applied");
-	ms = now_ms();
+	ms = ksup_now_ms();
 	kill(p.pid, SIGKILL);
 	CHECK(waitpid(p.pid, &status, 0) == p.pid && WIFSIGNALED(status),
 	      "the killed child: status %#x", status);
-	ms = now_ms() - ms;
+	ms = ksup_now_ms() - ms;
 	CHECK(ms < 5000, "a SIGKILLed sender waited %llu ms (the wait must "
 	      "end on a fatal signal)", (unsigned long long)ms);
 	close(p.fd);
-	CHECK(!kill(tdbd_pid, SIGCONT), "SIGCONT tdbd");
+	CHECK(!kill(td.pid, SIGCONT), "SIGCONT tdbd");
 	printf("test_supack: a SIGKILLed sender's wait ended in %llu ms\n",
 	       (unsigned long long)ms);
 
 	/* 3. past the deadline: tdbd stopped, then killed */
 	st0 = stats();
-	tdbd_stop(SIGTERM);
+	ksup_stop(&td, SIGTERM);
 	tdbd_start("always", "1s");
-	tdbd_pause();
+	ksup_pause(&td);
 	times_out(5, "the supervisor (tdbd) did not report it durable");
-	tdbd_stop(SIGKILL);
+	ksup_stop(&td, SIGKILL);
 	times_out(6, "no supervisor (tdbd) is attached");
 	st1 = stats();
 	CHECK(st1.timed_out >= st0.timed_out + 2 && st1.held == 0,
@@ -502,25 +347,25 @@ static void acks(void)
 
 	/* 4. sync batch answers at once */
 	tdbd_start("batch", "10s");
-	tdbd_pause();
+	ksup_pause(&td);
 	p = op_start(OP_PUT, 7);
 	CHECK(op_answered(&p, 5000), "sync batch: genl put not answered "
 	      "in 5 s while tdbd was stopped");
 	a = op_finish(&p, &ms);
 	CHECK(!a.err, "sync batch put: %s", a.msg);
-	CHECK(!kill(tdbd_pid, SIGCONT), "SIGCONT tdbd");
+	CHECK(!kill(td.pid, SIGCONT), "SIGCONT tdbd");
 	printf("test_supack: sync batch: genl put answered in %llu ms with "
 	       "tdbd stopped\n", (unsigned long long)ms);
 
 	/* 5. all durable: a restore brings every change back */
-	tdbd_stop(SIGTERM);
-	reload("log_ring_mb=1");
+	ksup_stop(&td, SIGTERM);
+	ksup_reload("log_ring_mb=1");
 	tdbd_start("always", "10s");
 	CHECK(!has_key(0), "the deleted key is back");
 	for (i = 1; i <= 7; i++)
 		CHECK(has_key(i), "key %u lost by the restore", i);
 	CHECK(has_table(1), "the created table lost by the restore");
-	tdbd_stop(SIGTERM);
+	ksup_stop(&td, SIGTERM);
 	printf("test_supack: every change restored\n");
 }
 
@@ -541,7 +386,7 @@ static int claim(int fd)
 /* A table and a record in it through /dev/tdb: 0 or the first error. */
 static int table_put(const char *name)
 {
-	struct tdbc *c = conn(0);
+	struct tdbc *c = ksup_connect(0);
 	struct tdbc_table *t = NULL;
 	char got[8];
 	int e;
@@ -566,13 +411,13 @@ static void ring_memory(void)
 	int fd, e;
 
 	/* refused: 64 MiB of ring in 32 MiB */
-	reload("max_memory_mb=32 log_ring_mb=64");
+	ksup_reload("max_memory_mb=32 log_ring_mb=64");
 	fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
 	CHECK(fd >= 0, "open: %s", strerror(errno));
 	e = claim(fd);
 	CHECK(e == -ENOSPC, "claim with log_ring_mb=64 > max_memory_mb=32: "
 	      "%d (%s), want -ENOSPC", e, strerror(-e));
-	sh("dmesg | grep 'TDB_IOC_SUP_CLAIM' | grep 'log_ring_mb=64' | "
+	ksup_sh("dmesg | grep 'TDB_IOC_SUP_CLAIM' | grep 'log_ring_mb=64' | "
 	   "grep -q 'max_memory_mb=32'");
 	close(fd);
 	CHECK(!table_put("mem_a"), "a table after the refused claim");
@@ -581,19 +426,19 @@ static void ring_memory(void)
 
 	/* the ring takes 16 MiB + its header page of 17 MiB: no table
 	 * extent (2 MiB) fits until the bound is raised */
-	reload("max_memory_mb=17 log_ring_mb=16");
+	ksup_reload("max_memory_mb=17 log_ring_mb=16");
 	fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
 	CHECK(fd >= 0, "open: %s", strerror(errno));
 	e = claim(fd);
 	CHECK(!e, "claim with log_ring_mb=16, max_memory_mb=17: %s",
 	      strerror(-e));
 	CHECK(!ioctl(fd, TDB_IOC_SUP_READY, 0), "READY: %s", strerror(errno));
-	sh("dmesg | grep -q 'change log ring of 16 MiB allocated, counted in "
+	ksup_sh("dmesg | grep -q 'change log ring of 16 MiB allocated, counted in "
 	   "max_memory_mb=17'");
 	e = table_put("mem_b");
 	CHECK(e == -ENOMEM, "a table's first extent beside a 16 MiB ring in "
 	      "max_memory_mb=17: %d, want -ENOMEM", e);
-	sh("echo 32 > /sys/module/tdb/parameters/max_memory_mb");
+	ksup_sh("echo 32 > /sys/module/tdb/parameters/max_memory_mb");
 	e = table_put("mem_c");
 	CHECK(!e, "a table with max_memory_mb=32 beside the ring: %d", e);
 	close(fd);
@@ -604,12 +449,12 @@ static void ring_memory(void)
  * unloading for the tests after this one). */
 static void cleanup(void)
 {
-	if (getpid() != main_pid || tdbd_pid <= 0)
+	if (getpid() != main_pid || td.pid <= 0)
 		return;
-	kill(tdbd_pid, SIGKILL);
-	kill(tdbd_pid, SIGCONT);
-	waitpid(tdbd_pid, NULL, 0);
-	tdbd_pid = -1;
+	kill(td.pid, SIGKILL);
+	kill(td.pid, SIGCONT);
+	waitpid(td.pid, NULL, 0);
+	td.pid = -1;
 }
 
 int main(void)
@@ -617,21 +462,21 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	main_pid = getpid();
 	atexit(cleanup);
-	tdbd = getenv("TDB_KTEST_TDBD");
-	if (!tdbd || !*tdbd) {
+	td.path = getenv("TDB_KTEST_TDBD");
+	if (!td.path || !*td.path) {
 		fprintf(stderr, "test_supack: SKIP: no $TDB_KTEST_TDBD\n");
 		return 77;
 	}
-	if (!has_supervisor()) {
+	if (!ksup_has_supervisor()) {
 		fprintf(stderr, "test_supack: SKIP: tdb.ko has no supervisor "
 			"ioctls (TDB_IOC_SUP_*)\n");
 		return 77;
 	}
 	system("rm -rf " DATA_DIR " " LOG_FILE);
-	reload("log_ring_mb=1");
+	ksup_reload("log_ring_mb=1");
 	acks();
 	ring_memory();
-	reload("");
+	ksup_reload("");
 	system("rm -rf " DATA_DIR);
 	return 0;
 }

@@ -35,144 +35,48 @@
 
 #include "tdb/client.h"
 #include "tdb/kdev.h"
+#include "ksup.h"
 
 #define DATA_DIR    "/tmp/tdb-supervise"
 #define LOG_FILE    "/tmp/tdb-supervise.log"
-#define KO          "/lib/modules/tdb.ko"
 #define KILL_CYCLES 20
 #define WRITER_PAUSE_US 200
 #define BULK_KEYS   40000
-#define START_WAIT  30000       /* x 10 ms: a restore under TCG */
 
-static const char *tdbd;
-static pid_t tdbd_pid = -1;
-static unsigned int starts;     /* "supervising" lines expected */
+static struct ksup_tdbd td = { .log = LOG_FILE, .ready = KSUP_SUPERVISING,
+			       .pid = -1 };
 
 #define FAIL(...) do { fprintf(stderr, "test_supervise: FAIL: " \
 	__VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 #define CHECK(c, ...) do { if (!(c)) FAIL(__VA_ARGS__); } while (0)
 
-static void msleep(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Does this tdb.ko know the supervisor ioctls?  An old one answers
- * ENOTTY to any of them. */
-static bool has_supervisor(void)
-{
-	int fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = !(ioctl(fd, TDB_IOC_SUP_READY, 0) < 0 && errno == ENOTTY);
-	close(fd);
-	return ok;
-}
-
-static unsigned int count_lines(const char *needle)
-{
-	char line[1024];
-	unsigned int n = 0;
-	FILE *f = fopen(LOG_FILE, "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		n += !!strstr(line, needle);
-	fclose(f);
-	return n;
-}
-
-/* Start tdbd and wait until it supervises (its log says so). */
+/* tdbd in kernel mode, sync always, 1 MiB WAL segments (the bulk load
+ * switches many), plus $TDB_KTEST_TDBD_ARGS split at spaces. */
 static void tdbd_start(void)
 {
-	unsigned int i;
-	int status;
+	const char *av[32] = { td.path, "--backend", "kernel",
+		"--data-dir", DATA_DIR, "--sync", "always",
+		"--client-deadline", "60s", "--config", "/dev/null",
+		"--wal-segment-size", "1M" };
+	static char more[512];
+	unsigned int n = 13;
+	char *tok;
 
-	tdbd_pid = fork();
-	CHECK(tdbd_pid >= 0, "fork");
-	if (!tdbd_pid) {
-		int fd = open(LOG_FILE, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		const char *av[32] = { tdbd, "--backend", "kernel",
-			"--data-dir", DATA_DIR, "--sync", "always",
-			"--client-deadline", "60s", "--config", "/dev/null",
-			"--wal-segment-size", "1M" };
-		char *more = getenv("TDB_KTEST_TDBD_ARGS"), *tok;
-		unsigned int n = 13;
-
-		/* extra arguments, split at spaces */
-		for (tok = more ? strtok(more, " ") : NULL; tok && n < 31;
-		     tok = strtok(NULL, " "))
-			av[n++] = tok;
-		dup2(fd, 2);
-		execv(tdbd, (char *const *)av);
-		_exit(127);
-	}
-	starts++;
-	for (i = 0; i < START_WAIT; i++) {
-		if (count_lines("supervising tdb.ko (kernel mode") >= starts)
-			return;
-		if (waitpid(tdbd_pid, &status, WNOHANG) == tdbd_pid) {
-			system("cat " LOG_FILE " >&2");
-			FAIL("tdbd exited at start (status %#x)", status);
-		}
-		msleep(10);
-	}
-	system("tail -n 40 " LOG_FILE " >&2");
-	FAIL("tdbd did not start supervising in %u s (start %u)", START_WAIT / 100, starts);
-}
-
-static void tdbd_stop(int sig)
-{
-	int status;
-
-	kill(tdbd_pid, sig);
-	CHECK(waitpid(tdbd_pid, &status, 0) == tdbd_pid, "waitpid tdbd");
-	if (sig == SIGTERM)
-		CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
-		      "tdbd stopped with status %#x", status);
-	tdbd_pid = -1;
+	snprintf(more, sizeof(more), "%s", getenv("TDB_KTEST_TDBD_ARGS") ?
+		 getenv("TDB_KTEST_TDBD_ARGS") : "");
+	for (tok = strtok(more, " "); tok && n < 31; tok = strtok(NULL, " "))
+		av[n++] = tok;
+	ksup_start(&td, av);
 }
 
 /* tdb.ko's parameters for this test: a log ring of 1 MiB, so that the
  * bulk load below wraps it several times ($TDB_KTEST_KO_ARGS to
  * override). */
-static const char *ko_args(void)
+static void reload_module(void)
 {
 	const char *a = getenv("TDB_KTEST_KO_ARGS");
 
-	return a ? a : "log_ring_mb=1";
-}
-
-static void reload_module(void)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "insmod " KO " %s", ko_args());
-	CHECK(system("rmmod tdb") == 0, "rmmod tdb (after tdbd stopped)");
-	CHECK(system(cmd) == 0, "%s", cmd);
-}
-
-static struct tdbc *connect_kernel(void)
-{
-	struct tdbc *c = NULL;
-	char err[256];
-	int e, i;
-
-	for (i = 0; i < 600; i++) {
-		e = tdbc_connect(&c, NULL, TDBC_KERNEL, err, sizeof(err));
-		if (!e)
-			return c;
-		if (e != -EAGAIN)
-			break;
-		msleep(100);    /* tdb is recovering */
-	}
-	FAIL("connect: %s", err);
+	ksup_reload(a ? a : "log_ring_mb=1");
 }
 
 static void key_of(char *k, unsigned int i)
@@ -188,7 +92,7 @@ static void val_of(char *v, unsigned int i)
 /* Every key below n (or marked in acked) is there, with its value. */
 static unsigned int verify(const unsigned char *acked, unsigned int n)
 {
-	struct tdbc *c = connect_kernel();
+	struct tdbc *c = ksup_connect(0);
 	struct tdbc_table *t = NULL;
 	char k[16], v[32], got[64];
 	unsigned int i, found = 0;
@@ -255,7 +159,7 @@ static bool retry(int e, struct tdbc *c, const char *what)
 	if (!e)
 		return false;
 	if (e == -ETIMEDOUT || e == -EAGAIN) {
-		msleep(10);
+		ksup_msleep(10);
 		return true;
 	}
 	FAIL("writer: %s: %s", what, tdbc_errmsg(c));
@@ -324,7 +228,7 @@ static void txn_op(struct tdbc *c, struct tdbc_table *t, unsigned int w,
 
 static void writer(struct wstate *ws, unsigned int w)
 {
-	struct tdbc *c = connect_kernel();
+	struct tdbc *c = ksup_connect(0);
 	struct tdbc_table *t = NULL;
 	uint32_t version = 0;
 
@@ -390,7 +294,7 @@ static bool group_is(struct tdbc_table *t, unsigned int w, uint32_t s)
  * no transaction torn; the acknowledged changes counted. */
 static uint64_t verify_writers(const struct wstate *ws)
 {
-	struct tdbc *c = connect_kernel();
+	struct tdbc *c = ksup_connect(0);
 	struct tdbc_table *t = NULL;
 	unsigned int w, i;
 
@@ -420,7 +324,7 @@ static uint64_t verify_writers(const struct wstate *ws)
  * min) all durable, as the supervisor said at the restore. */
 static void stats_check(uint64_t min)
 {
-	struct tdbc *c = connect_kernel();
+	struct tdbc *c = ksup_connect(0);
 	struct tdbc_stats st;
 
 	CHECK(!tdbc_stats(c, &st), "stats: %s", tdbc_errmsg(c));
@@ -440,7 +344,7 @@ static void stats_check(uint64_t min)
  * telling tdb.ko). */
 static void bulk(unsigned int n)
 {
-	struct tdbc *c = connect_kernel();
+	struct tdbc *c = ksup_connect(0);
 	struct tdbc_table *t = NULL;
 	struct tdbc_req rq[256];
 	struct tdbc_cqe cq[256];
@@ -475,10 +379,10 @@ static void bulk(unsigned int n)
 	}
 	tdbc_table_close(t);
 	tdbc_close(c);
-	tdbd_stop(SIGTERM);
+	ksup_stop(&td, SIGTERM);
 	reload_module();
 	tdbd_start();
-	c = connect_kernel();
+	c = ksup_connect(0);
 	CHECK(!tdbc_table_stat(c, "bulk", &st) && st.records == n,
 	      "bulk after the restore");
 	CHECK(!tdbc_table_drop(c, "bulk"), "drop bulk");
@@ -499,12 +403,12 @@ int main(void)
 	unsigned int i;
 	int status;
 
-	tdbd = getenv("TDB_KTEST_TDBD");
-	if (!tdbd || !*tdbd) {
+	td.path = getenv("TDB_KTEST_TDBD");
+	if (!td.path || !*td.path) {
 		fprintf(stderr, "test_supervise: SKIP: no $TDB_KTEST_TDBD\n");
 		return 77;
 	}
-	if (!has_supervisor()) {
+	if (!ksup_has_supervisor()) {
 		fprintf(stderr, "test_supervise: SKIP: tdb.ko has no "
 			"supervisor ioctls (TDB_IOC_SUP_*)\n");
 		return 77;
@@ -515,7 +419,7 @@ int main(void)
 
 	/* 1. restore at start */
 	tdbd_start();
-	c = connect_kernel();
+	c = ksup_connect(0);
 	CHECK(!tdbc_table_create(c, "sup", NULL), "create: %s",
 	      tdbc_errmsg(c));
 	CHECK(!tdbc_table_open(c, "sup", &t), "open: %s", tdbc_errmsg(c));
@@ -527,10 +431,10 @@ int main(void)
 	}
 	tdbc_table_close(t);
 	tdbc_close(c);
-	tdbd_stop(SIGTERM);
+	ksup_stop(&td, SIGTERM);
 	reload_module();
 	tdbd_start();
-	CHECK(count_lines("restoring them") >= 2, "no restore at start");
+	CHECK(ksup_count_lines(LOG_FILE, "restoring them") >= 2, "no restore at start");
 	CHECK(verify(NULL, 1000) == 1000, "restore");
 	stats_check(1001);
 	printf("test_supervise: restore at start: 1000 keys back\n");
@@ -549,15 +453,15 @@ int main(void)
 			writer(&ws[i], i);
 	}
 	for (i = 0; i < KILL_CYCLES; i++) {
-		msleep(50 + (unsigned int)rand() % 400);
-		tdbd_stop(SIGKILL);
-		msleep((unsigned int)rand() % 100);
+		ksup_msleep(50 + (unsigned int)rand() % 400);
+		ksup_stop(&td, SIGKILL);
+		ksup_msleep((unsigned int)rand() % 100);
 		tdbd_start();
 	}
 	/* writes resume: a tdbd that died after its fdatasync but before
 	 * it told tdb.ko must not leave an answer held for ever */
 	acks = count_acks(ws);
-	msleep(2000);
+	ksup_msleep(2000);
 	CHECK(count_acks(ws) > acks, "the writers made no progress in 2 s "
 	      "with tdbd running (%llu changes acknowledged): an answer "
 	      "held for ever?", (unsigned long long)acks);
@@ -566,13 +470,13 @@ int main(void)
 		CHECK(waitpid(wp[i], &status, 0) == wp[i], "waitpid writer");
 	}
 	acks = verify_writers(ws);      /* resident, before the reload */
-	c = connect_kernel();
+	c = ksup_connect(0);
 	CHECK(!tdbc_stats(c, &st), "stats: %s", tdbc_errmsg(c));
 	CHECK(st.cleanups >= WRITERS, "tdb.ko's stats count %llu dead "
 	      "clients cleaned up, not the %u writers killed",
 	      (unsigned long long)st.cleanups, WRITERS);
 	tdbc_close(c);
-	tdbd_stop(SIGTERM);
+	ksup_stop(&td, SIGTERM);
 	reload_module();
 	tdbd_start();
 	verify_writers(ws);
@@ -589,7 +493,7 @@ int main(void)
 		      ws[i].txn);
 
 	/* 3. leave a fresh tdb.ko */
-	tdbd_stop(SIGTERM);
+	ksup_stop(&td, SIGTERM);
 	reload_module();
 	system("rm -rf " DATA_DIR);
 	return 0;
