@@ -28,9 +28,23 @@
  *    two threads sending on one socket, and dumps, take turns.
  *  - Everything here runs in process context (doit, dump start / dumpit
  *    / done, the netlink notifier), so the owner may sleep.
+ *  - Acks keep their meaning (sync always under a supervisor): a change
+ *    whose record tdb.ko logged (res.lsn) above the durable LSN is
+ *    answered only once TDB_IOC_SUP_DURABLE covers it.  doit waits for
+ *    that (wait_durable) after the owner returned and gc->lock is let
+ *    go: nothing the supervisor's DURABLE needs is held (klog.c's gate
+ *    and lock are released by the log hooks before the owner returns),
+ *    only genl's cb_lock for reading, as by every doit.  So that a
+ *    stuck supervisor cannot hold cb_lock's readers (and with them any
+ *    genl family's registration) for ever, the wait always ends at the
+ *    client deadline, with or without a supervisor: -ETIMEDOUT, the
+ *    change applied and logged.  It is killable (a caught signal
+ *    cannot restart a netlink request, only fail it): a fatal signal
+ *    ends it early, the change stays applied.
  */
 #include <linux/kernel.h>
 #include <linux/module.h>
+#include <linux/atomic.h>
 #include <linux/hashtable.h>
 #include <linux/kref.h>
 #include <linux/mutex.h>
@@ -40,6 +54,7 @@
 #include <linux/sched/signal.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
+#include <linux/wait.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
 #include <net/sock.h>
@@ -51,6 +66,11 @@
 #include "sup.h"
 
 #define TDBK_GENL_MAX_DUMPS 8   /* per socket, as tdbd's MAX_DUMPS */
+
+/* doits waiting for durability; woken by tdbk_genl_durable() */
+static DECLARE_WAIT_QUEUE_HEAD(durable_wq);
+static atomic64_t waiting_now = ATOMIC64_INIT(0);
+static atomic64_t waits_timed_out = ATOMIC64_INIT(0);
 
 struct genl_client {
 	struct hlist_node node;         /* in genl_clients, under clients_lock */
@@ -317,6 +337,65 @@ static int refuse(struct netlink_ext_ack *extack)
 	return err;
 }
 
+/* --- acks held for durability -------------------------------------------- */
+
+/* TDB_IOC_SUP_DURABLE moved, or the supervisor left (sup.c): every
+ * waiting doit looks again. */
+void tdbk_genl_durable(void)
+{
+	if (wq_has_sleeper(&durable_wq))
+		wake_up_all(&durable_wq);
+}
+
+void tdbk_genl_held_stats(u64 *held, u64 *timed_out)
+{
+	*held = atomic64_read(&waiting_now);
+	*timed_out = atomic64_read(&waits_timed_out);
+}
+
+/*
+ * Sync always: the answer to a change logged as lsn waits until it is
+ * durable (dev.c's held answers, here in the sender's doit).  0 when it
+ * is (or need not be); else the change is applied but its answer says
+ * it is not durable: -ETIMEDOUT at the client deadline, -ECANCELED on a
+ * fatal signal (not -EINTR: netlink_rcv_skb() sends no ack at all for
+ * that).  Called with no lock held.
+ */
+static int wait_durable(u64 lsn, struct netlink_ext_ack *extack)
+{
+	u32 ms = tdbk_sup_deadline_ms();
+	long left;
+
+	if (!lsn || lsn == U64_MAX ||
+	    tdbk_sup_sync() != TDB_SUP_SYNC_ALWAYS ||
+	    lsn <= tdbk_log_durable_lsn())
+		return 0;
+	/* > 0 only with the condition true: durable in time */
+	atomic64_inc(&waiting_now);
+	left = wait_event_killable_timeout(durable_wq,
+					   lsn <= tdbk_log_durable_lsn(),
+					   msecs_to_jiffies(ms));
+	atomic64_dec(&waiting_now);
+	if (left > 0)
+		return 0;
+	if (left < 0) {
+		if (extack)
+			extack->_msg = "the change is applied but not yet "
+				       "durable: the wait for it was ended by "
+				       "a fatal signal";
+		return -ECANCELED;
+	}
+	atomic64_inc(&waits_timed_out);
+	if (extack)
+		extack->_msg = tdbk_sup_attached() ?
+			"the change is applied but not yet durable: the "
+			"supervisor (tdbd) did not report it durable within "
+			"the client deadline" :
+			"the change is applied but not yet durable: no "
+			"supervisor (tdbd) is attached";
+	return -ETIMEDOUT;
+}
+
 static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct reply_sink rs = {
@@ -373,6 +452,15 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 			err = -EIO;
 	}
 	client_put(gc);
+	if (err >= 0 && !dump) {
+		/* the reply, if any, stays unsent until then */
+		int werr = wait_durable(res.lsn, info->extack);
+
+		if (werr) {
+			err = werr;
+			goto out;
+		}
+	}
 	if (err < 0 && rs.nomem) {
 		/* Ours, not the owner's "no room": say what failed. */
 		if (info->extack)

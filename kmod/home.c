@@ -278,12 +278,26 @@ static void map_revoke(void *arg, struct tdbo_table *t)
 	tdbk_map_revoke(tdbo_table_map_slot(t));
 }
 
+/* STATS: with a supervisor, the change log's figures in the WAL's
+ * fields (records logged since load, the last LSN, the LSN tdbd made
+ * durable), so `tdb stats` shows how far durability is behind. */
+static void stats(void *arg, struct tdb_proto_counters *k)
+{
+	if (!tdbk_log_counters(&k->wal_records, &k->wal_lsn,
+			       &k->wal_durable))
+		return;
+	k->present |= TDB_PROTO_BIT(TDB_CTR_A_WAL_RECORDS) |
+		      TDB_PROTO_BIT(TDB_CTR_A_WAL_LSN) |
+		      TDB_PROTO_BIT(TDB_CTR_A_WAL_DURABLE);
+}
+
 /* The log hooks (klog.c) log nothing until a supervisor has claimed
  * (today's in-memory mode), nor while it restores the tables. */
 const struct tdbo_hooks tdbk_home_hooks = {
 	.feed_alloc = feed_alloc,
 	.feed_free = feed_free,
 	.map_revoke = map_revoke,
+	.stats = stats,
 	.log_reserve = tdbk_log_reserve,
 	.log_cancel = tdbk_log_cancel,
 	.log_begin = tdbk_log_begin,

@@ -26,6 +26,8 @@
  *  - w - cons + reserved <= size: a change reserves the most its record
  *    can take (fragment headers, a NOOP at the end of the area) before
  *    it applies; no room: -ENOBUFS, nothing applied.
+ *  - The ring's memory (header and data) is charged to max_memory_mb
+ *    (platform.c) while it exists: from the first claim to unload.
  *  - Only tdb.ko writes the ring.  prod is published (release) after
  *    every byte of a whole record (the CRC last); cons moves only past
  *    records whose LSN the supervisor reported durable.
@@ -39,6 +41,7 @@
 #include <linux/mutex.h>
 #include <linux/netlink.h>
 #include <linux/rwsem.h>
+#include <linux/sched.h>
 #include <linux/vmalloc.h>
 
 #include "tdb/kdev.h"
@@ -48,13 +51,14 @@
 #include "../src/owner/internal.h"        /* struct tdbo_table */
 #include "walrec.h"
 #include "sup.h"
+#include "transport.h"
 
 static unsigned int log_ring_mb = 64;
 module_param(log_ring_mb, uint, 0444);
 MODULE_PARM_DESC(log_ring_mb,
 		 "MiB of the change log ring the supervisor (tdbd) reads, "
 		 "a power of two from 1 to 1024 (default 64); allocated at "
-		 "the first TDB_IOC_SUP_CLAIM");
+		 "the first TDB_IOC_SUP_CLAIM and counted in max_memory_mb");
 
 /* Fragments are at most this long (and at most data_size / 8). */
 #define LOG_MAX_MSG     (256u << 10)
@@ -100,6 +104,8 @@ int tdbk_log_init(void)
 
 void tdbk_log_exit(void)
 {
+	if (lg.hdr)
+		tdbk_mem_uncharge(tdbk_log_map_size());
 	vfree(lg.hdr);
 	lg.hdr = NULL;
 }
@@ -109,16 +115,36 @@ bool tdbk_log_allocated(void)
 	return READ_ONCE(lg.hdr) != NULL;
 }
 
+/*
+ * The ring counts in max_memory_mb with the tables' extents and the
+ * change feeds (platform.c), from its allocation to unload.  One that
+ * would pass the bound is refused: -ENOSPC (not -ENOMEM: no allocation
+ * failed), said in the kernel log (an ioctl has no extended ack).
+ */
 static int log_alloc(void)
 {
 	u32 size = log_ring_mb << 20;
+	size_t bytes = TDB_RING_HDR_SIZE + (size_t)size;
 	struct tdb_ring_hdr *h;
 
 	if (lg.hdr)
 		return 0;
-	h = vmalloc_user(TDB_RING_HDR_SIZE + (size_t)size);
-	if (!h)
+	if (!tdbk_mem_charge(bytes)) {
+		pr_warn_ratelimited("TDB_IOC_SUP_CLAIM of pid %d refused: the "
+				    "change log ring (log_ring_mb=%u) does not "
+				    "fit in max_memory_mb=%lu (%lu MiB in use "
+				    "by tables and feeds): raise max_memory_mb "
+				    "or lower log_ring_mb\n",
+				    task_tgid_nr(current), log_ring_mb,
+				    tdbk_mem_limit() >> 20,
+				    tdbk_mem_used() >> 20);
+		return -ENOSPC;
+	}
+	h = vmalloc_user(bytes);
+	if (!h) {
+		tdbk_mem_uncharge(bytes);
 		return -ENOMEM;
+	}
 	h->magic = TDB_RING_MAGIC;
 	h->version = TDB_RING_VERSION;
 	h->kind = TDB_RING_LOG;
@@ -133,6 +159,9 @@ static int log_alloc(void)
 	lg.next_lsn = 1;
 	lg.durable = 0;
 	lg.hdr = h;
+	pr_info("change log ring of %u MiB allocated, counted in "
+		"max_memory_mb=%lu (%lu MiB in use now)\n", log_ring_mb,
+		tdbk_mem_limit() >> 20, tdbk_mem_used() >> 20);
 	return 0;
 }
 
@@ -534,4 +563,18 @@ void tdbk_log_stats(struct tdb_sup_stats *s)
 	s->log_bytes = lg.w - lg.cons;
 	s->log_refused = lg.refused;
 	mutex_unlock(&lg.lock);
+}
+
+/* STATS (home.c): the log's figures once a supervisor has claimed; the
+ * owner's counters leave them absent otherwise (nothing is logged). */
+bool tdbk_log_counters(u64 *records, u64 *last_lsn, u64 *durable)
+{
+	if (!READ_ONCE(lg.hdr))
+		return false;
+	mutex_lock(&lg.lock);
+	*records = lg.records;
+	*last_lsn = lg.next_lsn - 1;
+	*durable = lg.durable;
+	mutex_unlock(&lg.lock);
+	return true;
 }

@@ -16,8 +16,10 @@
  * Memory bound: every backed extent counts TDBP_EXTENT_SIZE bytes in
  * mem_used, across all tables; a grow that would pass max_memory_mb
  * fails with -ENOMEM (the engine's -ENOSPC means "table at its own cap",
- * which this is not).  mem_used is back to 0 once every region is
- * destroyed: main.c checks that at unload.
+ * which this is not).  Change feeds (home.c) and the supervisor's change
+ * log ring (klog.c, from the first claim to unload) count there too.
+ * mem_used is back to 0 once every region, feed and the ring are gone:
+ * main.c checks that at unload.
  *
  * Context: everything here may sleep (GFP_KERNEL, mutex, synchronize_rcu)
  * except tdbp_rcu_read_lock/unlock, tdbp_hash64, tdbp_random_u64 and
@@ -51,7 +53,8 @@
 static unsigned int max_memory_mb = 1024;
 module_param(max_memory_mb, uint, 0644);
 MODULE_PARM_DESC(max_memory_mb,
-		 "bytes of table extents backed across all tables, in MiB "
+		 "bytes of table extents backed across all tables, change "
+		 "feeds and the change log ring (log_ring_mb), in MiB "
 		 "(0 = no limit; default 1024)");
 
 static atomic_long_t mem_used = ATOMIC_LONG_INIT(0);
@@ -68,8 +71,8 @@ unsigned long tdbk_mem_limit(void)
 
 /* Count bytes more; false (nothing counted) if that would pass the
  * limit.  add-then-check keeps concurrent growers of different tables
- * from both slipping under it.  Extents and change feeds (owner_feed.c)
- * count here. */
+ * from both slipping under it.  Extents, change feeds (home.c) and the
+ * change log ring (klog.c) count here. */
 bool tdbk_mem_charge(size_t bytes)
 {
 	unsigned long limit = tdbk_mem_limit();

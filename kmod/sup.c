@@ -248,6 +248,15 @@ static long do_claim(struct file *file, void __user *arg)
 	return err;
 }
 
+/* The durable LSN moved (or the supervisor left): answers held on
+ * /dev/tdb and generic netlink changes waiting in their doit look
+ * again. */
+static void durable_moved(u64 lsn)
+{
+	tdbk_dev_durable(lsn);
+	tdbk_genl_durable();
+}
+
 void tdbk_sup_release(struct file *file)
 {
 	mutex_lock(&sup_lock);
@@ -262,7 +271,7 @@ void tdbk_sup_release(struct file *file)
 	}
 	mutex_unlock(&sup_lock);
 	/* held answers past their deadline time out now */
-	tdbk_dev_durable(0);
+	durable_moved(0);
 }
 
 /* --- the holder's ioctls ------------------------------------------------ */
@@ -289,12 +298,16 @@ static long do_ready(void)
 static long do_stats(void __user *arg)
 {
 	struct tdb_sup_stats s;
+	u64 genl_held, genl_timed_out;
 
 	memset(&s, 0, sizeof(s));
 	tdbo_owner_cleanup_counts(sup_owner, &s.cleanups, &s.txns_aborted,
 				  &s.watches_dropped);
 	tdbk_log_stats(&s);
 	tdbk_dev_held_stats(&s.held, &s.timed_out);
+	tdbk_genl_held_stats(&genl_held, &genl_timed_out);
+	s.held += genl_held;
+	s.timed_out += genl_timed_out;
 	return copy_to_user(arg, &s, sizeof(s)) ? -EFAULT : 0;
 }
 
@@ -313,7 +326,7 @@ long tdbk_sup_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case TDB_IOC_SUP_DURABLE:
 		if (copy_from_user(&v, p, sizeof(v)))
 			return -EFAULT;
-		tdbk_dev_durable(tdbk_log_durable(v));
+		durable_moved(tdbk_log_durable(v));
 		return 0;
 	case TDB_IOC_SUP_READ:
 		if (copy_from_user(&v, p, sizeof(v)))

@@ -48,6 +48,7 @@ u64 tdbk_log_prod(void);
 size_t tdbk_log_map_size(void);
 int tdbk_log_mmap(struct vm_area_struct *vma, u64 in);
 void tdbk_log_stats(struct tdb_sup_stats *s);
+bool tdbk_log_counters(u64 *records, u64 *last_lsn, u64 *durable);
 bool tdbk_log_allocated(void);
 
 /* --- sup.c: the role --------------------------------------------------- */
@@ -80,5 +81,10 @@ bool tdbk_sup_attached(void);
 void tdbk_dev_durable(u64 lsn);
 /* Answers held now, and held answers that timed out since load. */
 void tdbk_dev_held_stats(u64 *held, u64 *timed_out);
+
+/* genl.c: the same for generic netlink, whose changes wait for
+ * durability in their doit: wake them, and count them. */
+void tdbk_genl_durable(void);
+void tdbk_genl_held_stats(u64 *held, u64 *timed_out);
 
 #endif

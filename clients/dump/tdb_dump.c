@@ -11,6 +11,15 @@
  * whatever the tables' size: records are written as they come, and tdbd
  * paces the scan to us.  Options follow mdb_dump where they mean the same
  * (-a, -s, -l, -p, -f, -V); exit codes are in common.h.
+ *
+ * -o, --sort: each table's records in key order (LMDB's default order:
+ * memcmp of the raw keys, a prefix before the longer keys), so that two
+ * dumps of the same data are the same bytes whatever the tables' hash
+ * seeds.  The whole snapshot is read into memory first (struct held: the
+ * keys and values, one table at a time, plus 16 bytes a record), sorted,
+ * then written: no external sort.  The snapshot is closed before the
+ * first record is written, so a slow reader of the dump holds nothing
+ * of tdbd's.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -40,6 +49,11 @@ static const char usage_text[] =
 "  -p, --print         format=print: printable bytes as they are, others\n"
 "                      as \\xx (default format=bytevalue: all in hex)\n"
 "  -f, --file FILE     write to FILE (default: standard output)\n"
+"  -o, --sort          each table's records in key order (bytewise, a\n"
+"                      prefix first: mdb_dump's order), so dumps of the\n"
+"                      same data are the same bytes; holds a table's\n"
+"                      whole snapshot in memory (its keys and values,\n"
+"                      about 16 bytes a record; one table at a time)\n"
 "  -M, --no-meta       leave out tdb's own header keywords (tdb_owner,\n"
 "                      tdb_group, tdb_mode, tdb_max_extents), which\n"
 "                      mdb_load warns about and ignores\n"
@@ -139,7 +153,7 @@ static uint64_t map_size(const struct tabs *ts)
 }
 
 struct opts {
-	bool all, list, print, no_meta, quiet, no_rings;
+	bool all, list, print, no_meta, quiet, no_rings, sort;
 	const char *table, *file, *sock;
 };
 
@@ -151,6 +165,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "list", no_argument, NULL, 'l' },
 		{ "print", no_argument, NULL, 'p' },
 		{ "file", required_argument, NULL, 'f' },
+		{ "sort", no_argument, NULL, 'o' },
 		{ "no-meta", no_argument, NULL, 'M' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -164,7 +179,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":as:lpf:MqvS:Vh", lo,
+	while ((ch = getopt_long(argc, argv, ":as:lpf:oMqvS:Vh", lo,
 				 NULL)) != -1) {
 		switch (ch) {
 		case 'a': o->all = true; break;
@@ -172,6 +187,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'l': o->list = true; break;
 		case 'p': o->print = true; break;
 		case 'f': o->file = optarg; break;
+		case 'o': o->sort = true; break;
 		case 'M': o->no_meta = true; break;
 		default:
 			if (!dx_common_opt(ch, argv, usage_text, &o->quiet,
@@ -200,31 +216,141 @@ static void write_failed(struct out *w)
 	exit(DX_OTHER);
 }
 
-/*
- * One table, as one snapshot.  0, 1 if it went away before its scan
- * began (-a skips it), or exits.
- */
-static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
-		    const struct tdbc_table_stat *st, uint64_t mapsize,
-		    struct dx_progress *pg)
+/* --- --sort: a table's records held in memory ---------------------------- */
+
+/* One record: its key, its value right after it, in a chunk. */
+struct rec {
+	const unsigned char *p;
+	uint32_t kl, vl;
+};
+
+/* Records of up to BIG bytes are packed into chunks of CHUNK bytes (at
+ * most BIG wasted at each chunk's end, under 1%); bigger ones (values up
+ * to 1 MiB) get a chunk of their own size. */
+#define CHUNK (8u << 20)
+#define BIG   (64u << 10)
+
+struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	unsigned char data[];
+};
+
+/* A table's records as its snapshot gave them; bytes: all allocated. */
+struct held {
+	struct rec *v;
+	size_t n, cap;
+	struct chunk *small, *big;      /* small: the one being filled */
+	uint64_t bytes;
+};
+
+static struct chunk *chunk_new(struct chunk **list, size_t cap,
+			       uint64_t *bytes)
 {
-	struct df_meta meta = { .have = !o->no_meta, .uid = st->uid,
-				.gid = st->gid, .mode = st->mode,
-				.max_extents = st->max_extents };
-	struct tdbc_table *t;
-	struct tdbc_scan *s;
-	const void *k, *v;
+	struct chunk *c = malloc(sizeof(*c) + cap);
+
+	if (!c)
+		return NULL;
+	c->next = *list;
+	c->used = 0;
+	c->cap = cap;
+	*list = c;
+	*bytes += sizeof(*c) + cap;
+	return c;
+}
+
+/* Room for n more records in h->v (reserved from the table's record
+ * count, so a table that did not grow is never copied). */
+static int held_reserve(struct held *h, size_t n)
+{
+	struct rec *v;
+	size_t cap;
+
+	if (h->cap - h->n >= n)
+		return 0;
+	cap = h->n + n > 2 * h->cap ? h->n + n : 2 * h->cap;
+	v = realloc(h->v, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	h->bytes += (cap - h->cap) * sizeof(*v);
+	h->v = v;
+	h->cap = cap;
+	return 0;
+}
+
+/* Copy one record in (the scan's pointers die at its next call). */
+static int held_add(struct held *h, const void *k, size_t kl,
+		    const void *v, size_t vl)
+{
+	size_t need = kl + vl;
+	struct chunk *c = h->small;
+	struct rec *r;
+
+	if (held_reserve(h, 1))
+		return -ENOMEM;
+	if (need > BIG)
+		c = chunk_new(&h->big, need, &h->bytes);
+	else if (!c || c->cap - c->used < need)
+		c = chunk_new(&h->small, CHUNK, &h->bytes);
+	if (!c)
+		return -ENOMEM;
+	r = &h->v[h->n++];
+	r->p = c->data + c->used;
+	r->kl = (uint32_t)kl;
+	r->vl = (uint32_t)vl;
+	memcpy(c->data + c->used, k, kl);
+	if (vl)
+		memcpy(c->data + c->used + kl, v, vl);
+	c->used += need;
+	return 0;
+}
+
+static void held_free(struct held *h)
+{
+	struct chunk *c, *next;
+
+	for (c = h->small; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	for (c = h->big; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(h->v);
+	memset(h, 0, sizeof(*h));
+}
+
+/* LMDB's default order (mdb_cmp_memn): memcmp of the common length,
+ * then the shorter key first.  Keys are unique in a table, so the order
+ * is total and the sort's instability does not show. */
+static int by_key(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	int c = memcmp(x->p, y->p, x->kl < y->kl ? x->kl : y->kl);
+
+	if (c)
+		return c;
+	return (x->kl > y->kl) - (x->kl < y->kl);
+}
+
+/* --- one table ------------------------------------------------------------ */
+
+/* Open st's table and a snapshot scan of it: 0, 1 if it went away (-a
+ * skips it), or exits. */
+static int open_scan(struct tdbc *c, const struct opts *o,
+		     const struct tdbc_table_stat *st, struct tdbc_table **t,
+		     struct tdbc_scan **s, struct dx_progress *pg)
+{
 	char e[DX_ESC_NAME];            /* the name, escaped for messages */
-	size_t kl, vl;
-	uint64_t n = 0;
 	int err;
 
-	err = tdbc_table_open(c, st->name, &t);
+	err = tdbc_table_open(c, st->name, t);
 	if (!err) {
-		err = tdbc_scan_open_flags(t, NULL, 0, 0, TDBC_SCAN_SNAPSHOT,
-					   &s);
+		err = tdbc_scan_open_flags(*t, NULL, 0, 0, TDBC_SCAN_SNAPSHOT,
+					   s);
 		if (err)
-			tdbc_table_close(t);
+			tdbc_table_close(*t);
 	}
 	if (err == -ENOENT && o->all) {
 		dx_progress_clear(pg);
@@ -242,31 +368,102 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 			       dx_why(c, err));
 		exit(dx_exit_for(err));
 	}
+	return 0;
+}
+
+/* --sort: write h's records in key order, the bar showing the bytes
+ * written of the table's. */
+static void write_sorted(const struct opts *o, struct out *w,
+			 struct held *h, const char *label,
+			 struct dx_progress *pg)
+{
+	uint64_t done = 0, total = 0;
+	size_t i;
+
+	if (h->n)
+		qsort(h->v, h->n, sizeof(*h->v), by_key);
+	for (i = 0; i < h->n; i++)
+		total += h->v[i].kl + h->v[i].vl;
+	dx_progress_begin(pg);
+	for (i = 0; i < h->n; i++) {
+		const struct rec *r = &h->v[i];
+
+		if (df_write_item(w->f, o->print, r->p, r->kl) ||
+		    df_write_item(w->f, o->print, r->p + r->kl, r->vl))
+			write_failed(w);
+		done += r->kl + r->vl;
+		if (!(i & 255))
+			dx_progress(pg, label, done, total, "bytes");
+	}
+}
+
+/*
+ * One table, as one snapshot: its records written as the scan gives
+ * them, or with --sort held, then sorted and written after the scan is
+ * closed.  0, 1 if it went away before its scan began (-a skips it), or
+ * exits.
+ */
+static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
+		    const struct tdbc_table_stat *st, uint64_t mapsize,
+		    struct dx_progress *pg)
+{
+	struct df_meta meta = { .have = !o->no_meta, .uid = st->uid,
+				.gid = st->gid, .mode = st->mode,
+				.max_extents = st->max_extents };
+	struct held h = { 0 };
+	struct tdbc_table *t;
+	struct tdbc_scan *s;
+	const void *k, *v;
+	char e[DX_ESC_NAME];            /* the name, escaped for messages */
+	char size[32];
+	size_t kl, vl;
+	uint64_t n = 0;
+	int err;
+
+	if (open_scan(c, o, st, &t, &s, pg))
+		return 1;
+	dx_esc(e, st->name);
 	dx_progress_begin(pg);
 	errno = 0;
 	if (df_write_header(w->f, o->print, st->name, mapsize, &meta))
 		write_failed(w);
+	if (o->sort && held_reserve(&h, st->records + st->records / 8 + 64))
+		goto nomem;
 	while ((err = tdbc_scan_next(s, &k, &kl, &v, &vl)) > 0) {
-		if (df_write_item(w->f, o->print, k, kl) ||
-		    df_write_item(w->f, o->print, v, vl))
+		if (o->sort) {
+			if (held_add(&h, k, kl, v, vl))
+				goto nomem;
+		} else if (df_write_item(w->f, o->print, k, kl) ||
+			   df_write_item(w->f, o->print, v, vl)) {
 			write_failed(w);
+		}
 		n++;
 		pg->records++;
 		pg->bytes += kl + vl;
 		if (!(n & 255))
-			dx_progress(pg, dx_esc(e, st->name), n, st->records,
-				    "records");
+			dx_progress(pg, e, n, st->records, "records");
 	}
 	if (err < 0) {
 		dx_progress_clear(pg);
-		dx_err("%s: %s", dx_esc(e, st->name), dx_why(c, err));
+		dx_err("%s: %s", e, dx_why(c, err));
 		exit(dx_exit_for(err));
 	}
 	tdbc_scan_close(s);
 	tdbc_table_close(t);
+	if (o->sort) {
+		write_sorted(o, w, &h, e, pg);
+		held_free(&h);
+	}
 	if (df_write_end(w->f))
 		write_failed(w);
 	return 0;
+nomem:
+	dx_progress_clear(pg);
+	dx_fmt_bytes(size, sizeof(size), h.bytes);
+	dx_err("%s: out of memory holding its records for --sort (%s held "
+	       "after %llu records): dump it without --sort", e, size,
+	       (unsigned long long)n);
+	exit(DX_OTHER);
 }
 
 int main(int argc, char **argv)

@@ -28,7 +28,8 @@
  *   -ENOENT   no such table / key          -EEXIST  key or table exists
  *   -EACCES   the table's mode forbids it  -ENOSPC  the table is full
  *   -E2BIG    key or value over its limit  -EINVAL  bad argument
- *   -ENOBUFS  value bigger than the buffer (see tdbc_get)
+ *   -ENOBUFS  value bigger than the buffer (see tdbc_get), or a buffer of
+ *             the owner full (transaction memory; tdb.ko's change log)
  *   -ECONNREFUSED / -ENOENT (connect)  no daemon at the socket path
  *   -EACCES (connect)  the socket's mode or directory refuses the caller
  * tdbc_strerror's words for ENOENT and EACCES are about tables; for a

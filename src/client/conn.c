@@ -95,7 +95,8 @@ const char *tdbc_strerror(int err)
 				  "the owner's disk full)";
 	case E2BIG:        return "key or value over its limit";
 	case EINVAL:       return "invalid argument";
-	case ENOBUFS:      return "value bigger than the buffer";
+	case ENOBUFS:      return "no buffer space (a value bigger than the "
+				  "buffer, or a buffer of the owner full)";
 	case ECONNREFUSED: return "no daemon at the socket path";
 	case EPIPE:
 	case ECONNRESET:   return "the daemon went away; the connection is "
@@ -105,7 +106,8 @@ const char *tdbc_strerror(int err)
 	case ETIMEDOUT:    return "timed out";
 	case EOVERFLOW:    return "the watcher fell behind and lost changes";
 	case ENAMETOOLONG: return "name too long";
-	case EAGAIN:       return "try again (the submission ring is full)";
+	case EAGAIN:       return "try again (the submission ring is full, "
+				  "or tdb.ko is recovering)";
 	/* libc's texts start with a capital; tdb's are lower case. */
 	case EPERM:        return "operation not permitted";
 	case ENOMEM:       return "out of memory";

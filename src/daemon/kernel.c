@@ -231,6 +231,13 @@ static int claim(struct tdbd *d, struct kernel *k, uint64_t instance,
 				 d->cfg.data_dir,
 				 (unsigned long long)instance);
 			break;
+		case -ENOSPC:
+			tdbd_log(L_ERR, "kernel mode: tdb.ko's change log ring "
+				 "(log_ring_mb) does not fit in its "
+				 "max_memory_mb (the kernel log has the "
+				 "figures): load tdb.ko with a larger "
+				 "max_memory_mb or a smaller log_ring_mb");
+			break;
 		case -EEXIST:
 			tdbd_log(L_ERR, "kernel mode: tdb.ko holds tables made "
 				 "while no supervisor was attached (they are "

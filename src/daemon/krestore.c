@@ -43,7 +43,25 @@ struct kr {
 	int err;                /* the first failed answer */
 	char msg[TDB_PROTO_EXTACK_MAX + 64];
 	void *buf;              /* a private copy of a record's key/value */
+	uint64_t last_report;   /* ns: progress, once a second */
 };
+
+/* Once a second: where the restore is, to the log and systemd (whose
+ * start timeout is pushed 30 s on each time, as recovery does). */
+static void kr_report(struct kr *k, const char *table, uint64_t records)
+{
+	uint64_t now = tdbd_now_ns();
+
+	if (now - k->last_report < 1000000000ull)
+		return;
+	k->last_report = now;
+	tdbd_notify("STATUS=restoring into tdb.ko: table %s, %llu records "
+		    "so far\nEXTEND_TIMEOUT_USEC=30000000", ESC(table),
+		    (unsigned long long)records);
+	tdbd_log(L_INFO, "kernel mode: restoring into tdb.ko: table %s, "
+		 "%llu records so far", ESC(table),
+		 (unsigned long long)records);
+}
 
 static void *map(int fd, size_t len, int prot, uint64_t off)
 {
@@ -252,6 +270,7 @@ static int kr_table(struct kr *k, const struct tdbo_table *dt,
 				goto out;
 		}
 		*records += (uint64_t)n;
+		kr_report(k, dt->name, *records);
 	}
 	e = n < 0 ? n : kr_flush(k);
 out:
@@ -264,7 +283,7 @@ int tdbd_kernel_restore(struct tdbd *d, int fd, unsigned int *ntab,
 {
 	struct tdbo_table **tabs = NULL;
 	unsigned int n = 0, i;
-	struct kr k = { .fd = fd };
+	struct kr k = { .fd = fd, .last_report = tdbd_now_ns() };
 	int e;
 
 	*ntab = 0;

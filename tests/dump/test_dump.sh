@@ -13,7 +13,12 @@
 #  - malformed input: FILE:LINE, exit 7, the records before it loaded and
 #    nothing of the bad one or after; -N; unknown keywords warned about;
 #    the metadata keywords applied on create; exit codes; no progress bar
-#    unless on a terminal.
+#    unless on a terminal;
+#  - --sort: two tdbd loaded with the same records in other orders give
+#    the same bytes (-a, both formats); the records in key order (checked
+#    against sort(1) of the input: NUL and 0xff bytes, keys that are
+#    prefixes of others); a sorted dump loads back to the same bytes;
+#    peak RSS of holding a table as tdb-dump(1) says; bar and summary.
 #   test_dump.sh TDB_DUMP TDB_LOAD TDBD HELPER
 # Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped (no
 # tdbd, or no mdb_dump / mdb_load).
@@ -41,8 +46,13 @@ pid=
 failures=0
 checks=0
 
+pids=
+
 cleanup() {
 	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	for p in $pids; do
+		kill -KILL "$p" 2>/dev/null
+	done
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -496,6 +506,138 @@ if command -v script >/dev/null; then
 	script -qec "\"$dump\" -q -s large -f \"$dir/t5c.txt\"" /dev/null \
 		>"$dir/tty.out" 2>&1 </dev/null
 	[ ! -s "$dir/tty.out" ] || fail "-q: $(head -c 300 "$dir/tty.out")"
+fi
+
+# --- --sort: deterministic dumps ---------------------------------------------
+note "--sort: key order, the same bytes from two tdbd, round trip"
+tab=$(printf '\t')
+# extra_tdbd NAME: start another tdbd on $dir/NAME.sock (killed at exit)
+extra_tdbd() {
+	"$tdbd" --config "$dir/empty.conf" --socket "$dir/$1.sock" \
+		--log-level notice --workers 2 >"$dir/$1.log" 2>&1 &
+	pids="$pids $!"
+	eval "pid_$1=$!"
+	i=0
+	while [ ! -S "$dir/$1.sock" ] && [ $i -lt 400 ]; do
+		i=$((i + 1))
+		sleep 0.05
+	done
+}
+# stop_tdbd NAME: SIGTERM, exit 0
+stop_tdbd() {
+	eval "p=\$pid_$1"
+	kill -TERM "$p"
+	wait "$p"
+	rc=$?
+	checks=$((checks + 1))
+	[ $rc = 0 ] || fail "tdbd $1 exited $rc"
+}
+# reverse_records FILE: the dump with each block's records (key/value
+# line pairs) in the reverse order
+reverse_records() {
+	awk '/^HEADER=END$/ { print; inb = 1; n = 0; next }
+		/^DATA=END$/ { for (i = n - 1; i >= 0; i -= 2)
+				print r[i - 1] "\n" r[i]
+			inb = 0; print; next }
+		inb { r[n++] = $0; next }
+		{ print }' "$1"
+}
+# edge keys, in bytevalue: NUL and 0xff bytes, keys that are prefixes of
+# others (00 < 0000 < 000000 < the generator's 00000000..., ff < ff00 <
+# ffff), one byte apart (0100 < 01ff)
+edge=' ff\n 65\n 00\n 61\n ffff\n 66\n 0000\n 62\n ff00\n 67\n'
+edge="$edge"' 000000\n 63\n 01ff\n 68\n 0100\n 69\n 7f\n \n 80\n 6a\n'
+{
+	"$helper" gen 7 3000 srt --maxval 200 --maxkey 64 | sed '$d'
+	printf "$edge"
+	echo DATA=END
+	"$helper" gen 8 500 srt_print --print --maxkey 20
+	printf 'VERSION=3\nformat=bytevalue\ndatabase=srt_empty\n'
+	printf 'type=btree\nHEADER=END\nDATA=END\n'
+} >"$dir/s.txt"
+reverse_records "$dir/s.txt" >"$dir/s_rev.txt"
+norm "$dir/s.txt" >"$dir/s.norm"
+norm "$dir/s_rev.txt" >"$dir/x.norm"
+same "$dir/s.norm" "$dir/x.norm" "reverse_records kept the records"
+checks=$((checks + 1))
+! cmp -s "$dir/s.txt" "$dir/s_rev.txt" || fail "reverse_records: no change"
+extra_tdbd sa
+extra_tdbd sb
+expect_rc 0 "$load" -S "$dir/sa.sock" -f "$dir/s.txt"
+expect_rc 0 "$load" -S "$dir/sb.sock" -b 7 -f "$dir/s_rev.txt"
+for form in "" -p; do
+	a=$dir/sa$form.txt
+	b=$dir/sb$form.txt
+	expect_rc 0 "$dump" -S "$dir/sa.sock" --sort $form -a -f "$a"
+	no_err
+	expect_rc 0 "$dump" -S "$dir/sb.sock" -o $form -a -f "$b"
+	checks=$((checks + 1))
+	cmp -s "$a" "$b" || fail "tdb-dump --sort $form -a: two tdbd, the" \
+		"same records: not the same bytes ($(cmp "$a" "$b" 2>&1))"
+done
+"$dump" -q -S "$dir/sa.sock" -a >"$dir/ua.txt"
+"$dump" -q -S "$dir/sb.sock" -a >"$dir/ub.txt"
+cmp -s "$dir/ua.txt" "$dir/ub.txt" &&
+	echo "   (the unsorted dumps happen to be the same too)"
+# srt_keys: the keys of table srt in the order of the sorted dump
+srt_keys() {
+	awk -F "$tab" '$1 == "srt" { print substr($2, 1, 8) }' "$dir/sa.norm"
+}
+# the order: the records of the input sorted by key with sort(1) in the
+# C locale on lowercase hex, which is bytewise with a prefix first
+"$helper" norm "$dir/sa.txt" >"$dir/sa.norm"
+LC_ALL=C sort -t "$tab" -k1,1 -k2,2 "$dir/s.norm" >"$dir/s.keyorder"
+same "$dir/s.keyorder" "$dir/sa.norm" "tdb-dump --sort: records in key order"
+checks=$((checks + 1))
+[ "$(srt_keys | head -4 | tr '\n' ' ')" = "00 0000 000000 00000000 " ] &&
+	[ "$(srt_keys | tail -7 | tr '\n' ' ')" = \
+		"0100 01ff 7f 80 ff ff00 ffff " ] ||
+	fail "edge keys out of order: $(srt_keys | tr '\n' ' ' | head -c 300)"
+"$helper" norm "$dir/sa-p.txt" >"$dir/x.norm"
+same "$dir/s.keyorder" "$dir/x.norm" "tdb-dump --sort -p: records in key order"
+checks=$((checks + 1))
+grep -q '^database=srt_empty$' "$dir/sa.txt" || fail "--sort: no empty table"
+# a sorted dump loads back: the same bytes dumped again
+extra_tdbd sc
+expect_rc 0 "$load" -S "$dir/sc.sock" -f "$dir/sa.txt"
+expect_rc 0 "$dump" -S "$dir/sc.sock" --sort -a -f "$dir/sc.txt"
+checks=$((checks + 1))
+cmp -s "$dir/sa.txt" "$dir/sc.txt" ||
+	fail "tdb-load of a sorted dump, dumped sorted again: other bytes"
+for s in sa sb sc; do
+	stop_tdbd $s
+done
+pids=
+# the large table: in order, and held in memory (tdb-dump(1) says so:
+# its keys and values and 16 bytes a record; no more than that plus the
+# RSS of a streaming dump and a margin for malloc)
+expect_rc 0 "$helper" rss "$dir/rss.sort" "$dump" -q --sort -s large \
+	-f "$dir/t5s.txt"
+"$helper" norm --nodb "$dir/t5s.txt" >"$dir/x.norm"
+LC_ALL=C sort -t "$tab" -k2,2 "$dir/d5.norm" >"$dir/d5.keyorder"
+same "$dir/d5.keyorder" "$dir/x.norm" "--sort of the large table"
+kb=$(cat "$dir/rss.sort")
+held_kb=$(( (n * 16 + $(wc -c <"$dir/d5.txt") / 2) / 1024 ))
+sort_limit_kb=$((held_kb * 5 / 4 + $(cat "$dir/rss.dump") + 16384))
+[ "$sanitized" = 1 ] && sort_limit_kb=$((sort_limit_kb * 3))
+echo "   tdb-dump --sort: peak RSS $kb KiB for $data_kb KiB of records"
+checks=$((checks + 1))
+[ "$kb" -lt "$sort_limit_kb" ] ||
+	fail "tdb-dump --sort: peak RSS $kb KiB, over $sort_limit_kb KiB"
+# the bar and the summary
+expect_rc 0 "$dump" -v --sort -s large -f "$dir/t5s.txt"
+checks=$((checks + 1))
+grep -Eqx "tdb-dump: dumped $nlarge records, [0-9.]+ (B|KiB|MiB|GiB) in [0-9.]+ s \([0-9.]+ (B|KiB|MiB|GiB)/s\)" \
+	"$err" && [ "$(wc -l <"$err")" = 1 ] ||
+	fail "tdb-dump -v --sort summary: $(head -c 300 "$err")"
+if command -v script >/dev/null; then
+	checks=$((checks + 1))
+	script -qec "\"$dump\" --sort -s large -f \"$dir/t5c.txt\"" /dev/null \
+		>"$dir/tty.out" 2>&1 </dev/null
+	grep -q "/$nlarge records" "$dir/tty.out" &&
+		grep -q "tdb-dump: dumped $nlarge records" "$dir/tty.out" ||
+		fail "--sort: no bar or summary on a terminal:" \
+			"$(head -c 300 "$dir/tty.out")"
 fi
 
 # --- the daemon ------------------------------------------------------------------

@@ -35,145 +35,48 @@
 
 #include "tdb/client.h"
 #include "tdb/kdev.h"
+#include "ksup.h"
 
 #define DATA_DIR    "/tmp/tdb-supervise"
 #define LOG_FILE    "/tmp/tdb-supervise.log"
-#define KO          "/lib/modules/tdb.ko"
 #define KILL_CYCLES 20
-#define MAX_KEYS    (1u << 20)
 #define WRITER_PAUSE_US 200
 #define BULK_KEYS   40000
-#define START_WAIT  30000       /* x 10 ms: a restore under TCG */
 
-static const char *tdbd;
-static pid_t tdbd_pid = -1;
-static unsigned int starts;     /* "supervising" lines expected */
+static struct ksup_tdbd td = { .log = LOG_FILE, .ready = KSUP_SUPERVISING,
+			       .pid = -1 };
 
 #define FAIL(...) do { fprintf(stderr, "test_supervise: FAIL: " \
 	__VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 #define CHECK(c, ...) do { if (!(c)) FAIL(__VA_ARGS__); } while (0)
 
-static void msleep(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Does this tdb.ko know the supervisor ioctls?  An old one answers
- * ENOTTY to any of them. */
-static bool has_supervisor(void)
-{
-	int fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = !(ioctl(fd, TDB_IOC_SUP_READY, 0) < 0 && errno == ENOTTY);
-	close(fd);
-	return ok;
-}
-
-static unsigned int count_lines(const char *needle)
-{
-	char line[1024];
-	unsigned int n = 0;
-	FILE *f = fopen(LOG_FILE, "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		n += !!strstr(line, needle);
-	fclose(f);
-	return n;
-}
-
-/* Start tdbd and wait until it supervises (its log says so). */
+/* tdbd in kernel mode, sync always, 1 MiB WAL segments (the bulk load
+ * switches many), plus $TDB_KTEST_TDBD_ARGS split at spaces. */
 static void tdbd_start(void)
 {
-	unsigned int i;
-	int status;
+	const char *av[32] = { td.path, "--backend", "kernel",
+		"--data-dir", DATA_DIR, "--sync", "always",
+		"--client-deadline", "60s", "--config", "/dev/null",
+		"--wal-segment-size", "1M" };
+	static char more[512];
+	unsigned int n = 13;
+	char *tok;
 
-	tdbd_pid = fork();
-	CHECK(tdbd_pid >= 0, "fork");
-	if (!tdbd_pid) {
-		int fd = open(LOG_FILE, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		const char *av[32] = { tdbd, "--backend", "kernel",
-			"--data-dir", DATA_DIR, "--sync", "always",
-			"--client-deadline", "60s", "--config", "/dev/null",
-			"--wal-segment-size", "1M" };
-		char *more = getenv("TDB_KTEST_TDBD_ARGS"), *tok;
-		unsigned int n = 13;
-
-		/* extra arguments, split at spaces */
-		for (tok = more ? strtok(more, " ") : NULL; tok && n < 31;
-		     tok = strtok(NULL, " "))
-			av[n++] = tok;
-		dup2(fd, 2);
-		execv(tdbd, (char *const *)av);
-		_exit(127);
-	}
-	starts++;
-	for (i = 0; i < START_WAIT; i++) {
-		if (count_lines("supervising tdb.ko (kernel mode") >= starts)
-			return;
-		if (waitpid(tdbd_pid, &status, WNOHANG) == tdbd_pid) {
-			system("cat " LOG_FILE " >&2");
-			FAIL("tdbd exited at start (status %#x)", status);
-		}
-		msleep(10);
-	}
-	system("tail -n 40 " LOG_FILE " >&2");
-	FAIL("tdbd did not start supervising in %u s (start %u)", START_WAIT / 100, starts);
-}
-
-static void tdbd_stop(int sig)
-{
-	int status;
-
-	kill(tdbd_pid, sig);
-	CHECK(waitpid(tdbd_pid, &status, 0) == tdbd_pid, "waitpid tdbd");
-	if (sig == SIGTERM)
-		CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
-		      "tdbd stopped with status %#x", status);
-	tdbd_pid = -1;
+	snprintf(more, sizeof(more), "%s", getenv("TDB_KTEST_TDBD_ARGS") ?
+		 getenv("TDB_KTEST_TDBD_ARGS") : "");
+	for (tok = strtok(more, " "); tok && n < 31; tok = strtok(NULL, " "))
+		av[n++] = tok;
+	ksup_start(&td, av);
 }
 
 /* tdb.ko's parameters for this test: a log ring of 1 MiB, so that the
  * bulk load below wraps it several times ($TDB_KTEST_KO_ARGS to
  * override). */
-static const char *ko_args(void)
+static void reload_module(void)
 {
 	const char *a = getenv("TDB_KTEST_KO_ARGS");
 
-	return a ? a : "log_ring_mb=1";
-}
-
-static void reload_module(void)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "insmod " KO " %s", ko_args());
-	CHECK(system("rmmod tdb") == 0, "rmmod tdb (after tdbd stopped)");
-	CHECK(system(cmd) == 0, "%s", cmd);
-}
-
-static struct tdbc *connect_kernel(void)
-{
-	struct tdbc *c = NULL;
-	char err[256];
-	int e, i;
-
-	for (i = 0; i < 600; i++) {
-		e = tdbc_connect(&c, NULL, TDBC_KERNEL, err, sizeof(err));
-		if (!e)
-			return c;
-		if (e != -EAGAIN)
-			break;
-		msleep(100);    /* tdb is recovering */
-	}
-	FAIL("connect: %s", err);
+	ksup_reload(a ? a : "log_ring_mb=1");
 }
 
 static void key_of(char *k, unsigned int i)
@@ -189,7 +92,7 @@ static void val_of(char *v, unsigned int i)
 /* Every key below n (or marked in acked) is there, with its value. */
 static unsigned int verify(const unsigned char *acked, unsigned int n)
 {
-	struct tdbc *c = connect_kernel();
+	struct tdbc *c = ksup_connect(0);
 	struct tdbc_table *t = NULL;
 	char k[16], v[32], got[64];
 	unsigned int i, found = 0;
@@ -212,36 +115,224 @@ static unsigned int verify(const unsigned char *acked, unsigned int n)
 	return found;
 }
 
-static unsigned int count_acked(const unsigned char *acked)
-{
-	unsigned int i, n = 0;
+/*
+ * Phase 2's writers.  Writer w owns WKEYS plain keys "w<w>-<k>" and a
+ * transaction group of three keys "t<w>-0..2".  It runs one change at a
+ * time (sync always: each returns once tdbd made it durable): a put of
+ * a fresh version (value "w<w>-<k>-v<version>"), a delete of a key it
+ * had put, or a transaction with serial s putting "s<s>" in t0 and t1
+ * and, in t2, "s<s>" or (every third serial) a delete.  Its record
+ * (shared memory, written by it alone) says what was acknowledged and
+ * what is in flight; the checker allows, per key, exactly those two.
+ * An answer of -ETIMEDOUT or -EAGAIN (tdbd away past the deadline)
+ * is retried with the same change, which is idempotent.
+ */
+#define WRITERS     3
+#define WKEYS       2048
+#define DELETED     0x80000000u
 
-	for (i = 0; i < MAX_KEYS; i++)
-		n += __atomic_load_n(&acked[i], __ATOMIC_ACQUIRE);
-	return n;
+struct wstate {
+	uint32_t ver[WKEYS];    /* acked: 0 never, version | DELETED */
+	uint32_t pend[WKEYS];   /* in flight: 0 none */
+	uint32_t txn, txn_pend; /* serials: acked, in flight */
+	uint64_t acks;
+};
+
+static void wkey(char *k, unsigned int w, unsigned int i)
+{
+	snprintf(k, 16, "w%u-%u", w, i);
 }
 
-static void writer(unsigned char *acked, unsigned int from)
+static int wval(char *v, unsigned int w, unsigned int i, uint32_t ver)
 {
-	struct tdbc *c = connect_kernel();
-	struct tdbc_table *t = NULL;
-	char k[16], v[32];
-	unsigned int i;
-	int e;
+	return snprintf(v, 48, "w%u-%u-v%u", w, i, ver);
+}
 
+static void ack(struct wstate *ws)
+{
+	__atomic_store_n(&ws->acks, ws->acks + 1, __ATOMIC_RELEASE);
+}
+
+/* Until acknowledged: e is what the change returned. */
+static bool retry(int e, struct tdbc *c, const char *what)
+{
+	if (!e)
+		return false;
+	if (e == -ETIMEDOUT || e == -EAGAIN) {
+		ksup_msleep(10);
+		return true;
+	}
+	FAIL("writer: %s: %s", what, tdbc_errmsg(c));
+}
+
+static void plain_op(struct tdbc *c, struct tdbc_table *t, unsigned int w,
+		     struct wstate *ws, uint32_t *version)
+{
+	unsigned int i = (unsigned int)rand() % WKEYS;
+	uint32_t cur = ws->ver[i], next;
+	bool del = cur && !(cur & DELETED) && rand() % 4 == 0;
+	char k[16], v[48];
+	int e, n;
+
+	wkey(k, w, i);
+	next = del ? (cur | DELETED) : ++*version;
+	__atomic_store_n(&ws->pend[i], next, __ATOMIC_RELEASE);
+	n = wval(v, w, i, next);
+	do {
+		e = del ? tdbc_del(t, NULL, k, strlen(k)) :
+			  tdbc_put(t, NULL, k, strlen(k), v, (size_t)n, 0);
+		if (del && e == -ENOENT)        /* a retry's: it was done */
+			e = 0;
+	} while (retry(e, c, del ? "del" : "put"));
+	__atomic_store_n(&ws->ver[i], next, __ATOMIC_RELEASE);
+	__atomic_store_n(&ws->pend[i], 0, __ATOMIC_RELEASE);
+	ack(ws);
+}
+
+static int txn_once(struct tdbc *c, struct tdbc_table *t, unsigned int w,
+		    uint32_t s)
+{
+	struct tdbc_txn *x = NULL;
+	char k[16], v[16];
+	int e, i, n = snprintf(v, sizeof(v), "s%u", s);
+
+	if ((e = tdbc_txn_begin(c, &x)))
+		return e;
+	for (i = 0; i < 3; i++) {
+		snprintf(k, sizeof(k), "t%u-%d", w, i);
+		e = i == 2 && s % 3 == 0 ?
+		    tdbc_del(t, x, k, strlen(k)) :
+		    tdbc_put(t, x, k, strlen(k), v, (size_t)n, 0);
+		if (e == -ENOENT)       /* deleting what is not there */
+			e = 0;
+		if (e) {
+			tdbc_txn_abort(x);
+			return e;
+		}
+	}
+	return tdbc_txn_commit(x);
+}
+
+static void txn_op(struct tdbc *c, struct tdbc_table *t, unsigned int w,
+		   struct wstate *ws)
+{
+	uint32_t s = ws->txn + 1;
+
+	__atomic_store_n(&ws->txn_pend, s, __ATOMIC_RELEASE);
+	while (retry(txn_once(c, t, w, s), c, "transaction"))
+		;
+	__atomic_store_n(&ws->txn, s, __ATOMIC_RELEASE);
+	__atomic_store_n(&ws->txn_pend, 0, __ATOMIC_RELEASE);
+	ack(ws);
+}
+
+static void writer(struct wstate *ws, unsigned int w)
+{
+	struct tdbc *c = ksup_connect(0);
+	struct tdbc_table *t = NULL;
+	uint32_t version = 0;
+
+	srand((unsigned int)getpid());
 	CHECK(!tdbc_table_open(c, "sup", &t), "writer: open");
-	for (i = from; i < MAX_KEYS; i++) {
-		key_of(k, i);
-		val_of(v, i);
-		e = tdbc_put(t, NULL, k, strlen(k), v, strlen(v), 0);
-		if (!e)
-			__atomic_store_n(&acked[i], 1, __ATOMIC_RELEASE);
-		else if (e != -ETIMEDOUT && e != -EAGAIN)
-			FAIL("writer: put %s: %s", k, tdbc_errmsg(c));
+	for (;;) {
+		if (rand() % 5 == 0)
+			txn_op(c, t, w, ws);
+		else
+			plain_op(c, t, w, ws, &version);
 		/* paced: the restore at the end (TCG) stays short */
 		usleep(WRITER_PAUSE_US);
 	}
-	_exit(0);
+}
+
+static uint64_t count_acks(const struct wstate *ws)
+{
+	uint64_t n = 0;
+	unsigned int w;
+
+	for (w = 0; w < WRITERS; w++)
+		n += __atomic_load_n(&ws[w].acks, __ATOMIC_ACQUIRE);
+	return n;
+}
+
+/* Is the key in state st (0 never written / deleted: absent)? */
+static bool key_is(struct tdbc_table *t, unsigned int w, unsigned int i,
+		   uint32_t st)
+{
+	char k[16], v[48], got[64];
+	long len;
+	int n;
+
+	wkey(k, w, i);
+	len = tdbc_get(t, NULL, k, strlen(k), got, sizeof(got), NULL);
+	if (!st || (st & DELETED))
+		return len == -ENOENT;
+	n = wval(v, w, i, st);
+	return len == n && !memcmp(got, v, (size_t)n);
+}
+
+/* The group holds serial s whole (0: never written). */
+static bool group_is(struct tdbc_table *t, unsigned int w, uint32_t s)
+{
+	char k[16], v[16], got[16];
+	long len;
+	int i, n = snprintf(v, sizeof(v), "s%u", s);
+
+	for (i = 0; i < 3; i++) {
+		snprintf(k, sizeof(k), "t%u-%d", w, i);
+		len = tdbc_get(t, NULL, k, strlen(k), got, sizeof(got), NULL);
+		if (!s || (i == 2 && s % 3 == 0)) {
+			if (len != -ENOENT)
+				return false;
+		} else if (len != n || memcmp(got, v, (size_t)n)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Every acknowledged change is there (or the one in flight after it),
+ * no transaction torn; the acknowledged changes counted. */
+static uint64_t verify_writers(const struct wstate *ws)
+{
+	struct tdbc *c = ksup_connect(0);
+	struct tdbc_table *t = NULL;
+	unsigned int w, i;
+
+	CHECK(!tdbc_table_open(c, "sup", &t), "open sup: %s",
+	      tdbc_errmsg(c));
+	for (w = 0; w < WRITERS; w++) {
+		const struct wstate *s = &ws[w];
+
+		for (i = 0; i < WKEYS; i++)
+			CHECK(key_is(t, w, i, s->ver[i]) ||
+			      (s->pend[i] && key_is(t, w, i, s->pend[i])),
+			      "writer %u key %u: not its acknowledged state "
+			      "(%#x) nor the change in flight (%#x)", w, i,
+			      s->ver[i], s->pend[i]);
+		CHECK(group_is(t, w, s->txn) ||
+		      (s->txn_pend && group_is(t, w, s->txn_pend)),
+		      "writer %u: transaction group torn or lost "
+		      "(acknowledged serial %u, in flight %u)", w, s->txn,
+		      s->txn_pend);
+	}
+	tdbc_table_close(t);
+	tdbc_close(c);
+	return count_acks(ws);
+}
+
+/* After a restore: tdb.ko's STATS show its log (the last LSN, at least
+ * min) all durable, as the supervisor said at the restore. */
+static void stats_check(uint64_t min)
+{
+	struct tdbc *c = ksup_connect(0);
+	struct tdbc_stats st;
+
+	CHECK(!tdbc_stats(c, &st), "stats: %s", tdbc_errmsg(c));
+	CHECK(st.wal_lsn >= min && st.wal_durable == st.wal_lsn,
+	      "tdb.ko's stats: wal_lsn %llu, wal_durable %llu (want "
+	      ">= %llu, equal)", (unsigned long long)st.wal_lsn,
+	      (unsigned long long)st.wal_durable, (unsigned long long)min);
+	tdbc_close(c);
 }
 
 /* n records, 256 in flight with sync always, through tdb.ko with tdbd
@@ -253,7 +344,7 @@ static void writer(unsigned char *acked, unsigned int from)
  * telling tdb.ko). */
 static void bulk(unsigned int n)
 {
-	struct tdbc *c = connect_kernel();
+	struct tdbc *c = ksup_connect(0);
 	struct tdbc_table *t = NULL;
 	struct tdbc_req rq[256];
 	struct tdbc_cqe cq[256];
@@ -288,10 +379,10 @@ static void bulk(unsigned int n)
 	}
 	tdbc_table_close(t);
 	tdbc_close(c);
-	tdbd_stop(SIGTERM);
+	ksup_stop(&td, SIGTERM);
 	reload_module();
 	tdbd_start();
-	c = connect_kernel();
+	c = ksup_connect(0);
 	CHECK(!tdbc_table_stat(c, "bulk", &st) && st.records == n,
 	      "bulk after the restore");
 	CHECK(!tdbc_table_drop(c, "bulk"), "drop bulk");
@@ -302,20 +393,22 @@ static void bulk(unsigned int n)
 
 int main(void)
 {
-	unsigned char *acked;
+	struct wstate *ws;
+	pid_t wp[WRITERS];
+	uint64_t acks;
+	struct tdbc_stats st;
 	struct tdbc *c;
 	struct tdbc_table *t = NULL;
 	char k[16], v[32];
-	unsigned int i, n;
-	pid_t w;
+	unsigned int i;
 	int status;
 
-	tdbd = getenv("TDB_KTEST_TDBD");
-	if (!tdbd || !*tdbd) {
+	td.path = getenv("TDB_KTEST_TDBD");
+	if (!td.path || !*td.path) {
 		fprintf(stderr, "test_supervise: SKIP: no $TDB_KTEST_TDBD\n");
 		return 77;
 	}
-	if (!has_supervisor()) {
+	if (!ksup_has_supervisor()) {
 		fprintf(stderr, "test_supervise: SKIP: tdb.ko has no "
 			"supervisor ioctls (TDB_IOC_SUP_*)\n");
 		return 77;
@@ -326,7 +419,7 @@ int main(void)
 
 	/* 1. restore at start */
 	tdbd_start();
-	c = connect_kernel();
+	c = ksup_connect(0);
 	CHECK(!tdbc_table_create(c, "sup", NULL), "create: %s",
 	      tdbc_errmsg(c));
 	CHECK(!tdbc_table_open(c, "sup", &t), "open: %s", tdbc_errmsg(c));
@@ -338,53 +431,69 @@ int main(void)
 	}
 	tdbc_table_close(t);
 	tdbc_close(c);
-	tdbd_stop(SIGTERM);
+	ksup_stop(&td, SIGTERM);
 	reload_module();
 	tdbd_start();
-	CHECK(count_lines("restoring them") >= 2, "no restore at start");
+	CHECK(ksup_count_lines(LOG_FILE, "restoring them") >= 2, "no restore at start");
 	CHECK(verify(NULL, 1000) == 1000, "restore");
+	stats_check(1001);
 	printf("test_supervise: restore at start: 1000 keys back\n");
 	bulk(getenv("TDB_KTEST_SUP_BULK") ?
 	     (unsigned int)strtoul(getenv("TDB_KTEST_SUP_BULK"), NULL, 10) :
 	     BULK_KEYS);
 
-	/* 2. SIGKILL while a writer runs */
-	acked = mmap(NULL, MAX_KEYS, PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	CHECK(acked != MAP_FAILED, "mmap");
-	w = fork();
-	CHECK(w >= 0, "fork");
-	if (!w)
-		writer(acked, 1000);
+	/* 2. SIGKILL while writers run */
+	ws = mmap(NULL, WRITERS * sizeof(*ws), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(ws != MAP_FAILED, "mmap");
+	for (i = 0; i < WRITERS; i++) {
+		wp[i] = fork();
+		CHECK(wp[i] >= 0, "fork");
+		if (!wp[i])
+			writer(&ws[i], i);
+	}
 	for (i = 0; i < KILL_CYCLES; i++) {
-		msleep(50 + (unsigned int)rand() % 400);
-		tdbd_stop(SIGKILL);
-		msleep((unsigned int)rand() % 100);
+		ksup_msleep(50 + (unsigned int)rand() % 400);
+		ksup_stop(&td, SIGKILL);
+		ksup_msleep((unsigned int)rand() % 100);
 		tdbd_start();
 	}
 	/* writes resume: a tdbd that died after its fdatasync but before
 	 * it told tdb.ko must not leave an answer held for ever */
-	n = count_acked(acked);
-	msleep(2000);
-	CHECK(count_acked(acked) > n, "the writer made no progress in 2 s "
-	      "with tdbd running (%u keys acknowledged): an answer held for "
-	      "ever?", n);
-	kill(w, SIGKILL);
-	CHECK(waitpid(w, &status, 0) == w, "waitpid writer");
-	for (i = 0; i < 1000; i++)
-		acked[i] = 1;
-	n = verify(acked, MAX_KEYS);    /* resident, before the reload */
-	tdbd_stop(SIGTERM);
+	acks = count_acks(ws);
+	ksup_msleep(2000);
+	CHECK(count_acks(ws) > acks, "the writers made no progress in 2 s "
+	      "with tdbd running (%llu changes acknowledged): an answer "
+	      "held for ever?", (unsigned long long)acks);
+	for (i = 0; i < WRITERS; i++) {
+		kill(wp[i], SIGKILL);
+		CHECK(waitpid(wp[i], &status, 0) == wp[i], "waitpid writer");
+	}
+	acks = verify_writers(ws);      /* resident, before the reload */
+	c = ksup_connect(0);
+	CHECK(!tdbc_stats(c, &st), "stats: %s", tdbc_errmsg(c));
+	CHECK(st.cleanups >= WRITERS, "tdb.ko's stats count %llu dead "
+	      "clients cleaned up, not the %u writers killed",
+	      (unsigned long long)st.cleanups, WRITERS);
+	tdbc_close(c);
+	ksup_stop(&td, SIGTERM);
 	reload_module();
 	tdbd_start();
-	CHECK(verify(acked, MAX_KEYS) == n, "after the reload");
-	printf("test_supervise: %u SIGKILL cycles: %u acknowledged keys, all "
-	       "there after a restore\n", KILL_CYCLES, n - 1000);
+	verify_writers(ws);
+	CHECK(verify(NULL, 1000) == 1000, "phase 1's keys after the reload");
+	printf("test_supervise: %u SIGKILL cycles: %llu acknowledged changes "
+	       "of %u writers (puts, deletes, transactions), all there "
+	       "after a restore\n", KILL_CYCLES, (unsigned long long)acks,
+	       WRITERS);
 	system("grep -h 'restored .* records/s' " LOG_FILE);
-	CHECK(n > 1000, "the writer got no acknowledgement at all");
+	for (i = 0; i < WRITERS; i++)
+		CHECK(ws[i].acks > 10 && ws[i].txn > 1, "writer %u: %llu "
+		      "changes, %u transactions acknowledged: too few to "
+		      "mean anything", i, (unsigned long long)ws[i].acks,
+		      ws[i].txn);
 
 	/* 3. leave a fresh tdb.ko */
-	tdbd_stop(SIGTERM);
+	ksup_stop(&td, SIGTERM);
 	reload_module();
 	system("rm -rf " DATA_DIR);
 	return 0;

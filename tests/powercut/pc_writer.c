@@ -4,10 +4,14 @@
  * writers that report every acknowledged change, and the checker that
  * reads the table back after a cut.  Public client API only.
  *
- *   pc_writer write --socket S --acks FILE --cycle C [--writers W]
+ *   pc_writer write [--socket S] --acks FILE --cycle C [--writers W]
  *                   [--keys K] [--ops N]
- *   pc_writer check --socket S --acks FILE --cycle C [--writers W]
+ *   pc_writer check [--socket S] --acks FILE --cycle C [--writers W]
  *                   [--keys K]
+ *
+ * The owner: tdbd at socket S; without --socket, the one
+ * libtdbclient picks ($TDB_BACKEND=kernel: tdb.ko through /dev/tdb,
+ * the power cut's kernel mode, whose tdbd --backend kernel supervises).
  *
  * The changes.  Writer w (a thread with its own connection) owns keys
  * "wWW-kKKK" (K of them) of table "pc" and runs ops n = 1, 2, ... of
@@ -19,6 +23,13 @@
  * 40 KiB, so records span pages of the WAL).  So the checker rebuilds
  * any value from its header and compares every byte, and rebuilds any
  * op's keys.
+ *
+ * Refusals.  tdb.ko refuses a change with ENOBUFS, applying nothing,
+ * while its change log ring is full (tdbd has not made enough of it
+ * durable yet: with sync none or batch the writers are not held back
+ * and can outrun it).  The writer then sends the same op again, 1 ms
+ * later, REFUSED_MAX times at most; it says so on stdout (PCREFUSED,
+ * the first time and every REFUSED_EVERY-th).
  *
  * The ack channel.  After tdbc_put or tdbc_txn_commit returned 0, the
  * writer writes "A w C n\n" to FILE (the guest's second serial port,
@@ -68,6 +79,8 @@
 #define BIG_MIN     4096        /* one in 10: BIG_MIN..MAX_VAL, records */
 #define MAX_VAL     40960       /* that span pages of the WAL */
 #define DETAILS     8           /* detail lines per kind */
+#define REFUSED_MAX 60000       /* tries of an op refused (ENOBUFS) */
+#define REFUSED_EVERY 1000      /* say every 1000th refusal */
 
 static const char magic[4] = { 'P', 'C', 'V', '1' };
 
@@ -177,9 +190,10 @@ static struct tdbc *connect_or_die(void)
 	int tries = 0;
 	int r;
 
-	/* the socket may be there a moment before tdbd listens on it */
-	while ((r = tdbc_connect(&c, opt.socket, 0, msg, sizeof(msg))) ==
-	       -ECONNREFUSED && ++tries < 100)
+	/* the socket may be there a moment before tdbd listens on it;
+	 * tdb.ko answers EAGAIN while its supervisor restores the tables */
+	while (((r = tdbc_connect(&c, opt.socket, 0, msg, sizeof(msg))) ==
+		-ECONNREFUSED || r == -EAGAIN) && ++tries < 600)
 		usleep(100000);
 	if (r < 0)
 		die("connect", r, msg);
@@ -243,6 +257,29 @@ static int do_op(struct tdbc *c, struct tdbc_table *t, uint32_t w,
 	return txn ? tdbc_txn_commit(txn) : 0;
 }
 
+/* do_op, again while tdb.ko refuses it for a full change log (nothing
+ * of the op was applied), REFUSED_MAX times at most. */
+static int do_op_refused(struct tdbc *c, struct tdbc_table *t, uint32_t w,
+			 uint32_t n)
+{
+	static unsigned long refused;   /* all writers' */
+	unsigned int tries = 0;
+	unsigned long nr;
+	int r;
+
+	while ((r = do_op(c, t, w, n)) == -ENOBUFS && tries < REFUSED_MAX) {
+		nr = __atomic_add_fetch(&refused, 1, __ATOMIC_RELAXED);
+		if (nr == 1 || nr % REFUSED_EVERY == 0) {
+			printf("PCREFUSED writer %u op %u: %lu refusal(s) so "
+			       "far: %s\n", w, n, nr, tdbc_errmsg(c));
+			fflush(stdout);
+		}
+		usleep(1000);
+		tries++;
+	}
+	return r;
+}
+
 static void *writer(void *arg)
 {
 	uint32_t w = (uint32_t)(uintptr_t)arg;
@@ -255,7 +292,7 @@ static void *writer(void *arg)
 	if (r < 0)
 		die("table open", r, tdbc_errmsg(c));
 	for (n = 1; !opt.ops || n <= opt.ops; n++) {
-		r = do_op(c, t, w, (uint32_t)n);
+		r = do_op_refused(c, t, w, (uint32_t)n);
 		if (r < 0) {
 			fprintf(stderr, "pc_writer: writer %u op %llu: ", w,
 				(unsigned long long)n);
@@ -610,7 +647,7 @@ static unsigned long num(const char *s, unsigned long max)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pc_writer write|check --socket PATH "
+	fprintf(stderr, "usage: pc_writer write|check [--socket PATH] "
 		"--acks FILE --cycle N [--writers N] [--keys N] "
 		"[--ops N]\n");
 	exit(2);
@@ -647,7 +684,7 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (!opt.socket || !opt.acks || optind != argc || !opt.writers ||
+	if (!opt.acks || optind != argc || !opt.writers ||
 	    opt.keys < MAX_TXN)
 		usage();
 	if (!strcmp(cmd, "write"))

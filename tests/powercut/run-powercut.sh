@@ -10,6 +10,11 @@
 # (pc_writer check) verifies every acknowledged change and transaction.
 # tests/powercut/README.md says more.
 #
+# Kernel mode (--ko): the same with tdb.ko owning the tables: each boot
+# loads a fresh tdb.ko, starts `tdbd --backend kernel` (which restores
+# the tables from the disk into it and then supervises it) and the
+# writers and the checker go through /dev/tdb.
+#
 #   run-powercut.sh --tdbd PATH --writer PATH [options]
 #
 #   --cycles N      cuts with `sync always` (default 10); 0: none
@@ -32,18 +37,23 @@
 #   --kver VER      kernel (default: the newest /boot/vmlinuz-* with
 #                   /lib/modules/VER)
 #   --mem MB        guest memory (default 768)
+#   --ko FILE       kernel mode: tdb.ko (exit 77 if the file does not
+#                   exist: meson without -Dkmod=enabled); the kernel is
+#                   the one its vermagic names unless --kver
+#   --ko-args ARGS  tdb.ko's parameters (default log_ring_mb=1: the
+#                   change log ring wraps often)
 #   --keep          keep the work directory (disk images, serial logs)
 #   --skip WHY      exit 77 at once saying WHY (meson: sanitizer builds)
 #
 # Output: one line per boot (PCRUN ...), then "run-powercut: PASS ..." or
 # the failing boot's console log and "run-powercut: FAIL: ...".  Exit 0, 1
-# (FAIL) or 77 (skipped: qemu, nbdkit, qemu-io, mkfs.ext4, busybox-static
-# or the kernel missing).
+# (FAIL) or 77 (skipped: qemu, nbdkit, qemu-io, mkfs.ext4, busybox-static,
+# the kernel or, in kernel mode, tdb.ko missing).
 set -eu
 
 tdbd= writer= cycles=10 control=4 writers=4 cut=300:2500 kver= mem=768
 keep= skipwhy= ctl_sync=none mount_opts=
-early_every=4 run_sync=always
+early_every=4 run_sync=always ko= ko_args=log_ring_mb=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--tdbd) tdbd=$2; shift 2 ;;
@@ -58,9 +68,11 @@ while [ $# -gt 0 ]; do
 	--cut-ms) cut=$2; shift 2 ;;
 	--kver) kver=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
+	--ko) ko=$2; shift 2 ;;
+	--ko-args) ko_args=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	--skip) skipwhy=$2; shift 2 ;;
-	-h|--help) sed -n '2,45s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,56s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "run-powercut: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -79,6 +91,16 @@ TMPDIR=/tmp nbdkit -U - --filter=cache null --run true >/dev/null 2>&1 ||
 [ -n "$writer" ] && [ -x "$writer" ] || die "no pc_writer (--writer PATH)"
 cut_min=${cut%%:*} cut_max=${cut#*:}
 [ "$cut_max" -gt "$cut_min" ] || die "--cut-ms A:B needs A < B"
+backend=daemon
+if [ -n "$ko" ]; then
+	backend=kernel
+	[ -f "$ko" ] || skip "kernel mode: $ko not built (meson setup" \
+		"-Dkmod=enabled, with linux-headers-amd64)"
+	ko=$(readlink -f "$ko")
+	# the kernel tdb.ko was built for (its vermagic), unless --kver
+	[ -n "$kver" ] ||
+		kver=$(modinfo -F vermagic "$ko" | awk '{ print $1 }')
+fi
 qc_kernel "$kver"
 
 work=$(mktemp -d /tmp/tdb-powercut.XXXXXX)
@@ -168,6 +190,10 @@ mkdir -p "$root/pc" "$root/data"
 for m in virtio_pci virtio_blk crc32c_generic ext4; do
 	qc_add_module "$m"
 done
+if [ "$backend" = kernel ]; then
+	cp "$ko" "$root/lib/modules/tdb.ko"
+	qc_add_deps "$ko"       # after ext4's: DEPMODS loads them first
+fi
 tdbd=$(readlink -f "$tdbd")
 writer=$(readlink -f "$writer")
 qc_copy_with_libs "$tdbd"
@@ -175,7 +201,11 @@ qc_copy_with_libs "$writer"
 
 # /init: mount the data disk, start tdbd (which recovers), check what
 # the cycles before acknowledged (boot >= 1), then write until the power
-# goes (or, on the last boot, stop tdbd, unmount and power off).
+# goes (or, on the last boot, stop tdbd, unmount and power off).  In
+# kernel mode tdbd starts after a fresh tdb.ko and restores the tables
+# into it (PCRESTORE: its log line); pc_writer goes through /dev/tdb
+# (TDB_BACKEND=kernel, no --socket); the last boot also unloads tdb.ko
+# once tdbd is gone.
 cat > "$root/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -203,22 +233,35 @@ mount -t ext4 ${MOUNT_OPTS:+-o "$MOUNT_OPTS"} /dev/vda /data ||
 	fail "mount of the data disk"
 mkdir -p /data/tdb
 stty -F /dev/ttyS1 115200 raw -echo
+if [ "$BACKEND" = kernel ]; then
+	insmod /lib/modules/tdb.ko $KO_ARGS || fail "insmod tdb.ko $KO_ARGS"
+	export TDB_BACKEND=kernel
+	sock= args="--backend kernel"
+	# no socket: ready once the tables are restored into tdb.ko
+	ready() { grep -q 'supervising tdb.ko (kernel mode' /tmp/tdbd.log; }
+else
+	sock="--socket /tmp/tdbd.sock" args=
+	ready() { [ -S /tmp/tdbd.sock ]; }
+fi
 say "PCBOOT cycle=$CYCLE mode=$MODE up=$(cut -d' ' -f1 /proc/uptime)"
 # checkpoints every second and 1 MiB WAL segments: cuts land in
 # checkpoints and segment switches too
-$TDBD --socket /tmp/tdbd.sock --data-dir /data/tdb --sync "$MODE" \
+$TDBD $sock $args --data-dir /data/tdb --sync "$MODE" \
 	--hugepages no --wal-segment-size 1M --checkpoint-interval 1s \
 	--log-level info > /tmp/tdbd.log 2>&1 &
 tpid=$!
 i=0
-while [ ! -S /tmp/tdbd.sock ]; do
+while ! ready; do
 	kill -0 $tpid 2>/dev/null || fail "tdbd exited at start (recovery)"
-	i=$((i + 1)); [ $i -lt 1200 ] || fail "tdbd made no socket in 120 s"
+	i=$((i + 1)); [ $i -lt 1200 ] || fail "tdbd not ready in 120 s"
 	sleep 0.1
 done
 say "PCTDBD up=$(cut -d' ' -f1 /proc/uptime)"
+[ "$BACKEND" != kernel ] ||
+	say "PCRESTORE $(grep -o 'restored [0-9]* table.*records/s)' \
+		/tmp/tdbd.log)"
 if [ "$CYCLE" -gt 0 ]; then
-	$WRITER check --socket /tmp/tdbd.sock --acks /pc/acks \
+	$WRITER check $sock --acks /pc/acks \
 		--cycle "$CYCLE" --writers "$WRITERS"
 	st=$?
 	say "PCCHECK-RC $st up=$(cut -d' ' -f1 /proc/uptime)"
@@ -229,11 +272,14 @@ if [ "$LAST" = 1 ]; then
 	kill -TERM $tpid
 	wait $tpid
 	st=$?
+	# no supervisor any more: tdb.ko must let itself be unloaded
+	[ "$BACKEND" != kernel ] || rmmod tdb ||
+		fail "rmmod tdb after tdbd stopped (rc=$st)"
 	umount /data || fail "umount"
 	say "PCEND tdbd-exit=$st"
 	poweroff -f
 fi
-$WRITER write --socket /tmp/tdbd.sock --acks /dev/ttyS1 \
+$WRITER write $sock --acks /dev/ttyS1 \
 	--cycle "$CYCLE" --writers "$WRITERS"
 fail "the writers stopped (rc=$?)"
 EOF
@@ -241,6 +287,7 @@ chmod 0755 "$root/init"
 printf 'DEPMODS="%s"\nTDBD="%s"\nWRITER="%s"\nWRITERS=%s\nMOUNT_OPTS="%s"\n' \
 	"$qc_load_order" "$tdbd" "$writer" "$writers" "$mount_opts" \
 	> "$root/pc/static"
+printf 'BACKEND=%s\nKO_ARGS="%s"\n' "$backend" "$ko_args" >> "$root/pc/static"
 sed -i '2a . /pc/static' "$root/init"
 qc_pack "$work/base.gz"
 
@@ -368,13 +415,34 @@ boot() {	# last (0/1)
 		acked=$(grep -ac '^A ' "$acks" || true)
 	fi
 	pattern='WARNING:|BUG:|Oops|general protection|Call Trace|Kernel panic'
-	pattern="$pattern|EXT4-fs error|I/O error"
+	pattern="$pattern|EXT4-fs error|I/O error|scheduling while atomic"
+	pattern="$pattern|sleeping function called|self-detected stall"
+	pattern="$pattern|refcount_t:|list_add corruption|list_del corruption"
+	pattern="$pattern|blocked for more than|UBSAN|KASAN"
 	grep -aEn "$pattern" "$con" > "$work/complaints" &&
 		boot_fail "the kernel complained:" \
 			"$(head -n 3 "$work/complaints" | tr '\n' ' ')"
+	# kernel mode: what tdbd restored into the fresh tdb.ko (tables:
+	# records), said before the check and the writers (an early cut
+	# may come before)
+	restored=
+	if [ "$backend" = kernel ] && [ -z "$early" ]; then
+		re='^PCRESTORE restored \([0-9]*\) table(s), \([0-9]*\) rec.*'
+		restored=$(grep -a '^PCRESTORE' "$con" | tr -d '\r' |
+			sed -n "s/$re/\\1:\\2/p")
+		[ -n "$restored" ] ||
+			boot_fail "tdbd said no 'restored N table(s)'"
+		restored=" restored=$restored"
+	fi
+	# changes tdb.ko refused for a full change log (retried; pc_writer
+	# says the first and every 1000th): the count it said last
+	refused=$(grep -a '^PCREFUSED' "$con" | tail -n 1 |
+		sed -n 's/.*: \([0-9]*\) refusal(s) so far.*/ refused>=\1/p')
 	secs=$((($(now_ms) - t_boot) / 1000))
-	say "PCRUN $mode boot=$cycle secs=$secs check_at=${t_check:--}ms" \
-		"acked=$acked cut_ms=$delay ${check_line:-(no check)}"
+	say "PCRUN $backend $mode boot=$cycle secs=$secs" \
+		"check_at=${t_check:--}ms acked=$acked" \
+		"cut_ms=$delay$restored$refused" \
+		"${check_line:-(no check)}"
 }
 
 # A field of check_line: lost, lost_last, torn, holes, bad.
@@ -417,20 +485,22 @@ run_mode() {	# mode sync cuts
 }
 
 t0=$(now_ms)
-say "kernel $kver, tdbd $tdbd, $writers writers; $cycles cuts" \
-	"(sync $run_sync), $control (control, sync $ctl_sync); work $work"
+say "$backend mode${ko:+ ($ko $ko_args)}; kernel $kver, tdbd $tdbd," \
+	"$writers writers; $cycles cuts (sync $run_sync), $control" \
+	"(control, sync $ctl_sync); work $work"
 nbd_selfcheck
 if [ "$cycles" -gt 0 ]; then
 	run_mode always "$run_sync" "$cycles"
-	say "sync $run_sync: $cycles cuts, no acknowledged change lost," \
-		"no transaction torn"
+	say "$backend mode, sync $run_sync: $cycles cuts, no" \
+		"acknowledged change lost, no transaction torn"
 fi
 if [ "$control" -gt 0 ]; then
 	run_mode control "$ctl_sync" "$control"
 	[ "$losses" -gt 0 ] ||
 		die "the sync $ctl_sync control lost nothing in $control" \
 			"cuts: the harness cannot see a loss"
-	say "sync $ctl_sync (control): $losses of $control cuts lost" \
-		"acknowledged changes (as expected), none torn or out of order"
+	say "$backend mode, sync $ctl_sync (control): $losses of" \
+		"$control cuts lost acknowledged changes (as expected)," \
+		"none torn or out of order"
 fi
 say "PASS in $((($(now_ms) - t0) / 1000)) s"

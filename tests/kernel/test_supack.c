@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * test_supack.c - under tdbd --backend kernel (the qemu guest; issue
+ * 15): generic netlink acknowledgements keep their meaning, and the
+ * change log ring counts in max_memory_mb.  Needs $TDB_KTEST_TDBD and a
+ * tdb.ko with the supervisor ioctls: skips (77) without either.
+ *
+ *  1. sync always: a genl PUT, DEL, transaction commit and TABLE_CREATE
+ *     made while tdbd is stopped (SIGSTOP) is applied at once (another
+ *     genl socket reads it) but not acknowledged within STOP_MS; after
+ *     SIGCONT it is, without error;
+ *  2. a fatal signal ends such a wait at once (not at the deadline);
+ *  3. tdbd stopped past its client deadline (1 s): -ETIMEDOUT "... the
+ *     supervisor (tdbd) did not report it durable ..."; tdbd killed:
+ *     -ETIMEDOUT "... no supervisor (tdbd) is attached"; both counted in
+ *     TDB_IOC_SUP_STATS timed_out, and both changes stay applied;
+ *  4. sync batch: a genl PUT is answered while tdbd is stopped;
+ *  5. every change above is durable: tdb.ko reloaded, tdbd restores
+ *     them all;
+ *  6. max_memory_mb=32 log_ring_mb=64: TDB_IOC_SUP_CLAIM is refused
+ *     -ENOSPC, the kernel log names both parameters, and tables still
+ *     work; max_memory_mb=17 log_ring_mb=16: the claim passes, and the
+ *     ring leaves no room for a table's extent (-ENOMEM) until
+ *     max_memory_mb is raised.
+ * It leaves a fresh tdb.ko loaded (no tables, no supervisor).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tdb/client.h"
+#include "tdb/kdev.h"
+#include "ksup.h"
+
+#define DATA_DIR    "/tmp/tdb-supack"
+#define LOG_FILE    "/tmp/tdb-supack.log"
+#define TABLE       "ack"
+#define STOP_MS     300         /* no ack this long while tdbd is stopped */
+#define ANSWER_MS   30000       /* an ack that must come (TCG is slow) */
+
+static struct ksup_tdbd td = { .log = LOG_FILE, .ready = KSUP_SUPERVISING,
+			       .pid = -1 };
+static pid_t main_pid;
+
+#define FAIL(...) do { fprintf(stderr, "test_supack: FAIL: " __VA_ARGS__); \
+	fputc('\n', stderr); exit(1); } while (0)
+#define CHECK(c, ...) do { if (!(c)) FAIL(__VA_ARGS__); } while (0)
+
+/* tdbd in kernel mode with this sync mode and client deadline; returns
+ * once it supervises. */
+static void tdbd_start(const char *sync, const char *deadline)
+{
+	const char *av[] = { td.path, "--backend", "kernel",
+		"--data-dir", DATA_DIR, "--sync", sync,
+		"--client-deadline", deadline, "--config", "/dev/null", NULL };
+
+	ksup_start(&td, av);
+}
+
+static void key_of(char *k, unsigned int i)
+{
+	snprintf(k, 16, "k%06u", i);
+}
+
+static void val_of(char *v, unsigned int i)
+{
+	snprintf(v, 32, "v-%u-%u", i, i * 2654435761u);
+}
+
+/* --- one change from a child, over generic netlink ---------------------- */
+
+enum op { OP_PUT, OP_DEL, OP_TXN, OP_CREATE };
+static const char *const op_name[] = { "put", "delete", "commit", "create" };
+
+struct answer {
+	int err;
+	char msg[200];
+};
+
+/* The change of kind op on key i (OP_TXN: keys i and i + 1; OP_CREATE:
+ * table "ack<i>"), its error and message. */
+static void do_op(enum op op, unsigned int i, struct answer *a)
+{
+	struct tdbc *c = ksup_connect(TDBC_NO_RINGS);
+	struct tdbc_table *t = NULL;
+	struct tdbc_txn *x = NULL;
+	char k[16], v[32], name[16];
+
+	CHECK(!tdbc_uses_rings(c), "not a generic netlink connection");
+	CHECK(!tdbc_table_open(c, TABLE, &t), "open: %s", tdbc_errmsg(c));
+	key_of(k, i);
+	val_of(v, i);
+	switch (op) {
+	case OP_PUT:
+		a->err = tdbc_put(t, NULL, k, strlen(k), v, strlen(v), 0);
+		break;
+	case OP_DEL:
+		a->err = tdbc_del(t, NULL, k, strlen(k));
+		break;
+	case OP_TXN:
+		CHECK(!tdbc_txn_begin(c, &x), "begin: %s", tdbc_errmsg(c));
+		CHECK(!tdbc_put(t, x, k, strlen(k), v, strlen(v), 0),
+		      "put in txn: %s", tdbc_errmsg(c));
+		key_of(k, i + 1);
+		val_of(v, i + 1);
+		CHECK(!tdbc_put(t, x, k, strlen(k), v, strlen(v), 0),
+		      "put in txn: %s", tdbc_errmsg(c));
+		a->err = tdbc_txn_commit(x);
+		break;
+	case OP_CREATE:
+		snprintf(name, sizeof(name), TABLE "%u", i);
+		a->err = tdbc_table_create(c, name, NULL);
+		break;
+	}
+	snprintf(a->msg, sizeof(a->msg), "%s", a->err ? tdbc_errmsg(c) : "");
+	tdbc_table_close(t);
+	tdbc_close(c);
+}
+
+struct pending {
+	pid_t pid;
+	int fd;                 /* the answer comes here */
+	uint64_t t0;
+};
+
+static struct pending op_start(enum op op, unsigned int i)
+{
+	struct pending p;
+	int pfd[2];
+
+	CHECK(!pipe(pfd), "pipe");
+	p.t0 = ksup_now_ms();
+	p.pid = fork();
+	CHECK(p.pid >= 0, "fork");
+	if (!p.pid) {
+		struct answer a;
+
+		close(pfd[0]);
+		memset(&a, 0, sizeof(a));
+		do_op(op, i, &a);
+		CHECK(write(pfd[1], &a, sizeof(a)) == sizeof(a), "write");
+		_exit(0);
+	}
+	close(pfd[1]);
+	p.fd = pfd[0];
+	return p;
+}
+
+/* Has it answered within ms? */
+static bool op_answered(struct pending *p, int ms)
+{
+	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+
+	return poll(&pfd, 1, ms) == 1;
+}
+
+/* Its answer (within ANSWER_MS), and how long it took since it began. */
+static struct answer op_finish(struct pending *p, uint64_t *ms)
+{
+	struct answer a;
+	int status;
+
+	CHECK(op_answered(p, ANSWER_MS), "no answer in %u ms", ANSWER_MS);
+	*ms = ksup_now_ms() - p->t0;
+	CHECK(read(p->fd, &a, sizeof(a)) == sizeof(a), "read answer");
+	close(p->fd);
+	CHECK(waitpid(p->pid, &status, 0) == p->pid && WIFEXITED(status) &&
+	      !WEXITSTATUS(status), "child status %#x", status);
+	return a;
+}
+
+/* The value of key i over generic netlink (a read never waits): 1 with
+ * the right value, 0 absent. */
+static int has_key(unsigned int i)
+{
+	struct tdbc *c = ksup_connect(TDBC_NO_RINGS);
+	struct tdbc_table *t = NULL;
+	char k[16], v[32], got[64];
+	long len;
+
+	CHECK(!tdbc_table_open(c, TABLE, &t), "open: %s", tdbc_errmsg(c));
+	key_of(k, i);
+	val_of(v, i);
+	len = tdbc_get(t, NULL, k, strlen(k), got, sizeof(got), NULL);
+	CHECK(len == -ENOENT || (len == (long)strlen(v) &&
+				 !memcmp(got, v, (size_t)len)),
+	      "key %s: %ld (%s)", k, len, tdbc_errmsg(c));
+	tdbc_table_close(t);
+	tdbc_close(c);
+	return len > 0;
+}
+
+static bool has_table(unsigned int i)
+{
+	struct tdbc *c = ksup_connect(TDBC_NO_RINGS);
+	struct tdbc_table_stat st;
+	char name[16];
+	int e;
+
+	snprintf(name, sizeof(name), TABLE "%u", i);
+	e = tdbc_table_stat(c, name, &st);
+	tdbc_close(c);
+	return !e;
+}
+
+/* The change is applied at once, its ack waits for tdbd. */
+static void held_while_stopped(enum op op, unsigned int i)
+{
+	struct pending p;
+	struct answer a;
+	uint64_t ms, t;
+
+	ksup_pause(&td);
+	p = op_start(op, i);
+	if (op_answered(&p, STOP_MS)) {
+		a = op_finish(&p, &ms);
+		FAIL("genl %s answered in %llu ms while tdbd (sync always) "
+		     "was stopped, not durable yet: %d \"%s\"", op_name[op],
+		     (unsigned long long)ms, a.err, a.msg);
+	}
+	switch (op) {
+	case OP_PUT:
+		CHECK(has_key(i), "genl put: not applied while held");
+		break;
+	case OP_DEL:
+		CHECK(!has_key(i), "genl delete: not applied while held");
+		break;
+	case OP_TXN:
+		CHECK(has_key(i) && has_key(i + 1),
+		      "genl commit: not applied while held");
+		break;
+	case OP_CREATE:
+		CHECK(has_table(i), "genl create: not applied while held");
+		break;
+	}
+	t = ksup_now_ms();
+	CHECK(!kill(td.pid, SIGCONT), "SIGCONT tdbd");
+	a = op_finish(&p, &ms);
+	CHECK(!a.err, "genl %s after SIGCONT: %d %s", op_name[op], a.err,
+	      a.msg);
+	printf("test_supack: genl %s held %llu ms (acknowledged %llu ms "
+	       "after SIGCONT)\n", op_name[op], (unsigned long long)ms,
+	       (unsigned long long)(ksup_now_ms() - t));
+}
+
+static struct tdb_sup_stats stats(void)
+{
+	struct tdb_sup_stats st;
+	int fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
+
+	CHECK(fd >= 0 && !ioctl(fd, TDB_IOC_SUP_STATS, &st), "STATS: %s",
+	      strerror(errno));
+	close(fd);
+	return st;
+}
+
+/* -ETIMEDOUT with this text after about the deadline (1 s), applied. */
+static void times_out(unsigned int i, const char *text)
+{
+	struct pending p = op_start(OP_PUT, i);
+	struct answer a;
+	uint64_t ms;
+
+	a = op_finish(&p, &ms);
+	CHECK(a.err == -ETIMEDOUT && strstr(a.msg, text),
+	      "genl put past the deadline: %d \"%s\", want -ETIMEDOUT "
+	      "\"...%s...\"", a.err, a.msg, text);
+	CHECK(ms >= 900, "-ETIMEDOUT after %llu ms, before the 1 s deadline",
+	      (unsigned long long)ms);
+	CHECK(has_key(i), "a timed-out put is not applied");
+	printf("test_supack: -ETIMEDOUT after %llu ms: %s\n",
+	       (unsigned long long)ms, a.msg);
+}
+
+static void acks(void)
+{
+	struct tdb_sup_stats st0, st1;
+	struct pending p;
+	struct answer a;
+	struct tdbc *c;
+	uint64_t ms;
+	int status;
+	unsigned int i;
+
+	tdbd_start("always", "10s");
+	c = ksup_connect(TDBC_NO_RINGS);
+	CHECK(!tdbc_table_create(c, TABLE, NULL), "create: %s",
+	      tdbc_errmsg(c));
+	tdbc_close(c);
+
+	/* with tdbd running: acked, as soon as durable */
+	p = op_start(OP_PUT, 0);
+	a = op_finish(&p, &ms);
+	CHECK(!a.err, "put: %s", a.msg);
+	printf("test_supack: genl put with tdbd running: %llu ms\n",
+	       (unsigned long long)ms);
+
+	/* 1. held while tdbd is stopped */
+	held_while_stopped(OP_PUT, 1);
+	held_while_stopped(OP_DEL, 0);
+	held_while_stopped(OP_TXN, 2);
+	held_while_stopped(OP_CREATE, 1);
+
+	/* 2. a fatal signal ends the wait (the deadline is 10 s) */
+	ksup_pause(&td);
+	p = op_start(OP_PUT, 4);
+	CHECK(!op_answered(&p, STOP_MS), "genl put answered while tdbd "
+	      "(sync always) was stopped");
+	CHECK(has_key(4), "put 4 not applied");
+	ms = ksup_now_ms();
+	kill(p.pid, SIGKILL);
+	CHECK(waitpid(p.pid, &status, 0) == p.pid && WIFSIGNALED(status),
+	      "the killed child: status %#x", status);
+	ms = ksup_now_ms() - ms;
+	CHECK(ms < 5000, "a SIGKILLed sender waited %llu ms (the wait must "
+	      "end on a fatal signal)", (unsigned long long)ms);
+	close(p.fd);
+	CHECK(!kill(td.pid, SIGCONT), "SIGCONT tdbd");
+	printf("test_supack: a SIGKILLed sender's wait ended in %llu ms\n",
+	       (unsigned long long)ms);
+
+	/* 3. past the deadline: tdbd stopped, then killed */
+	st0 = stats();
+	ksup_stop(&td, SIGTERM);
+	tdbd_start("always", "1s");
+	ksup_pause(&td);
+	times_out(5, "the supervisor (tdbd) did not report it durable");
+	ksup_stop(&td, SIGKILL);
+	times_out(6, "no supervisor (tdbd) is attached");
+	st1 = stats();
+	CHECK(st1.timed_out >= st0.timed_out + 2 && st1.held == 0,
+	      "STATS: timed_out %llu -> %llu, held %llu",
+	      (unsigned long long)st0.timed_out,
+	      (unsigned long long)st1.timed_out,
+	      (unsigned long long)st1.held);
+
+	/* 4. sync batch answers at once */
+	tdbd_start("batch", "10s");
+	ksup_pause(&td);
+	p = op_start(OP_PUT, 7);
+	CHECK(op_answered(&p, 5000), "sync batch: genl put not answered "
+	      "in 5 s while tdbd was stopped");
+	a = op_finish(&p, &ms);
+	CHECK(!a.err, "sync batch put: %s", a.msg);
+	CHECK(!kill(td.pid, SIGCONT), "SIGCONT tdbd");
+	printf("test_supack: sync batch: genl put answered in %llu ms with "
+	       "tdbd stopped\n", (unsigned long long)ms);
+
+	/* 5. all durable: a restore brings every change back */
+	ksup_stop(&td, SIGTERM);
+	ksup_reload("log_ring_mb=1");
+	tdbd_start("always", "10s");
+	CHECK(!has_key(0), "the deleted key is back");
+	for (i = 1; i <= 7; i++)
+		CHECK(has_key(i), "key %u lost by the restore", i);
+	CHECK(has_table(1), "the created table lost by the restore");
+	ksup_stop(&td, SIGTERM);
+	printf("test_supack: every change restored\n");
+}
+
+/* --- the log ring in max_memory_mb ---------------------------------------- */
+
+static int claim(int fd)
+{
+	struct tdb_sup_claim c;
+
+	memset(&c, 0, sizeof(c));
+	c.version = TDB_DEV_VERSION;
+	c.sync = TDB_SUP_SYNC_NONE;
+	c.instance = 0x5eedfeed0000a11cull;
+	c.next_lsn = 1;
+	return ioctl(fd, TDB_IOC_SUP_CLAIM, &c) < 0 ? -errno : 0;
+}
+
+/* A table and a record in it through /dev/tdb: 0 or the first error. */
+static int table_put(const char *name)
+{
+	struct tdbc *c = ksup_connect(0);
+	struct tdbc_table *t = NULL;
+	char got[8];
+	int e;
+
+	e = tdbc_table_create(c, name, NULL);
+	if (!e)
+		e = tdbc_table_open(c, name, &t);
+	if (!e)
+		e = tdbc_put(t, NULL, "key", 3, "value", 5, 0);
+	if (!e)
+		e = tdbc_get(t, NULL, "key", 3, got, sizeof(got), NULL) == 5 ?
+		    0 : -EIO;
+	if (e)
+		printf("test_supack: table %s: %s\n", name, tdbc_errmsg(c));
+	tdbc_table_close(t);
+	tdbc_close(c);
+	return e;
+}
+
+static void ring_memory(void)
+{
+	int fd, e;
+
+	/* refused: 64 MiB of ring in 32 MiB */
+	ksup_reload("max_memory_mb=32 log_ring_mb=64");
+	fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
+	CHECK(fd >= 0, "open: %s", strerror(errno));
+	e = claim(fd);
+	CHECK(e == -ENOSPC, "claim with log_ring_mb=64 > max_memory_mb=32: "
+	      "%d (%s), want -ENOSPC", e, strerror(-e));
+	ksup_sh("dmesg | grep 'TDB_IOC_SUP_CLAIM' | grep 'log_ring_mb=64' | "
+	   "grep -q 'max_memory_mb=32'");
+	close(fd);
+	CHECK(!table_put("mem_a"), "a table after the refused claim");
+	printf("test_supack: claim refused -ENOSPC (log_ring_mb=64, "
+	       "max_memory_mb=32); tables work\n");
+
+	/* the ring takes 16 MiB + its header page of 17 MiB: no table
+	 * extent (2 MiB) fits until the bound is raised */
+	ksup_reload("max_memory_mb=17 log_ring_mb=16");
+	fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
+	CHECK(fd >= 0, "open: %s", strerror(errno));
+	e = claim(fd);
+	CHECK(!e, "claim with log_ring_mb=16, max_memory_mb=17: %s",
+	      strerror(-e));
+	CHECK(!ioctl(fd, TDB_IOC_SUP_READY, 0), "READY: %s", strerror(errno));
+	ksup_sh("dmesg | grep -q 'change log ring of 16 MiB allocated, counted in "
+	   "max_memory_mb=17'");
+	e = table_put("mem_b");
+	CHECK(e == -ENOMEM, "a table's first extent beside a 16 MiB ring in "
+	      "max_memory_mb=17: %d, want -ENOMEM", e);
+	ksup_sh("echo 32 > /sys/module/tdb/parameters/max_memory_mb");
+	e = table_put("mem_c");
+	CHECK(!e, "a table with max_memory_mb=32 beside the ring: %d", e);
+	close(fd);
+	printf("test_supack: the 16 MiB ring counts in max_memory_mb\n");
+}
+
+/* A failed test leaves no tdbd behind (it would keep tdb.ko from
+ * unloading for the tests after this one). */
+static void cleanup(void)
+{
+	if (getpid() != main_pid || td.pid <= 0)
+		return;
+	kill(td.pid, SIGKILL);
+	kill(td.pid, SIGCONT);
+	waitpid(td.pid, NULL, 0);
+	td.pid = -1;
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	main_pid = getpid();
+	atexit(cleanup);
+	td.path = getenv("TDB_KTEST_TDBD");
+	if (!td.path || !*td.path) {
+		fprintf(stderr, "test_supack: SKIP: no $TDB_KTEST_TDBD\n");
+		return 77;
+	}
+	if (!ksup_has_supervisor()) {
+		fprintf(stderr, "test_supack: SKIP: tdb.ko has no supervisor "
+			"ioctls (TDB_IOC_SUP_*)\n");
+		return 77;
+	}
+	system("rm -rf " DATA_DIR " " LOG_FILE);
+	ksup_reload("log_ring_mb=1");
+	acks();
+	ring_memory();
+	ksup_reload("");
+	system("rm -rf " DATA_DIR);
+	return 0;
+}
