@@ -2373,7 +2373,7 @@ static void rst_print(uint64_t n, struct rst_run *dr, struct rst_run *kr,
 	for (unsigned int r = 0; r < runs; r++) {
 		/* restore rate against recovery rate, this run */
 		double x = dr[r].p[P_CKPT] / kr[r].p[P_RESTORE];
-		char what[8];
+		char what[16];
 
 		snprintf(what, sizeof(what), "%u", r + 1);
 		rst_row(what, dr[r].p, kr[r].p);
