@@ -46,6 +46,34 @@
 # two backends measured in the same boot mean anything.
 set -eu
 
+# The guest's report between TAG-BEGIN and TAG-END in the serial log
+# (kernel timestamps dropped), its CSV (TAG-CSV-BEGIN..END) to $csv
+# with a "# host:" line, the verdict of run-qemu.sh; the log goes
+# unless kept or the run failed ($st).
+report() {
+	tag=$1
+	sed -n "/^$tag-BEGIN/,/^$tag-END/p" "$log" |
+		sed "/^$tag-CSV-BEGIN/,/^$tag-CSV-END/d" |
+		sed "/^$tag-/d; /^\[ *[0-9.]*\] /d"
+	if [ -n "$csv" ]; then
+		sed -n "/^$tag-CSV-BEGIN/,/^$tag-CSV-END/p" "$log" |
+			sed "/^$tag-/d; /^\[ *[0-9.]*\] /d; s/\r\$//" > "$log.csv"
+		{
+			sed -n '/^#/p' "$log.csv"
+			echo "# host: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs; $(qemu-system-x86_64 --version | head -n 1), -accel tcg -smp 2 (emulated: only the ratios mean anything)"
+			sed '/^#/d' "$log.csv"
+		} > "$csv"
+		rm -f "$log.csv"
+	fi
+	tail -n 1 "$log.verdict"
+	if [ "$st" != 0 ]; then
+		cat "$log.verdict" >&2
+		echo "run-bench: run-qemu.sh exited $st (serial log $log)" >&2
+	fi
+	rm -f "$log.verdict"
+	[ -n "$keep_log" ] || [ "$st" != 0 ] || rm -f "$log"
+}
+
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 # --durable: tdb-bench-durable in the guest on a disk image; the report
@@ -82,26 +110,7 @@ durable_run() {
 		--env "TDB_BENCH_DURABLE_ARGS=$args" \
 		-- "$bench" > "$log.verdict" 2>&1 || st=$?
 	rm -f "$img"
-	sed -n '/^DURABLE-BEGIN/,/^DURABLE-END/p' "$log" |
-		sed '/^DURABLE-CSV-BEGIN/,/^DURABLE-CSV-END/d' |
-		sed '/^DURABLE-/d; /^\[ *[0-9.]*\] /d'
-	if [ -n "$csv" ]; then
-		sed -n '/^DURABLE-CSV-BEGIN/,/^DURABLE-CSV-END/p' "$log" |
-			sed '/^DURABLE-/d; /^\[ *[0-9.]*\] /d' > "$log.csv"
-		{
-			sed -n '/^#/p' "$log.csv"
-			echo "# host: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs; $(qemu-system-x86_64 --version | head -n 1), -accel tcg -smp 2 (emulated: only the ratios mean anything)"
-			sed '/^#/d' "$log.csv"
-		} > "$csv"
-		rm -f "$log.csv"
-	fi
-	tail -n 1 "$log.verdict"
-	if [ "$st" != 0 ]; then
-		cat "$log.verdict" >&2
-		echo "run-bench: run-qemu.sh exited $st (serial log $log)" >&2
-	fi
-	rm -f "$log.verdict"
-	[ -n "$keep_log" ] || [ "$st" != 0 ] || rm -f "$log"
+	report DURABLE
 	return "$st"
 }
 
@@ -149,24 +158,5 @@ st=0
 	--log "$log" --extra "$tdbd" \
 	--env "TDB_BENCH_KDEV_ARGS=--compare,--tdbd,$tdbd,--runs,$runs,--keys,$keys,--ops,$ops,--batch,$batch${csv:+,--csv,-}" \
 	-- "$bench" > "$log.verdict" 2>&1 || st=$?
-sed -n '/^KDEV-BEGIN/,/^KDEV-END/p' "$log" |
-	sed '/^KDEV-CSV-BEGIN/,/^KDEV-CSV-END/d' |
-	sed '/^KDEV-/d; /^\[ *[0-9.]*\] /d'
-if [ -n "$csv" ] && [ "$st" = 0 ]; then
-	sed -n '/^KDEV-CSV-BEGIN/,/^KDEV-CSV-END/p' "$log" |
-		sed '/^KDEV-/d; /^\[ *[0-9.]*\] /d; s/\r$//' > "$log.csv"
-	{
-		sed -n '/^#/p' "$log.csv"
-		echo "# host: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs; $(qemu-system-x86_64 --version | head -n 1), -accel tcg -smp 2 (emulated: only the ratios mean anything)"
-		sed '/^#/d' "$log.csv"
-	} > "$csv"
-	rm -f "$log.csv"
-fi
-tail -n 1 "$log.verdict"
-if [ "$st" != 0 ]; then
-	cat "$log.verdict" >&2
-	echo "run-bench: run-qemu.sh exited $st (serial log $log)" >&2
-fi
-rm -f "$log.verdict"
-[ -n "$keep_log" ] || [ "$st" != 0 ] || rm -f "$log"
+report KDEV
 exit "$st"
