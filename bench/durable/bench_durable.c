@@ -2654,22 +2654,32 @@ static void parse_parts(const char *s)
 	}
 }
 
-static void parse_sizes(const char *s)
+/* A list of numbers in [lo, hi] separated by ',' or '+', at most max:
+ * how many, or exit(2) naming what is wrong. */
+static unsigned int parse_list(const char *s, const char *what,
+			       uint64_t *out, unsigned int max, uint64_t lo,
+			       uint64_t hi)
 {
 	char buf[128], *save = NULL;
+	unsigned int n = 0;
 
 	snprintf(buf, sizeof(buf), "%s", s);
-	opt.nrst = 0;
 	for (char *t = strtok_r(buf, ",+", &save); t;
 	     t = strtok_r(NULL, ",+", &save)) {
-		if (opt.nrst == 4) {
-			fprintf(stderr, "tdb-bench-durable: at most 4 "
-				"--restore-records sizes\n");
+		if (n == max) {
+			fprintf(stderr, "tdb-bench-durable: at most %u %s\n",
+				max, what);
 			exit(2);
 		}
-		opt.rst_records[opt.nrst++] = parse_num(t, "records", 1,
-							1000000000ull);
+		out[n++] = parse_num(t, what, lo, hi);
 	}
+	return n;
+}
+
+static void parse_sizes(const char *s)
+{
+	opt.nrst = parse_list(s, "--restore-records sizes", opt.rst_records,
+			      4, 1, 1000000000ull);
 	if (!opt.nrst)
 		exit(2);
 }
@@ -2758,20 +2768,12 @@ static void parse_args(int argc, char **argv)
 			break;
 		}
 		case 'p': {
-			char buf[128], *save = NULL;
+			uint64_t v[8];
 
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			opt.nprocs = 0;
-			for (char *t = strtok_r(buf, ",+", &save); t;
-			     t = strtok_r(NULL, ",+", &save)) {
-				if (opt.nprocs == 8) {
-					fprintf(stderr, "tdb-bench-durable: "
-						"at most 8 process counts\n");
-					exit(2);
-				}
-				opt.procs[opt.nprocs++] = (unsigned int)
-					parse_num(t, "procs", 1, PROCS_MAX);
-			}
+			opt.nprocs = parse_list(optarg, "process counts", v, 8,
+						1, PROCS_MAX);
+			for (unsigned int i = 0; i < opt.nprocs; i++)
+				opt.procs[i] = (unsigned int)v[i];
 			if (!opt.nprocs)
 				exit(2);
 			break;
