@@ -36,9 +36,11 @@
  *    and lock are released by the log hooks before the owner returns),
  *    only genl's cb_lock for reading, as by every doit.  So that a
  *    stuck supervisor cannot hold cb_lock's readers (and with them any
- *    genl family's registration) for ever, the wait always ends at the
- *    client deadline, with or without a supervisor: -ETIMEDOUT, the
- *    change applied and logged.  It is killable (a caught signal
+ *    genl family's registration) for long, the wait always ends at the
+ *    client deadline or TDBK_GENL_WAIT_MAX_MS, whichever comes first,
+ *    for all the changes of one datagram together, with or without a
+ *    supervisor: -ETIMEDOUT, the change applied and logged.  At unload
+ *    every wait ends at once.  It is killable (a caught signal
  *    cannot restart a netlink request, only fail it): a fatal signal
  *    ends it early, the change stays applied.
  */
@@ -66,9 +68,16 @@
 #include "sup.h"
 
 #define TDBK_GENL_MAX_DUMPS 8   /* per socket, as tdbd's MAX_DUMPS */
+/* The longest a datagram's changes may wait for durability in all:
+ * the wait holds genl's cb_lock for reading, which every genl family's
+ * (un)registration needs for writing, and rwsem fairness then queues
+ * all genl traffic behind that writer. */
+#define TDBK_GENL_WAIT_MAX_MS 2000
 
-/* doits waiting for durability; woken by tdbk_genl_durable() */
+/* doits waiting for durability; woken by tdbk_genl_durable() and at
+ * unload (genl_going) */
 static DECLARE_WAIT_QUEUE_HEAD(durable_wq);
+static bool genl_going;
 static atomic64_t waiting_now = ATOMIC64_INIT(0);
 static atomic64_t waits_timed_out = ATOMIC64_INIT(0);
 
@@ -82,6 +91,14 @@ struct genl_client {
 	struct mutex lock;              /* calls on tc */
 	struct tdbo_client *tc;
 	unsigned int ndumps;            /* under lock */
+	/* The datagram whose changes wait for durability now (under
+	 * lock): netlink_rcv_skb() runs the doit for each message of one
+	 * skb in turn, pulling it, so a later message of the same datagram
+	 * has the same skb and a larger offset from skb->head; all of them
+	 * share one end (TDBK_GENL_WAIT_MAX_MS). */
+	const struct sk_buff *wait_skb;
+	unsigned int wait_off;
+	unsigned long wait_end;
 };
 
 static DEFINE_HASHTABLE(genl_clients, 8);
@@ -361,22 +378,44 @@ void tdbk_genl_held_stats(u64 *held, u64 *timed_out)
  * fatal signal (not -EINTR: netlink_rcv_skb() sends no ack at all for
  * that).  Called with no lock held.
  */
-static int wait_durable(u64 lsn, struct netlink_ext_ack *extack)
+static bool must_wait(u64 lsn)
 {
-	u32 ms = tdbk_sup_deadline_ms();
-	long left;
+	return lsn && lsn != U64_MAX &&
+	       tdbk_sup_sync() == TDB_SUP_SYNC_ALWAYS &&
+	       lsn > tdbk_log_durable_lsn();
+}
 
-	if (!lsn || lsn == U64_MAX ||
-	    tdbk_sup_sync() != TDB_SUP_SYNC_ALWAYS ||
-	    lsn <= tdbk_log_durable_lsn())
+/* Under gc->lock: when the wait of this message of skb must end (the
+ * datagram's end, set by its first message that waits). */
+static unsigned long wait_end(struct genl_client *gc,
+			      const struct sk_buff *skb)
+{
+	unsigned int off = (unsigned int)(skb->data - skb->head);
+	u32 ms = min_t(u32, tdbk_sup_deadline_ms(), TDBK_GENL_WAIT_MAX_MS);
+
+	if (gc->wait_skb != skb || off <= gc->wait_off) {
+		gc->wait_skb = skb;
+		gc->wait_end = jiffies + msecs_to_jiffies(ms);
+	}
+	gc->wait_off = off;
+	return gc->wait_end;
+}
+
+static int wait_durable(u64 lsn, unsigned long end,
+			struct netlink_ext_ack *extack)
+{
+	long left = (long)(end - jiffies);
+
+	if (!must_wait(lsn))
 		return 0;
 	/* > 0 only with the condition true: durable in time */
 	atomic64_inc(&waiting_now);
-	left = wait_event_killable_timeout(durable_wq,
-					   lsn <= tdbk_log_durable_lsn(),
-					   msecs_to_jiffies(ms));
+	left = left <= 0 ? 0 :
+	       wait_event_killable_timeout(durable_wq,
+					   lsn <= tdbk_log_durable_lsn() ||
+					   READ_ONCE(genl_going), left);
 	atomic64_dec(&waiting_now);
-	if (left > 0)
+	if (left > 0 && lsn <= tdbk_log_durable_lsn())
 		return 0;
 	if (left < 0) {
 		if (extack)
@@ -387,7 +426,10 @@ static int wait_durable(u64 lsn, struct netlink_ext_ack *extack)
 	}
 	atomic64_inc(&waits_timed_out);
 	if (extack)
-		extack->_msg = tdbk_sup_attached() ?
+		extack->_msg = READ_ONCE(genl_going) ?
+			"the change is applied but not yet durable: tdb.ko "
+			"is being unloaded" :
+			tdbk_sup_attached() ?
 			"the change is applied but not yet durable: the "
 			"supervisor (tdbd) did not report it durable within "
 			"the client deadline" :
@@ -407,6 +449,7 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 	struct tdbo_out res;
 	struct genl_client *gc;
 	struct tdb_proto_msg *m;
+	unsigned long end = 0;
 	int err;
 
 	m = kmalloc(sizeof(*m), GFP_KERNEL);
@@ -441,6 +484,8 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 	mutex_lock(&gc->lock);
 	err = tdbo_exec(gc->tc, m, &rs.s, &ext, &res);
 	dump = res.dump;
+	if (err >= 0 && must_wait(res.lsn))
+		end = wait_end(gc, skb);
 	mutex_unlock(&gc->lock);
 	if (dump) {
 		/* Dump commands come through start/dumpit, never here. */
@@ -454,7 +499,7 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 	client_put(gc);
 	if (err >= 0 && !dump) {
 		/* the reply, if any, stays unsent until then */
-		int werr = wait_durable(res.lsn, info->extack);
+		int werr = wait_durable(res.lsn, end, info->extack);
 
 		if (werr) {
 			err = werr;
@@ -858,6 +903,10 @@ void tdbk_genl_exit(void)
 	unsigned int bkt;
 
 	tdbo_owner_on_change(genl_owner, NULL, NULL);
+	/* Changes waiting for durability end now (-ETIMEDOUT), or the
+	 * unregistration below would wait for them with cb_lock queued. */
+	WRITE_ONCE(genl_going, true);
+	wake_up_all(&durable_wq);
 	/* No doit runs after this; dumps hold a module reference, so none
 	 * is left when the module goes. */
 	genl_unregister_family(&tdbk_family);

@@ -143,7 +143,7 @@ static int claim_check(const struct tdb_sup_claim *c)
 	if (c->version != TDB_DEV_VERSION)
 		return -EPROTONOSUPPORT;
 	if (c->flags || c->sync > TDB_SUP_SYNC_NONE || !c->instance ||
-	    !c->next_lsn)
+	    !c->next_lsn || c->deadline_ms > TDB_SUP_DEADLINE_MAX_MS)
 		return -EINVAL;
 	for (i = 0; i < ARRAY_SIZE(c->reserved); i++)
 		if (c->reserved[i])

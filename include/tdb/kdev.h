@@ -183,7 +183,10 @@ struct tdb_dev_watch_cookie {
  *    attached it is answered -ETIMEDOUT ("the change is applied but
  *    not yet durable: ...") after deadline_ms.  BATCH, NONE: at once.
  *    The last claim's sync and deadline stay after its supervisor
- *    left.
+ *    left.  Generic netlink has no ring to hold an answer in: its
+ *    change waits in the sender's sendmsg, at most deadline_ms or 2 s
+ *    (for all the changes of one datagram), supervisor or not, then
+ *    -ETIMEDOUT; a fatal signal ends the wait with -ECANCELED.
  *  - TDB_IOC_SUP_DURABLE(lsn): records up to lsn are on disk (clamped
  *    to what was logged; never moves back).  With sync ALWAYS, answers
  *    held for changes up to lsn go out.
@@ -196,6 +199,7 @@ struct tdb_dev_watch_cookie {
 #define TDB_SUP_SYNC_ALWAYS 0u  /* answers wait for TDB_IOC_SUP_DURABLE */
 #define TDB_SUP_SYNC_BATCH  1u  /* answered once logged */
 #define TDB_SUP_SYNC_NONE   2u
+#define TDB_SUP_DEADLINE_MAX_MS 3600000u        /* a claim's deadline_ms */
 
 #define TDB_LOG_MSG     0x21    /* nlmsg_type of a log ring message */
 #define TDB_LOG_F_MORE  0x100   /* nlmsg_flags: a fragment, more follow */

@@ -14,7 +14,12 @@
  *     supervisor (tdbd) did not report it durable ..."; tdbd killed:
  *     -ETIMEDOUT "... no supervisor (tdbd) is attached"; both counted in
  *     TDB_IOC_SUP_STATS timed_out, and both changes stay applied;
+ *  3b. one datagram of 5 PUTs while tdbd is stopped (deadline 10 s):
+ *     all -ETIMEDOUT after about 2 s in all (one bound for the
+ *     datagram, which holds genl's lock), all applied;
  *  4. sync batch: a genl PUT is answered while tdbd is stopped;
+ *  4b. rmmod with a genl PUT waiting (no supervisor): the put is
+ *     answered -ETIMEDOUT "... being unloaded" at once;
  *  5. every change above is durable: tdb.ko reloaded, tdbd restores
  *     them all;
  *  6. max_memory_mb=32 log_ring_mb=64: TDB_IOC_SUP_CLAIM is refused
@@ -42,6 +47,9 @@
 #include "tdb/client.h"
 #include "tdb/kdev.h"
 #include "ksup.h"
+#include "kt.h"             /* kt_genl: raw generic netlink */
+#include <libmnl/libmnl.h>
+#undef CHECK                /* the harness's; ours below */
 
 #define DATA_DIR    "/tmp/tdb-supack"
 #define LOG_FILE    "/tmp/tdb-supack.log"
@@ -283,6 +291,101 @@ static void times_out(unsigned int i, const char *text)
 	       (unsigned long long)ms, a.msg);
 }
 
+/*
+ * 6. One datagram of DGRAM_N puts while tdbd is stopped (deadline
+ * 10 s): netlink runs its messages one after another under one hold of
+ * genl's cb_lock, so they share one bound (2 s in all), not a deadline
+ * each (DGRAM_N x 10 s, which would block every genl family's
+ * registration, and all genl traffic queued behind it, that long).
+ * Every put is applied; every answer is -ETIMEDOUT.
+ */
+#define DGRAM_N     5
+#define DGRAM_KEY0  10
+
+static void datagram_bound(void)
+{
+	static char buf[8192] __attribute__((aligned(4)));
+	char k[16], v[32];
+	struct kt_genl g;
+	unsigned int i, got = 0;
+	uint64_t t0, ms;
+	size_t off = 0;
+	long n;
+
+	kt_genl_open(&g);
+	for (i = 0; i < DGRAM_N; i++) {
+		struct nlmsghdr *nlh = kt_genl_msg(&g, buf + off, TDB_CMD_PUT,
+						   NLM_F_ACK);
+
+		key_of(k, DGRAM_KEY0 + i);
+		val_of(v, DGRAM_KEY0 + i);
+		mnl_attr_put_strz(nlh, TDB_A_TABLE, TABLE);
+		mnl_attr_put(nlh, TDB_A_KEY, strlen(k), k);
+		mnl_attr_put(nlh, TDB_A_VALUE, strlen(v), v);
+		off += NLMSG_ALIGN(nlh->nlmsg_len);
+	}
+	ksup_pause(&td);
+	t0 = ksup_now_ms();
+	CHECK(send(g.fd, buf, off, 0) == (ssize_t)off, "send the datagram: %s",
+	      strerror(errno));
+	while (got < DGRAM_N) {
+		struct nlmsghdr *r;
+
+		n = recv(g.fd, buf, sizeof(buf), 0);
+		CHECK(n > 0, "recv: %s", n < 0 ? strerror(errno) : "EOF");
+		for (r = (struct nlmsghdr *)buf; mnl_nlmsg_ok(r, (int)n);
+		     r = mnl_nlmsg_next(r, (int *)&n)) {
+			struct nlmsgerr *e = mnl_nlmsg_get_payload(r);
+
+			if (r->nlmsg_type != NLMSG_ERROR)
+				continue;
+			CHECK(e->error == -ETIMEDOUT, "put %u of the datagram: "
+			      "%d, want -ETIMEDOUT (tdbd is stopped)", got,
+			      e->error);
+			got++;
+		}
+	}
+	ms = ksup_now_ms() - t0;
+	CHECK(!kill(td.pid, SIGCONT), "SIGCONT tdbd");
+	kt_genl_close(&g);
+	CHECK(ms >= 1500 && ms < 6000, "%u puts in one datagram answered in "
+	      "%llu ms with tdbd stopped: want about 2 s in all",
+	      DGRAM_N, (unsigned long long)ms);
+	for (i = 0; i < DGRAM_N; i++)
+		CHECK(has_key(DGRAM_KEY0 + i), "datagram put %u not applied",
+		      i);
+	printf("test_supack: %u puts in one datagram, tdbd stopped: all "
+	       "-ETIMEDOUT in %llu ms\n", DGRAM_N, (unsigned long long)ms);
+}
+
+/* 7. Unloading ends the waits: with no supervisor (sync always, the
+ * deadline 10 s) a genl put waits; rmmod does not wait for it (it would
+ * hold genl's lock for writing, and all genl traffic behind it), and
+ * the put is answered -ETIMEDOUT "... being unloaded". */
+static void unload_ends_waits(void)
+{
+	struct pending p;
+	struct answer a;
+	uint64_t ms, t;
+
+	tdbd_start("always", "10s");
+	ksup_stop(&td, SIGKILL);
+	p = op_start(OP_PUT, 20);
+	CHECK(!op_answered(&p, STOP_MS), "genl put answered with no "
+	      "supervisor (sync always)");
+	t = ksup_now_ms();
+	ksup_sh("rmmod tdb");
+	t = ksup_now_ms() - t;
+	a = op_finish(&p, &ms);
+	CHECK(a.err == -ETIMEDOUT && strstr(a.msg, "being unloaded"),
+	      "a genl put waiting at unload: %d \"%s\"", a.err, a.msg);
+	CHECK(t < 5000, "rmmod took %llu ms with a genl put waiting (the "
+	      "deadline is 10 s)", (unsigned long long)t);
+	ksup_sh("insmod " KSUP_KO " log_ring_mb=1");
+	printf("test_supack: rmmod with a genl put waiting: %llu ms; the put: "
+	       "%s\n", (unsigned long long)t, a.msg);
+}
+
 static void acks(void)
 {
 	struct tdb_sup_stats st0, st1;
@@ -330,6 +433,8 @@ static void acks(void)
 	printf("test_supack: a SIGKILLed sender's wait ended in %llu ms\n",
 	       (unsigned long long)ms);
 
+	datagram_bound();
+
 	/* 3. past the deadline: tdbd stopped, then killed */
 	st0 = stats();
 	ksup_stop(&td, SIGTERM);
@@ -364,6 +469,8 @@ static void acks(void)
 	CHECK(!has_key(0), "the deleted key is back");
 	for (i = 1; i <= 7; i++)
 		CHECK(has_key(i), "key %u lost by the restore", i);
+	for (i = DGRAM_KEY0; i < DGRAM_KEY0 + DGRAM_N; i++)
+		CHECK(has_key(i), "datagram key %u lost by the restore", i);
 	CHECK(has_table(1), "the created table lost by the restore");
 	ksup_stop(&td, SIGTERM);
 	printf("test_supack: every change restored\n");
@@ -475,6 +582,7 @@ int main(void)
 	system("rm -rf " DATA_DIR " " LOG_FILE);
 	ksup_reload("log_ring_mb=1");
 	acks();
+	unload_ends_waits();
 	ring_memory();
 	ksup_reload("");
 	system("rm -rf " DATA_DIR);
