@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,7 +269,11 @@ static int held_reserve(struct held *h, size_t n)
 
 	if (h->cap - h->n >= n)
 		return 0;
+	if (n > SIZE_MAX / sizeof(*v) - h->n)
+		return -ENOMEM;
 	cap = h->n + n > 2 * h->cap ? h->n + n : 2 * h->cap;
+	if (cap > SIZE_MAX / sizeof(*v))
+		cap = h->n + n;
 	v = realloc(h->v, cap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -382,6 +387,8 @@ static void write_sorted(const struct opts *o, struct out *w,
 
 	if (h->n)
 		qsort(h->v, h->n, sizeof(*h->v), by_key);
+	errno = 0;      /* write_failed() names the write's errno, not the
+			 * scan's */
 	for (i = 0; i < h->n; i++)
 		total += h->v[i].kl + h->v[i].vl;
 	dx_progress_begin(pg);
@@ -427,7 +434,9 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 	errno = 0;
 	if (df_write_header(w->f, o->print, st->name, mapsize, &meta))
 		write_failed(w);
-	if (o->sort && held_reserve(&h, st->records + st->records / 8 + 64))
+	if (o->sort && held_reserve(&h, st->records > SIZE_MAX / 2 ?
+					SIZE_MAX / 2 : (size_t)(st->records +
+					st->records / 8 + 64)))
 		goto nomem;
 	while ((err = tdbc_scan_next(s, &k, &kl, &v, &vl)) > 0) {
 		if (o->sort) {
