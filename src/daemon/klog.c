@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <linux/netlink.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,18 +22,6 @@
 #include "klog.h"
 #include "tdb/kdev.h"
 #include "tdb/ring.h"
-
-static void __attribute__((format(printf, 3, 4)))
-say(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 int klog_attach(struct klog *k, const void *map, size_t map_len,
 		uint64_t pos, char *err, size_t errlen)
@@ -44,7 +31,7 @@ int klog_attach(struct klog *k, const void *map, size_t map_len,
 
 	memset(k, 0, sizeof(*k));
 	if (map_len < TDB_RING_HDR_SIZE + TDB_RING_MIN_DATA) {
-		say(err, errlen, "the log ring is too small (%zu bytes)",
+		snprintf(err, errlen, "the log ring is too small (%zu bytes)",
 		    map_len);
 		return -EPROTO;
 	}
@@ -53,14 +40,14 @@ int klog_attach(struct klog *k, const void *map, size_t map_len,
 	if (__atomic_load_n(&h->magic, __ATOMIC_RELAXED) != TDB_RING_MAGIC ||
 	    __atomic_load_n(&h->kind, __ATOMIC_RELAXED) != TDB_RING_LOG ||
 	    h->hdr_size != TDB_RING_HDR_SIZE) {
-		say(err, errlen, "the log ring's header is not a log ring's "
-		    "(magic, kind or header size)");
+		snprintf(err, errlen, "the log ring's header is not a log "
+			 "ring's (magic, kind or header size)");
 		return -EPROTO;
 	}
 	if (size < TDB_RING_MIN_DATA || (size & (size - 1)) ||
 	    size > map_len - TDB_RING_HDR_SIZE || max < NLMSG_HDRLEN + 8 ||
 	    max > size / 2) {
-		say(err, errlen, "the log ring's sizes are bad (data %u, "
+		snprintf(err, errlen, "the log ring's sizes are bad (data %u, "
 		    "max_msg %u, mapped %zu)", size, max, map_len);
 		return -EPROTO;
 	}
@@ -130,15 +117,16 @@ static int one_msg(struct klog *k, uint64_t prod, char *err, size_t errlen)
 		return 0;
 	}
 	if (nh.nlmsg_type != TDB_LOG_MSG || nh.nlmsg_len > k->max_msg) {
-		say(err, errlen, "log ring index %llu: a message of type %u, "
-		    "%u bytes (not a log record under max_msg %u)",
+		snprintf(err, errlen, "log ring index %llu: a message of "
+			 "type %u, %u bytes (not a log record under max_msg "
+			 "%u)",
 		    (unsigned long long)k->pos, nh.nlmsg_type, nh.nlmsg_len,
 		    k->max_msg);
 		return -EPROTO;
 	}
 	if ((e = gather(k, k->data + off + NLMSG_HDRLEN,
 			nh.nlmsg_len - NLMSG_HDRLEN))) {
-		say(err, errlen, "log ring index %llu: a record too big to "
+		snprintf(err, errlen, "log ring index %llu: a record too big to "
 		    "gather (%s)", (unsigned long long)k->pos,
 		    e == -ENOMEM ? "out of memory" : "over 1 GiB");
 		return e;
@@ -146,8 +134,8 @@ static int one_msg(struct klog *k, uint64_t prod, char *err, size_t errlen)
 	k->pos += NLMSG_ALIGN(nh.nlmsg_len);
 	return !(nh.nlmsg_flags & TDB_LOG_F_MORE);
 bad_len:
-	say(err, errlen, "log ring index %llu: a bad message length (prod "
-	    "%llu)", (unsigned long long)k->pos, (unsigned long long)prod);
+	snprintf(err, errlen, "log ring index %llu: a bad message length "
+		 "(prod %llu)", (unsigned long long)k->pos, (unsigned long long)prod);
 	return -EPROTO;
 }
 
@@ -160,7 +148,7 @@ int klog_next(struct klog *k, const void **rec, size_t *len,
 
 	while (prod > k->pos) {
 		if (prod - k->pos > k->size) {
-			say(err, errlen, "log ring: prod %llu is more than "
+			snprintf(err, errlen, "log ring: prod %llu is more than "
 			    "the ring (%u bytes) past our index %llu",
 			    (unsigned long long)prod, k->size,
 			    (unsigned long long)k->pos);
@@ -172,7 +160,7 @@ int klog_next(struct klog *k, const void **rec, size_t *len,
 		if (!e)
 			continue;
 		if ((e = wal_rec_check(k->rec, k->rec_len, r, &why))) {
-			say(err, errlen, "log ring before index %llu: %s",
+			snprintf(err, errlen, "log ring before index %llu: %s",
 			    (unsigned long long)k->pos, why);
 			return e;
 		}

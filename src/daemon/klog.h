@@ -38,7 +38,8 @@ struct klog {
  * map_len = TDB_RING_HDR_SIZE + data size) and start reading at index
  * pos (the ring's `cons` when it was claimed).  -EPROTO with err if the
  * header is not a log ring's or does not fit map_len.  k is reset
- * whole: klog_free a reader that was used before. */
+ * whole: klog_free a reader that was used before.  err: a buffer of
+ * errlen > 0 bytes, for both calls. */
 int klog_attach(struct klog *k, const void *map, size_t map_len,
 		uint64_t pos, char *err, size_t errlen);
 /* The next whole record: 1 (*rec, *len: private memory valid until the
