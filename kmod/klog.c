@@ -370,8 +370,9 @@ void tdbk_log_cancel(void *arg, const struct tdbo_log_size *sz)
 	up_read(&lg.gate);
 }
 
-void tdbk_log_begin(void *arg)
+void tdbk_log_begin(void *arg, u64 version)
 {
+	(void)version;  /* FIXME(versions): into the record */
 	if (!lg.on)
 		return;
 	mutex_lock(&lg.lock);

@@ -300,9 +300,9 @@ static void log_cancel(void *arg, const struct tdbo_log_size *sz)
 	(void)arg, (void)sz;
 }
 
-static void log_begin(void *arg)
+static void log_begin(void *arg, uint64_t version)
 {
-	(void)arg;
+	(void)arg, (void)version;
 	pthread_mutex_lock(&log_mutex);
 }
 
@@ -331,7 +331,7 @@ static uint64_t log_table(void *arg, const struct tdbo_table *t,
 			  const struct tdbo_log_size *sz)
 {
 	(void)t;
-	log_begin(arg);
+	log_begin(arg, 0);
 	return log_commit(arg, sz);
 }
 

@@ -177,6 +177,44 @@ long tdbc_get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
 long tdbc_get_alloc(struct tdbc_table *t, struct tdbc_txn *txn,
 		    const void *key, size_t klen, void **val);
 
+/* --- versions, conditions, atomic updates -------------------------------
+ * Every record carries a version: a 64-bit number that changes on every
+ * write of its key and never repeats for it, kept across restarts (0 is
+ * never a version).  docs/PROTOCOL.md, "Versions and conditions".
+ *
+ * Conditional writes (flags; in a transaction checked at commit):
+ *   TDBC_IF_ABSENT   put only if the key is absent, else -EEXIST
+ *                    (the same bit as TDBC_NOOVERWRITE)
+ *   TDBC_IF_PRESENT  put only if the key is present, else -ENOENT
+ *   TDBC_IF_VERSION  put/del only if the key is at `version`, else
+ *                    -ECANCELED (tdbc_errmsg says the version it is at,
+ *                    or that it is absent)
+ * A failed condition changes nothing.
+ */
+#define TDBC_IF_ABSENT   TDB_PUT_IF_ABSENT
+#define TDBC_IF_PRESENT  TDB_PUT_IF_PRESENT
+#define TDBC_IF_VERSION  (1u << 16)
+int tdbc_put_if(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+		size_t klen, const void *val, size_t vlen, unsigned int flags,
+		uint64_t version);
+int tdbc_del_if(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+		size_t klen, unsigned int flags, uint64_t version);
+/* tdbc_get, and the record's version in *version (if not NULL).  In a
+ * transaction, a key the transaction wrote has no version yet: 0. */
+long tdbc_get_ver(struct tdbc_table *t, struct tdbc_txn *txn,
+		  const void *key, size_t klen, void *buf, size_t cap,
+		  size_t *need, uint64_t *version);
+/*
+ * Add delta to the key's value, a signed 64-bit integer in decimal
+ * ASCII ("42", "-7"; an absent key counts as 0), done by the owner in
+ * one step: never a lost update.  *result (if not NULL) gets the new
+ * value.  -EDOM: the value is not such an integer; -ERANGE: the sum
+ * overflows; nothing is changed then.  In a transaction the key is read
+ * (it joins the read set) and the sum is written at commit.
+ */
+int tdbc_incr(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	      size_t klen, int64_t delta, int64_t *result);
+
 /* --- zero-copy reads ----------------------------------------------------
  * A connection with rings maps each table it opens and may read
  * read-only (tdbd passes a read-only descriptor of the table's memory,
@@ -213,6 +251,9 @@ int tdbc_table_mapped(const struct tdbc_table *t);
 int tdbc_read_begin(struct tdbc *c);
 int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
 		 const void **val, size_t *vlen);
+/* tdbc_get_ref and the record's version (read from the map in place). */
+int tdbc_get_ref_ver(struct tdbc_table *t, const void *key, size_t klen,
+		     const void **val, size_t *vlen, uint64_t *version);
 int tdbc_read_end(struct tdbc *c);
 
 /* --- transactions ------------------------------------------------------
@@ -226,6 +267,28 @@ int tdbc_read_end(struct tdbc *c);
 int tdbc_txn_begin(struct tdbc *c, struct tdbc_txn **out);
 int tdbc_txn_commit(struct tdbc_txn *txn);
 int tdbc_txn_abort(struct tdbc_txn *txn);
+/*
+ * Transactions are serializable: every key read in the transaction
+ * (tdbc_get, tdbc_incr; found or absent) is checked at commit, and if
+ * another client changed one since, commit applies nothing and returns
+ * -ESTALE (tdbc_errmsg names the table and key): run the transaction
+ * again.  A transaction without changes commits too: 0 says its reads
+ * were one consistent state.
+ *
+ * tdbc_txn_run does the retrying: it begins a transaction, calls
+ * fn(txn, arg), commits, and on -ESTALE waits a little (exponential
+ * backoff with jitter, 50 us doubling up to 20 ms) and runs fn again in
+ * a new transaction, up to TDBC_TXN_RUN_TRIES times in all.  fn returns
+ * 0 to commit, or a negative errno: the transaction is aborted and
+ * tdbc_txn_run returns it (fn must not commit or abort txn itself).
+ * Returns 0, fn's error, the commit's error, or -ESTALE after the last
+ * try.  flags: 0.  fn may run several times: it must not have effects
+ * outside the transaction that a retry would repeat.
+ */
+#define TDBC_TXN_RUN_TRIES 100
+typedef int tdbc_txn_fn(struct tdbc_txn *txn, void *arg);
+int tdbc_txn_run(struct tdbc *c, tdbc_txn_fn *fn, void *arg,
+		 unsigned int flags);
 
 /* --- scans -------------------------------------------------------------
  * Every key present for the whole scan is returned exactly once, in the
@@ -267,6 +330,9 @@ int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
 /* 1 and a record, 0 at the end, or a negative errno. */
 int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
 		   const void **val, size_t *vlen);
+/* The same, and the record's version in *version (if not NULL). */
+int tdbc_scan_next_ver(struct tdbc_scan *s, const void **key, size_t *klen,
+		       const void **val, size_t *vlen, uint64_t *version);
 void tdbc_scan_close(struct tdbc_scan *s);
 
 /* --- watching ----------------------------------------------------------
@@ -290,6 +356,8 @@ struct tdbc_event {
 	size_t klen;
 	const void *val;        /* PUT */
 	size_t vlen;
+	uint64_t version;       /* PUT, DEL: the write's version (0 from
+				 * an owner that sends none) */
 };
 int tdbc_watch(struct tdbc_table *t, const void *prefix, size_t plen,
 	       struct tdbc_watch **out);
@@ -335,6 +403,7 @@ enum tdbc_op {
 	TDBC_OP_DEL = 3,
 	TDBC_OP_COMMIT = 4,     /* txn: commit it (the handle is freed) */
 	TDBC_OP_ABORT = 5,      /* txn: abort it (the handle is freed) */
+	TDBC_OP_INCR = 6,       /* add `delta` (tdbc_incr) */
 };
 struct tdbc_req {
 	enum tdbc_op op;
@@ -344,8 +413,10 @@ struct tdbc_req {
 	size_t klen;
 	const void *val;        /* PUT */
 	size_t vlen;
-	unsigned int flags;     /* PUT: TDBC_NOOVERWRITE */
+	unsigned int flags;     /* PUT: TDBC_IF_*; DEL: TDBC_IF_VERSION */
 	uint64_t user;          /* handed back in the completion */
+	uint64_t version;       /* PUT, DEL with TDBC_IF_VERSION */
+	int64_t delta;          /* INCR */
 };
 struct tdbc_cqe {
 	uint64_t user;
@@ -353,6 +424,8 @@ struct tdbc_cqe {
 	const void *val;        /* GET: the value, valid until the next
 				 * tdbc_reap or blocking call */
 	size_t vlen;
+	uint64_t version;       /* GET, INCR: the record's version */
+	int64_t num;            /* INCR: the new value */
 };
 /*
  * Queue n requests and publish them.  Returns how many were queued (all

@@ -74,13 +74,15 @@
  *   TABLE_DROP    TABLE R                         ack     notification: TABLE o
  *   TABLE_LIST    -                               dump    TABLE R, STAT R
  *   TABLE_STAT    TABLE R                         reply   TABLE R, STAT R
- *   GET           TABLE R, KEY R, TXN o           reply   VALUE R
+ *   GET           TABLE R, KEY R, TXN o           reply   VALUE R, VERSION o
  *   PUT           TABLE R, KEY R, VALUE R,        ack     notification: KEY R,
- *                 FLAGS o, TXN o                          VALUE R, TABLE o
- *   DEL           TABLE R, KEY R, TXN o           ack     notification: KEY R,
- *                                                         TABLE o
- *   SCAN          TABLE R, PREFIX o, LIMIT o,     dump    KEY, VALUE, CURSOR
- *                 CURSOR o, SCAN_FLAGS o                  (see SCAN below)
+ *                 FLAGS o, TXN o, IF_VERSION o,           VALUE R, TABLE o,
+ *                 SET_VERSION o                           VERSION o
+ *   DEL           TABLE R, KEY R, TXN o,          ack     notification: KEY R,
+ *                 IF_VERSION o                            TABLE o, VERSION o
+ *   SCAN          TABLE R, PREFIX o, LIMIT o,     dump    KEY, VALUE, CURSOR,
+ *                 CURSOR o, SCAN_FLAGS o                  VERSION (SCAN below)
+ *   INCR          TABLE R, KEY R, DELTA o, TXN o  reply   INT R, VERSION o
  *   TXN_BEGIN     -                               reply   TXN R
  *   TXN_COMMIT    TXN R                           ack
  *   TXN_ABORT     TXN R                           ack
@@ -92,7 +94,9 @@
  *                                                         tdb_map_cookie)
  *
  * GET of an absent key answers NLMSG_ERROR -ENOENT.  PUT with
- * TDB_PUT_NOOVERWRITE of a present key answers -EEXIST.  A PUT, DEL or
+ * TDB_PUT_NOOVERWRITE of a present key answers -EEXIST.  Versions,
+ * conditions, INCR and what a transaction guarantees: VERSIONS AND
+ * CONDITIONS below.  A PUT, DEL or
  * GET with TXN acts inside that transaction (ids come from TXN_BEGIN and
  * belong to the client that began them).  WATCH starts notifications for
  * the table (keys with PREFIX only, when given) on the client's feed;
@@ -134,6 +138,56 @@
  * An owner that does not know SCAN_FLAGS refuses it (-EOPNOTSUPP), so a
  * client never mistakes a plain scan for a snapshot.
  *
+ * VERSIONS AND CONDITIONS
+ *
+ * Every record carries a version: a u64 the owner gives each write (a
+ * PUT, a DEL, an INCR, a committed transaction: all the changes of one
+ * commit share one version) from one counter per owner that only goes
+ * up and survives restarts, checkpoints, power cuts and tdb.ko's
+ * restore.  So a key's version changes on every write and never
+ * repeats for that key (a key deleted and written again gets a new,
+ * higher one), and versions order the writes of one key.  0 is never a
+ * version.  GET answers it (VERSION), SCAN parts and feed notifications
+ * carry it (a DEL notification: the delete's version).
+ *
+ * Conditions on PUT and DEL (checked under the table's write lock,
+ * with the change; a failed condition changes nothing):
+ *   FLAGS TDB_PUT_NOOVERWRITE (= TDB_PUT_IF_ABSENT)  the key is absent,
+ *                                  else -EEXIST
+ *   FLAGS TDB_PUT_IF_PRESENT       the key is present, else -ENOENT
+ *                                  ("no such key (if-present put)")
+ *   IF_VERSION V                   the key is present at version V, else
+ *                                  -ECANCELED, whose message names the
+ *                                  key's version now or says it is absent
+ * Inside a transaction they are checked at commit, with the rest.
+ *
+ * INCR adds DELTA (s64, default 1) to the key's value, read as a signed
+ * 64-bit decimal integer in ASCII ("-12", "0", "42": an optional '-',
+ * digits, no sign on 0, no leading zeros, no spaces, at most 20 bytes;
+ * an absent key counts as 0) and stores the sum in the same form; the
+ * reply carries it (INT) and the write's VERSION.  A value that is not
+ * such an integer: -EDOM; a sum past the s64 range: -ERANGE; nothing is
+ * changed.  Inside a transaction, INCR reads the key (it joins the read
+ * set, below) and buffers a PUT of the sum; its reply carries INT only.
+ *
+ * Transactions are serializable (optimistic).  Every key a GET or INCR
+ * in the transaction reads from the table (not from the transaction's
+ * own changes), found or absent, joins its read set with the version
+ * seen.  TXN_COMMIT, under the write locks of every table the
+ * transaction read or wrote, checks that each key of the read set still
+ * has that version (or is still absent); if one does not, nothing is
+ * applied and the commit fails with -ESTALE, whose message names the
+ * table and key.  A transaction with no changes commits the same way:
+ * 0 means every read was of one consistent state.  A committed
+ * transaction is what running it alone at its commit would give.  The
+ * read set counts against the same bounds as the changes (max-txn-ops,
+ * max-txn-bytes, the per-uid and total transaction memory).  SCAN takes
+ * no TXN: scans are not part of a transaction.
+ *
+ * SET_VERSION (the supervisor's restore into tdb.ko only; anyone else
+ * gets -EPERM): the PUT stores the record with that version, and the
+ * owner's counter is raised past it.
+ *
  * ATTRIBUTES  (types; payload lengths in bytes)
  *
  *   TDB_A_PAD          empty; padding before a u64 (may repeat; ignored)
@@ -158,6 +212,11 @@
  *   TDB_A_GID          u32, not (u32)-1: the table's group
  *   TDB_A_MODE         u32, permission bits only (mask 0777)
  *   TDB_A_SCAN_FLAGS   u32: SCAN flags (TDB_SCAN_*); unknown bits refused
+ *   TDB_A_VERSION      u64, not 0: a record's version (answers only)
+ *   TDB_A_IF_VERSION   u64, not 0: PUT/DEL only if the key is at it
+ *   TDB_A_DELTA        s64 (u64 payload): INCR's addend
+ *   TDB_A_INT          s64 (u64 payload): INCR's result (answers only)
+ *   TDB_A_SET_VERSION  u64, not 0: the supervisor's restore (above)
  *
  * Each attribute appears at most once per message (nest), except PAD and
  * the fragments of one VALUE.  The type and limits of an attribute are
@@ -368,6 +427,7 @@ enum tdb_cmd {
 	TDB_CMD_STATS        = 14,
 	TDB_CMD_ATTACH       = 15,    /* tdbd socket only: map rings */
 	TDB_CMD_TABLE_MAP    = 16,    /* a read-only map of a table */
+	TDB_CMD_INCR         = 17,    /* add to an integer value */
 	__TDB_CMD_MAX,
 	TDB_CMD_MAX = __TDB_CMD_MAX - 1
 };
@@ -390,6 +450,11 @@ enum tdb_attr {
 	TDB_A_GID         = 14,       /* u32 */
 	TDB_A_MODE        = 15,       /* u32 */
 	TDB_A_SCAN_FLAGS  = 16,       /* u32, TDB_SCAN_* */
+	TDB_A_VERSION     = 17,       /* u64: a record's version */
+	TDB_A_IF_VERSION  = 18,       /* u64: condition of PUT/DEL */
+	TDB_A_DELTA       = 19,       /* s64: INCR's addend */
+	TDB_A_INT         = 20,       /* s64: INCR's result */
+	TDB_A_SET_VERSION = 21,       /* u64: the supervisor's restore */
 	__TDB_A_MAX,
 	TDB_A_MAX = __TDB_A_MAX - 1
 };
@@ -397,7 +462,9 @@ enum tdb_attr {
 /* TDB_A_FLAGS of PUT.  Bits not defined here are reserved: refused with
  * -EOPNOTSUPP until a later revision gives them a meaning. */
 #define TDB_PUT_NOOVERWRITE  (1u << 0)   /* -EEXIST if the key is present */
-#define TDB_PUT_FLAGS_ALL    TDB_PUT_NOOVERWRITE
+#define TDB_PUT_IF_ABSENT    TDB_PUT_NOOVERWRITE
+#define TDB_PUT_IF_PRESENT   (1u << 1)   /* -ENOENT if the key is absent */
+#define TDB_PUT_FLAGS_ALL    (TDB_PUT_NOOVERWRITE | TDB_PUT_IF_PRESENT)
 
 /* TDB_A_SCAN_FLAGS of SCAN.  Unknown bits are refused (-EOPNOTSUPP). */
 #define TDB_SCAN_SNAPSHOT    (1u << 0)   /* the table as of the request */

@@ -144,6 +144,11 @@ enum {
 int tdbe_put(struct tdbe_table *t, const void *key, size_t klen,
 	     const void *val, size_t vlen, unsigned int flags,
 	     struct tdbe_extack *ext);
+/* The same, the record carrying `version` (layout.h, struct tdb_rec;
+ * tdbe_put writes 0): the owner's version of this write. */
+int tdbe_put_ver(struct tdbe_table *t, const void *key, size_t klen,
+		 const void *val, size_t vlen, unsigned int flags,
+		 uint64_t version, struct tdbe_extack *ext);
 /* 0 if deleted, -ENOENT if absent. */
 int tdbe_del(struct tdbe_table *t, const void *key, size_t klen,
 	     struct tdbe_extack *ext);
@@ -153,6 +158,9 @@ int tdbe_del(struct tdbe_table *t, const void *key, size_t klen,
  */
 long tdbe_get(struct tdbe_table *t, const void *key, size_t klen,
 	      void *buf, size_t cap, size_t *need);
+/* The same, and the record's version in *version (if not NULL). */
+long tdbe_get_ver(struct tdbe_table *t, const void *key, size_t klen,
+		  void *buf, size_t cap, size_t *need, uint64_t *version);
 
 /*
  * Zero-copy lookup: between tdbe_read_lock() and tdbe_read_unlock() the
@@ -163,6 +171,8 @@ void tdbe_read_lock(void);
 void tdbe_read_unlock(void);
 int tdbe_lookup(struct tdbe_table *t, const void *key, size_t klen,
 		const void **val, size_t *vlen);
+int tdbe_lookup_ver(struct tdbe_table *t, const void *key, size_t klen,
+		    const void **val, size_t *vlen, uint64_t *version);
 
 /*
  * Many lookups at once, inside tdbe_read_lock(): the same answers as
@@ -177,6 +187,7 @@ struct tdbe_lookup_req {
 	size_t klen;
 	const void *val;            /* out */
 	size_t vlen;                /* out */
+	uint64_t version;           /* out: the record's version */
 	int err;                    /* out */
 };
 unsigned int tdbe_lookup_many(struct tdbe_table *t,
@@ -214,6 +225,7 @@ enum {
 struct tdbe_cursor_rec {
 	const void *key, *val;
 	size_t klen, vlen;
+	uint64_t version;           /* the record's (struct tdb_rec) */
 };
 int tdbe_cursor_next_many(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
 			  unsigned int max, unsigned int flags);

@@ -137,6 +137,7 @@ static unsigned int copy_many(struct tdbe_cursor *c, const struct tdbi_hit *h,
 		out[i].key = c->buf + at;
 		out[i].klen = r->klen;
 		out[i].vlen = r->vlen;
+		out[i].version = r->version;
 		out[i].val = flags & TDBE_CURSOR_KEYS ? NULL :
 			     c->buf + at + r->klen;
 		c->bound.data = c->buf + at;

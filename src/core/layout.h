@@ -26,7 +26,7 @@
 #include "platform.h"
 
 #define TDB_REGION_MAGIC   0x314e4f4947455242ull  /* "BREGION1" */
-#define TDB_LAYOUT_VERSION 2u
+#define TDB_LAYOUT_VERSION 3u   /* 3: records carry a version */
 
 #define TDB_PAGE_SHIFT     12
 #define TDB_PAGE           (1u << TDB_PAGE_SHIFT)
@@ -91,12 +91,27 @@ struct tdb_region_hdr {
 };
 
 /* --- records ----------------------------------------------------------- */
-/* A record never changes once published: a replace publishes a new one. */
+/*
+ * A record never changes once published: a replace publishes a new one.
+ *
+ * version: the owner's version of the write that made this record
+ * (docs/PROTOCOL.md, "Versions"): it changes on every write of the key
+ * and never repeats for a key; 0 only for records written by the bare
+ * engine (tests, tdbe_put).  flags: TDB_REC_F_* (none defined yet: a
+ * reader that finds a bit it does not know treats the record as
+ * damaged).  Room for a per-record deadline (expiry) is kept by a
+ * flag bit that would put a u64 between the header and the key, so
+ * records without one pay nothing.  16 bytes, so data stays 16-byte
+ * aligned like the record.
+ */
 struct tdb_rec {
-	uint32_t klen;
+	uint16_t klen;         /* 1..TDBE_KEY_MAX (4096) */
+	uint16_t flags;        /* TDB_REC_F_*: 0 */
 	uint32_t vlen;
+	uint64_t version;
 	unsigned char data[];  /* key, then value */
 };
+#define TDB_REC_F_KNOWN  0u
 
 /* --- index: a hash trie over xxh64(key, seed) -------------------------
  * The root node has TDBI_ROOT_SLOTS slots chosen by the top 12 bits of

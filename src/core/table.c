@@ -437,6 +437,13 @@ int tdbe_put(struct tdbe_table *t, const void *key, size_t klen,
 	     const void *val, size_t vlen, unsigned int flags,
 	     struct tdbe_extack *ext)
 {
+	return tdbe_put_ver(t, key, klen, val, vlen, flags, 0, ext);
+}
+
+int tdbe_put_ver(struct tdbe_table *t, const void *key, size_t klen,
+		 const void *val, size_t vlen, unsigned int flags,
+		 uint64_t version, struct tdbe_extack *ext)
+{
 	struct tdb_region_hdr *h;
 	struct tdb_key k;
 	struct tdb_rec *r;
@@ -475,8 +482,10 @@ int tdbe_put(struct tdbe_table *t, const void *key, size_t klen,
 	}
 	/* Fill the record completely before the index publishes it. */
 	r = tdb_ptr(&t->map, rec);
-	r->klen = (uint32_t)klen;
+	r->klen = (uint16_t)klen;
+	r->flags = 0;
 	r->vlen = (uint32_t)vlen;
+	r->version = version;
 	memcpy(r->data, key, klen);
 	if (vlen)
 		memcpy(r->data + klen, val, vlen);
@@ -549,6 +558,12 @@ void tdbe_read_unlock(void)
 int tdbe_lookup(struct tdbe_table *t, const void *key, size_t klen,
 		const void **val, size_t *vlen)
 {
+	return tdbe_lookup_ver(t, key, klen, val, vlen, NULL);
+}
+
+int tdbe_lookup_ver(struct tdbe_table *t, const void *key, size_t klen,
+		    const void **val, size_t *vlen, uint64_t *version)
+{
 	struct tdb_key k;
 	const struct tdb_rec *r;
 	uint64_t rec;
@@ -562,6 +577,8 @@ int tdbe_lookup(struct tdbe_table *t, const void *key, size_t klen,
 	r = tdb_ptr(&t->map, rec);
 	*val = r->data + r->klen;
 	*vlen = r->vlen;
+	if (version)
+		*version = r->version;
 	return 0;
 }
 
@@ -596,6 +613,7 @@ unsigned int tdbe_lookup_many(struct tdbe_table *t,
 			rp = tdb_ptr(&t->map, rec[i]);
 			r->val = rp->data + rp->klen;
 			r->vlen = rp->vlen;
+			r->version = rp->version;
 			found++;
 		}
 	}
@@ -605,12 +623,18 @@ unsigned int tdbe_lookup_many(struct tdbe_table *t,
 long tdbe_get(struct tdbe_table *t, const void *key, size_t klen,
 	      void *buf, size_t cap, size_t *need)
 {
+	return tdbe_get_ver(t, key, klen, buf, cap, need, NULL);
+}
+
+long tdbe_get_ver(struct tdbe_table *t, const void *key, size_t klen,
+		  void *buf, size_t cap, size_t *need, uint64_t *version)
+{
 	const void *v;
 	size_t vlen;
 	long ret;
 
 	tdbp_rcu_read_lock();
-	ret = tdbe_lookup(t, key, klen, &v, &vlen);
+	ret = tdbe_lookup_ver(t, key, klen, &v, &vlen, version);
 	if (!ret) {
 		if (need)
 			*need = vlen;

@@ -77,7 +77,8 @@ int tdbe_view_check(const struct tdbe_view *v, struct tdbe_extack *ext)
 }
 
 static int view_bucket(const struct tdbe_view *v, uint64_t off,
-		       const struct view_key *k, const void **val, size_t *vlen)
+		       const struct view_key *k, const void **val, size_t *vlen,
+		       uint64_t *version)
 {
 	const struct tdbi_bucket *b;
 	uint32_t i, n;
@@ -100,11 +101,14 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 			return -EUCLEAN;
 		r = vptr(v, rec);
 		if (r->klen > TDBE_KEY_MAX || r->vlen > TDBE_VALUE_MAX ||
+		    (r->flags & ~TDB_REC_F_KNOWN) ||
 		    !in_view(v, rec, sizeof(*r) + (uint64_t)r->klen + r->vlen))
 			return -EUCLEAN;
 		if (r->klen == k->len && !memcmp(r->data, k->data, k->len)) {
 			*val = r->data + r->klen;
 			*vlen = r->vlen;
+			if (version)
+				*version = r->version;
 			return 0;
 		}
 	}
@@ -113,6 +117,13 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 
 int tdbe_view_lookup(const struct tdbe_view *v, const void *key, size_t klen,
 		     const void **val, size_t *vlen)
+{
+	return tdbe_view_lookup_ver(v, key, klen, val, vlen, NULL);
+}
+
+int tdbe_view_lookup_ver(const struct tdbe_view *v, const void *key,
+			 size_t klen, const void **val, size_t *vlen,
+			 uint64_t *version)
 {
 	const struct tdb_region_hdr *h;
 	struct view_key k;
@@ -142,5 +153,5 @@ int tdbe_view_lookup(const struct tdbe_view *v, const void *key, size_t klen,
 	}
 	if (!slot)
 		return -ENOENT;
-	return view_bucket(v, slot, &k, val, vlen);
+	return view_bucket(v, slot, &k, val, vlen, version);
 }

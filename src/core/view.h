@@ -43,5 +43,10 @@ int tdbe_view_check(const struct tdbe_view *v, struct tdbe_extack *ext);
 uint32_t tdbe_view_extents(const void *extent0);
 int tdbe_view_lookup(const struct tdbe_view *v, const void *key, size_t klen,
 		     const void **val, size_t *vlen);
+/* The same, and the record's version (struct tdb_rec) in *version when
+ * it is not NULL. */
+int tdbe_view_lookup_ver(const struct tdbe_view *v, const void *key,
+			 size_t klen, const void **val, size_t *vlen,
+			 uint64_t *version);
 
 #endif

@@ -259,8 +259,9 @@ void tdbd_log_cancel(void *arg, const struct tdbo_log_size *sz)
 /* The record of a change that applied, under its tables' locks: a copy
  * into the WAL's buffer, written by the worker's round (tdbd_log_write)
  * before the answer goes out. */
-void tdbd_log_begin(void *arg)
+void tdbd_log_begin(void *arg, uint64_t version)
 {
+	(void)version;  /* FIXME(versions): into the WAL record */
 	struct tdbd *d = arg;
 
 	wal_begin(d->wal, WAL_OPS);
@@ -1160,7 +1161,8 @@ static int replay_op(struct rec_state *rs, const struct wal_rec *r,
 		return 0;
 	}
 	err = tdbo_replay(dt, op->op == WAL_OP_DEL, op->key, op->klen,
-			  op->val, op->vlen, &ee.msg);
+			  op->val, op->vlen, r->lsn /* FIXME(versions) */,
+			  &ee.msg);
 	if (!err) {
 		rs->records++;
 		return 0;

@@ -314,7 +314,7 @@ static int change_one(struct tdbo_table *t, const struct tdbo_change *ch,
 		return err;
 	}
 	if (log) {
-		o->hooks.log_begin(o->hooks.arg);
+		o->hooks.log_begin(o->hooks.arg, ch->version);
 		o->hooks.log_op(o->hooks.arg, t, ch->del, ch->key, ch->klen,
 				ch->val, ch->del ? 0 : ch->vlen);
 		*lsn = o->hooks.log_commit(o->hooks.arg, &sz);
@@ -338,11 +338,12 @@ static int change_locked(struct tdbo_table *t, const struct tdbo_change *ch,
 
 /* A durable home's replay: the pipeline without the log. */
 int tdbo_replay(struct tdbo_table *t, bool del, const void *key,
-		size_t klen, const void *val, size_t vlen, const char **msg)
+		size_t klen, const void *val, size_t vlen, uint64_t version,
+		const char **msg)
 {
 	struct tdbo_change ch = {
 		.del = del, .quiet = true, .key = key, .klen = klen,
-		.val = val, .vlen = vlen,
+		.val = val, .vlen = vlen, .version = version,
 	};
 	uint64_t lsn;
 

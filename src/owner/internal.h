@@ -214,6 +214,7 @@ struct tdbo_txn {
 	uint64_t bytes;
 	uint64_t charged;               /* TDBO_Q_TXN_BYTES held, given
 					 * back by tdbo_txn_free() */
+	uint64_t version;               /* at commit: the write's version */
 };
 
 struct tdbo_client {
@@ -279,6 +280,8 @@ struct tdbo_owner {
 	struct tdbe_engine *engine;
 	struct tdbp_mutex *wlock;
 	uint64_t next_txn;              /* atomic */
+	uint64_t version;               /* atomic: the last version given
+					 * (change.c, "Versions") */
 	uint64_t txn_bytes;             /* atomic: buffered keys+values */
 	struct tdbp_mutex *reg_lock;
 	struct tdbo_list buckets[TDBO_BUCKETS];
@@ -373,6 +376,7 @@ struct tdbo_change {
 	bool quiet;             /* deleting a missing key is no error */
 	const void *key, *val;
 	size_t klen, vlen;
+	uint64_t version;       /* the write's version; 0: take the next */
 };
 int tdbo_cmd_get(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		 struct tdbo_sink *out, struct tdb_proto_extack *ext);

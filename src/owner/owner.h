@@ -163,7 +163,10 @@ struct tdbo_hooks {
 	int (*log_reserve)(void *arg, const struct tdbo_log_size *sz,
 			   const char **msg);
 	void (*log_cancel)(void *arg, const struct tdbo_log_size *sz);
-	void (*log_begin)(void *arg);
+	/* version: the owner's version of this write (every op of the
+	 * record has it; docs/PROTOCOL.md "Versions"): the record must
+	 * carry it so that replay gives each key the version it had. */
+	void (*log_begin)(void *arg, uint64_t version);
 	void (*log_op)(void *arg, const struct tdbo_table *t, bool del,
 		       const void *key, size_t klen, const void *val,
 		       size_t vlen);
@@ -391,9 +394,22 @@ int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
  * take): its engine table is dropped and it is set aside. */
 int tdbo_table_set_aside(struct tdbo_owner *o, struct tdbo_table *t,
 			 const char *why);
-/* Replay: a change or a drop through the pipeline, not logged. */
+/* Replay: a change or a drop through the pipeline, not logged.  The
+ * record gets `version` (the logged one) and the owner's version
+ * counter is raised past it (tdbo_version_floor). */
 int tdbo_replay(struct tdbo_table *t, bool del, const void *key,
-		size_t klen, const void *val, size_t vlen, const char **msg);
+		size_t klen, const void *val, size_t vlen, uint64_t version,
+		const char **msg);
+/*
+ * Versions (docs/PROTOCOL.md, "Versions"): one counter per owner; every
+ * write takes the next value.  tdbo_version_last: the last one given
+ * (or raised to), for a checkpoint to keep; tdbo_version_floor: after
+ * this, every version given is > v (recovery: the checkpoint's kept
+ * value and every version it restores, so a version never repeats for
+ * a key across a restart, even one of a key deleted since).
+ */
+uint64_t tdbo_version_last(struct tdbo_owner *o);
+void tdbo_version_floor(struct tdbo_owner *o, uint64_t v);
 int tdbo_table_drop_replay(struct tdbo_owner *o, struct tdbo_table *t,
 			   const char **msg);
 /*

@@ -349,7 +349,7 @@ static uint64_t log_all(struct tdbo_owner *o, struct tdbo_txn *x,
 {
 	uint32_t i;
 
-	o->hooks.log_begin(o->hooks.arg);
+	o->hooks.log_begin(o->hooks.arg, x->version);
 	for (i = 0; i < x->nops; i++) {
 		struct tdbo_txn_op *op = &x->ops[i];
 

@@ -76,6 +76,19 @@ static const struct attr_pol attr_pol[TDB_A_MAX + 1] = {
 		"MODE is not a u32", "MODE is not a u32", NULL },
 	[TDB_A_SCAN_FLAGS] = { PT_U32, MNL_TYPE_U32, 4, 4, EINVAL,
 		"SCAN_FLAGS is not a u32", "SCAN_FLAGS is not a u32", NULL },
+	[TDB_A_VERSION] = { PT_U64, MNL_TYPE_U64, 8, 8, EINVAL,
+		"VERSION is not a u64", "VERSION is not a u64",
+		"TDB_A_VERSION is required" },
+	[TDB_A_IF_VERSION] = { PT_U64, MNL_TYPE_U64, 8, 8, EINVAL,
+		"IF_VERSION is not a u64", "IF_VERSION is not a u64", NULL },
+	[TDB_A_DELTA] = { PT_U64, MNL_TYPE_U64, 8, 8, EINVAL,
+		"DELTA is not an s64", "DELTA is not an s64", NULL },
+	[TDB_A_INT] = { PT_U64, MNL_TYPE_U64, 8, 8, EINVAL,
+		"INT is not an s64", "INT is not an s64",
+		"TDB_A_INT (INCR's result) is required" },
+	[TDB_A_SET_VERSION] = { PT_U64, MNL_TYPE_U64, 8, 8, EINVAL,
+		"SET_VERSION is not a u64", "SET_VERSION is not a u64",
+		NULL },
 };
 
 /* Nested attributes: u32, u64 or PAD; `need` is required in answers. */
@@ -178,18 +191,22 @@ static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 		ANS_REPLY, A(TABLE) | A(STAT), A(TABLE) | A(STAT) },
 	[TDB_CMD_GET] = { "GET", false, false,
 		A(TABLE) | A(KEY) | A(TXN), A(TABLE) | A(KEY),
-		ANS_REPLY, A(VALUE), A(VALUE) },
+		ANS_REPLY, A(VALUE) | A(VERSION), A(VALUE) },
 	[TDB_CMD_PUT] = { "PUT", false, true,
-		A(TABLE) | A(KEY) | A(VALUE) | A(FLAGS) | A(TXN),
+		A(TABLE) | A(KEY) | A(VALUE) | A(FLAGS) | A(TXN) |
+		A(IF_VERSION) | A(SET_VERSION),
 		A(TABLE) | A(KEY) | A(VALUE),
-		ANS_NOTIFY, A(TABLE) | A(KEY) | A(VALUE), A(KEY) | A(VALUE) },
+		ANS_NOTIFY, A(TABLE) | A(KEY) | A(VALUE) | A(VERSION),
+		A(KEY) | A(VALUE) },
 	[TDB_CMD_DEL] = { "DEL", false, true,
-		A(TABLE) | A(KEY) | A(TXN), A(TABLE) | A(KEY),
-		ANS_NOTIFY, A(TABLE) | A(KEY), A(KEY) },
+		A(TABLE) | A(KEY) | A(TXN) | A(IF_VERSION),
+		A(TABLE) | A(KEY),
+		ANS_NOTIFY, A(TABLE) | A(KEY) | A(VERSION), A(KEY) },
 	[TDB_CMD_SCAN] = { "SCAN", true, false,
 		A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR) | A(SCAN_FLAGS),
 		A(TABLE),
-		ANS_PART, A(KEY) | A(VALUE) | A(CURSOR), 0 /* scan_part_ok */ },
+		ANS_PART, A(KEY) | A(VALUE) | A(CURSOR) | A(VERSION),
+		0 /* scan_part_ok */ },
 	[TDB_CMD_TXN_BEGIN] = { "TXN_BEGIN", false, false,
 		0, 0,
 		ANS_REPLY, A(TXN), A(TXN) },
@@ -214,6 +231,9 @@ static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 	[TDB_CMD_TABLE_MAP] = { "TABLE_MAP", false, true,
 		A(TABLE), A(TABLE),
 		ANS_NONE, 0, 0 },
+	[TDB_CMD_INCR] = { "INCR", false, false,
+		A(TABLE) | A(KEY) | A(DELTA) | A(TXN), A(TABLE) | A(KEY),
+		ANS_REPLY, A(INT) | A(VERSION), A(INT) },
 };
 #undef A
 
@@ -308,6 +328,20 @@ static int check_len(unsigned int type, size_t len,
 	return 0;
 }
 
+/* The field of m that holds u64 attribute `type` (s64 ones as their
+ * bits: DELTA, INT). */
+static uint64_t *u64_field(struct tdb_proto_msg *m, unsigned int type)
+{
+	switch (type) {
+	case TDB_A_VERSION:     return &m->rec_version;
+	case TDB_A_IF_VERSION:  return &m->if_version;
+	case TDB_A_DELTA:       return (uint64_t *)&m->delta;
+	case TDB_A_INT:         return (uint64_t *)&m->ival;
+	case TDB_A_SET_VERSION: return &m->set_version;
+	default:                return &m->txn;
+	}
+}
+
 /* The value of an integer attribute. */
 static int check_int(unsigned int type, uint64_t v,
 		     struct tdb_proto_extack *ext, uint32_t off)
@@ -324,6 +358,13 @@ static int check_int(unsigned int type, uint64_t v,
 	case TDB_A_TXN:
 		if (v == 0)
 			return fail(ext, EINVAL, "transaction id 0", off);
+		break;
+	case TDB_A_VERSION:
+	case TDB_A_IF_VERSION:
+	case TDB_A_SET_VERSION:
+		if (v == 0)
+			return fail(ext, EINVAL, "version 0 (no record has it)",
+				    off);
 		break;
 	case TDB_A_LIMIT:
 		if (v == 0)
@@ -572,13 +613,21 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 		break;
 	}
 	case TDB_A_TXN:
-		m->txn = mnl_attr_get_u64(a);
-		err = check_int(type, m->txn, s->ext, off);
+	case TDB_A_VERSION:
+	case TDB_A_IF_VERSION:
+	case TDB_A_DELTA:
+	case TDB_A_INT:
+	case TDB_A_SET_VERSION: {
+		uint64_t v = mnl_attr_get_u64(a);
+
+		err = check_int(type, v, s->ext, off);
 		if (err) {
 			s->err = err;
 			return MNL_CB_ERROR;
 		}
+		*u64_field(m, type) = v;
 		break;
+	}
 	case TDB_A_STAT:
 		return parse_nest(s, a, &stat_pol, &m->stat);
 	case TDB_A_COUNTERS:
@@ -1126,7 +1175,13 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 			size += value_size(m->value_len);
 			break;
 		case TDB_A_TXN:
-			err = check_int(t, m->txn, ext, 0);
+		case TDB_A_VERSION:
+		case TDB_A_IF_VERSION:
+		case TDB_A_DELTA:
+		case TDB_A_INT:
+		case TDB_A_SET_VERSION:
+			err = check_int(t, *u64_field((struct tdb_proto_msg *)m,
+						      t), ext, 0);
 			if (err)
 				return err;
 			size += attr_size(8);
@@ -1316,7 +1371,13 @@ static bool put_attrs(struct nlmsghdr *nlh, size_t size,
 				       m->cursor);
 			break;
 		case TDB_A_TXN:
-			ok = mnl_attr_put_u64_check(nlh, size, t, m->txn);
+		case TDB_A_VERSION:
+		case TDB_A_IF_VERSION:
+		case TDB_A_DELTA:
+		case TDB_A_INT:
+		case TDB_A_SET_VERSION:
+			ok = mnl_attr_put_u64_check(nlh, size, t,
+				*u64_field((struct tdb_proto_msg *)m, t));
 			break;
 		case TDB_A_FLAGS:
 			ok = mnl_attr_put_u32_check(nlh, size, t, m->flags);

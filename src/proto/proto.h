@@ -119,6 +119,11 @@ struct tdb_proto_msg {
 	uint32_t limit;
 	uint32_t max_extents, uid, gid, mode;
 	uint32_t scan_flags;          /* TDB_A_SCAN_FLAGS */
+	uint64_t rec_version;         /* TDB_A_VERSION */
+	uint64_t if_version;          /* TDB_A_IF_VERSION */
+	int64_t delta;                /* TDB_A_DELTA */
+	int64_t ival;                 /* TDB_A_INT */
+	uint64_t set_version;         /* TDB_A_SET_VERSION */
 	struct tdb_proto_stat stat;
 	struct tdb_proto_counters counters;
 	/* parse: offset of each attribute present (its first fragment) */
