@@ -378,7 +378,8 @@ int tdbo_cond_check(const struct tdbo_change *ch, uint64_t cur, char *why)
 {
 	why[0] = '\0';
 	if (ch->noov && cur) {
-		tdbo_text_add(why, "key exists (if-absent put): it is at ");
+		tdbo_text_add(why, "key exists (no-overwrite / if-absent "
+			      "put): it is at ");
 		text_version(why, cur);
 		return -EEXIST;
 	}
