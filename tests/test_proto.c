@@ -2279,6 +2279,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_new_names, teardown),
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test_teardown(test_prefix_cursor_limits, teardown),
+		cmocka_unit_test_teardown(test_scan_txn_refused, teardown),
 		cmocka_unit_test_teardown(test_int_values, teardown),
 		cmocka_unit_test_teardown(test_truncated, teardown),
 		cmocka_unit_test_teardown(test_trailing_messages, teardown),
@@ -2297,5 +2298,4 @@ int main(void)
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
-}cmocka_unit_test(test_scan_txn_refused),
-		
+}
