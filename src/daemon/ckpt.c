@@ -2,7 +2,7 @@
 /*
  * ckpt.c - the checkpoint store (ckpt.h): the LMDB environment in
  * <data-dir>/checkpoint, its layout (table databases, "/long/<table>",
- * "/meta"), the on-disk encodings, and the mapping of LMDB's errors to
+ * "/ver/<table>", "/lver/<table>", "/meta"), the on-disk encodings, and the mapping of LMDB's errors to
  * negative errnos and messages.
  *
  * Invariants:
@@ -17,7 +17,13 @@
  *    take it.
  *  - A key of klen <= ck->maxkey lives in the table's database verbatim;
  *    a longer one lives only in "/long/<table>".  The two never hold the
- *    same key, so a record has exactly one place.
+ *    same key, so a record has exactly one place.  Its version lives
+ *    beside it under the same LMDB key, in "/ver/<table>" or
+ *    "/lver/<table>": every put, append and delete changes both in the
+ *    same transaction, so the version databases hold exactly the keys
+ *    of theirs (load checks it, walking both in order).  A table without
+ *    "/ver/" was checkpointed before versions: loaded with version 0,
+ *    written only after a reset (tx_dbis refuses it otherwise).
  *  - A write transaction that saw one failure is spoiled: every later
  *    call returns that failure and commit aborts.  A checkpoint therefore
  *    commits only if every change given to it was applied.
