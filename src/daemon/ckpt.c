@@ -2,8 +2,8 @@
 /*
  * ckpt.c - the checkpoint store (ckpt.h): the LMDB environment in
  * <data-dir>/checkpoint, its layout (table databases, "/long/<table>",
- * "/ver/<table>", "/lver/<table>", "/meta"), the on-disk encodings, and the mapping of LMDB's errors to
- * negative errnos and messages.
+ * "/ver/<table>", "/lver/<table>", "/meta"), the on-disk encodings, and
+ * the mapping of LMDB's errors to negative errnos and messages.
  *
  * Invariants:
  *  - "/meta" is opened once, in tdbd_ckpt_open's committed write txn, so

@@ -1165,8 +1165,9 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn, uint64_t *after)
 			   rs.max_version);
 	if (!e)
 		tdbd_log(L_INFO, "checkpoint at LSN %llu: %u table(s), %llu "
-			 "records; versions up to %llu", (unsigned long long)*lsn,
-			 n, (unsigned long long)rs.records,
+			 "records; versions up to %llu",
+			 (unsigned long long)*lsn, n,
+			 (unsigned long long)rs.records,
 			 (unsigned long long)tdbo_version_last(d->o));
 	return e;
 }
