@@ -1253,8 +1253,9 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 	int k, err;
 
 	/* an old WAL_OPS record: its LSN (wal.h, "Files") */
-	k = wal_ops_version(r, &version);
-	while (!k && (k = wal_next_op(r, &pos, &op)) > 0) {
+	if ((k = wal_ops_version(r, &version)))
+		goto bad;
+	while ((k = wal_next_op(r, &pos, &op)) > 0) {
 		struct tdbo_table *dt = tdbo_table_get(d->o, op.name);
 
 		if (!dt && r->lsn <= rs->ckpt_lsn)
@@ -1271,6 +1272,7 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 		if (err)
 			return err;
 	}
+bad:
 	if (k < 0)
 		tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu is "
 			 "malformed inside (its CRC is right: a bug?)",

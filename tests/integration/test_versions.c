@@ -158,7 +158,7 @@ static void part_restart(void)
 	/* clean: SIGTERM writes a checkpoint, the start loads it */
 	restart(&d, "v", "clean", &c, &t);
 	CHECK(h_log_has(&d, "versions up to"), "no 'versions up to' line");
-	v2 = cas_round(t, "k", "one", v1, v1 - 1, "two", "clean");
+	v2 = cas_round(t, "k", "one", v1, v1 + 1000, "two", "clean");
 	put_ok(t, "gone", "back");      /* the key deleted before it */
 	CHECK(get_ver(t, "gone", "back") > vd, "a deleted key's version "
 	      "given again after a restart");
