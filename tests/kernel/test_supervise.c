@@ -164,7 +164,7 @@ static void check_versions(void)
 	key_of(k, 0);
 	val_of(v, 0);
 	e = tdbc_put_if(t, NULL, k, strlen(k), "x", 1, TDBC_IF_VERSION,
-			vers[0] - 1);
+			vers[0] + 1);  /* not its version */
 	CHECK(e == -ECANCELED, "CAS with a stale version: %d", e);
 	e = tdbc_put_if(t, NULL, k, strlen(k), v, strlen(v), TDBC_IF_VERSION,
 			vers[0]);
