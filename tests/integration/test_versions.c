@@ -21,6 +21,12 @@
  *    src/wal): each key's version is the LSN of the record that wrote
  *    it, and every version given after the start is above the log's
  *    last LSN.
+ *  - oldckpt: a checkpoint from before versions (format 1, no "/ver/"
+ *    or "/lver/" databases, no "version" in /meta: made here from a new
+ *    one with LMDB): its records load at the checkpoint's LSN as their
+ *    version, later versions are above it, and the checkpoint after
+ *    that start writes the table whole with its versions (format 2),
+ *    which the next start gives back unchanged.
  */
 #include <errno.h>
 #include <signal.h>
@@ -30,6 +36,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <lmdb.h>
 
 #include "harness.h"
 #include "wal.h"
@@ -263,6 +271,113 @@ static void part_legacy(void)
 	h_stop(&d);
 }
 
+/* --- a checkpoint from before versions -------------------------------- */
+
+/* Make d's (stopped) checkpoint one from before versions. */
+static void make_old_checkpoint(const struct h_daemon *d)
+{
+	static const char *const dbs[] = { "/ver/" TABLE, "/lver/" TABLE };
+	char path[H_PATH + 16];
+	MDB_val k = { 7, "version" }, fk = { 6, "format" };
+	MDB_val fv = { 4, "\1\0\0\0" };
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi, meta;
+
+	snprintf(path, sizeof(path), "%s/checkpoint", d->data);
+	CHECK(!mdb_env_create(&env) && !mdb_env_set_maxdbs(env, 64) &&
+	      !mdb_env_open(env, path, 0, 0640), "open %s", path);
+	CHECK(!mdb_txn_begin(env, NULL, 0, &txn), "mdb_txn_begin");
+	for (unsigned int i = 0; i < 2; i++) {
+		CHECK(!mdb_dbi_open(txn, dbs[i], 0, &dbi), "no %s", dbs[i]);
+		CHECK(!mdb_drop(txn, dbi, 1), "drop %s", dbs[i]);
+	}
+	CHECK(!mdb_dbi_open(txn, "/meta", 0, &meta), "/meta");
+	CHECK(!mdb_del(txn, meta, &k, NULL), "no version in /meta");
+	CHECK(!mdb_put(txn, meta, &fk, &fv, 0), "format 1");
+	CHECK(!mdb_txn_commit(txn), "commit");
+	mdb_env_close(env);
+}
+
+static void part_oldckpt(void)
+{
+	static const char *const args[] = { "--log-level", "debug", NULL };
+	struct h_daemon d;
+	struct tdbc *c;
+	struct tdbc_table *t;
+	uint64_t lsn, va, vb, vc;
+	const char *p;
+	char *log;
+	int e;
+
+	h_start(&d, "oc", args);
+	c = h_connect(&d, 0);
+	e = tdbc_table_create(c, TABLE, NULL);
+	CHECK(!e, "create: %s", h_errname(e));
+	e = tdbc_table_open(c, TABLE, &t);
+	CHECK(!e, "open: %s", h_errname(e));
+	put_ok(t, "a", "A");
+	put_ok(t, "b", "B");
+	e = tdbc_del(t, NULL, "b", 1);
+	CHECK(!e, "del: %s", h_errname(e));
+	put_ok(t, "c", "C");
+	tdbc_table_close(t);
+	tdbc_close(c);
+	h_stop(&d);                     /* writes the checkpoint */
+	make_old_checkpoint(&d);
+
+	h_start(&d, "oc", args);
+	log = h_read_file(d.log);
+	p = strrchr(log, '\0');
+	while (p > log && strncmp(p, "checkpoint at LSN ", 18))
+		p--;
+	CHECK(sscanf(p, "checkpoint at LSN %llu:", (unsigned long long *)&lsn)
+	      == 1 && lsn >= 4, "no 'checkpoint at LSN' line");
+	free(log);
+	c = h_connect(&d, 0);
+	e = tdbc_table_open(c, TABLE, &t);
+	CHECK(!e, "open: %s", h_errname(e));
+	CHECK_EQ(get_ver(t, "a", "A"), lsn, "a record of an old checkpoint");
+	CHECK_EQ(get_ver(t, "c", "C"), lsn, "a record of an old checkpoint");
+	put_ok(t, "b", "B2");
+	vb = get_ver(t, "b", "B2");
+	CHECK(vb > lsn, "a version after an old checkpoint: %llu, not above "
+	      "its LSN %llu", (unsigned long long)vb, (unsigned long long)lsn);
+	e = tdbc_put_if(t, NULL, "c", 1, "C2", 2, TDBC_IF_VERSION, lsn);
+	CHECK_EQ(e, 0, "CAS with an old checkpoint's version");
+	vc = get_ver(t, "c", "C2");
+	va = get_ver(t, "a", "A");
+
+	/* that start's stop writes the table whole, with versions */
+	restart(&d, "oc", "clean", &c, &t);
+	CHECK_EQ(get_ver(t, "a", "A"), va, "version after the rewrite");
+	CHECK_EQ(get_ver(t, "b", "B2"), vb, "version after the rewrite");
+	CHECK_EQ(get_ver(t, "c", "C2"), vc, "version after the rewrite");
+	tdbc_table_close(t);
+	tdbc_close(c);
+	h_stop(&d);
+	{
+		char path[H_PATH + 32];
+		MDB_env *env;
+		MDB_txn *txn;
+		MDB_dbi dbi;
+		MDB_val k = { 6, "format" }, v;
+
+		snprintf(path, sizeof(path), "%s/checkpoint", d.data);
+		CHECK(!mdb_env_create(&env) && !mdb_env_set_maxdbs(env, 64) &&
+		      !mdb_env_open(env, path, MDB_RDONLY, 0640), "open");
+		CHECK(!mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), "txn");
+		CHECK(!mdb_dbi_open(txn, "/ver/" TABLE, 0, &dbi),
+		      "no /ver/ after the rewrite");
+		CHECK(!mdb_dbi_open(txn, "/meta", 0, &dbi) &&
+		      !mdb_get(txn, dbi, &k, &v) && v.mv_size == 4 &&
+		      !memcmp(v.mv_data, "\2\0\0\0", 4),
+		      "format 2 after the rewrite");
+		mdb_txn_abort(txn);
+		mdb_env_close(env);
+	}
+}
+
 int main(void)
 {
 	h_init("versions", h_sanitized() ? 480 : 120);
@@ -270,6 +385,8 @@ int main(void)
 		part_restart();
 	if (h_want("legacy"))
 		part_legacy();
+	if (h_want("oldckpt"))
+		part_oldckpt();
 	h_done();
 	return 0;
 }
