@@ -10,7 +10,10 @@
  * plant bad records).  Covered: the empty store; records of every shape
  * (1-byte and binary keys, keys of maxkey, maxkey + 1 and 4096 bytes,
  * empty and 1 MiB values); del, drop, reset, abort; the txn spoiled by a
- * failure; a foreign format, bad schema and long records; a full map
+ * failure; versions (every record's, beside it in "/ver/" and "/lver/",
+ * through puts, deletes, drops and a compaction; the counter in /meta;
+ * a table from before versions; mismatched version databases refused);
+ * a foreign format, bad schema and long records; a full map
  * (TDBD_CKPT_MAPSIZE); open errors; mdb_dump on the result; a writer and
  * a reader in two threads; a full disk (a small tmpfs, root only): open
  * and read work, a commit fails with ENOSPC and loses nothing, a missing
