@@ -737,10 +737,12 @@ static inline void cm_in_txn(struct cm *m, int ci)
 			op->flags = TDBC_IF_VERSION;
 		else if (rr < 90)
 			op->del = true;
-		else if (!cn->ov_in[tb][k])
-			op->del = op->flags = TDBC_IF_VERSION;
-		else
+		else if (!cn->ov_in[tb][k]) {
 			op->del = true;
+			op->flags = TDBC_IF_VERSION;
+		} else {
+			op->del = true;
+		}
 		if (op->del)
 			op->flags &= TDBC_IF_VERSION;
 		if (op->flags & TDBC_IF_VERSION)
