@@ -41,6 +41,7 @@ struct commit_job {
 	int err;                        /* the commit's result */
 	uint64_t lsn;
 	const char *msg;
+	char why[TDBO_TEXT];            /* msg, when the owner built it */
 };
 
 /* As the WAL's flusher does: only while the workers' eventfds exist. */
@@ -59,6 +60,7 @@ static void run_job(struct tdbd *d, struct commit_job *j)
 	bool orphan;
 
 	j->err = tdbo_txn_commit(j->x, &j->lsn, &ext);
+	tdbo_txn_keep_msg(j->x, &ext, j->why);
 	j->msg = ext.msg;
 	tdbo_txn_free(j->x);
 	j->x = NULL;
