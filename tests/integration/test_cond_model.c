@@ -20,7 +20,7 @@
  *          versions given after are higher than every one before.
  *
  * Usage: itest_cond_model [SEED [OPS]]; also $TDB_CMODEL_SEED and
- * $TDB_CMODEL_OPS (default 1 and 3000, scaled).  The seed is printed;
+ * $TDB_CMODEL_OPS (default 1 and 10000, scaled).  The seed is printed;
  * every failure names it and the step.
  */
 #include <errno.h>
@@ -96,7 +96,7 @@ static void single(uint64_t seed, long ops)
 
 	cm_steps(m, ops);
 	cm_final(m);
-	for (round = 0; round < 2; round++) {
+	for (round = 0; round < 2 && h_want("restart"); round++) {
 		if (round == 0) {
 			CHECK(kill(d.pid, SIGKILL) == 0, "kill");
 			CHECK(h_wait_exit(&d, 10000), "tdbd did not die");
@@ -217,7 +217,7 @@ int main(int argc, char **argv)
 	const char *es = getenv("TDB_CMODEL_SEED"),
 		   *eo = getenv("TDB_CMODEL_OPS");
 	uint64_t seed = es ? strtoull(es, NULL, 0) : 1;
-	long ops = eo ? atol(eo) : h_scaled(3000, 500);
+	long ops = eo ? atol(eo) : h_scaled(10000, 1000);
 	struct tdbc *c;
 	int tb;
 
@@ -233,7 +233,7 @@ int main(int argc, char **argv)
 	for (tb = 0; tb < CM_TABLES; tb++)
 		CHECK(tdbc_table_create(c, cm_tname[tb], NULL) == 0, "create");
 	tdbc_close(c);
-	if (h_want("single"))
+	if (h_want("single") || h_want("restart"))
 		single(seed, ops);
 	if (h_want("procs"))
 		procs(seed, ops / 2);

@@ -16,7 +16,7 @@
  * increments, the transaction's commit is -ESTALE and applies nothing;
  * and a read-only transaction whose read changed is -ESTALE too.
  *
- * Usage: itest_counters [NPROC [M]] (default 8 x 400, scaled by
+ * Usage: itest_counters [NPROC [M]] (default 8 x 1000, scaled by
  * TDB_ITEST_SCALE; by hand e.g. 8 2000 for the issue's numbers).
  */
 #include <errno.h>
@@ -99,7 +99,7 @@ int main(int argc, char **argv)
 	int mode;
 
 	h_init("counters", h_sanitized() ? 600 : 150);
-	m = h_scaled(400, 50);
+	m = h_scaled(1000, 100);
 	if (argc > 1)
 		nproc = atol(argv[1]);
 	if (argc > 2)
