@@ -68,6 +68,18 @@ struct shared {
 };
 
 static struct shared *sh;
+static pid_t main_pid;
+
+/* A failure of the main process leaves no tdbd behind (the guest's
+ * rmmod after the tests must pass). */
+static void cleanup(void)
+{
+	if (getpid() == main_pid && td.pid > 0) {
+		kill(td.pid, SIGKILL);
+		waitpid(td.pid, NULL, 0);
+		td.pid = -1;
+	}
+}
 
 static uint64_t rnd64(uint64_t *s)
 {
@@ -367,6 +379,8 @@ int main(void)
 	}
 	system("rm -rf " DATA_DIR " " LOG_FILE);
 	srand((unsigned int)time(NULL));
+	main_pid = getpid();
+	atexit(cleanup);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(sh != MAP_FAILED, "mmap");
