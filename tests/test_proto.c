@@ -1063,6 +1063,22 @@ static int raw_int(uint8_t cmd, uint16_t type, const void *val, size_t len,
 	return parse(wbuf, TDB_PROTO_REQUEST, out, ext);
 }
 
+/* A SCAN with TXN: refused, saying scans are not transactional. */
+static void test_scan_txn_refused(void **state)
+{
+	struct tdb_proto_extack ext;
+	struct tdb_proto_msg out;
+	struct nlmsghdr *nlh = rawreq(wbuf, TDB_CMD_SCAN);
+	uint64_t id = 7;
+
+	(void)state;
+	mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
+	mnl_attr_put(nlh, TDB_A_TXN, 8, &id);
+	assert_int_equal(parse(wbuf, TDB_PROTO_REQUEST, &out, &ext), -EINVAL);
+	assert_non_null(strstr(ext.msg, "not part of a transaction"));
+	assert_int_equal(ext.offset, find_attr(last_copy, TDB_A_TXN));
+}
+
 static void test_int_values(void **state)
 {
 	static const struct {
@@ -2263,6 +2279,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_new_names, teardown),
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test_teardown(test_prefix_cursor_limits, teardown),
+		cmocka_unit_test_teardown(test_scan_txn_refused, teardown),
 		cmocka_unit_test_teardown(test_int_values, teardown),
 		cmocka_unit_test_teardown(test_truncated, teardown),
 		cmocka_unit_test_teardown(test_trailing_messages, teardown),

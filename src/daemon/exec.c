@@ -333,8 +333,10 @@ unsigned int tdbd_commit_answer(struct client *c)
 	uint64_t lsn;
 	int err;
 
-	if (!c->commit || !tdbd_commit_take(c, &err, &lsn, &ext.msg, &req,
-					    &ch))
+	char keep[TDBO_TEXT];
+
+	if (!c->commit || !tdbd_commit_take(c, &err, &lsn, &ext.msg, keep,
+					    &req, &ch))
 		return 0;
 	if (!err && lsn && tdbd_ack_later(c, ch, &req, lsn))
 		return 1;       /* acked once its WAL record is on disk */

@@ -192,7 +192,8 @@ bool tdbd_commit_async(struct client *c, enum chan ch, struct tdbo_txn *x,
 		       const struct nlmsghdr *req);
 /* The result of c->commit if it is done (true; c->commit cleared). */
 bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
-		      const char **msg, struct nlmsghdr *req, enum chan *ch);
+		      const char **msg, char *keep, struct nlmsghdr *req,
+		      enum chan *ch);
 /* The client goes: its job (if any) is the committer's to free. */
 void tdbd_commit_orphan(struct client *c);
 

@@ -158,7 +158,8 @@ bool tdbd_commit_async(struct client *c, enum chan ch, struct tdbo_txn *x,
 }
 
 bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
-		      const char **msg, struct nlmsghdr *req, enum chan *ch)
+		      const char **msg, char *keep, struct nlmsghdr *req,
+		      enum chan *ch)
 {
 	struct commit_job *j = c->commit;
 	bool done;
@@ -171,6 +172,10 @@ bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
 	*err = j->err;
 	*lsn = j->lsn;
 	*msg = j->msg;
+	if (j->msg == j->why) {         /* built in j: outlive it */
+		memcpy(keep, j->why, TDBO_TEXT);
+		*msg = keep;
+	}
 	*req = j->req;
 	*ch = j->ch;
 	c->commit = NULL;

@@ -182,8 +182,10 @@ static int get_txn_read(struct tdbo_client *c, struct tdbo_txn *x,
 	}
 	if (n < 0 && n != -ENOENT)
 		return (int)n;
-	err = tdbo_txn_read_add(x, t, m->key, m->key_len, n < 0 ? 0 : ver,
-				ext);
+	/* as tdbo_key_version says it at commit: a bare engine record
+	 * (version 0) is present */
+	err = tdbo_txn_read_add(x, t, m->key, m->key_len,
+				n < 0 ? 0 : ver ? ver : 1, ext);
 	if (err)
 		return err;
 	if (n < 0) {
@@ -378,7 +380,8 @@ int tdbo_cond_check(const struct tdbo_change *ch, uint64_t cur, char *why)
 {
 	why[0] = '\0';
 	if (ch->noov && cur) {
-		tdbo_text_add(why, "key exists (if-absent put): it is at ");
+		tdbo_text_add(why, "key exists (no-overwrite / if-absent "
+			      "put): it is at ");
 		text_version(why, cur);
 		return -EEXIST;
 	}

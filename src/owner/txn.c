@@ -319,7 +319,7 @@ int tdbo_txn_incr(struct tdbo_client *c, struct tdbo_txn *x,
 		if (n < 0 && n != -ENOENT && n != -ENOBUFS)
 			return (int)n;
 		err = tdbo_txn_read_add(x, t, m->key, m->key_len,
-					n == -ENOENT ? 0 : ver, ext);
+					n == -ENOENT ? 0 : ver ? ver : 1, ext);
 		if (err)
 			return err;
 		if (n == -ENOBUFS) {
