@@ -18,7 +18,7 @@
  *            a scan with versions.
  *
  * Env: TDB_KCOND_SEED (default 1), TDB_KCOND_OPS (default 1200),
- * TDB_KCOND_M (increments per process, default 150); scaled by
+ * TDB_KCOND_M (increments per process, default 300); scaled by
  * TDB_ITEST_SCALE.
  */
 #include <errno.h>
@@ -46,9 +46,10 @@ int main(void)
 		   *em = getenv("TDB_KCOND_M");
 	uint64_t seed = es ? strtoull(es, NULL, 0) : 1;
 	long ops = eo ? atol(eo) : h_scaled(1200, 300);
-	long m = em ? atol(em) : h_scaled(150, 30);
+	long m = em ? atol(em) : h_scaled(300, 50);
 	struct tdbc *root;
-	int mode, tb;
+	uint64_t conflicts = 0;
+	int mode, tb, ran = 0;
 
 	kt_init("kcond", 600);
 	root = kt_connect(0);
@@ -70,11 +71,19 @@ int main(void)
 		r.prefix = pre;
 		cc_run(&r, root);
 		cc_print("kcond", &r);
-		if (mode != CC_INCR)
+		/* tdbd: each way saw conflicts; tdb.ko under TCG
+		 * interleaves less (a few per way): all of them did */
+		if (mode != CC_INCR && !kt_kernel)
 			CHECK(r.sum.retries > 0, "%s: %d processes on one key "
 			      "saw no conflict: the test proves nothing",
 			      cc_mode_name[mode], NPROC);
+		if (mode != CC_INCR)
+			conflicts += r.sum.retries;
+		ran += mode != CC_INCR;
 	}
+	CHECK(!ran || conflicts > 0, "%d processes on one key saw no "
+	      "conflict in txn_run, CAS or plain transactions: the test "
+	      "proves nothing", NPROC);
 	if (h_want("model")) {
 		printf("kcond: model seed %" PRIu64 ", %ld steps\n", seed, ops);
 		cm_run(connect_k, seed, "k0", ops);
