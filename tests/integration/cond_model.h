@@ -19,7 +19,9 @@
  *  - in a transaction (at most one open per connection, others writing
  *    meanwhile): GET (of the table: joins the read set; of its own
  *    change: version 0), PUT/DEL with or without conditions, INCR;
- *    commit: -ESTALE (naming a table and key read that changed) when a
+ *    some of them through tdbc_submit (INCR's completion in a
+ *    transaction carries no version); commit: -ESTALE (naming a table
+ *    and key read that changed) when a
  *    read is no longer current, else the failing condition's errno,
  *    else 0 and everything applied; nothing applied on any failure;
  *    abort.  An INCR refused in a transaction ends it (abort).
@@ -691,7 +693,24 @@ static inline void cm_in_txn(struct cm *m, int ci)
 			cm_commit(m, ci);
 			return;
 		}
-		err = tdbc_incr(cn->t[tb], cn->x, kn, kl, d, &res);
+		if (cm_rn(m, 4) == 0) {
+			struct tdbc_req rq = { .op = TDBC_OP_INCR,
+				.table = cn->t[tb], .txn = cn->x, .key = kn,
+				.klen = kl, .delta = d, .user = 13 };
+			struct tdbc_cqe cq;
+
+			CMCHECK(m, tdbc_submit(cn->c, &rq, 1) == 1, "submit");
+			CMCHECK(m, tdbc_reap(cn->c, &cq, 1, 1, 10000) == 1,
+				"reap");
+			err = cq.res;
+			res = cq.num;
+			CMCHECK(m, err || cq.version == 0, "%s (submit): "
+				"version %" PRIu64 " in a transaction, want 0 "
+				"(INT only)", what, cq.version);
+			m->n_async++;
+		} else {
+			err = tdbc_incr(cn->t[tb], cn->x, kn, kl, d, &res);
+		}
 		CMCHECK(m, err == want, "%s of \"%.*s\": %s (%s), want %s",
 			what, (int)key->vlen, key->present ?
 			(const char *)key->val : "(absent)", h_errname(err),
@@ -752,16 +771,30 @@ static inline void cm_in_txn(struct cm *m, int ci)
 		snprintf(what, sizeof(what), "%s %s/%s flags %#x in txn on "
 			 "conn %d", op->del ? "DEL" : "PUT", cm_tname[tb], kn,
 			 op->flags, ci);
-		if (op->del)
+		if (cm_rn(m, 4) == 0) {
+			struct tdbc_req rq = { .op = op->del ? TDBC_OP_DEL :
+				TDBC_OP_PUT, .table = cn->t[tb], .txn = cn->x,
+				.key = kn, .klen = kl, .val = op->val,
+				.vlen = op->vlen, .flags = op->flags,
+				.version = ver, .user = 15 };
+			struct tdbc_cqe cq;
+
+			CMCHECK(m, tdbc_submit(cn->c, &rq, 1) == 1, "submit");
+			CMCHECK(m, tdbc_reap(cn->c, &cq, 1, 1, 10000) == 1,
+				"reap");
+			err = cq.res;
+			m->n_async++;
+		} else if (op->del) {
 			err = op->flags ? tdbc_del_if(cn->t[tb], cn->x, kn, kl,
 						      op->flags, ver)
 					: tdbc_del(cn->t[tb], cn->x, kn, kl);
-		else
+		} else {
 			err = op->flags ? tdbc_put_if(cn->t[tb], cn->x, kn, kl,
 						      op->val, op->vlen,
 						      op->flags, ver)
 					: tdbc_put(cn->t[tb], cn->x, kn, kl,
 						   op->val, op->vlen, 0);
+		}
 		CMCHECK(m, err == 0, "%s: %s (%s), want 0 (conditions are "
 			"checked at commit)", what, h_errname(err),
 			tdbc_errmsg(cn->c));
