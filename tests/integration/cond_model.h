@@ -21,10 +21,9 @@
  *    change: version 0), PUT/DEL with or without conditions, INCR;
  *    some of them through tdbc_submit (INCR's completion in a
  *    transaction carries no version); commit: -ESTALE (naming a table
- *    and key read that changed) when a
- *    read is no longer current, else the failing condition's errno,
- *    else 0 and everything applied; nothing applied on any failure;
- *    abort.  An INCR refused in a transaction ends it (abort).
+ *    and key read that changed) when a read is no longer current, else
+ *    the failing condition's errno, else 0 and everything applied;
+ *    nothing applied on any failure; abort.  An INCR refused in a transaction ends it (abort).
  * Versions: the model gives every acknowledged write (a commit counts
  * once) a write number in acknowledgement order; each version learned
  * (GET, scan, INCR through tdbc_submit) must be nonzero, the same for
