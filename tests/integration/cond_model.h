@@ -13,7 +13,8 @@
  * CM_KEYS keys of the driver's prefix:
  *  - alone: PUT plain / IF_ABSENT (-EEXIST) / IF_PRESENT (-ENOENT) /
  *    IF_VERSION (-ECANCELED, its message naming the version now), DEL
- *    plain (-ENOENT) / IF_VERSION, GET with its version, INCR (-EDOM for
+ *    plain (-ENOENT) / IF_VERSION, GET with its version (also in place:
+ *    tdbc_get_ref_ver in a read section), INCR (-EDOM for
  *    a value that is not a canonical decimal s64, -ERANGE past the
  *    range), some of them through tdbc_submit/tdbc_reap;
  *  - in a transaction (at most one open per connection, others writing
@@ -283,7 +284,28 @@ static inline void cm_check_get(struct cm *m, int ci, int tb, int k,
 
 	snprintf(what, sizeof(what), "GET %s/%s on conn %d%s", cm_tname[tb],
 		 kn, ci, async ? " (submit)" : "");
-	if (async) {
+	if (!async && cm_rn(m, 4) == 0) {
+		/* in place (the map where there is one), in a section */
+		const void *vp = NULL;
+		size_t vl = 0;
+		int tries, e;
+
+		for (tries = 0; tries < 100; tries++) {
+			CMCHECK(m, tdbc_read_begin(cn->c) == 0, "read_begin");
+			n = tdbc_get_ref_ver(cn->t[tb], kn, kl, &vp, &vl, &ver);
+			if (n == 0) {
+				CMCHECK(m, vl <= CM_VMAX, "%s (ref): %zu bytes",
+					what, vl);
+				memcpy(buf, vp, vl);
+				n = (long)vl;
+			}
+			e = tdbc_read_end(cn->c);
+			if (e != -ESTALE)
+				break;
+		}
+		CMCHECK(m, e == 0, "%s (ref): read_end %s", what,
+			h_errname(e));
+	} else if (async) {
 		struct tdbc_req rq = { .op = TDBC_OP_GET, .table = cn->t[tb],
 				       .key = kn, .klen = kl, .user = 7 };
 		struct tdbc_cqe cq;

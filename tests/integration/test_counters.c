@@ -11,7 +11,10 @@
  * final value is exactly the increments that took (NPROC x M for all
  * but the plain one), the values written are 1..that each once
  * (cond_counters.h), and on one key txn_run, CAS and the plain
- * transaction saw conflicts (else the test proved nothing).  First a
+ * transaction saw conflicts (else the test proved nothing).  On one
+ * key the table's change feed, watched meanwhile, has the values 0, 1,
+ * 2 ... in order (apply order is a serial order) with versions strictly
+ * increasing, the last the key's version.  First a
  * deterministic lost update: a transaction reads, another client
  * increments, the transaction's commit is -ESTALE and applies nothing;
  * and a read-only transaction whose read changed is -ESTALE too.
@@ -91,6 +94,54 @@ static void lost_update(struct tdbc *a, struct tdbc *b)
 	       "changed read both refused with ESTALE\n");
 }
 
+/*
+ * The key's change feed after a run on one key: its first put ("0"),
+ * then one event per increment that took, values 1, 2, 3 ... in order
+ * (the owner's apply order is a serial order of the increments), with
+ * versions strictly increasing, the last one the key's version now.
+ */
+static void check_feed(struct tdbc_watch *w, struct tdbc_table *t,
+		       const char *key, uint64_t took, const char *what)
+{
+	struct tdbc_event ev;
+	uint64_t lost = 0, n = 0, last = 0, ver = 0;
+	char buf[32];
+	long got;
+	int err;
+
+	for (;;) {
+		int64_t v;
+
+		err = tdbc_watch_next(w, &ev, n <= took ? 2000 : 0, &lost);
+		if (err == 0)
+			break;
+		CHECK(err == 1, "%s: watch: %s (lost %llu)", what,
+		      h_errname(err), (unsigned long long)lost);
+		CHECK(ev.kind == TDBC_EV_PUT && ev.klen == strlen(key) &&
+		      !memcmp(ev.key, key, ev.klen), "%s: event %llu: kind %d "
+		      "key %.*s", what, (unsigned long long)n, ev.kind,
+		      (int)ev.klen, (const char *)ev.key);
+		v = cc_parse(ev.val, (long)ev.vlen, "feed");
+		CHECK(v >= 0 && (uint64_t)v == n, "%s: event %llu of %s has "
+		      "value %lld: the feed's order is not a serial order of "
+		      "the increments", what, (unsigned long long)n, key,
+		      (long long)v);
+		CHECK(ev.version > last, "%s: event %llu: version %llu after "
+		      "%llu", what, (unsigned long long)n,
+		      (unsigned long long)ev.version,
+		      (unsigned long long)last);
+		last = ev.version;
+		n++;
+	}
+	CHECK(n == took + 1, "%s: %llu events for %s, want %llu", what,
+	      (unsigned long long)n, key, (unsigned long long)took + 1);
+	got = tdbc_get_ver(t, NULL, key, strlen(key), buf, sizeof(buf), NULL,
+			   &ver);
+	CHECK(got > 0 && ver == last, "%s: %s at version %llu, its last "
+	      "event had %llu", what, key, (unsigned long long)ver,
+	      (unsigned long long)last);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const args[] = { "--sync", "none", NULL };
@@ -130,11 +181,28 @@ int main(int argc, char **argv)
 			};
 			char pre[16];
 
+			struct tdbc_watch *w = NULL;
+			struct tdbc_table *t = NULL;
+			char key[24];
+
 			snprintf(pre, sizeof(pre), "%s%d-", keys == 1 ?
 				 "one" : "four", mode);
 			r.prefix = pre;
+			if (keys == 1) {
+				CHECK(tdbc_table_open(ctl, "cnt", &t) == 0,
+				      "open");
+				snprintf(key, sizeof(key), "%s0", pre);
+				CHECK(tdbc_watch(t, key, strlen(key), &w) == 0,
+				      "watch: %s", tdbc_errmsg(ctl));
+			}
 			cc_run(&r, ctl);
 			cc_print("counters", &r);
+			if (w) {
+				check_feed(w, t, key, r.sum.done[0],
+					   cc_mode_name[mode]);
+				tdbc_watch_close(w);
+				tdbc_table_close(t);
+			}
 			/* on one key, with others at it, the conflicts
 			 * must have happened and been caught */
 			if (keys == 1 && nproc > 1 && mode != CC_INCR)
