@@ -9,7 +9,12 @@
  *   CC_CAS       tdbc_get_ver, then tdbc_put_if(TDBC_IF_VERSION),
  *                again on -ECANCELED;
  *   CC_PLAIN     tdbc_txn_begin, get, put, commit, no retry: the commit
- *                either succeeds or says -ESTALE; never a silent loss.
+ *                either succeeds or says -ESTALE; never a silent loss;
+ *   CC_BIG       tdbc_txn_run of get + put + CC_BIG_PAD puts of the
+ *                process's own scratch keys in r->pad_table: a commit
+ *                of two tables and over 64 changes,
+ *                which tdbd runs on its committer thread, validated the
+ *                same way.
  * Every increment that succeeded wrote (or, INCR, returned) value v; the
  * values one key took must be exactly 1..(its successes), each once
  * (a shared map of counts the children fill in), and the key's final
@@ -38,10 +43,12 @@
 
 #define CC_MAXKEYS 8
 
-enum cc_mode { CC_INCR, CC_TXN_RUN, CC_CAS, CC_PLAIN };
+enum cc_mode { CC_INCR, CC_TXN_RUN, CC_CAS, CC_PLAIN, CC_BIG };
 
 static const char *const cc_mode_name[] = { "incr", "txn_run", "cas",
-					    "plain txn" };
+					    "plain txn", "big txn" };
+
+#define CC_BIG_PAD 70
 
 /* Connect (in a child too) or fail: the home's way. */
 typedef struct tdbc *cc_connect_fn(unsigned int flags);
@@ -56,6 +63,7 @@ struct cc_report {
 struct cc_run {
 	cc_connect_fn *connect;
 	const char *table;
+	const char *pad_table;          /* CC_BIG: the padding's table */
 	enum cc_mode mode;
 	int nproc;
 	long per_proc;                  /* increments per process */
@@ -89,8 +97,9 @@ static inline int64_t cc_parse(const void *val, long len, const char *what)
 }
 
 struct cc_child {
+	bool big;               /* pad the transaction past 64 changes */
 	struct tdbc *c;
-	struct tdbc_table *t;
+	struct tdbc_table *t, *pad;
 	char key[48];
 	size_t klen;
 	int64_t wrote;
@@ -112,6 +121,12 @@ static inline int cc_txn_fn(struct tdbc_txn *x, void *arg)
 	ch->wrote = (n == -ENOENT ? 0 : cc_parse(buf, n, "txn_run get")) + 1;
 	n = cc_fmt(buf, sizeof(buf), ch->wrote);
 	err = tdbc_put(ch->t, x, ch->key, ch->klen, buf, (size_t)n, 0);
+	for (n = 0; !err && ch->big && n < CC_BIG_PAD; n++) {
+		char pad[48];
+		int pl = snprintf(pad, sizeof(pad), "pad%d-%ld", ch->p, n);
+
+		err = tdbc_put(ch->pad, x, pad, (size_t)pl, "padding", 7, 0);
+	}
 	return err;
 }
 
@@ -136,6 +151,8 @@ static inline int cc_one(const struct cc_run *r, struct cc_child *ch,
 		return 1;
 	}
 	case CC_TXN_RUN:
+	case CC_BIG:
+		ch->big = r->mode == CC_BIG;
 		for (;;) {
 			uint64_t c0 = ch->calls;
 
@@ -246,6 +263,12 @@ static inline void cc_run(struct cc_run *r, struct tdbc *ctl)
 			ch.c = r->connect(p % 2 ? TDBC_NO_RINGS : 0);
 			err = tdbc_table_open(ch.c, r->table, &ch.t);
 			CHECK(err == 0, "child open: %s", h_errname(err));
+			if (r->mode == CC_BIG) {
+				err = tdbc_table_open(ch.c, r->pad_table,
+						      &ch.pad);
+				CHECK(err == 0, "child open %s: %s",
+				      r->pad_table, h_errname(err));
+			}
 			for (i = 0; i < r->per_proc; i++) {
 				/* a different order of keys per child */
 				k = (int)((i + p) % r->nkeys);
@@ -262,9 +285,11 @@ static inline void cc_run(struct cc_run *r, struct tdbc *ctl)
 					__ATOMIC_RELAXED);
 				rep.done[k]++;
 			}
-			if (r->mode == CC_TXN_RUN)
+			if (r->mode == CC_TXN_RUN || r->mode == CC_BIG)
 				rep.retries = rep.calls - r->per_proc;
 			tdbc_table_close(ch.t);
+			if (ch.pad)
+				tdbc_table_close(ch.pad);
 			tdbc_close(ch.c);
 			CHECK(write(pipes[p][1], &rep, sizeof(rep)) ==
 			      (ssize_t)sizeof(rep), "report");
