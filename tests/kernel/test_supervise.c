@@ -161,18 +161,8 @@ static void check_versions(void)
 		      "after the restore, %llu before", i,
 		      (unsigned long long)version_of(t, i),
 		      (unsigned long long)vers[i]);
-	key_of(k, 0);
-	val_of(v, 0);
-	e = tdbc_put_if(t, NULL, k, strlen(k), "x", 1, TDBC_IF_VERSION,
-			vers[0] - 1);
-	CHECK(e == -ECANCELED, "CAS with a stale version: %d", e);
-	e = tdbc_put_if(t, NULL, k, strlen(k), v, strlen(v), TDBC_IF_VERSION,
-			vers[0]);
-	CHECK(!e, "CAS with the version read before the reload: %s",
-	      tdbc_errmsg(c));
-	ver = version_of(t, 0);
-	CHECK(ver > vers[0], "the CAS gave version %llu", (unsigned long long)ver);
-	vers[0] = ver;
+	/* first, before any other write: tdb.ko's counter must already be
+	 * past the version key 999 had (and its delete's) */
 	key_of(k, 999);
 	val_of(v, 999);
 	ver = vmax;
@@ -181,6 +171,18 @@ static void check_versions(void)
 	CHECK(version_of(t, 999) > ver, "key 999, deleted before the reload "
 	      "and written after it: version %llu, not above %llu",
 	      (unsigned long long)version_of(t, 999), (unsigned long long)ver);
+	key_of(k, 0);
+	val_of(v, 0);
+	e = tdbc_put_if(t, NULL, k, strlen(k), "x", 1, TDBC_IF_VERSION,
+			vers[0] + 1);  /* not its version */
+	CHECK(e == -ECANCELED, "CAS with a stale version: %d", e);
+	e = tdbc_put_if(t, NULL, k, strlen(k), v, strlen(v), TDBC_IF_VERSION,
+			vers[0]);
+	CHECK(!e, "CAS with the version read before the reload: %s",
+	      tdbc_errmsg(c));
+	ver = version_of(t, 0);
+	CHECK(ver > vers[0], "the CAS gave version %llu", (unsigned long long)ver);
+	vers[0] = ver;
 	tdbc_table_close(t);
 	tdbc_close(c);
 }
