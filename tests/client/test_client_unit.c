@@ -603,9 +603,17 @@ static int scripted_step(struct peer *p, const struct step *s)
 	unsigned char out[4096] __attribute__((aligned(8)));
 	struct tdb_proto_extack ext = { .msg = s->msg };
 	struct tdb_proto_msg m, a = { 0 };
-	ssize_t n = recv(p->afd, req, sizeof(req), 0);
+	struct nlmsghdr h;
+	ssize_t n;
 	long len;
 
+	/* one message: the stream may hold the next already (tdbc_submit
+	 * sends two at once) */
+	n = recv(p->afd, &h, sizeof(h), MSG_PEEK | MSG_WAITALL);
+	if (n != (ssize_t)sizeof(h) || h.nlmsg_len < sizeof(h) ||
+	    h.nlmsg_len > sizeof(req))
+		return 1;
+	n = recv(p->afd, req, h.nlmsg_len, MSG_WAITALL);
 	if (n < (ssize_t)NLMSG_HDRLEN ||
 	    tdb_proto_parse(req, (size_t)n, TDB_PROTO_REQUEST, &m, &ext) ||
 	    m.cmd != s->cmd)
