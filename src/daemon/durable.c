@@ -780,7 +780,10 @@ static void ckpt_size(struct tdbd *d, const struct taken *tk, unsigned int n)
 		if (tk[i].dt->aside || !tk[i].dt->t)
 			continue;
 		tdbe_table_stat(tk[i].dt->t, &st);
-		rec += st.bytes_used;
+		/* keys and values, and each record's 8-byte version in the
+		 * table's /ver/ database (its key there again is not
+		 * counted: compaction may come a little early) */
+		rec += st.bytes_used + st.records * 8;
 	}
 	if (tdbd_ckpt_space(d->ckpt, &sp, err, sizeof(err)))
 		return;

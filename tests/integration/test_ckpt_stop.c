@@ -215,7 +215,10 @@ static void part_size(void)
 		"--checkpoint-interval", "1s", "--log-level", "info", NULL };
 	static const char *const env[] = { "TDBD_CKPT_COMPACT_MIN=1048576",
 		NULL };
-	const double rec = (double)SZ_KEYS * (KLEN + SZ_VLEN);
+	/* what the checkpoint holds: keys and values, and each key again
+	 * with its 8-byte version in the table's /ver/ database */
+	const double rec = (double)SZ_KEYS * (KLEN + SZ_VLEN) +
+			   (double)SZ_KEYS * (KLEN + 8);
 	struct h_daemon d;
 	struct tdbc_table *t;
 	struct tdbc *c;
