@@ -412,9 +412,15 @@ struct tdbo_table *tdbo_resolve(struct tdbo_client *c,
 		return NULL;
 	}
 	if (want && !tdbo_may(c, t, want)) {
+		bool both = (want & TDBO_MAY_WRITE) && (want & TDBO_MAY_READ);
+
 		ext->msg = want == TDBO_MAY_SEE ?
 			"permission denied: the table's mode lets you neither "
 			"read nor write it" :
+			both && tdbo_may(c, t, TDBO_MAY_WRITE) ?
+			"permission denied: a conditional write or INCR tells "
+			"what the table holds, and the table's mode does not "
+			"let you read it" :
 			want & TDBO_MAY_WRITE ?
 			"permission denied: the table's mode does not let "
 			"you write it" :
