@@ -4,7 +4,7 @@
 #
 #   scripts/build-packages.sh [--nocheck] [OUTDIR]
 #
-# OUTDIR (default build-deb/) gets tdbd_*.deb, libtdbclient0_*.deb,
+# OUTDIR (default build-deb/) gets tdbd_*.deb, libtdbclient1_*.deb,
 # libtdbclient-dev_*.deb, tdbd-tools_*.deb (and the -dbgsym ones, the
 # .buildinfo and .changes).  The build runs in a copy of the tree in a
 # temporary directory (dpkg-buildpackage -us -uc -b there), so the work
@@ -57,7 +57,7 @@ tar -C "$top" -cf - \
 	--exclude='./debian/*.debhelper.log' \
 	--exclude=./debian/debhelper-build-stamp \
 	--exclude=./debian/tdbd --exclude=./debian/tdbd-tools \
-	--exclude=./debian/libtdbclient0 --exclude=./debian/libtdbclient-dev \
+	--exclude=./debian/libtdbclient1 --exclude=./debian/libtdbclient-dev \
 	. | tar -C "$src" -xf -
 
 if [ -n "$nocheck" ]; then

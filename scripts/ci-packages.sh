@@ -113,7 +113,7 @@ $APT --no-install-recommends install lintian
 say "building the packages"
 sh scripts/build-packages.sh --nocheck "$work/debs"
 debs=$(ls "$work"/debs/*.deb | grep -v -- '-dbgsym_')
-for p in tdbd libtdbclient0 libtdbclient-dev tdbd-tools tdb-dkms; do
+for p in tdbd libtdbclient1 libtdbclient-dev tdbd-tools tdb-dkms; do
 	ls "$work"/debs/"${p}"_*.deb >/dev/null 2>&1 || fail "no package $p built"
 done
 say "lintian (errors and warnings fail)"
@@ -131,7 +131,7 @@ fi
 say "installing them"
 # shellcheck disable=SC2086
 $APT install $debs
-for p in tdbd libtdbclient0 libtdbclient-dev tdbd-tools tdb-dkms; do
+for p in tdbd libtdbclient1 libtdbclient-dev tdbd-tools tdb-dkms; do
 	dpkg-query -W -f='${db:Status-Status}' "$p" | grep -qx installed ||
 		fail "$p is not installed"
 done
@@ -216,8 +216,8 @@ echo "socket access: group tdb in, others out"
 cd "$work"
 # shellcheck disable=SC2046
 cc -o hello "$top/clients/examples/hello.c" $(pkg-config --cflags --libs tdbclient)
-ldd ./hello | grep -Eq 'libtdbclient\.so\.0 => /(usr/)?lib/[^ ]*/libtdbclient\.so\.0 ' ||
-	fail "hello does not use the installed libtdbclient.so.0"
+ldd ./hello | grep -Eq 'libtdbclient\.so\.1 => /(usr/)?lib/[^ ]*/libtdbclient\.so\.1 ' ||
+	fail "hello does not use the installed libtdbclient.so.1"
 ./hello "$sock" > hello.out || { cat hello.out; fail "hello"; }
 cat hello.out
 grep -qx 'greeting = hello, world' hello.out || fail "hello's output"
@@ -270,7 +270,7 @@ echo "tdb-dkms: tdb.ko $dkms_ver built for $kver ($(du -k "$ko" | cut -f1) KiB)"
 # --- 5. Samba's libtdb-dev and tdb-tools next to ours ----------------------------
 say "installing Samba's libtdb-dev and tdb-tools next to ours"
 $APT install libtdb-dev tdb-tools || fail "apt could not install Samba's tdb next to ours"
-ours="tdbd libtdbclient0 libtdbclient-dev tdbd-tools tdb-dkms"
+ours="tdbd libtdbclient1 libtdbclient-dev tdbd-tools tdb-dkms"
 samba="libtdb1 libtdb-dev tdb-tools"
 files_of() {
 	for p in "$@"; do dpkg-query -L "$p"; done | sort -u |

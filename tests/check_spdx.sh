@@ -38,7 +38,7 @@ spdx_of() {
 list=$(cd "$src" && find . \
 	\( -name .git -o -name 'build*' -o -name 'obj-*' -o -path ./debian/tmp \
 	   -o -path ./debian/.debhelper -o -path ./debian/tdbd \
-	   -o -path ./debian/tdbd-tools -o -path ./debian/libtdbclient0 \
+	   -o -path ./debian/tdbd-tools -o -path ./debian/libtdbclient1 \
 	   -o -path ./debian/libtdbclient-dev -o -path ./debian/build \) -prune \
 	-o -type f \( -name '*.[ch]' -o -name '*.cc' -o -name '*.sh' \
 	   -o -name '*.gp' -o -name '*.py' -o -name '*.map' \

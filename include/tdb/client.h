@@ -10,7 +10,7 @@
  * generic netlink (tdb.ko): slower, same semantics.
  *
  * Names: everything public starts with tdbc_ / TDBC_ (never tdb_, which
- * belongs to Samba's libtdb); the library is libtdbclient.so.0, the
+ * belongs to Samba's libtdb); the library is libtdbclient.so.1, the
  * pkg-config module tdbclient, the headers live in <tdb/...>.
  *
  * THREADS: a struct tdbc (a connection) and everything made from it

@@ -133,10 +133,10 @@ static void done_free(struct tdbc_done *d)
 }
 
 int tdbc__async_complete(struct tdbc *c, uint64_t user, int res, void *val,
-			 size_t vlen)
+			 size_t vlen, uint64_t version)
 {
 	struct tdbc_done d = { .user = user, .res = res, .val = val,
-			       .vlen = vlen };
+			       .vlen = vlen, .version = version };
 
 	if (done_push(c, &d)) {
 		free(val);
@@ -152,6 +152,12 @@ static int make_done(struct tdbc *c, const struct tdb_proto_msg *m,
 		     int kind, struct tdbc_done *d)
 {
 	if (kind == TDBC_ANS_REPLY) {
+		d->version = TDB_PROTO_HAS(m, TDB_A_VERSION) ?
+			     m->rec_version : 0;
+		if (m->cmd == TDB_CMD_INCR) {
+			d->num = m->ival;
+			return 0;
+		}
 		d->val = malloc(m->value_len ? m->value_len : 1);
 		if (!d->val)
 			return -ENOMEM;
@@ -279,6 +285,7 @@ static const uint8_t op_cmd[] = {
 	[TDBC_OP_DEL] = TDB_CMD_DEL,
 	[TDBC_OP_COMMIT] = TDB_CMD_TXN_COMMIT,
 	[TDBC_OP_ABORT] = TDB_CMD_TXN_ABORT,
+	[TDBC_OP_INCR] = TDB_CMD_INCR,
 };
 
 static bool op_ends_txn(enum tdbc_op op)
@@ -307,7 +314,7 @@ static int req_msg(struct tdbc *c, const struct tdbc_req *r,
 	int err;
 
 	memset(m, 0, sizeof(*m));
-	if (r->op < TDBC_OP_GET || r->op > TDBC_OP_ABORT)
+	if (r->op < TDBC_OP_GET || r->op > TDBC_OP_INCR)
 		return tdbc__fail(c, -EINVAL, "unknown op %d", (int)r->op);
 	if (op_ends_txn(r->op))
 		return end_msg(c, r, m);
@@ -329,22 +336,17 @@ static int req_msg(struct tdbc *c, const struct tdbc_req *r,
 		m->attrs |= TDB_PROTO_BIT(TDB_A_TXN);
 		m->txn = r->txn->id;
 	}
-	if (r->op != TDBC_OP_PUT)
+	switch (r->op) {
+	case TDBC_OP_PUT:
+		return tdbc__put_msg(c, m, r->val, r->vlen, r->flags,
+				     r->version);
+	case TDBC_OP_DEL:
+		return tdbc__del_msg(c, m, r->flags, r->version);
+	case TDBC_OP_INCR:
+		return tdbc__incr_msg(m, r->delta);
+	default:                /* GET: flags are not looked at */
 		return 0;
-	err = tdbc__check_value(c, r->val, r->vlen);
-	if (err)
-		return err;
-	if (r->flags & ~TDBC_NOOVERWRITE)
-		return tdbc__fail(c, -EINVAL, "unknown put flags %#x",
-				  r->flags & ~TDBC_NOOVERWRITE);
-	m->attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
-	m->value = r->val;
-	m->value_len = (uint32_t)r->vlen;
-	if (r->flags) {
-		m->attrs |= TDB_PROTO_BIT(TDB_A_FLAGS);
-		m->flags = r->flags;
 	}
-	return 0;
 }
 
 /* Queue one request (built into the ring, not published).  A queued
@@ -485,6 +487,8 @@ int tdbc_reap(struct tdbc *c, struct tdbc_cqe *cqes, unsigned int n,
 		cqes[i].res = d->res;
 		cqes[i].val = d->val;
 		cqes[i].vlen = d->vlen;
+		cqes[i].version = d->version;
+		cqes[i].num = d->num;
 		if (d->res)
 			tdbc__fail(c, d->res, "%s", d->msg ? d->msg :
 				   tdbc_strerror(d->res));

@@ -118,7 +118,18 @@ const char *tdbc_strerror(int err)
 	case EOPNOTSUPP:   return "not supported";
 	case ENODEV:       return "no such device";
 	case EMSGSIZE:     return "message too long";
-	case ECANCELED:    return "cancelled";
+	/* issue 24: conditions, serializable commits, INCR */
+	case ECANCELED:    return "condition failed: the key is not at the "
+				  "version given (or is absent); nothing "
+				  "was changed";
+	case ESTALE:       return "a key this transaction read was changed "
+				  "by another client; run it again (from "
+				  "tdbc_read_end: the tables changed during "
+				  "the read section)";
+	case EDOM:         return "the value is not a decimal integer "
+				  "(a signed 64-bit one, as INCR keeps)";
+	case ERANGE:       return "out of range: the sum does not fit a "
+				  "signed 64-bit integer";
 	case ENOTSOCK:     return "not a socket";
 	case EROFS:        return "read-only file system";
 	case EDQUOT:       return "disk quota exceeded";

@@ -359,12 +359,14 @@ static void map_drop(struct tdbc_tmap *m)
 
 /*
  * With the slot odd: wait for an even commit_seq (s0), grow the map to
- * the header's extents, look the key up.  0 and *val, *vlen, -ENOENT,
+ * the header's extents, look the key up.  0 and *val, *vlen, *version
+ * (the record's, in place; version may be NULL), -ENOENT,
  * -EUCLEAN (damaged or torn: the caller checks and decides), or
  * -EAGAIN: a commit stayed in progress too long (use the ring).
  */
 static int lookup(struct tdbc *c, struct tdbc_tmap *m, const void *key,
-		  size_t klen, uint64_t *s0, const void **val, size_t *vlen)
+		  size_t klen, uint64_t *s0, const void **val, size_t *vlen,
+		  uint64_t *version)
 {
 	const struct tdb_region_hdr *h = region(m);
 	struct tdbe_view v;
@@ -395,13 +397,13 @@ static int lookup(struct tdbc *c, struct tdbc_tmap *m, const void *key,
 		return -EUCLEAN;
 	v.ext = m->ext;
 	v.nextents = m->nmapped;
-	err = tdbe_view_lookup(&v, key, klen, val, vlen);
+	err = tdbe_view_lookup_ver(&v, key, klen, val, vlen, version);
 	if (err == -EUCLEAN && tdbe_view_extents(h) > m->nmapped) {
 		/* grown between the two loads: once more */
 		if (map_to(c, m, tdbe_view_extents(h)))
 			return -EUCLEAN;
 		v.nextents = m->nmapped;
-		err = tdbe_view_lookup(&v, key, klen, val, vlen);
+		err = tdbe_view_lookup_ver(&v, key, klen, val, vlen, version);
 	}
 	return err;
 }
@@ -427,7 +429,8 @@ static int verdict(struct tdbc *c, struct tdbc_tmap *m, uint64_t s0,
 /* Inside a tdbc_read_begin section a get is part of it (tdbc_read_end
  * judges what it returned); defined with the in-place API below. */
 static long get_in_section(struct tdbc_table *t, const void *key,
-			   size_t klen, tdbc_map_copy_fn *copy_fn, void *arg);
+			   size_t klen, tdbc_map_copy_fn *copy_fn, void *arg,
+			   uint64_t *version);
 
 /*
  * One get through the map: copy_fn copies the value out while the slot
@@ -436,7 +439,7 @@ static long get_in_section(struct tdbc_table *t, const void *key,
  * -ENOENT, or TDBC__MAP_RING: read through the ring instead.
  */
 long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
-		   tdbc_map_copy_fn *copy_fn, void *arg)
+		   tdbc_map_copy_fn *copy_fn, void *arg, uint64_t *version)
 {
 	struct tdbc *c = t->h.c;
 	struct tdbc_reader *rd = reader(c);
@@ -444,7 +447,7 @@ long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
 	unsigned int tries;
 
 	if (rd && rd->user)
-		return get_in_section(t, key, klen, copy_fn, arg);
+		return get_in_section(t, key, klen, copy_fn, arg, version);
 	if (!rd || !map_ready(t))
 		return TDBC__MAP_RING;
 	for (tries = 0; tries < MAX_RETRIES; tries++) {
@@ -458,7 +461,7 @@ long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
 
 		slot_enter(c, rd);
 		rd->g0 = expired(c);
-		err = lookup(c, m, key, klen, &s0, &val, &vlen);
+		err = lookup(c, m, key, klen, &s0, &val, &vlen, version);
 		res = err ? err : copy_fn(arg, val, vlen);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		s1 = __atomic_load_n(&h->commit_seq, __ATOMIC_RELAXED);
@@ -558,7 +561,7 @@ int tdbc_read_begin(struct tdbc *c)
  * alone moves no commit_seq), so the slot stays odd, and if the owner
  * stops waiting for it, tdbc_read_end says -ESTALE. */
 static int get_ref_ring(struct tdbc_table *t, const void *key, size_t klen,
-			const void **val, size_t *vlen)
+			const void **val, size_t *vlen, uint64_t *version)
 {
 	struct tdbc *c = t->h.c;
 	struct tdbc_reader *rd = reader(c);
@@ -577,7 +580,7 @@ static int get_ref_ring(struct tdbc_table *t, const void *key, size_t klen,
 	}
 	if (was_odd)
 		slot_leave(c, rd);
-	r = tdbc__get_ring(t, key, klen, &p);
+	r = tdbc__get_ring(t, key, klen, &p, version);
 	if (was_odd)
 		slot_enter(c, rd);
 	if (r < 0)
@@ -588,8 +591,8 @@ static int get_ref_ring(struct tdbc_table *t, const void *key, size_t klen,
 	return 0;
 }
 
-int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
-		 const void **val, size_t *vlen)
+int tdbc_get_ref_ver(struct tdbc_table *t, const void *key, size_t klen,
+		     const void **val, size_t *vlen, uint64_t *version)
 {
 	struct tdbc_reader *rd;
 	struct tdbc_tmap *m;
@@ -610,9 +613,11 @@ int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
 	if (err)
 		return err;
 	m = t->map;
+	if (version)
+		*version = 0;
 	if (!rd->odd || !m || m->state != TM_MAPPED || rd->stale)
-		return get_ref_ring(t, key, klen, val, vlen);
-	err = lookup(c, m, key, klen, &s0, val, vlen);
+		return get_ref_ring(t, key, klen, val, vlen, version);
+	err = lookup(c, m, key, klen, &s0, val, vlen, version);
 	if (m->sec != rd->sec) {
 		m->sec = rd->sec;
 		m->s0 = s0;
@@ -622,18 +627,27 @@ int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
 	if (err == -EUCLEAN || err == -EAGAIN)
 		rd->stale = true;
 	if (rd->stale)
-		return get_ref_ring(t, key, klen, val, vlen);
+		return get_ref_ring(t, key, klen, val, vlen, version);
 	if (!err)
 		rd->held = true;
+	else if (version)
+		*version = 0;
 	return err;
 }
 
+int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
+		 const void **val, size_t *vlen)
+{
+	return tdbc_get_ref_ver(t, key, klen, val, vlen, NULL);
+}
+
 static long get_in_section(struct tdbc_table *t, const void *key,
-			   size_t klen, tdbc_map_copy_fn *copy_fn, void *arg)
+			   size_t klen, tdbc_map_copy_fn *copy_fn, void *arg,
+			   uint64_t *version)
 {
 	const void *v;
 	size_t n;
-	int err = tdbc_get_ref(t, key, klen, &v, &n);
+	int err = tdbc_get_ref_ver(t, key, klen, &v, &n, version);
 
 	return err ? err : copy_fn(arg, v, n);
 }
@@ -711,6 +725,7 @@ static long alloc_copy(void *arg, const void *val, size_t vlen)
 
 int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r)
 {
+	uint64_t version = 0;
 	void *p = NULL;
 	long n;
 	int err;
@@ -721,7 +736,8 @@ int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r)
 	if (r->table->map && r->table->map->state == TM_MAPPED &&
 	    tdbc_inflight(c) >= MAP_DONE_MAX)
 		return -EAGAIN;
-	n = tdbc__map_get(r->table, r->key, r->klen, alloc_copy, &p);
+	n = tdbc__map_get(r->table, r->key, r->klen, alloc_copy, &p,
+			  &version);
 
 	if (n == TDBC__MAP_RING || n == -ENOMEM) {
 		free(p);
@@ -730,9 +746,10 @@ int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r)
 	}
 	if (n < 0) {
 		free(p);
-		err = tdbc__async_complete(c, r->user, (int)n, NULL, 0);
+		err = tdbc__async_complete(c, r->user, (int)n, NULL, 0, 0);
 	} else {
-		err = tdbc__async_complete(c, r->user, 0, p, (size_t)n);
+		err = tdbc__async_complete(c, r->user, 0, p, (size_t)n,
+					   version);
 	}
 	return err ? err : 1;
 }

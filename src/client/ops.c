@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -263,39 +265,154 @@ static int data_msg(struct tdbc_table *t, struct tdbc_txn *txn,
 	return 0;
 }
 
-int tdbc_put(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
-	     size_t klen, const void *val, size_t vlen, unsigned int flags)
+/* The conditions a put or delete may carry (client.h); checked before
+ * anything is sent. */
+static int cond_check(struct tdbc *c, const char *what, unsigned int flags,
+		      unsigned int allowed, uint64_t version)
+{
+	if (flags & ~allowed)
+		return tdbc__fail(c, -EINVAL, "unknown %s flags %#x", what,
+				  flags & ~allowed);
+	if ((flags & TDBC_IF_ABSENT) && (flags & TDBC_IF_PRESENT))
+		return tdbc__fail(c, -EINVAL, "%s: TDBC_IF_ABSENT and "
+				  "TDBC_IF_PRESENT exclude each other", what);
+	if ((flags & TDBC_IF_VERSION) &&
+	    (flags & (TDBC_IF_ABSENT | TDBC_IF_PRESENT)))
+		return tdbc__fail(c, -EINVAL, "%s: TDBC_IF_VERSION goes alone "
+				  "(a key at a version is present)", what);
+	if ((flags & TDBC_IF_VERSION) && !version)
+		return tdbc__fail(c, -EINVAL, "%s: TDBC_IF_VERSION with "
+				  "version 0 (no record has it)", what);
+	return 0;
+}
+
+/* FLAGS and IF_VERSION of a PUT or DEL from the caller's flags. */
+static void cond_msg(struct tdb_proto_msg *m, unsigned int flags,
+		     uint64_t version)
+{
+	unsigned int put_flags = flags & TDB_PUT_FLAGS_ALL;
+
+	if (put_flags) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_FLAGS);
+		m->flags = put_flags;
+	}
+	if (flags & TDBC_IF_VERSION) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_IF_VERSION);
+		m->if_version = version;
+	}
+}
+
+int tdbc__put_msg(struct tdbc *c, struct tdb_proto_msg *m, const void *val,
+		  size_t vlen, unsigned int flags, uint64_t version)
+{
+	int err = tdbc__check_value(c, val, vlen);
+
+	if (!err)
+		err = cond_check(c, "put", flags, TDBC_IF_ABSENT |
+				 TDBC_IF_PRESENT | TDBC_IF_VERSION, version);
+	if (err)
+		return err;
+	m->attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
+	m->value = val;
+	m->value_len = (uint32_t)vlen;
+	cond_msg(m, flags, version);
+	return 0;
+}
+
+int tdbc__del_msg(struct tdbc *c, struct tdb_proto_msg *m,
+		  unsigned int flags, uint64_t version)
+{
+	int err = cond_check(c, "del", flags, TDBC_IF_VERSION, version);
+
+	if (!err)
+		cond_msg(m, flags, version);
+	return err;
+}
+
+int tdbc__incr_msg(struct tdb_proto_msg *m, int64_t delta)
+{
+	m->cmd = TDB_CMD_INCR;
+	if (delta != 1) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_DELTA);
+		m->delta = delta;
+	}
+	return 0;
+}
+
+int tdbc_put_if(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+		size_t klen, const void *val, size_t vlen, unsigned int flags,
+		uint64_t version)
 {
 	struct tdb_proto_msg m = { .cmd = TDB_CMD_PUT };
 	struct tdbc_call call = { 0 };
 	int err = data_msg(t, txn, key, klen, &m);
 
-	if (err)
-		return err;
-	err = tdbc__check_value(t->h.c, val, vlen);
-	if (err)
-		return err;
-	if (flags & ~TDBC_NOOVERWRITE)
-		return tdbc__fail(t->h.c, -EINVAL, "unknown put flags %#x",
-				  flags & ~TDBC_NOOVERWRITE);
-	m.attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
-	m.value = val;
-	m.value_len = (uint32_t)vlen;
-	if (flags) {
-		m.attrs |= TDB_PROTO_BIT(TDB_A_FLAGS);
-		m.flags = flags;
-	}
-	return tdbc__call(t->h.c, &m, &call, false);
+	if (!err)
+		err = tdbc__put_msg(t->h.c, &m, val, vlen, flags, version);
+	return err ? err : tdbc__call(t->h.c, &m, &call, false);
 }
 
-int tdbc_del(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
-	     size_t klen)
+int tdbc_put(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	     size_t klen, const void *val, size_t vlen, unsigned int flags)
+{
+	/* TDBC_IF_VERSION needs a version: tdbc_put_if */
+	if (t && (flags & TDBC_IF_VERSION))
+		return tdbc__fail(t->h.c, -EINVAL, "tdbc_put with "
+				  "TDBC_IF_VERSION: use tdbc_put_if");
+	return tdbc_put_if(t, txn, key, klen, val, vlen, flags, 0);
+}
+
+int tdbc_del_if(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+		size_t klen, unsigned int flags, uint64_t version)
 {
 	struct tdb_proto_msg m = { .cmd = TDB_CMD_DEL };
 	struct tdbc_call call = { 0 };
 	int err = data_msg(t, txn, key, klen, &m);
 
+	if (!err)
+		err = tdbc__del_msg(t->h.c, &m, flags, version);
 	return err ? err : tdbc__call(t->h.c, &m, &call, false);
+}
+
+int tdbc_del(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	     size_t klen)
+{
+	return tdbc_del_if(t, txn, key, klen, 0, 0);
+}
+
+/* INCR's reply: the new value and, outside a transaction, the write's
+ * version. */
+struct incr_out {
+	int64_t num;
+	uint64_t version;
+};
+
+static int incr_msg(struct tdbc *c, struct tdbc_call *call,
+		    const struct tdb_proto_msg *m)
+{
+	struct incr_out *o = call->arg;
+
+	(void)c;
+	o->num = m->ival;
+	o->version = TDB_PROTO_HAS(m, TDB_A_VERSION) ? m->rec_version : 0;
+	return 0;
+}
+
+int tdbc_incr(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	      size_t klen, int64_t delta, int64_t *result)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_INCR };
+	struct incr_out o = { 0 };
+	struct tdbc_call call = { .on_msg = incr_msg, .arg = &o };
+	int err = data_msg(t, txn, key, klen, &m);
+
+	if (!err)
+		err = tdbc__incr_msg(&m, delta);
+	if (!err)
+		err = tdbc__call(t->h.c, &m, &call, false);
+	if (!err && result)
+		*result = o.num;
+	return err;
 }
 
 struct get_out {
@@ -303,6 +420,7 @@ struct get_out {
 	size_t cap;
 	void **alloc;           /* tdbc_get_alloc's result */
 	size_t len;
+	uint64_t version;       /* the record's (0: none sent) */
 };
 
 static int get_msg(struct tdbc *c, struct tdbc_call *call,
@@ -311,6 +429,7 @@ static int get_msg(struct tdbc *c, struct tdbc_call *call,
 	struct get_out *o = call->arg;
 
 	o->len = m->value_len;
+	o->version = TDB_PROTO_HAS(m, TDB_A_VERSION) ? m->rec_version : 0;
 	if (o->alloc) {
 		*o->alloc = malloc(m->value_len ? m->value_len : 1);
 		if (!*o->alloc)
@@ -357,7 +476,7 @@ static long get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
 	long r;
 
 	if (!err && !txn) {
-		r = tdbc__map_get(t, key, klen, get_copy, o);
+		r = tdbc__map_get(t, key, klen, get_copy, o, &o->version);
 		if (r == -ENOBUFS)
 			return tdbc__fail(t->h.c, -ENOBUFS, "value of %zu "
 					  "bytes does not fit the buffer of "
@@ -380,7 +499,7 @@ static long get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
 }
 
 long tdbc__get_ring(struct tdbc_table *t, const void *key, size_t klen,
-		    void **val)
+		    void **val, uint64_t *version)
 {
 	struct tdb_proto_msg m = { .cmd = TDB_CMD_GET };
 	struct get_out o = { .alloc = val };
@@ -394,18 +513,29 @@ long tdbc__get_ring(struct tdbc_table *t, const void *key, size_t klen,
 		free(*val);
 		*val = NULL;
 	}
+	if (version)
+		*version = err ? 0 : o.version;
 	return err ? err : (long)o.len;
 }
 
-long tdbc_get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
-	      size_t klen, void *buf, size_t cap, size_t *need)
+long tdbc_get_ver(struct tdbc_table *t, struct tdbc_txn *txn,
+		  const void *key, size_t klen, void *buf, size_t cap,
+		  size_t *need, uint64_t *version)
 {
 	struct get_out o = { .buf = buf, .cap = buf ? cap : 0 };
 	long r = get(t, txn, key, klen, &o);
 
 	if (r == -ENOBUFS && need)
 		*need = o.len;
+	if (version)
+		*version = r >= 0 ? o.version : 0;
 	return r;
+}
+
+long tdbc_get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	      size_t klen, void *buf, size_t cap, size_t *need)
+{
+	return tdbc_get_ver(t, txn, key, klen, buf, cap, need, NULL);
 }
 
 long tdbc_get_alloc(struct tdbc_table *t, struct tdbc_txn *txn,
@@ -491,6 +621,79 @@ int tdbc_txn_commit(struct tdbc_txn *txn)
 int tdbc_txn_abort(struct tdbc_txn *txn)
 {
 	return txn_end(txn, TDB_CMD_TXN_ABORT);
+}
+
+/* --- tdbc_txn_run ------------------------------------------------------- */
+
+#define RUN_WAIT_MIN_NS 50000ull        /* the first backoff: 50 us */
+#define RUN_WAIT_MAX_NS 20000000ull     /* doubling up to 20 ms */
+
+/* xorshift64*: the backoff's jitter (no need for anything better). */
+static uint64_t jitter_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+/* Sleep between half of `ns` and `ns`, whatever signals come. */
+static void backoff(uint64_t ns, uint64_t *rnd)
+{
+	struct timespec ts;
+
+	ns = ns / 2 + jitter_next(rnd) % (ns / 2 + 1);
+	ts.tv_sec = (time_t)(ns / 1000000000ull);
+	ts.tv_nsec = (long)(ns % 1000000000ull);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int tdbc_txn_run(struct tdbc *c, tdbc_txn_fn *fn, void *arg,
+		 unsigned int flags)
+{
+	uint64_t wait = RUN_WAIT_MIN_NS, rnd;
+	char msg[TDBC_ERRMSG_MAX];
+	struct tdbc_txn *txn;
+	unsigned int tries;
+	int err = tdbc__enter(c);
+
+	if (!err && !fn)
+		err = tdbc__fail(c, -EINVAL, "tdbc_txn_run: fn is NULL");
+	if (!err && flags)
+		err = tdbc__fail(c, -EINVAL, "tdbc_txn_run: unknown flags "
+				 "%#x", flags);
+	if (err)
+		return err;
+	rnd = tdbc__now_ns() ^ (uint64_t)(uintptr_t)c ^
+	      (uint64_t)getpid() << 32;
+	if (!rnd)
+		rnd = 1;
+	for (tries = 1;; tries++) {
+		err = tdbc_txn_begin(c, &txn);
+		if (err)
+			return err;
+		err = fn(txn, arg);
+		if (err) {
+			/* fn's error and its message are the ones to say */
+			memcpy(msg, c->errmsg, sizeof(msg));
+			(void)tdbc_txn_abort(txn);
+			memcpy(c->errmsg, msg, sizeof(msg));
+			return err;
+		}
+		err = tdbc_txn_commit(txn);
+		if (err != -ESTALE)
+			return err;
+		if (tries >= TDBC_TXN_RUN_TRIES) {
+			memcpy(msg, c->errmsg, sizeof(msg));
+			return tdbc__fail(c, err, "%s (tdbc_txn_run gave up "
+					  "after %u tries)", msg, tries);
+		}
+		backoff(wait, &rnd);
+		if (wait < RUN_WAIT_MAX_NS)
+			wait = wait * 2 < RUN_WAIT_MAX_NS ? wait * 2 :
+			       RUN_WAIT_MAX_NS;
+	}
 }
 
 /* --- stats -------------------------------------------------------------- */

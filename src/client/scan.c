@@ -44,6 +44,7 @@
 struct rec {
 	struct rec *next;
 	size_t klen, vlen;
+	uint64_t version;       /* 0: the owner sent none */
 	unsigned char data[];   /* key, then value */
 };
 
@@ -87,6 +88,7 @@ static int part_record(struct tdbc *c, struct tdbc_scan *s,
 	r->next = NULL;
 	r->klen = m->key_len;
 	r->vlen = m->value_len;
+	r->version = TDB_PROTO_HAS(m, TDB_A_VERSION) ? m->rec_version : 0;
 	memcpy(r->data, m->key, m->key_len);
 	tdb_proto_value_copy(m, r->data + m->key_len);
 	*s->tailp = r;
@@ -416,6 +418,12 @@ int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
 int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
 		   const void **val, size_t *vlen)
 {
+	return tdbc_scan_next_ver(s, key, klen, val, vlen, NULL);
+}
+
+int tdbc_scan_next_ver(struct tdbc_scan *s, const void **key, size_t *klen,
+		       const void **val, size_t *vlen, uint64_t *version)
+{
 	int err;
 
 	if (!s)
@@ -438,6 +446,8 @@ int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
 				*val = r->data + r->klen;
 			if (vlen)
 				*vlen = r->vlen;
+			if (version)
+				*version = r->version;
 			return 1;
 		}
 		if (s->async)

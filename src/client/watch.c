@@ -63,6 +63,7 @@ static int keep_event(struct tdbc_watch *w, const struct tdb_proto_msg *m)
 	memcpy(w->buf, m->key, m->key_len);
 	ev->key = w->buf;
 	ev->klen = m->key_len;
+	ev->version = TDB_PROTO_HAS(m, TDB_A_VERSION) ? m->rec_version : 0;
 	if (m->cmd == TDB_CMD_PUT) {
 		tdb_proto_value_copy(m, w->buf + m->key_len);
 		ev->val = w->buf + m->key_len;

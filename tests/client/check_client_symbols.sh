@@ -20,7 +20,8 @@ for f in tdbc_connect tdbc_close tdbc_socket_path tdbc_errmsg tdbc_strerror \
 	 tdbc_get_alloc tdbc_txn_begin tdbc_txn_commit tdbc_txn_abort \
 	 tdbc_scan_open tdbc_scan_next tdbc_scan_close tdbc_watch \
 	 tdbc_watch_next tdbc_watch_close tdbc_stats tdbc_submit tdbc_reap \
-	 tdbc_inflight; do
+	 tdbc_inflight tdbc_put_if tdbc_del_if tdbc_get_ver tdbc_incr \
+	 tdbc_get_ref_ver tdbc_txn_run tdbc_scan_next_ver; do
 	if ! printf '%s\n' "$syms" | grep -qx "$f"; then
 		echo "missing export: $f" >&2
 		exit 1

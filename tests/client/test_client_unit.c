@@ -236,6 +236,82 @@ static void test_strerror(void **state)
 	assert_string_equal(tdbc_strerror(-EXDEV), strerror(EXDEV));
 	assert_string_equal(tdbc_strerror(99999), "unknown error");
 	assert_string_equal(tdbc_strerror(-99999), "unknown error");
+	/* issue 24's errnos say what happened, not libc's words */
+	assert_non_null(strstr(tdbc_strerror(-ECANCELED),
+			       "condition failed"));
+	assert_non_null(strstr(tdbc_strerror(-ESTALE),
+			       "a key this transaction read was changed by "
+			       "another client; run it again"));
+	assert_non_null(strstr(tdbc_strerror(-EDOM), "decimal integer"));
+	assert_non_null(strstr(tdbc_strerror(-ERANGE), "64-bit"));
+}
+
+/* Conditions that cannot hold, refused before anything is sent. */
+static int never_called(struct tdbc_txn *txn, void *arg)
+{
+	(void)txn;
+	(void)arg;
+	fail();
+	return 0;
+}
+
+static void test_bad_conditions(void **state)
+{
+	struct tdbc_table t;
+	struct tdbc_req req = { .op = TDBC_OP_PUT, .key = "k", .klen = 1,
+				.val = "v", .vlen = 1 };
+	struct peer p;
+	struct tdbc *c = peer_connect(&p);
+
+	(void)state;
+	fake_table(c, &t, "t1");
+	assert_int_equal(tdbc_put_if(&t, NULL, "k", 1, "v", 1,
+				     TDBC_IF_VERSION, 0), -EINVAL);
+	assert_non_null(strstr(tdbc_errmsg(c), "version 0"));
+	assert_int_equal(tdbc_put_if(&t, NULL, "k", 1, "v", 1,
+				     TDBC_IF_ABSENT | TDBC_IF_PRESENT, 0),
+			 -EINVAL);
+	assert_non_null(strstr(tdbc_errmsg(c), "exclude"));
+	assert_int_equal(tdbc_put_if(&t, NULL, "k", 1, "v", 1,
+				     TDBC_IF_VERSION | TDBC_IF_ABSENT, 7),
+			 -EINVAL);
+	assert_int_equal(tdbc_put_if(&t, NULL, "k", 1, "v", 1, 1u << 5, 7),
+			 -EINVAL);
+	/* tdbc_put has no version to compare with */
+	assert_int_equal(tdbc_put(&t, NULL, "k", 1, "v", 1, TDBC_IF_VERSION),
+			 -EINVAL);
+	assert_non_null(strstr(tdbc_errmsg(c), "tdbc_put_if"));
+	assert_int_equal(tdbc_del_if(&t, NULL, "k", 1, TDBC_IF_VERSION, 0),
+			 -EINVAL);
+	assert_int_equal(tdbc_del_if(&t, NULL, "k", 1, TDBC_IF_ABSENT, 0),
+			 -EINVAL);
+	assert_int_equal(tdbc_del_if(&t, NULL, "k", 0, TDBC_IF_VERSION, 3),
+			 -EINVAL);
+	assert_int_equal(tdbc_incr(&t, NULL, "k", 0, 1, NULL), -EINVAL);
+	assert_int_equal(tdbc_incr(&t, NULL, "k", TDB_KEY_MAX + 1, 1, NULL),
+			 -E2BIG);
+	assert_int_equal(tdbc_incr(NULL, NULL, "k", 1, 1, NULL), -EINVAL);
+	/* the same through tdbc_submit */
+	req.table = &t;
+	req.flags = TDBC_IF_VERSION;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	req.op = TDBC_OP_DEL;
+	req.flags = TDBC_IF_PRESENT;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	req.op = TDBC_OP_INCR;
+	req.flags = 0;
+	req.klen = 0;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	req.op = TDBC_OP_INCR + 1;
+	req.klen = 1;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	assert_int_equal(tdbc_inflight(c), 0);
+	/* tdbc_txn_run: no function, unknown flags */
+	assert_int_equal(tdbc_txn_run(c, NULL, NULL, 0), -EINVAL);
+	assert_int_equal(tdbc_txn_run(c, never_called, NULL, 1), -EINVAL);
+	assert_int_equal(peer_bytes(&p), 0);
+	tdbc_close(c);
+	peer_close(&p);
 }
 
 /* --- arguments refused before anything is sent -------------------------- */
@@ -547,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_strerror),
 		cmocka_unit_test(test_bad_keys),
 		cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_bad_conditions),
 		cmocka_unit_test(test_hangup),
 		cmocka_unit_test(test_hangup_while_waiting),
 		cmocka_unit_test(test_garbage),
