@@ -137,10 +137,12 @@ static struct {
 	const char *tdbd_args[16];
 	unsigned int ntdbd_args;
 	bool strict, verbose;
+	double quiet_pct, quiet_wait;   /* --quiet, --quiet-wait */
 } opt = {
 	.procs = { 1, 8 }, .nprocs = 2, .keys = 1000, .pipe = 32,
 	.seconds = 2, .runs = 3, .txn_keys = 100000,
 	.txn_k = { 1, 8 }, .ntxn_k = 2, .part_incr = true, .part_txn = true,
+	.quiet_pct = 20, .quiet_wait = 10,
 };
 
 static char tmpdir[4096];
@@ -351,6 +353,49 @@ static double proc_cpu(pid_t pid)
 			 "%lu %lu", &ut, &st) != 2)
 		return 0;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The servers' CPU time (they count as "others" in cpu_others). */
+static double servers_cpu(void);
+
+/* The share of the CPUs others used between a and b (servers' time
+ * srv0 -> srv1 taken out); -1 if unknown. */
+static double others(const struct cpu_sample *a, const struct cpu_sample *b,
+		     double srv0, double srv1)
+{
+	double steal, o = cpu_others(a, b, &steal);
+
+	if (o < 0 || b->total <= a->total)
+		return -1;
+	o -= (srv1 - srv0) / (b->total - a->total);
+	return o < 0 ? 0 : o;
+}
+
+/* --quiet: wait (up to --quiet-wait s) for a quarter second in which
+ * other processes used less than --quiet % of the CPUs. */
+static void wait_quiet(void)
+{
+	double end = 0;
+
+	if (opt.quiet_wait <= 0)
+		return;
+	for (;;) {
+		struct cpu_sample a, b;
+		double s0 = servers_cpu(), o, t;
+
+		cpu_sample(&a);
+		usleep(250000);
+		cpu_sample(&b);
+		o = others(&a, &b, s0, servers_cpu());
+		t = b.total;
+		(void)t;
+		if (o < 0 || o * 100 < opt.quiet_pct)
+			return;
+		if (!end)
+			end = (double)time(NULL) + opt.quiet_wait;
+		else if ((double)time(NULL) >= end)
+			return;
+	}
 }
 
 static const char *find_in_path(const char *name, char *buf, size_t len)
@@ -971,6 +1016,7 @@ static uint32_t *gather;
 
 struct cell {
 	double ops_s, p50, p99, tries, cli, srv;
+	double oth;                     /* others' share of the CPUs */
 	uint64_t giveups;
 	bool done, bad;
 };
@@ -1022,7 +1068,9 @@ static int do_incr(struct wctx *w, const uint32_t *k, unsigned int n,
 {
 	char v[NUM_LEN];
 	int64_t num;
+#if HAVE_V24
 	int err;
+#endif
 
 	for (unsigned int j = 0; j < n; j++)
 		ctr_key(w->kbuf[j], k[j]);
@@ -1488,6 +1536,8 @@ static void run_incr_cell(enum way way, enum dist d, unsigned int pi,
 	enum sysid s = ways[way].sys;
 	struct cell *r = &cells[way][d][pi][run];
 	double first = 1e300, last = 0, cli = 0, srv0, srv1, w0, w1;
+	double all0, all1;
+	struct cpu_sample ca, cb;
 	uint64_t incs = 0, tries = 0, total;
 	int ready[2], go[2];
 	char msg[MSG_LEN] = "", c;
@@ -1495,6 +1545,7 @@ static void run_incr_cell(enum way way, enum dist d, unsigned int pi,
 
 	if (reset_counters(s, keys_of(d), msg))
 		die("%s: resetting the counters: %s", sys_name[s], msg);
+	wait_quiet();
 	memset(sh->slot, 0, sizeof(sh->slot[0]) * procs);
 	memset(counts, 0, sizeof(*counts) * opt.keys * procs);
 	sh->stop = 0;
@@ -1523,6 +1574,8 @@ static void run_incr_cell(enum way way, enum dist d, unsigned int pi,
 		}
 	close(ready[0]);
 	srv0 = proc_cpu(sys[s].pid);
+	all0 = servers_cpu();
+	cpu_sample(&ca);
 	w0 = now();
 	close(go[1]);
 	{
@@ -1550,6 +1603,9 @@ static void run_incr_cell(enum way way, enum dist d, unsigned int pi,
 	}
 	w1 = now();
 	srv1 = proc_cpu(sys[s].pid);
+	all1 = servers_cpu();
+	cpu_sample(&cb);
+	r->oth = others(&ca, &cb, all0, all1);
 	for (unsigned int i = 0; i < procs; i++) {
 		const struct slot *sl = &sh->slot[i];
 
@@ -1654,7 +1710,7 @@ static const char *const txw_name[T_N] = {
 };
 
 struct tcell {
-	double txn_s, p50, p99;
+	double txn_s, p50, p99, oth;
 	bool done;
 };
 static struct tcell tcells[T_N][8][RUNS_MAX];
@@ -1720,7 +1776,12 @@ static void run_txn_cell(enum txw w, unsigned int ki, unsigned int run)
 	size_t n = 0;
 	uint64_t txns = 0;
 	static uint32_t gen = 1;
+	struct cpu_sample ca, cb;
+	double s0;
 
+	wait_quiet();
+	s0 = servers_cpu();
+	cpu_sample(&ca);
 	t0 = t = now();
 	end = t0 + opt.seconds;
 	while (t < end) {
@@ -1736,6 +1797,8 @@ static void run_txn_cell(enum txw w, unsigned int ki, unsigned int run)
 		if (interrupted)
 			die("interrupted");
 	}
+	cpu_sample(&cb);
+	r->oth = others(&ca, &cb, s0, servers_cpu());
 	qsort(gather, n, sizeof(*gather), cmp_u32);
 	r->txn_s = (double)txns / (t - t0);
 	r->p50 = pct(gather, n, 0.5) / 1000;
@@ -1803,10 +1866,10 @@ static void print_incr(void)
 	for (int d = 0; d < D_N; d++) {
 		printf("\ncontended increments, %s:\n", d == D_ONE ?
 		       "all on ONE key" : "zipfian (0.99) over the keys");
-		printf("%-6s %-26s %5s %11s %8s %8s %7s %9s %8s %8s %8s %s\n",
-		       "system", "way", "procs", "incr/s", "p50 us", "p99 us",
-		       "tries", "CPU c+s", "/LMDB", "/INCR", "/INCRp",
-		       "check");
+		printf("%-6s %-26s %5s %11s %8s %8s %7s %9s %5s %8s %8s %8s "
+		       "%s\n", "system", "way", "procs", "incr/s", "p50 us",
+		       "p99 us", "tries", "CPU c+s", "oth%", "/LMDB", "/INCR",
+		       "/INCRp", "check");
 		for (unsigned int pi = 0; pi < opt.nprocs; pi++) {
 			double lmdb = CMED(W_LMDB, d, pi, ops_s);
 			double incr = CMED(W_REDIS_INCR, d, pi, ops_s);
@@ -1835,11 +1898,12 @@ static void print_incr(void)
 					 CMED(w, d, pi, cli),
 					 CMED(w, d, pi, srv));
 				printf("%-6s %-26s %5u %11.0f %8.2f %8.2f "
-				       "%7.3f %9s", sys_name[ways[w].sys],
+				       "%7.3f %9s %5.0f", sys_name[ways[w].sys],
 				       what, opt.procs[pi], v,
 				       CMED(w, d, pi, p50),
 				       CMED(w, d, pi, p99),
-				       CMED(w, d, pi, tries), cpu);
+				       CMED(w, d, pi, tries), cpu,
+				       CMED(w, d, pi, oth) * 100);
 				ratio(v, lmdb);
 				ratio(v, incr);
 				ratio(v, incrp);
@@ -1900,18 +1964,18 @@ static void print_txn(void)
 {
 	printf("\nuncontended transactions, one process, %u keys, %u B "
 	       "values:\n", opt.txn_keys, TXN_VLEN);
-	printf("%-3s %-36s %10s %9s %9s %10s %9s\n", "k", "transaction",
-	       "txn/s", "p50 us", "p99 us", "us/txn", "vs put");
+	printf("%-3s %-36s %10s %9s %9s %10s %5s %9s\n", "k", "transaction",
+	       "txn/s", "p50 us", "p99 us", "us/txn", "oth%", "vs put");
 	for (unsigned int ki = 0; ki < opt.ntxn_k; ki++) {
 		double put = TMED(T_PUT, ki, txn_s);
 
 		for (int w = 0; w < T_N; w++) {
 			double v = TMED(w, ki, txn_s);
 
-			printf("%-3u %-36s %10.0f %9.2f %9.2f %10.2f",
+			printf("%-3u %-36s %10.0f %9.2f %9.2f %10.2f %5.0f",
 			       opt.txn_k[ki], txw_name[w], v,
 			       TMED(w, ki, p50), TMED(w, ki, p99),
-			       v > 0 ? 1e6 / v : 0);
+			       v > 0 ? 1e6 / v : 0, TMED(w, ki, oth) * 100);
 			if (w != T_PUT && v > 0 && put > 0)
 				printf(" %8.2fx", put / v);
 			printf("\n");
@@ -1975,6 +2039,10 @@ static void usage(FILE *f)
 "  -T, --tdbd PATH      the tdbd to start (default $TDBD, the build's)\n"
 "  -A, --tdbd-arg ARG   one more argument for tdbd (repeat)\n"
 "  -R, --redis PATH     the redis-server to start (default from $PATH)\n"
+"  -Q, --quiet PCT      before each cell, wait for a quarter second in\n"
+"                       which other processes used < PCT%% of the CPUs\n"
+"                       (default 20) ...\n"
+"  -W, --quiet-wait S   ... for at most S seconds (default 10; 0: never)\n"
 "  -S, --strict         exit 77 if tdbd or redis-server is missing, 1 if\n"
 "                       a way is not available\n"
 "  -v, --verbose        each run's figures on stderr\n"
@@ -2054,6 +2122,8 @@ static void parse_args(int argc, char **argv)
 		{ "tdbd-arg", required_argument, NULL, 'A' },
 		{ "redis", required_argument, NULL, 'R' },
 		{ "strict", no_argument, NULL, 'S' },
+		{ "quiet", required_argument, NULL, 'Q' },
+		{ "quiet-wait", required_argument, NULL, 'W' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -2061,7 +2131,7 @@ static void parse_args(int argc, char **argv)
 	int c;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "p:k:B:s:r:K:n:o:O:qd:T:A:R:Svh",
+	while ((c = getopt_long(argc, argv, "p:k:B:s:r:K:n:o:O:qd:T:A:R:SQ:W:vh",
 				lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -2115,6 +2185,7 @@ static void parse_args(int argc, char **argv)
 			opt.nprocs = 2;
 			opt.keys = 100;
 			opt.txn_keys = 2000;
+			opt.quiet_wait = 0;
 			break;
 		case 'd': opt.dir = optarg; break;
 		case 'T': opt.tdbd = optarg; break;
@@ -2128,6 +2199,24 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 'R': opt.redis = optarg; break;
 		case 'S': opt.strict = true; break;
+		case 'Q':
+			opt.quiet_pct = strtod(optarg, &end);
+			if (*end || !(opt.quiet_pct > 0 &&
+				      opt.quiet_pct <= 100)) {
+				fprintf(stderr, "tdb-bench-contend: bad "
+					"--quiet '%s'\n", optarg);
+				exit(2);
+			}
+			break;
+		case 'W':
+			opt.quiet_wait = strtod(optarg, &end);
+			if (*end || !(opt.quiet_wait >= 0 &&
+				      opt.quiet_wait <= 3600)) {
+				fprintf(stderr, "tdb-bench-contend: bad "
+					"--quiet-wait '%s'\n", optarg);
+				exit(2);
+			}
+			break;
 		case 'v': opt.verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
@@ -2237,7 +2326,10 @@ static void print_footer(double secs)
 	       "one more); CPU c+s: CPUs used by the clients and by the "
 	       "server; /LMDB, /INCR,\n/INCRp: incr/s over LMDB's, Redis "
 	       "INCR's, Redis pipelined INCR's at the same\nprocs; check: "
-	       "every counter equal to the increments acknowledged.\n");
+	       "every counter equal to the increments acknowledged; oth%%:\n"
+	       "the share of the CPUs other processes used during the cell "
+	       "(each cell waited\nup to %.0f s for a quarter second with less "
+	       "than %.0f%%).\n", opt.quiet_wait, opt.quiet_pct);
 	printf("Medians over %u run%s.  Total %.0f s", opt.runs,
 	       opt.runs == 1 ? "" : "s", secs);
 	if (o >= 0) {
