@@ -216,6 +216,11 @@ static void fill_all(struct tdb_proto_msg *m, uint8_t cmd,
 	m->uid = 1000;
 	m->gid = 1001;
 	m->mode = 0600;
+	m->rec_version = 0x1122334455667788ull;
+	m->if_version = 77;
+	m->delta = -5;
+	m->ival = INT64_MIN;
+	m->set_version = 1ull << 62;
 	(void)dir;
 }
 
@@ -234,14 +239,17 @@ static const struct {
 	[TDB_CMD_TABLE_STAT] = { A(TABLE), A(TABLE), A(TABLE) | A(STAT),
 		A(TABLE) | A(STAT), 0 },
 	[TDB_CMD_GET] = { A(TABLE) | A(KEY) | A(TXN), A(TABLE) | A(KEY),
-		A(VALUE), A(VALUE), 0 },
-	[TDB_CMD_PUT] = { A(TABLE) | A(KEY) | A(VALUE) | A(FLAGS) | A(TXN),
-		A(TABLE) | A(KEY) | A(VALUE), A(TABLE) | A(KEY) | A(VALUE),
+		A(VALUE) | A(VERSION), A(VALUE), 0 },
+	[TDB_CMD_PUT] = { A(TABLE) | A(KEY) | A(VALUE) | A(FLAGS) | A(TXN) |
+		A(IF_VERSION) | A(SET_VERSION),
+		A(TABLE) | A(KEY) | A(VALUE),
+		A(TABLE) | A(KEY) | A(VALUE) | A(VERSION),
 		A(KEY) | A(VALUE), 0 },
-	[TDB_CMD_DEL] = { A(TABLE) | A(KEY) | A(TXN), A(TABLE) | A(KEY),
-		A(TABLE) | A(KEY), A(KEY), 0 },
+	[TDB_CMD_DEL] = { A(TABLE) | A(KEY) | A(TXN) | A(IF_VERSION),
+		A(TABLE) | A(KEY), A(TABLE) | A(KEY) | A(VERSION), A(KEY), 0 },
 	[TDB_CMD_SCAN] = { A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR),
-		A(TABLE), A(KEY) | A(VALUE) | A(CURSOR), 0, NLM_F_MULTI },
+		A(TABLE), A(KEY) | A(VALUE) | A(CURSOR) | A(VERSION), 0,
+		NLM_F_MULTI },
 	[TDB_CMD_TXN_BEGIN] = { 0, 0, A(TXN), A(TXN), 0 },
 	[TDB_CMD_TXN_COMMIT] = { A(TXN), A(TXN), 0, 0, 0xffff },
 	[TDB_CMD_TXN_ABORT] = { A(TXN), A(TXN), 0, 0, 0xffff },
@@ -250,6 +258,8 @@ static const struct {
 	[TDB_CMD_STATS] = { 0, 0, A(COUNTERS), A(COUNTERS), 0 },
 	[TDB_CMD_ATTACH] = { 0, 0, 0, 0, 0xffff },
 	[TDB_CMD_TABLE_MAP] = { A(TABLE), A(TABLE), 0, 0, 0xffff },
+	[TDB_CMD_INCR] = { A(TABLE) | A(KEY) | A(DELTA) | A(TXN),
+		A(TABLE) | A(KEY), A(INT) | A(VERSION), A(INT), 0 },
 };
 
 /* Every field that the attributes in `attrs` carry is equal. */
@@ -290,6 +300,16 @@ static void assert_same(const struct tdb_proto_msg *in,
 		assert_int_equal(out->flags, in->flags);
 	if (at & A(TXN))
 		assert_true(out->txn == in->txn);
+	if (at & A(VERSION))
+		assert_true(out->rec_version == in->rec_version);
+	if (at & A(IF_VERSION))
+		assert_true(out->if_version == in->if_version);
+	if (at & A(DELTA))
+		assert_true(out->delta == in->delta);
+	if (at & A(INT))
+		assert_true(out->ival == in->ival);
+	if (at & A(SET_VERSION))
+		assert_true(out->set_version == in->set_version);
 	if (at & A(PREFIX)) {
 		assert_int_equal(out->prefix_len, in->prefix_len);
 		if (in->prefix_len)
@@ -1034,12 +1054,29 @@ static int raw_int(uint8_t cmd, uint16_t type, const void *val, size_t len,
 
 	if (cmd != TDB_CMD_TXN_COMMIT)
 		mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
-	if (cmd == TDB_CMD_PUT) {
+	if (cmd == TDB_CMD_PUT || cmd == TDB_CMD_DEL || cmd == TDB_CMD_INCR) {
 		mnl_attr_put(nlh, TDB_A_KEY, 1, "k");
-		mnl_attr_put(nlh, TDB_A_VALUE, 1, "v");
+		if (cmd == TDB_CMD_PUT)
+			mnl_attr_put(nlh, TDB_A_VALUE, 1, "v");
 	}
 	mnl_attr_put(nlh, type, len, val);
 	return parse(wbuf, TDB_PROTO_REQUEST, out, ext);
+}
+
+/* A SCAN with TXN: refused, saying scans are not transactional. */
+static void test_scan_txn_refused(void **state)
+{
+	struct tdb_proto_extack ext;
+	struct tdb_proto_msg out;
+	struct nlmsghdr *nlh = rawreq(wbuf, TDB_CMD_SCAN);
+	uint64_t id = 7;
+
+	(void)state;
+	mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
+	mnl_attr_put(nlh, TDB_A_TXN, 8, &id);
+	assert_int_equal(parse(wbuf, TDB_PROTO_REQUEST, &out, &ext), -EINVAL);
+	assert_non_null(strstr(ext.msg, "not part of a transaction"));
+	assert_int_equal(ext.offset, find_attr(last_copy, TDB_A_TXN));
 }
 
 static void test_int_values(void **state)
@@ -1052,7 +1089,8 @@ static void test_int_values(void **state)
 	} cases[] = {
 		{ TDB_CMD_PUT, TDB_A_FLAGS, 0, 0 },
 		{ TDB_CMD_PUT, TDB_A_FLAGS, TDB_PUT_NOOVERWRITE, 0 },
-		{ TDB_CMD_PUT, TDB_A_FLAGS, 2, -EOPNOTSUPP },
+		{ TDB_CMD_PUT, TDB_A_FLAGS, TDB_PUT_IF_PRESENT, 0 },
+		{ TDB_CMD_PUT, TDB_A_FLAGS, 4, -EOPNOTSUPP },
 		{ TDB_CMD_PUT, TDB_A_FLAGS, 1u << 31, -EOPNOTSUPP },
 		{ TDB_CMD_SCAN, TDB_A_LIMIT, 0, -EINVAL },
 		{ TDB_CMD_SCAN, TDB_A_LIMIT, 1, 0 },
@@ -1072,6 +1110,13 @@ static void test_int_values(void **state)
 		{ TDB_CMD_TXN_COMMIT, TDB_A_TXN, 0, -EINVAL },
 		{ TDB_CMD_TXN_COMMIT, TDB_A_TXN, 1, 0 },
 		{ TDB_CMD_TXN_COMMIT, TDB_A_TXN, UINT64_MAX, 0 },
+		{ TDB_CMD_PUT, TDB_A_IF_VERSION, 0, -EINVAL },
+		{ TDB_CMD_PUT, TDB_A_IF_VERSION, 1, 0 },
+		{ TDB_CMD_DEL, TDB_A_IF_VERSION, UINT64_MAX, 0 },
+		{ TDB_CMD_PUT, TDB_A_SET_VERSION, 0, -EINVAL },
+		{ TDB_CMD_PUT, TDB_A_SET_VERSION, 9, 0 },
+		{ TDB_CMD_INCR, TDB_A_DELTA, 0, 0 },
+		{ TDB_CMD_INCR, TDB_A_DELTA, (uint64_t)INT64_MIN, 0 },
 	};
 	struct tdb_proto_extack ext;
 	struct tdb_proto_msg m, out;
@@ -1082,7 +1127,8 @@ static void test_int_values(void **state)
 		uint32_t v32 = (uint32_t)cases[i].v;
 		uint8_t cmd = cases[i].cmd;
 		uint16_t t = cases[i].type;
-		bool is64 = t == TDB_A_TXN;
+		bool is64 = t == TDB_A_TXN || t == TDB_A_IF_VERSION ||
+			    t == TDB_A_SET_VERSION || t == TDB_A_DELTA;
 		int rc;
 
 		rc = is64 ? raw_int(cmd, t, &cases[i].v, 8, &out, &ext) :
@@ -1103,6 +1149,9 @@ static void test_int_values(void **state)
 		case TDB_A_GID: m.gid = v32; break;
 		case TDB_A_MODE: m.mode = v32; break;
 		case TDB_A_TXN: m.txn = cases[i].v; break;
+		case TDB_A_IF_VERSION: m.if_version = cases[i].v; break;
+		case TDB_A_SET_VERSION: m.set_version = cases[i].v; break;
+		case TDB_A_DELTA: m.delta = (int64_t)cases[i].v; break;
 		}
 		if (cases[i].err)
 			assert_int_equal(tdb_proto_build(wbuf, sizeof(wbuf),
@@ -2230,6 +2279,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_new_names, teardown),
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test_teardown(test_prefix_cursor_limits, teardown),
+		cmocka_unit_test_teardown(test_scan_txn_refused, teardown),
 		cmocka_unit_test_teardown(test_int_values, teardown),
 		cmocka_unit_test_teardown(test_truncated, teardown),
 		cmocka_unit_test_teardown(test_trailing_messages, teardown),

@@ -4,7 +4,7 @@
  * at a time (words split by fmt_split, parsed by main.c as a command
  * line), run on one connection.
  *
- * get, put and del are pipelined: each line's request is queued, up to
+ * get, put, del and incr are pipelined: each line's request is queued, up to
  * BURST are published at once (tdbc_submit) and up to WINDOW lines are
  * in flight before the oldest is waited for (tdbc_reap), so a batch of
  * puts costs about what the daemon spends on them, not a round trip
@@ -20,7 +20,10 @@
  *    the window, then runs as it does on the command line.
  * With --txn (or between begin and commit) the requests carry the
  * transaction; a failed line aborts it (nothing is applied) and, with
- * --txn, ends the batch.
+ * --txn, ends the batch.  The owner checks at commit that no key the
+ * transaction read (get, incr) was changed by another client since:
+ * if one was, the commit fails with -ESTALE, its message naming the
+ * table and key, and nothing is applied (exit 7, EXIT_CONFLICT).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -51,7 +54,13 @@ struct slot {
 	struct tdbc_table *t;
 	uint8_t *key, *val;     /* PUT's value; GET's answer, copied */
 	size_t klen, vlen;
-	unsigned int flags;
+	unsigned int flags;     /* TDBC_IF_* */
+	uint64_t if_version;    /* with TDBC_IF_VERSION */
+	int64_t delta;          /* INCR's; its answer: the new value */
+	bool show_version;      /* get --version */
+	uint64_t version;       /* GET's answer: the record's version */
+	char *msg;              /* the owner's text of a failure worth
+				 * showing (a condition, INCR), or NULL */
 	uint32_t bucket;
 };
 
@@ -81,13 +90,16 @@ struct batch {
 static const char shell_help[] =
 "Commands, as on tdb's command line (quote as in sh; in double quotes\n"
 "\\n \\t \\\\ \\xHH \\0 as scan prints them):\n"
-"  get TABLE KEY   put TABLE KEY VALUE [--no-overwrite]   del TABLE KEY\n"
+"  get TABLE KEY [--version]   del TABLE KEY [--if-version V]\n"
+"  put TABLE KEY VALUE [--if-absent | --if-present | --if-version V]\n"
+"  incr TABLE KEY [DELTA]\n"
 "  scan TABLE [--prefix P] [--limit N] [--keys-only]\n"
 "  tables   stat TABLE   stats   create TABLE [...]   drop TABLE\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
 "  -k, -v, --hex, --escape on a line apply to that line.\n"
-"  begin           start a transaction: put, del and get join it\n"
-"  commit          apply it, all or nothing\n"
+"  begin           start a transaction: put, del, get and incr join it\n"
+"  commit          apply it, all or nothing; fails (nothing applied) if\n"
+"                  another client changed a key it read: run it again\n"
 "  abort           drop it\n"
 "  help            this text\n"
 "  quit, exit      leave (so does end of input)\n";
@@ -146,7 +158,8 @@ static struct slot *slot_of(struct batch *b, uint64_t i)
 
 static const char *op_name(enum tdbc_op op)
 {
-	return op == TDBC_OP_GET ? "get" : op == TDBC_OP_PUT ? "put" : "del";
+	return op == TDBC_OP_GET ? "get" : op == TDBC_OP_PUT ? "put" :
+	       op == TDBC_OP_INCR ? "incr" : "del";
 }
 
 /* "OP TABLE KEY: what happened" for a failed request. */
@@ -165,6 +178,10 @@ static void slot_failed(struct batch *b, const struct slot *s)
 	else if (s->res == -E2BIG && b->txn)
 		what = "the transaction is over tdbd's max-txn-ops or "
 		       "max-txn-bytes";
+	/* the owner's words say which condition and what the key is at */
+	if (s->msg && (s->res == -ECANCELED || s->res == -EDOM ||
+		       s->res == -ERANGE || s->res == -ESTALE))
+		what = s->msg;
 	if (f) {
 		fprintf(f, "%s ", op_name(s->op));
 		fmt_bytes(f, name, strlen(name), FMT_ESCAPE);
@@ -194,18 +211,28 @@ static void slot_print(struct batch *b, struct slot *s)
 			putchar(',');
 			fmt_json_field(stdout, "value", s->val, s->vlen,
 				       s->hex);
+			if (s->show_version)
+				printf(",\"version\":%" PRIu64, s->version);
+		} else if (s->op == TDBC_OP_INCR) {
+			fmt_json_field(stdout, "key", s->key, s->klen, s->hex);
+			printf(",\"value\":%" PRId64, s->delta);
 		} else {
 			fputs("\"ok\":true", stdout);
 		}
 		putchar('}');
 		cli_doc_close();
 	} else if (s->op == TDBC_OP_GET) {
+		if (s->show_version)
+			printf("%" PRIu64 "\t", s->version);
 		fmt_bytes(stdout, s->val, s->vlen, s->enc);
 		putchar('\n');
+	} else if (s->op == TDBC_OP_INCR) {
+		printf("%" PRId64 "\n", s->delta);
 	}
 	b->busy[s->bucket]--;
 	free(s->key);
 	free(s->val);
+	free(s->msg);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -219,6 +246,8 @@ static void slot_done(struct slot *s, int res, const void *val, size_t vlen)
 {
 	s->done = true;
 	s->res = res;
+	if (!res && s->op == TDBC_OP_INCR)
+		return;         /* slot_cqe keeps the new value */
 	if (!res && s->op == TDBC_OP_GET) {
 		free(s->val);           /* PUT's value is not kept */
 		s->val = malloc(vlen ? vlen : 1);
@@ -230,21 +259,39 @@ static void slot_done(struct slot *s, int res, const void *val, size_t vlen)
 	}
 }
 
+/* A completion: the result, the version (GET) or new value (INCR). */
+static void slot_cqe(struct slot *s, const struct tdbc_cqe *cqe)
+{
+	slot_done(s, cqe->res, cqe->val, cqe->vlen);
+	s->version = cqe->version;
+	if (!cqe->res && s->op == TDBC_OP_INCR)
+		s->delta = cqe->num;
+}
+
 /* Reap at least min completions (waiting), then print what is done. */
 static void reap(struct batch *b, unsigned int min)
 {
 	struct tdbc_cqe cqe[BURST];
 	uint64_t i;
-	int n, k;
+	int n, k, last_failed = -1;
 
 	if (min > BURST)
 		min = BURST;
 	if (min > tdbc_inflight(b->cli->c))
 		min = tdbc_inflight(b->cli->c);
 	n = tdbc_reap(b->cli->c, cqe, BURST, min, -1);
-	for (k = 0; k < n; k++)
-		slot_done(slot_of(b, cqe[k].user), cqe[k].res, cqe[k].val,
-			  cqe[k].vlen);
+	for (k = 0; k < n; k++) {
+		slot_cqe(slot_of(b, cqe[k].user), &cqe[k]);
+		if (cqe[k].res)
+			last_failed = k;
+	}
+	/* tdbc_errmsg holds the text of the last failed one only */
+	if (last_failed >= 0) {
+		struct slot *s = slot_of(b, cqe[last_failed].user);
+
+		free(s->msg);
+		s->msg = strdup(tdbc_errmsg(b->cli->c));
+	}
 	if (n < 0)      /* the connection is dead: so is what it held */
 		for (i = b->head; i < b->sent; i++)
 			if (!slot_of(b, i)->done)
@@ -271,6 +318,7 @@ static void submit(struct batch *b)
 				.key = s->key, .klen = s->klen,
 				.val = s->val, .vlen = s->vlen,
 				.flags = s->flags, .user = b->sent + i,
+				.version = s->if_version, .delta = s->delta,
 			};
 		}
 		r = tdbc_submit(b->cli->c, req, n);
@@ -330,7 +378,8 @@ static void queue(struct batch *b, struct cli *lc, enum tdbc_op op,
 		.line = line, .op = op, .enc = cli_enc(lc, FMT_ESCAPE),
 		.key_hex = lc->key_hex, .hex = lc->enc == FMT_HEX, .t = t,
 		.key = lc->key.p, .klen = lc->key.n,
-		.flags = lc->no_overwrite ? TDBC_NOOVERWRITE : 0,
+		.flags = cli_cond_flags(lc), .if_version = lc->if_version,
+		.delta = lc->delta, .show_version = lc->show_version,
 	};
 
 	if (op == TDBC_OP_PUT) {
@@ -392,7 +441,8 @@ static int exec_line(struct batch *b, struct cli *lc,
 {
 	enum tdbc_op op = cmd->run == cmd_get ? TDBC_OP_GET :
 			  cmd->run == cmd_put ? TDBC_OP_PUT :
-			  cmd->run == cmd_del ? TDBC_OP_DEL : 0;
+			  cmd->run == cmd_del ? TDBC_OP_DEL :
+			  cmd->run == cmd_incr ? TDBC_OP_INCR : 0;
 	struct tdbc_table *t;
 	int rc;
 
@@ -406,11 +456,36 @@ static int exec_line(struct batch *b, struct cli *lc,
 	}
 	if (b->cli->txn) {
 		fprintf(cli_err, "tdb: %s: not in a transaction (--txn takes "
-			"get, put and del)\n", cmd->name);
+			"get, put, del and incr)\n", cmd->name);
 		return EXIT_USAGE;
 	}
 	drain(b);
 	return cmd->run(lc);
+}
+
+/*
+ * "WHO: ..." for a failed commit (or abort, begin): the owner's text or
+ * the library's.  A conflict (-ESTALE: a key the transaction read was
+ * changed by another client; the owner's text names the table and key)
+ * and a failed condition (-ECANCELED) say so first and that nothing
+ * was applied.
+ */
+static void txn_failed(struct batch *b, long line, const char *who, int err)
+{
+	const char *m = tdbc_errmsg(b->cli->c);
+	char msg[700];
+
+	if (!*m)
+		m = tdbc_strerror(err);
+	if (err == -ESTALE)
+		snprintf(msg, sizeof(msg), "%s: conflict: %s; nothing was "
+			 "applied: run the transaction again", who, m);
+	else if (err == -ECANCELED)
+		snprintf(msg, sizeof(msg), "%s: %s; nothing was applied",
+			 who, m);
+	else
+		snprintf(msg, sizeof(msg), "%s: %s", who, m);
+	report(b, line, cli_exit_code(err), msg);
 }
 
 /* begin, commit, abort: 0 or an exit code after a report. */
@@ -450,12 +525,7 @@ static int txn_word(struct batch *b, const char *w, long line)
 		b->txn = NULL;
 	}
 	if (err) {
-		char msg[600];
-
-		snprintf(msg, sizeof(msg), "%s: %s", w,
-			 *tdbc_errmsg(b->cli->c) ? tdbc_errmsg(b->cli->c) :
-			 tdbc_strerror(err));
-		report(b, line, cli_exit_code(err), msg);
+		txn_failed(b, line, w, err);
 		return cli_exit_code(err);
 	}
 	if (b->cli->json) {
@@ -587,7 +657,9 @@ static void batch_end(struct batch *b)
 	}
 	err = tdbc_txn_commit(b->txn);
 	b->txn = NULL;
-	if (err) {
+	if (err == -ESTALE || err == -ECANCELED) {
+		txn_failed(b, 0, "batch: commit", err);
+	} else if (err) {
 		/* the owner's text says that nothing was applied */
 		if (*tdbc_errmsg(b->cli->c))
 			snprintf(msg, sizeof(msg), "batch: commit: %s",

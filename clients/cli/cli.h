@@ -26,6 +26,9 @@ enum {
 	EXIT_DENIED = 4,        /* the table's owner or mode forbids it */
 	EXIT_CONNECT = 5,       /* no daemon at the socket, cannot connect */
 	EXIT_ERROR = 6,         /* any other failure (daemon, I/O, ...) */
+	EXIT_CONFLICT = 7,      /* a condition failed (--if-version), or a
+				 * transaction read a key another client
+				 * changed (commit: -ECANCELED, -ESTALE) */
 };
 
 /* A byte string from the command line (decoded from hex when asked). */
@@ -50,7 +53,11 @@ struct cli {
 	uint32_t mode, uid, gid;        /* (uint32_t)-1: default */
 	const char *file;       /* put --file */
 	bool use_stdin;         /* put --stdin, or VALUE "-" */
-	bool no_overwrite;
+	bool no_overwrite;      /* put --no-overwrite, --if-absent */
+	bool if_present;        /* put --if-present */
+	uint64_t if_version;    /* put, del --if-version V; 0: none */
+	bool show_version;      /* get --version: the record's version */
+	int64_t delta;          /* incr: DELTA (1 when not given) */
 	struct cli_bytes prefix;
 	uint64_t limit;         /* scan; 0: all */
 	bool keys_only;
@@ -135,6 +142,9 @@ int cmd_stats(struct cli *cli);
 int cmd_get(struct cli *cli);
 int cmd_put(struct cli *cli);
 int cmd_del(struct cli *cli);
+int cmd_incr(struct cli *cli);
+/* The TDBC_IF_* flags of put and del's options. */
+unsigned int cli_cond_flags(const struct cli *cli);
 int cmd_scan(struct cli *cli);
 int cmd_watch(struct cli *cli);
 int cmd_batch(struct cli *cli);         /* batch.c */

@@ -238,6 +238,20 @@ int fmt_parse_u64(const char *s, int base, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+int fmt_parse_s64(const char *s, int64_t *out)
+{
+	bool neg = *s == '-';
+	uint64_t v;
+	int err = fmt_parse_u64(s + neg, 10, neg ? (uint64_t)INT64_MAX + 1 :
+				(uint64_t)INT64_MAX, &v);
+
+	if (err)
+		return err;
+	/* -(2^63) has no positive twin: negate in unsigned arithmetic */
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return 0;
+}
+
 int fmt_read_all(int fd, size_t cap, uint8_t **out, size_t *len)
 {
 	size_t size = 4096, n = 0;

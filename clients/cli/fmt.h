@@ -61,6 +61,9 @@ int fmt_hex_decode(const char *s, size_t n, uint8_t **out, size_t *outlen);
  * -EINVAL if it is not a number, -ERANGE if it is over max.
  */
 int fmt_parse_u64(const char *s, int base, uint64_t max, uint64_t *out);
+/* A whole signed decimal number: an optional '-', then digits (nothing
+ * else), within int64_t.  0 and *out, -EINVAL, or -ERANGE. */
+int fmt_parse_s64(const char *s, int64_t *out);
 
 /*
  * Read fd to its end into a malloc()ed buffer (*out never NULL).  Stops

@@ -15,6 +15,9 @@
  *   5  cannot connect to tdbd
  *   6  any other error (from the daemon, reading input, writing output,
  *      watch --count not reached before --timeout)
+ *   7  conflict: a condition failed (put/del --if-version), or a
+ *      transaction's commit found a key it read changed by another
+ *      client (batch --txn, the shell's commit)
  * Errors go to stderr as "tdb: COMMAND TABLE KEY: <what happened>" (the
  * daemon's or the library's text, else tdbc_strerror), a failed connect
  * as "tdb: COMMAND: cannot connect to tdbd at PATH: ...".
@@ -55,17 +58,25 @@ static const char usage_text[] =
 "  drop TABLE\n"
 "  stat TABLE                  one table's figures\n"
 "  stats                       the daemon's counters\n"
-"  get TABLE KEY               the value to stdout\n"
-"  put TABLE KEY VALUE|- [--no-overwrite]\n"
-"  put TABLE KEY --file F | --stdin [--no-overwrite]\n"
-"  del TABLE KEY\n"
+"  get TABLE KEY [--version]   the value to stdout (--version: the\n"
+"                              record's version, a tab, then the value)\n"
+"  put TABLE KEY VALUE|- [COND]\n"
+"  put TABLE KEY --file F | --stdin [COND]\n"
+"                              COND: --if-absent (--no-overwrite),\n"
+"                              --if-present or --if-version V\n"
+"  del TABLE KEY [--if-version V]\n"
+"  incr TABLE KEY [DELTA]      add DELTA (default 1; may be negative) to\n"
+"                              a decimal integer value (absent: 0), done\n"
+"                              by tdbd in one step; prints the new value\n"
 "  scan TABLE [--prefix P] [--limit N] [--keys-only]\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
 "                              follow changes, one line each\n"
 "  batch [--txn]               commands from stdin, one a line, quoted\n"
 "                              as in sh (in \"...\": \\n \\t \\\\ \\xHH \\0);\n"
 "                              --txn: as one transaction (get, put,\n"
-"                              del only), all or nothing\n"
+"                              del, incr only), all or nothing; the keys\n"
+"                              it read are checked at commit (exit 7\n"
+"                              if another client changed one)\n"
 "  (no command)                on a terminal, a shell: the same lines,\n"
 "                              begin/commit/abort, help, quit; history\n"
 "                              in $XDG_STATE_HOME/tdb/history or\n"
@@ -89,19 +100,28 @@ static const char usage_text[] =
 "                        table-mode, 0600 unless set)\n"
 "      --uid U, --gid G  create: owner, a number or name (root only)\n"
 "      --file F, --stdin put: the value is the file's (stdin's) bytes\n"
-"      --no-overwrite    put: fail (exit 3) if the key exists\n"
+"      --no-overwrite, --if-absent\n"
+"                        put: fail (exit 3) if the key exists\n"
+"      --if-present      put: fail (exit 1) if the key is absent\n"
+"      --if-version V    put, del: only if the key is at version V (as\n"
+"                        get --version prints it), else exit 7\n"
+"      --version         after get: print the record's version too\n"
 "      --prefix P        scan, watch: keys starting with P only\n"
 "      --limit N         scan: at most N records\n"
 "      --keys-only       scan: print keys only\n"
 "      --count N         watch: stop after N changes\n"
 "      --timeout MS      watch: stop after MS milliseconds in all\n"
-"Put -- before arguments that start with '-'.\n"
+"Put -- before arguments that start with '-' (a negative number, as\n"
+"incr's DELTA, needs none).\n"
 "A new table's name (create): letters, digits, '_', '.', '-', ':', not\n"
 "starting with '-' or '.' (older tables may have others).\n"
 "\n"
 "Output:\n"
 "  get prints the value's bytes as they are (so `tdb get T K > F` copies\n"
-"  it exactly); with --hex or --escape, as text and a newline.\n"
+"  it exactly); with --hex or --escape, as text and a newline.  With\n"
+"  --version, the version (decimal) and a tab come first.  A version\n"
+"  changes on every write of the key and never repeats for it.\n"
+"  incr prints the new value, a decimal integer, and a newline.\n"
 "  scan prints KEY<tab>VALUE lines, watch PUT<tab>KEY<tab>VALUE,\n"
 "  DEL<tab>KEY, DROP, and OVERRUN lost=N when changes were lost (it\n"
 "  goes on); both escape keys and values by default: printable ASCII as\n"
@@ -116,7 +136,8 @@ static const char usage_text[] =
 "  \"name\" (C1 controls in it \\u-escaped), else (keys and values also\n"
 "  with --hex) \"key_hex\"/\"value_hex\"/\"name_hex\" holds its hex.\n"
 "  Shapes:\n"
-"    get     {\"key\":..,\"value\":..}\n"
+"    get     {\"key\":..,\"value\":..} (--version: and \"version\":N)\n"
+"    incr    {\"key\":..,\"value\":N} (N a JSON number)\n"
 "    scan    {\"key\":..,\"value\":..} per line (no value: --keys-only)\n"
 "    watch   {\"event\":\"put\",\"seq\":N,\"key\":..,\"value\":..},\n"
 "            {\"event\":\"del\",\"seq\":N,\"key\":..},\n"
@@ -131,13 +152,16 @@ static const char usage_text[] =
 "    stats   {\"tables\":N,...} every counter of the daemon\n"
 "    create, drop, put, del: {\"ok\":true}\n"
 "    batch   {\"line\":N,\"ok\":true}, {\"line\":N,\"key\":..,\"value\":..},\n"
+"            (get --version: and \"version\":N; incr: \"value\":N),\n"
 "            {\"line\":N,\"error\":..,\"exit\":N}; other commands in a\n"
 "            batch print their own documents\n"
 "  Errors go to stderr only (batch --json: also as a document).\n"
 "\n"
 "Exit codes: 0 ok, 1 not found, 2 usage error, 3 exists, 4 permission\n"
 "denied, 5 cannot connect, 6 other error (incl. watch --count not\n"
-"reached within --timeout).\n";
+"reached within --timeout, incr of a value that is not an integer or\n"
+"would overflow), 7 conflict (--if-version failed, or a transaction's\n"
+"commit found a key it read changed by another client).\n";
 
 /* --- options ------------------------------------------------------------ */
 
@@ -148,7 +172,9 @@ enum {
 	OPT_CMD0,
 	OPT_MAX_EXTENTS = OPT_CMD0, OPT_MODE, OPT_UID, OPT_GID, OPT_FILE,
 	OPT_STDIN, OPT_NO_OVERWRITE, OPT_PREFIX, OPT_LIMIT, OPT_KEYS_ONLY,
-	OPT_COUNT, OPT_TIMEOUT, OPT_TXN,
+	OPT_COUNT, OPT_TIMEOUT, OPT_TXN, OPT_IF_ABSENT, OPT_IF_PRESENT,
+	OPT_IF_VERSION,
+	OPT_SHOW_VERSION,       /* get --version (not in long_opts: -V) */
 	OPT_END
 };
 #define O(opt) (1u << ((opt) - OPT_CMD0))
@@ -177,6 +203,9 @@ static const struct option long_opts[] = {
 	{ "count",        required_argument, NULL, OPT_COUNT },
 	{ "timeout",      required_argument, NULL, OPT_TIMEOUT },
 	{ "txn",          no_argument,       NULL, OPT_TXN },
+	{ "if-absent",    no_argument,       NULL, OPT_IF_ABSENT },
+	{ "if-present",   no_argument,       NULL, OPT_IF_PRESENT },
+	{ "if-version",   required_argument, NULL, OPT_IF_VERSION },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -188,10 +217,12 @@ static const struct command commands[] = {
 	{ "drop", "TABLE", 1, 1, 0, cmd_drop },
 	{ "stat", "TABLE", 1, 1, 0, cmd_stat },
 	{ "stats", "", 0, 0, 0, cmd_stats },
-	{ "get", "TABLE KEY", 2, 2, 0, cmd_get },
+	{ "get", "TABLE KEY", 2, 2, O(OPT_SHOW_VERSION), cmd_get },
 	{ "put", "TABLE KEY [VALUE]", 2, 3,
-	  O(OPT_FILE) | O(OPT_STDIN) | O(OPT_NO_OVERWRITE), cmd_put },
-	{ "del", "TABLE KEY", 2, 2, 0, cmd_del },
+	  O(OPT_FILE) | O(OPT_STDIN) | O(OPT_NO_OVERWRITE) |
+	  O(OPT_IF_ABSENT) | O(OPT_IF_PRESENT) | O(OPT_IF_VERSION), cmd_put },
+	{ "del", "TABLE KEY", 2, 2, O(OPT_IF_VERSION), cmd_del },
+	{ "incr", "TABLE KEY [DELTA]", 2, 3, 0, cmd_incr },
 	{ "scan", "TABLE", 1, 1,
 	  O(OPT_PREFIX) | O(OPT_LIMIT) | O(OPT_KEYS_ONLY), cmd_scan },
 	{ "watch", "TABLE", 1, 1,
@@ -216,6 +247,8 @@ static const char *opt_name(int val)
 {
 	const struct option *o;
 
+	if (val == OPT_SHOW_VERSION)
+		return "version";
 	for (o = long_opts; o->name; o++)
 		if (o->val == val)
 			return o->name;
@@ -229,6 +262,9 @@ struct parsed {
 	unsigned int seen;      /* O(OPT_...) of command options given */
 	const char *prefix_arg; /* decoded once -k is known */
 	const char *last_word;  /* the word getopt looked at last */
+	/* negative numbers ("-5") hidden from getopt (parse_line) */
+	char **neg_orig, **neg_copy;
+	int nneg;
 };
 
 /* "tdb: [CMD: ]message" and the hint; returns EXIT_USAGE. */
@@ -327,7 +363,19 @@ static int parse_cmd_opt(struct cli *cli, struct parsed *p, int opt,
 		cli->use_stdin = true;
 		break;
 	case OPT_NO_OVERWRITE:
+	case OPT_IF_ABSENT:
 		cli->no_overwrite = true;
+		break;
+	case OPT_IF_PRESENT:
+		cli->if_present = true;
+		break;
+	case OPT_IF_VERSION:
+		/* versions are never 0 */
+		rc = parse_num("if-version", arg, 10, UINT64_MAX,
+			       &cli->if_version);
+		if (!rc && !cli->if_version)
+			rc = usage_error(NULL, "--if-version 0: no record "
+					 "has version 0");
 		break;
 	case OPT_PREFIX:
 		p->prefix_arg = arg;
@@ -358,6 +406,76 @@ static int parse_cmd_opt(struct cli *cli, struct parsed *p, int opt,
 	return rc;
 }
 
+/*
+ * Negative numbers as arguments ("tdb incr T K -5"): getopt would take
+ * "-5" for options.  No option is a digit, so such a word is always an
+ * argument unless it is the value of the option before it: parse_line
+ * hands getopt a copy starting with '\x01' instead, and unhide_neg gives
+ * the positional back as it was.
+ */
+static bool is_neg_number(const char *s)
+{
+	if (s[0] != '-' || !s[1])
+		return false;
+	for (s++; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* Does word (the one before) take the next word as its value? */
+static bool takes_value(const char *word)
+{
+	const struct option *o;
+	size_t n;
+
+	if (strncmp(word, "--", 2) || !word[2] || strchr(word, '='))
+		return false;
+	n = strlen(word + 2);
+	for (o = long_opts; o->name; o++)
+		if (o->has_arg == required_argument &&
+		    !strncmp(o->name, word + 2, n))
+			return true;
+	return false;
+}
+
+static char *unhide_neg(struct parsed *p, char *arg)
+{
+	int i;
+
+	for (i = 0; i < p->nneg; i++)
+		if (p->neg_copy[i] == arg)
+			return p->neg_orig[i];
+	return arg;
+}
+
+static int hide_negs(struct parsed *p, int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		char *copy;
+
+		if (!is_neg_number(argv[i]) || takes_value(argv[i - 1]))
+			continue;
+		if (!p->neg_orig) {
+			p->neg_orig = calloc((size_t)argc, sizeof(char *));
+			p->neg_copy = calloc((size_t)argc, sizeof(char *));
+		}
+		copy = strdup(argv[i]);
+		if (!p->neg_orig || !p->neg_copy || !copy) {
+			free(copy);
+			fprintf(cli_err, "tdb: out of memory\n");
+			return EXIT_ERROR;
+		}
+		copy[0] = '\x01';
+		p->neg_orig[p->nneg] = argv[i];
+		p->neg_copy[p->nneg++] = copy;
+		argv[i] = copy;
+	}
+	return -1;
+}
+
 /* Returns -1 to go on, else an exit code (help, version, error). */
 static int parse_opt(struct cli *cli, struct parsed *p, int opt)
 {
@@ -367,7 +485,7 @@ static int parse_opt(struct cli *cli, struct parsed *p, int opt)
 				   "give it to tdb itself", opt_name(opt));
 	switch (opt) {
 	case 1:                 /* a positional argument, in order */
-		p->pos[p->npos++] = optarg;
+		p->pos[p->npos++] = unhide_neg(p, optarg);
 		return -1;
 	case OPT_SOCKET:   cli->socket = optarg; return -1;
 	case OPT_NO_RINGS: cli->flags |= TDBC_NO_RINGS; return -1;
@@ -385,6 +503,12 @@ static int parse_opt(struct cli *cli, struct parsed *p, int opt)
 		fputs(usage_text, stdout);
 		return fflush(stdout) ? EXIT_ERROR : EXIT_OK;
 	case 'V':
+		/* after get: the record's version, not tdb's */
+		if (p->npos && !strcmp(p->pos[0], "get")) {
+			p->seen |= O(OPT_SHOW_VERSION);
+			cli->show_version = true;
+			return -1;
+		}
 		printf("tdb %s\n", TDB_VERSION);
 		return fflush(stdout) ? EXIT_ERROR : EXIT_OK;
 	case '?':               /* getopt said what, but in a line */
@@ -409,6 +533,9 @@ static int parse_line(struct cli *cli, struct parsed *p, int argc,
 	int opt, rc;
 
 	argv[0] = (char *)"tdb";        /* getopt's messages say "tdb:" */
+	rc = hide_negs(p, argc, argv);
+	if (rc >= 0)
+		return rc;
 	optind = 0;                     /* anew for every line (glibc) */
 	opterr = !cli->in_line;         /* a line's go to cli_err */
 	while ((opt = getopt_long(argc, argv, "-kvhV", long_opts,
@@ -421,7 +548,7 @@ static int parse_line(struct cli *cli, struct parsed *p, int argc,
 			return rc;
 	}
 	while (optind < argc)
-		p->pos[p->npos++] = argv[optind++];
+		p->pos[p->npos++] = unhide_neg(p, argv[optind++]);
 	return -1;
 }
 
@@ -573,6 +700,33 @@ static int put_args(struct cli *cli, char **args, int nargs)
 	return rc;
 }
 
+/* incr's DELTA: a signed 64-bit decimal integer, 1 when not given. */
+static int incr_args(struct cli *cli, char **args, int nargs)
+{
+	int err;
+
+	cli->delta = 1;
+	if (nargs < 3)
+		return 0;
+	err = fmt_parse_s64(args[2], &cli->delta);
+	if (err == -ERANGE)
+		return usage_error("incr", "DELTA %s: out of the signed 64-bit "
+				   "range", args[2]);
+	if (err)
+		return usage_error("incr", "DELTA %s: not an integer (an "
+				   "optional '-' and decimal digits)", args[2]);
+	return 0;
+}
+
+/* The TDBC_IF_* flags of put's and del's options; main.c checked that
+ * at most one condition was given. */
+unsigned int cli_cond_flags(const struct cli *cli)
+{
+	return (cli->no_overwrite ? TDBC_IF_ABSENT : 0) |
+	       (cli->if_present ? TDBC_IF_PRESENT : 0) |
+	       (cli->if_version ? TDBC_IF_VERSION : 0);
+}
+
 /* A new table's name: the protocol's rule, before anything is sent
  * (other commands take any name: tables made before the rule). */
 static int check_new_name(const char *name)
@@ -595,6 +749,10 @@ static int take_args(struct cli *cli, const struct command *cmd,
 	if (bad)
 		return usage_error(cmd->name, "--%s does not apply here",
 				   opt_name(OPT_CMD0 + __builtin_ctz(bad)));
+	if (!!cli->no_overwrite + !!cli->if_present + !!cli->if_version > 1)
+		return usage_error(cmd->name, "give one condition: "
+				   "--if-absent (--no-overwrite), "
+				   "--if-present or --if-version V");
 	if (nargs < cmd->min_args || nargs > cmd->max_args)
 		return usage_error(cmd->name, "wrong number of arguments\n"
 				   "Usage: tdb %s%s%s", cmd->name,
@@ -612,6 +770,8 @@ static int take_args(struct cli *cli, const struct command *cmd,
 		return rc;
 	if (!strcmp(cmd->name, "put"))
 		return put_args(cli, args, nargs);
+	if (!strcmp(cmd->name, "incr"))
+		return incr_args(cli, args, nargs);
 	return 0;
 }
 
@@ -624,6 +784,8 @@ int cli_exit_code(int err)
 	case -EEXIST: return EXIT_EXISTS;
 	case -EACCES:
 	case -EPERM:  return EXIT_DENIED;
+	case -ECANCELED:
+	case -ESTALE: return EXIT_CONFLICT;
 	}
 	return EXIT_ERROR;
 }
@@ -695,12 +857,26 @@ static int run(struct cli *cli, const struct command *cmd)
 	return rc;
 }
 
+/* The copies hide_negs made (nothing points to them once parsed). */
+static void neg_free(struct parsed *p)
+{
+	int i;
+
+	for (i = 0; i < p->nneg; i++)
+		free(p->neg_copy[i]);
+	free(p->neg_copy);
+	free(p->neg_orig);
+	p->neg_copy = p->neg_orig = NULL;
+	p->nneg = 0;
+}
+
 static void cli_free(struct cli *cli, struct parsed *p)
 {
 	free(cli->key.p);
 	free(cli->value.p);
 	free(cli->prefix.p);
 	free(p->pos);
+	neg_free(p);
 }
 
 static bool is_line_word(const char *name)
@@ -765,6 +941,7 @@ int cli_line_parse(struct cli *lc, const struct cli *base,
 	for (i = skip; i < w->n; i++)
 		lc->argv_mem[i - skip + 1] = w->word[i];
 	rc = parse_line(lc, &p, w->n - skip + 1, lc->argv_mem);
+	neg_free(&p);
 	if (rc >= 0)
 		return rc;
 	if (!p.npos)

@@ -194,6 +194,24 @@ static void test_numbers(void)
 	CHECK(fmt_parse_u64("1000", 8, 0777, &v) == -ERANGE);
 }
 
+static void test_signed(void)
+{
+	int64_t v = 7;
+
+	CHECK(!fmt_parse_s64("0", &v) && v == 0);
+	CHECK(!fmt_parse_s64("-5", &v) && v == -5);
+	CHECK(!fmt_parse_s64("42", &v) && v == 42);
+	CHECK(!fmt_parse_s64("9223372036854775807", &v) && v == INT64_MAX);
+	CHECK(!fmt_parse_s64("-9223372036854775808", &v) && v == INT64_MIN);
+	CHECK(fmt_parse_s64("9223372036854775808", &v) == -ERANGE);
+	CHECK(fmt_parse_s64("-9223372036854775809", &v) == -ERANGE);
+	CHECK(fmt_parse_s64("", &v) == -EINVAL);
+	CHECK(fmt_parse_s64("-", &v) == -EINVAL);
+	CHECK(fmt_parse_s64("+1", &v) == -EINVAL);
+	CHECK(fmt_parse_s64("--1", &v) == -EINVAL);
+	CHECK(fmt_parse_s64("1.5", &v) == -EINVAL);
+}
+
 /* Write n bytes of pattern into a pipe from a child, read them back. */
 static int read_pipe(size_t n, size_t cap, size_t *got)
 {
@@ -324,6 +342,7 @@ int main(void)
 	test_escaped_len();
 	test_hex_decode();
 	test_numbers();
+	test_signed();
 	test_read_all();
 	test_split();
 	if (!failed)

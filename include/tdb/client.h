@@ -161,6 +161,8 @@ const char *tdbc_table_name(const struct tdbc_table *t);
  */
 
 #define TDBC_NOOVERWRITE TDB_PUT_NOOVERWRITE   /* put: -EEXIST if present */
+/* tdbc_put's flags: 0, TDBC_NOOVERWRITE (= TDBC_IF_ABSENT) or
+ * TDBC_IF_PRESENT (below); TDBC_IF_VERSION takes tdbc_put_if. */
 
 int tdbc_put(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
 	     size_t klen, const void *val, size_t vlen, unsigned int flags);
@@ -189,7 +191,9 @@ long tdbc_get_alloc(struct tdbc_table *t, struct tdbc_txn *txn,
  *   TDBC_IF_VERSION  put/del only if the key is at `version`, else
  *                    -ECANCELED (tdbc_errmsg says the version it is at,
  *                    or that it is absent)
- * A failed condition changes nothing.
+ * A failed condition changes nothing.  One condition at most (a del
+ * takes TDBC_IF_VERSION only), TDBC_IF_VERSION with a version not 0:
+ * else -EINVAL before anything is sent.  flags 0: tdbc_put, tdbc_del.
  */
 #define TDBC_IF_ABSENT   TDB_PUT_IF_ABSENT
 #define TDBC_IF_PRESENT  TDB_PUT_IF_PRESENT

@@ -11,9 +11,11 @@
  * (PROT_NONE, 2 MiB aligned: a region on hugepages maps only at such
  * addresses) and map extent n read-only at n * 2 MiB as the region's
  * header says it has grown (hdr->nextents).  tdbc_get, tdbc_get_alloc,
- * tdbc_submit's GETs (no transaction) and tdbc_get_ref then look keys up
- * here, through the engine's bounds-checked view (src/core/view.c): no
- * message, no system call, no wake-up of the owner.
+ * tdbc_get_ver, tdbc_submit's GETs (no transaction) and tdbc_get_ref(_ver)
+ * then look keys up here, through the engine's bounds-checked view
+ * (src/core/view.c, tdbe_view_lookup_ver: the record's version comes
+ * from its header in the map, with the value): no message, no system
+ * call, no wake-up of the owner.
  *
  * The read section (docs/ARCHITECTURE.md, "Zero-copy reads"; the owner's
  * side is src/owner/readers.c).  Our SUBMIT ring's header has two words:

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * ops.c - the blocking calls: tables (create, drop, stat, list, open),
- * data (put, del, get), transactions and the owner's stats.  Each builds
+ * data (put, del, get; their conditional and versioned forms, incr),
+ * transactions (and tdbc_txn_run's retries) and the owner's stats.  Each builds
  * one request, hands it to tdbc__call (io.c) and takes its answer
  * through a small on_msg handler that copies what it needs out of the
  * message before the next one is read.

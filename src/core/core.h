@@ -206,6 +206,10 @@ struct tdbe_cursor *tdbe_cursor_open(struct tdbe_table *t, int *err);
 /* 1 and a record; 0 at the end; -ENOMEM if a buffer cannot grow. */
 int tdbe_cursor_next(struct tdbe_cursor *c, const void **key, size_t *klen,
 		     const void **val, size_t *vlen);
+/* The same, and the record's version in *version (if not NULL). */
+int tdbe_cursor_next_ver(struct tdbe_cursor *c, const void **key,
+			 size_t *klen, const void **val, size_t *vlen,
+			 uint64_t *version);
 void tdbe_cursor_close(struct tdbe_cursor *c);
 /*
  * Up to max records at once (at most TDBE_CURSOR_MANY): the records

@@ -73,6 +73,13 @@ static int grow(struct tdbe_cursor *c, size_t need)
 int tdbe_cursor_next(struct tdbe_cursor *c, const void **key, size_t *klen,
 		     const void **val, size_t *vlen)
 {
+	return tdbe_cursor_next_ver(c, key, klen, val, vlen, NULL);
+}
+
+int tdbe_cursor_next_ver(struct tdbe_cursor *c, const void **key,
+			 size_t *klen, const void **val, size_t *vlen,
+			 uint64_t *version)
+{
 	const struct tdb_map *m = &c->table->map;
 
 	if (c->done)
@@ -98,6 +105,8 @@ int tdbe_cursor_next(struct tdbe_cursor *c, const void **key, size_t *klen,
 			c->bound.hash = hash;
 			c->bound.data = c->buf;
 			c->started = true;
+			if (version)
+				*version = r->version;
 			tdbp_rcu_read_unlock();
 			*key = c->buf;
 			*klen = c->bound.len;

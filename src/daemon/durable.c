@@ -339,6 +339,9 @@ struct held {
 	uint64_t lsn;
 	enum chan ch;
 	struct nlmsghdr req;
+	void *reply;            /* a reply to send (INCR's), malloc()ed;
+				 * NULL: an ack, rebuilt from req */
+	uint32_t reply_len;
 };
 
 /* The LSN answers may go out up to. */
@@ -373,12 +376,30 @@ static int held_grow(struct client *c)
 bool tdbd_ack_later(struct client *c, enum chan ch,
 		    const struct nlmsghdr *req, uint64_t lsn)
 {
+	return tdbd_answer_later(c, ch, req, lsn, NULL, 0);
+}
+
+bool tdbd_answer_later(struct client *c, enum chan ch,
+		       const struct nlmsghdr *req, uint64_t lsn,
+		       const void *reply, size_t reply_len)
+{
 	struct tdbd *d = c->d;
+	void *copy = NULL;
 	struct held *h;
 
 	if (!d->wal || lsn <= ack_lsn(d))
 		return false;
+	if (reply && !(copy = malloc(reply_len ? reply_len : 1))) {
+		/* no memory to hold the reply: wait here */
+		wal_write(d->wal);
+		if (d->cfg.sync == WAL_SYNC_ALWAYS)
+			wal_sync_to(d->wal, lsn);
+		return false;
+	}
+	if (copy)
+		memcpy(copy, reply, reply_len);
 	if (c->nheld == c->held_cap && held_grow(c)) {
+		free(copy);
 		/* no memory to wait asynchronously: wait here */
 		wal_write(d->wal);
 		if (d->cfg.sync == WAL_SYNC_ALWAYS)
@@ -389,6 +410,8 @@ bool tdbd_ack_later(struct client *c, enum chan ch,
 	h->lsn = lsn;
 	h->ch = ch;
 	h->req = *req;
+	h->reply = copy;
+	h->reply_len = (uint32_t)reply_len;
 	held_count(c, 1);
 	if (d->cfg.sync == WAL_SYNC_ALWAYS)
 		wal_kick(d->wal);
@@ -417,9 +440,16 @@ void tdbd_held_release(struct client *c)
 				  "applied but may not survive a crash; tdbd "
 				  "needs a restart";
 		}
-		n = tdb_proto_error(buf, sizeof(buf), &h->req, err, &ext);
-		if (n > 0)
-			tdbd_client_emit(c, h->ch, buf, (size_t)n);
+		if (h->reply && !err) {
+			tdbd_client_emit(c, h->ch, h->reply, h->reply_len);
+		} else {
+			n = tdb_proto_error(buf, sizeof(buf), &h->req, err,
+					    &ext);
+			if (n > 0)
+				tdbd_client_emit(c, h->ch, buf, (size_t)n);
+		}
+		free(h->reply);
+		h->reply = NULL;
 		c->held_head = (c->held_head + 1) % c->held_cap;
 		held_count(c, -1);
 	}
@@ -427,6 +457,10 @@ void tdbd_held_release(struct client *c)
 
 void tdbd_held_free(struct client *c)
 {
+	unsigned int i;
+
+	for (i = 0; i < c->nheld; i++)
+		free(c->held[(c->held_head + i) % c->held_cap].reply);
 	if (c->nheld)
 		held_count(c, -(int)c->nheld);
 	free(c->held);

@@ -25,6 +25,7 @@ struct rq {
 	struct tdb_proto_msg m;
 	struct tdb_proto_extack ext;
 	struct tdbo_out res;
+	char why[TDBO_TEXT];            /* a commit's text, kept */
 };
 
 /* --- answers ------------------------------------------------------------ */
@@ -45,6 +46,9 @@ struct chan_sink {
 	enum chan ch;
 	bool room_check;        /* dumps: only when the channel has room */
 	bool replied;           /* a message was committed */
+	bool defer;             /* keep the reply (held_p) for finish() */
+	void *held_p;           /* the kept reply, in the worker's scratch */
+	size_t held_len;
 };
 
 static void *sink_reserve(struct tdbo_sink *s, size_t len)
@@ -63,6 +67,11 @@ static void sink_commit(struct tdbo_sink *s, void *p, size_t len)
 	struct chan_sink *cs = (struct chan_sink *)s;
 
 	cs->replied = true;
+	if (cs->defer && !cs->held_p) {
+		cs->held_p = p;
+		cs->held_len = len;
+		return;
+	}
 	tdbd_client_emit(cs->c, cs->ch, p, len);
 }
 
@@ -76,6 +85,9 @@ static void sink_init(struct chan_sink *cs, struct client *c, enum chan ch,
 	cs->ch = ch;
 	cs->room_check = room_check;
 	cs->replied = false;
+	cs->defer = false;
+	cs->held_p = NULL;
+	cs->held_len = 0;
 }
 
 /* An error (err < 0) or ack (0): the owner's one-answer rule builds it
@@ -321,8 +333,10 @@ unsigned int tdbd_commit_answer(struct client *c)
 	uint64_t lsn;
 	int err;
 
-	if (!c->commit || !tdbd_commit_take(c, &err, &lsn, &ext.msg, &req,
-					    &ch))
+	char keep[TDBO_TEXT];
+
+	if (!c->commit || !tdbd_commit_take(c, &err, &lsn, &ext.msg, keep,
+					    &req, &ch))
 		return 0;
 	if (!err && lsn && tdbd_ack_later(c, ch, &req, lsn))
 		return 1;       /* acked once its WAL record is on disk */
@@ -332,10 +346,22 @@ unsigned int tdbd_commit_answer(struct client *c)
 
 /* --- a request ------------------------------------------------------------ */
 
-/* The owner's verdict (its reply, if any, is out): answer the rest. */
-static void finish(struct rq *r, int err, bool replied)
+/* The owner's verdict (its reply, if any, is out or kept in cs):
+ * answer the rest. */
+static void finish(struct rq *r, int err, struct chan_sink *cs)
 {
 	struct client *c = r->c;
+	bool replied = cs->replied;
+
+	if (cs->held_p) {
+		/* a write's reply (INCR): out once its record is durable,
+		 * as an ack would be */
+		if (!(err == 0 && r->res.lsn &&
+		      tdbd_answer_later(c, r->ch, r->m.nlh, r->res.lsn,
+					cs->held_p, cs->held_len)))
+			tdbd_client_emit(c, r->ch, cs->held_p, cs->held_len);
+		return;
+	}
 
 	if (err == 0 && r->res.dump) {
 		if (!dump_slot(c, r->ch, r->m.nlh, r->res.dump)) {
@@ -350,6 +376,7 @@ static void finish(struct rq *r, int err, bool replied)
 		if (tdbd_commit_async(c, r->ch, r->res.txn, r->m.nlh))
 			return;         /* answered when it is done */
 		err = tdbo_txn_commit(r->res.txn, &r->res.lsn, &r->ext);
+		tdbo_txn_keep_msg(r->res.txn, &r->ext, r->why);
 		tdbo_txn_free(r->res.txn);
 		r->res.txn = NULL;      /* answered below, as any commit */
 	}
@@ -383,8 +410,9 @@ static void run(struct rq *r)
 		return;
 	}
 	sink_init(&cs, r->c, r->ch, false);
+	cs.defer = r->m.cmd == TDB_CMD_INCR;    /* a reply that may wait */
 	err = tdbo_exec(r->c->oc, &r->m, &cs.s, &r->ext, &r->res);
-	finish(r, err, cs.replied);
+	finish(r, err, &cs);
 }
 
 void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)

@@ -192,7 +192,8 @@ bool tdbd_commit_async(struct client *c, enum chan ch, struct tdbo_txn *x,
 		       const struct nlmsghdr *req);
 /* The result of c->commit if it is done (true; c->commit cleared). */
 bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
-		      const char **msg, struct nlmsghdr *req, enum chan *ch);
+		      const char **msg, char *keep, struct nlmsghdr *req,
+		      enum chan *ch);
 /* The client goes: its job (if any) is the committer's to free. */
 void tdbd_commit_orphan(struct client *c);
 
@@ -247,6 +248,12 @@ void tdbd_dirty_free(struct dirty *s);
  * (sync batch, none) or durable (always); false if it may go out now. */
 bool tdbd_ack_later(struct client *c, enum chan ch,
 		    const struct nlmsghdr *req, uint64_t lsn);
+/* The same for a reply already built (reply_len bytes, copied): it goes
+ * out instead of an ack once the record is durable (an error if the log
+ * failed).  false: send it now. */
+bool tdbd_answer_later(struct client *c, enum chan ch,
+		       const struct nlmsghdr *req, uint64_t lsn,
+		       const void *reply, size_t reply_len);
 /* Send the held acknowledgements whose records are written or durable
  * now (as the sync mode says), or errors if the WAL failed. */
 void tdbd_held_release(struct client *c);

@@ -41,6 +41,7 @@ struct commit_job {
 	int err;                        /* the commit's result */
 	uint64_t lsn;
 	const char *msg;
+	char why[TDBO_TEXT];            /* msg, when the owner built it */
 };
 
 /* As the WAL's flusher does: only while the workers' eventfds exist. */
@@ -59,6 +60,7 @@ static void run_job(struct tdbd *d, struct commit_job *j)
 	bool orphan;
 
 	j->err = tdbo_txn_commit(j->x, &j->lsn, &ext);
+	tdbo_txn_keep_msg(j->x, &ext, j->why);
 	j->msg = ext.msg;
 	tdbo_txn_free(j->x);
 	j->x = NULL;
@@ -156,7 +158,8 @@ bool tdbd_commit_async(struct client *c, enum chan ch, struct tdbo_txn *x,
 }
 
 bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
-		      const char **msg, struct nlmsghdr *req, enum chan *ch)
+		      const char **msg, char *keep, struct nlmsghdr *req,
+		      enum chan *ch)
 {
 	struct commit_job *j = c->commit;
 	bool done;
@@ -169,6 +172,10 @@ bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
 	*err = j->err;
 	*lsn = j->lsn;
 	*msg = j->msg;
+	if (j->msg == j->why) {         /* built in j: outlive it */
+		memcpy(keep, j->why, TDBO_TEXT);
+		*msg = keep;
+	}
 	*req = j->req;
 	*ch = j->ch;
 	c->commit = NULL;

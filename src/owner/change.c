@@ -25,6 +25,20 @@
  * docs/DURABILITY.md states the order and what a crash at each step
  * leaves.
  *
+ * Versions.  Every write takes the next value of one counter per owner
+ * (o->version) under the lock of the table it writes, after its
+ * conditions passed and before it applies; the record stores it, the
+ * log record carries it, the feeds tell it.  Two writes of one key are
+ * ordered by that key's table lock, so a key's versions only go up,
+ * and the counter never goes back (replay and restore raise it past
+ * every version they put back; a checkpoint keeps it), so a version
+ * never repeats for a key.  A change that fails after taking one
+ * leaves a gap: versions are unique and ordered, not dense.
+ *
+ * Conditions (IF_ABSENT = no-overwrite, IF_PRESENT, IF_VERSION) are
+ * step 1: under t->wlock, against the key's version then, so nothing
+ * can come between the check and the write.
+ *
  * Readers take no owner lock: a GET reads its table's seqcount
  * (t->seq) before and after the lookup and retries if a commit to that
  * table applied meanwhile, so it sees a transaction whole or not at
@@ -67,6 +81,33 @@ static uint64_t seq_read_begin(struct tdbo_table *t)
 	}
 }
 
+/* --- versions ---------------------------------------------------------------- */
+
+uint64_t tdbo_version_last(struct tdbo_owner *o)
+{
+	return tdb_load_acquire(&o->version);
+}
+
+void tdbo_version_floor(struct tdbo_owner *o, uint64_t v)
+{
+	uint64_t cur = tdb_load_relaxed(&o->version);
+
+	while (cur < v &&
+	       !__atomic_compare_exchange_n(&o->version, &cur, v, false,
+					    __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+uint64_t tdbo_version_take(struct tdbo_owner *o, uint64_t explicit_v)
+{
+	if (explicit_v) {
+		tdbo_version_floor(o, explicit_v);
+		return explicit_v;
+	}
+	return tdb_fetch_add(&o->version, 1) + 1;
+}
+
 /* --- the log hooks ----------------------------------------------------------- */
 
 /* Add one op of table t to a record's size. */
@@ -91,6 +132,17 @@ void tdbo_log_cancel(struct tdbo_owner *o, const struct tdbo_log_size *sz)
 		o->hooks.log_cancel(o->hooks.arg, sz);
 }
 
+/* An answer's VERSION: present unless the record has none (0: written
+ * by the bare engine, never by the owner). */
+void tdbo_set_version(struct tdb_proto_msg *a, uint64_t v)
+{
+	a->rec_version = v;
+	if (v)
+		a->attrs |= TDB_PROTO_BIT(TDB_A_VERSION);
+	else
+		a->attrs &= ~TDB_PROTO_BIT(TDB_A_VERSION);
+}
+
 static bool seq_read_retry(struct tdbo_table *t, uint64_t s)
 {
 	tdb_smp_rmb();
@@ -99,7 +151,56 @@ static bool seq_read_retry(struct tdbo_table *t, uint64_t s)
 
 /* --- GET -------------------------------------------------------------------- */
 
-/* GET inside a transaction: its own changes first. 1 = not touched. */
+static int grow_buf(struct tdbo_client *c, size_t need);
+
+/* GET inside a transaction of a key it has not changed: read the table
+ * and join the read set with the version seen (0: absent), so the
+ * commit fails if the key changes meanwhile (txn.c, "Validation"). */
+static int get_txn_read(struct tdbo_client *c, struct tdbo_txn *x,
+			struct tdbo_table *t, const struct tdb_proto_msg *m,
+			struct tdbo_sink *out, struct tdb_proto_extack *ext)
+{
+	struct tdb_proto_msg a;
+	uint64_t ver = 0;
+	long n;
+	int err;
+
+	for (;;) {
+		uint64_t s = seq_read_begin(t);
+		size_t need = 0;
+
+		n = tdbe_get_ver(t->t, m->key, m->key_len, c->buf, c->buf_cap,
+				 &need, &ver);
+		if (n == -ENOBUFS) {
+			err = grow_buf(c, need);
+			if (err)
+				return err;
+			continue;
+		}
+		if (!seq_read_retry(t, s))
+			break;
+	}
+	if (n < 0 && n != -ENOENT)
+		return (int)n;
+	/* as tdbo_key_version says it at commit: a bare engine record
+	 * (version 0) is present */
+	err = tdbo_txn_read_add(x, t, m->key, m->key_len,
+				n < 0 ? 0 : ver ? ver : 1, ext);
+	if (err)
+		return err;
+	if (n < 0) {
+		ext->msg = "no such key";
+		return -ENOENT;
+	}
+	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE) |
+			TDB_PROTO_BIT(TDB_A_VERSION));
+	a.value = c->buf;
+	a.value_len = (uint32_t)n;
+	tdbo_set_version(&a, ver);
+	return tdbo_reply(out, &a, ext);
+}
+
+/* GET inside a transaction: its own changes first. */
 static int get_txn(struct tdbo_client *c, struct tdbo_table *t,
 		   const struct tdb_proto_msg *m, struct tdbo_sink *out,
 		   struct tdb_proto_extack *ext)
@@ -119,7 +220,7 @@ static int get_txn(struct tdbo_client *c, struct tdbo_table *t,
 		return -ENOENT;
 	}
 	if (err < 0)
-		return 1;
+		return get_txn_read(c, x, t, m, out, ext);
 	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
 	a.value = v;
 	a.value_len = (uint32_t)vl;
@@ -138,7 +239,8 @@ static int get_direct(struct tdbo_table *t, const struct tdb_proto_msg *m,
 	struct tdb_proto_msg a;
 	int err;
 
-	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
+	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE) |
+			TDB_PROTO_BIT(TDB_A_VERSION));
 	for (;;) {
 		uint64_t s = seq_read_begin(t);
 		const void *v;
@@ -147,10 +249,12 @@ static int get_direct(struct tdbo_table *t, const struct tdb_proto_msg *m,
 		long len = 0;
 
 		tdbe_read_lock();
-		err = tdbe_lookup(t->t, m->key, m->key_len, &v, &vl);
+		err = tdbe_lookup_ver(t->t, m->key, m->key_len, &v, &vl,
+				      &a.rec_version);
 		if (!err) {
 			a.value = v;
 			a.value_len = (uint32_t)vl;
+			tdbo_set_version(&a, a.rec_version);
 			len = tdb_proto_size(TDB_PROTO_ANSWER, &a, NULL);
 			p = len < 0 ? NULL : out->reserve(out, (size_t)len);
 			if (!p || tdb_proto_build(p, (size_t)len,
@@ -189,6 +293,7 @@ static int get_copy(struct tdbo_client *c, struct tdbo_table *t,
 		    struct tdb_proto_extack *ext)
 {
 	struct tdb_proto_msg a;
+	uint64_t ver = 0;
 	long n;
 
 	for (;;) {
@@ -196,8 +301,8 @@ static int get_copy(struct tdbo_client *c, struct tdbo_table *t,
 		size_t need = 0;
 		int err;
 
-		n = tdbe_get(t->t, m->key, m->key_len, c->buf, c->buf_cap,
-			     &need);
+		n = tdbe_get_ver(t->t, m->key, m->key_len, c->buf, c->buf_cap,
+				 &need, &ver);
 		if (n == -ENOBUFS) {
 			err = grow_buf(c, need);
 			if (err)
@@ -212,9 +317,11 @@ static int get_copy(struct tdbo_client *c, struct tdbo_table *t,
 			ext->msg = "no such key";
 		return (int)n;
 	}
-	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
+	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE) |
+			TDB_PROTO_BIT(TDB_A_VERSION));
 	a.value = c->buf;
 	a.value_len = (uint32_t)n;
+	tdbo_set_version(&a, ver);
 	return tdbo_reply(out, &a, ext);
 }
 
@@ -229,8 +336,7 @@ int tdbo_cmd_get(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		return err;
 	if (TDB_PROTO_HAS(m, TDB_A_TXN)) {
 		err = get_txn(c, t, m, out, ext);
-		if (err <= 0)
-			goto out;
+		goto out;
 	}
 	err = out->in_read_section ? get_direct(t, m, out, ext) :
 				     get_copy(c, t, m, out, ext);
@@ -248,7 +354,58 @@ bool tdbo_key_exists(struct tdbo_table *t, const void *key, size_t klen)
 	return tdbe_get(t->t, key, klen, NULL, 0, &need) != -ENOENT;
 }
 
-/* Step 3: pre-image, engine.  Under t->wlock; nothing logged here. */
+uint64_t tdbo_key_version(struct tdbo_table *t, const void *key,
+			  size_t klen)
+{
+	uint64_t v = 0;
+	size_t need;
+
+	if (tdbe_get_ver(t->t, key, klen, NULL, 0, &need, &v) == -ENOENT)
+		return 0;
+	return v ? v : 1;       /* a bare engine record: present */
+}
+
+/* "version N", or what stands for one. */
+static void text_version(char *why, uint64_t v)
+{
+	if (v == TDBO_VERSION_UNSET) {
+		tdbo_text_add(why, "written earlier in this transaction");
+		return;
+	}
+	tdbo_text_add(why, "version ");
+	tdbo_text_u64(why, v);
+}
+
+int tdbo_cond_check(const struct tdbo_change *ch, uint64_t cur, char *why)
+{
+	why[0] = '\0';
+	if (ch->noov && cur) {
+		tdbo_text_add(why, "key exists (no-overwrite / if-absent "
+			      "put): it is at ");
+		text_version(why, cur);
+		return -EEXIST;
+	}
+	if (ch->ifpresent && !cur) {
+		tdbo_text_add(why, "no such key (if-present put)");
+		return -ENOENT;
+	}
+	if (ch->ifver && cur != ch->ifver) {
+		tdbo_text_add(why, "version condition failed: the key ");
+		if (cur) {
+			tdbo_text_add(why, "is at ");
+			text_version(why, cur);
+		} else {
+			tdbo_text_add(why, "is absent");
+		}
+		tdbo_text_add(why, ", not ");
+		tdbo_text_u64(why, ch->ifver);
+		return -ECANCELED;
+	}
+	return 0;
+}
+
+/* Step 3: pre-image, engine.  Under t->wlock; nothing logged here.
+ * ch->version is the write's (tdbo_version_take). */
 int tdbo_apply(struct tdbo_table *t, const struct tdbo_change *ch,
 	       struct tdbe_extack *ee)
 {
@@ -259,8 +416,8 @@ int tdbo_apply(struct tdbo_table *t, const struct tdbo_change *ch,
 		err = tdbe_del(t->t, ch->key, ch->klen, ee);
 		return err == -ENOENT && ch->quiet ? 0 : err;
 	}
-	return tdbe_put(t->t, ch->key, ch->klen, ch->val, ch->vlen,
-			ch->noov ? TDBE_NOOVERWRITE : 0, ee);
+	return tdbe_put_ver(t->t, ch->key, ch->klen, ch->val, ch->vlen,
+			    ch->noov ? TDBE_NOOVERWRITE : 0, ch->version, ee);
 }
 
 /* Step 4, for a change that is in: dirty, size, feeds (published by
@@ -274,12 +431,14 @@ void tdbo_applied(struct tdbo_table *t, const struct tdbo_change *ch)
 	if (!ch->del && o->hooks.mem_note)
 		o->hooks.mem_note(o->hooks.arg, t);
 	tdbo_notify(o, t, ch->del ? TDB_CMD_DEL : TDB_CMD_PUT, ch->key,
-		    ch->klen, ch->val, ch->del ? 0 : ch->vlen);
+		    ch->klen, ch->val, ch->del ? 0 : ch->vlen, ch->version);
 }
 
-/* Steps 1-4 for one change on its own (log: a client's, not replay). */
-static int change_one(struct tdbo_table *t, const struct tdbo_change *ch,
-		      bool log, uint64_t *lsn, const char **msg)
+/* Steps 1-4 for one change on its own (log: a client's, not replay).
+ * why: TDBO_TEXT bytes for a condition's text (*msg then points at
+ * it). */
+static int change_one(struct tdbo_table *t, struct tdbo_change *ch,
+		      bool log, uint64_t *lsn, const char **msg, char *why)
 {
 	struct tdbo_owner *o = t->o;
 	struct tdbe_extack ee = { 0 };
@@ -290,13 +449,19 @@ static int change_one(struct tdbo_table *t, const struct tdbo_change *ch,
 		*msg = "no such table";
 		return -ENOENT;
 	}
-	if (ch->del && !ch->quiet && !tdbo_key_exists(t, ch->key, ch->klen)) {
-		*msg = "no such key";
-		return -ENOENT;
-	}
-	if (ch->noov && tdbo_key_exists(t, ch->key, ch->klen)) {
-		*msg = "key exists (no-overwrite put)";
-		return -EEXIST;
+	if (ch->noov || ch->ifpresent || ch->ifver ||
+	    (ch->del && !ch->quiet)) {
+		uint64_t cur = tdbo_key_version(t, ch->key, ch->klen);
+
+		if (ch->del && !ch->quiet && !cur && !ch->ifver) {
+			*msg = "no such key";
+			return -ENOENT;
+		}
+		err = tdbo_cond_check(ch, cur, why);
+		if (err) {
+			*msg = why;
+			return err;
+		}
 	}
 	log = log && o->hooks.log_reserve;
 	if (log) {
@@ -304,6 +469,7 @@ static int change_one(struct tdbo_table *t, const struct tdbo_change *ch,
 		if ((err = tdbo_log_reserve(o, &sz, msg)))
 			return err;
 	}
+	ch->version = tdbo_version_take(o, ch->version);
 	err = tdbo_apply(t, ch, &ee);
 	if (err) {
 		if (log)
@@ -323,14 +489,14 @@ static int change_one(struct tdbo_table *t, const struct tdbo_change *ch,
 	return 0;
 }
 
-static int change_locked(struct tdbo_table *t, const struct tdbo_change *ch,
-			 bool log, uint64_t *lsn, const char **msg)
+static int change_locked(struct tdbo_table *t, struct tdbo_change *ch,
+			 bool log, uint64_t *lsn, const char **msg, char *why)
 {
 	int err;
 
 	*lsn = 0;
 	tdbp_mutex_lock(t->wlock);
-	err = change_one(t, ch, log, lsn, msg);
+	err = change_one(t, ch, log, lsn, msg, why);
 	tdbo_feed_flush(t);
 	tdbp_mutex_unlock(t->wlock);
 	return err;
@@ -346,8 +512,13 @@ int tdbo_replay(struct tdbo_table *t, bool del, const void *key,
 		.val = val, .vlen = vlen, .version = version,
 	};
 	uint64_t lsn;
+	char why[TDBO_TEXT];
+	int err;
 
-	return change_locked(t, &ch, false, &lsn, msg);
+	err = change_locked(t, &ch, false, &lsn, msg, why);
+	if (err && *msg == why)
+		*msg = "a condition failed in replay";
+	return err;
 }
 
 /* The value in one piece: m's own bytes, or its fragments gathered into
@@ -374,7 +545,36 @@ int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	void *buf = NULL;
 	int err = 0;
 
-	t = tdbo_resolve(c, m, TDBO_MAY_WRITE, ext, &err);
+	ch.ifver = m->if_version;
+	if (!del) {
+		ch.noov = m->flags & TDB_PUT_NOOVERWRITE;
+		ch.ifpresent = m->flags & TDB_PUT_IF_PRESENT;
+	}
+	if (ch.noov && ch.ifpresent) {
+		ext->msg = "if-absent and if-present together";
+		ext->offset = m->attr_off[TDB_A_FLAGS];
+		return -EINVAL;
+	}
+	if (TDB_PROTO_HAS(m, TDB_A_SET_VERSION)) {
+		ext->offset = m->attr_off[TDB_A_SET_VERSION];
+		if (!c->may_set_version) {
+			ext->msg = "SET_VERSION is the supervisor's restore "
+				   "only";
+			return -EPERM;
+		}
+		if (TDB_PROTO_HAS(m, TDB_A_TXN) || ch.noov || ch.ifpresent ||
+		    ch.ifver) {
+			ext->msg = "SET_VERSION with a transaction or a "
+				   "condition";
+			return -EINVAL;
+		}
+		ch.version = m->set_version;
+	}
+	/* A condition tells whether the key exists: a reader's right, so
+	 * it needs read permission too (no oracle beyond GET's). */
+	t = tdbo_resolve(c, m, TDBO_MAY_WRITE |
+			 (ch.noov || ch.ifpresent || ch.ifver ?
+			  TDBO_MAY_READ : 0), ext, &err);
 	if (!t)
 		return err;
 	/* past the home's memory limit puts fail; deletes go on */
@@ -384,7 +584,6 @@ int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	if (!del) {
 		ch.val = value_of(m, &buf);
 		ch.vlen = m->value_len;
-		ch.noov = m->flags & TDB_PUT_NOOVERWRITE;
 		if (!ch.val) {
 			err = -ENOMEM;
 			goto out;
@@ -394,13 +593,159 @@ int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		struct tdbo_txn *x = tdbo_txn_find(c, m, ext, &err);
 
 		if (x)
-			err = tdbo_txn_add(x, t, del, m->flags, ch.key,
-					   ch.klen, ch.val, ch.vlen, ext);
+			err = tdbo_txn_add(x, t, del, del ? 0 : m->flags,
+					   ch.ifver, ch.key, ch.klen, ch.val,
+					   ch.vlen, ext);
 	} else {
-		err = change_locked(t, &ch, true, &res->lsn, &ext->msg);
+		err = change_locked(t, &ch, true, &res->lsn, &ext->msg,
+				    c->why);
 	}
 out:
 	tdbp_free(buf);
+	tdbo_table_put(t);
+	return err;
+}
+
+/* --- INCR ------------------------------------------------------------------ */
+
+/*
+ * The value as a signed 64-bit decimal integer (docs/PROTOCOL.md,
+ * "INCR"): an optional '-', then digits, no leading zero but "0", no
+ * "-0", at most 20 bytes; absent counts as 0.  Then the sum, checked.
+ */
+static bool parse_int(const unsigned char *p, size_t n, int64_t *out)
+{
+	uint64_t mag = 0, lim;
+	bool neg = n && p[0] == '-';
+	size_t i = neg;
+
+	if (n == 0 || n > 20 || i == n)
+		return false;
+	if (p[i] == '0' && (n - i > 1 || neg))
+		return false;
+	lim = neg ? (uint64_t)1 << 63 : ((uint64_t)1 << 63) - 1;
+	for (; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+		if (mag > (lim - (uint64_t)(p[i] - '0')) / 10)
+			return false;
+		mag = mag * 10 + (uint64_t)(p[i] - '0');
+	}
+	*out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+	return true;
+}
+
+static size_t format_int(int64_t v, char *out)
+{
+	char d[TDBO_INT_TEXT];
+	uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t i = sizeof(d), n = 0;
+
+	do {
+		d[--i] = (char)('0' + mag % 10);
+		mag /= 10;
+	} while (mag);
+	if (v < 0)
+		out[n++] = '-';
+	while (i < sizeof(d))
+		out[n++] = d[i++];
+	return n;
+}
+
+int tdbo_int_add(const void *val, size_t vlen, bool present, int64_t delta,
+		 char *out, int64_t *sum, const char **msg)
+{
+	int64_t v = 0;
+
+	if (present && !parse_int(val, vlen, &v)) {
+		*msg = "the value is not a signed 64-bit decimal integer";
+		return -EDOM;
+	}
+	if (__builtin_add_overflow(v, delta, sum)) {
+		*msg = "the sum overflows a signed 64-bit integer";
+		return -ERANGE;
+	}
+	return (int)format_int(*sum, out);
+}
+
+/* INCR on its own: read, add and write under t->wlock, one change. */
+static int incr_locked(struct tdbo_client *c, struct tdbo_table *t,
+		       int64_t delta, const struct tdb_proto_msg *m,
+		       int64_t *sum, uint64_t *version, uint64_t *lsn,
+		       const char **msg)
+{
+	struct tdbo_change ch = { .key = m->key, .klen = m->key_len };
+	char text[TDBO_INT_TEXT];
+	size_t need = 0;
+	long n;
+	int err;
+
+	*lsn = 0;
+	tdbp_mutex_lock(t->wlock);
+	if (t->dropped) {
+		*msg = "no such table";
+		err = -ENOENT;
+		goto out;
+	}
+	n = tdbe_get(t->t, m->key, m->key_len, text, sizeof(text), &need);
+	if (n == -ENOBUFS) {
+		*msg = "the value is not a signed 64-bit decimal integer "
+		       "(too long)";
+		err = -EDOM;
+		goto out;
+	}
+	if (n < 0 && n != -ENOENT) {
+		err = (int)n;
+		goto out;
+	}
+	err = tdbo_int_add(text, n < 0 ? 0 : (size_t)n, n >= 0, delta, text,
+			   sum, msg);
+	if (err < 0)
+		goto out;
+	ch.val = text;
+	ch.vlen = (size_t)err;
+	err = change_one(t, &ch, true, lsn, msg, c->why);
+	*version = ch.version;
+out:
+	tdbo_feed_flush(t);
+	tdbp_mutex_unlock(t->wlock);
+	return err;
+}
+
+int tdbo_cmd_incr(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		  struct tdbo_sink *out, struct tdb_proto_extack *ext,
+		  struct tdbo_out *res)
+{
+	struct tdbo_owner *o = c->o;
+	int64_t delta = TDB_PROTO_HAS(m, TDB_A_DELTA) ? m->delta : 1;
+	struct tdb_proto_msg a;
+	struct tdbo_table *t;
+	uint64_t version = 0;
+	int64_t sum = 0;
+	int err = 0;
+
+	t = tdbo_resolve(c, m, TDBO_MAY_READ | TDBO_MAY_WRITE, ext, &err);
+	if (!t)
+		return err;
+	if (o->hooks.mem_check &&
+	    (err = o->hooks.mem_check(o->hooks.arg, &ext->msg)))
+		goto out;
+	if (TDB_PROTO_HAS(m, TDB_A_TXN)) {
+		struct tdbo_txn *x = tdbo_txn_find(c, m, ext, &err);
+
+		if (x)
+			err = tdbo_txn_incr(c, x, t, m, delta, &sum, ext);
+	} else {
+		err = incr_locked(c, t, delta, m, &sum, &version, &res->lsn,
+				  &ext->msg);
+	}
+	if (err)
+		goto out;
+	tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_INT));
+	a.ival = sum;
+	tdbo_set_version(&a, version);
+	err = tdbo_reply(out, &a, ext);
+out:
 	tdbo_table_put(t);
 	return err;
 }
@@ -438,9 +783,11 @@ static bool get_answer(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	void *p;
 
 	if (!err) {
-		tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE));
+		tdbo_reply_init(m, &a, TDB_PROTO_BIT(TDB_A_VALUE) |
+				TDB_PROTO_BIT(TDB_A_VERSION));
 		a.value = rq->val;
 		a.value_len = (uint32_t)rq->vlen;
+		tdbo_set_version(&a, rq->version);
 		len = tdb_proto_size(TDB_PROTO_ANSWER, &a, NULL);
 		err = -ENOBUFS;
 		if (len >= 0) {

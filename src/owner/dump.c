@@ -218,6 +218,7 @@ static int scan_send(struct tdbo_dump *d, struct tdbo_sink *out)
 	a.key_len = (uint32_t)d->kl;
 	a.value = d->v;
 	a.value_len = (uint32_t)d->vl;
+	tdbo_set_version(&a, d->ver);
 	if (d->left == 1 && !d->snap) { /* the last one allowed: say where */
 		d->cbuf[0] = TDBO_CURSOR_V1;
 		memcpy(d->cbuf + 1, d->k, d->kl);
@@ -243,8 +244,9 @@ static int take(struct tdbo_dump *d, struct tdb_proto_extack *ext)
 
 	if (d->walked)          /* a snapshot's pre-images left */
 		return tdbo_snap_next_left(d->snap, &d->k, &d->kl, &d->v,
-					   &d->vl, &ext->msg);
-	rc = tdbe_cursor_next(d->cur, &d->k, &d->kl, &d->v, &d->vl);
+					   &d->vl, &d->ver, &ext->msg);
+	rc = tdbe_cursor_next_ver(d->cur, &d->k, &d->kl, &d->v, &d->vl,
+				  &d->ver);
 	if (rc < 0) {
 		ext->msg = tdbe_strerror(rc);
 		return rc;
@@ -260,7 +262,8 @@ static int take(struct tdbo_dump *d, struct tdb_proto_extack *ext)
 		return TAKE_SKIP;
 	if (!d->snap)
 		return 1;
-	rc = tdbo_snap_check(d->snap, d->k, d->kl, &d->v, &d->vl, &ext->msg);
+	rc = tdbo_snap_check(d->snap, d->k, d->kl, &d->v, &d->vl, &d->ver,
+			     &ext->msg);
 	return rc == 0 ? TAKE_SKIP : rc;
 }
 

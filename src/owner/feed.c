@@ -199,7 +199,8 @@ static void feed_publish(struct tdbo_feed *f)
 /* --- changes -------------------------------------------------------------- */
 
 void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
-		 const void *key, size_t klen, const void *val, size_t vlen)
+		 const void *key, size_t klen, const void *val, size_t vlen,
+		 uint64_t version)
 {
 	struct tdb_proto_msg m;
 	long len;
@@ -221,6 +222,7 @@ void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 		m.value = val;
 		m.value_len = (uint32_t)vlen;
 	}
+	tdbo_set_version(&m, version);
 	tdbp_mutex_lock(o->nlock);
 	m.seq = o->change_seq;
 	len = tdb_proto_build(o->nbuf, TDB_PROTO_MSG_MAX, TDB_PROTO_ANSWER, &m,

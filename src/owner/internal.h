@@ -199,9 +199,20 @@ struct tdbo_watch {
 struct tdbo_txn_op {
 	struct tdbo_table *t;           /* counted */
 	bool del;
-	uint32_t flags;
+	uint32_t flags;                 /* TDB_PUT_* */
+	uint64_t ifver;                 /* IF_VERSION, or 0 */
 	uint32_t klen, vlen;
 	unsigned char *key;             /* key, then value */
+};
+
+/* A key the transaction read from its table (not from its own
+ * changes), and the version it had then (0: absent).  Checked at
+ * commit (txn.c, "Validation"). */
+struct tdbo_txn_read {
+	struct tdbo_table *t;           /* counted */
+	uint64_t version;
+	uint32_t klen;
+	unsigned char *key;
 };
 
 struct tdbo_txn {
@@ -214,7 +225,14 @@ struct tdbo_txn {
 	uint64_t bytes;
 	uint64_t charged;               /* TDBO_Q_TXN_BYTES held, given
 					 * back by tdbo_txn_free() */
+	/* the read set, and an index of it by (table, key) hash: slots
+	 * hold read index + 1, 0 = empty; rcap a power of two > 2 nreads */
+	struct tdbo_txn_read *reads;
+	uint32_t nreads, readcap;
+	uint32_t *rslot;
+	uint32_t rcap;
 	uint64_t version;               /* at commit: the write's version */
+	char why[TDBO_TEXT];            /* a commit's error text */
 };
 
 struct tdbo_client {
@@ -248,6 +266,10 @@ struct tdbo_client {
 	unsigned int ntxns;
 	void *buf;                      /* GET's copy of a value */
 	size_t buf_cap;
+	bool may_set_version;           /* the supervisor's restore */
+	char why[TDBO_TEXT];            /* an error text naming a key or a
+					 * version; valid until the client's
+					 * next request */
 	struct tdbo_reader rd;          /* zero-copy reads (readers.c) */
 };
 
@@ -266,6 +288,7 @@ struct tdbo_dump {
 	bool pending;                   /* a record taken, not yet sent */
 	const void *k, *v;              /* it (valid until cursor_next) */
 	size_t kl, vl;
+	uint64_t ver;                   /* its version */
 	unsigned char *cbuf;            /* TDB_KEY_MAX + 1: a cursor */
 	struct tdbo_snap *snap;         /* a snapshot scan's (else NULL) */
 	bool walked;                    /* it: the cursor's walk is over */
@@ -369,15 +392,40 @@ int tdbo_cmd_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		  struct tdb_proto_extack *ext, struct tdbo_out *res);
 
 /* change.c */
+int tdbo_cmd_incr(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		  struct tdbo_sink *out, struct tdb_proto_extack *ext,
+		  struct tdbo_out *res);
+void tdbo_set_version(struct tdb_proto_msg *a, uint64_t v);
 /* One key's change, as the pipeline takes it. */
 struct tdbo_change {
 	bool del;
-	bool noov;              /* a no-overwrite put */
+	bool noov;              /* a no-overwrite put (if absent) */
+	bool ifpresent;         /* a put only if the key is present */
 	bool quiet;             /* deleting a missing key is no error */
 	const void *key, *val;
 	size_t klen, vlen;
+	uint64_t ifver;         /* only if the key is at this version; 0 */
 	uint64_t version;       /* the write's version; 0: take the next */
 };
+/* Under t->wlock: the key's version, 0 if absent. */
+uint64_t tdbo_key_version(struct tdbo_table *t, const void *key,
+			  size_t klen);
+/* A key a transaction put earlier: present, with no version yet. */
+#define TDBO_VERSION_UNSET ((uint64_t)-1)
+/* Under t->wlock: step 1's conditions of ch against the key's version
+ * now (cur, 0 = absent); 0 or the errno, with a text in why
+ * (TDBO_TEXT bytes) naming the condition and the key's state. */
+int tdbo_cond_check(const struct tdbo_change *ch, uint64_t cur, char *why);
+/* The owner's next version (change.c, "Versions"), under the lock of
+ * the table(s) written; an explicit one (replay, restore) raises the
+ * counter instead. */
+uint64_t tdbo_version_take(struct tdbo_owner *o, uint64_t explicit_v);
+/* INCR's arithmetic: the value (decimal text, or absent: NULL) plus
+ * delta, as text into out (>= TDBO_INT_TEXT bytes); its length, or
+ * -EDOM / -ERANGE with *msg set. */
+#define TDBO_INT_TEXT 24
+int tdbo_int_add(const void *val, size_t vlen, bool present, int64_t delta,
+		 char *out, int64_t *sum, const char **msg);
 int tdbo_cmd_get(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		 struct tdbo_sink *out, struct tdb_proto_extack *ext);
 int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
@@ -412,9 +460,19 @@ struct tdbo_txn *tdbo_txn_find(struct tdbo_client *c,
 			       const struct tdb_proto_msg *m,
 			       struct tdb_proto_extack *ext, int *err);
 int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t, bool del,
-		 uint32_t flags, const void *key, size_t klen,
+		 uint32_t flags, uint64_t ifver, const void *key, size_t klen,
 		 const void *val, size_t vlen,
 		 struct tdb_proto_extack *ext);
+/* A key x read from t (not from its own changes) at version (0:
+ * absent): into the read set, once per key, within x's bounds. */
+int tdbo_txn_read_add(struct tdbo_txn *x, struct tdbo_table *t,
+		      const void *key, size_t klen, uint64_t version,
+		      struct tdb_proto_extack *ext);
+/* INCR in x: the key's value as x sees it plus delta, buffered as a
+ * put; *sum the result. */
+int tdbo_txn_incr(struct tdbo_client *c, struct tdbo_txn *x,
+		  struct tdbo_table *t, const struct tdb_proto_msg *m,
+		  int64_t delta, int64_t *sum, struct tdb_proto_extack *ext);
 /* The latest change to key in x: 1 put (*val, *vlen), 0 deleted,
  * -ENOENT not touched. */
 int tdbo_txn_lookup(const struct tdbo_txn *x, const struct tdbo_table *t,
@@ -448,7 +506,8 @@ unsigned int tdbo_watches_drop(struct tdbo_client *c);
 /* Under t->wlock: tell watchers and the change hook about a change
  * (cmd PUT, DEL or TABLE_DROP; key NULL for TABLE_DROP). */
 void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
-		 const void *key, size_t klen, const void *val, size_t vlen);
+		 const void *key, size_t klen, const void *val, size_t vlen,
+		 uint64_t version);
 /* Under t->wlock, at the end of a change: publish t's feed if it was
  * written, and wake its watchers. */
 void tdbo_feed_flush(struct tdbo_table *t);
@@ -484,7 +543,8 @@ void tdbo_snap_detach_all(struct tdbo_table *t);
  * time), or the snapshot's error (*msg says why, naming the bound and
  * the key; valid until tdbo_snap_free()). */
 int tdbo_snap_check(struct tdbo_snap *s, const void *key, size_t klen,
-		    const void **val, size_t *vlen, const char **msg);
+		    const void **val, size_t *vlen, uint64_t *version,
+		    const char **msg);
 /* The walk is over: the snapshot takes no more changes. */
 void tdbo_snap_freeze(struct tdbo_snap *s);
 /* After the freeze: 1 and the next pre-image the walk did not send, 0 at
@@ -492,6 +552,6 @@ void tdbo_snap_freeze(struct tdbo_snap *s);
  * tdbo_snap_free(). */
 int tdbo_snap_next_left(struct tdbo_snap *s, const void **key,
 			size_t *klen, const void **val, size_t *vlen,
-			const char **msg);
+			uint64_t *version, const char **msg);
 
 #endif

@@ -201,6 +201,7 @@ static int dispatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	case TDB_CMD_UNWATCH:      return tdbo_unwatch(c, m, ext);
 	case TDB_CMD_STATS:        return do_stats(c, m, out, ext);
 	case TDB_CMD_TABLE_MAP:    return tdbo_cmd_map(c, m, ext, res);
+	case TDB_CMD_INCR:         return tdbo_cmd_incr(c, m, out, ext, res);
 	case TDB_CMD_ATTACH:            /* the transport's, if it has one */
 		ext->msg = "ATTACH is not a command of this transport";
 		return -EOPNOTSUPP;
@@ -228,6 +229,11 @@ int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
 }
 
 /* --- clients -------------------------------------------------------------- */
+
+void tdbo_client_allow_set_version(struct tdbo_client *c)
+{
+	c->may_set_version = true;
+}
 
 struct tdbo_client *tdbo_client_new(struct tdbo_owner *o,
 				    const struct tdbo_cred *cred,

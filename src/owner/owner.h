@@ -217,6 +217,9 @@ void tdbo_owner_on_change(struct tdbo_owner *o, tdbo_change_fn *fn,
  * wakes poll()); may be NULL.  Called from the writer's context with no
  * owner lock held that wake() could need.
  */
+/* The supervisor's own restore connection (tdb.ko): its PUTs may carry
+ * SET_VERSION (docs/PROTOCOL.md); nobody else's may. */
+void tdbo_client_allow_set_version(struct tdbo_client *c);
 struct tdbo_client *tdbo_client_new(struct tdbo_owner *o,
 				    const struct tdbo_cred *cred,
 				    bool may_watch, void (*wake)(void *arg),
@@ -449,6 +452,14 @@ void tdbo_table_unlock(struct tdbo_table *t);
 int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 		    struct tdb_proto_extack *ext);
 void tdbo_txn_free(struct tdbo_txn *x);
+/* A commit's error text may name a key, built inside x: before
+ * tdbo_txn_free(x), this moves it into keep (TDBO_TEXT bytes, where
+ * the answer is built from) if ext->msg points into x. */
+#ifndef TDBO_TEXT
+#define TDBO_TEXT 256u
+#endif
+void tdbo_txn_keep_msg(const struct tdbo_txn *x,
+		       struct tdb_proto_extack *ext, char *keep);
 /* Memory the owner holds for clients (a home's memory limit counts
  * it): buffered transactions' keys and values. */
 uint64_t tdbo_txn_bytes(struct tdbo_owner *o);

@@ -15,6 +15,7 @@
 #define TDB_OWNER_PRIM_H
 
 #include "platform.h"
+#include "tdb/proto.h"    /* tdb_escape */
 
 #define tdbo_container_of(p, type, member) \
 	((type *)(void *)((char *)(p) - __builtin_offsetof(type, member)))
@@ -139,6 +140,47 @@ static inline void tdbo_strlcpy(char *dst, const char *src, size_t size)
 		n++;
 	}
 	dst[n] = '\0';
+}
+
+/* --- texts for extended acks that name a number or a key ------------
+ * A text of at most TDBO_TEXT - 1 bytes built by appending, truncated
+ * at the end (never overrun); it lives where the answer is built from
+ * (the client's or the transaction's `why`).  Key bytes come from a
+ * client: shown escaped (tdb_escape), at most 48 of them. */
+#ifndef TDBO_TEXT
+#define TDBO_TEXT 256u         /* as in owner.h */
+#endif
+
+static inline void tdbo_text_add(char *b, const char *s)
+{
+	size_t n = tdbo_strlen(b);
+
+	while (*s && n + 1 < TDBO_TEXT)
+		b[n++] = *s++;
+	b[n] = '\0';
+}
+
+static inline void tdbo_text_u64(char *b, uint64_t v)
+{
+	char d[24];
+	int i = (int)sizeof(d) - 1;
+
+	d[i] = '\0';
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	tdbo_text_add(b, d + i);
+}
+
+static inline void tdbo_text_key(char *b, const void *key, size_t klen)
+{
+	char e[4 * 48 + 1];
+
+	tdb_escape(e, sizeof(e), key, klen < 48 ? klen : 48);
+	tdbo_text_add(b, "'");
+	tdbo_text_add(b, e);
+	tdbo_text_add(b, klen > 48 ? "'..." : "'");
 }
 
 /* --- memory ---------------------------------------------------------- */

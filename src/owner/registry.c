@@ -559,7 +559,7 @@ static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 			o->hooks.map_revoke(o->hooks.arg, t);
 	}
 	tdbo_snap_detach_all(t);        /* a dropped table changes no more */
-	tdbo_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0);
+	tdbo_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0, 0);
 	tdbo_feed_flush(t);
 	tdbo_table_feed_release(t);
 	if (o->hooks.mem_note)

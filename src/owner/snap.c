@@ -77,6 +77,7 @@ struct snap_pre {
 	uint64_t charged;       /* ... this many bytes */
 	uint32_t vlen;
 	bool present;           /* the key existed at snapshot time */
+	uint64_t version;       /* the version it had */
 	unsigned char val[];    /* the value it had */
 };
 
@@ -245,6 +246,7 @@ struct snap_change {
 	int probed;             /* 0 not yet, 1 done, or its error */
 	bool present;           /* the key's state before the change */
 	size_t vlen;
+	uint64_t version;
 	struct snap_pre *pre;   /* made by the first snapshot needing it */
 };
 
@@ -336,7 +338,8 @@ static int change_probe(struct snap_change *ch)
 
 	if (ch->probed)
 		return ch->probed < 0 ? ch->probed : 0;
-	n = tdbe_get(ch->t->t, ch->key, ch->klen, NULL, 0, &need);
+	n = tdbe_get_ver(ch->t->t, ch->key, ch->klen, NULL, 0, &need,
+			 &ch->version);
 	if (n < 0 && n != -ENOENT && n != -ENOBUFS) {
 		ch->probed = (int)n;
 		return (int)n;
@@ -376,6 +379,7 @@ static int pre_get(struct tdbo_snap *s, struct snap_change *ch,
 	p->charged = size;
 	p->vlen = (uint32_t)ch->vlen;
 	p->present = ch->present;
+	p->version = ch->version;
 	ch->pre = p;
 	return 0;
 }
@@ -568,7 +572,8 @@ void tdbo_snap_detach_all(struct tdbo_table *t)
 /* --- the scan ------------------------------------------------------------- */
 
 int tdbo_snap_check(struct tdbo_snap *s, const void *key, size_t klen,
-		    const void **val, size_t *vlen, const char **msg)
+		    const void **val, size_t *vlen, uint64_t *version,
+		    const char **msg)
 {
 	uint64_t h = tdbp_hash64(key, klen, 0);
 	struct snap_ent *e;
@@ -597,6 +602,7 @@ int tdbo_snap_check(struct tdbo_snap *s, const void *key, size_t klen,
 	e->sent = true;
 	*val = e->pre->val;
 	*vlen = e->pre->vlen;
+	*version = e->pre->version;
 out:
 	tdbp_mutex_unlock(s->lock);
 	return rc;
@@ -612,7 +618,8 @@ void tdbo_snap_freeze(struct tdbo_snap *s)
 }
 
 int tdbo_snap_next_left(struct tdbo_snap *s, const void **key, size_t *klen,
-			const void **val, size_t *vlen, const char **msg)
+			const void **val, size_t *vlen, uint64_t *version,
+			const char **msg)
 {
 	unsigned int seen = 0;
 	int rc = 0;
@@ -642,6 +649,7 @@ int tdbo_snap_next_left(struct tdbo_snap *s, const void **key, size_t *klen,
 		*klen = e->klen;
 		*val = e->pre->val;
 		*vlen = e->pre->vlen;
+		*version = e->pre->version;
 		rc = 1;
 		goto out;
 	}

@@ -27,6 +27,24 @@
  *     watchers.
  * An undo can itself fail only if restoring an old value needs memory
  * the table no longer has; that is logged.
+ *
+ * Validation (serializable, optimistic).  Every key a GET or INCR of
+ * the transaction read from its table (not from the transaction's own
+ * changes), found or absent, is in its read set with the version seen
+ * (0: absent).  The commit takes the locks of every table it read or
+ * writes; before anything else (step 1) it checks that each read key
+ * still has that version, and each condition of its changes (IF_ABSENT,
+ * IF_PRESENT, IF_VERSION, against the table as the transaction's
+ * earlier changes leave it).  A read key that changed fails the commit
+ * with -ESTALE, a condition with its own errno; nothing is logged or
+ * applied.  Holding those locks from the check to the end of the apply
+ * means no other change to any key read or written comes between: the
+ * commit is what running the transaction alone at that moment would
+ * give.  A transaction with reads and no changes takes the locks,
+ * checks and lets go: 0 means its reads were one state.  The commit's
+ * writes all get one version.  The read set is bounded like the
+ * changes: each read counts as an op of the key's size against
+ * max-txn-ops and max-txn-bytes and is charged to the uid.
  */
 #include "internal.h"
 
@@ -48,6 +66,7 @@ struct undo {
 	bool had;               /* the key was present */
 	void *old;
 	size_t olen;
+	uint64_t version;
 };
 
 static struct tdbo_txn *txn_new(struct tdbo_client *c)
@@ -72,6 +91,12 @@ void tdbo_txn_free(struct tdbo_txn *x)
 		tdbo_table_put(x->ops[i].t);
 		tdbp_free(x->ops[i].key);
 	}
+	for (i = 0; i < x->nreads; i++) {
+		tdbo_table_put(x->reads[i].t);
+		tdbp_free(x->reads[i].key);
+	}
+	tdbp_free(x->reads);
+	tdbp_free(x->rslot);
 	tdbp_free(x->ops);
 	tdbo_quota_uncharge(x->o, x->uid, TDBO_Q_TXN_BYTES, x->charged);
 	tdb_fetch_sub(&x->o->txn_bytes, x->bytes);
@@ -108,24 +133,33 @@ static int ops_grow(struct tdbo_txn *x)
 	return 0;
 }
 
-int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t, bool del, uint32_t flags,
-		 const void *key, size_t klen, const void *val, size_t vlen,
-		 struct tdb_proto_extack *ext)
+/* Room for one more op or read of klen + vlen bytes, charged. */
+static int txn_charge(struct tdbo_txn *x, size_t klen, size_t vlen,
+		      uint64_t cost, struct tdb_proto_extack *ext)
+{
+	if ((uint64_t)x->nops + x->nreads >= tdbo_lim(x->o, max_txn_ops)) {
+		ext->msg = "transaction has max-txn-ops changes and reads "
+			   "already";
+		return -E2BIG;
+	}
+	if (x->bytes + klen + vlen > tdbo_lim(x->o, max_txn_bytes)) {
+		ext->msg = "transaction would exceed max-txn-bytes (its "
+			   "changes and the keys it read)";
+		return -E2BIG;
+	}
+	return tdbo_quota_charge(x->o, x->uid, x->uid, TDBO_Q_TXN_BYTES, cost,
+				 &ext->msg);
+}
+
+int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t, bool del,
+		 uint32_t flags, uint64_t ifver, const void *key, size_t klen,
+		 const void *val, size_t vlen, struct tdb_proto_extack *ext)
 {
 	uint64_t cost = OP_COST(klen, vlen);
 	struct tdbo_txn_op *op;
 	int err;
 
-	if (x->nops >= tdbo_lim(x->o, max_txn_ops)) {
-		ext->msg = "transaction has max-txn-ops changes already";
-		return -E2BIG;
-	}
-	if (x->bytes + klen + vlen > tdbo_lim(x->o, max_txn_bytes)) {
-		ext->msg = "transaction would exceed max-txn-bytes";
-		return -E2BIG;
-	}
-	err = tdbo_quota_charge(x->o, x->uid, x->uid, TDBO_Q_TXN_BYTES, cost,
-				&ext->msg);
+	err = txn_charge(x, klen, vlen, cost, ext);
 	if (err)
 		return err;
 	if (x->nops == x->cap && ops_grow(x))
@@ -141,6 +175,7 @@ int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t, bool del, uint32_t fl
 	op->vlen = (uint32_t)vlen;
 	op->del = del;
 	op->flags = flags;
+	op->ifver = ifver;
 	op->t = t;
 	tdbo_ref_get(&t->refs);
 	x->nops++;
@@ -175,13 +210,142 @@ int tdbo_txn_lookup(const struct tdbo_txn *x, const struct tdbo_table *t,
 	return -ENOENT;
 }
 
+/* --- the read set ---------------------------------------------------------- */
+
+#define READ_COST(klen) \
+	((uint64_t)(klen) + 2 * sizeof(struct tdbo_txn_read) + \
+	 2 * sizeof(uint32_t) + 32)
+
+static uint64_t read_hash(const struct tdbo_table *t, const void *key,
+			  size_t klen)
+{
+	return tdbp_hash64(key, klen, t->id * 0x9e3779b97f4a7c15ull);
+}
+
+/* The slot of (t, key) in x->rslot: its read's, or the empty one where
+ * it would go.  rcap is a power of two, at least twice nreads. */
+static uint32_t read_slot(const struct tdbo_txn *x,
+			  const struct tdbo_table *t, const void *key,
+			  size_t klen)
+{
+	uint32_t mask = x->rcap - 1;
+	uint32_t i = (uint32_t)read_hash(t, key, klen) & mask;
+
+	for (;; i = (i + 1) & mask) {
+		const struct tdbo_txn_read *r;
+
+		if (!x->rslot[i])
+			return i;
+		r = &x->reads[x->rslot[i] - 1];
+		if (r->t == t && r->klen == klen && !memcmp(r->key, key, klen))
+			return i;
+	}
+}
+
+static int reads_grow(struct tdbo_txn *x)
+{
+	uint32_t cap = x->readcap ? x->readcap * 2 : 16, i;
+	struct tdbo_txn_read *n = tdbo_alloc_array(cap, sizeof(*n));
+	uint32_t *slots = tdbo_alloc_array(cap * 2, sizeof(*slots));
+
+	if (!n || !slots) {
+		tdbp_free(n);
+		tdbp_free(slots);
+		return -ENOMEM;
+	}
+	if (x->nreads)
+		memcpy(n, x->reads, x->nreads * sizeof(*n));
+	tdbp_free(x->reads);
+	tdbp_free(x->rslot);
+	x->reads = n;
+	x->readcap = cap;
+	x->rslot = slots;
+	x->rcap = cap * 2;
+	for (i = 0; i < x->nreads; i++)
+		x->rslot[read_slot(x, n[i].t, n[i].key, n[i].klen)] = i + 1;
+	return 0;
+}
+
+int tdbo_txn_read_add(struct tdbo_txn *x, struct tdbo_table *t,
+		      const void *key, size_t klen, uint64_t version,
+		      struct tdb_proto_extack *ext)
+{
+	uint64_t cost = READ_COST(klen);
+	struct tdbo_txn_read *r;
+	int err;
+
+	if (x->nreads && x->rslot[read_slot(x, t, key, klen)])
+		return 0;       /* read before: the first version counts */
+	err = txn_charge(x, klen, 0, cost, ext);
+	if (err)
+		return err;
+	if (x->nreads == x->readcap && reads_grow(x))
+		goto nomem;
+	r = &x->reads[x->nreads];
+	r->key = tdbo_memdup(key, klen);
+	if (!r->key)
+		goto nomem;
+	r->klen = (uint32_t)klen;
+	r->version = version;
+	r->t = t;
+	tdbo_ref_get(&t->refs);
+	x->rslot[read_slot(x, t, key, klen)] = ++x->nreads;
+	x->bytes += klen;
+	tdb_fetch_add(&x->o->txn_bytes, (uint64_t)klen);
+	x->charged += cost;
+	return 0;
+nomem:
+	tdbo_quota_uncharge(x->o, x->uid, TDBO_Q_TXN_BYTES, cost);
+	ext->msg = NULL;
+	return -ENOMEM;
+}
+
+int tdbo_txn_incr(struct tdbo_client *c, struct tdbo_txn *x,
+		  struct tdbo_table *t, const struct tdb_proto_msg *m,
+		  int64_t delta, int64_t *sum, struct tdb_proto_extack *ext)
+{
+	char text[TDBO_INT_TEXT];
+	const void *v = NULL;
+	size_t vl = 0, need = 0;
+	uint64_t ver = 0;
+	long n;
+	int err;
+
+	(void)c;
+	err = tdbo_txn_lookup(x, t, m->key, m->key_len, &v, &vl);
+	if (err < 0) {          /* not changed by x: read the table */
+		n = tdbe_get_ver(t->t, m->key, m->key_len, text,
+				 sizeof(text), &need, &ver);
+		if (n < 0 && n != -ENOENT && n != -ENOBUFS)
+			return (int)n;
+		err = tdbo_txn_read_add(x, t, m->key, m->key_len,
+					n == -ENOENT ? 0 : ver ? ver : 1, ext);
+		if (err)
+			return err;
+		if (n == -ENOBUFS) {
+			ext->msg = "the value is not a signed 64-bit decimal "
+				   "integer (too long)";
+			return -EDOM;
+		}
+		v = text;
+		vl = n < 0 ? 0 : (size_t)n;
+		err = n >= 0;
+	}
+	err = tdbo_int_add(v, vl, err == 1, delta, text, sum, &ext->msg);
+	if (err < 0)
+		return err;
+	return tdbo_txn_add(x, t, false, 0, 0, m->key, m->key_len, text,
+			    (size_t)err, ext);
+}
+
 /* --- commit --------------------------------------------------------------- */
 
 /* Under t->wlock: nobody else can change the key meanwhile. */
 static int save_old(struct tdbo_txn_op *op, struct undo *u)
 {
 	size_t need = 0;
-	long n = tdbe_get(op->t->t, op->key, op->klen, NULL, 0, &need);
+	long n = tdbe_get_ver(op->t->t, op->key, op->klen, NULL, 0, &need,
+			      &u->version);
 
 	u->had = false;
 	u->old = NULL;
@@ -213,8 +377,8 @@ static void undo_one(struct tdbo_txn_op *op, struct undo *u)
 	int err;
 
 	if (u->had)
-		err = tdbe_put(op->t->t, op->key, op->klen, u->old, u->olen, 0,
-			       NULL);
+		err = tdbe_put_ver(op->t->t, op->key, op->klen, u->old,
+				   u->olen, 0, u->version, NULL);
 	else
 		err = tdbe_del(op->t->t, op->key, op->klen, NULL);
 	if (err && !(err == -ENOENT && !u->had))
@@ -223,15 +387,20 @@ static void undo_one(struct tdbo_txn_op *op, struct undo *u)
 			 op->t->name, tdbe_strerror(err));
 }
 
-static void op_change(const struct tdbo_txn_op *op, struct tdbo_change *ch)
+/* The change op makes; its conditions were checked by precheck(). */
+static void op_change(const struct tdbo_txn *x, const struct tdbo_txn_op *op,
+		      struct tdbo_change *ch)
 {
 	ch->del = op->del;
-	ch->noov = !op->del && (op->flags & TDB_PUT_NOOVERWRITE);
+	ch->noov = false;
+	ch->ifpresent = false;
+	ch->ifver = 0;
 	ch->quiet = true;               /* deleting nothing is ok */
 	ch->key = op->key;
 	ch->klen = op->klen;
 	ch->val = op->key + op->klen;
 	ch->vlen = op->del ? 0 : op->vlen;
+	ch->version = x->version;
 }
 
 /* Under the tables' locks: apply every op or none; the error of the one
@@ -250,7 +419,7 @@ static int apply_all(struct tdbo_txn *x, struct undo *u,
 			err = -ENOENT;
 			break;
 		}
-		op_change(&x->ops[i], &ch);
+		op_change(x, &x->ops[i], &ch);
 		err = save_old(&x->ops[i], &u[i]);
 		if (!err)
 			err = tdbo_apply(x->ops[i].t, &ch, &ee);
@@ -289,47 +458,96 @@ static void seq_mark(struct tdbo_txn *x, bool begin)
 	}
 }
 
+/* Under the tables' locks: every key of the read set still at the
+ * version it was read at (txn.c, "Validation"); else -ESTALE naming
+ * the first that moved. */
+static int validate(struct tdbo_txn *x, struct tdb_proto_extack *ext)
+{
+	uint32_t i;
+
+	for (i = 0; i < x->nreads; i++) {
+		struct tdbo_txn_read *r = &x->reads[i];
+		uint64_t now;
+
+		if (r->t->dropped) {
+			x->why[0] = '\0';
+			tdbo_text_add(x->why, "a table this transaction read "
+				      "was dropped: ");
+			tdbo_text_add(x->why, r->t->name);
+			ext->msg = x->why;
+			return -ESTALE;
+		}
+		now = tdbo_key_version(r->t, r->key, r->klen);
+		if (now == r->version)
+			continue;
+		x->why[0] = '\0';
+		tdbo_text_add(x->why, "a key this transaction read was changed "
+			      "by another client: table ");
+		tdbo_text_add(x->why, r->t->name);
+		tdbo_text_add(x->why, ", key ");
+		tdbo_text_key(x->why, r->key, r->klen);
+		tdbo_text_add(x->why, r->version ? (now ? " (changed)" :
+				" (deleted)") : " (created)");
+		ext->msg = x->why;
+		return -ESTALE;
+	}
+	return 0;
+}
+
 /*
  * Under the tables' locks, before anything is logged (change.c, step 1):
- * what is sure to fail -- a table dropped since, a no-overwrite put of a
- * key present then (in the table, or put by an earlier op of x and not
- * deleted since) -- fails the commit here, so its record never reaches
- * the log.  What can still fail after the log (the engine out of room)
- * has its record taken back before anyone is answered; only a crash in
- * between leaves it, and its client, never answered, cannot tell that
- * from a commit that went through.
+ * what is sure to fail -- a read key that changed, a table dropped
+ * since, a condition of a change (if-absent, if-present, if-version)
+ * that does not hold against the table as x's earlier changes leave
+ * it -- fails the commit here, so its record never reaches the log.
+ * What can still fail after the log (the engine out of room) has its
+ * record taken back before anyone is answered; only a crash in between
+ * leaves it, and its client, never answered, cannot tell that from a
+ * commit that went through.
  */
 static int precheck(struct tdbo_txn *x, struct tdb_proto_extack *ext)
 {
 	uint32_t i, j;
+	int err = validate(x, ext);
 
-	for (i = 0; i < x->nops; i++) {
+	for (i = 0; !err && i < x->nops; i++) {
 		struct tdbo_txn_op *op = &x->ops[i];
-		bool present;
+		struct tdbo_change ch = { 0 };
+		bool earlier = false;
+		uint64_t cur;
 
 		if (op->t->dropped) {
 			ext->msg = "a table of the transaction was dropped";
 			return -ENOENT;
 		}
-		if (op->del || !(op->flags & TDB_PUT_NOOVERWRITE))
+		ch.noov = !op->del && (op->flags & TDB_PUT_NOOVERWRITE);
+		ch.ifpresent = !op->del && (op->flags & TDB_PUT_IF_PRESENT);
+		ch.ifver = op->ifver;
+		if (!ch.noov && !ch.ifpresent && !ch.ifver)
 			continue;
-		present = tdbo_key_exists(op->t, op->key, op->klen);
+		cur = tdbo_key_version(op->t, op->key, op->klen);
 		for (j = i; j-- > 0;) {         /* the latest earlier op */
 			const struct tdbo_txn_op *e = &x->ops[j];
 
 			if (e->t == op->t && e->klen == op->klen &&
 			    !memcmp(e->key, op->key, op->klen)) {
-				present = !e->del;
+				earlier = true;
+				/* present, with no version yet (matches
+				 * no IF_VERSION), or absent */
+				cur = e->del ? 0 : TDBO_VERSION_UNSET;
 				break;
 			}
 		}
-		if (present) {
-			ext->msg = "key exists (no-overwrite put in the "
-				   "transaction); none was applied";
-			return -EEXIST;
+		err = tdbo_cond_check(&ch, cur, x->why);
+		if (err) {
+			if (earlier)
+				tdbo_text_add(x->why, " (as this transaction "
+					      "left it)");
+			tdbo_text_add(x->why, "; none was applied");
+			ext->msg = x->why;
 		}
 	}
-	return 0;
+	return err;
 }
 
 /* The size of x's log record (one record for the whole transaction). */
@@ -366,15 +584,16 @@ static uint64_t log_all(struct tdbo_owner *o, struct tdbo_txn *x,
 static struct tdbo_table **txn_tables(const struct tdbo_txn *x,
 				      unsigned int *n)
 {
-	struct tdbo_table **v = tdbo_alloc_array(x->nops ? x->nops : 1,
-						 sizeof(*v));
+	uint32_t all = x->nops + x->nreads;
+	struct tdbo_table **v = tdbo_alloc_array(all ? all : 1, sizeof(*v));
 	uint32_t i;
 	unsigned int k = 0, j;
 
 	if (!v)
 		return NULL;
-	for (i = 0; i < x->nops; i++) {
-		struct tdbo_table *t = x->ops[i].t;
+	for (i = 0; i < all; i++) {
+		struct tdbo_table *t = i < x->nops ? x->ops[i].t :
+				       x->reads[i - x->nops].t;
 
 		for (j = 0; j < k && v[j] != t; j++)
 			;
@@ -422,7 +641,8 @@ int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 		err = precheck(x, ext);
 	if (!err && log)
 		err = tdbo_log_reserve(o, &sz, &ext->msg);
-	if (!err) {
+	if (!err && x->nops) {
+		x->version = tdbo_version_take(o, 0);
 		seq_mark(x, true);                              /* odd */
 		err = apply_all(x, u, ext);
 		seq_mark(x, false);                             /* even */
@@ -432,7 +652,7 @@ int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 			*lsn = log_all(o, x, &sz);
 	}
 	for (i = 0; !err && i < x->nops; i++) {
-		op_change(&x->ops[i], &ch);
+		op_change(x, &x->ops[i], &ch);
 		tdbo_applied(x->ops[i].t, &ch);
 	}
 	while (ntabs--) {
@@ -444,6 +664,15 @@ int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 	tdbp_free(u);
 	tdbp_free(tabs);
 	return err;
+}
+
+void tdbo_txn_keep_msg(const struct tdbo_txn *x,
+		       struct tdb_proto_extack *ext, char *keep)
+{
+	if (ext->msg != x->why)
+		return;
+	memcpy(keep, x->why, TDBO_TEXT);
+	ext->msg = keep;
 }
 
 uint64_t tdbo_txn_bytes(struct tdbo_owner *o)
@@ -525,6 +754,7 @@ static int commit(struct tdbo_client *c, struct tdbo_txn *x,
 		return 0;
 	}
 	err = tdbo_txn_commit(x, &res->lsn, ext);
+	tdbo_txn_keep_msg(x, ext, c->why);
 	tdbo_txn_free(x);
 	return err;
 }

@@ -671,8 +671,12 @@ static int attr_cb(const struct nlattr *a, void *data)
 		return MNL_CB_OK;
 	}
 	if (!(s->allow & BIT(type)))
-		return pfail(s, EINVAL, "attribute not valid in this message",
-			     off);
+		return pfail(s, EINVAL, s->strict && m->cmd == TDB_CMD_SCAN &&
+			     type == TDB_A_TXN ?
+			     "SCAN takes no TXN: scans are not part of a "
+			     "transaction (read keys with GET in it, or take "
+			     "a snapshot scan)" :
+			     "attribute not valid in this message", off);
 	if ((s->seen & BIT(type)) && !cont)
 		return pfail(s, EINVAL, type == TDB_A_VALUE ?
 			     "VALUE fragment after a short fragment or "

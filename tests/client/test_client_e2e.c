@@ -1175,6 +1175,704 @@ static int count_ring_maps(int *huge)
 	return rings;
 }
 
+/* --- versions, conditions, atomic updates (issue 24) ---------------------- */
+
+/* The version of k (0 if absent), through tdbc_get_ver. */
+static uint64_t ver_of(struct tdbc_table *t, struct tdbc_txn *x,
+		       const char *k)
+{
+	char buf[64];
+	uint64_t v = 77;
+	long n = tdbc_get_ver(t, x, k, strlen(k), buf, sizeof(buf), NULL, &v);
+
+	if (n < 0) {
+		assert_int_equal(n, -ENOENT);
+		assert_int_equal(v, 0);
+	} else {
+		assert_true(v > 0);
+	}
+	return n < 0 ? 0 : v;
+}
+
+/* tdbc_get_ref_ver in a read section: the value and version of k. */
+static uint64_t ref_ver_of(struct tdbc *c, struct tdbc_table *t,
+			   const char *k, const char *want)
+{
+	const void *val = NULL;
+	size_t vlen = 0;
+	uint64_t v = 0;
+	int err, tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		assert_int_equal(tdbc_read_begin(c), 0);
+		err = tdbc_get_ref_ver(t, k, strlen(k), &val, &vlen, &v);
+		if (!err && want) {
+			assert_int_equal(vlen, strlen(want));
+			assert_memory_equal(val, want, vlen);
+		}
+		if (tdbc_read_end(c) == 0)
+			break;
+	}
+	if (want)
+		assert_int_equal(err, 0);
+	else
+		assert_int_equal(err, -ENOENT);
+	return v;
+}
+
+static void test_versions(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m), *cr;
+	struct tdbc_table *t, *tr;
+	struct tdbc_txn *x;
+	struct tdbc_scan *s;
+	const void *k, *v;
+	size_t kn, vn;
+	uint64_t v1, v2, v3, v4, sv;
+	char name[80], buf[64], msg[256];
+	int found = 0;
+
+	t = fresh_table(c, m, "ver", name);
+	/* another connection reading through the rings only */
+	assert_int_equal(tdbc_connect(&cr, g_daemon.sock,
+				      RINGS(m) ? TDBC_NO_MAP : TDBC_NO_RINGS,
+				      msg, sizeof(msg)), 0);
+	assert_int_equal(tdbc_table_open(cr, name, &tr), 0);
+	assert_false(tdbc_table_mapped(tr));
+
+	assert_int_equal(ver_of(t, NULL, "k"), 0);
+	put_ok(t, "k", "one");
+	v1 = ver_of(t, NULL, "k");
+	assert_true(v1 > 0);
+	/* the map and the rings agree */
+	assert_int_equal(ver_of(tr, NULL, "k"), v1);
+	assert_int_equal(ref_ver_of(c, t, "k", "one"), v1);
+	assert_int_equal(ref_ver_of(cr, tr, "k", "one"), v1);
+	/* every write moves it up */
+	put_ok(t, "k", "two");
+	v2 = ver_of(t, NULL, "k");
+	assert_true(v2 > v1);
+	put_ok(t, "k", "two");          /* the same bytes: a write still */
+	v3 = ver_of(t, NULL, "k");
+	assert_true(v3 > v2);
+	assert_int_equal(ver_of(tr, NULL, "k"), v3);
+	assert_int_equal(ref_ver_of(c, t, "k", "two"), v3);
+	/* deleted, then written again: a new, higher one */
+	assert_int_equal(tdbc_del(t, NULL, "k", 1), 0);
+	assert_int_equal(ver_of(t, NULL, "k"), 0);
+	assert_int_equal(ref_ver_of(c, t, "k", NULL), 0);
+	put_ok(t, "k", "one");
+	v4 = ver_of(t, NULL, "k");
+	assert_true(v4 > v3);
+	/* get_ver with a small buffer: -ENOBUFS, no version */
+	v1 = 5;
+	assert_int_equal(tdbc_get_ver(t, NULL, "k", 1, buf, 1, NULL, &v1),
+			 -ENOBUFS);
+	assert_int_equal(v1, 0);
+	/* NULL version: plain tdbc_get */
+	assert_int_equal(tdbc_get_ver(t, NULL, "k", 1, buf, sizeof(buf), NULL,
+				      NULL), 3);
+
+	/* a scan carries them */
+	put_ok(t, "other", "o");
+	assert_int_equal(tdbc_scan_open(t, NULL, 0, 0, &s), 0);
+	while (tdbc_scan_next_ver(s, &k, &kn, &v, &vn, &sv) == 1) {
+		char key[16] = "";
+
+		assert_true(kn < sizeof(key));
+		memcpy(key, k, kn);
+		assert_int_equal(sv, ver_of(t, NULL, key));
+		found++;
+	}
+	tdbc_scan_close(s);
+	assert_int_equal(found, 2);
+
+	/* a commit's changes share one version; in the transaction, a key
+	 * it wrote has none yet, one it did not has the table's */
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_put(t, x, "a", 1, "1", 1, 0), 0);
+	assert_int_equal(tdbc_put(t, x, "b", 1, "2", 1, 0), 0);
+	assert_int_equal(tdbc_get_ver(t, x, "a", 1, buf, sizeof(buf), NULL,
+				      &v1), 1);
+	assert_int_equal(v1, 0);
+	assert_int_equal(ver_of(t, x, "k"), v4);
+	assert_int_equal(tdbc_txn_commit(x), 0);
+	v1 = ver_of(t, NULL, "a");
+	assert_true(v1 > v4);
+	assert_int_equal(ver_of(t, NULL, "b"), v1);
+
+	tdbc_close(cr);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+static void expect_event_ver(struct tdbc_watch *w, enum tdbc_event_kind kind,
+			     const char *key, uint64_t *version)
+{
+	struct tdbc_event ev;
+	int r = tdbc_watch_next(w, &ev, 5000, NULL);
+
+	if (r != 1)
+		fail_msg("watch_next: %d, waiting for %s", r, key);
+	assert_int_equal(ev.kind, kind);
+	assert_int_equal(ev.klen, strlen(key));
+	assert_memory_equal(ev.key, key, ev.klen);
+	*version = ev.version;
+}
+
+/* Watch events carry the write's version (tdbd only: WATCH). */
+static void test_watch_versions(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *t;
+	struct tdbc_watch *w;
+	uint64_t ev1, ev2, ev3;
+	char name[80];
+
+	t = fresh_table(c, m, "wver", name);
+	assert_int_equal(tdbc_watch(t, NULL, 0, &w), 0);
+	put_ok(t, "k", "v1");
+	expect_event_ver(w, TDBC_EV_PUT, "k", &ev1);
+	assert_int_equal(ev1, ver_of(t, NULL, "k"));
+	assert_int_equal(tdbc_incr(t, NULL, "n", 1, 5, NULL), 0);
+	expect_event_ver(w, TDBC_EV_PUT, "n", &ev2);
+	assert_int_equal(ev2, ver_of(t, NULL, "n"));
+	assert_true(ev2 > ev1);
+	assert_int_equal(tdbc_del(t, NULL, "k", 1), 0);
+	expect_event_ver(w, TDBC_EV_DEL, "k", &ev3);
+	assert_true(ev3 > ev2);
+	tdbc_watch_close(w);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+static void test_conditions(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *t;
+	struct tdbc_txn *x;
+	uint64_t v1, v2;
+	char name[80], buf[64];
+
+	t = fresh_table(c, m, "cond", name);
+	/* if-absent */
+	assert_int_equal(tdbc_put_if(t, NULL, "k", 1, "a", 1, TDBC_IF_ABSENT,
+				     0), 0);
+	assert_int_equal(tdbc_put_if(t, NULL, "k", 1, "b", 1, TDBC_IF_ABSENT,
+				     0), -EEXIST);
+	assert_int_equal(get_str(t, NULL, "k", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "a");
+	/* if-present */
+	assert_int_equal(tdbc_put_if(t, NULL, "nokey", 5, "b", 1,
+				     TDBC_IF_PRESENT, 0), -ENOENT);
+	assert_true(strlen(tdbc_errmsg(c)) > 0);
+	assert_int_equal(get_str(t, NULL, "nokey", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(tdbc_put(t, NULL, "k", 1, "b", 1, TDBC_IF_PRESENT),
+			 0);
+	assert_int_equal(get_str(t, NULL, "k", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "b");
+	/* if-version: compare and swap */
+	v1 = ver_of(t, NULL, "k");
+	assert_int_equal(tdbc_put_if(t, NULL, "k", 1, "c", 1, TDBC_IF_VERSION,
+				     v1), 0);
+	v2 = ver_of(t, NULL, "k");
+	assert_true(v2 > v1);
+	/* the old version no longer holds: nothing changes */
+	assert_int_equal(tdbc_put_if(t, NULL, "k", 1, "d", 1, TDBC_IF_VERSION,
+				     v1), -ECANCELED);
+	assert_true(strlen(tdbc_errmsg(c)) > 0);
+	assert_int_equal(get_str(t, NULL, "k", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "c");
+	assert_int_equal(ver_of(t, NULL, "k"), v2);
+	/* an absent key has no version */
+	assert_int_equal(tdbc_put_if(t, NULL, "nokey", 5, "d", 1,
+				     TDBC_IF_VERSION, v2), -ECANCELED);
+	assert_int_equal(get_str(t, NULL, "nokey", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(tdbc_del_if(t, NULL, "nokey", 5, TDBC_IF_VERSION,
+				     v2), -ECANCELED);
+	/* delete at a version */
+	assert_int_equal(tdbc_del_if(t, NULL, "k", 1, TDBC_IF_VERSION, v1),
+			 -ECANCELED);
+	assert_int_equal(get_str(t, NULL, "k", buf, sizeof(buf)), 1);
+	assert_int_equal(tdbc_del_if(t, NULL, "k", 1, TDBC_IF_VERSION, v2), 0);
+	assert_int_equal(get_str(t, NULL, "k", buf, sizeof(buf)), -ENOENT);
+	/* re-put: the old version does not come back */
+	put_ok(t, "k", "e");
+	assert_int_equal(tdbc_put_if(t, NULL, "k", 1, "f", 1, TDBC_IF_VERSION,
+				     v2), -ECANCELED);
+
+	/* in a transaction: checked at commit, with the rest */
+	v1 = ver_of(t, NULL, "k");
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_put(t, x, "side", 4, "s", 1, 0), 0);
+	assert_int_equal(tdbc_put_if(t, x, "k", 1, "g", 1, TDBC_IF_VERSION,
+				     v1 + 1000), 0);
+	assert_int_equal(tdbc_txn_commit(x), -ECANCELED);
+	assert_int_equal(get_str(t, NULL, "side", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(get_str(t, NULL, "k", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "e");
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_put(t, x, "side", 4, "s", 1, 0), 0);
+	assert_int_equal(tdbc_put_if(t, x, "k", 1, "g", 1, TDBC_IF_VERSION,
+				     v1), 0);
+	assert_int_equal(tdbc_txn_commit(x), 0);
+	assert_int_equal(get_str(t, NULL, "k", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "g");
+	assert_int_equal(get_str(t, NULL, "side", buf, sizeof(buf)), 1);
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_put(t, x, "k2", 2, "s", 1, TDBC_IF_PRESENT), 0);
+	assert_int_equal(tdbc_txn_commit(x), -ENOENT);
+	assert_int_equal(get_str(t, NULL, "k2", buf, sizeof(buf)), -ENOENT);
+
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+static void test_incr(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m), *c2 = conn(m);
+	struct tdbc_table *t, *t2;
+	struct tdbc_txn *x;
+	int64_t r = 0;
+	uint64_t v1, v2;
+	char name[80], buf[64];
+
+	t = fresh_table(c, m, "incr", name);
+	assert_int_equal(tdbc_table_open(c2, name, &t2), 0);
+	/* absent counts as 0; the value is decimal text */
+	assert_int_equal(tdbc_incr(t, NULL, "n", 1, 1, &r), 0);
+	assert_int_equal(r, 1);
+	assert_int_equal(get_str(t, NULL, "n", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "1");
+	v1 = ver_of(t, NULL, "n");
+	assert_int_equal(tdbc_incr(t, NULL, "n", 1, 41, &r), 0);
+	assert_int_equal(r, 42);
+	v2 = ver_of(t, NULL, "n");
+	assert_true(v2 > v1);
+	assert_int_equal(tdbc_incr(t, NULL, "n", 1, -50, NULL), 0);
+	assert_int_equal(get_str(t2, NULL, "n", buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "-8");
+	assert_int_equal(tdbc_incr(t, NULL, "n", 1, 0, &r), 0);
+	assert_int_equal(r, -8);
+	/* a value that is not such an integer: -EDOM, unchanged */
+	put_ok(t, "s", "abc");
+	v1 = ver_of(t, NULL, "s");
+	assert_int_equal(tdbc_incr(t, NULL, "s", 1, 1, &r), -EDOM);
+	assert_true(strlen(tdbc_errmsg(c)) > 0);
+	assert_int_equal(get_str(t, NULL, "s", buf, sizeof(buf)), 3);
+	assert_string_equal(buf, "abc");
+	assert_int_equal(ver_of(t, NULL, "s"), v1);
+	put_ok(t, "s", "1.5");
+	assert_int_equal(tdbc_incr(t, NULL, "s", 1, 1, NULL), -EDOM);
+	/* overflow: -ERANGE, unchanged */
+	put_ok(t, "big", "9223372036854775807");
+	assert_int_equal(tdbc_incr(t, NULL, "big", 3, 1, NULL), -ERANGE);
+	assert_int_equal(tdbc_incr(t, NULL, "big", 3, -1, &r), 0);
+	assert_int_equal(r, INT64_MAX - 1);
+	put_ok(t, "small", "-9223372036854775808");
+	assert_int_equal(tdbc_incr(t, NULL, "small", 5, -1, NULL), -ERANGE);
+	assert_int_equal(get_str(t, NULL, "small", buf, sizeof(buf)), 20);
+	assert_string_equal(buf, "-9223372036854775808");
+	assert_int_equal(tdbc_incr(t, NULL, "zero", 4, INT64_MIN, &r), 0);
+	assert_int_equal(r, INT64_MIN);
+	/* in a transaction: the sum at commit, not before */
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_incr(t, x, "n", 1, 10, &r), 0);
+	assert_int_equal(r, 2);
+	assert_int_equal(tdbc_incr(t, x, "n", 1, 10, &r), 0);
+	assert_int_equal(r, 12);
+	assert_int_equal(get_str(t2, NULL, "n", buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "-8");
+	assert_int_equal(tdbc_txn_commit(x), 0);
+	assert_int_equal(get_str(t2, NULL, "n", buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "12");
+	/* interleaved from two connections: none lost */
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(tdbc_incr(t, NULL, "c", 1, 1, NULL), 0);
+		assert_int_equal(tdbc_incr(t2, NULL, "c", 1, 2, NULL), 0);
+	}
+	assert_int_equal(tdbc_incr(t, NULL, "c", 1, 0, &r), 0);
+	assert_int_equal(r, 600);
+
+	tdbc_close(c2);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+/* Serializable transactions: a key read and changed by another client
+ * since fails the commit with -ESTALE, naming the table and key. */
+static void test_txn_conflict(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m), *c2 = conn(m);
+	struct tdbc_table *t, *t2;
+	struct tdbc_txn *x;
+	char name[80], buf[64];
+	int64_t r;
+
+	t = fresh_table(c, m, "conflict", name);
+	assert_int_equal(tdbc_table_open(c2, name, &t2), 0);
+	put_ok(t, "acct", "100");
+	put_ok(t, "other", "1");
+
+	/* read, someone else writes, our commit fails: nothing applied */
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(get_str(t, x, "acct", buf, sizeof(buf)), 3);
+	assert_int_equal(tdbc_put(t2, NULL, "acct", 4, "90", 2, 0), 0);
+	assert_int_equal(tdbc_put(t, x, "acct", 4, "110", 3, 0), 0);
+	assert_int_equal(tdbc_put(t, x, "log", 3, "x", 1, 0), 0);
+	assert_int_equal(tdbc_txn_commit(x), -ESTALE);
+	assert_non_null(strstr(tdbc_errmsg(c), name));
+	assert_non_null(strstr(tdbc_errmsg(c), "acct"));
+	assert_int_equal(get_str(t, NULL, "acct", buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "90");
+	assert_int_equal(get_str(t, NULL, "log", buf, sizeof(buf)), -ENOENT);
+
+	/* a key read as absent counts too */
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(get_str(t, x, "ghost", buf, sizeof(buf)), -ENOENT);
+	put_ok(t2, "ghost", "boo");
+	assert_int_equal(tdbc_put(t, x, "log", 3, "x", 1, 0), 0);
+	assert_int_equal(tdbc_txn_commit(x), -ESTALE);
+	assert_non_null(strstr(tdbc_errmsg(c), "ghost"));
+	assert_int_equal(get_str(t, NULL, "log", buf, sizeof(buf)), -ENOENT);
+
+	/* read-only transactions validate too */
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(get_str(t, x, "acct", buf, sizeof(buf)), 2);
+	assert_int_equal(tdbc_txn_commit(x), 0);
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(get_str(t, x, "acct", buf, sizeof(buf)), 2);
+	assert_int_equal(tdbc_del(t2, NULL, "acct", 4), 0);
+	assert_int_equal(tdbc_txn_commit(x), -ESTALE);
+
+	/* INCR in a transaction reads its key */
+	put_ok(t, "acct", "5");
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_incr(t, x, "acct", 4, 1, &r), 0);
+	assert_int_equal(r, 6);
+	assert_int_equal(tdbc_incr(t2, NULL, "acct", 4, 100, NULL), 0);
+	assert_int_equal(tdbc_txn_commit(x), -ESTALE);
+	assert_int_equal(get_str(t, NULL, "acct", buf, sizeof(buf)), 3);
+	assert_string_equal(buf, "105");
+
+	/* a change to a key not read is no conflict */
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(get_str(t, x, "acct", buf, sizeof(buf)), 3);
+	assert_int_equal(tdbc_put(t2, NULL, "other", 5, "2", 1, 0), 0);
+	assert_int_equal(tdbc_put(t, x, "acct", 4, "106", 3, 0), 0);
+	assert_int_equal(tdbc_txn_commit(x), 0);
+	assert_int_equal(get_str(t2, NULL, "acct", buf, sizeof(buf)), 3);
+	assert_string_equal(buf, "106");
+	/* nor is a blind write (nothing read) */
+	assert_int_equal(tdbc_txn_begin(c, &x), 0);
+	assert_int_equal(tdbc_put(t, x, "other", 5, "3", 1, 0), 0);
+	assert_int_equal(tdbc_put(t2, NULL, "other", 5, "4", 1, 0), 0);
+	assert_int_equal(tdbc_txn_commit(x), 0);
+	assert_int_equal(get_str(t2, NULL, "other", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "3");
+	/* tdbc_strerror says what to do */
+	assert_non_null(strstr(tdbc_strerror(-ESTALE), "run it again"));
+
+	tdbc_close(c2);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+/* tdbc_txn_run: the counter example, with a second connection changing
+ * the counter under the first tries. */
+struct run_arg {
+	struct tdbc_table *t;   /* the transaction's */
+	struct tdbc_table *t2;  /* the meddler's */
+	int meddle;             /* first tries to spoil */
+	int calls;
+	int fail;               /* fn's error, 0: none */
+};
+
+static int run_fn(struct tdbc_txn *txn, void *p)
+{
+	struct run_arg *a = p;
+	char buf[32];
+	long n;
+
+	a->calls++;
+	n = tdbc_get(a->t, txn, "ctr", 3, buf, sizeof(buf) - 1, NULL);
+	if (n < 0 && n != -ENOENT)
+		return (int)n;
+	buf[n > 0 ? n : 0] = '\0';
+	if (a->meddle-- > 0 && tdbc_incr(a->t2, NULL, "ctr", 3, 1000, NULL))
+		return -EIO;
+	if (a->fail)
+		return a->fail;
+	snprintf(buf, sizeof(buf), "%lld", atoll(buf) + 1);
+	return tdbc_put(a->t, txn, "ctr", 3, buf, strlen(buf), 0);
+}
+
+static void test_txn_run(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m), *c2 = conn(m);
+	struct run_arg a = { 0 };
+	struct timespec t0, t1;
+	char name[80], buf[32];
+
+	a.t = fresh_table(c, m, "run", name);
+	assert_int_equal(tdbc_table_open(c2, name, &a.t2), 0);
+	/* no conflict: one call */
+	assert_int_equal(tdbc_txn_run(c, run_fn, &a, 0), 0);
+	assert_int_equal(a.calls, 1);
+	assert_int_equal(get_str(a.t, NULL, "ctr", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "1");
+	/* spoiled twice: run three times, the last commits */
+	a.calls = 0;
+	a.meddle = 2;
+	assert_int_equal(tdbc_txn_run(c, run_fn, &a, 0), 0);
+	assert_int_equal(a.calls, 3);
+	assert_int_equal(get_str(a.t, NULL, "ctr", buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "2002");
+	/* fn fails: aborted, its error returned, nothing applied */
+	a.calls = 0;
+	a.fail = -EINTR;
+	assert_int_equal(tdbc_txn_run(c, run_fn, &a, 0), -EINTR);
+	assert_int_equal(a.calls, 1);
+	assert_int_equal(get_str(a.t, NULL, "ctr", buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "2002");
+	/* spoiled every time: -ESTALE after TDBC_TXN_RUN_TRIES, having
+	 * backed off (50 us doubling to 20 ms, with jitter) */
+	a.calls = 0;
+	a.fail = 0;
+	a.meddle = 1 << 30;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(tdbc_txn_run(c, run_fn, &a, 0), -ESTALE);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(a.calls, TDBC_TXN_RUN_TRIES);
+	assert_non_null(strstr(tdbc_errmsg(c), "100 tries"));
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 +
+		    (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 500);
+	/* the connection is fine after all that */
+	assert_int_equal(tdbc_txn_run(c, run_fn, &(struct run_arg){
+		.t = a.t, .t2 = a.t2 }, 0), 0);
+
+	tdbc_close(c2);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+/* INCR and conditional writes through tdbc_submit. */
+static void test_async_versions(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *t;
+	struct tdbc_cqe cqe[8];
+	uint64_t v;
+	char name[80], buf[32];
+	int n, got = 0, i;
+
+	t = fresh_table(c, m, "aver", name);
+	put_ok(t, "k", "v");
+	v = ver_of(t, NULL, "k");
+	{
+		struct tdbc_req reqs[] = {
+			{ .op = TDBC_OP_INCR, .table = t, .key = "n",
+			  .klen = 1, .delta = 5, .user = 0 },
+			{ .op = TDBC_OP_GET, .table = t, .key = "k",
+			  .klen = 1, .user = 1 },
+			{ .op = TDBC_OP_PUT, .table = t, .key = "k",
+			  .klen = 1, .val = "w", .vlen = 1,
+			  .flags = TDBC_IF_VERSION, .version = v + 100,
+			  .user = 2 },
+			{ .op = TDBC_OP_PUT, .table = t, .key = "a",
+			  .klen = 1, .val = "x", .vlen = 1,
+			  .flags = TDBC_IF_PRESENT, .user = 3 },
+			{ .op = TDBC_OP_DEL, .table = t, .key = "k",
+			  .klen = 1, .flags = TDBC_IF_VERSION,
+			  .version = v + 100, .user = 4 },
+			{ .op = TDBC_OP_INCR, .table = t, .key = "k",
+			  .klen = 1, .user = 5 },
+		};
+
+		assert_int_equal(tdbc_submit(c, reqs, 6), 6);
+	}
+	while (got < 6) {
+		n = tdbc_reap(c, cqe, 8, 1, 5000);
+		assert_true(n > 0);
+		for (i = 0; i < n; i++) {
+			switch (cqe[i].user) {
+			case 0:
+				assert_int_equal(cqe[i].res, 0);
+				assert_int_equal(cqe[i].num, 5);
+				assert_true(cqe[i].version > v);
+				break;
+			case 1:
+				assert_int_equal(cqe[i].res, 0);
+				assert_int_equal(cqe[i].version, v);
+				break;
+			case 2:
+			case 4:
+				assert_int_equal(cqe[i].res, -ECANCELED);
+				break;
+			case 3:
+				assert_int_equal(cqe[i].res, -ENOENT);
+				break;
+			case 5:
+				assert_int_equal(cqe[i].res, -EDOM);
+				break;
+			default:
+				fail();
+			}
+		}
+		got += n;
+	}
+	/* the right version: applied, in order */
+	{
+		struct tdbc_req reqs[] = {
+			{ .op = TDBC_OP_PUT, .table = t, .key = "k",
+			  .klen = 1, .val = "w", .vlen = 1,
+			  .flags = TDBC_IF_VERSION, .version = v,
+			  .user = 10 },
+		};
+
+		assert_int_equal(tdbc_submit(c, reqs, 1), 1);
+		assert_int_equal(tdbc_reap(c, cqe, 8, 1, 5000), 1);
+		assert_int_equal(cqe[0].res, 0);
+	}
+	assert_int_equal(get_str(t, NULL, "k", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "w");
+	assert_int_equal(get_str(t, NULL, "n", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "5");
+	/* in a transaction: INCR's completion has the sum, no version */
+	{
+		struct tdbc_txn *x;
+		struct tdbc_req reqs[] = {
+			{ .op = TDBC_OP_INCR, .table = t, .key = "n",
+			  .klen = 1, .delta = -7, .user = 20 },
+			{ .op = TDBC_OP_COMMIT, .user = 21 },
+		};
+
+		assert_int_equal(tdbc_txn_begin(c, &x), 0);
+		reqs[0].txn = reqs[1].txn = x;
+		assert_int_equal(tdbc_submit(c, reqs, 2), 2);
+		for (got = 0; got < 2; got += n) {
+			n = tdbc_reap(c, cqe, 8, 1, 5000);
+			assert_true(n > 0);
+			for (i = 0; i < n; i++) {
+				assert_int_equal(cqe[i].res, 0);
+				if (cqe[i].user == 20) {
+					assert_int_equal(cqe[i].num, -2);
+					assert_int_equal(cqe[i].version, 0);
+				}
+			}
+		}
+	}
+	assert_int_equal(get_str(t, NULL, "n", buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "-2");
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+/* Contended counters: PROCS processes x ROUNDS increments of one key
+ * each way, (a) INCR, (b) tdbc_txn_run get + put, (c) a CAS loop
+ * (get_ver, put_if TDBC_IF_VERSION): exactly PROCS * ROUNDS each. */
+#define PROCS 4
+#define ROUNDS 150
+
+static int cas_add(struct tdbc_table *t, const char *k)
+{
+	char buf[32];
+	uint64_t v;
+	long n;
+	int err;
+
+	for (;;) {
+		n = tdbc_get_ver(t, NULL, k, strlen(k), buf, sizeof(buf) - 1,
+				 NULL, &v);
+		if (n < 0 && n != -ENOENT)
+			return (int)n;
+		buf[n > 0 ? n : 0] = '\0';
+		snprintf(buf, sizeof(buf), "%lld", atoll(buf) + 1);
+		if (n == -ENOENT)
+			err = tdbc_put_if(t, NULL, k, strlen(k), buf,
+					  strlen(buf), TDBC_IF_ABSENT, 0);
+		else
+			err = tdbc_put_if(t, NULL, k, strlen(k), buf,
+					  strlen(buf), TDBC_IF_VERSION, v);
+		if (err != -ECANCELED && err != -EEXIST)
+			return err;
+	}
+}
+
+static int add_fn(struct tdbc_txn *txn, void *p)
+{
+	struct tdbc_table *t = p;
+	char buf[32];
+	long n = tdbc_get(t, txn, "txn", 3, buf, sizeof(buf) - 1, NULL);
+
+	if (n < 0 && n != -ENOENT)
+		return (int)n;
+	buf[n > 0 ? n : 0] = '\0';
+	snprintf(buf, sizeof(buf), "%lld", atoll(buf) + 1);
+	return tdbc_put(t, txn, "txn", 3, buf, strlen(buf), 0);
+}
+
+static int contend_child(const struct mode *m, const char *name)
+{
+	struct tdbc *c = NULL;
+	struct tdbc_table *t;
+	char msg[256];
+	int i;
+
+	if (tdbc_connect(&c, g_daemon.sock, m->flags, msg, sizeof(msg)) ||
+	    tdbc_table_open(c, name, &t))
+		return 10;
+	for (i = 0; i < ROUNDS; i++) {
+		if (tdbc_incr(t, NULL, "incr", 4, 1, NULL))
+			return 11;
+		if (tdbc_txn_run(c, add_fn, t, 0))
+			return 12;
+		if (cas_add(t, "cas"))
+			return 13;
+	}
+	tdbc_close(c);
+	return 0;
+}
+
+static void test_contended(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *t;
+	pid_t pids[PROCS];
+	char name[80], buf[32], want[32];
+	int i, st;
+
+	t = fresh_table(c, m, "contend", name);
+	for (i = 0; i < PROCS; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0)
+			_exit(contend_child(m, name));
+	}
+	for (i = 0; i < PROCS; i++) {
+		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			fail_msg("child %d: status %#x", i, st);
+	}
+	snprintf(want, sizeof(want), "%d", PROCS * ROUNDS);
+	assert_true(get_str(t, NULL, "incr", buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, want);
+	assert_true(get_str(t, NULL, "txn", buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, want);
+	assert_true(get_str(t, NULL, "cas", buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, want);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
 /* --- the daemon dies ---------------------------------------------------- */
 
 static void on_alarm(int sig)
@@ -1444,6 +2142,14 @@ int main(void)
 		BOTH(test_async_big),
 		BOTH(test_async_gets),
 		BOTH(test_ring_pages),
+		BOTH(test_versions),
+		BOTH(test_watch_versions),
+		BOTH(test_conditions),
+		BOTH(test_incr),
+		BOTH(test_txn_conflict),
+		BOTH(test_txn_run),
+		BOTH(test_async_versions),
+		BOTH(test_contended),
 		MAPPED(test_tables),
 		MAPPED(test_data),
 		MAPPED(test_big_values),
@@ -1452,6 +2158,11 @@ int main(void)
 		MAPPED(test_watch),
 		MAPPED(test_async),
 		MAPPED(test_async_big),
+		MAPPED(test_versions),
+		MAPPED(test_watch_versions),
+		MAPPED(test_conditions),
+		MAPPED(test_async_versions),
+		MAPPED(test_txn_conflict),
 	};
 	const struct CMUnitTest killed[] = {
 		cmocka_unit_test_prestate_setup_teardown(test_daemon_killed,

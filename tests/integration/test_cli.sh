@@ -8,7 +8,9 @@
 # set aside at start (state "aside" in tables; prlimit --as); tdb batch
 # (quoting, binary, pipelining, --txn all or nothing, --json results),
 # the shell on a pty, --json-array, tables sorted with owners by name,
-# stats counting only the tables the caller may see.
+# stats counting only the tables the caller may see; versions, conditions
+# and incr (get --version, put/del --if-*, exit 7, a transaction's
+# conflict in batch and batch --txn).
 #   test_cli.sh TDB TDBD
 # Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped (no
 # tdbd given).  The daemon runs on a socket in a scratch directory and is
@@ -570,6 +572,122 @@ grep -q "line 9: get b3 q: no such key" "$err" || fail "abort: $(cat "$err")"
 expect_err 1 "tdb: get b3 r: no such key" "$tdb" get b3 r
 printf 'begin\nput b3 q 1\ncommit\n' | "$tdb" batch || fail "begin, commit"
 expect_out "1" "$tdb" --escape get b3 q
+
+# --- versions, conditions, incr (issue 24) -------------------------------------
+expect_out "" "$tdb" create v1
+expect_out "1" "$tdb" incr v1 n
+expect_out "42" "$tdb" incr v1 n 41
+expect_out "-8" "$tdb" incr v1 n -50
+expect_out "-8" "$tdb" incr v1 n -- 0
+expect_out "-8" "$tdb" --escape get v1 n
+expect_rc 0 "$tdb" --json incr v1 n 8
+json_check 'docs == [{"key": "n", "value": 0}]'
+expect_out "" "$tdb" put v1 s abc
+expect_err 6 "tdb: incr v1 s: " "$tdb" incr v1 s
+expect_out "" "$tdb" put v1 big 9223372036854775807
+expect_err 6 "tdb: incr v1 big: " "$tdb" incr v1 big
+expect_out "9223372036854775807" "$tdb" --escape get v1 big
+expect_err 2 "tdb: incr: DELTA x: not an integer" "$tdb" $nosock incr v1 n x
+expect_err 2 "tdb: incr: DELTA 9223372036854775808: out of" "$tdb" $nosock incr v1 n 9223372036854775808
+expect_err 2 "tdb: incr: wrong number of arguments" "$tdb" $nosock incr v1
+# get --version: the version, a tab, the value as get prints it
+expect_rc 0 "$tdb" get v1 s --version
+ver=$(cut -f1 "$out")
+checks=$((checks + 1))
+case $ver in
+''|*[!0-9]*) fail "get --version: no version in '$(cat "$out")'" ;;
+esac
+[ "$(cut -f2- "$out")" = abc ] || fail "get --version: '$(cat "$out")'"
+expect_out "$ver	abc" "$tdb" --escape get --version v1 s
+expect_rc 0 "$tdb" --json get v1 s --version
+json_check "docs == [{\"key\": \"s\", \"value\": \"abc\", \"version\": $ver}]"
+# a version changes on every write; compare and swap
+expect_out "" "$tdb" put v1 s new --if-version "$ver"
+expect_err 7 "tdb: put v1 s: " "$tdb" put v1 s newer --if-version "$ver"
+expect_out "new" "$tdb" --escape get v1 s
+expect_err 7 "tdb: del v1 s: " "$tdb" del v1 s --if-version "$ver"
+expect_rc 0 "$tdb" get v1 s --version
+ver2=$(cut -f1 "$out")
+checks=$((checks + 1))
+[ "$ver2" -gt "$ver" ] 2>/dev/null || fail "version $ver2 after $ver"
+expect_out "" "$tdb" del v1 s --if-version "$ver2"
+expect_err 1 "tdb: get v1 s: " "$tdb" get v1 s --version
+expect_err 7 "tdb: put v1 s: " "$tdb" put v1 s x --if-version "$ver2"
+# if-absent (= --no-overwrite), if-present
+expect_out "" "$tdb" put v1 s a --if-absent
+expect_err 3 "tdb: put v1 s: " "$tdb" put v1 s b --if-absent
+expect_err 1 "tdb: put v1 nokey: " "$tdb" put v1 nokey b --if-present
+expect_out "" "$tdb" put v1 s c --if-present
+expect_out "c" "$tdb" --escape get v1 s
+expect_err 2 "tdb: put: give one condition" "$tdb" $nosock put v1 s x --if-absent --if-present
+expect_err 2 "tdb: put: give one condition" "$tdb" $nosock put v1 s x --no-overwrite --if-version 3
+expect_err 2 "tdb: --if-version 0: no record has version 0" "$tdb" $nosock put v1 s x --if-version 0
+expect_err 2 "tdb: get: --if-version does not apply" "$tdb" $nosock get v1 s --if-version 3
+expect_err 2 "tdb: incr: --if-present does not apply" "$tdb" $nosock incr v1 s --if-present
+# --version anywhere but after get is tdb's own
+expect_rc 0 "$tdb" --version
+has '^tdb '
+# in a batch: pipelined, in line order; failures named
+printf 'incr v1 c\nincr v1 c 5\nget v1 c --version\nput v1 c 9 --if-version 1\nincr v1 s\nget v1 c\n' >"$dir/t"
+expect_rc 7 "$tdb" batch <"$dir/t"
+checks=$((checks + 1))
+sed -n 3p "$out" | grep -Eqx '[0-9]+	6' || fail "batch get --version: $(cat "$out")"
+[ "$(sed -n '1p;2p;4p' "$out")" = "$(printf '1\n6\n6')" ] || fail "batch incr: $(cat "$out")"
+grep -q "^tdb: line 4: put v1 c: " "$err" || fail "batch --if-version: $(cat "$err")"
+grep -q "^tdb: line 5: incr v1 s: " "$err" || fail "batch incr of text: $(cat "$err")"
+expect_rc 0 "$tdb" --json batch <<'EOF'
+incr v1 j 3
+get v1 j --version
+EOF
+json_check 'docs[0] == {"line": 1, "key": "j", "value": 3} and docs[1]["value"] == "3" and docs[1]["version"] > 0'
+# a transaction whose read key another client changes: the commit fails
+# (exit 7), naming the table and key, and applies nothing.  The batch
+# reads from a FIFO: its get has run (stat drains the window) before the
+# other tdb writes.
+expect_out "" "$tdb" put v1 acct 1
+mkfifo "$dir/fifo"
+"$tdb" batch <"$dir/fifo" >"$out" 2>"$err" &
+bpid=$!
+exec 3>"$dir/fifo"
+printf 'begin\nget v1 acct\nstat v1\n' >&3
+sleep 0.5
+"$tdb" put v1 acct 2 || fail "put under a transaction"
+printf 'put v1 acct 3\nput v1 other 1\ncommit\n' >&3
+exec 3>&-
+wait "$bpid"
+rc=$?
+checks=$((checks + 1))
+[ "$rc" = 7 ] || fail "batch commit after a conflict exited $rc: $(cat "$err")"
+grep -q "^tdb: line 6: commit: conflict: .*acct.*nothing was applied: run the transaction again$" "$err" ||
+	fail "batch commit conflict: $(cat "$err")"
+expect_out "2" "$tdb" --escape get v1 acct
+expect_err 1 "tdb: get v1 other: " "$tdb" get v1 other
+# the same with --txn: 64 lines go out at once (the read among them)
+{
+	echo 'get v1 acct'
+	i=0
+	while [ $i -lt 63 ]; do echo "put v1 f$i x"; i=$((i + 1)); done
+} >"$dir/t"
+"$tdb" batch --txn <"$dir/fifo" >"$out" 2>"$err" &
+bpid=$!
+exec 3>"$dir/fifo"
+cat "$dir/t" >&3
+sleep 0.5
+"$tdb" put v1 acct 4 || fail "put under a --txn batch"
+printf 'put v1 acct 5\n' >&3
+exec 3>&-
+wait "$bpid"
+rc=$?
+checks=$((checks + 1))
+[ "$rc" = 7 ] || fail "batch --txn after a conflict exited $rc: $(cat "$err")"
+grep -q "^tdb: batch: commit: conflict: .*acct.*run the transaction again$" "$err" ||
+	fail "batch --txn conflict: $(cat "$err")"
+expect_out "4" "$tdb" --escape get v1 acct
+expect_err 1 "tdb: get v1 f0: " "$tdb" get v1 f0
+# without a conflict the same commits
+printf 'get v1 acct\nput v1 acct 6\nincr v1 n\n' | "$tdb" batch --txn >"$out" 2>"$err" ||
+	fail "batch --txn without a conflict: $(cat "$err")"
+expect_out "6" "$tdb" --escape get v1 acct
 
 # --- the shell: tdb alone on a terminal (a pty) ---------------------------------
 if command -v python3 >/dev/null 2>&1; then
