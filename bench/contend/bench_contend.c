@@ -995,6 +995,15 @@ static struct {
 	char why[MSG_LEN];
 } way_state[W_N];
 
+/* A way's name, its pipeline filled in. */
+static const char *wname(enum way w)
+{
+	static char buf[W_N][64];
+
+	snprintf(buf[w], sizeof(buf[w]), ways[w].what, opt.pipe);
+	return buf[w];
+}
+
 enum dist { D_ONE, D_ZIPF, D_N };
 
 struct slot {
@@ -1502,7 +1511,7 @@ static bool verify(enum way way, enum dist d, unsigned int procs,
 			printf("FAIL %s %s, %s, %u procs, run %u: counter %"
 			       PRIu32 " is %" PRId64 ", %" PRIu64
 			       " increments were acknowledged\n",
-			       sys_name[s], ways[way].what,
+			       sys_name[s], wname(way),
 			       d == D_ONE ? "1 key" : "zipf", procs, run + 1,
 			       i, v, want);
 	}
@@ -1510,7 +1519,7 @@ static bool verify(enum way way, enum dist d, unsigned int procs,
 	if (bad)
 		printf("FAIL %s %s: %" PRIu32 " of %" PRIu32 " counters wrong,"
 		       " sum %" PRIu64 " for %" PRIu64 " increments\n",
-		       sys_name[s], ways[way].what, bad, nk, got, sum);
+		       sys_name[s], wname(way), bad, nk, got, sum);
 	*total = sum;
 	return !bad;
 }
@@ -1570,7 +1579,7 @@ static void run_incr_cell(enum way way, enum dist d, unsigned int pi,
 			if (errno == EINTR && !interrupted)
 				continue;
 			die("%s %s: a worker died before the start: %s",
-			    sys_name[s], ways[way].what, sh->slot[i].msg);
+			    sys_name[s], wname(way), sh->slot[i].msg);
 		}
 	close(ready[0]);
 	srv0 = proc_cpu(sys[s].pid);
@@ -1598,7 +1607,7 @@ static void run_incr_cell(enum way way, enum dist d, unsigned int pi,
 		workers[i] = 0;
 		if (sh->slot[i].failed || !WIFEXITED(st) || WEXITSTATUS(st))
 			die("%s %s, %u procs, process %u: %s", sys_name[s],
-			    ways[way].what, procs, i, sh->slot[i].failed ?
+			    wname(way), procs, i, sh->slot[i].failed ?
 			    sh->slot[i].msg : "died");
 	}
 	w1 = now();
@@ -1636,7 +1645,7 @@ static void run_incr_cell(enum way way, enum dist d, unsigned int pi,
 	if (opt.verbose)
 		fprintf(stderr, "    %s %s %s %u procs run %u: %.0f/s p50 "
 			"%.2f p99 %.2f us, %.3f tries, %" PRIu64 " "
-			"increments%s\n", sys_name[s], ways[way].what,
+			"increments%s\n", sys_name[s], wname(way),
 			d == D_ONE ? "1 key" : "zipf", procs, run + 1,
 			r->ops_s, r->p50, r->p99, r->tries, incs,
 			r->bad ? " FAIL" : "");
@@ -1711,6 +1720,7 @@ static const char *const txw_name[T_N] = {
 
 struct tcell {
 	double txn_s, p50, p99, oth;
+	double srv_us, cli_us;          /* tdbd's, this process's CPU a txn */
 	bool done;
 };
 static struct tcell tcells[T_N][8][RUNS_MAX];
@@ -1779,8 +1789,11 @@ static void run_txn_cell(enum txw w, unsigned int ki, unsigned int run)
 	struct cpu_sample ca, cb;
 	double s0;
 
+	double c0;
+
 	wait_quiet();
 	s0 = servers_cpu();
+	c0 = self_cpu();
 	cpu_sample(&ca);
 	t0 = t = now();
 	end = t0 + opt.seconds;
@@ -1799,6 +1812,8 @@ static void run_txn_cell(enum txw w, unsigned int ki, unsigned int run)
 	}
 	cpu_sample(&cb);
 	r->oth = others(&ca, &cb, s0, servers_cpu());
+	r->srv_us = (servers_cpu() - s0) * 1e6 / (double)txns;
+	r->cli_us = (self_cpu() - c0) * 1e6 / (double)txns;
 	qsort(gather, n, sizeof(*gather), cmp_u32);
 	r->txn_s = (double)txns / (t - t0);
 	r->p50 = pct(gather, n, 0.5) / 1000;
@@ -1964,26 +1979,31 @@ static void print_txn(void)
 {
 	printf("\nuncontended transactions, one process, %u keys, %u B "
 	       "values:\n", opt.txn_keys, TXN_VLEN);
-	printf("%-3s %-36s %10s %9s %9s %10s %5s %9s\n", "k", "transaction",
-	       "txn/s", "p50 us", "p99 us", "us/txn", "oth%", "vs put");
+	printf("%-3s %-36s %9s %8s %8s %8s %8s %8s %5s %7s\n", "k",
+	       "transaction", "txn/s", "p50 us", "p99 us", "us/txn",
+	       "srv us", "cli us", "oth%", "vs put");
 	for (unsigned int ki = 0; ki < opt.ntxn_k; ki++) {
 		double put = TMED(T_PUT, ki, txn_s);
 
 		for (int w = 0; w < T_N; w++) {
 			double v = TMED(w, ki, txn_s);
 
-			printf("%-3u %-36s %10.0f %9.2f %9.2f %10.2f %5.0f",
-			       opt.txn_k[ki], txw_name[w], v,
+			printf("%-3u %-36s %9.0f %8.2f %8.2f %8.2f %8.2f "
+			       "%8.2f %5.0f", opt.txn_k[ki], txw_name[w], v,
 			       TMED(w, ki, p50), TMED(w, ki, p99),
-			       v > 0 ? 1e6 / v : 0, TMED(w, ki, oth) * 100);
+			       v > 0 ? 1e6 / v : 0, TMED(w, ki, srv_us),
+			       TMED(w, ki, cli_us), TMED(w, ki, oth) * 100);
 			if (w != T_PUT && v > 0 && put > 0)
-				printf(" %8.2fx", put / v);
+				printf(" %6.2fx", put / v);
 			printf("\n");
 		}
 	}
-	printf("(\"vs put\": time of the transaction over the put-only one's;"
-	       " the validation\nalone is this tree's rw/ro time over a "
-	       "pre-issue-24 tree's: run both)\n");
+	printf("(us/txn: wall time a transaction; srv us, cli us: tdbd's and "
+	       "this process's CPU\ntime a transaction (tdbd's includes its "
+	       "polling: -A --idle-spin -A 0 leaves it\nout); \"vs put\": "
+	       "time of the transaction over the put-only one's.  The\n"
+	       "validation alone is this tree's rw/ro over a pre-issue-24 "
+	       "tree's: run both.)\n");
 }
 
 /* ======================================================================
@@ -2274,12 +2294,15 @@ static void print_header(void)
 	       ", NOT optimised: the figures mean little"
 #endif
 	       );
-	if (opt.part_incr)
-		printf("  incr      %.1f s a cell, procs 1 key and %u keys by "
-		       "zipf 0.99 (key 0 takes %.1f%%),\n            pipelines "
-		       "of %u; values decimal text; %u run%s\n", opt.seconds,
-		       opt.keys, 100 / zipf.zetan, opt.pipe, opt.runs,
-		       opt.runs == 1 ? "" : "s");
+	if (opt.part_incr) {
+		printf("  incr      %.1f s a cell; procs", opt.seconds);
+		for (unsigned int i = 0; i < opt.nprocs; i++)
+			printf("%s%u", i ? "," : " ", opt.procs[i]);
+		printf("; 1 key, and %u keys by zipf 0.99 (key 0 takes "
+		       "%.1f%%);\n            pipelines of %u; values decimal "
+		       "text; %u run%s\n", opt.keys, 100 / zipf.zetan, opt.pipe,
+		       opt.runs, opt.runs == 1 ? "" : "s");
+	}
 	if (opt.part_txn)
 		printf("  txn       %.1f s a cell, one process, %u keys, k "
 		       "keys a transaction\n", opt.seconds, opt.txn_keys);
@@ -2420,7 +2443,7 @@ int main(int argc, char **argv)
 	if (opt.strict && opt.part_incr)
 		for (int w = 0; w < W_N; w++)
 			if (!way_state[w].ok && !sys[ways[w].sys].state)
-				die("%s: not available", ways[w].what);
+				die("%s: not available", wname(w));
 
 	cpu_sample(&cpu_at_start);
 	srv_cpu_at_start = servers_cpu();
