@@ -2306,10 +2306,13 @@ static void print_header(void)
 	if (opt.part_txn)
 		printf("  txn       %.1f s a cell, one process, %u keys, k "
 		       "keys a transaction\n", opt.seconds, opt.txn_keys);
-	if (!sys[SYS_TDB].state)
-		printf("  tdb       %s --config /dev/null --sync none (WAL "
-		       "written, not synced)%s\n", tdb.bin,
-		       opt.ntdbd_args ? " + --tdbd-arg" : "");
+	if (!sys[SYS_TDB].state) {
+		printf("  tdb       %s --config /dev/null --sync none", tdb.bin);
+		for (unsigned int i = 0; i < opt.ntdbd_args; i++)
+			printf(" %s", opt.tdbd_args[i]);
+		printf("\n            (each change written to the WAL, not "
+		       "synced)\n");
+	}
 	else
 		printf("  tdb       skipped: %s\n", sys[SYS_TDB].why);
 	if (!sys[SYS_REDIS].state)
