@@ -807,9 +807,20 @@ static long tdbk_dev_ioctl(struct file *file, unsigned int cmd,
 	case TDB_IOC_SUP_READ:
 	case TDB_IOC_SUP_READY:
 	case TDB_IOC_SUP_STATS:
+	case TDB_IOC_SUP_VERSION:
 		return tdbk_sup_ioctl(file, cmd, arg);
 	}
 	return -ENOTTY;
+}
+
+/* sup.c: file now holds the supervisor's role: its client may PUT with
+ * TDB_A_SET_VERSION (the restore gives each record its version back);
+ * the permission ends with the file, as the role does. */
+void tdbk_dev_sup_claimed(struct file *file)
+{
+	struct tdbk_file *f = file->private_data;
+
+	tdbo_client_allow_set_version(f->client);
 }
 
 /* --- poll ------------------------------------------------------------------ */

@@ -483,6 +483,8 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 	}
 	mutex_lock(&gc->lock);
 	err = tdbo_exec(gc->tc, m, &rs.s, &ext, &res);
+	/* the ack is built after gc may be gone: no text of gc's */
+	ext.msg = tdbo_msg_static(gc->tc, ext.msg, err);
 	dump = res.dump;
 	if (err >= 0 && must_wait(res.lsn))
 		end = wait_end(gc, skb);
@@ -808,6 +810,7 @@ static const struct genl_ops tdbk_genl_ops[] = {
 	OP(TDB_CMD_TXN_BEGIN, GENL_ADMIN_PERM),
 	OP(TDB_CMD_TXN_COMMIT, GENL_ADMIN_PERM),
 	OP(TDB_CMD_TXN_ABORT, GENL_ADMIN_PERM),
+	OP(TDB_CMD_INCR, GENL_ADMIN_PERM),
 	/* The owner answers these -EOPNOTSUPP over genl, with a message
 	 * (no feeds here: the "changes" group carries notifications). */
 	OP(TDB_CMD_WATCH, 0),

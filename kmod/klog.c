@@ -174,7 +174,7 @@ static u64 need(const struct tdbo_log_size *sz)
 {
 	enum walrec_type type = sz->kind == TDBO_LOG_CREATE ? WALREC_CREATE :
 				sz->kind == TDBO_LOG_DROP ? WALREC_DROP :
-				WALREC_OPS;
+				WALREC_OPS_V;
 	u64 bytes = walrec_size(type, sz->nops, sz->bytes);
 	u64 frags = div_u64(bytes, lg.max_msg - NLMSG_HDRLEN) + 2;
 
@@ -289,10 +289,13 @@ static u64 rec_end(u64 i, u64 end, u32 *crc)
 	return i;
 }
 
-static void rec_begin(enum walrec_type type)
+/* A record's header: of a create or drop (type), or of ops (OPS_V, the
+ * write's version: every op of the record has it). */
+static void rec_begin(enum walrec_type type, u64 version)
 {
-	unsigned char h[WALREC_OPS_HDR];
-	size_t n = walrec_begin(h, type);
+	unsigned char h[WALREC_BEGIN_MAX];
+	size_t n = type == WALREC_OPS_V ? walrec_begin_v(h, version) :
+		   walrec_begin(h, type);
 
 	lg.rec_len = 0;
 	lg.nops = 0;
@@ -372,11 +375,10 @@ void tdbk_log_cancel(void *arg, const struct tdbo_log_size *sz)
 
 void tdbk_log_begin(void *arg, u64 version)
 {
-	(void)version;  /* FIXME(versions): into the record */
 	if (!lg.on)
 		return;
 	mutex_lock(&lg.lock);
-	rec_begin(WALREC_OPS);
+	rec_begin(WALREC_OPS_V, version);
 }
 
 void tdbk_log_op(void *arg, const struct tdbo_table *t, bool del,
@@ -430,7 +432,7 @@ u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
 		walrec_create(c, t->id, t->uid, t->gid, t->mode,
 			      t->max_extents, tdbk_sup_sync());
 		mutex_lock(&lg.lock);
-		rec_begin(WALREC_CREATE);
+		rec_begin(WALREC_CREATE, 0);
 		put(c, sizeof(c));
 		put_name(t->name);
 		lsn = rec_commit(sz);
@@ -446,7 +448,7 @@ u64 tdbk_log_drop(void *arg, const struct tdbo_table *t,
 
 	if (lg.on) {
 		mutex_lock(&lg.lock);
-		rec_begin(WALREC_DROP);
+		rec_begin(WALREC_DROP, 0);
 		put_name(t->name);
 		lsn = rec_commit(sz);
 		mutex_unlock(&lg.lock);

@@ -2,7 +2,7 @@
 /*
  * sup.c - the supervisor role of tdb.ko (include/tdb/kdev.h, "THE
  * SUPERVISOR"; docs/KERNEL.md, "The supervisor"): TDB_IOC_SUP_CLAIM,
- * DURABLE, READ, READY and STATS on a /dev/tdb file, RECOVERING (and
+ * DURABLE, READ, READY, STATS and VERSION on a /dev/tdb file, RECOVERING (and
  * require_supervisor) for ordinary clients, and the end of the role at
  * the holder file's release.
  *
@@ -208,6 +208,8 @@ static int claim_locked(struct file *file, struct tdb_sup_claim *c)
 	sup_deadline = c->deadline_ms;
 	WRITE_ONCE(sup_pid, task_tgid_nr(current));
 	WRITE_ONCE(sup_file, file);
+	/* its restore PUTs carry each record's version (SET_VERSION) */
+	tdbk_dev_sup_claimed(file);
 	tdbk_log_range(&c->log_first, &c->log_next);
 	c->log_offset = TDB_DEV_OFF_LOG;
 	c->log_size = tdbk_log_map_size();
@@ -337,6 +339,13 @@ long tdbk_sup_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		if (arg)
 			return -EINVAL;
 		return do_ready();
+	case TDB_IOC_SUP_VERSION:
+		/* the supervisor's counter (tdbo_version_last): tdb.ko
+		 * gives no version at or below it (docs/KERNEL.md) */
+		if (copy_from_user(&v, p, sizeof(v)))
+			return -EFAULT;
+		tdbo_version_floor(sup_owner, v);
+		return 0;
 	}
 	return -ENOTTY;
 }

@@ -81,6 +81,8 @@ bool tdbk_sup_attached(void);
 void tdbk_dev_durable(u64 lsn);
 /* Answers held now, and held answers that timed out since load. */
 void tdbk_dev_held_stats(u64 *held, u64 *timed_out);
+/* file claimed the role: its client may use TDB_A_SET_VERSION. */
+void tdbk_dev_sup_claimed(struct file *file);
 
 /* genl.c: the same for generic netlink, whose changes wait for
  * durability in their doit: wake them, and count them. */

@@ -227,11 +227,18 @@ cc -DWITH_SD_EVENT -o evloop "$top/clients/examples/evloop.c" \
 	$(pkg-config --cflags --libs tdbclient libsystemd)
 ./evloop "$sock" --sd-event > evloop.out || { cat evloop.out; fail "evloop"; }
 cat evloop.out
+# counters from 4 processes, none lost (tdbc_incr, tdbc_txn_run, CAS)
+# shellcheck disable=SC2046
+cc -o counter "$top/clients/examples/counter.c" $(pkg-config --cflags --libs tdbclient)
+./counter "$sock" 4 100 > counter.out || { cat counter.out; fail "counter"; }
+cat counter.out
 cd "$top"
 [ -f /usr/share/doc/libtdbclient-dev/examples/hello.c ] ||
 	fail "the example is not in libtdbclient-dev"
 [ -f /usr/share/doc/libtdbclient-dev/examples/evloop.c ] ||
 	fail "evloop.c is not in libtdbclient-dev"
+[ -f /usr/share/doc/libtdbclient-dev/examples/counter.c ] ||
+	fail "counter.c is not in libtdbclient-dev"
 
 # tdb-bench starts its own tdbd: the installed one, through the wrapper.
 tdb-bench --only tdb --keys 1000 --ops 1000 --txn-ops 100 --sync-ops 0 \

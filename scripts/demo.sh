@@ -65,6 +65,12 @@ run "$tdb" --json stat users
 run "$tdb" tables
 say "$tdb get users bob   # exit code 1: not found"
 "$tdb" get users bob || echo "(exit $?)"
+say "# counters and compare-and-swap: the owner applies them in one step"
+run "$tdb" incr users visits
+run "$tdb" incr users visits 41
+run "$tdb" get --version users visits; echo
+say "$tdb put --if-version 1 users visits 0   # a stale version: refused, nothing changes"
+"$tdb" put --if-version 1 users visits 0 || echo "(exit $?)"
 wait "$wpid" || true
 say "# what the watcher saw:"
 cat "$dir/watch.out"

@@ -420,7 +420,9 @@ struct tdbc_req {
 	unsigned int flags;     /* PUT: TDBC_IF_*; DEL: TDBC_IF_VERSION */
 	uint64_t user;          /* handed back in the completion */
 	uint64_t version;       /* PUT, DEL with TDBC_IF_VERSION */
-	int64_t delta;          /* INCR */
+	int64_t delta;          /* INCR: the addend (0 adds nothing, so
+				 * set it: the 1 of tdbc_incr is not a
+				 * default here) */
 };
 struct tdbc_cqe {
 	uint64_t user;

@@ -192,6 +192,13 @@ struct tdb_dev_watch_cookie {
  *    held for changes up to lsn go out.
  *  - TDB_IOC_SUP_READ(pos): the supervisor has read the log ring up to
  *    index pos; poll(2) on its file reports POLLIN while prod > pos.
+ *  - TDB_IOC_SUP_VERSION(v): the supervisor's version counter (the
+ *    last version its WAL and checkpoint know of, deleted keys' too):
+ *    every version tdb.ko gives from now on is > v (it never lowers
+ *    the counter).  Said before READY at a restore, whose PUTs carry
+ *    each record's version (TDB_A_SET_VERSION: allowed on the
+ *    supervisor's file only, -EPERM elsewhere), so a version never
+ *    repeats for a key across a reload of tdb.ko.
  *  - TDB_IOC_SUP_READY: the restore is done; clients may come.
  *  - TDB_IOC_SUP_STATS: what tdb.ko did that the supervisor reports
  *    (clean-ups of dead clients, held answers, the log's use).
@@ -243,5 +250,6 @@ struct tdb_sup_stats {
 #define TDB_IOC_SUP_READ    _IOW(TDB_IOC_MAGIC, 5, __u64)
 #define TDB_IOC_SUP_READY   _IO(TDB_IOC_MAGIC, 6)
 #define TDB_IOC_SUP_STATS   _IOR(TDB_IOC_MAGIC, 7, struct tdb_sup_stats)
+#define TDB_IOC_SUP_VERSION _IOW(TDB_IOC_MAGIC, 8, __u64)
 
 #endif

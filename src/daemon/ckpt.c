@@ -2,8 +2,8 @@
 /*
  * ckpt.c - the checkpoint store (ckpt.h): the LMDB environment in
  * <data-dir>/checkpoint, its layout (table databases, "/long/<table>",
- * "/meta"), the on-disk encodings, and the mapping of LMDB's errors to
- * negative errnos and messages.
+ * "/ver/<table>", "/lver/<table>", "/meta"), the on-disk encodings, and
+ * the mapping of LMDB's errors to negative errnos and messages.
  *
  * Invariants:
  *  - "/meta" is opened once, in tdbd_ckpt_open's committed write txn, so
@@ -17,7 +17,13 @@
  *    take it.
  *  - A key of klen <= ck->maxkey lives in the table's database verbatim;
  *    a longer one lives only in "/long/<table>".  The two never hold the
- *    same key, so a record has exactly one place.
+ *    same key, so a record has exactly one place.  Its version lives
+ *    beside it under the same LMDB key, in "/ver/<table>" or
+ *    "/lver/<table>": every put, append and delete changes both in the
+ *    same transaction, so the version databases hold exactly the keys
+ *    of theirs (load checks it, walking both in order).  A table without
+ *    "/ver/" was checkpointed before versions: loaded with version 0,
+ *    written only after a reset (tx_dbis refuses it otherwise).
  *  - A write transaction that saw one failure is spoiled: every later
  *    call returns that failure and commit aborts.  A checkpoint therefore
  *    commits only if every change given to it was applied.
@@ -44,11 +50,16 @@
 
 #include "ckpt.h"
 
-#define CKPT_FORMAT 1u
-#define CKPT_MAXDBS 8192u
+/* 2: tables may have versions ("/ver/", "/lver/"); 1 (before issue 24)
+ * is still read: its tables have none.  A commit writes 2. */
+#define CKPT_FORMAT 2u
+#define CKPT_FORMAT_OLD 1u
+#define CKPT_MAXDBS 16384u              /* 4 per table (4000) and /meta */
 #define CKPT_MAPSIZE (1ULL << 40)       /* 1 TiB of address space */
 #define NAME_MAX_LEN 64u                /* table name, bytes, no NUL */
 #define LONG_PREFIX "/long/"
+#define VER_PREFIX "/ver/"              /* short key -> u64 LE version */
+#define LVER_PREFIX "/lver/"            /* long key's LMDB key -> u64 */
 #define META_DB "/meta"
 #define META_TABLE "table/"
 #define META_ASIDE "aside/"
@@ -101,7 +112,7 @@ struct ckpt_txn {
 	int rc;                 /* first failure, 0 if none */
 	bool cur_ok;            /* cur_* are the handles of cur_name */
 	char cur_name[NAME_MAX_LEN + 1];
-	MDB_dbi cur_dbi, cur_long;
+	MDB_dbi cur_dbi, cur_long, cur_ver, cur_lver;
 	char err[512];          /* message for rc */
 	unsigned char lkey[];   /* ck->maxkey bytes: a long key's LMDB key */
 };
@@ -540,10 +551,10 @@ static int check_format(struct ckpt *ck, MDB_txn *txn, char *err,
 			   META_DB ": format record of %zu bytes, expected 4",
 			   v.mv_size);
 	fmt = get_le32(v.mv_data);
-	if (fmt != CKPT_FORMAT)
+	if (fmt != CKPT_FORMAT && fmt != CKPT_FORMAT_OLD)
 		return say(err, errlen, ck->path, -EPROTO, NULL,
-			   "format %" PRIu32 ", this tdbd reads format %u",
-			   fmt, CKPT_FORMAT);
+			   "format %" PRIu32 ", this tdbd reads formats %u "
+			   "and %u", fmt, CKPT_FORMAT_OLD, CKPT_FORMAT);
 	return 0;
 }
 
@@ -694,17 +705,57 @@ out:
 	return rc;
 }
 
-/* Every record of one database: verbatim (short) or decoded (long). */
+/*
+ * The version of the record whose LMDB key is k: the next entry of the
+ * cursor vc on its version database ("/ver/" or "/lver/": keyed the same,
+ * so in the same order), which must have exactly that key and a u64 LE
+ * value that is not 0.  vc at NULL position before the first (*first).
+ */
+static int next_version(struct ckpt *ck, MDB_cursor *vc, bool *first,
+			const MDB_val *k, const char *name, bool is_long,
+			uint64_t *version, char *err, size_t errlen)
+{
+	const char *vpre = is_long ? LVER_PREFIX : VER_PREFIX;
+	MDB_val vk, vv;
+	int rc = mdb_cursor_get(vc, &vk, &vv, *first ? MDB_FIRST : MDB_NEXT);
+
+	*first = false;
+	if (rc && rc != MDB_NOTFOUND)
+		return say_mdb(err, errlen, ck->path, rc, "load %s%s", vpre,
+			       name);
+	if (rc || vk.mv_size != k->mv_size ||
+	    memcmp(vk.mv_data, k->mv_data, k->mv_size))
+		return say(err, errlen, ck->path, -EUCLEAN, NULL,
+			   "table %s: %s%s and %s%s do not hold the same "
+			   "keys (a record without its version, or a version "
+			   "without its record)", name,
+			   is_long ? LONG_PREFIX : "", name, vpre, name);
+	if (vv.mv_size != 8 || !get_le64(vv.mv_data))
+		return say(err, errlen, ck->path, -EUCLEAN, NULL,
+			   "table %s: %s%s holds a version of %zu bytes or "
+			   "of 0 (must be a u64, not 0)", name, vpre, name,
+			   vv.mv_size);
+	*version = get_le64(vv.mv_data);
+	return 0;
+}
+
+/* Every record of one database: verbatim (short) or decoded (long), each
+ * with its version from vdbi (the matching version database), or 0 if
+ * !has_ver (a table written before versions). */
 static int load_db(struct ckpt *ck, MDB_txn *txn, MDB_dbi dbi,
-		   const char *name, bool is_long, ckpt_record_fn fn,
-		   void *arg, char *err, size_t errlen)
+		   bool has_ver, MDB_dbi vdbi, const char *name, bool is_long,
+		   ckpt_record_fn fn, void *arg, char *err, size_t errlen)
 {
 	const size_t pre = ck->maxkey - HASH_BYTES;
-	MDB_cursor *cur;
+	MDB_cursor *cur, *vc = NULL;
+	bool first = true;
+	uint64_t version = 0;
 	MDB_val k, v;
 	int rc;
 
 	rc = mdb_cursor_open(txn, dbi, &cur);
+	if (!rc && has_ver && (rc = mdb_cursor_open(txn, vdbi, &vc)))
+		mdb_cursor_close(cur);
 	if (rc)
 		return say_mdb(err, errlen, ck->path, rc,
 			       "load %s: mdb_cursor_open", name);
@@ -715,8 +766,12 @@ static int load_db(struct ckpt *ck, MDB_txn *txn, MDB_dbi dbi,
 		uint32_t klen;
 
 		if (!is_long) {
+			if (vc && (rc = next_version(ck, vc, &first, &k, name,
+						     false, &version, err,
+						     errlen)))
+				goto out;
 			rc = fn(arg, k.mv_data, k.mv_size, v.mv_data,
-				v.mv_size);
+				v.mv_size, version);
 			if (rc)
 				goto out;
 			continue;
@@ -755,29 +810,47 @@ static int load_db(struct ckpt *ck, MDB_txn *txn, MDB_dbi dbi,
 				 "does not match its LMDB key", name, name);
 			goto out;
 		}
-		rc = fn(arg, key, klen, key + klen, v.mv_size - 4 - klen);
+		if (vc && (rc = next_version(ck, vc, &first, &k, name, true,
+					     &version, err, errlen)))
+			goto out;
+		rc = fn(arg, key, klen, key + klen, v.mv_size - 4 - klen,
+			version);
 		if (rc)
 			goto out;
 	}
-	if (rc == MDB_NOTFOUND)
-		rc = 0;
-	else
+	if (rc != MDB_NOTFOUND) {
 		rc = say_mdb(err, errlen, ck->path, rc, "load %s%s",
 			     is_long ? LONG_PREFIX : "", name);
+		goto out;
+	}
+	rc = 0;
+	/* no version left over (of a key the table does not hold) */
+	if (vc && !mdb_cursor_get(vc, &k, &v, first ? MDB_FIRST : MDB_NEXT))
+		rc = say(err, errlen, ck->path, -EUCLEAN, NULL,
+			 "table %s: %s%s holds the version of a key that "
+			 "%s%s does not", name,
+			 is_long ? LVER_PREFIX : VER_PREFIX, name,
+			 is_long ? LONG_PREFIX : "", name);
 out:
+	if (vc)
+		mdb_cursor_close(vc);
 	mdb_cursor_close(cur);
 	return rc;
 }
 
 int tdbd_ckpt_load_table(struct ckpt *ck, const char *name,
-			 ckpt_record_fn fn, void *arg, char *err,
-			 size_t errlen)
+			 ckpt_record_fn fn, void *arg, bool *versioned,
+			 char *err, size_t errlen)
 {
 	char lname[sizeof(LONG_PREFIX) + NAME_MAX_LEN];
-	MDB_dbi dbi, ldbi;
+	char vname[sizeof(LVER_PREFIX) + NAME_MAX_LEN];
+	MDB_dbi dbi, ldbi, vdbi = 0, lvdbi = 0;
+	bool has_ver = false;
 	MDB_txn *txn;
 	int rc;
 
+	if (versioned)
+		*versioned = false;
 	if (!name_ok(name))
 		return say(err, errlen, ck->path, -EINVAL, NULL,
 			   "load_table: bad table name");
@@ -813,9 +886,34 @@ int tdbd_ckpt_load_table(struct ckpt *ck, const char *name,
 		rc = say_mdb(err, errlen, ck->path, rc, "open %s", lname);
 		goto out;
 	}
-	rc = load_db(ck, txn, dbi, name, false, fn, arg, err, errlen);
+	/* "/ver/" says the table has versions ("/lver/" must be there
+	 * too); without it, it was written before versions */
+	snprintf(vname, sizeof(vname), VER_PREFIX "%s", name);
+	rc = mdb_dbi_open(txn, vname, 0, &vdbi);
+	if (!rc) {
+		has_ver = true;
+		snprintf(vname, sizeof(vname), LVER_PREFIX "%s", name);
+		rc = mdb_dbi_open(txn, vname, 0, &lvdbi);
+		if (rc == MDB_NOTFOUND) {
+			rc = say(err, errlen, ck->path, -EUCLEAN, NULL,
+				 "table %s: database %s missing", name,
+				 vname);
+			goto out;
+		}
+	} else if (rc == MDB_NOTFOUND) {
+		rc = 0;
+	}
+	if (rc) {
+		rc = say_mdb(err, errlen, ck->path, rc, "open %s", vname);
+		goto out;
+	}
+	rc = load_db(ck, txn, dbi, has_ver, vdbi, name, false, fn, arg, err,
+		     errlen);
 	if (!rc)
-		rc = load_db(ck, txn, ldbi, name, true, fn, arg, err, errlen);
+		rc = load_db(ck, txn, ldbi, has_ver, lvdbi, name, true, fn,
+			     arg, err, errlen);
+	if (!rc && versioned)
+		*versioned = has_ver;
 out:
 	/* Abort closes the handles this txn opened: none is kept. */
 	mdb_txn_abort(txn);
@@ -865,58 +963,66 @@ fail:
 }
 
 /*
- * The handles of table name and of "/long/<name>" in tx, created if
- * create.  A table without its database is -ENOENT; one with it but
- * without the "/long/" one (reset_table makes both) is -EUCLEAN.
+ * The handles of table name, "/long/<name>", "/ver/<name>" and
+ * "/lver/<name>" in tx (tx->cur_*), created if create.  A table without
+ * its database is -ENOENT; one with it but without another
+ * (reset_table makes them all) is -EUCLEAN: a table written before
+ * versions must be written whole (reset) before any put or delete.
  */
 static int tx_dbis(struct ckpt_txn *tx, const char *name, bool create,
-		   const char *what, MDB_dbi *dbi, MDB_dbi *ldbi)
+		   const char *what)
 {
-	char lname[sizeof(LONG_PREFIX) + NAME_MAX_LEN];
+	static const char *const pre[3] = { LONG_PREFIX, VER_PREFIX,
+					    LVER_PREFIX };
+	char oname[sizeof(LVER_PREFIX) + NAME_MAX_LEN];
 	unsigned int flags = create ? MDB_CREATE : 0;
+	MDB_dbi *h[3] = { &tx->cur_long, &tx->cur_ver, &tx->cur_lver };
 	int rc;
 
-	if (tx->cur_ok && !strcmp(tx->cur_name, name)) {
-		*dbi = tx->cur_dbi;
-		*ldbi = tx->cur_long;
+	if (tx->cur_ok && !strcmp(tx->cur_name, name))
 		return 0;
-	}
-	rc = mdb_dbi_open(tx->txn, name, flags, dbi);
+	tx->cur_ok = false;
+	rc = mdb_dbi_open(tx->txn, name, flags, &tx->cur_dbi);
 	if (rc == MDB_NOTFOUND)
 		return tx_fail(tx, -ENOENT, NULL, "%s %s: no such table "
 			       "(reset_table makes it)", what, name);
 	if (rc)
 		return tx_fail_mdb(tx, rc, "%s %s: open", what, name);
-	snprintf(lname, sizeof(lname), LONG_PREFIX "%s", name);
-	rc = mdb_dbi_open(tx->txn, lname, flags, ldbi);
-	if (rc == MDB_NOTFOUND)
-		return tx_fail(tx, -EUCLEAN, NULL, "%s %s: database %s "
-			       "missing", what, name, lname);
-	if (rc)
-		return tx_fail_mdb(tx, rc, "%s %s: open %s", what, name,
-				   lname);
+	for (int i = 0; i < 3; i++) {
+		snprintf(oname, sizeof(oname), "%s%s", pre[i], name);
+		rc = mdb_dbi_open(tx->txn, oname, flags, h[i]);
+		if (rc == MDB_NOTFOUND)
+			return tx_fail(tx, -EUCLEAN, NULL, "%s %s: database "
+				       "%s missing%s", what, name, oname,
+				       i ? " (a table written before "
+				       "versions: reset_table first)" : "");
+		if (rc)
+			return tx_fail_mdb(tx, rc, "%s %s: open %s", what,
+					   name, oname);
+	}
 	tx->cur_ok = true;
 	strcpy(tx->cur_name, name);
-	tx->cur_dbi = *dbi;
-	tx->cur_long = *ldbi;
 	return 0;
 }
 
 int tdbd_ckpt_reset_table(struct ckpt_txn *tx, const char *name)
 {
-	MDB_dbi dbi, ldbi;
 	int rc;
 
 	if (tx->rc)
 		return tx->rc;
 	if (!name_ok(name))
 		return tx_fail(tx, -EINVAL, NULL, "reset_table: bad table name");
-	rc = tx_dbis(tx, name, true, "reset_table", &dbi, &ldbi);
+	rc = tx_dbis(tx, name, true, "reset_table");
 	if (rc)
 		return rc;
-	rc = mdb_drop(tx->txn, dbi, 0);
+	rc = mdb_drop(tx->txn, tx->cur_dbi, 0);
 	if (!rc)
-		rc = mdb_drop(tx->txn, ldbi, 0);
+		rc = mdb_drop(tx->txn, tx->cur_long, 0);
+	if (!rc)
+		rc = mdb_drop(tx->txn, tx->cur_ver, 0);
+	if (!rc)
+		rc = mdb_drop(tx->txn, tx->cur_lver, 0);
 	if (rc)
 		return tx_fail_mdb(tx, rc, "reset_table %s: mdb_drop", name);
 	return 0;
@@ -964,6 +1070,7 @@ static int set_aside(struct ckpt_txn *tx, const char *name, bool aside,
 int tdbd_ckpt_drop_table(struct ckpt_txn *tx, const char *name)
 {
 	char lname[sizeof(LONG_PREFIX) + NAME_MAX_LEN];
+	char vname[sizeof(LVER_PREFIX) + NAME_MAX_LEN];
 	char mkey[sizeof(META_TABLE) + NAME_MAX_LEN];
 	MDB_val k;
 	int rc;
@@ -978,6 +1085,12 @@ int tdbd_ckpt_drop_table(struct ckpt_txn *tx, const char *name)
 	rc = drop_db(tx, name, name);
 	if (!rc)
 		rc = drop_db(tx, name, lname);
+	snprintf(vname, sizeof(vname), VER_PREFIX "%s", name);
+	if (!rc)
+		rc = drop_db(tx, name, vname);
+	snprintf(vname, sizeof(vname), LVER_PREFIX "%s", name);
+	if (!rc)
+		rc = drop_db(tx, name, vname);
 	if (rc)
 		return rc;
 	k.mv_size = (size_t)snprintf(mkey, sizeof(mkey), META_TABLE "%s",
@@ -1020,31 +1133,50 @@ static int long_get(struct ckpt_txn *tx, MDB_dbi ldbi, MDB_val *lk,
 	return 0;
 }
 
+/* A record's version beside it: key k (the record's LMDB key) in the
+ * version database vdbi, with flags (MDB_APPEND or 0). */
+static int put_version(struct ckpt_txn *tx, MDB_dbi vdbi, MDB_val *k,
+		       uint64_t version, unsigned int flags, const char *name)
+{
+	unsigned char buf[8];
+	MDB_val v = { sizeof(buf), buf };
+	int rc;
+
+	put_le64(buf, version);
+	rc = mdb_put(tx->txn, vdbi, k, &v, flags);
+	if (rc)
+		return tx_fail_mdb(tx, rc, "put %s: its version", name);
+	return 0;
+}
+
 int tdbd_ckpt_put(struct ckpt_txn *tx, const char *name, const void *key,
-		  size_t klen, const void *val, size_t vlen)
+		  size_t klen, const void *val, size_t vlen, uint64_t version)
 {
 	struct ckpt *ck = tx->ck;
 	MDB_val k, v;
-	MDB_dbi dbi, ldbi;
+	MDB_dbi ldbi;
 	int rc;
 
 	if (tx->rc)
 		return tx->rc;
 	rc = check_key(tx, "put", name, klen);
+	if (!rc && !version)
+		rc = tx_fail(tx, -EINVAL, NULL, "put %s: version 0", name);
 	if (rc)
 		return rc;
-	rc = tx_dbis(tx, name, false, "put", &dbi, &ldbi);
+	rc = tx_dbis(tx, name, false, "put");
 	if (rc)
 		return rc;
+	ldbi = tx->cur_long;
 	if (klen <= ck->maxkey) {
 		k.mv_size = klen;
 		k.mv_data = (void *)key;
 		v.mv_size = vlen;
 		v.mv_data = (void *)val;
-		rc = mdb_put(tx->txn, dbi, &k, &v, 0);
+		rc = mdb_put(tx->txn, tx->cur_dbi, &k, &v, 0);
 		if (rc)
 			return tx_fail_mdb(tx, rc, "put %s", name);
-		return 0;
+		return put_version(tx, tx->cur_ver, &k, version, 0, name);
 	}
 	if (vlen > SIZE_MAX - 4 - klen)
 		return tx_fail(tx, -E2BIG, NULL, "put %s: record too big",
@@ -1070,14 +1202,13 @@ int tdbd_ckpt_put(struct ckpt_txn *tx, const char *name, const void *key,
 	memcpy((unsigned char *)v.mv_data + 4, key, klen);
 	if (vlen)
 		memcpy((unsigned char *)v.mv_data + 4 + klen, val, vlen);
-	return 0;
+	return put_version(tx, tx->cur_lver, &k, version, 0, name);
 }
 
 int tdbd_ckpt_del(struct ckpt_txn *tx, const char *name, const void *key,
 		  size_t klen)
 {
 	struct ckpt *ck = tx->ck;
-	MDB_dbi dbi, ldbi;
 	MDB_val k, v;
 	int rc;
 
@@ -1086,22 +1217,26 @@ int tdbd_ckpt_del(struct ckpt_txn *tx, const char *name, const void *key,
 	rc = check_key(tx, "del", name, klen);
 	if (rc)
 		return rc;
-	rc = tx_dbis(tx, name, false, "del", &dbi, &ldbi);
+	rc = tx_dbis(tx, name, false, "del");
 	if (rc)
 		return rc;
 	if (klen <= ck->maxkey) {
 		k.mv_size = klen;
 		k.mv_data = (void *)key;
-		rc = mdb_del(tx->txn, dbi, &k, NULL);
+		rc = mdb_del(tx->txn, tx->cur_dbi, &k, NULL);
+		if (!rc || rc == MDB_NOTFOUND)
+			rc = mdb_del(tx->txn, tx->cur_ver, &k, NULL);
 	} else {
 		long_key(ck->maxkey, tx->lkey, key, klen);
 		k.mv_size = ck->maxkey;
 		k.mv_data = tx->lkey;
-		rc = long_get(tx, ldbi, &k, key, klen, &v);
+		rc = long_get(tx, tx->cur_long, &k, key, klen, &v);
 		if (rc == -EEXIST)
 			return 0;       /* the slot holds another key */
 		if (!rc)
-			rc = mdb_del(tx->txn, ldbi, &k, NULL);
+			rc = mdb_del(tx->txn, tx->cur_long, &k, NULL);
+		if (!rc)
+			rc = mdb_del(tx->txn, tx->cur_lver, &k, NULL);
 	}
 	if (rc && rc != MDB_NOTFOUND)
 		return tx_fail_mdb(tx, rc, "del %s", name);
@@ -1178,16 +1313,64 @@ static void bump(struct ckpt *ck)
 		mdb_txn_commit(txn);
 }
 
+int tdbd_ckpt_set_version(struct ckpt_txn *tx, uint64_t version)
+{
+	unsigned char buf[8];
+	MDB_val k = { 7, "version" }, v = { sizeof(buf), buf };
+	int rc;
+
+	if (tx->rc)
+		return tx->rc;
+	put_le64(buf, version);
+	rc = mdb_put(tx->txn, tx->ck->meta, &k, &v, 0);
+	if (rc)
+		return tx_fail_mdb(tx, rc, "write " META_DB " version");
+	return 0;
+}
+
+int tdbd_ckpt_read_version(struct ckpt *ck, uint64_t *version, char *err,
+			   size_t errlen)
+{
+	MDB_val k = { 7, "version" }, v;
+	MDB_txn *txn;
+	int rc;
+
+	*version = 0;
+	if (!ck->env)
+		return say(err, errlen, ck->path, -EIO, NULL, "not open");
+	rc = mdb_txn_begin(ck->env, NULL, MDB_RDONLY, &txn);
+	if (rc)
+		return say_mdb(err, errlen, ck->path, rc, "mdb_txn_begin");
+	rc = mdb_get(txn, ck->meta, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		rc = 0;                 /* none kept (yet) */
+	else if (rc)
+		rc = say_mdb(err, errlen, ck->path, rc,
+			     "read " META_DB " version");
+	else if (v.mv_size != 8)
+		rc = say(err, errlen, ck->path, -EUCLEAN, NULL,
+			 META_DB ": version record of %zu bytes, expected 8",
+			 v.mv_size);
+	else
+		*version = get_le64(v.mv_data);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
 int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 		     size_t errlen)
 {
-	unsigned char buf[8];
+	unsigned char buf[8], fmt[4];
 	MDB_val k = { 3, "lsn" }, v = { sizeof(buf), buf };
+	MDB_val fk = { 6, "format" }, fv = { sizeof(fmt), fmt };
 	int rc;
 
 	if (!tx->rc) {
 		put_le64(buf, lsn);
+		put_le32(fmt, CKPT_FORMAT);     /* an old store's too */
 		rc = mdb_put(tx->txn, tx->ck->meta, &k, &v, 0);
+		if (!rc)
+			rc = mdb_put(tx->txn, tx->ck->meta, &fk, &fv, 0);
 		if (rc)
 			tx_fail_mdb(tx, rc, "commit: write lsn");
 	}
@@ -1221,29 +1404,32 @@ void tdbd_ckpt_abort(struct ckpt_txn *tx)
 /* --- writing in order ---------------------------------------------------- */
 
 int tdbd_ckpt_append(struct ckpt_txn *tx, const char *name, const void *key,
-		     size_t klen, const void *val, size_t vlen)
+		     size_t klen, const void *val, size_t vlen,
+		     uint64_t version)
 {
 	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
-	MDB_dbi dbi, ldbi;
 	int rc;
 
 	if (tx->rc)
 		return tx->rc;
 	if (klen > tx->ck->maxkey)      /* "/long/": hash order, not ours */
-		return tdbd_ckpt_put(tx, name, key, klen, val, vlen);
+		return tdbd_ckpt_put(tx, name, key, klen, val, vlen, version);
 	rc = check_key(tx, "append", name, klen);
+	if (!rc && !version)
+		rc = tx_fail(tx, -EINVAL, NULL, "append %s: version 0", name);
 	if (!rc)
-		rc = tx_dbis(tx, name, false, "append", &dbi, &ldbi);
+		rc = tx_dbis(tx, name, false, "append");
 	if (rc)
 		return rc;
-	rc = mdb_put(tx->txn, dbi, &k, &v, MDB_APPEND);
+	rc = mdb_put(tx->txn, tx->cur_dbi, &k, &v, MDB_APPEND);
 	if (rc == MDB_KEYEXIST)
 		return tx_fail(tx, -EINVAL, NULL, "append %s: a %zu-byte key "
 			       "not after the last one (keys must come in "
 			       "LMDB's order)", name, klen);
 	if (rc)
 		return tx_fail_mdb(tx, rc, "append %s", name);
-	return 0;
+	/* "/ver/" in the same order: appended too */
+	return put_version(tx, tx->cur_ver, &k, version, MDB_APPEND, name);
 }
 
 /* --- space and compaction ------------------------------------------------ */

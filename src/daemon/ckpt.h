@@ -13,7 +13,19 @@
  *     is longer than that.  LMDB key: the first (maxkey - 16) bytes of
  *     the key, then xxh64(key, 1) and xxh64(key, 2) big-endian; LMDB
  *     value: u32 little-endian key length, the key, then the value;
- *   - "/meta": "lsn" -> u64 LE, the checkpoint LSN; "format" -> u32 LE 1;
+ *   - "/ver/<table>": key -> u64 LE, the record's version (never 0), for
+ *     every key of the table's own database (the same keys: written in
+ *     the same order, with MDB_APPEND when the table is written whole);
+ *     "/lver/<table>": the same for "/long/<table>", keyed by the LMDB
+ *     key of the long record.  So the table's database holds only the
+ *     values (mdb_dump shows them plain).  A table without "/ver/" was
+ *     written before versions (format 1): its records load with version
+ *     0 (the caller's fallback) and it must be written whole (reset)
+ *     before a put or delete;
+ *   - "/meta": "lsn" -> u64 LE, the checkpoint LSN; "format" -> u32 LE 2
+ *     (1: before versions, still read; a commit writes 2); "version" ->
+ *     u64 LE, the owner's version counter (tdbo_version_last) when the
+ *     checkpoint was written: every version given before is <= it;
  *     "table/<name>" -> struct ckpt_table_rec (little-endian fields),
  *     one per table present at the checkpoint; "aside/<name>" -> u64 LE,
  *     for a table tdbd set aside (it could not be restored at a start):
@@ -62,31 +74,45 @@ int tdbd_ckpt_read_meta(struct ckpt *ck, uint64_t *lsn,
 			struct ckpt_table **tabs, unsigned int *n,
 			char *err, size_t errlen);
 
-/* Call fn for every record of the table (short and long keys); stops at
- * the first non-zero return of fn and returns it. */
+/* The "version" of /meta (0 if none: a store from before versions, or
+ * no checkpoint yet). */
+int tdbd_ckpt_read_version(struct ckpt *ck, uint64_t *version, char *err,
+			   size_t errlen);
+
+/* Call fn for every record of the table (short and long keys) with its
+ * version (0 for every record of a table written before versions: then
+ * *versioned, if not NULL, is false); stops at the first non-zero
+ * return of fn and returns it.  A versioned table whose "/ver/" or
+ * "/lver/" does not hold exactly its keys, each with a u64 not 0, is
+ * -EUCLEAN. */
 typedef int (*ckpt_record_fn)(void *arg, const void *key, size_t klen,
-			      const void *val, size_t vlen);
+			      const void *val, size_t vlen,
+			      uint64_t version);
 int tdbd_ckpt_load_table(struct ckpt *ck, const char *name,
-			 ckpt_record_fn fn, void *arg, char *err,
-			 size_t errlen);
+			 ckpt_record_fn fn, void *arg, bool *versioned,
+			 char *err, size_t errlen);
 
 /* Writing a checkpoint: begin, any number of changes, commit or abort. */
 int tdbd_ckpt_begin(struct ckpt *ck, struct ckpt_txn **out, char *err,
 		    size_t errlen);
-/* Make the table's databases exist and be empty (a new or rewritten
- * table). */
+/* Make the table's databases ("/ver/" and "/lver/" too) exist and be
+ * empty (a new or rewritten table). */
 int tdbd_ckpt_reset_table(struct ckpt_txn *tx, const char *name);
 /* Remove the table's databases, schema and set-aside mark. */
 int tdbd_ckpt_drop_table(struct ckpt_txn *tx, const char *name);
+/* A record and its version (not 0: -EINVAL). */
 int tdbd_ckpt_put(struct ckpt_txn *tx, const char *name, const void *key,
-		  size_t klen, const void *val, size_t vlen);
-/* Deleting a key that is not there is not an error. */
+		  size_t klen, const void *val, size_t vlen, uint64_t version);
+/* Deleting a key that is not there is not an error.  Its version goes
+ * with it. */
 int tdbd_ckpt_del(struct ckpt_txn *tx, const char *name, const void *key,
 		  size_t klen);
 /* Store the schema of a table (replacing the one there) and its
  * set-aside mark (t->aside, t->from; removed if not aside). */
 int tdbd_ckpt_set_table(struct ckpt_txn *tx, const struct ckpt_table *t);
-/* Set the LSN, commit (fsync'd by LMDB) and free tx. */
+/* The owner's version counter ("version" in /meta), to be committed. */
+int tdbd_ckpt_set_version(struct ckpt_txn *tx, uint64_t version);
+/* Set the LSN (and format 2), commit (fsync'd by LMDB) and free tx. */
 int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 		     size_t errlen);
 void tdbd_ckpt_abort(struct ckpt_txn *tx);
@@ -101,7 +127,8 @@ void tdbd_ckpt_abort(struct ckpt_txn *tx);
  * order; they are rare).
  */
 int tdbd_ckpt_append(struct ckpt_txn *tx, const char *name, const void *key,
-		     size_t klen, const void *val, size_t vlen);
+		     size_t klen, const void *val, size_t vlen,
+		     uint64_t version);
 
 /* How big the store is and how much of it holds data. */
 struct ckpt_space {

@@ -227,7 +227,7 @@ static void count_record(struct tdbd *d)
 static size_t rec_size(const struct tdbo_log_size *sz)
 {
 	enum wal_type type = sz->kind == TDBO_LOG_CREATE ? WAL_CREATE :
-			     sz->kind == TDBO_LOG_DROP ? WAL_DROP : WAL_OPS;
+			     sz->kind == TDBO_LOG_DROP ? WAL_DROP : WAL_OPS_V;
 
 	return wal_rec_size(type, sz->nops, sz->bytes);
 }
@@ -258,13 +258,13 @@ void tdbd_log_cancel(void *arg, const struct tdbo_log_size *sz)
 
 /* The record of a change that applied, under its tables' locks: a copy
  * into the WAL's buffer, written by the worker's round (tdbd_log_write)
- * before the answer goes out. */
+ * before the answer goes out.  A WAL_OPS_V record: every op of it has
+ * the write's version, which replay gives the keys back. */
 void tdbd_log_begin(void *arg, uint64_t version)
 {
-	(void)version;  /* FIXME(versions): into the WAL record */
 	struct tdbd *d = arg;
 
-	wal_begin(d->wal, WAL_OPS);
+	wal_begin_ops(d->wal, version);
 }
 
 void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
@@ -631,9 +631,11 @@ static int write_batch(struct durable *u, struct ckpt_txn *tx,
 		}
 		u->written++;
 		err = append ? tdbd_ckpt_append(tx, dt->name, rq[i].key,
-						rq[i].klen, val, rq[i].vlen) :
+						rq[i].klen, val, rq[i].vlen,
+						rq[i].version) :
 			       tdbd_ckpt_put(tx, dt->name, rq[i].key,
-					     rq[i].klen, val, rq[i].vlen);
+					     rq[i].klen, val, rq[i].vlen,
+					     rq[i].version);
 	}
 	return err;
 }
@@ -884,6 +886,15 @@ static int checkpoint(struct tdbd *d, const char *why)
 			 strerror(-e));
 		goto fail;
 	}
+	/* The version counter, taken after the LSN was fixed (every
+	 * change at or before it took its version before): a restart
+	 * gives no version at or below it again, even to a key whose
+	 * delete is in no record it keeps. */
+	if ((e = tdbd_ckpt_set_version(tx, tdbo_version_last(d->o)))) {
+		snprintf(err, sizeof(err), "writing the version counter: %s",
+			 strerror(-e));
+		goto fail;
+	}
 	t1 = tdbd_now_ns();
 	e = tdbd_ckpt_commit(tx, lsn, err, sizeof(err));
 	t1 = tdbd_now_ns() - t1;
@@ -1014,6 +1025,9 @@ struct rec_state {
 	uint64_t records, last_report;
 	uint64_t ckpt_lsn;      /* records at or before it: catch-up only */
 	uint64_t skipped;       /* changes to set-aside tables not applied */
+	uint64_t old_version;   /* the version of a record of a table
+				 * checkpointed before versions */
+	uint64_t max_version;   /* the highest version loaded */
 	const char *phase;
 	char why[TDB_PROTO_EXTACK_MAX];  /* why a record could not load */
 };
@@ -1074,12 +1088,21 @@ static int aside_set(struct tdbd *d, struct tdbo_table *dt, const char *why)
 
 /* --- the checkpoint ----------------------------------------------------- */
 
+/* A record of the checkpoint, with its version (0: its table was
+ * checkpointed before versions; it gets the checkpoint's LSN, and the
+ * counter is raised past that: docs/DURABILITY.md, "Versions"). */
 static int load_record(void *arg, const void *key, size_t klen,
-		       const void *val, size_t vlen)
+		       const void *val, size_t vlen, uint64_t version)
 {
 	struct rec_state *rs = arg;
 	struct tdbe_extack ee = { 0 };
-	int err = tdbe_put(rs->dt->t, key, klen, val, vlen, 0, &ee);
+	int err;
+
+	if (!version)
+		version = rs->old_version;
+	if (version > rs->max_version)
+		rs->max_version = version;
+	err = tdbe_put_ver(rs->dt->t, key, klen, val, vlen, 0, version, &ee);
 
 	if (err) {
 		snprintf(rs->why, sizeof(rs->why), "a record of its checkpoint "
@@ -1099,6 +1122,7 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 {
 	struct tdb_proto_extack ext = { 0 };
 	char err[512] = "", why[TDB_PROTO_EXTACK_MAX];
+	bool versioned = false;
 	int e;
 
 	e = tdbo_table_restore(d->o, t->name, t->id, t->max_extents, t->uid,
@@ -1111,14 +1135,16 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 	}
 	rs->dt->from = from;
 	rs->why[0] = '\0';
-	e = tdbd_ckpt_load_table(d->ckpt, t->name, load_record, rs, err,
-				 sizeof(err));
+	e = tdbd_ckpt_load_table(d->ckpt, t->name, load_record, rs,
+				 &versioned, err, sizeof(err));
 	if (e) {
 		snprintf(why, sizeof(why), "%s", rs->why[0] ? rs->why :
 			 err[0] ? err : ERRSTR(e));
 		return aside_set(d, rs->dt, why);
 	}
-	rs->dt->ckpt_full = false;      /* the checkpoint has it */
+	/* the checkpoint has it; one from before versions is written
+	 * whole next time (its versions beside it: ckpt.h) */
+	rs->dt->ckpt_full = !versioned;
 	rs->dt->catchup = t->aside;
 	return 0;
 }
@@ -1131,15 +1157,20 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn, uint64_t *after)
 	struct rec_state rs = { .d = d, .phase = "loading the checkpoint" };
 	struct ckpt_table *tabs = NULL;
 	unsigned int n = 0, i;
+	uint64_t version = 0;
 	char err[512], esc[4 * 512];    /* err names tables: escaped */
 	int e = 0;
 
 	if ((e = tdbd_ckpt_read_meta(d->ckpt, lsn, &tabs, &n, err,
-				     sizeof(err)))) {
+				     sizeof(err))) ||
+	    (e = tdbd_ckpt_read_version(d->ckpt, &version, err,
+					sizeof(err)))) {
+		free(tabs);
 		tdbd_log(L_ERR, "%s", tdb_escape(esc, sizeof(esc), err,
 					       strlen(err)));
 		return e;
 	}
+	rs.old_version = *lsn ? *lsn : 1;
 	u->tabs = calloc(n ? n : 1, sizeof(*u->tabs));
 	if (!u->tabs) {
 		free(tabs);
@@ -1162,10 +1193,16 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn, uint64_t *after)
 		u->ntabs = i + 1;
 	}
 	free(tabs);
+	/* Every version given before the checkpoint (of a key deleted
+	 * since too) is <= its "version"; the records' are <= max. */
+	tdbo_version_floor(d->o, version > rs.max_version ? version :
+			   rs.max_version);
 	if (!e)
 		tdbd_log(L_INFO, "checkpoint at LSN %llu: %u table(s), %llu "
-			 "records", (unsigned long long)*lsn, n,
-			 (unsigned long long)rs.records);
+			 "records; versions up to %llu",
+			 (unsigned long long)*lsn, n,
+			 (unsigned long long)rs.records,
+			 (unsigned long long)tdbo_version_last(d->o));
 	return e;
 }
 
@@ -1184,7 +1221,8 @@ static bool replay_wants(const struct rec_state *rs, const struct tdbo_table *dt
 
 /* One op on dt: 0 (applied, skipped, or dt set aside now) or < 0. */
 static int replay_op(struct rec_state *rs, const struct wal_rec *r,
-		     struct tdbo_table *dt, const struct wal_opv *op)
+		     struct tdbo_table *dt, const struct wal_opv *op,
+		     uint64_t version)
 {
 	struct tdbe_extack ee = { 0 };
 	char why[TDB_PROTO_EXTACK_MAX];
@@ -1195,8 +1233,7 @@ static int replay_op(struct rec_state *rs, const struct wal_rec *r,
 		return 0;
 	}
 	err = tdbo_replay(dt, op->op == WAL_OP_DEL, op->key, op->klen,
-			  op->val, op->vlen, r->lsn /* FIXME(versions) */,
-			  &ee.msg);
+			  op->val, op->vlen, version, &ee.msg);
 	if (!err) {
 		rs->records++;
 		return 0;
@@ -1211,9 +1248,13 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 {
 	struct tdbd *d = rs->d;
 	struct wal_opv op;
+	uint64_t version;
 	uint32_t pos = 0;
 	int k, err;
 
+	/* an old WAL_OPS record: its LSN (wal.h, "Files") */
+	if ((k = wal_ops_version(r, &version)))
+		goto bad;
 	while ((k = wal_next_op(r, &pos, &op)) > 0) {
 		struct tdbo_table *dt = tdbo_table_get(d->o, op.name);
 
@@ -1226,11 +1267,12 @@ static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
 				 (unsigned long long)r->lsn, ESC(op.name));
 			return -EUCLEAN;
 		}
-		err = replay_op(rs, r, dt, &op);
+		err = replay_op(rs, r, dt, &op, version);
 		tdbo_table_put(dt);
 		if (err)
 			return err;
 	}
+bad:
 	if (k < 0)
 		tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu is "
 			 "malformed inside (its CRC is right: a bug?)",
@@ -1276,7 +1318,7 @@ static int replay_rec(void *arg, const struct wal_rec *r)
 	int err;
 
 	report(rs, false);
-	if (r->type == WAL_OPS)
+	if (wal_is_ops(r))
 		return replay_ops(rs, r);
 	/* catch-up: the checkpoint has every create and drop up to its
 	 * LSN (a table set aside was never dropped since its `from`) */
@@ -1412,6 +1454,10 @@ int tdbd_durable_start(struct tdbd *d)
 	/* the catch-up range may have been all there was */
 	if (res.last_lsn < lsn)
 		res.last_lsn = lsn;
+	/* Replay raised the version counter past every version it gave
+	 * back; an old WAL_OPS record's version is its LSN (wal.h), so
+	 * every version given from now on is above the log's LSNs too. */
+	tdbo_version_floor(d->o, res.last_lsn);
 	if ((e = wal_open(u->wal_dir, res.last_lsn + 1, &wo, &d->wal, err,
 			  sizeof(err)))) {
 		tdbd_log(L_ERR, "%s", err);

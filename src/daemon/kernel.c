@@ -258,7 +258,7 @@ static int claim(struct tdbd *d, struct kernel *k, uint64_t instance,
 
 static int restore(struct tdbd *d, struct kernel *k)
 {
-	uint64_t t0 = tdbd_now_ns(), records = 0, ms;
+	uint64_t t0 = tdbd_now_ns(), records = 0, ms, ver;
 	unsigned int ntab = 0;
 	char err[512] = "";
 	int e;
@@ -267,6 +267,17 @@ static int restore(struct tdbd *d, struct kernel *k)
 	if (e) {
 		tdbd_log(L_ERR, "kernel mode: restoring the tables into "
 			 "tdb.ko: %s", err);
+		return e;
+	}
+	/* Before any client writes: tdb.ko gives no version the WAL and
+	 * the checkpoint know of (a deleted key's included), so a version
+	 * never repeats for a key across the reload. */
+	ver = tdbo_version_last(d->o);
+	if (ioctl(k->fd, TDB_IOC_SUP_VERSION, &ver) < 0) {
+		e = -errno;
+		tdbd_log(L_ERR, "kernel mode: TDB_IOC_SUP_VERSION: %s%s",
+			 ERRSTR(e), e == -ENOTTY ? " (a tdb.ko from before "
+			 "versions: load the one of this tdbd)" : "");
 		return e;
 	}
 	if (ioctl(k->fd, TDB_IOC_SUP_READY, 0) < 0) {

@@ -4,8 +4,9 @@
  * mirror loaded into tdb.ko through the supervisor's own /dev/tdb file
  * (the only client tdb.ko serves while it is recovering): TDB_IOC_ATTACH
  * on that file, its rings mapped, TABLE_CREATE (owner, group, mode,
- * max-extents) then the records as PUTs, as many per TDB_IOC_ENTER as
- * the submission ring holds.  Built with the ring core and the codec
+ * max-extents) then the records as PUTs, each with its version
+ * (TDB_A_SET_VERSION: the supervisor's file may), as many per
+ * TDB_IOC_ENTER as the submission ring holds.  Built with the ring core and the codec
  * that tdbd already has (not libtdbclient, whose objects carry their
  * own copies of the core's).
  *
@@ -266,6 +267,12 @@ static int kr_table(struct kr *k, const struct tdbo_table *dt,
 				.value_len = (uint32_t)rv[i].vlen,
 			};
 
+			/* the record's version, given back as it was
+			 * (tdb.ko lets the supervisor's file do so) */
+			if (rv[i].version) {
+				m.attrs |= TDB_PROTO_BIT(TDB_A_SET_VERSION);
+				m.set_version = rv[i].version;
+			}
 			if ((e = kr_send(k, &m)))
 				goto out;
 		}

@@ -47,6 +47,7 @@
 #include "walrec.h"
 
 _Static_assert(WAL_OPS == (int)WALREC_OPS && WAL_CREATE == (int)WALREC_CREATE &&
+	       WAL_OPS_V == (int)WALREC_OPS_V &&
 	       WAL_DROP == (int)WALREC_DROP && WAL_OP_PUT == (int)WALREC_OP_PUT &&
 	       WAL_OP_DEL == (int)WALREC_OP_DEL && WAL_REC_HDR == WALREC_HDR,
 	       "wal.h and walrec.h must agree");
@@ -1025,9 +1026,10 @@ static unsigned char *grow(struct wal *w, size_t more)
 	return w->act.p + w->act.len - more;
 }
 
-void wal_begin(struct wal *w, enum wal_type type)
+static unsigned char *begin(struct wal *w, enum wal_type type)
 {
-	size_t hdr = type == WAL_OPS ? WALREC_OPS_HDR : WALREC_HDR;
+	size_t hdr = type == WAL_OPS ? WALREC_OPS_HDR :
+		     type == WAL_OPS_V ? WALREC_OPS_V_HDR : WALREC_HDR;
 	unsigned char *p;
 
 	pthread_mutex_lock(&w->alock);
@@ -1036,8 +1038,22 @@ void wal_begin(struct wal *w, enum wal_type type)
 	w->build_err = 0;
 	p = grow(w, hdr);
 	if (!p)
-		return;
+		return NULL;
 	walrec_begin(p, (enum walrec_type)type);
+	return p;
+}
+
+void wal_begin(struct wal *w, enum wal_type type)
+{
+	begin(w, type);
+}
+
+void wal_begin_ops(struct wal *w, uint64_t version)
+{
+	unsigned char *p = begin(w, WAL_OPS_V);
+
+	if (p)
+		walrec_begin_v(p, version);
 }
 
 static int add_name(struct wal *w, const char *name)
@@ -1103,6 +1119,11 @@ int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn)
 	int err = w->build_err;
 
 	w->reserved -= reserved;
+	/* an OPS_V record without its version: replay would refuse it */
+	if (!err && len >= WALREC_OPS_V_HDR &&
+	    w->act.p[w->rec + 16] == WAL_OPS_V &&
+	    !get64(w->act.p + w->rec + WALREC_HDR + 8))
+		err = -EINVAL;
 	if (!err && padded > WAL_REC_MAX)
 		err = -E2BIG;
 	if (!err && !grow(w, padded - len))
@@ -1227,19 +1248,42 @@ int wal_remove_before(struct wal *w, uint64_t lsn)
 
 /* --- decoding ------------------------------------------------------------ */
 
+/* Where an ops record's ops start (4 or 16), or 0 if r is none or its
+ * header is bad (short, the u32 0 not 0, a version of 0). */
+static uint32_t ops_start(const struct wal_rec *r)
+{
+	if (r->type == WAL_OPS)
+		return r->len >= 4 ? 4 : 0;
+	if (r->type != WAL_OPS_V || r->len < 16 || get32(r->payload + 4) ||
+	    !get64(r->payload + 8))
+		return 0;
+	return 16;
+}
+
 int wal_ops_count(const struct wal_rec *r, uint32_t *n)
 {
-	if (r->type != WAL_OPS || r->len < 4)
+	if (!ops_start(r))
 		return -EUCLEAN;
 	*n = get32(r->payload);
+	return 0;
+}
+
+int wal_ops_version(const struct wal_rec *r, uint64_t *version)
+{
+	if (!ops_start(r))
+		return -EUCLEAN;
+	*version = r->type == WAL_OPS ? r->lsn : get64(r->payload + 8);
 	return 0;
 }
 
 int wal_next_op(const struct wal_rec *r, uint32_t *pos, struct wal_opv *op)
 {
 	const unsigned char *p;
-	uint32_t at = *pos ? *pos : 4, nl;
+	uint32_t start = ops_start(r), at = *pos ? *pos : start, nl;
 	uint64_t need;
+
+	if (!start || at < start)
+		return -EUCLEAN;
 
 	if (at == r->len)
 		return 0;
@@ -1317,7 +1361,7 @@ static const char *rec_bad(const unsigned char *m, uint64_t size, uint64_t off,
 		return "a bad CRC";
 	if (want && get64(m + off + 8) != want)
 		return "an LSN out of sequence";
-	if (m[off + 16] < WAL_OPS || m[off + 16] > WAL_DROP)
+	if (m[off + 16] < WAL_OPS || m[off + 16] > WAL_OPS_V)
 		return "an unknown record type";
 	*lenp = len;
 	return NULL;

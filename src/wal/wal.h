@@ -12,15 +12,24 @@
  *   u64 lsn     log sequence number: the previous record's + 1, across
  *               segments; the first record of a log is the first LSN of
  *               its first segment
- *   u8  type    WAL_OPS, WAL_CREATE, WAL_DROP
+ *   u8  type    WAL_OPS_V, WAL_CREATE, WAL_DROP (WAL_OPS: read only)
  *   u8  pad[7]  zero
  *   payload     (below), then zeros up to the next multiple of 8
  *
  * All integers little-endian.  Payloads:
- *   WAL_OPS     u32 nops, then nops times: u8 op (WAL_OP_PUT/DEL),
- *               u8 name_len, u16 0, u32 klen, u32 vlen, name, key, value.
- *               One record is one atomic unit: a single put or delete,
- *               or a whole transaction.
+ *   WAL_OPS_V   u32 nops, u32 0, u64 version (not 0), then nops times:
+ *               u8 op (WAL_OP_PUT/DEL), u8 name_len, u16 0, u32 klen,
+ *               u32 vlen, name, key, value.  One record is one atomic
+ *               unit: a single put or delete, or a whole transaction;
+ *               every op of it has the record's version (the owner's
+ *               version of that write: docs/PROTOCOL.md, "Versions"),
+ *               which replay gives the key back.
+ *   WAL_OPS     the same without the u32 0 and the version: what tdbd
+ *               wrote before versions (issue 24).  Still read, so an old
+ *               data directory recovers: its ops' version is the
+ *               record's LSN (wal_ops_version), and recovery raises the
+ *               version counter past the log's last LSN, so every
+ *               version given after is above any such one.
  *   WAL_CREATE  u64 table id, u32 uid, gid, mode, max_extents, sync,
  *               u8 name_len, name
  *   WAL_DROP    u8 name_len, name
@@ -69,7 +78,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum wal_type { WAL_OPS = 1, WAL_CREATE = 2, WAL_DROP = 3 };
+enum wal_type { WAL_OPS = 1, WAL_CREATE = 2, WAL_DROP = 3, WAL_OPS_V = 4 };
 enum wal_op { WAL_OP_PUT = 1, WAL_OP_DEL = 2 };
 
 /* When an acknowledgement may go out (per daemon or per table). */
@@ -116,7 +125,7 @@ bool wal_has_segment(const struct wal *w);
 void wal_close(struct wal *w);
 
 /* The size of a record (padded) of nops ops whose table names, keys and
- * values add up to bytes (WAL_OPS), or of a create or drop of a table
+ * values add up to bytes (WAL_OPS_V, or the old WAL_OPS), or of a create or drop of a table
  * whose name has bytes bytes: what wal_reserve is asked for. */
 size_t wal_rec_size(enum wal_type type, uint32_t nops, size_t bytes);
 /* Room for a record of size bytes: 0, or -ENOSPC/-EDQUOT (a full disk),
@@ -127,12 +136,16 @@ int wal_reserve(struct wal *w, size_t size, const char **msg);
 void wal_unreserve(struct wal *w, size_t size);
 
 /* Appending a record whose room is reserved: wal_begin (takes the
- * append lock), the ops (WAL_OPS) or the one-call helpers, then
+ * append lock; wal_begin_ops for a WAL_OPS_V record of that version),
+ * the ops (WAL_OPS_V, WAL_OPS) or the one-call helpers, then
  * wal_commit(w, the reserved size, &lsn), which gives the record its LSN
  * and lets go of the lock.  wal_commit fails only on a caller's bug (a
  * bad name, more built than reserved and no memory): the record is
  * dropped and the log failed, since its change is applied. */
 void wal_begin(struct wal *w, enum wal_type type);
+/* wal_begin(w, WAL_OPS_V) with the record's version; a WAL_OPS_V
+ * record whose version is 0 fails at wal_commit (-EINVAL). */
+void wal_begin_ops(struct wal *w, uint64_t version);
 int wal_add_op(struct wal *w, enum wal_op op, const char *name,
 	       const void *key, uint32_t klen, const void *val,
 	       uint32_t vlen);
@@ -188,7 +201,7 @@ struct wal_rec {
 	uint64_t off;
 };
 
-/* An op of a WAL_OPS record; iterate with wal_next_op. */
+/* An op of a WAL_OPS_V (or WAL_OPS) record; iterate with wal_next_op. */
 struct wal_opv {
 	enum wal_op op;
 	char name[65];
@@ -207,6 +220,14 @@ int wal_rec_check(const void *buf, size_t len, struct wal_rec *r,
 		  const char **why);
 /* Decoders check every length against the payload: -EUCLEAN if bad. */
 int wal_ops_count(const struct wal_rec *r, uint32_t *n);
+/* The version of every op of an ops record: WAL_OPS_V's (never 0), or
+ * for an old WAL_OPS record its LSN.  0, or -EUCLEAN. */
+int wal_ops_version(const struct wal_rec *r, uint64_t *version);
+/* Is r a record of ops (WAL_OPS_V or WAL_OPS)? */
+static inline int wal_is_ops(const struct wal_rec *r)
+{
+	return r->type == WAL_OPS_V || r->type == WAL_OPS;
+}
 /* *pos starts at 0. 1 and an op, 0 at the end, -EUCLEAN. */
 int wal_next_op(const struct wal_rec *r, uint32_t *pos, struct wal_opv *op);
 int wal_get_create(const struct wal_rec *r, struct wal_create *c);

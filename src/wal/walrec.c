@@ -38,6 +38,9 @@ size_t walrec_size(enum walrec_type type, uint32_t nops, size_t bytes)
 	case WALREC_OPS:
 		n += 4 + (size_t)nops * WALREC_OP_HDR + bytes;
 		break;
+	case WALREC_OPS_V:
+		n += 16 + (size_t)nops * WALREC_OP_HDR + bytes;
+		break;
 	case WALREC_CREATE:
 		n += WALREC_CREATE_FIX + 1 + bytes;
 		break;
@@ -50,10 +53,19 @@ size_t walrec_size(enum walrec_type type, uint32_t nops, size_t bytes)
 
 size_t walrec_begin(unsigned char *p, enum walrec_type type)
 {
-	size_t n = type == WALREC_OPS ? WALREC_OPS_HDR : WALREC_HDR;
+	size_t n = type == WALREC_OPS ? WALREC_OPS_HDR :
+		   type == WALREC_OPS_V ? WALREC_OPS_V_HDR : WALREC_HDR;
 
 	memset(p, 0, n);
 	p[16] = (unsigned char)type;
+	return n;
+}
+
+size_t walrec_begin_v(unsigned char *p, uint64_t version)
+{
+	size_t n = walrec_begin(p, WALREC_OPS_V);
+
+	walrec_put64(p + WALREC_HDR + 8, version);
 	return n;
 }
 
@@ -84,7 +96,7 @@ void walrec_seal(unsigned char *rec, uint32_t len, uint64_t lsn,
 {
 	walrec_put32(rec + 4, len);
 	walrec_put64(rec + 8, lsn);
-	if (rec[16] == WALREC_OPS)
+	if (rec[16] == WALREC_OPS || rec[16] == WALREC_OPS_V)
 		walrec_put32(rec + WALREC_HDR, nops);
 }
 

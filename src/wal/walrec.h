@@ -6,7 +6,9 @@
  * records with it, so a record tdb.ko logs is the record tdbd appends.
  *
  * A record is a header (WALREC_HDR bytes, then for WALREC_OPS a u32
- * op count), its payload, and zeros up to the next multiple of 8.  The
+ * op count, for WALREC_OPS_V a u32 op count, u32 0 and the u64 version
+ * of every op of the record), its payload, and zeros up to the next
+ * multiple of 8.  The
  * builder writes the pieces where it keeps them (one buffer, or a
  * ring's fragments), then seals the header (len, lsn, nops) and sets
  * the CRC32C of everything after the crc field up to len (tdbp_crc32c,
@@ -17,11 +19,16 @@
 
 #include "platform.h"
 
-enum walrec_type { WALREC_OPS = 1, WALREC_CREATE = 2, WALREC_DROP = 3 };
+/* WALREC_OPS: the format before versions (issue 24), still read (its
+ * ops' version is the record's LSN); new records of ops are OPS_V. */
+enum walrec_type { WALREC_OPS = 1, WALREC_CREATE = 2, WALREC_DROP = 3,
+		   WALREC_OPS_V = 4 };
 enum walrec_op { WALREC_OP_PUT = 1, WALREC_OP_DEL = 2 };
 
 #define WALREC_HDR      24u     /* crc, len, lsn, type, pad[7] */
 #define WALREC_OPS_HDR  (WALREC_HDR + 4u)       /* and u32 nops */
+#define WALREC_OPS_V_HDR (WALREC_HDR + 16u)     /* u32 nops, 0, u64 version */
+#define WALREC_BEGIN_MAX WALREC_OPS_V_HDR       /* walrec_begin's most */
 #define WALREC_OP_HDR   12u     /* op, name_len, u16 0, klen, vlen */
 #define WALREC_CREATE_FIX 28u   /* id, uid, gid, mode, max_extents, sync */
 #define WALREC_NAME_MAX 64u
@@ -31,9 +38,13 @@ enum walrec_op { WALREC_OP_PUT = 1, WALREC_OP_DEL = 2 };
  * bytes bytes.  (wal_rec_size.) */
 size_t walrec_size(enum walrec_type type, uint32_t nops, size_t bytes);
 
-/* The record's first bytes at p (WALREC_OPS_HDR for OPS, else
- * WALREC_HDR): zeros and the type.  Returns how many were written. */
+/* The record's first bytes at p (WALREC_OPS_HDR for OPS,
+ * WALREC_OPS_V_HDR for OPS_V, else WALREC_HDR): zeros and the type.
+ * Returns how many were written. */
 size_t walrec_begin(unsigned char *p, enum walrec_type type);
+/* The first bytes of an OPS_V record whose ops have `version` (not 0):
+ * WALREC_OPS_V_HDR of them. */
+size_t walrec_begin_v(unsigned char *p, uint64_t version);
 /* An op's fixed part (WALREC_OP_HDR bytes); name, key and value follow
  * it (the value only for a put). */
 void walrec_op(unsigned char *p, enum walrec_op op, uint8_t name_len,
@@ -44,7 +55,7 @@ void walrec_create(unsigned char *p, uint64_t id, uint32_t uid,
 		   uint32_t gid, uint32_t mode, uint32_t max_extents,
 		   uint32_t sync);
 /* The header's len (bytes from crc on, without padding), lsn and, for
- * OPS, nops; the crc is set apart (walrec_set_crc). */
+ * OPS and OPS_V, nops; the crc is set apart (walrec_set_crc). */
 void walrec_seal(unsigned char *rec, uint32_t len, uint64_t lsn,
 		 uint32_t nops);
 void walrec_set_crc(unsigned char *rec, uint32_t crc);

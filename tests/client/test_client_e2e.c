@@ -1841,6 +1841,28 @@ static int contend_child(const struct mode *m, const char *name)
 	return 0;
 }
 
+/* clients/examples/counter.c ($TDBC_COUNTER_EXAMPLE; skipped without):
+ * the example's own check that no update was lost, 4 x 200. */
+static void test_counter_example(void **state)
+{
+	const char *exe = getenv("TDBC_COUNTER_EXAMPLE");
+	pid_t pid;
+	int st;
+
+	(void)state;
+	if (!exe || !*exe)
+		skip();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl(exe, "counter", g_daemon.sock, "4", "200", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_contended(void **state)
 {
 	const struct mode *m = *state;
@@ -2150,6 +2172,7 @@ int main(void)
 		BOTH(test_txn_run),
 		BOTH(test_async_versions),
 		BOTH(test_contended),
+		MAPPED(test_counter_example),
 		MAPPED(test_tables),
 		MAPPED(test_data),
 		MAPPED(test_big_values),

@@ -10,6 +10,8 @@
  * protocol on purpose (garbage, an answer to nothing, an answer of the
  * wrong kind, an fd nobody asked for): the connection must die with
  * -EPROTO, or (the fd) the library must close what it did not ask for.
+ * One plays a scripted owner: the conditions, INCR and versions
+ * (issue 24) as sent and as read back.
  * Table handles are made by hand through the library's internal header
  * (tdbclient_static_dep), since tdbc_table_open needs an owner to answer.
  */
@@ -576,6 +578,176 @@ static void test_wrong_answer(void **state)
 	peer_close(&p);
 }
 
+/* --- a scripted owner: what the new calls send and how they read answers --
+ * A child reads each request, checks it against the script and answers
+ * as the script says; it exits with the number of the step that went
+ * wrong (0: all as expected).  So the requests' attributes (FLAGS,
+ * IF_VERSION, DELTA) and the parsing of VERSION and INT are checked
+ * without an owner. */
+struct step {
+	uint8_t cmd;
+	uint32_t flags;         /* FLAGS expected (0: absent) */
+	uint64_t if_version;    /* IF_VERSION expected (0: absent) */
+	bool has_delta;
+	int64_t delta;
+	int error;              /* answer with this error (0: below) */
+	const char *msg;
+	uint64_t version;       /* the reply's VERSION (0: none) */
+	int64_t ival;           /* INCR's INT */
+	const char *value;      /* GET's VALUE */
+};
+
+static int scripted_step(struct peer *p, const struct step *s)
+{
+	unsigned char req[4096] __attribute__((aligned(8)));
+	unsigned char out[4096] __attribute__((aligned(8)));
+	struct tdb_proto_extack ext = { .msg = s->msg };
+	struct tdb_proto_msg m, a = { 0 };
+	ssize_t n = recv(p->afd, req, sizeof(req), 0);
+	long len;
+
+	if (n < (ssize_t)NLMSG_HDRLEN ||
+	    tdb_proto_parse(req, (size_t)n, TDB_PROTO_REQUEST, &m, &ext) ||
+	    m.cmd != s->cmd)
+		return 1;
+	if (TDB_PROTO_HAS(&m, TDB_A_FLAGS) != !!s->flags ||
+	    (s->flags && m.flags != s->flags))
+		return 2;
+	if (TDB_PROTO_HAS(&m, TDB_A_IF_VERSION) != !!s->if_version ||
+	    (s->if_version && m.if_version != s->if_version))
+		return 3;
+	if (TDB_PROTO_HAS(&m, TDB_A_DELTA) != s->has_delta ||
+	    (s->has_delta && m.delta != s->delta))
+		return 4;
+	if (s->error || tdb_proto_cmd_is_ack(s->cmd)) {
+		ext.msg = s->msg;
+		len = tdb_proto_error(out, sizeof(out), m.nlh, s->error,
+				      &ext);
+	} else {
+		a.seq = m.seq;
+		a.cmd = s->cmd;
+		if (s->version) {
+			a.attrs |= TDB_PROTO_BIT(TDB_A_VERSION);
+			a.rec_version = s->version;
+		}
+		if (s->cmd == TDB_CMD_INCR) {
+			a.attrs |= TDB_PROTO_BIT(TDB_A_INT);
+			a.ival = s->ival;
+		} else {
+			a.attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
+			a.value = s->value;
+			a.value_len = (uint32_t)strlen(s->value);
+		}
+		len = tdb_proto_build(out, sizeof(out), TDB_PROTO_ANSWER, &a,
+				      &ext);
+	}
+	if (len <= 0 || send(p->afd, out, (size_t)len, 0) != len)
+		return 5;
+	return 0;
+}
+
+static void test_scripted_versions(void **state)
+{
+	static const struct step script[] = {
+		{ .cmd = TDB_CMD_PUT, .if_version = 77 },
+		{ .cmd = TDB_CMD_PUT, .flags = TDB_PUT_IF_PRESENT,
+		  .error = -ENOENT, .msg = "no such key (if-present put)" },
+		{ .cmd = TDB_CMD_PUT, .flags = TDB_PUT_IF_ABSENT },
+		{ .cmd = TDB_CMD_DEL, .if_version = 5, .error = -ECANCELED,
+		  .msg = "key k is at version 9" },
+		{ .cmd = TDB_CMD_DEL },
+		{ .cmd = TDB_CMD_INCR, .version = 100, .ival = 42 },
+		{ .cmd = TDB_CMD_INCR, .has_delta = true, .delta = -3,
+		  .ival = 39 },
+		{ .cmd = TDB_CMD_INCR, .error = -EDOM,
+		  .msg = "value is not an integer" },
+		{ .cmd = TDB_CMD_GET, .version = 123, .value = "hi" },
+		{ .cmd = TDB_CMD_GET, .value = "old" },
+		{ .cmd = TDB_CMD_INCR, .has_delta = true, .delta = 7,
+		  .version = 200, .ival = 46 },
+		{ .cmd = TDB_CMD_PUT, .if_version = 200, .error = -ECANCELED,
+		  .msg = "key k is absent" },
+	};
+	struct tdbc_req reqs[2];
+	struct tdbc_cqe cqe[2];
+	struct tdbc_table t;
+	struct peer p;
+	struct tdbc *c = peer_connect(&p);
+	char buf[16];
+	uint64_t v = 1;
+	int64_t r = 0;
+	pid_t pid;
+	int st, i, n, got;
+
+	(void)state;
+	fake_table(c, &t, "t1");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (i = 0; i < (int)(sizeof(script) / sizeof(script[0]));
+		     i++)
+			if (scripted_step(&p, &script[i]))
+				_exit(10 + i);
+		_exit(0);
+	}
+	assert_int_equal(tdbc_put_if(&t, NULL, "k", 1, "v", 1,
+				     TDBC_IF_VERSION, 77), 0);
+	assert_int_equal(tdbc_put(&t, NULL, "k", 1, "v", 1, TDBC_IF_PRESENT),
+			 -ENOENT);
+	assert_string_equal(tdbc_errmsg(c), "no such key (if-present put)");
+	assert_int_equal(tdbc_put_if(&t, NULL, "k", 1, "v", 1, TDBC_IF_ABSENT,
+				     0), 0);
+	assert_int_equal(tdbc_del_if(&t, NULL, "k", 1, TDBC_IF_VERSION, 5),
+			 -ECANCELED);
+	assert_string_equal(tdbc_errmsg(c), "key k is at version 9");
+	assert_int_equal(tdbc_del(&t, NULL, "k", 1), 0);
+	assert_int_equal(tdbc_incr(&t, NULL, "k", 1, 1, &r), 0);
+	assert_int_equal(r, 42);
+	assert_int_equal(tdbc_incr(&t, NULL, "k", 1, -3, &r), 0);
+	assert_int_equal(r, 39);
+	r = 5;
+	assert_int_equal(tdbc_incr(&t, NULL, "k", 1, 1, &r), -EDOM);
+	assert_int_equal(r, 5);         /* untouched on failure */
+	assert_int_equal(tdbc_get_ver(&t, NULL, "k", 1, buf, sizeof(buf),
+				      NULL, &v), 2);
+	assert_int_equal(v, 123);
+	assert_memory_equal(buf, "hi", 2);
+	/* an owner that sends no VERSION: 0 */
+	assert_int_equal(tdbc_get_ver(&t, NULL, "k", 1, buf, sizeof(buf),
+				      NULL, &v), 3);
+	assert_int_equal(v, 0);
+	/* asynchronous: INCR's number and version, a condition's error */
+	reqs[0] = (struct tdbc_req){ .op = TDBC_OP_INCR, .table = &t,
+				     .key = "k", .klen = 1, .delta = 7,
+				     .user = 1 };
+	reqs[1] = (struct tdbc_req){ .op = TDBC_OP_PUT, .table = &t,
+				     .key = "k", .klen = 1, .val = "w",
+				     .vlen = 1, .flags = TDBC_IF_VERSION,
+				     .version = 200, .user = 2 };
+	assert_int_equal(tdbc_submit(c, reqs, 2), 2);
+	for (got = 0; got < 2; got += n) {
+		n = tdbc_reap(c, cqe, 2, 1, 5000);
+		assert_true(n > 0);
+		for (i = 0; i < n; i++) {
+			if (cqe[i].user == 1) {
+				assert_int_equal(cqe[i].res, 0);
+				assert_int_equal(cqe[i].num, 46);
+				assert_int_equal(cqe[i].version, 200);
+			} else {
+				assert_int_equal(cqe[i].user, 2);
+				assert_int_equal(cqe[i].res, -ECANCELED);
+				assert_string_equal(tdbc_errmsg(c),
+						    "key k is absent");
+			}
+		}
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	tdbc_close(c);
+	peer_close(&p);
+}
+
 /* File descriptors nobody asked for are closed, not leaked. */
 static int count_fds(void)
 {
@@ -630,6 +802,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_seq),
 		cmocka_unit_test(test_wrong_answer),
 		cmocka_unit_test(test_stray_fds),
+		cmocka_unit_test(test_scripted_versions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,10 @@
  * plant bad records).  Covered: the empty store; records of every shape
  * (1-byte and binary keys, keys of maxkey, maxkey + 1 and 4096 bytes,
  * empty and 1 MiB values); del, drop, reset, abort; the txn spoiled by a
- * failure; a foreign format, bad schema and long records; a full map
+ * failure; versions (every record's, beside it in "/ver/" and "/lver/",
+ * through puts, deletes, drops and a compaction; the counter in /meta;
+ * a table from before versions; mismatched version databases refused);
+ * a foreign format, bad schema and long records; a full map
  * (TDBD_CKPT_MAPSIZE); open errors; mdb_dump on the result; a writer and
  * a reader in two threads; a full disk (a small tmpfs, root only): open
  * and read work, a commit fails with ENOSPC and loses nothing, a missing
@@ -44,6 +47,7 @@
 #include "ckpt.h"
 
 #define MiB (1u << 20)
+#define TV 5u           /* the version of a record a test puts directly */
 
 static unsigned int maxkey;     /* mdb_env_get_maxkeysize() */
 static char err[4096];
@@ -121,6 +125,7 @@ static void commit_ok(struct ckpt_txn *tx, uint64_t lsn)
 struct rec {
 	unsigned char *k, *v;
 	size_t kl, vl;
+	uint64_t ver;           /* its version (ckpt.h: "/ver/", "/lver/") */
 };
 
 struct recset {
@@ -159,7 +164,7 @@ static struct rec *rs_find(struct recset *rs, const void *k, size_t kl)
 
 /* Add without looking for the key (loading: every record once). */
 static void rs_add(struct recset *rs, const void *k, size_t kl,
-		   const void *v, size_t vl)
+		   const void *v, size_t vl, uint64_t ver)
 {
 	if (rs->n == rs->cap) {
 		rs->cap = rs->cap ? rs->cap * 2 : 64;
@@ -167,21 +172,22 @@ static void rs_add(struct recset *rs, const void *k, size_t kl,
 		assert_non_null(rs->r);
 	}
 	rs->r[rs->n++] = (struct rec){ dup_bytes(k, kl), dup_bytes(v, vl),
-				       kl, vl };
+				       kl, vl, ver };
 }
 
 static void rs_put(struct recset *rs, const void *k, size_t kl,
-		   const void *v, size_t vl)
+		   const void *v, size_t vl, uint64_t ver)
 {
 	struct rec *r = rs_find(rs, k, kl);
 
 	if (!r) {
-		rs_add(rs, k, kl, v, vl);
+		rs_add(rs, k, kl, v, vl, ver);
 		return;
 	}
 	free(r->v);
 	r->v = dup_bytes(v, vl);
 	r->vl = vl;
+	r->ver = ver;
 }
 
 static void rs_del(struct recset *rs, const void *k, size_t kl)
@@ -206,9 +212,9 @@ static void rs_free(struct recset *rs)
 }
 
 static int collect(void *arg, const void *key, size_t klen, const void *val,
-		   size_t vlen)
+		   size_t vlen, uint64_t ver)
 {
-	rs_add(arg, key, klen, val, vlen);
+	rs_add(arg, key, klen, val, vlen, ver);
 	return 0;
 }
 
@@ -230,6 +236,10 @@ static void rs_assert_equal(struct recset *want, struct recset *got)
 		if (want->r[i].vl)
 			assert_memory_equal(got->r[i].v, want->r[i].v,
 					    want->r[i].vl);
+		if (got->r[i].ver != want->r[i].ver)
+			fail_msg("key #%zu (%zu bytes): version %" PRIu64
+				 ", want %" PRIu64, i, want->r[i].kl,
+				 got->r[i].ver, want->r[i].ver);
 	}
 }
 
@@ -238,7 +248,7 @@ static void assert_table(struct ckpt *ck, const char *name,
 			 struct recset *want)
 {
 	struct recset got = { 0 };
-	int rc = tdbd_ckpt_load_table(ck, name, collect, &got, err,
+	int rc = tdbd_ckpt_load_table(ck, name, collect, &got, NULL, err,
 				      sizeof(err));
 
 	if (rc)
@@ -261,15 +271,18 @@ static unsigned char *pattern(size_t n, unsigned int seed)
 	return p;
 }
 
-/* tx put + model put. */
+/* tx put + model put, each record with a version of its own. */
+static uint64_t ver_seq = 1000;
+
 static void put2(struct ckpt_txn *tx, struct recset *rs, const char *name,
 		 const void *k, size_t kl, const void *v, size_t vl)
 {
-	int rc = tdbd_ckpt_put(tx, name, k, kl, v, vl);
+	uint64_t ver = ++ver_seq * 0x10001ull;  /* bytes beyond the first */
+	int rc = tdbd_ckpt_put(tx, name, k, kl, v, vl, ver);
 
 	if (rc)
 		fail_msg("put %s (key %zu bytes): %d", name, kl, rc);
-	rs_put(rs, k, kl, v, vl);
+	rs_put(rs, k, kl, v, vl, ver);
 }
 
 /* --- the standard data set ------------------------------------------------ */
@@ -476,7 +489,7 @@ static void test_empty(void **state)
 	struct stat st;
 
 	assert_meta(ck, 0, NULL, 0);
-	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &none, err,
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &none, NULL, err,
 					      sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "t1"));
 	assert_int_equal(none.n, 0);
@@ -571,7 +584,7 @@ static void test_layout(void **state)
 	v = raw_get(dir, "/meta", "format", 6, &vl);
 	assert_non_null(v);
 	assert_int_equal(vl, 4);
-	assert_memory_equal(v, "\1\0\0\0", 4);
+	assert_memory_equal(v, "\2\0\0\0", 4);
 	free(v);
 	v = raw_get(dir, "/meta", "lsn", 3, &vl);
 	assert_non_null(v);
@@ -638,14 +651,14 @@ static void test_drop(void **state)
 
 	populate(ck, &ds);
 	tx = begin_ok(ck);
-	assert_int_equal(tdbd_ckpt_put(tx, "t2", "z", 1, "z", 1), 0);
+	assert_int_equal(tdbd_ckpt_put(tx, "t2", "z", 1, "z", 1, TV), 0);
 	assert_int_equal(tdbd_ckpt_drop_table(tx, "t2"), 0);
 	/* Dropping what is not there is fine; using it after is not. */
 	assert_int_equal(tdbd_ckpt_drop_table(tx, "t3"), 0);
 	commit_ok(tx, 50);
 
 	assert_meta(ck, 50, only_t1, 1);
-	assert_int_equal(tdbd_ckpt_load_table(ck, "t2", collect, &none, err,
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t2", collect, &none, NULL, err,
 					      sizeof(err)), -ENOENT);
 	assert_table(ck, "t1", &ds.t1);
 	tdbd_ckpt_close(ck);
@@ -720,7 +733,7 @@ static void test_drop_then_reset(void **state)
 	tx = begin_ok(ck);
 	/* The put makes t1 the txn's current table: its handles, which the
 	 * drop closes, must not be used by what follows. */
-	assert_int_equal(tdbd_ckpt_put(tx, "t1", "gone", 4, "g", 1), 0);
+	assert_int_equal(tdbd_ckpt_put(tx, "t1", "gone", 4, "g", 1, TV), 0);
 	assert_int_equal(tdbd_ckpt_drop_table(tx, "t1"), 0);
 	assert_int_equal(tdbd_ckpt_reset_table(tx, "t1"), 0);
 	assert_int_equal(tdbd_ckpt_set_table(tx, &schema_t1), 0);
@@ -780,14 +793,14 @@ static void test_abort(void **state)
 
 	populate(ck, &ds);
 	tx = begin_ok(ck);
-	assert_int_equal(tdbd_ckpt_put(tx, "t1", "a", 1, "changed", 7), 0);
+	assert_int_equal(tdbd_ckpt_put(tx, "t1", "a", 1, "changed", 7, TV), 0);
 	assert_int_equal(tdbd_ckpt_put(tx, "t1", ds.klong, maxkey + 1, "c",
-				       1), 0);
+				       1, TV), 0);
 	assert_int_equal(tdbd_ckpt_del(tx, "t1", "key005", 6), 0);
 	assert_int_equal(tdbd_ckpt_drop_table(tx, "t2"), 0);
 	assert_int_equal(tdbd_ckpt_reset_table(tx, "t3"), 0);
 	assert_int_equal(tdbd_ckpt_set_table(tx, &t3), 0);
-	assert_int_equal(tdbd_ckpt_put(tx, "t3", "q", 1, "q", 1), 0);
+	assert_int_equal(tdbd_ckpt_put(tx, "t3", "q", 1, "q", 1, TV), 0);
 	assert_int_equal(tdbd_ckpt_reset_table(tx, "t1"), 0);
 	tdbd_ckpt_abort(tx);
 	tdbd_ckpt_abort(NULL);
@@ -831,13 +844,13 @@ static void test_spoiled(void **state)
 
 	tx = begin_ok(ck);
 	assert_int_equal(tdbd_ckpt_reset_table(tx, ""), -EINVAL);
-	assert_int_equal(tdbd_ckpt_put(tx, "t1", "x", 1, "x", 1), -EINVAL);
+	assert_int_equal(tdbd_ckpt_put(tx, "t1", "x", 1, "x", 1, TV), -EINVAL);
 	err[0] = '\0';
 	assert_int_equal(tdbd_ckpt_commit(tx, 99, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "bad table name"));
 
 	tx = begin_ok(ck);
-	assert_int_equal(tdbd_ckpt_put(tx, name65, "x", 1, "x", 1), -EINVAL);
+	assert_int_equal(tdbd_ckpt_put(tx, name65, "x", 1, "x", 1, TV), -EINVAL);
 	tdbd_ckpt_abort(tx);
 	tx = begin_ok(ck);
 	assert_int_equal(tdbd_ckpt_set_table(tx, &bad), -EINVAL);
@@ -846,7 +859,7 @@ static void test_spoiled(void **state)
 	assert_int_equal(tdbd_ckpt_drop_table(tx, "a/b"), -EINVAL);
 	tdbd_ckpt_abort(tx);
 	tx = begin_ok(ck);
-	assert_int_equal(tdbd_ckpt_put(tx, "t1", "", 0, "x", 1), -EINVAL);
+	assert_int_equal(tdbd_ckpt_put(tx, "t1", "", 0, "x", 1, TV), -EINVAL);
 	tdbd_ckpt_abort(tx);
 	tx = begin_ok(ck);
 	assert_int_equal(tdbd_ckpt_del(tx, "t1", "", 0), -EINVAL);
@@ -854,8 +867,8 @@ static void test_spoiled(void **state)
 
 	/* A table never reset. */
 	tx = begin_ok(ck);
-	assert_int_equal(tdbd_ckpt_put(tx, "t1", "ok", 2, "ok", 2), 0);
-	assert_int_equal(tdbd_ckpt_put(tx, "t9", "x", 1, "x", 1), -ENOENT);
+	assert_int_equal(tdbd_ckpt_put(tx, "t1", "ok", 2, "ok", 2, TV), 0);
+	assert_int_equal(tdbd_ckpt_put(tx, "t9", "x", 1, "x", 1, TV), -ENOENT);
 	assert_int_equal(tdbd_ckpt_del(tx, "t1", "a", 1), -ENOENT);
 	err[0] = '\0';
 	assert_int_equal(tdbd_ckpt_commit(tx, 99, err, sizeof(err)), -ENOENT);
@@ -882,12 +895,12 @@ static void test_same_thread(void **state)
 	assert_int_equal(tdbd_ckpt_begin(ck, &tx2, err, sizeof(err)),
 			 -EDEADLK);
 	assert_null(tx2);
-	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, err,
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, NULL, err,
 					      sizeof(err)), -EDEADLK);
 	assert_non_null(strstr(err, "load_table"));
 	assert_int_equal(got.n, 0);
 	/* read_meta takes no lock: it sees the last checkpoint. */
-	assert_int_equal(tdbd_ckpt_put(tx, "t1", "a", 1, "z", 1), 0);
+	assert_int_equal(tdbd_ckpt_put(tx, "t1", "a", 1, "z", 1, TV), 0);
 	assert_meta(ck, 42, both, 2);
 	tdbd_ckpt_abort(tx);
 	assert_table(ck, "t1", &ds.t1);
@@ -900,10 +913,11 @@ struct stopper {
 };
 
 static int stop_after(void *arg, const void *key, size_t klen,
-		      const void *val, size_t vlen)
+		      const void *val, size_t vlen, uint64_t ver)
 {
 	struct stopper *s = arg;
 
+	(void)ver;
 	(void)key;
 	(void)klen;
 	(void)val;
@@ -918,12 +932,12 @@ static void test_load_stops(void **state)
 	struct dataset ds;
 
 	populate(ck, &ds);
-	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", stop_after, &s, err,
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", stop_after, &s, NULL, err,
 					      sizeof(err)), 7);
 	assert_int_equal(s.seen, 3);
 	/* Stopping in the long records too. */
 	s = (struct stopper){ 0, (int)ds.t1.n };
-	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", stop_after, &s, err,
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", stop_after, &s, NULL, err,
 					      sizeof(err)), 7);
 	assert_int_equal(s.seen, (int)ds.t1.n);
 	/* The lock was released each time. */
@@ -942,7 +956,7 @@ static void test_format(void **state)
 	uint64_t lsn = 9;
 
 	tdbd_ckpt_close(ck);
-	raw_put(dir, "/meta", "format", 6, "\2\0\0\0", 4);
+	raw_put(dir, "/meta", "format", 6, "\3\0\0\0", 4);
 
 	ck = open_ok(dir);      /* opens, leaves the record alone... */
 	err[0] = '\0';
@@ -951,7 +965,7 @@ static void test_format(void **state)
 	assert_int_equal(lsn, 0);
 	assert_null(tabs);
 	assert_int_equal(n, 0);
-	assert_non_null(strstr(err, "format 2"));
+	assert_non_null(strstr(err, "format 3"));
 	assert_non_null(strstr(err, dir));
 	/* ...and writes nothing into it. */
 	assert_int_equal(tdbd_ckpt_begin(ck, &tx, err, sizeof(err)), -EPROTO);
@@ -1004,7 +1018,7 @@ static void test_bad_records(void **state)
 	raw_put(dir, "/long/t1", lk, maxkey, "\1\0", 2);
 	ck = open_ok(dir);
 	err[0] = '\0';
-	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, err,
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, NULL, err,
 					      sizeof(err)), -EUCLEAN);
 	assert_non_null(strstr(err, "table t1"));
 	assert_non_null(strstr(err, "no key length"));
@@ -1016,7 +1030,7 @@ static void test_bad_records(void **state)
 	rec[2] = rec[3] = 0;            /* 4095 bytes, only 10 there */
 	raw_put(dir, "/long/t1", lk, maxkey, rec, 14);
 	ck = open_ok(dir);
-	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, err,
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, NULL, err,
 					      sizeof(err)), -EUCLEAN);
 	assert_non_null(strstr(err, "table t1"));
 	assert_non_null(strstr(err, "4095"));
@@ -1028,7 +1042,7 @@ static void test_bad_records(void **state)
 	memcpy(rec + 4, "shrt", 4);
 	raw_put(dir, "/long/t1", lk, maxkey, rec, 8);
 	ck = open_ok(dir);
-	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, err,
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, NULL, err,
 					      sizeof(err)), -EUCLEAN);
 	assert_non_null(strstr(err, "table t1"));
 	tdbd_ckpt_close(ck);
@@ -1039,7 +1053,7 @@ static void test_bad_records(void **state)
 	memset(rec + 4, 'M', maxkey + 1);
 	raw_put(dir, "/long/t1", lk, maxkey, rec, 4 + maxkey + 1);
 	ck = open_ok(dir);
-	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, err,
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, NULL, err,
 					      sizeof(err)), -EUCLEAN);
 	assert_non_null(strstr(err, "table t1"));
 	assert_non_null(strstr(err, "does not match"));
@@ -1052,7 +1066,7 @@ static void test_bad_records(void **state)
 		commit_ok(tx, 43);
 		tx = begin_ok(ck);
 		assert_int_equal(tdbd_ckpt_put(tx, "t1", kk, maxkey + 1, "v",
-					       1), -EEXIST);
+					       1, TV), -EEXIST);
 		tdbd_ckpt_abort(tx);
 	}
 	tdbd_ckpt_close(ck);
@@ -1081,7 +1095,7 @@ static void test_bad_records(void **state)
 		mdb_env_close(env);
 	}
 	ck = open_ok(dir);
-	assert_int_equal(tdbd_ckpt_load_table(ck, "t2", collect, &got, err,
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t2", collect, &got, NULL, err,
 					      sizeof(err)), -EUCLEAN);
 	assert_non_null(strstr(err, "/long/t2"));
 	tdbd_ckpt_close(ck);
@@ -1111,12 +1125,12 @@ static void test_map_full(void **state)
 		char k[16];
 
 		snprintf(k, sizeof(k), "big%02d", i);
-		rc = tdbd_ckpt_put(tx, "t", k, strlen(k), chunk, 64 * 1024);
+		rc = tdbd_ckpt_put(tx, "t", k, strlen(k), chunk, 64 * 1024, TV);
 	}
 	assert_int_equal(rc, -ENOSPC);
 	assert_true(i < 32);
 	/* Spoiled: everything after says the same. */
-	assert_int_equal(tdbd_ckpt_put(tx, "t", "s", 1, "s", 1), -ENOSPC);
+	assert_int_equal(tdbd_ckpt_put(tx, "t", "s", 1, "s", 1, TV), -ENOSPC);
 	err[0] = '\0';
 	assert_int_equal(tdbd_ckpt_commit(tx, 6, err, sizeof(err)), -ENOSPC);
 	assert_non_null(strstr(err, "MDB_MAP_FULL"));
@@ -1139,7 +1153,7 @@ static void test_map_full(void **state)
 		for (i = 0; i < 32 && !rc; i++) {
 			lkey[0] = (unsigned char)i;
 			rc = tdbd_ckpt_put(tx, "t", lkey, maxkey + 100, chunk,
-					   64 * 1024);
+					   64 * 1024, TV);
 		}
 		free(lkey);
 	}
@@ -1215,7 +1229,7 @@ static void test_disk_full(void **state)
 		char k[16];
 
 		snprintf(k, sizeof(k), "big%02d", i);
-		rc = tdbd_ckpt_put(tx, "t1", k, strlen(k), chunk, 64 * 1024);
+		rc = tdbd_ckpt_put(tx, "t1", k, strlen(k), chunk, 64 * 1024, TV);
 	}
 	if (!rc)
 		rc = tdbd_ckpt_commit(tx, 8, err, sizeof(err));
@@ -1360,6 +1374,8 @@ static void test_mdb_dump(void **state)
 	assert_non_null(strstr(out, "database=t1\n"));
 	assert_non_null(strstr(out, "database=t2\n"));
 	assert_non_null(strstr(out, "database=/long/t1\n"));
+	assert_non_null(strstr(out, "database=/ver/t1\n"));
+	assert_non_null(strstr(out, "database=/lver/t1\n"));
 	assert_non_null(strstr(out, "database=/meta\n"));
 	free(out);
 	dataset_free(&ds);
@@ -1388,8 +1404,9 @@ struct gen_check {
 };
 
 static int check_gen(void *arg, const void *key, size_t klen,
-		     const void *val, size_t vlen)
+		     const void *val, size_t vlen, uint64_t ver)
 {
+	(void)ver;
 	struct gen_check *g = arg;
 	char buf[32];
 	long gen;
@@ -1435,7 +1452,7 @@ static void *reader(void *arg)
 			return NULL;
 		}
 		free(tabs);
-		rc = tdbd_ckpt_load_table(t->ck, "g", check_gen, &g, rerr,
+		rc = tdbd_ckpt_load_table(t->ck, "g", check_gen, &g, NULL, rerr,
 					  sizeof(rerr));
 		if (rc == -ENOENT && lsn == 0)
 			continue;
@@ -1473,17 +1490,17 @@ static void test_threads(void **state)
 		for (int i = 0; i < G_RECS; i++) {
 			snprintf(k, sizeof(k), "r%02d", i);
 			assert_int_equal(tdbd_ckpt_put(tx, "g", k, strlen(k),
-						       v, vl), 0);
+						       v, vl, TV), 0);
 		}
 		assert_int_equal(tdbd_ckpt_put(tx, "g", lkey, maxkey + 50, v,
-					       vl), 0);
+					       vl, TV), 0);
 		assert_int_equal(tdbd_ckpt_set_table(tx, &g), 0);
 		if (lsn % 3 == 0) {
 			assert_int_equal(tdbd_ckpt_drop_table(tx, "h"), 0);
 		} else {
 			assert_int_equal(tdbd_ckpt_reset_table(tx, "h"), 0);
 			assert_int_equal(tdbd_ckpt_put(tx, "h", "x", 1, v,
-						       vl), 0);
+						       vl, TV), 0);
 			assert_int_equal(tdbd_ckpt_set_table(tx, &h), 0);
 		}
 		commit_ok(tx, lsn);
@@ -1522,7 +1539,10 @@ static uint64_t file_bytes(const char *dir)
 }
 
 /* Keys "k%07u" (ascending), one long key (maxkey + 10, goes to
- * "/long/"), values of gen; written whole with append. */
+ * "/long/"), values of gen, each its own version; written whole with
+ * append; the version counter kept is above them all. */
+#define APPEND_VER(gen, i) ((uint64_t)(gen) << 32 | ((uint64_t)(i) + 1))
+
 static void append_table(struct ckpt *ck, struct recset *want,
 			 unsigned int n, unsigned int gen)
 {
@@ -1537,17 +1557,21 @@ static void append_table(struct ckpt *ck, struct recset *want,
 
 		snprintf(k, sizeof(k), "k%07u", i);
 		v[0] = (unsigned char)i;
-		assert_int_equal(tdbd_ckpt_append(tx, "t", k, 8, v, 200), 0);
-		rs_add(want, k, 8, v, 200);
+		assert_int_equal(tdbd_ckpt_append(tx, "t", k, 8, v, 200,
+						  APPEND_VER(gen, i)), 0);
+		rs_add(want, k, 8, v, 200, APPEND_VER(gen, i));
 		if (i == n / 2) {       /* a long key among them */
 			assert_int_equal(tdbd_ckpt_append(tx, "t", lk,
-							  maxkey + 10, v, 3),
+							  maxkey + 10, v, 3,
+							  APPEND_VER(gen, n)),
 					 0);
-			rs_add(want, lk, maxkey + 10, v, 3);
+			rs_add(want, lk, maxkey + 10, v, 3,
+			       APPEND_VER(gen, n));
 		}
 	}
 	assert_int_equal(tdbd_ckpt_set_table(tx, &(struct ckpt_table){
 		.name = "t", .id = 1, .mode = 0600 }), 0);
+	assert_int_equal(tdbd_ckpt_set_version(tx, APPEND_VER(gen, n + 1)), 0);
 	commit_ok(tx, gen);
 	free(v);
 	free(lk);
@@ -1566,9 +1590,9 @@ static void test_append(void **state)
 
 	tx = begin_ok(ck);
 	assert_int_equal(tdbd_ckpt_reset_table(tx, "t"), 0);
-	assert_int_equal(tdbd_ckpt_append(tx, "t", "b", 1, "1", 1), 0);
-	assert_int_equal(tdbd_ckpt_append(tx, "t", "bb", 2, "2", 1), 0);
-	rc = tdbd_ckpt_append(tx, "t", "ba", 2, "3", 1);
+	assert_int_equal(tdbd_ckpt_append(tx, "t", "b", 1, "1", 1, TV), 0);
+	assert_int_equal(tdbd_ckpt_append(tx, "t", "bb", 2, "2", 1, TV), 0);
+	rc = tdbd_ckpt_append(tx, "t", "ba", 2, "3", 1, TV);
 	assert_int_equal(rc, -EINVAL);
 	rc = tdbd_ckpt_commit(tx, 9, err, sizeof(err));
 	assert_int_equal(rc, -EINVAL);
@@ -1637,9 +1661,193 @@ static void test_compact(void **state)
 	assert_int_equal(lsn, 9);
 	assert_int_equal(n, 1);
 	free(tabs);
-	assert_table(ck, "t", &want);
+	assert_table(ck, "t", &want);   /* versions too */
+	assert_int_equal(tdbd_ckpt_read_version(ck, &lsn, err, sizeof(err)),
+			 0);
+	assert_int_equal(lsn, APPEND_VER(9, 20001));
 	tdbd_ckpt_close(ck);
 	rs_free(&want);
+}
+
+/* The u64 LE at db/key, or 0 if it is not there. */
+static uint64_t raw_ver(const char *dir, const char *db, const void *k,
+			size_t kl)
+{
+	size_t vl = 0;
+	unsigned char *v = raw_get(dir, db, k, kl, &vl);
+	uint64_t x = 0;
+
+	if (!v)
+		return 0;
+	assert_int_equal(vl, 8);
+	for (int i = 7; i >= 0; i--)
+		x = x << 8 | v[i];
+	free(v);
+	return x;
+}
+
+/* Remove database db (raw). */
+static void raw_drop(const char *dir, const char *db)
+{
+	MDB_env *env = raw_open(dir);
+	MDB_txn *txn;
+	MDB_dbi dbi;
+
+	assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, db, 0, &dbi), 0);
+	assert_int_equal(mdb_drop(txn, dbi, 1), 0);
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+/*
+ * Versions (issue 24): beside the values, not in them ("/ver/<t>" for
+ * the table's own keys, "/lver/<t>" for the "/long/" ones, u64 LE); the
+ * table's database still holds the plain values; a put or delete moves
+ * or removes the version with the record; the counter kept in /meta;
+ * version 0 refused; a table written before versions (no "/ver/") loads
+ * with version 0 and must be reset before a put; mismatched version
+ * databases are refused.
+ */
+static void test_versions(void **state)
+{
+	const char *dir = dir_of(state);
+	struct ckpt *ck = open_ok(dir);
+	unsigned char *lk = malloc(maxkey);
+	struct ckpt_txn *tx;
+	struct dataset ds;
+	struct rec *r;
+	bool versioned = true;
+	uint64_t v;
+	size_t vl;
+	unsigned char *val;
+
+	assert_non_null(lk);
+	assert_int_equal(tdbd_ckpt_read_version(ck, &v, err, sizeof(err)), 0);
+	assert_int_equal(v, 0);         /* none kept yet */
+	populate(ck, &ds);
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_set_version(tx, 0x123456789abcull), 0);
+	/* a put moves the version, a delete takes it away */
+	put2(tx, &ds.t1, "t1", "key005", 6, "new5", 4);
+	put2(tx, &ds.t1, "t1", ds.ktwin, maxkey + 1, "twin3", 5);
+	assert_int_equal(tdbd_ckpt_del(tx, "t1", "key006", 6), 0);
+	rs_del(&ds.t1, "key006", 6);
+	assert_int_equal(tdbd_ckpt_del(tx, "t1", ds.klong, maxkey + 1), 0);
+	rs_del(&ds.t1, ds.klong, maxkey + 1);
+	/* version 0 is no version */
+	assert_int_equal(tdbd_ckpt_put(tx, "t1", "z", 1, "z", 1, 0), -EINVAL);
+	tdbd_ckpt_abort(tx);
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_set_version(tx, 0x123456789abcull), 0);
+	put2(tx, &ds.t1, "t1", "key005", 6, "new5", 4);
+	put2(tx, &ds.t1, "t1", ds.ktwin, maxkey + 1, "twin3", 5);
+	assert_int_equal(tdbd_ckpt_del(tx, "t1", "key006", 6), 0);
+	assert_int_equal(tdbd_ckpt_del(tx, "t1", ds.klong, maxkey + 1), 0);
+	commit_ok(tx, 43);
+	assert_table(ck, "t1", &ds.t1);
+	assert_table(ck, "t2", &ds.t2);
+	assert_int_equal(tdbd_ckpt_read_version(ck, &v, err, sizeof(err)), 0);
+	assert_int_equal(v, 0x123456789abcull);
+	tdbd_ckpt_close(ck);
+
+	/* the raw layout: plain values, versions beside them */
+	val = raw_get(dir, "t1", "key005", 6, &vl);
+	assert_non_null(val);
+	assert_int_equal(vl, 4);
+	assert_memory_equal(val, "new5", 4);    /* nothing but the value */
+	free(val);
+	r = rs_find(&ds.t1, "key005", 6);
+	assert_non_null(r);
+	assert_int_equal(raw_ver(dir, "/ver/t1", "key005", 6), r->ver);
+	assert_int_equal(raw_ver(dir, "/ver/t1", "key006", 6), 0);
+	memcpy(lk, ds.ktwin, maxkey - 16);
+	be64(lk + maxkey - 16, XXH64(ds.ktwin, maxkey + 1, 1));
+	be64(lk + maxkey - 8, XXH64(ds.ktwin, maxkey + 1, 2));
+	r = rs_find(&ds.t1, ds.ktwin, maxkey + 1);
+	assert_non_null(r);
+	assert_int_equal(raw_ver(dir, "/lver/t1", lk, maxkey), r->ver);
+	assert_int_equal(raw_count(dir, "/ver/t1"), raw_count(dir, "t1"));
+	assert_int_equal(raw_count(dir, "/lver/t1"),
+			 raw_count(dir, "/long/t1"));
+	assert_int_equal(raw_count(dir, "/lver/t1"), 2);
+
+	/* a version missing, one too many, a 0: refused */
+	raw_put(dir, "t1", "key006", 6, "x", 1);        /* no version */
+	ck = open_ok(dir);
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect,
+					      &(struct recset){ 0 }, NULL,
+					      err, sizeof(err)), -EUCLEAN);
+	assert_non_null(strstr(err, "/ver/t1"));
+	tdbd_ckpt_close(ck);
+	raw_put(dir, "/ver/t1", "key006", 6, "\0\0\0\0\0\0\0\0", 8);
+	ck = open_ok(dir);
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect,
+					      &(struct recset){ 0 }, NULL,
+					      err, sizeof(err)), -EUCLEAN);
+	assert_non_null(strstr(err, "of 0"));
+	tdbd_ckpt_close(ck);
+	raw_put(dir, "/ver/t2", "zz", 2, "\1\0\0\0\0\0\0\0", 8);
+	ck = open_ok(dir);
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t2", collect,
+					      &(struct recset){ 0 }, NULL,
+					      err, sizeof(err)), -EUCLEAN);
+	assert_non_null(strstr(err, "/ver/t2"));
+	tdbd_ckpt_close(ck);
+
+	/* a table written before versions: no "/ver/", "/lver/" */
+	raw_drop(dir, "/ver/t2");
+	raw_drop(dir, "/lver/t2");
+	raw_put(dir, "/meta", "format", 6, "\1\0\0\0", 4);
+	ck = open_ok(dir);
+	for (size_t i = 0; i < ds.t2.n; i++)
+		ds.t2.r[i].ver = 0;
+	{
+		struct recset got = { 0 };
+
+		assert_int_equal(tdbd_ckpt_load_table(ck, "t2", collect, &got,
+						      &versioned, err,
+						      sizeof(err)), 0);
+		assert_false(versioned);
+		rs_assert_equal(&ds.t2, &got);  /* version 0 each */
+		rs_free(&got);
+	}
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_put(tx, "t2", "q", 1, "q", 1, 9), -EUCLEAN);
+	tdbd_ckpt_abort(tx);
+	tx = begin_ok(ck);      /* written whole, it has them */
+	assert_int_equal(tdbd_ckpt_reset_table(tx, "t2"), 0);
+	rs_free(&ds.t2);
+	put2(tx, &ds.t2, "t2", "x", 1, "y", 1);
+	put2(tx, &ds.t2, "t2", ds.k4096, 4096, "", 0);
+	commit_ok(tx, 44);
+	versioned = false;
+	{
+		struct recset got = { 0 };
+
+		assert_int_equal(tdbd_ckpt_load_table(ck, "t2", collect, &got,
+						      &versioned, err,
+						      sizeof(err)), 0);
+		assert_true(versioned);
+		rs_assert_equal(&ds.t2, &got);
+		rs_free(&got);
+	}
+	tdbd_ckpt_close(ck);
+	val = raw_get(dir, "/meta", "format", 6, &vl);
+	assert_non_null(val);
+	assert_memory_equal(val, "\2\0\0\0", 4);    /* the commit's */
+	free(val);
+
+	/* dropping a table takes its version databases */
+	ck = open_ok(dir);
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_drop_table(tx, "t2"), 0);
+	commit_ok(tx, 45);
+	tdbd_ckpt_close(ck);
+	assert_int_equal(raw_count(dir, "/ver/t2"), -1);
+	assert_int_equal(raw_count(dir, "/lver/t2"), -1);
+	free(lk);
+	dataset_free(&ds);
 }
 
 int main(void)
@@ -1648,6 +1856,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_append, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_compact, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_versions, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup,
 						teardown),

@@ -378,7 +378,7 @@ static unsigned int t_parse(const char *path, uint64_t first,
 		assert_int_equal(le32(m + off), ref_crc32c(0, m + off + 4,
 							   len - 4));
 		assert_int_equal(le64(m + off + 8), first + k);
-		assert_in_range(m[off + 16], WAL_OPS, WAL_DROP);
+		assert_in_range(m[off + 16], WAL_OPS, WAL_OPS_V);
 		for (int i = 17; i < 24; i++)
 			assert_int_equal(m[off + i], 0);
 		for (uint32_t i = len; i < padded; i++)
@@ -406,6 +406,7 @@ struct mop {
 struct mrec {
 	uint64_t lsn;
 	enum wal_type type;
+	uint64_t version;       /* WAL_OPS_V's (decoded: wal_ops_version) */
 	uint32_t nops;
 	struct mop *ops;
 	struct wal_create c;    /* WAL_CREATE */
@@ -530,7 +531,9 @@ static void gen_rec(struct mrec *m, uint32_t max_val, uint32_t max_ops)
 		rand_name(m->name);
 		return;
 	}
-	m->type = WAL_OPS;
+	/* ops with a version, and the old kind (version = LSN) */
+	m->type = below(2) ? WAL_OPS_V : WAL_OPS;
+	m->version = m->type == WAL_OPS_V ? rnd() | 1 : 0;
 	m->nops = r < 35 && max_ops > 1 ? 2 + below(max_ops - 1) : 1;
 	m->ops = calloc(m->nops, sizeof(*m->ops));
 	assert_non_null(m->ops);
@@ -561,10 +564,11 @@ static size_t rec_size(const struct mrec *m)
 
 	switch (m->type) {
 	case WAL_OPS:
+	case WAL_OPS_V:
 		for (uint32_t i = 0; i < m->nops; i++)
 			bytes += strlen(m->ops[i].name) + m->ops[i].klen +
 				 m->ops[i].vlen;
-		return wal_rec_size(WAL_OPS, m->nops, bytes);
+		return wal_rec_size(m->type, m->nops, bytes);
 	case WAL_CREATE:
 		return wal_rec_size(WAL_CREATE, 0, strlen(m->c.name));
 	case WAL_DROP:
@@ -580,9 +584,13 @@ static int append_reserved(struct wal *w, const struct mrec *m, size_t size,
 {
 	int e = 0, c;
 
-	wal_begin(w, m->type);
+	if (m->type == WAL_OPS_V)
+		wal_begin_ops(w, m->version);
+	else
+		wal_begin(w, m->type);
 	switch (m->type) {
 	case WAL_OPS:
+	case WAL_OPS_V:
 		for (uint32_t i = 0; i < m->nops && !e; i++) {
 			const struct mop *o = &m->ops[i];
 
@@ -661,8 +669,14 @@ static unsigned char *t_encode(const struct mrec *m, size_t *len)
 	assert_non_null(p = calloc(1, cap));
 	switch (m->type) {
 	case WAL_OPS:
+	case WAL_OPS_V:
 		st32(p, m->nops);
 		n = 4;
+		if (m->type == WAL_OPS_V) {
+			st32(p + 4, 0);
+			st64(p + 8, m->version);
+			n = 16;
+		}
 		for (uint32_t i = 0; i < m->nops; i++) {
 			const struct mop *o = &m->ops[i];
 			size_t nl = strlen(o->name);
@@ -706,6 +720,10 @@ static void mrec_eq(const struct mrec *a, const struct mrec *b)
 	assert_int_equal(a->type, b->type);
 	switch (b->type) {
 	case WAL_OPS:
+	case WAL_OPS_V:
+		/* a is what was read: an old record's version is its LSN */
+		assert_int_equal(a->version, b->type == WAL_OPS ? b->lsn :
+				 b->version);
 		assert_int_equal(a->nops, b->nops);
 		for (uint32_t i = 0; i < b->nops; i++) {
 			const struct mop *x = &a->ops[i], *y = &b->ops[i];
@@ -778,11 +796,14 @@ static int collect(void *arg, const struct wal_rec *r)
 	m->lsn = r->lsn;
 	m->type = r->type;
 	switch (r->type) {
-	case WAL_OPS: {
+	case WAL_OPS:
+	case WAL_OPS_V: {
 		struct wal_opv op;
 		uint32_t pos = 0, k = 0;
 		int e;
 
+		if (wal_ops_version(r, &m->version) || !m->version)
+			g->bad++;
 		if (wal_ops_count(r, &n) || n > r->len / 12) {
 			g->bad++;
 			break;
@@ -2810,7 +2831,8 @@ static void test_parallel_append(void **state)
 			struct mrec *m = recs_push(&th[i].model);
 
 			gen_rec(m, 2000, 4);
-			if (m->type == WAL_OPS)    /* keyed by thread, seq */
+			if (m->type == WAL_OPS || m->type == WAL_OPS_V)
+				/* keyed by thread, seq */
 				snprintf(m->ops[0].name, sizeof(m->ops[0].name),
 					 "t%d-%d", i, j);
 		}

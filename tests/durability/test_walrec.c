@@ -3,7 +3,10 @@
  * test_walrec.c - the shared WAL record encoder (src/wal/walrec.c):
  * records it builds (with tdbp_crc32c, as tdb.ko's change log does)
  * are, byte for byte, the records src/wal writes for the same changes;
- * tdbp_crc32c (src/platform/user.c) equals wal_crc32c.
+ * tdbp_crc32c (src/platform/user.c) equals wal_crc32c.  Versions: an
+ * OPS_V record carries its version (u32 nops, u32 0, u64 version) and
+ * the reader gives it back; an old OPS record reads with version = its
+ * LSN.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -93,6 +96,19 @@ static size_t encode(unsigned char *b)
 	memcpy(r + len, "tab3", 4);
 	len += 4;
 	r += finish(r, len, 4, 0);
+	/* 5: a put with its version (OPS_V) */
+	len = walrec_begin_v(r, 0x0102030405060708ull);
+	CHECK(len == WALREC_OPS_V_HDR);
+	len += add_op(r + len, WALREC_OP_PUT, "t1", "key", "v2");
+	CHECK(walrec_size(WALREC_OPS_V, 1, 2 + 3 + 2) == ((len + 7) & ~7u));
+	r += finish(r, len, 5, 1);
+	/* the header, by hand: type 4, nops 1, 0, the version LE */
+	CHECK(r[-((len + 7) & ~7u) + 16] == 4);
+	/* 6: a transaction at version 9: del, put */
+	len = walrec_begin_v(r, 9);
+	len += add_op(r + len, WALREC_OP_DEL, "t1", "key", NULL);
+	len += add_op(r + len, WALREC_OP_PUT, "tab2", "x", "y");
+	r += finish(r, len, 6, 2);
 	return (size_t)(r - b);
 }
 
@@ -127,6 +143,101 @@ static void append(struct wal *w)
 	wal_begin(w, WAL_DROP);
 	wal_add_drop(w, "tab3");
 	CHECK(!wal_commit(w, sz, &lsn) && lsn == 4);
+
+	sz = wal_rec_size(WAL_OPS_V, 1, 2 + 3 + 2);
+	CHECK(!wal_reserve(w, sz, &msg));
+	wal_begin_ops(w, 0x0102030405060708ull);
+	wal_add_op(w, WAL_OP_PUT, "t1", "key", 3, "v2", 2);
+	CHECK(!wal_commit(w, sz, &lsn) && lsn == 5);
+
+	sz = wal_rec_size(WAL_OPS_V, 2, 2 + 3 + 4 + 1 + 1);
+	CHECK(!wal_reserve(w, sz, &msg));
+	wal_begin_ops(w, 9);
+	wal_add_op(w, WAL_OP_DEL, "t1", "key", 3, NULL, 0);
+	wal_add_op(w, WAL_OP_PUT, "tab2", "x", 1, "y", 1);
+	CHECK(!wal_commit(w, sz, &lsn) && lsn == 6);
+}
+
+/* Replay: each ops record's version (OPS_V: its own; OPS: its LSN) and
+ * ops. */
+struct seen {
+	int n;
+	uint64_t ver[8];
+	uint32_t nops[8];
+};
+
+static int on_rec(void *arg, const struct wal_rec *r)
+{
+	struct seen *s = arg;
+	struct wal_opv op;
+	uint32_t pos = 0, n = 0, cnt;
+	int k;
+
+	if (s->n >= 8)
+		return -E2BIG;
+	s->ver[s->n] = 0;
+	if (wal_is_ops(r)) {
+		CHECK(!wal_ops_version(r, &s->ver[s->n]));
+		CHECK(!wal_ops_count(r, &cnt));
+		while ((k = wal_next_op(r, &pos, &op)) == 1)
+			n++;
+		CHECK(k == 0 && n == cnt);
+	} else {
+		CHECK(wal_ops_version(r, &s->ver[s->n]) == -EUCLEAN);
+	}
+	s->nops[s->n++] = n;
+	return 0;
+}
+
+static void replay(const char *dir)
+{
+	static const uint64_t want_ver[6] = { 1, 2, 0, 0,
+					      0x0102030405060708ull, 9 };
+	static const uint32_t want_nops[6] = { 1, 3, 0, 0, 1, 2 };
+	struct seen s = { 0 };
+	struct wal_replay_opts o = { .fn = on_rec, .arg = &s };
+	struct wal_replay_result res;
+	char err[256];
+
+	CHECK(!wal_replay(dir, &o, &res, err, sizeof(err)));
+	CHECK(s.n == 6);
+	for (int i = 0; i < 6 && i < s.n; i++) {
+		CHECK(s.ver[i] == want_ver[i]);
+		CHECK(s.nops[i] == want_nops[i]);
+	}
+}
+
+/* An OPS_V record whose version field is 0, or whose u32 after nops is
+ * not 0: the decoders refuse it. */
+static void bad_headers(void)
+{
+	unsigned char b[128];
+	struct wal_rec r;
+	struct wal_opv op;
+	const char *why;
+	uint32_t pos = 0, n;
+	uint64_t v;
+	size_t len;
+
+	len = walrec_begin_v(b, 0);
+	len += add_op(b + len, WALREC_OP_PUT, "t", "k", "v");
+	walrec_seal(b, (uint32_t)len, 7, 1);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len));
+	CHECK(!wal_rec_check(b, len, &r, &why));
+	CHECK(r.type == WAL_OPS_V);
+	CHECK(wal_ops_version(&r, &v) == -EUCLEAN);
+	CHECK(wal_ops_count(&r, &n) == -EUCLEAN);
+	CHECK(wal_next_op(&r, &pos, &op) == -EUCLEAN);
+	walrec_put64(b + WALREC_HDR + 8, 5);
+	walrec_put32(b + WALREC_HDR + 4, 1);    /* the u32 0 is not */
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len));
+	CHECK(!wal_rec_check(b, len, &r, &why));
+	CHECK(wal_ops_version(&r, &v) == -EUCLEAN);
+	walrec_put32(b + WALREC_HDR + 4, 0);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len));
+	CHECK(!wal_rec_check(b, len, &r, &why));
+	CHECK(!wal_ops_version(&r, &v) && v == 5);
+	CHECK(wal_next_op(&r, &pos, &op) == 1 && op.klen == 1);
 }
 
 int main(void)
@@ -156,11 +267,13 @@ int main(void)
 	CHECK(r >= (ssize_t)n);
 	CHECK(r >= (ssize_t)n && !memcmp(got, want, n));
 	close(fd);
+	replay(dir);
+	bad_headers();
 	unlink(path);
 	rmdir(dir);
 	if (fails)
 		fprintf(stderr, "%d checks failed\n", fails);
 	else
-		printf("walrec: %zu bytes of 4 records equal the WAL's\n", n);
+		printf("walrec: %zu bytes of 6 records equal the WAL's\n", n);
 	return fails ? 1 : 0;
 }

@@ -9,7 +9,8 @@
  *
  *  - max-txns=2: the 3rd TXN_BEGIN of a client is -EBUSY (rings and
  *    the other transport: generic netlink / the Unix socket);
- *  - max-txn-ops=3, max-txn-bytes=100000: -E2BIG (both transports);
+ *  - max-txn-ops=3, max-txn-bytes=100000: -E2BIG (both transports),
+ *    for GETs in a transaction too (the read set, issue 24);
  *  - max-watches=4: the 5th WATCH is -EMFILE;
  *  - max-tables-per-uid=3: uid 65534's 4th table is -EDQUOT;
  *  - max-txn-memory-per-uid=1M: uid 65534's transaction of 64 KiB puts
@@ -88,8 +89,22 @@ static void case_txns(void)
 			CHECK(tdbc_put(t, x[0], "o", 1, "v", 1, 0) == 0,
 			      "put %d: %s", i, tdbc_errmsg(c));
 		refused(c, tdbc_put(t, x[0], "o", 1, "v", 1, 0), -E2BIG,
-			"transaction has max-txn-ops changes already",
-			"the 4th put of max-txn-ops=3");
+			"transaction has max-txn-ops changes and reads "
+			"already", "the 4th put of max-txn-ops=3");
+		CHECK(tdbc_txn_abort(x[0]) == 0, "abort");
+		/* the read set counts too (issue 24): GETs of distinct
+		 * keys, absent or not */
+		CHECK(tdbc_txn_begin(c, &x[0]) == 0, "begin");
+		for (i = 0; i < 3; i++) {
+			char key[4] = { 'r', (char)('0' + i) };
+			long n = tdbc_get(t, x[0], key, 2, val, 16, NULL);
+
+			CHECK(n == -ENOENT, "get %d in txn: %s", i,
+			      h_errname((int)n));
+		}
+		refused(c, (int)tdbc_get(t, x[0], "r3", 2, val, 16, NULL),
+			-E2BIG, "transaction has max-txn-ops changes and "
+			"reads already", "the 4th GET of max-txn-ops=3");
 		CHECK(tdbc_txn_abort(x[0]) == 0, "abort");
 		kt_limit_reset("max-txn-ops");
 
@@ -98,7 +113,8 @@ static void case_txns(void)
 		CHECK(tdbc_put(t, x[0], "b", 1, val, sizeof(val), 0) == 0,
 		      "put: %s", tdbc_errmsg(c));
 		refused(c, tdbc_put(t, x[0], "c", 1, val, sizeof(val), 0),
-			-E2BIG, "transaction would exceed max-txn-bytes",
+			-E2BIG, "transaction would exceed max-txn-bytes (its "
+			"changes and the keys it read)",
 			"2 x 64 KiB of max-txn-bytes=100000");
 		CHECK(tdbc_txn_abort(x[0]) == 0, "abort");
 		kt_limit_reset("max-txn-bytes");
@@ -512,8 +528,10 @@ static void case_table_stat(struct tdbc *root)
 	 * make the same figures.  Only the page size is the home's and
 	 * the machine's: 2 MiB for tdb.ko's extents and for tdbd's on
 	 * hugetlb, 4 KiB for tdbd's without. */
+	/* (layout 3: each record carries its version, 8 bytes more
+	 * than before issue 24's 34128 and 176) */
 	CHECK(st.bytes_used == 2 + 10 + 2 + 1000 &&
-	      st.bytes_allocated == 34128 && st.bytes_pending == 176 &&
+	      st.bytes_allocated == 34144 && st.bytes_pending == 192 &&
 	      st.index_nodes == 1 && st.index_buckets == 2,
 	      "TABLE_STAT's figures differ");
 	CHECK(st.page_size == 4096 || st.page_size == 2u << 20,

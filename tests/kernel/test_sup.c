@@ -193,11 +193,17 @@ static void check_record(struct sup *s)
 	s->next_lsn++;
 	s->records++;
 	switch (r[16]) {
-	case 1:                 /* WAL_OPS */
+	case 1:                 /* WAL_OPS: tdb.ko writes them no more */
+		CHECK(0, "record LSN %llu of the old kind (no version)",
+		      (unsigned long long)get64(r + 8));
+		break;
+	case 4:                 /* WAL_OPS_V: nops, 0, version, ops */
 		n = get32(r + 24);
+		CHECK(!get32(r + 28) && get64(r + 32), "record LSN %llu: a "
+		      "bad version header", (unsigned long long)get64(r + 8));
 		if (n > 1)
 			s->txns++;
-		for (i = 0, off = 28; i < n; i++) {
+		for (i = 0, off = 40; i < n; i++) {
 			uint8_t op = r[off], nl = r[off + 1];
 			uint32_t kl = get32(r + off + 4), vl = get32(r + off + 8);
 			const char *name = (const char *)r + off + 12;

@@ -8,7 +8,11 @@
  *  1. restore at start: a tdbd (data dir D, sync always) starts on a
  *     fresh tdb.ko (tables restored: none), a client writes through
  *     /dev/tdb; tdbd stops; tdb.ko is reloaded (its tables gone); a new
- *     tdbd restores them from D: every write is there;
+ *     tdbd restores them from D: every write is there, each key at the
+ *     version it had (a CAS with the version read before the reload
+ *     succeeds, one with a stale version fails -ECANCELED), and a key
+ *     deleted before the reload, written again after it, gets a version
+ *     above every one tdb.ko gave before (TDB_IOC_SUP_VERSION);
  *     then a bulk load (bulk(): ring wraps and WAL segment switches)
  *     is restored whole;
  *  2. SIGKILL: three writer processes make puts, deletes and
@@ -116,6 +120,71 @@ static unsigned int verify(const unsigned char *acked, unsigned int n)
 	tdbc_table_close(t);
 	tdbc_close(c);
 	return found;
+}
+
+/* Phase 1's versions: of keys 0..VKEYS-1 before the reload, and the
+ * highest version seen. */
+#define VKEYS 8
+static uint64_t vers[VKEYS], vmax;
+
+static uint64_t version_of(struct tdbc_table *t, unsigned int i)
+{
+	char k[16], got[64];
+	uint64_t ver = 0;
+	long len;
+
+	key_of(k, i);
+	len = tdbc_get_ver(t, NULL, k, strlen(k), got, sizeof(got), NULL,
+			   &ver);
+	CHECK(len > 0 && ver, "get %s: %ld, version %llu", k, len,
+	      (unsigned long long)ver);
+	if (ver > vmax)
+		vmax = ver;
+	return ver;
+}
+
+/* After the reload: the versions are back, they decide CASes, and a
+ * version is not given again (key 999 was deleted before the reload). */
+static void check_versions(void)
+{
+	struct tdbc *c = ksup_connect(0);
+	struct tdbc_table *t = NULL;
+	char k[16], v[32];
+	uint64_t ver;
+	unsigned int i;
+	int e;
+
+	CHECK(!tdbc_table_open(c, "sup", &t), "open sup: %s",
+	      tdbc_errmsg(c));
+	for (i = 0; i < VKEYS; i++)
+		CHECK(version_of(t, i) == vers[i], "key %u: version %llu "
+		      "after the restore, %llu before", i,
+		      (unsigned long long)version_of(t, i),
+		      (unsigned long long)vers[i]);
+	/* first, before any other write: tdb.ko's counter must already be
+	 * past the version key 999 had (and its delete's) */
+	key_of(k, 999);
+	val_of(v, 999);
+	ver = vmax;
+	CHECK(!tdbc_put(t, NULL, k, strlen(k), v, strlen(v), 0),
+	      "put %s: %s", k, tdbc_errmsg(c));
+	CHECK(version_of(t, 999) > ver, "key 999, deleted before the reload "
+	      "and written after it: version %llu, not above %llu",
+	      (unsigned long long)version_of(t, 999), (unsigned long long)ver);
+	key_of(k, 0);
+	val_of(v, 0);
+	e = tdbc_put_if(t, NULL, k, strlen(k), "x", 1, TDBC_IF_VERSION,
+			vers[0] + 1);  /* not its version */
+	CHECK(e == -ECANCELED, "CAS with a stale version: %d", e);
+	e = tdbc_put_if(t, NULL, k, strlen(k), v, strlen(v), TDBC_IF_VERSION,
+			vers[0]);
+	CHECK(!e, "CAS with the version read before the reload: %s",
+	      tdbc_errmsg(c));
+	ver = version_of(t, 0);
+	CHECK(ver > vers[0], "the CAS gave version %llu", (unsigned long long)ver);
+	vers[0] = ver;
+	tdbc_table_close(t);
+	tdbc_close(c);
 }
 
 /*
@@ -435,13 +504,24 @@ int main(void)
 		CHECK(!tdbc_put(t, NULL, k, strlen(k), v, strlen(v), 0),
 		      "put %s: %s", k, tdbc_errmsg(c));
 	}
+	for (i = 0; i < VKEYS; i++)
+		vers[i] = version_of(t, i);
+	/* the last write before the reload: a delete (its version is the
+	 * highest given; only TDB_IOC_SUP_VERSION tells tdb.ko of it) */
+	(void)version_of(t, 999);
+	key_of(k, 999);
+	CHECK(!tdbc_del(t, NULL, k, strlen(k)), "del %s: %s", k,
+	      tdbc_errmsg(c));
 	tdbc_table_close(t);
 	tdbc_close(c);
 	ksup_stop(&td, SIGTERM);
 	reload_module();
 	tdbd_start();
 	CHECK(ksup_count_lines(LOG_FILE, "restoring them") >= 2, "no restore at start");
-	CHECK(verify(NULL, 1000) == 1000, "restore");
+	CHECK(verify(NULL, 999) == 999, "restore");
+	check_versions();
+	printf("test_supervise: versions restored, a CAS across the reload, "
+	       "none given twice\n");
 	stats_check(1001);
 	printf("test_supervise: restore at start: 1000 keys back\n");
 	bulk(getenv("TDB_KTEST_SUP_BULK") ?

@@ -40,7 +40,12 @@ static inline size_t rec_finish(unsigned char *r, size_t len, uint64_t lsn,
 	return len;
 }
 
-/* A WAL_OPS record of one put (vlen != (size_t)-1) or delete. */
+/* The version tdb.ko gives the change of record lsn, in these tests:
+ * not the LSN, so a reader that took the LSN for it shows. */
+#define REC_VERSION(lsn) ((uint64_t)(lsn) * 1000 + 7)
+
+/* A WAL_OPS_V record (as tdb.ko logs changes) of one put (vlen !=
+ * (size_t)-1) or delete, at version REC_VERSION(lsn). */
 static inline size_t rec_op(unsigned char *r, uint64_t lsn, const char *tab,
 			    const char *key, const void *val, size_t vlen,
 			    bool del)
@@ -48,7 +53,9 @@ static inline size_t rec_op(unsigned char *r, uint64_t lsn, const char *tab,
 	size_t n = strlen(tab), kl = strlen(key), off = WAL_REC_HDR;
 
 	rec_put32(r + off, 1);
-	off += 4;
+	rec_put32(r + off + 4, 0);
+	rec_put64(r + off + 8, REC_VERSION(lsn));
+	off += 16;
 	r[off] = del ? WAL_OP_DEL : WAL_OP_PUT;
 	r[off + 1] = (unsigned char)n;
 	r[off + 2] = r[off + 3] = 0;
@@ -59,7 +66,7 @@ static inline size_t rec_op(unsigned char *r, uint64_t lsn, const char *tab,
 	if (!del && vlen)
 		memcpy(r + off + 12 + n + kl, val, vlen);
 	off += 12 + n + kl + (del ? 0 : vlen);
-	return rec_finish(r, off, lsn, WAL_OPS);
+	return rec_finish(r, off, lsn, WAL_OPS_V);
 }
 
 static inline size_t rec_create(unsigned char *r, uint64_t lsn,

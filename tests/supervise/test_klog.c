@@ -57,7 +57,13 @@ static void test_whole(void **state)
 	assert_int_equal(len, n);
 	assert_memory_equal(rec, r, n);
 	assert_int_equal(wr.lsn, 7);
-	assert_int_equal(wr.type, WAL_OPS);
+	assert_int_equal(wr.type, WAL_OPS_V);
+	{
+		uint64_t v = 0;
+
+		assert_int_equal(wal_ops_version(&wr, &v), 0);
+		assert_int_equal(v, REC_VERSION(7));
+	}
 	assert_int_equal(wal_next_op(&wr, &pos, &op), 1);
 	assert_string_equal(op.name, "tab");
 	assert_int_equal(op.klen, 3);

@@ -5,7 +5,10 @@
  * (tdbd_durable_apply, the follower's step), then a second start
  * recovers the mirror from the WAL with every record; an LSN that is
  * not the WAL's next is refused with both LSNs named and nothing
- * applied; a record on a table the mirror lacks is refused.  And the
+ * applied; a record on a table the mirror lacks is refused.  Each key
+ * has the version of the record that wrote it (tdb.ko's, REC_VERSION,
+ * not the LSN), in the mirror and after the recovery, and the mirror's
+ * counter is past every one.  And the
  * `backend` key of tdbd.conf and --backend.
  *
  * Linked with tdbd's objects (src/daemon, without main.c).
@@ -68,16 +71,21 @@ static int apply(struct tdbd *d, const unsigned char *r, size_t n)
 	return tdbd_durable_apply(d, r, n, &wr, err, sizeof(err));
 }
 
-/* The value of key in table tab of the mirror, or NULL. */
+/* The value of key in table tab of the mirror, or NULL; its version in
+ * last_ver. */
+static uint64_t last_ver;
+
 static const char *value(struct tdbd *d, const char *tab, const char *key)
 {
 	static char buf[256];
 	struct tdbo_table *t = tdbo_table_get(d->o, tab);
 	long n;
 
+	last_ver = 0;
 	if (!t)
 		return NULL;
-	n = tdbe_get(t->t, key, strlen(key), buf, sizeof(buf) - 1, NULL);
+	n = tdbe_get_ver(t->t, key, strlen(key), buf, sizeof(buf) - 1, NULL,
+			 &last_ver);
 	tdbo_table_put(t);
 	if (n < 0)
 		return NULL;
@@ -105,6 +113,8 @@ static void test_apply_and_recover(void **state)
 	assert_int_equal(apply(&d, r, n), 0);
 	assert_null(value(&d, "kt", "a"));
 	assert_string_equal(value(&d, "kt", "b"), "two");
+	assert_int_equal(last_ver, REC_VERSION(base + 3));
+	assert_true(tdbo_version_last(d.o) >= REC_VERSION(base + 4));
 	assert_int_equal(wal_appended(d.wal), base + 4);
 
 	/* out of sequence: refused, both named, the mirror untouched */
@@ -127,6 +137,8 @@ static void test_apply_and_recover(void **state)
 	start(&d);
 	assert_int_equal(wal_appended(d.wal), base + 4);
 	assert_string_equal(value(&d, "kt", "b"), "two");
+	assert_int_equal(last_ver, REC_VERSION(base + 3));
+	assert_true(tdbo_version_last(d.o) >= REC_VERSION(base + 4));
 	assert_null(value(&d, "kt", "a"));
 	n = rec_drop(r, base + 5, "kt");
 	assert_int_equal(apply(&d, r, n), 0);
