@@ -642,15 +642,24 @@ EOF
 json_check 'docs[0] == {"line": 1, "key": "j", "value": 3} and docs[1]["value"] == "3" and docs[1]["version"] > 0'
 # a transaction whose read key another client changes: the commit fails
 # (exit 7), naming the table and key, and applies nothing.  The batch
-# reads from a FIFO: its get has run (stat drains the window) before the
-# other tdb writes.
+# reads from a FIFO; `help` (with --json it goes to stderr, unbuffered)
+# drains the window first, so once its text is there the get has run,
+# and only then does the other tdb write.
+wait_help() {   # wait_help FILE: up to 20 s for the help text in FILE
+	i=0
+	until grep -q "^Commands, as on" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt 400 ] && { fail "the batch's help never came"; return 1; }
+		sleep 0.05
+	done
+}
 expect_out "" "$tdb" put v1 acct 1
 mkfifo "$dir/fifo"
-"$tdb" batch <"$dir/fifo" >"$out" 2>"$err" &
+"$tdb" --json batch <"$dir/fifo" >"$out" 2>"$err" &
 bpid=$!
 exec 3>"$dir/fifo"
-printf 'begin\nget v1 acct\nstat v1\n' >&3
-sleep 0.5
+printf 'begin\nget v1 acct\nhelp\n' >&3
+wait_help "$err"
 "$tdb" put v1 acct 2 || fail "put under a transaction"
 printf 'put v1 acct 3\nput v1 other 1\ncommit\n' >&3
 exec 3>&-
@@ -660,19 +669,15 @@ checks=$((checks + 1))
 [ "$rc" = 7 ] || fail "batch commit after a conflict exited $rc: $(cat "$err")"
 grep -q "^tdb: line 6: commit: conflict: .*acct.*nothing was applied: run the transaction again$" "$err" ||
 	fail "batch commit conflict: $(cat "$err")"
+json_check 'docs[-1]["line"] == 6 and docs[-1]["exit"] == 7'
 expect_out "2" "$tdb" --escape get v1 acct
 expect_err 1 "tdb: get v1 other: " "$tdb" get v1 other
-# the same with --txn: 64 lines go out at once (the read among them)
-{
-	echo 'get v1 acct'
-	i=0
-	while [ $i -lt 63 ]; do echo "put v1 f$i x"; i=$((i + 1)); done
-} >"$dir/t"
-"$tdb" batch --txn <"$dir/fifo" >"$out" 2>"$err" &
+# the same with --txn
+"$tdb" --json batch --txn <"$dir/fifo" >"$out" 2>"$err" &
 bpid=$!
 exec 3>"$dir/fifo"
-cat "$dir/t" >&3
-sleep 0.5
+printf 'get v1 acct\nput v1 f0 x\nhelp\n' >&3
+wait_help "$err"
 "$tdb" put v1 acct 4 || fail "put under a --txn batch"
 printf 'put v1 acct 5\n' >&3
 exec 3>&-
