@@ -483,8 +483,6 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 	}
 	mutex_lock(&gc->lock);
 	err = tdbo_exec(gc->tc, m, &rs.s, &ext, &res);
-	/* the ack is built after gc may be gone: no text of gc's */
-	ext.msg = tdbo_msg_static(gc->tc, ext.msg, err);
 	dump = res.dump;
 	if (err >= 0 && must_wait(res.lsn))
 		end = wait_end(gc, skb);

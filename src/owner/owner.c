@@ -230,27 +230,6 @@ int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
 
 /* --- clients -------------------------------------------------------------- */
 
-const char *tdbo_msg_static(const struct tdbo_client *c, const char *msg,
-			    int err)
-{
-	if (msg < c->why || msg >= c->why + sizeof(c->why))
-		return msg;
-	switch (err) {
-	case -ESTALE:
-		return "a key this transaction read was changed by another "
-		       "client (the table and key: over /dev/tdb or tdbd)";
-	case -ECANCELED:
-		return "version condition failed: the key is at another "
-		       "version or absent";
-	case -EEXIST:
-		return "key exists (no-overwrite / if-absent put)";
-	case -ENOENT:
-		return "no such key (if-present put)";
-	default:
-		return "a condition of the request failed";
-	}
-}
-
 void tdbo_client_allow_set_version(struct tdbo_client *c)
 {
 	c->may_set_version = true;

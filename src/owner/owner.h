@@ -217,15 +217,6 @@ void tdbo_owner_on_change(struct tdbo_owner *o, tdbo_change_fn *fn,
  * wakes poll()); may be NULL.  Called from the writer's context with no
  * owner lock held that wake() could need.
  */
-/*
- * An error text that may name a key or a version is built in the
- * client (valid until its next request).  A transport whose answer is
- * built after the client may be gone (generic netlink: the kernel's
- * netlink core reads the text after doit returned) takes a static text
- * for the same errno instead: this returns msg, or that.
- */
-const char *tdbo_msg_static(const struct tdbo_client *c, const char *msg,
-			    int err);
 /* The supervisor's own restore connection (tdb.ko): its PUTs may carry
  * SET_VERSION (docs/PROTOCOL.md); nobody else's may. */
 void tdbo_client_allow_set_version(struct tdbo_client *c);
