@@ -482,6 +482,15 @@ static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
 		goto out;
 	}
 	mutex_lock(&gc->lock);
+	/*
+	 * ext.msg may be a text the owner built in gc's client (a key, a
+	 * version).  The netlink core copies it into the ack after we
+	 * return, still inside this sendmsg(): the socket's file is held
+	 * by the call, so its release (which frees gc) cannot come before.
+	 * Another thread's request on the same socket may rewrite the text
+	 * meanwhile (a garbled message, never out of bounds: the buffer
+	 * always ends in a NUL).
+	 */
 	err = tdbo_exec(gc->tc, m, &rs.s, &ext, &res);
 	dump = res.dump;
 	if (err >= 0 && must_wait(res.lsn))
