@@ -219,6 +219,15 @@ static int collect(void *arg, const void *key, size_t klen, const void *val,
 }
 
 /* The two sets hold exactly the same records. */
+/* An empty set for a load expected to fail: what it collected before
+ * failing is freed here, or at the next rs_fresh. */
+static struct recset *rs_fresh(struct recset *rs)
+{
+	rs_free(rs);
+	memset(rs, 0, sizeof(*rs));
+	return rs;
+}
+
 static void rs_assert_equal(struct recset *want, struct recset *got)
 {
 	if (want->n)
@@ -1712,6 +1721,7 @@ static void raw_drop(const char *dir, const char *db)
 static void test_versions(void **state)
 {
 	const char *dir = dir_of(state);
+	struct recset junk = { 0 };     /* what failed loads collected */
 	struct ckpt *ck = open_ok(dir);
 	unsigned char *lk = malloc(maxkey);
 	struct ckpt_txn *tx;
@@ -1776,21 +1786,21 @@ static void test_versions(void **state)
 	raw_put(dir, "t1", "key006", 6, "x", 1);        /* no version */
 	ck = open_ok(dir);
 	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect,
-					      &(struct recset){ 0 }, NULL,
+					      rs_fresh(&junk), NULL,
 					      err, sizeof(err)), -EUCLEAN);
 	assert_non_null(strstr(err, "/ver/t1"));
 	tdbd_ckpt_close(ck);
 	raw_put(dir, "/ver/t1", "key006", 6, "\0\0\0\0\0\0\0\0", 8);
 	ck = open_ok(dir);
 	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect,
-					      &(struct recset){ 0 }, NULL,
+					      rs_fresh(&junk), NULL,
 					      err, sizeof(err)), -EUCLEAN);
 	assert_non_null(strstr(err, "of 0"));
 	tdbd_ckpt_close(ck);
 	raw_put(dir, "/ver/t2", "zz", 2, "\1\0\0\0\0\0\0\0", 8);
 	ck = open_ok(dir);
 	assert_int_equal(tdbd_ckpt_load_table(ck, "t2", collect,
-					      &(struct recset){ 0 }, NULL,
+					      rs_fresh(&junk), NULL,
 					      err, sizeof(err)), -EUCLEAN);
 	assert_non_null(strstr(err, "/ver/t2"));
 	tdbd_ckpt_close(ck);
@@ -1846,6 +1856,7 @@ static void test_versions(void **state)
 	tdbd_ckpt_close(ck);
 	assert_int_equal(raw_count(dir, "/ver/t2"), -1);
 	assert_int_equal(raw_count(dir, "/lver/t2"), -1);
+	rs_free(&junk);
 	free(lk);
 	dataset_free(&ds);
 }
