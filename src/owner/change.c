@@ -347,13 +347,6 @@ out:
 
 /* --- the pipeline ----------------------------------------------------------- */
 
-bool tdbo_key_exists(struct tdbo_table *t, const void *key, size_t klen)
-{
-	size_t need;
-
-	return tdbe_get(t->t, key, klen, NULL, 0, &need) != -ENOENT;
-}
-
 uint64_t tdbo_key_version(struct tdbo_table *t, const void *key,
 			  size_t klen)
 {

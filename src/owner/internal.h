@@ -431,8 +431,6 @@ int tdbo_cmd_get(struct tdbo_client *c, const struct tdb_proto_msg *m,
 int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		     bool del, struct tdb_proto_extack *ext,
 		     struct tdbo_out *res);
-/* Under wlock: is the key present? */
-bool tdbo_key_exists(struct tdbo_table *t, const void *key, size_t klen);
 /* Under wlock, the pipeline's steps 3 and 4 (a transaction's commit
  * runs them op by op): the pre-image and the engine; then, for a change
  * that is in, dirty, size and notifications. */
