@@ -707,10 +707,10 @@ static bool good_ring_size(u32 size)
  * ioctl has no extended ack, so the refusal's message (naming the
  * module parameter) goes to the kernel log, ratelimited.
  */
-static int attach_charge(struct tdbk_file *f)
+static int attach_charge(struct tdbk_file *f, u64 ring_bytes)
 {
 	const char *msg = NULL;
-	int err = tdbo_client_attach_charge(f->client, &msg);
+	int err = tdbo_client_attach_charge(f->client, ring_bytes, &msg);
 
 	if (err && msg)
 		pr_warn_ratelimited("tdb: TDB_IOC_ATTACH of pid %d refused "
@@ -750,7 +750,9 @@ static long do_attach(struct tdbk_file *f, void __user *arg)
 		mutex_unlock(&f->lock);
 		return -EBUSY;
 	}
-	err = attach_charge(f);
+	/* data and a header page each (kring.c) */
+	err = attach_charge(f, (u64)a.sq_data_size + a.cq_data_size +
+			       2 * PAGE_SIZE);
 	if (!err) {
 		err = tdbk_ring_init(&f->sq, TDB_RING_SUBMIT, a.sq_data_size);
 		if (err)

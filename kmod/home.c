@@ -35,6 +35,9 @@ static struct tdbo_limits lim = {
 	.max_clients_per_uid = 64,
 	.max_tables_per_uid = 256,
 	.max_watches = 1024,
+	.max_watches_per_uid = 4096,    /* as tdbd's */
+	.max_watches_total = 16384,
+	.max_ring_memory_per_uid = 512ULL << 20,
 	.max_txns = 16,
 	.max_txn_ops = 65536,
 	.max_txn_bytes = 64U << 20,
@@ -160,6 +163,23 @@ module_param_named(max_watches, lim.max_watches, uint, 0644);
 MODULE_PARM_DESC(max_watches,
 		 "watches of one /dev/tdb client (default 1024, 0 = no "
 		 "limit)");
+
+module_param_named(max_watches_per_uid, lim.max_watches_per_uid, uint, 0644);
+MODULE_PARM_DESC(max_watches_per_uid,
+		 "watches of one uid's clients, root exempt (default 4096, "
+		 "0 = no limit)");
+
+module_param_named(max_watches_total, lim.max_watches_total, uint, 0644);
+MODULE_PARM_DESC(max_watches_total,
+		 "watches in all; the last eighth is kept for root "
+		 "(default 16384, 0 = no limit)");
+
+module_param_cb(max_ring_memory_per_uid, &mib_ops,
+		&lim.max_ring_memory_per_uid, 0644);
+MODULE_PARM_DESC(max_ring_memory_per_uid,
+		 "MiB of /dev/tdb ring memory (both rings and their header "
+		 "pages) of one uid's clients, root exempt (default 512, "
+		 "0 = no limit)");
 
 PARAM_RANGE(max_txns, 1, 1024);
 module_param_cb(max_txns, &max_txns_ops, &lim.max_txns, 0644);

@@ -106,6 +106,16 @@ static const struct key keys[] = {
 	  false },
 	{ "max-watches", K_UINT, FIELD(max_watches), 1, 65536, "1..65536",
 	  false, false },
+	{ "max-watches-per-uid", K_UINT, FIELD(max_watches_per_uid), 1,
+	  1048576, "1..1048576", false, false },
+	{ "max-watches-total", K_UINT, FIELD(max_watches_total), 1, 1048576,
+	  "1..1048576", false, false },
+	{ "max-data-per-uid", K_SIZE, FIELD(max_data_per_uid), 0,
+	  16384 * GiB, "0..16384G", false, false },
+	{ "max-ring-memory-per-uid", K_SIZE, FIELD(max_ring_memory_per_uid),
+	  8 * MiB, TiB, "8M..1T", false, false },
+	{ "max-ring-memory", K_SIZE, FIELD(max_ring_memory), 8 * MiB,
+	  16 * TiB, "8M..16T", false, false },
 	{ "max-tables", K_UINT, FIELD(max_tables), 1, 4000, "1..4000",
 	  false, false },
 	{ "max-snapshot-bytes", K_SIZE, FIELD(max_snapshot_bytes), KiB,
@@ -170,6 +180,11 @@ void tdbd_config_defaults(struct tdbd_config *c)
 	c->max_txn_memory = GiB;
 	c->max_snapshot_memory_per_uid = 512 * MiB;
 	c->max_watches = 1024;          /* tdb.ko's max_watches */
+	c->max_watches_per_uid = 4096;
+	c->max_watches_total = 16384;
+	c->max_data_per_uid = 0;        /* half of max-memory */
+	c->max_ring_memory_per_uid = GiB;
+	c->max_ring_memory = 8 * GiB;
 	c->max_tables = 4000;           /* the checkpoint store's most */
 	c->max_snapshot_bytes = 256 * MiB;
 	c->max_snapshot_memory = GiB;
@@ -923,10 +938,21 @@ const char *tdbd_config_usage(void)
 "                         (default 1G)\n"
 "  --max-snapshot-memory-per-uid SIZE old values the snapshot scans of\n"
 "                         one user may keep, 1M..1T (default 512M)\n"
+"  --max-data-per-uid SIZE table memory (extents) of the tables one user\n"
+"                         owns, 0..16384G, 0 = half of max-memory\n"
+"                         (default 0)\n"
+"  --max-ring-memory-per-uid SIZE ring memory of one user's connections\n"
+"                         (2 x ring-size each), 8M..1T (default 1G)\n"
+"  --max-ring-memory SIZE the same for all connections, 8M..16T\n"
+"                         (default 8G)\n"
+"  --max-watches-per-uid N watches of one user's connections,\n"
+"                         1..1048576 (default 4096)\n"
+"  --max-watches-total N  watches in all, 1..1048576 (default 16384)\n"
 "                         Root is exempt from the per-user limits; the\n"
 "                         last eighth of max-clients, max-reserve,\n"
-"                         max-txn-memory and max-tables is kept\n"
-"                         for root.\n"
+"                         max-txn-memory, max-tables, max-memory's\n"
+"                         table data, max-ring-memory and\n"
+"                         max-watches-total is kept for root.\n"
 "  --max-watches N        watches per client, 1..65536 (default 1024)\n"
 "  --max-tables N         tables at once, 1..4000 (the checkpoint store's\n"
 "                         most; the last eighth is kept for root)\n"

@@ -80,6 +80,18 @@ struct tdbd_config {
 				* keep, 1M..1T                       512M */
 	uint32_t max_watches;  /* max-watches: watches per client,
 				* 1..65536                            1024 */
+	uint32_t max_watches_per_uid; /* max-watches-per-uid: watches of
+				* one uid's connections, 1..1048576   4096 */
+	uint32_t max_watches_total; /* max-watches-total: the same in all,
+				* 1..1048576                         16384 */
+	uint64_t max_data_per_uid; /* max-data-per-uid: extents of the
+				* tables one uid owns, 0..16384G, 0 = half
+				* of max-memory                         0 */
+	uint64_t max_ring_memory_per_uid; /* max-ring-memory-per-uid: ring
+				* memory of one uid's connections
+				* (2 x ring-size each), 8M..1T          1G */
+	uint64_t max_ring_memory; /* max-ring-memory: the same in all,
+				* 8M..16T                               8G */
 	uint32_t max_tables;   /* max-tables: tables at once, 1..4000
 				* (TDBD_TABLES_MAX)                  4000 */
 	uint64_t max_snapshot_bytes; /* max-snapshot-bytes: old values

@@ -448,7 +448,8 @@ static void accept_all(struct daemon_state *s)
 		 * max-clients (the last eighth kept for root) and
 		 * max-clients-per-uid, given back by tdbo_client_free */
 		oc = tdbd_owner_client(d, &cr, c, &oerr);
-		if (oc && tdbo_client_attach_charge(oc, &why)) {
+		if (oc && tdbo_client_attach_charge(oc, 2ULL *
+						    d->cfg.ring_size, &why)) {
 			tdbd_log_rl(RL_REFUSED, L_WARNING, "client pid %d uid "
 				    "%u refused: %s", (int)cr.pid,
 				    (unsigned int)cr.uid, why);
@@ -527,6 +528,11 @@ static void reload_limits(struct tdbd *d, const struct tdbd_config *n)
 	SET(max_txn_memory_per_uid);
 	SET(max_txn_memory);
 	SET(max_snapshot_memory_per_uid);
+	SET(max_watches_per_uid);
+	SET(max_watches_total);
+	SET(max_data_per_uid);
+	SET(max_ring_memory_per_uid);
+	SET(max_ring_memory);
 #undef SET
 }
 

@@ -44,6 +44,13 @@ void tdbd_limits_update(struct tdbd *d)
 	SET(d, max_clients_per_uid, CFG(d, max_clients_per_uid));
 	SET(d, max_tables_per_uid, CFG(d, max_tables_per_uid));
 	SET(d, max_watches, CFG(d, max_watches));
+	SET(d, max_watches_per_uid, CFG(d, max_watches_per_uid));
+	SET(d, max_watches_total, CFG(d, max_watches_total));
+	SET(d, max_data, tdbd_mem_limit(d));
+	SET(d, max_data_per_uid, CFG(d, max_data_per_uid) ?
+	    CFG(d, max_data_per_uid) : tdbd_mem_limit(d) / 2);
+	SET(d, max_ring_memory, CFG(d, max_ring_memory));
+	SET(d, max_ring_memory_per_uid, CFG(d, max_ring_memory_per_uid));
 	SET(d, max_txns, CFG(d, max_txns));
 	SET(d, max_txn_ops, CFG(d, max_txn_ops));
 	SET(d, max_txn_bytes, CFG(d, max_txn_bytes));

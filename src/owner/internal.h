@@ -113,6 +113,10 @@ enum tdbo_qkind {
 	TDBO_Q_TXN_BYTES,       /* buffered transaction changes */
 	TDBO_Q_SNAP_BYTES,      /* snapshots' maps and pre-images (snap.c;
 				 * in all: o->snap_mem) */
+	TDBO_Q_DATA,            /* bytes of extents of the tables a uid
+				 * owns (charged to the table's owner) */
+	TDBO_Q_WATCHES,         /* watches, charged to the watching uid */
+	TDBO_Q_RING_BYTES,      /* a client's ring memory, from attach */
 	TDBO_Q_KINDS
 };
 
@@ -259,6 +263,7 @@ struct tdbo_client {
 	unsigned int nwatches;          /* in it, <= max_watches when each
 					 * was made; client's thread */
 	bool ring_charged;              /* holds a TDBO_Q_CLIENTS charge */
+	uint64_t ring_bytes;            /* and this TDBO_Q_RING_BYTES one */
 	uint64_t woken;                 /* o->flush_gen when last woken */
 	struct tdbo_list dumps;         /* struct tdbo_dump.node */
 	unsigned int ndumps;            /* under lock */

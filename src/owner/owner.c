@@ -272,16 +272,26 @@ struct tdbo_client *tdbo_client_new(struct tdbo_owner *o,
 	return c;
 }
 
-int tdbo_client_attach_charge(struct tdbo_client *c, const char **msg)
+int tdbo_client_attach_charge(struct tdbo_client *c, uint64_t ring_bytes,
+			      const char **msg)
 {
 	int err;
 
 	if (c->ring_charged)
 		return 0;
+	err = tdbo_quota_charge(c->o, c->uid, c->uid, TDBO_Q_RING_BYTES,
+				ring_bytes, msg);
+	if (err)
+		return err;
 	err = tdbo_quota_charge(c->o, c->uid, c->uid, TDBO_Q_CLIENTS, 1, msg);
-	if (!err)
-		c->ring_charged = true;
-	return err;
+	if (err) {
+		tdbo_quota_uncharge(c->o, c->uid, TDBO_Q_RING_BYTES,
+				    ring_bytes);
+		return err;
+	}
+	c->ring_charged = true;
+	c->ring_bytes = ring_bytes;
+	return 0;
 }
 
 void tdbo_client_attach_uncharge(struct tdbo_client *c)
@@ -289,7 +299,9 @@ void tdbo_client_attach_uncharge(struct tdbo_client *c)
 	if (!c->ring_charged)
 		return;
 	tdbo_quota_uncharge(c->o, c->uid, TDBO_Q_CLIENTS, 1);
+	tdbo_quota_uncharge(c->o, c->uid, TDBO_Q_RING_BYTES, c->ring_bytes);
 	c->ring_charged = false;
+	c->ring_bytes = 0;
 }
 
 uint32_t tdbo_client_uid(const struct tdbo_client *c)

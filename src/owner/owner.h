@@ -78,11 +78,19 @@ struct tdbo_limits {
 	uint32_t max_clients_per_uid;
 	uint32_t max_tables_per_uid;
 	uint32_t max_watches;           /* watches of one client */
+	uint32_t max_watches_per_uid;   /* watches of one uid's clients */
+	uint32_t max_watches_total;     /* watches in all */
 	uint32_t max_txns;              /* open transactions of one client */
 	uint32_t max_txn_ops;           /* changes of one transaction */
 	uint64_t max_txn_bytes;         /* key+value bytes of one */
 	uint64_t max_reserve;           /* address space tables reserve */
 	uint64_t max_reserve_per_uid;
+	uint64_t max_data;              /* table extents in all, bytes: the
+					 * home's memory bound (its last
+					 * eighth is root's) */
+	uint64_t max_data_per_uid;      /* extents of one uid's tables */
+	uint64_t max_ring_memory;       /* clients' ring bytes, in all */
+	uint64_t max_ring_memory_per_uid;
 	uint64_t max_txn_memory;        /* buffered changes, in all */
 	uint64_t max_txn_memory_per_uid;
 	uint64_t max_snapshot_bytes;    /* bytes one snapshot scan may
@@ -225,13 +233,16 @@ struct tdbo_client *tdbo_client_new(struct tdbo_owner *o,
 				    bool may_watch, void (*wake)(void *arg),
 				    void *arg, int *err);
 /*
- * A client that holds rings (tdb.ko's ATTACH): count it against
- * max_clients_per_uid and max_clients before it gets them.  0, or a
- * negative errno (-EDQUOT, -ENOSPC, -ENOMEM) with *msg naming the
- * limit.  Given back by tdbo_client_attach_uncharge() or
+ * A client that holds rings (tdb.ko's ATTACH, tdbd's attach): count it
+ * against max_clients_per_uid and max_clients, and its rings' memory
+ * (ring_bytes, both rings and their headers) against
+ * max_ring_memory_per_uid and max_ring_memory, before it gets them.
+ * 0, or a negative errno (-EDQUOT, -ENOSPC, -ENOMEM) with *msg naming
+ * the limit; nothing is charged then.  Given back by tdbo_client_attach_uncharge() or
  * tdbo_client_free().
  */
-int tdbo_client_attach_charge(struct tdbo_client *c, const char **msg);
+int tdbo_client_attach_charge(struct tdbo_client *c, uint64_t ring_bytes,
+			      const char **msg);
 void tdbo_client_attach_uncharge(struct tdbo_client *c);
 /* The uid the client acts as. */
 uint32_t tdbo_client_uid(const struct tdbo_client *c);

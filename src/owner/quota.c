@@ -11,6 +11,11 @@
  *   TDBO_Q_TXN_BYTES bytes    max-txn-memory-per-uid   max-txn-memory
  *   TDBO_Q_SNAP_BYTES bytes   max-snapshot-memory-     (snap.c:
  *                             per-uid                  max-snapshot-memory)
+ *   TDBO_Q_DATA      bytes    max-data-per-uid         max_data (the home's
+ *                             (extents of the tables   max-memory: tdbd's,
+ *                             the uid owns)            tdb.ko's max_memory_mb)
+ *   TDBO_Q_WATCHES   watches  max-watches-per-uid      max-watches-total
+ *   TDBO_Q_RING_BYTES bytes   max-ring-memory-per-uid  max-ring-memory
  *
  * and max-watches, a client's watches (feed.c).  A client is counted
  * here only while it holds rings (tdbo_client_attach_charge): tdb.ko's
@@ -82,6 +87,20 @@ static struct qlimit per_uid(struct tdbo_owner *o, enum tdbo_qkind k)
 		l.msg = "the snapshots of this user would hold more than "
 			"max-snapshot-memory-per-uid";
 		break;
+	case TDBO_Q_DATA:
+		l.max = LIM(o, max_data_per_uid);
+		l.msg = "the tables of this user hold max-data-per-uid: "
+			"writes that add data to them are refused";
+		break;
+	case TDBO_Q_WATCHES:
+		l.max = LIM(o, max_watches_per_uid);
+		l.msg = "too many watches of this user (max-watches-per-uid)";
+		break;
+	case TDBO_Q_RING_BYTES:
+		l.max = LIM(o, max_ring_memory_per_uid);
+		l.msg = "the rings of this user's connections would take more "
+			"than max-ring-memory-per-uid";
+		break;
 	default:
 		break;
 	}
@@ -118,6 +137,27 @@ static struct qlimit global(struct tdbo_owner *o, enum tdbo_qkind k)
 			"max-txn-memory (the last eighth is kept for root)";
 		l.msg_root = "open transactions would hold more than "
 			     "max-txn-memory";
+		l.err = -ENOBUFS;
+		break;
+	case TDBO_Q_DATA:
+		l.max = LIM(o, max_data);
+		l.msg = "the tables hold all the memory others may use "
+			"(the last eighth of the memory bound is kept for root)";
+		l.msg_root = "the tables hold all the memory of the memory bound";
+		l.err = -ENOMEM;
+		break;
+	case TDBO_Q_WATCHES:
+		l.max = LIM(o, max_watches_total);
+		l.msg = "too many watches (max-watches-total; the last eighth "
+			"is kept for root)";
+		l.msg_root = "too many watches (max-watches-total)";
+		break;
+	case TDBO_Q_RING_BYTES:
+		l.max = LIM(o, max_ring_memory);
+		l.msg = "the connections' rings would take more than "
+			"max-ring-memory (the last eighth is kept for root)";
+		l.msg_root = "the connections' rings would take more than "
+			     "max-ring-memory";
 		l.err = -ENOBUFS;
 		break;
 	default:
