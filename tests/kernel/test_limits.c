@@ -837,30 +837,31 @@ static int watches_attack(void *arg)
 	struct tdbc *c[2] = { kt_connect(0), kt_connect(0) };
 	struct tdbc_table *t[2] = { kt_open(c[0], "lt_pub"),
 				    kt_open(c[1], "lt_pub") };
-	struct tdbc_watch *w[2][8];
-	int n = 0, i, j = 0, err = 0;
-	char p[8];
+	struct tdbc_watch *w[8];
+	int n = 0, i = 0, j = 0, err = 0;
+	char p[32];
 
 	(void)arg;
-	for (i = 0; i < 2; i++) {
-		for (j = 0; j < 8; j++) {
-			snprintf(p, sizeof(p), "%d.%d", i, j);
-			err = tdbc_watch(t[i], p, strlen(p), &w[i][j]);
-			if (err)
-				break;
-			n++;
+	for (;;) {
+		snprintf(p, sizeof(p), "%d.%d", i, j);
+		err = tdbc_watch(t[i], p, strlen(p), &w[n]);
+		if (err == -EMFILE && i == 0) {
+			i = 1;          /* a connection's max_watches */
+			j = 0;
+			continue;
 		}
-		if (err != -EMFILE)
+		if (err || ++n == 8)
 			break;
+		j++;
 	}
 	CHECK(err == -EDQUOT && strstr(tdbc_errmsg(c[i]),
 				       "max-watches-per-uid"),
 	      "uid %u: watch %d: %s (\"%s\"), want EDQUOT naming "
 	      "max-watches-per-uid", (unsigned int)getuid(), n + 1,
 	      h_errname(err), tdbc_errmsg(c[i]));
-	/* an UNWATCH gives one back */
-	tdbc_watch_close(w[i][j - 1]);
-	err = tdbc_watch(t[i], "again", 5, &w[i][j - 1]);
+	/* an UNWATCH gives one back (w[n - 1] is on c[i]) */
+	tdbc_watch_close(w[n - 1]);
+	err = tdbc_watch(t[i], "again", 5, &w[n - 1]);
 	CHECK(err == 0, "a watch after an UNWATCH: %s", h_errname(err));
 	return n;
 }
