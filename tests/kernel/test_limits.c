@@ -23,7 +23,17 @@
  *  - max_txns, max_txn_ops, max_txn_bytes (a client's transactions, as
  *    tdbd's keys): -EBUSY, -E2BIG, -E2BIG naming them; out-of-range
  *    values are refused;
- *  - max_watches: the 5th watch of a client is -EMFILE naming it.
+ *  - max_watches: the 5th watch of a client is -EMFILE naming it;
+ *  - max_watches_per_uid (6, max_watches 4): a uid's 7th watch, on its
+ *    second connection, is -EDQUOT naming it; an UNWATCH gives one back;
+ *  - max_ring_memory_per_uid (8 MiB): a uid's raw ATTACHes of 2 x 1 MiB
+ *    rings (2 MiB + 8 KiB with their header pages) stop at 3 (-EDQUOT,
+ *    the kernel log names it), a close gives one back; root attaches
+ *    2 x 64 MiB;
+ *  - max_memory_mb (64) bounds the rings with the tables: another uid's
+ *    attaches are refused (-ENOBUFS) before its rings pass 7/8 of it,
+ *    root then attaches 3 or 4 more in the last eighth and is refused
+ *    at the bound (the kernel log names max_memory_mb and the eighth).
  * Each time root can still connect, create, write and read while the
  * attacker holds what it got, and once the attacker is gone the STATS
  * gauges are back where they were.  rmmod's memory check (/init) then
