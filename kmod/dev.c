@@ -14,7 +14,10 @@
  *    only called under it, in process context, with no spinlock held.
  *    Nothing under f->lock touches user memory, so mmap (which holds
  *    mmap_lock and takes f->lock) cannot deadlock against it.
- *  - The rings exist from ATTACH until release().  A mapping holds a
+ *  - The rings exist from ATTACH until release(), charged all that
+ *    time to the client's uid (max_ring_memory_per_uid, the owner's
+ *    quota) and counted in max_memory_mb (kring.c; another uid than
+ *    root only up to 7/8 of it).  A mapping holds a
  *    reference on the file (vma->vm_file), so release() runs only after
  *    the last munmap: ring memory is never freed while mapped.  Feeds
  *    are the owner's; a feed mapping holds a feed reference until its
@@ -703,9 +706,12 @@ static bool good_ring_size(u32 size)
 
 /*
  * Rings are what a client costs that its memory cgroup does not pay
- * for: count it against max_clients_per_uid and max_clients first.  An
- * ioctl has no extended ack, so the refusal's message (naming the
- * module parameter) goes to the kernel log, ratelimited.
+ * for: count the client against max_clients_per_uid and max_clients,
+ * and its rings' memory against max_ring_memory_per_uid (the owner's
+ * quota), before they are made; kring.c then counts them in
+ * max_memory_mb.  An ioctl has no extended ack, so the refusal's
+ * message (naming the module parameter) goes to the kernel log,
+ * ratelimited.
  */
 static int attach_charge(struct tdbk_file *f, u64 ring_bytes)
 {
@@ -716,6 +722,36 @@ static int attach_charge(struct tdbk_file *f, u64 ring_bytes)
 		pr_warn_ratelimited("tdb: TDB_IOC_ATTACH of pid %d refused "
 				    "(uid %u): %s\n", task_tgid_nr(current),
 				    tdbo_client_uid(f->client), msg);
+	return err;
+}
+
+/* Both rings, counted in max_memory_mb by kring.c (root may use the
+ * whole bound, another uid 7/8 of it); 0 or a negative errno, nothing
+ * kept.  Under f->lock. */
+static int attach_rings(struct tdbk_file *f, const struct tdb_dev_attach *a)
+{
+	u32 uid = tdbo_client_uid(f->client);
+	int err;
+
+	err = tdbk_ring_init(&f->sq, TDB_RING_SUBMIT, a->sq_data_size, !uid);
+	if (!err) {
+		err = tdbk_ring_init(&f->cq, TDB_RING_COMPLETE,
+				     a->cq_data_size, !uid);
+		if (err)
+			tdbk_ring_free(&f->sq);
+	}
+	if (err == -ENOBUFS)
+		pr_warn_ratelimited("tdb: TDB_IOC_ATTACH of pid %d refused "
+				    "(uid %u): its rings (%zu KiB) would pass "
+				    "max_memory_mb=%lu%s (%lu MiB in use by "
+				    "tables, feeds, the log ring and rings)\n",
+				    task_tgid_nr(current), uid,
+				    (tdbk_ring_bytes(a->sq_data_size) +
+				     tdbk_ring_bytes(a->cq_data_size)) >> 10,
+				    tdbk_mem_limit() >> 20,
+				    uid ? " (the last eighth is kept for root)" :
+					  "",
+				    tdbk_mem_used() >> 20);
 	return err;
 }
 
@@ -750,20 +786,12 @@ static long do_attach(struct tdbk_file *f, void __user *arg)
 		mutex_unlock(&f->lock);
 		return -EBUSY;
 	}
-	/* data and a header page each (kring.c) */
-	err = attach_charge(f, (u64)a.sq_data_size + a.cq_data_size +
-			       2 * PAGE_SIZE);
+	err = attach_charge(f, (u64)tdbk_ring_bytes(a.sq_data_size) +
+			       tdbk_ring_bytes(a.cq_data_size));
 	if (!err) {
-		err = tdbk_ring_init(&f->sq, TDB_RING_SUBMIT, a.sq_data_size);
+		err = attach_rings(f, &a);
 		if (err)
 			tdbo_client_attach_uncharge(f->client);
-	}
-	if (!err) {
-		err = tdbk_ring_init(&f->cq, TDB_RING_COMPLETE, a.cq_data_size);
-		if (err) {
-			tdbk_ring_free(&f->sq);
-			tdbo_client_attach_uncharge(f->client);
-		}
 	}
 	if (!err) {
 		/* The client's reader slot: its sq header, until

@@ -3,6 +3,9 @@
  * kring.c - the kernel home of a /dev/tdb client's rings (kring.h says
  * what it owns): their memory, the request buffer and the few
  * kernel-only wrappers around the shared core (src/ring/ring.c).
+ * Invariant: a ring that tdbk_ring_init() returned 0 for counts
+ * tdbk_ring_bytes(r->data_size) in max_memory_mb until tdbk_ring_free();
+ * a zeroed ring (failed init, or freed) counts nothing.
  */
 #include <linux/kernel.h>
 #include <linux/sched.h>
@@ -13,11 +16,18 @@
 
 #include "tdb/proto.h"
 #include "kring.h"
+#include "transport.h"
 
 /* Padding frames walked between two cond_resched() calls. */
 #define TDBK_RING_PAD_RUN 1024u
 
-int tdbk_ring_init(struct tdb_ring *r, u32 kind, u32 data_size)
+size_t tdbk_ring_bytes(u32 data_size)
+{
+	return PAGE_ALIGN(tdb_ring_map_size(data_size));
+}
+
+int tdbk_ring_init(struct tdb_ring *r, u32 kind, u32 data_size,
+		   bool reserve)
 {
 	bool sq = kind == TDB_RING_SUBMIT;
 	u32 max_msg = min_t(u32, data_size / 2, TDB_PROTO_MSG_MAX);
@@ -30,11 +40,16 @@ int tdbk_ring_init(struct tdb_ring *r, u32 kind, u32 data_size)
 	if (data_size < TDB_RING_MIN_DATA || data_size > TDB_RING_MAX_DATA ||
 	    !is_power_of_2(data_size))
 		return -EINVAL;
+	err = tdbk_mem_charge_user(tdbk_ring_bytes(data_size), reserve);
+	if (err)
+		return err;
 	/* Zeroed, and VM_USERMAP so that dev.c can remap_vmalloc_range()
 	 * it; nothing of the kernel's but the ring is in these pages. */
 	mem = vmalloc_user(tdb_ring_map_size(data_size));
-	if (!mem)
+	if (!mem) {
+		tdbk_mem_uncharge(tdbk_ring_bytes(data_size));
 		return -ENOMEM;
+	}
 	/* Not mapped yet: the client cannot touch the header while the
 	 * attach reads it back. */
 	err = tdb_ring_format(mem, kind, data_size, max_msg);
@@ -51,6 +66,7 @@ int tdbk_ring_init(struct tdb_ring *r, u32 kind, u32 data_size)
 	}
 	if (err) {
 		vfree(mem);
+		tdbk_mem_uncharge(tdbk_ring_bytes(data_size));
 		memset(r, 0, sizeof(*r));
 	}
 	return err;
@@ -58,6 +74,8 @@ int tdbk_ring_init(struct tdb_ring *r, u32 kind, u32 data_size)
 
 void tdbk_ring_free(struct tdb_ring *r)
 {
+	if (r->hdr)
+		tdbk_mem_uncharge(tdbk_ring_bytes(r->data_size));
 	kvfree(r->msg);
 	vfree(r->hdr);
 	memset(r, 0, sizeof(*r));

@@ -437,3 +437,28 @@ void tdbp_log(int level, const char *fmt, ...)
 	}
 	va_end(args);
 }
+
+/* --- the memory bound with root's eighth ------------------------------ */
+
+/*
+ * tdbk_mem_charge() for memory a user asks for (client rings, kring.c):
+ * the bound is max_memory_mb for root (reserve true) and 7/8 of it for
+ * any other uid, so that another uid's rings can never take the last
+ * eighth from root, whatever the tables, feeds and the log ring hold.
+ * The same add-then-check as tdbk_mem_charge(): two attaches at once
+ * cannot both slip under it.  0 or -ENOBUFS (nothing counted).
+ */
+int tdbk_mem_charge_user(size_t bytes, bool reserve)
+{
+	unsigned long limit = tdbk_mem_limit();
+	long used;
+
+	if (!reserve)
+		limit -= limit / 8;
+	used = atomic_long_add_return((long)bytes, &mem_used);
+	if (limit && (unsigned long)used > limit) {
+		atomic_long_sub((long)bytes, &mem_used);
+		return -ENOBUFS;
+	}
+	return 0;
+}

@@ -36,6 +36,14 @@
  *    last tdbo_feed_put() frees it and its mmap slot.
  *  - A client's watch hash changes on the client's thread only, under
  *    c->lock (tdbo_feed_get walks it from other threads under c->lock).
+ *  - Each watch holds one TDBO_Q_WATCHES charge of its client's uid
+ *    (quota.c: max-watches-per-uid, max-watches-total with root's
+ *    eighth), taken before it is made and given back by watch_free(),
+ *    the one way a watch ends (UNWATCH, or tdbo_watches_drop() at the
+ *    client's end; a table's drop leaves its watches in place, on the
+ *    retired feed, until one of those).  So a uid's watches count as
+ *    long as they hold memory and feed references, whichever
+ *    connection holds them.
  *  - Watchers are woken (c->wake) once per flush, after the feed is
  *    published, under t->wlock (so the client cannot go away meanwhile)
  *    but under no spinlock: wake() must not wait for the owner.
@@ -350,18 +358,33 @@ static int watch_grow(struct tdbo_client *c)
 	return 0;
 }
 
+static void watch_uncharge(struct tdbo_client *c)
+{
+	tdbo_quota_uncharge(c->o, c->uid, TDBO_Q_WATCHES, 1);
+}
+
 /* May c have one more watch?  max-watches bounds the memory, feed
- * references and time a client's watches cost. */
+ * references and time one client's watches cost, the quota those of a
+ * uid's clients (-EDQUOT) and of all (-ENOSPC).  On 0 the new watch is
+ * charged: watch_uncharge() if it is not made after all. */
 static int watch_room(struct tdbo_client *c, struct tdb_proto_extack *ext)
 {
 	uint32_t max = tdbo_lim(c->o, max_watches);
+	int err;
 
 	if (max && c->nwatches >= max) {
 		ext->msg = "too many watches on this connection "
 			   "(max-watches)";
 		return -EMFILE;
 	}
-	return watch_grow(c);
+	err = tdbo_quota_charge(c->o, c->uid, c->uid, TDBO_Q_WATCHES, 1,
+				&ext->msg);
+	if (err)
+		return err;
+	err = watch_grow(c);
+	if (err)
+		watch_uncharge(c);
+	return err;
 }
 
 /* --- WATCH, UNWATCH ------------------------------------------------------- */
@@ -417,8 +440,10 @@ int tdbo_watch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	}
 	/* Charged to the client's memory cgroup: the client decides. */
 	w = err ? NULL : tdbp_alloc(sizeof(*w) + m->prefix_len);
-	if (!err && !w)
+	if (!err && !w) {
+		watch_uncharge(c);
 		err = -ENOMEM;
+	}
 	if (err) {
 		tdbo_table_put(t);
 		return err;
@@ -434,6 +459,7 @@ int tdbo_watch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	tdbp_mutex_unlock(t->wlock);
 	if (err) {
 		tdbp_free(w);
+		watch_uncharge(c);
 		tdbo_table_put(t);
 		return err;
 	}
@@ -470,6 +496,7 @@ static void watch_free(struct tdbo_client *c, struct tdbo_watch **pp)
 	tdbp_free(w);
 	c->nwatches--;
 	tdbo_dec(&o->watches);
+	watch_uncharge(c);
 }
 
 /* UNWATCH names the table; the watch may be of a table dropped since

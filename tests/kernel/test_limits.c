@@ -23,18 +23,30 @@
  *  - max_txns, max_txn_ops, max_txn_bytes (a client's transactions, as
  *    tdbd's keys): -EBUSY, -E2BIG, -E2BIG naming them; out-of-range
  *    values are refused;
- *  - max_watches: the 5th watch of a client is -EMFILE naming it.
+ *  - max_watches: the 5th watch of a client is -EMFILE naming it;
+ *  - max_watches_per_uid (6, max_watches 4): a uid's 7th watch, on its
+ *    second connection, is -EDQUOT naming it; an UNWATCH gives one back;
+ *  - max_ring_memory_per_uid (8 MiB): a uid's raw ATTACHes of 2 x 1 MiB
+ *    rings (2 MiB + 8 KiB with their header pages) stop at 3 (-EDQUOT,
+ *    the kernel log names it), a close gives one back; root attaches
+ *    2 x 64 MiB;
+ *  - max_memory_mb (64) bounds the rings with the tables: another uid's
+ *    attaches are refused (-ENOBUFS) before its rings pass 7/8 of it,
+ *    root then attaches 3 or 4 more in the last eighth and is refused
+ *    at the bound (the kernel log names max_memory_mb and the eighth).
  * Each time root can still connect, create, write and read while the
  * attacker holds what it got, and once the attacker is gone the STATS
  * gauges are back where they were.  rmmod's memory check (/init) then
  * shows nothing was leaked.  tdb.ko only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -710,6 +722,179 @@ static void round_watches(void)
 	printf("limits: max_watches=4 holds (EMFILE)\n");
 }
 
+/* --- ring memory (issue 25, item 6) ------------------------------------ */
+
+/* Both rings of a raw ATTACH of RING_DATA bytes each, and their header
+ * pages: what one counts per uid and in max_memory_mb. */
+#define RING_DATA  (1u << 20)
+#define RING_BYTES (2ull * (RING_DATA + 4096))
+#define MAXR       48           /* raw attaches an attacker tries */
+
+/* Open /dev/tdb and ATTACH rings of data bytes each: the fd or -errno. */
+static int raw_attach(unsigned int data)
+{
+	struct tdb_dev_attach at;
+	int fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC), err;
+
+	CHECK(fd >= 0, "open %s: %s", TDB_DEV_PATH, strerror(errno));
+	memset(&at, 0, sizeof(at));
+	at.version = TDB_DEV_VERSION;
+	at.sq_data_size = data;
+	at.cq_data_size = data;
+	if (ioctl(fd, TDB_IOC_ATTACH, &at) == 0)
+		return fd;
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+/* ATTACH RING_DATA rings until refused (held until the child exits):
+ * the count.  *(int *)arg: the errno the refusal must be. */
+static int rings_attack(void *arg)
+{
+	int want_err = *(int *)arg, fds[MAXR], n = 0, err = 0;
+
+	while (n < MAXR && (err = raw_attach(RING_DATA)) >= 0)
+		fds[n++] = err;
+	CHECK(n < MAXR, "uid %u attached %d x %llu bytes of rings and was "
+	      "never refused", (unsigned int)getuid(), n, RING_BYTES);
+	CHECK(err == want_err, "uid %u: ATTACH %d: %s, want %s",
+	      (unsigned int)getuid(), n + 1, h_errname(err),
+	      h_errname(want_err));
+	if (n > 0) {
+		/* closing one gives its memory back */
+		close(fds[n - 1]);
+		fds[n - 1] = raw_attach(RING_DATA);
+		CHECK(fds[n - 1] >= 0, "reattach after a close: %s",
+		      h_errname(fds[n - 1]));
+	}
+	return n;
+}
+
+static void round_rings_per_uid(void)
+{
+	int want_err = -EDQUOT, n, fd;
+	struct attacker a;
+
+	/* 8 MiB: 3 attaches of 2 MiB + 8 KiB fit, the 4th does not */
+	set_param("max_ring_memory_per_uid", 8);
+	n = attack_start(&a, UID_A, rings_attack, &want_err);
+	CHECK(n == 3 && n * RING_BYTES <= (8u << 20),
+	      "uid %d attached %d x %llu bytes of rings, "
+	      "max_ring_memory_per_uid=8 MiB allows 3", UID_A, n, RING_BYTES);
+	/* root is exempt: 2 x 64 MiB */
+	fd = raw_attach(TDB_DEV_RING_MAX);
+	CHECK(fd >= 0, "root's 2 x 64 MiB rings: %s", h_errname(fd));
+	close(fd);
+	root_still_works("rings per uid");
+	attack_end(&a);
+	CHECK(klog_has("max-ring-memory-per-uid"), "no kernel log line "
+	      "names max-ring-memory-per-uid");
+	set_param("max_ring_memory_per_uid", 512);
+	gauges_return("rings per uid");
+	printf("limits: max_ring_memory_per_uid=8 holds (EDQUOT after %d x "
+	       "%llu bytes), root exempt\n", n, RING_BYTES);
+}
+
+/*
+ * max_memory_mb bounds the rings with the tables: another uid is
+ * refused (ENOBUFS) once the rings would pass 7/8 of it, whatever the
+ * tables and root's rings hold already; root then fills the last
+ * eighth: 3 or 4 more (8 MiB from where the other uid stopped, which is
+ * less than one attach below 7/8), then ENOBUFS too.
+ */
+static void round_rings_global(void)
+{
+	int want_err = -ENOBUFS, fds[MAXR], n, k = 0, got, err = 0;
+	struct attacker a;
+
+	set_param("max_clients_per_uid", 0);
+	set_param("max_ring_memory_per_uid", 0);
+	set_param("max_memory_mb", 64);
+	n = attack_start(&a, UID_B, rings_attack, &want_err);
+	CHECK(n >= 1 && n * RING_BYTES <= (56u << 20), "uid %d attached %d "
+	      "x %llu bytes of rings in max_memory_mb=64, more than 7/8 of "
+	      "it", UID_B, n, RING_BYTES);
+	while (k < MAXR && (err = raw_attach(RING_DATA)) >= 0)
+		fds[k++] = err;
+	CHECK((k == 3 || k == 4) && err == -ENOBUFS, "root attached %d more "
+	      "(then %s), want 3 or 4 in the last eighth, then ENOBUFS", k,
+	      h_errname(err));
+	got = k;
+	while (k--)
+		close(fds[k]);
+	attack_end(&a);
+	CHECK(klog_has("would pass max_memory_mb=64 (the last eighth is "
+		       "kept for root)"), "no kernel log line names "
+	      "max_memory_mb and root's eighth");
+	set_param("max_memory_mb", 1024);
+	set_param("max_ring_memory_per_uid", 512);
+	set_param("max_clients_per_uid", 64);
+	root_still_works("rings in all");
+	gauges_return("rings in all");
+	printf("limits: max_memory_mb=64 bounds the rings: uid %d stopped "
+	       "at %d x %llu bytes (ENOBUFS), root attached %d more in the "
+	       "last eighth\n", UID_B, n, RING_BYTES, got);
+}
+
+/* --- watches per uid (issue 25, item 5) --------------------------------- */
+
+/* Watch lt_pub on two connections until refused other than by a
+ * connection's max_watches: the count (the refusal must be EDQUOT
+ * naming max_watches_per_uid). */
+static int watches_attack(void *arg)
+{
+	struct tdbc *c[2] = { kt_connect(0), kt_connect(0) };
+	struct tdbc_table *t[2] = { kt_open(c[0], "lt_pub"),
+				    kt_open(c[1], "lt_pub") };
+	struct tdbc_watch *w[8];
+	int n = 0, i = 0, j = 0, err = 0;
+	char p[32];
+
+	(void)arg;
+	for (;;) {
+		snprintf(p, sizeof(p), "%d.%d", i, j);
+		err = tdbc_watch(t[i], p, strlen(p), &w[n]);
+		if (err == -EMFILE && i == 0) {
+			i = 1;          /* a connection's max_watches */
+			j = 0;
+			continue;
+		}
+		if (err || ++n == 8)
+			break;
+		j++;
+	}
+	CHECK(err == -EDQUOT && strstr(tdbc_errmsg(c[i]),
+				       "max-watches-per-uid"),
+	      "uid %u: watch %d: %s (\"%s\"), want EDQUOT naming "
+	      "max-watches-per-uid", (unsigned int)getuid(), n + 1,
+	      h_errname(err), tdbc_errmsg(c[i]));
+	/* an UNWATCH gives one back (w[n - 1] is on c[i]) */
+	tdbc_watch_close(w[n - 1]);
+	err = tdbc_watch(t[i], "again", 5, &w[n - 1]);
+	CHECK(err == 0, "a watch after an UNWATCH: %s", h_errname(err));
+	return n;
+}
+
+static void round_watches_per_uid(void)
+{
+	struct attacker a;
+	int n;
+
+	set_param("max_watches", 4);
+	set_param("max_watches_per_uid", 6);
+	n = attack_start(&a, UID_A, watches_attack, NULL);
+	CHECK(n == 6, "uid %d made %d watches on 2 connections, "
+	      "max_watches_per_uid=6", UID_A, n);
+	root_still_works("watches per uid");
+	attack_end(&a);
+	set_param("max_watches_per_uid", 4096);
+	set_param("max_watches", 1024);
+	gauges_return("watches per uid");
+	printf("limits: max_watches_per_uid=6 holds across connections "
+	       "(EDQUOT)\n");
+}
+
 int main(void)
 {
 	static const char *const names[] = {
@@ -749,6 +934,9 @@ int main(void)
 	round_txn_global();
 	round_txn_caps();
 	round_watches();
+	round_watches_per_uid();
+	round_rings_per_uid();
+	round_rings_global();
 
 	chmod(TDB_DEV_PATH, st.st_mode & 07777);
 	CHECK(tdbc_table_drop(root, "lt_pub") == 0, "drop lt_pub");

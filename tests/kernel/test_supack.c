@@ -24,9 +24,9 @@
  *     them all;
  *  6. max_memory_mb=32 log_ring_mb=64: TDB_IOC_SUP_CLAIM is refused
  *     -ENOSPC, the kernel log names both parameters, and tables still
- *     work; max_memory_mb=17 log_ring_mb=16: the claim passes, and the
- *     ring leaves no room for a table's extent (-ENOMEM) until
- *     max_memory_mb is raised.
+ *     work; max_memory_mb=25 log_ring_mb=16: the claim passes, and the
+ *     ring and the connection's rings (8 MiB) leave no room for a
+ *     table's extent (-ENOMEM) until max_memory_mb is raised.
  * It leaves a fresh tdb.ko loaded (no tables, no supervisor).
  */
 #include <dirent.h>
@@ -531,20 +531,23 @@ static void ring_memory(void)
 	printf("test_supack: claim refused -ENOSPC (log_ring_mb=64, "
 	       "max_memory_mb=32); tables work\n");
 
-	/* the ring takes 16 MiB + its header page of 17 MiB: no table
-	 * extent (2 MiB) fits until the bound is raised */
-	ksup_reload("max_memory_mb=17 log_ring_mb=16");
+	/* the ring takes 16 MiB + its header page of 25 MiB, the
+	 * connection's rings (2 x 4 MiB + 2 header pages, counted there
+	 * too) 8 MiB more: no table extent (2 MiB) fits until the bound
+	 * is raised */
+	ksup_reload("max_memory_mb=25 log_ring_mb=16");
 	fd = open(TDB_DEV_PATH, O_RDWR | O_CLOEXEC);
 	CHECK(fd >= 0, "open: %s", strerror(errno));
 	e = claim(fd);
-	CHECK(!e, "claim with log_ring_mb=16, max_memory_mb=17: %s",
+	CHECK(!e, "claim with log_ring_mb=16, max_memory_mb=25: %s",
 	      strerror(-e));
 	CHECK(!ioctl(fd, TDB_IOC_SUP_READY, 0), "READY: %s", strerror(errno));
 	ksup_sh("dmesg | grep -q 'change log ring of 16 MiB allocated, counted in "
-	   "max_memory_mb=17'");
+	   "max_memory_mb=25'");
 	e = table_put("mem_b");
-	CHECK(e == -ENOMEM, "a table's first extent beside a 16 MiB ring in "
-	      "max_memory_mb=17: %d, want -ENOMEM", e);
+	CHECK(e == -ENOMEM, "a table's first extent beside a 16 MiB ring and "
+	      "8 MiB of client rings in max_memory_mb=25: %d, want -ENOMEM",
+	      e);
 	ksup_sh("echo 32 > /sys/module/tdb/parameters/max_memory_mb");
 	e = table_put("mem_c");
 	CHECK(!e, "a table with max_memory_mb=32 beside the ring: %d", e);
