@@ -167,7 +167,9 @@ static void mem_note(void *arg, struct tdbo_table *t)
 }
 
 /* Once: count the tables recovery made and filled (before any client,
- * but without mem_note for the records it loaded). */
+ * but without mem_note for the records it loaded), in max-memory and in
+ * their owners' data charges (TDBO_Q_DATA: recovery charged extent 0
+ * only), so a uid over max-data-per-uid before a restart is after it. */
 static void mem_prime(struct tdbd *d)
 {
 	struct tdbo_table **tabs;
@@ -177,8 +179,10 @@ static void mem_prime(struct tdbd *d)
 		return;
 	tdbo_write_lock(d->o);
 	if (!d->mem_primed && !tdbo_tables_snapshot(d->o, &tabs, &n)) {
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			mem_note(d, tabs[i]);
+			tdbo_table_data_note(tabs[i]);
+		}
 		tdbo_tables_release(tabs, n);
 		__atomic_store_n(&d->mem_primed, true, __ATOMIC_RELEASE);
 	}
