@@ -401,8 +401,9 @@ void tdbo_table_unlink(struct tdbo_owner *o, struct tdbo_table *t);
  * t->wlock, or while no one else can reach t. */
 void tdbo_table_data_note(struct tdbo_table *t);
 /* Before a write of `who` that adds data to t: 0, or -EDQUOT (t's
- * owner is at max-data-per-uid; root exempt) or -ENOMEM (the tables
- * are at max_data, 7/8 of it for all but root) with *msg naming it. */
+ * owner is at max-data-per-uid) or -ENOMEM (the tables are at 7/8 of
+ * max_data) with *msg naming it.  Root is not checked: its bound is the
+ * home's memory bound (registry.c, data_check). */
 int tdbo_table_data_check(struct tdbo_owner *o, uint32_t who,
 			  const struct tdbo_table *t, const char **msg);
 int tdbo_cmd_create(struct tdbo_client *c, const struct tdb_proto_msg *m,

@@ -25,8 +25,10 @@
  *    be split by another; recovery charges whatever the limits say.
  *  - The bytes of a table's extents are charged to its owner
  *    (TDBO_Q_DATA, t->data) from create to drop or set-aside: a write
- *    that adds data is checked first (tdbo_table_data_check; who
- *    writes: root is exempt from the per-uid bound), and after it
+ *    that adds data is checked first against the bounds of whoever
+ *    writes (tdbo_table_data_check: max-data-per-uid of the table's
+ *    owner and 7/8 of max_data; root only by the home's memory bound,
+ *    which is max_data), and after it
  *    applied the charge follows what the engine did
  *    (tdbo_table_data_note, forced), as the home's mem_note does; a
  *    table recovery filled without the pipeline is caught up by the
@@ -106,10 +108,26 @@ void tdbo_table_data_note(struct tdbo_table *t)
 	t->data = now;
 }
 
+/*
+ * May `who` add n bytes to the data of uid's tables?  Root is exempt
+ * per uid, and its bound in all (max_data) is the home's memory bound
+ * itself, which the home enforces on everything it counts there (tdbd's
+ * mem_check: tables, transactions, snapshots; tdb.ko's extent grow:
+ * extents, feeds, the log ring) with its own message: checked here too
+ * it would only refuse one write earlier, naming it less well.
+ */
+static int data_check(struct tdbo_owner *o, uint32_t who, uint32_t uid,
+		      uint64_t n, const char **msg)
+{
+	if (who == 0)
+		return 0;
+	return tdbo_quota_check(o, who, uid, TDBO_Q_DATA, n, msg);
+}
+
 int tdbo_table_data_check(struct tdbo_owner *o, uint32_t who,
 			  const struct tdbo_table *t, const char **msg)
 {
-	return tdbo_quota_check(o, who, t->uid, TDBO_Q_DATA, 1, msg);
+	return data_check(o, who, t->uid, 1, msg);
 }
 
 uint64_t tdbo_table_reserve(uint32_t max_ext)
@@ -495,8 +513,7 @@ static int create_check(struct tdbo_owner *o, uint32_t who, uint32_t uid,
 	return tdbo_quota_check(o, who, uid, TDBO_Q_TABLES, 1, msg) ?:
 	       tdbo_quota_check(o, who, uid, TDBO_Q_RESERVE,
 				tdbo_table_reserve(max_ext), msg) ?:
-	       tdbo_quota_check(o, who, uid, TDBO_Q_DATA, TDBP_EXTENT_SIZE,
-				msg);   /* its first extent */
+	       data_check(o, who, uid, TDBP_EXTENT_SIZE, msg); /* extent 0 */
 }
 
 /* Under wlock: check, reserve the log's room, make, log. */
