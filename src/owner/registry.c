@@ -24,15 +24,16 @@
  *    checked and charged under wlock, so the check and the charge cannot
  *    be split by another; recovery charges whatever the limits say.
  *  - The bytes of a table's extents are charged to its owner
- *    (TDBO_Q_DATA, t->data) from create to drop or set-aside: a write
+ *    (TDBO_Q_DATA, t->data) from create to drop or set-aside.  A write
  *    that adds data is checked first against the bounds of whoever
  *    writes (tdbo_table_data_check: max-data-per-uid of the table's
- *    owner and 7/8 of max_data; root only by the home's memory bound,
- *    which is max_data), and after it
- *    applied the charge follows what the engine did
- *    (tdbo_table_data_note, forced), as the home's mem_note does; a
- *    table recovery filled without the pipeline is caught up by the
- *    home (tdbd's mem_prime).
+ *    owner, 7/8 of max_data; root only by the home's memory bound,
+ *    which is max_data); once it applied, the charge follows what the
+ *    engine did (tdbo_table_data_note, forced), as the home's mem_note
+ *    does.  A table recovery filled without the pipeline is caught up
+ *    by the home (tdbd's mem_prime).
+ *  - A dropped table's memory goes with its last reference: the
+ *    dropping client's cache lets it go at once (tdbo_cmd_drop).
  */
 #include "internal.h"
 
