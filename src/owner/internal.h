@@ -177,8 +177,8 @@ struct tdbo_table {
 	bool catchup;
 	uint64_t mem;
 	/* Bytes of its extents charged to uid (TDBO_Q_DATA), under wlock:
-	 * follows the engine (tdbo_table_data_note), 0 once dropped or set
-	 * aside, given back when it goes. */
+	 * follows the engine (tdbo_table_data_note), 0 once set aside,
+	 * given back with its last reference (a drop keeps it: registry.c) */
 	uint64_t data;
 	struct tdbo_feed *feed;         /* under wlock: set while nwatch
 					 * > 0 and not dropped */
@@ -395,7 +395,7 @@ struct tdbo_table *tdbo_resolve(struct tdbo_client *c,
 				unsigned int want,
 				struct tdb_proto_extack *ext, int *err);
 void tdbo_table_unlink(struct tdbo_owner *o, struct tdbo_table *t);
-/* Make t->data what t's extents are now (0 if dropped or set aside):
+/* Make t->data what t's extents are now (0 if set aside):
  * charge the growth to t->uid whatever the limits say (the write was
  * checked before: tdbo_table_data_check), give back the rest.  Under
  * t->wlock, or while no one else can reach t. */

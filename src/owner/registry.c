@@ -24,7 +24,12 @@
  *    checked and charged under wlock, so the check and the charge cannot
  *    be split by another; recovery charges whatever the limits say.
  *  - The bytes of a table's extents are charged to its owner
- *    (TDBO_Q_DATA, t->data) from create to drop or set-aside.  A write
+ *    (TDBO_Q_DATA, t->data) for as long as its region lives: from
+ *    create until it is set aside or its last reference goes.  Not at
+ *    the drop: a client's watch, transaction or scan (or another
+ *    connection's cache, until its next request) keeps a dropped
+ *    table's region alive, and that memory must stay within its
+ *    owner's bound (else drop-and-repeat pins any amount).  A write
  *    that adds data is checked first against the bounds of whoever
  *    writes (tdbo_table_data_check: max-data-per-uid of the table's
  *    owner, 7/8 of max_data; root only by the home's memory bound,
@@ -32,8 +37,9 @@
  *    engine did (tdbo_table_data_note, forced), as the home's mem_note
  *    does.  A table recovery filled without the pipeline is caught up
  *    by the home (tdbd's mem_prime).
- *  - A dropped table's memory goes with its last reference: the
- *    dropping client's cache lets it go at once (tdbo_cmd_drop).
+ *  - A dropped table's memory (and charge) goes with its last
+ *    reference: the dropping client's cache lets it go at once
+ *    (tdbo_cmd_drop).
  */
 #include "internal.h"
 
@@ -93,7 +99,7 @@ void tdbo_table_data_note(struct tdbo_table *t)
 	struct tdbe_table_stat st;
 	uint64_t now = 0;
 
-	if (!t->dropped && t->t) {
+	if (t->t) {     /* dropped or not: its region is there */
 		tdbe_table_stat(t->t, &st);     /* O(1): its header */
 		now = (uint64_t)st.extents * TDBP_EXTENT_SIZE;
 	}
@@ -615,7 +621,7 @@ static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 	tdbo_table_unlink(o, t);
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_TABLES, 1);
 	tdb_store_relaxed(&t->dropped, true);
-	tdbo_table_data_note(t);        /* gives it all back */
+	/* its TDBO_Q_DATA charge stays until its region goes (above) */
 	/* maps of it stop being used: readers see map_gen move, tdb.ko
 	 * unmaps what clients mapped */
 	if (t->t) {

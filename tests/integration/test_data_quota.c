@@ -6,6 +6,11 @@
  * all tables' by max-memory with its last eighth kept for root.
  *
  * One tdbd, --max-memory 64M --max-data-per-uid 32M:
+ *  - pinned: uid 65532 fills a table to 16 MiB, watches it from a second
+ *    connection and drops it: the watch keeps its region in tdbd, and
+ *    it stays charged, so a new table of the uid is refused (-EDQUOT)
+ *    at 32 - 16 MiB (within an extent); once the watcher is gone the
+ *    charge is back and the put goes;
  *  - uid 65534 fills two tables of its own (64 KiB values) until
  *    refused: -EDQUOT naming max-data-per-uid, its extents then at the
  *    bound (within one extent);
@@ -49,6 +54,7 @@ struct report {
 	int shared_err;         /* 65533's put into 65534's table */
 	char shared_msg[256];
 	uint64_t puts;          /* puts that worked */
+	uint64_t pinned;        /* pinned: the dropped table's extents */
 };
 
 /* Put 64 KiB values into t (keys from *next) until refused or `max`
@@ -149,6 +155,52 @@ static void put_again(struct report *r)
 	tdbc_close(c);
 }
 
+/* As uid 65532: the "pinned" part (see the top); r->puts counts the
+ * puts into p1, r->shared_err is the put's after the watcher left. */
+static void pinned(struct report *r)
+{
+	struct tdbc *c = h_connect(&g_d, 0), *wc = h_connect(&g_d, 0);
+	struct report s = { 0 };
+	struct tdbc_table_stat st;
+	struct tdbc_table *t, *wt;
+	struct tdbc_watch *w;
+	unsigned int next = 0;
+	uint64_t t0;
+
+	CHECK_EQ(tdbc_table_create(c, "p0", NULL), 0, "create p0");
+	CHECK_EQ(tdbc_table_open(c, "p0", &t), 0, "open p0");
+	CHECK_EQ(fill(c, t, &next, (16 * MiB) / VAL, &s), 0, "fill p0");
+	tdbc_table_close(t);
+	CHECK_EQ(tdbc_table_stat(c, "p0", &st), 0, "stat p0");
+	r->pinned = (uint64_t)st.extents * EXT;
+	CHECK_EQ(tdbc_table_open(wc, "p0", &wt), 0, "open p0 (watcher)");
+	CHECK_EQ(tdbc_watch(wt, "", 0, &w), 0, "watch p0");
+	CHECK_EQ(tdbc_table_drop(c, "p0"), 0, "drop p0");
+	CHECK_EQ(tdbc_table_create(c, "p1", NULL), 0, "create p1");
+	CHECK_EQ(tdbc_table_open(c, "p1", &t), 0, "open p1");
+	next = 0;
+	fill(c, t, &next, 1u << 20, r);
+	CHECK_EQ(tdbc_table_stat(c, "p1", &st), 0, "stat p1");
+	r->puts = (uint64_t)st.extents * EXT;   /* its extents, here */
+	/* the watcher goes: the dropped table's last reference */
+	tdbc_watch_close(w);
+	tdbc_table_close(wt);
+	tdbc_close(wc);
+	t0 = h_now_ms();
+	do {
+		memset(&s, 0, sizeof(s));
+		fill(c, t, &next, 1, &s);
+		if (!s.err)
+			break;
+		h_sleep_ms(20);
+	} while (h_now_ms() - t0 < 3000);
+	r->shared_err = s.err;
+	memcpy(r->shared_msg, s.msg, sizeof(s.msg));
+	tdbc_table_close(t);
+	CHECK_EQ(tdbc_table_drop(c, "p1"), 0, "drop p1");
+	tdbc_close(c);
+}
+
 /* Run fn in a child as uid; its report. */
 static void as_uid(uid_t uid, void (*fn)(struct report *r), struct report *r)
 {
@@ -214,6 +266,27 @@ int main(void)
 	chmod(h_dir(), 0755);   /* the setuid children's way in */
 	h_start(&g_d, "dq", g_args);
 	root = h_connect(&g_d, 0);
+
+	as_uid(65532, pinned, &a);
+	h_note("pinned: uid 65532 dropped a table of %llu KiB of extents a "
+	       "watch kept; its next table was refused (%s: %s) at %llu KiB "
+	       "of extents; once the watcher left: %s %s",
+	       (unsigned long long)(a.pinned >> 10), h_errname(a.err), a.msg,
+	       (unsigned long long)(a.puts >> 10), h_errname(a.shared_err),
+	       a.shared_msg);
+	CHECK(a.err == -EDQUOT && strstr(a.msg, "max-data-per-uid"),
+	      "uid 65532 refused with %s (%s), want EDQUOT", h_errname(a.err),
+	      a.msg);
+	CHECK(a.pinned >= 16 * MiB && a.pinned < MAX_DATA_PER_UID,
+	      "the first table has %llu bytes of extents",
+	      (unsigned long long)a.pinned);
+	CHECK(a.puts + a.pinned >= MAX_DATA_PER_UID &&
+	      a.puts + a.pinned <= MAX_DATA_PER_UID + EXT,
+	      "uid 65532's second table reached %llu bytes of extents beside "
+	      "a dropped one of %llu a watch pins, want their sum at "
+	      "max-data-per-uid", (unsigned long long)a.puts,
+	      (unsigned long long)a.pinned);
+	CHECK_EQ(a.shared_err, 0, "uid 65532's put once the watcher left");
 
 	as_uid(65534, fill_a, &a);
 	ua = extent_bytes(root, "a", 2);
