@@ -14,9 +14,10 @@
  *         page each (fstat st_blocks), where the old code held all the
  *         data written; a stale read of a kept map reads zeros and the
  *         library maps anew (the table is gone: -ENOENT).
- *  move   (tdbd-map-pin-hugepages: 2 hugepages) a table starts on
- *         hugepages, a reader keeps its memfd, the table grows past the
- *         pool and moves to 4 KiB pages: the old memfd holds nothing.
+ *  move   (tdbd-map-pin-hugepages: 2 hugepages,
+ *         TDB_MAP_PIN_EXPECT_MOVE=1) a table starts on hugepages, a
+ *         reader keeps its memfd, the table grows past the pool and
+ *         moves to 4 KiB pages: the old memfd holds nothing.
  *
  * The figures (bytes held by the kept descriptors before and after)
  * are printed.
@@ -239,6 +240,16 @@ static void part_move(void)
 	/* 2 hugepages in the pool: past 2 extents it moves */
 	fill(t, 6 * MiB, &written);
 	CHECK_EQ(tdbc_table_stat(c, "mv", &st), 0, "stat");
+	if (!getenv("TDB_MAP_PIN_EXPECT_MOVE") && st.page_size != 4096) {
+		/* hugepages here, but not a pool of 2: no move */
+		h_note("move: the table did not move (page size %llu, %u "
+		       "extents): skipped", (unsigned long long)st.page_size,
+		       st.extents);
+		close(kept);
+		tdbc_table_close(t);
+		tdbc_close(c);
+		return;
+	}
 	CHECK(st.page_size == 4096, "the table did not move to 4 KiB pages "
 	      "(page size %llu, %u extents)",
 	      (unsigned long long)st.page_size, st.extents);
