@@ -258,7 +258,19 @@ int tdbk_home_check(void)
 		       lim.feed_size, FEED_SIZE_MIN, FEED_SIZE_MAX);
 		return -EINVAL;
 	}
+	tdbk_home_max_data_set(tdbk_mem_limit());
 	return 0;
+}
+
+/*
+ * Table data (TDBO_Q_DATA) follows max_memory_mb (platform.c): in all,
+ * its last eighth kept for root; per uid, half of it (root exempt), as
+ * tdbd's default max-data-per-uid.  At load and when it is set.
+ */
+void tdbk_home_max_data_set(u64 bytes)
+{
+	WRITE_ONCE(lim.max_data, bytes);
+	WRITE_ONCE(lim.max_data_per_uid, bytes / 2);
 }
 
 const struct tdbo_limits *tdbk_home_limits(void)

@@ -19,7 +19,9 @@
  * which this is not).  Change feeds (home.c) and the supervisor's change
  * log ring (klog.c, from the first claim to unload) count there too.
  * mem_used is back to 0 once every region, feed and the ring are gone:
- * main.c checks that at unload.
+ * main.c checks that at unload.  The owner's bound on table data in all
+ * (struct tdbo_limits max_data, TDBO_Q_DATA) is max_memory_mb too: set
+ * at load (home.c) and with the parameter (tdbk_home_max_data_set).
  *
  * Context: everything here may sleep (GFP_KERNEL, mutex, synchronize_rcu)
  * except tdbp_rcu_read_lock/unlock, tdbp_hash64, tdbp_random_u64 and
@@ -51,7 +53,23 @@
 /* --- memory bound ----------------------------------------------------- */
 
 static unsigned int max_memory_mb = 1024;
-module_param(max_memory_mb, uint, 0644);
+
+/* The owner's bound on table data follows it (home.c). */
+static int max_memory_mb_set(const char *val, const struct kernel_param *kp)
+{
+	int err = param_set_uint(val, kp);
+
+	if (!err)
+		tdbk_home_max_data_set(tdbk_mem_limit());
+	return err;
+}
+
+static const struct kernel_param_ops max_memory_mb_ops = {
+	.set = max_memory_mb_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_memory_mb, &max_memory_mb_ops, &max_memory_mb, 0644);
 MODULE_PARM_DESC(max_memory_mb,
 		 "bytes of table extents backed across all tables, change "
 		 "feeds and the change log ring (log_ring_mb), in MiB "

@@ -29,6 +29,7 @@ void tdbk_dev_exit(void);
  * feed memory hooks; a client of the opener's or sender's credentials. */
 int tdbk_home_check(void);
 const struct tdbo_limits *tdbk_home_limits(void);
+void tdbk_home_max_data_set(u64 bytes);        /* from max_memory_mb */
 extern const struct tdbo_hooks tdbk_home_hooks;
 struct tdbo_client *tdbk_client_new(struct tdbo_owner *o,
 				    const struct cred *cred, bool may_watch,

@@ -14,8 +14,10 @@
  *    here writable once; after that F_SEAL_FUTURE_WRITE lets nobody map
  *    it writable, not even through a re-open of /proc/self/fd/N.  A
  *    watcher gets a read-only descriptor of it (tdbd_feed_fd).
- *  - d->mem_tables is the sum of t->mem over tables not dropped; t->mem
- *    changes under the owner's write lock only (mem_note).
+ *  - d->mem_tables is the sum of t->mem over tables whose region lives
+ *    (a dropped one's until its last reference goes: table_free); t->mem
+ *    changes under the table's write lock (mem_note) or with its last
+ *    reference (table_free).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -148,17 +150,8 @@ int tdbd_table_ro_fd(struct tdbe_table *t)
 
 #define EXTENT_BYTES (2ULL << 20)       /* core.h: extents of 2 MiB */
 
-/* Under the write lock, after t may have grown (or was dropped). */
-static void mem_note(void *arg, struct tdbo_table *t)
+static void mem_set(struct tdbd *d, struct tdbo_table *t, uint64_t now)
 {
-	struct tdbd *d = arg;
-	struct tdbe_table_stat st;
-	uint64_t now = 0;
-
-	if (!t->dropped && t->t) {      /* !t: set aside, holds nothing */
-		tdbe_table_stat(t->t, &st);     /* O(1): its header */
-		now = (uint64_t)st.extents * EXTENT_BYTES;
-	}
 	if (now != t->mem) {            /* unsigned: a shrink wraps right */
 		__atomic_fetch_add(&d->mem_tables, now - t->mem,
 				   __ATOMIC_RELAXED);
@@ -166,8 +159,26 @@ static void mem_note(void *arg, struct tdbo_table *t)
 	}
 }
 
+/* Under the write lock, after t may have grown (or was dropped).  A
+ * dropped table's region lives on while anything holds the table (a
+ * watch, a transaction, a scan): counted until table_free, as the
+ * owner's TDBO_Q_DATA charge is. */
+static void mem_note(void *arg, struct tdbo_table *t)
+{
+	struct tdbe_table_stat st;
+	uint64_t now = 0;
+
+	if (t->t) {                     /* NULL: set aside, holds nothing */
+		tdbe_table_stat(t->t, &st);     /* O(1): its header */
+		now = (uint64_t)st.extents * EXTENT_BYTES;
+	}
+	mem_set(arg, t, now);
+}
+
 /* Once: count the tables recovery made and filled (before any client,
- * but without mem_note for the records it loaded). */
+ * but without mem_note for the records it loaded), in max-memory and in
+ * their owners' data charges (TDBO_Q_DATA: recovery charged extent 0
+ * only), so a uid over max-data-per-uid before a restart is after it. */
 static void mem_prime(struct tdbd *d)
 {
 	struct tdbo_table **tabs;
@@ -177,8 +188,10 @@ static void mem_prime(struct tdbd *d)
 		return;
 	tdbo_write_lock(d->o);
 	if (!d->mem_primed && !tdbo_tables_snapshot(d->o, &tabs, &n)) {
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			mem_note(d, tabs[i]);
+			tdbo_table_data_note(tabs[i]);
+		}
 		tdbo_tables_release(tabs, n);
 		__atomic_store_n(&d->mem_primed, true, __ATOMIC_RELEASE);
 	}
@@ -215,14 +228,13 @@ static int mem_check(void *arg, const char **msg)
 	return -ENOMEM;
 }
 
-/* A table goes (or is set aside): its dirty set and its memory. */
+/* A table goes (or is set aside): its dirty set and its memory (its
+ * engine table is closed already: not looked at). */
 static void table_free(void *arg, struct tdbo_table *t)
 {
-	(void)arg;
 	tdbd_dirty_free(t->ckpt_dirty);
 	t->ckpt_dirty = NULL;
-	if (t->mem)
-		mem_note(arg, t);
+	mem_set(arg, t, 0);
 }
 
 /* --- STATS -------------------------------------------------------------- */

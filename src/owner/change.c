@@ -20,7 +20,8 @@
  *     under t->wlock, so t's records are in the order its changes
  *     applied;
  *  4. mark the key dirty (hooks->dirty: the home's next checkpoint),
- *     note the table's size (hooks->mem_note), and tell the feeds and
+ *     note the table's size (its owner's TDBO_Q_DATA charge,
+ *     tdbo_table_data_note, and hooks->mem_note), and tell the feeds and
  *     the change hook (feed.c), published at the end of the change.
  * docs/DURABILITY.md states the order and what a crash at each step
  * leaves.
@@ -421,8 +422,11 @@ void tdbo_applied(struct tdbo_table *t, const struct tdbo_change *ch)
 
 	if (o->hooks.dirty)
 		o->hooks.dirty(o->hooks.arg, t, ch->key, ch->klen);
-	if (!ch->del && o->hooks.mem_note)
-		o->hooks.mem_note(o->hooks.arg, t);
+	if (!ch->del) {
+		tdbo_table_data_note(t);
+		if (o->hooks.mem_note)
+			o->hooks.mem_note(o->hooks.arg, t);
+	}
 	tdbo_notify(o, t, ch->del ? TDB_CMD_DEL : TDB_CMD_PUT, ch->key,
 		    ch->klen, ch->val, ch->del ? 0 : ch->vlen, ch->version);
 }
@@ -570,9 +574,12 @@ int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
 			  TDBO_MAY_READ : 0), ext, &err);
 	if (!t)
 		return err;
-	/* past the home's memory limit puts fail; deletes go on */
+	/* past the home's memory limit, or the table owner's data bound
+	 * (max-data-per-uid; root writes on), puts fail; deletes go on */
 	if (!del && o->hooks.mem_check &&
 	    (err = o->hooks.mem_check(o->hooks.arg, &ext->msg)))
+		goto out;
+	if (!del && (err = tdbo_table_data_check(o, c->uid, t, &ext->msg)))
 		goto out;
 	if (!del) {
 		ch.val = value_of(m, &buf);
@@ -722,6 +729,8 @@ int tdbo_cmd_incr(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		return err;
 	if (o->hooks.mem_check &&
 	    (err = o->hooks.mem_check(o->hooks.arg, &ext->msg)))
+		goto out;
+	if ((err = tdbo_table_data_check(o, c->uid, t, &ext->msg)))
 		goto out;
 	if (TDB_PROTO_HAS(m, TDB_A_TXN)) {
 		struct tdbo_txn *x = tdbo_txn_find(c, m, ext, &err);

@@ -176,6 +176,10 @@ struct tdbo_table {
 	uint64_t from;
 	bool catchup;
 	uint64_t mem;
+	/* Bytes of its extents charged to uid (TDBO_Q_DATA), under wlock:
+	 * follows the engine (tdbo_table_data_note), 0 once set aside,
+	 * given back with its last reference (a drop keeps it: registry.c) */
+	uint64_t data;
 	struct tdbo_feed *feed;         /* under wlock: set while nwatch
 					 * > 0 and not dropped */
 	struct tdbo_list watches;       /* struct tdbo_watch.tnode, wlock */
@@ -391,6 +395,17 @@ struct tdbo_table *tdbo_resolve(struct tdbo_client *c,
 				unsigned int want,
 				struct tdb_proto_extack *ext, int *err);
 void tdbo_table_unlink(struct tdbo_owner *o, struct tdbo_table *t);
+/* Make t->data what t's extents are now (0 if set aside):
+ * charge the growth to t->uid whatever the limits say (the write was
+ * checked before: tdbo_table_data_check), give back the rest.  Under
+ * t->wlock, or while no one else can reach t. */
+void tdbo_table_data_note(struct tdbo_table *t);
+/* Before a write of `who` that adds data to t: 0, or -EDQUOT (t's
+ * owner is at max-data-per-uid) or -ENOMEM (the tables are at 7/8 of
+ * max_data) with *msg naming it.  Root is not checked: its bound is the
+ * home's memory bound (registry.c, data_check). */
+int tdbo_table_data_check(struct tdbo_owner *o, uint32_t who,
+			  const struct tdbo_table *t, const char **msg);
 int tdbo_cmd_create(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		    struct tdb_proto_extack *ext, struct tdbo_out *res);
 int tdbo_cmd_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,

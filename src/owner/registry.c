@@ -23,6 +23,23 @@
  *    table is closed (TDBO_Q_RESERVE, t->reserve).  A client's create is
  *    checked and charged under wlock, so the check and the charge cannot
  *    be split by another; recovery charges whatever the limits say.
+ *  - The bytes of a table's extents are charged to its owner
+ *    (TDBO_Q_DATA, t->data) for as long as its region lives: from
+ *    create until it is set aside or its last reference goes.  Not at
+ *    the drop: a client's watch, transaction or scan (or another
+ *    connection's cache, until its next request) keeps a dropped
+ *    table's region alive, and that memory must stay within its
+ *    owner's bound (else drop-and-repeat pins any amount).  A write
+ *    that adds data is checked first against the bounds of whoever
+ *    writes (tdbo_table_data_check: max-data-per-uid of the table's
+ *    owner, 7/8 of max_data; root only by the home's memory bound,
+ *    which is max_data); once it applied, the charge follows what the
+ *    engine did (tdbo_table_data_note, forced), as the home's mem_note
+ *    does.  A table recovery filled without the pipeline is caught up
+ *    by the home (tdbd's mem_prime).
+ *  - A dropped table's memory (and charge) goes with its last
+ *    reference: the dropping client's cache lets it go at once
+ *    (tdbo_cmd_drop).
  */
 #include "internal.h"
 
@@ -69,11 +86,55 @@ void tdbo_table_put(struct tdbo_table *t)
 	tdbo_table_feed_release(t);
 	tdbe_table_close(t->t);
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_RESERVE, t->reserve);
+	tdbo_quota_uncharge(o, t->uid, TDBO_Q_DATA, t->data);
 	if (o->hooks.table_free)
 		o->hooks.table_free(o->hooks.arg, t);
 	tdbp_mutex_destroy(t->wlock);
 	tdbp_free(t->aside);
 	tdbp_free(t);
+}
+
+void tdbo_table_data_note(struct tdbo_table *t)
+{
+	struct tdbe_table_stat st;
+	uint64_t now = 0;
+
+	if (t->t) {     /* dropped or not: its region is there */
+		tdbe_table_stat(t->t, &st);     /* O(1): its header */
+		now = (uint64_t)st.extents * TDBP_EXTENT_SIZE;
+	}
+	if (now > t->data) {
+		/* fails only if no entry of uid could be allocated, and it
+		 * holds one for the table (TDBO_Q_TABLES): retried next time */
+		if (tdbo_quota_force(t->o, t->uid, TDBO_Q_DATA,
+				     now - t->data))
+			return;
+	} else {
+		tdbo_quota_uncharge(t->o, t->uid, TDBO_Q_DATA, t->data - now);
+	}
+	t->data = now;
+}
+
+/*
+ * May `who` add n bytes to the data of uid's tables?  Root is exempt
+ * per uid, and its bound in all (max_data) is the home's memory bound
+ * itself, which the home enforces on everything it counts there (tdbd's
+ * mem_check: tables, transactions, snapshots; tdb.ko's extent grow:
+ * extents, feeds, the log ring) with its own message: checked here too
+ * it would only refuse one write earlier, naming it less well.
+ */
+static int data_check(struct tdbo_owner *o, uint32_t who, uint32_t uid,
+		      uint64_t n, const char **msg)
+{
+	if (who == 0)
+		return 0;
+	return tdbo_quota_check(o, who, uid, TDBO_Q_DATA, n, msg);
+}
+
+int tdbo_table_data_check(struct tdbo_owner *o, uint32_t who,
+			  const struct tdbo_table *t, const char **msg)
+{
+	return data_check(o, who, t->uid, 1, msg);
 }
 
 uint64_t tdbo_table_reserve(uint32_t max_ext)
@@ -203,6 +264,7 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 	t->reserve = tdbo_table_reserve(max_ext);
 	tdbo_quota_force(o, uid, TDBO_Q_TABLES, 1);
 	tdbo_quota_force(o, uid, TDBO_Q_RESERVE, t->reserve);
+	tdbo_table_data_note(t);        /* extent 0; not yet findable */
 	t->ckpt_full = true;    /* new: the next checkpoint writes it all */
 	if (locked)
 		tdbp_mutex_lock(t->wlock);
@@ -301,6 +363,7 @@ int tdbo_table_set_aside(struct tdbo_owner *o, struct tdbo_table *t,
 	tdbe_table_drop(o->engine, t->name, &ee);
 	tdbe_table_close(t->t);
 	t->t = NULL;
+	tdbo_table_data_note(t);        /* no region: gives it all back */
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_RESERVE, t->reserve);
 	t->reserve = 0;
 	t->ckpt_full = false;
@@ -456,7 +519,8 @@ static int create_check(struct tdbo_owner *o, uint32_t who, uint32_t uid,
 		return 0;       /* the engine refuses it, naming it */
 	return tdbo_quota_check(o, who, uid, TDBO_Q_TABLES, 1, msg) ?:
 	       tdbo_quota_check(o, who, uid, TDBO_Q_RESERVE,
-				tdbo_table_reserve(max_ext), msg);
+				tdbo_table_reserve(max_ext), msg) ?:
+	       data_check(o, who, uid, TDBP_EXTENT_SIZE, msg); /* extent 0 */
 }
 
 /* Under wlock: check, reserve the log's room, make, log. */
@@ -492,9 +556,9 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 	}
 	if (o->hooks.log_reserve)
 		res->lsn = o->hooks.log_create(o->hooks.arg, nt, &sz);
-	tdbp_mutex_unlock(nt->wlock);
-	if (o->hooks.mem_note)
+	if (o->hooks.mem_note)          /* under its lock, as the others */
 		o->hooks.mem_note(o->hooks.arg, nt);
+	tdbp_mutex_unlock(nt->wlock);
 	return err;
 }
 
@@ -557,6 +621,7 @@ static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 	tdbo_table_unlink(o, t);
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_TABLES, 1);
 	tdb_store_relaxed(&t->dropped, true);
+	/* its TDBO_Q_DATA charge stays until its region goes (above) */
 	/* maps of it stop being used: readers see map_gen move, tdb.ko
 	 * unmaps what clients mapped */
 	if (t->t) {
@@ -624,6 +689,12 @@ int tdbo_cmd_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	tdbp_mutex_unlock(o->wlock);
 	if (!err)
 		tdbo_table_put(t);      /* the registry's reference */
+	if (!err && c->cache == t) {
+		/* nor does our cache keep it (and its memory) until our
+		 * next request */
+		tdbo_table_put(c->cache);
+		c->cache = NULL;
+	}
 	tdbo_table_put(t);
 	return err;
 }

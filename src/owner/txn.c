@@ -608,6 +608,22 @@ static struct tdbo_table **txn_tables(const struct tdbo_txn *x,
 	return v;
 }
 
+/* Nor past the data bound of the owner of a table it puts into (ops
+ * from the first put, i; each table once in a row of its ops). */
+static int data_check(struct tdbo_txn *x, uint32_t i, const char **msg)
+{
+	struct tdbo_table *last = NULL;
+	int err = 0;
+
+	for (; !err && i < x->nops; i++) {
+		if (x->ops[i].del || x->ops[i].t == last)
+			continue;
+		last = x->ops[i].t;
+		err = tdbo_table_data_check(x->o, x->uid, last, msg);
+	}
+	return err;
+}
+
 int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 		    struct tdb_proto_extack *ext)
 {
@@ -635,6 +651,8 @@ int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 	/* a commit with a put adds data: past the home's memory limit, no */
 	if (i < x->nops && o->hooks.mem_check)
 		err = o->hooks.mem_check(o->hooks.arg, &ext->msg);
+	if (!err && i < x->nops)
+		err = data_check(x, i, &ext->msg);
 	for (k = 0; k < ntabs; k++)
 		tdbp_mutex_lock(tabs[k]->wlock);
 	if (!err)

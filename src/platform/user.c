@@ -95,7 +95,9 @@ void tdbp_pages_free(void *pages, unsigned int order)
  * region never mixes the two.  When a hugetlb region cannot grow because
  * the hugepage pool is exhausted, it moves to a normal memfd at the same
  * addresses and goes on there (migrate_to_small_pages); growth fails
- * with -ENOMEM only when ordinary memory runs out too.
+ * with -ENOMEM only when ordinary memory runs out too.  A memfd the
+ * region leaves (destroyed, or moved from) is punched out at once, so a
+ * client's read-only descriptor of it pins no memory (punch_out).
  */
 struct tdbp_region {
 	int fd;                    /* atomic: read by tdbp_region_fd */
@@ -241,11 +243,11 @@ static int fall_back_to_small_pages(struct tdbp_region *r, int why)
  *    or faults, waits for the mmap to finish, and finds the new page,
  *    which holds the same bytes.  No address changes.
  *  - The only other users of the region's fd are read-only views
- *    mapped elsewhere (tdbe_table_fd; today only tests/test_view.c).  A
- *    mapping made from the old fd keeps showing the extents it had, frozen
- *    at the migration (and keeps their hugepages out of the pool until it
- *    is unmapped); after it, such a user must fetch the fd again
- *    (tdbp_region_fd returns the new one).
+ *    mapped elsewhere (clients' maps, tdbp_region_ro_fd).  The old memfd
+ *    is punched out (punch_out) before it is closed: a mapping made from
+ *    it reads zeros from then on (magic 0: stale, the client maps the
+ *    new memfd), and its hugepages go back to the pool at once, whoever
+ *    still holds a descriptor of it.
  */
 /*
  * After a move to 4 KiB pages: zero the region magic in the OLD memfd,
@@ -253,8 +255,8 @@ static int fall_back_to_small_pages(struct tdbp_region *r, int why)
  * sees "not a region" at the end of its read section and maps the table
  * anew.  The old memory is no longer mapped here and hugetlbfs has no
  * write(2): map its first page for the store.  The page is already in
- * the file, so this needs no new hugepage.  Nothing else is ever
- * written there again: a client's frozen view stays consistent.
+ * the file, so this needs no new hugepage.  punch_out then zeroes the
+ * rest too; this store is what is left if the punch fails.
  */
 static void stale_old_memory(struct tdbp_region *r, int old)
 {
@@ -269,6 +271,32 @@ static void stale_old_memory(struct tdbp_region *r, int old)
 	}
 	__atomic_store_n((uint64_t *)p, 0, __ATOMIC_RELEASE);
 	munmap(p, TDBP_EXTENT_SIZE);
+}
+
+/*
+ * Take every page out of a memfd the region no longer uses (the region
+ * was destroyed, or moved to a new memfd), now: clients may still hold
+ * read-only descriptors or maps of it (TABLE_MAP), and without this its
+ * memory would live on as long as they keep them, held by tdbd's tables
+ * in no count (issue 25).  The size stays (KEEP_SIZE), so a reader's
+ * access is no SIGBUS: it reads zeros (magic 0: its map is stale, it
+ * maps the table anew).  What such a read costs: on shmem each page
+ * touched again is a new zero page, charged to the reader's memcg; on
+ * hugetlbfs a hugepage from the pool (none left: SIGBUS in the reader).
+ * Works on both (hugetlbfs punches whole hugepages: the size is a
+ * multiple of 2 MiB).
+ */
+static void punch_out(const struct tdbp_region *r, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) || st.st_size <= 0)
+		return;
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+		      st.st_size))
+		tdbp_log(TDBP_LOG_ERR, "%s: cannot free the old memory (%s): "
+			 "clients mapping it keep it until they unmap",
+			 r->name, strerror(errno));
 }
 
 static int migrate_to_small_pages(struct tdbp_region *r, unsigned int n)
@@ -319,7 +347,8 @@ static int migrate_to_small_pages(struct tdbp_region *r, unsigned int n)
 	__atomic_store_n(&r->dev, (uint64_t)st.st_dev, __ATOMIC_RELEASE);
 	__atomic_store_n(&r->ino, (uint64_t)st.st_ino, __ATOMIC_RELEASE);
 	__atomic_store_n(&r->huge, false, __ATOMIC_RELEASE);
-	stale_old_memory(r, old);
+	stale_old_memory(r, old);       /* in case the punch fails */
+	punch_out(r, old);
 	close(old);
 	return 0;
 fail:
@@ -379,7 +408,8 @@ void tdbp_region_destroy(struct tdbp_region *r)
 {
 	if (!r)
 		return;
-	munmap(r->reserve, r->reserve_len);
+	munmap(r->reserve, r->reserve_len);     /* ours first */
+	punch_out(r, r->fd);
 	close(r->fd);
 	free(r);
 }
