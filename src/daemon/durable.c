@@ -67,8 +67,6 @@
 #include "tdbd.h"
 #include "wal.h"
 
-#define HELD_MAX  4096u         /* held acks per client before we stop
-				 * reading its requests */
 #define DIRTY_MAX (1u << 20)    /* keys tracked per table; beyond, the
 				 * table is rewritten whole */
 #define CKPT_RETRY_NS 1000000000ull  /* a failed checkpoint's retry on the
@@ -332,8 +330,9 @@ void tdbd_log_write(struct tdbd *d)
  * Every change's answer waits for its record: written (sync batch and
  * none: a crash of tdbd then loses nothing acknowledged) or durable
  * (always).  Held answers are a FIFO per client in LSN order, an array
- * that grows to at most HELD_MAX (then we read no more of the client's
- * requests).
+ * that grows to at most c->held_max (TDBD_HELD_MAX shared by the
+ * connections of its uid on its worker: worker.c; then we read no more
+ * of the client's requests).
  */
 struct held {
 	uint64_t lsn;
@@ -470,7 +469,8 @@ void tdbd_held_free(struct client *c)
 
 bool tdbd_held_full(const struct client *c)
 {
-	return c->nheld >= HELD_MAX;
+	/* 0: not on a worker yet (worker.c sets it) */
+	return c->nheld >= (c->held_max ? c->held_max : TDBD_HELD_MAX);
 }
 
 /* The flusher thread: records became durable (or the log failed). */

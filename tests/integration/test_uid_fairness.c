@@ -135,16 +135,21 @@ static void flood_loop(const char *sock, enum mode mode, unsigned int nconn,
 	static struct tdbc *c[NFLOOD];
 	static struct tdbc_table *t[NFLOOD];
 	static uint64_t done[NFLOOD];
+	static struct pollfd pfd[NFLOOD];
 	struct tdbc_cqe cq[FLOOD_DEPTH];
 	struct tdbc_req rq[FLOOD_DEPTH];
 	struct flood_rep rep = { 0 };
 	struct tdbc_table_opts o;
-	bool window = false;
 	unsigned int i, j, iter = 0;
 	char msg[256], keys[FLOOD_DEPTH][16], b;
 	uint64_t seq = 0;
 	int err, n;
 	unsigned int depth = getenv("UF_DEPTH") ? (unsigned)atoi(getenv("UF_DEPTH")) : FLOOD_DEPTH;
+	size_t vlen = getenv("UF_VLEN") ? (size_t)atoi(getenv("UF_VLEN")) : 22;
+	char *val = malloc(vlen + 1);
+
+	CHECK(val, "oom");
+	memset(val, 'v', vlen);
 
 	for (i = 0; i < nconn; i++) {
 		err = tdbc_connect(&c[i], sock, TDBC_NO_MAP, msg, sizeof(msg));
@@ -162,41 +167,49 @@ static void flood_loop(const char *sock, enum mode mode, unsigned int nconn,
 		      "open flood");
 	}
 	CHECK(write(ready_wr, "r", 1) == 1, "ready pipe");
+	for (i = 0; i < nconn; i++) {
+		pfd[i].fd = tdbc_fd(c[i]);
+		pfd[i].events = POLLIN;
+		pfd[i].revents = POLLIN;
+		CHECK(pfd[i].fd >= 0, "tdbc_fd: %s", h_errname(pfd[i].fd));
+	}
 	for (;;) {
 		uint64_t sent0 = rep.sent;
 
 		if (++iter % 16 == 0 && ctl_byte(ctl_rd, &b)) {
 			if (b == 's')
 				break;
-			window = true;
 			memset(done, 0, sizeof(done));
 		}
 		for (i = 0; i < nconn; i++) {
-			unsigned int want;
+			unsigned int want = depth;
 
 			if (mode == FLOOD) {
-				n = tdbc_reap(c[i], cq, FLOOD_DEPTH,
-					      nconn == 1 && tdbc_inflight(c[i]) ? 1 : 0,
-					      nconn == 1 ? 100 : 0);
-				CHECK(n >= 0, "flood reap: %s", h_errname(n));
-				for (j = 0; j < (unsigned int)n; j++)
-					CHECK(cq[j].res == 0, "flood put: %s",
-					      h_errname(cq[j].res));
-				done[i] += (uint64_t)n;
-				want = tdbc_inflight(c[i]) >= depth ? 0 : depth - tdbc_inflight(c[i]);
-			} else {
-				want = FLOOD_DEPTH;
+				if (!pfd[i].revents)
+					continue;
+				want = 0;
+				do {
+					n = tdbc_reap(c[i], cq, FLOOD_DEPTH, 0, 0);
+					CHECK(n >= 0, "flood reap: %s",
+					      h_errname(n));
+					for (j = 0; j < (unsigned int)n; j++)
+						CHECK(cq[j].res == 0, "flood "
+						      "put: %s",
+						      h_errname(cq[j].res));
+					done[i] += (uint64_t)n;
+				} while (n == FLOOD_DEPTH);
+				if (tdbc_inflight(c[i]) < depth)
+					want = depth - tdbc_inflight(c[i]);
 			}
-			if (want > depth)
-				want = depth;
+			if (want > FLOOD_DEPTH)
+				want = FLOOD_DEPTH;
 			for (j = 0; j < want; j++)
 				rq[j] = (struct tdbc_req){ .op = TDBC_OP_PUT,
 					.table = t[i], .key = keys[j],
 					.klen = (size_t)snprintf(keys[j], 16,
 						"f%llu", (unsigned long long)
 						(seq++ % 100000)),
-					.val = "flood-value-0123456789",
-					.vlen = 22 };
+					.val = val, .vlen = vlen };
 			if (!want)
 				continue;
 			n = tdbc_submit(c[i], rq, want);
@@ -205,12 +218,14 @@ static void flood_loop(const char *sock, enum mode mode, unsigned int nconn,
 			if (n > 0)
 				rep.sent += (uint64_t)n;
 		}
-		/* deaf, every ring full: wait, do not spin (the flood is
-		 * tdbd's to bear, not the CPU's) */
-		if (mode == DEAF && rep.sent == sent0)
+		/* Wait for completions (flood), or while every ring is full
+		 * (deaf): the flooders cost tdbd work, not the machine's
+		 * CPU (that is the kernel's to share, not tdbd's). */
+		if (mode == FLOOD)
+			poll(pfd, nconn, 10);
+		else if (rep.sent == sent0)
 			h_sleep_ms(1);
 	}
-	(void)window;
 	rep.min_conn = UINT64_MAX;
 	for (i = 0; i < nconn; i++) {
 		rep.done += done[i];
@@ -309,7 +324,7 @@ static bool clients_are(const struct tdbc_stats *st, const void *arg)
 static void beside(const struct h_daemon *d, struct tdbc *c,
 		   struct tdbc_table *t, enum mode m, const struct rate *alone)
 {
-	struct tdbc_stats st;
+	struct tdbc_stats st, s0;
 	uint32_t one = 1;
 	const char *what = m == FLOOD ? "flood" : "deaf";
 	struct flooder f;
@@ -318,9 +333,14 @@ static void beside(const struct h_daemon *d, struct tdbc *c,
 
 	flooder_start(&f, d->sock, m, getenv("UF_PROCS") ? (unsigned)atoi(getenv("UF_PROCS")) : 1);
 	h_sleep_ms(getenv("UF_WARM") ? (unsigned)atoi(getenv("UF_WARM")) : 300);
+	h_stats(c, &s0);
 	flooder_mark(&f);
 	root_puts(t, getenv("UF_WIN") ? (unsigned)atoi(getenv("UF_WIN")) : WINDOW_MS, &r);
+	h_stats(c, &st);
 	flooder_stop(&f, &fr);
+	h_note("%s: the WAL: %llu syncs, %llu records in the window", what,
+	       (unsigned long long)(st.wal_syncs - s0.wal_syncs),
+	       (unsigned long long)(st.wal_records - s0.wal_records));
 	/* its connections are gone before the next part (max-clients-per-uid) */
 	CHECK(h_wait_stats(c, &st, clients_are, &one, 15000), "%s: %u "
 	      "clients left after the flooders exited", what, st.clients);
@@ -353,7 +373,7 @@ static void beside(const struct h_daemon *d, struct tdbc *c,
 
 int main(void)
 {
-	const char *const args[] = { "--socket-mode", "0666", NULL };
+	const char *args[] = { "--socket-mode", "0666", NULL, NULL, NULL };
 	struct h_daemon d;
 	struct tdbc_table *t = NULL;
 	struct rate alone;
@@ -365,6 +385,10 @@ int main(void)
 		return 77;
 	}
 	h_init("tdbd-uid-fairness", 120);
+	if (getenv("UF_SYNC")) {
+		args[2] = "--sync";
+		args[3] = getenv("UF_SYNC");
+	}
 	h_start(&d, "uidfair", args);
 	c = h_connect(&d, TDBC_NO_MAP);
 	CHECK(tdbc_table_create(c, "root", NULL) == 0, "create root");
