@@ -330,7 +330,8 @@ void tdbd_log_write(struct tdbd *d)
  * Every change's answer waits for its record: written (sync batch and
  * none: a crash of tdbd then loses nothing acknowledged) or durable
  * (always).  Held answers are a FIFO per client in LSN order, an array
- * that grows to at most c->held_max (TDBD_HELD_MAX shared by the
+ * that grows to at most c->held_max answers or c->held_bytes_max bytes of
+ * their requests (TDBD_HELD_MAX and TDBD_HELD_BYTES shared by the
  * connections of its uid on its worker: worker.c; then we read no more
  * of the client's requests).
  */
@@ -412,6 +413,7 @@ bool tdbd_answer_later(struct client *c, enum chan ch,
 	h->reply = copy;
 	h->reply_len = (uint32_t)reply_len;
 	held_count(c, 1);
+	c->held_bytes += req->nlmsg_len;
 	if (d->cfg.sync == WAL_SYNC_ALWAYS)
 		wal_kick(d->wal);
 	return true;
@@ -451,6 +453,7 @@ void tdbd_held_release(struct client *c)
 		h->reply = NULL;
 		c->held_head = (c->held_head + 1) % c->held_cap;
 		held_count(c, -1);
+		c->held_bytes -= h->req.nlmsg_len;
 	}
 }
 
@@ -462,6 +465,7 @@ void tdbd_held_free(struct client *c)
 		free(c->held[(c->held_head + i) % c->held_cap].reply);
 	if (c->nheld)
 		held_count(c, -(int)c->nheld);
+	c->held_bytes = 0;
 	free(c->held);
 	c->held = NULL;
 	c->held_cap = c->held_head = 0;
@@ -469,8 +473,10 @@ void tdbd_held_free(struct client *c)
 
 bool tdbd_held_full(const struct client *c)
 {
-	/* 0: not on a worker yet (worker.c sets it) */
-	return c->nheld >= (c->held_max ? c->held_max : TDBD_HELD_MAX);
+	/* 0: not on a worker yet (worker.c sets them) */
+	return c->nheld >= (c->held_max ? c->held_max : TDBD_HELD_MAX) ||
+	       c->held_bytes >= (c->held_bytes_max ? c->held_bytes_max :
+				 TDBD_HELD_BYTES);
 }
 
 /* The flusher thread: records became durable (or the log failed). */

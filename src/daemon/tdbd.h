@@ -252,10 +252,16 @@ void tdbd_dirty_free(struct dirty *s);
 #define TDBD_REQ_MIN_TURN 16u
 
 /* Acknowledgements held for the WAL (below) of one uid's connections on
- * a worker at most: each of them may hold TDBD_HELD_MAX over their
- * number (c->held_max, at least TDBD_REQ_BUDGET), so a uid's connection
- * count buys it no more of the disk's syncs, nor of tdbd's memory. */
+ * a worker at most, and the bytes of their requests (the size of what
+ * waits for the disk: each sync carries it): each connection may hold
+ * these over their number (c->held_max, at least TDBD_REQ_BUDGET;
+ * c->held_bytes_max, at least TDBD_HELD_BYTES_MIN; the request that
+ * passes it is still taken), so a uid's connection count buys it no
+ * more of the disk's syncs, and one uid cannot make every sync, which
+ * everyone's acks wait for, carry megabytes. */
 #define TDBD_HELD_MAX 4096u
+#define TDBD_HELD_BYTES (256u << 10)
+#define TDBD_HELD_BYTES_MIN (16u << 10)
 
 /* An acknowledgement of a change waits until its WAL record is written
  * (sync batch, none) or durable (always); false if it may go out now. */
@@ -345,6 +351,8 @@ struct client {
 	struct held *held;      /* acks waiting for the WAL: a FIFO */
 	unsigned int held_head, nheld, held_cap;
 	unsigned int held_max;  /* its share of TDBD_HELD_MAX (worker.c) */
+	size_t held_bytes;      /* of the held answers' requests */
+	size_t held_bytes_max;  /* its share of TDBD_HELD_BYTES */
 
 	/* the owner's side of this client: its transactions, watches and
 	 * dumps' state, its credentials as the owner checks them */

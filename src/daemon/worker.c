@@ -116,15 +116,21 @@ static void share_free(struct worker *w, struct uid_share *s)
 }
 
 /* Each client of s may hold TDBD_HELD_MAX / s->n acks for the WAL (at
- * least a round's budget). */
+ * least a round's budget), and TDBD_HELD_BYTES / s->n of their
+ * requests' bytes (at least TDBD_HELD_BYTES_MIN). */
 static void share_held_max(struct uid_share *s)
 {
-	unsigned int i, max = TDBD_HELD_MAX / (s->n ? s->n : 1);
+	unsigned int i, n = s->n ? s->n : 1, max = TDBD_HELD_MAX / n;
+	size_t bytes = TDBD_HELD_BYTES / n;
 
 	if (max < TDBD_REQ_BUDGET)
 		max = TDBD_REQ_BUDGET;
-	for (i = 0; i < s->n; i++)
+	if (bytes < TDBD_HELD_BYTES_MIN)
+		bytes = TDBD_HELD_BYTES_MIN;
+	for (i = 0; i < s->n; i++) {
 		s->v[i]->held_max = max;
+		s->v[i]->held_bytes_max = bytes;
+	}
 }
 
 /* c joins its uid's share (made on its first client): 0 or -ENOMEM. */

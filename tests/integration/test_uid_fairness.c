@@ -19,6 +19,7 @@
  * the mean).  Measured before per-uid fairness (one worker, 2 CPUs):
  * see the figures printed and the report of issue 25.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <poll.h>
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +45,8 @@
 #define P99_MAX_US  50000       /* root's PUT p99 beside a flood */
 #define FLOOD_MIN   1000        /* PUTs the flood completes in a window */
 #define MAX_SAMPLES 200000
+#define BIG_VALUE   (60 << 10)  /* blocked: replies that fill a ring */
+#define BIG_GETS    256         /* blocked: GETs of it each sends */
 
 static uint64_t now_us(void)
 {
@@ -104,7 +108,7 @@ static void root_puts(struct tdbc_table *t, unsigned int ms, struct rate *r)
 
 /* --- the flooding uid ----------------------------------------------------- */
 
-enum mode { FLOOD, DEAF };
+enum mode { FLOOD, DEAF, BLOCKED };
 
 struct flood_rep {
 	uint64_t done;                  /* completed in the window */
@@ -166,6 +170,13 @@ static void flood_loop(const char *sock, enum mode mode, unsigned int nconn,
 		CHECK(tdbc_table_open(c[i], "flood", &t[i]) == 0,
 		      "open flood");
 	}
+	if (mode == BLOCKED) {
+		static char big[BIG_VALUE];
+
+		memset(big, 'b', sizeof(big));
+		err = tdbc_put(t[0], NULL, "big", 3, big, sizeof(big), 0);
+		CHECK(err == 0, "put big: %s", h_errname(err));
+	}
 	CHECK(write(ready_wr, "r", 1) == 1, "ready pipe");
 	for (i = 0; i < nconn; i++) {
 		pfd[i].fd = tdbc_fd(c[i]);
@@ -203,6 +214,16 @@ static void flood_loop(const char *sock, enum mode mode, unsigned int nconn,
 			}
 			if (want > FLOOD_DEPTH)
 				want = FLOOD_DEPTH;
+			if (mode == BLOCKED) {
+				if (tdbc_inflight(c[i]) >= BIG_GETS)
+					continue;
+				for (j = 0; j < want; j++)
+					rq[j] = (struct tdbc_req){
+						.op = TDBC_OP_GET,
+						.table = t[i], .key = "big",
+						.klen = 3 };
+				want = BIG_GETS - tdbc_inflight(c[i]);
+			} else
 			for (j = 0; j < want; j++)
 				rq[j] = (struct tdbc_req){ .op = TDBC_OP_PUT,
 					.table = t[i], .key = keys[j],
@@ -264,6 +285,8 @@ static void flooder_start(struct flooder *f, const char *sock, enum mode m,
 			      setresuid(NOBODY, NOBODY, NOBODY) == 0,
 			      "become %u: %s", NOBODY, strerror(errno));
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			CHECK(setpriority(PRIO_PROCESS, 0, 0) == 0,
+			      "setpriority: %s", strerror(errno));
 			flood_loop(sock, m, per, k, ready[1], ctl[0], rep[1]);
 		}
 		h_track(f->pid[k]);
@@ -316,6 +339,24 @@ static void flooder_stop(struct flooder *f, struct flood_rep *all)
 
 /* --- the test ---------------------------------------------------------- */
 
+/* Every thread of pid to nice (setpriority is per thread on Linux). */
+static void renice_all(pid_t pid, int nice)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	CHECK(dir, "opendir %s", path);
+	while ((e = readdir(dir)))
+		if (e->d_name[0] != '.')
+			CHECK(setpriority(PRIO_PROCESS, (id_t)atoi(e->d_name),
+					  nice) == 0, "setpriority %s: %s",
+			      e->d_name, strerror(errno));
+	closedir(dir);
+}
+
 static bool clients_are(const struct tdbc_stats *st, const void *arg)
 {
 	return st->clients == *(const uint32_t *)arg;
@@ -326,7 +367,8 @@ static void beside(const struct h_daemon *d, struct tdbc *c,
 {
 	struct tdbc_stats st, s0;
 	uint32_t one = 1;
-	const char *what = m == FLOOD ? "flood" : "deaf";
+	const char *what = m == FLOOD ? "flood" : m == DEAF ? "deaf" :
+			   "blocked";
 	struct flooder f;
 	struct flood_rep fr;
 	struct rate r;
@@ -390,6 +432,10 @@ int main(void)
 		args[3] = getenv("UF_SYNC");
 	}
 	h_start(&d, "uidfair", args);
+	if (getenv("UF_NICE")) {
+		CHECK(setpriority(PRIO_PROCESS, 0, atoi(getenv("UF_NICE"))) == 0, "nice");
+		renice_all(d.pid, atoi(getenv("UF_NICE")));
+	}
 	c = h_connect(&d, TDBC_NO_MAP);
 	CHECK(tdbc_table_create(c, "root", NULL) == 0, "create root");
 	CHECK(tdbc_table_open(c, "root", &t) == 0, "open root");
@@ -406,6 +452,8 @@ int main(void)
 		beside(&d, c, t, FLOOD, &alone);
 	if (h_want("deaf"))
 		beside(&d, c, t, DEAF, &alone);
+	if (h_want("blocked"))
+		beside(&d, c, t, BLOCKED, &alone);
 	tdbc_table_close(t);
 	tdbc_close(c);
 	h_stop(&d);
