@@ -261,7 +261,7 @@ void tdbd_dirty_free(struct dirty *s);
  * everyone's acks wait for, carry megabytes. */
 #define TDBD_HELD_MAX 4096u
 #define TDBD_HELD_BYTES (256u << 10)
-#define TDBD_HELD_BYTES_MIN (16u << 10)
+#define TDBD_HELD_BYTES_MIN (4u << 10)
 
 /* An acknowledgement of a change waits until its WAL record is written
  * (sync batch, none) or durable (always); false if it may go out now. */

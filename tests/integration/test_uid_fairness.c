@@ -2,24 +2,36 @@
 /*
  * test_uid_fairness.c - a user's connection count buys it no more of
  * tdbd (issue 25, item 3).  tdbd runs with its defaults (one worker,
- * sync always) and its socket open to everyone; uid 65534 opens
- * NFLOOD connections from one process and root times its blocking PUTs
- * (rings) alone, then beside each flood:
+ * sync always) and its socket open to everyone; uid 65534 opens NFLOOD
+ * connections from one process, and root times its blocking PUTs (one
+ * connection, rings) alone, then beside each flood:
  *
- *  flood  every connection keeps FLOOD_DEPTH PUTs in flight through
- *         its rings (tdbc_submit, reaping as they complete);
- *  deaf   every connection submits PUTs as fast as its submission ring
- *         takes them and never reads an answer.
+ *  flood  every connection keeps FLOOD_DEPTH PUTs of FLOOD_VLEN bytes in
+ *         flight through its rings (tdbc_submit, reaping as they
+ *         complete, sleeping in poll on tdbc_fd meanwhile);
+ *  deaf   every connection submits PUTs of DEAF_VLEN bytes as long as
+ *         its submission ring takes them (DEAF_DEPTH at a time) and
+ *         never reads an answer.
  *
- * Asserted, each measured in the same run: root's PUT rate beside each
- * flood is at least MIN_SHARE of its rate alone and its p99 under
- * P99_MAX_US; the flooding uid still completes PUTs (flood: at least
- * FLOOD_MIN of them in the window), and within the uid the connections
- * share fairly (the slowest connection completes at least a quarter of
- * the mean).  Measured before per-uid fairness (one worker, 2 CPUs):
- * see the figures printed and the report of issue 25.
+ * Asserted beside each, all figures from the same run:
+ *  - root completes at least MIN_PER_CONN of what one of the flood's
+ *    connections gets on average (the flood's PUTs: the WAL's records in
+ *    the window, less root's): fairness per uid, measured against the
+ *    flood under the same load of the machine;
+ *  - root's PUT rate is at least MIN_SHARE of its rate alone and its p99
+ *    under P99_MAX_US (a wide bound: the disk is shared with the flood,
+ *    and root's PUT waits for a sync of what the flood wrote);
+ *  - the flooding uid still makes progress (at least FLOOD_MIN PUTs),
+ *    and its connections share fairly (flood: the slowest completes at
+ *    least a quarter of their mean).
+ * The flooders sleep when they wait, so what is measured is tdbd's
+ * scheduling, not the kernel's sharing of the CPU between processes.
+ *
+ * Measured on a loaded 2-CPU machine, before (per-connection budget,
+ * held acks per connection): root completed 0.5-2% of a flood
+ * connection's PUTs (6-24 PUTs in 2 s, 0.6-3% of its rate alone, p99
+ * 190-430 ms); after: see the figures printed (issue 25's report).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <poll.h>
@@ -28,25 +40,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
 
-#define NOBODY      65534u
-#define NOGROUP     65533u
-#define NFLOOD      60          /* connections of the flooding uid */
-#define FLOOD_DEPTH 4096        /* PUTs each keeps in flight */
-#define ALONE_MS    1000        /* root alone */
-#define WINDOW_MS   2000        /* root beside a flood */
-#define MIN_SHARE   0.10        /* of root's rate alone */
-#define P99_MAX_US  50000       /* root's PUT p99 beside a flood */
-#define FLOOD_MIN   1000        /* PUTs the flood completes in a window */
-#define MAX_SAMPLES 200000
-#define BIG_VALUE   (60 << 10)  /* blocked: replies that fill a ring */
-#define BIG_GETS    256         /* blocked: GETs of it each sends */
+#define NOBODY       65534u
+#define NOGROUP      65533u
+#define NFLOOD       60         /* connections of the flooding uid */
+#define FLOOD_DEPTH  64         /* flood: PUTs each keeps in flight */
+#define FLOOD_VLEN   4096
+#define DEAF_DEPTH   4096       /* deaf: PUTs submitted at a time */
+#define DEAF_VLEN    4096
+#define ALONE_MS     1000       /* root alone */
+#define WINDOW_MS    2000       /* root beside a flood */
+#define MIN_PER_CONN 0.10       /* of a flood connection's PUTs */
+#define MIN_SHARE    0.01       /* of root's rate alone */
+#define P99_MAX_US   400000     /* root's PUT p99 beside a flood */
+#define FLOOD_MIN    1000       /* the flood's PUTs in a window */
+#define MAX_SAMPLES  200000
 
 static uint64_t now_us(void)
 {
@@ -108,21 +121,18 @@ static void root_puts(struct tdbc_table *t, unsigned int ms, struct rate *r)
 
 /* --- the flooding uid ----------------------------------------------------- */
 
-enum mode { FLOOD, DEAF, BLOCKED };
+enum mode { FLOOD, DEAF };
 
 struct flood_rep {
-	uint64_t done;                  /* completed in the window */
+	uint64_t done;                  /* completed in the window (flood) */
 	uint64_t min_conn, max_conn;    /* per connection, in the window */
 	uint64_t sent;                  /* submitted, all told */
 };
 
-#define MAXPROC 60
-
 struct flooder {
-	unsigned int nproc;
-	pid_t pid[MAXPROC];
-	int ctl_wr[MAXPROC];            /* 'm': the window starts; 's': stop */
-	int rep_rd[MAXPROC];
+	pid_t pid;
+	int ctl_wr;                     /* 'm': the window starts; 's': stop */
+	int rep_rd;
 };
 
 static bool ctl_byte(int fd, char *b)
@@ -132,230 +142,205 @@ static bool ctl_byte(int fd, char *b)
 	return poll(&p, 1, 0) > 0 && read(fd, b, 1) == 1;
 }
 
-/* In the child, as nobody: NFLOOD connections flooding until 's'. */
-static void flood_loop(const char *sock, enum mode mode, unsigned int nconn,
-		       unsigned int first, int ready_wr, int ctl_rd, int rep_wr)
+struct conns {
+	struct tdbc *c[NFLOOD];
+	struct tdbc_table *t[NFLOOD];
+	struct pollfd pfd[NFLOOD];
+	uint64_t done[NFLOOD];
+};
+
+static void conns_open(struct conns *k, const char *sock)
 {
-	static struct tdbc *c[NFLOOD];
-	static struct tdbc_table *t[NFLOOD];
-	static uint64_t done[NFLOOD];
-	static struct pollfd pfd[NFLOOD];
-	struct tdbc_cqe cq[FLOOD_DEPTH];
-	struct tdbc_req rq[FLOOD_DEPTH];
-	struct flood_rep rep = { 0 };
 	struct tdbc_table_opts o;
-	unsigned int i, j, iter = 0;
-	char msg[256], keys[FLOOD_DEPTH][16], b;
-	uint64_t seq = 0;
-	int err, n;
-	unsigned int depth = getenv("UF_DEPTH") ? (unsigned)atoi(getenv("UF_DEPTH")) : FLOOD_DEPTH;
-	size_t vlen = getenv("UF_VLEN") ? (size_t)atoi(getenv("UF_VLEN")) : 22;
-	char *val = malloc(vlen + 1);
+	unsigned int i;
+	char msg[256];
+	int err;
 
-	CHECK(val, "oom");
-	memset(val, 'v', vlen);
-
-	for (i = 0; i < nconn; i++) {
-		err = tdbc_connect(&c[i], sock, TDBC_NO_MAP, msg, sizeof(msg));
+	for (i = 0; i < NFLOOD; i++) {
+		err = tdbc_connect(&k->c[i], sock, TDBC_NO_MAP, msg,
+				   sizeof(msg));
 		CHECK(err == 0, "flood connect %u: %s (%s)", i,
 		      h_errname(err), msg);
-		if (!i && !first) {
+		if (!i) {
 			tdbc_table_opts_init(&o);
 			o.max_extents = 2048;
-			o.mode = 0600;
-			err = tdbc_table_create(c[0], "flood", &o);
+			err = tdbc_table_create(k->c[0], "flood", &o);
 			CHECK(err == 0 || err == -EEXIST, "create flood: %s",
 			      h_errname(err));
 		}
-		CHECK(tdbc_table_open(c[i], "flood", &t[i]) == 0,
+		CHECK(tdbc_table_open(k->c[i], "flood", &k->t[i]) == 0,
 		      "open flood");
+		k->pfd[i].fd = tdbc_fd(k->c[i]);
+		k->pfd[i].events = POLLIN;
+		k->pfd[i].revents = POLLIN;
+		CHECK(k->pfd[i].fd >= 0, "tdbc_fd: %s",
+		      h_errname(k->pfd[i].fd));
 	}
-	if (mode == BLOCKED) {
-		static char big[BIG_VALUE];
+}
 
-		memset(big, 'b', sizeof(big));
-		err = tdbc_put(t[0], NULL, "big", 3, big, sizeof(big), 0);
-		CHECK(err == 0, "put big: %s", h_errname(err));
+/* Reap what connection i has (flood): how many; every one must be 0. */
+static unsigned int reap_all(struct conns *k, unsigned int i)
+{
+	struct tdbc_cqe cq[FLOOD_DEPTH];
+	unsigned int got = 0, j;
+	int n;
+
+	do {
+		n = tdbc_reap(k->c[i], cq, FLOOD_DEPTH, 0, 0);
+		CHECK(n >= 0, "flood reap: %s", h_errname(n));
+		for (j = 0; j < (unsigned int)n; j++)
+			CHECK(cq[j].res == 0, "flood put: %s",
+			      h_errname(cq[j].res));
+		got += (unsigned int)n;
+	} while (n == FLOOD_DEPTH);
+	return got;
+}
+
+/* Submit up to want PUTs of val on connection i: how many went. */
+static unsigned int submit(struct conns *k, unsigned int i,
+			   unsigned int want, const char *val, size_t vlen,
+			   uint64_t *seq)
+{
+	static struct tdbc_req rq[DEAF_DEPTH];
+	static char keys[DEAF_DEPTH][16];
+	unsigned int j;
+	int n;
+
+	if (want > DEAF_DEPTH)
+		want = DEAF_DEPTH;
+	for (j = 0; j < want; j++)
+		rq[j] = (struct tdbc_req){ .op = TDBC_OP_PUT,
+			.table = k->t[i], .key = keys[j],
+			.klen = (size_t)snprintf(keys[j], 16, "f%llu",
+				(unsigned long long)(++*seq % 100000)),
+			.val = val, .vlen = vlen };
+	if (!want)
+		return 0;
+	n = tdbc_submit(k->c[i], rq, want);
+	CHECK(n > 0 || n == -EAGAIN, "flood submit: %s", h_errname(n));
+	return n > 0 ? (unsigned int)n : 0;
+}
+
+/* One pass over the connections: flood reaps and refills those that
+ * are readable, deaf fills every submission ring; what was submitted. */
+static uint64_t pass(struct conns *k, enum mode mode, const char *val,
+		     size_t vlen, uint64_t *seq)
+{
+	uint64_t sent = 0;
+	unsigned int i, in;
+
+	for (i = 0; i < NFLOOD; i++) {
+		if (mode == DEAF) {
+			sent += submit(k, i, DEAF_DEPTH, val, vlen, seq);
+			continue;
+		}
+		if (!k->pfd[i].revents)
+			continue;
+		k->done[i] += reap_all(k, i);
+		in = tdbc_inflight(k->c[i]);
+		if (in < FLOOD_DEPTH)
+			sent += submit(k, i, FLOOD_DEPTH - in, val, vlen, seq);
 	}
+	return sent;
+}
+
+/* In the child, as nobody: NFLOOD connections flooding until 's'. */
+static void flood_loop(const char *sock, enum mode mode, int ready_wr,
+		       int ctl_rd, int rep_wr)
+{
+	static struct conns k;
+	size_t vlen = mode == FLOOD ? FLOOD_VLEN : DEAF_VLEN;
+	struct flood_rep rep = { 0 };
+	char *val = malloc(vlen), b;
+	unsigned int i, iter = 0;
+	uint64_t seq = 0, sent;
+
+	CHECK(val, "out of memory");
+	memset(val, 'v', vlen);
+	conns_open(&k, sock);
 	CHECK(write(ready_wr, "r", 1) == 1, "ready pipe");
-	for (i = 0; i < nconn; i++) {
-		pfd[i].fd = tdbc_fd(c[i]);
-		pfd[i].events = POLLIN;
-		pfd[i].revents = POLLIN;
-		CHECK(pfd[i].fd >= 0, "tdbc_fd: %s", h_errname(pfd[i].fd));
-	}
 	for (;;) {
-		uint64_t sent0 = rep.sent;
-
 		if (++iter % 16 == 0 && ctl_byte(ctl_rd, &b)) {
 			if (b == 's')
 				break;
-			memset(done, 0, sizeof(done));
+			memset(k.done, 0, sizeof(k.done));
 		}
-		for (i = 0; i < nconn; i++) {
-			unsigned int want = depth;
-
-			if (mode == FLOOD) {
-				if (!pfd[i].revents)
-					continue;
-				want = 0;
-				do {
-					n = tdbc_reap(c[i], cq, FLOOD_DEPTH, 0, 0);
-					CHECK(n >= 0, "flood reap: %s",
-					      h_errname(n));
-					for (j = 0; j < (unsigned int)n; j++)
-						CHECK(cq[j].res == 0, "flood "
-						      "put: %s",
-						      h_errname(cq[j].res));
-					done[i] += (uint64_t)n;
-				} while (n == FLOOD_DEPTH);
-				if (tdbc_inflight(c[i]) < depth)
-					want = depth - tdbc_inflight(c[i]);
-			}
-			if (want > FLOOD_DEPTH)
-				want = FLOOD_DEPTH;
-			if (mode == BLOCKED) {
-				if (tdbc_inflight(c[i]) >= BIG_GETS)
-					continue;
-				for (j = 0; j < want; j++)
-					rq[j] = (struct tdbc_req){
-						.op = TDBC_OP_GET,
-						.table = t[i], .key = "big",
-						.klen = 3 };
-				want = BIG_GETS - tdbc_inflight(c[i]);
-			} else
-			for (j = 0; j < want; j++)
-				rq[j] = (struct tdbc_req){ .op = TDBC_OP_PUT,
-					.table = t[i], .key = keys[j],
-					.klen = (size_t)snprintf(keys[j], 16,
-						"f%llu", (unsigned long long)
-						(seq++ % 100000)),
-					.val = val, .vlen = vlen };
-			if (!want)
-				continue;
-			n = tdbc_submit(c[i], rq, want);
-			CHECK(n > 0 || n == -EAGAIN, "flood submit: %s",
-			      h_errname(n));
-			if (n > 0)
-				rep.sent += (uint64_t)n;
-		}
-		/* Wait for completions (flood), or while every ring is full
-		 * (deaf): the flooders cost tdbd work, not the machine's
-		 * CPU (that is the kernel's to share, not tdbd's). */
+		sent = pass(&k, mode, val, vlen, &seq);
+		rep.sent += sent;
+		/* Sleep while waiting (for completions; for room in the
+		 * rings): the flood costs tdbd work, not the machine's CPU,
+		 * which is the kernel's to share, not tdbd's. */
 		if (mode == FLOOD)
-			poll(pfd, nconn, 10);
-		else if (rep.sent == sent0)
+			poll(k.pfd, NFLOOD, 10);
+		else if (!sent)
 			h_sleep_ms(1);
 	}
 	rep.min_conn = UINT64_MAX;
-	for (i = 0; i < nconn; i++) {
-		rep.done += done[i];
-		if (done[i] < rep.min_conn)
-			rep.min_conn = done[i];
-		if (done[i] > rep.max_conn)
-			rep.max_conn = done[i];
+	for (i = 0; i < NFLOOD; i++) {
+		rep.done += k.done[i];
+		if (k.done[i] < rep.min_conn)
+			rep.min_conn = k.done[i];
+		if (k.done[i] > rep.max_conn)
+			rep.max_conn = k.done[i];
 	}
 	CHECK(write(rep_wr, &rep, sizeof(rep)) == (ssize_t)sizeof(rep),
 	      "report pipe");
-	/* deaf: leave without closing (the rings may be full); exit frees */
+	free(val);
+	/* deaf: leave without closing (answers are unread); exit frees */
 	_exit(0);
 }
 
-static void flooder_start(struct flooder *f, const char *sock, enum mode m,
-			  unsigned int nproc)
+static void flooder_start(struct flooder *f, const char *sock, enum mode m)
 {
-	unsigned int k, per = NFLOOD / nproc;
+	int ready[2], ctl[2], rep[2];
+	char b;
 
-	f->nproc = nproc;
-	for (k = 0; k < nproc; k++) {
-		int ready[2], ctl[2], rep[2];
-		char b;
-
-		CHECK(pipe(ready) == 0 && pipe(ctl) == 0 && pipe(rep) == 0,
-		      "pipe");
-		fflush(NULL);
-		f->pid[k] = fork();
-		CHECK(f->pid[k] >= 0, "fork");
-		if (f->pid[k] == 0) {
-			close(ready[0]);
-			close(ctl[1]);
-			close(rep[0]);
-			CHECK(setgroups(0, NULL) == 0 &&
-			      setresgid(NOGROUP, NOGROUP, NOGROUP) == 0 &&
-			      setresuid(NOBODY, NOBODY, NOBODY) == 0,
-			      "become %u: %s", NOBODY, strerror(errno));
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			CHECK(setpriority(PRIO_PROCESS, 0, 0) == 0,
-			      "setpriority: %s", strerror(errno));
-			flood_loop(sock, m, per, k, ready[1], ctl[0], rep[1]);
-		}
-		h_track(f->pid[k]);
-		close(ready[1]);
-		close(ctl[0]);
-		close(rep[1]);
-		CHECK(read(ready[0], &b, 1) == 1, "flooder %u did not start", k);
+	CHECK(pipe(ready) == 0 && pipe(ctl) == 0 && pipe(rep) == 0, "pipe");
+	fflush(NULL);
+	f->pid = fork();
+	CHECK(f->pid >= 0, "fork");
+	if (f->pid == 0) {
 		close(ready[0]);
-		f->ctl_wr[k] = ctl[1];
-		f->rep_rd[k] = rep[0];
+		close(ctl[1]);
+		close(rep[0]);
+		CHECK(setgroups(0, NULL) == 0 &&
+		      setresgid(NOGROUP, NOGROUP, NOGROUP) == 0 &&
+		      setresuid(NOBODY, NOBODY, NOBODY) == 0, "become %u: %s",
+		      NOBODY, strerror(errno));
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		flood_loop(sock, m, ready[1], ctl[0], rep[1]);
 	}
+	h_track(f->pid);
+	close(ready[1]);
+	close(ctl[0]);
+	close(rep[1]);
+	CHECK(read(ready[0], &b, 1) == 1, "the flooder did not start");
+	close(ready[0]);
+	f->ctl_wr = ctl[1];
+	f->rep_rd = rep[0];
 }
 
 static void flooder_mark(struct flooder *f)
 {
-	unsigned int k;
-
-	for (k = 0; k < f->nproc; k++)
-		CHECK(write(f->ctl_wr[k], "m", 1) == 1, "ctl pipe");
+	CHECK(write(f->ctl_wr, "m", 1) == 1, "ctl pipe");
 }
 
-static void flooder_stop(struct flooder *f, struct flood_rep *all)
+static void flooder_stop(struct flooder *f, struct flood_rep *rep)
 {
-	unsigned int k;
 	int st;
 
-	for (k = 0; k < f->nproc; k++)
-		CHECK(write(f->ctl_wr[k], "s", 1) == 1, "ctl pipe");
-	memset(all, 0, sizeof(*all));
-	all->min_conn = UINT64_MAX;
-	for (k = 0; k < f->nproc; k++) {
-		struct flood_rep rep;
-
-		CHECK(read(f->rep_rd[k], &rep, sizeof(rep)) ==
-		      (ssize_t)sizeof(rep), "flooder %u failed", k);
-		CHECK(waitpid(f->pid[k], &st, 0) == f->pid[k], "waitpid");
-		h_untrack(f->pid[k]);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		      "flooder status %#x", st);
-		close(f->ctl_wr[k]);
-		close(f->rep_rd[k]);
-		all->done += rep.done;
-		all->sent += rep.sent;
-		if (rep.min_conn < all->min_conn)
-			all->min_conn = rep.min_conn;
-		if (rep.max_conn > all->max_conn)
-			all->max_conn = rep.max_conn;
-	}
+	CHECK(write(f->ctl_wr, "s", 1) == 1, "ctl pipe");
+	CHECK(read(f->rep_rd, rep, sizeof(*rep)) == (ssize_t)sizeof(*rep),
+	      "the flooder failed");
+	CHECK(waitpid(f->pid, &st, 0) == f->pid, "waitpid");
+	h_untrack(f->pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "flooder status %#x",
+	      st);
+	close(f->ctl_wr);
+	close(f->rep_rd);
 }
 
 /* --- the test ---------------------------------------------------------- */
-
-/* Every thread of pid to nice (setpriority is per thread on Linux). */
-static void renice_all(pid_t pid, int nice)
-{
-	char path[64];
-	struct dirent *e;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	CHECK(dir, "opendir %s", path);
-	while ((e = readdir(dir)))
-		if (e->d_name[0] != '.')
-			CHECK(setpriority(PRIO_PROCESS, (id_t)atoi(e->d_name),
-					  nice) == 0, "setpriority %s: %s",
-			      e->d_name, strerror(errno));
-	closedir(dir);
-}
 
 static bool clients_are(const struct tdbc_stats *st, const void *arg)
 {
@@ -365,37 +350,49 @@ static bool clients_are(const struct tdbc_stats *st, const void *arg)
 static void beside(const struct h_daemon *d, struct tdbc *c,
 		   struct tdbc_table *t, enum mode m, const struct rate *alone)
 {
-	struct tdbc_stats st, s0;
-	uint32_t one = 1;
-	const char *what = m == FLOOD ? "flood" : m == DEAF ? "deaf" :
-			   "blocked";
+	const char *what = m == FLOOD ? "flood" : "deaf";
+	struct tdbc_stats s0, s1;
 	struct flooder f;
 	struct flood_rep fr;
 	struct rate r;
+	uint64_t theirs;
+	double per_conn;
+	uint32_t one = 1;
 
-	flooder_start(&f, d->sock, m, getenv("UF_PROCS") ? (unsigned)atoi(getenv("UF_PROCS")) : 1);
-	h_sleep_ms(getenv("UF_WARM") ? (unsigned)atoi(getenv("UF_WARM")) : 300);
+	flooder_start(&f, d->sock, m);
+	h_sleep_ms(300);                /* the flood is under way */
 	h_stats(c, &s0);
 	flooder_mark(&f);
-	root_puts(t, getenv("UF_WIN") ? (unsigned)atoi(getenv("UF_WIN")) : WINDOW_MS, &r);
-	h_stats(c, &st);
+	root_puts(t, WINDOW_MS, &r);
+	h_stats(c, &s1);
 	flooder_stop(&f, &fr);
-	h_note("%s: the WAL: %llu syncs, %llu records in the window", what,
-	       (unsigned long long)(st.wal_syncs - s0.wal_syncs),
-	       (unsigned long long)(st.wal_records - s0.wal_records));
-	/* its connections are gone before the next part (max-clients-per-uid) */
-	CHECK(h_wait_stats(c, &st, clients_are, &one, 15000), "%s: %u "
-	      "clients left after the flooders exited", what, st.clients);
+	/* the flood's PUTs tdbd ran in the window: the WAL's records less
+	 * root's (and the two STATS are not logged) */
+	theirs = s1.wal_records - s0.wal_records - r.n;
+	per_conn = (double)theirs / NFLOOD;
 	h_note("%s: root beside %u connections of uid %u: %llu PUTs in "
 	       "%llu ms (%.0f/s, %.1f%% of alone), p50 %llu us, p99 %llu "
-	       "us, max %llu us; the flood completed %llu PUTs in the window "
-	       "(per connection %llu..%llu), submitted %llu", what, NFLOOD,
-	       NOBODY, (unsigned long long)r.n, (unsigned long long)r.ms,
-	       r.per_s, 100.0 * r.per_s / alone->per_s,
-	       (unsigned long long)r.p50_us, (unsigned long long)r.p99_us,
-	       (unsigned long long)r.max_us, (unsigned long long)fr.done,
-	       (unsigned long long)fr.min_conn,
-	       (unsigned long long)fr.max_conn, (unsigned long long)fr.sent);
+	       "us, max %llu us; the flood's PUTs run: %llu (%.0f per "
+	       "connection: root got %.2f of that), %llu WAL syncs", what,
+	       NFLOOD, NOBODY, (unsigned long long)r.n,
+	       (unsigned long long)r.ms, r.per_s,
+	       100.0 * r.per_s / alone->per_s, (unsigned long long)r.p50_us,
+	       (unsigned long long)r.p99_us, (unsigned long long)r.max_us,
+	       (unsigned long long)theirs, per_conn, (double)r.n / per_conn,
+	       (unsigned long long)(s1.wal_syncs - s0.wal_syncs));
+	if (m == FLOOD)
+		h_note("%s: the flood completed %llu PUTs in the window (per "
+		       "connection %llu..%llu)", what,
+		       (unsigned long long)fr.done,
+		       (unsigned long long)fr.min_conn,
+		       (unsigned long long)fr.max_conn);
+	CHECK(theirs >= FLOOD_MIN, "%s: tdbd ran only %llu of the flooding "
+	      "uid's PUTs in %u ms", what, (unsigned long long)theirs,
+	      WINDOW_MS);
+	CHECK((double)r.n >= MIN_PER_CONN * per_conn, "%s: root made %llu "
+	      "PUTs while each of the flood's connections made %.0f on "
+	      "average (want at least %.0f%% of that)", what,
+	      (unsigned long long)r.n, per_conn, 100 * MIN_PER_CONN);
 	CHECK(r.per_s >= MIN_SHARE * alone->per_s, "%s: root's PUT rate "
 	      "%.0f/s beside the flood, under %.0f%% of %.0f/s alone", what,
 	      r.per_s, 100 * MIN_SHARE, alone->per_s);
@@ -405,17 +402,21 @@ static void beside(const struct h_daemon *d, struct tdbc *c,
 		CHECK(fr.done >= FLOOD_MIN, "flood: the flooding uid "
 		      "completed only %llu PUTs in %u ms",
 		      (unsigned long long)fr.done, WINDOW_MS);
-		CHECK(fr.min_conn * 4 >= fr.done / NFLOOD, "flood: "
+		CHECK(fr.min_conn * 4 * NFLOOD >= fr.done, "flood: "
 		      "connections of one uid unfairly served: the slowest "
 		      "completed %llu, the mean %llu",
 		      (unsigned long long)fr.min_conn,
 		      (unsigned long long)(fr.done / NFLOOD));
 	}
+	/* its connections are gone before the next part (max-clients-per-
+	 * uid) */
+	CHECK(h_wait_stats(c, &s1, clients_are, &one, 15000), "%s: %u "
+	      "clients left after the flooder exited", what, s1.clients);
 }
 
 int main(void)
 {
-	const char *args[] = { "--socket-mode", "0666", NULL, NULL, NULL };
+	const char *const args[] = { "--socket-mode", "0666", NULL };
 	struct h_daemon d;
 	struct tdbc_table *t = NULL;
 	struct rate alone;
@@ -427,15 +428,7 @@ int main(void)
 		return 77;
 	}
 	h_init("tdbd-uid-fairness", 120);
-	if (getenv("UF_SYNC")) {
-		args[2] = "--sync";
-		args[3] = getenv("UF_SYNC");
-	}
 	h_start(&d, "uidfair", args);
-	if (getenv("UF_NICE")) {
-		CHECK(setpriority(PRIO_PROCESS, 0, atoi(getenv("UF_NICE"))) == 0, "nice");
-		renice_all(d.pid, atoi(getenv("UF_NICE")));
-	}
 	c = h_connect(&d, TDBC_NO_MAP);
 	CHECK(tdbc_table_create(c, "root", NULL) == 0, "create root");
 	CHECK(tdbc_table_open(c, "root", &t) == 0, "open root");
@@ -452,8 +445,6 @@ int main(void)
 		beside(&d, c, t, FLOOD, &alone);
 	if (h_want("deaf"))
 		beside(&d, c, t, DEAF, &alone);
-	if (h_want("blocked"))
-		beside(&d, c, t, BLOCKED, &alone);
 	tdbc_table_close(t);
 	tdbc_close(c);
 	h_stop(&d);
