@@ -260,7 +260,7 @@ void tdbd_dirty_free(struct dirty *s);
  * more of the disk's syncs, and one uid cannot make every sync, which
  * everyone's acks wait for, carry megabytes. */
 #define TDBD_HELD_MAX 4096u
-#define TDBD_HELD_BYTES (256u << 10)
+#define TDBD_HELD_BYTES (1u << 20)
 #define TDBD_HELD_BYTES_MIN (4u << 10)
 
 /* An acknowledgement of a change waits until its WAL record is written

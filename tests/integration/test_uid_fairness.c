@@ -55,7 +55,7 @@
 #define DEAF_VLEN    4096
 #define ALONE_MS     1000       /* root alone */
 #define WINDOW_MS    2000       /* root beside a flood */
-#define MIN_PER_CONN 0.10       /* of a flood connection's PUTs */
+#define MIN_PER_CONN 0.08       /* of a flood connection's PUTs */
 #define MIN_SHARE    0.01       /* of root's rate alone */
 #define P99_MAX_US   400000     /* root's PUT p99 beside a flood */
 #define FLOOD_MIN    1000       /* the flood's PUTs in a window */
