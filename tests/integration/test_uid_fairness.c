@@ -49,7 +49,7 @@
 #define NOBODY       65534u
 #define NOGROUP      65533u
 #define NFLOOD       60         /* connections of the flooding uid */
-#define FLOOD_DEPTH  64         /* flood: PUTs each keeps in flight */
+#define FLOOD_DEPTH  256        /* flood: PUTs each keeps in flight */
 #define FLOOD_VLEN   4096
 #define DEAF_DEPTH   4096       /* deaf: PUTs submitted at a time */
 #define DEAF_VLEN    4096
