@@ -19,18 +19,21 @@
  *    the window, less root's): fairness per uid, measured against the
  *    flood under the same load of the machine;
  *  - root's PUT rate is at least MIN_SHARE of its rate alone and its p99
- *    under P99_MAX_US (a wide bound: the disk is shared with the flood,
- *    and root's PUT waits for a sync of what the flood wrote);
+ *    under P99_MAX_US: wide bounds, for root's PUT waits for a WAL sync
+ *    of what the flood wrote (at most TDBD_HELD_BYTES of it now), and
+ *    the disk is shared with the rest of the machine;
  *  - the flooding uid still makes progress (at least FLOOD_MIN PUTs),
  *    and its connections share fairly (flood: the slowest completes at
  *    least a quarter of their mean).
  * The flooders sleep when they wait, so what is measured is tdbd's
  * scheduling, not the kernel's sharing of the CPU between processes.
  *
- * Measured on a loaded 2-CPU machine, before (per-connection budget,
- * held acks per connection): root completed 0.5-2% of a flood
- * connection's PUTs (6-24 PUTs in 2 s, 0.6-3% of its rate alone, p99
- * 190-430 ms); after: see the figures printed (issue 25's report).
+ * Measured on a loaded 2-CPU machine (other builds and tests running),
+ * before (a budget per connection, held acks per connection): root made
+ * 1-2% of a flood connection's PUTs (4-25 PUTs/s, 0.6-2.3% of its rate
+ * alone; p50 0.1-0.18 s, p99 0.23-0.7 s); after (a budget and held
+ * acks per uid): 22-39% (41-300 PUTs/s, 2.8-18% of alone; p50 2.5-10
+ * ms, p99 16-384 ms, the tail from slow syncs of the shared disk).
  */
 #include <errno.h>
 #include <grp.h>
@@ -57,7 +60,8 @@
 #define WINDOW_MS    2000       /* root beside a flood */
 #define MIN_PER_CONN 0.08       /* of a flood connection's PUTs */
 #define MIN_SHARE    0.01       /* of root's rate alone */
-#define P99_MAX_US   400000     /* root's PUT p99 beside a flood */
+#define P99_MAX_US   1000000    /* root's PUT p99 beside a flood (twice
+				 * that under the sanitizers) */
 #define FLOOD_MIN    1000       /* the flood's PUTs in a window */
 #define MAX_SAMPLES  200000
 
@@ -358,6 +362,7 @@ static void beside(const struct h_daemon *d, struct tdbc *c,
 	uint64_t theirs;
 	double per_conn;
 	uint32_t one = 1;
+	uint64_t p99_max = P99_MAX_US * (h_sanitized() ? 2u : 1u);
 
 	flooder_start(&f, d->sock, m);
 	h_sleep_ms(300);                /* the flood is under way */
@@ -396,8 +401,9 @@ static void beside(const struct h_daemon *d, struct tdbc *c,
 	CHECK(r.per_s >= MIN_SHARE * alone->per_s, "%s: root's PUT rate "
 	      "%.0f/s beside the flood, under %.0f%% of %.0f/s alone", what,
 	      r.per_s, 100 * MIN_SHARE, alone->per_s);
-	CHECK(r.p99_us < P99_MAX_US, "%s: root's PUT p99 %llu us (limit "
-	      "%u)", what, (unsigned long long)r.p99_us, P99_MAX_US);
+	CHECK(r.p99_us < p99_max, "%s: root's PUT p99 %llu us (limit "
+	      "%llu)", what, (unsigned long long)r.p99_us,
+	      (unsigned long long)p99_max);
 	if (m == FLOOD) {
 		CHECK(fr.done >= FLOOD_MIN, "flood: the flooding uid "
 		      "completed only %llu PUTs in %u ms",
