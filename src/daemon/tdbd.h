@@ -277,7 +277,8 @@ bool tdbd_answer_later(struct client *c, enum chan ch,
  * now (as the sync mode says), or errors if the WAL failed. */
 void tdbd_held_release(struct client *c);
 void tdbd_held_free(struct client *c);
-/* Too many held (c->held_max): read no more of its requests for now. */
+/* Too many held (c->held_max answers, c->held_bytes_max bytes of their
+ * requests): read no more of its requests for now. */
 bool tdbd_held_full(const struct client *c);
 
 /* A dump in progress (SCAN or TABLE_LIST): the owner's, answered on

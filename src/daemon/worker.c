@@ -20,8 +20,12 @@
  * uid with one, and its connections take turns (fair per connection
  * within a uid, over a few rounds).  Answers (stash, held acks, dumps'
  * parts, publishing) are not new work: every client gets them every
- * round.  The share is per worker (workers = N: a uid whose connections
- * are on every worker has a share of each).
+ * round.  The acks a uid's connections may hold for the WAL are shared
+ * the same way (TDBD_HELD_MAX, TDBD_HELD_BYTES over its connections:
+ * share_held_max), so one uid cannot make every sync, which everyone's
+ * acks wait for, carry more than that.  Shares are per worker (workers
+ * = N: a uid whose connections are on every worker has a share of
+ * each).
  * Completions are published once per client per round (one wake-up at
  * most).  When a round finds nothing, the worker polls for idle-spin
  * microseconds, then arms every submission ring's waiting flag and
