@@ -252,13 +252,16 @@ void tdbd_dirty_free(struct dirty *s);
 #define TDBD_REQ_MIN_TURN 16u
 
 /* Acknowledgements held for the WAL (below) of one uid's connections on
- * a worker at most, and the bytes of their requests (the size of what
- * waits for the disk: each sync carries it): each connection may hold
- * these over their number (c->held_max, at least TDBD_REQ_BUDGET;
- * c->held_bytes_max, at least TDBD_HELD_BYTES_MIN; the request that
- * passes it is still taken), so a uid's connection count buys it no
- * more of the disk's syncs, and one uid cannot make every sync, which
- * everyone's acks wait for, carry megabytes. */
+ * a worker at most, and, once it has two or more there, the bytes of
+ * their requests (the size of what waits for the disk: each sync
+ * carries it): each connection may hold these over their number
+ * (c->held_max, at least TDBD_REQ_BUDGET; c->held_bytes_max, at least
+ * TDBD_HELD_BYTES_MIN; the request that passes it is still taken), so a
+ * uid's connection count buys it no more of the disk's syncs, and many
+ * connections cannot make every sync, which everyone's acks wait for,
+ * carry megabytes.  A lone connection keeps the bound it always had
+ * (TDBD_HELD_MAX answers, any size): a client pipelining big values
+ * alone is not slowed. */
 #define TDBD_HELD_MAX 4096u
 #define TDBD_HELD_BYTES (1u << 20)
 #define TDBD_HELD_BYTES_MIN (4u << 10)

@@ -21,9 +21,10 @@
  * within a uid, over a few rounds).  Answers (stash, held acks, dumps'
  * parts, publishing) are not new work: every client gets them every
  * round.  The acks a uid's connections may hold for the WAL are shared
- * the same way (TDBD_HELD_MAX, TDBD_HELD_BYTES over its connections:
- * share_held_max), so one uid cannot make every sync, which everyone's
- * acks wait for, carry more than that.  Shares are per worker (workers
+ * the same way (TDBD_HELD_MAX, and TDBD_HELD_BYTES once it has two or
+ * more, over its connections: share_held_max), so many connections
+ * cannot make every sync, which everyone's acks wait for, carry more
+ * than that.  Shares are per worker (workers
  * = N: a uid whose connections are on every worker has a share of
  * each).
  * Completions are published once per client per round (one wake-up at
@@ -36,6 +37,7 @@
  * client-deadline it is disconnected.  Nobody else waits for it.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -120,12 +122,13 @@ static void share_free(struct worker *w, struct uid_share *s)
 }
 
 /* Each client of s may hold TDBD_HELD_MAX / s->n acks for the WAL (at
- * least a round's budget), and TDBD_HELD_BYTES / s->n of their
- * requests' bytes (at least TDBD_HELD_BYTES_MIN). */
+ * least a round's budget) and, when s has more than one, TDBD_HELD_BYTES
+ * / s->n of their requests' bytes (at least TDBD_HELD_BYTES_MIN); a
+ * lone connection is bounded by its count only, as before (tdbd.h). */
 static void share_held_max(struct uid_share *s)
 {
 	unsigned int i, n = s->n ? s->n : 1, max = TDBD_HELD_MAX / n;
-	size_t bytes = TDBD_HELD_BYTES / n;
+	size_t bytes = n > 1 ? TDBD_HELD_BYTES / n : SIZE_MAX;
 
 	if (max < TDBD_REQ_BUDGET)
 		max = TDBD_REQ_BUDGET;
