@@ -30,8 +30,8 @@
  *
  * Measured on a loaded 2-CPU machine (other builds and tests running),
  * before (a budget per connection, held acks per connection): root made
- * 1-2% of a flood connection's PUTs (4-25 PUTs/s, 0.6-2.3% of its rate
- * alone; p50 0.1-0.18 s, p99 0.23-0.7 s); after (a budget and held
+ * 1-2% of a flood connection's PUTs (4-12 PUTs/s, 0.3-1.3% of its rate
+ * alone; p50 70-184 ms, p99 0.26-0.74 s); after (a budget and held
  * acks per uid): 22-39% (41-300 PUTs/s, 2.8-18% of alone; p50 2.5-10
  * ms, p99 16-384 ms, the tail from slow syncs of the shared disk).
  */
