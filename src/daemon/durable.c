@@ -67,8 +67,6 @@
 #include "tdbd.h"
 #include "wal.h"
 
-#define HELD_MAX  4096u         /* held acks per client before we stop
-				 * reading its requests */
 #define DIRTY_MAX (1u << 20)    /* keys tracked per table; beyond, the
 				 * table is rewritten whole */
 #define CKPT_RETRY_NS 1000000000ull  /* a failed checkpoint's retry on the
@@ -332,8 +330,10 @@ void tdbd_log_write(struct tdbd *d)
  * Every change's answer waits for its record: written (sync batch and
  * none: a crash of tdbd then loses nothing acknowledged) or durable
  * (always).  Held answers are a FIFO per client in LSN order, an array
- * that grows to at most HELD_MAX (then we read no more of the client's
- * requests).
+ * that grows to at most c->held_max answers or c->held_bytes_max bytes of
+ * their requests (TDBD_HELD_MAX and TDBD_HELD_BYTES shared by the
+ * connections of its uid on its worker: worker.c; then we read no more
+ * of the client's requests).
  */
 struct held {
 	uint64_t lsn;
@@ -413,6 +413,7 @@ bool tdbd_answer_later(struct client *c, enum chan ch,
 	h->reply = copy;
 	h->reply_len = (uint32_t)reply_len;
 	held_count(c, 1);
+	c->held_bytes += req->nlmsg_len;
 	if (d->cfg.sync == WAL_SYNC_ALWAYS)
 		wal_kick(d->wal);
 	return true;
@@ -452,6 +453,7 @@ void tdbd_held_release(struct client *c)
 		h->reply = NULL;
 		c->held_head = (c->held_head + 1) % c->held_cap;
 		held_count(c, -1);
+		c->held_bytes -= h->req.nlmsg_len;
 	}
 }
 
@@ -463,6 +465,7 @@ void tdbd_held_free(struct client *c)
 		free(c->held[(c->held_head + i) % c->held_cap].reply);
 	if (c->nheld)
 		held_count(c, -(int)c->nheld);
+	c->held_bytes = 0;
 	free(c->held);
 	c->held = NULL;
 	c->held_cap = c->held_head = 0;
@@ -470,7 +473,10 @@ void tdbd_held_free(struct client *c)
 
 bool tdbd_held_full(const struct client *c)
 {
-	return c->nheld >= HELD_MAX;
+	/* 0: not on a worker yet (worker.c sets them) */
+	return c->nheld >= (c->held_max ? c->held_max : TDBD_HELD_MAX) ||
+	       c->held_bytes >= (c->held_bytes_max ? c->held_bytes_max :
+				 TDBD_HELD_BYTES);
 }
 
 /* The flusher thread: records became durable (or the log failed). */

@@ -53,6 +53,7 @@
 struct tdbd;
 struct worker;
 struct client;
+struct uid_share;
 
 /* --- logging (notify.c) ---------------------------------------------- */
 
@@ -239,10 +240,31 @@ void tdbd_dirty_free(struct dirty *s);
 
 /* --- clients (client.c, worker.c, exec.c) ----------------------------- */
 
-/* Requests a client may have run per round on each transport (its
- * submission ring, its socket): one busy client cannot take more than
- * its share of a worker's round. */
+/* Requests the clients of one uid may have run per round on each
+ * transport (their submission rings, their sockets), shared by its
+ * connections on the worker (worker.c, "Shares"): one busy user cannot
+ * take more than its share of a worker's round, however many
+ * connections it opens, nor one busy connection more than its uid's. */
 #define TDBD_REQ_BUDGET 64u
+/* The least a connection of a uid with many may take when its turn
+ * comes (a lookup group of GETs), so a share is not spent one request
+ * per client visit. */
+#define TDBD_REQ_MIN_TURN 16u
+
+/* Acknowledgements held for the WAL (below) of one uid's connections on
+ * a worker at most, and, once it has two or more there, the bytes of
+ * their requests (the size of what waits for the disk: each sync
+ * carries it): each connection may hold these over their number
+ * (c->held_max, at least TDBD_REQ_BUDGET; c->held_bytes_max, at least
+ * TDBD_HELD_BYTES_MIN; the request that passes it is still taken), so a
+ * uid's connection count buys it no more of the disk's syncs, and many
+ * connections cannot make every sync, which everyone's acks wait for,
+ * carry megabytes.  A lone connection keeps the bound it always had
+ * (TDBD_HELD_MAX answers, any size): a client pipelining big values
+ * alone is not slowed. */
+#define TDBD_HELD_MAX 4096u
+#define TDBD_HELD_BYTES (1u << 20)
+#define TDBD_HELD_BYTES_MIN (4u << 10)
 
 /* An acknowledgement of a change waits until its WAL record is written
  * (sync batch, none) or durable (always); false if it may go out now. */
@@ -258,7 +280,8 @@ bool tdbd_answer_later(struct client *c, enum chan ch,
  * now (as the sync mode says), or errors if the WAL failed. */
 void tdbd_held_release(struct client *c);
 void tdbd_held_free(struct client *c);
-/* Too many held: read no more of its requests for now. */
+/* Too many held (c->held_max answers, c->held_bytes_max bytes of their
+ * requests): read no more of its requests for now. */
 bool tdbd_held_full(const struct client *c);
 
 /* A dump in progress (SCAN or TABLE_LIST): the owner's, answered on
@@ -302,7 +325,11 @@ struct client {
 	uint64_t sent;          /* socket bytes sent, ever (progress) */
 	uint32_t ep_events;     /* the socket's epoll interest now */
 	unsigned int in_budget; /* socket requests it may still run this
-				 * round (TDBD_REQ_BUDGET at its start) */
+				 * round (its turn of its uid's share at
+				 * its start, 0 after it) */
+	struct uid_share *share;        /* its uid's on its worker */
+	unsigned int share_slot;        /* index in share->v */
+	unsigned int r_taken;   /* ring requests run this round */
 
 	/* an answer that did not fit in the completion ring */
 	unsigned char *stash;
@@ -327,6 +354,9 @@ struct client {
 	 * oldest (lowest LSN) first */
 	struct held *held;      /* acks waiting for the WAL: a FIFO */
 	unsigned int held_head, nheld, held_cap;
+	unsigned int held_max;  /* its share of TDBD_HELD_MAX (worker.c) */
+	size_t held_bytes;      /* of the held answers' requests */
+	size_t held_bytes_max;  /* its share of TDBD_HELD_BYTES */
 
 	/* the owner's side of this client: its transactions, watches and
 	 * dumps' state, its credentials as the owner checks them */
@@ -346,6 +376,9 @@ struct worker {
 	int epfd, ctlfd;        /* ctlfd: eventfd, main -> worker */
 	struct client **clients;
 	unsigned int nclients, cap;
+	/* its clients by uid: each uid's share of a round (worker.c) */
+	struct uid_share **shares;
+	unsigned int nshares, shares_cap;
 	pthread_mutex_t inbox_lock;
 	struct client **inbox;  /* handed over by main, not yet taken */
 	unsigned int ninbox, inbox_cap;

@@ -6,10 +6,27 @@
  * A round visits every client once: it flushes an answer left in the
  * stash, runs the ring requests left pending (a batch of GETs whose
  * replies found no room: exec.c), moves the client's dumps on, and takes
- * at most TDBD_REQ_BUDGET requests from its submission ring (its
- * consecutive GETs served together) and as many from its socket, so one
- * busy client cannot take more than its share of a round (what is left
- * stays buffered, and the worker does not sleep while it waits).
+ * new requests from its submission ring (its consecutive GETs served
+ * together) and its socket within its turn of its uid's share (what is
+ * left stays buffered, and the worker does not sleep while it waits).
+ *
+ * Shares.  The worker keeps its clients by uid (struct uid_share).  A
+ * round gives each uid TDBD_REQ_BUDGET new requests from rings and as
+ * many from sockets, spread over that uid's connections from a rotating
+ * start: each takes at most its turn (TDBD_REQ_BUDGET over the uid's
+ * connections, at least TDBD_REQ_MIN_TURN) while the share lasts, and
+ * the next round starts at the first connection the share ran short
+ * for.  So a uid with 60 connections gets no more of a round than a
+ * uid with one, and its connections take turns (fair per connection
+ * within a uid, over a few rounds).  Answers (stash, held acks, dumps'
+ * parts, publishing) are not new work: every client gets them every
+ * round.  The acks a uid's connections may hold for the WAL are shared
+ * the same way (TDBD_HELD_MAX, and TDBD_HELD_BYTES once it has two or
+ * more, over its connections: share_held_max), so many connections
+ * cannot make every sync, which everyone's acks wait for, carry more
+ * than that.  Shares are per worker (workers
+ * = N: a uid whose connections are on every worker has a share of
+ * each).
  * Completions are published once per client per round (one wake-up at
  * most).  When a round finds nothing, the worker polls for idle-spin
  * microseconds, then arms every submission ring's waiting flag and
@@ -20,6 +37,7 @@
  * client-deadline it is disconnected.  Nobody else waits for it.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -53,6 +71,119 @@ static int ep_add(struct worker *w, int fd, uint32_t events, void *ptr)
 	return epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
+/* --- shares: the clients of one uid ----------------------------------- */
+
+struct uid_share {
+	uid_t uid;
+	unsigned int slot;      /* index in w->shares */
+	struct client **v;      /* its clients on this worker */
+	unsigned int n, cap;
+	unsigned int rot;       /* where its next round starts in v */
+};
+
+static struct uid_share *share_find(struct worker *w, uid_t uid)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->nshares; i++)
+		if (w->shares[i]->uid == uid)
+			return w->shares[i];
+	return NULL;
+}
+
+static struct uid_share *share_new(struct worker *w, uid_t uid)
+{
+	struct uid_share *s;
+
+	if (w->nshares == w->shares_cap) {
+		unsigned int cap = w->shares_cap ? w->shares_cap * 2 : 8;
+		struct uid_share **v = realloc(w->shares, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		w->shares = v;
+		w->shares_cap = cap;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->uid = uid;
+	s->slot = w->nshares;
+	w->shares[w->nshares++] = s;
+	return s;
+}
+
+static void share_free(struct worker *w, struct uid_share *s)
+{
+	w->shares[s->slot] = w->shares[--w->nshares];
+	w->shares[s->slot]->slot = s->slot;
+	free(s->v);
+	free(s);
+}
+
+/* Each client of s may hold TDBD_HELD_MAX / s->n acks for the WAL (at
+ * least a round's budget) and, when s has more than one, TDBD_HELD_BYTES
+ * / s->n of their requests' bytes (at least TDBD_HELD_BYTES_MIN); a
+ * lone connection is bounded by its count only, as before (tdbd.h). */
+static void share_held_max(struct uid_share *s)
+{
+	unsigned int i, n = s->n ? s->n : 1, max = TDBD_HELD_MAX / n;
+	size_t bytes = n > 1 ? TDBD_HELD_BYTES / n : SIZE_MAX;
+
+	if (max < TDBD_REQ_BUDGET)
+		max = TDBD_REQ_BUDGET;
+	if (bytes < TDBD_HELD_BYTES_MIN)
+		bytes = TDBD_HELD_BYTES_MIN;
+	for (i = 0; i < s->n; i++) {
+		s->v[i]->held_max = max;
+		s->v[i]->held_bytes_max = bytes;
+	}
+}
+
+/* c joins its uid's share (made on its first client): 0 or -ENOMEM. */
+static int share_join(struct worker *w, struct client *c)
+{
+	struct uid_share *s = share_find(w, c->cr.uid);
+
+	if (!s && !(s = share_new(w, c->cr.uid)))
+		return -ENOMEM;
+	if (s->n == s->cap) {
+		unsigned int cap = s->cap ? s->cap * 2 : 4;
+		struct client **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v) {
+			if (!s->n)
+				share_free(w, s);
+			return -ENOMEM;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	c->share = s;
+	c->share_slot = s->n;
+	s->v[s->n++] = c;
+	share_held_max(s);
+	return 0;
+}
+
+static void share_leave(struct worker *w, struct client *c)
+{
+	struct uid_share *s = c->share;
+
+	if (!s)
+		return;
+	s->v[c->share_slot] = s->v[--s->n];
+	s->v[c->share_slot]->share_slot = c->share_slot;
+	c->share = NULL;
+	if (!s->n) {
+		share_free(w, s);
+		return;
+	}
+	if (s->rot >= s->n)
+		s->rot = 0;
+	share_held_max(s);
+}
+
 /* --- clients in and out ------------------------------------------------ */
 
 static void take_inbox(struct worker *w)
@@ -82,6 +213,12 @@ static void take_inbox(struct worker *w)
 			}
 			w->clients = v;
 			w->cap = cap;
+		}
+		if (share_join(w, c)) {
+			tdbd_log(L_ERR, "worker %u: out of memory taking a "
+				 "client", w->id);
+			tdbd_client_free(c);
+			continue;
 		}
 		c->w = w;
 		c->slot = w->nclients;
@@ -116,6 +253,7 @@ static void drop_client(struct worker *w, struct client *c)
 		    nwa);
 	w->clients[c->slot] = w->clients[--w->nclients];
 	w->clients[c->slot]->slot = c->slot;
+	share_leave(w, c);
 	tdbd_client_free(c);
 }
 
@@ -140,6 +278,7 @@ static int on_ring_msg(void *arg, const struct nlmsghdr *nlh)
 	if (c->draining && (int64_t)(c->sub.pos - NLMSG_ALIGN(nlh->nlmsg_len) -
 				     c->drain_to) >= 0)
 		return -ECANCELED;
+	c->r_taken++;
 	tdbd_ring_msg(c, nlh);
 	/* Stop taking requests once an answer has nowhere to go, or too
 	 * many wait for the disk. */
@@ -210,6 +349,17 @@ static void set_blocked(struct client *c, bool blocked, bool progress,
 	}
 }
 
+/* A read that ran ATTACH (here or in on_event): the worker's epoll
+ * watches the submission ring's eventfd from now on. */
+static void watch_evfd(struct client *c, bool was_attached)
+{
+	if (!was_attached && c->attached && !c->dead &&
+	    ep_add(c->w, c->evfd, EPOLLIN, tag(c, T_EVFD))) {
+		c->dead = true;
+		c->why = "epoll failed";
+	}
+}
+
 /*
  * One client's share of a round, in two halves: serve_in runs its
  * requests (their answers go into its completion ring, unpublished, or
@@ -219,13 +369,19 @@ static void set_blocked(struct client *c, bool blocked, bool progress,
  * records are written (or durable) and publishes everything.  So no
  * answer goes out before its change's record is in the WAL's file, and
  * a round costs one WAL write however many changes it ran.
- * Both return the work done.
+ * Both return the work done.  serve_in takes at most ring_turn new
+ * requests from the submission ring and sock_turn from the socket (its
+ * turn of its uid's share); c->r_taken and the socket's count say how
+ * many it took.
  */
-static unsigned int serve_in(struct client *c)
+static unsigned int serve_in(struct client *c, unsigned int ring_turn,
+			     unsigned int sock_turn, unsigned int *sock_taken)
 {
 	unsigned int done = 0;
 	int rc;
 
+	c->r_taken = 0;
+	*sock_taken = 0;
 	c->r_blocked = false;
 	c->r_sent = c->sent;
 	c->r_cons = c->attached ? c->comp.other : 0;
@@ -241,24 +397,31 @@ static unsigned int serve_in(struct client *c)
 		done += tdbd_pend_run(c);
 	/* Socket requests left by the last round's budget, or held back
 	 * while its answers backed up: run them once there is room. */
-	c->in_budget = TDBD_REQ_BUDGET;
-	if (tdbd_client_in_ready(c)) {
+	c->in_budget = sock_turn;
+	if (sock_turn && tdbd_client_in_ready(c)) {
+		bool was = c->attached;
+
 		rc = tdbd_client_read(c);
+		watch_evfd(c, was);
 		if (rc < 0) {
+			c->in_budget = 0;
 			c->dead = true;
 			return done;
 		}
 		done += (unsigned int)rc;
+		*sock_taken = (unsigned int)rc;
 	}
+	/* Reads between rounds (on_event) buffer; they run in the next
+	 * round's turn, within its uid's share. */
+	c->in_budget = 0;
 	if (c->ndumps) {
 		done += tdbd_dumps_run(c, &c->r_blocked);
 		if (c->dead)
 			return done;
 	}
-	if (c->attached && !c->stash_len && !c->pend_len &&
+	if (c->attached && ring_turn && !c->stash_len && !c->pend_len &&
 	    !tdbd_held_full(c) && !c->commit) {
-		rc = tdb_ring_consume(&c->sub, TDBD_REQ_BUDGET, on_ring_msg,
-				     c);
+		rc = tdb_ring_consume(&c->sub, ring_turn, on_ring_msg, c);
 		tdbd_ring_flush(c);     /* the round's last GETs */
 		if (rc == -EPROTO) {
 			tdbd_client_violation(c, tdb_ring_error(&c->sub));
@@ -346,11 +509,7 @@ static void on_event(struct worker *w, struct epoll_event *ev)
 
 		if (tdbd_client_read(c) < 0)
 			c->dead = true;
-		if (!was && c->attached &&
-		    ep_add(w, c->evfd, EPOLLIN, tag(c, T_EVFD))) {
-			c->dead = true;
-			c->why = "epoll failed";
-		}
+		watch_evfd(c, was);
 	}
 }
 
@@ -395,13 +554,47 @@ static bool anyone_blocked(struct worker *w)
 	return false;
 }
 
+static unsigned int min_u(unsigned int a, unsigned int b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * The first half of a round for the clients of one uid: each gets its
+ * turn (TDBD_REQ_BUDGET over their number, at least TDBD_REQ_MIN_TURN)
+ * from what is left of the uid's share, from s->rot on; the next round
+ * starts at the first client the share ran short for (else one on).
+ */
+static unsigned int serve_share(struct uid_share *s)
+{
+	unsigned int ring = TDBD_REQ_BUDGET, sock = TDBD_REQ_BUDGET;
+	unsigned int turn = TDBD_REQ_BUDGET / s->n, n = s->n, j, done = 0;
+	unsigned int next = n;
+
+	if (turn < TDBD_REQ_MIN_TURN)
+		turn = TDBD_REQ_MIN_TURN;
+	for (j = 0; j < n; j++) {
+		unsigned int k = (s->rot + j) % n, taken;
+		struct client *c = s->v[k];
+
+		if (next == n && (ring < turn || sock < turn))
+			next = k;
+		done += serve_in(c, min_u(ring, turn), min_u(sock, turn),
+				 &taken);
+		ring -= min_u(ring, c->r_taken);
+		sock -= min_u(sock, taken);
+	}
+	s->rot = next < n ? next : (s->rot + 1) % n;
+	return done;
+}
+
 static unsigned int round_once(struct worker *w)
 {
 	uint64_t now = 0;
 	unsigned int i, done = 0;
 
-	for (i = 0; i < w->nclients; i++)
-		done += serve_in(w->clients[i]);
+	for (i = 0; i < w->nshares; i++)
+		done += serve_share(w->shares[i]);
 	tdbd_log_write(w->d);
 	for (i = 0; i < w->nclients; i++)
 		done += serve_out(w->clients[i], &now);
@@ -577,6 +770,7 @@ void tdbd_workers_stop(struct tdbd *d)
 		free(w->scratch);
 		free(w->gets);
 		free(w->clients);
+		free(w->shares);        /* empty: every client is gone */
 		free(w->inbox);
 		pthread_mutex_destroy(&w->inbox_lock);
 	}

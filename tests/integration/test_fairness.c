@@ -279,7 +279,8 @@ static void sockflood(void)
 
 /* --- held ---------------------------------------------------------------- */
 
-#define HELD_MAX 4096u          /* durable.c: held acks per client */
+#define HELD_MAX 4096u          /* TDBD_HELD_MAX: held acks of a uid's
+				 * connections on a worker (here one) */
 #define NPUTS    10000u
 
 /* Pipeline NPUTS PUTs (as many as the socket takes), then wait for the
