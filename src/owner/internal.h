@@ -302,6 +302,17 @@ struct tdbo_dump {
 	unsigned int ntabs, at;
 };
 
+/* The owner's log lines a client can provoke, one limiter per kind
+ * (platform.h, "rate-limited log lines"); flushed by tdbo_log_flush(). */
+enum tdbo_rl {
+	TDBO_RL_TABLES,         /* tables made and dropped (registry.c) */
+	TDBO_RL_READERS,        /* mapped readers expired (readers.c) */
+	TDBO_RL_SNAPS,          /* snapshot scans failing (snap.c) */
+	TDBO_RL_TXNS,           /* failed commits not undone (txn.c) */
+	TDBO_RL_FEEDS,          /* changes feeds cannot carry (feed.c) */
+	TDBO_RL_N
+};
+
 struct tdbo_owner {
 	const struct tdbo_limits *lim;  /* the home's; tdbo_lim() reads */
 	struct tdbo_hooks hooks;
@@ -342,6 +353,7 @@ struct tdbo_owner {
 	uint32_t nreaders;              /* atomic: on the list */
 	uint64_t readers_expired;       /* atomic */
 	uint64_t next_map_slot;         /* reg_lock */
+	struct tdbp_ratelimit rl[TDBO_RL_N];    /* log lines, by kind */
 };
 
 /* A limit now (a field of struct tdbo_limits). */
@@ -483,6 +495,8 @@ int tdbo_txn_lookup(const struct tdbo_txn *x, const struct tdbo_table *t,
 		    size_t *vlen);
 
 /* readers.c */
+/* owner.c: the limiters of o->rl */
+void tdbo_log_init(struct tdbo_owner *o);
 int tdbo_readers_init(struct tdbo_owner *o);
 void tdbo_readers_fini(struct tdbo_owner *o);
 void tdbo_reader_remove(struct tdbo_client *c);
