@@ -98,7 +98,16 @@ struct tdbo_reader {
 	bool pending;                   /* this grace period waits for
 					 * `seen` (readers_grace) */
 	uint64_t expired_at;            /* the odd value it expired at */
-	uint64_t expired;               /* expiries, our count */
+	uint64_t expired;               /* read_expired, our count: lease
+					 * expiries and bumps of a benched
+					 * reader */
+	/* benched: expired, so bumped at each grace period while odd,
+	 * never waited for, until it asked for a map again (reasked) and
+	 * its backoff is over (readers.c, "Benched readers") */
+	bool benched, reasked;
+	uint64_t bench_until_ns;        /* not waited for before this */
+	uint64_t waited_since_ns;       /* listed or un-benched at */
+	uint32_t backoff_ms;            /* the last bench's length */
 };
 
 

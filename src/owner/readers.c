@@ -31,7 +31,31 @@
  *    reused memory, and throws what it read away.  The owner remembers
  *    the value it expired (expired_at) and does not wait for it again:
  *    a dead or stopped reader costs a writer at most one lease.
- *  - o->rlock guards the reader list and each reader's private fields;
+ *  - Benched readers: a reader that expired is benched: no grace period
+ *    waits for it again until its client asked for a map anew
+ *    (TABLE_MAP, reader_add: `reasked`) and its backoff is over.  The
+ *    backoff doubles from READER_BACKOFF_MIN_MS (1 s) at each expiry up
+ *    to READER_BACKOFF_MAX_MS (60 s), and starts again from 1 s when the
+ *    reader expires after READER_CLEAN_MS (5 min) of being waited for
+ *    without expiring.  So a client that puts a new odd value in its
+ *    slot after each expiry and asks for its map at once costs writers
+ *    one lease at 0, 1, 3, 7, 15, 31, 63 s, then one per 60 s; at worst
+ *    (waiting out the clean period each time) 7 leases per 6 min.  A
+ *    benched reader stays correct without being waited for: at each
+ *    grace period, if its slot shows an odd value (any), the owner bumps
+ *    `read_expired` exactly as an expiry does (release store, then a
+ *    full barrier) before the memory can be reused.  A section open
+ *    when the owner looked either loaded g0 before the bump, and then
+ *    sees g1 != g0 if it could have read reused memory (its read of a
+ *    reused byte is after the bump's barrier, its load of g1 after its
+ *    read barrier), or loaded g0 = the bump (acquire, from the release
+ *    store that follows the retiring stores' barrier), and then all it
+ *    reads is after the retiring stores: it cannot reach what was
+ *    retired.  A section that began after the look (slot even then)
+ *    cannot see retired memory (quiescence above).  So a bump costs the
+ *    reader a retry through its rings, never the writer a wait.
+ *  - o->rlock guards the reader list and each reader's private fields
+ *    (`benched` is also read without it by its own client's TABLE_MAP);
  *    it is a leaf lock, held while waiting (so a client's ring memory,
  *    where the slot lives, is not freed under the owner: tdbo_client_free
  *    takes the reader out under it, before its home frees the rings).
@@ -41,6 +65,11 @@
 #define READER_LEASE_DEFAULT_MS 100u
 #define READER_SPINS            64u    /* looks before the first sleep */
 #define READER_NAP_US           50u
+#define READER_BACKOFF_MIN_MS   1000u
+#define READER_BACKOFF_MAX_MS   60000u
+#define READER_CLEAN_MS         300000u /* waited for this long without
+					 * expiring: the backoff restarts */
+#define MS                      1000000ull
 
 /* The client's slot is `volatile` to the compiler: one load per look. */
 static uint64_t slot_section(const struct tdbo_reader *r)
@@ -48,19 +77,56 @@ static uint64_t slot_section(const struct tdbo_reader *r)
 	return tdb_load_acquire(&r->slot->read_section);
 }
 
-static void reader_expire(struct tdbo_owner *o, struct tdbo_reader *r,
-			  uint64_t v, uint64_t lease_ns)
+/* Tell r that memory it may be reading is about to be reused: what a
+ * section open now read is thrown away (ring.h, "Zero-copy readers"). */
+static void reader_bump(struct tdbo_reader *r)
 {
-	r->expired_at = v;
 	r->expired++;
 	tdb_store_release(&r->slot->read_expired, r->expired);
 	tdb_smp_mb();
+}
+
+/* The bench after an expiry at now: 1 s, doubled at each expiry up to
+ * 60 s, 1 s again after a clean period of being waited for. */
+static void reader_bench(struct tdbo_reader *r, uint64_t now)
+{
+	uint32_t b = r->backoff_ms;
+
+	if (!b || now - r->waited_since_ns >= READER_CLEAN_MS * MS)
+		b = READER_BACKOFF_MIN_MS;
+	else if (b < READER_BACKOFF_MAX_MS / 2)
+		b *= 2;
+	else
+		b = READER_BACKOFF_MAX_MS;
+	r->backoff_ms = b;
+	r->bench_until_ns = now + b * MS;
+	r->reasked = false;
+	tdb_store_relaxed(&r->benched, true);
+}
+
+static void reader_unbench(struct tdbo_reader *r, uint64_t now)
+{
+	tdb_store_relaxed(&r->benched, false);
+	r->waited_since_ns = now;
+	r->seen = 0;
+}
+
+static void reader_expire(struct tdbo_owner *o, struct tdbo_reader *r,
+			  uint64_t v, uint64_t lease_ns, uint64_t now)
+{
+	r->expired_at = v;
+	reader_bench(r, now);   /* before the bump publishes it: a client
+				 * that saw the bump and asks for a map
+				 * finds itself benched (reader_add) */
+	reader_bump(r);
 	tdbo_inc(&o->readers_expired);
-	tdbp_log(TDBP_LOG_WARNING, "a mapped reader (uid %u) stayed in one "
-		 "read section longer than the lease (%u ms): stopped "
-		 "waiting for it (what it read in that section is thrown "
-		 "away and read again through its rings)",
-		 r->uid, (unsigned int)(lease_ns / 1000000));
+	tdbp_log_rl(&o->rl[TDBO_RL_READERS], TDBP_LOG_WARNING,
+		    "a mapped reader (uid %u) stayed in one read section "
+		    "longer than the lease (%u ms): stopped waiting for it "
+		    "(what it read in that section is thrown away and read "
+		    "again through its rings) for %u s at least",
+		    r->uid, (unsigned int)(lease_ns / MS),
+		    r->backoff_ms / 1000);
 }
 
 /* Wait until the section r showed as v (r->seen, stamped by
@@ -77,7 +143,7 @@ static void reader_wait(struct tdbo_owner *o, struct tdbo_reader *r,
 			return;
 		now = tdbp_now_ns();
 		if (now - r->seen_ns >= lease_ns) {
-			reader_expire(o, r, v, lease_ns);
+			reader_expire(o, r, v, lease_ns, now);
 			return;
 		}
 		if (++looks > READER_SPINS)
@@ -107,6 +173,15 @@ static void readers_grace(void *arg)
 	tdbo_list_for_each(r, &o->readers, node) {
 		uint64_t v = slot_section(r);
 
+		if (r->benched && r->reasked && now >= r->bench_until_ns)
+			reader_unbench(r, now);
+		if (r->benched) {
+			/* not waited for: told instead (header comment) */
+			r->pending = false;
+			if (v & 1)
+				reader_bump(r);
+			continue;
+		}
 		r->pending = (v & 1) && v != r->expired_at;
 		if (r->pending && v != r->seen) {
 			r->seen = v;
@@ -160,18 +235,37 @@ void tdbo_reader_remove(struct tdbo_client *c)
 
 /* Its first map makes the client a reader the owner waits for.  What
  * the slot shows now is not trusted either: a section the client opened
- * before it was listed cannot hold a map of this grant yet. */
+ * before it was listed cannot hold a map of this grant yet.  A later map
+ * of a benched reader asks to be waited for again: once its backoff is
+ * over (here, or at the next grace period). */
 static void reader_add(struct tdbo_client *c)
 {
 	struct tdbo_owner *o = c->o;
+	struct tdbo_reader *r = &c->rd;
 
-	if (c->rd.listed)
+	/* listed changes only on this client's thread; benched is the
+	 * grace period's, set before the bump the client acted on */
+	if (r->listed && !tdb_load_relaxed(&r->benched))
 		return;
 	tdbp_mutex_lock(o->rlock);
-	c->rd.seen = 0;
-	c->rd.expired_at = 0;
-	tdbo_list_add(&c->rd.node, &o->readers);
-	c->rd.listed = true;
+	if (r->listed) {
+		if (r->benched) {
+			uint64_t now = tdbp_now_ns();
+
+			r->reasked = true;
+			if (now >= r->bench_until_ns)
+				reader_unbench(r, now);
+		}
+		tdbp_mutex_unlock(o->rlock);
+		return;
+	}
+	r->seen = 0;
+	r->expired_at = 0;
+	r->benched = false;
+	r->backoff_ms = 0;
+	r->waited_since_ns = tdbp_now_ns();
+	tdbo_list_add(&r->node, &o->readers);
+	r->listed = true;
 	tdb_store_release(&o->nreaders, o->nreaders + 1);
 	tdbp_mutex_unlock(o->rlock);
 }
