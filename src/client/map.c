@@ -382,7 +382,7 @@ static void reask_after_expiry(struct tdbc *c, struct tdbc_table *t)
 		rd->g_known = g;
 		rd->reask = true;
 	}
-	if (!rd->reask || t->map->state != TM_MAPPED)
+	if (!rd->reask)
 		return;
 	now = now_ns();
 	if (rd->reask_ns && now - rd->reask_ns < REASK_NS)
@@ -400,7 +400,8 @@ static bool map_ready(struct tdbc_table *t)
 
 	if (!t->map || !rd || rd->odd)
 		return t->map && t->map->state == TM_MAPPED;
-	reask_after_expiry(t->h.c, t);
+	if (t->map->state == TM_MAPPED)         /* a slot: rings */
+		reask_after_expiry(t->h.c, t);
 	if (t->map->state == TM_NONE)
 		map_ask(t);
 	return t->map->state == TM_MAPPED;
