@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * test_lease_abuse.c - a mapped reader cannot make writers wait its
+ * lease over and over (issue 25, item 2).
+ *
+ * tdbd runs with --reader-lease 100ms.  A writer (the victim, reading
+ * through its rings only) puts 32 KiB values over 64 keys: every 256
+ * puts retire 8 MiB, so the engine reclaims, a grace period that waits
+ * for mapped readers.  First alone for 1.5 s (the baseline), then for
+ * 3 s beside an attacker: a raw client granted a map (ATTACH,
+ * TABLE_MAP) that keeps an odd value in its read_section and, each time
+ * read_expired moves (the owner stopped waiting for it), puts a NEW odd
+ * value there and asks for its map again (TABLE_MAP), as the issue
+ * measured.  Before the fix every grace period waited the whole lease;
+ * now an expired reader is benched until it asks again and a backoff
+ * (1 s, 2 s, 4 s ...) is over (src/owner/readers.c, "Benched readers").
+ *  - the writer's put rate beside the attacker is at least half the
+ *    baseline's;
+ *  - the expiries the attacker caused (STATS readers_expired) are at
+ *    most 4 in those 3 s (0, 1, 3 s after the first: 3, and one for a
+ *    slow machine);
+ *  - the attacker saw read_expired move (it was told: bumped) and its
+ *    TABLE_MAPs were all answered.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <time.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include <tdb/ring.h>
+
+#define VAL        (32u << 10)
+#define NKEYS      64u
+#define BASE_MS    1500u
+#define ATTACK_MS  3000u
+#define MAX_EXPIRIES 4u
+
+static struct h_daemon g_d;
+
+struct run {
+	uint64_t puts, ms, p99_us, max_us;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void writer(struct tdbc_table *t, unsigned int ms, struct run *r)
+{
+	static unsigned char val[VAL];
+	static uint64_t lat[1u << 20];
+	uint64_t t0 = h_now_ms(), end = t0 + ms;
+
+	memset(r, 0, sizeof(*r));
+	while (h_now_ms() < end && r->puts < sizeof(lat) / sizeof(lat[0])) {
+		struct timespec a, b;
+		char k[16];
+
+		snprintf(k, sizeof(k), "big%u",
+			 (unsigned int)(r->puts % NKEYS));
+		memset(val, (int)r->puts, 64);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		CHECK_EQ(tdbc_put(t, NULL, k, strlen(k), val, VAL, 0), 0,
+			 "put");
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		lat[r->puts++] = (uint64_t)(((int64_t)b.tv_sec - a.tv_sec) *
+					    1000000000 + b.tv_nsec -
+					    a.tv_nsec) / 1000;
+	}
+	r->ms = h_now_ms() - t0;
+	if (!r->puts)
+		return;
+	qsort(lat, r->puts, sizeof(lat[0]), cmp_u64);
+	r->p99_us = lat[r->puts * 99 / 100];
+	r->max_us = lat[r->puts - 1];
+}
+
+static int table_map(struct h_raw *r)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_MAP,
+				   .attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+				   .table = "victim" };
+	char msg[256] = "";
+	int fd = -1, err;
+
+	err = h_raw_call(r, &m, NULL, NULL, NULL, msg, sizeof(msg));
+	if (!err && h_raw_take_fds(r, &fd, 1) == 1)
+		close(fd);
+	return err;
+}
+
+/* The attacker: until killed, a new odd value after each expiry and a
+ * TABLE_MAP.  Says "r" on fd once in a section, then, at SIGTERM, how
+ * often read_expired moved and how many TABLE_MAPs failed. */
+static volatile sig_atomic_t g_stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+static pid_t attacker(int fd)
+{
+	pid_t pid = fork();
+
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct tdb_proto_msg a = { .cmd = TDB_CMD_ATTACH };
+		struct tdb_ring_hdr *hdr;
+		uint64_t v = 1, seen, moved = 0, failed = 0;
+		unsigned int rep[2];
+		char msg[256] = "";
+		struct h_raw r;
+		int fds[8], err;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGTERM, on_term);
+		h_raw_connect(&r, g_d.sock);
+		err = h_raw_call(&r, &a, NULL, NULL, NULL, msg, sizeof(msg));
+		CHECK(err == 0 && h_raw_take_fds(&r, fds, 8) >= 3,
+		      "ATTACH: %s (%s)", h_errname(err), msg);
+		CHECK_EQ(table_map(&r), 0, "TABLE_MAP");
+		hdr = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   fds[0], 0);
+		CHECK(hdr != MAP_FAILED, "mmap of the SUBMIT header");
+		seen = __atomic_load_n(&hdr->read_expired, __ATOMIC_ACQUIRE);
+		__atomic_store_n(&hdr->read_section, v, __ATOMIC_RELEASE);
+		CHECK(write(fd, "r", 1) == 1, "pipe");
+		while (!g_stop) {
+			uint64_t e = __atomic_load_n(&hdr->read_expired,
+						     __ATOMIC_ACQUIRE);
+
+			if (e != seen) {
+				seen = e;
+				moved++;
+				v += 2;
+				__atomic_store_n(&hdr->read_section, v,
+						 __ATOMIC_RELEASE);
+				if (table_map(&r))
+					failed++;
+			}
+			usleep(1000);
+		}
+		rep[0] = (unsigned int)moved;
+		rep[1] = (unsigned int)failed;
+		CHECK(write(fd, rep, sizeof(rep)) == sizeof(rep), "pipe");
+		_exit(0);
+	}
+	h_track(pid);
+	return pid;
+}
+
+static void report(const char *what, const struct run *r)
+{
+	h_note("%s: %llu puts of 32 KiB in %llu ms (%.0f/s), p99 %llu us, "
+	       "max %llu us", what, (unsigned long long)r->puts,
+	       (unsigned long long)r->ms, r->puts * 1000.0 / r->ms,
+	       (unsigned long long)r->p99_us,
+	       (unsigned long long)r->max_us);
+}
+
+int main(void)
+{
+	const char *args[] = { "--sync", "none", "--reader-lease", "100ms",
+			       NULL };
+	struct tdbc_stats a, b;
+	struct tdbc_table *t;
+	struct run base, att;
+	unsigned int rep[2];
+	double rb, ra;
+	struct tdbc *c;
+	int p[2], status;
+	pid_t pid;
+	char x;
+
+	h_init("tdbd-lease-abuse", 60);
+	h_start(&g_d, "la", args);
+	c = h_connect(&g_d, TDBC_NO_MAP);
+	CHECK_EQ(tdbc_table_create(c, "victim", NULL), 0, "create");
+	CHECK_EQ(tdbc_table_open(c, "victim", &t), 0, "open");
+	writer(t, 300, &base);          /* every key there */
+	writer(t, BASE_MS, &base);
+	report("alone", &base);
+
+	CHECK(pipe(p) == 0, "pipe");
+	pid = attacker(p[1]);
+	CHECK(read(p[0], &x, 1) == 1, "the attacker did not get in");
+	h_stats(c, &a);
+	writer(t, ATTACK_MS, &att);
+	h_stats(c, &b);
+	kill(pid, SIGTERM);
+	CHECK(read(p[0], rep, sizeof(rep)) == sizeof(rep),
+	      "the attacker's report");
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	h_untrack(pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the attacker failed");
+	report("beside the attacker", &att);
+	rb = base.puts * 1000.0 / base.ms;
+	ra = att.puts * 1000.0 / att.ms;
+	h_note("the attacker caused %llu expiries in %llu ms; it saw "
+	       "read_expired move %u times, %u TABLE_MAPs failed",
+	       (unsigned long long)(b.readers_expired - a.readers_expired),
+	       (unsigned long long)att.ms, rep[0], rep[1]);
+	CHECK(base.puts > 300, "too few puts alone (%llu) to reclaim",
+	      (unsigned long long)base.puts);
+	CHECK(ra >= rb / 2, "beside the attacker the writer did %.0f puts/s, "
+	      "under half of %.0f alone", ra, rb);
+	CHECK(b.readers_expired - a.readers_expired <= MAX_EXPIRIES,
+	      "the attacker made writers wait out %llu leases in %llu ms "
+	      "(at most %u)",
+	      (unsigned long long)(b.readers_expired - a.readers_expired),
+	      (unsigned long long)att.ms, MAX_EXPIRIES);
+	CHECK(b.readers_expired > a.readers_expired && rep[0] > 0,
+	      "the attacker was never expired: the test tests nothing");
+	CHECK_EQ(rep[1], 0, "TABLE_MAPs of the attacker failed");
+	close(p[0]);
+	close(p[1]);
+	tdbc_close(c);
+	h_stop(&g_d);
+	h_done();
+	return 0;
+}
