@@ -196,16 +196,18 @@ static void *extent_alloc(struct tdbp_region *r)
 	if (pg) {
 		if (!r->logged_huge) {
 			r->logged_huge = true;
-			tdbp_log_rl(&region_rl, TDBP_LOG_INFO, "%s: extent %u on a 2 MiB "
-				 "compound page", r->name, r->n);
+			tdbp_log_rl(&region_rl, TDBP_LOG_INFO,
+				    "%s: extent %u on a 2 MiB "
+				    "compound page", r->name, r->n);
 		}
 		return page_address(pg);
 	}
 	p = vmalloc_user(TDBP_EXTENT_SIZE);
 	if (p && !r->logged_small) {
 		r->logged_small = true;
-		tdbp_log_rl(&region_rl, TDBP_LOG_WARNING, "%s: no free 2 MiB block, extent "
-			 "%u on 4 KiB pages (vmalloc)", r->name, r->n);
+		tdbp_log_rl(&region_rl, TDBP_LOG_WARNING,
+			    "%s: no free 2 MiB block, extent "
+			    "%u on 4 KiB pages (vmalloc)", r->name, r->n);
 	}
 	if (p)
 		WRITE_ONCE(r->nsmall, r->nsmall + 1);

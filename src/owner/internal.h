@@ -106,8 +106,16 @@ struct tdbo_reader {
 	 * its backoff is over (readers.c, "Benched readers") */
 	bool benched, reasked;
 	uint64_t bench_until_ns;        /* not waited for before this */
-	uint64_t waited_since_ns;       /* listed or un-benched at */
+};
+
+/* The backoff of a uid whose reader expired (readers.c, "Benched
+ * readers"): kept by uid, so a new connection does not start afresh.
+ * Under o->rlock; bench_until_ns 0: a free entry. */
+#define TDBO_READER_UIDS 16
+struct tdbo_reader_uid {
+	uint32_t uid;
 	uint32_t backoff_ms;            /* the last bench's length */
+	uint64_t bench_until_ns;        /* its readers wait no lease before */
 };
 
 
@@ -362,6 +370,8 @@ struct tdbo_owner {
 	uint32_t nreaders;              /* atomic: on the list */
 	uint64_t readers_expired;       /* atomic */
 	uint64_t next_map_slot;         /* reg_lock */
+	struct tdbo_reader_uid rd_uids[TDBO_READER_UIDS];       /* rlock */
+	uint64_t rd_bench_until_ns;     /* rlock: the latest of them */
 	struct tdbp_ratelimit rl[TDBO_RL_N];    /* log lines, by kind */
 };
 

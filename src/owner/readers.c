@@ -86,38 +86,111 @@ static void reader_bump(struct tdbo_reader *r)
 	tdb_smp_mb();
 }
 
-/* The bench after an expiry at now: 1 s, doubled at each expiry up to
- * 60 s, 1 s again after a clean period of being waited for. */
-static void reader_bench(struct tdbo_reader *r, uint64_t now)
+/* uid's backoff record, or NULL. */
+static struct tdbo_reader_uid *uid_find(struct tdbo_owner *o, uint32_t uid)
 {
-	uint32_t b = r->backoff_ms;
+	unsigned int i;
 
-	if (!b || now - r->waited_since_ns >= READER_CLEAN_MS * MS)
+	for (i = 0; i < TDBO_READER_UIDS; i++)
+		if (o->rd_uids[i].bench_until_ns && o->rd_uids[i].uid == uid)
+			return &o->rd_uids[i];
+	return NULL;
+}
+
+/* uid's record, made if need be in place of the one whose bench ended
+ * longest ago. */
+static struct tdbo_reader_uid *uid_get(struct tdbo_owner *o, uint32_t uid)
+{
+	struct tdbo_reader_uid *e = uid_find(o, uid), *old;
+	unsigned int i;
+
+	if (e)
+		return e;
+	old = &o->rd_uids[0];
+	for (i = 1; i < TDBO_READER_UIDS; i++)
+		if (o->rd_uids[i].bench_until_ns < old->bench_until_ns)
+			old = &o->rd_uids[i];
+	old->uid = uid;
+	old->backoff_ms = 0;
+	old->bench_until_ns = 0;
+	return old;
+}
+
+/* Until when r's uid is benched (0: not). */
+static uint64_t uid_until(struct tdbo_owner *o, uint32_t uid)
+{
+	struct tdbo_reader_uid *e = uid_find(o, uid);
+
+	return e ? e->bench_until_ns : 0;
+}
+
+/* The bench after an expiry at now, its uid's: 1 s, doubled at each
+ * expiry up to 60 s, 1 s again after a clean period since the last
+ * bench ended. */
+static void reader_bench(struct tdbo_owner *o, struct tdbo_reader *r,
+			 uint64_t now)
+{
+	struct tdbo_reader_uid *e = uid_get(o, r->uid);
+	uint32_t b = e->backoff_ms;
+
+	if (!b || (now >= e->bench_until_ns &&
+		   now - e->bench_until_ns >= READER_CLEAN_MS * MS))
 		b = READER_BACKOFF_MIN_MS;
 	else if (b < READER_BACKOFF_MAX_MS / 2)
 		b *= 2;
 	else
 		b = READER_BACKOFF_MAX_MS;
-	r->backoff_ms = b;
-	r->bench_until_ns = now + b * MS;
+	e->backoff_ms = b;
+	e->bench_until_ns = now + b * MS;
+	if (e->bench_until_ns > o->rd_bench_until_ns)
+		o->rd_bench_until_ns = e->bench_until_ns;
+	r->bench_until_ns = e->bench_until_ns;
 	r->reasked = false;
 	tdb_store_relaxed(&r->benched, true);
 }
 
-static void reader_unbench(struct tdbo_reader *r, uint64_t now)
+/* Another client of r's uid expired: r is benched with it, and needs no
+ * new map to be waited for again (it did nothing). */
+static void reader_bench_with_uid(struct tdbo_reader *r, uint64_t until)
+{
+	r->bench_until_ns = until;
+	r->reasked = true;
+	tdb_store_relaxed(&r->benched, true);
+}
+
+/* Is r's bench over (its own and its uid's), r having asked again? */
+static bool reader_may_unbench(struct tdbo_owner *o, struct tdbo_reader *r,
+			       uint64_t now)
+{
+	return r->reasked && now >= r->bench_until_ns &&
+	       now >= uid_until(o, r->uid);
+}
+
+static void reader_unbench(struct tdbo_reader *r)
 {
 	tdb_store_relaxed(&r->benched, false);
-	r->waited_since_ns = now;
 	r->seen = 0;
+}
+
+/* Under rlock: is r's uid benched now (someone of it expired)? */
+static uint64_t uid_benched(struct tdbo_owner *o, struct tdbo_reader *r,
+			    uint64_t now)
+{
+	uint64_t until;
+
+	if (now >= o->rd_bench_until_ns)
+		return 0;       /* no uid is: no look-up */
+	until = uid_until(o, r->uid);
+	return now < until ? until : 0;
 }
 
 static void reader_expire(struct tdbo_owner *o, struct tdbo_reader *r,
 			  uint64_t v, uint64_t lease_ns, uint64_t now)
 {
 	r->expired_at = v;
-	reader_bench(r, now);   /* before the bump publishes it: a client
-				 * that saw the bump and asks for a map
-				 * finds itself benched (reader_add) */
+	/* benched before the bump publishes it: a client that saw the
+	 * bump and asks for a map finds itself benched (reader_add) */
+	reader_bench(o, r, now);
 	reader_bump(r);
 	tdbo_inc(&o->readers_expired);
 	tdbp_log_rl(&o->rl[TDBO_RL_READERS], TDBP_LOG_WARNING,
@@ -126,7 +199,7 @@ static void reader_expire(struct tdbo_owner *o, struct tdbo_reader *r,
 		    "(what it read in that section is thrown away and read "
 		    "again through its rings) for %u s at least",
 		    r->uid, (unsigned int)(lease_ns / MS),
-		    r->backoff_ms / 1000);
+		    (unsigned int)((r->bench_until_ns - now) / (1000 * MS)));
 }
 
 /* Wait until the section r showed as v (r->seen, stamped by
@@ -171,10 +244,12 @@ static void readers_grace(void *arg)
 	 * per stuck reader. */
 	now = tdbp_now_ns();
 	tdbo_list_for_each(r, &o->readers, node) {
-		uint64_t v = slot_section(r);
+		uint64_t v = slot_section(r), until;
 
-		if (r->benched && r->reasked && now >= r->bench_until_ns)
-			reader_unbench(r, now);
+		if (r->benched && reader_may_unbench(o, r, now))
+			reader_unbench(r);
+		else if (!r->benched && (until = uid_benched(o, r, now)))
+			reader_bench_with_uid(r, until);
 		if (r->benched) {
 			/* not waited for: told instead (header comment) */
 			r->pending = false;
@@ -242,19 +317,19 @@ static void reader_add(struct tdbo_client *c)
 {
 	struct tdbo_owner *o = c->o;
 	struct tdbo_reader *r = &c->rd;
+	uint64_t now, until;
 
 	/* listed changes only on this client's thread; benched is the
 	 * grace period's, set before the bump the client acted on */
 	if (r->listed && !tdb_load_relaxed(&r->benched))
 		return;
 	tdbp_mutex_lock(o->rlock);
+	now = tdbp_now_ns();
 	if (r->listed) {
 		if (r->benched) {
-			uint64_t now = tdbp_now_ns();
-
 			r->reasked = true;
-			if (now >= r->bench_until_ns)
-				reader_unbench(r, now);
+			if (reader_may_unbench(o, r, now))
+				reader_unbench(r);
 		}
 		tdbp_mutex_unlock(o->rlock);
 		return;
@@ -262,8 +337,10 @@ static void reader_add(struct tdbo_client *c)
 	r->seen = 0;
 	r->expired_at = 0;
 	r->benched = false;
-	r->backoff_ms = 0;
-	r->waited_since_ns = tdbp_now_ns();
+	/* a new connection does not start afresh: its uid's bench holds */
+	until = uid_benched(o, r, now);
+	if (until)
+		reader_bench_with_uid(r, until);
 	tdbo_list_add(&r->node, &o->readers);
 	r->listed = true;
 	tdb_store_release(&o->nreaders, o->nreaders + 1);

@@ -236,12 +236,13 @@ static int fall_back_to_small_pages(struct tdbp_region *r, int why)
 	/* Said once per process as a warning (every table of a daemon on a
 	 * machine without hugepages would repeat it), then as debug. */
 	tdbp_log_rl(&region_rl,
-		 __atomic_exchange_n(&small_pages_said, 1, __ATOMIC_RELAXED) ?
-		 TDBP_LOG_DEBUG : TDBP_LOG_WARNING,
-		 "%s: no 2 MiB hugepages (%s; see vm.nr_hugepages), "
-		 "falling back to 4 KiB pages (said once; later tables fall back "
-		 "too)",
-		 r->name, strerror(-why));
+		    __atomic_exchange_n(&small_pages_said, 1,
+					__ATOMIC_RELAXED) ?
+		    TDBP_LOG_DEBUG : TDBP_LOG_WARNING,
+		    "%s: no 2 MiB hugepages (%s; see vm.nr_hugepages), "
+		    "falling back to 4 KiB pages (said once; later tables "
+		    "fall back too)",
+		    r->name, strerror(-why));
 	return 0;
 }
 
@@ -289,9 +290,10 @@ static void stale_old_memory(struct tdbp_region *r, int old)
 		       MAP_SHARED, old, 0);
 
 	if (p == MAP_FAILED) {
-		tdbp_log_rl(&region_rl, TDBP_LOG_ERR, "%s: cannot mark the old memory stale "
-			 "(%s): clients mapping it read a frozen table",
-			 r->name, strerror(errno));
+		tdbp_log_rl(&region_rl, TDBP_LOG_ERR,
+			    "%s: cannot mark the old memory stale "
+			    "(%s): clients mapping it read a frozen table",
+			    r->name, strerror(errno));
 		return;
 	}
 	__atomic_store_n((uint64_t *)p, 0, __ATOMIC_RELEASE);
@@ -337,8 +339,10 @@ static int migrate_to_small_pages(struct tdbp_region *r, unsigned int n)
 		p = mmap(r->base, len, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_FIXED, old, 0);
 		if (p == MAP_FAILED)
-			tdbp_log_rl(&region_rl, TDBP_LOG_ERR, "%s: cannot map the old extents "
-				 "back either (%s)", r->name, strerror(errno));
+			tdbp_log_rl(&region_rl, TDBP_LOG_ERR,
+				    "%s: cannot map the old extents "
+				    "back either (%s)", r->name,
+				    strerror(errno));
 		close(fd);
 		return err;
 	}
@@ -373,31 +377,34 @@ void *tdbp_region_grow(struct tdbp_region *r, unsigned int idx, int *err)
 		int m = migrate_to_small_pages(r, idx);
 
 		if (m) {
-			tdbp_log_rl(&region_rl, TDBP_LOG_ERR, "%s: cannot back extent %u "
-				 "on hugepages (%s; see vm.nr_hugepages), and "
-				 "moving the table to 4 KiB pages failed (%s)",
-				 r->name, idx, strerror(-e), strerror(-m));
+			tdbp_log_rl(&region_rl, TDBP_LOG_ERR,
+				    "%s: cannot back extent %u on hugepages "
+				    "(%s; see vm.nr_hugepages), and moving "
+				    "the table to 4 KiB pages failed (%s)",
+				    r->name, idx, strerror(-e), strerror(-m));
 			*err = -ENOMEM;
 			return NULL;
 		}
 		tdbp_log_rl(&region_rl, TDBP_LOG_WARNING,
-			 "%s: no 2 MiB hugepage for extent %u (the pool is "
-			 "exhausted; see vm.nr_hugepages): moved its %u "
-			 "extent(s) to 4 KiB pages, going on there",
-			 r->name, idx, idx);
+			    "%s: no 2 MiB hugepage for extent %u (the pool is "
+			    "exhausted; see vm.nr_hugepages): moved its %u "
+			    "extent(s) to 4 KiB pages, going on there",
+			    r->name, idx, idx);
 		e = map_extent(r, idx);
 	}
 	if (e) {
 		if (r->huge)
-			tdbp_log_rl(&region_rl, TDBP_LOG_ERR, "%s: cannot back extent %u: "
-				 "the hugepage pool is exhausted (%s)",
-				 r->name, idx, strerror(-e));
+			tdbp_log_rl(&region_rl, TDBP_LOG_ERR,
+				    "%s: cannot back extent %u: "
+				    "the hugepage pool is exhausted (%s)",
+				    r->name, idx, strerror(-e));
 		*err = e == -ENOSPC || e == -EFBIG ? -ENOMEM : e;
 		return NULL;
 	}
 	if (idx == 0 && r->huge)
-		tdbp_log_rl(&region_rl, TDBP_LOG_INFO, "%s: backed by 2 MiB hugepages",
-			 r->name);
+		tdbp_log_rl(&region_rl, TDBP_LOG_INFO,
+			    "%s: backed by 2 MiB hugepages",
+			    r->name);
 	r->n++;
 	return r->base + (size_t)idx * TDBP_EXTENT_SIZE;
 }
