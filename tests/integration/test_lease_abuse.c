@@ -24,6 +24,9 @@
  *    slow machine);
  *  - the attacker saw read_expired move (it was told: bumped) and its
  *    TABLE_MAPs were all answered.
+ * And honest: a libtdbclient reader that overstays the lease once is
+ * waited for again after the backoff (the library asks for its map
+ * again after an expiry): its second long section expires too.
  */
 #include <errno.h>
 #include <signal.h>
@@ -259,9 +262,84 @@ static void part(bool reconnect)
 	h_stop(&g_d);
 }
 
+/* An honest library client that overstays the lease once: the owner
+ * benches it, the library asks for its map again (map.c,
+ * reask_after_expiry) at its next read, and once the backoff (1 s) is
+ * over the owner waits for it again: a second long section expires
+ * (STATS counts expiries, not the bumps of a benched reader, so a client
+ * left benched would leave the count at 1). */
+static pid_t honest(void)
+{
+	pid_t pid = fork();
+
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct tdbc *c = h_connect(&g_d, 0);
+		struct tdbc_table *t = NULL;
+		unsigned char buf[VAL];
+		const void *v;
+		size_t n;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		CHECK_EQ(tdbc_table_open(c, "victim", &t), 0, "open");
+		CHECK(tdbc_table_mapped(t), "not mapped");
+		CHECK_EQ(tdbc_read_begin(c), 0, "read_begin");
+		CHECK_EQ(tdbc_get_ref(t, "big0", 4, &v, &n), 0, "get_ref");
+		h_sleep_ms(400);
+		CHECK_EQ(tdbc_read_end(c), -ESTALE, "read_end past the lease");
+		CHECK(tdbc_get(t, NULL, "big1", 4, buf, sizeof(buf), NULL) ==
+		      VAL, "a get after the expiry");
+		h_sleep_ms(1200);       /* the backoff */
+		CHECK(tdbc_get(t, NULL, "big1", 4, buf, sizeof(buf), NULL) ==
+		      VAL, "a get after the backoff");
+		CHECK_EQ(tdbc_read_begin(c), 0, "read_begin");
+		CHECK_EQ(tdbc_get_ref(t, "big0", 4, &v, &n), 0, "get_ref");
+		h_sleep_ms(400);
+		CHECK_EQ(tdbc_read_end(c), -ESTALE, "read_end past the lease");
+		tdbc_close(c);
+		_exit(0);
+	}
+	h_track(pid);
+	return pid;
+}
+
+static void part_honest(void)
+{
+	const char *args[] = { "--sync", "none", "--reader-lease", "100ms",
+			       NULL };
+	struct tdbc_stats a, b;
+	struct tdbc_table *t;
+	struct run w;
+	struct tdbc *c;
+	int status;
+	pid_t pid;
+
+	h_start(&g_d, "lc", args);
+	c = h_connect(&g_d, TDBC_NO_MAP);
+	CHECK_EQ(tdbc_table_create(c, "victim", NULL), 0, "create");
+	CHECK_EQ(tdbc_table_open(c, "victim", &t), 0, "open");
+	writer(t, 300, &w);             /* every key there */
+	h_stats(c, &a);
+	pid = honest();
+	writer(t, 2600, &w);
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	h_untrack(pid);
+	h_stats(c, &b);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the honest reader failed");
+	h_note("honest: %llu expiries (one per long section)",
+	       (unsigned long long)(b.readers_expired - a.readers_expired));
+	CHECK_EQ(b.readers_expired - a.readers_expired, 2,
+		 "expiries of a reader that asked for its map again");
+	tdbc_close(c);
+	h_stop(&g_d);
+}
+
 int main(void)
 {
 	h_init("tdbd-lease-abuse", 60);
+	if (h_want("honest"))
+		part_honest();
 	if (h_want("reask"))
 		part(false);
 	if (h_want("reconnect"))
