@@ -16,7 +16,8 @@
  *  - The slot is client memory: the owner loads `read_section` once per
  *    look into a private copy, compares it, and trusts nothing else;
  *    whatever a client writes there can only make the owner wait for it
- *    up to the lease, once per stuck value, and expire it.
+ *    up to the lease, once per stuck value, and expire it; then, benched
+ *    (below), not again before a backoff.
  *  - Quiescence: the engine's grace period has issued full barriers
  *    after the retiring stores; a section that began after them cannot
  *    see what was retired.  A slot even now, or different from the odd
@@ -34,13 +35,17 @@
  *  - Benched readers: a reader that expired is benched: no grace period
  *    waits for it again until its client asked for a map anew
  *    (TABLE_MAP, reader_add: `reasked`) and its backoff is over.  The
- *    backoff doubles from READER_BACKOFF_MIN_MS (1 s) at each expiry up
- *    to READER_BACKOFF_MAX_MS (60 s), and starts again from 1 s when the
- *    reader expires after READER_CLEAN_MS (5 min) of being waited for
- *    without expiring.  So a client that puts a new odd value in its
- *    slot after each expiry and asks for its map at once costs writers
- *    one lease at 0, 1, 3, 7, 15, 31, 63 s, then one per 60 s; at worst
- *    (waiting out the clean period each time) 7 leases per 6 min.  A
+ *    backoff is its uid's (o->rd_uids, the last TDBO_READER_UIDS uids
+ *    that expired), so neither a new connection nor another client of
+ *    the uid starts afresh: every reader of a benched uid is benched
+ *    with it (without having to ask again), new ones too.  It doubles
+ *    from READER_BACKOFF_MIN_MS (1 s) at each expiry up to
+ *    READER_BACKOFF_MAX_MS (60 s), and starts again from 1 s at an
+ *    expiry READER_CLEAN_MS (5 min) or more after the uid's last bench
+ *    ended.  So a uid whose readers put a new odd value in their slots
+ *    after each expiry and ask for a map at once costs writers one lease
+ *    at 0, 1, 3, 7, 15, 31, 63 s, then one per 60 s; at worst (waiting
+ *    out the clean period each time) 7 leases per 6 min.  A
  *    benched reader stays correct without being waited for: at each
  *    grace period, if its slot shows an odd value (any), the owner bumps
  *    `read_expired` exactly as an expiry does (release store, then a
