@@ -197,6 +197,10 @@ MODULE_PARM_DESC(huge_extents,
 		 "allocator has them (default 1); 0: always 4 KiB pages "
 		 "(vmalloc)");
 
+/* The region lines have no owner or engine to keep a limiter: theirs
+ * is this file's (each table created writes one). */
+static struct tdbp_ratelimit region_rl = TDBP_RATELIMIT_INIT("table memory");
+
 static void *extent_alloc(struct tdbp_region *r)
 {
 	struct page *pg = NULL;
@@ -210,16 +214,18 @@ static void *extent_alloc(struct tdbp_region *r)
 	if (pg) {
 		if (!r->logged_huge) {
 			r->logged_huge = true;
-			tdbp_log(TDBP_LOG_INFO, "%s: extent %u on a 2 MiB "
-				 "compound page", r->name, r->n);
+			tdbp_log_rl(&region_rl, TDBP_LOG_INFO,
+				    "%s: extent %u on a 2 MiB "
+				    "compound page", r->name, r->n);
 		}
 		return page_address(pg);
 	}
 	p = vmalloc_user(TDBP_EXTENT_SIZE);
 	if (p && !r->logged_small) {
 		r->logged_small = true;
-		tdbp_log(TDBP_LOG_WARNING, "%s: no free 2 MiB block, extent "
-			 "%u on 4 KiB pages (vmalloc)", r->name, r->n);
+		tdbp_log_rl(&region_rl, TDBP_LOG_WARNING,
+			    "%s: no free 2 MiB block, extent "
+			    "%u on 4 KiB pages (vmalloc)", r->name, r->n);
 	}
 	if (p)
 		WRITE_ONCE(r->nsmall, r->nsmall + 1);
@@ -425,11 +431,49 @@ void tdbp_sleep_us(unsigned int us)
 		usleep_range(us, us + us / 4 + 1);
 }
 
+static void log_vaf(int level, struct va_format *vaf)
+{
+	switch (level) {
+	case TDBP_LOG_ERR:
+		pr_err("%pV\n", vaf);
+		break;
+	case TDBP_LOG_WARNING:
+		pr_warn("%pV\n", vaf);
+		break;
+	case TDBP_LOG_INFO:
+		pr_info("%pV\n", vaf);
+		break;
+	default:
+		pr_debug("%pV\n", vaf);
+		break;
+	}
+}
+
+/* A line its caller's limiter let out (tdbp_log_rl, src/core/ratelimit.c:
+ * per kind, with a count of what it suppressed): no second limit here,
+ * which would swallow those counts. */
+void tdbp_log_limited(int level, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	log_vaf(level, &vaf);
+	va_end(args);
+}
+
+void tdbp_log_flush(void)
+{
+	tdbp_log_rl_flush(&region_rl);
+}
+
 /*
- * Ratelimited at every level (each its own state, the printk default of
- * 10 messages per 5 s): the engine logs per table create, drop and
- * extent, which a client looping CREATE/DROP would otherwise turn into a
- * flood of the kernel log.
+ * Lines with no limiter of their own (start, stop, bugs): ratelimited at
+ * every level (each its own state, the printk default of 10 messages per
+ * 5 s), in case one of them turns out to be a client's to provoke.  The
+ * lines a client can provoke go through tdbp_log_rl instead.
  */
 void tdbp_log(int level, const char *fmt, ...)
 {

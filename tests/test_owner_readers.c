@@ -10,6 +10,9 @@
  *    mapped reader outside a read section, waits for one inside until it
  *    leaves, and for one that never leaves only the lease, once: the
  *    slot's read_expired moves and STATS counts it;
+ *  - an expired reader is benched: told (read_expired bumped), not
+ *    waited for, until it asks for a map again and its backoff (1 s,
+ *    doubling) is over;
  *  - memory a reader sees in a read section is not reused while the
  *    section lasts, with the reader looking through a read-only mapping
  *    of the region's memfd, as a client does;
@@ -345,25 +348,97 @@ static void test_stuck_section_expires_once(void **state)
 	assert_true(ms >= LEASE_MS - 5);
 	assert_int_equal(f->slot->read_expired, 1);
 	assert_int_equal(stats_expired(f->root), 1);
-	/* the same stuck value is not waited for again */
+	/* the same stuck value is not waited for again (it is told at
+	 * each grace period instead: benched) */
 	ms = churn(f->root, "k");
 	ms += churn(f->root, "k");
 	assert_true(ms < LEASE_MS);
-	assert_int_equal(f->slot->read_expired, 1);
-	/* a scribbled slot (any odd value) costs one lease more, once */
+	assert_true(f->slot->read_expired > 1);
+	assert_int_equal(stats_expired(f->root), 1);
+	/* a scribbled slot (any odd value) costs no lease more: the reader
+	 * is benched (it has not asked for a map since), so it is told
+	 * (read_expired bumped) instead of waited for */
 	f->slot->read_section = 0x7777777777777777ull;
 	ms = churn(f->root, "k");
-	assert_true(ms >= LEASE_MS - 5);
-	assert_int_equal(f->slot->read_expired, 2);
-	assert_int_equal(stats_expired(f->root), 2);
+	assert_true(ms < LEASE_MS);
+	assert_true(f->slot->read_expired >= 2);
+	assert_int_equal(stats_expired(f->root), 1);
 	/* the owner never reads read_expired back: scribbling it changes
-	 * nothing it does */
+	 * nothing it does (an even slot is not bumped) */
 	f->slot->read_expired = 12345;
 	f->slot->read_section = 2;
 	ms = churn(f->root, "k");
 	assert_true(ms < LEASE_MS);
 	assert_int_equal(f->slot->read_expired, 12345);
+	assert_int_equal(stats_expired(f->root), 1);
+}
+
+static void sleep_until_ms(uint64_t t)
+{
+	uint64_t now = now_ms();
+
+	if (now < t)
+		usleep((useconds_t)(t - now) * 1000);
+}
+
+/* A new odd value in the slot, as a reader that enters a new section. */
+static void section_again(struct tdb_ring_hdr *h)
+{
+	section_leave(h);
+	section_enter(h);
+}
+
+static void map_again(struct fx *f)
+{
+	struct tdbo_out res;
+
+	assert_int_equal(map(f->root, "t", &res), 0);
+	tdbo_table_put(res.map);
+}
+
+/* An expired reader is benched: a new odd value after the expiry is
+ * bumped, not waited for, until it asks for a map again and its backoff
+ * (1 s, then 2 s...) is over; then it costs one lease, and is benched
+ * for twice as long. */
+static void test_benched_reader_backoff(void **state)
+{
+	struct fx *f = *state;
+	uint64_t ms, t_exp, g;
+
+	section_enter(f->slot);
+	ms = churn(f->root, "k");
+	t_exp = now_ms();
+	assert_true(ms >= LEASE_MS - 5);
+	assert_int_equal(stats_expired(f->root), 1);
+	/* a new section right after: not waited for, told */
+	g = f->slot->read_expired;
+	section_again(f->slot);
+	ms = churn(f->root, "k");
+	assert_true(ms < LEASE_MS);
+	assert_true(f->slot->read_expired > g);
+	/* the backoff is over, but it has not asked for a map: still not
+	 * waited for */
+	sleep_until_ms(t_exp + 1100);
+	section_again(f->slot);
+	ms = churn(f->root, "k");
+	assert_true(ms < LEASE_MS);
+	assert_int_equal(stats_expired(f->root), 1);
+	/* it asks (after the backoff): waited for again, one lease */
+	map_again(f);
+	section_again(f->slot);
+	ms = churn(f->root, "k");
+	t_exp = now_ms();
+	assert_true(ms >= LEASE_MS - 5);
 	assert_int_equal(stats_expired(f->root), 2);
+	/* it asks again at once: the backoff is 2 s now, so 1.1 s later it
+	 * is still benched */
+	map_again(f);
+	section_again(f->slot);
+	sleep_until_ms(t_exp + 1100);
+	ms = churn(f->root, "k");
+	assert_true(ms < LEASE_MS);
+	assert_int_equal(stats_expired(f->root), 2);
+	section_leave(f->slot);
 }
 
 /* Three readers stuck at once: their leases run together, so the
@@ -525,6 +600,8 @@ int main(void)
 			test_section_memory_not_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_stuck_readers_share_one_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_benched_reader_backoff,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_header_seq_and_gen,
 						setup, teardown),
 	};

@@ -64,14 +64,19 @@
  * barrier after the entry and a release store at the exit.
  * `read_expired` is the owner's: it adds 1 each time it stops waiting
  * for this client's section because the section outlived the owner's
- * lease (a dead, stopped or scribbling reader).  The owner reuses memory
- * a mapped reader could see only once every reader's slot has moved on
- * from the odd value it showed, or expired; it reads `read_section` once
- * per check and trusts nothing else in it, and never reads
+ * lease (a dead, stopped or scribbling reader), and, while it does not
+ * wait for this client (after an expiry, until the client asks for a
+ * map again and a backoff is over: "benched"), each time it reuses
+ * memory while the slot is odd.  The owner reuses memory a mapped reader
+ * could see only once every reader's slot has moved on from the odd
+ * value it showed, or expired, or was told so; it reads `read_section`
+ * once per check and trusts nothing else in it, and never reads
  * `read_expired` back.  A reader therefore loads `read_expired` after
  * entering and again (after a read barrier) before leaving: if it
  * changed, the memory it read may have been reused, and what it read
- * must be thrown away (and read again through the rings).
+ * must be thrown away (and read again through the rings).  A reader
+ * that sees `read_expired` move asks for a map again (TABLE_MAP) to be
+ * waited for again (src/owner/readers.c, "Benched readers").
  */
 #ifndef TDB_RING_H
 #define TDB_RING_H

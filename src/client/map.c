@@ -29,6 +29,11 @@
  *          read_expired; read_section = even (release)
  *   g1 != g0: the owner may have reused memory under us: discard, and
  *             read through the ring;
+ *   read_expired moved at all (seen at the next read with the slot
+ *             even): the owner no longer waits for us (it expired us, or
+ *             bumps us while it does not wait): ask for a map again (at
+ *             most once a second), which it needs before it waits for
+ *             us again (readers.c, "Benched readers");
  *   magic or map_gen changed: the map is stale (table dropped, its
  *             mode changed, its memory moved): unmap, ask again later;
  *   s1 != s0: a commit ran meanwhile: retry (a few times, then the ring).
@@ -63,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -78,6 +84,7 @@
 #define ODD_SPINS       256     /* polls of an odd commit_seq, then yield */
 #define ODD_YIELDS      2000    /* ... then read through the ring */
 #define MAP_DONE_MAX    16384u  /* completions of mapped GETs not reaped */
+#define REASK_NS        1000000000ull   /* asks after expiries: 1/s */
 
 /* view.c's hash: the engine's platform function, here without liburcu
  * (hidden, as everything in internal.h). */
@@ -112,6 +119,10 @@ struct tdbc_reader {
 	bool no_map;            /* TDBC_NO_MAP / $TDBC_NO_MAP */
 	uint64_t slot;          /* our read_section value */
 	uint64_t g0;            /* read_expired at entry */
+	uint64_t g_known;       /* read_expired when we last asked for a
+				 * map because it moved (reask) */
+	bool reask;             /* it moved since: ask for a map again */
+	uint64_t reask_ns;      /* when we last did */
 	bool odd;
 	/* tdbc_read_begin .. tdbc_read_end */
 	bool user;
@@ -329,18 +340,6 @@ void tdbc__map_close(struct tdbc_table *t)
 	t->map = NULL;
 }
 
-/* Is the map usable for a new read (asking for one if need be)? */
-static bool map_ready(struct tdbc_table *t)
-{
-	struct tdbc_reader *rd = reader(t->h.c);
-
-	if (!t->map || !rd || rd->odd)
-		return t->map && t->map->state == TM_MAPPED;
-	if (t->map->state == TM_NONE)
-		map_ask(t);
-	return t->map->state == TM_MAPPED;
-}
-
 /* The header says the map is no longer the table's. */
 static bool map_stale(const struct tdbc_tmap *m)
 {
@@ -355,6 +354,57 @@ static void map_drop(struct tdbc_tmap *m)
 {
 	unmap(m);
 	m->state = TM_NONE;     /* asked again at the next read */
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The owner stopped waiting for us (read_expired moved: an expiry, or a
+ * bump while it does not wait for us): it waits for our sections again
+ * only once we ask for a map anew (readers.c, "Benched readers").  So
+ * ask, with t's map, at most once a second (a bump per grace period
+ * would otherwise cost a round trip each); the owner may keep us benched
+ * for its backoff, which costs us retries, never a wrong value.  With
+ * the slot even only.
+ */
+static void reask_after_expiry(struct tdbc *c, struct tdbc_table *t)
+{
+	struct tdbc_reader *rd = reader(c);
+	uint64_t g = expired(c), now;
+
+	if (g != rd->g_known) {
+		rd->g_known = g;
+		rd->reask = true;
+	}
+	if (!rd->reask)
+		return;
+	now = now_ns();
+	if (rd->reask_ns && now - rd->reask_ns < REASK_NS)
+		return;
+	rd->reask = false;
+	rd->reask_ns = now;
+	map_drop(t->map);
+	t->map->remaps = 0;     /* not a stale map: no reason to give up */
+}
+
+/* Is the map usable for a new read (asking for one if need be)? */
+static bool map_ready(struct tdbc_table *t)
+{
+	struct tdbc_reader *rd = reader(t->h.c);
+
+	if (!t->map || !rd || rd->odd)
+		return t->map && t->map->state == TM_MAPPED;
+	if (t->map->state == TM_MAPPED)         /* a slot: rings */
+		reask_after_expiry(t->h.c, t);
+	if (t->map->state == TM_NONE)
+		map_ask(t);
+	return t->map->state == TM_MAPPED;
 }
 
 /* --- one lookup ---------------------------------------------------------- */
@@ -497,6 +547,7 @@ int tdbc__reader_init(struct tdbc *c, unsigned int flags)
 						      strcmp(env, "0"));
 	c->reader->slot = __atomic_load_n(&slot_hdr(c)->read_section,
 					  __ATOMIC_RELAXED) & ~1ull;
+	c->reader->g_known = expired(c);
 	return 0;
 }
 
@@ -525,6 +576,29 @@ void tdbc__reader_free(struct tdbc *c)
 
 /* --- the in-place API ---------------------------------------------------- */
 
+/* tdbc_read_begin, slot even: after an expiry, one of our maps asks
+ * again (reask_after_expiry), so in-place reads get waited for too. */
+static void reask_any(struct tdbc *c)
+{
+	struct tdbc_reader *rd = reader(c);
+	struct tdbc_link *l;
+
+	if (!rd->reask && expired(c) == rd->g_known)
+		return;
+	for (l = c->handles.next; l != &c->handles; l = l->next) {
+		struct tdbc_handle *h = (struct tdbc_handle *)l;
+		struct tdbc_table *t;
+
+		if (h->kind != TDBC_K_TABLE)
+			continue;
+		t = (struct tdbc_table *)h;
+		if (t->map && t->map->state == TM_MAPPED) {
+			map_ready(t);
+			return;
+		}
+	}
+}
+
 int tdbc_read_begin(struct tdbc *c)
 {
 	struct tdbc_reader *rd;
@@ -550,6 +624,7 @@ int tdbc_read_begin(struct tdbc *c)
 	if (++rd->sec == 0)
 		rd->sec = 1;
 	if (c->rings && c->sq.hdr && !rd->no_map) {
+		reask_any(c);
 		slot_enter(c, rd);
 		rd->g0 = expired(c);
 	}

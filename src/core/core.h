@@ -61,6 +61,10 @@ struct tdbe_table_stat {
 struct tdbe_engine *tdbe_engine_new(int *err);
 /* Frees every table; no handle may be in use. */
 void tdbe_engine_free(struct tdbe_engine *e);
+/* The engine's log lines a client can provoke (a table created) are
+ * rate limited: write the count of those suppressed in a window that is
+ * over (platform.h, tdbp_log_rl_flush).  Never sleeps. */
+void tdbe_engine_log_flush(struct tdbe_engine *e);
 
 /* -EEXIST if the name is taken, -ENAMETOOLONG for a name over
  * TDBE_NAME_MAX, -EINVAL for another bad name (empty, a space, a control

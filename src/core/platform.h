@@ -103,4 +103,51 @@ enum { TDBP_LOG_ERR = 3, TDBP_LOG_WARNING = 4, TDBP_LOG_INFO = 6,
 void tdbp_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* --- rate-limited log lines (ratelimit.c) ------------------------------
+ * Every line a client can provoke (a table made or dropped, a reader
+ * expired, a snapshot failing...) goes through a limiter of its kind:
+ * TDBP_RL_BURST lines per window of TDBP_RL_INTERVAL_MS (tdbd's own
+ * policy, tdbd_log_rl), the rest counted; the next window's first line,
+ * or tdbp_log_rl_flush() from the home's periodic point once the window
+ * is over, first writes "N similar line(s) suppressed in the last T s".
+ * The state is the caller's: a field of the owner or the engine, or a
+ * static at the call site only for a line with neither (the user home's
+ * region lines).  Never sleeps: a line that finds its limiter busy is
+ * counted as suppressed.
+ */
+#define TDBP_RL_BURST       10u
+#define TDBP_RL_INTERVAL_MS 5000u
+
+struct tdbp_ratelimit {
+	const char *what;       /* names the kind in the count line */
+	int busy;               /* try-lock over the next three */
+	uint32_t printed;       /* lines written in this window */
+	uint64_t begin_ns;      /* the window's start; 0: none yet */
+	int missed_level;       /* the most severe line suppressed */
+	uint64_t missed;        /* atomic: suppressed, not yet reported */
+};
+#define TDBP_RATELIMIT_INIT(w) { .what = (w), .missed_level = TDBP_LOG_DEBUG }
+
+void tdbp_ratelimit_init(struct tdbp_ratelimit *rl, const char *what);
+/* May a line of level go out now?  Writes the count of the window that
+ * ended first, if lines were suppressed in it. */
+bool tdbp_log_rl_admit(struct tdbp_ratelimit *rl, int level);
+/* The count of a window that is over, if it suppressed lines. */
+void tdbp_log_rl_flush(struct tdbp_ratelimit *rl);
+/* A line through rl: the arguments are evaluated only if it goes out. */
+#define tdbp_log_rl(rl, level, ...) do {                                \
+		int tdbp_rl_level_ = (level);                           \
+		if (tdbp_log_rl_admit((rl), tdbp_rl_level_))            \
+			tdbp_log_limited(tdbp_rl_level_, __VA_ARGS__);  \
+	} while (0)
+/* The home's: tdbp_log for a line a limiter let out (tdb.ko's tdbp_log
+ * keeps printk's own limit for the lines that have none, this one does
+ * not, so counts are never swallowed). */
+void tdbp_log_limited(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The home's own limiters (its region lines, which have no owner or
+ * engine to keep one): their counts, as tdbp_log_rl_flush.  The owner's
+ * tdbo_log_flush() calls it. */
+void tdbp_log_flush(void);
+
 #endif

@@ -11,6 +11,7 @@ struct tdbe_engine {
 	struct tdbe_table *tables; /* newest first */
 	void (*grace)(void *arg);  /* readers the engine cannot see */
 	void *grace_arg;
+	struct tdbp_ratelimit rl;  /* its log lines (a create per line) */
 };
 
 /* --- limbo ------------------------------------------------------------- */
@@ -195,7 +196,13 @@ struct tdbe_engine *tdbe_engine_new(int *err)
 		*err = -ENOMEM;
 		return NULL;
 	}
+	tdbp_ratelimit_init(&e->rl, "engine tables created");
 	return e;
+}
+
+void tdbe_engine_log_flush(struct tdbe_engine *e)
+{
+	tdbp_log_rl_flush(&e->rl);
 }
 
 void tdbe_engine_set_grace(struct tdbe_engine *e, void (*fn)(void *arg),
@@ -240,10 +247,11 @@ int tdbe_table_create(struct tdbe_engine *e, const char *name,
 	t->engine = e;
 	t->next = e->tables;
 	e->tables = t;
-	tdbp_log(TDBP_LOG_DEBUG, "table %s: created, cap %u extents, %s pages",
-		 name, t->max_extents,
-		 tdbp_region_page_size(t->region) == TDBP_EXTENT_SIZE
-			 ? "2 MiB huge" : "4 KiB");
+	tdbp_log_rl(&e->rl, TDBP_LOG_DEBUG,
+		    "table %s: created, cap %u extents, %s pages",
+		    name, t->max_extents,
+		    tdbp_region_page_size(t->region) == TDBP_EXTENT_SIZE
+			    ? "2 MiB huge" : "4 KiB");
 out:
 	tdbp_mutex_unlock(e->lock);
 	return err;

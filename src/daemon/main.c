@@ -603,6 +603,8 @@ static void tick(struct daemon_state *s)
 
 	listener_watch(s, true);        /* after an accept back-off */
 	tdbd_log_rl_flush();
+	if (d->o)
+		tdbo_log_flush(d->o);   /* the owner's and engine's lines */
 
 	if (d->kern)
 		oldest = tdbd_kernel_heartbeat(d);

@@ -191,9 +191,10 @@ struct tdbo_feed *tdbo_feed_get(struct tdbo_client *c, uint64_t slot)
 static bool feed_send(struct tdbo_feed *f, const void *msg, uint32_t len)
 {
 	if (len > f->r.max_msg) {
-		tdbp_log(TDBP_LOG_WARNING, "a change of %u bytes does not fit "
-			 "in a feed of %u bytes (feed-size too small): "
-			 "watchers miss it", len, f->r.data_size);
+		tdbp_log_rl(&f->o->rl[TDBO_RL_FEEDS], TDBP_LOG_WARNING,
+			    "a change of %u bytes does not fit in a feed of "
+			    "%u bytes (feed-size too small): watchers miss it",
+			    len, f->r.data_size);
 		return false;
 	}
 	return tdb_ring_put_msg(&f->r, msg) == 0;
@@ -237,8 +238,9 @@ void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 			      NULL);
 	if (len < 0) {
 		tdbp_mutex_unlock(o->nlock);
-		tdbp_log(TDBP_LOG_WARNING, "table %s: cannot build a change "
-			 "notification (%ld)", t->name, len);
+		tdbp_log_rl(&o->rl[TDBO_RL_FEEDS], TDBP_LOG_WARNING,
+			    "table %s: cannot build a change notification "
+			    "(%ld)", t->name, len);
 		return;
 	}
 	o->change_seq++;

@@ -98,7 +98,24 @@ struct tdbo_reader {
 	bool pending;                   /* this grace period waits for
 					 * `seen` (readers_grace) */
 	uint64_t expired_at;            /* the odd value it expired at */
-	uint64_t expired;               /* expiries, our count */
+	uint64_t expired;               /* read_expired, our count: lease
+					 * expiries and bumps of a benched
+					 * reader */
+	/* benched: expired, so bumped at each grace period while odd,
+	 * never waited for, until it asked for a map again (reasked) and
+	 * its backoff is over (readers.c, "Benched readers") */
+	bool benched, reasked;
+	uint64_t bench_until_ns;        /* not waited for before this */
+};
+
+/* The backoff of a uid whose reader expired (readers.c, "Benched
+ * readers"): kept by uid, so a new connection does not start afresh.
+ * Under o->rlock; bench_until_ns 0: a free entry. */
+#define TDBO_READER_UIDS 16
+struct tdbo_reader_uid {
+	uint32_t uid;
+	uint32_t backoff_ms;            /* the last bench's length */
+	uint64_t bench_until_ns;        /* its readers wait no lease before */
 };
 
 
@@ -306,6 +323,17 @@ struct tdbo_dump {
 	unsigned int ntabs, at;
 };
 
+/* The owner's log lines a client can provoke, one limiter per kind
+ * (platform.h, "rate-limited log lines"); flushed by tdbo_log_flush(). */
+enum tdbo_rl {
+	TDBO_RL_TABLES,         /* tables made and dropped (registry.c) */
+	TDBO_RL_READERS,        /* mapped readers expired (readers.c) */
+	TDBO_RL_SNAPS,          /* snapshot scans failing (snap.c) */
+	TDBO_RL_TXNS,           /* failed commits not undone (txn.c) */
+	TDBO_RL_FEEDS,          /* changes feeds cannot carry (feed.c) */
+	TDBO_RL_N
+};
+
 struct tdbo_owner {
 	const struct tdbo_limits *lim;  /* the home's; tdbo_lim() reads */
 	struct tdbo_hooks hooks;
@@ -346,6 +374,9 @@ struct tdbo_owner {
 	uint32_t nreaders;              /* atomic: on the list */
 	uint64_t readers_expired;       /* atomic */
 	uint64_t next_map_slot;         /* reg_lock */
+	struct tdbo_reader_uid rd_uids[TDBO_READER_UIDS];       /* rlock */
+	uint64_t rd_bench_until_ns;     /* rlock: the latest of them */
+	struct tdbp_ratelimit rl[TDBO_RL_N];    /* log lines, by kind */
 };
 
 /* A limit now (a field of struct tdbo_limits). */
@@ -498,6 +529,8 @@ int tdbo_txn_lookup(const struct tdbo_txn *x, const struct tdbo_table *t,
 		    size_t *vlen);
 
 /* readers.c */
+/* owner.c: the limiters of o->rl */
+void tdbo_log_init(struct tdbo_owner *o);
 int tdbo_readers_init(struct tdbo_owner *o);
 void tdbo_readers_fini(struct tdbo_owner *o);
 void tdbo_reader_remove(struct tdbo_client *c);

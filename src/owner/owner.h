@@ -208,6 +208,15 @@ struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
 void tdbo_owner_free(struct tdbo_owner *o);
 
 /*
+ * The owner's and the engine's log lines a client can provoke are rate
+ * limited, per kind (platform.h, tdbp_log_rl): this writes the counts
+ * of lines suppressed in windows that are over.  The home calls it from
+ * a periodic point (tdbd: main's tick); tdbo_exec() calls it too (tdb.ko
+ * has no periodic point).  Any thread, no lock held needed; never sleeps.
+ */
+void tdbo_log_flush(struct tdbo_owner *o);
+
+/*
  * Called with every change notification (PUT, DEL, TABLE_DROP, built
  * with TDB_A_TABLE) after the change is visible, under the write lock;
  * tdb.ko's genl.c multicasts it.  Set once, before any client exists.

@@ -223,11 +223,16 @@ static void table_log(const struct tdbo_table *t, const char *what)
 	int level = tdbo_streq(what, "restored") ? TDBP_LOG_DEBUG :
 						   TDBP_LOG_INFO;
 
-	if (tdbo_streq(what, "dropped"))
-		tdbp_log(level, "table %s %s", t->name, what);
-	else
+	if (level == TDBP_LOG_DEBUG)    /* the home's own start */
 		tdbp_log(level, "table %s %s (owner %u:%u, mode %04o)",
 			 t->name, what, t->uid, t->gid, t->mode);
+	else if (tdbo_streq(what, "dropped"))
+		tdbp_log_rl(&t->o->rl[TDBO_RL_TABLES], level, "table %s %s",
+			    t->name, what);
+	else
+		tdbp_log_rl(&t->o->rl[TDBO_RL_TABLES], level,
+			    "table %s %s (owner %u:%u, mode %04o)",
+			    t->name, what, t->uid, t->gid, t->mode);
 }
 
 /* Under wlock: the engine table and the registry entry.  id 0: the

@@ -290,8 +290,8 @@ static void snap_fail(struct tdbo_snap *s, int err, const char *why,
 		mb_puts(&b, "': cannot keep the old value of a changed key: ");
 		mb_puts(&b, tdbe_strerror(err));
 	}
-	tdbp_log(TDBP_LOG_WARNING, "table %s: a snapshot scan fails: %s",
-		 s->t->name, s->msg);
+	tdbp_log_rl(&s->t->o->rl[TDBO_RL_SNAPS], TDBP_LOG_WARNING,
+		    "table %s: a snapshot scan fails: %s", s->t->name, s->msg);
 }
 
 /* Bytes the buckets grow by at the next insert (the map doubles at

@@ -382,9 +382,10 @@ static void undo_one(struct tdbo_txn_op *op, struct undo *u)
 	else
 		err = tdbe_del(op->t->t, op->key, op->klen, NULL);
 	if (err && !(err == -ENOENT && !u->had))
-		tdbp_log(TDBP_LOG_ERR, "table %s: undoing a failed commit: "
-			 "%s; the key may keep the transaction's value",
-			 op->t->name, tdbe_strerror(err));
+		tdbp_log_rl(&op->t->o->rl[TDBO_RL_TXNS], TDBP_LOG_ERR,
+			    "table %s: undoing a failed commit: %s; the key "
+			    "may keep the transaction's value",
+			    op->t->name, tdbe_strerror(err));
 }
 
 /* The change op makes; its conditions were checked by precheck(). */

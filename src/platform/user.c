@@ -46,17 +46,43 @@ void tdbp_log_stderr(void *arg, int level, const char *msg)
 		fprintf(stderr, "tdb: %s\n", msg);
 }
 
-void tdbp_log(int level, const char *fmt, ...)
+static void log_va(int level, const char *fmt, va_list ap)
 {
 	char buf[512];
-	va_list ap;
 
 	if (!log_sink.fn)
 		return;
-	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
 	log_sink.fn(log_sink.arg, level, buf);
+}
+
+void tdbp_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_va(level, fmt, ap);
+	va_end(ap);
+}
+
+/* Lines a limiter let out: here no different. */
+void tdbp_log_limited(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_va(level, fmt, ap);
+	va_end(ap);
+}
+
+/* The region lines below have no owner or engine to keep a limiter:
+ * theirs is this file's (a table create or a growing table writes them,
+ * so a client's create/drop loop would). */
+static struct tdbp_ratelimit region_rl = TDBP_RATELIMIT_INIT("table memory");
+
+void tdbp_log_flush(void)
+{
+	tdbp_log_rl_flush(&region_rl);
 }
 
 /* --- memory ------------------------------------------------------------ */
@@ -211,12 +237,14 @@ static int fall_back_to_small_pages(struct tdbp_region *r, int why)
 	r->huge = false;
 	/* Said once per process as a warning (every table of a daemon on a
 	 * machine without hugepages would repeat it), then as debug. */
-	tdbp_log(__atomic_exchange_n(&small_pages_said, 1, __ATOMIC_RELAXED) ?
-		 TDBP_LOG_DEBUG : TDBP_LOG_WARNING,
-		 "%s: no 2 MiB hugepages (%s; see vm.nr_hugepages), "
-		 "falling back to 4 KiB pages (said once; later tables fall back "
-		 "too)",
-		 r->name, strerror(-why));
+	tdbp_log_rl(&region_rl,
+		    __atomic_exchange_n(&small_pages_said, 1,
+					__ATOMIC_RELAXED) ?
+		    TDBP_LOG_DEBUG : TDBP_LOG_WARNING,
+		    "%s: no 2 MiB hugepages (%s; see vm.nr_hugepages), "
+		    "falling back to 4 KiB pages (said once; later tables "
+		    "fall back too)",
+		    r->name, strerror(-why));
 	return 0;
 }
 
@@ -264,9 +292,10 @@ static void stale_old_memory(struct tdbp_region *r, int old)
 		       MAP_SHARED, old, 0);
 
 	if (p == MAP_FAILED) {
-		tdbp_log(TDBP_LOG_ERR, "%s: cannot mark the old memory stale "
-			 "(%s): clients mapping it read a frozen table",
-			 r->name, strerror(errno));
+		tdbp_log_rl(&region_rl, TDBP_LOG_ERR,
+			    "%s: cannot mark the old memory stale "
+			    "(%s): clients mapping it read a frozen table",
+			    r->name, strerror(errno));
 		return;
 	}
 	__atomic_store_n((uint64_t *)p, 0, __ATOMIC_RELEASE);
@@ -338,8 +367,10 @@ static int migrate_to_small_pages(struct tdbp_region *r, unsigned int n)
 		p = mmap(r->base, len, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_FIXED, old, 0);
 		if (p == MAP_FAILED)
-			tdbp_log(TDBP_LOG_ERR, "%s: cannot map the old extents "
-				 "back either (%s)", r->name, strerror(errno));
+			tdbp_log_rl(&region_rl, TDBP_LOG_ERR,
+				    "%s: cannot map the old extents "
+				    "back either (%s)", r->name,
+				    strerror(errno));
 		close(fd);
 		return err;
 	}
@@ -375,31 +406,34 @@ void *tdbp_region_grow(struct tdbp_region *r, unsigned int idx, int *err)
 		int m = migrate_to_small_pages(r, idx);
 
 		if (m) {
-			tdbp_log(TDBP_LOG_ERR, "%s: cannot back extent %u "
-				 "on hugepages (%s; see vm.nr_hugepages), and "
-				 "moving the table to 4 KiB pages failed (%s)",
-				 r->name, idx, strerror(-e), strerror(-m));
+			tdbp_log_rl(&region_rl, TDBP_LOG_ERR,
+				    "%s: cannot back extent %u on hugepages "
+				    "(%s; see vm.nr_hugepages), and moving "
+				    "the table to 4 KiB pages failed (%s)",
+				    r->name, idx, strerror(-e), strerror(-m));
 			*err = -ENOMEM;
 			return NULL;
 		}
-		tdbp_log(TDBP_LOG_WARNING,
-			 "%s: no 2 MiB hugepage for extent %u (the pool is "
-			 "exhausted; see vm.nr_hugepages): moved its %u "
-			 "extent(s) to 4 KiB pages, going on there",
-			 r->name, idx, idx);
+		tdbp_log_rl(&region_rl, TDBP_LOG_WARNING,
+			    "%s: no 2 MiB hugepage for extent %u (the pool is "
+			    "exhausted; see vm.nr_hugepages): moved its %u "
+			    "extent(s) to 4 KiB pages, going on there",
+			    r->name, idx, idx);
 		e = map_extent(r, idx);
 	}
 	if (e) {
 		if (r->huge)
-			tdbp_log(TDBP_LOG_ERR, "%s: cannot back extent %u: "
-				 "the hugepage pool is exhausted (%s)",
-				 r->name, idx, strerror(-e));
+			tdbp_log_rl(&region_rl, TDBP_LOG_ERR,
+				    "%s: cannot back extent %u: "
+				    "the hugepage pool is exhausted (%s)",
+				    r->name, idx, strerror(-e));
 		*err = e == -ENOSPC || e == -EFBIG ? -ENOMEM : e;
 		return NULL;
 	}
 	if (idx == 0 && r->huge)
-		tdbp_log(TDBP_LOG_INFO, "%s: backed by 2 MiB hugepages",
-			 r->name);
+		tdbp_log_rl(&region_rl, TDBP_LOG_INFO,
+			    "%s: backed by 2 MiB hugepages",
+			    r->name);
 	r->n++;
 	return r->base + (size_t)idx * TDBP_EXTENT_SIZE;
 }
