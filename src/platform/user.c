@@ -223,7 +223,8 @@ struct tdbp_region *tdbp_region_create(const char *name,
 	return r;
 }
 
-/* The only state of this file: whether the fallback was logged. */
+/* Whether the fallback was logged as a warning (with region_rl, the
+ * state of this file). */
 static int small_pages_said;
 
 static int fall_back_to_small_pages(struct tdbp_region *r, int why)
@@ -242,8 +243,8 @@ static int fall_back_to_small_pages(struct tdbp_region *r, int why)
 					__ATOMIC_RELAXED) ?
 		    TDBP_LOG_DEBUG : TDBP_LOG_WARNING,
 		    "%s: no 2 MiB hugepages (%s; see vm.nr_hugepages), "
-		    "falling back to 4 KiB pages (said once; later tables "
-		    "fall back too)",
+		    "falling back to 4 KiB pages (a warning once; later "
+		    "tables fall back too)",
 		    r->name, strerror(-why));
 	return 0;
 }
