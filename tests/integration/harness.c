@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -239,6 +240,14 @@ void h_untrack(pid_t pid)
 	for (i = 0; i < ntracked; i++)
 		if (tracked[i] == pid)
 			tracked[i] = 0;
+}
+
+void h_become(uid_t uid)
+{
+	CHECK(setgroups(0, NULL) == 0 && setresgid(uid, uid, uid) == 0 &&
+	      setresuid(uid, uid, uid) == 0, "become uid %u: %s",
+	      (unsigned int)uid, strerror(errno));
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
 /* --- the scratch directory -------------------------------------------------- */

@@ -77,6 +77,9 @@ void h_sleep_ms(unsigned int ms);
 /* Kill pid (SIGKILL) if the test fails; h_untrack when it is reaped. */
 void h_track(pid_t pid);
 void h_untrack(pid_t pid);
+/* In a forked child: drop to uid (its gid the same, no supplementary
+ * groups) and die with the parent; fails the test if it cannot. */
+void h_become(uid_t uid);
 
 __attribute__((noreturn, format(printf, 4, 5)))
 void h_fail(const char *file, int line, const char *cond, const char *fmt,

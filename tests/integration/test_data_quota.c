@@ -215,10 +215,7 @@ static void as_uid(uid_t uid, void (*fn)(struct report *r), struct report *r)
 	if (pid == 0) {
 		close(p[0]);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		CHECK(setgroups(0, NULL) == 0 &&
-		      setresgid(uid, uid, uid) == 0 &&
-		      setresuid(uid, uid, uid) == 0, "become %u: %s",
-		      (unsigned int)uid, strerror(errno));
+		h_become(uid);
 		fn(r);
 		CHECK(write(p[1], r, sizeof(*r)) == (ssize_t)sizeof(*r),
 		      "report");

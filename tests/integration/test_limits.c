@@ -87,11 +87,7 @@ static void actor_run(struct actor *a, uid_t uid, actor_fn *fn,
 
 		close(go[1]);
 		close(rep[0]);
-		CHECK(setgroups(0, NULL) == 0 &&
-		      setresgid(uid, uid, uid) == 0 &&
-		      setresuid(uid, uid, uid) == 0, "become %u: %s",
-		      (unsigned int)uid, strerror(errno));
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		h_become(uid);
 		fn(sock, arg, &r);
 		CHECK(write(rep[1], &r, sizeof(r)) == (ssize_t)sizeof(r),
 		      "report");

@@ -180,11 +180,7 @@ static void part_drop(void)
 		close(p[0]);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getuid() == 0)
-			CHECK(setgroups(0, NULL) == 0 &&
-			      setresgid(uid, uid, uid) == 0 &&
-			      setresuid(uid, uid, uid) == 0,
-			      "become %u: %s", (unsigned int)uid,
-			      strerror(errno));
+			h_become(uid);
 		pin_rounds(&r, bytes);
 		CHECK(write(p[1], &r, sizeof(r)) == (ssize_t)sizeof(r),
 		      "report");

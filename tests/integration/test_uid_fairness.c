@@ -50,7 +50,6 @@
 #include "harness.h"
 
 #define NOBODY       65534u
-#define NOGROUP      65533u
 #define NFLOOD       60         /* connections of the flooding uid */
 #define FLOOD_DEPTH  256        /* flood: PUTs each keeps in flight */
 #define FLOOD_VLEN   4096
@@ -307,11 +306,7 @@ static void flooder_start(struct flooder *f, const char *sock, enum mode m)
 		close(ready[0]);
 		close(ctl[1]);
 		close(rep[0]);
-		CHECK(setgroups(0, NULL) == 0 &&
-		      setresgid(NOGROUP, NOGROUP, NOGROUP) == 0 &&
-		      setresuid(NOBODY, NOBODY, NOBODY) == 0, "become %u: %s",
-		      NOBODY, strerror(errno));
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		h_become(NOBODY);
 		flood_loop(sock, m, ready[1], ctl[0], rep[1]);
 	}
 	h_track(f->pid);

@@ -170,11 +170,7 @@ static void actor_run(struct actor *a, uid_t uid, const char *sock,
 		memset(&r, 0, sizeof(r));
 		close(go[1]);
 		close(rep[0]);
-		CHECK(setgroups(0, NULL) == 0 &&
-		      setresgid(uid, uid, uid) == 0 &&
-		      setresuid(uid, uid, uid) == 0, "become %u: %s",
-		      (unsigned int)uid, strerror(errno));
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		h_become(uid);
 		conns_open(&s, sock);
 		fill(&s, 0, &r);
 		if (mode == FILL_GIVE_BACK && r.err == -EDQUOT)
