@@ -713,7 +713,8 @@ static int start(struct daemon_state *s)
 		goto loop;
 	}
 	/* recovery: before a client can connect, but not for nothing */
-	if ((err = socket_precheck(s)) || (err = tdbd_durable_start(d, tdbd_on_durable)) ||
+	if ((err = socket_precheck(s)) ||
+	    (err = tdbd_durable_start(d, tdbd_on_durable)) ||
 	    (err = socket_open(s)))
 		return err;
 	if ((err = tdbd_workers_start(d))) {
