@@ -488,7 +488,6 @@ int tdbd_durable_start(struct tdbd *d, tdbd_durable_hook *on_durable)
 	return dur_checkpointer_start(d, res.records > 0);
 }
 
-
 void tdbd_durable_stop(struct tdbd *d)
 {
 	struct durable *u = d->dur;
