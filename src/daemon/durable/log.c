@@ -81,8 +81,9 @@ void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
 		   (uint32_t)klen, del ? NULL : val, del ? 0 : (uint32_t)vlen);
 }
 
-/* wal_commit; a record it could not take (it failed the log, which
- * tdbd_held_release then reports) gets an LSN no answer waits out. */
+/* wal_commit; a record it could not take (it failed the log, which the
+ * held answers then report: ../durable.c) gets an LSN no answer waits
+ * out. */
 static uint64_t commit(struct tdbd *d, const struct tdbo_log_size *sz)
 {
 	uint64_t lsn;
