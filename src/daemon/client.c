@@ -34,6 +34,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "durable/durable.h"   /* tdbd_log_write */
 #include "tdbd.h"
 
 #define HUGE_SPAN  (2u << 20)

@@ -44,7 +44,8 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "kernel.h"
+#include "durable/durable.h"
+#include "kernel/kernel.h"
 #include "platform/user.h"
 #include "tdbd.h"
 
@@ -706,13 +707,14 @@ static int start(struct daemon_state *s)
 	/* kernel mode: recover the mirror, then supervise tdb.ko; no
 	 * socket, no workers (clients talk to tdb.ko) */
 	if (d->cfg.backend == TDBD_BACKEND_KERNEL) {
-		if ((err = tdbd_durable_start(d)) ||
+		if ((err = tdbd_durable_start(d, tdbd_on_durable)) ||
 		    (err = tdbd_kernel_start(d)))
 			return err;
 		goto loop;
 	}
 	/* recovery: before a client can connect, but not for nothing */
-	if ((err = socket_precheck(s)) || (err = tdbd_durable_start(d)) ||
+	if ((err = socket_precheck(s)) ||
+	    (err = tdbd_durable_start(d, tdbd_on_durable)) ||
 	    (err = socket_open(s)))
 		return err;
 	if ((err = tdbd_workers_start(d))) {

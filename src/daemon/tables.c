@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "durable/durable.h"   /* the log and dirty hooks */
 #include "internal.h"           /* src/owner: struct tdbo_table */
 #include "platform/user.h"      /* tdbp_region_ro_fd */
 #include "tdbd.h"

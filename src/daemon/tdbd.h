@@ -15,13 +15,14 @@
  *              feeds' memfds, max-memory, STATS figures
  *   txn.c      the committer thread, where big commits run
  *   notify.c   sd_notify and logging (escaping what clients supplied)
- *   durable.c  the WAL (the owner's log hooks), acks held until durable,
- *              checkpoints, recovery
- *   kernel.c   kernel mode: the supervisor of tdb.ko, a mirror of its
- *              tables fed by its log ring (klog.c: the reader), loaded
- *              into tdb.ko at start (krestore.c); no clients
- *   ckpt.c     the LMDB checkpoint store (ckpt.h)
- *   keysort.c  a checkpoint's keys sorted in LMDB's order (keysort.h)
+ *   durable.c  answers held until their WAL record is durable, and
+ *              the hook that releases them (tdbd_on_durable)
+ *   durable/   durability (durable/durable.h): the WAL (the owner's log
+ *              hooks), dirty sets, checkpoints (LMDB), recovery
+ *   kernel/    kernel mode (kernel/kernel.h): the supervisor of tdb.ko,
+ *              a mirror of its tables fed by its log ring (klog.c: the
+ *              reader), loaded into tdb.ko at start (krestore.c); no
+ *              clients
  *
  * Threads.  The main thread accepts connections and hands each client to
  * one worker, which then owns it: only that worker touches the struct
@@ -198,45 +199,18 @@ bool tdbd_commit_take(struct client *c, int *err, uint64_t *lsn,
 /* The client goes: its job (if any) is the committer's to free. */
 void tdbd_commit_orphan(struct client *c);
 
-/* --- durability (durable.c) -------------------------------------------- */
+/* --- durability (durable/durable.h) and kernel mode (kernel/kernel.h) ---
+ * Their declarations are in their own headers; struct tdbd holds their
+ * state (below).  The hook durability tells when records become
+ * durable, which main.c passes to tdbd_durable_start (durable.c: the
+ * workers holding answers are woken, kernel mode tells tdb.ko). */
 
 struct wal;
 struct ckpt;
-struct dirty;
+struct durable;
+struct kernel;
 
-/* Recover (checkpoint, then WAL replay), open the WAL, start the
- * checkpointer.  Before clients are accepted. */
-int tdbd_durable_start(struct tdbd *d);
-/* Last checkpoint (after the workers stopped), close everything. */
-void tdbd_durable_stop(struct tdbd *d);
-/* The owner's log hooks (struct tdbo_hooks: log_reserve, log_cancel,
- * log_begin, log_op, log_commit, log_create, log_drop, dirty), called
- * under the changed tables' locks. */
-int tdbd_log_reserve(void *arg, const struct tdbo_log_size *sz,
-		     const char **msg);
-void tdbd_log_cancel(void *arg, const struct tdbo_log_size *sz);
-void tdbd_log_begin(void *arg, uint64_t version);
-void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
-		 const void *key, size_t klen, const void *val, size_t vlen);
-uint64_t tdbd_log_commit(void *arg, const struct tdbo_log_size *sz);
-uint64_t tdbd_log_create(void *arg, const struct tdbo_table *t,
-			 const struct tdbo_log_size *sz);
-uint64_t tdbd_log_drop(void *arg, const struct tdbo_table *t,
-		       const struct tdbo_log_size *sz);
-/* Kernel mode: one record of tdb.ko's log (encoded whole, rec/len;
- * decoded, r) applied to the mirror and appended to the WAL.  Its LSN
- * must be the WAL's next: else -EPROTO, err naming both.  An error that
- * applied nothing to the mirror, or one that applied it and could not
- * log it (err says which). */
-struct wal_rec;
-int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
-		       const struct wal_rec *r, char *err, size_t errlen);
-/* A worker's round is over: write the WAL records appended so far (its
- * answers go out after). */
-void tdbd_log_write(struct tdbd *d);
-void tdbd_dirty_add(void *arg, struct tdbo_table *t, const void *key,
-		    size_t klen);
-void tdbd_dirty_free(struct dirty *s);
+void tdbd_on_durable(void *arg, uint64_t lsn);
 
 /* --- clients (client.c, worker.c, exec.c) ----------------------------- */
 
@@ -412,13 +386,13 @@ struct tdbd {
 	struct worker *workers;
 	unsigned int nworkers;
 
-	/* durability (durable.c) */
+	/* durability (durable/) */
 	struct wal *wal;
 	struct ckpt *ckpt;
 	pthread_mutex_t wake_lock;      /* workers vs the WAL's callback */
 	bool wake_on;           /* under wake_lock: workers may be woken */
 	struct durable *dur;    /* the checkpointer's state */
-	/* kernel mode (kernel.c): the supervisor of tdb.ko; NULL else */
+	/* kernel mode (kernel/): the supervisor of tdb.ko; NULL else */
 	struct kernel *kern;
 	bool kern_failed;       /* its follower stopped on an error */
 

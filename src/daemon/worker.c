@@ -45,6 +45,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "durable/durable.h"   /* tdbd_log_write */
 #include "tdbd.h"
 
 #define SLEEP_MS     100        /* longest sleep: heartbeat, deadlines */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * test_ckpt.c - tests of the checkpoint store (src/daemon/ckpt.c,
- * declared in src/daemon/ckpt.h).
+ * test_ckpt.c - tests of the checkpoint store (src/daemon/durable/ckpt.c,
+ * declared in src/daemon/durable/ckpt.h).
  *
  * Every test works in its own scratch data directory and checks real
  * outcomes: what tdbd_ckpt_read_meta and tdbd_ckpt_load_table give after

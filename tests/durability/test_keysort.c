@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * test_keysort.c - src/daemon/keysort.c: the checkpoint's key sort must
- * give exactly LMDB's default order (memcmp, then shorter first), which
- * MDB_APPEND requires.  Checked against qsort with the same comparison
+ * test_keysort.c - src/daemon/durable/keysort.c: the checkpoint's key
+ * sort must give exactly LMDB's default order (memcmp, then shorter
+ * first), which MDB_APPEND requires.  Checked against qsort with the same comparison
  * on keys made to hit every branch: zero bytes (the chunk padding),
  * keys that are prefixes of others, long common prefixes (deeper
  * chunks), runs over and under the insertion-sort threshold, and

@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "durable/durable.h"
 #include "internal.h"           /* src/owner: struct tdbo_table */
 #include "kernel.h"
 #include "rec.h"
@@ -51,7 +52,7 @@ static void start(struct tdbd *d)
 	snprintf(d->cfg.data_dir, sizeof(d->cfg.data_dir), "%s", dir);
 	pthread_mutex_init(&d->wake_lock, NULL);
 	assert_int_equal(tdbd_owner_start(d), 0);
-	assert_int_equal(tdbd_durable_start(d), 0);
+	assert_int_equal(tdbd_durable_start(d, tdbd_on_durable), 0);
 }
 
 static void stop(struct tdbd *d)

@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "durable/durable.h"
 #include "internal.h"           /* src/owner: struct tdbo_table */
 #include "kernel.h"
 #include "klog.h"

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * durable.h - tdbd's durability (docs/DURABILITY.md): what makes its
+ * tables survive it.  The interface the rest of tdbd uses; what the
+ * files below share only among themselves is in durable_int.h.
+ *
+ *   log.c         every change into the WAL: the owner's log hooks, the
+ *                 worker round's write (tdbd_log_*)
+ *   dirty.c       dirty sets: the keys each table changed since the last
+ *                 checkpoint (tdbd_dirty_*; owns struct dirty)
+ *   checkpoint.c  the checkpointer thread, checkpoints into LMDB, the
+ *                 last one at stop (owns struct durable)
+ *   recover.c     start (checkpoint loaded, WAL replayed, WAL opened,
+ *                 checkpointer started) and stop; kernel mode's records
+ *                 applied to the mirror (tdbd_durable_apply)
+ *   ckpt.c        the LMDB checkpoint store (ckpt.h)
+ *   keysort.c     a checkpoint's keys sorted in LMDB's order (keysort.h)
+ *
+ * Dependencies.  Durability may call the owner (src/owner) and the
+ * engine (src/core), the WAL (src/wal), LMDB, and tdbd's logging, clock
+ * and struct tdbd (tdbd.h: the configuration, the owner, d->wal,
+ * d->ckpt, d->dur, the counters).  It never calls serving (worker.c,
+ * client.c, exec.c, txn.c, the held answers in ../durable.c) nor kernel
+ * mode (../kernel/): what must happen when records become durable
+ * (workers holding answers woken, tdb.ko told) is the hook the caller
+ * passes to tdbd_durable_start.  Serving and kernel mode call
+ * durability only through this header (and read the WAL's LSNs through
+ * wal.h); tdbd_now_ns comes from main.c (or a test).
+ *
+ * Threads.  The log hooks run on whichever thread changes a table,
+ * under its locks; the checkpointer is a thread of its own (started by
+ * tdbd_durable_start, joined by tdbd_durable_stop); the hook passed to
+ * tdbd_durable_start runs on the WAL's flusher thread.
+ */
+#ifndef TDBD_DURABLE_H
+#define TDBD_DURABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tdbd;
+struct dirty;
+struct tdbo_log_size;
+struct tdbo_table;
+struct wal_rec;
+
+/* Records up to lsn are durable, or the WAL failed (wal_failed): told
+ * on the WAL's flusher thread, arg the struct tdbd.  It must not block
+ * on the WAL. */
+typedef void tdbd_durable_hook(void *arg, uint64_t lsn);
+
+/* Recover (checkpoint, then WAL replay), open the WAL, start the
+ * checkpointer; on_durable (may be NULL) is told when records become
+ * durable.  Before clients are accepted.  On an error, still call
+ * tdbd_durable_stop. */
+int tdbd_durable_start(struct tdbd *d, tdbd_durable_hook *on_durable);
+/* Last checkpoint (after the workers stopped), close everything. */
+void tdbd_durable_stop(struct tdbd *d);
+
+/* The owner's log hooks (struct tdbo_hooks: log_reserve, log_cancel,
+ * log_begin, log_op, log_commit, log_create, log_drop; arg the struct
+ * tdbd), called under the changed tables' locks (log.c). */
+int tdbd_log_reserve(void *arg, const struct tdbo_log_size *sz,
+		     const char **msg);
+void tdbd_log_cancel(void *arg, const struct tdbo_log_size *sz);
+void tdbd_log_begin(void *arg, uint64_t version);
+void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
+		 const void *key, size_t klen, const void *val, size_t vlen);
+uint64_t tdbd_log_commit(void *arg, const struct tdbo_log_size *sz);
+uint64_t tdbd_log_create(void *arg, const struct tdbo_table *t,
+			 const struct tdbo_log_size *sz);
+uint64_t tdbd_log_drop(void *arg, const struct tdbo_table *t,
+		       const struct tdbo_log_size *sz);
+/* A worker's round is over: write the WAL records appended so far (its
+ * answers go out after). */
+void tdbd_log_write(struct tdbd *d);
+
+/* The owner's dirty hook (under its write lock), and a table's set
+ * freed with the table (dirty.c). */
+void tdbd_dirty_add(void *arg, struct tdbo_table *t, const void *key,
+		    size_t klen);
+void tdbd_dirty_free(struct dirty *s);
+
+/* Kernel mode: one record of tdb.ko's log (encoded whole, rec/len;
+ * decoded, r) applied to the mirror and appended to the WAL.  Its LSN
+ * must be the WAL's next: else -EPROTO, err naming both.  An error that
+ * applied nothing to the mirror, or one that applied it and could not
+ * log it (err says which).  (recover.c) */
+int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
+		       const struct wal_rec *r, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * recover.c - durability's start and stop (durable.h): recovery (the
+ * checkpoint loaded, the WAL replayed after it), then the WAL opened
+ * and the checkpointer started; at stop the last checkpoint and
+ * everything closed.  Also kernel mode's records of tdb.ko's log applied
+ * to the mirror and appended to the WAL (tdbd_durable_apply: the same
+ * replay as at start).
+ *
+ * Invariants:
+ *  - Recovery = load the checkpoint, replay the WAL after its LSN, then
+ *    start a new segment; clients are accepted only after it.  On a full
+ *    disk nothing of start-up needs to write: the replay only cuts (a
+ *    torn tail), the WAL opens without a segment (wal_open: every change
+ *    fails with ENOSPC until the first commit that finds room makes it),
+ *    and the checkpoint after recovery fails softly and is retried like
+ *    any failed checkpoint.
+ *  - A table recovery cannot restore (its region cannot be made, a record
+ *    it cannot take) is set aside, never a reason not to start: it stays
+ *    in the registry without an engine table (dt->aside), its WAL
+ *    records are skipped, and dt->from is the LSN its checkpoint data is
+ *    as of.  Checkpoints write only its schema and "aside/<name>" =
+ *    from, never its databases, and keep every WAL segment with records
+ *    after the smallest such LSN.  At the next start a table with that
+ *    mark is loaded and its WAL records after `from` are replayed, also
+ *    those at or before the checkpoint's LSN (the "catch-up" range,
+ *    where every other record is skipped: the checkpoint has it).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt.h"
+#include "durable_int.h"
+#include "internal.h"           /* src/owner: struct tdbo_table */
+#include "tdbd.h"
+#include "wal.h"
+
+/* --- recovery ----------------------------------------------------------------- */
+
+struct rec_state {
+	struct tdbd *d;
+	struct tdbo_table *dt;
+	uint64_t records, last_report;
+	uint64_t ckpt_lsn;      /* records at or before it: catch-up only */
+	uint64_t skipped;       /* changes to set-aside tables not applied */
+	uint64_t old_version;   /* the version of a record of a table
+				 * checkpointed before versions */
+	uint64_t max_version;   /* the highest version loaded */
+	const char *phase;
+	char why[TDB_PROTO_EXTACK_MAX];  /* why a record could not load */
+};
+
+static void report(struct rec_state *rs, bool force)
+{
+	uint64_t now = tdbd_now_ns();
+
+	if (!force && now - rs->last_report < 1000000000ull)
+		return;
+	rs->last_report = now;
+	tdbd_notify("STATUS=recovering: %s, %llu records so far\n"
+		    "EXTEND_TIMEOUT_USEC=30000000", rs->phase,
+		    (unsigned long long)rs->records);
+	tdbd_log(L_INFO, "recovering: %s, %llu records so far", rs->phase,
+		 (unsigned long long)rs->records);
+}
+
+/* --- setting a table aside (recovery) ---------------------------------- */
+
+static void aside_log(const char *name, const char *why, uint64_t from)
+{
+	char esc[4 * TDB_PROTO_EXTACK_MAX];
+
+	tdbd_log(L_WARNING, "table %s cannot be restored: %s; it is set "
+		 "aside and tdbd starts without it: its checkpoint data and "
+		 "its WAL records after LSN %llu are kept untouched, every "
+		 "request on it fails with EIO.  Remove the cause (address "
+		 "space: RLIMIT_AS/LimitAS=, memory, hugepages) and restart "
+		 "tdbd to restore it with all its data, or drop it (tdb drop "
+		 "%s) to discard it", ESC(name),
+		 tdb_escape(esc, sizeof(esc), why, strlen(why)),
+		 (unsigned long long)from, ESC(name));
+}
+
+/* A table that could not be made: into the registry set aside. */
+static int aside_new(struct tdbd *d, const char *name, uint64_t id,
+		     uint32_t max_ext, uint32_t uid, uint32_t gid,
+		     uint32_t mode, uint64_t from, const char *why)
+{
+	int e = tdbo_table_add_aside(d->o, name, id, max_ext, uid, gid, mode,
+				     from, why);
+
+	if (!e)
+		aside_log(name, why, from);
+	return e;
+}
+
+/* A restored table that failed after all. */
+static int aside_set(struct tdbd *d, struct tdbo_table *dt, const char *why)
+{
+	int e = tdbo_table_set_aside(d->o, dt, why);
+
+	if (!e)
+		aside_log(dt->name, why, dt->from);
+	return e;
+}
+
+/* --- the checkpoint ----------------------------------------------------- */
+
+/* A record of the checkpoint, with its version (0: its table was
+ * checkpointed before versions; it gets the checkpoint's LSN, and the
+ * counter is raised past that: docs/DURABILITY.md, "Versions"). */
+static int load_record(void *arg, const void *key, size_t klen,
+		       const void *val, size_t vlen, uint64_t version)
+{
+	struct rec_state *rs = arg;
+	struct tdbe_extack ee = { 0 };
+	int err;
+
+	if (!version)
+		version = rs->old_version;
+	if (version > rs->max_version)
+		rs->max_version = version;
+	err = tdbe_put_ver(rs->dt->t, key, klen, val, vlen, 0, version, &ee);
+
+	if (err) {
+		snprintf(rs->why, sizeof(rs->why), "a record of its checkpoint "
+			 "cannot be loaded: %s",
+			 ee.msg ? ee.msg : tdbe_strerror(err));
+		return err;
+	}
+	if (!(++rs->records & 0xffff))
+		report(rs, false);
+	return 0;
+}
+
+/* One table of the checkpoint: loaded, or set aside.  < 0 only if even
+ * that failed (out of memory). */
+static int load_table(struct tdbd *d, struct rec_state *rs,
+		      const struct ckpt_table *t, uint64_t from)
+{
+	struct tdb_proto_extack ext = { 0 };
+	char err[512] = "", why[TDB_PROTO_EXTACK_MAX];
+	bool versioned = false;
+	int e;
+
+	e = tdbo_table_restore(d->o, t->name, t->id, t->max_extents, t->uid,
+			       t->gid, t->mode, &rs->dt, &ext.msg);
+	if (e) {
+		snprintf(why, sizeof(why), "its region cannot be made: %s "
+			 "(%s)", ext.msg ? ext.msg : "engine", ERRSTR(e));
+		return aside_new(d, t->name, t->id, t->max_extents, t->uid,
+				 t->gid, t->mode, from, why);
+	}
+	rs->dt->from = from;
+	rs->why[0] = '\0';
+	e = tdbd_ckpt_load_table(d->ckpt, t->name, load_record, rs,
+				 &versioned, err, sizeof(err));
+	if (e) {
+		snprintf(why, sizeof(why), "%s", rs->why[0] ? rs->why :
+			 err[0] ? err : ERRSTR(e));
+		return aside_set(d, rs->dt, why);
+	}
+	/* the checkpoint has it; one from before versions is written
+	 * whole next time (its versions beside it: ckpt.h) */
+	rs->dt->ckpt_full = !versioned;
+	rs->dt->catchup = t->aside;
+	return 0;
+}
+
+/* Load every table; *after: where the WAL replay must start (before
+ * the checkpoint's LSN if a table was set aside before). */
+static int load_checkpoint(struct tdbd *d, uint64_t *lsn, uint64_t *after)
+{
+	struct durable *u = d->dur;
+	struct rec_state rs = { .d = d, .phase = "loading the checkpoint" };
+	struct ckpt_table *tabs = NULL;
+	unsigned int n = 0, i;
+	uint64_t version = 0;
+	char err[512], esc[4 * 512];    /* err names tables: escaped */
+	int e = 0;
+
+	if ((e = tdbd_ckpt_read_meta(d->ckpt, lsn, &tabs, &n, err,
+				     sizeof(err))) ||
+	    (e = tdbd_ckpt_read_version(d->ckpt, &version, err,
+					sizeof(err)))) {
+		free(tabs);
+		tdbd_log(L_ERR, "%s", tdb_escape(esc, sizeof(esc), err,
+					       strlen(err)));
+		return e;
+	}
+	rs.old_version = *lsn ? *lsn : 1;
+	u->tabs = calloc(n ? n : 1, sizeof(*u->tabs));
+	if (!u->tabs) {
+		free(tabs);
+		return -ENOMEM;
+	}
+	*after = *lsn;
+	for (i = 0; i < n; i++) {
+		uint64_t from = tabs[i].aside ? tabs[i].from : *lsn;
+
+		if ((e = load_table(d, &rs, &tabs[i], from)))
+			break;
+		if (tabs[i].aside) {
+			u->must = true;
+			if (from < *after)
+				*after = from;
+		}
+		snprintf(u->tabs[i].name, sizeof(u->tabs[i].name), "%s",
+			 tabs[i].name);
+		u->tabs[i].id = tabs[i].id;
+		u->ntabs = i + 1;
+	}
+	free(tabs);
+	/* Every version given before the checkpoint (of a key deleted
+	 * since too) is <= its "version"; the records' are <= max. */
+	tdbo_version_floor(d->o, version > rs.max_version ? version :
+			   rs.max_version);
+	if (!e)
+		tdbd_log(L_INFO, "checkpoint at LSN %llu: %u table(s), %llu "
+			 "records; versions up to %llu",
+			 (unsigned long long)*lsn, n,
+			 (unsigned long long)rs.records,
+			 (unsigned long long)tdbo_version_last(d->o));
+	return e;
+}
+
+/* --- the WAL ------------------------------------------------------------- */
+
+/* Is record r's change to dt one to apply?  In the catch-up range only
+ * for a table restored from aside, after its `from`; a set-aside table
+ * never. */
+static bool replay_wants(const struct rec_state *rs, const struct tdbo_table *dt,
+			 const struct wal_rec *r)
+{
+	if (dt->aside)
+		return false;
+	return r->lsn > rs->ckpt_lsn || (dt->catchup && r->lsn > dt->from);
+}
+
+/* One op on dt: 0 (applied, skipped, or dt set aside now) or < 0. */
+static int replay_op(struct rec_state *rs, const struct wal_rec *r,
+		     struct tdbo_table *dt, const struct wal_opv *op,
+		     uint64_t version)
+{
+	struct tdbe_extack ee = { 0 };
+	char why[TDB_PROTO_EXTACK_MAX];
+	int err;
+
+	if (!replay_wants(rs, dt, r)) {
+		rs->skipped += !!dt->aside;
+		return 0;
+	}
+	err = tdbo_replay(dt, op->op == WAL_OP_DEL, op->key, op->klen,
+			  op->val, op->vlen, version, &ee.msg);
+	if (!err) {
+		rs->records++;
+		return 0;
+	}
+	snprintf(why, sizeof(why), "WAL record %llu cannot be applied: %s",
+		 (unsigned long long)r->lsn,
+		 ee.msg ? ee.msg : tdbe_strerror(err));
+	return aside_set(rs->d, dt, why);
+}
+
+static int replay_ops(struct rec_state *rs, const struct wal_rec *r)
+{
+	struct tdbd *d = rs->d;
+	struct wal_opv op;
+	uint64_t version;
+	uint32_t pos = 0;
+	int k, err;
+
+	/* an old WAL_OPS record: its LSN (wal.h, "Files") */
+	if ((k = wal_ops_version(r, &version)))
+		goto bad;
+	while ((k = wal_next_op(r, &pos, &op)) > 0) {
+		struct tdbo_table *dt = tdbo_table_get(d->o, op.name);
+
+		if (!dt && r->lsn <= rs->ckpt_lsn)
+			continue;       /* catch-up: dropped since */
+		if (!dt) {
+			tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu "
+				 "changes table %s, which does not exist",
+				 r->file, (unsigned long long)r->off,
+				 (unsigned long long)r->lsn, ESC(op.name));
+			return -EUCLEAN;
+		}
+		err = replay_op(rs, r, dt, &op, version);
+		tdbo_table_put(dt);
+		if (err)
+			return err;
+	}
+bad:
+	if (k < 0)
+		tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu is "
+			 "malformed inside (its CRC is right: a bug?)",
+			 r->file, (unsigned long long)r->off,
+			 (unsigned long long)r->lsn);
+	return k;
+}
+
+/* WAL_CREATE after the checkpoint: a table that cannot be made is set
+ * aside with all of its changes in the WAL (from the record before). */
+static int replay_create(struct rec_state *rs, const struct wal_rec *r,
+			 struct tdb_proto_extack *ext)
+{
+	struct tdbd *d = rs->d;
+	struct tdbo_table *dt = NULL;
+	struct wal_create c;
+	char why[TDB_PROTO_EXTACK_MAX];
+	int err;
+
+	if ((err = wal_get_create(r, &c)))
+		return err;
+	err = tdbo_table_restore(d->o, c.name, c.id, c.max_extents, c.uid,
+				 c.gid, c.mode, &dt, &ext->msg);
+	if (!err) {
+		dt->from = r->lsn - 1;
+		return 0;
+	}
+	if (err == -EEXIST)
+		return err;
+	snprintf(why, sizeof(why), "its region cannot be made: %s (%s)",
+		 ext->msg ? ext->msg : "engine", ERRSTR(err));
+	ext->msg = NULL;
+	return aside_new(d, c.name, c.id, c.max_extents, c.uid, c.gid, c.mode,
+			 r->lsn - 1, why);
+}
+
+static int replay_rec(void *arg, const struct wal_rec *r)
+{
+	struct rec_state *rs = arg;
+	struct tdbd *d = rs->d;
+	struct tdb_proto_extack ext = { 0 };
+	char name[65];
+	int err;
+
+	report(rs, false);
+	if (wal_is_ops(r))
+		return replay_ops(rs, r);
+	/* catch-up: the checkpoint has every create and drop up to its
+	 * LSN (a table set aside was never dropped since its `from`) */
+	if (r->lsn <= rs->ckpt_lsn &&
+	    (r->type == WAL_CREATE || r->type == WAL_DROP))
+		return 0;
+	switch (r->type) {
+	case WAL_CREATE:
+		err = replay_create(rs, r, &ext);
+		break;
+	case WAL_DROP: {
+		struct tdbo_table *dt;
+
+		if ((err = wal_get_drop(r, name)))
+			return err;
+		if (!(dt = tdbo_table_get(d->o, name))) {
+			err = -ENOENT;
+			break;
+		}
+		err = tdbo_table_drop_replay(d->o, dt, &ext.msg);
+		tdbo_table_put(dt);
+		break;
+	}
+	default:
+		return -EUCLEAN;
+	}
+	if (err)
+		tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu: %s",
+			 r->file, (unsigned long long)r->off,
+			 (unsigned long long)r->lsn,
+			 ext.msg ? ext.msg : strerror(-err));
+	return err;
+}
+
+/* Kernel mode: a record of tdb.ko's log into the mirror, then the WAL
+ * (kernel.c checks it follows the mirror's last LSN; so does the WAL). */
+int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
+		       const struct wal_rec *r, char *err, size_t errlen)
+{
+	struct rec_state rs = { .d = d, .phase = "following tdb.ko",
+				.last_report = tdbd_now_ns() };
+	uint64_t next = wal_appended(d->wal) + 1;
+	int e;
+
+	if (r->lsn != next) {
+		snprintf(err, errlen, "record LSN %llu is not the WAL's next "
+			 "LSN %llu", (unsigned long long)r->lsn,
+			 (unsigned long long)next);
+		return -EPROTO;
+	}
+	if ((e = replay_rec(&rs, r))) {
+		snprintf(err, errlen, "it cannot be applied to the mirror: "
+			 "%s", ERRSTR(e));
+		return e;
+	}
+	if ((e = wal_append_rec(d->wal, rec, len, err, errlen)))
+		return e;
+	dur_count_record(d);
+	return 0;
+}
+
+static void replay_note(void *arg, const char *msg)
+{
+	(void)arg;
+	tdbd_log(L_WARNING, "WAL: %s", msg);
+}
+
+static int mkdir_if(const char *path)
+{
+	if (mkdir(path, 0750) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int tdbd_durable_start(struct tdbd *d, tdbd_durable_hook *on_durable)
+{
+	struct durable *u = dur_new(d->cfg.data_dir);
+	struct rec_state rs = { .d = d, .phase = "replaying the WAL" };
+	unsigned int naside;
+	struct wal_replay_opts ro = { .fn = replay_rec, .arg = &rs,
+		.note = replay_note,
+		.truncate_damage = d->cfg.wal_truncate_damaged };
+	struct wal_replay_result res;
+	struct wal_opts wo = { .segment_size = d->cfg.wal_segment_size,
+		.sync = (enum wal_sync)d->cfg.sync,
+		.batch_ms = d->cfg.batch_ms, .on_durable = on_durable,
+		.arg = d };
+	uint64_t t0 = tdbd_now_ns(), lsn = 0;
+	char err[PATH_MAX + 512];
+	int e;
+
+	if (!u)
+		return -ENOMEM;
+	d->dur = u;
+	if ((e = mkdir_if(u->wal_dir))) {
+		tdbd_log(L_ERR, "WAL directory %s: %s", u->wal_dir,
+			 strerror(-e));
+		return e;
+	}
+	if ((e = tdbd_ckpt_open(d->cfg.data_dir, &d->ckpt, err,
+				sizeof(err)))) {
+		tdbd_log(L_ERR, "%s", err);
+		return e;
+	}
+	report(&(struct rec_state){ .phase = "loading the checkpoint" }, true);
+	if ((e = load_checkpoint(d, &lsn, &ro.after)))
+		return e;
+	u->ckpt_lsn = lsn;
+	d->ctr.ckpt_lsn = lsn;
+	rs.ckpt_lsn = lsn;
+	rs.last_report = tdbd_now_ns();
+	if ((e = wal_replay(u->wal_dir, &ro, &res, err, sizeof(err)))) {
+		tdbd_log(L_ERR, "%s", err);
+		return e;
+	}
+	if (res.records)
+		tdbd_log(L_INFO, "WAL: replayed %llu record(s) (%llu "
+			 "change(s)) after LSN %llu from %u segment(s) in %llu "
+			 "ms; now at LSN %llu",
+			 (unsigned long long)res.records,
+			 (unsigned long long)rs.records,
+			 (unsigned long long)ro.after, res.segments,
+			 (unsigned long long)((tdbd_now_ns() - t0) / 1000000),
+			 (unsigned long long)res.last_lsn);
+	if ((naside = tdbo_table_count_aside(d->o)))
+		tdbd_log(L_WARNING, "recovery: %u table(s) set aside (see "
+			 "above), %llu change(s) to them in the WAL not "
+			 "applied; tdbd starts without them", naside,
+			 (unsigned long long)rs.skipped);
+	/* the catch-up range may have been all there was */
+	if (res.last_lsn < lsn)
+		res.last_lsn = lsn;
+	/* Replay raised the version counter past every version it gave
+	 * back; an old WAL_OPS record's version is its LSN (wal.h), so
+	 * every version given from now on is above the log's LSNs too. */
+	tdbo_version_floor(d->o, res.last_lsn);
+	if ((e = wal_open(u->wal_dir, res.last_lsn + 1, &wo, &d->wal, err,
+			  sizeof(err)))) {
+		tdbd_log(L_ERR, "%s", err);
+		return e;
+	}
+	if (!wal_has_segment(d->wal))
+		tdbd_log(L_WARNING, "%s (tables are loaded and readable; "
+			 "free space on that filesystem)", err);
+	return dur_checkpointer_start(d, res.records > 0);
+}
+
+void tdbd_durable_stop(struct tdbd *d)
+{
+	struct durable *u = d->dur;
+
+	if (!u)
+		return;
+	dur_checkpointer_stop(d);
+	if (d->wal && d->ckpt && !wal_failed(d->wal))
+		dur_last_checkpoint(d);
+	wal_close(d->wal);
+	d->wal = NULL;
+	tdbd_ckpt_close(d->ckpt);
+	d->ckpt = NULL;
+	dur_free(u);
+	d->dur = NULL;
+}
