@@ -128,8 +128,8 @@ static int check_hdr(struct tdb_ring *r, size_t data_map_size,
 	return 0;
 }
 
-/* Where the message at index i of a FEED ring ends (the producer's own
- * data: readers cannot write it). */
+/* Where the frame at index i of a FEED ring ends, *h its header (the
+ * producer's own data, below r->pos: readers cannot write it). */
 static uint64_t feed_next(const struct tdb_ring *r, uint64_t i,
 			  struct nlmsghdr *h)
 {
