@@ -75,13 +75,51 @@ struct tdb_frames {
 	uint32_t max_msg;       /* longest message (fillers may be longer) */
 };
 
+/* tdb_frame_at's rare cases, out of its straight line: the frame at i
+ * is not a whole header below end (the unmarked end of the area, or a
+ * bad end), or its header, already in *h, breaks the layout. */
+static inline long tdb_frame_edge(const struct tdb_frames *a, uint32_t rem,
+				  uint64_t avail, struct nlmsghdr *h,
+				  const char **why)
+{
+	if (avail > a->size)
+		*why = "index is more than a ring away from the end";
+	else if (rem >= NLMSG_HDRLEN)
+		*why = "producer index is inside a message header";
+	else if (avail < rem)
+		*why = "producer index is inside the skipped end of the ring";
+	else {
+		h->nlmsg_len = rem;
+		h->nlmsg_type = NLMSG_NOOP;
+		return rem;
+	}
+	return -EPROTO;
+}
+
+static inline long tdb_frame_bad(uint32_t len, uint32_t rem, uint64_t avail,
+				 const char **why)
+{
+	if (len < NLMSG_HDRLEN)
+		*why = "message is shorter than its header";
+	else if (len > rem)
+		*why = "message runs past the end of the ring";
+	else if (NLMSG_ALIGN(len) > avail)
+		*why = "message runs past the producer index";
+	else
+		*why = "message is longer than the ring's max_msg";
+	return -EPROTO;
+}
+
 /*
  * The frame at index i (end: the published end).  Returns its step, the
  * bytes to the next frame (> 0), with *h its checked header: a message
  * (NLMSG_HDRLEN <= nlmsg_len <= max_msg, within the area and below
  * end), or padding, nlmsg_type NLMSG_NOOP (for the unmarked end, *h is
  * made up: nlmsg_len = the bytes skipped).  -EPROTO with *why (static
- * text) when the frame breaks the layout; *h then holds what was read.
+ * text; *why is only written then) when the frame breaks the layout;
+ * *h then holds what was read.  Inline: it runs once per message in
+ * the consumer, whose straight line is one header copy and one branch
+ * before it and one after.
  */
 static inline long tdb_frame_at(const struct tdb_frames *a, uint64_t i,
 				uint64_t end, struct nlmsghdr *h,
@@ -91,34 +129,15 @@ static inline long tdb_frame_at(const struct tdb_frames *a, uint64_t i,
 	uint32_t rem = a->size - off, len;
 	uint64_t avail = end - i;
 
-	*why = (const char *)0;
-	if (avail > a->size)
-		*why = "index is more than a ring away from the end";
-	else if (rem < NLMSG_HDRLEN) {
-		if (avail < rem)
-			*why = "producer index is inside the skipped end of "
-			       "the ring";
-		else {
-			h->nlmsg_len = rem;
-			h->nlmsg_type = NLMSG_NOOP;
-			return rem;
-		}
-	} else if (avail < NLMSG_HDRLEN)
-		*why = "producer index is inside a message header";
-	if (*why)
-		return -EPROTO;
+	if (tdb_unlikely(avail > a->size || rem < NLMSG_HDRLEN ||
+			 avail < NLMSG_HDRLEN))
+		return tdb_frame_edge(a, rem, avail, h, why);
 	memcpy(h, a->data + off, NLMSG_HDRLEN);
 	len = h->nlmsg_len;                     /* read once, from the copy */
-	if (len < NLMSG_HDRLEN)
-		*why = "message is shorter than its header";
-	else if (len > rem)
-		*why = "message runs past the end of the ring";
-	else if (NLMSG_ALIGN(len) > avail)
-		*why = "message runs past the producer index";
-	else if (h->nlmsg_type != NLMSG_NOOP && len > a->max_msg)
-		*why = "message is longer than the ring's max_msg";
-	if (*why)
-		return -EPROTO;
+	if (tdb_unlikely(len < NLMSG_HDRLEN || len > rem ||
+			 NLMSG_ALIGN(len) > avail ||
+			 (len > a->max_msg && h->nlmsg_type != NLMSG_NOOP)))
+		return tdb_frame_bad(len, rem, avail, why);
 	return NLMSG_ALIGN(len);
 }
 
