@@ -129,8 +129,10 @@ static inline long tdb_frame_at(const struct tdb_frames *a, uint64_t i,
 	uint32_t rem = a->size - off, len;
 	uint64_t avail = end - i;
 
-	if (tdb_unlikely(avail > a->size || rem < NLMSG_HDRLEN ||
-			 avail < NLMSG_HDRLEN))
+	/* avail within [NLMSG_HDRLEN, size]: one unsigned compare */
+	if (tdb_unlikely(avail - NLMSG_HDRLEN >
+			 (uint64_t)a->size - NLMSG_HDRLEN ||
+			 rem < NLMSG_HDRLEN))
 		return tdb_frame_edge(a, rem, avail, h, why);
 	memcpy(h, a->data + off, NLMSG_HDRLEN);
 	len = h->nlmsg_len;                     /* read once, from the copy */
