@@ -131,7 +131,7 @@ static inline long tdb_frame_at(const struct tdb_frames *a, uint64_t i,
 
 	/* avail within [NLMSG_HDRLEN, size]: one unsigned compare */
 	if (tdb_unlikely(avail - NLMSG_HDRLEN >
-			 (uint64_t)a->size - NLMSG_HDRLEN ||
+			 a->size - NLMSG_HDRLEN ||
 			 rem < NLMSG_HDRLEN))
 		return tdb_frame_edge(a, rem, avail, h, why);
 	memcpy(h, a->data + off, NLMSG_HDRLEN);
