@@ -59,15 +59,15 @@ struct tdb_ring;
  * returned: the shared bytes may change under us (a client's ring, a
  * lapping FEED producer) and the answer stays consistent with the copy.
  * The body is not read: a caller that needs it copies it afterwards,
- * with the checked h->nlmsg_len (the consumer), or reads it in place
- * where nobody else writes it (tdb.ko's own rings; tdbd's view of the
- * log, which tdb.ko does not overwrite before tdbd reports it durable).
+ * with the checked h->nlmsg_len (the consumer; tdbd's log reader, though
+ * tdb.ko does not overwrite a record before tdbd reports it durable), or
+ * reads it in place where nobody else writes it (tdb.ko's own rings).
  *
  * Every byte read lies in the area: the header only when at least
  * NLMSG_HDRLEN bytes are left before the end of the area; and every
- * step moves forward by at least 1 byte and at most end - i (which must
- * be at most size), so a walk from i to end takes at most end - i
- * steps and cannot loop on a zero length.
+ * step moves forward by at least 1 byte and at most end - i (an end
+ * more than size bytes from i is refused), so a walk from i to end takes
+ * at most end - i steps and cannot loop on a zero length.
  */
 struct tdb_frames {
 	const unsigned char *data;
