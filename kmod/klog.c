@@ -46,6 +46,7 @@
 
 #include "tdb/kdev.h"
 #include "tdb/ring.h"
+#include "ring_core.h"          /* the frame walker */
 #include "kcompat.h"
 #include "owner.h"
 #include "../src/owner/internal.h"        /* struct tdbo_table */
@@ -246,32 +247,37 @@ static void put(const void *p, size_t n)
 	}
 }
 
-/* The index of the first log message at or after i, below end (padding
- * passed over), or end. */
-static u64 next_msg(u64 i, u64 end)
+/*
+ * The index of the first log message at or after i, below end (padding
+ * passed over), or end; *nh its header.  The walk is src/ring's
+ * (ring_core.h, tdb_frame_next) over our own ring, written under
+ * lg.lock, which the callers hold: a bad frame is our bug, warned about
+ * once and taken as the end, never looped on.
+ */
+static u64 next_msg(u64 i, u64 end, struct nlmsghdr *nh)
 {
-	while (i < end) {
-		u32 off = (u32)(i & lg.mask), left = lg.size - off;
-		const struct nlmsghdr *nh = (void *)(lg.data + off);
+	struct tdb_frames a = { lg.data, lg.size, lg.max_msg };
+	const char *why;
+	long step;
 
-		if (left < NLMSG_HDRLEN)
-			i += left;
-		else if (nh->nlmsg_type == NLMSG_NOOP)
-			i += NLMSG_ALIGN(nh->nlmsg_len);
-		else
-			return i;
-	}
-	return end;
+	if (i >= end)
+		return end;
+	step = tdb_frame_next(&a, &i, end, nh, &why);
+	if (WARN_ONCE(step < 0, "tdb: change log ring at %llu: %s\n", i, why))
+		return end;
+	return step ? i : end;
 }
 
 /* The index after the record whose first message is at i (< end). */
 static u64 rec_end(u64 i, u64 end, u32 *crc)
 {
+	struct nlmsghdr h;
+	const struct nlmsghdr *nh = &h;
 	bool first = true;
 
-	for (i = next_msg(i, end); i < end; i = next_msg(i, end)) {
-		const struct nlmsghdr *nh = (void *)(lg.data + (i & lg.mask));
-		const unsigned char *p = (const void *)(nh + 1);
+	for (i = next_msg(i, end, &h); i < end; i = next_msg(i, end, &h)) {
+		const unsigned char *p = lg.data + (i & lg.mask) +
+					 NLMSG_HDRLEN;
 		u32 n = nh->nlmsg_len - NLMSG_HDRLEN;
 
 		if (crc) {
@@ -492,6 +498,7 @@ static u64 lsn_at(u64 i)
 
 u64 tdbk_log_durable(u64 lsn)
 {
+	struct nlmsghdr nh;
 	u64 i, d;
 
 	mutex_lock(&lg.lock);
@@ -499,8 +506,8 @@ u64 tdbk_log_durable(u64 lsn)
 		lsn = lg.next_lsn - 1;
 	if (lsn > lg.durable && lg.hdr) {
 		WRITE_ONCE(lg.durable, lsn);
-		for (i = next_msg(lg.cons, lg.prod); i < lg.prod;
-		     i = next_msg(i, lg.prod)) {
+		for (i = next_msg(lg.cons, lg.prod, &nh); i < lg.prod;
+		     i = next_msg(i, lg.prod, &nh)) {
 			if (lsn_at(i) > lsn)
 				break;
 			i = rec_end(i, lg.prod, NULL);
@@ -523,13 +530,14 @@ u64 tdbk_log_durable_lsn(void)
 
 void tdbk_log_range(u64 *first, u64 *next)
 {
+	struct nlmsghdr nh;
 	u64 i;
 
 	mutex_lock(&lg.lock);
 	*next = lg.next_lsn;
 	*first = lg.next_lsn;
 	if (lg.hdr) {
-		i = next_msg(lg.cons, lg.prod);
+		i = next_msg(lg.cons, lg.prod, &nh);
 		if (i < lg.prod)
 			*first = lsn_at(i);
 	}

@@ -355,58 +355,7 @@ uint64_t tdbp_hash64(const void *data, size_t len, uint64_t seed)
 	return xxh64(data, len, seed);
 }
 
-/* CRC32C of the change log's records (src/wal/walrec.c), the WAL's
- * convention (start at 0, chainable), slicing by 8 bytes like tdbd's
- * software one (src/wal/wal.c).  Tables of our own, made at first use:
- * the kernel's crc32c() would make tdb.ko depend on libcrc32c and on
- * the crypto API's crc32c module being loadable. */
-static u32 crc32c_table[8][256];
-static DEFINE_MUTEX(crc32c_lock);
-static bool crc32c_ready;
-
-static void crc32c_init(void)
-{
-	u32 i, j, c;
-
-	mutex_lock(&crc32c_lock);
-	if (!crc32c_ready) {
-		for (i = 0; i < 256; i++) {
-			c = i;
-			for (j = 0; j < 8; j++)
-				c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-			crc32c_table[0][i] = c;
-		}
-		for (i = 0; i < 256; i++)
-			for (j = 1; j < 8; j++)
-				crc32c_table[j][i] =
-					(crc32c_table[j - 1][i] >> 8) ^
-					crc32c_table[0][crc32c_table[j - 1][i] &
-							0xff];
-		smp_store_release(&crc32c_ready, true);
-	}
-	mutex_unlock(&crc32c_lock);
-}
-
-uint32_t tdbp_crc32c(uint32_t crc, const void *buf, size_t len)
-{
-	const u32 (*t)[256] = crc32c_table;
-	const unsigned char *p = buf;
-	u32 c = ~crc;
-
-	if (unlikely(!smp_load_acquire(&crc32c_ready)))
-		crc32c_init();
-	for (; len >= 8; len -= 8, p += 8) {
-		u32 lo = c ^ ((u32)p[0] | (u32)p[1] << 8 |
-			      (u32)p[2] << 16 | (u32)p[3] << 24);
-
-		c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^
-		    t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
-		    t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
-	}
-	while (len--)
-		c = (c >> 8) ^ t[0][(c ^ *p++) & 0xff];
-	return ~c;
-}
+/* tdbp_crc32c is src/wal/crc32c.c, shared with user space (Kbuild). */
 
 uint64_t tdbp_random_u64(void)
 {

@@ -14,7 +14,9 @@
  * sides, and FEED rings (readers at their own cursors, laps with the
  * number of lost messages, late readers).  The core as tdb.ko uses it
  * (ring_core.h): attached with no wake ops, load/pop/release with a
- * frame budget, unread; commit zeroing the alignment padding.
+ * frame budget, unread; commit zeroing the alignment padding.  The
+ * frame walker every ring reader shares (tdb_frame_at, tdb_frame_next):
+ * bounds, zero lengths, max_msg, the unmarked end.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -2461,6 +2463,85 @@ static void test_core_feed_no_ops(void **state)
 	feed_free(f);
 }
 
+/* --- the frame walker (ring_core.h, tdb_frame_at / tdb_frame_next) ---- */
+
+/* A frame header written at off of a 4 KiB area. */
+static void frame_put(unsigned char *d, uint32_t off, uint32_t len,
+		      uint16_t type)
+{
+	struct nlmsghdr h = { .nlmsg_len = len, .nlmsg_type = type };
+
+	memcpy(d + off, &h, sizeof(h));
+}
+
+static void test_frames(void **state)
+{
+	static unsigned char d[4096];
+	struct tdb_frames a = { d, sizeof(d), 1024 };
+	struct nlmsghdr h;
+	const char *why;
+	uint64_t i;
+
+	(void)state;
+	memset(d, 0, sizeof(d));
+	/* a message, padded to 4: its step, its header copied */
+	frame_put(d, 0, 21, 0x20);
+	assert_int_equal(tdb_frame_at(&a, 0, 64, &h, &why), 24);
+	assert_int_equal(h.nlmsg_len, 21);
+	assert_int_equal(h.nlmsg_type, 0x20);
+	/* at the published end, or short of a header: nothing to read */
+	assert_int_equal(tdb_frame_at(&a, 0, 0, &h, &why), -EPROTO);
+	assert_int_equal(tdb_frame_at(&a, 0, 8, &h, &why), -EPROTO);
+	assert_non_null(strstr(why, "inside a message header"));
+	/* past the published end */
+	assert_int_equal(tdb_frame_at(&a, 0, 20, &h, &why), -EPROTO);
+	assert_non_null(strstr(why, "past the producer index"));
+	/* an end more than a ring away (or behind i): refused, not walked */
+	assert_int_equal(tdb_frame_at(&a, 0, 4097, &h, &why), -EPROTO);
+	assert_int_equal(tdb_frame_at(&a, 64, 0, &h, &why), -EPROTO);
+	assert_non_null(strstr(why, "more than a ring"));
+	/* zero and short lengths never make a step of 0 */
+	frame_put(d, 0, 0, 0x20);
+	assert_int_equal(tdb_frame_at(&a, 0, 64, &h, &why), -EPROTO);
+	assert_non_null(strstr(why, "shorter than its header"));
+	frame_put(d, 0, 0, NLMSG_NOOP);
+	assert_int_equal(tdb_frame_at(&a, 0, 64, &h, &why), -EPROTO);
+	i = 0;
+	assert_int_equal(tdb_frame_next(&a, &i, 64, &h, &why), -EPROTO);
+	assert_int_equal(i, 0);
+	/* max_msg binds messages, not fillers */
+	frame_put(d, 0, 1028, 0x20);
+	assert_int_equal(tdb_frame_at(&a, 0, 2048, &h, &why), -EPROTO);
+	assert_non_null(strstr(why, "max_msg"));
+	frame_put(d, 0, 1028, NLMSG_NOOP);
+	assert_int_equal(tdb_frame_at(&a, 0, 2048, &h, &why), 1028);
+	assert_int_equal(h.nlmsg_type, NLMSG_NOOP);
+	/* a length past the end of the area (the free-running index
+	 * wraps: index 4096 + 4000 is offset 4000) */
+	frame_put(d, 4000, 100, 0x20);
+	assert_int_equal(tdb_frame_at(&a, 8096, 8192, &h, &why), -EPROTO);
+	assert_non_null(strstr(why, "past the end of the ring"));
+	/* the unmarked end (12 bytes): a made-up filler, no byte read */
+	memset(d + 4084, 0xff, 12);
+	assert_int_equal(tdb_frame_at(&a, 4084, 4096 + 64, &h, &why), 12);
+	assert_int_equal(h.nlmsg_type, NLMSG_NOOP);
+	assert_int_equal(h.nlmsg_len, 12);
+	assert_int_equal(tdb_frame_at(&a, 4084, 4090, &h, &why), -EPROTO);
+	assert_non_null(strstr(why, "skipped end"));
+	/* next: over a NOOP to the end of the area, the skipped end
+	 * after it... */
+	frame_put(d, 4000, 84, NLMSG_NOOP);
+	frame_put(d, 0, 40, 0x21);
+	i = 4000;
+	assert_int_equal(tdb_frame_next(&a, &i, 4096 + 40, &h, &why), 40);
+	assert_int_equal(i, 4096);
+	assert_int_equal(h.nlmsg_type, 0x21);
+	/* ...and nothing but padding up to end: 0, at end */
+	i = 4000;
+	assert_int_equal(tdb_frame_next(&a, &i, 4096, &h, &why), 0);
+	assert_int_equal(i, 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2505,6 +2586,7 @@ int main(void)
 		cmocka_unit_test(test_core_unread),
 		cmocka_unit_test(test_core_feed_no_ops),
 		cmocka_unit_test(test_commit_zeroes_padding),
+		cmocka_unit_test(test_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

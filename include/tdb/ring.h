@@ -3,21 +3,27 @@
  * tdb/ring.h - the shared ring ABI (stable; version TDB_RING_VERSION).
  *
  * A ring carries a byte stream of netlink messages from one producer to
- * its consumer(s), through memory both map (a memfd in user space, pages
- * of /dev/tdb later).  Three kinds share one layout:
+ * its consumer(s), through memory both map (a memfd tdbd makes, or
+ * vmalloc'd pages tdb.ko maps through /dev/tdb).  Four kinds share one
+ * layout:
  *
  *   TDB_RING_SUBMIT   client -> owner requests, one consumer
  *   TDB_RING_COMPLETE owner -> client replies, one consumer
  *   TDB_RING_FEED     owner -> any number of watchers (change feed);
  *                     the producer never waits, readers that are lapped
  *                     see an overrun and resynchronise
+ *   TDB_RING_LOG      tdb.ko -> its supervisor (tdbd), the change log
+ *                     (tdb/kdev.h, "THE SUPERVISOR"): records in
+ *                     messages of type TDB_LOG_MSG; the reader maps it
+ *                     read-only and reports what is durable through an
+ *                     ioctl, and the producer moves `cons` itself
  *
  * Memory: one 4 KiB header page, then `data_size` bytes of data (a power
  * of two, at least 4 KiB), so the whole mapping is TDB_RING_HDR_SIZE +
  * data_size bytes.  The data pages are mapped writable by the producer
  * only; consumers map them read-only.  The header page is writable by
  * both sides of a SUBMIT/COMPLETE ring (each writes only its own cache
- * line) and read-only for FEED readers.
+ * line) and read-only for FEED and LOG readers.
  *
  * Indices are free-running 64-bit byte counts; position = index &
  * (data_size - 1).  Each side keeps its own index privately and only
@@ -29,7 +35,9 @@
  * with one NLMSG_NOOP message (nlmsg_len = bytes to the end) and starts
  * at position 0; if fewer than NLMSG_HDRLEN (16) bytes are left, they
  * are skipped with no message at all.  A message is at most `max_msg`
- * bytes (at most data_size / 2).
+ * bytes (at most data_size / 2).  Every reader of these frames walks
+ * them with src/ring/ring_core.h's tdb_frame_at, which checks each
+ * header against the area and the published end before using it.
  *
  * Publication (acquire/release, as io_uring and AF_XDP): the producer
  * writes messages, then stores `prod` with release; the consumer loads

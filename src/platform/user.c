@@ -601,34 +601,8 @@ uint64_t tdbp_random_u64(void)
 	return v;
 }
 
-/* CRC32C, one byte at a time from a table made once: what the shared
- * code (src/wal/walrec.c) checksums with in user space.  tdbd's WAL has
- * its own, faster one (wal_crc32c); tests/test_walrec.c compares them. */
-static uint32_t crc32c_table[256];
-static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
-
-static void crc32c_init(void)
-{
-	uint32_t i, j, c;
-
-	for (i = 0; i < 256; i++) {
-		c = i;
-		for (j = 0; j < 8; j++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		crc32c_table[i] = c;
-	}
-}
-
-uint32_t tdbp_crc32c(uint32_t crc, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-	uint32_t c = ~crc;
-
-	pthread_once(&crc32c_once, crc32c_init);
-	while (len--)
-		c = (c >> 8) ^ crc32c_table[(c ^ *p++) & 0xff];
-	return ~c;
-}
+/* tdbp_crc32c is not here: both homes share src/wal/crc32c.c (linked
+ * with the WAL's record encoder, src/wal/meson.build). */
 
 uint64_t tdbp_now_ns(void)
 {

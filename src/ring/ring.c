@@ -21,6 +21,15 @@
 
 /* --- helpers ------------------------------------------------------------- */
 
+/* The frame walker's view of our data area (ring_core.h, "frames"): the
+ * private copies of the sizes, never the header's. */
+static inline struct tdb_frames frames_of(const struct tdb_ring *r)
+{
+	struct tdb_frames a = { r->data, r->data_size, r->max_msg };
+
+	return a;
+}
+
 int tdb_ring_violation(struct tdb_ring *r, const char *why)
 {
 	if (!r->dead) {
@@ -119,19 +128,27 @@ static int check_hdr(struct tdb_ring *r, size_t data_map_size,
 	return 0;
 }
 
-/* Where the message at index i of a FEED ring ends (the producer's own
- * data: readers cannot write it). */
-static uint64_t feed_next(const struct tdb_ring *r, uint64_t i)
+/* Where the frame at index i of a FEED ring ends, and its header in *h
+ * if h is not NULL (the producer's own data, below r->pos: readers
+ * cannot write it).  Not inlined: it runs only when a FEED producer
+ * retires messages, and inlined into tdb_ring_reserve_err (with a header
+ * on the stack) it cost every reserve of every ring kind registers. */
+static __attribute__((__noinline__))
+uint64_t feed_next(const struct tdb_ring *r, uint64_t i, struct nlmsghdr *h)
 {
-	uint32_t off = (uint32_t)(i & r->mask), rem = r->data_size - off;
-	const struct nlmsghdr *nlh;
+	struct tdb_frames a = frames_of(r);
+	struct nlmsghdr own;
+	const char *why;
+	long step;
 
-	if (rem < NLMSG_HDRLEN)
-		return i + rem;
-	nlh = (const struct nlmsghdr *)(r->data + off);
-	if (nlh->nlmsg_len < NLMSG_HDRLEN || nlh->nlmsg_len > rem)
-		return i + rem;     /* cannot happen; never loop on it */
-	return i + NLMSG_ALIGN(nlh->nlmsg_len);
+	if (!h)
+		h = &own;
+	step = tdb_frame_at(&a, i, r->pos, h, &why);
+	if (step < 0) {         /* cannot happen; never loop on it */
+		h->nlmsg_type = NLMSG_NOOP;
+		return i + (r->data_size - (uint32_t)(i & r->mask));
+	}
+	return i + (uint64_t)step;
 }
 
 /*
@@ -145,14 +162,11 @@ static void feed_resume_seq(struct tdb_ring *r)
 	uint64_t i = r->other;
 
 	while (i != r->pos) {
-		uint32_t off = (uint32_t)(i & r->mask);
-		const struct nlmsghdr *nlh =
-			(const struct nlmsghdr *)(r->data + off);
-		uint64_t next = feed_next(r, i);
+		struct nlmsghdr h;
+		uint64_t next = feed_next(r, i, &h);
 
-		if (r->data_size - off >= NLMSG_HDRLEN &&
-		    nlh->nlmsg_type != NLMSG_NOOP)
-			r->seq = nlh->nlmsg_seq + 1;
+		if (h.nlmsg_type != NLMSG_NOOP)
+			r->seq = h.nlmsg_seq + 1;
 		if (next == i || next - r->other > r->pos - r->other)
 			break;
 		i = next;
@@ -226,7 +240,7 @@ static void feed_make_room(struct tdb_ring *r, uint64_t end)
 	/* Retire a chunk (1/16 of the ring) beyond what is needed, so the
 	 * tail store and its fence happen once per chunk, not per message. */
 	while (end - t > r->data_size - r->data_size / 16 && t != r->pos)
-		t = feed_next(r, t);
+		t = feed_next(r, t, (struct nlmsghdr *)0);
 	/* tail may pass prod when a batch bigger than the ring is not yet
 	 * published; readers then wait for the publish (tdb_feed_read). */
 	r->other = t;
@@ -421,53 +435,33 @@ int tdb_ring_space_prepare(struct tdb_ring *r, size_t len, uint32_t *v)
 
 /*
  * Copy the frame at r->pos into r->msg and check it against the
- * published end p.  Returns its padded length, 0 for padding to skip
- * (*skip set), or -EPROTO with *why set (the caller decides whether that
- * is a violation: a feed reader first checks whether it was lapped).
+ * published end p: the header through the frame walker (once, into
+ * r->msg, checked there), then the body, once, with the checked length.
+ * Returns its padded length, 0 for padding to skip (*skip set), or
+ * -EPROTO with *why set (the caller decides whether that is a
+ * violation: a feed reader first checks whether it was lapped).
  * Inline: it runs once per message, in pop and in tdb_feed_read.
  */
 static inline long copy_msg(struct tdb_ring *r, uint64_t p,
 			    uint32_t *skip, const char **why)
 {
-	uint32_t off = (uint32_t)(r->pos & r->mask);
-	uint32_t rem = r->data_size - off, len;
-	uint64_t avail = p - r->pos;
 	struct nlmsghdr *nlh = (struct nlmsghdr *)r->msg;
+	struct tdb_frames a = frames_of(r);
+	long step = tdb_frame_at(&a, r->pos, p, nlh, why);
 
 	*skip = 0;
-	*why = (const char *)0;
-	if (rem < NLMSG_HDRLEN) {
-		if (avail < rem) {
-			*why = "producer index is inside the skipped end of "
-			       "the ring";
-			return -EPROTO;
-		}
-		*skip = rem;
+	if (step < 0)
+		return step;
+	if (nlh->nlmsg_type == NLMSG_NOOP) {
+		*skip = (uint32_t)step;
 		return 0;
 	}
-	if (avail < NLMSG_HDRLEN) {
-		*why = "producer index is inside a message header";
-		return -EPROTO;
-	}
-	memcpy(nlh, r->data + off, NLMSG_HDRLEN);
-	len = nlh->nlmsg_len;                  /* read once, from our copy */
-	if (len < NLMSG_HDRLEN)
-		*why = "message is shorter than its header";
-	else if (len > rem)
-		*why = "message runs past the end of the ring";
-	else if (NLMSG_ALIGN(len) > avail)
-		*why = "message runs past the producer index";
-	else if (nlh->nlmsg_type == NLMSG_NOOP)
-		*skip = NLMSG_ALIGN(len);
-	else if (len > r->max_msg)
-		*why = "message is longer than the ring's max_msg";
-	if (*skip)
-		return 0;
-	if (*why)
-		return -EPROTO;
-	memcpy(r->msg + NLMSG_HDRLEN, r->data + off + NLMSG_HDRLEN,
-	       len - NLMSG_HDRLEN);
-	return NLMSG_ALIGN(len);
+	/* The walker's own expression for the frame's place, so that the
+	 * compiler computes it once. */
+	memcpy(r->msg + NLMSG_HDRLEN,
+	       a.data + (uint32_t)(r->pos & (a.size - 1)) + NLMSG_HDRLEN,
+	       nlh->nlmsg_len - NLMSG_HDRLEN);
+	return step;
 }
 
 /* The producer's index, loaded once and checked. */
@@ -609,25 +603,22 @@ static bool lapped(struct tdb_ring *r, uint64_t from, uint64_t *tail)
 
 /* Step t over padding (at most a skipped end and a NOOP); the header
  * found after it in *h.  Returns the number of steps taken (2: no
- * message found yet). */
+ * message found yet).  The bytes may be torn (the caller checks `tail`
+ * after): the walk is bounded by the ring, not by a `prod`, and stops
+ * at the first frame that is not padding, good or bad. */
 static unsigned int skip_padding(struct tdb_ring *r, uint64_t *t,
 				 struct nlmsghdr *h)
 {
+	struct tdb_frames a = frames_of(r);
 	unsigned int steps;
 
 	for (steps = 0; steps < 2; steps++) {
-		uint32_t off = (uint32_t)(*t & r->mask);
-		uint32_t rem = r->data_size - off;
+		const char *why;
+		long step = tdb_frame_at(&a, *t, *t + r->data_size, h, &why);
 
-		if (rem < NLMSG_HDRLEN) {
-			*t += rem;
-			continue;
-		}
-		memcpy(h, r->data + off, sizeof(*h));
-		if (h->nlmsg_type != NLMSG_NOOP ||
-		    h->nlmsg_len < NLMSG_HDRLEN || h->nlmsg_len > rem)
+		if (step < 0 || h->nlmsg_type != NLMSG_NOOP)
 			break;
-		*t += NLMSG_ALIGN(h->nlmsg_len);
+		*t += (uint64_t)step;
 	}
 	return steps;
 }

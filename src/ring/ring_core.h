@@ -42,6 +42,127 @@
 
 struct tdb_ring;
 
+/* --- frames ------------------------------------------------------------
+ * The one walk over a ring's data area (tdb/ring.h, "Messages"): each
+ * frame is a message, an NLMSG_NOOP filler, or the unmarked end of the
+ * area when fewer than NLMSG_HDRLEN bytes are left there.  Every walk of
+ * frames goes through tdb_frame_at: the consumer and the feed reader
+ * (ring.c), the FEED producer over its own messages (ring.c), tdb.ko's
+ * change log over its own ring (kmod/klog.c) and tdbd's reader of that
+ * ring (src/daemon/klog.c, a read-only mapping tdb.ko writes).
+ *
+ * Contract (what it trusts): the area's geometry (data, size: a power
+ * of two, max_msg) is the caller's private copy; `i` and `end` are the
+ * caller's own indices, with end already loaded and checked against the
+ * peer's rules.  The header at i is read from the area once, into the
+ * caller's *h (private memory), and only that copy is checked and
+ * returned: the shared bytes may change under us (a client's ring, a
+ * lapping FEED producer) and the answer stays consistent with the copy.
+ * The body is not read: a caller that needs it copies it afterwards,
+ * with the checked h->nlmsg_len (the consumer; tdbd's log reader, though
+ * tdb.ko does not overwrite a record before tdbd reports it durable), or
+ * reads it in place where nobody else writes it (tdb.ko's own rings).
+ *
+ * Every byte read lies in the area: the header only when at least
+ * NLMSG_HDRLEN bytes are left before the end of the area; and every
+ * step moves forward by at least 1 byte and at most end - i (an end
+ * more than size bytes from i is refused), so a walk from i to end takes
+ * at most end - i steps and cannot loop on a zero length.
+ */
+struct tdb_frames {
+	const unsigned char *data;
+	uint32_t size;          /* data_size: a power of two */
+	uint32_t max_msg;       /* longest message (fillers may be longer) */
+};
+
+/* tdb_frame_at's rare cases, out of its straight line: the frame at i
+ * is not a whole header below end (the unmarked end of the area, or a
+ * bad end), or its header, already in *h, breaks the layout. */
+static inline long tdb_frame_edge(const struct tdb_frames *a, uint32_t rem,
+				  uint64_t avail, struct nlmsghdr *h,
+				  const char **why)
+{
+	if (avail > a->size)
+		*why = "index is more than a ring away from the end";
+	else if (rem >= NLMSG_HDRLEN)
+		*why = "producer index is inside a message header";
+	else if (avail < rem)
+		*why = "producer index is inside the skipped end of the ring";
+	else {
+		h->nlmsg_len = rem;
+		h->nlmsg_type = NLMSG_NOOP;
+		return rem;
+	}
+	return -EPROTO;
+}
+
+static inline long tdb_frame_bad(uint32_t len, uint32_t rem, uint64_t avail,
+				 const char **why)
+{
+	if (len < NLMSG_HDRLEN)
+		*why = "message is shorter than its header";
+	else if (len > rem)
+		*why = "message runs past the end of the ring";
+	else if (NLMSG_ALIGN(len) > avail)
+		*why = "message runs past the producer index";
+	else
+		*why = "message is longer than the ring's max_msg";
+	return -EPROTO;
+}
+
+/*
+ * The frame at index i (end: the published end).  Returns its step, the
+ * bytes to the next frame (> 0), with *h its checked header: a message
+ * (NLMSG_HDRLEN <= nlmsg_len <= max_msg, within the area and below
+ * end), or padding, nlmsg_type NLMSG_NOOP (for the unmarked end, *h is
+ * made up: nlmsg_len = the bytes skipped).  -EPROTO with *why (static
+ * text; *why is only written then) when the frame breaks the layout;
+ * *h then holds what was read.  Inline: it runs once per message in
+ * the consumer, whose straight line is one header copy and one branch
+ * before it and one after.
+ */
+static inline long tdb_frame_at(const struct tdb_frames *a, uint64_t i,
+				uint64_t end, struct nlmsghdr *h,
+				const char **why)
+{
+	uint32_t off = (uint32_t)(i & (a->size - 1));
+	uint32_t rem = a->size - off, len;
+	uint64_t avail = end - i;
+
+	/* avail within [NLMSG_HDRLEN, size]: one unsigned compare */
+	if (tdb_unlikely(avail - NLMSG_HDRLEN >
+			 a->size - NLMSG_HDRLEN ||
+			 rem < NLMSG_HDRLEN))
+		return tdb_frame_edge(a, rem, avail, h, why);
+	memcpy(h, a->data + off, NLMSG_HDRLEN);
+	len = h->nlmsg_len;                     /* read once, from the copy */
+	if (tdb_unlikely(len < NLMSG_HDRLEN || len > rem ||
+			 NLMSG_ALIGN(len) > avail ||
+			 (len > a->max_msg && h->nlmsg_type != NLMSG_NOOP)))
+		return tdb_frame_bad(len, rem, avail, why);
+	return NLMSG_ALIGN(len);
+}
+
+/*
+ * The next message at or after *i, below end: padding is passed over
+ * (*i moves past it) and *i is left at the message, *h its header.
+ * Returns the message's step, 0 when there is none before end, or
+ * -EPROTO (*why; *i at the bad frame).  At most end - *i steps.
+ */
+static inline long tdb_frame_next(const struct tdb_frames *a, uint64_t *i,
+				  uint64_t end, struct nlmsghdr *h,
+				  const char **why)
+{
+	while (*i != end) {
+		long step = tdb_frame_at(a, *i, end, h, why);
+
+		if (step < 0 || h->nlmsg_type != NLMSG_NOOP)
+			return step;
+		*i += (uint64_t)step;
+	}
+	return 0;
+}
+
 /* What a home supplies to wake the other side. */
 struct tdb_ring_ops {
 	/*

@@ -55,26 +55,15 @@ _Static_assert(WAL_OPS == (int)WALREC_OPS && WAL_CREATE == (int)WALREC_CREATE &&
 #define SEG_MAGIC   "TDBWAL01"
 #define SEG_VERSION 1u
 
-/* --- CRC32C (Castagnoli), hardware when the CPU has SSE4.2 ------------- */
+/* --- CRC32C (Castagnoli), hardware when the CPU has SSE4.2 -------------
+ * Without SSE4.2 (or off x86-64) the portable one both homes share,
+ * tdbp_crc32c (src/wal/crc32c.c), does the work. */
 
-static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 static int crc_hw;
 
 static void crc_init(void)
 {
-	uint32_t i, j, c;
-
-	for (i = 0; i < 256; i++) {
-		c = i;
-		for (j = 0; j < 8; j++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		crc_table[0][i] = c;
-	}
-	for (i = 0; i < 256; i++)
-		for (j = 1; j < 8; j++)
-			crc_table[j][i] = (crc_table[j - 1][i] >> 8) ^
-					  crc_table[0][crc_table[j - 1][i] & 0xff];
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	crc_hw = __builtin_cpu_supports("sse4.2");
@@ -101,26 +90,12 @@ static uint32_t crc_sse42(uint32_t crc, const unsigned char *p, size_t n)
 
 uint32_t wal_crc32c(uint32_t crc, const void *buf, size_t len)
 {
-	const unsigned char *p = buf;
-	uint32_t c = ~crc;
-
 	pthread_once(&crc_once, crc_init);
 #if defined(__x86_64__)
 	if (crc_hw)
-		return ~crc_sse42(c, p, len);
+		return ~crc_sse42(~crc, buf, len);
 #endif
-	for (; len >= 8; len -= 8, p += 8) {
-		uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 |
-				   (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-
-		c = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
-		    crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
-		    crc_table[3][p[4]] ^ crc_table[2][p[5]] ^
-		    crc_table[1][p[6]] ^ crc_table[0][p[7]];
-	}
-	while (len--)
-		c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
-	return ~c;
+	return tdbp_crc32c(crc, buf, len);
 }
 
 /* --- little-endian helpers ---------------------------------------------- */

@@ -3,7 +3,9 @@
  * test_walrec.c - the shared WAL record encoder (src/wal/walrec.c):
  * records it builds (with tdbp_crc32c, as tdb.ko's change log does)
  * are, byte for byte, the records src/wal writes for the same changes;
- * tdbp_crc32c (src/platform/user.c) equals wal_crc32c.  Versions: an
+ * tdbp_crc32c (src/wal/crc32c.c, both homes' one) equals wal_crc32c
+ * (SSE4.2 when the CPU has it) and the bitwise definition, with the
+ * known answer CRC32C("123456789") = 0xe3069283.  Versions: an
  * OPS_V record carries its version (u32 nops, u32 0, u64 version) and
  * the reader gives it back; an old OPS record reads with version = its
  * LSN.
@@ -25,6 +27,42 @@ static int fails;
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s\n", \
 	__FILE__, __LINE__, #c); fails++; } } while (0)
 
+/* CRC32C by its definition, one bit at a time (reflected 0x82f63b78). */
+static uint32_t crc_bitwise(uint32_t crc, const unsigned char *p, size_t n)
+{
+	uint32_t c = ~crc;
+	int k;
+
+	while (n--) {
+		c ^= *p++;
+		for (k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+	}
+	return ~c;
+}
+
+/* Every entry of the eight tables: each byte value in each of the 16
+ * positions of a 16-byte buffer (two 8-byte steps), then in a 7-byte
+ * tail, against the bitwise definition. */
+static void crc_tables(void)
+{
+	unsigned char buf[16];
+	unsigned int pos, b, bad = 0;
+
+	for (pos = 0; pos < sizeof(buf); pos++)
+		for (b = 0; b < 256; b++) {
+			memset(buf, 0x5a, sizeof(buf));
+			buf[pos] = (unsigned char)b;
+			if (tdbp_crc32c(0, buf, sizeof(buf)) !=
+			    crc_bitwise(0, buf, sizeof(buf)))
+				bad++;
+			if (pos < 7 && tdbp_crc32c(b, buf, 7) !=
+			    crc_bitwise(b, buf, 7))
+				bad++;
+		}
+	CHECK(bad == 0);
+}
+
 static void crc_cases(void)
 {
 	unsigned char buf[300];
@@ -39,6 +77,9 @@ static void crc_cases(void)
 	}
 	/* the standard check value of CRC32C */
 	CHECK(tdbp_crc32c(0, "123456789", 9) == 0xe3069283u);
+	CHECK(wal_crc32c(0, "123456789", 9) == 0xe3069283u);
+	CHECK(tdbp_crc32c(0, "", 0) == 0);
+	crc_tables();
 }
 
 /* Our encoding of the records append() below makes, at lsn 1.. */

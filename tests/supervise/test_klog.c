@@ -221,6 +221,30 @@ static void test_refused(void **state)
 	h->prod = 3 * 4096;
 	assert_int_equal(next(&k, &rec, &len, &wr), -EPROTO);
 	assert_non_null(strstr(err, "more than the ring"));
+
+	/* a message over max_msg (2048), within the ring and prod (the
+	 * frame walker's check, ring_core.h) */
+	klog_free(&k);
+	f.prod = h->prod = 0;
+	assert_int_equal(klog_attach(&k, f.mem, f.len, 0, err, sizeof(err)),
+			 0);
+	{
+		static unsigned char big[2100];
+
+		ring_msg(&f, TDB_LOG_MSG, 0, big, sizeof(big));
+	}
+	ring_publish(&f);
+	assert_int_equal(next(&k, &rec, &len, &wr), -EPROTO);
+	assert_non_null(strstr(err, "max_msg"));
+
+	/* prod inside the unmarked end of the area (under 16 bytes) */
+	klog_free(&k);
+	assert_int_equal(klog_attach(&k, f.mem, f.len, 4088, err,
+				     sizeof(err)), 0);
+	f.prod = 4092;
+	ring_publish(&f);
+	assert_int_equal(next(&k, &rec, &len, &wr), -EPROTO);
+	assert_non_null(strstr(err, "skipped end"));
 	klog_free(&k);
 	free(f.mem);
 }

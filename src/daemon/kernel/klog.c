@@ -12,6 +12,9 @@
  *  - The kernel overwrites ring space only past records we reported
  *    durable (TDB_IOC_SUP_DURABLE), which we read before: so a message
  *    cannot change while we copy it.  We copy anyway (the habit).
+ *  - Frames are walked by src/ring's walker (ring_core.h,
+ *    tdb_frame_at): the header is copied once and checked against the
+ *    area, the prod we loaded and max_msg before its length is used.
  */
 #include <errno.h>
 #include <linux/netlink.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "klog.h"
+#include "ring_core.h"
 #include "tdb/kdev.h"
 #include "tdb/ring.h"
 
@@ -97,31 +101,28 @@ static int gather(struct klog *k, const void *p, size_t n)
  * (padding or a fragment), < 0 a bad frame. */
 static int one_msg(struct klog *k, uint64_t prod, char *err, size_t errlen)
 {
-	uint32_t off = (uint32_t)(k->pos & (k->size - 1)), left;
-	struct nlmsghdr nh;
+	struct tdb_frames a = { k->data, k->size, k->max_msg };
+	uint32_t off = (uint32_t)(k->pos & (k->size - 1));
+	struct nlmsghdr nh = { 0 };     /* printed when a check fails */
+	const char *why;
+	long step = tdb_frame_at(&a, k->pos, prod, &nh, &why);
 	int e;
 
-	left = k->size - off;
-	if (left < NLMSG_HDRLEN) {      /* skipped without a message */
-		k->pos += left;
+	if (step < 0) {
+		snprintf(err, errlen, "log ring index %llu: a bad message "
+			 "length: %s (type %u, %u bytes, max_msg %u, prod "
+			 "%llu)", (unsigned long long)k->pos, why, nh.nlmsg_type,
+			 nh.nlmsg_len, k->max_msg, (unsigned long long)prod);
+		return -EPROTO;
+	}
+	if (nh.nlmsg_type == NLMSG_NOOP) {      /* padding */
+		k->pos += (uint64_t)step;
 		return 0;
 	}
-	if (prod - k->pos < NLMSG_HDRLEN)
-		goto bad_len;
-	memcpy(&nh, k->data + off, sizeof(nh));
-	if (nh.nlmsg_len < NLMSG_HDRLEN || nh.nlmsg_len > left ||
-	    NLMSG_ALIGN(nh.nlmsg_len) > prod - k->pos)
-		goto bad_len;
-	if (nh.nlmsg_type == NLMSG_NOOP) {
-		k->pos += NLMSG_ALIGN(nh.nlmsg_len);
-		return 0;
-	}
-	if (nh.nlmsg_type != TDB_LOG_MSG || nh.nlmsg_len > k->max_msg) {
+	if (nh.nlmsg_type != TDB_LOG_MSG) {
 		snprintf(err, errlen, "log ring index %llu: a message of "
-			 "type %u, %u bytes (not a log record under max_msg "
-			 "%u)",
-		    (unsigned long long)k->pos, nh.nlmsg_type, nh.nlmsg_len,
-		    k->max_msg);
+			 "type %u, %u bytes (not a log record)",
+		    (unsigned long long)k->pos, nh.nlmsg_type, nh.nlmsg_len);
 		return -EPROTO;
 	}
 	if ((e = gather(k, k->data + off + NLMSG_HDRLEN,
@@ -131,12 +132,8 @@ static int one_msg(struct klog *k, uint64_t prod, char *err, size_t errlen)
 		    e == -ENOMEM ? "out of memory" : "over 1 GiB");
 		return e;
 	}
-	k->pos += NLMSG_ALIGN(nh.nlmsg_len);
+	k->pos += (uint64_t)step;
 	return !(nh.nlmsg_flags & TDB_LOG_F_MORE);
-bad_len:
-	snprintf(err, errlen, "log ring index %llu: a bad message length "
-		 "(prod %llu)", (unsigned long long)k->pos, (unsigned long long)prod);
-	return -EPROTO;
 }
 
 int klog_next(struct klog *k, const void **rec, size_t *len,
