@@ -52,29 +52,6 @@
 
 /* --- memory bound ----------------------------------------------------- */
 
-static unsigned int max_memory_mb = 1024;
-
-/* The owner's bound on table data follows it (home.c). */
-static int max_memory_mb_set(const char *val, const struct kernel_param *kp)
-{
-	int err = param_set_uint(val, kp);
-
-	if (!err)
-		tdbk_home_max_data_set(tdbk_mem_limit());
-	return err;
-}
-
-static const struct kernel_param_ops max_memory_mb_ops = {
-	.set = max_memory_mb_set,
-	.get = param_get_uint,
-};
-
-module_param_cb(max_memory_mb, &max_memory_mb_ops, &max_memory_mb, 0644);
-MODULE_PARM_DESC(max_memory_mb,
-		 "bytes of table extents backed across all tables, change "
-		 "feeds and the change log ring (log_ring_mb), in MiB "
-		 "(0 = no limit; default 1024)");
-
 static atomic_long_t mem_used = ATOMIC_LONG_INIT(0);
 
 unsigned long tdbk_mem_used(void)
@@ -82,9 +59,20 @@ unsigned long tdbk_mem_used(void)
 	return (unsigned long)atomic_long_read(&mem_used);
 }
 
+/* max_memory_mb (home.c's parameter, limtable.h's max-memory), in
+ * bytes; 0 is 3/4 of the RAM, as tdbd's 0 is 3/4 of physical memory. */
 unsigned long tdbk_mem_limit(void)
 {
-	return (unsigned long)READ_ONCE(max_memory_mb) << 20;
+	u64 max = tdbk_home_max_memory();
+
+	return max ? (unsigned long)max :
+	       (totalram_pages() / 4 * 3) << PAGE_SHIFT;
+}
+
+/* Would used bytes charged, with what the owner holds, pass limit? */
+static bool mem_over(long used, unsigned long limit)
+{
+	return (unsigned long)used + tdbk_home_held() > limit;
 }
 
 /* Count bytes more; false (nothing counted) if that would pass the
@@ -96,7 +84,7 @@ bool tdbk_mem_charge(size_t bytes)
 	unsigned long limit = tdbk_mem_limit();
 	long used = atomic_long_add_return((long)bytes, &mem_used);
 
-	if (limit && (unsigned long)used > limit) {
+	if (mem_over(used, limit)) {
 		atomic_long_sub((long)bytes, &mem_used);
 		return false;
 	}
@@ -250,8 +238,8 @@ void *tdbp_region_grow(struct tdbp_region *r, unsigned int idx, int *err)
 	}
 	if (!mem_charge()) {
 		pr_warn_ratelimited("%s: cannot back extent %u: table memory "
-				    "would exceed max_memory_mb=%u\n",
-				    r->name, idx, READ_ONCE(max_memory_mb));
+				    "would exceed max_memory_mb=%lu\n",
+				    r->name, idx, tdbk_mem_limit() >> 20);
 		*err = -ENOMEM;
 		return NULL;
 	}
@@ -518,7 +506,7 @@ int tdbk_mem_charge_user(size_t bytes, bool reserve)
 	if (!reserve)
 		limit -= limit / 8;
 	used = atomic_long_add_return((long)bytes, &mem_used);
-	if (limit && (unsigned long)used > limit) {
+	if (mem_over(used, limit)) {
 		atomic_long_sub((long)bytes, &mem_used);
 		return -ENOBUFS;
 	}
