@@ -496,4 +496,8 @@ uint64_t tdbo_txn_bytes(struct tdbo_owner *o);
  * tdbd counts them in its max-memory. */
 uint64_t tdbo_snap_mem(struct tdbo_owner *o);
 
+/* Bytes of all clients' rings now (what max_ring_memory bounds): both
+ * homes count them in max-memory (limtable.h). */
+uint64_t tdbo_ring_mem(struct tdbo_owner *o);
+
 #endif
