@@ -5,12 +5,19 @@
  * /dev/tdb maps read-only; the hook that unmaps a dropped table from
  * its readers (kmap.c); and clients' credentials as numbers.
  *
- * The limits have tdbd.conf's names with '_' for '-' (the kernel's
- * parameter parser takes either: tdb.max-txns=2 works as well) and are
- * written straight into the struct tdbo_limits the owner reads with
- * tdb_load_relaxed(), so a new value of a 0644 parameter applies to the
- * next request.  Units are those of the parameters' names (MiB where
- * the name says _mb or the description says so).
+ * The limits are the module parameters made from the one limits table
+ * (src/owner/limtable.h, which tdbd.conf's keys are made from too):
+ * tdbd.conf's names with '_' for '-' (the kernel's parameter parser
+ * takes either: tdb.max-txns=2 works as well), the table's defaults and
+ * ranges, one set/get pair for all (limit_set: out of range is -EINVAL
+ * and a kernel log line naming the range).  They are written straight
+ * into the struct tdbo_limits the owner reads with tdb_load_relaxed(),
+ * so a new value of a 0644 parameter applies to the next request.
+ * Units: the table's, but MiB where its shift is 20 (max_memory_mb and
+ * the *_memory ones).  max_memory_mb bounds what limtable.h says
+ * max-memory counts: platform.c charges extents, feeds, rings and the
+ * log ring, tdbk_home_held() adds the owner's transactions and
+ * snapshots, and mem_check refuses writes that add data past it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

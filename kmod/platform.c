@@ -2,7 +2,8 @@
 /*
  * platform.c - the kernel home of the engine: the functions declared by
  * src/core/platform.h (the macros are in src/core/platform_kernel.h),
- * and the max_memory_mb bound on table memory.
+ * and the max_memory_mb bound on memory (max-memory, as
+ * src/owner/limtable.h defines it for both homes).
  *
  * Regions.  A region is an array of 2 MiB extents, each backed on its
  * own: first choice one compound order-9 page (2 MiB, physically
@@ -15,9 +16,12 @@
  *
  * Memory bound: every backed extent counts TDBP_EXTENT_SIZE bytes in
  * mem_used, across all tables; a grow that would pass max_memory_mb
- * fails with -ENOMEM (the engine's -ENOSPC means "table at its own cap",
- * which this is not).  Change feeds (home.c) and the supervisor's change
- * log ring (klog.c, from the first claim to unload) count there too.
+ * (with what the owner holds: buffered transactions and snapshots,
+ * tdbk_home_held) fails with -ENOMEM (the engine's -ENOSPC means "table
+ * at its own cap", which this is not).  Change feeds (home.c), client
+ * rings (kring.c) and the supervisor's change log ring (klog.c, from
+ * the first claim to unload) count there too.  max_memory_mb 0 is 3/4
+ * of the RAM.
  * mem_used is back to 0 once every region, feed and the ring are gone:
  * main.c checks that at unload.  The owner's bound on table data in all
  * (struct tdbo_limits max_data, TDBO_Q_DATA) is max_memory_mb too: set
