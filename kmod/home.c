@@ -5,12 +5,19 @@
  * /dev/tdb maps read-only; the hook that unmaps a dropped table from
  * its readers (kmap.c); and clients' credentials as numbers.
  *
- * The limits have tdbd.conf's names with '_' for '-' (the kernel's
- * parameter parser takes either: tdb.max-txns=2 works as well) and are
- * written straight into the struct tdbo_limits the owner reads with
- * tdb_load_relaxed(), so a new value of a 0644 parameter applies to the
- * next request.  Units are those of the parameters' names (MiB where
- * the name says _mb or the description says so).
+ * The limits are the module parameters made from the one limits table
+ * (src/owner/limtable.h, which tdbd.conf's keys are made from too):
+ * tdbd.conf's names with '_' for '-' (the kernel's parameter parser
+ * takes either: tdb.max-txns=2 works as well), the table's defaults and
+ * ranges, one set/get pair for all (limit_set: out of range is -EINVAL
+ * and a kernel log line naming the range).  They are written straight
+ * into the struct tdbo_limits the owner reads with tdb_load_relaxed(),
+ * so a new value of a 0644 parameter applies to the next request.
+ * Units: the table's, but MiB where its shift is 20 (max_memory_mb and
+ * the *_memory ones).  max_memory_mb bounds what limtable.h says
+ * max-memory counts: platform.c charges extents, feeds, rings and the
+ * log ring, tdbk_home_held() adds the owner's transactions and
+ * snapshots, and mem_check refuses writes that add data past it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -24,240 +31,101 @@
 #include <linux/vmalloc.h>
 
 #include "owner.h"
+#include "limtable.h"
 #include "transport.h"
 #include "sup.h"
 
+/* Every limit of limtable.h's lists for tdb.ko at its tdb.ko default;
+ * the tdbd-only ones stay 0 ("no limit") but max_data_per_uid, which
+ * tdbk_home_max_data_set() keeps at half of max_memory_mb. */
+#define LIM_INIT_(id, conf, param, field, unit, shift, def, kdef, ...)	\
+	.field = kdef,
+
 static struct tdbo_limits lim = {
-	.default_mode = 0600,
-	.feed_size = 1U << 20,
-	.max_tables = 4000,             /* tdbd's max-tables */
-	.max_clients = 1024,
-	.max_clients_per_uid = 64,
-	.max_tables_per_uid = 256,
-	.max_watches = 1024,
-	.max_watches_per_uid = 4096,    /* as tdbd's */
-	.max_watches_total = 16384,
-	.max_ring_memory_per_uid = 512ULL << 20,
-	.max_txns = 16,
-	.max_txn_ops = 65536,
-	.max_txn_bytes = 64U << 20,
-	.max_txn_memory = 1024ULL << 20,
-	.max_txn_memory_per_uid = 256ULL << 20,
-	.max_snapshot_bytes = 256ULL << 20,
-	.max_snapshot_memory = 1024ULL << 20,
-	.max_snapshot_memory_per_uid = 512ULL << 20,
-	.reader_lease_ms = 100,
+	TDBO_LIMITS_BOTH(LIM_INIT_)
 };
+
+/* The owner, for the memory it holds for clients (max_memory_mb). */
+static struct tdbo_owner *home_owner;
 
 /* --- parameters ------------------------------------------------------------ */
 
-/* A count with a range, in a u32 field of lim. */
-#define PARAM_RANGE(name, lo, hi)					\
-static int name##_set(const char *val, const struct kernel_param *kp)	\
-{									\
-	return param_set_uint_minmax(val, kp, lo, hi);			\
-}									\
-static const struct kernel_param_ops name##_ops = {			\
-	.set = name##_set,						\
-	.get = param_get_uint,						\
-}
-
-/* Bytes in a u64 field of lim, set and shown in MiB (a uint). */
-static int mib_set(const char *val, const struct kernel_param *kp)
-{
-	unsigned int v;
-	int err = kstrtouint(val, 0, &v);
-
-	if (err)
-		return err;
-	WRITE_ONCE(*(u64 *)kp->arg, (u64)v << 20);
-	return 0;
-}
-
-static int mib_get(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%llu\n", READ_ONCE(*(u64 *)kp->arg) >> 20);
-}
-
-static const struct kernel_param_ops mib_ops = {
-	.set = mib_set,
-	.get = mib_get,
+/*
+ * Each limit of the table is a module parameter of its name with one
+ * set/get pair: the value is the limit >> shift (MiB for those whose
+ * shift is 20), parsed as a u64 (0x and 0 prefixes work: 0600 is
+ * octal), refused with -EINVAL and a kernel log line naming the range
+ * when tdbo_limit_ok() refuses it, and stored with WRITE_ONCE() into
+ * its field of lim, where the owner reads it with tdb_load_relaxed().
+ */
+struct limit_param {
+	enum tdbo_limit_id id;
+	void *slot;             /* its field in lim */
+	size_t width;           /* 4 or 8 bytes */
 };
 
-/* Bytes in a u64 field of lim, as a uint of bytes. */
-static int bytes_set(const char *val, const struct kernel_param *kp)
+static int limit_set(const char *val, const struct kernel_param *kp)
 {
-	unsigned int v;
-	int err = kstrtouint(val, 0, &v);
-
-	if (err)
-		return err;
-	if (v < 1024)
-		return -EINVAL;
-	WRITE_ONCE(*(u64 *)kp->arg, v);
-	return 0;
-}
-
-static int bytes_get(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%llu\n", READ_ONCE(*(u64 *)kp->arg));
-}
-
-static const struct kernel_param_ops bytes_ops = {
-	.set = bytes_set,
-	.get = bytes_get,
-};
-
-/* Bytes in a u64 field of lim, as a u64 of bytes from 1 KiB to 64 GiB
- * (tdbd's range for max-snapshot-bytes). */
-static int bytes64_set(const char *val, const struct kernel_param *kp)
-{
+	const struct limit_param *p = kp->arg;
+	const struct tdbo_limit *l = &tdbo_limits_table[p->id];
 	u64 v;
 	int err = kstrtoull(val, 0, &v);
 
 	if (err)
 		return err;
-	if (v < 1024 || v > (64ULL << 30))
+	if (v > (U64_MAX >> l->shift) || !tdbo_limit_ok(l, v << l->shift)) {
+		pr_warn("%s=%llu refused: the range is %llu..%llu%s%s%s\n",
+			kp->name, v, l->min >> l->shift, l->max >> l->shift,
+			l->shift ? " MiB" : "",
+			l->flags & (TDBO_LF_ZERO_OFF | TDBO_LF_ZERO_AUTO) ?
+			", or 0" : "",
+			l->flags & TDBO_LF_POW2 ? ", a power of two" : "");
 		return -EINVAL;
-	WRITE_ONCE(*(u64 *)kp->arg, v);
+	}
+	v <<= l->shift;
+	if (p->width == sizeof(u32))
+		WRITE_ONCE(*(u32 *)p->slot, (u32)v);
+	else
+		WRITE_ONCE(*(u64 *)p->slot, v);
+	if (p->id == TDBO_LIM_MAX_MEMORY)
+		tdbk_home_max_data_set(tdbk_mem_limit());
 	return 0;
 }
 
-static const struct kernel_param_ops bytes64_ops = {
-	.set = bytes64_set,
-	.get = bytes_get,
+static int limit_get(char *buf, const struct kernel_param *kp)
+{
+	const struct limit_param *p = kp->arg;
+	const struct tdbo_limit *l = &tdbo_limits_table[p->id];
+	u64 v = p->width == sizeof(u32) ? READ_ONCE(*(u32 *)p->slot) :
+		READ_ONCE(*(u64 *)p->slot);
+
+	if (l->unit == TDBO_LU_MODE)
+		return sysfs_emit(buf, "%#llo\n", v);
+	return sysfs_emit(buf, "%llu\n", v >> l->shift);
+}
+
+static const struct kernel_param_ops limit_ops = {
+	.set = limit_set,
+	.get = limit_get,
 };
 
-module_param_named(default_mode, lim.default_mode, uint, 0444);
-MODULE_PARM_DESC(default_mode,
-		 "mode bits of a table created without MODE (default 0600)");
+#define UNIT_0 ""
+#define UNIT_20 " (MiB)"
+#define PARAM_(id, conf, param, field, unit, shift, def, kdef, min, max,	\
+	       flags, root, counts)						\
+	static const struct limit_param lp_##param = {			\
+		TDBO_LIM_##id, &lim.field, sizeof(lim.field),		\
+	};								\
+	module_param_cb(param, &limit_ops, (void *)&lp_##param,		\
+			((flags) & TDBO_LF_KLOAD) ? 0444 : 0644);	\
+	MODULE_PARM_DESC(param, counts UNIT_##shift "; " root		\
+			 " (docs/KERNEL.md: range, default)");
 
-module_param_named(feed_size, lim.feed_size, uint, 0444);
-MODULE_PARM_DESC(feed_size,
-		 "data bytes of a change feed, a power of two from 4096 "
-		 "to 1 GiB (default 1 MiB)");
-
-/* Never 0: no table could ever be created. */
-PARAM_RANGE(max_tables, 1, UINT_MAX);
-module_param_cb(max_tables, &max_tables_ops, &lim.max_tables, 0644);
-MODULE_PARM_DESC(max_tables,
-		 "tables at once; the last eighth is kept for root "
-		 "(default 4000, as tdbd's max-tables)");
-
-module_param_named(max_clients, lim.max_clients, uint, 0644);
-MODULE_PARM_DESC(max_clients,
-		 "/dev/tdb clients with rings at once; the last eighth is "
-		 "kept for root (default 1024, 0 = no limit)");
-
-module_param_named(max_clients_per_uid, lim.max_clients_per_uid, uint, 0644);
-MODULE_PARM_DESC(max_clients_per_uid,
-		 "/dev/tdb clients with rings of one uid, root exempt "
-		 "(default 64, 0 = no limit)");
-
-module_param_named(max_tables_per_uid, lim.max_tables_per_uid, uint, 0644);
-MODULE_PARM_DESC(max_tables_per_uid,
-		 "tables owned by one uid, root exempt (default 256, "
-		 "0 = no limit)");
-
-module_param_named(max_watches, lim.max_watches, uint, 0644);
-MODULE_PARM_DESC(max_watches,
-		 "watches of one /dev/tdb client (default 1024, 0 = no "
-		 "limit)");
-
-module_param_named(max_watches_per_uid, lim.max_watches_per_uid, uint, 0644);
-MODULE_PARM_DESC(max_watches_per_uid,
-		 "watches of one uid's clients, root exempt (default 4096, "
-		 "0 = no limit)");
-
-module_param_named(max_watches_total, lim.max_watches_total, uint, 0644);
-MODULE_PARM_DESC(max_watches_total,
-		 "watches in all; the last eighth is kept for root "
-		 "(default 16384, 0 = no limit)");
-
-module_param_cb(max_ring_memory_per_uid, &mib_ops,
-		&lim.max_ring_memory_per_uid, 0644);
-MODULE_PARM_DESC(max_ring_memory_per_uid,
-		 "MiB of /dev/tdb ring memory (both rings and their header "
-		 "pages) of one uid's clients, root exempt (default 512, "
-		 "0 = no limit)");
-
-PARAM_RANGE(max_txns, 1, 1024);
-module_param_cb(max_txns, &max_txns_ops, &lim.max_txns, 0644);
-MODULE_PARM_DESC(max_txns, "open transactions of one client, 1..1024 "
-		 "(default 16)");
-
-PARAM_RANGE(max_txn_ops, 1, 1048576);
-module_param_cb(max_txn_ops, &max_txn_ops_ops, &lim.max_txn_ops, 0644);
-MODULE_PARM_DESC(max_txn_ops, "changes of one transaction, 1..1048576 "
-		 "(default 65536)");
-
-module_param_cb(max_txn_bytes, &bytes_ops, &lim.max_txn_bytes, 0644);
-MODULE_PARM_DESC(max_txn_bytes, "key and value bytes of one transaction, "
-		 "1024..4294967295 (default 64 MiB)");
-
-module_param_cb(max_txn_memory_per_uid, &mib_ops,
-		&lim.max_txn_memory_per_uid, 0644);
-MODULE_PARM_DESC(max_txn_memory_per_uid,
-		 "MiB of buffered transaction changes of one uid, root "
-		 "exempt (default 256, 0 = no limit)");
-
-module_param_cb(max_txn_memory, &mib_ops, &lim.max_txn_memory, 0644);
-MODULE_PARM_DESC(max_txn_memory,
-		 "MiB of buffered transaction changes in all; the last "
-		 "eighth is kept for root (default 1024, 0 = no limit)");
-
-module_param_cb(max_snapshot_mb, &mib_ops, &lim.max_snapshot_bytes, 0644);
-MODULE_PARM_DESC(max_snapshot_mb,
-		 "old values one snapshot scan may keep for keys changed "
-		 "during it, MiB (default 256): max_snapshot_bytes in MiB; "
-		 "taken when a scan starts");
-
-module_param_cb(max_snapshot_bytes, &bytes64_ops, &lim.max_snapshot_bytes,
-		0644);
-MODULE_PARM_DESC(max_snapshot_bytes,
-		 "bytes one snapshot scan may hold for the keys changed "
-		 "during it (its map and the old values, shared ones too), "
-		 "1024..68719476736 (default 256 MiB); taken when a scan "
-		 "starts");
-
-module_param_cb(max_snapshot_memory_per_uid, &mib_ops,
-		&lim.max_snapshot_memory_per_uid, 0644);
-MODULE_PARM_DESC(max_snapshot_memory_per_uid,
-		 "MiB the snapshot scans of one uid may hold, root exempt "
-		 "(default 512, 0 = no limit)");
-
-module_param_cb(max_snapshot_memory, &mib_ops, &lim.max_snapshot_memory,
-		0644);
-MODULE_PARM_DESC(max_snapshot_memory,
-		 "MiB all snapshot scans together may hold (default 1024, "
-		 "0 = no limit)");
-
-/* Never 0 here (the owner would read it as its default, 100). */
-PARAM_RANGE(reader_lease_ms, 1, 60000);
-module_param_cb(reader_lease_ms, &reader_lease_ms_ops, &lim.reader_lease_ms,
-		0644);
-MODULE_PARM_DESC(reader_lease_ms,
-		 "how long a writer waits for a mapped reader's read "
-		 "section before it stops waiting (the reader redoes the "
-		 "read through its rings), 1..60000 ms (default 100, as "
-		 "tdbd's reader-lease)");
-
-#define FEED_SIZE_MIN 4096U
-#define FEED_SIZE_MAX (1U << 30)
+TDBO_LIMITS_BOTH(PARAM_)
+TDBO_LIMITS_KO(PARAM_)
 
 int tdbk_home_check(void)
 {
-	if (lim.default_mode & ~0777U) {
-		pr_err("default_mode=%#o has bits outside 0777\n",
-		       lim.default_mode);
-		return -EINVAL;
-	}
-	if (!is_power_of_2(lim.feed_size) || lim.feed_size < FEED_SIZE_MIN ||
-	    lim.feed_size > FEED_SIZE_MAX) {
-		pr_err("feed_size=%u is not a power of two from %u to %u\n",
-		       lim.feed_size, FEED_SIZE_MIN, FEED_SIZE_MAX);
-		return -EINVAL;
-	}
 	tdbk_home_max_data_set(tdbk_mem_limit());
 	return 0;
 }
@@ -276,6 +144,40 @@ void tdbk_home_max_data_set(u64 bytes)
 const struct tdbo_limits *tdbk_home_limits(void)
 {
 	return &lim;
+}
+
+/* --- max_memory_mb: what the owner holds ------------------------------------ */
+
+u64 tdbk_home_max_memory(void)
+{
+	return READ_ONCE(lim.max_memory);
+}
+
+void tdbk_home_owner_set(struct tdbo_owner *o)
+{
+	WRITE_ONCE(home_owner, o);
+}
+
+/* Buffered transaction changes and snapshot memory (limtable.h's one
+ * definition of max-memory): the owner's gauges, no lock. */
+u64 tdbk_home_held(void)
+{
+	struct tdbo_owner *o = READ_ONCE(home_owner);
+
+	return o ? tdbo_txn_bytes(o) + tdbo_snap_mem(o) : 0;
+}
+
+/* Not under the owner's write lock: a few atomic loads per write that
+ * adds data.  As tdbd's mem_check (src/daemon/tables.c). */
+static int mem_check(void *arg, const char **msg)
+{
+	unsigned long limit = tdbk_mem_limit();
+
+	if (tdbk_mem_used() + tdbk_home_held() <= limit)
+		return 0;
+	*msg = "tdb.ko is over max_memory_mb (max-memory): writes that add "
+	       "data are refused; reads and deletes go on";
+	return -ENOMEM;
 }
 
 /* --- feeds ----------------------------------------------------------------- */
@@ -329,6 +231,7 @@ const struct tdbo_hooks tdbk_home_hooks = {
 	.feed_alloc = feed_alloc,
 	.feed_free = feed_free,
 	.map_revoke = map_revoke,
+	.mem_check = mem_check,
 	.stats = stats,
 	.log_reserve = tdbk_log_reserve,
 	.log_cancel = tdbk_log_cancel,

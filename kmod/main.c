@@ -51,6 +51,7 @@ static int __init tdb_init(void)
 		pr_err("cannot create the owner (%d)\n", err);
 		return err ? err : -ENOMEM;
 	}
+	tdbk_home_owner_set(owner);
 	err = tdbk_sup_init(owner);
 	if (err)
 		goto free_owner;
@@ -75,6 +76,7 @@ exit_genl:
 exit_sup:
 	tdbk_sup_exit();
 free_owner:
+	tdbk_home_owner_set(NULL);
 	tdbo_owner_free(owner);
 	owner = NULL;
 	return err;
@@ -87,6 +89,7 @@ static void __exit tdb_exit(void)
 	tdbk_dev_exit();
 	tdbk_genl_exit();
 	tdbk_sup_exit();
+	tdbk_home_owner_set(NULL);
 	tdbo_owner_free(owner);
 	owner = NULL;
 	left = tdbk_mem_used();

@@ -2,7 +2,8 @@
 /*
  * platform.c - the kernel home of the engine: the functions declared by
  * src/core/platform.h (the macros are in src/core/platform_kernel.h),
- * and the max_memory_mb bound on table memory.
+ * and the max_memory_mb bound on memory (max-memory, as
+ * src/owner/limtable.h defines it for both homes).
  *
  * Regions.  A region is an array of 2 MiB extents, each backed on its
  * own: first choice one compound order-9 page (2 MiB, physically
@@ -15,9 +16,12 @@
  *
  * Memory bound: every backed extent counts TDBP_EXTENT_SIZE bytes in
  * mem_used, across all tables; a grow that would pass max_memory_mb
- * fails with -ENOMEM (the engine's -ENOSPC means "table at its own cap",
- * which this is not).  Change feeds (home.c) and the supervisor's change
- * log ring (klog.c, from the first claim to unload) count there too.
+ * (with what the owner holds: buffered transactions and snapshots,
+ * tdbk_home_held) fails with -ENOMEM (the engine's -ENOSPC means "table
+ * at its own cap", which this is not).  Change feeds (home.c), client
+ * rings (kring.c) and the supervisor's change log ring (klog.c, from
+ * the first claim to unload) count there too.  max_memory_mb 0 is 3/4
+ * of the RAM.
  * mem_used is back to 0 once every region, feed and the ring are gone:
  * main.c checks that at unload.  The owner's bound on table data in all
  * (struct tdbo_limits max_data, TDBO_Q_DATA) is max_memory_mb too: set
@@ -52,29 +56,6 @@
 
 /* --- memory bound ----------------------------------------------------- */
 
-static unsigned int max_memory_mb = 1024;
-
-/* The owner's bound on table data follows it (home.c). */
-static int max_memory_mb_set(const char *val, const struct kernel_param *kp)
-{
-	int err = param_set_uint(val, kp);
-
-	if (!err)
-		tdbk_home_max_data_set(tdbk_mem_limit());
-	return err;
-}
-
-static const struct kernel_param_ops max_memory_mb_ops = {
-	.set = max_memory_mb_set,
-	.get = param_get_uint,
-};
-
-module_param_cb(max_memory_mb, &max_memory_mb_ops, &max_memory_mb, 0644);
-MODULE_PARM_DESC(max_memory_mb,
-		 "bytes of table extents backed across all tables, change "
-		 "feeds and the change log ring (log_ring_mb), in MiB "
-		 "(0 = no limit; default 1024)");
-
 static atomic_long_t mem_used = ATOMIC_LONG_INIT(0);
 
 unsigned long tdbk_mem_used(void)
@@ -82,9 +63,20 @@ unsigned long tdbk_mem_used(void)
 	return (unsigned long)atomic_long_read(&mem_used);
 }
 
+/* max_memory_mb (home.c's parameter, limtable.h's max-memory), in
+ * bytes; 0 is 3/4 of the RAM, as tdbd's 0 is 3/4 of physical memory. */
 unsigned long tdbk_mem_limit(void)
 {
-	return (unsigned long)READ_ONCE(max_memory_mb) << 20;
+	u64 max = tdbk_home_max_memory();
+
+	return max ? (unsigned long)max :
+	       (totalram_pages() / 4 * 3) << PAGE_SHIFT;
+}
+
+/* Would used bytes charged, with what the owner holds, pass limit? */
+static bool mem_over(long used, unsigned long limit)
+{
+	return (unsigned long)used + tdbk_home_held() > limit;
 }
 
 /* Count bytes more; false (nothing counted) if that would pass the
@@ -96,7 +88,7 @@ bool tdbk_mem_charge(size_t bytes)
 	unsigned long limit = tdbk_mem_limit();
 	long used = atomic_long_add_return((long)bytes, &mem_used);
 
-	if (limit && (unsigned long)used > limit) {
+	if (mem_over(used, limit)) {
 		atomic_long_sub((long)bytes, &mem_used);
 		return false;
 	}
@@ -250,8 +242,8 @@ void *tdbp_region_grow(struct tdbp_region *r, unsigned int idx, int *err)
 	}
 	if (!mem_charge()) {
 		pr_warn_ratelimited("%s: cannot back extent %u: table memory "
-				    "would exceed max_memory_mb=%u\n",
-				    r->name, idx, READ_ONCE(max_memory_mb));
+				    "would exceed max_memory_mb=%lu\n",
+				    r->name, idx, tdbk_mem_limit() >> 20);
 		*err = -ENOMEM;
 		return NULL;
 	}
@@ -467,7 +459,7 @@ int tdbk_mem_charge_user(size_t bytes, bool reserve)
 	if (!reserve)
 		limit -= limit / 8;
 	used = atomic_long_add_return((long)bytes, &mem_used);
-	if (limit && (unsigned long)used > limit) {
+	if (mem_over(used, limit)) {
 		atomic_long_sub((long)bytes, &mem_used);
 		return -ENOBUFS;
 	}

@@ -30,6 +30,11 @@ void tdbk_dev_exit(void);
 int tdbk_home_check(void);
 const struct tdbo_limits *tdbk_home_limits(void);
 void tdbk_home_max_data_set(u64 bytes);        /* from max_memory_mb */
+/* The owner whose transactions and snapshots count in max_memory_mb
+ * (NULL before it is made and once it is freed); what they hold now. */
+void tdbk_home_owner_set(struct tdbo_owner *o);
+u64 tdbk_home_held(void);
+u64 tdbk_home_max_memory(void);                /* bytes, 0: automatic */
 extern const struct tdbo_hooks tdbk_home_hooks;
 struct tdbo_client *tdbk_client_new(struct tdbo_owner *o,
 				    const struct cred *cred, bool may_watch,
@@ -54,9 +59,11 @@ void tdbk_map_revoke(u64 slot);
  * time (module parameter selftest=1); 0 or a negative errno, logged. */
 int tdbk_selftest(void);
 
-/* platform.c: bytes of extents and change feeds backed now, and the
- * limit (max_memory_mb); charge (false: over the limit, nothing
- * counted) and uncharge other memory against it. */
+/* platform.c: bytes charged now (extents, change feeds, client rings,
+ * the log ring: back to 0 at unload), and the limit (max_memory_mb, 0:
+ * 3/4 of the RAM); charge (false: what is charged, the owner's held
+ * memory and bytes would pass the limit; nothing counted) and uncharge
+ * other memory against it. */
 unsigned long tdbk_mem_used(void);
 unsigned long tdbk_mem_limit(void);
 bool tdbk_mem_charge(size_t bytes);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "limtable.h"    /* src/owner: the limits table */
 
 #define TDBD_LINE_MAX 4096     /* bytes in a line, without its '\n' */
 #define SHOW_MAX 48            /* bytes of a bad value quoted back */
@@ -61,88 +62,87 @@ struct key {
 	const char *range;      /* the range as users write it */
 	bool pow2;              /* K_SIZE: must be a power of two */
 	bool restart;           /* a change takes effect only at restart */
+	/* A limit (src/owner/limtable.h): its default, range (min, max,
+	 * range and pow2 above are unused) and what 0 means come from
+	 * the one table tdb.ko's module parameters are made from too. */
+	const struct tdbo_limit *lim;
 };
 
 #define FIELD(f) offsetof(struct tdbd_config, f), \
 	sizeof(((struct tdbd_config *)0)->f)
+#define LIMIT(name, type, f, id, restart) \
+	{ name, type, FIELD(f), 0, 0, NULL, false, restart, \
+	  &tdbo_limits_table[TDBO_LIM_##id] }
 
 static const struct key keys[] = {
-	{ "socket", K_SOCKET, FIELD(socket), 0, 0, NULL, false, true },
+	{ "socket", K_SOCKET, FIELD(socket), 0, 0, NULL, false, true, NULL },
 	{ "socket-mode", K_MODE, FIELD(socket_mode), 0, 0777, "0..0777",
-	  false, false },
+	  false, false, NULL },
 	{ "socket-group", K_GROUP, FIELD(socket_group), 0, 0, NULL, false,
-	  false },
-	{ "data-dir", K_DIR, FIELD(data_dir), 0, 0, NULL, false, true },
-	{ "workers", K_UINT, FIELD(workers), 1, 64, "1..64", false, true },
+	  false, NULL },
+	{ "data-dir", K_DIR, FIELD(data_dir), 0, 0, NULL, false, true, NULL },
+	{ "workers", K_UINT, FIELD(workers), 1, 64, "1..64", false, true,
+	  NULL },
 	{ "ring-size", K_SIZE, FIELD(ring_size), 4 * MiB, 256 * MiB,
-	  "4M..256M", true, true },
-	{ "feed-size", K_SIZE, FIELD(feed_size), 4 * MiB, GiB, "4M..1G",
-	  true, true },
-	{ "hugepages", K_BOOL, FIELD(hugepages), 0, 0, NULL, false, true },
+	  "4M..256M", true, true, NULL },
+	LIMIT("feed-size", K_SIZE, feed_size, FEED_SIZE, true),
+	{ "hugepages", K_BOOL, FIELD(hugepages), 0, 0, NULL, false, true,
+	  NULL },
 	{ "client-deadline", K_MS, FIELD(client_deadline_ms), 1, 3600000,
-	  "1ms..60m", false, false },
-	{ "max-clients", K_UINT, FIELD(max_clients), 1, 65536, "1..65536",
-	  false, false },
-	{ "max-txn-ops", K_UINT, FIELD(max_txn_ops), 1, 1048576,
-	  "1..1048576", false, false },
-	{ "max-txn-bytes", K_SIZE, FIELD(max_txn_bytes), KiB, 4 * GiB,
-	  "1K..4G", false, false },
-	{ "max-txns", K_UINT, FIELD(max_txns), 1, 1024, "1..1024", false,
-	  false },
-	{ "max-clients-per-uid", K_UINT, FIELD(max_clients_per_uid), 1,
-	  65536, "1..65536", false, false },
-	{ "max-tables-per-uid", K_UINT, FIELD(max_tables_per_uid), 1, 4000,
-	  "1..4000", false, false },
-	{ "max-reserve-per-uid", K_SIZE, FIELD(max_reserve_per_uid), 4 * MiB,
-	  128 * TiB, "4M..128T", false, false },
-	{ "max-reserve", K_SIZE, FIELD(max_reserve), 4 * MiB, 128 * TiB,
-	  "4M..128T", false, false },
-	{ "max-txn-memory-per-uid", K_SIZE, FIELD(max_txn_memory_per_uid),
-	  MiB, TiB, "1M..1T", false, false },
-	{ "max-txn-memory", K_SIZE, FIELD(max_txn_memory), MiB, TiB,
-	  "1M..1T", false, false },
-	{ "max-snapshot-memory-per-uid", K_SIZE,
-	  FIELD(max_snapshot_memory_per_uid), MiB, TiB, "1M..1T", false,
-	  false },
-	{ "max-watches", K_UINT, FIELD(max_watches), 1, 65536, "1..65536",
-	  false, false },
-	{ "max-watches-per-uid", K_UINT, FIELD(max_watches_per_uid), 1,
-	  1048576, "1..1048576", false, false },
-	{ "max-watches-total", K_UINT, FIELD(max_watches_total), 1, 1048576,
-	  "1..1048576", false, false },
-	{ "max-data-per-uid", K_SIZE, FIELD(max_data_per_uid), 0,
-	  16384 * GiB, "0..16384G", false, false },
-	{ "max-ring-memory-per-uid", K_SIZE, FIELD(max_ring_memory_per_uid),
-	  8 * MiB, TiB, "8M..1T", false, false },
-	{ "max-ring-memory", K_SIZE, FIELD(max_ring_memory), 8 * MiB,
-	  16 * TiB, "8M..16T", false, false },
-	{ "max-tables", K_UINT, FIELD(max_tables), 1, 4000, "1..4000",
-	  false, false },
-	{ "max-snapshot-bytes", K_SIZE, FIELD(max_snapshot_bytes), KiB,
-	  64 * GiB, "1K..64G", false, true },
-	{ "max-snapshot-memory", K_SIZE, FIELD(max_snapshot_memory), MiB,
-	  1024 * GiB, "1M..1024G", false, false },
-	{ "max-memory", K_SIZE, FIELD(max_memory), 0, 16384 * GiB,
-	  "0..16384G", false, false },
-	{ "table-mode", K_MODE, FIELD(table_mode), 0, 0777, "0..0777",
-	  false, false },
+	  "1ms..60m", false, false, NULL },
+	LIMIT("max-clients", K_UINT, max_clients, MAX_CLIENTS, false),
+	LIMIT("max-txn-ops", K_UINT, max_txn_ops, MAX_TXN_OPS, false),
+	LIMIT("max-txn-bytes", K_SIZE, max_txn_bytes, MAX_TXN_BYTES, false),
+	LIMIT("max-txns", K_UINT, max_txns, MAX_TXNS, false),
+	LIMIT("max-clients-per-uid", K_UINT, max_clients_per_uid,
+	      MAX_CLIENTS_PER_UID, false),
+	LIMIT("max-tables-per-uid", K_UINT, max_tables_per_uid,
+	      MAX_TABLES_PER_UID, false),
+	LIMIT("max-reserve-per-uid", K_SIZE, max_reserve_per_uid,
+	      MAX_RESERVE_PER_UID, false),
+	LIMIT("max-reserve", K_SIZE, max_reserve, MAX_RESERVE, false),
+	LIMIT("max-txn-memory-per-uid", K_SIZE, max_txn_memory_per_uid,
+	      MAX_TXN_MEMORY_PER_UID, false),
+	LIMIT("max-txn-memory", K_SIZE, max_txn_memory, MAX_TXN_MEMORY,
+	      false),
+	LIMIT("max-snapshot-memory-per-uid", K_SIZE,
+	      max_snapshot_memory_per_uid, MAX_SNAPSHOT_MEMORY_PER_UID, false),
+	LIMIT("max-watches", K_UINT, max_watches, MAX_WATCHES, false),
+	LIMIT("max-watches-per-uid", K_UINT, max_watches_per_uid,
+	      MAX_WATCHES_PER_UID, false),
+	LIMIT("max-watches-total", K_UINT, max_watches_total,
+	      MAX_WATCHES_TOTAL, false),
+	LIMIT("max-data-per-uid", K_SIZE, max_data_per_uid, MAX_DATA_PER_UID,
+	      false),
+	LIMIT("max-ring-memory-per-uid", K_SIZE, max_ring_memory_per_uid,
+	      MAX_RING_MEMORY_PER_UID, false),
+	LIMIT("max-ring-memory", K_SIZE, max_ring_memory, MAX_RING_MEMORY,
+	      false),
+	LIMIT("max-tables", K_UINT, max_tables, MAX_TABLES, false),
+	LIMIT("max-snapshot-bytes", K_SIZE, max_snapshot_bytes,
+	      MAX_SNAPSHOT_BYTES, true),
+	LIMIT("max-snapshot-memory", K_SIZE, max_snapshot_memory,
+	      MAX_SNAPSHOT_MEMORY, false),
+	LIMIT("max-memory", K_SIZE, max_memory, MAX_MEMORY, false),
+	LIMIT("table-mode", K_MODE, table_mode, TABLE_MODE, false),
 	{ "idle-spin", K_US, FIELD(idle_spin_us), 0, 100000, "0..100ms",
-	  false, false },
-	{ "reader-lease", K_MS, FIELD(reader_lease_ms), 1, 60000,
-	  "1ms..60s", false, false },
-	{ "log-level", K_LEVEL, FIELD(log_level), 0, 0, NULL, false, false },
-	{ "sync", K_SYNC, FIELD(sync), 0, 0, NULL, false, true },
-	{ "backend", K_BACKEND, FIELD(backend), 0, 0, NULL, false, true },
+	  false, false, NULL },
+	LIMIT("reader-lease", K_MS, reader_lease_ms, READER_LEASE, false),
+	{ "log-level", K_LEVEL, FIELD(log_level), 0, 0, NULL, false, false,
+	  NULL },
+	{ "sync", K_SYNC, FIELD(sync), 0, 0, NULL, false, true, NULL },
+	{ "backend", K_BACKEND, FIELD(backend), 0, 0, NULL, false, true,
+	  NULL },
 	{ "batch-interval", K_MS, FIELD(batch_ms), 1, 10000, "1ms..10s",
-	  false, true },
+	  false, true, NULL },
 	{ "wal-segment-size", K_SIZE, FIELD(wal_segment_size), MiB, GiB,
-	  "1M..1G", false, true },
+	  "1M..1G", false, true, NULL },
 	{ "checkpoint-interval", K_MS, FIELD(checkpoint_interval_ms), 1000,
-	  86400000, "1s..1440m", false, true },
+	  86400000, "1s..1440m", false, true, NULL },
 	{ "checkpoint-wal-size", K_SIZE, FIELD(checkpoint_wal_size), MiB,
-	  64 * GiB, "1M..64G", false, true },
+	  64 * GiB, "1M..64G", false, true, NULL },
 	{ "wal-truncate-damaged", K_BOOL, FIELD(wal_truncate_damaged), 0, 0,
-	  NULL, false, true },
+	  NULL, false, true, NULL },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -158,46 +158,31 @@ static const struct key *key_find(const char *name, size_t len)
 	return NULL;
 }
 
+static void store_number(const struct key *k, struct tdbd_config *c,
+			 uint64_t v);
+
 void tdbd_config_defaults(struct tdbd_config *c)
 {
+	size_t i;
+
 	memset(c, 0, sizeof(*c));
 	snprintf(c->socket, sizeof(c->socket), "%s", "/run/tdb/tdbd.sock");
 	c->socket_mode = 0660;
 	c->workers = 1;
 	c->ring_size = 4 * MiB;
-	c->feed_size = 4 * MiB;
 	c->hugepages = true;
 	c->client_deadline_ms = 10000;
-	c->max_clients = 1024;
-	c->max_txn_ops = 65536;
-	c->max_txn_bytes = 64 * MiB;
-	c->max_txns = 16;
-	c->max_clients_per_uid = 64;
-	c->max_tables_per_uid = 256;
-	c->max_reserve_per_uid = 256 * GiB;
-	c->max_reserve = 16 * TiB;
-	c->max_txn_memory_per_uid = 256 * MiB;
-	c->max_txn_memory = GiB;
-	c->max_snapshot_memory_per_uid = 512 * MiB;
-	c->max_watches = 1024;          /* tdb.ko's max_watches */
-	c->max_watches_per_uid = 4096;
-	c->max_watches_total = 16384;
-	c->max_data_per_uid = 0;        /* half of max-memory */
-	c->max_ring_memory_per_uid = GiB;
-	c->max_ring_memory = 8 * GiB;
-	c->max_tables = 4000;           /* the checkpoint store's most */
-	c->max_snapshot_bytes = 256 * MiB;
-	c->max_snapshot_memory = GiB;
-	c->max_memory = 0;              /* 3/4 of physical memory */
-	c->table_mode = 0600;
 	c->idle_spin_us = 50;
-	c->reader_lease_ms = 100;
 	c->log_level = LOG_INFO;
 	c->sync = 0;                    /* WAL_SYNC_ALWAYS */
 	c->batch_ms = 10;
 	c->wal_segment_size = 64 * MiB;
 	c->checkpoint_interval_ms = 300000;
 	c->checkpoint_wal_size = 256 * MiB;
+	/* the limits: their defaults are the table's */
+	for (i = 0; i < NKEYS; i++)
+		if (keys[i].lim)
+			store_number(&keys[i], c, keys[i].lim->def);
 }
 
 /* --- messages ------------------------------------------------------------ */
@@ -402,6 +387,44 @@ static const char *check_path(const struct key *k, const char *s,
 	return NULL;
 }
 
+/* A limit's value as tdbd.conf takes it: sizes with the largest of
+ * T, G, M, K that divides them, durations in m, s or ms, modes octal. */
+static void limit_value(char *out, size_t len, enum ktype type, uint64_t v)
+{
+	static const struct unit sz[] = {
+		{ "T", TiB }, { "G", GiB }, { "M", MiB }, { "K", KiB },
+	};
+	static const struct unit ms[] = { { "m", 60000 }, { "s", 1000 } };
+	const struct unit *u = type == K_SIZE ? sz : ms;
+	size_t i, n = type == K_SIZE ? 4 : type == K_MS ? 2 : 0;
+
+	if (type == K_MODE) {
+		snprintf(out, len, "%#llo", (unsigned long long)v);
+		return;
+	}
+	for (i = 0; v && i < n; i++)
+		if (!(v % u[i].mul)) {
+			snprintf(out, len, "%llu%s",
+				 (unsigned long long)(v / u[i].mul), u[i].sfx);
+			return;
+		}
+	snprintf(out, len, "%llu%s", (unsigned long long)v,
+		 type == K_MS ? "ms" : "");
+}
+
+/* A limit's range as users write it: "1..65536", "8M..1T, or 0". */
+static const char *limit_range(const struct key *k, char *out, size_t len)
+{
+	char lo[24], hi[24];
+
+	limit_value(lo, sizeof(lo), k->type, k->lim->min);
+	limit_value(hi, sizeof(hi), k->type, k->lim->max);
+	snprintf(out, len, "%s..%s%s", lo, hi, k->lim->min &&
+		 (k->lim->flags & (TDBO_LF_ZERO_OFF | TDBO_LF_ZERO_AUTO)) ?
+		 ", or 0" : "");
+	return out;
+}
+
 /* Numbers of every kind: parse, then range, then power of two. */
 static const char *parse_number(const struct key *k, const char *s,
 				uint64_t *v, char *buf, size_t buflen)
@@ -413,6 +436,7 @@ static const char *parse_number(const struct key *k, const char *s,
 		[K_MS] = "not a duration (a number with ms, s or m; bare = ms)",
 		[K_US] = "not a duration (a number with us or ms; bare = us)",
 	};
+	char range[64];
 	int rc;
 
 	switch (k->type) {
@@ -434,6 +458,17 @@ static const char *parse_number(const struct key *k, const char *s,
 	}
 	if (rc == NUM_BAD)
 		return bad[k->type];
+	if (k->lim) {
+		if (rc == NUM_RANGE || (!tdbo_limit_ok(k->lim, *v) &&
+					(*v < k->lim->min ||
+					 *v > k->lim->max))) {
+			snprintf(buf, buflen, "out of range %s",
+				 limit_range(k, range, sizeof(range)));
+			return buf;
+		}
+		return tdbo_limit_ok(k->lim, *v) ? NULL :
+		       "not a power of two";
+	}
 	if (rc == NUM_RANGE || *v < k->min || *v > k->max) {
 		snprintf(buf, buflen, "out of range %s", k->range);
 		return buf;
@@ -519,7 +554,7 @@ static const char *set_key(const struct key *k, struct tdbd_config *c,
 int tdbd_config_set(struct tdbd_config *c, const char *key,
 		    const char *value, char *err, size_t errlen)
 {
-	char shown[SHOW_LEN], buf[64];
+	char shown[SHOW_LEN], buf[128];
 	const struct key *k;
 	const char *why;
 
@@ -928,6 +963,8 @@ const char *tdbd_config_usage(void)
 "  --max-clients-per-uid N clients of one user at once, 1..65536\n"
 "                         (default 64)\n"
 "  --max-tables-per-uid N tables one user may own, 1..4000 (default 256)\n"
+"                         The per-user limits (max-*-per-uid) also take 0:\n"
+"                         no limit (max-data-per-uid: half of max-memory).\n"
 "  --max-reserve-per-uid SIZE address space the tables of one user may\n"
 "                         reserve (max-extents x 2M each), 4M..128T\n"
 "                         (default 256G)\n"
@@ -939,7 +976,7 @@ const char *tdbd_config_usage(void)
 "  --max-snapshot-memory-per-uid SIZE old values the snapshot scans of\n"
 "                         one user may keep, 1M..1T (default 512M)\n"
 "  --max-data-per-uid SIZE table memory (extents) of the tables one user\n"
-"                         owns, 0..16384G, 0 = half of max-memory\n"
+"                         owns, 0..16T, 0 = half of max-memory\n"
 "                         (default 0)\n"
 "  --max-ring-memory-per-uid SIZE ring memory of one user's connections\n"
 "                         (2 x ring-size each), 8M..1T (default 1G)\n"
@@ -960,11 +997,12 @@ const char *tdbd_config_usage(void)
 "  --max-snapshot-bytes SIZE (R) old values a snapshot scan may keep for\n"
 "                         keys changed during it, 1K..64G (default 256M)\n"
 "  --max-snapshot-memory SIZE old values all snapshot scans together may\n"
-"                         keep, 1M..1024G (default 1G)\n"
-"  --max-memory SIZE      tables, transactions and snapshots in all; past\n"
-"                         it writes that add data fail (-ENOMEM), reads\n"
-"                         and deletes go on; 0..16384G, 0 = 3/4 of the\n"
-"                         physical memory (default 0)\n"
+"                         keep, 1M..1T (default 1G)\n"
+"  --max-memory SIZE      table extents, transactions, snapshots, change\n"
+"                         feeds and client rings in all; past it writes\n"
+"                         that add data fail (-ENOMEM), reads and deletes\n"
+"                         go on; 0..16T, 0 = 3/4 of the physical memory\n"
+"                         (default 0)\n"
 "  --table-mode MODE      mode of new tables when the creator gives none,\n"
 "                         octal, <= 0777 (default 0600)\n"
 "  --idle-spin TIME       how long a worker polls before it sleeps,\n"

@@ -60,7 +60,9 @@ struct tdbd_config {
 				* client, 1..1024                       16 */
 	/* limits per uid and in all (quota.h; docs/CONFIG.md, "Limits"):
 	 * uid 0 is exempt from the per-uid ones, and the last eighth of
-	 * each total is kept for it */
+	 * each total is kept for it.  Every limit's default and range is
+	 * src/owner/limtable.h's (the ranges written here are its), and
+	 * the per-uid ones also take 0, "no limit" */
 	uint32_t max_clients_per_uid; /* max-clients-per-uid: 1..65536
 				* connections of one uid              64 */
 	uint32_t max_tables_per_uid; /* max-tables-per-uid: 1..4000 tables
@@ -100,10 +102,11 @@ struct tdbd_config {
 	uint64_t max_snapshot_memory; /* max-snapshot-memory: old values
 				* all snapshot scans together keep,
 				* 1M..1024G                          1G */
-	uint64_t max_memory;   /* max-memory: tables' extents, buffered
-				* transactions and snapshots in all; past it
+	uint64_t max_memory;   /* max-memory: what src/owner/limtable.h
+				* counts (extents, buffered transactions,
+				* snapshots, feeds, rings) in all; past it
 				* writes that add data fail with -ENOMEM;
-				* 0..16384G, 0 = 3/4 of physical memory  0 */
+				* 0..16T, 0 = 3/4 of physical memory  0 */
 	uint32_t table_mode;   /* table-mode: octal, <= 0777: mode of new
 				* tables when the creator gives none  0600 */
 	uint32_t idle_spin_us; /* idle-spin: a duration in us (us, ms

@@ -2,8 +2,9 @@
 /*
  * tables.c - tdbd as the home of the owner (src/owner, shared with
  * tdb.ko): the owner's limits from tdbd.conf, its hooks (the feeds'
- * memfds, max-memory, the WAL's log hooks from durable.c, STATS
- * figures), and the owner's client of a connection.
+ * memfds, max-memory as src/owner/limtable.h defines it, the WAL's log
+ * hooks from durable.c, STATS figures), and the owner's client of a
+ * connection.
  *
  * Invariants:
  *  - d->lim is the owner's struct tdbo_limits for its whole life: the
@@ -18,6 +19,8 @@
  *    (a dropped one's until its last reference goes: table_free); t->mem
  *    changes under the table's write lock (mem_note) or with its last
  *    reference (table_free).
+ *  - d->mem_feeds is the sum of the sizes of the feeds feed_alloc made
+ *    and feed_free has not freed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +52,7 @@ void tdbd_limits_update(struct tdbd *d)
 	SET(d, max_watches, CFG(d, max_watches));
 	SET(d, max_watches_per_uid, CFG(d, max_watches_per_uid));
 	SET(d, max_watches_total, CFG(d, max_watches_total));
+	SET(d, max_memory, CFG(d, max_memory));
 	SET(d, max_data, tdbd_mem_limit(d));
 	SET(d, max_data_per_uid, CFG(d, max_data_per_uid) ?
 	    CFG(d, max_data_per_uid) : tdbd_mem_limit(d) / 2);
@@ -83,9 +87,9 @@ struct feed_mem {
 static void *feed_alloc(void *arg, size_t size, void **cookie)
 {
 	struct feed_mem *f = calloc(1, sizeof(*f));
+	struct tdbd *d = arg;
 	int err;
 
-	(void)arg;
 	if (!f)
 		return NULL;
 	f->size = size;
@@ -104,6 +108,7 @@ static void *feed_alloc(void *arg, size_t size, void **cookie)
 		  F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
 		goto fail;
 	*cookie = f;
+	__atomic_fetch_add(&d->mem_feeds, size, __ATOMIC_RELAXED);
 	return f->map;          /* zeroed: a new memfd */
 fail:
 	err = errno;
@@ -120,10 +125,11 @@ fail:
 static void feed_free(void *arg, void *mem, size_t size, void *cookie)
 {
 	struct feed_mem *f = cookie;
+	struct tdbd *d = arg;
 
-	(void)arg;
 	(void)mem;
 	(void)size;
+	__atomic_fetch_sub(&d->mem_feeds, f->size, __ATOMIC_RELAXED);
 	munmap(f->map, f->size);
 	close(f->fd);
 	free(f);
@@ -199,11 +205,16 @@ static void mem_prime(struct tdbd *d)
 	tdbo_write_unlock(d->o);
 }
 
+/* max-memory, as src/owner/limtable.h defines it for both homes: table
+ * extents, buffered transactions, snapshots, change feeds and client
+ * rings (tdbd has no change log ring; its WAL buffers are not counted). */
 uint64_t tdbd_mem_used(struct tdbd *d)
 {
 	mem_prime(d);
 	return __atomic_load_n(&d->mem_tables, __ATOMIC_RELAXED) +
-	       tdbo_txn_bytes(d->o) + tdbo_snap_mem(d->o);
+	       tdbo_txn_bytes(d->o) + tdbo_snap_mem(d->o) +
+	       __atomic_load_n(&d->mem_feeds, __ATOMIC_RELAXED) +
+	       tdbo_ring_mem(d->o);
 }
 
 uint64_t tdbd_mem_limit(struct tdbd *d)

@@ -398,6 +398,7 @@ struct tdbd {
 
 	/* memory (tables.c), bytes, atomics */
 	uint64_t mem_tables;    /* tables' backed extents (max-memory) */
+	uint64_t mem_feeds;     /* change feeds' memfds (max-memory) */
 	uint64_t mem_auto;      /* max-memory 0: 3/4 of physical memory */
 	bool mem_primed;        /* tables made by recovery are counted */
 	/* the committer thread (txn.c): its queue under commit_lock */

@@ -68,7 +68,9 @@ struct tdbo_sink {
  * with tdb_store_relaxed(); the owner reads each with tdb_load_relaxed()
  * where it applies, so a new value applies to the next request and
  * lowering one takes nothing back.  0 means "no limit" for the max_*
- * fields but max_txns, max_txn_ops and max_txn_bytes (never 0).
+ * fields but max_txns, max_txn_ops and max_txn_bytes (never 0).  The
+ * homes fill it from the one limits table (limtable.h: names, defaults,
+ * ranges), which refuses 0 but where it says what 0 means.
  */
 struct tdbo_limits {
 	uint32_t default_mode;          /* table mode when CREATE has none */
@@ -89,6 +91,12 @@ struct tdbo_limits {
 					 * home's memory bound (its last
 					 * eighth is root's) */
 	uint64_t max_data_per_uid;      /* extents of one uid's tables */
+	uint64_t max_memory;            /* the home's max-memory, bytes, 0:
+					 * 3/4 of physical memory (limtable.h
+					 * says what it counts; the home
+					 * checks it, in mem_check and where
+					 * it allocates; max_data is
+					 * derived from it) */
 	uint64_t max_ring_memory;       /* clients' ring bytes, in all */
 	uint64_t max_ring_memory_per_uid;
 	uint64_t max_txn_memory;        /* buffered changes, in all */
@@ -487,5 +495,9 @@ uint64_t tdbo_txn_bytes(struct tdbo_owner *o);
 /* Bytes all snapshot scans hold now (what max_snapshot_memory bounds):
  * tdbd counts them in its max-memory. */
 uint64_t tdbo_snap_mem(struct tdbo_owner *o);
+
+/* Bytes of all clients' rings now (what max_ring_memory bounds): both
+ * homes count them in max-memory (limtable.h). */
+uint64_t tdbo_ring_mem(struct tdbo_owner *o);
 
 #endif

@@ -13,7 +13,10 @@
  *                             per-uid                  max-snapshot-memory)
  *   TDBO_Q_DATA      bytes    max-data-per-uid         max_data (the home's
  *                             (extents of the tables   max-memory: tdbd's,
- *                             the uid owns)            tdb.ko's max_memory_mb)
+ *                             the uid owns)            tdb.ko's max_memory_mb;
+ *                                                      in all with the rings,
+ *                                                      transactions and
+ *                                                      snapshots: in_all())
  *   TDBO_Q_WATCHES   watches  max-watches-per-uid      max-watches-total
  *   TDBO_Q_RING_BYTES bytes   max-ring-memory-per-uid  max-ring-memory
  *
@@ -188,6 +191,25 @@ static bool over(uint64_t used, uint64_t n, uint64_t max)
 	return max && (n > max || used > max - n);
 }
 
+/*
+ * Under q->lock: what counts against k's limit in all.  Table data's is
+ * max-memory (max_data), which counts what the owner holds of it all
+ * (limtable.h): the tables' extents, the clients' rings, buffered
+ * transactions and snapshots, so that other uids stop at 7/8 of it
+ * whatever kind of memory they fill it with and root keeps its eighth.
+ * (The home's own part, change feeds and tdb.ko's log ring, counts in
+ * its mem_check.)
+ */
+static uint64_t in_all(struct tdbo_owner *o, enum tdbo_qkind k)
+{
+	const uint64_t *t = o->quota.total;
+
+	if (k != TDBO_Q_DATA)
+		return t[k];
+	return t[TDBO_Q_DATA] + t[TDBO_Q_RING_BYTES] + t[TDBO_Q_TXN_BYTES] +
+	       tdbo_snap_mem(o);
+}
+
 /* Under q->lock: may `who` charge n of k to uid (entry e, may be NULL)? */
 static int refuse(struct tdbo_owner *o, struct qent *e, uint32_t who,
 		  enum tdbo_qkind k, uint64_t n, const char **msg)
@@ -204,7 +226,7 @@ static int refuse(struct tdbo_owner *o, struct qent *e, uint32_t who,
 	l = global(o, k);
 	if (who != 0)
 		l.max -= l.max / 8;     /* the last eighth is root's */
-	if (over(o->quota.total[k], n, l.max)) {
+	if (over(in_all(o, k), n, l.max)) {
 		*msg = who ? l.msg : l.msg_root;
 		return l.err;
 	}
@@ -304,6 +326,14 @@ void tdbo_quota_uncharge(struct tdbo_owner *o, uint32_t uid, enum tdbo_qkind k,
 	}
 	tdbp_mutex_unlock(q->lock);
 	tdbp_free(e);
+}
+
+/* Ring memory of all clients now (TDBO_Q_RING_BYTES in all): a gauge
+ * for the home's max-memory (limtable.h), read without the lock as
+ * tdbo_txn_bytes() is: a charge racing with it is seen or not. */
+uint64_t tdbo_ring_mem(struct tdbo_owner *o)
+{
+	return tdb_load_relaxed(&o->quota.total[TDBO_Q_RING_BYTES]);
 }
 
 int tdbo_quota_init(struct tdbo_quota *q)

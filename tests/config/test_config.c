@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "limtable.h"       /* src/owner: the one limits table */
 
 #define MiB (1ULL << 20)
 #define GiB (1ULL << 30)
@@ -165,6 +166,18 @@ static uint64_t field(const struct tdbd_config *c, const char *key)
 		return c->idle_spin_us;
 	if (!strcmp(key, "log-level"))
 		return (uint64_t)c->log_level;
+	if (!strcmp(key, "max-watches-per-uid"))
+		return c->max_watches_per_uid;
+	if (!strcmp(key, "max-watches-total"))
+		return c->max_watches_total;
+	if (!strcmp(key, "max-data-per-uid"))
+		return c->max_data_per_uid;
+	if (!strcmp(key, "max-ring-memory-per-uid"))
+		return c->max_ring_memory_per_uid;
+	if (!strcmp(key, "max-ring-memory"))
+		return c->max_ring_memory;
+	if (!strcmp(key, "reader-lease"))
+		return c->reader_lease_ms;
 	fail_msg("no key %s", key);
 	return 0;
 }
@@ -220,13 +233,20 @@ static void assert_valid(const struct tdbd_config *c)
 	assert_in_range(c->max_txn_ops, 1, 1048576);
 	assert_in_range(c->max_txn_bytes, 1024, 4 * GiB);
 	assert_in_range(c->max_txns, 1, 1024);
-	assert_in_range(c->max_clients_per_uid, 1, 65536);
-	assert_in_range(c->max_tables_per_uid, 1, 4000);
-	assert_in_range(c->max_reserve_per_uid, 4 * MiB, 128 * TiB);
+	/* per-uid limits: 0 is "no limit" (src/owner/limtable.h) */
+	assert_in_range(c->max_clients_per_uid, 0, 65536);
+	assert_in_range(c->max_tables_per_uid, 0, 4000);
+	assert_true(!c->max_reserve_per_uid ||
+		    c->max_reserve_per_uid >= 4 * MiB);
+	assert_true(c->max_reserve_per_uid <= 128 * TiB);
 	assert_in_range(c->max_reserve, 4 * MiB, 128 * TiB);
-	assert_in_range(c->max_txn_memory_per_uid, MiB, TiB);
+	assert_true(!c->max_txn_memory_per_uid ||
+		    c->max_txn_memory_per_uid >= MiB);
+	assert_true(c->max_txn_memory_per_uid <= TiB);
 	assert_in_range(c->max_txn_memory, MiB, TiB);
-	assert_in_range(c->max_snapshot_memory_per_uid, MiB, TiB);
+	assert_true(!c->max_snapshot_memory_per_uid ||
+		    c->max_snapshot_memory_per_uid >= MiB);
+	assert_true(c->max_snapshot_memory_per_uid <= TiB);
 	assert_in_range(c->idle_spin_us, 0, 100000);
 	assert_in_range(c->log_level, LOG_ERR, LOG_DEBUG);
 }
@@ -502,22 +522,22 @@ static const struct bad bads[] = {
 	{ "max-txn-bytes", "5G", "max-txn-bytes: out of range 1K..4G (5G)" },
 	{ "max-txns", "0", "max-txns: out of range 1..1024 (0)" },
 	{ "max-txns", "1025", "max-txns: out of range 1..1024 (1025)" },
-	{ "max-clients-per-uid", "0",
-	  "max-clients-per-uid: out of range 1..65536 (0)" },
+	{ "max-clients-per-uid", "65537",
+	  "max-clients-per-uid: out of range 1..65536, or 0 (65537)" },
 	{ "max-tables-per-uid", "4001",
-	  "max-tables-per-uid: out of range 1..4000 (4001)" },
+	  "max-tables-per-uid: out of range 1..4000, or 0 (4001)" },
 	{ "max-reserve", "129T", "max-reserve: out of range 4M..128T (129T)" },
 	{ "max-reserve-per-uid", "1M",
-	  "max-reserve-per-uid: out of range 4M..128T (1M)" },
+	  "max-reserve-per-uid: out of range 4M..128T, or 0 (1M)" },
 	{ "max-txn-memory", "2T", "max-txn-memory: out of range 1M..1T (2T)" },
 	{ "max-txn-memory-per-uid", "1K",
-	  "max-txn-memory-per-uid: out of range 1M..1T (1K)" },
+	  "max-txn-memory-per-uid: out of range 1M..1T, or 0 (1K)" },
 	{ "max-snapshot-memory", "1023K",
-	  "max-snapshot-memory: out of range 1M..1024G (1023K)" },
+	  "max-snapshot-memory: out of range 1M..1T (1023K)" },
 	{ "max-snapshot-memory", "1025G",
-	  "max-snapshot-memory: out of range 1M..1024G (1025G)" },
+	  "max-snapshot-memory: out of range 1M..1T (1025G)" },
 	{ "max-memory", "16385G",
-	  "max-memory: out of range 0..16384G (16385G)" },
+	  "max-memory: out of range 0..16T (16385G)" },
 	{ "table-mode", "0778", "table-mode: not an octal mode (0778)" },
 	{ "table-mode", "1000", "table-mode: out of range 0..0777 (1000)" },
 	{ "idle-spin", "100001",
@@ -1036,6 +1056,212 @@ static void test_doc(void **state)
 				 row);
 	}
 	free(text);
+}
+
+/* --- the limits table (src/owner/limtable.h) ------------------------------ */
+
+/* v as tdbd.conf takes it: a bare number (bytes, ms, a count) or octal
+ * mode bits. */
+static const char *lim_text(const struct tdbo_limit *l, uint64_t v,
+			    char *buf, size_t len)
+{
+	snprintf(buf, len, l->unit == TDBO_LU_MODE ? "0%llo" : "%llu",
+		 (unsigned long long)v);
+	return buf;
+}
+
+static void lim_accepts(const struct tdbo_limit *l, uint64_t v, bool ok)
+{
+	struct tdbd_config c, before;
+	char text[32];
+	int rc;
+
+	tdbd_config_defaults(&c);
+	before = c;
+	err[0] = '\0';
+	rc = tdbd_config_set(&c, l->conf, lim_text(l, v, text, sizeof(text)),
+			     err, sizeof(err));
+	if (ok && rc)
+		fail_msg("%s = %s refused: %s", l->conf, text, err);
+	if (!ok && rc != -EINVAL)
+		fail_msg("%s = %s accepted (range %llu..%llu)", l->conf, text,
+			 (unsigned long long)l->min,
+			 (unsigned long long)l->max);
+	if (ok)
+		assert_true(field(&c, l->conf) == v);
+	else
+		assert_memory_equal(&c, &before, sizeof(c));
+}
+
+/*
+ * Every limit of the table: tdbd's default is the table's, its range is
+ * the table's (the edges accepted, one past them refused, 0 only where
+ * a flag gives it a meaning), each default is inside the range in both
+ * homes, and a tdb.ko parameter in MiB can say both edges exactly.
+ */
+static void test_limits_table(void **state)
+{
+	struct tdbd_config c;
+	bool zero;
+	size_t i;
+
+	(void)state;
+	tdbd_config_defaults(&c);
+	for (i = 0; i < TDBO_LIM_COUNT; i++) {
+		const struct tdbo_limit *l = &tdbo_limits_table[i];
+
+		assert_true(l->conf || l->param);
+		assert_true(l->min <= l->max);
+		if (!tdbo_limit_ok(l, l->def) || !tdbo_limit_ok(l, l->kdef))
+			fail_msg("%s: a default out of its range",
+				 l->conf ? l->conf : l->param);
+		if (l->homes & TDBO_LH_KO) {
+			uint64_t m = (1ULL << l->shift) - 1;
+
+			assert_non_null(l->param);
+			if ((l->min & m) || (l->max & m) || (l->kdef & m))
+				fail_msg("%s: not whole MiB", l->param);
+		}
+		if (!(l->homes & TDBO_LH_TDBD))
+			continue;
+		assert_non_null(l->conf);
+		if (field(&c, l->conf) != l->def)
+			fail_msg("%s: tdbd's default %llu, the table's %llu",
+				 l->conf,
+				 (unsigned long long)field(&c, l->conf),
+				 (unsigned long long)l->def);
+		zero = l->flags & (TDBO_LF_ZERO_OFF | TDBO_LF_ZERO_AUTO);
+		lim_accepts(l, l->min, true);
+		lim_accepts(l, l->max, true);
+		lim_accepts(l, l->max + 1, false);
+		if (l->min > 1)
+			lim_accepts(l, l->min - 1, false);
+		if (l->min)
+			lim_accepts(l, 0, zero);
+		if (l->flags & TDBO_LF_POW2)
+			lim_accepts(l, l->min + l->min / 2, false);
+	}
+}
+
+/* Every tdbd.conf key of the table in docs/CONFIG.md ("| `key` |") and
+ * man/tdbd.conf.5 (".It Cm key"), and every tdb.ko parameter in
+ * docs/KERNEL.md ("| `param` | DEFAULT |", DEFAULT in its unit: MiB
+ * where the shift is 20, octal mode bits). */
+static char *slurp(const char *file)
+{
+	char *text = malloc(1 << 20);
+	FILE *f = fopen(file, "r");
+	size_t len;
+
+	if (!f)
+		fail_msg("cannot read %s", file);
+	assert_non_null(text);
+	len = fread(text, 1, (1 << 20) - 1, f);
+	text[len] = '\0';
+	fclose(f);
+	return text;
+}
+
+/* l's default as the documents write it: sizes with the largest of T,
+ * G, M, K that divides them, durations in s or ms, modes in octal. */
+static const char *lim_doc_default(const struct tdbo_limit *l, char *buf,
+				   size_t len)
+{
+	static const char sfx[] = "TGMK";
+	uint64_t v = l->def;
+	int i;
+
+	if (l->unit == TDBO_LU_MODE) {
+		snprintf(buf, len, "0%llo", (unsigned long long)v);
+		return buf;
+	}
+	if (l->unit == TDBO_LU_MS) {
+		if (v && !(v % 1000))
+			snprintf(buf, len, "%llus",
+				 (unsigned long long)(v / 1000));
+		else
+			snprintf(buf, len, "%llums", (unsigned long long)v);
+		return buf;
+	}
+	for (i = 0; l->unit == TDBO_LU_BYTES && v && i < 4; i++) {
+		uint64_t mul = 1ULL << (10 * (4 - i));
+
+		if (!(v % mul)) {
+			snprintf(buf, len, "%llu%c",
+				 (unsigned long long)(v / mul), sfx[i]);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+static void test_limits_docs(void **state)
+{
+	const char *doc = getenv("TDB_CONFIG_DOC"),
+		   *man = getenv("TDB_CONFIG_MAN"),
+		   *kdoc = getenv("TDB_CONFIG_KDOC");
+	char *cfg, *mtext, *ktext, row[128];
+	const char *p;
+	size_t i;
+
+	(void)state;
+	if (!doc || !man || !kdoc)
+		skip();
+	cfg = slurp(doc);
+	mtext = slurp(man);
+	ktext = slurp(kdoc);
+	for (i = 0; i < TDBO_LIM_COUNT; i++) {
+		const struct tdbo_limit *l = &tdbo_limits_table[i];
+
+		if (l->homes & TDBO_LH_TDBD) {
+			char def[32];
+			const char *end;
+
+			lim_doc_default(l, def, sizeof(def));
+			snprintf(row, sizeof(row), "\n| `%s` |", l->conf);
+			p = strstr(cfg, row);
+			if (!p)
+				fail_msg("CONFIG.md has no row for %s",
+					 l->conf);
+			end = strchr(p + 1, '\n');
+			snprintf(row, sizeof(row), "| `%s` |", def);
+			p = strstr(p, row);
+			if (!p || (end && p > end))
+				fail_msg("CONFIG.md: %s's row lacks %s",
+					 l->conf, row);
+			snprintf(row, sizeof(row), "\n.It Cm %s ", l->conf);
+			p = strstr(mtext, row);
+			if (!p)
+				fail_msg("tdbd.conf.5 has no item for %s",
+					 l->conf);
+			end = strstr(p + 1, "\n.It ");
+			snprintf(row, sizeof(row), "\nDefault %s", def);
+			p = strstr(p, row);
+			if (!p || (end && p > end) ||
+			    (p[strlen(row)] != '.' && p[strlen(row)] != ' '))
+				fail_msg("tdbd.conf.5: %s's item lacks "
+					 "\"Default %s\"", l->conf, def);
+		}
+		if (l->homes & TDBO_LH_KO) {
+			if (l->unit == TDBO_LU_MODE)
+				snprintf(row, sizeof(row), "\n| `%s` | 0%llo",
+					 l->param,
+					 (unsigned long long)l->kdef);
+			else
+				snprintf(row, sizeof(row), "\n| `%s` | %llu",
+					 l->param, (unsigned long long)
+					 (l->kdef >> l->shift));
+			/* then " |" or " (4 MiB) |" */
+			p = strstr(ktext, row);
+			if (!p || (p[strlen(row)] != ' '))
+				fail_msg("KERNEL.md has no row \"%s ...\"",
+					 row + 1);
+		}
+	}
+	free(cfg);
+	free(mtext);
+	free(ktext);
 }
 
 /* --- the command line ---------------------------------------------------- */
@@ -1735,6 +1961,8 @@ int main(void)
 		cmocka_unit_test(test_set_good),
 		cmocka_unit_test(test_set_strings),
 		cmocka_unit_test(test_set_bad),
+		cmocka_unit_test(test_limits_table),
+		cmocka_unit_test(test_limits_docs),
 		cmocka_unit_test(test_set_bad_long),
 		cmocka_unit_test(test_set_unknown),
 		cmocka_unit_test(test_file_all_keys),
