@@ -549,6 +549,13 @@ int tdbo_serve(struct tdbo_conn *c, unsigned int ch, const void *msg,
 	return 0;
 }
 
+void tdbo_conn_refuse(struct tdbo_conn *c, unsigned int ch,
+		      const struct nlmsghdr *req, int err,
+		      const struct tdb_proto_extack *ext)
+{
+	refuse(c, ch, req, err, ext);
+}
+
 void tdbo_conn_answer(struct tdbo_conn *c, unsigned int ch,
 		      const struct nlmsghdr *req, int err,
 		      const struct tdb_proto_extack *ext, uint64_t lsn)

@@ -212,6 +212,12 @@ void tdbo_conn_fini(struct tdbo_conn *c);
  */
 int tdbo_serve(struct tdbo_conn *c, unsigned int ch, const void *msg,
 	       size_t len);
+/* A request the transport parsed itself (generic netlink: with its
+ * family's id) and that failed there: counted and answered (err, ext)
+ * as tdbo_serve() would. */
+void tdbo_conn_refuse(struct tdbo_conn *c, unsigned int ch,
+		      const struct nlmsghdr *req, int err,
+		      const struct tdb_proto_extack *ext);
 /* The same for a request already parsed (m, a private copy). */
 void tdbo_serve_msg(struct tdbo_conn *c, unsigned int ch,
 		    const struct tdb_proto_msg *m);
