@@ -96,7 +96,7 @@
 /* Parked answers per socket at most: its receive buffer's bytes / 1 KiB
  * (an ack's skb takes about 768 bytes of it: all of them fit when they
  * go out together), within these bounds. */
-#define TDBK_GENL_HELD_MIN 16u
+#define TDBK_GENL_HELD_MIN 4u
 #define TDBK_GENL_HELD_MAX 4096u        /* as /dev/tdb's TDBK_DEV_MAX_HELD */
 
 static bool genl_going;                 /* unloading: parked answers end */

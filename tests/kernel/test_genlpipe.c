@@ -20,6 +20,12 @@
  *     sendmsg returns at once (no wait inside it), no ack comes while
  *     tdbd is stopped, all PIPE_N come after SIGCONT, and tdbd made
  *     them all durable with at most PIPE_N / 4 fdatasyncs;
+ *  2b. the parked answers of one socket are bounded by its receive
+ *     buffer (1 KiB each): with SO_RCVBUF 16 KiB (32 KiB in effect) and
+ *     tdbd stopped, BOUND_N of BOUND_N + 8 puts of one datagram are
+ *     parked and the 8 after them refused at once (-EAGAIN, "too many
+ *     changes of this socket wait for durability ..."), not applied;
+ *     the BOUND_N acks come after SIGCONT;
  *  3. every change survives a reload of tdb.ko (tdbd restores them).
  * It leaves a fresh tdb.ko loaded (no tables, no supervisor).
  */
@@ -329,6 +335,82 @@ static void pipelined_stopped(void)
 	      PIPE_N / 4);
 }
 
+/* 2b. the bound on one socket's parked answers */
+#define BOUND_N     32          /* 32 KiB of receive buffer / 1 KiB */
+#define BOUND_KEY0  1000
+
+static void parked_bound(void)
+{
+	static char buf[(BOUND_N + 8) * 256] __attribute__((aligned(4)));
+	int size = 16384;       /* the kernel doubles it */
+	unsigned int i, acks = 0, refused = 0, seq0;
+	uint64_t end;
+	struct kt_genl g;
+	size_t off = 0;
+	char k[16], v[32];
+
+	kt_genl_open(&g);
+	CHECK(!setsockopt(g.fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)),
+	      "SO_RCVBUF: %s", strerror(errno));
+	seq0 = g.seq + 1;
+	for (i = 0; i < BOUND_N + 8; i++) {
+		struct nlmsghdr *nlh = kt_genl_msg(&g, buf + off, TDB_CMD_PUT,
+						   NLM_F_ACK);
+
+		key_of(k, BOUND_KEY0 + i);
+		val_of(v, BOUND_KEY0 + i);
+		mnl_attr_put_strz(nlh, TDB_A_TABLE, TABLE);
+		mnl_attr_put(nlh, TDB_A_KEY, strlen(k), k);
+		mnl_attr_put(nlh, TDB_A_VALUE, strlen(v), v);
+		off += NLMSG_ALIGN(nlh->nlmsg_len);
+	}
+	ksup_pause(&td);
+	CHECK(send(g.fd, buf, off, 0) == (ssize_t)off, "send: %s",
+	      strerror(errno));
+	end = ksup_now_ms() + ANSWER_MS;
+	while (acks + refused < BOUND_N + 8) {
+		struct nlmsghdr *m;
+		long n;
+
+		if (refused == 8 && !acks)
+			CHECK(!kill(td.pid, SIGCONT), "SIGCONT tdbd");
+		if (!readable(g.fd, 1000)) {
+			CHECK(ksup_now_ms() < end, "%u acks, %u refused of %u "
+			      "in %u ms", acks, refused, BOUND_N + 8,
+			      ANSWER_MS);
+			continue;
+		}
+		n = recv(g.fd, buf, sizeof(buf), MSG_DONTWAIT);
+		CHECK(n > 0, "recv: %s", n < 0 ? strerror(errno) : "EOF");
+		for (m = (struct nlmsghdr *)buf; mnl_nlmsg_ok(m, (int)n);
+		     m = mnl_nlmsg_next(m, (int *)&n)) {
+			struct nlmsgerr *e = mnl_nlmsg_get_payload(m);
+			unsigned int at = m->nlmsg_seq - seq0;
+
+			CHECK(m->nlmsg_type == NLMSG_ERROR && at < BOUND_N + 8,
+			      "answer type %u seq %u", m->nlmsg_type,
+			      m->nlmsg_seq);
+			if (at < BOUND_N) {
+				CHECK(e->error == 0 && refused == 8, "put %u "
+				      "(under the bound): %d, %u refused "
+				      "before it", at, e->error, refused);
+				acks++;
+			} else {
+				CHECK(e->error == -EAGAIN && !acks, "put %u "
+				      "(past the bound): %d, want -EAGAIN "
+				      "before any ack", at, e->error);
+				refused++;
+			}
+		}
+	}
+	kt_genl_close(&g);
+	for (i = 0; i < BOUND_N + 8; i++)
+		CHECK(has_key(BOUND_KEY0 + i) == (i < BOUND_N), "put %u: "
+		      "applied %d", i, (int)has_key(BOUND_KEY0 + i));
+	printf("test_genlpipe: a 32 KiB receive buffer: %u puts parked, %u "
+	       "refused -EAGAIN\n", acks, refused);
+}
+
 /* A failed test leaves no tdbd behind (it would keep tdb.ko from
  * unloading for the tests after this one). */
 static void cleanup(void)
@@ -378,6 +460,7 @@ int main(void)
 
 	pipelined();
 	pipelined_stopped();
+	parked_bound();
 
 	/* 3. all durable: a restore brings every change back */
 	ksup_stop(&td, SIGTERM);
