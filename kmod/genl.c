@@ -67,7 +67,7 @@
 #include "transport.h"
 #include "sup.h"
 
-#define TDBK_GENL_MAX_DUMPS 8   /* per socket, as tdbd's MAX_DUMPS */
+#define TDBK_GENL_MAX_DUMPS TDBO_MAX_DUMPS  /* per socket (owner.h) */
 /* The longest a datagram's changes may wait for durability in all:
  * the wait holds genl's cb_lock for reading, which every genl family's
  * (un)registration needs for writing, and rwsem fairness then queues

@@ -27,6 +27,7 @@ struct conn_sink {
 	bool room_check;
 	bool keep;              /* keep the first reply reserved (held?) */
 	bool open;              /* a reservation not committed */
+	bool refused;           /* reserve() returned NULL */
 	unsigned int written;   /* messages committed (or kept) */
 	void *kept;
 	size_t kept_len;
@@ -38,6 +39,7 @@ static void *cs_reserve(struct tdbo_sink *s, size_t len)
 	void *p = cs->c->ops->reserve(cs->c->arg, cs->ch, len, cs->room_check);
 
 	cs->open = p != NULL;
+	cs->refused |= !p;
 	return p;
 }
 
@@ -66,6 +68,7 @@ static void cs_init(struct conn_sink *cs, struct tdbo_conn *c,
 	cs->room_check = room_check;
 	cs->keep = false;
 	cs->open = false;
+	cs->refused = false;
 	cs->written = 0;
 	cs->kept = NULL;
 	cs->kept_len = 0;
@@ -368,7 +371,8 @@ unsigned int tdbo_conn_dumps_run(struct tdbo_conn *c, bool *blocked)
 			rc = tdbo_dump_run(dp->d, &cs.s, &ext);
 			cs_close(&cs);
 			done++;
-			if (rc == 1 && !cs.written && c->ops->too_long &&
+			if (rc == 1 && !cs.written && cs.refused &&
+			    c->ops->too_long &&
 			    c->ops->too_long(c->arg, &why)) {
 				/* a part that can never fit: end it */
 				rc = -EMSGSIZE;
@@ -450,7 +454,7 @@ static void finish(struct tdbo_conn *c, unsigned int ch,
 		return;
 	}
 	cs_close(cs);
-	if (!cs->written && c->ops->too_long &&
+	if (!cs->written && cs->refused && c->ops->too_long &&
 	    (err < 0 || (!res->dump && !res->txn &&
 			 !tdb_proto_cmd_is_ack(m->cmd))) &&
 	    c->ops->too_long(c->arg, &why)) {
