@@ -156,6 +156,11 @@ static int held_grow(struct tdbo_conn *c)
 	return 0;
 }
 
+static bool must_hold(const struct tdbo_conn *c, uint64_t lsn)
+{
+	return c->pol && lsn && c->pol->must_hold(c->pol_arg, lsn);
+}
+
 /*
  * The answer to req (msg, len bytes, private) waits for lsn if the home
  * says it must: 1 it is held (copied); 0 send it now; or, when it
@@ -169,7 +174,7 @@ static int hold(struct tdbo_conn *c, unsigned int ch,
 	unsigned char *big = NULL;
 	struct tdbo_held *h;
 
-	if (!pol || !lsn || !pol->must_hold(c->pol_arg, lsn))
+	if (!must_hold(c, lsn))
 		return 0;
 	if (len > TDBO_HELD_INLINE && !(big = tdbo_memdup(msg, len)))
 		return pol->no_room(c->pol_arg, lsn, why);
@@ -205,8 +210,8 @@ static bool hold_ack(struct tdbo_conn *c, unsigned int ch,
 	long n;
 	int rc;
 
-	if (!c->pol || !lsn || !c->pol->must_hold(c->pol_arg, lsn))
-		return false;
+	if (!must_hold(c, lsn))
+		return false;   /* the common case: nothing built */
 	n = tdb_proto_error(buf, sizeof(buf), req, 0, NULL);
 	if (n < 0)
 		return false;   /* cannot happen: an ack is 36 bytes */
