@@ -27,6 +27,7 @@ struct conn_sink {
 	bool room_check;
 	bool keep;              /* keep the first reply reserved (held?) */
 	bool open;              /* a reservation not committed */
+	bool refused;           /* reserve() returned NULL */
 	unsigned int written;   /* messages committed (or kept) */
 	void *kept;
 	size_t kept_len;
@@ -38,6 +39,7 @@ static void *cs_reserve(struct tdbo_sink *s, size_t len)
 	void *p = cs->c->ops->reserve(cs->c->arg, cs->ch, len, cs->room_check);
 
 	cs->open = p != NULL;
+	cs->refused |= !p;
 	return p;
 }
 
@@ -66,6 +68,7 @@ static void cs_init(struct conn_sink *cs, struct tdbo_conn *c,
 	cs->room_check = room_check;
 	cs->keep = false;
 	cs->open = false;
+	cs->refused = false;
 	cs->written = 0;
 	cs->kept = NULL;
 	cs->kept_len = 0;
@@ -153,6 +156,11 @@ static int held_grow(struct tdbo_conn *c)
 	return 0;
 }
 
+static bool must_hold(const struct tdbo_conn *c, uint64_t lsn)
+{
+	return c->pol && lsn && c->pol->must_hold(c->pol_arg, lsn);
+}
+
 /*
  * The answer to req (msg, len bytes, private) waits for lsn if the home
  * says it must: 1 it is held (copied); 0 send it now; or, when it
@@ -166,7 +174,7 @@ static int hold(struct tdbo_conn *c, unsigned int ch,
 	unsigned char *big = NULL;
 	struct tdbo_held *h;
 
-	if (!pol || !lsn || !pol->must_hold(c->pol_arg, lsn))
+	if (!must_hold(c, lsn))
 		return 0;
 	if (len > TDBO_HELD_INLINE && !(big = tdbo_memdup(msg, len)))
 		return pol->no_room(c->pol_arg, lsn, why);
@@ -202,8 +210,8 @@ static bool hold_ack(struct tdbo_conn *c, unsigned int ch,
 	long n;
 	int rc;
 
-	if (!c->pol || !lsn || !c->pol->must_hold(c->pol_arg, lsn))
-		return false;
+	if (!must_hold(c, lsn))
+		return false;   /* the common case: nothing built */
 	n = tdb_proto_error(buf, sizeof(buf), req, 0, NULL);
 	if (n < 0)
 		return false;   /* cannot happen: an ack is 36 bytes */
@@ -368,7 +376,8 @@ unsigned int tdbo_conn_dumps_run(struct tdbo_conn *c, bool *blocked)
 			rc = tdbo_dump_run(dp->d, &cs.s, &ext);
 			cs_close(&cs);
 			done++;
-			if (rc == 1 && !cs.written && c->ops->too_long &&
+			if (rc == 1 && !cs.written && cs.refused &&
+			    c->ops->too_long &&
 			    c->ops->too_long(c->arg, &why)) {
 				/* a part that can never fit: end it */
 				rc = -EMSGSIZE;
@@ -450,7 +459,7 @@ static void finish(struct tdbo_conn *c, unsigned int ch,
 		return;
 	}
 	cs_close(cs);
-	if (!cs->written && c->ops->too_long &&
+	if (!cs->written && cs->refused && c->ops->too_long &&
 	    (err < 0 || (!res->dump && !res->txn &&
 			 !tdb_proto_cmd_is_ack(m->cmd))) &&
 	    c->ops->too_long(c->arg, &why)) {

@@ -111,7 +111,7 @@ struct tdbo_hold_policy {
  *  defer: a big commit (res->txn) the transport runs elsewhere (tdbd's
  *    committer): true, and it calls tdbo_conn_answer() when it is done;
  *    false or NULL: serve commits it here.
- *  too_long: did the last reserve() fail because the message is longer
+ *  too_long: a reserve() failed: was it because the message is longer
  *    than the channel ever takes (tdb.ko's max_msg)?  Then serve
  *    answers -EMSGSIZE (a dump ends with it), *msg.  May be NULL.
  *  in_read_section: reserve() hands out private memory that holds
