@@ -31,15 +31,18 @@
  *    src/ring/ring.c); a client that breaks the ring protocol is cut off
  *    (f->dead, OVERRUN in both ring headers, -EPROTO from ENTER) and
  *    counted as a violation.
- *  - Held answers (sync always): the answer to a change whose record
- *    tdb.ko logged (res.lsn) above the durable LSN is taken back out of
- *    the completion ring before it is published and kept, in order, in
- *    f->held (at most TDBK_DEV_MAX_HELD: ENTER stops consuming then);
- *    ENTER writes them back once TDB_IOC_SUP_DURABLE covers them, and
- *    poll() says POLLIN as soon as it does (tdbk_dev_durable wakes
- *    every file that holds any).  With no supervisor attached, one
- *    past its deadline becomes -ETIMEDOUT (the change stays applied and
- *    logged); a timer wakes poll() at the deadline.
+ *  - Requests go through serve (src/owner/serve.c: refuse and count,
+ *    run, the answer owed, dumps, held answers); this file is its
+ *    connection interface over the completion ring (f->sv) and tdb.ko's
+ *    held-answer policy.  Held answers (sync always): the answer to a
+ *    change whose record tdb.ko logged above the durable LSN is kept,
+ *    built, in serve's FIFO (at most TDBK_DEV_MAX_HELD: ENTER stops
+ *    consuming then); ENTER writes them once TDB_IOC_SUP_DURABLE covers
+ *    them, and poll() says POLLIN as soon as it does (tdbk_dev_durable
+ *    wakes every file that holds any; poll reads the oldest's LSN and
+ *    deadline, kept by held_note under held_lock).  With no supervisor
+ *    attached, one past its deadline becomes -ETIMEDOUT (the change
+ *    stays applied and logged); a timer wakes poll() at the deadline.
  *  - One ENTER does at most one ring's worth of work: it takes the
  *    requests published when it starts (at most sq data_size bytes) and
  *    answers while the completion ring has room, calling cond_resched()
@@ -65,13 +68,10 @@
 #include "kcompat.h"
 #include "tdb/kdev.h"
 #include "owner.h"
+#include "serve.h"
 #include "kring.h"
 #include "transport.h"
 #include "sup.h"
-
-/* At most this many dumps (SCAN, TABLE_LIST) in progress per client,
- * as tdbd's MAX_DUMPS. */
-#define TDBK_DEV_MAX_DUMPS 8
 
 /* Answers one client may have held for durability (sync always)
  * before its ENTER stops taking requests. */
@@ -90,27 +90,6 @@ static DEFINE_SPINLOCK(dev_files_lock);
 static atomic64_t held_now = ATOMIC64_INIT(0);
 static atomic64_t held_timed_out = ATOMIC64_INIT(0);
 
-/* An answer held until its change is durable. */
-struct held_answer {
-	struct list_head node;
-	u64 lsn;
-	unsigned long deadline;         /* jiffies */
-	struct nlmsghdr req;            /* for an -ETIMEDOUT answer */
-	u32 len;                        /* bytes of msgs */
-	unsigned char msgs[];           /* the answer's messages, aligned */
-};
-
-/* A dump in progress, and the request it answers (for NLMSG_DONE). */
-struct dev_dump {
-	struct list_head node;
-	struct tdbo_dump *d;            /* NULL once finished */
-	struct nlmsghdr req;
-	int result;                     /* once finished: DONE's error */
-	const char *msg;                /* and its message: NULL or msgbuf */
-	char msgbuf[TDB_PROTO_EXTACK_MAX + 1];  /* a copy: the owner's text
-						 * may live in the dump */
-};
-
 struct tdbk_file {
 	struct mutex lock;
 	struct file *file;
@@ -120,183 +99,100 @@ struct tdbk_file {
 	bool dead;              /* broke the ring protocol */
 	bool granted;           /* TABLE_MAP answered with a map: table
 				 * slots may be mapped (kmap.c) */
-	struct list_head dumps; /* struct dev_dump, oldest first */
-	unsigned int ndumps;
-	struct tdb_proto_msg m; /* the request being run (too big for the
-				 * stack) */
+	struct tdbo_conn sv;    /* serve's: dumps, held answers (under
+				 * lock) */
+	bool too_long;          /* the last reserve: longer than max_msg */
 	wait_queue_head_t wq;   /* poll() */
-	/* Answers held for durability (sync always under a supervisor),
-	 * oldest first: added and taken under lock and held_lock; poll
-	 * looks at the first under held_lock alone. */
-	struct list_head held;
-	unsigned int nheld;
+	/* The oldest held answer, for poll() without the lock: written
+	 * by held_note (under lock) under held_lock. */
 	spinlock_t held_lock;
+	unsigned int nheld;
+	u64 first_lsn;
+	unsigned long first_deadline;   /* jiffies */
 	struct timer_list held_timer;   /* the first one's deadline */
 	struct list_head fnode;         /* dev_files */
 	atomic_t feed_gen;      /* bumped by every write to a watched feed */
 	int feed_seen;          /* feed_gen when the last ENTER started */
 };
 
-/* A sink over the completion ring. */
-struct cq_sink {
-	struct tdbo_sink s;
-	struct tdbk_file *f;
-	unsigned int written;
-	size_t refused;         /* a message longer than the cq's max_msg */
-};
+/* --- serve's connection: the completion ring ---------------------------- */
 
-static void *cq_reserve(struct tdbo_sink *s, size_t len)
+/*
+ * Answers are reserved in the completion ring itself (kernel memory the
+ * client maps read-only: tdb_ring's trust rules), one at a time, and
+ * published at the end of ENTER.  A reservation is open until committed
+ * or aborted, so GETs are not batched (in_read_section false).
+ */
+static void *cq_reserve(void *arg, unsigned int ch, size_t len,
+			bool room_check)
 {
-	struct cq_sink *cs = container_of(s, struct cq_sink, s);
+	struct tdbk_file *f = arg;
 
-	if (len > cs->f->cq.max_msg) {
-		cs->refused = len;
+	f->too_long = len > f->cq.max_msg;
+	if (f->too_long || (room_check && !tdb_ring_has_room(&f->cq, len)))
 		return NULL;
-	}
-	return tdb_ring_reserve_err(&cs->f->cq, len, NULL);
+	return tdb_ring_reserve_err(&f->cq, len, NULL);
 }
 
-static void cq_commit(struct tdbo_sink *s, void *p, size_t len)
+static void cq_commit(void *arg, unsigned int ch, void *p, size_t len)
 {
-	struct cq_sink *cs = container_of(s, struct cq_sink, s);
-	struct tdb_ring *r = &cs->f->cq;
+	struct tdbk_file *f = arg;
+	struct tdb_ring *r = &f->cq;
 
 	if (WARN_ON_ONCE(p != r->data + (r->pos & r->mask))) {
 		tdb_ring_abort(r);
 		return;
 	}
 	tdbk_ring_commit(r, len);
-	cs->written++;
 }
 
-static void cq_sink_init(struct cq_sink *cs, struct tdbk_file *f)
+static void cq_abort(void *arg, unsigned int ch)
 {
-	cs->s.reserve = cq_reserve;
-	cs->s.commit = cq_commit;
-	/* a reservation stays open until committed or aborted */
-	cs->s.in_read_section = false;
-	cs->f = f;
-	cs->written = 0;
-	cs->refused = 0;
-}
+	struct tdbk_file *f = arg;
 
-static struct tdbo_counters *counters(void)
-{
-	return tdbo_owner_counters(dev_owner);
-}
-
-/* A request answered here, before tdbo_exec() saw it: STATS counts it
- * (the owner counts the ones it runs). */
-static void count_refused(void)
-{
-	tdb_fetch_add(&counters()->requests, 1);
-	tdb_fetch_add(&counters()->errors, 1);
-}
-
-/* The client broke the ring protocol: cut it off. */
-static void kill_client(struct tdbk_file *f, const char *why)
-{
-	if (f->dead)
-		return;
-	f->dead = true;
-	tdb_ring_violation(&f->sq, why);
-	tdb_ring_violation(&f->cq, why);
-	tdb_fetch_add(&counters()->violations, 1);
-	pr_warn_ratelimited("tdb: /dev/tdb client (pid %d, uid %u) cut off: %s\n",
-			    task_tgid_nr(current),
-			    from_kuid(&init_user_ns, current_uid()), why);
-	wake_up_interruptible_poll(&f->wq, EPOLLERR);
-}
-
-/*
- * NLMSG_ERROR (done false) or NLMSG_DONE (done true) for req into the
- * completion ring.  False if there is no room (the caller made sure
- * there is, except for a DONE after a dump filled the ring).
- */
-static bool answer(struct tdbk_file *f, const struct nlmsghdr *req, int err,
-		   const struct tdb_proto_extack *ext, bool done)
-{
-	struct cq_sink cs;
-	int rc;
-
-	cq_sink_init(&cs, f);
-	rc = tdbo_answer_status(&cs.s, req, err, ext, done);
-	if (rc && f->cq.reserved)
+	if (f->cq.reserved)
 		tdb_ring_abort(&f->cq);
-	return !rc;
 }
 
-static void dump_finish(struct tdbk_file *f, struct dev_dump *dd, int result,
-			const char *msg)
+/* A built answer (a held one) into the ring, if there is room. */
+static int cq_emit(void *arg, unsigned int ch, const void *msg, size_t len)
 {
-	dd->msg = NULL;
-	if (msg) {
-		strscpy(dd->msgbuf, msg, sizeof(dd->msgbuf));
-		dd->msg = dd->msgbuf;
-	}
-	tdbo_dump_free(dd->d);
-	dd->d = NULL;
-	dd->result = result;
+	struct tdbk_file *f = arg;
+	void *p;
+
+	if (!tdb_ring_has_room(&f->cq, f->cq.max_msg))
+		return -EAGAIN;
+	p = tdb_ring_reserve_err(&f->cq, len, NULL);
+	if (!p)
+		return -EAGAIN;
+	memcpy(p, msg, len);
+	tdbk_ring_commit(&f->cq, len);
+	return 0;
 }
 
-/*
- * Go on with the dumps, oldest first, while the completion ring has
- * room for its largest message.  True when every dump is finished and
- * answered (requests may be taken again), false when the ring is full
- * (or a fatal signal stopped us).  A dump pauses only on a full ring:
- * a run that wrote nothing but went through its record budget is run
- * again at once.
- */
-static bool run_dumps(struct tdbk_file *f)
+/* Room for a message of len bytes (any message: max_msg at most). */
+static bool cq_room(void *arg, unsigned int ch, size_t len)
 {
-	struct dev_dump *dd, *tmp;
+	struct tdbk_file *f = arg;
 
-	list_for_each_entry_safe(dd, tmp, &f->dumps, node) {
-		while (dd->d) {
-			struct tdb_proto_extack ext = { NULL };
-			struct cq_sink cs;
-			int ret;
+	return tdb_ring_has_room(&f->cq, min_t(size_t, len, f->cq.max_msg));
+}
 
-			if (!tdb_ring_has_room(&f->cq, f->cq.max_msg))
-				return false;
-			cq_sink_init(&cs, f);
-			ret = tdbo_dump_run(dd->d, &cs.s, &ext);
-			if (f->cq.reserved)
-				tdb_ring_abort(&f->cq);
-			if (ret > 0 && cs.written) {
-				cond_resched();
-				continue;
-			}
-			if (ret > 0 && cs.refused) {
-				/* It can never fit: end the dump. */
-				dump_finish(f, dd, -EMSGSIZE,
-					    "a dump part is longer than the "
-					    "completion ring's max_msg");
-				break;
-			}
-			if (ret > 0) {
-				/* Nothing written with room to spare: the
-				 * run used its record budget (a PREFIX or
-				 * unreadable tables skipped records).  It
-				 * made progress, so go on now: a pause with
-				 * nothing to read would leave a client
-				 * waiting in poll() for an answer that no
-				 * ENTER is coming to produce. */
-				if (fatal_signal_pending(current))
-					return false;
-				cond_resched();
-				continue;
-			}
-			dump_finish(f, dd, ret, ret ? ext.msg : NULL);
-		}
-		if (!answer(f, &dd->req, dd->result,
-			    &(struct tdb_proto_extack){ .msg = dd->msg }, true))
-			return false;
-		list_del(&dd->node);
-		f->ndumps--;
-		kfree(dd);
-	}
-	return true;
+static bool cq_too_long(void *arg, const char **msg)
+{
+	struct tdbk_file *f = arg;
+
+	*msg = "the answer is longer than the completion ring's max_msg";
+	return f->too_long;
+}
+
+/* tdb is recovering, or waits for its supervisor. */
+static int dev_refuse(void *arg, unsigned int ch, const struct tdb_proto_msg *m,
+		      struct tdb_proto_extack *ext)
+{
+	struct tdbk_file *f = arg;
+
+	return tdbk_sup_refuse(f->file, &ext->msg);
 }
 
 /* WATCH's ack: where the feed is in the device file (its slot) and the
@@ -333,272 +229,155 @@ static void set_map_cookie(struct tdb_proto_extack *ack,
 	ack->cookie_len = sizeof(ck);
 }
 
-/* Run one request (a private copy, len bytes) and answer it; *lsn: the
- * log record of the change it made (0: none, or it failed). */
-static void run_one(struct tdbk_file *f, const void *msg, size_t len,
-		    u64 *lsn)
+static int dev_grant(void *arg, unsigned int ch, const struct nlmsghdr *req,
+		     struct tdbo_out *res, struct tdb_proto_extack *ack,
+		     const char **msg)
 {
-	struct tdb_proto_msg *m = &f->m;
-	struct tdb_proto_extack ext = { NULL };
-	struct tdbo_dump *dump = NULL;
-	struct tdbo_out res;
-	struct dev_dump *dd = NULL;
-	struct cq_sink cs;
-	int err;
+	struct tdbk_file *f = arg;
 
-	err = tdb_proto_parse(msg, len, TDB_PROTO_REQUEST, m, &ext);
-	if (err) {
-		count_refused();
-		/* The ring core checked the frame: there is a header. */
-		answer(f, m->nlh ? m->nlh : msg, err, &ext, false);
-		return;
+	if (res->feed)
+		set_cookie(ack, res->feed_seq, tdbo_feed_slot(res->feed));
+	if (res->map) {
+		set_map_cookie(ack, res);
+		tdbo_table_put(res->map);
+		res->map = NULL;
+		/* read by mmap() without the lock */
+		WRITE_ONCE(f->granted, true);
 	}
-	err = tdbk_sup_refuse(f->file, &ext.msg);
-	if (err) {
-		/* tdb is recovering (or waits for its supervisor) */
-		count_refused();
-		answer(f, m->nlh, err, &ext, false);
-		return;
-	}
-	if (tdb_proto_cmd_is_dump(m->cmd)) {
-		if (f->ndumps >= TDBK_DEV_MAX_DUMPS) {
-			count_refused();
-			ext.msg = "too many dumps in progress on this "
-				  "connection (8)";
-			answer(f, m->nlh, -EBUSY, &ext, false);
-			return;
-		}
-		dd = kzalloc(sizeof(*dd), GFP_KERNEL_ACCOUNT);
-		if (!dd) {
-			count_refused();
-			ext.msg = "out of memory";
-			answer(f, m->nlh, -ENOMEM, &ext, false);
-			return;
-		}
-	}
-	cq_sink_init(&cs, f);
-	err = tdbo_exec(f->client, m, &cs.s, &ext, &res);
-	dump = res.dump;
-	if (err >= 0 && !dump)
-		*lsn = res.lsn;
-	if (f->cq.reserved)
-		tdb_ring_abort(&f->cq);
-	if (err < 0) {
-		if (dump)
-			tdbo_dump_free(dump);
-		tdbo_table_put(res.map);
-		kfree(dd);
-		if (cs.refused) {
-			/* Ours, not the owner's: say which limit it was. */
-			memset(&ext, 0, sizeof(ext));
-			ext.msg = "the reply is longer than the completion "
-				  "ring's max_msg";
-			err = -EMSGSIZE;
-		}
-		answer(f, m->nlh, err, &ext, false);
-		return;
-	}
-	if (dump) {
-		if (WARN_ON_ONCE(!dd)) {
-			tdbo_dump_free(dump);
-			answer(f, m->nlh, -EIO, NULL, false);
-			return;
-		}
-		dd->d = dump;
-		dd->req = *m->nlh;
-		list_add_tail(&dd->node, &f->dumps);
-		f->ndumps++;
-		return;
-	}
-	if (dd) {
-		/* A dump command answered without a dump: end it empty. */
-		kfree(dd);
-		answer(f, m->nlh, 0, NULL, true);
-		return;
-	}
-	if (tdb_proto_cmd_is_ack(m->cmd)) {
-		/* An ack carries the cookie (WATCH), nothing else. */
-		struct tdb_proto_extack ack = { 0 };
+	return 0;
+}
 
-		if (res.feed)
-			set_cookie(&ack, res.feed_seq,
-				   tdbo_feed_slot(res.feed));
-		if (res.map) {
-			set_map_cookie(&ack, &res);
-			tdbo_table_put(res.map);
-			/* read by mmap() without the lock */
-			WRITE_ONCE(f->granted, true);
-		}
-		answer(f, m->nlh, 0, &ack, false);
+/* The held count moved: poll's view of the oldest, the global count,
+ * and the timer at the oldest's deadline. */
+static void dev_held_note(void *arg, int delta, const struct tdbo_held *first)
+{
+	struct tdbk_file *f = arg;
+
+	spin_lock(&f->held_lock);
+	f->nheld += delta;
+	f->first_lsn = first ? first->lsn : 0;
+	f->first_deadline = first ? (unsigned long)first->deadline : 0;
+	spin_unlock(&f->held_lock);
+	atomic64_add(delta, &held_now);
+	if (first && time_before(jiffies, (unsigned long)first->deadline))
+		mod_timer(&f->held_timer, (unsigned long)first->deadline);
+}
+
+static const struct tdbo_conn_ops dev_conn_ops = {
+	.reserve = cq_reserve,
+	.commit = cq_commit,
+	.abort = cq_abort,
+	.emit = cq_emit,
+	.room = cq_room,
+	.grant = dev_grant,
+	.refuse = dev_refuse,
+	.too_long = cq_too_long,
+	.held_note = dev_held_note,
+};
+
+static struct tdbo_counters *counters(void)
+{
+	return tdbo_owner_counters(dev_owner);
+}
+
+/* The client broke the ring protocol: cut it off. */
+static void kill_client(struct tdbk_file *f, const char *why)
+{
+	if (f->dead)
 		return;
-	}
-	if (!cs.written) {
-		/* A reply command must get one answer. */
-		memset(&ext, 0, sizeof(ext));
-		if (cs.refused) {
-			ext.msg = "the reply is longer than the completion "
-				  "ring's max_msg";
-			err = -EMSGSIZE;
-		} else {
-			ext.msg = "no reply";
-			err = -EIO;
-		}
-		answer(f, m->nlh, err, &ext, false);
+	f->dead = true;
+	tdb_ring_violation(&f->sq, why);
+	tdb_ring_violation(&f->cq, why);
+	tdb_fetch_add(&counters()->violations, 1);
+	pr_warn_ratelimited("tdb: /dev/tdb client (pid %d, uid %u) cut off: %s\n",
+			    task_tgid_nr(current),
+			    from_kuid(&init_user_ns, current_uid()), why);
+	wake_up_interruptible_poll(&f->wq, EPOLLERR);
+}
+
+/*
+ * Go on with the dumps while the completion ring has room for their
+ * parts.  A dump pauses only on a full ring: a run that wrote nothing
+ * but went through its record budget (a PREFIX or unreadable tables
+ * skipped records) is run again at once, since a pause with nothing to
+ * read would leave a client waiting in poll() for an answer that no
+ * ENTER is coming to produce.
+ */
+static void run_dumps(struct tdbk_file *f)
+{
+	bool blocked = false;
+
+	while (tdbo_conn_ndumps(&f->sv) && !blocked) {
+		tdbo_conn_dumps_run(&f->sv, &blocked);
+		if (fatal_signal_pending(current))
+			return;
+		cond_resched();
 	}
 }
 
-/* --- answers held for durability --------------------------------------- */
+/* --- tdb.ko's held-answer policy (sync always, under a supervisor) ------ */
 
-static bool held_must(u64 lsn)
+static bool held_must(void *arg, u64 lsn)
 {
 	return lsn && lsn != U64_MAX &&
 	       tdbk_sup_sync() == TDB_SUP_SYNC_ALWAYS &&
 	       lsn > tdbk_log_durable_lsn();
 }
 
-/* The next message at or after ring index *i, below end (padding
- * passed over), or NULL; *i moves past it.  Used on the answer ENTER
- * just wrote, not published yet: the kernel's own bytes. */
-static const struct nlmsghdr *next_answer(const struct tdb_ring *r, u64 *i,
-					  u64 end)
+static u64 held_upto(void *arg)
 {
-	while (*i < end) {
-		u32 off = (u32)(*i & r->mask), left = r->data_size - off;
-		const struct nlmsghdr *nh = (void *)(r->data + off);
-
-		if (left < NLMSG_HDRLEN) {
-			*i += left;
-			continue;
-		}
-		*i += NLMSG_ALIGN(nh->nlmsg_len);
-		if (nh->nlmsg_type != NLMSG_NOOP)
-			return nh;
-	}
-	return NULL;
+	return tdbk_log_durable_lsn();
 }
 
-/*
- * The answer to req (the messages the completion ring took from start
- * on, unpublished) waits until record lsn is durable: move it out of
- * the ring into f->held.  Without memory it goes out as an error (the
- * change is applied and logged all the same).
- */
-static void hold(struct tdbk_file *f, const struct nlmsghdr *req, u64 start,
-		 u64 lsn)
+static u64 held_deadline(void *arg)
 {
-	struct tdb_ring *r = &f->cq;
-	const struct nlmsghdr *nh;
-	struct held_answer *h;
-	u64 i, end = r->pos;
-	u32 len = 0;
-
-	i = start;
-	while ((nh = next_answer(r, &i, end)))
-		len += NLMSG_ALIGN(nh->nlmsg_len);
-	h = kmalloc(struct_size(h, msgs, len), GFP_KERNEL_ACCOUNT);
-	r->pos = start;         /* unpublished: simply taken back */
-	if (!h) {
-		answer(f, req, -ENOMEM, &(struct tdb_proto_extack){ .msg =
-		       "the change is applied, but tdb.ko had no memory to "
-		       "hold its answer until it is durable" }, false);
-		return;
-	}
-	h->lsn = lsn;
-	h->deadline = jiffies + msecs_to_jiffies(tdbk_sup_deadline_ms());
-	h->req = *req;
-	h->len = 0;
-	i = start;
-	while ((nh = next_answer(r, &i, end))) {
-		memcpy(h->msgs + h->len, nh, nh->nlmsg_len);
-		h->len += NLMSG_ALIGN(nh->nlmsg_len);
-	}
-	spin_lock(&f->held_lock);
-	list_add_tail(&h->node, &f->held);
-	WRITE_ONCE(f->nheld, f->nheld + 1);
-	spin_unlock(&f->held_lock);
-	atomic64_inc(&held_now);
-	if (f->nheld == 1)
-		mod_timer(&f->held_timer, h->deadline);
+	return jiffies + msecs_to_jiffies(tdbk_sup_deadline_ms());
 }
 
-/* Copy a held answer's messages into the completion ring (room was
- * checked: at most max_msg each, and the ring has max_msg free). */
-static bool held_write(struct tdbk_file *f, struct held_answer *h)
+static bool held_late_at(unsigned long deadline, unsigned long now)
 {
-	u32 off = 0;
-
-	while (off < h->len) {
-		const struct nlmsghdr *nh = (void *)(h->msgs + off);
-		void *p;
-
-		if (!tdb_ring_has_room(&f->cq, nh->nlmsg_len))
-			return false;
-		p = tdb_ring_reserve_err(&f->cq, nh->nlmsg_len, NULL);
-		if (!p)
-			return false;
-		memcpy(p, nh, nh->nlmsg_len);
-		tdbk_ring_commit(&f->cq, nh->nlmsg_len);
-		off += NLMSG_ALIGN(nh->nlmsg_len);
-	}
-	return true;
+	return !tdbk_sup_attached() && time_after_eq(now, deadline);
 }
 
-static bool held_late(const struct held_answer *h, unsigned long now)
+static int held_late(void *arg, u64 deadline, const char **msg)
 {
-	return !tdbk_sup_attached() && time_after_eq(now, h->deadline);
+	if (!held_late_at((unsigned long)deadline, jiffies))
+		return 0;
+	*msg = "the change is applied but not yet durable: no supervisor "
+	       "(tdbd) is attached";
+	atomic64_inc(&held_timed_out);
+	return -ETIMEDOUT;
 }
 
-/* Whether the first held answer may go out now (poll). */
+static int held_no_room(void *arg, u64 lsn, const char **msg)
+{
+	*msg = "the change is applied, but tdb.ko had no memory to hold its "
+	       "answer until it is durable";
+	return -ENOMEM;
+}
+
+static const struct tdbo_hold_policy dev_hold_policy = {
+	.must_hold = held_must,
+	.upto = held_upto,
+	.deadline = held_deadline,
+	.late = held_late,
+	.no_room = held_no_room,
+};
+
+/* Whether the first held answer may go out now (poll, without the
+ * file's lock). */
 static bool held_ready(struct tdbk_file *f)
 {
-	struct held_answer *h;
 	bool ready = false;
 
 	if (!READ_ONCE(f->nheld))
 		return false;
 	spin_lock(&f->held_lock);
-	h = list_first_entry_or_null(&f->held, struct held_answer, node);
-	if (h)
-		ready = h->lsn <= tdbk_log_durable_lsn() ||
-			held_late(h, jiffies);
+	if (f->nheld)
+		ready = f->first_lsn <= tdbk_log_durable_lsn() ||
+			held_late_at(f->first_deadline, jiffies);
 	spin_unlock(&f->held_lock);
 	return ready;
-}
-
-/* Under f->lock: answers durable now go out, in order; those past
- * their deadline with no supervisor get -ETIMEDOUT.  The timer follows
- * the first that is left. */
-static void held_flush(struct tdbk_file *f)
-{
-	static const struct tdb_proto_extack late = { .msg =
-		"the change is applied but not yet durable: no supervisor "
-		"(tdbd) is attached" };
-	u64 durable = tdbk_log_durable_lsn();
-	struct held_answer *h;
-
-	while ((h = list_first_entry_or_null(&f->held, struct held_answer,
-					     node))) {
-		if (!tdb_ring_has_room(&f->cq, f->cq.max_msg))
-			break;
-		if (h->lsn <= durable) {
-			if (!held_write(f, h))
-				break;
-		} else if (held_late(h, jiffies)) {
-			if (!answer(f, &h->req, -ETIMEDOUT, &late, false))
-				break;
-			atomic64_inc(&held_timed_out);
-		} else {
-			break;
-		}
-		spin_lock(&f->held_lock);
-		list_del(&h->node);
-		WRITE_ONCE(f->nheld, f->nheld - 1);
-		spin_unlock(&f->held_lock);
-		atomic64_dec(&held_now);
-		kfree(h);
-	}
-	if (h && time_before(jiffies, h->deadline))
-		mod_timer(&f->held_timer, h->deadline);
 }
 
 static void held_timer_fn(struct timer_list *t)
@@ -606,17 +385,6 @@ static void held_timer_fn(struct timer_list *t)
 	struct tdbk_file *f = container_of(t, struct tdbk_file, held_timer);
 
 	wake_up_interruptible_poll(&f->wq, EPOLLIN | EPOLLRDNORM);
-}
-
-static void held_free(struct tdbk_file *f)
-{
-	struct held_answer *h, *tmp;
-
-	timer_delete_sync(&f->held_timer);
-	list_for_each_entry_safe(h, tmp, &f->held, node) {
-		atomic64_dec(&held_now);
-		kfree(h);
-	}
 }
 
 /* TDB_IOC_SUP_DURABLE moved (or the supervisor left): wake every file
@@ -637,16 +405,6 @@ void tdbk_dev_held_stats(u64 *held, u64 *timed_out)
 {
 	*held = atomic64_read(&held_now);
 	*timed_out = atomic64_read(&held_timed_out);
-}
-
-/* Run one request and answer it, or hold its answer (sync always). */
-static void run_request(struct tdbk_file *f, const void *msg, size_t len)
-{
-	u64 start = f->cq.pos, lsn = 0;
-
-	run_one(f, msg, len, &lsn);
-	if (held_must(lsn) && f->m.nlh)
-		hold(f, f->m.nlh, start, lsn);
 }
 
 static long do_enter(struct tdbk_file *f)
@@ -672,22 +430,20 @@ static long do_enter(struct tdbk_file *f)
 	 * what room is left.  A request never waits behind a dump.
 	 */
 	run_dumps(f);
-	if (f->nheld)
-		held_flush(f);
+	tdbo_conn_release(&f->sv);
 	while (tdb_ring_has_room(&f->cq, f->cq.max_msg) &&
-	       f->nheld < TDBK_DEV_MAX_HELD) {
+	       !tdbo_conn_held_full(&f->sv)) {
 		if (fatal_signal_pending(current))
 			break;
 		len = tdbk_ring_pop(&f->sq);
 		if (len <= 0)
 			break;
-		run_request(f, f->sq.msg, (size_t)len);
+		/* framed: the ring core checked its header */
+		tdbo_serve(&f->sv, 0, f->sq.msg, (size_t)len);
 		cond_resched();
 	}
-	if (!list_empty(&f->dumps))
-		run_dumps(f);
-	if (f->nheld)
-		held_flush(f);
+	run_dumps(f);
+	tdbo_conn_release(&f->sv);
 	if (f->sq.dead || f->cq.dead) {
 		kill_client(f, f->sq.dead ? f->sq.error : f->cq.error);
 		return -EPROTO;
@@ -1003,8 +759,6 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	mutex_init(&f->lock);
 	f->file = file;
-	INIT_LIST_HEAD(&f->dumps);
-	INIT_LIST_HEAD(&f->held);
 	spin_lock_init(&f->held_lock);
 	timer_setup(&f->held_timer, held_timer_fn, 0);
 	init_waitqueue_head(&f->wq);
@@ -1016,6 +770,10 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 		return err ? err : -ENOMEM;
 	}
 	tdbo_client_accept(f->client);
+	tdbo_conn_init(&f->sv, &dev_conn_ops, f, &dev_hold_policy, NULL,
+		       f->client, counters());
+	f->sv.framed = true;
+	f->sv.held_max = TDBK_DEV_MAX_HELD;
 	file->private_data = f;
 	spin_lock(&dev_files_lock);
 	list_add(&f->fnode, &dev_files);
@@ -1029,7 +787,6 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 static int tdbk_dev_release(struct inode *inode, struct file *file)
 {
 	struct tdbk_file *f = file->private_data;
-	struct dev_dump *dd, *tmp;
 
 	/* No ioctl, mmap or poll can run now: the file is gone.  A
 	 * supervisor's death ends its role (tables and log stay). */
@@ -1037,12 +794,9 @@ static int tdbk_dev_release(struct inode *inode, struct file *file)
 	spin_lock(&dev_files_lock);
 	list_del(&f->fnode);
 	spin_unlock(&dev_files_lock);
-	held_free(f);
-	list_for_each_entry_safe(dd, tmp, &f->dumps, node) {
-		if (dd->d)
-			tdbo_dump_free(dd->d);
-		kfree(dd);
-	}
+	/* its held answers dropped (held_now given back), dumps freed */
+	tdbo_conn_fini(&f->sv);
+	timer_delete_sync(&f->held_timer);
 	/* Aborts its transactions and drops its watches: no feed_wake()
 	 * after this returns; and takes its reader slot off the owner's
 	 * list, so the rings can go now. */

@@ -2,53 +2,77 @@
 /*
  * genl.c - tdb.ko's generic netlink family TDB_GENL_NAME ("tdb"): the
  * protocol of include/tdb/proto.h over NETLINK_GENERIC, with the
- * family's dynamic id in nlmsg_type; its per-socket client state; and
- * the multicast group TDB_GENL_MCGRP ("changes") that carries every
- * change notification.
+ * family's dynamic id in nlmsg_type; its per-socket connection (a
+ * client of the owner and serve's struct tdbo_conn, src/owner/serve.h);
+ * its acks parked until durable; and the multicast group
+ * TDB_GENL_MCGRP ("changes") that carries every change notification.
  *
  * Invariants:
  *  - Generic netlink does not validate our attributes (no policy,
  *    liberal validation, see tdbk_family): a VALUE is sent as repeated
- *    fragments, so the raw message goes to the same validator as over the rings
- *    (tdb_proto_parse_family), and its errors travel in the extended
- *    ack (message, offset of the attribute at fault, missing type).
- *    Generic netlink itself still checks the genlmsghdr's length, the
- *    command and GENL_ADMIN_PERM.
+ *    fragments, so the raw message goes to the same validator as over
+ *    the rings (tdb_proto_parse_family, with our family id).  Generic
+ *    netlink itself still checks the genlmsghdr's length, the command
+ *    and GENL_ADMIN_PERM.
  *  - The request is parsed in place in the skb: it is kernel memory,
  *    written once by netlink_sendmsg() from the sender's buffer and not
  *    writable by anyone afterwards, so it already is a private copy.
- *  - One client (struct tdbo_client) per sending socket, created on the
- *    socket's first request and freed once the socket is released
- *    (NETLINK_URELEASE) and no dump of it is running.  Its transactions
- *    belong to that socket.  Its credentials are the socket opener's
- *    (the socket file's f_cred): fixed for the client's life, like the
- *    opener's f_cred of /dev/tdb and SO_PEERCRED of tdbd's socket,
- *    rather than whichever thread happens to send.
- *  - gc->lock serialises calls on one client (the owner requires it):
- *    two threads sending on one socket, and dumps, take turns.
- *  - Everything here runs in process context (doit, dump start / dumpit
- *    / done, the netlink notifier), so the owner may sleep.
- *  - Acks keep their meaning (sync always under a supervisor): a change
- *    whose record tdb.ko logged (res.lsn) above the durable LSN is
- *    answered only once TDB_IOC_SUP_DURABLE covers it.  doit waits for
- *    that (wait_durable) after the owner returned and gc->lock is let
- *    go: nothing the supervisor's DURABLE needs is held (klog.c's gate
- *    and lock are released by the log hooks before the owner returns),
- *    only genl's cb_lock for reading, as by every doit.  So that a
- *    stuck supervisor cannot hold cb_lock's readers (and with them any
- *    genl family's registration) for long, the wait always ends at the
- *    client deadline or TDBK_GENL_WAIT_MAX_MS, whichever comes first,
- *    for all the changes of one datagram together, with or without a
- *    supervisor: -ETIMEDOUT, the change applied and logged.  At unload
- *    every wait ends at once.  It is killable (a caught signal
- *    cannot restart a netlink request, only fail it): a fatal signal
- *    ends it early, the change stays applied.
+ *  - A doit is a thin adapter over serve (tdbo_serve_msg): serve
+ *    refuses and counts (each refused request once), runs, and answers
+ *    through this file's channel (genl_conn_ops: an skb per message,
+ *    genlmsg_unicast to the socket's port id in init_net), or parks the
+ *    answer of a change in the connection's held queue.  Every answer
+ *    is serve's, so doit returns -EINTR: netlink_rcv_skb() then sends
+ *    no ack of its own (it skips netlink_ack() for -EINTR, as for a
+ *    dump started; 6.1 included).  Answers are built as tdbd and
+ *    /dev/tdb build them (tdb_proto_error: NLM_F_CAPPED, the extended
+ *    ack's TLVs when there is anything to say), which is what netlink
+ *    sends a socket with NETLINK_CAP_ACK and NETLINK_EXT_ACK on, as
+ *    libtdbclient's are.  The one request not served is one whose
+ *    connection cannot be made (no memory, client limits): netlink
+ *    answers it, and it is counted here.
+ *  - Parked acks (sync always under a supervisor): the answer to a
+ *    change logged (res.lsn) above the durable LSN waits in serve's
+ *    held queue, in order, bounded per socket (held_bound: a change
+ *    past the bound is refused -EAGAIN, never waited for); doit
+ *    returns at once, holding nothing.  TDB_IOC_SUP_DURABLE
+ *    (tdbk_genl_durable) queues release_work, which sends what became
+ *    durable, per connection in order.  So one client's pipelined
+ *    changes share the supervisor's fdatasyncs, and no genl lock
+ *    (cb_lock) is held while a change waits.  A parked answer may be
+ *    overtaken by a later answer that is not parked (a GET's reply):
+ *    clients match answers by seq, as on the rings.  Each has its
+ *    deadline (the client deadline): a delayed work per connection
+ *    answers it -ETIMEDOUT then, supervisor or not (today's texts); at
+ *    unload every parked answer is answered at once ("... being
+ *    unloaded"); a released socket's are freed unsent.
+ *  - One connection (struct genl_client) per sending socket, created on
+ *    the socket's first request and unhashed when the socket is released
+ *    (NETLINK_URELEASE; gc->gone, its parked answers freed); freed once
+ *    no dump or work uses it.  Its credentials are the socket opener's
+ *    (the socket file's f_cred), fixed for the client's life.
+ *  - gc->lock serialises calls on one connection (the owner and serve
+ *    require it): two threads sending on one socket, dumps, releases.
+ *    Lock order: clients_lock, then gc->lock, then held_lock (a
+ *    spinlock, innermost).
+ *  - gc->sk is dereferenced only under gc->lock with !gc->gone, or
+ *    under clients_lock while hashed: the socket is alive until its
+ *    NETLINK_URELEASE, which takes both.  The socket's port is released
+ *    a little before that notification (netlink_remove, then
+ *    sock_orphan): a message is not sent to a socket already orphaned
+ *    (SOCK_DEAD), so another socket that took the port id is not sent
+ *    this one's answers (but for the few instructions between the two).
+ *  - Everything here runs in process context (doit, dump start /
+ *    dumpit / done, the netlink notifier, the works), so the owner may
+ *    sleep.
  */
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/atomic.h>
 #include <linux/hashtable.h>
+#include <linux/jiffies.h>
 #include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/net.h>
 #include <linux/netlink.h>
@@ -56,7 +80,8 @@
 #include <linux/sched/signal.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
-#include <linux/wait.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
 #include <net/sock.h>
@@ -64,65 +89,386 @@
 #include "kcompat.h"
 #include "tdb/kdev.h"
 #include "owner.h"
+#include "serve.h"
 #include "transport.h"
 #include "sup.h"
 
-#define TDBK_GENL_MAX_DUMPS 8   /* per socket, as tdbd's MAX_DUMPS */
-/* The longest a datagram's changes may wait for durability in all:
- * the wait holds genl's cb_lock for reading, which every genl family's
- * (un)registration needs for writing, and rwsem fairness then queues
- * all genl traffic behind that writer. */
-#define TDBK_GENL_WAIT_MAX_MS 2000
+/* Parked answers per socket at most: its receive buffer's bytes / 1 KiB
+ * (an ack's skb takes about 768 bytes of it: all of them fit when they
+ * go out together), within these bounds. */
+#define TDBK_GENL_HELD_MIN 4u
+#define TDBK_GENL_HELD_MAX 4096u        /* as /dev/tdb's TDBK_DEV_MAX_HELD */
 
-/* doits waiting for durability; woken by tdbk_genl_durable() and at
- * unload (genl_going) */
-static DECLARE_WAIT_QUEUE_HEAD(durable_wq);
-static bool genl_going;
-static atomic64_t waiting_now = ATOMIC64_INIT(0);
-static atomic64_t waits_timed_out = ATOMIC64_INIT(0);
+static bool genl_going;                 /* unloading: parked answers end */
+static atomic64_t held_now = ATOMIC64_INIT(0);
+static atomic64_t held_timed_out = ATOMIC64_INIT(0);
 
 struct genl_client {
 	struct hlist_node node;         /* in genl_clients, under clients_lock */
-	struct kref ref;                /* the hash's, and one per dump */
+	struct kref ref;                /* the hash's, one per dump, one per
+					 * release_work's visit */
 	u32 portid;
-	const struct sock *sk;          /* identity only, never dereferenced
-					 * once the socket may be gone */
-	bool hashed;
-	struct mutex lock;              /* calls on tc */
+	struct sock *sk;                /* see the top of this file */
+	bool hashed;                    /* under clients_lock */
+	bool gone;                      /* under lock: socket released */
+	struct mutex lock;              /* calls on tc and conn */
 	struct tdbo_client *tc;
+	struct tdbo_conn conn;          /* serve's: held answers */
 	unsigned int ndumps;            /* under lock */
-	/* The datagram whose changes wait for durability now (under
-	 * lock): netlink_rcv_skb() runs the doit for each message of one
-	 * skb in turn, pulling it, so a later message of the same datagram
-	 * has the same skb and a larger offset from skb->head; all of them
-	 * share one end (TDBK_GENL_WAIT_MAX_MS). */
-	const struct sk_buff *wait_skb;
-	unsigned int wait_off;
-	unsigned long wait_end;
+	struct sk_buff *out;            /* under lock: the message reserved */
+	struct list_head held_node;     /* on held_clients or release_work's
+					 * list, under held_lock: holds
+					 * answers */
+	struct delayed_work late;       /* the first held answer's deadline */
 };
 
 static DEFINE_HASHTABLE(genl_clients, 8);
 static DEFINE_MUTEX(clients_lock);
+static LIST_HEAD(held_clients);
+static DEFINE_SPINLOCK(held_lock);
 static struct tdbo_owner *genl_owner;
 static struct genl_family tdbk_family;
+
+static void release_fn(struct work_struct *w);
+static DECLARE_WORK(release_work, release_fn);
 
 static struct tdbo_counters *counters(void)
 {
 	return tdbo_owner_counters(genl_owner);
 }
 
-/* A request refused here, before tdbo_exec() saw it: STATS counts it
- * (the owner counts the ones it runs). */
-static void count_refused(void)
+/* --- the channel: one skb per message, to the socket's port ------------- */
+
+/* Make a message built by the owner or serve one of ours: the family's
+ * id (NLMSG_ERROR and NLMSG_DONE stay), the receiver's port id (as
+ * netlink_ack() puts it), the padding zeroed. */
+static void finish_msg(struct genl_client *gc, void *p, size_t len)
 {
-	tdb_fetch_add(&counters()->requests, 1);
-	tdb_fetch_add(&counters()->errors, 1);
+	struct nlmsghdr *nlh = p;
+
+	nlh->nlmsg_len = (u32)len;
+	if (nlh->nlmsg_type >= NLMSG_MIN_TYPE)
+		nlh->nlmsg_type = (u16)tdbk_family.id;
+	nlh->nlmsg_pid = gc->portid;
+	memset((u8 *)p + len, 0, NLMSG_ALIGN(len) - len);
 }
+
+/* Under gc->lock: send skb to the socket, unless it is going.  A full
+ * receive buffer loses it, and netlink reports ENOBUFS on the socket,
+ * as for any answer of netlink's. */
+static void send_skb(struct genl_client *gc, struct sk_buff *skb)
+{
+	if (gc->gone || sock_flag(gc->sk, SOCK_DEAD)) {
+		kfree_skb(skb);
+		return;
+	}
+	genlmsg_unicast(&init_net, skb, gc->portid);
+}
+
+/* No memory for an answer: the socket learns it lost one (ENOBUFS), as
+ * netlink_ack() reports its own allocation failures. */
+static void lost_answer(struct genl_client *gc)
+{
+	if (gc->gone || sock_flag(gc->sk, SOCK_DEAD))
+		return;
+	WRITE_ONCE(gc->sk->sk_err, ENOBUFS);
+	sk_error_report(gc->sk);
+}
+
+static void *ch_reserve(void *arg, unsigned int ch, size_t len,
+			bool room_check)
+{
+	struct genl_client *gc = arg;
+
+	if (gc->out || len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX)
+		return NULL;
+	gc->out = alloc_skb(NLMSG_ALIGN(len), GFP_KERNEL);
+	return gc->out ? skb_tail_pointer(gc->out) : NULL;
+}
+
+static void ch_commit(void *arg, unsigned int ch, void *p, size_t len)
+{
+	struct genl_client *gc = arg;
+	struct sk_buff *skb = gc->out;
+
+	gc->out = NULL;
+	if (WARN_ON_ONCE(!skb || p != skb_tail_pointer(skb) ||
+			 len < NLMSG_HDRLEN ||
+			 NLMSG_ALIGN(len) > skb_tailroom(skb))) {
+		kfree_skb(skb);
+		return;
+	}
+	finish_msg(gc, p, len);
+	skb_put(skb, NLMSG_ALIGN(len));
+	send_skb(gc, skb);
+}
+
+static void ch_abort(void *arg, unsigned int ch)
+{
+	struct genl_client *gc = arg;
+
+	kfree_skb(gc->out);
+	gc->out = NULL;
+}
+
+/* A held answer (serve's private copy) goes out. */
+static int ch_emit(void *arg, unsigned int ch, const void *msg, size_t len)
+{
+	struct genl_client *gc = arg;
+	struct sk_buff *skb;
+	void *p;
+
+	if (len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX)
+		return 0;               /* cannot happen: serve built it */
+	skb = alloc_skb(NLMSG_ALIGN(len), GFP_KERNEL);
+	if (!skb) {
+		lost_answer(gc);
+		return 0;
+	}
+	p = skb_put(skb, NLMSG_ALIGN(len));
+	memcpy(p, msg, len);
+	finish_msg(gc, p, len);
+	send_skb(gc, skb);
+	return 0;
+}
+
+/* Every message gets an skb of its own: there is always room (the
+ * socket's receive buffer is netlink's to police). */
+static bool ch_room(void *arg, unsigned int ch, size_t len)
+{
+	return true;
+}
+
+static bool is_change(unsigned int cmd)
+{
+	switch (cmd) {
+	case TDB_CMD_PUT:
+	case TDB_CMD_DEL:
+	case TDB_CMD_INCR:
+	case TDB_CMD_TXN_COMMIT:
+	case TDB_CMD_TABLE_CREATE:
+	case TDB_CMD_TABLE_DROP:
+		return true;
+	}
+	return false;
+}
+
+/*
+ * What generic netlink refuses before the owner (serve counts and
+ * answers it): NLM_F_ACK that does not match the command (generic
+ * netlink acks exactly when it is set, include/tdb/proto.h), tdb
+ * recovering or waiting for its supervisor, TABLE_MAP, and a change
+ * while the socket's parked answers are at their bound.
+ */
+static int ch_refuse(void *arg, unsigned int ch, const struct tdb_proto_msg *m,
+		     struct tdb_proto_extack *ext)
+{
+	struct genl_client *gc = arg;
+	bool ack = m->nlh->nlmsg_flags & NLM_F_ACK;
+	int err;
+
+	if (ack != tdb_proto_cmd_is_ack(m->cmd)) {
+		ext->msg = ack ?
+			"NLM_F_ACK set on a command answered by a reply or a "
+			"dump (it would get two answers)" :
+			"NLM_F_ACK missing on a command answered by an ack "
+			"(it would get no answer)";
+		return -EINVAL;
+	}
+	err = tdbk_sup_refuse(NULL, &ext->msg);
+	if (err)
+		return err;
+	if (m->cmd == TDB_CMD_TABLE_MAP) {
+		/* A map is pages of the device file: nothing to map here
+		 * (and no reader slot to wait for). */
+		ext->msg = "table maps are for /dev/tdb clients (generic "
+			   "netlink reads with GET)";
+		return -EOPNOTSUPP;
+	}
+	if (is_change(m->cmd) && tdbo_conn_held_full(&gc->conn)) {
+		ext->msg = "too many changes of this socket wait for "
+			   "durability (their acks are parked): send more "
+			   "once some are acknowledged";
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+static void ch_held_note(void *arg, int delta,
+			 const struct tdbo_held *first);
+
+static const struct tdbo_conn_ops genl_conn_ops = {
+	.reserve = ch_reserve,
+	.commit = ch_commit,
+	.abort = ch_abort,
+	.emit = ch_emit,
+	.room = ch_room,
+	.refuse = ch_refuse,
+	.held_note = ch_held_note,
+	/* reserve() allocates (GFP_KERNEL): not for read-side sections */
+	.in_read_section = false,
+};
+
+/* --- the hold policy: sync always, the log's durable LSN ---------------- */
+
+static bool pol_must_hold(void *arg, u64 lsn)
+{
+	return lsn != U64_MAX && tdbk_sup_sync() == TDB_SUP_SYNC_ALWAYS &&
+	       lsn > tdbk_log_durable_lsn();
+}
+
+static u64 pol_upto(void *arg)
+{
+	return tdbk_log_durable_lsn();
+}
+
+/* jiffies, never 0 (serve's "no deadline") */
+static u64 pol_deadline(void *arg)
+{
+	unsigned long d = jiffies + msecs_to_jiffies(tdbk_sup_deadline_ms());
+
+	return d ? d : 1;
+}
+
+static int pol_late(void *arg, u64 deadline, const char **msg)
+{
+	if (READ_ONCE(genl_going)) {
+		*msg = "the change is applied but not yet durable: tdb.ko is "
+		       "being unloaded";
+	} else if (time_before(jiffies, (unsigned long)deadline)) {
+		return 0;
+	} else {
+		*msg = tdbk_sup_attached() ?
+			"the change is applied but not yet durable: the "
+			"supervisor (tdbd) did not report it durable within "
+			"the client deadline" :
+			"the change is applied but not yet durable: no "
+			"supervisor (tdbd) is attached";
+	}
+	atomic64_inc(&held_timed_out);
+	return -ETIMEDOUT;
+}
+
+static int pol_no_room(void *arg, u64 lsn, const char **msg)
+{
+	*msg = "the change is applied, but tdb.ko had no memory to hold its "
+	       "answer until it is durable";
+	return -ENOMEM;
+}
+
+static const struct tdbo_hold_policy genl_hold_policy = {
+	.must_hold = pol_must_hold,
+	.upto = pol_upto,
+	.deadline = pol_deadline,
+	.late = pol_late,
+	.no_room = pol_no_room,
+};
+
+/* Under gc->lock: the held count moved.  A connection holding answers
+ * is on held_clients (release_work visits it) and has its late work
+ * armed at the first one's deadline. */
+static void ch_held_note(void *arg, int delta, const struct tdbo_held *first)
+{
+	struct genl_client *gc = arg;
+	u64 first_deadline = first ? first->deadline : 0;
+
+	atomic64_add(delta, &held_now);
+	spin_lock(&held_lock);
+	if (tdbo_conn_nheld(&gc->conn) && !gc->gone &&
+	    list_empty(&gc->held_node))
+		list_add_tail(&gc->held_node, &held_clients);
+	else if (!tdbo_conn_nheld(&gc->conn))
+		list_del_init(&gc->held_node);
+	spin_unlock(&held_lock);
+	if (first_deadline) {
+		long left = (long)((unsigned long)first_deadline - jiffies);
+
+		mod_delayed_work(system_wq, &gc->late, left > 0 ? left : 0);
+	} else {
+		cancel_delayed_work(&gc->late);
+	}
+}
+
+/* The parked answers that may go out now, in order. */
+static void release_locked(struct genl_client *gc)
+{
+	if (!gc->gone)
+		tdbo_conn_release(&gc->conn);
+}
+
+static void late_fn(struct work_struct *w)
+{
+	struct genl_client *gc = container_of(to_delayed_work(w),
+					      struct genl_client, late);
+
+	mutex_lock(&gc->lock);
+	release_locked(gc);
+	mutex_unlock(&gc->lock);
+}
+
+static void client_put(struct genl_client *gc);
+
+/* Every connection holding answers: release what is durable now.  One
+ * still holding some afterwards goes back on held_clients. */
+static void release_fn(struct work_struct *w)
+{
+	struct genl_client *gc;
+	LIST_HEAD(todo);
+
+	spin_lock(&held_lock);
+	list_splice_init(&held_clients, &todo);
+	while ((gc = list_first_entry_or_null(&todo, struct genl_client,
+					      held_node))) {
+		/* on a list: still hashed (the notifier takes it off
+		 * before it drops the hash's reference) */
+		list_del_init(&gc->held_node);
+		kref_get(&gc->ref);
+		spin_unlock(&held_lock);
+		mutex_lock(&gc->lock);
+		release_locked(gc);
+		spin_lock(&held_lock);
+		if (tdbo_conn_nheld(&gc->conn) && !gc->gone &&
+		    list_empty(&gc->held_node))
+			list_add_tail(&gc->held_node, &held_clients);
+		spin_unlock(&held_lock);
+		mutex_unlock(&gc->lock);
+		client_put(gc);
+		cond_resched();
+		spin_lock(&held_lock);
+	}
+	spin_unlock(&held_lock);
+}
+
+/* TDB_IOC_SUP_DURABLE moved, or the supervisor left (sup.c).  The
+ * releases run in a work: the supervisor never waits for a genl
+ * connection's lock.  held_lock orders this look at the list against
+ * doit's adding to it and then looking at the durable LSN (doit
+ * releases after serving): one of the two sees the other. */
+void tdbk_genl_durable(void)
+{
+	bool any;
+
+	spin_lock(&held_lock);
+	any = !list_empty(&held_clients);
+	spin_unlock(&held_lock);
+	if (any)
+		queue_work(system_wq, &release_work);
+}
+
+void tdbk_genl_held_stats(u64 *held, u64 *timed_out)
+{
+	*held = atomic64_read(&held_now);
+	*timed_out = atomic64_read(&held_timed_out);
+}
+
+/* --- connections ---------------------------------------------------------- */
 
 static void client_release(struct kref *ref)
 {
 	struct genl_client *gc = container_of(ref, struct genl_client, ref);
 
+	cancel_delayed_work_sync(&gc->late);
+	tdbo_conn_fini(&gc->conn);      /* nothing held by now */
 	tdbo_client_free(gc->tc);
 	mutex_destroy(&gc->lock);
 	kfree(gc);
@@ -131,6 +477,14 @@ static void client_release(struct kref *ref)
 static void client_put(struct genl_client *gc)
 {
 	kref_put(&gc->ref, client_release);
+}
+
+/* Under gc->lock: the socket is gone (or tdb.ko is): its parked answers
+ * are freed unsent, and it is taken off held_clients (ch_held_note). */
+static void client_gone(struct genl_client *gc)
+{
+	gc->gone = true;
+	tdbo_conn_fini(&gc->conn);
 }
 
 /*
@@ -179,6 +533,10 @@ static struct genl_client *client_get(struct sk_buff *skb, int *err)
 	gc->sk = sk;
 	gc->hashed = true;
 	mutex_init(&gc->lock);
+	INIT_LIST_HEAD(&gc->held_node);
+	INIT_DELAYED_WORK(&gc->late, late_fn);
+	tdbo_conn_init(&gc->conn, &genl_conn_ops, gc, &genl_hold_policy, NULL,
+		       gc->tc, counters());
 	hash_add(genl_clients, &gc->node, portid);
 	mutex_unlock(&clients_lock);
 	tdbo_client_accept(gc->tc);
@@ -188,7 +546,7 @@ static struct genl_client *client_get(struct sk_buff *skb, int *err)
 /* A socket of ours was released: drop its client (the dumps still
  * running keep it until their done()). */
 static int tdbk_genl_notify(struct notifier_block *nb, unsigned long event,
-		       void *ptr)
+			    void *ptr)
 {
 	struct netlink_notify *n = ptr;
 	struct genl_client *gc;
@@ -207,6 +565,9 @@ static int tdbk_genl_notify(struct notifier_block *nb, unsigned long event,
 			continue;
 		hash_del(&gc->node);
 		gc->hashed = false;
+		mutex_lock(&gc->lock);
+		client_gone(gc);
+		mutex_unlock(&gc->lock);
 		hlist_add_head(&gc->node, &gone);
 	}
 	mutex_unlock(&clients_lock);
@@ -219,10 +580,57 @@ static struct notifier_block genl_nb = {
 	.notifier_call = tdbk_genl_notify,
 };
 
-/* --- validating ---------------------------------------------------------- */
+/* A request whose connection could not be made: netlink answers it
+ * (the extended ack names nothing: the errno says it), counted here,
+ * the one request serve does not see. */
+static void count_refused(void)
+{
+	tdb_fetch_add(&counters()->requests, 1);
+	tdb_fetch_add(&counters()->errors, 1);
+}
 
-/* The validator's verdict in the extended ack; attributes at fault are
- * pointed at inside the request (netlink turns that into an offset). */
+/* Under gc->lock: the bound on parked answers now (the socket's receive
+ * buffer may change any time). */
+static void held_bound(struct genl_client *gc)
+{
+	unsigned int n = (unsigned int)READ_ONCE(gc->sk->sk_rcvbuf) / 1024;
+
+	gc->conn.held_max = clamp(n, TDBK_GENL_HELD_MIN, TDBK_GENL_HELD_MAX);
+}
+
+/* --- doit: every answer through serve --------------------------------------- */
+
+static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	const struct nlmsghdr *nlh = info->nlhdr;
+	struct tdb_proto_extack ext = { NULL };
+	struct genl_client *gc;
+	int err;
+
+	gc = client_get(skb, &err);
+	if (!gc) {
+		count_refused();
+		return err;
+	}
+	mutex_lock(&gc->lock);
+	held_bound(gc);
+	err = tdb_proto_parse_family(nlh, nlh->nlmsg_len, TDB_PROTO_REQUEST,
+				     (u16)tdbk_family.id, &gc->conn.m, &ext);
+	if (err)
+		tdbo_conn_refuse(&gc->conn, 0, nlh, err, &ext);
+	else
+		tdbo_serve_msg(&gc->conn, 0, &gc->conn.m);
+	/* earlier parked answers durable by now, and this one if the
+	 * durable LSN passed it before it was on held_clients */
+	release_locked(gc);
+	mutex_unlock(&gc->lock);
+	client_put(gc);
+	/* answered or parked: no ack from netlink_rcv_skb() */
+	return -EINTR;
+}
+
+/* An owner's error ending a dump start, in netlink's extended ack
+ * (attributes at fault pointed at inside the request). */
 static void set_extack(struct netlink_ext_ack *extack,
 		       const struct nlmsghdr *nlh,
 		       const struct tdb_proto_extack *ext)
@@ -235,324 +643,6 @@ static void set_extack(struct netlink_ext_ack *extack,
 				   ((const u8 *)nlh + ext->offset);
 	if (ext->miss_type)
 		extack->miss_type = (u16)ext->miss_type;
-	if (ext->cookie_len && ext->cookie_len <= NETLINK_MAX_COOKIE_LEN) {
-		memcpy(extack->cookie, ext->cookie, ext->cookie_len);
-		extack->cookie_len = (u8)ext->cookie_len;
-	}
-}
-
-/*
- * Validate the request, and its NLM_F_ACK: generic netlink acks exactly
- * when NLM_F_ACK is set, so it must be set on the "ack" commands and
- * clear on the others (include/tdb/proto.h), or a request would get a
- * reply and an ack, or nothing at all on success.  The validator allows
- * NLM_F_ACK on any request (the rings and tdbd answer whatever it says).
- */
-static int parse(const struct nlmsghdr *nlh, struct tdb_proto_msg *m,
-		 struct netlink_ext_ack *extack)
-{
-	struct tdb_proto_extack ext = { NULL };
-	bool ack;
-	int err;
-
-	err = tdb_proto_parse_family(nlh, nlh->nlmsg_len, TDB_PROTO_REQUEST,
-				     (u16)tdbk_family.id, m, &ext);
-	if (err) {
-		set_extack(extack, nlh, &ext);
-		return err;
-	}
-	ack = nlh->nlmsg_flags & NLM_F_ACK;
-	if (ack != tdb_proto_cmd_is_ack(m->cmd)) {
-		if (extack)
-			extack->_msg = ack ?
-				"NLM_F_ACK set on a command answered by a "
-				"reply or a dump (it would get two answers)" :
-				"NLM_F_ACK missing on a command answered by "
-				"an ack (it would get no answer)";
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* --- doit: replies in an skb of their own --------------------------------- */
-
-struct reply_sink {
-	struct tdbo_sink s;
-	struct sk_buff *skb;
-	u32 portid;
-	size_t nomem;           /* the reply could not be allocated: bytes */
-};
-
-static void *reply_reserve(struct tdbo_sink *s, size_t len)
-{
-	struct reply_sink *rs = container_of(s, struct reply_sink, s);
-
-	if (rs->skb || len < NLMSG_HDRLEN || len > TDB_PROTO_MSG_MAX)
-		return NULL;            /* one reply per request */
-	rs->skb = alloc_skb(NLMSG_ALIGN(len), GFP_KERNEL);
-	if (!rs->skb) {
-		rs->nomem = len;
-		return NULL;
-	}
-	return skb_tail_pointer(rs->skb);
-}
-
-static void reply_commit(struct tdbo_sink *s, void *p, size_t len)
-{
-	struct reply_sink *rs = container_of(s, struct reply_sink, s);
-	struct nlmsghdr *nlh = p;
-
-	if (WARN_ON_ONCE(!rs->skb || p != skb_tail_pointer(rs->skb) ||
-			 len < NLMSG_HDRLEN ||
-			 NLMSG_ALIGN(len) > skb_tailroom(rs->skb)))
-		return;
-	nlh->nlmsg_len = (u32)len;
-	nlh->nlmsg_type = (u16)tdbk_family.id;
-	nlh->nlmsg_pid = rs->portid;
-	memset((u8 *)p + len, 0, NLMSG_ALIGN(len) - len);
-	skb_put(rs->skb, NLMSG_ALIGN(len));
-}
-
-/*
- * The extack message for a reply of len bytes that could not be
- * allocated.  Messages must outlive doit (netlink builds the ack after
- * it returns) and 6.1 has no NL_SET_ERR_MSG_FMT, so they are static, one
- * per power of two: the bound names the size to within a factor of 2.
- */
-static const char *reply_nomem_msg(size_t len)
-{
-	static const char *const msgs[] = {
-		"could not allocate the reply of up to 4096 bytes",
-		"could not allocate the reply of up to 8192 bytes",
-		"could not allocate the reply of up to 16384 bytes",
-		"could not allocate the reply of up to 32768 bytes",
-		"could not allocate the reply of up to 65536 bytes",
-		"could not allocate the reply of up to 131072 bytes",
-		"could not allocate the reply of up to 262144 bytes",
-		"could not allocate the reply of up to 524288 bytes",
-		"could not allocate the reply of up to 1048576 bytes",
-	};
-	unsigned int i = 0;
-
-	while (i < ARRAY_SIZE(msgs) - 1 && len > (4096UL << i))
-		i++;
-	return msgs[i];
-}
-
-/* tdb is recovering (or waits for its supervisor, require_supervisor):
- * -EAGAIN, saying so in the extended ack. */
-static int refuse(struct netlink_ext_ack *extack)
-{
-	const char *msg = NULL;
-	int err = tdbk_sup_refuse(NULL, &msg);
-
-	if (err) {
-		count_refused();
-		if (extack)
-			extack->_msg = msg;
-	}
-	return err;
-}
-
-/* --- acks held for durability -------------------------------------------- */
-
-/* TDB_IOC_SUP_DURABLE moved, or the supervisor left (sup.c): every
- * waiting doit looks again. */
-void tdbk_genl_durable(void)
-{
-	if (wq_has_sleeper(&durable_wq))
-		wake_up_all(&durable_wq);
-}
-
-void tdbk_genl_held_stats(u64 *held, u64 *timed_out)
-{
-	*held = atomic64_read(&waiting_now);
-	*timed_out = atomic64_read(&waits_timed_out);
-}
-
-/*
- * Sync always: the answer to a change logged as lsn waits until it is
- * durable (dev.c's held answers, here in the sender's doit).  0 when it
- * is (or need not be); else the change is applied but its answer says
- * it is not durable: -ETIMEDOUT at the client deadline, -ECANCELED on a
- * fatal signal (not -EINTR: netlink_rcv_skb() sends no ack at all for
- * that).  Called with no lock held.
- */
-static bool must_wait(u64 lsn)
-{
-	return lsn && lsn != U64_MAX &&
-	       tdbk_sup_sync() == TDB_SUP_SYNC_ALWAYS &&
-	       lsn > tdbk_log_durable_lsn();
-}
-
-/* Under gc->lock: when the wait of this message of skb must end (the
- * datagram's end, set by its first message that waits). */
-static unsigned long wait_end(struct genl_client *gc,
-			      const struct sk_buff *skb)
-{
-	unsigned int off = (unsigned int)(skb->data - skb->head);
-	u32 ms = min_t(u32, tdbk_sup_deadline_ms(), TDBK_GENL_WAIT_MAX_MS);
-
-	if (gc->wait_skb != skb || off <= gc->wait_off) {
-		gc->wait_skb = skb;
-		gc->wait_end = jiffies + msecs_to_jiffies(ms);
-	}
-	gc->wait_off = off;
-	return gc->wait_end;
-}
-
-static int wait_durable(u64 lsn, unsigned long end,
-			struct netlink_ext_ack *extack)
-{
-	long left = (long)(end - jiffies);
-
-	if (!must_wait(lsn))
-		return 0;
-	/* > 0 only with the condition true: durable in time */
-	atomic64_inc(&waiting_now);
-	left = left <= 0 ? 0 :
-	       wait_event_killable_timeout(durable_wq,
-					   lsn <= tdbk_log_durable_lsn() ||
-					   READ_ONCE(genl_going), left);
-	atomic64_dec(&waiting_now);
-	if (left > 0 && lsn <= tdbk_log_durable_lsn())
-		return 0;
-	if (left < 0) {
-		if (extack)
-			extack->_msg = "the change is applied but not yet "
-				       "durable: the wait for it was ended by "
-				       "a fatal signal";
-		return -ECANCELED;
-	}
-	atomic64_inc(&waits_timed_out);
-	if (extack)
-		extack->_msg = READ_ONCE(genl_going) ?
-			"the change is applied but not yet durable: tdb.ko "
-			"is being unloaded" :
-			tdbk_sup_attached() ?
-			"the change is applied but not yet durable: the "
-			"supervisor (tdbd) did not report it durable within "
-			"the client deadline" :
-			"the change is applied but not yet durable: no "
-			"supervisor (tdbd) is attached";
-	return -ETIMEDOUT;
-}
-
-static int tdbk_genl_doit(struct sk_buff *skb, struct genl_info *info)
-{
-	struct reply_sink rs = {
-		.s = { .reserve = reply_reserve, .commit = reply_commit },
-		.portid = info->snd_portid,
-	};
-	struct tdb_proto_extack ext = { NULL };
-	struct tdbo_dump *dump = NULL;
-	struct tdbo_out res;
-	struct genl_client *gc;
-	struct tdb_proto_msg *m;
-	unsigned long end = 0;
-	int err;
-
-	m = kmalloc(sizeof(*m), GFP_KERNEL);
-	if (!m) {
-		count_refused();
-		return -ENOMEM;
-	}
-	err = parse(info->nlhdr, m, info->extack);
-	if (err) {
-		count_refused();
-		goto out;
-	}
-	err = refuse(info->extack);
-	if (err)
-		goto out;
-	if (m->cmd == TDB_CMD_TABLE_MAP) {
-		/* A map is pages of the device file: nothing to map here
-		 * (and no reader slot to wait for). */
-		count_refused();
-		if (info->extack)
-			info->extack->_msg = "table maps are for /dev/tdb "
-					     "clients (generic netlink reads "
-					     "with GET)";
-		err = -EOPNOTSUPP;
-		goto out;
-	}
-	gc = client_get(skb, &err);
-	if (!gc) {
-		count_refused();
-		goto out;
-	}
-	mutex_lock(&gc->lock);
-	/*
-	 * ext.msg may be a text the owner built in gc's client (a key, a
-	 * version).  The netlink core copies it into the ack after we
-	 * return, still inside this sendmsg(): the socket's file is held
-	 * by the call, so its release (which frees gc) cannot come before.
-	 * Another thread's request on the same socket may rewrite the text
-	 * meanwhile (a garbled message, never out of bounds: the buffer
-	 * always ends in a NUL).
-	 */
-	err = tdbo_exec(gc->tc, m, &rs.s, &ext, &res);
-	dump = res.dump;
-	if (err >= 0 && must_wait(res.lsn))
-		end = wait_end(gc, skb);
-	mutex_unlock(&gc->lock);
-	if (dump) {
-		/* Dump commands come through start/dumpit, never here. */
-		WARN_ON_ONCE(1);
-		mutex_lock(&gc->lock);
-		tdbo_dump_free(dump);
-		mutex_unlock(&gc->lock);
-		if (!err)
-			err = -EIO;
-	}
-	client_put(gc);
-	if (err >= 0 && !dump) {
-		/* the reply, if any, stays unsent until then */
-		int werr = wait_durable(res.lsn, end, info->extack);
-
-		if (werr) {
-			err = werr;
-			goto out;
-		}
-	}
-	if (err < 0 && rs.nomem) {
-		/* Ours, not the owner's "no room": say what failed. */
-		if (info->extack)
-			info->extack->_msg = reply_nomem_msg(rs.nomem);
-		err = -ENOMEM;
-		goto out;
-	}
-	if (err < 0) {
-		set_extack(info->extack, info->nlhdr, &ext);
-		goto out;
-	}
-	if (rs.skb && rs.skb->len) {
-		err = genlmsg_unicast(genl_info_net(info), rs.skb,
-				      info->snd_portid);
-		rs.skb = NULL;
-		goto out;
-	}
-	if (tdb_proto_cmd_is_ack(m->cmd)) {
-		/* netlink acks (NLM_F_ACK); a cookie rides along. */
-		struct tdb_proto_extack ack = { .cookie_len = ext.cookie_len };
-
-		if (ack.cookie_len <= TDB_PROTO_COOKIE_MAX)
-			memcpy(ack.cookie, ext.cookie, ack.cookie_len);
-		else
-			ack.cookie_len = 0;
-		set_extack(info->extack, info->nlhdr, &ack);
-		err = 0;
-		goto out;
-	}
-	/* A reply command must be answered: it was not. */
-	if (info->extack)
-		info->extack->_msg = rs.skb ? "the reply was not written"
-					    : "out of memory for the reply";
-	err = rs.skb ? -EIO : -ENOMEM;
-out:
-	kfree_skb(rs.skb);
-	kfree(m);
-	return err;
 }
 
 /* --- dumps ----------------------------------------------------------------- */
@@ -646,65 +736,76 @@ static struct tdbo_sink null_sink = {
 	.commit = null_commit,
 };
 
+/*
+ * A dump (SCAN, TABLE_LIST) runs in netlink's dump machinery (start,
+ * then dumpit as the reader reads, done).  What it shares with serve
+ * goes through serve: a request refused before the owner (the
+ * validator, ch_refuse, a dump past TDBO_MAX_DUMPS on this socket) is
+ * counted and answered by serve, and start returns -EINTR, which ends
+ * the dump without netlink's ack (__netlink_dump_start() returns it as
+ * it is, and netlink_rcv_skb() skips the ack for it).  An error of the
+ * owner's own (counted by it) is netlink's to answer, as it ends a
+ * dump.
+ */
 static int tdbk_genl_start(struct netlink_callback *cb)
 {
 	struct tdb_proto_extack ext = { NULL };
-	struct tdbo_dump *dump = NULL;
-	struct tdbo_out res;
 	struct genl_dump *gd;
-	struct tdb_proto_msg *m;
+	struct tdbo_out res;
+	struct genl_client *gc;
 	int err;
 
-	m = kmalloc(sizeof(*m), GFP_KERNEL);
+	gc = client_get(cb->skb, &err);
+	if (!gc) {
+		count_refused();
+		return err;
+	}
 	gd = kzalloc(sizeof(*gd), GFP_KERNEL);
-	if (!m || !gd) {
-		count_refused();
-		err = -ENOMEM;
-		goto fail;
-	}
-	err = parse(cb->nlh, m, cb->extack);
-	if (err) {
-		count_refused();
-		goto fail;
-	}
-	err = refuse(cb->extack);
-	if (err)
-		goto fail;
-	gd->gc = client_get(cb->skb, &err);
-	if (!gd->gc) {
-		count_refused();
-		goto fail;
-	}
-	mutex_lock(&gd->gc->lock);
-	if (gd->gc->ndumps >= TDBK_GENL_MAX_DUMPS) {
-		count_refused();
-		ext.msg = "too many dumps in progress on this connection (8)";
+	mutex_lock(&gc->lock);
+	err = tdb_proto_parse_family(cb->nlh, cb->nlh->nlmsg_len,
+				     TDB_PROTO_REQUEST, (u16)tdbk_family.id,
+				     &gc->conn.m, &ext);
+	if (!err)
+		err = ch_refuse(gc, 0, &gc->conn.m, &ext);
+	if (!err && gc->ndumps >= TDBO_MAX_DUMPS) {
+		ext.msg = TDBO_MAX_DUMPS_MSG;
 		err = -EBUSY;
-	} else {
-		/* Parts go through dumpit: exec only starts the dump. */
-		err = tdbo_exec(gd->gc->tc, m, &null_sink, &ext, &res);
-		dump = res.dump;
-		if (!err && !dump) {
-			ext.msg = "the dump was not started";
-			err = -EIO;
-		}
-		if (!err)
-			gd->gc->ndumps++;
 	}
-	mutex_unlock(&gd->gc->lock);
+	if (!err && !gd) {
+		ext.msg = "out of memory for a dump";
+		err = -ENOMEM;
+	}
 	if (err) {
-		set_extack(cb->extack, cb->nlh, &ext);
-		client_put(gd->gc);
-		goto fail;
+		tdbo_conn_refuse(&gc->conn, 0, cb->nlh, err, &ext);
+		mutex_unlock(&gc->lock);
+		client_put(gc);
+		kfree(gd);
+		return -EINTR;
 	}
-	gd->d = dump;
+	/* Parts go through dumpit: exec only starts the dump. */
+	err = tdbo_exec(gc->tc, &gc->conn.m, &null_sink, &ext, &res);
+	if (!err && !res.dump) {
+		ext.msg = "the dump was not started";
+		err = -EIO;
+	}
+	if (!err)
+		gc->ndumps++;
+	mutex_unlock(&gc->lock);
+	if (err) {
+		if (res.dump) {
+			mutex_lock(&gc->lock);
+			tdbo_dump_free(res.dump);
+			mutex_unlock(&gc->lock);
+		}
+		set_extack(cb->extack, cb->nlh, &ext);
+		client_put(gc);
+		kfree(gd);
+		return err;
+	}
+	gd->gc = gc;
+	gd->d = res.dump;
 	cb->args[0] = (long)gd;
-	kfree(m);
 	return 0;
-fail:
-	kfree(gd);
-	kfree(m);
-	return err;
 }
 
 static int tdbk_genl_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
@@ -717,6 +818,7 @@ static int tdbk_genl_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 	};
 	struct tdb_proto_extack ext = { NULL };
 	int ret;
+
 
 	if (!gd || !gd->d)
 		return 0;
@@ -906,6 +1008,7 @@ int tdbk_genl_init(struct tdbo_owner *o)
 	return 0;
 }
 
+
 void tdbk_genl_exit(void)
 {
 	struct genl_client *gc;
@@ -913,14 +1016,24 @@ void tdbk_genl_exit(void)
 	unsigned int bkt;
 
 	tdbo_owner_on_change(genl_owner, NULL, NULL);
-	/* Changes waiting for durability end now (-ETIMEDOUT), or the
-	 * unregistration below would wait for them with cb_lock queued. */
 	WRITE_ONCE(genl_going, true);
-	wake_up_all(&durable_wq);
 	/* No doit runs after this; dumps hold a module reference, so none
 	 * is left when the module goes. */
 	genl_unregister_family(&tdbk_family);
+	/* Parked answers end now: durable ones are sent, the others are
+	 * answered -ETIMEDOUT "... being unloaded" (pol_late).  Under
+	 * clients_lock every hashed client's socket is alive (its
+	 * notification waits for the lock). */
+	mutex_lock(&clients_lock);
+	hash_for_each(genl_clients, bkt, gc, node) {
+		mutex_lock(&gc->lock);
+		release_locked(gc);
+		client_gone(gc);
+		mutex_unlock(&gc->lock);
+	}
+	mutex_unlock(&clients_lock);
 	netlink_unregister_notifier(&genl_nb);
+	cancel_work_sync(&release_work);
 	mutex_lock(&clients_lock);
 	hash_for_each_safe(genl_clients, bkt, tmp, gc, node) {
 		hash_del(&gc->node);

@@ -251,8 +251,7 @@ static long do_claim(struct file *file, void __user *arg)
 }
 
 /* The durable LSN moved (or the supervisor left): answers held on
- * /dev/tdb and generic netlink changes waiting in their doit look
- * again. */
+ * /dev/tdb and generic netlink acks parked until durable look again. */
 static void durable_moved(u64 lsn)
 {
 	tdbk_dev_durable(lsn);

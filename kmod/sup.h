@@ -84,8 +84,9 @@ void tdbk_dev_held_stats(u64 *held, u64 *timed_out);
 /* file claimed the role: its client may use TDB_A_SET_VERSION. */
 void tdbk_dev_sup_claimed(struct file *file);
 
-/* genl.c: the same for generic netlink, whose changes wait for
- * durability in their doit: wake them, and count them. */
+/* genl.c: the same for generic netlink, whose acks are parked in
+ * serve's held queue of the sending socket: release_work sends what is
+ * durable (the supervisor never waits for a genl lock); and count them. */
 void tdbk_genl_durable(void);
 void tdbk_genl_held_stats(u64 *held, u64 *timed_out);
 

@@ -183,10 +183,9 @@ struct tdb_dev_watch_cookie {
  *    attached it is answered -ETIMEDOUT ("the change is applied but
  *    not yet durable: ...") after deadline_ms.  BATCH, NONE: at once.
  *    The last claim's sync and deadline stay after its supervisor
- *    left.  Generic netlink has no ring to hold an answer in: its
- *    change waits in the sender's sendmsg, at most deadline_ms or 2 s
- *    (for all the changes of one datagram), supervisor or not, then
- *    -ETIMEDOUT; a fatal signal ends the wait with -ECANCELED.
+ *    left.  Generic netlink: the answer is parked (sendmsg returns at
+ *    once) and sent when DURABLE covers it; past deadline_ms,
+ *    supervisor or not, it is -ETIMEDOUT.
  *  - TDB_IOC_SUP_DURABLE(lsn): records up to lsn are on disk (clamped
  *    to what was logged; never moves back).  With sync ALWAYS, answers
  *    held for changes up to lsn go out.

@@ -358,7 +358,7 @@ void tdbd_client_violation(struct client *c, const char *why)
 void tdbd_client_update_out(struct client *c)
 {
 	size_t pending = c->out_len - c->out_off;
-	bool in = pending <= OUT_MAX && !tdbd_held_full(c) && !c->commit;
+	bool in = pending <= OUT_MAX && !tdbo_conn_held_full(&c->sv) && !c->commit;
 	uint32_t want = EPOLLRDHUP | (pending ? EPOLLOUT : 0) |
 			(in ? EPOLLIN : 0);
 	struct epoll_event ev = { .events = want, .data.ptr = c };
@@ -484,7 +484,7 @@ int tdbd_client_ack_fds(struct client *c, const struct nlmsghdr *req,
 	 * answers held for the WAL too, once written (the round's write,
 	 * early). */
 	tdbd_log_write(c->d);
-	tdbd_held_release(c);
+	tdbo_conn_release(&c->sv);
 	err = tdbd_client_flush(c);
 	if (err)
 		return err;
@@ -536,7 +536,7 @@ bool tdbd_client_in_ready(const struct client *c)
 	return !c->dead && !c->commit && in_whole(c) &&
 	       tdbd_client_room((struct client *)c, CH_SOCK,
 				TDB_PROTO_ERROR_MAX) &&
-	       !tdbd_held_full(c);
+	       !tdbo_conn_held_full(&c->sv);
 }
 
 /*
@@ -567,7 +567,7 @@ static int run_input(struct client *c)
 		}
 		if (c->in_len - off < nh.nlmsg_len)
 			break;
-		if (!c->in_budget || tdbd_held_full(c) || c->commit)
+		if (!c->in_budget || tdbo_conn_held_full(&c->sv) || c->commit)
 			break;
 		/* Not while the socket's answers back up: the client
 		 * stopped reading. */
@@ -645,17 +645,15 @@ int tdbd_client_read(struct client *c)
 void tdbd_client_cleanup(struct client *c)
 {
 	struct tdbd *d = c->d;
-	unsigned int i;
 
-	tdbd_held_free(c);
+	/* its held answers dropped, its dumps freed */
+	tdbo_conn_fini(&c->sv);
 	tdbd_commit_orphan(c);
-	for (i = 0; i < MAX_DUMPS; i++)
-		if (c->dumps[i].used)
-			tdbd_dump_end(c, &c->dumps[i]);
 	/* its transactions aborted, watches dropped (counted in STATS),
 	 * its quota charge given back */
 	tdbo_client_free(c->oc);
 	c->oc = NULL;
+	c->sv.oc = NULL;
 	if (c->attached) {
 		attach_undo(c);
 		c->attached = false;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * durable.c - serving's answers held until their WAL record is written
- * or durable (struct held, a FIFO per client in LSN order), and the hook
- * durability tells when records become durable (tdbd_on_durable: the
+ * or durable (the policy, tdbd_hold_policy: the queue is serve's,
+ * src/owner/serve.c), and the hook durability tells when records become durable (tdbd_on_durable: the
  * workers holding answers are woken, kernel mode tells tdb.ko).  The
  * rest of durability (the WAL's hooks, dirty sets, checkpoints,
  * recovery) is in durable/ (durable/durable.h); this file only reads the
@@ -26,20 +26,10 @@
 /*
  * Every change's answer waits for its record: written (sync batch and
  * none: a crash of tdbd then loses nothing acknowledged) or durable
- * (always).  Held answers are a FIFO per client in LSN order, an array
- * that grows to at most c->held_max answers or c->held_bytes_max bytes of
- * their requests (TDBD_HELD_MAX and TDBD_HELD_BYTES shared by the
- * connections of its uid on its worker: worker.c; then we read no more
- * of the client's requests).
+ * (always).  The queue is serve's (src/owner/serve.c: a FIFO per client
+ * in LSN order, bounded by c->sv.held_max and held_bytes_max, worker.c);
+ * the policy is here.
  */
-struct held {
-	uint64_t lsn;
-	enum chan ch;
-	struct nlmsghdr req;
-	void *reply;            /* a reply to send (INCR's), malloc()ed;
-				 * NULL: an ack, rebuilt from req */
-	uint32_t reply_len;
-};
 
 /* The LSN answers may go out up to. */
 static uint64_t ack_lsn(const struct tdbd *d)
@@ -48,133 +38,58 @@ static uint64_t ack_lsn(const struct tdbd *d)
 						wal_written(d->wal);
 }
 
-static void held_count(struct client *c, int delta)
+static bool hold_must(void *arg, uint64_t lsn)
 {
-	c->nheld += (unsigned int)delta;
-	__atomic_add_fetch(&c->w->nheld, (unsigned int)delta, __ATOMIC_SEQ_CST);
+	struct tdbd *d = arg;
+
+	return d->wal && lsn > ack_lsn(d);
 }
 
-static int held_grow(struct client *c)
+static uint64_t hold_upto(void *arg)
 {
-	unsigned int cap = c->held_cap ? c->held_cap * 2 : 16, i;
-	struct held *v = malloc(cap * sizeof(*v));
+	return ack_lsn(arg);
+}
 
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < c->nheld; i++)
-		v[i] = c->held[(c->held_head + i) % c->held_cap];
-	free(c->held);
-	c->held = v;
-	c->held_cap = cap;
-	c->held_head = 0;
+static int hold_failed(void *arg, const char **msg)
+{
+	struct tdbd *d = arg;
+
+	if (!wal_failed(d->wal))
+		return 0;
+	*msg = "the WAL could not be written or synced (a write or "
+	       "fdatasync failed): this change is applied but may not "
+	       "survive a crash; tdbd needs a restart";
+	return -EIO;
+}
+
+static void hold_held(void *arg, uint64_t lsn)
+{
+	struct tdbd *d = arg;
+
+	(void)lsn;
+	if (d->cfg.sync == WAL_SYNC_ALWAYS)
+		wal_kick(d->wal);
+}
+
+/* No memory to hold an answer: wait here, then it goes out. */
+static int hold_no_room(void *arg, uint64_t lsn, const char **msg)
+{
+	struct tdbd *d = arg;
+
+	(void)msg;
+	wal_write(d->wal);
+	if (d->cfg.sync == WAL_SYNC_ALWAYS)
+		wal_sync_to(d->wal, lsn);
 	return 0;
 }
 
-bool tdbd_ack_later(struct client *c, enum chan ch,
-		    const struct nlmsghdr *req, uint64_t lsn)
-{
-	return tdbd_answer_later(c, ch, req, lsn, NULL, 0);
-}
-
-bool tdbd_answer_later(struct client *c, enum chan ch,
-		       const struct nlmsghdr *req, uint64_t lsn,
-		       const void *reply, size_t reply_len)
-{
-	struct tdbd *d = c->d;
-	void *copy = NULL;
-	struct held *h;
-
-	if (!d->wal || lsn <= ack_lsn(d))
-		return false;
-	if (reply && !(copy = malloc(reply_len ? reply_len : 1))) {
-		/* no memory to hold the reply: wait here */
-		wal_write(d->wal);
-		if (d->cfg.sync == WAL_SYNC_ALWAYS)
-			wal_sync_to(d->wal, lsn);
-		return false;
-	}
-	if (copy)
-		memcpy(copy, reply, reply_len);
-	if (c->nheld == c->held_cap && held_grow(c)) {
-		free(copy);
-		/* no memory to wait asynchronously: wait here */
-		wal_write(d->wal);
-		if (d->cfg.sync == WAL_SYNC_ALWAYS)
-			wal_sync_to(d->wal, lsn);
-		return false;
-	}
-	h = &c->held[(c->held_head + c->nheld) % c->held_cap];
-	h->lsn = lsn;
-	h->ch = ch;
-	h->req = *req;
-	h->reply = copy;
-	h->reply_len = (uint32_t)reply_len;
-	held_count(c, 1);
-	c->held_bytes += req->nlmsg_len;
-	if (d->cfg.sync == WAL_SYNC_ALWAYS)
-		wal_kick(d->wal);
-	return true;
-}
-
-void tdbd_held_release(struct client *c)
-{
-	struct tdbd *d = c->d;
-	uint64_t upto = c->nheld ? ack_lsn(d) : 0;
-	int failed = c->nheld ? wal_failed(d->wal) : 0;
-	unsigned char buf[TDB_PROTO_ERROR_MAX];
-
-	while (c->nheld) {
-		struct held *h = &c->held[c->held_head];
-		struct tdb_proto_extack ext = { 0 };
-		int err = 0;
-		long n;
-
-		if (h->lsn > upto && !failed)
-			break;
-		if (h->lsn > upto) {
-			err = -EIO;
-			ext.msg = "the WAL could not be written or synced (a "
-				  "write or fdatasync failed): this change is "
-				  "applied but may not survive a crash; tdbd "
-				  "needs a restart";
-		}
-		if (h->reply && !err) {
-			tdbd_client_emit(c, h->ch, h->reply, h->reply_len);
-		} else {
-			n = tdb_proto_error(buf, sizeof(buf), &h->req, err,
-					    &ext);
-			if (n > 0)
-				tdbd_client_emit(c, h->ch, buf, (size_t)n);
-		}
-		free(h->reply);
-		h->reply = NULL;
-		c->held_head = (c->held_head + 1) % c->held_cap;
-		held_count(c, -1);
-		c->held_bytes -= h->req.nlmsg_len;
-	}
-}
-
-void tdbd_held_free(struct client *c)
-{
-	unsigned int i;
-
-	for (i = 0; i < c->nheld; i++)
-		free(c->held[(c->held_head + i) % c->held_cap].reply);
-	if (c->nheld)
-		held_count(c, -(int)c->nheld);
-	c->held_bytes = 0;
-	free(c->held);
-	c->held = NULL;
-	c->held_cap = c->held_head = 0;
-}
-
-bool tdbd_held_full(const struct client *c)
-{
-	/* 0: not on a worker yet (worker.c sets them) */
-	return c->nheld >= (c->held_max ? c->held_max : TDBD_HELD_MAX) ||
-	       c->held_bytes >= (c->held_bytes_max ? c->held_bytes_max :
-				 TDBD_HELD_BYTES);
-}
+const struct tdbo_hold_policy tdbd_hold_policy = {
+	.must_hold = hold_must,
+	.upto = hold_upto,
+	.failed = hold_failed,
+	.held = hold_held,
+	.no_room = hold_no_room,
+};
 
 /* The flusher thread: records became durable (or the log failed). */
 static void on_durable(void *arg, uint64_t lsn)

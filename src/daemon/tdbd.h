@@ -7,16 +7,18 @@
  *              clients, round after round
  *   client.c   one client: credentials, rings (memfds), socket I/O,
  *              clean-up when it goes
- *   exec.c     the transport's side of a request: parse it, hand it to
- *              the owner (src/owner, shared with tdb.ko) with a sink
- *              into the client's channel, answer it (held until its
- *              WAL record is durable), run its dumps
+ *   exec.c     the transport's side of serve (src/owner/serve.c,
+ *              shared with tdb.ko: parse, refuse, run, answer, hold
+ *              until durable, dumps): the client's channels, ATTACH,
+ *              descriptors passed with acks, a ring round's GETs
  *   tables.c   tdbd as the owner's home: its limits from tdbd.conf, the
  *              feeds' memfds, max-memory, STATS figures
  *   txn.c      the committer thread, where big commits run
  *   notify.c   sd_notify and logging (escaping what clients supplied)
- *   durable.c  answers held until their WAL record is durable, and
- *              the hook that releases them (tdbd_on_durable)
+ *   durable.c  the policy of answers held until their WAL record is
+ *              written or durable (tdbd_hold_policy: the queue is
+ *              src/owner/serve.c's), and the hook that releases them
+ *              (tdbd_on_durable)
  *   durable/   durability (durable/durable.h): the WAL (the owner's log
  *              hooks), dirty sets, checkpoints (LMDB), recovery
  *   kernel/    kernel mode (kernel/kernel.h): the supervisor of tdb.ko,
@@ -50,6 +52,7 @@
 #include "owner.h"
 #include "proto.h"
 #include "ring.h"
+#include "serve.h"
 
 struct tdbd;
 struct worker;
@@ -225,11 +228,11 @@ void tdbd_on_durable(void *arg, uint64_t lsn);
  * per client visit. */
 #define TDBD_REQ_MIN_TURN 16u
 
-/* Acknowledgements held for the WAL (below) of one uid's connections on
+/* Acknowledgements held for the WAL (serve.h) of one uid's connections on
  * a worker at most, and, once it has two or more there, the bytes of
  * their requests (the size of what waits for the disk: each sync
  * carries it): each connection may hold these over their number
- * (c->held_max, at least TDBD_REQ_BUDGET; c->held_bytes_max, at least
+ * (c->sv.held_max, at least TDBD_REQ_BUDGET; c->sv.held_bytes_max, at least
  * TDBD_HELD_BYTES_MIN; the request that passes it is still taken), so a
  * uid's connection count buys it no more of the disk's syncs, and many
  * connections cannot make every sync, which everyone's acks wait for,
@@ -240,37 +243,11 @@ void tdbd_on_durable(void *arg, uint64_t lsn);
 #define TDBD_HELD_BYTES (1u << 20)
 #define TDBD_HELD_BYTES_MIN (4u << 10)
 
-/* An acknowledgement of a change waits until its WAL record is written
- * (sync batch, none) or durable (always); false if it may go out now. */
-bool tdbd_ack_later(struct client *c, enum chan ch,
-		    const struct nlmsghdr *req, uint64_t lsn);
-/* The same for a reply already built (reply_len bytes, copied): it goes
- * out instead of an ack once the record is durable (an error if the log
- * failed).  false: send it now. */
-bool tdbd_answer_later(struct client *c, enum chan ch,
-		       const struct nlmsghdr *req, uint64_t lsn,
-		       const void *reply, size_t reply_len);
-/* Send the held acknowledgements whose records are written or durable
- * now (as the sync mode says), or errors if the WAL failed. */
-void tdbd_held_release(struct client *c);
-void tdbd_held_free(struct client *c);
-/* Too many held (c->held_max answers, c->held_bytes_max bytes of their
- * requests): read no more of its requests for now. */
-bool tdbd_held_full(const struct client *c);
-
-/* A dump in progress (SCAN or TABLE_LIST): the owner's, answered on
- * the channel its request came in on. */
-struct dump {
-	bool used;
-	enum chan ch;
-	struct nlmsghdr req;    /* the request's header: seq, pid */
-	struct tdbo_dump *d;
-	/* the owner said it is over: its NLMSG_DONE waits for room */
-	bool over;
-	int err;
-	const char *msg;        /* lives in d until it is freed */
-};
-#define MAX_DUMPS 8             /* the owner's per client (TDBO_MAX_DUMPS) */
+/* The held-answer policy of tdbd (durable.c): a change's answer waits
+ * until its WAL record is written (sync batch, none) or durable
+ * (always); -EIO for every held one if the WAL failed.  The queue is
+ * serve's (src/owner/serve.c), one per client (c->sv). */
+extern const struct tdbo_hold_policy tdbd_hold_policy;
 
 struct client {
 	struct tdbd *d;
@@ -324,19 +301,14 @@ struct client {
 	uint64_t drain_to;      /* submission ring index at SIGTERM */
 	size_t drain_sock;      /* socket bytes the kernel held then */
 
-	/* acknowledgements waiting for their WAL record to be durable,
-	 * oldest (lowest LSN) first */
-	struct held *held;      /* acks waiting for the WAL: a FIFO */
-	unsigned int held_head, nheld, held_cap;
-	unsigned int held_max;  /* its share of TDBD_HELD_MAX (worker.c) */
-	size_t held_bytes;      /* of the held answers' requests */
-	size_t held_bytes_max;  /* its share of TDBD_HELD_BYTES */
-
 	/* the owner's side of this client: its transactions, watches and
 	 * dumps' state, its credentials as the owner checks them */
 	struct tdbo_client *oc;
-	struct dump dumps[MAX_DUMPS];
-	unsigned int ndumps;
+	/* serve's side (src/owner/serve.h): its dumps, its answers held
+	 * for the WAL (oldest first, bounded by sv.held_max and
+	 * sv.held_bytes_max: its share of TDBD_HELD_MAX and
+	 * TDBD_HELD_BYTES, worker.c) */
+	struct tdbo_conn sv;
 
 	/* a big commit running on the committer thread (txn.c): none of
 	 * its requests are read until it is answered */
@@ -481,10 +453,9 @@ void tdbd_ring_flush(struct client *c);
 /* Run the requests left pending (c->pend) while answers have room;
  * returns how many ran. */
 unsigned int tdbd_pend_run(struct client *c);
-/* Go on with the client's dumps; returns the work done; *blocked set if
- * one waits for the client to drain its answers. */
-unsigned int tdbd_dumps_run(struct client *c, bool *blocked);
-void tdbd_dump_end(struct client *c, struct dump *dp);
+/* The client's serve state (c->sv) over its channels: when its worker
+ * takes it (c->oc set).  Zeroed (calloc) until then: nothing to free. */
+void tdbd_serve_init(struct client *c);
 /* Answer c's big commit if the committer is done with it: 1, else 0. */
 unsigned int tdbd_commit_answer(struct client *c);
 void tdbd_client_cleanup(struct client *c);

@@ -136,8 +136,8 @@ static void share_held_max(struct uid_share *s)
 	if (bytes < TDBD_HELD_BYTES_MIN)
 		bytes = TDBD_HELD_BYTES_MIN;
 	for (i = 0; i < s->n; i++) {
-		s->v[i]->held_max = max;
-		s->v[i]->held_bytes_max = bytes;
+		s->v[i]->sv.held_max = max;
+		s->v[i]->sv.held_bytes_max = bytes;
 	}
 }
 
@@ -215,6 +215,7 @@ static void take_inbox(struct worker *w)
 			w->clients = v;
 			w->cap = cap;
 		}
+		tdbd_serve_init(c);     /* its owner client is set now */
 		if (share_join(w, c)) {
 			tdbd_log(L_ERR, "worker %u: out of memory taking a "
 				 "client", w->id);
@@ -283,7 +284,7 @@ static int on_ring_msg(void *arg, const struct nlmsghdr *nlh)
 	tdbd_ring_msg(c, nlh);
 	/* Stop taking requests once an answer has nowhere to go, or too
 	 * many wait for the disk. */
-	return c->stash_len || c->pend_len || c->dead || tdbd_held_full(c) ||
+	return c->stash_len || c->pend_len || c->dead || tdbo_conn_held_full(&c->sv) ||
 	       c->commit ? -EAGAIN : 0;
 }
 
@@ -415,13 +416,13 @@ static unsigned int serve_in(struct client *c, unsigned int ring_turn,
 	/* Reads between rounds (on_event) buffer; they run in the next
 	 * round's turn, within its uid's share. */
 	c->in_budget = 0;
-	if (c->ndumps) {
-		done += tdbd_dumps_run(c, &c->r_blocked);
+	if (tdbo_conn_ndumps(&c->sv)) {
+		done += tdbo_conn_dumps_run(&c->sv, &c->r_blocked);
 		if (c->dead)
 			return done;
 	}
 	if (c->attached && ring_turn && !c->stash_len && !c->pend_len &&
-	    !tdbd_held_full(c) && !c->commit) {
+	    !tdbo_conn_held_full(&c->sv) && !c->commit) {
 		rc = tdb_ring_consume(&c->sub, ring_turn, on_ring_msg, c);
 		tdbd_ring_flush(c);     /* the round's last GETs */
 		if (rc == -EPROTO) {
@@ -442,12 +443,11 @@ static unsigned int serve_out(struct client *c, uint64_t *now)
 
 	if (c->dead)
 		return 0;
-	if (c->nheld) {
-		unsigned int n = c->nheld;
+	if (tdbo_conn_nheld(&c->sv)) {
+		unsigned int n = tdbo_conn_release(&c->sv);
 
-		tdbd_held_release(c);
-		done += n - c->nheld;
-		if (n != c->nheld)
+		done += n;
+		if (n)
 			tdbd_client_update_out(c);      /* EPOLLIN again? */
 	}
 	if (c->comp_dirty) {
@@ -550,7 +550,8 @@ static bool anyone_blocked(struct worker *w)
 	unsigned int i;
 
 	for (i = 0; i < w->nclients; i++)
-		if (w->clients[i]->blocked_since || w->clients[i]->ndumps)
+		if (w->clients[i]->blocked_since ||
+		    tdbo_conn_ndumps(&w->clients[i]->sv))
 			return true;
 	return false;
 }
@@ -618,7 +619,8 @@ static bool drained(struct worker *w)
 		if (c->blocked_since)   /* not taking answers: not waited for */
 			continue;
 		if (c->out_len > c->out_off || c->stash_len || c->pend_len ||
-		    c->drain_sock || c->ndumps || c->nheld || c->commit ||
+		    c->drain_sock || tdbo_conn_ndumps(&c->sv) ||
+		    tdbo_conn_nheld(&c->sv) || c->commit ||
 		    tdbd_client_in_ready(c))
 			return false;
 		if (c->attached && (int64_t)(c->sub.pos - c->drain_to) < 0)

@@ -39,7 +39,7 @@ static struct tdbo_dump *dump_new(struct tdbo_client *c,
 	if (c->ndumps >= TDBO_MAX_DUMPS) {
 		tdbp_mutex_unlock(c->lock);
 		tdbp_free(d);
-		ext->msg = "too many dumps in progress on this connection (8)";
+		ext->msg = TDBO_MAX_DUMPS_MSG;
 		*err = -EBUSY;
 		return NULL;
 	}

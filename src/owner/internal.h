@@ -67,7 +67,6 @@
 #include "ring_core.h"          /* src/ring: the ring core */
 
 #define TDBO_BUCKETS     1024u
-#define TDBO_MAX_DUMPS   8u             /* per client */
 #define TDBO_DUMP_BUDGET 256u           /* records examined per run */
 #define TDBO_CURSOR_V1   1              /* SCAN cursor: this byte, key */
 

@@ -298,6 +298,13 @@ struct tdbo_out {
 	uint32_t map_extents;           /* TABLE_MAP: the map's length */
 };
 
+/* Dumps (SCAN, TABLE_LIST) in progress per client at most, in every
+ * home and transport: the 9th answers -EBUSY (serve.c paces them; the
+ * owner refuses past it too, for a transport that does not). */
+#define TDBO_MAX_DUMPS 8u
+#define TDBO_MAX_DUMPS_MSG \
+	"too many dumps in progress on this connection (8)"
+
 /* Run one validated request (see the top of this file); *res is
  * cleared first. */
 int tdbo_exec(struct tdbo_client *c, const struct tdb_proto_msg *m,
