@@ -263,7 +263,7 @@ void tdbd_exec(struct client *c, enum chan ch, const void *msg, size_t len)
 /*
  * A ring round's consecutive GETs (without TDB_A_TXN) are parsed into
  * the worker's batch (private copies) and served by one
- * tdbo_get_many(): one table's run is looked up at once, its misses
+ * tdbo_serve_gets() (serve.c, tdbo_get_many): one table's run is looked up at once, its misses
  * overlapping (tdbe_lookup_many).  The batch goes out before any other
  * request runs and at the end of the round, so answers keep the
  * requests' order.  Its replies are only written where the completion

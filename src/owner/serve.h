@@ -54,7 +54,7 @@ struct tdbo_held;
 
 /*
  * The home's held-answer policy (one per home; arg is its own).
- *  must_hold: may the answer to a change logged at lsn go out now?
+ *  must_hold: must the answer to a change logged at lsn wait?
  *    true: hold it (tdbd: its record not yet written, or not durable
  *    under sync always; tdb.ko: not durable under sync always).
  *  upto: held answers with an LSN <= this go out.
@@ -91,14 +91,17 @@ struct tdbo_hold_policy {
  *    room for any message of at most TDB_PROTO_MSG_MAX bytes, which the
  *    transport makes sure of before it hands serve a request).  The
  *    memory must be private (never memory a client can write) and
- *    reserve() must neither sleep nor wait: a GET's reply is built in it
- *    inside a read-side section.  serve commits or drops (abort, may
+ *    reserve() must neither sleep nor wait (with in_read_section, a
+ *    GET's reply is built in it inside a read-side section).  serve
+ *    commits or drops (abort, may
  *    be NULL) each reservation before it reserves again; a reply to a
  *    change stays reserved, uncommitted, until tdbo_exec() returned (it
  *    may be held: copied, then dropped).
- *  emit: put len bytes (private, serve's) into the channel, whatever its
- *    room (a transport that cannot returns -EAGAIN: the message stays
- *    where it was, and serve tries again at the next release); 0.
+ *  emit: put len bytes (private, serve's: a held answer, an error of a
+ *    GET batch) into the channel, whatever its room, 0 (tdbd's stash;
+ *    genl may unicast an skb); or -EAGAIN from a transport that cannot
+ *    now (tdb.ko's full ring): a held answer stays queued, and serve
+ *    tries again at the next release.
  *  room: is there room for a message of len bytes on ch now?
  *  grant: the ack of a WATCH (res->feed) or TABLE_MAP (res->map, a
  *    reference grant puts): fill ack's cookie and return 0 (serve
