@@ -722,20 +722,6 @@ static void skb_commit_part(struct tdbo_sink *s, void *p, size_t len)
 	ss->written++;
 }
 
-static void *null_reserve(struct tdbo_sink *s, size_t len)
-{
-	return NULL;
-}
-
-static void null_commit(struct tdbo_sink *s, void *p, size_t len)
-{
-}
-
-static struct tdbo_sink null_sink = {
-	.reserve = null_reserve,
-	.commit = null_commit,
-};
-
 /*
  * A dump (SCAN, TABLE_LIST) runs in netlink's dump machinery (start,
  * then dumpit as the reader reads, done).  What it shares with serve
@@ -750,8 +736,8 @@ static struct tdbo_sink null_sink = {
 static int tdbk_genl_start(struct netlink_callback *cb)
 {
 	struct tdb_proto_extack ext = { NULL };
+	struct tdbo_dump *d = NULL;
 	struct genl_dump *gd;
-	struct tdbo_out res;
 	struct genl_client *gc;
 	int err;
 
@@ -765,45 +751,30 @@ static int tdbk_genl_start(struct netlink_callback *cb)
 	err = tdb_proto_parse_family(cb->nlh, cb->nlh->nlmsg_len,
 				     TDB_PROTO_REQUEST, (u16)tdbk_family.id,
 				     &gc->conn.m, &ext);
-	if (!err)
-		err = ch_refuse(gc, 0, &gc->conn.m, &ext);
-	if (!err && gc->ndumps >= TDBO_MAX_DUMPS) {
-		ext.msg = TDBO_MAX_DUMPS_MSG;
-		err = -EBUSY;
-	}
 	if (!err && !gd) {
 		ext.msg = "out of memory for a dump";
 		err = -ENOMEM;
 	}
 	if (err) {
 		tdbo_conn_refuse(&gc->conn, 0, cb->nlh, err, &ext);
-		mutex_unlock(&gc->lock);
-		client_put(gc);
-		kfree(gd);
-		return -EINTR;
-	}
-	/* Parts go through dumpit: exec only starts the dump. */
-	err = tdbo_exec(gc->tc, &gc->conn.m, &null_sink, &ext, &res);
-	if (!err && !res.dump) {
-		ext.msg = "the dump was not started";
-		err = -EIO;
+		err = 1;
+	} else {
+		/* refused (ch_refuse, TDBO_MAX_DUMPS) or started by serve */
+		err = tdbo_serve_dump_start(&gc->conn, 0, &gc->conn.m,
+					    gc->ndumps, &d, &ext);
 	}
 	if (!err)
 		gc->ndumps++;
 	mutex_unlock(&gc->lock);
 	if (err) {
-		if (res.dump) {
-			mutex_lock(&gc->lock);
-			tdbo_dump_free(res.dump);
-			mutex_unlock(&gc->lock);
-		}
-		set_extack(cb->extack, cb->nlh, &ext);
+		if (err < 0)
+			set_extack(cb->extack, cb->nlh, &ext);
 		client_put(gc);
 		kfree(gd);
-		return err;
+		return err > 0 ? -EINTR : err;
 	}
 	gd->gc = gc;
-	gd->d = res.dump;
+	gd->d = d;
 	cb->args[0] = (long)gd;
 	return 0;
 }

@@ -506,6 +506,33 @@ static void finish(struct tdbo_conn *c, unsigned int ch,
 		answer_status(c, ch, req, err, ext, false, false);
 }
 
+/* The transport's refuse hook, then the connection's dumps: 1 if m
+ * was refused (answered and counted), else 0. */
+static int refused_here(struct tdbo_conn *c, unsigned int ch,
+			const struct tdb_proto_msg *m, unsigned int ndumps,
+			struct tdb_proto_extack *ext)
+{
+	int err;
+
+	if (c->ops->refuse) {
+		err = c->ops->refuse(c->arg, ch, m, ext);
+		if (err > 0) {
+			count_own(c, 0);        /* the transport answered */
+			return 1;
+		}
+		if (err < 0) {
+			refuse(c, ch, m->nlh, err, ext);
+			return 1;
+		}
+	}
+	if (tdb_proto_cmd_is_dump(m->cmd) && ndumps >= TDBO_MAX_DUMPS) {
+		ext->msg = TDBO_MAX_DUMPS_MSG;
+		refuse(c, ch, m->nlh, -EBUSY, ext);
+		return 1;
+	}
+	return 0;
+}
+
 void tdbo_serve_msg(struct tdbo_conn *c, unsigned int ch,
 		    const struct tdb_proto_msg *m)
 {
@@ -514,27 +541,57 @@ void tdbo_serve_msg(struct tdbo_conn *c, unsigned int ch,
 	struct conn_sink cs;
 	int err;
 
-	if (c->ops->refuse) {
-		err = c->ops->refuse(c->arg, ch, m, &ext);
-		if (err > 0) {
-			count_own(c, 0);        /* the transport answered */
-			return;
-		}
-		if (err < 0) {
-			refuse(c, ch, m->nlh, err, &ext);
-			return;
-		}
-	}
-	if (tdb_proto_cmd_is_dump(m->cmd) && c->ndumps >= TDBO_MAX_DUMPS) {
-		ext.msg = TDBO_MAX_DUMPS_MSG;
-		refuse(c, ch, m->nlh, -EBUSY, &ext);
+	if (refused_here(c, ch, m, c->ndumps, &ext))
 		return;
-	}
 	cs_init(&cs, c, ch, false);
 	/* a reply that may wait for its record (INCR's): kept reserved */
 	cs.keep = m->cmd != TDB_CMD_GET && !tdb_proto_cmd_is_dump(m->cmd);
 	err = tdbo_exec(c->oc, m, &cs.s, &ext, &res);
 	finish(c, ch, m, err, &ext, &res, &cs);
+}
+
+/* A dump's start writes nothing: its parts come from tdbo_dump_run. */
+static void *null_reserve(struct tdbo_sink *s, size_t len)
+{
+	(void)s;
+	(void)len;
+	return NULL;
+}
+
+static void null_commit(struct tdbo_sink *s, void *p, size_t len)
+{
+	(void)s;
+	(void)p;
+	(void)len;
+}
+
+int tdbo_serve_dump_start(struct tdbo_conn *c, unsigned int ch,
+			  const struct tdb_proto_msg *m, unsigned int ndumps,
+			  struct tdbo_dump **out,
+			  struct tdb_proto_extack *ext)
+{
+	struct tdbo_sink none = {
+		.reserve = null_reserve, .commit = null_commit,
+		.in_read_section = true,
+	};
+	struct tdbo_out res;
+	int err;
+
+	*out = NULL;
+	if (refused_here(c, ch, m, ndumps, ext))
+		return 1;
+	err = tdbo_exec(c->oc, m, &none, ext, &res);
+	if (!err && !res.dump) {
+		ext->msg = "the dump was not started";
+		err = -EIO;
+	}
+	if (err < 0) {
+		if (res.dump)
+			tdbo_dump_free(res.dump);
+		return err;
+	}
+	*out = res.dump;
+	return 0;
 }
 
 int tdbo_serve(struct tdbo_conn *c, unsigned int ch, const void *msg,

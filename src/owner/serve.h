@@ -226,6 +226,21 @@ void tdbo_serve_msg(struct tdbo_conn *c, unsigned int ch,
 		    const struct tdb_proto_msg *m);
 
 /*
+ * A dump whose parts the transport paces itself (generic netlink's dump
+ * machinery sends them as the reader reads, through tdbo_dump_run):
+ * refused and counted here as any request (the transport's refuse hook;
+ * ndumps, the transport's count of this connection's dumps, at
+ * TDBO_MAX_DUMPS), else run, *out the dump.  0: *out is the
+ * transport's (tdbo_dump_free); 1: refused and answered here; a
+ * negative errno of the owner's (ext set), for the transport to end
+ * the dump with.
+ */
+int tdbo_serve_dump_start(struct tdbo_conn *c, unsigned int ch,
+			  const struct tdb_proto_msg *m, unsigned int ndumps,
+			  struct tdbo_dump **out,
+			  struct tdb_proto_extack *ext);
+
+/*
  * A run of n parsed GETs (without TDB_A_TXN) taken together: served
  * by tdbo_get_many() with room-checked reservations on ch, errors
  * emitted.  Returns how many were answered (< n: no room for the next
