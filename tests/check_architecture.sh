@@ -24,6 +24,14 @@
 #    not only an ancestor: a new subdirectory gets a line of its own).
 #    meson.build files are the build of their directory and exempt.
 #
+# 3. Functions named next to their file: in a table row, a cell that
+#    is one path in backticks and nothing else (`src/owner/serve.c`)
+#    followed by a cell naming functions in backticks with "()"
+#    (`tdbo_serve()`, `finish()`): each such function must be in that
+#    file, as a name followed by "(" (a definition, a declaration or a
+#    call).  Only names with "()" are taken; anything else in the cell
+#    is the reader's.
+#
 # Each failure is one line naming the path (and the map's line for 1),
 # so the output after a move of files says what to fix.
 # Exit: 0 true, 1 untrue (listed), 2 usage error.
@@ -108,6 +116,34 @@ find src kmod clients bench \( -name 'build*' \) -prune -o -type f \
 done
 [ -s "$tmp/bad2" ] && bad=1
 
+# 3. LINE<TAB>PATH<TAB>FUNCTION for every function named next to a path.
+TOP="^\`$top" awk '
+BEGIN { top = ENVIRON["TOP"] }
+/^\|/ {
+	n = split($0, cell, "|")
+	for (i = 2; i < n; i++) {
+		p = cell[i]
+		gsub(/^[ \t]+|[ \t]+$/, "", p)
+		if (p !~ /^`[^` ]+`$/ || p !~ top)
+			continue
+		p = substr(p, 2, length(p) - 2)
+		f = cell[i + 1]
+		while (match(f, /`[A-Za-z_][A-Za-z0-9_]*\(\)`/)) {
+			print NR "\t" p "\t" substr(f, RSTART + 1, RLENGTH - 4)
+			f = substr(f, RSTART + RLENGTH)
+		}
+	}
+}' "$map" > "$tmp/funcs"
+while IFS='	' read -r line path fn; do
+	[ -f "$path" ] || continue      # reported by 1.
+	if ! grep -qE "(^|[^A-Za-z0-9_])$fn[[:space:]]*\(" "$path"; then
+		echo "$map:$line: names $fn() in $path, which has no $fn("
+		echo x >> "$tmp/bad3"
+	fi
+done < "$tmp/funcs"
+[ -s "$tmp/bad3" ] && bad=1
+
 [ $bad = 0 ] && echo "$map: every path it names exists, every file" \
-	"under src/ kmod/ clients/ bench/ is on it"
+	"under src/ kmod/ clients/ bench/ is on it, every function it names" \
+	"next to a file is in it"
 exit $bad

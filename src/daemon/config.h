@@ -133,7 +133,7 @@ struct tdbd_config {
 
 enum tdbd_backend {
 	TDBD_BACKEND_DAEMON = 0,  /* tdbd's own tables, served on its socket */
-	TDBD_BACKEND_KERNEL = 1,  /* tdb.ko's, tdbd their supervisor (kernel.c) */
+	TDBD_BACKEND_KERNEL = 1,  /* tdb.ko's, tdbd their supervisor (kernel/kernel.c) */
 };
 
 /* Fill in the defaults. */

@@ -3,7 +3,7 @@
  * tables.c - tdbd as the home of the owner (src/owner, shared with
  * tdb.ko): the owner's limits from tdbd.conf, its hooks (the feeds'
  * memfds, max-memory as src/owner/limtable.h defines it, the WAL's log
- * hooks from durable.c, STATS figures), and the owner's client of a
+ * hooks from durable/log.c, STATS figures), and the owner's client of a
  * connection.
  *
  * Invariants:

@@ -122,7 +122,7 @@ struct tdbd_errtext tdbd_errtext(int err);
 /* --- tdbd as the owner's home (tables.c) ------------------------------ */
 
 /* Tables at most: the checkpoint keeps two LMDB databases per table and
- * opens at most 8192 (ckpt.c); the owner's max-tables. */
+ * opens at most 8192 (durable/ckpt.c); the owner's max-tables. */
 #define TDBD_TABLES_MAX 4000u
 
 /* Who a client is (SO_PEERCRED, SO_PEERGROUPS). */

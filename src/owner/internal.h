@@ -183,7 +183,8 @@ struct tdbo_table {
 	struct tdbp_mutex *wlock;       /* this table's changes (above) */
 	bool dropped;                   /* under wlock */
 	/* The home's durability state, under wlock; the owner only sets
-	 * ckpt_full at create: tdbd's durable.c keeps its dirty set here,
+	 * ckpt_full at create: tdbd's durability (src/daemon/durable/:
+	 * dirty.c, checkpoint.c, recover.c) keeps its dirty set here,
 	 * whether the next checkpoint rewrites it whole, the LSN its data
 	 * is as of and whether recovery must catch it up, and the bytes it
 	 * counted against its memory limit. */

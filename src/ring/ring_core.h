@@ -49,7 +49,7 @@ struct tdb_ring;
  * frames goes through tdb_frame_at: the consumer and the feed reader
  * (ring.c), the FEED producer over its own messages (ring.c), tdb.ko's
  * change log over its own ring (kmod/klog.c) and tdbd's reader of that
- * ring (src/daemon/klog.c, a read-only mapping tdb.ko writes).
+ * ring (src/daemon/kernel/klog.c, a read-only mapping tdb.ko writes).
  *
  * Contract (what it trusts): the area's geometry (data, size: a power
  * of two, max_msg) is the caller's private copy; `i` and `end` are the

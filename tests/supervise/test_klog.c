@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * test_klog.c - tdbd's reader of tdb.ko's log ring (src/daemon/klog.c)
- * against rings formatted here (rec.h): whole records, fragments,
- * padding at the wrap, a record published in parts, thousands of random
- * records through a small ring (consumed as a supervisor would), and
- * the refusals: a header that is not a log ring's, bad frames, a bad
- * CRC, a prod past the ring.  Also wal_rec_check and wal_append_rec
- * (src/wal): an encoded record appended with its LSN, one out of
- * sequence refused naming both LSNs, and the log replayed.
+ * test_klog.c - tdbd's reader of tdb.ko's log ring
+ * (src/daemon/kernel/klog.c) against rings formatted here (rec.h): whole
+ * records, fragments, padding at the wrap, a record published in parts,
+ * thousands of random records through a small ring (consumed as a
+ * supervisor would), and the refusals: a header that is not a log
+ * ring's, bad frames, a bad CRC, a prod past the ring.  Also
+ * wal_rec_check and wal_append_rec (src/wal): an encoded record appended
+ * with its LSN, one out of sequence refused naming both LSNs, and the
+ * log replayed.
  */
 #include <errno.h>
 #include <setjmp.h>
