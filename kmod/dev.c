@@ -87,8 +87,6 @@ static struct tdbo_owner *dev_owner;
 /* Every open file, for tdbk_dev_durable's wake-ups. */
 static LIST_HEAD(dev_files);
 static DEFINE_SPINLOCK(dev_files_lock);
-static atomic64_t held_now = ATOMIC64_INIT(0);
-static atomic64_t held_timed_out = ATOMIC64_INIT(0);
 
 struct tdbk_file {
 	struct mutex lock;
@@ -258,7 +256,7 @@ static void dev_held_note(void *arg, int delta, const struct tdbo_held *first)
 	f->first_lsn = first ? first->lsn : 0;
 	f->first_deadline = first ? (unsigned long)first->deadline : 0;
 	spin_unlock(&f->held_lock);
-	atomic64_add(delta, &held_now);
+	tdbk_held_account(delta);
 	if (first && time_before(jiffies, (unsigned long)first->deadline))
 		mod_timer(&f->held_timer, (unsigned long)first->deadline);
 }
@@ -315,55 +313,6 @@ static void run_dumps(struct tdbk_file *f)
 	}
 }
 
-/* --- tdb.ko's held-answer policy (sync always, under a supervisor) ------ */
-
-static bool held_must(void *arg, u64 lsn)
-{
-	return lsn && lsn != U64_MAX &&
-	       tdbk_sup_sync() == TDB_SUP_SYNC_ALWAYS &&
-	       lsn > tdbk_log_durable_lsn();
-}
-
-static u64 held_upto(void *arg)
-{
-	return tdbk_log_durable_lsn();
-}
-
-static u64 held_deadline(void *arg)
-{
-	return jiffies + msecs_to_jiffies(tdbk_sup_deadline_ms());
-}
-
-static bool held_late_at(unsigned long deadline, unsigned long now)
-{
-	return !tdbk_sup_attached() && time_after_eq(now, deadline);
-}
-
-static int held_late(void *arg, u64 deadline, const char **msg)
-{
-	if (!held_late_at((unsigned long)deadline, jiffies))
-		return 0;
-	*msg = "the change is applied but not yet durable: no supervisor "
-	       "(tdbd) is attached";
-	atomic64_inc(&held_timed_out);
-	return -ETIMEDOUT;
-}
-
-static int held_no_room(void *arg, u64 lsn, const char **msg)
-{
-	*msg = "the change is applied, but tdb.ko had no memory to hold its "
-	       "answer until it is durable";
-	return -ENOMEM;
-}
-
-static const struct tdbo_hold_policy dev_hold_policy = {
-	.must_hold = held_must,
-	.upto = held_upto,
-	.deadline = held_deadline,
-	.late = held_late,
-	.no_room = held_no_room,
-};
-
 /* Whether the first held answer may go out now (poll, without the
  * file's lock). */
 static bool held_ready(struct tdbk_file *f)
@@ -375,7 +324,7 @@ static bool held_ready(struct tdbk_file *f)
 	spin_lock(&f->held_lock);
 	if (f->nheld)
 		ready = f->first_lsn <= tdbk_log_durable_lsn() ||
-			held_late_at(f->first_deadline, jiffies);
+			tdbk_hold_late_at(f->first_deadline);
 	spin_unlock(&f->held_lock);
 	return ready;
 }
@@ -399,12 +348,6 @@ void tdbk_dev_durable(u64 lsn)
 			wake_up_interruptible_poll(&f->wq,
 						   EPOLLIN | EPOLLRDNORM);
 	spin_unlock(&dev_files_lock);
-}
-
-void tdbk_dev_held_stats(u64 *held, u64 *timed_out)
-{
-	*held = atomic64_read(&held_now);
-	*timed_out = atomic64_read(&held_timed_out);
 }
 
 static long do_enter(struct tdbk_file *f)
@@ -770,7 +713,7 @@ static int tdbk_dev_open(struct inode *inode, struct file *file)
 		return err ? err : -ENOMEM;
 	}
 	tdbo_client_accept(f->client);
-	tdbo_conn_init(&f->sv, &dev_conn_ops, f, &dev_hold_policy, NULL,
+	tdbo_conn_init(&f->sv, &dev_conn_ops, f, &tdbk_hold_policy, NULL,
 		       f->client, counters());
 	f->sv.framed = true;
 	f->sv.held_max = TDBK_DEV_MAX_HELD;

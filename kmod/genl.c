@@ -100,8 +100,6 @@
 #define TDBK_GENL_HELD_MAX 4096u        /* as /dev/tdb's TDBK_DEV_MAX_HELD */
 
 static bool genl_going;                 /* unloading: parked answers end */
-static atomic64_t held_now = ATOMIC64_INIT(0);
-static atomic64_t held_timed_out = ATOMIC64_INIT(0);
 
 struct genl_client {
 	struct hlist_node node;         /* in genl_clients, under clients_lock */
@@ -309,61 +307,6 @@ static const struct tdbo_conn_ops genl_conn_ops = {
 	.in_read_section = false,
 };
 
-/* --- the hold policy: sync always, the log's durable LSN ---------------- */
-
-static bool pol_must_hold(void *arg, u64 lsn)
-{
-	return lsn != U64_MAX && tdbk_sup_sync() == TDB_SUP_SYNC_ALWAYS &&
-	       lsn > tdbk_log_durable_lsn();
-}
-
-static u64 pol_upto(void *arg)
-{
-	return tdbk_log_durable_lsn();
-}
-
-/* jiffies, never 0 (serve's "no deadline") */
-static u64 pol_deadline(void *arg)
-{
-	unsigned long d = jiffies + msecs_to_jiffies(tdbk_sup_deadline_ms());
-
-	return d ? d : 1;
-}
-
-static int pol_late(void *arg, u64 deadline, const char **msg)
-{
-	if (READ_ONCE(genl_going)) {
-		*msg = "the change is applied but not yet durable: tdb.ko is "
-		       "being unloaded";
-	} else if (time_before(jiffies, (unsigned long)deadline)) {
-		return 0;
-	} else {
-		*msg = tdbk_sup_attached() ?
-			"the change is applied but not yet durable: the "
-			"supervisor (tdbd) did not report it durable within "
-			"the client deadline" :
-			"the change is applied but not yet durable: no "
-			"supervisor (tdbd) is attached";
-	}
-	atomic64_inc(&held_timed_out);
-	return -ETIMEDOUT;
-}
-
-static int pol_no_room(void *arg, u64 lsn, const char **msg)
-{
-	*msg = "the change is applied, but tdb.ko had no memory to hold its "
-	       "answer until it is durable";
-	return -ENOMEM;
-}
-
-static const struct tdbo_hold_policy genl_hold_policy = {
-	.must_hold = pol_must_hold,
-	.upto = pol_upto,
-	.deadline = pol_deadline,
-	.late = pol_late,
-	.no_room = pol_no_room,
-};
-
 /* Under gc->lock: the held count moved.  A connection holding answers
  * is on held_clients (release_work visits it) and has its late work
  * armed at the first one's deadline. */
@@ -372,7 +315,7 @@ static void ch_held_note(void *arg, int delta, const struct tdbo_held *first)
 	struct genl_client *gc = arg;
 	u64 first_deadline = first ? first->deadline : 0;
 
-	atomic64_add(delta, &held_now);
+	tdbk_held_account(delta);
 	spin_lock(&held_lock);
 	if (tdbo_conn_nheld(&gc->conn) && !gc->gone &&
 	    list_empty(&gc->held_node))
@@ -455,12 +398,6 @@ void tdbk_genl_durable(void)
 		queue_work(system_wq, &release_work);
 }
 
-void tdbk_genl_held_stats(u64 *held, u64 *timed_out)
-{
-	*held = atomic64_read(&held_now);
-	*timed_out = atomic64_read(&held_timed_out);
-}
-
 /* --- connections ---------------------------------------------------------- */
 
 static void client_release(struct kref *ref)
@@ -535,8 +472,8 @@ static struct genl_client *client_get(struct sk_buff *skb, int *err)
 	mutex_init(&gc->lock);
 	INIT_LIST_HEAD(&gc->held_node);
 	INIT_DELAYED_WORK(&gc->late, late_fn);
-	tdbo_conn_init(&gc->conn, &genl_conn_ops, gc, &genl_hold_policy, NULL,
-		       gc->tc, counters());
+	tdbo_conn_init(&gc->conn, &genl_conn_ops, gc, &tdbk_hold_policy,
+		       &genl_going, gc->tc, counters());
 	hash_add(genl_clients, &gc->node, portid);
 	mutex_unlock(&clients_lock);
 	tdbo_client_accept(gc->tc);
@@ -992,7 +929,7 @@ void tdbk_genl_exit(void)
 	 * is left when the module goes. */
 	genl_unregister_family(&tdbk_family);
 	/* Parked answers end now: durable ones are sent, the others are
-	 * answered -ETIMEDOUT "... being unloaded" (pol_late).  Under
+	 * answered -ETIMEDOUT "... being unloaded" (sup.c's hold_late).  Under
 	 * clients_lock every hashed client's socket is alive (its
 	 * notification waits for the lock). */
 	mutex_lock(&clients_lock);

@@ -32,6 +32,7 @@
 
 #include "tdb/kdev.h"
 #include "owner.h"
+#include "serve.h"
 #include "sup.h"
 
 static unsigned int require_supervisor;
@@ -43,8 +44,8 @@ MODULE_PARM_DESC(require_supervisor,
 static unsigned int client_deadline_ms = 10000;
 module_param(client_deadline_ms, uint, 0644);
 MODULE_PARM_DESC(client_deadline_ms,
-		 "how long a change that must be durable (sync always) "
-		 "waits while no supervisor is attached, then ETIMEDOUT; "
+		 "how long the answer to a change that must be durable "
+		 "(sync always) waits for it, then ETIMEDOUT; "
 		 "ms (default 10000, as tdbd's client-deadline)");
 
 static DEFINE_MUTEX(sup_lock);
@@ -275,6 +276,85 @@ void tdbk_sup_release(struct file *file)
 	durable_moved(0);
 }
 
+/* --- the hold policy of tdb.ko's transports (dev.c, genl.c) -------------
+ * One policy for every answer tdb.ko holds until its change is durable:
+ * held while the claim's sync is ALWAYS and the record's LSN is past
+ * DURABLE; released in order as DURABLE moves; past its deadline (the
+ * claim's deadline_ms, else client_deadline_ms) answered ETIMEDOUT,
+ * supervisor or not, so that no client waits without bound on a
+ * supervisor that is stopped or gone.  The change stays applied and
+ * logged either way.  pol_arg: NULL, or a transport's "going away" flag
+ * (genl at unload: its parked answers end at once).
+ */
+static atomic64_t held_now = ATOMIC64_INIT(0);
+static atomic64_t held_timed_out = ATOMIC64_INIT(0);
+
+void tdbk_held_account(int delta)
+{
+	atomic64_add(delta, &held_now);
+}
+
+static bool hold_must(void *arg, u64 lsn)
+{
+	return lsn && lsn != U64_MAX &&
+	       tdbk_sup_sync() == TDB_SUP_SYNC_ALWAYS &&
+	       lsn > tdbk_log_durable_lsn();
+}
+
+static u64 hold_upto(void *arg)
+{
+	return tdbk_log_durable_lsn();
+}
+
+/* jiffies, never 0 (serve's "no deadline") */
+static u64 hold_deadline(void *arg)
+{
+	unsigned long d = jiffies + msecs_to_jiffies(tdbk_sup_deadline_ms());
+
+	return d ? d : 1;
+}
+
+bool tdbk_hold_late_at(unsigned long deadline)
+{
+	return deadline && time_after_eq(jiffies, deadline);
+}
+
+static int hold_late(void *arg, u64 deadline, const char **msg)
+{
+	const bool *going = arg;
+
+	if (going && READ_ONCE(*going)) {
+		*msg = "the change is applied but not yet durable: tdb.ko is "
+		       "being unloaded";
+	} else if (!tdbk_hold_late_at((unsigned long)deadline)) {
+		return 0;
+	} else {
+		*msg = tdbk_sup_attached() ?
+			"the change is applied but not yet durable: the "
+			"supervisor (tdbd) did not report it durable within "
+			"the client deadline" :
+			"the change is applied but not yet durable: no "
+			"supervisor (tdbd) is attached";
+	}
+	atomic64_inc(&held_timed_out);
+	return -ETIMEDOUT;
+}
+
+static int hold_no_room(void *arg, u64 lsn, const char **msg)
+{
+	*msg = "the change is applied, but tdb.ko had no memory to hold its "
+	       "answer until it is durable";
+	return -ENOMEM;
+}
+
+const struct tdbo_hold_policy tdbk_hold_policy = {
+	.must_hold = hold_must,
+	.upto = hold_upto,
+	.deadline = hold_deadline,
+	.late = hold_late,
+	.no_room = hold_no_room,
+};
+
 /* --- the holder's ioctls ------------------------------------------------ */
 
 static long do_ready(void)
@@ -299,16 +379,13 @@ static long do_ready(void)
 static long do_stats(void __user *arg)
 {
 	struct tdb_sup_stats s;
-	u64 genl_held, genl_timed_out;
 
 	memset(&s, 0, sizeof(s));
 	tdbo_owner_cleanup_counts(sup_owner, &s.cleanups, &s.txns_aborted,
 				  &s.watches_dropped);
 	tdbk_log_stats(&s);
-	tdbk_dev_held_stats(&s.held, &s.timed_out);
-	tdbk_genl_held_stats(&genl_held, &genl_timed_out);
-	s.held += genl_held;
-	s.timed_out += genl_timed_out;
+	s.held = atomic64_read(&held_now);
+	s.timed_out = atomic64_read(&held_timed_out);
 	return copy_to_user(arg, &s, sizeof(s)) ? -EFAULT : 0;
 }
 

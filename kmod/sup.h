@@ -14,6 +14,7 @@ struct tdbo_log_size;
 struct tdbo_table;
 struct vm_area_struct;
 struct tdb_sup_stats;
+struct tdbo_hold_policy;
 
 /* --- klog.c: the log ring and the owner's log hooks ------------------ */
 
@@ -76,11 +77,17 @@ u32 tdbk_sup_sync(void);
 u32 tdbk_sup_deadline_ms(void);
 bool tdbk_sup_attached(void);
 
+/* The policy for answers held until durable, both transports' (see
+ * sup.c); pol_arg NULL or a "going away" flag.  Each transport reports
+ * the held count's moves (SUP_STATS `held`). */
+extern const struct tdbo_hold_policy tdbk_hold_policy;
+void tdbk_held_account(int delta);
+/* Whether a held answer with this deadline (jiffies; 0: none) is late. */
+bool tdbk_hold_late_at(unsigned long deadline);
+
 /* dev.c: answers held for durability may go out up to lsn (and those
- * past their deadline, with no supervisor, time out). */
+ * past their deadline time out). */
 void tdbk_dev_durable(u64 lsn);
-/* Answers held now, and held answers that timed out since load. */
-void tdbk_dev_held_stats(u64 *held, u64 *timed_out);
 /* file claimed the role: its client may use TDB_A_SET_VERSION. */
 void tdbk_dev_sup_claimed(struct file *file);
 
@@ -88,6 +95,5 @@ void tdbk_dev_sup_claimed(struct file *file);
  * serve's held queue of the sending socket: release_work sends what is
  * durable (the supervisor never waits for a genl lock); and count them. */
 void tdbk_genl_durable(void);
-void tdbk_genl_held_stats(u64 *held, u64 *timed_out);
 
 #endif

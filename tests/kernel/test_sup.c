@@ -25,8 +25,12 @@
  *    instance, tables resident) finds them from log_first, none lost;
  *  - a full log ring (sync none): -ENOBUFS "the change log is full",
  *    nothing applied; DURABLE makes room again;
+ *  - a supervisor that reads the log but never reports it durable (sync
+ *    always, deadline 300 ms): a put is answered -ETIMEDOUT "... did not
+ *    report it durable ..." at its deadline (rings and generic netlink
+ *    share one hold policy) and stays applied;
  *  - no supervisor (sync always, deadline 300 ms): a put is answered
- *    -ETIMEDOUT "... not yet durable ..." and stays applied;
+ *    -ETIMEDOUT "... no supervisor (tdbd) is attached" and stays applied;
  *  - TDB_IOC_SUP_STATS: records, held and timed-out answers, cleanups.
  */
 #include <errno.h>
@@ -736,14 +740,25 @@ int main(void)
 		char v[4];
 
 		restart(&s, TDB_SUP_SYNC_ALWAYS, 300);
-		sup_unmap(&s);
-		kt_raw_close(&s.r);
 		c = kt_connect(0);
 		t = kt_open(c, TABLE);
+		/* attached, but DURABLE never comes: the deadline holds */
+		err = tdbc_put(t, NULL, "slow", 4, "s", 1, 0);
+		CHECK(err == -ETIMEDOUT && strstr(tdbc_errmsg(c),
+		      "did not report it durable"), "a put the supervisor "
+		      "never reports: %s (%s)", h_errname(err),
+		      tdbc_errmsg(c));
+		CHECK(tdbc_get(t, NULL, "slow", 4, v, sizeof(v), NULL) == 1,
+		      "the timed-out put is not applied");
+		sup_round(&s, 0);
+		CHECK(has_op(&s, "P " TABLE " slow s"), "the timed-out put "
+		      "was not logged");
+		sup_unmap(&s);
+		kt_raw_close(&s.r);
 		err = tdbc_put(t, NULL, "late", 4, "l", 1, 0);
 		CHECK(err == -ETIMEDOUT && strstr(tdbc_errmsg(c),
-		      "not yet durable"), "a put with no supervisor: %s (%s)",
-		      h_errname(err), tdbc_errmsg(c));
+		      "no supervisor (tdbd) is attached"), "a put with no "
+		      "supervisor: %s (%s)", h_errname(err), tdbc_errmsg(c));
 		CHECK(tdbc_get(t, NULL, "late", 4, v, sizeof(v), NULL) == 1,
 		      "the timed-out put is not applied");
 		{
@@ -753,7 +768,7 @@ int main(void)
 			CHECK(fd >= 0 && !ioctl(fd, TDB_IOC_SUP_STATS, &st),
 			      "STATS by an ordinary opener: %s",
 			      strerror(errno));
-			CHECK(st.timed_out == 1 && st.held == 0, "STATS: %llu "
+			CHECK(st.timed_out == 2 && st.held == 0, "STATS: %llu "
 			      "timed out, %llu held",
 			      (unsigned long long)st.timed_out,
 			      (unsigned long long)st.held);
