@@ -151,6 +151,63 @@ static void test_apply_and_recover(void **state)
 	stop(&d);
 }
 
+/* --- a checkpoint between the mirror and the WAL (issue 29's race) --------
+ * The hook runs inside tdbd_durable_apply with the drop of kt applied to
+ * the mirror and not yet in the WAL: it asks for a checkpoint and gives
+ * it 300 ms.  Before the fix the checkpoint ran then, recorded the LSN
+ * before the drop with kt already gone ("0 table(s)"), and the next
+ * start failed replaying the drop (ENOENT).  Now the checkpoint waits for
+ * the record to be in the WAL (apply_m), so it cannot finish in the hook. */
+static uint64_t ckpts(struct tdbd *d)
+{
+	return __atomic_load_n(&d->ctr.checkpoints, __ATOMIC_RELAXED);
+}
+
+static bool wait_ckpt(struct tdbd *d, uint64_t before, int ms)
+{
+	for (int i = 0; i < ms && ckpts(d) == before; i++)
+		usleep(1000);
+	return ckpts(d) != before;
+}
+
+static bool hook_saw_ckpt;
+
+static void ckpt_in_apply(struct tdbd *d)
+{
+	uint64_t before = ckpts(d);
+
+	tdbd_durable_checkpoint_soon(d);
+	hook_saw_ckpt = wait_ckpt(d, before, 300);
+}
+
+static void test_checkpoint_during_apply(void **state)
+{
+	static struct tdbd d;
+	unsigned char r[512];
+	uint64_t base, before;
+	size_t n;
+
+	(void)state;
+	start(&d);
+	base = wal_appended(d.wal);
+	n = rec_create(r, base + 1, 78, "kd");
+	assert_int_equal(apply(&d, r, n), 0);
+	n = rec_op(r, base + 2, "kd", "k", "v", 1, false);
+	assert_int_equal(apply(&d, r, n), 0);
+	before = ckpts(&d);
+	tdbd_durable_test_apply_hook(&d, ckpt_in_apply);
+	n = rec_drop(r, base + 3, "kd");
+	assert_int_equal(apply(&d, r, n), 0);
+	tdbd_durable_test_apply_hook(&d, NULL);
+	assert_false(hook_saw_ckpt);    /* it waited for the WAL */
+	assert_true(wait_ckpt(&d, before, 10000));
+	stop(&d);
+	start(&d);                      /* asserts the recovery passed */
+	assert_null(tdbo_table_get(d.o, "kd"));
+	assert_int_equal(wal_appended(d.wal), base + 3);
+	stop(&d);
+}
+
 static void test_instance(void **state)
 {
 	uint64_t a = 0, b = 0;
@@ -218,6 +275,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_and_recover),
+		cmocka_unit_test(test_checkpoint_during_apply),
 		cmocka_unit_test(test_instance),
 		cmocka_unit_test(test_backend_config),
 	};

@@ -56,6 +56,7 @@ struct durable *dur_new(const char *data_dir)
 	if (!u)
 		return NULL;
 	pthread_mutex_init(&u->m, NULL);
+	pthread_mutex_init(&u->apply_m, NULL);
 	pthread_cond_init(&u->cv, NULL);
 	snprintf(u->wal_dir, sizeof(u->wal_dir), "%s/wal", data_dir);
 	return u;
@@ -68,6 +69,7 @@ void dur_free(struct durable *u)
 	free(u->tabs);
 	free(u->buf);
 	pthread_mutex_destroy(&u->m);
+	pthread_mutex_destroy(&u->apply_m);
 	pthread_cond_destroy(&u->cv);
 	free(u);
 }
@@ -369,10 +371,12 @@ static int checkpoint(struct tdbd *d, const char *why)
 	char err[512] = "", esc[4 * 512];
 	int e;
 
+	pthread_mutex_lock(&u->apply_m);
 	tdbo_write_lock(d->o);
 	lsn = wal_appended(d->wal);
 	if (lsn == u->ckpt_lsn && !u->must) {
 		tdbo_write_unlock(d->o);
+		pthread_mutex_unlock(&u->apply_m);
 		return 0;
 	}
 	e = tdbo_tables_snapshot(d->o, &tabs, &n);
@@ -386,6 +390,7 @@ static int checkpoint(struct tdbd *d, const char *why)
 		tabs[i]->ckpt_full = false;
 	}
 	tdbo_write_unlock(d->o);
+	pthread_mutex_unlock(&u->apply_m);
 	if (e) {
 		for (i = 0; i < n; i++)
 			tdbo_table_put(tabs[i]);
@@ -589,6 +594,16 @@ void dur_checkpointer_stop(struct tdbd *d)
 	pthread_join(u->thr, NULL);
 	u->thr_started = false;
 	__atomic_store_n(&u->cancel, 0, __ATOMIC_RELAXED);
+}
+
+void tdbd_durable_checkpoint_soon(struct tdbd *d)
+{
+	struct durable *u = d->dur;
+
+	pthread_mutex_lock(&u->m);
+	u->now = true;
+	pthread_cond_signal(&u->cv);
+	pthread_mutex_unlock(&u->m);
 }
 
 /* Records a checkpoint now would write: a table written whole counts

@@ -89,5 +89,10 @@ void tdbd_dirty_free(struct dirty *s);
  * log it (err says which).  (recover.c) */
 int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
 		       const struct wal_rec *r, char *err, size_t errlen);
+/* Tests: fn runs inside tdbd_durable_apply, after the mirror took the
+ * record and before the WAL does (NULL: none).  (recover.c) */
+void tdbd_durable_test_apply_hook(struct tdbd *d, void (*fn)(struct tdbd *));
+/* Ask the checkpointer for a checkpoint now.  (checkpoint.c) */
+void tdbd_durable_checkpoint_soon(struct tdbd *d);
 
 #endif

@@ -71,6 +71,16 @@ struct durable {
 	uint64_t written, tick_ns;      /* this checkpoint's progress */
 	uint64_t steps;         /* records read or written: cancel checks */
 	uint64_t ns_gather, ns_sort, ns_write;  /* this checkpoint's phases */
+	/* Kernel mode: tdbd_durable_apply holds apply_m from applying a
+	 * record to the mirror until the record is in the WAL, and a
+	 * checkpoint while it fixes its LSN and takes the tables, so that
+	 * no checkpoint sees a change applied without its record (a drop
+	 * applied at the LSN before it: the next start could not replay
+	 * the drop).  Daemon mode needs none: its records are taken under
+	 * the tables' locks, which tdbo_write_lock() takes too.  Order:
+	 * apply_m, then the owner's locks. */
+	pthread_mutex_t apply_m;
+	void (*apply_hook)(struct tdbd *d);     /* tests: between the two */
 };
 
 /* The state for data_dir (its WAL in data_dir/wal), or NULL; freed with

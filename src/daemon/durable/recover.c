@@ -391,15 +391,27 @@ int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
 			 (unsigned long long)next);
 		return -EPROTO;
 	}
+	/* applied and logged as one step for a checkpoint (apply_m) */
+	pthread_mutex_lock(&d->dur->apply_m);
 	if ((e = replay_rec(&rs, r))) {
+		pthread_mutex_unlock(&d->dur->apply_m);
 		snprintf(err, errlen, "it cannot be applied to the mirror: "
 			 "%s", ERRSTR(e));
 		return e;
 	}
-	if ((e = wal_append_rec(d->wal, rec, len, err, errlen)))
+	if (d->dur->apply_hook)
+		d->dur->apply_hook(d);
+	e = wal_append_rec(d->wal, rec, len, err, errlen);
+	pthread_mutex_unlock(&d->dur->apply_m);
+	if (e)
 		return e;
 	dur_count_record(d);
 	return 0;
+}
+
+void tdbd_durable_test_apply_hook(struct tdbd *d, void (*fn)(struct tdbd *))
+{
+	d->dur->apply_hook = fn;
 }
 
 static void replay_note(void *arg, const char *msg)
