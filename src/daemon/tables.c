@@ -3,8 +3,8 @@
  * tables.c - tdbd as the home of the owner (src/owner, shared with
  * tdb.ko): the owner's limits from tdbd.conf, its hooks (the feeds'
  * memfds, max-memory as src/owner/limtable.h defines it, the WAL's log
- * hooks from durable/log.c, STATS figures), and the owner's client of a
- * connection.
+ * hooks from durable/log.c, STATS figures).  The owner's client of a
+ * connection is serving's (serve/client.c, tdbd_owner_client).
  *
  * Invariants:
  *  - d->lim is the owner's struct tdbo_limits for its whole life: the
@@ -310,20 +310,4 @@ void tdbd_owner_stop(struct tdbd *d)
 	tdbo_owner_free(d->o);
 	d->o = NULL;
 	d->oct = NULL;
-}
-
-struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
-				      struct client *c, int *err)
-{
-	uint32_t groups[64];
-	struct tdbo_cred oc = {
-		.uid = cr->uid, .gid = cr->gid, .ngroups = cr->ngroups,
-		.groups = groups,
-	};
-	unsigned int i;
-
-	for (i = 0; i < cr->ngroups && i < 64; i++)
-		groups[i] = cr->groups[i];
-	return tdbo_client_new(d->o, &oc, true, tdbd_client_feed_wake, c,
-			       err);
 }

@@ -140,12 +140,6 @@ int tdbd_owner_start(struct tdbd *d);
 void tdbd_owner_stop(struct tdbd *d);
 /* tdbd.conf was (re)read: the owner's limits follow (atomic stores). */
 void tdbd_limits_update(struct tdbd *d);
-/* The owner's client for a connection: its credentials as numbers. */
-struct client;
-/* c: the connection; the owner calls tdbd_client_feed_wake(c) when a
- * feed c watches is written. */
-struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
-				      struct client *c, int *err);
 /* A read-only descriptor of a watched feed's memfd (the WATCH ack
  * passes it; the caller closes it), or a negative errno. */
 int tdbd_feed_fd(struct tdbo_feed *f);
@@ -390,6 +384,11 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 			       const struct creds *cr, struct tdbo_client *oc);
 /* Free everything (the client is out of its worker's lists). */
 void tdbd_client_free(struct client *c);
+/* The owner's client for a connection: its credentials as numbers.
+ * c: the connection; the owner calls tdbd_client_feed_wake(c) when a
+ * feed c watches is written. */
+struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
+				      struct client *c, int *err);
 /* The owner's wake hook (tdbo_client_new): a feed the client watches
  * was written.  An attached client in an event loop (tdbc_fd: flags
  * TDB_RING_F_EVENTFD and TDB_RING_F_CONS_WAITING in its completion

@@ -137,6 +137,22 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 	return c;
 }
 
+struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
+				      struct client *c, int *err)
+{
+	uint32_t groups[64];
+	struct tdbo_cred oc = {
+		.uid = cr->uid, .gid = cr->gid, .ngroups = cr->ngroups,
+		.groups = groups,
+	};
+	unsigned int i;
+
+	for (i = 0; i < cr->ngroups && i < 64; i++)
+		groups[i] = cr->groups[i];
+	return tdbo_client_new(d->o, &oc, true, tdbd_client_feed_wake, c,
+			       err);
+}
+
 /* Free what ATTACH made (a half-made one too: nothing of a failed ATTACH
  * may outlive the call; a client's rings at its clean-up). */
 static void attach_undo(struct client *c)
