@@ -32,7 +32,10 @@
 
 #include "durable/durable.h"   /* the log and dirty hooks */
 #include "internal.h"           /* src/owner: struct tdbo_table */
+#include "notify.h"
 #include "platform/user.h"      /* tdbp_region_ro_fd */
+#include "ring.h"               /* src/ring: tdb_ring_user_ops */
+#include "serve/worker.h"       /* TDBD_REQ_BUDGET: big commits */
 #include "tdbd.h"
 #include "wal.h"
 
@@ -70,7 +73,7 @@ void tdbd_limits_update(struct tdbd *d)
 	SET(d, max_snapshot_memory_per_uid,
 	    CFG(d, max_snapshot_memory_per_uid));
 	SET(d, reader_lease_ms, CFG(d, reader_lease_ms));
-	/* big commits go to the committer thread (txn.c) */
+	/* big commits go to the committer thread (serve/txn.c) */
 	SET(d, defer_ops, TDBD_REQ_BUDGET);
 	SET(d, defer_bytes, 1u << 20);
 }

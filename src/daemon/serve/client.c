@@ -2,7 +2,9 @@
 /*
  * client.c - one client of tdbd: its rings in memfds, its socket (the
  * slow path and the control channel), where its answers go, and what is
- * undone when it leaves.
+ * undone when it leaves.  Owns struct client, struct creds and struct
+ * shm_ring (client.h), and makes a connection's owner client
+ * (tdbd_owner_client, with the owner's wake-up of a watcher).
  *
  * Invariants:
  *  - Only the client's worker touches a struct client after hand-over.
@@ -34,8 +36,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "durable/durable.h"   /* tdbd_log_write */
+#include "exec.h"
+#include "notify.h"
+#include "sigbus.h"
 #include "tdbd.h"
+#include "txn.h"
+#include "worker.h"
 
 #define HUGE_SPAN  (2u << 20)
 #define OUT_MAX    (4u << 20)   /* socket output queued before blocking */
@@ -250,7 +258,7 @@ static int attach_make(struct client *c)
 	if (err)
 		return err;
 	/* The client can punch holes in these memfds: a SIGBUS there must
-	 * cost it its connection, not kill us (sigbus.c). */
+	 * cost it its connection, not kill us (../sigbus.c). */
 	c->sub_shm.guard = tdbd_sigbus_guard(c->sub_shm.map,
 					     c->sub_shm.map_size);
 	c->comp_shm.guard = tdbd_sigbus_guard(c->comp_shm.map,
@@ -349,7 +357,7 @@ void tdbd_client_violation(struct client *c, const char *why)
 {
 	if (c->dead)
 		return;
-	/* A SIGBUS swaps zero pages in (sigbus.c), which then read as a
+	/* A SIGBUS swaps zero pages in (../sigbus.c), which then read as a
 	 * broken ring: name the cause, not its echo. */
 	if (c->attached && (tdbd_sigbus_hit(c->sub_shm.guard) ||
 			    tdbd_sigbus_hit(c->comp_shm.guard)))
