@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "kernel/kernel.h"
+#include "serve.h"              /* src/owner: struct tdbo_hold_policy */
+#include "serve/worker.h"
 #include "tdbd.h"
 #include "wal.h"
 
@@ -27,8 +29,8 @@
  * Every change's answer waits for its record: written (sync batch and
  * none: a crash of tdbd then loses nothing acknowledged) or durable
  * (always).  The queue is serve's (src/owner/serve.c: a FIFO per client
- * in LSN order, bounded by c->sv.held_max and held_bytes_max, worker.c);
- * the policy is here.
+ * in LSN order, bounded by c->sv.held_max and held_bytes_max,
+ * serve/worker.c); the policy is here.
  */
 
 /* The LSN answers may go out up to. */

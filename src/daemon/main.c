@@ -46,7 +46,11 @@
 
 #include "durable/durable.h"
 #include "kernel/kernel.h"
+#include "notify.h"
 #include "platform/user.h"
+#include "serve/client.h"
+#include "serve/worker.h"
+#include "sigbus.h"
 #include "tdbd.h"
 
 #define TICK_MS 250

@@ -6,11 +6,11 @@
  * them.  Under systemd (JOURNAL_STREAM set) each line starts with the
  * "<N>" priority prefix the journal understands; otherwise with "tdbd: ".
  * The only state: the level filter (an atomic int) and one rate limiter
- * per kind of line a client can cause (tdbd_log_rl, tdbd.h), each behind
+ * per kind of line a client can cause (tdbd_log_rl, notify.h), each behind
  * its own try-lock: a line that finds the limiter busy is counted as
  * suppressed, so logging never makes a thread wait for another.
  * tdb_escape() is the one escape for client-supplied bytes in a log line
- * (tdbd.h).
+ * (ESC(), notify.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,7 +20,9 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "tdbd.h"
+#include "notify.h"
+#include "proto.h"              /* src/proto: tdb_escape */
+#include "tdbd.h"               /* tdbd_now_ns */
 
 static int log_level = L_INFO;
 

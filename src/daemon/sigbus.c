@@ -20,11 +20,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "tdbd.h"
+#include "sigbus.h"
 
 struct guard {
 	uintptr_t start, end;   /* 0, 0: free */

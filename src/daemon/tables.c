@@ -3,8 +3,8 @@
  * tables.c - tdbd as the home of the owner (src/owner, shared with
  * tdb.ko): the owner's limits from tdbd.conf, its hooks (the feeds'
  * memfds, max-memory as src/owner/limtable.h defines it, the WAL's log
- * hooks from durable/log.c, STATS figures), and the owner's client of a
- * connection.
+ * hooks from durable/log.c, STATS figures).  The owner's client of a
+ * connection is serving's (serve/client.c, tdbd_owner_client).
  *
  * Invariants:
  *  - d->lim is the owner's struct tdbo_limits for its whole life: the
@@ -32,7 +32,10 @@
 
 #include "durable/durable.h"   /* the log and dirty hooks */
 #include "internal.h"           /* src/owner: struct tdbo_table */
+#include "notify.h"
 #include "platform/user.h"      /* tdbp_region_ro_fd */
+#include "ring.h"               /* src/ring: tdb_ring_user_ops */
+#include "serve/worker.h"       /* TDBD_REQ_BUDGET: big commits */
 #include "tdbd.h"
 #include "wal.h"
 
@@ -70,7 +73,7 @@ void tdbd_limits_update(struct tdbd *d)
 	SET(d, max_snapshot_memory_per_uid,
 	    CFG(d, max_snapshot_memory_per_uid));
 	SET(d, reader_lease_ms, CFG(d, reader_lease_ms));
-	/* big commits go to the committer thread (txn.c) */
+	/* big commits go to the committer thread (serve/txn.c) */
 	SET(d, defer_ops, TDBD_REQ_BUDGET);
 	SET(d, defer_bytes, 1u << 20);
 }
@@ -310,20 +313,4 @@ void tdbd_owner_stop(struct tdbd *d)
 	tdbo_owner_free(d->o);
 	d->o = NULL;
 	d->oct = NULL;
-}
-
-struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
-				      struct client *c, int *err)
-{
-	uint32_t groups[64];
-	struct tdbo_cred oc = {
-		.uid = cr->uid, .gid = cr->gid, .ngroups = cr->ngroups,
-		.groups = groups,
-	};
-	unsigned int i;
-
-	for (i = 0; i < cr->ngroups && i < 64; i++)
-		groups[i] = cr->groups[i];
-	return tdbo_client_new(d->o, &oc, true, tdbd_client_feed_wake, c,
-			       err);
 }

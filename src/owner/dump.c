@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * dump.c - the dump commands, SCAN and TABLE_LIST, as tdbd's
- * src/daemon/exec.c runs them: the transport calls tdbo_dump_run() until
+ * src/daemon/serve/exec.c runs them: the transport calls tdbo_dump_run() until
  * it returns 0 or an error and then ends the answer with NLMSG_DONE.
  *
  * Invariants:

@@ -38,6 +38,7 @@
 #include "durable_int.h"
 #include "internal.h"           /* src/owner: struct tdbo_table */
 #include "keysort.h"
+#include "notify.h"
 #include "tdbd.h"
 #include "wal.h"
 

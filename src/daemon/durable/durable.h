@@ -17,10 +17,10 @@
  *   keysort.c     a checkpoint's keys sorted in LMDB's order (keysort.h)
  *
  * Dependencies.  Durability may call the owner (src/owner) and the
- * engine (src/core), the WAL (src/wal), LMDB, and tdbd's logging, clock
- * and struct tdbd (tdbd.h: the configuration, the owner, d->wal,
- * d->ckpt, d->dur, the counters).  It never calls serving (worker.c,
- * client.c, exec.c, txn.c, the held answers in ../durable.c) nor kernel
+ * engine (src/core), the WAL (src/wal), LMDB, and tdbd's logging
+ * (notify.h), clock and struct tdbd (tdbd.h: the configuration, the
+ * owner, d->wal, d->ckpt, d->dur, the counters).  It never calls serving
+ * (../serve/, the held answers in ../durable.c) nor kernel
  * mode (../kernel/): what must happen when records become durable
  * (workers holding answers woken, tdb.ko told) is the hook the caller
  * passes to tdbd_durable_start.  Serving and kernel mode call

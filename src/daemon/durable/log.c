@@ -21,6 +21,7 @@
 
 #include "durable_int.h"
 #include "internal.h"           /* src/owner: struct tdbo_table */
+#include "notify.h"
 #include "tdbd.h"
 #include "wal.h"
 

@@ -36,6 +36,7 @@
 #include "ckpt.h"
 #include "durable_int.h"
 #include "internal.h"           /* src/owner: struct tdbo_table */
+#include "notify.h"
 #include "tdbd.h"
 #include "wal.h"
 

@@ -51,6 +51,7 @@
 #include "klog.h"
 #include "tdb/kdev.h"
 #include "tdb/ring.h"
+#include "notify.h"
 #include "tdbd.h"
 #include "wal.h"
 

@@ -15,12 +15,12 @@
  * Dependencies.  Kernel mode may call durability (../durable/durable.h:
  * tdbd_durable_apply; the WAL's LSNs and writes through d->wal, wal.h),
  * the owner (the mirror), the ring core and codec (krestore.c), and
- * tdbd's logging, clock and struct tdbd (tdbd.h).  It never calls
- * serving (it has no clients).  Durability never calls it: the WAL's
- * flusher reaches tdbd_kernel_durable through the hook main.c passes to
- * tdbd_durable_start (tdbd_on_durable, ../durable.c).  main.c starts,
- * stops and watches it (tdbd_kernel_start, _stop, _free, _heartbeat,
- * _status).
+ * tdbd's logging (notify.h), clock and struct tdbd (tdbd.h).  It never
+ * calls serving (../serve/: it has no clients).  Durability never calls
+ * it: the WAL's flusher reaches tdbd_kernel_durable through the hook
+ * main.c passes to tdbd_durable_start (tdbd_on_durable, ../durable.c).
+ * main.c starts, stops and watches it (tdbd_kernel_start, _stop, _free,
+ * _heartbeat, _status).
  */
 #ifndef TDBD_KERNEL_H
 #define TDBD_KERNEL_H

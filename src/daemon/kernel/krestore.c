@@ -30,6 +30,7 @@
 #include "ring.h"
 #include "ring_core.h"
 #include "tdb/kdev.h"
+#include "notify.h"
 #include "tdbd.h"
 
 #define KR_RING   (4u << 20)    /* each ring's data: max_msg 2 MiB */

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * txn.c - the committer thread, where big commits run.
+ * txn.c - the committer thread, where big commits run.  Owns struct
+ * commit_job (below) and the committer's queue and thread in struct tdbd
+ * (d->commit_*, d->committer; txn.h).
  *
  * The owner (src/owner/txn.c) buffers a client's transactions and commits
  * them all or nothing; a commit of many changes (over TDBD_REQ_BUDGET, or
@@ -13,7 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "tdbd.h"
+#include "txn.h"
+#include "worker.h"
 
 /* --- big commits off the worker ------------------------------------------
  * A big commit runs on the committer thread instead of the client's

@@ -6,14 +6,20 @@
  * as serve's connection interface, what only tdbd's transport does
  * (ATTACH over the socket, descriptors passed with a WATCH's or
  * TABLE_MAP's ack, big commits on the committer thread), and a ring
- * round's consecutive GETs served together.
+ * round's consecutive GETs served together.  Owns a client's serve state
+ * over its channels (c->sv, set up by tdbd_serve_init), its pending ring
+ * requests (c->pend) and struct get_batch (exec.h).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "client.h"
+#include "exec.h"
 #include "tdbd.h"
+#include "txn.h"
+#include "worker.h"
 
 /* --- the connection's side of serve (src/owner/serve.h) ------------------ */
 
@@ -58,7 +64,7 @@ static bool sv_room(void *arg, unsigned int ch, size_t len)
 }
 
 /* The worker's count of held answers: the WAL's callback wakes the
- * workers that have any (durable.c, on_durable). */
+ * workers that have any (../durable.c, on_durable). */
 static void sv_held_note(void *arg, int delta, const struct tdbo_held *first)
 {
 	struct client *c = arg;

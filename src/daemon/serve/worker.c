@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * worker.c - the worker threads: each serves the rings and sockets of the
- * clients handed to it, round after round.
+ * clients handed to it, round after round.  Owns struct worker
+ * (worker.h) and struct uid_share (below).
  *
  * A round visits every client once: it flushes an answer left in the
  * stash, runs the ring requests left pending (a batch of GETs whose
@@ -45,8 +46,14 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "durable/durable.h"   /* tdbd_log_write */
+#include "exec.h"
+#include "notify.h"
+#include "sigbus.h"
 #include "tdbd.h"
+#include "txn.h"
+#include "worker.h"
 
 #define SLEEP_MS     100        /* longest sleep: heartbeat, deadlines */
 #define BLOCKED_MS   1          /* sleep while someone is blocked */
@@ -125,7 +132,7 @@ static void share_free(struct worker *w, struct uid_share *s)
 /* Each client of s may hold TDBD_HELD_MAX / s->n acks for the WAL (at
  * least a round's budget) and, when s has more than one, TDBD_HELD_BYTES
  * / s->n of their requests' bytes (at least TDBD_HELD_BYTES_MIN); a
- * lone connection is bounded by its count only, as before (tdbd.h). */
+ * lone connection is bounded by its count only, as before (worker.h). */
 static void share_held_max(struct uid_share *s)
 {
 	unsigned int i, n = s->n ? s->n : 1, max = TDBD_HELD_MAX / n;

@@ -2,7 +2,9 @@
 /*
  * client.c - one client of tdbd: its rings in memfds, its socket (the
  * slow path and the control channel), where its answers go, and what is
- * undone when it leaves.
+ * undone when it leaves.  Owns struct client, struct creds and struct
+ * shm_ring (client.h), and makes a connection's owner client
+ * (tdbd_owner_client, with the owner's wake-up of a watcher).
  *
  * Invariants:
  *  - Only the client's worker touches a struct client after hand-over.
@@ -34,8 +36,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "durable/durable.h"   /* tdbd_log_write */
+#include "exec.h"
+#include "notify.h"
+#include "sigbus.h"
 #include "tdbd.h"
+#include "txn.h"
+#include "worker.h"
 
 #define HUGE_SPAN  (2u << 20)
 #define OUT_MAX    (4u << 20)   /* socket output queued before blocking */
@@ -137,6 +145,22 @@ struct client *tdbd_client_new(struct tdbd *d, int sock,
 	return c;
 }
 
+struct tdbo_client *tdbd_owner_client(struct tdbd *d, const struct creds *cr,
+				      struct client *c, int *err)
+{
+	uint32_t groups[64];
+	struct tdbo_cred oc = {
+		.uid = cr->uid, .gid = cr->gid, .ngroups = cr->ngroups,
+		.groups = groups,
+	};
+	unsigned int i;
+
+	for (i = 0; i < cr->ngroups && i < 64; i++)
+		groups[i] = cr->groups[i];
+	return tdbo_client_new(d->o, &oc, true, tdbd_client_feed_wake, c,
+			       err);
+}
+
 /* Free what ATTACH made (a half-made one too: nothing of a failed ATTACH
  * may outlive the call; a client's rings at its clean-up). */
 static void attach_undo(struct client *c)
@@ -234,7 +258,7 @@ static int attach_make(struct client *c)
 	if (err)
 		return err;
 	/* The client can punch holes in these memfds: a SIGBUS there must
-	 * cost it its connection, not kill us (sigbus.c). */
+	 * cost it its connection, not kill us (../sigbus.c). */
 	c->sub_shm.guard = tdbd_sigbus_guard(c->sub_shm.map,
 					     c->sub_shm.map_size);
 	c->comp_shm.guard = tdbd_sigbus_guard(c->comp_shm.map,
@@ -333,7 +357,7 @@ void tdbd_client_violation(struct client *c, const char *why)
 {
 	if (c->dead)
 		return;
-	/* A SIGBUS swaps zero pages in (sigbus.c), which then read as a
+	/* A SIGBUS swaps zero pages in (../sigbus.c), which then read as a
 	 * broken ring: name the cause, not its echo. */
 	if (c->attached && (tdbd_sigbus_hit(c->sub_shm.guard) ||
 			    tdbd_sigbus_hit(c->comp_shm.guard)))
