@@ -2,8 +2,9 @@
 /*
  * snap.c - the snapshots of snapshot scans (SCAN with SCAN_FLAGS
  * TDB_SCAN_SNAPSHOT): the table as it was when the owner took the
- * request, without copying it.  tdbd's design (src/daemon/tables.c,
- * "snapshots"; tdbd.h), in both homes.
+ * request, without copying it, in both homes (their limits: the
+ * max-snapshot-* keys of src/owner/limtable.h; docs/ARCHITECTURE.md,
+ * "Snapshot scans").
  *
  *  - The scan registers a snapshot on its table under t->wlock, so it
  *    sits between two changes.

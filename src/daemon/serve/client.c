@@ -50,6 +50,18 @@
 
 /* --- memfd rings ----------------------------------------------------- */
 
+static void shm_ring_free(struct shm_ring *r)
+{
+	tdbd_sigbus_unguard(r->guard);
+	r->guard = -1;
+	if (r->map && r->map != MAP_FAILED)
+		munmap(r->map, r->map_size);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->map = NULL;
+	r->fd = -1;
+}
+
 static int shm_try(const char *name, uint32_t kind, uint32_t data_size,
 		   bool huge, unsigned int seals, struct shm_ring *r)
 {
@@ -82,12 +94,17 @@ static int shm_try(const char *name, uint32_t kind, uint32_t data_size,
 	return 0;
 fail:
 	err = -errno;
-	tdbd_shm_ring_free(r);
+	shm_ring_free(r);
 	return err;
 }
 
-int tdbd_shm_ring(struct tdbd *d, const char *name, uint32_t kind,
-		  uint32_t data_size, unsigned int seals, struct shm_ring *out)
+/* A ring in a sealed memfd, on hugepages while they work.  seals: added
+ * to F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL (a feed adds
+ * F_SEAL_FUTURE_WRITE: after our own mapping, nobody can map it
+ * writable, not even through a re-open of /proc/self/fd/N). */
+static int shm_ring(struct tdbd *d, const char *name, uint32_t kind,
+		    uint32_t data_size, unsigned int seals,
+		    struct shm_ring *out)
 {
 	int err;
 
@@ -104,18 +121,6 @@ int tdbd_shm_ring(struct tdbd *d, const char *name, uint32_t kind,
 				 strerror(-err));
 	}
 	return shm_try(name, kind, data_size, false, seals, out);
-}
-
-void tdbd_shm_ring_free(struct shm_ring *r)
-{
-	tdbd_sigbus_unguard(r->guard);
-	r->guard = -1;
-	if (r->map && r->map != MAP_FAILED)
-		munmap(r->map, r->map_size);
-	if (r->fd >= 0)
-		close(r->fd);
-	r->map = NULL;
-	r->fd = -1;
 }
 
 static int pidfd_open(pid_t pid)
@@ -167,8 +172,8 @@ static void attach_undo(struct client *c)
 {
 	tdb_ring_detach(&c->sub);
 	tdb_ring_detach(&c->comp);
-	tdbd_shm_ring_free(&c->sub_shm);
-	tdbd_shm_ring_free(&c->comp_shm);
+	shm_ring_free(&c->sub_shm);
+	shm_ring_free(&c->comp_shm);
 	if (c->evfd >= 0)
 		close(c->evfd);
 	c->evfd = -1;
@@ -247,13 +252,13 @@ static int attach_make(struct client *c)
 
 	snprintf(name, sizeof(name), "tdb-sub:%llu",
 		 (unsigned long long)c->id);
-	err = tdbd_shm_ring(d, name, TDB_RING_SUBMIT, d->cfg.ring_size, 0,
+	err = shm_ring(d, name, TDB_RING_SUBMIT, d->cfg.ring_size, 0,
 			    &c->sub_shm);
 	if (err)
 		return err;
 	snprintf(name, sizeof(name), "tdb-comp:%llu",
 		 (unsigned long long)c->id);
-	err = tdbd_shm_ring(d, name, TDB_RING_COMPLETE, d->cfg.ring_size, 0,
+	err = shm_ring(d, name, TDB_RING_COMPLETE, d->cfg.ring_size, 0,
 			    &c->comp_shm);
 	if (err)
 		return err;

@@ -57,12 +57,6 @@ struct shm_ring {
 	uint32_t data_size;
 	int guard;              /* ../sigbus.c slot, or -1 */
 };
-/* seals: added to F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL (a feed adds
- * F_SEAL_FUTURE_WRITE: after our own mapping, nobody can map it
- * writable, not even through a re-open of /proc/self/fd/N). */
-int tdbd_shm_ring(struct tdbd *d, const char *name, uint32_t kind,
-		  uint32_t data_size, unsigned int seals, struct shm_ring *out);
-void tdbd_shm_ring_free(struct shm_ring *r);
 
 /* --- the client (client.c) ------------------------------------------- */
 

@@ -70,7 +70,6 @@ struct worker {
 	uint64_t heartbeat;     /* ns, atomic: last round */
 	unsigned char *scratch; /* an answer being built (MSG_MAX) */
 	struct get_batch *gets; /* a round's consecutive ring GETs */
-	uint64_t next_check;    /* ns: next deadline check */
 	unsigned int nheld;     /* atomic: held acks of its clients */
 };
 
