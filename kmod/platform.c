@@ -359,6 +359,11 @@ uint64_t tdbp_now_ns(void)
 	return ktime_get_ns();
 }
 
+uint64_t tdbp_realtime_ms(void)
+{
+	return div_u64(ktime_get_real_ns(), NSEC_PER_MSEC);
+}
+
 void tdbp_cond_resched(void)
 {
 	cond_resched();

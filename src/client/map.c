@@ -93,6 +93,16 @@ uint64_t tdbp_hash64(const void *data, size_t len, uint64_t seed)
 	return XXH64(data, len, seed);
 }
 
+/* view.c's clock of record deadlines: this host's wall clock, the one
+ * the owner expires records by (read only for a record with one). */
+uint64_t tdbp_realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 enum tmap_state {
 	TM_NONE = 0,    /* not asked (or stale): ask at the next read */
 	TM_MAPPED,

@@ -55,6 +55,8 @@ struct tdbe_table_stat {
 	uint64_t page_size;         /* 2097152 (hugetlb) or 4096 */
 	uint64_t index_nodes;       /* interior nodes of the hash trie */
 	uint64_t index_buckets;     /* leaf buckets of the hash trie */
+	uint64_t expiring;          /* records with a deadline (expired
+				     * ones included until removed) */
 };
 
 /* --- engine and tables ---------------------------------------------- */
@@ -134,9 +136,28 @@ const void *tdbe_table_extent(const struct tdbe_table *t, uint32_t idx);
 void tdbe_engine_set_grace(struct tdbe_engine *e, void (*fn)(void *arg),
 			   void *arg);
 
+/* --- expiry ------------------------------------------------------------
+ * A record may carry a deadline: ms of the wall clock since the Unix
+ * epoch (layout.h, TDB_REC_F_DEADLINE).  From that millisecond on it is
+ * absent to every read of the engine (lookups, gets, cursors), to a
+ * no-overwrite put (which may then replace it) and to tdbe_del; its
+ * memory comes back when a write replaces it or the owner's sweep
+ * removes it (tdbe_cursor_expired, tdbe_del_ex with TDBE_DEL_EXPIRED).
+ * The clock is tdbp_realtime_ms() unless a test sets its own (tests
+ * only: a home never does); it is read only when a record that has a
+ * deadline is met.
+ */
+void tdbe_engine_set_clock(struct tdbe_engine *e, uint64_t (*now)(void *arg),
+			   void *arg);
+uint64_t tdbe_engine_now_ms(const struct tdbe_engine *e);
+uint64_t tdbe_table_now_ms(const struct tdbe_table *t);
+
 /* --- records --------------------------------------------------------- */
 enum {
 	TDBE_NOOVERWRITE = 1u << 0,  /* put fails with -EEXIST if key exists */
+};
+enum {
+	TDBE_DEL_EXPIRED = 1u << 0,  /* del only an expired record (sweep) */
 };
 
 /*
@@ -153,9 +174,19 @@ int tdbe_put(struct tdbe_table *t, const void *key, size_t klen,
 int tdbe_put_ver(struct tdbe_table *t, const void *key, size_t klen,
 		 const void *val, size_t vlen, unsigned int flags,
 		 uint64_t version, struct tdbe_extack *ext);
-/* 0 if deleted, -ENOENT if absent. */
+/* The same, the record expiring at deadline (ms since the epoch; 0 =
+ * never).  A deadline already past makes a record that no read sees. */
+int tdbe_put_ex(struct tdbe_table *t, const void *key, size_t klen,
+		const void *val, size_t vlen, unsigned int flags,
+		uint64_t version, uint64_t deadline, struct tdbe_extack *ext);
+/* 0 if deleted, -ENOENT if absent (an expired record is). */
 int tdbe_del(struct tdbe_table *t, const void *key, size_t klen,
 	     struct tdbe_extack *ext);
+/* With TDBE_DEL_EXPIRED: remove the record only if it has expired (the
+ * owner's sweep, which must not take a record written again since it
+ * looked); -ENOENT if there is none or it has not. */
+int tdbe_del_ex(struct tdbe_table *t, const void *key, size_t klen,
+		unsigned int flags, struct tdbe_extack *ext);
 /*
  * Copy the value out.  Returns the value length (>= 0); -ENOENT if absent;
  * -ENOBUFS if cap is too small, with *need set to the length.
@@ -165,6 +196,10 @@ long tdbe_get(struct tdbe_table *t, const void *key, size_t klen,
 /* The same, and the record's version in *version (if not NULL). */
 long tdbe_get_ver(struct tdbe_table *t, const void *key, size_t klen,
 		  void *buf, size_t cap, size_t *need, uint64_t *version);
+/* The same, and its deadline in *deadline (0: none; if not NULL). */
+long tdbe_get_ex(struct tdbe_table *t, const void *key, size_t klen,
+		 void *buf, size_t cap, size_t *need, uint64_t *version,
+		 uint64_t *deadline);
 
 /*
  * Zero-copy lookup: between tdbe_read_lock() and tdbe_read_unlock() the
@@ -177,6 +212,9 @@ int tdbe_lookup(struct tdbe_table *t, const void *key, size_t klen,
 		const void **val, size_t *vlen);
 int tdbe_lookup_ver(struct tdbe_table *t, const void *key, size_t klen,
 		    const void **val, size_t *vlen, uint64_t *version);
+int tdbe_lookup_ex(struct tdbe_table *t, const void *key, size_t klen,
+		   const void **val, size_t *vlen, uint64_t *version,
+		   uint64_t *deadline);
 
 /*
  * Many lookups at once, inside tdbe_read_lock(): the same answers as
@@ -192,6 +230,7 @@ struct tdbe_lookup_req {
 	const void *val;            /* out */
 	size_t vlen;                /* out */
 	uint64_t version;           /* out: the record's version */
+	uint64_t deadline;          /* out: its deadline, 0 = none */
 	int err;                    /* out */
 };
 unsigned int tdbe_lookup_many(struct tdbe_table *t,
@@ -234,9 +273,24 @@ struct tdbe_cursor_rec {
 	const void *key, *val;
 	size_t klen, vlen;
 	uint64_t version;           /* the record's (struct tdb_rec) */
+	uint64_t deadline;          /* its deadline, 0 = none */
 };
 int tdbe_cursor_next_many(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
 			  unsigned int max, unsigned int flags);
+/*
+ * The sweep's walk: visit up to max records (at most TDBE_CURSOR_MANY)
+ * from the cursor's place, expired or not, and return the keys of those
+ * expired at now_ms in out (val NULL; deadline set), how many (0 when
+ * none of those visited had expired); *visited gets how many were
+ * visited, 0 at the end of the table.  The cursor goes past every
+ * record visited.  -ENOMEM if a buffer cannot grow.  Plain cursor calls
+ * skip expired records; this one returns only them.
+ */
+int tdbe_cursor_expired(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
+			unsigned int max, uint64_t now_ms,
+			unsigned int *visited);
+/* Back to the start of the table (the sweep's next pass). */
+void tdbe_cursor_rewind(struct tdbe_cursor *c);
 /* Go on after `key` (present or not): the next tdbe_cursor_next returns
  * the record after it in the cursor's order, so a walk can be resumed
  * in a new cursor from the last key returned.  -EINVAL/-E2BIG for a key

@@ -88,6 +88,7 @@ int tdbe_cursor_next_ver(struct tdbe_cursor *c, const void **key,
 		const struct tdb_rec *r;
 		uint64_t rec, hash;
 		size_t need;
+		bool dead;
 		int err;
 
 		tdbp_rcu_read_lock();
@@ -98,13 +99,19 @@ int tdbe_cursor_next_ver(struct tdbe_cursor *c, const void **key,
 			return 0;
 		}
 		r = tdb_ptr(m, rec);
-		need = (size_t)r->klen + r->vlen;
+		dead = tdb_rec_dead(c->table, r);
+		/* an expired record is skipped: only its key, the bound */
+		need = dead ? r->klen : (size_t)r->klen + r->vlen;
 		if (need <= c->cap) {
 			memcpy(c->buf, r->data, need);
 			c->bound.len = r->klen;
 			c->bound.hash = hash;
 			c->bound.data = c->buf;
 			c->started = true;
+			if (dead) {
+				tdbp_rcu_read_unlock();
+				continue;
+			}
 			if (version)
 				*version = r->version;
 			tdbp_rcu_read_unlock();
@@ -123,50 +130,66 @@ int tdbe_cursor_next_ver(struct tdbe_cursor *c, const void **key,
 	}
 }
 
-/* Copy hits[0, n) into the buffer while they fit; returns how many. */
+/* Make h the cursor's bound, its key at buf + at (which must fit). */
+static void bound_at(struct tdbe_cursor *c, const struct tdb_rec *r,
+		     const struct tdbi_hit *h, size_t at)
+{
+	memcpy(c->buf + at, r->data, r->klen);
+	c->bound.data = c->buf + at;
+	c->bound.len = r->klen;
+	c->bound.hash = h->hash;
+	c->started = true;
+}
+
+/*
+ * Copy hits[0, n) into the buffer while they fit: the live ones (or,
+ * with want_dead, the expired ones at now, keys only) into out, *nout of
+ * them; the cursor's bound moves past each one consumed.  Returns how
+ * many were consumed (< n when one did not fit: *need is its size).
+ */
 static unsigned int copy_many(struct tdbe_cursor *c, const struct tdbi_hit *h,
 			      unsigned int n, struct tdbe_cursor_rec *out,
-			      unsigned int flags, size_t *need)
+			      unsigned int flags, bool want_dead,
+			      uint64_t now, unsigned int *nout, size_t *need)
 {
 	const struct tdb_map *m = &c->table->map;
 	size_t at = 0;
-	unsigned int i;
+	unsigned int i, o = 0;
 
 	for (i = 0; i < n; i++) {
 		const struct tdb_rec *r = tdb_ptr(m, h[i].rec);
+		bool dead = want_dead ? tdb_rec_expired(r, now) :
+					tdb_rec_dead(c->table, r);
+		bool take = dead == want_dead;
 		size_t len = r->klen;
 
-		if (!(flags & TDBE_CURSOR_KEYS))
+		if (take && !(flags & TDBE_CURSOR_KEYS))
 			len += r->vlen;
 		if (len > c->cap - at) {
 			*need = len;
 			break;
 		}
-		memcpy(c->buf + at, r->data, len);
-		out[i].key = c->buf + at;
-		out[i].klen = r->klen;
-		out[i].vlen = r->vlen;
-		out[i].version = r->version;
-		out[i].val = flags & TDBE_CURSOR_KEYS ? NULL :
+		bound_at(c, r, &h[i], at);
+		if (!take)
+			continue;      /* its key stays only as the bound */
+		memcpy(c->buf + at + r->klen, r->data + r->klen,
+		       len - r->klen);
+		out[o].key = c->buf + at;
+		out[o].klen = r->klen;
+		out[o].vlen = r->vlen;
+		out[o].version = r->version;
+		out[o].deadline = tdb_rec_deadline(r);
+		out[o].val = flags & TDBE_CURSOR_KEYS ? NULL :
 			     c->buf + at + r->klen;
-		c->bound.data = c->buf + at;
-		c->bound.len = r->klen;
-		c->bound.hash = h[i].hash;
-		c->started = true;
+		o++;
 		at += len;
 	}
+	*nout = o;
 	return i;
 }
 
-int tdbe_cursor_next_many(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
-			  unsigned int max, unsigned int flags)
+static int many_bufs(struct tdbe_cursor *c)
 {
-	const struct tdb_map *m = &c->table->map;
-
-	if (c->done || !max)
-		return 0;
-	if (max > TDBE_CURSOR_MANY)
-		max = TDBE_CURSOR_MANY;
 	if (!c->hits) {
 		c->hits = tdbp_alloc(sizeof(*c->hits) * TDBE_CURSOR_MANY);
 		c->bkt = tdbp_alloc(sizeof(*c->bkt) * TDBE_CURSOR_MANY);
@@ -180,8 +203,27 @@ int tdbe_cursor_next_many(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
 	}
 	if (c->cap < 16384 && grow(c, 16384))
 		return -ENOMEM;
+	return 0;
+}
+
+/* One step of next_many (want_dead false) or of the sweep's walk (true):
+ * how many records went into out; *visited how many were consumed, 0 at
+ * the end. */
+static int walk_many(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
+		     unsigned int max, unsigned int flags, bool want_dead,
+		     uint64_t now, unsigned int *visited)
+{
+	const struct tdb_map *m = &c->table->map;
+
+	*visited = 0;
+	if (c->done || !max)
+		return 0;
+	if (max > TDBE_CURSOR_MANY)
+		max = TDBE_CURSOR_MANY;
+	if (many_bufs(c))
+		return -ENOMEM;
 	for (;;) {
-		unsigned int n, got;
+		unsigned int n, got, nout;
 		size_t need = 0;
 		int err;
 
@@ -193,16 +235,42 @@ int tdbe_cursor_next_many(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
 			c->done = true;
 			return 0;
 		}
-		got = copy_many(c, c->hits, n, out, flags, &need);
+		got = copy_many(c, c->hits, n, out, flags, want_dead, now,
+				&nout, &need);
 		tdbp_rcu_read_unlock();
+		*visited += got;
+		if (nout || (got && want_dead))
+			return (int)nout;
 		if (got)
-			return (int)got;
+			continue;      /* all expired: skipped, go on */
 		/* The first record does not fit: grow and look again, as
 		 * tdbe_cursor_next does. */
 		err = grow(c, need);
 		if (err)
 			return err;
 	}
+}
+
+int tdbe_cursor_next_many(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
+			  unsigned int max, unsigned int flags)
+{
+	unsigned int visited;
+
+	return walk_many(c, out, max, flags, false, 0, &visited);
+}
+
+int tdbe_cursor_expired(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
+			unsigned int max, uint64_t now_ms,
+			unsigned int *visited)
+{
+	return walk_many(c, out, max, TDBE_CURSOR_KEYS, true, now_ms,
+			 visited);
+}
+
+void tdbe_cursor_rewind(struct tdbe_cursor *c)
+{
+	c->started = false;
+	c->done = false;
 }
 
 int tdbe_cursor_seek(struct tdbe_cursor *c, const void *key, size_t klen)

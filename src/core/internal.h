@@ -70,6 +70,8 @@ uint32_t tdba_class_size(unsigned int cls);
 /* table.c: allocation with reclaim; deferred free */
 uint64_t tdb_alloc_reclaim(struct tdbe_table *t, size_t size);
 void tdb_retire(struct tdbe_table *t, uint64_t off);
+/* table.c: r has a deadline and it is past by the engine's clock */
+bool tdb_rec_dead(const struct tdbe_table *t, const struct tdb_rec *r);
 
 /* index.c */
 struct tdb_key {

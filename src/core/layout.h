@@ -26,7 +26,8 @@
 #include "platform.h"
 
 #define TDB_REGION_MAGIC   0x314e4f4947455242ull  /* "BREGION1" */
-#define TDB_LAYOUT_VERSION 3u   /* 3: records carry a version */
+#define TDB_LAYOUT_VERSION 4u   /* 3: records carry a version; 4: and
+				 * may carry a deadline */
 
 #define TDB_PAGE_SHIFT     12
 #define TDB_PAGE           (1u << TDB_PAGE_SHIFT)
@@ -88,6 +89,9 @@ struct tdb_region_hdr {
 	 * so a mapped reader sees a transaction whole or not at all. */
 	uint32_t map_gen;
 	uint64_t commit_seq;
+	/* records that carry a deadline (TDB_REC_F_DEADLINE), expired or
+	 * not: the owner's expiry sweep skips a table with none */
+	uint64_t nexpiring;
 };
 
 /* --- records ----------------------------------------------------------- */
@@ -97,21 +101,56 @@ struct tdb_region_hdr {
  * version: the owner's version of the write that made this record
  * (docs/PROTOCOL.md, "Versions"): it changes on every write of the key
  * and never repeats for a key; 0 only for records written by the bare
- * engine (tests, tdbe_put).  flags: TDB_REC_F_* (none defined yet: a
- * reader that finds a bit it does not know treats the record as
- * damaged).  Room for a per-record deadline (expiry) is kept by a
- * flag bit that would put a u64 between the header and the key, so
- * records without one pay nothing.  16 bytes, so data stays 16-byte
- * aligned like the record.
+ * engine (tests, tdbe_put).  flags: TDB_REC_F_* (a reader that finds a
+ * bit it does not know treats the record as damaged).  16 bytes, so
+ * data stays 16-byte aligned like the record.
+ *
+ * TDB_REC_F_DEADLINE: the record expires.  A u64 trailer after the value
+ * (data + klen + vlen, not aligned: read it with tdb_rec_deadline) holds
+ * its deadline in milliseconds of the wall clock (CLOCK_REALTIME) since
+ * the Unix epoch; from that millisecond on the record is absent to
+ * every reader (tdb_rec_expired), though its bytes stay until the
+ * owner's sweep or a write removes it.  Trailing rather than between
+ * header and key, so a reader that does not ask for the deadline finds
+ * key and value where it always did, and records without one pay
+ * nothing.
  */
 struct tdb_rec {
 	uint16_t klen;         /* 1..TDBE_KEY_MAX (4096) */
-	uint16_t flags;        /* TDB_REC_F_*: 0 */
+	uint16_t flags;        /* TDB_REC_F_* */
 	uint32_t vlen;
 	uint64_t version;
-	unsigned char data[];  /* key, then value */
+	unsigned char data[];  /* key, then value[, deadline] */
 };
-#define TDB_REC_F_KNOWN  0u
+#define TDB_REC_F_DEADLINE  1u
+#define TDB_REC_F_KNOWN     TDB_REC_F_DEADLINE
+
+/* Bytes of a record with these lengths (and a deadline or not). */
+static inline size_t tdb_rec_size(size_t klen, size_t vlen, bool deadline)
+{
+	return sizeof(struct tdb_rec) + klen + vlen +
+	       (deadline ? sizeof(uint64_t) : 0);
+}
+
+/* The record's deadline (ms since the epoch), 0 if it has none. */
+static inline uint64_t tdb_rec_deadline(const struct tdb_rec *r)
+{
+	uint64_t d;
+
+	if (!(r->flags & TDB_REC_F_DEADLINE))
+		return 0;
+	memcpy(&d, r->data + r->klen + r->vlen, sizeof(d));
+	return d;
+}
+
+/* Expired at now_ms: the deadline is at or before it.  Callers read the
+ * clock only for records with TDB_REC_F_DEADLINE, so records without
+ * one never pay for a clock read. */
+static inline bool tdb_rec_expired(const struct tdb_rec *r, uint64_t now_ms)
+{
+	return (r->flags & TDB_REC_F_DEADLINE) &&
+	       tdb_rec_deadline(r) <= now_ms;
+}
 
 /* --- index: a hash trie over xxh64(key, seed) -------------------------
  * The root node has TDBI_ROOT_SLOTS slots chosen by the top 12 bits of

@@ -92,6 +92,9 @@ uint64_t tdbp_random_u64(void);
  * tdbp_crc32c(tdbp_crc32c(0, a), b) is the crc of a then b. */
 uint32_t tdbp_crc32c(uint32_t crc, const void *buf, size_t len);
 uint64_t tdbp_now_ns(void);               /* monotonic clock */
+/* The wall clock (CLOCK_REALTIME) in ms since the Unix epoch: what
+ * record deadlines are written in (layout.h, TDB_REC_F_DEADLINE). */
+uint64_t tdbp_realtime_ms(void);
 /* A long loop outside any lock a reader waits for may let others run
  * here (the kernel's cond_resched(); nothing in user space). */
 void tdbp_cond_resched(void);

@@ -12,7 +12,38 @@ struct tdbe_engine {
 	void (*grace)(void *arg);  /* readers the engine cannot see */
 	void *grace_arg;
 	struct tdbp_ratelimit rl;  /* its log lines (a create per line) */
+	/* the clock deadlines are read against: tdbp_realtime_ms, or a
+	 * test's (tdbe_engine_set_clock) */
+	uint64_t (*now)(void *arg);
+	void *now_arg;
 };
+
+/* --- the clock of deadlines ------------------------------------------- */
+
+void tdbe_engine_set_clock(struct tdbe_engine *e, uint64_t (*now)(void *arg),
+			   void *arg)
+{
+	e->now = now;
+	e->now_arg = arg;
+}
+
+uint64_t tdbe_engine_now_ms(const struct tdbe_engine *e)
+{
+	return e && e->now ? e->now(e->now_arg) : tdbp_realtime_ms();
+}
+
+uint64_t tdbe_table_now_ms(const struct tdbe_table *t)
+{
+	return tdbe_engine_now_ms(t->engine);
+}
+
+/* The record is absent to readers: it has a deadline and that is past.
+ * The clock is read only for a record with a deadline. */
+bool tdb_rec_dead(const struct tdbe_table *t, const struct tdb_rec *r)
+{
+	return (r->flags & TDB_REC_F_DEADLINE) &&
+	       tdb_rec_expired(r, tdbe_table_now_ms(t));
+}
 
 /* --- limbo ------------------------------------------------------------- */
 
@@ -320,6 +351,7 @@ void tdbe_table_stat(struct tdbe_table *t, struct tdbe_table_stat *st)
 	st->page_size = tdbp_region_page_size(t->region);
 	st->index_nodes = tdb_load_relaxed(&h->index_nodes);
 	st->index_buckets = tdb_load_relaxed(&h->index_buckets);
+	st->expiring = tdb_load_relaxed(&h->nexpiring);
 }
 
 int tdbe_table_list(struct tdbe_engine *e,
@@ -452,6 +484,21 @@ int tdbe_put_ver(struct tdbe_table *t, const void *key, size_t klen,
 		 const void *val, size_t vlen, unsigned int flags,
 		 uint64_t version, struct tdbe_extack *ext)
 {
+	return tdbe_put_ex(t, key, klen, val, vlen, flags, version, 0, ext);
+}
+
+/* Forget old's figures: it was replaced or removed. */
+static void rec_gone(struct tdb_region_hdr *h, const struct tdb_rec *o)
+{
+	h->bytes_used -= o->klen + o->vlen;
+	if (o->flags & TDB_REC_F_DEADLINE)
+		h->nexpiring--;
+}
+
+int tdbe_put_ex(struct tdbe_table *t, const void *key, size_t klen,
+		const void *val, size_t vlen, unsigned int flags,
+		uint64_t version, uint64_t deadline, struct tdbe_extack *ext)
+{
 	struct tdb_region_hdr *h;
 	struct tdb_key k;
 	struct tdb_rec *r;
@@ -478,12 +525,17 @@ int tdbe_put_ver(struct tdbe_table *t, const void *key, size_t klen,
 	h = tdb_hdr(&t->map);
 	/* A no-overwrite put of a present key must say -EEXIST even when the
 	 * table is full, so look before allocating. */
-	if ((flags & TDBE_NOOVERWRITE) && tdbi_lookup(&t->map, &k)) {
-		TDB_EXTACK(ext, "key exists and no-overwrite was asked");
-		err = -EEXIST;
-		goto out;
+	if (flags & TDBE_NOOVERWRITE) {
+		uint64_t cur = tdbi_lookup(&t->map, &k);
+
+		if (cur && !tdb_rec_dead(t, tdb_ptr(&t->map, cur))) {
+			TDB_EXTACK(ext, "key exists and no-overwrite was "
+				   "asked");
+			err = -EEXIST;
+			goto out;
+		}
 	}
-	rec = tdb_alloc_reclaim(t, sizeof(*r) + klen + vlen);
+	rec = tdb_alloc_reclaim(t, tdb_rec_size(klen, vlen, deadline));
 	if (!rec) {
 		err = -ENOSPC;
 		goto nospace;
@@ -491,26 +543,28 @@ int tdbe_put_ver(struct tdbe_table *t, const void *key, size_t klen,
 	/* Fill the record completely before the index publishes it. */
 	r = tdb_ptr(&t->map, rec);
 	r->klen = (uint16_t)klen;
-	r->flags = 0;
+	r->flags = deadline ? TDB_REC_F_DEADLINE : 0;
 	r->vlen = (uint32_t)vlen;
 	r->version = version;
 	memcpy(r->data, key, klen);
 	if (vlen)
 		memcpy(r->data + klen, val, vlen);
+	if (deadline)
+		memcpy(r->data + klen + vlen, &deadline, sizeof(deadline));
 	err = tdbi_insert(t, &k, rec, &old);
 	if (err) {
 		tdba_free(t, rec);     /* never published */
 		goto nospace;
 	}
 	if (old) {
-		const struct tdb_rec *o = tdb_ptr(&t->map, old);
-
-		h->bytes_used -= o->klen + o->vlen;
+		rec_gone(h, tdb_ptr(&t->map, old));
 		tdb_retire(t, old);
 	} else {
 		h->nrecords++;
 	}
 	h->bytes_used += klen + vlen;
+	if (deadline)
+		h->nexpiring++;
 	limbo_maybe_reclaim(t);
 	goto out;
 nospace:
@@ -527,6 +581,12 @@ out:
 int tdbe_del(struct tdbe_table *t, const void *key, size_t klen,
 	     struct tdbe_extack *ext)
 {
+	return tdbe_del_ex(t, key, klen, 0, ext);
+}
+
+int tdbe_del_ex(struct tdbe_table *t, const void *key, size_t klen,
+		unsigned int flags, struct tdbe_extack *ext)
+{
 	struct tdb_region_hdr *h;
 	struct tdb_key k;
 	uint64_t rec;
@@ -534,19 +594,35 @@ int tdbe_del(struct tdbe_table *t, const void *key, size_t klen,
 
 	if (err)
 		return err;
+	if (flags & ~(unsigned int)TDBE_DEL_EXPIRED) {
+		TDB_EXTACK(ext, "unknown del flag");
+		return -EINVAL;
+	}
 	make_key(t, &k, key, klen);
 	tdbp_mutex_lock(t->wlock);
 	h = tdb_hdr(&t->map);
-	rec = tdbi_remove(t, &k);
+	/* An expired record is absent to a plain delete (it stays for the
+	 * sweep); the sweep's delete takes only an expired one.  A table
+	 * with no deadline anywhere (nexpiring 0) needs no look first. */
+	rec = 1;
+	if (h->nexpiring) {
+		rec = tdbi_lookup(&t->map, &k);
+		if (rec && tdb_rec_dead(t, tdb_ptr(&t->map, rec)) !=
+			   !!(flags & TDBE_DEL_EXPIRED))
+			rec = 0;
+	} else if (flags & TDBE_DEL_EXPIRED) {
+		rec = 0;
+	}
+	if (rec)
+		rec = tdbi_remove(t, &k);
 	if (rec) {
-		const struct tdb_rec *r = tdb_ptr(&t->map, rec);
-
 		h->nrecords--;
-		h->bytes_used -= r->klen + r->vlen;
+		rec_gone(h, tdb_ptr(&t->map, rec));
 		tdb_retire(t, rec);
 		limbo_maybe_reclaim(t);
 	} else {
-		TDB_EXTACK(ext, "no such key");
+		TDB_EXTACK(ext, flags & TDBE_DEL_EXPIRED ?
+			   "no such key expired" : "no such key");
 		err = -ENOENT;
 	}
 	tdbp_mutex_unlock(t->wlock);
@@ -572,6 +648,13 @@ int tdbe_lookup(struct tdbe_table *t, const void *key, size_t klen,
 int tdbe_lookup_ver(struct tdbe_table *t, const void *key, size_t klen,
 		    const void **val, size_t *vlen, uint64_t *version)
 {
+	return tdbe_lookup_ex(t, key, klen, val, vlen, version, NULL);
+}
+
+int tdbe_lookup_ex(struct tdbe_table *t, const void *key, size_t klen,
+		   const void **val, size_t *vlen, uint64_t *version,
+		   uint64_t *deadline)
+{
 	struct tdb_key k;
 	const struct tdb_rec *r;
 	uint64_t rec;
@@ -583,10 +666,14 @@ int tdbe_lookup_ver(struct tdbe_table *t, const void *key, size_t klen,
 	if (!rec)
 		return -ENOENT;
 	r = tdb_ptr(&t->map, rec);
+	if (tdb_rec_dead(t, r))
+		return -ENOENT;
 	*val = r->data + r->klen;
 	*vlen = r->vlen;
 	if (version)
 		*version = r->version;
+	if (deadline)
+		*deadline = tdb_rec_deadline(r);
 	return 0;
 }
 
@@ -619,9 +706,14 @@ unsigned int tdbe_lookup_many(struct tdbe_table *t,
 				continue;
 			}
 			rp = tdb_ptr(&t->map, rec[i]);
+			if (tdb_rec_dead(t, rp)) {
+				r->err = -ENOENT;
+				continue;
+			}
 			r->val = rp->data + rp->klen;
 			r->vlen = rp->vlen;
 			r->version = rp->version;
+			r->deadline = tdb_rec_deadline(rp);
 			found++;
 		}
 	}
@@ -637,12 +729,19 @@ long tdbe_get(struct tdbe_table *t, const void *key, size_t klen,
 long tdbe_get_ver(struct tdbe_table *t, const void *key, size_t klen,
 		  void *buf, size_t cap, size_t *need, uint64_t *version)
 {
+	return tdbe_get_ex(t, key, klen, buf, cap, need, version, NULL);
+}
+
+long tdbe_get_ex(struct tdbe_table *t, const void *key, size_t klen,
+		 void *buf, size_t cap, size_t *need, uint64_t *version,
+		 uint64_t *deadline)
+{
 	const void *v;
 	size_t vlen;
 	long ret;
 
 	tdbp_rcu_read_lock();
-	ret = tdbe_lookup_ver(t, key, klen, &v, &vlen, version);
+	ret = tdbe_lookup_ex(t, key, klen, &v, &vlen, version, deadline);
 	if (!ret) {
 		if (need)
 			*need = vlen;

@@ -102,9 +102,14 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 		r = vptr(v, rec);
 		if (r->klen > TDBE_KEY_MAX || r->vlen > TDBE_VALUE_MAX ||
 		    (r->flags & ~TDB_REC_F_KNOWN) ||
-		    !in_view(v, rec, sizeof(*r) + (uint64_t)r->klen + r->vlen))
+		    !in_view(v, rec, tdb_rec_size(r->klen, r->vlen,
+				r->flags & TDB_REC_F_DEADLINE)))
 			return -EUCLEAN;
 		if (r->klen == k->len && !memcmp(r->data, k->data, k->len)) {
+			/* expired: absent, by this process's clock */
+			if ((r->flags & TDB_REC_F_DEADLINE) &&
+			    tdb_rec_expired(r, tdbp_realtime_ms()))
+				return -ENOENT;
 			*val = r->data + r->klen;
 			*vlen = r->vlen;
 			if (version)
