@@ -149,7 +149,10 @@ static const unsigned char cursorbytes[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 
 static void full_stat(struct tdb_proto_stat *st)
 {
-	st->present = 0x7ffc;   /* types 2..14 */
+	st->present = 0x3fffc;  /* types 2..17 */
+	st->default_ttl = 86400000;
+	st->expiring = 1ull << 35;
+	st->expired = 99;
 	st->records = 1000001;
 	st->bytes_used = 1ull << 40;
 	st->bytes_allocated = (1ull << 40) + 3;
@@ -221,6 +224,10 @@ static void fill_all(struct tdb_proto_msg *m, uint8_t cmd,
 	m->delta = -5;
 	m->ival = INT64_MIN;
 	m->set_version = 1ull << 62;
+	m->ttl = 30000;
+	m->deadline = 1796000000123ull;
+	m->expire_flags = TDB_EXPIRE_PERSIST;
+	m->reason = TDB_REASON_EXPIRED;
 	(void)dir;
 }
 
@@ -232,24 +239,25 @@ static const struct {
 	uint16_t ans_flags;     /* 0xffff: no answer message */
 } spec[TDB_CMD_MAX + 1] = {
 	[TDB_CMD_TABLE_CREATE] = { A(TABLE) | A(MAX_EXTENTS) | A(UID) |
-		A(GID) | A(MODE), A(TABLE), 0, 0, 0xffff },
+		A(GID) | A(MODE) | A(TTL), A(TABLE), 0, 0, 0xffff },
 	[TDB_CMD_TABLE_DROP] = { A(TABLE), A(TABLE), A(TABLE), 0, 0 },
 	[TDB_CMD_TABLE_LIST] = { 0, 0, A(TABLE) | A(STAT), A(TABLE) | A(STAT),
 		NLM_F_MULTI },
 	[TDB_CMD_TABLE_STAT] = { A(TABLE), A(TABLE), A(TABLE) | A(STAT),
 		A(TABLE) | A(STAT), 0 },
 	[TDB_CMD_GET] = { A(TABLE) | A(KEY) | A(TXN), A(TABLE) | A(KEY),
-		A(VALUE) | A(VERSION), A(VALUE), 0 },
+		A(VALUE) | A(VERSION) | A(DEADLINE), A(VALUE), 0 },
 	[TDB_CMD_PUT] = { A(TABLE) | A(KEY) | A(VALUE) | A(FLAGS) | A(TXN) |
-		A(IF_VERSION) | A(SET_VERSION),
+		A(IF_VERSION) | A(SET_VERSION) | A(TTL) | A(DEADLINE),
 		A(TABLE) | A(KEY) | A(VALUE),
-		A(TABLE) | A(KEY) | A(VALUE) | A(VERSION),
+		A(TABLE) | A(KEY) | A(VALUE) | A(VERSION) | A(DEADLINE),
 		A(KEY) | A(VALUE), 0 },
 	[TDB_CMD_DEL] = { A(TABLE) | A(KEY) | A(TXN) | A(IF_VERSION),
-		A(TABLE) | A(KEY), A(TABLE) | A(KEY) | A(VERSION), A(KEY), 0 },
+		A(TABLE) | A(KEY), A(TABLE) | A(KEY) | A(VERSION) | A(REASON),
+		A(KEY), 0 },
 	[TDB_CMD_SCAN] = { A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR),
-		A(TABLE), A(KEY) | A(VALUE) | A(CURSOR) | A(VERSION), 0,
-		NLM_F_MULTI },
+		A(TABLE), A(KEY) | A(VALUE) | A(CURSOR) | A(VERSION) |
+		A(DEADLINE), 0, NLM_F_MULTI },
 	[TDB_CMD_TXN_BEGIN] = { 0, 0, A(TXN), A(TXN), 0 },
 	[TDB_CMD_TXN_COMMIT] = { A(TXN), A(TXN), 0, 0, 0xffff },
 	[TDB_CMD_TXN_ABORT] = { A(TXN), A(TXN), 0, 0, 0xffff },
@@ -260,6 +268,9 @@ static const struct {
 	[TDB_CMD_TABLE_MAP] = { A(TABLE), A(TABLE), 0, 0, 0xffff },
 	[TDB_CMD_INCR] = { A(TABLE) | A(KEY) | A(DELTA) | A(TXN),
 		A(TABLE) | A(KEY), A(INT) | A(VERSION), A(INT), 0 },
+	[TDB_CMD_EXPIRE] = { A(TABLE) | A(KEY) | A(TTL) | A(DEADLINE) |
+		A(EXPIRE_FLAGS), A(TABLE) | A(KEY), A(VERSION) | A(DEADLINE),
+		A(VERSION), 0 },
 };
 
 /* Every field that the attributes in `attrs` carry is equal. */

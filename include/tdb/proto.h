@@ -70,19 +70,25 @@
  *
  *   cmd           request                         answer  reply / part
  *   TABLE_CREATE  TABLE R, MAX_EXTENTS o, UID o,  ack
- *                 GID o, MODE o
+ *                 GID o, MODE o, TTL o
  *   TABLE_DROP    TABLE R                         ack     notification: TABLE o
  *   TABLE_LIST    -                               dump    TABLE R, STAT R
  *   TABLE_STAT    TABLE R                         reply   TABLE R, STAT R
- *   GET           TABLE R, KEY R, TXN o           reply   VALUE R, VERSION o
+ *   GET           TABLE R, KEY R, TXN o           reply   VALUE R, VERSION o,
+ *                                                         DEADLINE o
  *   PUT           TABLE R, KEY R, VALUE R,        ack     notification: KEY R,
  *                 FLAGS o, TXN o, IF_VERSION o,           VALUE R, TABLE o,
- *                 SET_VERSION o                           VERSION o
+ *                 SET_VERSION o, TTL o,                   VERSION o,
+ *                 DEADLINE o                              DEADLINE o
  *   DEL           TABLE R, KEY R, TXN o,          ack     notification: KEY R,
- *                 IF_VERSION o                            TABLE o, VERSION o
+ *                 IF_VERSION o                            TABLE o, VERSION o,
+ *                                                         REASON o
  *   SCAN          TABLE R, PREFIX o, LIMIT o,     dump    KEY, VALUE, CURSOR,
- *                 CURSOR o, SCAN_FLAGS o                  VERSION (SCAN below)
+ *                 CURSOR o, SCAN_FLAGS o                  VERSION, DEADLINE
+ *                                                         (SCAN below)
  *   INCR          TABLE R, KEY R, DELTA o, TXN o  reply   INT R, VERSION o
+ *   EXPIRE        TABLE R, KEY R, TTL o,          reply   VERSION R,
+ *                 DEADLINE o, EXPIRE_FLAGS o              DEADLINE o
  *   TXN_BEGIN     -                               reply   TXN R
  *   TXN_COMMIT    TXN R                           ack
  *   TXN_ABORT     TXN R                           ack
@@ -184,6 +190,38 @@
  * max-txn-bytes, the per-uid and total transaction memory).  SCAN takes
  * no TXN: scans are not part of a transaction.
  *
+ * EXPIRY
+ *
+ * A record may have a deadline: a wall-clock time (ms since the Unix
+ * epoch, the owner's CLOCK_REALTIME) from which it is absent.  A PUT
+ * sets it with TTL (ms from when the owner applies it) or DEADLINE
+ * (absolute), not both; a PUT with neither gets the table's default TTL
+ * (TABLE_CREATE's TTL) if it has one, else no deadline: a PUT replaces
+ * the deadline with the value, as Redis's SET does.  INCR keeps the
+ * key's deadline (an absent key gets the table's default).  EXPIRE
+ * reads or changes the deadline of a present key (-ENOENT if absent or
+ * expired): with TTL or DEADLINE it sets it, with EXPIRE_FLAGS
+ * TDB_EXPIRE_PERSIST it clears it, with none of them it only reads
+ * (read permission; the others need write permission and are a write:
+ * a new version, logged and sent to watchers as a PUT of the same value
+ * with the new deadline); its reply carries the key's VERSION and
+ * DEADLINE (absent: none).  GET replies, SCAN parts and PUT
+ * notifications carry DEADLINE when the record has one.
+ *
+ * From its deadline on, a record is absent to every read: GET (ring,
+ * generic netlink, zero-copy maps: a mapped reader compares the
+ * deadline with its own clock), SCAN and snapshot SCAN, dumps, the
+ * conditions of PUT/DEL and a transaction's reads and commit checks
+ * (a key read before its deadline and committed after it fails
+ * -ESTALE).  The owner removes expired records in the background (a
+ * bounded sweep) as ordinary logged changes, each sent to watchers as
+ * a DEL with REASON TDB_REASON_EXPIRED, so restarts and power cuts
+ * never bring one back.  TTL is 1..TDB_TTL_MAX: 0 is -EINVAL, more
+ * is -ERANGE; a DEADLINE beyond now + TDB_TTL_MAX is -ERANGE, one
+ * already past writes a record no read sees (removed by the sweep).
+ * The wall clock may step: a step forward expires records early, a
+ * step back keeps them longer; deadlines mean the same after a restart.
+ *
  * SET_VERSION (the supervisor's restore into tdb.ko only; anyone else
  * gets -EPERM): the PUT stores the record with that version, and the
  * owner's counter is raised past it.
@@ -217,6 +255,11 @@
  *   TDB_A_DELTA        s64 (u64 payload): INCR's addend
  *   TDB_A_INT          s64 (u64 payload): INCR's result (answers only)
  *   TDB_A_SET_VERSION  u64, not 0: the supervisor's restore (above)
+ *   TDB_A_TTL          u64, 1..TDB_TTL_MAX: ms to live (EXPIRY above)
+ *   TDB_A_DEADLINE     u64, not 0: ms since the epoch (EXPIRY above)
+ *   TDB_A_EXPIRE_FLAGS u32: EXPIRE flags (TDB_EXPIRE_*); unknown bits
+ *                      refused
+ *   TDB_A_REASON       u32: TDB_REASON_* (notifications only)
  *
  * Each attribute appears at most once per message (nest), except PAD and
  * the fragments of one VALUE.  The type and limits of an attribute are
@@ -428,6 +471,7 @@ enum tdb_cmd {
 	TDB_CMD_ATTACH       = 15,    /* tdbd socket only: map rings */
 	TDB_CMD_TABLE_MAP    = 16,    /* a read-only map of a table */
 	TDB_CMD_INCR         = 17,    /* add to an integer value */
+	TDB_CMD_EXPIRE       = 18,    /* a key's deadline: read, set, clear */
 	__TDB_CMD_MAX,
 	TDB_CMD_MAX = __TDB_CMD_MAX - 1
 };
@@ -455,6 +499,13 @@ enum tdb_attr {
 	TDB_A_DELTA       = 19,       /* s64: INCR's addend */
 	TDB_A_INT         = 20,       /* s64: INCR's result */
 	TDB_A_SET_VERSION = 21,       /* u64: the supervisor's restore */
+	TDB_A_TTL         = 22,       /* u64: ms to live (PUT, EXPIRE), or a
+				       * table's default (TABLE_CREATE) */
+	TDB_A_DEADLINE    = 23,       /* u64: ms since the epoch when the
+				       * record expires */
+	TDB_A_EXPIRE_FLAGS = 24,      /* u32, TDB_EXPIRE_* */
+	TDB_A_REASON      = 25,       /* u32: why a DEL notification's key
+				       * went (TDB_REASON_*) */
 	__TDB_A_MAX,
 	TDB_A_MAX = __TDB_A_MAX - 1
 };
@@ -465,6 +516,15 @@ enum tdb_attr {
 #define TDB_PUT_IF_ABSENT    TDB_PUT_NOOVERWRITE
 #define TDB_PUT_IF_PRESENT   (1u << 1)   /* -ENOENT if the key is absent */
 #define TDB_PUT_FLAGS_ALL    (TDB_PUT_NOOVERWRITE | TDB_PUT_IF_PRESENT)
+
+/* Expiry (EXPIRY below): a TTL is 1..TDB_TTL_MAX ms (10 years of 365
+ * days); a deadline is at most that far ahead of the owner's clock. */
+#define TDB_TTL_MAX          315360000000ull
+/* TDB_A_EXPIRE_FLAGS of EXPIRE.  Unknown bits are refused (-EOPNOTSUPP). */
+#define TDB_EXPIRE_PERSIST   (1u << 0)   /* clear the key's deadline */
+#define TDB_EXPIRE_FLAGS_ALL TDB_EXPIRE_PERSIST
+/* TDB_A_REASON of a DEL notification (absent: a client's DEL). */
+#define TDB_REASON_EXPIRED   1u          /* its deadline passed */
 
 /* TDB_A_SCAN_FLAGS of SCAN.  Unknown bits are refused (-EOPNOTSUPP). */
 #define TDB_SCAN_SNAPSHOT    (1u << 0)   /* the table as of the request */
@@ -487,6 +547,11 @@ enum tdb_stat_attr {
 	TDB_STAT_A_GID             = 12,  /* u32: group */
 	TDB_STAT_A_MODE            = 13,  /* u32: permission bits */
 	TDB_STAT_A_STATE           = 14,  /* u32: TDB_TABLE_* (absent = 0) */
+	TDB_STAT_A_DEFAULT_TTL     = 15,  /* u64: ms; absent = none */
+	TDB_STAT_A_EXPIRING        = 16,  /* u64: records with a deadline
+					   * (expired ones until removed) */
+	TDB_STAT_A_EXPIRED         = 17,  /* u64: records removed by expiry
+					   * since the owner started */
 	__TDB_STAT_A_MAX,
 	TDB_STAT_A_MAX = __TDB_STAT_A_MAX - 1
 };
@@ -541,6 +606,8 @@ enum tdb_counter_attr {
 	TDB_CTR_A_READERS_EXPIRED = 27,   /* u64: read sections of mapped
 					   * readers the owner stopped waiting
 					   * for (their lease ran out) */
+	TDB_CTR_A_EXPIRED   = 28,         /* u64: records removed by expiry
+					   * since start (all tables) */
 	__TDB_CTR_A_MAX,
 	TDB_CTR_A_MAX = __TDB_CTR_A_MAX - 1
 };

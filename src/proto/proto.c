@@ -89,6 +89,15 @@ static const struct attr_pol attr_pol[TDB_A_MAX + 1] = {
 	[TDB_A_SET_VERSION] = { PT_U64, MNL_TYPE_U64, 8, 8, EINVAL,
 		"SET_VERSION is not a u64", "SET_VERSION is not a u64",
 		NULL },
+	[TDB_A_TTL] = { PT_U64, MNL_TYPE_U64, 8, 8, EINVAL,
+		"TTL is not a u64", "TTL is not a u64", NULL },
+	[TDB_A_DEADLINE] = { PT_U64, MNL_TYPE_U64, 8, 8, EINVAL,
+		"DEADLINE is not a u64", "DEADLINE is not a u64", NULL },
+	[TDB_A_EXPIRE_FLAGS] = { PT_U32, MNL_TYPE_U32, 4, 4, EINVAL,
+		"EXPIRE_FLAGS is not a u32", "EXPIRE_FLAGS is not a u32",
+		NULL },
+	[TDB_A_REASON] = { PT_U32, MNL_TYPE_U32, 4, 4, EINVAL,
+		"REASON is not a u32", "REASON is not a u32", NULL },
 };
 
 /* Nested attributes: u32, u64 or PAD; `need` is required in answers. */
@@ -115,6 +124,9 @@ static const uint8_t stat_pt[TDB_STAT_A_MAX + 1] = {
 	[TDB_STAT_A_GID] = PT_U32,
 	[TDB_STAT_A_MODE] = PT_U32,
 	[TDB_STAT_A_STATE] = PT_U32,
+	[TDB_STAT_A_DEFAULT_TTL] = PT_U64,
+	[TDB_STAT_A_EXPIRING] = PT_U64,
+	[TDB_STAT_A_EXPIRED] = PT_U64,
 };
 
 static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
@@ -145,6 +157,7 @@ static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
 	[TDB_CTR_A_CKPT_LSN] = PT_U64,
 	[TDB_CTR_A_TABLES_ASIDE] = PT_U32,
 	[TDB_CTR_A_READERS_EXPIRED] = PT_U64,
+	[TDB_CTR_A_EXPIRED] = PT_U64,
 };
 
 static const struct nest_pol stat_pol = {
@@ -178,7 +191,8 @@ struct cmd_pol {
 #define A(x) BIT(TDB_A_##x)
 static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 	[TDB_CMD_TABLE_CREATE] = { "TABLE_CREATE", false, true,
-		A(TABLE) | A(MAX_EXTENTS) | A(UID) | A(GID) | A(MODE), A(TABLE),
+		A(TABLE) | A(MAX_EXTENTS) | A(UID) | A(GID) | A(MODE) | A(TTL),
+		A(TABLE),
 		ANS_NONE, 0, 0 },
 	[TDB_CMD_TABLE_DROP] = { "TABLE_DROP", false, true,
 		A(TABLE), A(TABLE),
@@ -191,22 +205,23 @@ static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 		ANS_REPLY, A(TABLE) | A(STAT), A(TABLE) | A(STAT) },
 	[TDB_CMD_GET] = { "GET", false, false,
 		A(TABLE) | A(KEY) | A(TXN), A(TABLE) | A(KEY),
-		ANS_REPLY, A(VALUE) | A(VERSION), A(VALUE) },
+		ANS_REPLY, A(VALUE) | A(VERSION) | A(DEADLINE), A(VALUE) },
 	[TDB_CMD_PUT] = { "PUT", false, true,
 		A(TABLE) | A(KEY) | A(VALUE) | A(FLAGS) | A(TXN) |
-		A(IF_VERSION) | A(SET_VERSION),
+		A(IF_VERSION) | A(SET_VERSION) | A(TTL) | A(DEADLINE),
 		A(TABLE) | A(KEY) | A(VALUE),
-		ANS_NOTIFY, A(TABLE) | A(KEY) | A(VALUE) | A(VERSION),
-		A(KEY) | A(VALUE) },
+		ANS_NOTIFY, A(TABLE) | A(KEY) | A(VALUE) | A(VERSION) |
+		A(DEADLINE), A(KEY) | A(VALUE) },
 	[TDB_CMD_DEL] = { "DEL", false, true,
 		A(TABLE) | A(KEY) | A(TXN) | A(IF_VERSION),
 		A(TABLE) | A(KEY),
-		ANS_NOTIFY, A(TABLE) | A(KEY) | A(VERSION), A(KEY) },
+		ANS_NOTIFY, A(TABLE) | A(KEY) | A(VERSION) | A(REASON),
+		A(KEY) },
 	[TDB_CMD_SCAN] = { "SCAN", true, false,
 		A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR) | A(SCAN_FLAGS),
 		A(TABLE),
-		ANS_PART, A(KEY) | A(VALUE) | A(CURSOR) | A(VERSION),
-		0 /* scan_part_ok */ },
+		ANS_PART, A(KEY) | A(VALUE) | A(CURSOR) | A(VERSION) |
+		A(DEADLINE), 0 /* scan_part_ok */ },
 	[TDB_CMD_TXN_BEGIN] = { "TXN_BEGIN", false, false,
 		0, 0,
 		ANS_REPLY, A(TXN), A(TXN) },
@@ -234,6 +249,10 @@ static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 	[TDB_CMD_INCR] = { "INCR", false, false,
 		A(TABLE) | A(KEY) | A(DELTA) | A(TXN), A(TABLE) | A(KEY),
 		ANS_REPLY, A(INT) | A(VERSION), A(INT) },
+	[TDB_CMD_EXPIRE] = { "EXPIRE", false, false,
+		A(TABLE) | A(KEY) | A(TTL) | A(DEADLINE) | A(EXPIRE_FLAGS),
+		A(TABLE) | A(KEY),
+		ANS_REPLY, A(VERSION) | A(DEADLINE), A(VERSION) },
 };
 #undef A
 
@@ -338,6 +357,8 @@ static uint64_t *u64_field(struct tdb_proto_msg *m, unsigned int type)
 	case TDB_A_DELTA:       return (uint64_t *)&m->delta;
 	case TDB_A_INT:         return (uint64_t *)&m->ival;
 	case TDB_A_SET_VERSION: return &m->set_version;
+	case TDB_A_TTL:         return &m->ttl;
+	case TDB_A_DEADLINE:    return &m->deadline;
 	default:                return &m->txn;
 	}
 }
@@ -354,6 +375,28 @@ static int check_int(unsigned int type, uint64_t v,
 	case TDB_A_SCAN_FLAGS:
 		if (v & ~(uint64_t)TDB_SCAN_FLAGS_ALL)
 			return fail(ext, EOPNOTSUPP, "unknown SCAN flag", off);
+		break;
+	case TDB_A_EXPIRE_FLAGS:
+		if (v & ~(uint64_t)TDB_EXPIRE_FLAGS_ALL)
+			return fail(ext, EOPNOTSUPP, "unknown EXPIRE flag",
+				    off);
+		break;
+	case TDB_A_REASON:
+		if (v != TDB_REASON_EXPIRED)
+			return fail(ext, EINVAL, "unknown REASON", off);
+		break;
+	case TDB_A_TTL:
+		if (v == 0)
+			return fail(ext, EINVAL, "TTL is 0 (leave it out for "
+				    "a record that does not expire)", off);
+		if (v > TDB_TTL_MAX)
+			return fail(ext, ERANGE, "TTL is over 10 years "
+				    "(TDB_TTL_MAX ms)", off);
+		break;
+	case TDB_A_DEADLINE:
+		if (v == 0)
+			return fail(ext, EINVAL, "DEADLINE 0 (leave it out for "
+				    "a record that does not expire)", off);
 		break;
 	case TDB_A_TXN:
 		if (v == 0)
@@ -464,6 +507,9 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_STAT_A_GID: st->gid = (uint32_t)v; break;
 		case TDB_STAT_A_MODE: st->mode = (uint32_t)v; break;
 		case TDB_STAT_A_STATE: st->state = (uint32_t)v; break;
+		case TDB_STAT_A_DEFAULT_TTL: st->default_ttl = v; break;
+		case TDB_STAT_A_EXPIRING: st->expiring = v; break;
+		case TDB_STAT_A_EXPIRED: st->expired = v; break;
 		}
 		st->present |= BIT(type);
 	} else {
@@ -492,6 +538,7 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_CTR_A_WAL_DURABLE: c->wal_durable = v; break;
 		case TDB_CTR_A_WAL_SYNCS: c->wal_syncs = v; break;
 		case TDB_CTR_A_READERS_EXPIRED: c->readers_expired = v; break;
+		case TDB_CTR_A_EXPIRED: c->expired = v; break;
 		case TDB_CTR_A_CHECKPOINTS: c->checkpoints = v; break;
 		case TDB_CTR_A_CKPT_FAILURES: c->ckpt_failures = v; break;
 		case TDB_CTR_A_CKPT_LSN: c->ckpt_lsn = v; break;
@@ -595,7 +642,9 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 	case TDB_A_UID:
 	case TDB_A_GID:
 	case TDB_A_MODE:
-	case TDB_A_SCAN_FLAGS: {
+	case TDB_A_SCAN_FLAGS:
+	case TDB_A_EXPIRE_FLAGS:
+	case TDB_A_REASON: {
 		uint32_t v = mnl_attr_get_u32(a);
 
 		err = check_int(type, v, s->ext, off);
@@ -609,6 +658,8 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 		else if (type == TDB_A_UID) m->uid = v;
 		else if (type == TDB_A_GID) m->gid = v;
 		else if (type == TDB_A_SCAN_FLAGS) m->scan_flags = v;
+		else if (type == TDB_A_EXPIRE_FLAGS) m->expire_flags = v;
+		else if (type == TDB_A_REASON) m->reason = v;
 		else m->mode = v;
 		break;
 	}
@@ -617,7 +668,9 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 	case TDB_A_IF_VERSION:
 	case TDB_A_DELTA:
 	case TDB_A_INT:
-	case TDB_A_SET_VERSION: {
+	case TDB_A_SET_VERSION:
+	case TDB_A_TTL:
+	case TDB_A_DEADLINE: {
 		uint64_t v = mnl_attr_get_u64(a);
 
 		err = check_int(type, v, s->ext, off);
@@ -1184,6 +1237,8 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 		case TDB_A_DELTA:
 		case TDB_A_INT:
 		case TDB_A_SET_VERSION:
+		case TDB_A_TTL:
+		case TDB_A_DEADLINE:
 			err = check_int(t, *u64_field((struct tdb_proto_msg *)m,
 						      t), ext, 0);
 			if (err)
@@ -1196,13 +1251,17 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 		case TDB_A_UID:
 		case TDB_A_GID:
 		case TDB_A_MODE:
-		case TDB_A_SCAN_FLAGS: {
+		case TDB_A_SCAN_FLAGS:
+		case TDB_A_EXPIRE_FLAGS:
+		case TDB_A_REASON: {
 			uint32_t v = t == TDB_A_FLAGS ? m->flags :
 				     t == TDB_A_LIMIT ? m->limit :
 				     t == TDB_A_MAX_EXTENTS ? m->max_extents :
 				     t == TDB_A_UID ? m->uid :
 				     t == TDB_A_GID ? m->gid :
 				     t == TDB_A_SCAN_FLAGS ? m->scan_flags :
+				     t == TDB_A_EXPIRE_FLAGS ? m->expire_flags :
+				     t == TDB_A_REASON ? m->reason :
 				     m->mode;
 
 			err = check_int(t, v, ext, 0);
@@ -1287,6 +1346,9 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_STAT_A_GID: v = st->gid; break;
 			case TDB_STAT_A_MODE: v = st->mode; break;
 			case TDB_STAT_A_STATE: v = st->state; break;
+			case TDB_STAT_A_DEFAULT_TTL: v = st->default_ttl; break;
+			case TDB_STAT_A_EXPIRING: v = st->expiring; break;
+			case TDB_STAT_A_EXPIRED: v = st->expired; break;
 			}
 		} else {
 			switch (t) {
@@ -1312,6 +1374,7 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_CTR_A_WAL_DURABLE: v = c->wal_durable; break;
 			case TDB_CTR_A_WAL_SYNCS: v = c->wal_syncs; break;
 			case TDB_CTR_A_READERS_EXPIRED: v = c->readers_expired; break;
+			case TDB_CTR_A_EXPIRED: v = c->expired; break;
 			case TDB_CTR_A_CHECKPOINTS: v = c->checkpoints; break;
 			case TDB_CTR_A_CKPT_FAILURES: v = c->ckpt_failures; break;
 			case TDB_CTR_A_CKPT_LSN: v = c->ckpt_lsn; break;
@@ -1380,6 +1443,8 @@ static bool put_attrs(struct nlmsghdr *nlh, size_t size,
 		case TDB_A_DELTA:
 		case TDB_A_INT:
 		case TDB_A_SET_VERSION:
+		case TDB_A_TTL:
+		case TDB_A_DEADLINE:
 			ok = mnl_attr_put_u64_check(nlh, size, t,
 				*u64_field((struct tdb_proto_msg *)m, t));
 			break;
@@ -1405,6 +1470,13 @@ static bool put_attrs(struct nlmsghdr *nlh, size_t size,
 		case TDB_A_SCAN_FLAGS:
 			ok = mnl_attr_put_u32_check(nlh, size, t,
 						    m->scan_flags);
+			break;
+		case TDB_A_EXPIRE_FLAGS:
+			ok = mnl_attr_put_u32_check(nlh, size, t,
+						    m->expire_flags);
+			break;
+		case TDB_A_REASON:
+			ok = mnl_attr_put_u32_check(nlh, size, t, m->reason);
 			break;
 		case TDB_A_STAT:
 			ok = put_nest(nlh, size, t, &stat_pol, &m->stat);

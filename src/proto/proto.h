@@ -63,6 +63,7 @@ struct tdb_proto_stat {
 	uint64_t page_size, index_nodes, index_buckets;
 	uint32_t uid, gid, mode;
 	uint32_t state;         /* TDB_TABLE_* */
+	uint64_t default_ttl, expiring, expired;
 };
 
 /* TDB_A_COUNTERS; `present` has bit (1u << TDB_CTR_A_x) for each field. */
@@ -77,6 +78,7 @@ struct tdb_proto_counters {
 	uint64_t checkpoints, ckpt_failures, ckpt_lsn;
 	uint32_t tables_aside;
 	uint64_t readers_expired;
+	uint64_t expired;
 };
 
 #define TDB_PROTO_BIT(a)    (1u << (a))
@@ -124,6 +126,10 @@ struct tdb_proto_msg {
 	int64_t delta;                /* TDB_A_DELTA */
 	int64_t ival;                 /* TDB_A_INT */
 	uint64_t set_version;         /* TDB_A_SET_VERSION */
+	uint64_t ttl;                 /* TDB_A_TTL */
+	uint64_t deadline;            /* TDB_A_DEADLINE */
+	uint32_t expire_flags;        /* TDB_A_EXPIRE_FLAGS */
+	uint32_t reason;              /* TDB_A_REASON */
 	struct tdb_proto_stat stat;
 	struct tdb_proto_counters counters;
 	/* parse: offset of each attribute present (its first fragment) */
