@@ -388,11 +388,13 @@ void tdbk_log_begin(void *arg, u64 version)
 }
 
 void tdbk_log_op(void *arg, const struct tdbo_table *t, bool del,
-		 const void *key, size_t klen, const void *val, size_t vlen)
+		 const void *key, size_t klen, const void *val, size_t vlen,
+		 u64 deadline)
 {
 	unsigned char h[WALREC_OP_HDR];
 	u8 n = (u8)strnlen(t->name, WALREC_NAME_MAX);
 
+	(void)deadline;   /* not logged yet: walrec's op learns it next */
 	if (!lg.on)
 		return;
 	if (del)

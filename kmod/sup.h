@@ -26,7 +26,8 @@ int tdbk_log_reserve(void *arg, const struct tdbo_log_size *sz,
 void tdbk_log_cancel(void *arg, const struct tdbo_log_size *sz);
 void tdbk_log_begin(void *arg, u64 version);
 void tdbk_log_op(void *arg, const struct tdbo_table *t, bool del,
-		 const void *key, size_t klen, const void *val, size_t vlen);
+		 const void *key, size_t klen, const void *val, size_t vlen,
+		 u64 deadline);
 u64 tdbk_log_commit(void *arg, const struct tdbo_log_size *sz);
 u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
 		    const struct tdbo_log_size *sz);

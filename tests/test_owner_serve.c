@@ -64,10 +64,11 @@ static void log_begin(void *arg, uint64_t version)
 	(void)arg; (void)version;
 }
 static void log_op(void *arg, const struct tdbo_table *t, bool del,
-		   const void *key, size_t klen, const void *val, size_t vlen)
+		   const void *key, size_t klen, const void *val, size_t vlen,
+		   uint64_t deadline)
 {
 	(void)arg; (void)t; (void)del; (void)key; (void)klen; (void)val;
-	(void)vlen;
+	(void)vlen; (void)deadline;
 }
 static uint64_t log_commit(void *arg, const struct tdbo_log_size *sz)
 {

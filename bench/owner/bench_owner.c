@@ -307,9 +307,10 @@ static void log_begin(void *arg, uint64_t version)
 }
 
 static void log_op(void *arg, const struct tdbo_table *t, bool del,
-		   const void *key, size_t klen, const void *v, size_t vlen)
+		   const void *key, size_t klen, const void *v, size_t vlen,
+		   uint64_t deadline)
 {
-	(void)arg, (void)t, (void)del;
+	(void)arg, (void)t, (void)del, (void)deadline;
 	if (log_len + klen + vlen > sizeof(log_buf))
 		log_len = 0;
 	memcpy(log_buf + log_len, key, klen);

@@ -479,7 +479,8 @@ static int change_one(struct tdbo_table *t, struct tdbo_change *ch,
 	if (log) {
 		o->hooks.log_begin(o->hooks.arg, ch->version);
 		o->hooks.log_op(o->hooks.arg, t, ch->del, ch->key, ch->klen,
-				ch->val, ch->del ? 0 : ch->vlen);
+				ch->val, ch->del ? 0 : ch->vlen,
+				ch->del ? 0 : ch->deadline);
 		*lsn = o->hooks.log_commit(o->hooks.arg, &sz);
 	}
 	tdbo_applied(t, ch);
@@ -502,11 +503,12 @@ static int change_locked(struct tdbo_table *t, struct tdbo_change *ch,
 /* A durable home's replay: the pipeline without the log. */
 int tdbo_replay(struct tdbo_table *t, bool del, const void *key,
 		size_t klen, const void *val, size_t vlen, uint64_t version,
-		const char **msg)
+		uint64_t deadline, const char **msg)
 {
 	struct tdbo_change ch = {
 		.del = del, .quiet = true, .key = key, .klen = klen,
 		.val = val, .vlen = vlen, .version = version,
+		.deadline = deadline, .replay = true,
 	};
 	uint64_t lsn;
 	char why[TDBO_TEXT];

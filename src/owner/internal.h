@@ -180,6 +180,13 @@ struct tdbo_table {
 	uint64_t seq;                   /* seqcount: odd while a commit
 					 * applies to this table (change.c) */
 	uint32_t uid, gid, mode;
+	/* Expiry: the TTL a PUT with none gets (ms, 0 = none), set at
+	 * create or by recovery before clients come, then constant; the
+	 * sweep's place in the table and the records it removed since
+	 * start (expire.c), under wlock. */
+	uint64_t default_ttl;
+	struct tdbe_cursor *sweep;
+	uint64_t expired;
 	struct tdbp_mutex *wlock;       /* this table's changes (above) */
 	bool dropped;                   /* under wlock */
 	/* The home's durability state, under wlock; the owner only sets
@@ -226,6 +233,9 @@ struct tdbo_txn_op {
 	bool del;
 	uint32_t flags;                 /* TDB_PUT_* */
 	uint64_t ifver;                 /* IF_VERSION, or 0 */
+	uint64_t ttl, deadline;         /* as struct tdbo_change's; the
+					 * deadline is fixed at commit */
+	bool has_deadline;
 	uint32_t klen, vlen;
 	unsigned char *key;             /* key, then value */
 };
@@ -457,6 +467,14 @@ struct tdbo_change {
 	size_t klen, vlen;
 	uint64_t ifver;         /* only if the key is at this version; 0 */
 	uint64_t version;       /* the write's version; 0: take the next */
+	/* a PUT's deadline (ms since the epoch, 0 = none), fixed by
+	 * tdbo_change_deadline under t->wlock from ttl or the table's
+	 * default unless has_deadline (given, or replay's) */
+	uint64_t deadline;
+	uint64_t ttl;           /* ms, 0 = none given */
+	bool has_deadline;      /* deadline is the one to write, as it is */
+	bool replay;            /* a durable home's replay or restore */
+	bool expiry;            /* the sweep's delete of an expired record */
 };
 /* Under t->wlock: the key's version, 0 if absent. */
 uint64_t tdbo_key_version(struct tdbo_table *t, const void *key,

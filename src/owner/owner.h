@@ -183,9 +183,11 @@ struct tdbo_hooks {
 	 * record has it; docs/PROTOCOL.md "Versions"): the record must
 	 * carry it so that replay gives each key the version it had. */
 	void (*log_begin)(void *arg, uint64_t version);
+	/* deadline: a PUT's record expires then (ms since the epoch; 0 =
+	 * never, and always 0 for a DEL): replay must give it back. */
 	void (*log_op)(void *arg, const struct tdbo_table *t, bool del,
 		       const void *key, size_t klen, const void *val,
-		       size_t vlen);
+		       size_t vlen, uint64_t deadline);
 	uint64_t (*log_commit)(void *arg, const struct tdbo_log_size *sz);
 	uint64_t (*log_create)(void *arg, const struct tdbo_table *t,
 			       const struct tdbo_log_size *sz);
@@ -432,12 +434,16 @@ int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
  * take): its engine table is dropped and it is set aside. */
 int tdbo_table_set_aside(struct tdbo_owner *o, struct tdbo_table *t,
 			 const char *why);
+/* Recovery or restore: the table's default TTL (ms, 0 = none), as it
+ * was created with (TABLE_CREATE's TTL; a durable home keeps it with
+ * the table's other attributes).  Before clients come. */
+void tdbo_table_set_default_ttl(struct tdbo_table *t, uint64_t ttl_ms);
 /* Replay: a change or a drop through the pipeline, not logged.  The
  * record gets `version` (the logged one) and the owner's version
  * counter is raised past it (tdbo_version_floor). */
 int tdbo_replay(struct tdbo_table *t, bool del, const void *key,
 		size_t klen, const void *val, size_t vlen, uint64_t version,
-		const char **msg);
+		uint64_t deadline, const char **msg);
 /*
  * Versions (docs/PROTOCOL.md, "Versions"): one counter per owner; every
  * write takes the next value.  tdbo_version_last: the last one given

@@ -294,6 +294,11 @@ int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
 	return err;
 }
 
+void tdbo_table_set_default_ttl(struct tdbo_table *t, uint64_t ttl_ms)
+{
+	t->default_ttl = ttl_ms;
+}
+
 /* What every request on a set-aside table is told: the name (escaped: a
  * legacy name may hold anything) and why, cut so that the whole fits in
  * an extack (TDB_PROTO_EXTACK_MAX) with the tail. */

@@ -574,7 +574,8 @@ static uint64_t log_all(struct tdbo_owner *o, struct tdbo_txn *x,
 
 		o->hooks.log_op(o->hooks.arg, op->t, op->del, op->key,
 				op->klen, op->key + op->klen,
-				op->del ? 0 : op->vlen);
+				op->del ? 0 : op->vlen,
+				op->del ? 0 : op->deadline);
 	}
 	return o->hooks.log_commit(o->hooks.arg, sz);
 }

@@ -66,7 +66,8 @@ int tdbd_log_reserve(void *arg, const struct tdbo_log_size *sz,
 void tdbd_log_cancel(void *arg, const struct tdbo_log_size *sz);
 void tdbd_log_begin(void *arg, uint64_t version);
 void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
-		 const void *key, size_t klen, const void *val, size_t vlen);
+		 const void *key, size_t klen, const void *val, size_t vlen,
+		 uint64_t deadline);
 uint64_t tdbd_log_commit(void *arg, const struct tdbo_log_size *sz);
 uint64_t tdbd_log_create(void *arg, const struct tdbo_table *t,
 			 const struct tdbo_log_size *sz);

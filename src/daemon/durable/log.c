@@ -74,10 +74,12 @@ void tdbd_log_begin(void *arg, uint64_t version)
 }
 
 void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
-		 const void *key, size_t klen, const void *val, size_t vlen)
+		 const void *key, size_t klen, const void *val, size_t vlen,
+		 uint64_t deadline)
 {
 	struct tdbd *d = arg;
 
+	(void)deadline;   /* not logged yet: the WAL's op learns it next */
 	wal_add_op(d->wal, del ? WAL_OP_DEL : WAL_OP_PUT, t->name, key,
 		   (uint32_t)klen, del ? NULL : val, del ? 0 : (uint32_t)vlen);
 }

@@ -256,7 +256,7 @@ static int replay_op(struct rec_state *rs, const struct wal_rec *r,
 		return 0;
 	}
 	err = tdbo_replay(dt, op->op == WAL_OP_DEL, op->key, op->klen,
-			  op->val, op->vlen, version, &ee.msg);
+			  op->val, op->vlen, version, 0, &ee.msg);
 	if (!err) {
 		rs->records++;
 		return 0;
