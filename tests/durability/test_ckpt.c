@@ -126,6 +126,7 @@ struct rec {
 	unsigned char *k, *v;
 	size_t kl, vl;
 	uint64_t ver;           /* its version (ckpt.h: "/ver/", "/lver/") */
+	uint64_t dl;            /* its deadline (beside the version), 0 */
 };
 
 struct recset {
@@ -172,7 +173,7 @@ static void rs_add(struct recset *rs, const void *k, size_t kl,
 		assert_non_null(rs->r);
 	}
 	rs->r[rs->n++] = (struct rec){ dup_bytes(k, kl), dup_bytes(v, vl),
-				       kl, vl, ver };
+				       kl, vl, ver, 0 };
 }
 
 static void rs_put(struct recset *rs, const void *k, size_t kl,
@@ -212,9 +213,12 @@ static void rs_free(struct recset *rs)
 }
 
 static int collect(void *arg, const void *key, size_t klen, const void *val,
-		   size_t vlen, uint64_t ver)
+		   size_t vlen, uint64_t ver, uint64_t dl)
 {
-	rs_add(arg, key, klen, val, vlen, ver);
+	struct recset *rs = arg;
+
+	rs_add(rs, key, klen, val, vlen, ver);
+	rs->r[rs->n - 1].dl = dl;
 	return 0;
 }
 
@@ -249,6 +253,10 @@ static void rs_assert_equal(struct recset *want, struct recset *got)
 			fail_msg("key #%zu (%zu bytes): version %" PRIu64
 				 ", want %" PRIu64, i, want->r[i].kl,
 				 got->r[i].ver, want->r[i].ver);
+		if (got->r[i].dl != want->r[i].dl)
+			fail_msg("key #%zu (%zu bytes): deadline %" PRIu64
+				 ", want %" PRIu64, i, want->r[i].kl,
+				 got->r[i].dl, want->r[i].dl);
 	}
 }
 
@@ -298,7 +306,7 @@ static void put2(struct ckpt_txn *tx, struct recset *rs, const char *name,
 
 static const struct ckpt_table schema_t1 = {
 	.name = "t1", .id = 7, .uid = 1000, .gid = 100, .mode = 0640,
-	.max_extents = 16, .sync = 1,
+	.max_extents = 16, .sync = 1, .default_ttl = 30000,
 };
 static const struct ckpt_table schema_t2 = {
 	.name = "t2", .id = 0xfedcba9876543210ULL, .uid = 0xfffffffe,
@@ -381,6 +389,7 @@ static void assert_schema(const struct ckpt_table *got,
 	assert_int_equal(got->mode, want->mode);
 	assert_int_equal(got->max_extents, want->max_extents);
 	assert_int_equal(got->sync, want->sync);
+	assert_int_equal(got->default_ttl, want->default_ttl);
 	assert_int_equal(got->aside, want->aside);
 	assert_int_equal(got->from, want->from);
 }
@@ -541,14 +550,16 @@ static void test_layout(void **state)
 	const char *dir = dir_of(state);
 	struct ckpt *ck = open_ok(dir);
 	unsigned char *lk = malloc(maxkey), *v;
-	const unsigned char want_t2[28] = {
+	const unsigned char want_t2[36] = {
 		0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe, /* id */
 		0xfe, 0xff, 0xff, 0xff,                         /* uid */
 		0, 0, 0, 0,                                     /* gid */
 		0x80, 0x01, 0, 0,                               /* 0600 */
 		1, 0, 0, 0,                                     /* extents */
 		2, 0, 0, 0,                                     /* sync */
+		0, 0, 0, 0, 0, 0, 0, 0,                         /* no TTL */
 	};
+	const unsigned char want_t1_ttl[8] = { 0x30, 0x75 };  /* 30000 */
 	struct dataset ds;
 	size_t vl;
 
@@ -593,7 +604,7 @@ static void test_layout(void **state)
 	v = raw_get(dir, "/meta", "format", 6, &vl);
 	assert_non_null(v);
 	assert_int_equal(vl, 4);
-	assert_memory_equal(v, "\2\0\0\0", 4);
+	assert_memory_equal(v, "\3\0\0\0", 4);
 	free(v);
 	v = raw_get(dir, "/meta", "lsn", 3, &vl);
 	assert_non_null(v);
@@ -604,6 +615,11 @@ static void test_layout(void **state)
 	assert_non_null(v);
 	assert_int_equal(vl, sizeof(want_t2));
 	assert_memory_equal(v, want_t2, sizeof(want_t2));
+	free(v);
+	v = raw_get(dir, "/meta", "table/t1", 8, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 36);
+	assert_memory_equal(v + 28, want_t1_ttl, 8);
 	free(v);
 
 	free(lk);
@@ -922,11 +938,12 @@ struct stopper {
 };
 
 static int stop_after(void *arg, const void *key, size_t klen,
-		      const void *val, size_t vlen, uint64_t ver)
+		      const void *val, size_t vlen, uint64_t ver, uint64_t dl)
 {
 	struct stopper *s = arg;
 
 	(void)ver;
+	(void)dl;
 	(void)key;
 	(void)klen;
 	(void)val;
@@ -965,7 +982,7 @@ static void test_format(void **state)
 	uint64_t lsn = 9;
 
 	tdbd_ckpt_close(ck);
-	raw_put(dir, "/meta", "format", 6, "\3\0\0\0", 4);
+	raw_put(dir, "/meta", "format", 6, "\4\0\0\0", 4);
 
 	ck = open_ok(dir);      /* opens, leaves the record alone... */
 	err[0] = '\0';
@@ -974,7 +991,7 @@ static void test_format(void **state)
 	assert_int_equal(lsn, 0);
 	assert_null(tabs);
 	assert_int_equal(n, 0);
-	assert_non_null(strstr(err, "format 3"));
+	assert_non_null(strstr(err, "format 4"));
 	assert_non_null(strstr(err, dir));
 	/* ...and writes nothing into it. */
 	assert_int_equal(tdbd_ckpt_begin(ck, &tx, err, sizeof(err)), -EPROTO);
@@ -1413,9 +1430,10 @@ struct gen_check {
 };
 
 static int check_gen(void *arg, const void *key, size_t klen,
-		     const void *val, size_t vlen, uint64_t ver)
+		     const void *val, size_t vlen, uint64_t ver, uint64_t dl)
 {
 	(void)ver;
+	(void)dl;
 	struct gen_check *g = arg;
 	char buf[32];
 	long gen;
@@ -1845,7 +1863,7 @@ static void test_versions(void **state)
 	tdbd_ckpt_close(ck);
 	val = raw_get(dir, "/meta", "format", 6, &vl);
 	assert_non_null(val);
-	assert_memory_equal(val, "\2\0\0\0", 4);    /* the commit's */
+	assert_memory_equal(val, "\3\0\0\0", 4);    /* the commit's */
 	free(val);
 
 	/* dropping a table takes its version databases */
