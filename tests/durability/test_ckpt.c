@@ -1604,6 +1604,140 @@ static void append_table(struct ckpt *ck, struct recset *want,
 	free(lk);
 }
 
+/*
+ * Expiry (format 3): a record's deadline lives beside its version in
+ * "/ver/" or "/lver/" (16 bytes; 8 without one), put or appended, short
+ * key or long, and comes back with it; the table's database holds the
+ * value alone, so mdb_dump shows it as before.  A plain put over a
+ * record with a deadline takes it away.  A deadline of 0 written there
+ * is damage.  A schema record of 28 bytes (format 2) has no default TTL.
+ */
+static void test_deadlines(void **state)
+{
+	const char *dir = dir_of(state);
+	const char *tool = getenv("TDB_MDB_DUMP");
+	const uint64_t d1 = 1893456000000ull, d2 = 0x0102030405060708ull;
+	unsigned char *lk = pattern(maxkey + 5, 11), *v, old[28] = { 1 };
+	struct ckpt *ck = open_ok(dir);
+	struct recset want = { 0 }, want2 = { 0 }, got = { 0 };
+	struct ckpt_table *tabs = NULL;
+	struct ckpt_txn *tx;
+	unsigned int n;
+	uint64_t lsn;
+	char cmd[512], *out;
+	size_t vl;
+	int status;
+
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_reset_table(tx, "t1"), 0);
+	assert_int_equal(tdbd_ckpt_set_table(tx, &schema_t1), 0);
+	assert_int_equal(tdbd_ckpt_put_dl(tx, "t1", "d1", 2, "dv", 2, 11, d1),
+			 0);
+	rs_put(&want, "d1", 2, "dv", 2, 11);
+	want.r[want.n - 1].dl = d1;
+	assert_int_equal(tdbd_ckpt_put_dl(tx, "t1", "p1", 2, "pv", 2, 12, 0),
+			 0);
+	rs_put(&want, "p1", 2, "pv", 2, 12);
+	assert_int_equal(tdbd_ckpt_put_dl(tx, "t1", lk, maxkey + 5, "lv", 2,
+					  13, d2), 0);
+	rs_put(&want, lk, maxkey + 5, "lv", 2, 13);
+	want.r[want.n - 1].dl = d2;
+	/* appended, with and without, and a long key among them */
+	assert_int_equal(tdbd_ckpt_reset_table(tx, "t2"), 0);
+	assert_int_equal(tdbd_ckpt_set_table(tx, &schema_t2), 0);
+	assert_int_equal(tdbd_ckpt_append_dl(tx, "t2", "a", 1, "1", 1, 21, d1),
+			 0);
+	rs_add(&want2, "a", 1, "1", 1, 21);
+	want2.r[want2.n - 1].dl = d1;
+	assert_int_equal(tdbd_ckpt_append_dl(tx, "t2", "b", 1, "2", 1, 22, 0),
+			 0);
+	rs_add(&want2, "b", 1, "2", 1, 22);
+	assert_int_equal(tdbd_ckpt_append_dl(tx, "t2", lk, maxkey + 5, "3", 1,
+					     23, d2 + 1), 0);
+	rs_add(&want2, lk, maxkey + 5, "3", 1, 23);
+	want2.r[want2.n - 1].dl = d2 + 1;
+	assert_int_equal(tdbd_ckpt_append_dl(tx, "t2", "c", 1, "4", 1, 24,
+					     d1 + 1), 0);
+	rs_add(&want2, "c", 1, "4", 1, 24);
+	want2.r[want2.n - 1].dl = d1 + 1;
+	commit_ok(tx, 50);
+	assert_table(ck, "t1", &want);
+	assert_table(ck, "t2", &want2);
+	assert_meta(ck, 50, both, 2);   /* t1's default TTL included */
+
+	/* a plain put over it: no deadline any more */
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_put(tx, "t2", "a", 1, "5", 1, 25), 0);
+	rs_put(&want2, "a", 1, "5", 1, 25);
+	rs_find(&want2, "a", 1)->dl = 0;
+	commit_ok(tx, 51);
+	assert_table(ck, "t2", &want2);
+	tdbd_ckpt_close(ck);
+
+	/* the layout: the value alone in the table, the deadline after
+	 * the version */
+	v = raw_get(dir, "t1", "d1", 2, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 2);
+	assert_memory_equal(v, "dv", 2);
+	free(v);
+	v = raw_get(dir, "/ver/t1", "d1", 2, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 16);
+	assert_memory_equal(v, "\x0b\0\0\0\0\0\0\0", 8);
+	assert_memory_equal(v + 8, "\x00\xb4\xc5\xda\xb8\x01\0\0", 8);
+	free(v);
+	v = raw_get(dir, "/ver/t1", "p1", 2, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 8);
+	free(v);
+	v = raw_get(dir, "/ver/t2", "a", 1, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 8);
+	free(v);
+
+	if (!tool || !*tool)
+		tool = "/usr/bin/mdb_dump";
+	if (!access(tool, X_OK)) {
+		/* "d1" -> "dv" and "p1" -> "pv", plain */
+		snprintf(cmd, sizeof(cmd), "'%s' -s t1 '%s/checkpoint'", tool,
+			 dir);
+		out = run(cmd, &status);
+		assert_int_equal(status, 0);
+		assert_non_null(strstr(out, "\n 6431\n 6476\n 7031\n 7076\n"));
+		free(out);
+	} else {
+		print_message("%s not there (lmdb-utils): mdb_dump not "
+			      "checked\n", tool);
+	}
+
+	/* a deadline of 0 beside a version: damage, said so */
+	raw_put(dir, "/ver/t1", "p1", 2, "\x0c\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+		16);
+	ck = open_ok(dir);
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, NULL,
+					      err, sizeof(err)), -EUCLEAN);
+	assert_non_null(strstr(err, "deadline of 0"));
+	rs_free(&got);
+	tdbd_ckpt_close(ck);
+
+	/* a schema record from before default TTLs: none */
+	raw_put(dir, "/meta", "table/t1", 8, old, sizeof(old));
+	ck = open_ok(dir);
+	assert_int_equal(tdbd_ckpt_read_meta(ck, &lsn, &tabs, &n, err,
+					     sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(tabs[0].name, "t1");
+	assert_int_equal(tabs[0].id, 1);
+	assert_int_equal(tabs[0].default_ttl, 0);
+	assert_int_equal(tabs[1].default_ttl, schema_t2.default_ttl);
+	free(tabs);
+	tdbd_ckpt_close(ck);
+	rs_free(&want);
+	rs_free(&want2);
+	free(lk);
+}
+
 /* Append writes in order; a key not after the last fails the txn. */
 static void test_append(void **state)
 {
@@ -1884,6 +2018,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_append, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deadlines, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_compact, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_versions, setup,
