@@ -243,6 +243,7 @@ static bool is_change(unsigned int cmd)
 	case TDB_CMD_PUT:
 	case TDB_CMD_DEL:
 	case TDB_CMD_INCR:
+	case TDB_CMD_EXPIRE:
 	case TDB_CMD_TXN_COMMIT:
 	case TDB_CMD_TABLE_CREATE:
 	case TDB_CMD_TABLE_DROP:
@@ -828,6 +829,7 @@ static const struct genl_ops tdbk_genl_ops[] = {
 	OP(TDB_CMD_TXN_COMMIT, GENL_ADMIN_PERM),
 	OP(TDB_CMD_TXN_ABORT, GENL_ADMIN_PERM),
 	OP(TDB_CMD_INCR, GENL_ADMIN_PERM),
+	OP(TDB_CMD_EXPIRE, GENL_ADMIN_PERM),
 	/* The owner answers these -EOPNOTSUPP over genl, with a message
 	 * (no feeds here: the "changes" group carries notifications). */
 	OP(TDB_CMD_WATCH, 0),

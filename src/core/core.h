@@ -253,6 +253,10 @@ int tdbe_cursor_next(struct tdbe_cursor *c, const void **key, size_t *klen,
 int tdbe_cursor_next_ver(struct tdbe_cursor *c, const void **key,
 			 size_t *klen, const void **val, size_t *vlen,
 			 uint64_t *version);
+/* The same, and its deadline in *deadline (0: none; if not NULL). */
+int tdbe_cursor_next_ex(struct tdbe_cursor *c, const void **key,
+			size_t *klen, const void **val, size_t *vlen,
+			uint64_t *version, uint64_t *deadline);
 void tdbe_cursor_close(struct tdbe_cursor *c);
 /*
  * Up to max records at once (at most TDBE_CURSOR_MANY): the records

@@ -80,6 +80,13 @@ int tdbe_cursor_next_ver(struct tdbe_cursor *c, const void **key,
 			 size_t *klen, const void **val, size_t *vlen,
 			 uint64_t *version)
 {
+	return tdbe_cursor_next_ex(c, key, klen, val, vlen, version, NULL);
+}
+
+int tdbe_cursor_next_ex(struct tdbe_cursor *c, const void **key,
+			size_t *klen, const void **val, size_t *vlen,
+			uint64_t *version, uint64_t *deadline)
+{
 	const struct tdb_map *m = &c->table->map;
 
 	if (c->done)
@@ -114,6 +121,8 @@ int tdbe_cursor_next_ver(struct tdbe_cursor *c, const void **key,
 			}
 			if (version)
 				*version = r->version;
+			if (deadline)
+				*deadline = tdb_rec_deadline(r);
 			tdbp_rcu_read_unlock();
 			*key = c->buf;
 			*klen = c->bound.len;

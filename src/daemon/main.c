@@ -50,6 +50,7 @@
 #include "platform/user.h"
 #include "serve/client.h"
 #include "serve/worker.h"
+#include "serve/sweep.h"
 #include "sigbus.h"
 #include "tdbd.h"
 
@@ -725,6 +726,10 @@ static int start(struct daemon_state *s)
 		tdbd_log(L_ERR, "workers: %s", ERRSTR(-err));
 		return err;
 	}
+	if ((err = tdbd_sweep_start(d))) {
+		tdbd_log(L_ERR, "expiry's sweep: %s", ERRSTR(-err));
+		return err;
+	}
 loop:
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0)
@@ -789,6 +794,7 @@ static void stop(struct daemon_state *s)
 	}
 	if (d->workers)
 		tdbd_workers_stop(d);
+	tdbd_sweep_stop(d);
 	tdbd_kernel_stop(d);
 	tdbd_durable_stop(d);
 	tdbd_kernel_free(d);

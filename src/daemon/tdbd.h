@@ -84,6 +84,7 @@ struct tdbd {
 
 	struct worker *workers;        /* serve/worker.h */
 	unsigned int nworkers;
+	struct sweep *sweep;           /* expiry's sweep (serve/sweep.c) */
 
 	/* durability (durable/) */
 	struct wal *wal;

@@ -144,6 +144,16 @@ void tdbo_set_version(struct tdb_proto_msg *a, uint64_t v)
 		a->attrs &= ~TDB_PROTO_BIT(TDB_A_VERSION);
 }
 
+/* An answer's DEADLINE: present when the record has one. */
+void tdbo_set_deadline(struct tdb_proto_msg *a, uint64_t d)
+{
+	a->deadline = d;
+	if (d)
+		a->attrs |= TDB_PROTO_BIT(TDB_A_DEADLINE);
+	else
+		a->attrs &= ~TDB_PROTO_BIT(TDB_A_DEADLINE);
+}
+
 static bool seq_read_retry(struct tdbo_table *t, uint64_t s)
 {
 	tdb_smp_rmb();
@@ -162,7 +172,7 @@ static int get_txn_read(struct tdbo_client *c, struct tdbo_txn *x,
 			struct tdbo_sink *out, struct tdb_proto_extack *ext)
 {
 	struct tdb_proto_msg a;
-	uint64_t ver = 0;
+	uint64_t ver = 0, dl = 0;
 	long n;
 	int err;
 
@@ -170,8 +180,8 @@ static int get_txn_read(struct tdbo_client *c, struct tdbo_txn *x,
 		uint64_t s = seq_read_begin(t);
 		size_t need = 0;
 
-		n = tdbe_get_ver(t->t, m->key, m->key_len, c->buf, c->buf_cap,
-				 &need, &ver);
+		n = tdbe_get_ex(t->t, m->key, m->key_len, c->buf, c->buf_cap,
+				&need, &ver, &dl);
 		if (n == -ENOBUFS) {
 			err = grow_buf(c, need);
 			if (err)
@@ -198,6 +208,7 @@ static int get_txn_read(struct tdbo_client *c, struct tdbo_txn *x,
 	a.value = c->buf;
 	a.value_len = (uint32_t)n;
 	tdbo_set_version(&a, ver);
+	tdbo_set_deadline(&a, dl);
 	return tdbo_reply(out, &a, ext);
 }
 
@@ -250,12 +261,13 @@ static int get_direct(struct tdbo_table *t, const struct tdb_proto_msg *m,
 		long len = 0;
 
 		tdbe_read_lock();
-		err = tdbe_lookup_ver(t->t, m->key, m->key_len, &v, &vl,
-				      &a.rec_version);
+		err = tdbe_lookup_ex(t->t, m->key, m->key_len, &v, &vl,
+				     &a.rec_version, &a.deadline);
 		if (!err) {
 			a.value = v;
 			a.value_len = (uint32_t)vl;
 			tdbo_set_version(&a, a.rec_version);
+			tdbo_set_deadline(&a, a.deadline);
 			len = tdb_proto_size(TDB_PROTO_ANSWER, &a, NULL);
 			p = len < 0 ? NULL : out->reserve(out, (size_t)len);
 			if (!p || tdb_proto_build(p, (size_t)len,
@@ -294,7 +306,7 @@ static int get_copy(struct tdbo_client *c, struct tdbo_table *t,
 		    struct tdb_proto_extack *ext)
 {
 	struct tdb_proto_msg a;
-	uint64_t ver = 0;
+	uint64_t ver = 0, dl = 0;
 	long n;
 
 	for (;;) {
@@ -302,8 +314,8 @@ static int get_copy(struct tdbo_client *c, struct tdbo_table *t,
 		size_t need = 0;
 		int err;
 
-		n = tdbe_get_ver(t->t, m->key, m->key_len, c->buf, c->buf_cap,
-				 &need, &ver);
+		n = tdbe_get_ex(t->t, m->key, m->key_len, c->buf, c->buf_cap,
+				&need, &ver, &dl);
 		if (n == -ENOBUFS) {
 			err = grow_buf(c, need);
 			if (err)
@@ -323,6 +335,7 @@ static int get_copy(struct tdbo_client *c, struct tdbo_table *t,
 	a.value = c->buf;
 	a.value_len = (uint32_t)n;
 	tdbo_set_version(&a, ver);
+	tdbo_set_deadline(&a, dl);
 	return tdbo_reply(out, &a, ext);
 }
 
@@ -407,11 +420,13 @@ int tdbo_apply(struct tdbo_table *t, const struct tdbo_change *ch,
 
 	tdbo_snap_save(t, ch->key, ch->klen);
 	if (ch->del) {
-		err = tdbe_del(t->t, ch->key, ch->klen, ee);
+		err = tdbe_del_ex(t->t, ch->key, ch->klen,
+				  ch->expiry ? TDBE_DEL_EXPIRED : 0, ee);
 		return err == -ENOENT && ch->quiet ? 0 : err;
 	}
-	return tdbe_put_ver(t->t, ch->key, ch->klen, ch->val, ch->vlen,
-			    ch->noov ? TDBE_NOOVERWRITE : 0, ch->version, ee);
+	return tdbe_put_ex(t->t, ch->key, ch->klen, ch->val, ch->vlen,
+			   ch->noov ? TDBE_NOOVERWRITE : 0, ch->version,
+			   ch->deadline, ee);
 }
 
 /* Step 4, for a change that is in: dirty, size, feeds (published by
@@ -428,7 +443,21 @@ void tdbo_applied(struct tdbo_table *t, const struct tdbo_change *ch)
 			o->hooks.mem_note(o->hooks.arg, t);
 	}
 	tdbo_notify(o, t, ch->del ? TDB_CMD_DEL : TDB_CMD_PUT, ch->key,
-		    ch->klen, ch->val, ch->del ? 0 : ch->vlen, ch->version);
+		    ch->klen, ch->val, ch->del ? 0 : ch->vlen, ch->version,
+		    ch->del ? 0 : ch->deadline,
+		    ch->expiry ? TDB_REASON_EXPIRED : 0);
+}
+
+/* A PUT's deadline, under t->wlock just before it applies: the one it
+ * gave (or replay's), else now + its TTL, else now + the table's
+ * default TTL, else none. */
+void tdbo_change_deadline(struct tdbo_table *t, struct tdbo_change *ch)
+{
+	uint64_t ttl = ch->ttl ? ch->ttl : t->default_ttl;
+
+	if (ch->has_deadline || ch->replay)
+		return;
+	ch->deadline = ttl ? tdbe_table_now_ms(t->t) + ttl : 0;
 }
 
 /* Steps 1-4 for one change on its own (log: a client's, not replay).
@@ -460,6 +489,8 @@ static int change_one(struct tdbo_table *t, struct tdbo_change *ch,
 			return err;
 		}
 	}
+	if (!ch->del)
+		tdbo_change_deadline(t, ch);
 	log = log && o->hooks.log_reserve;
 	if (log) {
 		tdbo_log_size_add(&sz, t, ch->klen, ch->del ? 0 : ch->vlen);
@@ -485,6 +516,12 @@ static int change_one(struct tdbo_table *t, struct tdbo_change *ch,
 	}
 	tdbo_applied(t, ch);
 	return 0;
+}
+
+int tdbo_change_one(struct tdbo_table *t, struct tdbo_change *ch, bool log,
+		    uint64_t *lsn, const char **msg, char *why)
+{
+	return change_one(t, ch, log, lsn, msg, why);
 }
 
 static int change_locked(struct tdbo_table *t, struct tdbo_change *ch,
@@ -518,6 +555,32 @@ int tdbo_replay(struct tdbo_table *t, bool del, const void *key,
 	if (err && *msg == why)
 		*msg = "a condition failed in replay";
 	return err;
+}
+
+/* A request's TTL or DEADLINE (EXPIRY in tdb/proto.h) into ch, checked
+ * against t's clock: 0, or -EINVAL (both), -ERANGE (a deadline over
+ * TDB_TTL_MAX ahead) with ext set.  The codec checked TTL's range. */
+int tdbo_expiry_of(struct tdbo_table *t, const struct tdb_proto_msg *m,
+		   struct tdbo_change *ch, struct tdb_proto_extack *ext)
+{
+	if (TDB_PROTO_HAS(m, TDB_A_TTL) && TDB_PROTO_HAS(m, TDB_A_DEADLINE)) {
+		ext->msg = "TTL and DEADLINE together (give one)";
+		ext->offset = m->attr_off[TDB_A_DEADLINE];
+		return -EINVAL;
+	}
+	if (TDB_PROTO_HAS(m, TDB_A_TTL))
+		ch->ttl = m->ttl;
+	if (TDB_PROTO_HAS(m, TDB_A_DEADLINE)) {
+		if (m->deadline > tdbe_table_now_ms(t->t) + TDB_TTL_MAX) {
+			ext->msg = "DEADLINE is more than 10 years ahead "
+				   "(TDB_TTL_MAX)";
+			ext->offset = m->attr_off[TDB_A_DEADLINE];
+			return -ERANGE;
+		}
+		ch->deadline = m->deadline;
+		ch->has_deadline = true;
+	}
+	return 0;
 }
 
 /* The value in one piece: m's own bytes, or its fragments gathered into
@@ -576,6 +639,8 @@ int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
 			  TDBO_MAY_READ : 0), ext, &err);
 	if (!t)
 		return err;
+	if (!del && (err = tdbo_expiry_of(t, m, &ch, ext)))
+		goto out;
 	/* past the home's memory limit, or the table owner's data bound
 	 * (max-data-per-uid; root writes on), puts fail; deletes go on */
 	if (!del && o->hooks.mem_check &&
@@ -595,9 +660,8 @@ int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		struct tdbo_txn *x = tdbo_txn_find(c, m, ext, &err);
 
 		if (x)
-			err = tdbo_txn_add(x, t, del, del ? 0 : m->flags,
-					   ch.ifver, ch.key, ch.klen, ch.val,
-					   ch.vlen, ext);
+			err = tdbo_txn_add(x, t, &ch, del ? 0 : m->flags,
+					   ext);
 	} else {
 		err = change_locked(t, &ch, true, &res->lsn, &ext->msg,
 				    c->why);
@@ -689,7 +753,11 @@ static int incr_locked(struct tdbo_client *c, struct tdbo_table *t,
 		err = -ENOENT;
 		goto out;
 	}
-	n = tdbe_get(t->t, m->key, m->key_len, text, sizeof(text), &need);
+	n = tdbe_get_ex(t->t, m->key, m->key_len, text, sizeof(text), &need,
+			NULL, &ch.deadline);
+	/* INCR keeps the key's deadline (a rate-limit window stays one);
+	 * an absent key gets the table's default */
+	ch.has_deadline = n >= 0 && ch.deadline;
 	if (n == -ENOBUFS) {
 		*msg = "the value is not a signed 64-bit decimal integer "
 		       "(too long)";
@@ -754,6 +822,109 @@ out:
 	return err;
 }
 
+/* --- EXPIRE ----------------------------------------------------------------- */
+
+/* EXPIRE that only reads: the key's version and deadline. */
+static int expire_read(struct tdbo_table *t, const struct tdb_proto_msg *m,
+		       uint64_t *ver, uint64_t *dl, const char **msg)
+{
+	for (;;) {
+		uint64_t s = seq_read_begin(t);
+		const void *v;
+		size_t vl;
+		int err;
+
+		tdbe_read_lock();
+		err = tdbe_lookup_ex(t->t, m->key, m->key_len, &v, &vl, ver,
+				     dl);
+		tdbe_read_unlock();
+		if (seq_read_retry(t, s))
+			continue;
+		if (err == -ENOENT)
+			*msg = "no such key";
+		return err;
+	}
+}
+
+/* EXPIRE that sets or clears the deadline: the record written again
+ * with the same value and its new deadline, one change (a new version,
+ * logged, told to watchers as a PUT), under t->wlock. */
+static int expire_write(struct tdbo_client *c, struct tdbo_table *t,
+			struct tdbo_change *ch, uint64_t *lsn,
+			const char **msg)
+{
+	size_t need = 0;
+	long n;
+	int err;
+
+	*lsn = 0;
+	tdbp_mutex_lock(t->wlock);
+	for (;;) {
+		n = t->dropped ? -ENOENT :
+		    tdbe_get_ex(t->t, ch->key, ch->klen, c->buf, c->buf_cap,
+				&need, NULL, NULL);
+		if (n != -ENOBUFS)
+			break;
+		if ((err = grow_buf(c, need)))
+			goto out;
+	}
+	if (n < 0) {
+		err = (int)n;
+		*msg = t->dropped ? "no such table" : "no such key";
+		goto out;
+	}
+	ch->val = c->buf;
+	ch->vlen = (size_t)n;
+	err = change_one(t, ch, true, lsn, msg, c->why);
+out:
+	tdbo_feed_flush(t);
+	tdbp_mutex_unlock(t->wlock);
+	return err;
+}
+
+int tdbo_cmd_expire(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		    struct tdbo_sink *out, struct tdb_proto_extack *ext,
+		    struct tdbo_out *res)
+{
+	struct tdbo_change ch = { .key = m->key, .klen = m->key_len };
+	bool persist = m->expire_flags & TDB_EXPIRE_PERSIST;
+	bool set = TDB_PROTO_HAS(m, TDB_A_TTL) ||
+		   TDB_PROTO_HAS(m, TDB_A_DEADLINE);
+	struct tdb_proto_msg a;
+	struct tdbo_table *t;
+	uint64_t ver = 0, dl = 0;
+	int err = 0;
+
+	if (persist && set) {
+		ext->msg = "PERSIST with a TTL or DEADLINE";
+		ext->offset = m->attr_off[TDB_A_EXPIRE_FLAGS];
+		return -EINVAL;
+	}
+	t = tdbo_resolve(c, m, TDBO_MAY_READ |
+			 (persist || set ? TDBO_MAY_WRITE : 0), ext, &err);
+	if (!t)
+		return err;
+	if (!persist && !set) {
+		err = expire_read(t, m, &ver, &dl, &ext->msg);
+	} else {
+		ch.has_deadline = persist;      /* and 0: none */
+		err = tdbo_expiry_of(t, m, &ch, ext);
+		if (!err)
+			err = expire_write(c, t, &ch, &res->lsn, &ext->msg);
+		ver = ch.version;
+		dl = ch.deadline;
+	}
+	if (err)
+		goto out;
+	tdbo_reply_init(m, &a, 0);
+	tdbo_set_version(&a, ver);
+	tdbo_set_deadline(&a, dl);
+	err = tdbo_reply(out, &a, ext);
+out:
+	tdbo_table_put(t);
+	return err;
+}
+
 /* --- GETs in a run (tdbo_get_many) --------------------------------------- */
 
 static bool plain_get(const struct tdb_proto_msg *m)
@@ -792,6 +963,7 @@ static bool get_answer(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		a.value = rq->val;
 		a.value_len = (uint32_t)rq->vlen;
 		tdbo_set_version(&a, rq->version);
+		tdbo_set_deadline(&a, rq->deadline);
 		len = tdb_proto_size(TDB_PROTO_ANSWER, &a, NULL);
 		err = -ENOBUFS;
 		if (len >= 0) {

@@ -219,6 +219,7 @@ static int scan_send(struct tdbo_dump *d, struct tdbo_sink *out)
 	a.value = d->v;
 	a.value_len = (uint32_t)d->vl;
 	tdbo_set_version(&a, d->ver);
+	tdbo_set_deadline(&a, d->dl);
 	if (d->left == 1 && !d->snap) { /* the last one allowed: say where */
 		d->cbuf[0] = TDBO_CURSOR_V1;
 		memcpy(d->cbuf + 1, d->k, d->kl);
@@ -244,9 +245,10 @@ static int take(struct tdbo_dump *d, struct tdb_proto_extack *ext)
 
 	if (d->walked)          /* a snapshot's pre-images left */
 		return tdbo_snap_next_left(d->snap, &d->k, &d->kl, &d->v,
-					   &d->vl, &d->ver, &ext->msg);
-	rc = tdbe_cursor_next_ver(d->cur, &d->k, &d->kl, &d->v, &d->vl,
-				  &d->ver);
+					   &d->vl, &d->ver, &d->dl,
+					   &ext->msg);
+	rc = tdbe_cursor_next_ex(d->cur, &d->k, &d->kl, &d->v, &d->vl,
+				 &d->ver, &d->dl);
 	if (rc < 0) {
 		ext->msg = tdbe_strerror(rc);
 		return rc;
@@ -263,7 +265,7 @@ static int take(struct tdbo_dump *d, struct tdb_proto_extack *ext)
 	if (!d->snap)
 		return 1;
 	rc = tdbo_snap_check(d->snap, d->k, d->kl, &d->v, &d->vl, &d->ver,
-			     &ext->msg);
+			     &d->dl, &ext->msg);
 	return rc == 0 ? TAKE_SKIP : rc;
 }
 

@@ -209,7 +209,7 @@ static void feed_publish(struct tdbo_feed *f)
 
 void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 		 const void *key, size_t klen, const void *val, size_t vlen,
-		 uint64_t version)
+		 uint64_t version, uint64_t deadline, uint32_t reason)
 {
 	struct tdb_proto_msg m;
 	long len;
@@ -232,6 +232,11 @@ void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 		m.value_len = (uint32_t)vlen;
 	}
 	tdbo_set_version(&m, version);
+	tdbo_set_deadline(&m, deadline);
+	if (reason) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_REASON);
+		m.reason = reason;
+	}
 	tdbp_mutex_lock(o->nlock);
 	m.seq = o->change_seq;
 	len = tdb_proto_build(o->nbuf, TDB_PROTO_MSG_MAX, TDB_PROTO_ANSWER, &m,

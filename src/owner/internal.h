@@ -325,6 +325,7 @@ struct tdbo_dump {
 	const void *k, *v;              /* it (valid until cursor_next) */
 	size_t kl, vl;
 	uint64_t ver;                   /* its version */
+	uint64_t dl;                    /* and deadline (0: none) */
 	unsigned char *cbuf;            /* TDB_KEY_MAX + 1: a cursor */
 	struct tdbo_snap *snap;         /* a snapshot scan's (else NULL) */
 	bool walked;                    /* it: the cursor's walk is over */
@@ -383,6 +384,9 @@ struct tdbo_owner {
 	struct tdbo_list readers;       /* struct tdbo_reader.node */
 	uint32_t nreaders;              /* atomic: on the list */
 	uint64_t readers_expired;       /* atomic */
+	uint64_t expired;               /* atomic: records the sweep took */
+	uint64_t sweep_id;              /* the sweep's last table (expire.c;
+					 * one caller at a time) */
 	uint64_t next_map_slot;         /* reg_lock */
 	struct tdbo_reader_uid rd_uids[TDBO_READER_UIDS];       /* rlock */
 	uint64_t rd_bench_until_ns;     /* rlock: the latest of them */
@@ -453,6 +457,9 @@ int tdbo_cmd_drop(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		  struct tdb_proto_extack *ext, struct tdbo_out *res);
 
 /* change.c */
+int tdbo_cmd_expire(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		    struct tdbo_sink *out, struct tdb_proto_extack *ext,
+		    struct tdbo_out *res);
 int tdbo_cmd_incr(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		  struct tdbo_sink *out, struct tdb_proto_extack *ext,
 		  struct tdbo_out *res);
@@ -485,6 +492,20 @@ uint64_t tdbo_key_version(struct tdbo_table *t, const void *key,
  * now (cur, 0 = absent); 0 or the errno, with a text in why
  * (TDBO_TEXT bytes) naming the condition and the key's state. */
 int tdbo_cond_check(const struct tdbo_change *ch, uint64_t cur, char *why);
+/* Under t->wlock: one change through the pipeline, steps 1-4 (log:
+ * logged if the home logs); feeds are published by tdbo_feed_flush. */
+int tdbo_change_one(struct tdbo_table *t, struct tdbo_change *ch, bool log,
+		    uint64_t *lsn, const char **msg, char *why);
+/* Under t->wlock (expire.c): t is dropped or freed, or its sweep pass
+ * is over: the sweep's cursor goes. */
+void tdbo_expire_forget(struct tdbo_table *t);
+/* Expiry of a change (change.c): a request's TTL/DEADLINE into ch; the
+ * deadline it gets under t->wlock; an answer's DEADLINE. */
+int tdbo_expiry_of(struct tdbo_table *t, const struct tdb_proto_msg *m,
+		   struct tdbo_change *ch, struct tdb_proto_extack *ext);
+void tdbo_change_deadline(struct tdbo_table *t, struct tdbo_change *ch);
+void tdbo_set_deadline(struct tdb_proto_msg *a, uint64_t d);
+
 /* The owner's next version (change.c, "Versions"), under the lock of
  * the table(s) written; an explicit one (replay, restore) raises the
  * counter instead. */
@@ -526,9 +547,10 @@ int tdbo_txn_cmd(struct tdbo_client *c, const struct tdb_proto_msg *m,
 struct tdbo_txn *tdbo_txn_find(struct tdbo_client *c,
 			       const struct tdb_proto_msg *m,
 			       struct tdb_proto_extack *ext, int *err);
-int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t, bool del,
-		 uint32_t flags, uint64_t ifver, const void *key, size_t klen,
-		 const void *val, size_t vlen,
+/* ch's del, ifver, key, value and expiry (ttl, deadline, has_deadline)
+ * as an op of x, copied; flags: the PUT's TDB_PUT_* conditions. */
+int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t,
+		 const struct tdbo_change *ch, uint32_t flags,
 		 struct tdb_proto_extack *ext);
 /* A key x read from t (not from its own changes) at version (0:
  * absent): into the read set, once per key, within x's bounds. */
@@ -576,7 +598,7 @@ unsigned int tdbo_watches_drop(struct tdbo_client *c);
  * (cmd PUT, DEL or TABLE_DROP; key NULL for TABLE_DROP). */
 void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 		 const void *key, size_t klen, const void *val, size_t vlen,
-		 uint64_t version);
+		 uint64_t version, uint64_t deadline, uint32_t reason);
 /* Under t->wlock, at the end of a change: publish t's feed if it was
  * written, and wake its watchers. */
 void tdbo_feed_flush(struct tdbo_table *t);
@@ -613,7 +635,7 @@ void tdbo_snap_detach_all(struct tdbo_table *t);
  * the key; valid until tdbo_snap_free()). */
 int tdbo_snap_check(struct tdbo_snap *s, const void *key, size_t klen,
 		    const void **val, size_t *vlen, uint64_t *version,
-		    const char **msg);
+		    uint64_t *deadline, const char **msg);
 /* The walk is over: the snapshot takes no more changes. */
 void tdbo_snap_freeze(struct tdbo_snap *s);
 /* After the freeze: 1 and the next pre-image the walk did not send, 0 at
@@ -621,6 +643,7 @@ void tdbo_snap_freeze(struct tdbo_snap *s);
  * tdbo_snap_free(). */
 int tdbo_snap_next_left(struct tdbo_snap *s, const void **key,
 			size_t *klen, const void **val, size_t *vlen,
-			uint64_t *version, const char **msg);
+			uint64_t *version, uint64_t *deadline,
+			const char **msg);
 
 #endif

@@ -87,6 +87,14 @@ void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps)
 	ps->page_size = st.page_size;
 	ps->index_nodes = st.index_nodes;
 	ps->index_buckets = st.index_buckets;
+	ps->present |= TDB_PROTO_BIT(TDB_STAT_A_EXPIRING) |
+		       TDB_PROTO_BIT(TDB_STAT_A_EXPIRED);
+	ps->expiring = st.expiring;
+	ps->expired = tdbo_read(&t->expired);
+	if (t->default_ttl) {
+		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_DEFAULT_TTL);
+		ps->default_ttl = t->default_ttl;
+	}
 }
 
 static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,
@@ -152,7 +160,8 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	 * it has (tdbd: the WAL's and checkpoints' figures; tdb.ko keeps
 	 * nothing on disk, so they are absent there, not 0). */
 	k->present = 0x7fffc | TDB_PROTO_BIT(TDB_CTR_A_TABLES_ASIDE) |
-		     TDB_PROTO_BIT(TDB_CTR_A_READERS_EXPIRED);
+		     TDB_PROTO_BIT(TDB_CTR_A_READERS_EXPIRED) |
+		     TDB_PROTO_BIT(TDB_CTR_A_EXPIRED);
 	stats_tables(c, k);
 	k->clients = tdbo_read(&o->ctr.clients);
 	k->watches = tdbo_read(&o->watches);
@@ -172,6 +181,7 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	k->throttled = 0;
 	k->dumps = tdbo_read(&o->dumps);
 	k->readers_expired = tdbo_read(&o->readers_expired);
+	k->expired = tdbo_read(&o->expired);
 	if (o->hooks.stats)
 		o->hooks.stats(o->hooks.arg, k);
 	return tdbo_reply(out, &a, ext);
@@ -202,6 +212,7 @@ static int dispatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	case TDB_CMD_STATS:        return do_stats(c, m, out, ext);
 	case TDB_CMD_TABLE_MAP:    return tdbo_cmd_map(c, m, ext, res);
 	case TDB_CMD_INCR:         return tdbo_cmd_incr(c, m, out, ext, res);
+	case TDB_CMD_EXPIRE:       return tdbo_cmd_expire(c, m, out, ext, res);
 	case TDB_CMD_ATTACH:            /* the transport's, if it has one */
 		ext->msg = "ATTACH is not a command of this transport";
 		return -EOPNOTSUPP;

@@ -408,6 +408,23 @@ void tdbo_owner_cleanup_counts(struct tdbo_owner *o, uint64_t *cleanups,
 /* Requests answered so far (STATS' requests). */
 uint64_t tdbo_owner_requests(struct tdbo_owner *o);
 
+/*
+ * Expiry's sweep (expire.c): one round removes expired records that no
+ * one reads, each as a logged DEL sent to watchers with REASON
+ * TDB_REASON_EXPIRED.  It visits at most budget records over the tables
+ * that have records with deadlines, each table from where its last
+ * round stopped, in batches that hold a table's write lock for
+ * TDBO_SWEEP_BATCH records at most.  Returns how many it removed;
+ * *again is true when more than a quarter of those visited had expired:
+ * call it again soon (within the home's CPU share) rather than after
+ * the period.  One caller at a time (tdbd: its sweep in main's loop;
+ * tdb.ko: its delayed work); may sleep (table locks, the log).
+ */
+#define TDBO_SWEEP_PERIOD_MS 100u       /* a round at least this often */
+#define TDBO_SWEEP_BUDGET    8192u      /* records a round visits */
+unsigned int tdbo_expire_run(struct tdbo_owner *o, unsigned int budget,
+			     bool *again);
+
 /* --- for a durable home --------------------------------------------------
  * Its recovery, checkpoints and log read the registry: struct tdbo_table
  * (internal.h) is theirs to read, and its ckpt_* / from / catchup / mem

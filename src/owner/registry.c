@@ -84,6 +84,7 @@ void tdbo_table_put(struct tdbo_table *t)
 		return;
 	o = t->o;
 	tdbo_table_feed_release(t);
+	tdbo_expire_forget(t);
 	tdbe_table_close(t->t);
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_RESERVE, t->reserve);
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_DATA, t->data);
@@ -564,6 +565,7 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 		tdbo_log_cancel(o, &sz);
 		return err;
 	}
+	nt->default_ttl = TDB_PROTO_HAS(m, TDB_A_TTL) ? m->ttl : 0;
 	if (o->hooks.log_reserve)
 		res->lsn = o->hooks.log_create(o->hooks.arg, nt, &sz);
 	if (o->hooks.mem_note)          /* under its lock, as the others */
@@ -631,6 +633,7 @@ static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 	tdbo_table_unlink(o, t);
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_TABLES, 1);
 	tdb_store_relaxed(&t->dropped, true);
+	tdbo_expire_forget(t);
 	/* its TDBO_Q_DATA charge stays until its region goes (above) */
 	/* maps of it stop being used: readers see map_gen move, tdb.ko
 	 * unmaps what clients mapped */
@@ -640,7 +643,7 @@ static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 			o->hooks.map_revoke(o->hooks.arg, t);
 	}
 	tdbo_snap_detach_all(t);        /* a dropped table changes no more */
-	tdbo_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0, 0);
+	tdbo_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0, 0, 0, 0);
 	tdbo_feed_flush(t);
 	tdbo_table_feed_release(t);
 	if (o->hooks.mem_note)

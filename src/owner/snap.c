@@ -79,6 +79,8 @@ struct snap_pre {
 	uint32_t vlen;
 	bool present;           /* the key existed at snapshot time */
 	uint64_t version;       /* the version it had */
+	uint64_t deadline;      /* and deadline (0: none): an image whose
+				 * deadline passed is not sent */
 	unsigned char val[];    /* the value it had */
 };
 
@@ -247,7 +249,7 @@ struct snap_change {
 	int probed;             /* 0 not yet, 1 done, or its error */
 	bool present;           /* the key's state before the change */
 	size_t vlen;
-	uint64_t version;
+	uint64_t version, deadline;
 	struct snap_pre *pre;   /* made by the first snapshot needing it */
 };
 
@@ -339,8 +341,8 @@ static int change_probe(struct snap_change *ch)
 
 	if (ch->probed)
 		return ch->probed < 0 ? ch->probed : 0;
-	n = tdbe_get_ver(ch->t->t, ch->key, ch->klen, NULL, 0, &need,
-			 &ch->version);
+	n = tdbe_get_ex(ch->t->t, ch->key, ch->klen, NULL, 0, &need,
+			&ch->version, &ch->deadline);
 	if (n < 0 && n != -ENOENT && n != -ENOBUFS) {
 		ch->probed = (int)n;
 		return (int)n;
@@ -381,6 +383,7 @@ static int pre_get(struct tdbo_snap *s, struct snap_change *ch,
 	p->vlen = (uint32_t)ch->vlen;
 	p->present = ch->present;
 	p->version = ch->version;
+	p->deadline = ch->deadline;
 	ch->pre = p;
 	return 0;
 }
@@ -572,9 +575,17 @@ void tdbo_snap_detach_all(struct tdbo_table *t)
 
 /* --- the scan ------------------------------------------------------------- */
 
+/* A pre-image that is absent now: the key was absent at snapshot time,
+ * or its deadline has passed since (never send an expired record). */
+static bool pre_gone(const struct tdbo_snap *s, const struct snap_pre *p)
+{
+	return !p->present ||
+	       (p->deadline && p->deadline <= tdbe_table_now_ms(s->t->t));
+}
+
 int tdbo_snap_check(struct tdbo_snap *s, const void *key, size_t klen,
 		    const void **val, size_t *vlen, uint64_t *version,
-		    const char **msg)
+		    uint64_t *deadline, const char **msg)
 {
 	uint64_t h = tdbp_hash64(key, klen, 0);
 	struct snap_ent *e;
@@ -595,7 +606,7 @@ int tdbo_snap_check(struct tdbo_snap *s, const void *key, size_t klen,
 	e = snap_find(s, h, key, klen);
 	if (!e)
 		goto out;               /* unchanged: the live value */
-	if (e->sent || !e->pre->present) {
+	if (e->sent || pre_gone(s, e->pre)) {
 		e->sent = true;
 		rc = 0;
 		goto out;
@@ -604,6 +615,7 @@ int tdbo_snap_check(struct tdbo_snap *s, const void *key, size_t klen,
 	*val = e->pre->val;
 	*vlen = e->pre->vlen;
 	*version = e->pre->version;
+	*deadline = e->pre->deadline;
 out:
 	tdbp_mutex_unlock(s->lock);
 	return rc;
@@ -620,7 +632,7 @@ void tdbo_snap_freeze(struct tdbo_snap *s)
 
 int tdbo_snap_next_left(struct tdbo_snap *s, const void **key, size_t *klen,
 			const void **val, size_t *vlen, uint64_t *version,
-			const char **msg)
+			uint64_t *deadline, const char **msg)
 {
 	unsigned int seen = 0;
 	int rc = 0;
@@ -643,7 +655,7 @@ int tdbo_snap_next_left(struct tdbo_snap *s, const void **key, size_t *klen,
 			continue;
 		}
 		s->cur = e->next;
-		if (e->sent || !e->pre->present)
+		if (e->sent || pre_gone(s, e->pre))
 			continue;
 		e->sent = true;
 		*key = e->key;
@@ -651,6 +663,7 @@ int tdbo_snap_next_left(struct tdbo_snap *s, const void **key, size_t *klen,
 		*val = e->pre->val;
 		*vlen = e->pre->vlen;
 		*version = e->pre->version;
+		*deadline = e->pre->deadline;
 		rc = 1;
 		goto out;
 	}

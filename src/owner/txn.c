@@ -67,6 +67,7 @@ struct undo {
 	void *old;
 	size_t olen;
 	uint64_t version;
+	uint64_t deadline;
 };
 
 static struct tdbo_txn *txn_new(struct tdbo_client *c)
@@ -151,10 +152,12 @@ static int txn_charge(struct tdbo_txn *x, size_t klen, size_t vlen,
 				 &ext->msg);
 }
 
-int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t, bool del,
-		 uint32_t flags, uint64_t ifver, const void *key, size_t klen,
-		 const void *val, size_t vlen, struct tdb_proto_extack *ext)
+int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t,
+		 const struct tdbo_change *ch, uint32_t flags,
+		 struct tdb_proto_extack *ext)
 {
+	const void *key = ch->key, *val = ch->val;
+	size_t klen = ch->klen, vlen = ch->del ? 0 : ch->vlen;
 	uint64_t cost = OP_COST(klen, vlen);
 	struct tdbo_txn_op *op;
 	int err;
@@ -173,9 +176,12 @@ int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t, bool del,
 		memcpy(op->key + klen, val, vlen);
 	op->klen = (uint32_t)klen;
 	op->vlen = (uint32_t)vlen;
-	op->del = del;
+	op->del = ch->del;
 	op->flags = flags;
-	op->ifver = ifver;
+	op->ifver = ch->ifver;
+	op->ttl = ch->ttl;
+	op->deadline = ch->deadline;
+	op->has_deadline = ch->has_deadline;
 	op->t = t;
 	tdbo_ref_get(&t->refs);
 	x->nops++;
@@ -300,10 +306,29 @@ nomem:
 	return -ENOMEM;
 }
 
+/* The latest op of x on this key of t, or NULL. */
+static const struct tdbo_txn_op *last_op(const struct tdbo_txn *x,
+					 const struct tdbo_table *t,
+					 const void *key, size_t klen)
+{
+	uint32_t i = x->nops;
+
+	while (i--) {
+		const struct tdbo_txn_op *op = &x->ops[i];
+
+		if (op->t == t && op->klen == klen &&
+		    !memcmp(op->key, key, klen))
+			return op;
+	}
+	return NULL;
+}
+
 int tdbo_txn_incr(struct tdbo_client *c, struct tdbo_txn *x,
 		  struct tdbo_table *t, const struct tdb_proto_msg *m,
 		  int64_t delta, int64_t *sum, struct tdb_proto_extack *ext)
 {
+	struct tdbo_change ch = { .key = m->key, .klen = m->key_len };
+	const struct tdbo_txn_op *prev;
 	char text[TDBO_INT_TEXT];
 	const void *v = NULL;
 	size_t vl = 0, need = 0;
@@ -313,9 +338,19 @@ int tdbo_txn_incr(struct tdbo_client *c, struct tdbo_txn *x,
 
 	(void)c;
 	err = tdbo_txn_lookup(x, t, m->key, m->key_len, &v, &vl);
+	/* INCR keeps the key's deadline: the one x gave it, or the
+	 * table's (the read set holds the version, so it is the same at
+	 * commit) */
+	prev = err == 1 ? last_op(x, t, m->key, m->key_len) : NULL;
+	if (prev) {
+		ch.ttl = prev->ttl;
+		ch.deadline = prev->deadline;
+		ch.has_deadline = prev->has_deadline;
+	}
 	if (err < 0) {          /* not changed by x: read the table */
-		n = tdbe_get_ver(t->t, m->key, m->key_len, text,
-				 sizeof(text), &need, &ver);
+		n = tdbe_get_ex(t->t, m->key, m->key_len, text,
+				sizeof(text), &need, &ver, &ch.deadline);
+		ch.has_deadline = n != -ENOENT && ch.deadline;
 		if (n < 0 && n != -ENOENT && n != -ENOBUFS)
 			return (int)n;
 		err = tdbo_txn_read_add(x, t, m->key, m->key_len,
@@ -334,8 +369,9 @@ int tdbo_txn_incr(struct tdbo_client *c, struct tdbo_txn *x,
 	err = tdbo_int_add(v, vl, err == 1, delta, text, sum, &ext->msg);
 	if (err < 0)
 		return err;
-	return tdbo_txn_add(x, t, false, 0, 0, m->key, m->key_len, text,
-			    (size_t)err, ext);
+	ch.val = text;
+	ch.vlen = (size_t)err;
+	return tdbo_txn_add(x, t, &ch, 0, ext);
 }
 
 /* --- commit --------------------------------------------------------------- */
@@ -344,8 +380,8 @@ int tdbo_txn_incr(struct tdbo_client *c, struct tdbo_txn *x,
 static int save_old(struct tdbo_txn_op *op, struct undo *u)
 {
 	size_t need = 0;
-	long n = tdbe_get_ver(op->t->t, op->key, op->klen, NULL, 0, &need,
-			      &u->version);
+	long n = tdbe_get_ex(op->t->t, op->key, op->klen, NULL, 0, &need,
+			     &u->version, &u->deadline);
 
 	u->had = false;
 	u->old = NULL;
@@ -377,8 +413,8 @@ static void undo_one(struct tdbo_txn_op *op, struct undo *u)
 	int err;
 
 	if (u->had)
-		err = tdbe_put_ver(op->t->t, op->key, op->klen, u->old,
-				   u->olen, 0, u->version, NULL);
+		err = tdbe_put_ex(op->t->t, op->key, op->klen, u->old,
+				  u->olen, 0, u->version, u->deadline, NULL);
 	else
 		err = tdbe_del(op->t->t, op->key, op->klen, NULL);
 	if (err && !(err == -ENOENT && !u->had))
@@ -402,6 +438,11 @@ static void op_change(const struct tdbo_txn *x, const struct tdbo_txn_op *op,
 	ch->val = op->key + op->klen;
 	ch->vlen = op->del ? 0 : op->vlen;
 	ch->version = x->version;
+	ch->ttl = op->ttl;
+	ch->deadline = op->deadline;
+	ch->has_deadline = op->has_deadline;
+	ch->replay = false;
+	ch->expiry = false;
 }
 
 /* Under the tables' locks: apply every op or none; the error of the one
@@ -421,6 +462,12 @@ static int apply_all(struct tdbo_txn *x, struct undo *u,
 			break;
 		}
 		op_change(x, &x->ops[i], &ch);
+		/* the op's deadline now, for the log record too */
+		if (!ch.del) {
+			tdbo_change_deadline(x->ops[i].t, &ch);
+			x->ops[i].deadline = ch.deadline;
+			x->ops[i].has_deadline = true;
+		}
 		err = save_old(&x->ops[i], &u[i]);
 		if (!err)
 			err = tdbo_apply(x->ops[i].t, &ch, &ee);
