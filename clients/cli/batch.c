@@ -54,11 +54,15 @@ struct slot {
 	struct tdbc_table *t;
 	uint8_t *key, *val;     /* PUT's value; GET's answer, copied */
 	size_t klen, vlen;
-	unsigned int flags;     /* TDBC_IF_* */
+	unsigned int flags;     /* TDBC_IF_*, a PUT's TDBC_TTL or
+				 * TDBC_DEADLINE */
 	uint64_t if_version;    /* with TDBC_IF_VERSION */
 	int64_t delta;          /* INCR's; its answer: the new value */
+	uint64_t expiry;        /* PUT --ttl's ms, --at's deadline */
 	bool show_version;      /* get --version */
+	bool show_deadline;     /* get --deadline */
 	uint64_t version;       /* GET's answer: the record's version */
+	uint64_t deadline;      /* GET's answer: the record's deadline */
 	char *msg;              /* the owner's text of a failure worth
 				 * showing (a condition, INCR), or NULL */
 	uint32_t bucket;
@@ -90,9 +94,11 @@ struct batch {
 static const char shell_help[] =
 "Commands, as on tdb's command line (quote as in sh; in double quotes\n"
 "\\n \\t \\\\ \\xHH \\0 as scan prints them):\n"
-"  get TABLE KEY [--version]   del TABLE KEY [--if-version V]\n"
+"  get TABLE KEY [--version] [--deadline]\n"
 "  put TABLE KEY VALUE [--if-absent | --if-present | --if-version V]\n"
-"  incr TABLE KEY [DELTA]\n"
+"                      [--ttl DURATION | --at MS]\n"
+"  del TABLE KEY [--if-version V]   incr TABLE KEY [DELTA]\n"
+"  ttl TABLE KEY   expire TABLE KEY DURATION | --at MS   persist TABLE KEY\n"
 "  scan TABLE [--prefix P] [--limit N] [--keys-only]\n"
 "  tables   stat TABLE   stats   create TABLE [...]   drop TABLE\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
@@ -213,6 +219,11 @@ static void slot_print(struct batch *b, struct slot *s)
 				       s->hex);
 			if (s->show_version)
 				printf(",\"version\":%" PRIu64, s->version);
+			if (s->show_deadline && s->deadline)
+				printf(",\"deadline\":%" PRIu64,
+				       s->deadline);
+			else if (s->show_deadline)
+				fputs(",\"deadline\":null", stdout);
 		} else if (s->op == TDBC_OP_INCR) {
 			fmt_json_field(stdout, "key", s->key, s->klen, s->hex);
 			printf(",\"value\":%" PRId64, s->delta);
@@ -224,6 +235,10 @@ static void slot_print(struct batch *b, struct slot *s)
 	} else if (s->op == TDBC_OP_GET) {
 		if (s->show_version)
 			printf("%" PRIu64 "\t", s->version);
+		if (s->show_deadline && s->deadline)
+			printf("%" PRIu64 "\t", s->deadline);
+		else if (s->show_deadline)
+			fputs("-\t", stdout);
 		fmt_bytes(stdout, s->val, s->vlen, s->enc);
 		putchar('\n');
 	} else if (s->op == TDBC_OP_INCR) {
@@ -259,13 +274,16 @@ static void slot_done(struct slot *s, int res, const void *val, size_t vlen)
 	}
 }
 
-/* A completion: the result, the version (GET) or new value (INCR). */
+/* A completion: the result, the version and deadline (GET) or new
+ * value (INCR). */
 static void slot_cqe(struct slot *s, const struct tdbc_cqe *cqe)
 {
 	slot_done(s, cqe->res, cqe->val, cqe->vlen);
 	s->version = cqe->version;
 	if (!cqe->res && s->op == TDBC_OP_INCR)
 		s->delta = cqe->num;
+	if (!cqe->res && s->op == TDBC_OP_GET)
+		s->deadline = cqe->deadline;
 }
 
 /* Reap at least min completions (waiting), then print what is done. */
@@ -320,6 +338,8 @@ static void submit(struct batch *b)
 				.flags = s->flags, .user = b->sent + i,
 				.version = s->if_version, .delta = s->delta,
 			};
+			if (s->op == TDBC_OP_PUT)       /* delta's union */
+				req[i].expiry = s->expiry;
 		}
 		r = tdbc_submit(b->cli->c, req, n);
 		if (r > 0) {
@@ -380,8 +400,16 @@ static void queue(struct batch *b, struct cli *lc, enum tdbc_op op,
 		.key = lc->key.p, .klen = lc->key.n,
 		.flags = cli_cond_flags(lc), .if_version = lc->if_version,
 		.delta = lc->delta, .show_version = lc->show_version,
+		.show_deadline = lc->show_deadline,
 	};
 
+	if (op == TDBC_OP_PUT && lc->ttl_ms) {
+		n.flags |= TDBC_TTL;
+		n.expiry = lc->ttl_ms;
+	} else if (op == TDBC_OP_PUT && lc->at_ms) {
+		n.flags |= TDBC_DEADLINE;
+		n.expiry = lc->at_ms;
+	}
 	if (op == TDBC_OP_PUT) {
 		n.val = lc->value.p;
 		n.vlen = lc->value.n;

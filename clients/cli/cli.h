@@ -57,6 +57,10 @@ struct cli {
 	bool if_present;        /* put --if-present */
 	uint64_t if_version;    /* put, del --if-version V; 0: none */
 	bool show_version;      /* get --version: the record's version */
+	bool show_deadline;     /* get --deadline: the record's deadline */
+	uint64_t ttl_ms;        /* put, create --ttl; expire DURATION; 0:
+				 * none */
+	uint64_t at_ms;         /* put, expire --at: a deadline; 0: none */
 	int64_t delta;          /* incr: DELTA (1 when not given) */
 	struct cli_bytes prefix;
 	uint64_t limit;         /* scan; 0: all */
@@ -143,6 +147,9 @@ int cmd_get(struct cli *cli);
 int cmd_put(struct cli *cli);
 int cmd_del(struct cli *cli);
 int cmd_incr(struct cli *cli);
+int cmd_ttl(struct cli *cli);
+int cmd_expire(struct cli *cli);
+int cmd_persist(struct cli *cli);
 /* The TDBC_IF_* flags of put and del's options. */
 unsigned int cli_cond_flags(const struct cli *cli);
 int cmd_scan(struct cli *cli);

@@ -36,6 +36,7 @@ int cmd_create(struct cli *cli)
 		o.uid = cli->uid;
 	if (cli->gid != (uint32_t)-1)
 		o.gid = cli->gid;
+	o.default_ttl = cli->ttl_ms;
 	err = tdbc_table_create(cli->c, cli->table, &o);
 	return err ? cli_fail(cli, err) : ok_doc(cli);
 }
@@ -55,7 +56,7 @@ struct figure {
 	uint64_t v;
 };
 
-#define STAT_FIGURES 10
+#define STAT_FIGURES 13
 
 static void stat_figures(const struct tdbc_table_stat *st,
 			 struct figure f[STAT_FIGURES])
@@ -71,6 +72,9 @@ static void stat_figures(const struct tdbc_table_stat *st,
 		{ "index_nodes", st->index_nodes },
 		{ "index_buckets", st->index_buckets },
 		{ "uid", st->uid },
+		{ "default_ttl_ms", st->default_ttl },
+		{ "expiring", st->expiring },
+		{ "expired", st->expired },
 	};
 
 	memcpy(f, all, sizeof(all));
@@ -205,7 +209,8 @@ static void print_rows(const struct table_rows *r)
 {
 	size_t w = 4, ow = 5;   /* strlen("NAME"), strlen("OWNER") */
 	size_t i;
-	char ext[32], (*owner)[OWNER_MAX] = calloc(r->n + 1, OWNER_MAX);
+	char ext[32], ttl[FMT_DURATION_MAX];
+	char (*owner)[OWNER_MAX] = calloc(r->n + 1, OWNER_MAX);
 
 	for (i = 0; i < r->n; i++) {
 		const char *name = r->v[i].name;
@@ -220,9 +225,9 @@ static void print_rows(const struct table_rows *r)
 				ow = strlen(owner[i]);
 		}
 	}
-	printf("%-*s %10s %12s %11s %7s %-*s %4s %5s\n", (int)w, "NAME",
-	       "RECORDS", "BYTES", "EXTENTS", "PAGE", (int)ow, "OWNER",
-	       "MODE", "STATE");
+	printf("%-*s %10s %12s %11s %7s %8s %10s %-*s %4s %5s\n", (int)w,
+	       "NAME", "RECORDS", "BYTES", "EXTENTS", "PAGE", "TTL",
+	       "EXPIRING", (int)ow, "OWNER", "MODE", "STATE");
 	for (i = 0; i < r->n; i++) {
 		const struct tdbc_table_stat *st = &r->v[i];
 		char num[32];
@@ -232,11 +237,16 @@ static void print_rows(const struct table_rows *r)
 		if (!owner)     /* out of memory: numbers, still aligned */
 			snprintf(num, sizeof(num), "%" PRIu32 ":%" PRIu32,
 				 st->uid, st->gid);
+		if (st->default_ttl)
+			fmt_format_duration(st->default_ttl, ttl);
+		else
+			snprintf(ttl, sizeof(ttl), "-");
 		print_name(st->name, w);
 		printf(" %10" PRIu64 " %12" PRIu64 " %11s %7" PRIu64
-		       " %-*s %04" PRIo32 " %5s\n", st->records,
-		       st->bytes_used, ext, st->page_size, (int)ow,
-		       owner ? owner[i] : num, st->mode, state_name(st));
+		       " %8s %10" PRIu64 " %-*s %04" PRIo32 " %5s\n",
+		       st->records, st->bytes_used, ext, st->page_size, ttl,
+		       st->expiring, (int)ow, owner ? owner[i] : num,
+		       st->mode, state_name(st));
 	}
 	free(owner);
 }
@@ -283,6 +293,7 @@ int cmd_stats(struct cli *cli)
 		{ "ckpt_lsn", s.ckpt_lsn },
 		{ "tables_aside", s.tables_aside },
 		{ "readers_expired", s.readers_expired },
+		{ "expired", s.expired },
 	};
 	const int n = (int)(sizeof(f) / sizeof(f[0]));
 

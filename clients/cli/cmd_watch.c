@@ -5,6 +5,10 @@
  *
  *   PUT<tab>KEY<tab>VALUE   DEL<tab>KEY   DROP   OVERRUN lost=N
  *
+ * and DEL<tab>KEY<tab>expired for a key the owner removed at its
+ * deadline (JSON: "reason":"expired"; a PUT's deadline is JSON's
+ * "deadline" only, so text lines keep their fields).
+ *
  * It ends after --count changes (OVERRUN is not a change), at the
  * table's drop, or when --timeout (milliseconds in all, from the start)
  * runs out: a success unless --count was given and not reached.
@@ -41,7 +45,13 @@ static void print_event(const struct cli *cli, const struct tdbc_event *ev)
 			putchar(',');
 			fmt_json_field(stdout, "value", ev->val, ev->vlen,
 				       hex);
+			if (ev->deadline)
+				printf(",\"deadline\":%" PRIu64,
+				       ev->deadline);
 		}
+		if (ev->kind == TDBC_EV_DEL &&
+		    ev->reason == TDBC_REASON_EXPIRED)
+			fputs(",\"reason\":\"expired\"", stdout);
 		putchar('}');
 		cli_doc_close();
 		return;
@@ -55,6 +65,8 @@ static void print_event(const struct cli *cli, const struct tdbc_event *ev)
 		putchar('\t');
 		fmt_bytes(stdout, ev->val, ev->vlen, enc);
 	}
+	if (ev->kind == TDBC_EV_DEL && ev->reason == TDBC_REASON_EXPIRED)
+		fputs("\texpired", stdout);
 	putchar('\n');
 }
 

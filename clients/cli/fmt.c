@@ -252,6 +252,113 @@ int fmt_parse_s64(const char *s, int64_t *out)
 	return 0;
 }
 
+/* The units of a duration, longest name first where one is the start
+ * of another ("ms" before "m"). */
+static const struct {
+	const char *name;
+	uint64_t ms;
+} dur_units[] = {
+	{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+	{ "d", 86400000 },
+};
+#define DUR_UNITS (sizeof(dur_units) / sizeof(dur_units[0]))
+
+int fmt_parse_duration(const char *s, uint64_t max_ms, uint64_t *ms,
+		       const char **why)
+{
+	uint64_t sum = 0, n, mul;
+	size_t i, len;
+	bool overflow = false, lone;
+
+	*why = "";
+	if (!*s) {
+		*why = "empty";
+		return -EINVAL;
+	}
+	if (*s == '-') {
+		*why = "negative";
+		return -EINVAL;
+	}
+	/* a lone number, digits only, is seconds */
+	for (i = 0; s[i] >= '0' && s[i] <= '9'; i++)
+		;
+	lone = !s[i];
+	while (*s) {
+		if (*s < '0' || *s > '9') {
+			*why = "a part does not start with a number (give "
+			       "e.g. 500ms, 30s, 2h, 1d)";
+			return -EINVAL;
+		}
+		for (n = 0; *s >= '0' && *s <= '9'; s++) {
+			if (n > (UINT64_MAX - 9) / 10)
+				overflow = true;
+			else
+				n = n * 10 + (uint64_t)(*s - '0');
+		}
+		if (lone) {
+			mul = 1000;
+			goto add;
+		}
+		if (*s == '.' || *s == ',') {
+			*why = "a fraction (give whole units: 1500ms, not "
+			       "1.5s)";
+			return -EINVAL;
+		}
+		mul = 0;
+		for (i = 0; i < DUR_UNITS; i++) {
+			len = strlen(dur_units[i].name);
+			if (!strncmp(s, dur_units[i].name, len) &&
+			    !(s[len] >= 'a' && s[len] <= 'z')) {
+				mul = dur_units[i].ms;
+				s += len;
+				break;
+			}
+		}
+		if (!mul) {
+			*why = *s ? "unknown unit (units: ms, s, m, h, d)" :
+				    "a number without a unit after the first "
+				    "part (units: ms, s, m, h, d)";
+			return -EINVAL;
+		}
+add:
+		if (overflow || n > UINT64_MAX / mul ||
+		    sum > UINT64_MAX - n * mul)
+			overflow = true;
+		else
+			sum += n * mul;
+	}
+	if (overflow || sum > max_ms) {
+		*why = "too long";
+		return -ERANGE;
+	}
+	if (!sum) {
+		*why = "zero";
+		return -EDOM;
+	}
+	*ms = sum;
+	return 0;
+}
+
+char *fmt_format_duration(uint64_t ms, char *buf)
+{
+	size_t i, off = 0;
+
+	buf[0] = '\0';
+	for (i = DUR_UNITS; i-- > 0;) {
+		uint64_t n = ms / dur_units[i].ms;
+
+		if (!n)
+			continue;
+		ms -= n * dur_units[i].ms;
+		off += (size_t)snprintf(buf + off, FMT_DURATION_MAX - off,
+					"%llu%s", (unsigned long long)n,
+					dur_units[i].name);
+	}
+	if (!off)
+		snprintf(buf, FMT_DURATION_MAX, "0s");
+	return buf;
+}
+
 int fmt_read_all(int fd, size_t cap, uint8_t **out, size_t *len)
 {
 	size_t size = 4096, n = 0;

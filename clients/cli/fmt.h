@@ -66,6 +66,25 @@ int fmt_parse_u64(const char *s, int base, uint64_t max, uint64_t *out);
 int fmt_parse_s64(const char *s, int64_t *out);
 
 /*
+ * A duration (put --ttl, expire, create --ttl): one or more parts
+ * <digits><unit>, units ms, s, m, h, d (a day is 86400 s), summed in
+ * milliseconds: "500ms", "30s", "2h", "1d", "1h30m".  A lone number
+ * without a unit is seconds ("30" = "30s"), as for sleep(1) and Redis's
+ * EXPIRE.  No sign, white space or fraction.  0 and *ms; -EINVAL (not a
+ * duration) with *why saying what is wrong, -EDOM for a duration of 0,
+ * -ERANGE if it is over max_ms.
+ */
+int fmt_parse_duration(const char *s, uint64_t max_ms, uint64_t *ms,
+		       const char **why);
+/* The longest text fmt_format_duration writes, NUL included
+ * ("213503982334d...": any uint64_t of ms). */
+#define FMT_DURATION_MAX 48
+/* ms as a duration fmt_parse_duration reads back as ms: its parts from
+ * days down to milliseconds, the zero ones left out ("1h30m", "1s500ms",
+ * "0s" for 0).  buf has FMT_DURATION_MAX bytes; returns buf. */
+char *fmt_format_duration(uint64_t ms, char *buf);
+
+/*
  * Read fd to its end into a malloc()ed buffer (*out never NULL).  Stops
  * with -E2BIG once more than cap bytes came (so /dev/zero cannot eat
  * the memory), or returns -errno of a failed read, -ENOMEM.

@@ -55,15 +55,23 @@ static const char usage_text[] =
 "Commands:\n"
 "  tables                      list the tables one may read\n"
 "  create TABLE [--max-extents N] [--mode MODE] [--uid U] [--gid G]\n"
+"         [--ttl DURATION]     (--ttl: the table's default TTL)\n"
 "  drop TABLE\n"
 "  stat TABLE                  one table's figures\n"
 "  stats                       the daemon's counters\n"
-"  get TABLE KEY [--version]   the value to stdout (--version: the\n"
-"                              record's version, a tab, then the value)\n"
-"  put TABLE KEY VALUE|- [COND]\n"
-"  put TABLE KEY --file F | --stdin [COND]\n"
+"  get TABLE KEY [--version] [--deadline]\n"
+"                              the value to stdout (--version: the\n"
+"                              record's version, a tab, then the value;\n"
+"                              --deadline: its deadline, a tab, first)\n"
+"  put TABLE KEY VALUE|- [COND] [--ttl DURATION | --at MS]\n"
+"  put TABLE KEY --file F | --stdin [COND] [--ttl DURATION | --at MS]\n"
 "                              COND: --if-absent (--no-overwrite),\n"
 "                              --if-present or --if-version V\n"
+"  ttl TABLE KEY               the time the key has left, in ms, or\n"
+"                              \"no expiry\"\n"
+"  expire TABLE KEY DURATION | --at MS\n"
+"                              set the key's deadline\n"
+"  persist TABLE KEY           clear it: the key no longer expires\n"
 "  del TABLE KEY [--if-version V]\n"
 "  incr TABLE KEY [DELTA]      add DELTA (default 1; may be negative) to\n"
 "                              a decimal integer value (absent: 0), done\n"
@@ -105,7 +113,17 @@ static const char usage_text[] =
 "      --if-present      put: fail (exit 1) if the key is absent\n"
 "      --if-version V    put, del: only if the key is at version V (as\n"
 "                        get --version prints it), else exit 7\n"
+"      --ttl DURATION    put: the record expires after DURATION; create:\n"
+"                        the table's default for puts without --ttl.\n"
+"                        DURATION: a whole number and a unit, ms, s, m,\n"
+"                        h or d (500ms, 30s, 2h, 1d), parts may add up\n"
+"                        (1h30m); a number alone is seconds; from 1ms\n"
+"                        to 10 years (3650d)\n"
+"      --at MS           put, expire: the record expires at MS, in\n"
+"                        milliseconds since the epoch (date +%s%3N)\n"
 "      --version         after get: print the record's version too\n"
+"      --deadline        get: print the record's deadline too (ms since\n"
+"                        the epoch, - for none)\n"
 "      --prefix P        scan, watch: keys starting with P only\n"
 "      --limit N         scan: at most N records\n"
 "      --keys-only       scan: print keys only\n"
@@ -122,12 +140,16 @@ static const char usage_text[] =
 "  --version, the version (decimal) and a tab come first.  A version\n"
 "  changes on every write of the key and never repeats for it.\n"
 "  incr prints the new value, a decimal integer, and a newline.\n"
+"  ttl prints the milliseconds the key has left, or \"no expiry\"; an\n"
+"  expired key is absent to every command (exit 1).\n"
 "  scan prints KEY<tab>VALUE lines, watch PUT<tab>KEY<tab>VALUE,\n"
-"  DEL<tab>KEY, DROP, and OVERRUN lost=N when changes were lost (it\n"
+"  DEL<tab>KEY (DEL<tab>KEY<tab>expired when tdbd removed it at its\n"
+"  deadline), DROP, and OVERRUN lost=N when changes were lost (it\n"
 "  goes on); both escape keys and values by default: printable ASCII as\n"
 "  is, \\\\ \\n \\t \\r, other bytes \\xHH.\n"
 "  tables prints a header and one line per table, sorted by name,\n"
-"  owners by name; stat and stats print NAME VALUE lines; table names\n"
+"  owners by name, TTL the default TTL (- for none), EXPIRING the\n"
+"  records with a deadline; stat and stats print NAME VALUE lines; table names\n"
 "  are escaped as keys are.  Modes are octal.  stats counts the tables\n"
 "  one may see.  batch prints get's values escaped, a line each, and\n"
 "  names a failed line: \"tdb: line N: ...\".\n"
@@ -136,21 +158,27 @@ static const char usage_text[] =
 "  \"name\" (C1 controls in it \\u-escaped), else (keys and values also\n"
 "  with --hex) \"key_hex\"/\"value_hex\"/\"name_hex\" holds its hex.\n"
 "  Shapes:\n"
-"    get     {\"key\":..,\"value\":..} (--version: and \"version\":N)\n"
+"    get     {\"key\":..,\"value\":..} (--version: and \"version\":N;\n"
+"            --deadline: and \"deadline\":N or null)\n"
 "    incr    {\"key\":..,\"value\":N} (N a JSON number)\n"
+"    ttl     {\"key\":..,\"ttl_ms\":N,\"deadline\":N} (no expiry:\n"
+"            both null)\n"
 "    scan    {\"key\":..,\"value\":..} per line (no value: --keys-only)\n"
-"    watch   {\"event\":\"put\",\"seq\":N,\"key\":..,\"value\":..},\n"
-"            {\"event\":\"del\",\"seq\":N,\"key\":..},\n"
+"    watch   {\"event\":\"put\",\"seq\":N,\"key\":..,\"value\":..}\n"
+"            (and \"deadline\":N if it has one),\n"
+"            {\"event\":\"del\",\"seq\":N,\"key\":..} (and\n"
+"            \"reason\":\"expired\" if it expired),\n"
 "            {\"event\":\"drop\",\"seq\":N},\n"
 "            {\"event\":\"overrun\",\"lost\":N}\n"
 "    tables  per line, and stat: {\"name\":..,\"records\":N,\n"
 "            \"bytes_used\":N,\"bytes_allocated\":N,\"bytes_pending\":N,\n"
 "            \"extents\":N,\"max_extents\":N,\"page_size\":N,\n"
-"            \"index_nodes\":N,\"index_buckets\":N,\"uid\":N,\"gid\":N,\n"
+"            \"index_nodes\":N,\"index_buckets\":N,\"uid\":N,\n"
+"            \"default_ttl_ms\":N,\"expiring\":N,\"expired\":N,\"gid\":N,\n"
 "            \"mode\":\"0640\",\"state\":\"ok\"}  (state \"aside\": tdbd\n"
 "            set the table aside at start; its data is kept on disk)\n"
 "    stats   {\"tables\":N,...} every counter of the daemon\n"
-"    create, drop, put, del: {\"ok\":true}\n"
+"    create, drop, put, del, expire, persist: {\"ok\":true}\n"
 "    batch   {\"line\":N,\"ok\":true}, {\"line\":N,\"key\":..,\"value\":..},\n"
 "            (get --version: and \"version\":N; incr: \"value\":N),\n"
 "            {\"line\":N,\"error\":..,\"exit\":N}; other commands in a\n"
@@ -173,7 +201,7 @@ enum {
 	OPT_MAX_EXTENTS = OPT_CMD0, OPT_MODE, OPT_UID, OPT_GID, OPT_FILE,
 	OPT_STDIN, OPT_NO_OVERWRITE, OPT_PREFIX, OPT_LIMIT, OPT_KEYS_ONLY,
 	OPT_COUNT, OPT_TIMEOUT, OPT_TXN, OPT_IF_ABSENT, OPT_IF_PRESENT,
-	OPT_IF_VERSION,
+	OPT_IF_VERSION, OPT_TTL, OPT_AT, OPT_SHOW_DEADLINE,
 	OPT_SHOW_VERSION,       /* get --version (not in long_opts: -V) */
 	OPT_END
 };
@@ -206,23 +234,32 @@ static const struct option long_opts[] = {
 	{ "if-absent",    no_argument,       NULL, OPT_IF_ABSENT },
 	{ "if-present",   no_argument,       NULL, OPT_IF_PRESENT },
 	{ "if-version",   required_argument, NULL, OPT_IF_VERSION },
+	{ "ttl",          required_argument, NULL, OPT_TTL },
+	{ "at",           required_argument, NULL, OPT_AT },
+	{ "deadline",     no_argument,       NULL, OPT_SHOW_DEADLINE },
 	{ NULL, 0, NULL, 0 }
 };
 
 static const struct command commands[] = {
 	{ "tables", "", 0, 0, 0, cmd_tables },
 	{ "create", "TABLE", 1, 1,
-	  O(OPT_MAX_EXTENTS) | O(OPT_MODE) | O(OPT_UID) | O(OPT_GID),
-	  cmd_create },
+	  O(OPT_MAX_EXTENTS) | O(OPT_MODE) | O(OPT_UID) | O(OPT_GID) |
+	  O(OPT_TTL), cmd_create },
 	{ "drop", "TABLE", 1, 1, 0, cmd_drop },
 	{ "stat", "TABLE", 1, 1, 0, cmd_stat },
 	{ "stats", "", 0, 0, 0, cmd_stats },
-	{ "get", "TABLE KEY", 2, 2, O(OPT_SHOW_VERSION), cmd_get },
+	{ "get", "TABLE KEY", 2, 2, O(OPT_SHOW_VERSION) | O(OPT_SHOW_DEADLINE),
+	  cmd_get },
 	{ "put", "TABLE KEY [VALUE]", 2, 3,
 	  O(OPT_FILE) | O(OPT_STDIN) | O(OPT_NO_OVERWRITE) |
-	  O(OPT_IF_ABSENT) | O(OPT_IF_PRESENT) | O(OPT_IF_VERSION), cmd_put },
+	  O(OPT_IF_ABSENT) | O(OPT_IF_PRESENT) | O(OPT_IF_VERSION) |
+	  O(OPT_TTL) | O(OPT_AT), cmd_put },
 	{ "del", "TABLE KEY", 2, 2, O(OPT_IF_VERSION), cmd_del },
 	{ "incr", "TABLE KEY [DELTA]", 2, 3, 0, cmd_incr },
+	{ "ttl", "TABLE KEY", 2, 2, 0, cmd_ttl },
+	{ "expire", "TABLE KEY DURATION | TABLE KEY --at MS", 2, 3, O(OPT_AT),
+	  cmd_expire },
+	{ "persist", "TABLE KEY", 2, 2, 0, cmd_persist },
 	{ "scan", "TABLE", 1, 1,
 	  O(OPT_PREFIX) | O(OPT_LIMIT) | O(OPT_KEYS_ONLY), cmd_scan },
 	{ "watch", "TABLE", 1, 1,
@@ -294,6 +331,25 @@ static int parse_num(const char *opt, const char *s, int base,
 	if (err)
 		return usage_error(NULL, "--%s %s: not a%s number", opt, s,
 				   base == 8 ? "n octal" : "");
+	return 0;
+}
+
+/* A duration (--ttl, expire's DURATION): 1 ms to TDB_TTL_MAX (10
+ * years), fmt_parse_duration's units; what names it in messages. */
+static int parse_duration(const char *what, const char *s, uint64_t *ms)
+{
+	const char *why;
+	int err = fmt_parse_duration(s, TDB_TTL_MAX, ms, &why);
+
+	if (err == -EDOM)
+		return usage_error(NULL, "%s %s: zero (a TTL is 1ms to 3650d)",
+				   what, s);
+	if (err == -ERANGE)
+		return usage_error(NULL, "%s %s: over 10 years (3650d), the "
+				   "longest TTL", what, s);
+	if (err)
+		return usage_error(NULL, "%s %s: not a duration: %s", what, s,
+				   why);
 	return 0;
 }
 
@@ -376,6 +432,21 @@ static int parse_cmd_opt(struct cli *cli, struct parsed *p, int opt,
 		if (!rc && !cli->if_version)
 			rc = usage_error(NULL, "--if-version 0: no record "
 					 "has version 0");
+		break;
+	case OPT_TTL:
+		rc = parse_duration("--ttl", arg, &cli->ttl_ms);
+		break;
+	case OPT_AT:
+		/* a deadline: ms since the epoch, never 0 (the protocol's
+		 * "none") */
+		rc = parse_num("at", arg, 10, UINT64_MAX, &cli->at_ms);
+		if (!rc && !cli->at_ms)
+			rc = usage_error(NULL, "--at 0: a deadline is "
+					 "milliseconds since the epoch, at "
+					 "least 1");
+		break;
+	case OPT_SHOW_DEADLINE:
+		cli->show_deadline = true;
 		break;
 	case OPT_PREFIX:
 		p->prefix_arg = arg;
@@ -718,6 +789,16 @@ static int incr_args(struct cli *cli, char **args, int nargs)
 	return 0;
 }
 
+/* expire's DURATION, or --at MS: one of them. */
+static int expire_args(struct cli *cli, char **args, int nargs)
+{
+	if ((nargs == 3) == !!cli->at_ms)
+		return usage_error("expire", "give the deadline once: "
+				   "DURATION or --at MS");
+	return nargs == 3 ? parse_duration("DURATION", args[2], &cli->ttl_ms)
+			  : 0;
+}
+
 /* The TDBC_IF_* flags of put's and del's options; main.c checked that
  * at most one condition was given. */
 unsigned int cli_cond_flags(const struct cli *cli)
@@ -753,6 +834,8 @@ static int take_args(struct cli *cli, const struct command *cmd,
 		return usage_error(cmd->name, "give one condition: "
 				   "--if-absent (--no-overwrite), "
 				   "--if-present or --if-version V");
+	if (cli->ttl_ms && cli->at_ms)
+		return usage_error(cmd->name, "give --ttl or --at, not both");
 	if (nargs < cmd->min_args || nargs > cmd->max_args)
 		return usage_error(cmd->name, "wrong number of arguments\n"
 				   "Usage: tdb %s%s%s", cmd->name,
@@ -772,6 +855,8 @@ static int take_args(struct cli *cli, const struct command *cmd,
 		return put_args(cli, args, nargs);
 	if (!strcmp(cmd->name, "incr"))
 		return incr_args(cli, args, nargs);
+	if (!strcmp(cmd->name, "expire"))
+		return expire_args(cli, args, nargs);
 	return 0;
 }
 

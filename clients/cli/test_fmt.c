@@ -194,6 +194,103 @@ static void test_numbers(void)
 	CHECK(fmt_parse_u64("1000", 8, 0777, &v) == -ERANGE);
 }
 
+/* fmt_parse_duration's result for s (max: 10 years, as tdb's TTLs):
+ * its errno, and ms in *ms. */
+#define TEN_YEARS 315360000000ull
+static int dur(const char *s, uint64_t *ms)
+{
+	const char *why = NULL;
+	int err;
+
+	*ms = 7;
+	err = fmt_parse_duration(s, TEN_YEARS, ms, &why);
+	/* every refusal says why, every success leaves no reason */
+	if (err && (!why || !*why)) {
+		printf("FAIL: duration '%s' refused without a reason\n", s);
+		failed = 1;
+	}
+	return err;
+}
+
+static void test_durations(void)
+{
+	char buf[FMT_DURATION_MAX];
+	uint64_t ms, samples[] = {
+		1, 999, 1000, 1500, 60000, 90061001, 86400000,
+		TEN_YEARS, UINT64_MAX,
+	};
+	const char *why;
+	size_t i;
+
+	/* units */
+	CHECK(!dur("500ms", &ms) && ms == 500);
+	CHECK(!dur("30s", &ms) && ms == 30000);
+	CHECK(!dur("2m", &ms) && ms == 120000);
+	CHECK(!dur("2h", &ms) && ms == 7200000);
+	CHECK(!dur("1d", &ms) && ms == 86400000);
+	/* a lone number is seconds */
+	CHECK(!dur("30", &ms) && ms == 30000);
+	CHECK(!dur("1", &ms) && ms == 1000);
+	/* parts add up, in any order */
+	CHECK(!dur("1h30m", &ms) && ms == 5400000);
+	CHECK(!dur("1s500ms", &ms) && ms == 1500);
+	CHECK(!dur("500ms1s", &ms) && ms == 1500);
+	CHECK(!dur("1d2h3m4s5ms", &ms) && ms == 93784005);
+	/* exactly 10 years passes, one ms more does not */
+	CHECK(!dur("3650d", &ms) && ms == TEN_YEARS);
+	CHECK(!dur("315360000s", &ms) && ms == TEN_YEARS);
+	CHECK(dur("315360000001ms", &ms) == -ERANGE && ms == 7);
+	CHECK(dur("3651d", &ms) == -ERANGE);
+	CHECK(dur("99999999999999999999999s", &ms) == -ERANGE);
+	CHECK(dur("18446744073709551615d", &ms) == -ERANGE);
+	/* zero, in any unit */
+	CHECK(dur("0", &ms) == -EDOM && ms == 7);
+	CHECK(dur("0ms", &ms) == -EDOM);
+	CHECK(dur("0h0m", &ms) == -EDOM);
+	/* garbage */
+	CHECK(dur("", &ms) == -EINVAL);
+	CHECK(dur("-5s", &ms) == -EINVAL);
+	CHECK(dur("-5", &ms) == -EINVAL);
+	CHECK(dur("+5s", &ms) == -EINVAL);
+	CHECK(dur(" 5s", &ms) == -EINVAL);
+	CHECK(dur("5s ", &ms) == -EINVAL);
+	CHECK(dur("5 s", &ms) == -EINVAL);
+	CHECK(dur("1.5s", &ms) == -EINVAL);
+	CHECK(dur("5x", &ms) == -EINVAL);
+	CHECK(dur("5min", &ms) == -EINVAL);
+	CHECK(dur("5S", &ms) == -EINVAL);
+	CHECK(dur("s", &ms) == -EINVAL);
+	CHECK(dur("ms", &ms) == -EINVAL);
+	CHECK(dur("1h30", &ms) == -EINVAL);     /* unit-less part */
+	CHECK(dur("abc", &ms) == -EINVAL && ms == 7);
+	/* the reasons name the fault */
+	CHECK(fmt_parse_duration("1.5s", TEN_YEARS, &ms, &why) == -EINVAL &&
+	      strstr(why, "fraction"));
+	CHECK(fmt_parse_duration("-1s", TEN_YEARS, &ms, &why) == -EINVAL &&
+	      strstr(why, "negative"));
+	CHECK(fmt_parse_duration("5y", TEN_YEARS, &ms, &why) == -EINVAL &&
+	      strstr(why, "unit"));
+	/* a smaller max */
+	CHECK(fmt_parse_duration("2s", 1999, &ms, &why) == -ERANGE);
+
+	/* formatting: largest parts first, zero parts left out */
+	CHECK(!strcmp(fmt_format_duration(0, buf), "0s"));
+	CHECK(!strcmp(fmt_format_duration(1, buf), "1ms"));
+	CHECK(!strcmp(fmt_format_duration(30000, buf), "30s"));
+	CHECK(!strcmp(fmt_format_duration(1500, buf), "1s500ms"));
+	CHECK(!strcmp(fmt_format_duration(5400000, buf), "1h30m"));
+	CHECK(!strcmp(fmt_format_duration(86400000, buf), "1d"));
+	CHECK(!strcmp(fmt_format_duration(93784005, buf), "1d2h3m4s5ms"));
+	CHECK(!strcmp(fmt_format_duration(UINT64_MAX, buf),
+		      "213503982334d14h25m51s615ms"));
+	/* and what it writes reads back as the same ms */
+	for (i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+		fmt_format_duration(samples[i], buf);
+		CHECK(!fmt_parse_duration(buf, UINT64_MAX, &ms, &why) &&
+		      ms == samples[i]);
+	}
+}
+
 static void test_signed(void)
 {
 	int64_t v = 7;
@@ -343,6 +440,7 @@ int main(void)
 	test_hex_decode();
 	test_numbers();
 	test_signed();
+	test_durations();
 	test_read_all();
 	test_split();
 	if (!failed)

@@ -117,6 +117,10 @@ struct tdbc_table_opts {
 				 * (0600) */
 	uint32_t uid, gid;      /* owner; (uint32_t)-1 = the caller's
 				 * (others: root only) */
+	/* Since TDBCLIENT_1.1 (expiry): the table's default TTL in ms
+	 * (1..TDB_TTL_MAX), given to every put that names no TTL or
+	 * deadline of its own and to an incr of an absent key; 0 = none */
+	uint64_t default_ttl;
 };
 /* Fill opts with the defaults. */
 void tdbc_table_opts_init(struct tdbc_table_opts *opts);
@@ -138,6 +142,11 @@ struct tdbc_table_stat {
 	 * tdbc_table_drop fails with -EIO, and the figures above but
 	 * max_extents, uid, gid and mode are 0 */
 	uint32_t state;
+	/* Since TDBCLIENT_1.1 (expiry): the default TTL in ms (0: none),
+	 * the records that carry a deadline (expired ones included until
+	 * the owner's sweep removes them), and the records removed by
+	 * expiry since the owner started */
+	uint64_t default_ttl, expiring, expired;
 };
 int tdbc_table_stat(struct tdbc *c, const char *name,
 		    struct tdbc_table_stat *st);
@@ -218,6 +227,53 @@ long tdbc_get_ver(struct tdbc_table *t, struct tdbc_txn *txn,
  */
 int tdbc_incr(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
 	      size_t klen, int64_t delta, int64_t *result);
+
+/* --- expiry (TDBCLIENT_1.1) ---------------------------------------------
+ * A record may have a deadline: a time of the wall clock (CLOCK_REALTIME,
+ * milliseconds since the Unix epoch, uint64_t) from which it is absent
+ * to every read, gets, scans, transactions and zero-copy maps alike; the
+ * owner then removes it (watchers see a DEL with reason
+ * TDBC_REASON_EXPIRED).  A TTL is milliseconds from when the owner
+ * applies the write, 1..TDB_TTL_MAX (10 years): 0 is -EINVAL, more is
+ * -ERANGE, before anything is sent; so is a deadline of 0.  A deadline
+ * further than TDB_TTL_MAX ahead is refused by the owner (-ERANGE); one
+ * already past writes a record no read sees.  A put without a TTL or
+ * deadline (tdbc_put, tdbc_put_if) gets the table's default TTL if it
+ * has one (tdbc_table_opts.default_ttl), else none: a put replaces the
+ * deadline with the value.  tdbc_incr keeps the key's deadline.
+ * docs/PROTOCOL.md, "Expiry".
+ */
+/* tdbc_put_if with a TTL (ms) or an absolute deadline (ms since the
+ * epoch); flags and version as tdbc_put_if's. */
+int tdbc_put_ttl(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+		 size_t klen, const void *val, size_t vlen, unsigned int flags,
+		 uint64_t version, uint64_t ttl_ms);
+int tdbc_put_at(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+		size_t klen, const void *val, size_t vlen, unsigned int flags,
+		uint64_t version, uint64_t deadline_ms);
+/* tdbc_get_ver, and the record's deadline in *deadline (if not NULL;
+ * 0: it has none). */
+long tdbc_get_ex(struct tdbc_table *t, struct tdbc_txn *txn,
+		 const void *key, size_t klen, void *buf, size_t cap,
+		 size_t *need, uint64_t *version, uint64_t *deadline);
+/*
+ * A present key's deadline, outside any transaction (-ENOENT if the key
+ * is absent or expired).  tdbc_expire sets it to ttl_ms from now (the
+ * owner's now; *deadline, if not NULL, gets the deadline it set),
+ * tdbc_expire_at to deadline_ms, tdbc_persist clears it (the key no
+ * longer expires); each is a write (write permission; a new version,
+ * sent to watchers as a put of the same value).  tdbc_ttl only reads:
+ * *deadline (if not NULL) the key's deadline, 0 if it has none (the TTL
+ * left is *deadline minus CLOCK_REALTIME's now in ms), *version (if not
+ * NULL) the record's version.
+ */
+int tdbc_expire(struct tdbc_table *t, const void *key, size_t klen,
+		uint64_t ttl_ms, uint64_t *deadline);
+int tdbc_expire_at(struct tdbc_table *t, const void *key, size_t klen,
+		   uint64_t deadline_ms);
+int tdbc_persist(struct tdbc_table *t, const void *key, size_t klen);
+int tdbc_ttl(struct tdbc_table *t, const void *key, size_t klen,
+	     uint64_t *deadline, uint64_t *version);
 
 /* --- zero-copy reads ----------------------------------------------------
  * A connection with rings maps each table it opens and may read
@@ -337,6 +393,11 @@ int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
 /* The same, and the record's version in *version (if not NULL). */
 int tdbc_scan_next_ver(struct tdbc_scan *s, const void **key, size_t *klen,
 		       const void **val, size_t *vlen, uint64_t *version);
+/* The same, and the record's deadline in *deadline (if not NULL; 0: it
+ * has none).  TDBCLIENT_1.1 (expiry). */
+int tdbc_scan_next_ex(struct tdbc_scan *s, const void **key, size_t *klen,
+		      const void **val, size_t *vlen, uint64_t *version,
+		      uint64_t *deadline);
 void tdbc_scan_close(struct tdbc_scan *s);
 
 /* --- watching ----------------------------------------------------------
@@ -353,6 +414,9 @@ enum tdbc_event_kind {
 	TDBC_EV_DEL = 2,
 	TDBC_EV_DROP = 3,       /* the table was dropped; the watch ends */
 };
+/* tdbc_event.reason of a DEL: the owner removed the key because its
+ * deadline passed (0: a client deleted it). */
+#define TDBC_REASON_EXPIRED TDB_REASON_EXPIRED
 struct tdbc_event {
 	enum tdbc_event_kind kind;
 	uint32_t seq;           /* the feed's sequence number */
@@ -362,6 +426,9 @@ struct tdbc_event {
 	size_t vlen;
 	uint64_t version;       /* PUT, DEL: the write's version (0 from
 				 * an owner that sends none) */
+	/* Since TDBCLIENT_1.1 (expiry): */
+	uint64_t deadline;      /* PUT: the record's deadline (0: none) */
+	uint32_t reason;        /* DEL: 0, or TDBC_REASON_EXPIRED */
 };
 int tdbc_watch(struct tdbc_table *t, const void *prefix, size_t plen,
 	       struct tdbc_watch **out);
@@ -392,6 +459,9 @@ struct tdbc_stats {
 	uint64_t wal_syncs;     /* WAL fdatasyncs since the start */
 	uint64_t readers_expired;       /* read sections the owner stopped
 					 * waiting for (reader-lease) */
+	/* Since TDBCLIENT_1.1: records removed by expiry since the start
+	 * (all tables) */
+	uint64_t expired;
 };
 int tdbc_stats(struct tdbc *c, struct tdbc_stats *st);
 
@@ -409,6 +479,12 @@ enum tdbc_op {
 	TDBC_OP_ABORT = 5,      /* txn: abort it (the handle is freed) */
 	TDBC_OP_INCR = 6,       /* add `delta` (tdbc_incr) */
 };
+/* tdbc_req.flags of a PUT (TDBCLIENT_1.1): `expiry` is a TTL in ms
+ * (TDBC_TTL) or a deadline in ms since the epoch (TDBC_DEADLINE), as
+ * tdbc_put_ttl and tdbc_put_at; not both.  A library older than 1.1
+ * refuses them (-EINVAL, unknown flags). */
+#define TDBC_TTL         (1u << 17)
+#define TDBC_DEADLINE    (1u << 18)
 struct tdbc_req {
 	enum tdbc_op op;
 	struct tdbc_table *table;
@@ -420,9 +496,14 @@ struct tdbc_req {
 	unsigned int flags;     /* PUT: TDBC_IF_*; DEL: TDBC_IF_VERSION */
 	uint64_t user;          /* handed back in the completion */
 	uint64_t version;       /* PUT, DEL with TDBC_IF_VERSION */
-	int64_t delta;          /* INCR: the addend (0 adds nothing, so
+	/* One of (the layout of TDBCLIENT_1, whose delta it was): */
+	union {
+		int64_t delta;  /* INCR: the addend (0 adds nothing, so
 				 * set it: the 1 of tdbc_incr is not a
 				 * default here) */
+		uint64_t expiry;        /* PUT with TDBC_TTL or
+					 * TDBC_DEADLINE */
+	};
 };
 struct tdbc_cqe {
 	uint64_t user;
@@ -431,7 +512,12 @@ struct tdbc_cqe {
 				 * tdbc_reap or blocking call */
 	size_t vlen;
 	uint64_t version;       /* GET, INCR: the record's version */
-	int64_t num;            /* INCR: the new value */
+	/* One of (the layout of TDBCLIENT_1, whose num it was): */
+	union {
+		int64_t num;            /* INCR: the new value */
+		uint64_t deadline;      /* GET: the record's deadline (0:
+					 * none; TDBCLIENT_1.1) */
+	};
 };
 /*
  * Queue n requests and publish them.  Returns how many were queued (all

@@ -133,10 +133,11 @@ static void done_free(struct tdbc_done *d)
 }
 
 int tdbc__async_complete(struct tdbc *c, uint64_t user, int res, void *val,
-			 size_t vlen, uint64_t version)
+			 size_t vlen, uint64_t version, uint64_t deadline)
 {
 	struct tdbc_done d = { .user = user, .res = res, .val = val,
-			       .vlen = vlen, .version = version };
+			       .vlen = vlen, .version = version,
+			       .deadline = deadline };
 
 	if (done_push(c, &d)) {
 		free(val);
@@ -158,6 +159,8 @@ static int make_done(struct tdbc *c, const struct tdb_proto_msg *m,
 			d->num = m->ival;
 			return 0;
 		}
+		d->deadline = TDB_PROTO_HAS(m, TDB_A_DEADLINE) ?
+			      m->deadline : 0;
 		d->val = malloc(m->value_len ? m->value_len : 1);
 		if (!d->val)
 			return -ENOMEM;
@@ -339,7 +342,7 @@ static int req_msg(struct tdbc *c, const struct tdbc_req *r,
 	switch (r->op) {
 	case TDBC_OP_PUT:
 		return tdbc__put_msg(c, m, r->val, r->vlen, r->flags,
-				     r->version);
+				     r->version, r->expiry);
 	case TDBC_OP_DEL:
 		return tdbc__del_msg(c, m, r->flags, r->version);
 	case TDBC_OP_INCR:
@@ -488,7 +491,10 @@ int tdbc_reap(struct tdbc *c, struct tdbc_cqe *cqes, unsigned int n,
 		cqes[i].val = d->val;
 		cqes[i].vlen = d->vlen;
 		cqes[i].version = d->version;
-		cqes[i].num = d->num;
+		if (d->deadline)        /* GET's; num is INCR's */
+			cqes[i].deadline = d->deadline;
+		else
+			cqes[i].num = d->num;
 		if (d->res)
 			tdbc__fail(c, d->res, "%s", d->msg ? d->msg :
 				   tdbc_strerror(d->res));

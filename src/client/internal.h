@@ -95,6 +95,7 @@ struct tdbc_done {
 	char *msg;              /* the owner's text of a failure, or NULL */
 	uint64_t version;       /* GET, INCR: the record's (0: none) */
 	int64_t num;            /* INCR: the new value */
+	uint64_t deadline;      /* GET: the record's (0: none) */
 };
 
 /* An asynchronous request in flight, by seq (open addressing).  A scan
@@ -318,24 +319,32 @@ void tdbc__map_close(struct tdbc_table *t);
  * length or a negative errno. */
 typedef long tdbc_map_copy_fn(void *arg, const void *val, size_t vlen);
 /* A get (no transaction) through the map: copy_fn's result, -ENOENT, or
- * TDBC__MAP_RING.  *version (if not NULL) gets the record's version,
- * read in place with the value. */
+ * TDBC__MAP_RING.  *version and *deadline (each if not NULL) get the
+ * record's version and deadline (0: none), read in place with the
+ * value. */
 long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
-		   tdbc_map_copy_fn *copy_fn, void *arg, uint64_t *version);
+		   tdbc_map_copy_fn *copy_fn, void *arg, uint64_t *version,
+		   uint64_t *deadline);
 /* A GET of tdbc_submit through the map: 1 completed (its completion is
  * queued), 0 take the ring, < 0 an error of the submit. */
 int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r);
 
 /* --- ops.c, async.c: for map.c ------------------------------------------- */
 /* tdbc_get_alloc through the ring, whatever the map (checks done);
- * *version (if not NULL) the record's. */
+ * *version and *deadline (each if not NULL) the record's. */
 long tdbc__get_ring(struct tdbc_table *t, const void *key, size_t klen,
-		    void **val, uint64_t *version);
+		    void **val, uint64_t *version, uint64_t *deadline);
 /* What PUT, DEL and INCR requests carry besides TABLE, KEY and TXN
  * (ops.c; tdbc_submit builds the same): the value and the conditions
- * (flags TDBC_IF_*, checked: -EINVAL with errmsg), INCR's delta. */
+ * (flags TDBC_IF_*, checked: -EINVAL with errmsg), a PUT's TTL or
+ * deadline (flags TDBC_TTL or TDBC_DEADLINE: expiry is it), INCR's
+ * delta. */
 int tdbc__put_msg(struct tdbc *c, struct tdb_proto_msg *m, const void *val,
-		  size_t vlen, unsigned int flags, uint64_t version);
+		  size_t vlen, unsigned int flags, uint64_t version,
+		  uint64_t expiry);
+/* A TTL given by the caller (what: the words naming it in the message):
+ * 0, or -EINVAL (0) / -ERANGE (over TDB_TTL_MAX) with errmsg. */
+int tdbc__check_ttl(struct tdbc *c, const char *what, uint64_t ttl);
 int tdbc__del_msg(struct tdbc *c, struct tdb_proto_msg *m,
 		  unsigned int flags, uint64_t version);
 int tdbc__incr_msg(struct tdb_proto_msg *m, int64_t delta);
@@ -344,7 +353,7 @@ void tdbc__map_prefetch(struct tdbc *c, const struct tdbc_req *reqs,
 			unsigned int n);
 /* Queue a completion made here (val: malloc()ed, owned by the queue). */
 int tdbc__async_complete(struct tdbc *c, uint64_t user, int res, void *val,
-			 size_t vlen, uint64_t version);
+			 size_t vlen, uint64_t version, uint64_t deadline);
 
 /* --- scan.c, watch.c: freeing from tdbc_close --------------------------- */
 void tdbc__scan_free(struct tdbc_scan *s);

@@ -419,16 +419,28 @@ static bool map_ready(struct tdbc_table *t)
 
 /* --- one lookup ---------------------------------------------------------- */
 
+/* The deadline of the record whose value tdbe_view_lookup_ver found at
+ * val: its trailer, inside the bounds the view checked (the record's
+ * whole size, trailer included), read with the slot odd. */
+static uint64_t found_deadline(const void *val, size_t klen)
+{
+	const struct tdb_rec *r = (const struct tdb_rec *)
+		((const unsigned char *)val - klen - sizeof(struct tdb_rec));
+
+	return tdb_rec_deadline(r);
+}
+
 /*
  * With the slot odd: wait for an even commit_seq (s0), grow the map to
- * the header's extents, look the key up.  0 and *val, *vlen, *version
- * (the record's, in place; version may be NULL), -ENOENT,
+ * the header's extents, look the key up.  0 and *val, *vlen, *version,
+ * *deadline (the record's, in place; version and deadline may be NULL;
+ * an expired record is -ENOENT, by view.c's clock), -ENOENT,
  * -EUCLEAN (damaged or torn: the caller checks and decides), or
  * -EAGAIN: a commit stayed in progress too long (use the ring).
  */
 static int lookup(struct tdbc *c, struct tdbc_tmap *m, const void *key,
 		  size_t klen, uint64_t *s0, const void **val, size_t *vlen,
-		  uint64_t *version)
+		  uint64_t *version, uint64_t *deadline)
 {
 	const struct tdb_region_hdr *h = region(m);
 	struct tdbe_view v;
@@ -467,6 +479,8 @@ static int lookup(struct tdbc *c, struct tdbc_tmap *m, const void *key,
 		v.nextents = m->nmapped;
 		err = tdbe_view_lookup_ver(&v, key, klen, val, vlen, version);
 	}
+	if (deadline)
+		*deadline = err ? 0 : found_deadline(*val, klen);
 	return err;
 }
 
@@ -492,7 +506,7 @@ static int verdict(struct tdbc *c, struct tdbc_tmap *m, uint64_t s0,
  * judges what it returned); defined with the in-place API below. */
 static long get_in_section(struct tdbc_table *t, const void *key,
 			   size_t klen, tdbc_map_copy_fn *copy_fn, void *arg,
-			   uint64_t *version);
+			   uint64_t *version, uint64_t *deadline);
 
 /*
  * One get through the map: copy_fn copies the value out while the slot
@@ -501,7 +515,8 @@ static long get_in_section(struct tdbc_table *t, const void *key,
  * -ENOENT, or TDBC__MAP_RING: read through the ring instead.
  */
 long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
-		   tdbc_map_copy_fn *copy_fn, void *arg, uint64_t *version)
+		   tdbc_map_copy_fn *copy_fn, void *arg, uint64_t *version,
+		   uint64_t *deadline)
 {
 	struct tdbc *c = t->h.c;
 	struct tdbc_reader *rd = reader(c);
@@ -509,7 +524,8 @@ long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
 	unsigned int tries;
 
 	if (rd && rd->user)
-		return get_in_section(t, key, klen, copy_fn, arg, version);
+		return get_in_section(t, key, klen, copy_fn, arg, version,
+				      deadline);
 	if (!rd || !map_ready(t))
 		return TDBC__MAP_RING;
 	for (tries = 0; tries < MAX_RETRIES; tries++) {
@@ -523,7 +539,8 @@ long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
 
 		slot_enter(c, rd);
 		rd->g0 = expired(c);
-		err = lookup(c, m, key, klen, &s0, &val, &vlen, version);
+		err = lookup(c, m, key, klen, &s0, &val, &vlen, version,
+			     deadline);
 		res = err ? err : copy_fn(arg, val, vlen);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		s1 = __atomic_load_n(&h->commit_seq, __ATOMIC_RELAXED);
@@ -648,7 +665,8 @@ int tdbc_read_begin(struct tdbc *c)
  * alone moves no commit_seq), so the slot stays odd, and if the owner
  * stops waiting for it, tdbc_read_end says -ESTALE. */
 static int get_ref_ring(struct tdbc_table *t, const void *key, size_t klen,
-			const void **val, size_t *vlen, uint64_t *version)
+			const void **val, size_t *vlen, uint64_t *version,
+			uint64_t *deadline)
 {
 	struct tdbc *c = t->h.c;
 	struct tdbc_reader *rd = reader(c);
@@ -667,7 +685,7 @@ static int get_ref_ring(struct tdbc_table *t, const void *key, size_t klen,
 	}
 	if (was_odd)
 		slot_leave(c, rd);
-	r = tdbc__get_ring(t, key, klen, &p, version);
+	r = tdbc__get_ring(t, key, klen, &p, version, deadline);
 	if (was_odd)
 		slot_enter(c, rd);
 	if (r < 0)
@@ -678,8 +696,10 @@ static int get_ref_ring(struct tdbc_table *t, const void *key, size_t klen,
 	return 0;
 }
 
-int tdbc_get_ref_ver(struct tdbc_table *t, const void *key, size_t klen,
-		     const void **val, size_t *vlen, uint64_t *version)
+/* tdbc_get_ref_ver, and the record's deadline (deadline may be NULL). */
+static int get_ref(struct tdbc_table *t, const void *key, size_t klen,
+		   const void **val, size_t *vlen, uint64_t *version,
+		   uint64_t *deadline)
 {
 	struct tdbc_reader *rd;
 	struct tdbc_tmap *m;
@@ -702,9 +722,12 @@ int tdbc_get_ref_ver(struct tdbc_table *t, const void *key, size_t klen,
 	m = t->map;
 	if (version)
 		*version = 0;
+	if (deadline)
+		*deadline = 0;
 	if (!rd->odd || !m || m->state != TM_MAPPED || rd->stale)
-		return get_ref_ring(t, key, klen, val, vlen, version);
-	err = lookup(c, m, key, klen, &s0, val, vlen, version);
+		return get_ref_ring(t, key, klen, val, vlen, version,
+				    deadline);
+	err = lookup(c, m, key, klen, &s0, val, vlen, version, deadline);
 	if (m->sec != rd->sec) {
 		m->sec = rd->sec;
 		m->s0 = s0;
@@ -714,12 +737,19 @@ int tdbc_get_ref_ver(struct tdbc_table *t, const void *key, size_t klen,
 	if (err == -EUCLEAN || err == -EAGAIN)
 		rd->stale = true;
 	if (rd->stale)
-		return get_ref_ring(t, key, klen, val, vlen, version);
+		return get_ref_ring(t, key, klen, val, vlen, version,
+				    deadline);
 	if (!err)
 		rd->held = true;
 	else if (version)
 		*version = 0;
 	return err;
+}
+
+int tdbc_get_ref_ver(struct tdbc_table *t, const void *key, size_t klen,
+		     const void **val, size_t *vlen, uint64_t *version)
+{
+	return get_ref(t, key, klen, val, vlen, version, NULL);
 }
 
 int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
@@ -730,11 +760,11 @@ int tdbc_get_ref(struct tdbc_table *t, const void *key, size_t klen,
 
 static long get_in_section(struct tdbc_table *t, const void *key,
 			   size_t klen, tdbc_map_copy_fn *copy_fn, void *arg,
-			   uint64_t *version)
+			   uint64_t *version, uint64_t *deadline)
 {
 	const void *v;
 	size_t n;
-	int err = tdbc_get_ref_ver(t, key, klen, &v, &n, version);
+	int err = get_ref(t, key, klen, &v, &n, version, deadline);
 
 	return err ? err : copy_fn(arg, v, n);
 }
@@ -812,7 +842,7 @@ static long alloc_copy(void *arg, const void *val, size_t vlen)
 
 int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r)
 {
-	uint64_t version = 0;
+	uint64_t version = 0, deadline = 0;
 	void *p = NULL;
 	long n;
 	int err;
@@ -824,7 +854,7 @@ int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r)
 	    tdbc_inflight(c) >= MAP_DONE_MAX)
 		return -EAGAIN;
 	n = tdbc__map_get(r->table, r->key, r->klen, alloc_copy, &p,
-			  &version);
+			  &version, &deadline);
 
 	if (n == TDBC__MAP_RING || n == -ENOMEM) {
 		free(p);
@@ -833,10 +863,11 @@ int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r)
 	}
 	if (n < 0) {
 		free(p);
-		err = tdbc__async_complete(c, r->user, (int)n, NULL, 0, 0);
+		err = tdbc__async_complete(c, r->user, (int)n, NULL, 0, 0,
+					   0);
 	} else {
 		err = tdbc__async_complete(c, r->user, 0, p, (size_t)n,
-					   version);
+					   version, deadline);
 	}
 	return err ? err : 1;
 }

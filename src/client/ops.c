@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * ops.c - the blocking calls: tables (create, drop, stat, list, open),
- * data (put, del, get; their conditional and versioned forms, incr),
- * transactions (and tdbc_txn_run's retries) and the owner's stats.  Each builds
+ * data (put, del, get; their conditional, versioned and expiring
+ * forms, incr), a key's deadline (expire, persist, ttl), transactions (and tdbc_txn_run's retries) and the owner's stats.  Each builds
  * one request, hands it to tdbc__call (io.c) and takes its answer
  * through a small on_msg handler that copies what it needs out of the
  * message before the next one is read.
@@ -23,6 +23,7 @@ void tdbc_table_opts_init(struct tdbc_table_opts *opts)
 	opts->mode = (uint32_t)-1;
 	opts->uid = (uint32_t)-1;
 	opts->gid = (uint32_t)-1;
+	opts->default_ttl = 0;
 }
 
 static int check_name(struct tdbc *c, const char *name)
@@ -76,6 +77,13 @@ int tdbc_table_create(struct tdbc *c, const char *name,
 		m.attrs |= TDB_PROTO_BIT(TDB_A_GID);
 		m.gid = opts->gid;
 	}
+	if (opts && opts->default_ttl) {
+		err = tdbc__check_ttl(c, "default TTL", opts->default_ttl);
+		if (err)
+			return err;
+		m.attrs |= TDB_PROTO_BIT(TDB_A_TTL);
+		m.ttl = opts->default_ttl;
+	}
 	return tdbc__call(c, &m, &call, false);
 }
 
@@ -115,6 +123,9 @@ static void fill_stat(struct tdbc_table_stat *st,
 	st->gid = s->gid;
 	st->mode = s->mode;
 	st->state = s->state;
+	st->default_ttl = s->default_ttl;
+	st->expiring = s->expiring;
+	st->expired = s->expired;
 }
 
 static int stat_msg(struct tdbc *c, struct tdbc_call *call,
@@ -287,6 +298,45 @@ static int cond_check(struct tdbc *c, const char *what, unsigned int flags,
 	return 0;
 }
 
+int tdbc__check_ttl(struct tdbc *c, const char *what, uint64_t ttl)
+{
+	if (!ttl)
+		return tdbc__fail(c, -EINVAL, "%s 0: a TTL is 1..%llu ms "
+				  "(10 years)", what,
+				  (unsigned long long)TDB_TTL_MAX);
+	if (ttl > TDB_TTL_MAX)
+		return tdbc__fail(c, -ERANGE, "%s of %llu ms: over the "
+				  "longest, %llu ms (10 years)", what,
+				  (unsigned long long)ttl,
+				  (unsigned long long)TDB_TTL_MAX);
+	return 0;
+}
+
+/* TTL or DEADLINE of a PUT from TDBC_TTL / TDBC_DEADLINE and expiry. */
+static int expiry_msg(struct tdbc *c, struct tdb_proto_msg *m,
+		      unsigned int flags, uint64_t expiry)
+{
+	int err;
+
+	if ((flags & TDBC_TTL) && (flags & TDBC_DEADLINE))
+		return tdbc__fail(c, -EINVAL, "put: TDBC_TTL and "
+				  "TDBC_DEADLINE exclude each other");
+	if (flags & TDBC_TTL) {
+		err = tdbc__check_ttl(c, "put: TTL", expiry);
+		if (err)
+			return err;
+		m->attrs |= TDB_PROTO_BIT(TDB_A_TTL);
+		m->ttl = expiry;
+	} else if (flags & TDBC_DEADLINE) {
+		if (!expiry)
+			return tdbc__fail(c, -EINVAL, "put: deadline 0 (a "
+					  "deadline is ms since the epoch)");
+		m->attrs |= TDB_PROTO_BIT(TDB_A_DEADLINE);
+		m->deadline = expiry;
+	}
+	return 0;
+}
+
 /* FLAGS and IF_VERSION of a PUT or DEL from the caller's flags. */
 static void cond_msg(struct tdb_proto_msg *m, unsigned int flags,
 		     uint64_t version)
@@ -304,13 +354,17 @@ static void cond_msg(struct tdb_proto_msg *m, unsigned int flags,
 }
 
 int tdbc__put_msg(struct tdbc *c, struct tdb_proto_msg *m, const void *val,
-		  size_t vlen, unsigned int flags, uint64_t version)
+		  size_t vlen, unsigned int flags, uint64_t version,
+		  uint64_t expiry)
 {
 	int err = tdbc__check_value(c, val, vlen);
 
 	if (!err)
 		err = cond_check(c, "put", flags, TDBC_IF_ABSENT |
-				 TDBC_IF_PRESENT | TDBC_IF_VERSION, version);
+				 TDBC_IF_PRESENT | TDBC_IF_VERSION |
+				 TDBC_TTL | TDBC_DEADLINE, version);
+	if (!err)
+		err = expiry_msg(c, m, flags, expiry);
 	if (err)
 		return err;
 	m->attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
@@ -340,27 +394,75 @@ int tdbc__incr_msg(struct tdb_proto_msg *m, int64_t delta)
 	return 0;
 }
 
-int tdbc_put_if(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
-		size_t klen, const void *val, size_t vlen, unsigned int flags,
-		uint64_t version)
+/* Every blocking put: flags TDBC_IF_* and at most one of TDBC_TTL,
+ * TDBC_DEADLINE (expiry's meaning). */
+static int put(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+	       size_t klen, const void *val, size_t vlen, unsigned int flags,
+	       uint64_t version, uint64_t expiry)
 {
 	struct tdb_proto_msg m = { .cmd = TDB_CMD_PUT };
 	struct tdbc_call call = { 0 };
 	int err = data_msg(t, txn, key, klen, &m);
 
 	if (!err)
-		err = tdbc__put_msg(t->h.c, &m, val, vlen, flags, version);
+		err = tdbc__put_msg(t->h.c, &m, val, vlen, flags, version,
+				    expiry);
 	return err ? err : tdbc__call(t->h.c, &m, &call, false);
+}
+
+/* The caller's flags of a put that names its expiry by its function:
+ * TDBC_TTL and TDBC_DEADLINE are tdbc_submit's, not theirs. */
+static int put_flags(struct tdbc_table *t, const char *fn,
+		     unsigned int flags)
+{
+	if (t && (flags & (TDBC_TTL | TDBC_DEADLINE)))
+		return tdbc__fail(t->h.c, -EINVAL, "%s: unknown put flags "
+				  "%#x (TDBC_TTL and TDBC_DEADLINE are "
+				  "tdbc_submit's)", fn,
+				  flags & (TDBC_TTL | TDBC_DEADLINE));
+	return 0;
+}
+
+int tdbc_put_if(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+		size_t klen, const void *val, size_t vlen, unsigned int flags,
+		uint64_t version)
+{
+	int err = put_flags(t, "tdbc_put_if", flags);
+
+	return err ? err : put(t, txn, key, klen, val, vlen, flags, version,
+			       0);
+}
+
+int tdbc_put_ttl(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+		 size_t klen, const void *val, size_t vlen, unsigned int flags,
+		 uint64_t version, uint64_t ttl_ms)
+{
+	int err = put_flags(t, "tdbc_put_ttl", flags);
+
+	return err ? err : put(t, txn, key, klen, val, vlen,
+			       flags | TDBC_TTL, version, ttl_ms);
+}
+
+int tdbc_put_at(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
+		size_t klen, const void *val, size_t vlen, unsigned int flags,
+		uint64_t version, uint64_t deadline_ms)
+{
+	int err = put_flags(t, "tdbc_put_at", flags);
+
+	return err ? err : put(t, txn, key, klen, val, vlen,
+			       flags | TDBC_DEADLINE, version, deadline_ms);
 }
 
 int tdbc_put(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
 	     size_t klen, const void *val, size_t vlen, unsigned int flags)
 {
+	int err = put_flags(t, "tdbc_put", flags);
+
 	/* TDBC_IF_VERSION needs a version: tdbc_put_if */
-	if (t && (flags & TDBC_IF_VERSION))
-		return tdbc__fail(t->h.c, -EINVAL, "tdbc_put with "
-				  "TDBC_IF_VERSION: use tdbc_put_if");
-	return tdbc_put_if(t, txn, key, klen, val, vlen, flags, 0);
+	if (!err && t && (flags & TDBC_IF_VERSION))
+		err = tdbc__fail(t->h.c, -EINVAL, "tdbc_put with "
+				 "TDBC_IF_VERSION: use tdbc_put_if");
+	return err ? err : put(t, txn, key, klen, val, vlen, flags, 0, 0);
 }
 
 int tdbc_del_if(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
@@ -422,6 +524,7 @@ struct get_out {
 	void **alloc;           /* tdbc_get_alloc's result */
 	size_t len;
 	uint64_t version;       /* the record's (0: none sent) */
+	uint64_t deadline;      /* the record's (0: none) */
 };
 
 static int get_msg(struct tdbc *c, struct tdbc_call *call,
@@ -431,6 +534,7 @@ static int get_msg(struct tdbc *c, struct tdbc_call *call,
 
 	o->len = m->value_len;
 	o->version = TDB_PROTO_HAS(m, TDB_A_VERSION) ? m->rec_version : 0;
+	o->deadline = TDB_PROTO_HAS(m, TDB_A_DEADLINE) ? m->deadline : 0;
 	if (o->alloc) {
 		*o->alloc = malloc(m->value_len ? m->value_len : 1);
 		if (!*o->alloc)
@@ -477,7 +581,8 @@ static long get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
 	long r;
 
 	if (!err && !txn) {
-		r = tdbc__map_get(t, key, klen, get_copy, o, &o->version);
+		r = tdbc__map_get(t, key, klen, get_copy, o, &o->version,
+				  &o->deadline);
 		if (r == -ENOBUFS)
 			return tdbc__fail(t->h.c, -ENOBUFS, "value of %zu "
 					  "bytes does not fit the buffer of "
@@ -500,7 +605,7 @@ static long get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
 }
 
 long tdbc__get_ring(struct tdbc_table *t, const void *key, size_t klen,
-		    void **val, uint64_t *version)
+		    void **val, uint64_t *version, uint64_t *deadline)
 {
 	struct tdb_proto_msg m = { .cmd = TDB_CMD_GET };
 	struct get_out o = { .alloc = val };
@@ -516,12 +621,14 @@ long tdbc__get_ring(struct tdbc_table *t, const void *key, size_t klen,
 	}
 	if (version)
 		*version = err ? 0 : o.version;
+	if (deadline)
+		*deadline = err ? 0 : o.deadline;
 	return err ? err : (long)o.len;
 }
 
-long tdbc_get_ver(struct tdbc_table *t, struct tdbc_txn *txn,
-		  const void *key, size_t klen, void *buf, size_t cap,
-		  size_t *need, uint64_t *version)
+long tdbc_get_ex(struct tdbc_table *t, struct tdbc_txn *txn,
+		 const void *key, size_t klen, void *buf, size_t cap,
+		 size_t *need, uint64_t *version, uint64_t *deadline)
 {
 	struct get_out o = { .buf = buf, .cap = buf ? cap : 0 };
 	long r = get(t, txn, key, klen, &o);
@@ -530,7 +637,16 @@ long tdbc_get_ver(struct tdbc_table *t, struct tdbc_txn *txn,
 		*need = o.len;
 	if (version)
 		*version = r >= 0 ? o.version : 0;
+	if (deadline)
+		*deadline = r >= 0 ? o.deadline : 0;
 	return r;
+}
+
+long tdbc_get_ver(struct tdbc_table *t, struct tdbc_txn *txn,
+		  const void *key, size_t klen, void *buf, size_t cap,
+		  size_t *need, uint64_t *version)
+{
+	return tdbc_get_ex(t, txn, key, klen, buf, cap, need, version, NULL);
 }
 
 long tdbc_get(struct tdbc_table *t, struct tdbc_txn *txn, const void *key,
@@ -556,6 +672,101 @@ long tdbc_get_alloc(struct tdbc_table *t, struct tdbc_txn *txn,
 	else
 		*val = p;
 	return r;
+}
+
+/* --- a key's deadline: EXPIRE ------------------------------------------- */
+
+/* EXPIRE's reply: the record's version and deadline (0: none). */
+struct expire_out {
+	uint64_t version, deadline;
+};
+
+static int expire_reply(struct tdbc *c, struct tdbc_call *call,
+			const struct tdb_proto_msg *m)
+{
+	struct expire_out *o = call->arg;
+
+	(void)c;
+	o->version = TDB_PROTO_HAS(m, TDB_A_VERSION) ? m->rec_version : 0;
+	o->deadline = TDB_PROTO_HAS(m, TDB_A_DEADLINE) ? m->deadline : 0;
+	return 0;
+}
+
+/* One EXPIRE: attrs (TTL, DEADLINE or EXPIRE_FLAGS, or none to read)
+ * with their values already in *m. */
+static int expire(struct tdbc_table *t, const void *key, size_t klen,
+		  struct tdb_proto_msg *m, struct expire_out *o)
+{
+	struct tdb_proto_msg req = *m;
+	struct tdbc_call call = { .on_msg = expire_reply, .arg = o };
+	int err = data_msg(t, NULL, key, klen, &req);
+
+	if (err)
+		return err;
+	req.attrs |= m->attrs;
+	req.cmd = TDB_CMD_EXPIRE;
+	return tdbc__call(t->h.c, &req, &call, false);
+}
+
+int tdbc_expire(struct tdbc_table *t, const void *key, size_t klen,
+		uint64_t ttl_ms, uint64_t *deadline)
+{
+	struct tdb_proto_msg m = { .attrs = TDB_PROTO_BIT(TDB_A_TTL),
+				   .ttl = ttl_ms };
+	struct expire_out o = { 0 };
+	int err;
+
+	if (deadline)
+		*deadline = 0;
+	if (!t)
+		return -EINVAL;
+	err = tdbc__check_ttl(t->h.c, "expire: TTL", ttl_ms);
+	if (!err)
+		err = expire(t, key, klen, &m, &o);
+	if (!err && deadline)
+		*deadline = o.deadline;
+	return err;
+}
+
+int tdbc_expire_at(struct tdbc_table *t, const void *key, size_t klen,
+		   uint64_t deadline_ms)
+{
+	struct tdb_proto_msg m = { .attrs = TDB_PROTO_BIT(TDB_A_DEADLINE),
+				   .deadline = deadline_ms };
+	struct expire_out o = { 0 };
+
+	if (!t)
+		return -EINVAL;
+	if (!deadline_ms)
+		return tdbc__fail(t->h.c, -EINVAL, "expire: deadline 0 (a "
+				  "deadline is ms since the epoch; "
+				  "tdbc_persist clears one)");
+	return expire(t, key, klen, &m, &o);
+}
+
+int tdbc_persist(struct tdbc_table *t, const void *key, size_t klen)
+{
+	struct tdb_proto_msg m = {
+		.attrs = TDB_PROTO_BIT(TDB_A_EXPIRE_FLAGS),
+		.expire_flags = TDB_EXPIRE_PERSIST,
+	};
+	struct expire_out o = { 0 };
+
+	return expire(t, key, klen, &m, &o);
+}
+
+int tdbc_ttl(struct tdbc_table *t, const void *key, size_t klen,
+	     uint64_t *deadline, uint64_t *version)
+{
+	struct tdb_proto_msg m = { 0 };
+	struct expire_out o = { 0 };
+	int err = expire(t, key, klen, &m, &o);
+
+	if (deadline)
+		*deadline = err ? 0 : o.deadline;
+	if (version)
+		*version = err ? 0 : o.version;
+	return err;
 }
 
 /* --- transactions ------------------------------------------------------- */
@@ -733,6 +944,7 @@ static int stats_msg(struct tdbc *c, struct tdbc_call *call,
 	st->stuck = k->stuck;
 	st->violations = k->violations;
 	st->readers_expired = k->readers_expired;
+	st->expired = k->expired;
 	return 0;
 }
 

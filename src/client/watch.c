@@ -68,6 +68,10 @@ static int keep_event(struct tdbc_watch *w, const struct tdb_proto_msg *m)
 		tdb_proto_value_copy(m, w->buf + m->key_len);
 		ev->val = w->buf + m->key_len;
 		ev->vlen = m->value_len;
+		ev->deadline = TDB_PROTO_HAS(m, TDB_A_DEADLINE) ?
+			       m->deadline : 0;
+	} else {
+		ev->reason = TDB_PROTO_HAS(m, TDB_A_REASON) ? m->reason : 0;
 	}
 	return GOT_EVENT;
 }

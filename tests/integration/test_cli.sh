@@ -207,12 +207,12 @@ expect_out "" "$tdb" create t1 --mode 0640
 expect_err 3 "tdb: create t1: table exists" "$tdb" create t1
 expect_out '{"ok":true}' "$tdb" --json create t2 --max-extents 3
 expect_rc 0 "$tdb" tables
-has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *OWNER  *MODE  *STATE$'
+has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *TTL  *EXPIRING  *OWNER  *MODE  *STATE$'
 [ "$(grep -c . "$out")" = 3 ] || fail "tables: not a header and 2 lines: $(cat "$out")"
 run "$tdb" tables
-has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +$(id -un):$(id -gn) +0640 +ok$"
+has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +$(id -un):$(id -gn) +0640 +ok$"
 run "$tdb" tables
-has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +[^ ]+:[^ ]+ +0600 +ok$'
+has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +- +0 +[^ ]+:[^ ]+ +0600 +ok$'
 expect_rc 0 "$tdb" --json tables
 json_check 'sorted(d["name"] for d in docs) == ["t1", "t2"] and
 	[d["mode"] for d in docs if d["name"] == "t1"] == ["0640"] and
@@ -223,7 +223,10 @@ has -x 'max_extents *3'
 has -x 'mode *0600'
 has -x 'name *t2'
 has -x 'state *ok'
-[ "$(wc -l <"$out")" = 14 ] || fail "stat: $(wc -l <"$out") lines, want 14"
+has -x 'default_ttl_ms *0'
+has -x 'expiring *0'
+has -x 'expired *0'
+[ "$(wc -l <"$out")" = 17 ] || fail "stat: $(wc -l <"$out") lines, want 17"
 expect_out "" "$tdb" drop t2
 expect_err 1 "tdb: drop t2: no such table" "$tdb" drop t2
 expect_err 1 "tdb: stat t2: no such table" "$tdb" stat t2
@@ -324,17 +327,18 @@ for f in tables clients watches txns requests errors uptime_ms accepted \
 	cleanups txns_aborted watches_dropped rings throttled dumps \
 	rings_freed stuck violations wal_records wal_lsn wal_durable \
 	wal_syncs checkpoints ckpt_failures ckpt_lsn tables_aside \
-	readers_expired; do
+	readers_expired expired; do
 	grep -Eq "^$f +[0-9]+$" "$out" || fail "stats has no $f line"
 done
-[ "$(wc -l <"$out")" = 26 ] || fail "stats: $(wc -l <"$out") lines, want 26"
+[ "$(wc -l <"$out")" = 27 ] || fail "stats: $(wc -l <"$out") lines, want 27"
 has -Ex 'tables +1'
 expect_rc 0 "$tdb" --json stats
 json_check 'len(docs) == 1 and sorted(docs[0]) == sorted("""tables clients
 	watches txns requests errors uptime_ms accepted cleanups txns_aborted
 	watches_dropped rings throttled dumps rings_freed stuck
 	violations wal_records wal_lsn wal_durable wal_syncs checkpoints
-	ckpt_failures ckpt_lsn tables_aside readers_expired""".split()) and
+	ckpt_failures ckpt_lsn tables_aside readers_expired
+	expired""".split()) and
 	docs[0]["tables"] == 1 and
 	docs[0]["tables_aside"] == 0 and
 	docs[0]["requests"] > 0 and docs[0]["clients"] >= 1 and
@@ -345,7 +349,8 @@ json_check 'len(docs) == 1 and docs[0]["name"] == "t1" and
 	docs[0]["records"] == 13 and docs[0]["mode"] == "0640" and
 	sorted(docs[0]) == sorted("""name records bytes_used bytes_allocated
 	bytes_pending extents max_extents page_size index_nodes index_buckets
-	uid gid mode state""".split()) and docs[0]["bytes_used"] > 0 and
+	uid gid mode state default_ttl_ms expiring expired""".split()) and
+	docs[0]["bytes_used"] > 0 and
 	docs[0]["state"] == "ok"'
 
 # --- the other transport: --no-rings says and does the same ------------------
@@ -694,6 +699,178 @@ printf 'get v1 acct\nput v1 acct 6\nincr v1 n\n' | "$tdb" batch --txn >"$out" 2>
 	fail "batch --txn without a conflict: $(cat "$err")"
 expect_out "6" "$tdb" --escape get v1 acct
 
+# --- expiry (issue 27): --ttl, --at, ttl, expire, persist, create --ttl -----
+# durations refused before connecting (2), each saying what is wrong
+expect_err 2 "tdb: --ttl 0: zero" "$tdb" $nosock put t k v --ttl 0
+expect_err 2 "tdb: --ttl 0ms: zero" "$tdb" $nosock put t k v --ttl 0ms
+expect_err 2 "tdb: --ttl -5: not a duration: negative" "$tdb" $nosock put t k v --ttl -5
+expect_err 2 "tdb: --ttl 1.5s: not a duration: a fraction" "$tdb" $nosock put t k v --ttl 1.5s
+expect_err 2 "tdb: --ttl soon: not a duration" "$tdb" $nosock put t k v --ttl soon
+expect_err 2 "tdb: --ttl 5min: not a duration: unknown unit" "$tdb" $nosock put t k v --ttl 5min
+expect_err 2 "tdb: --ttl 3651d: over 10 years" "$tdb" $nosock put t k v --ttl 3651d
+expect_err 2 "tdb: --ttl 315360000001ms: over 10 years" "$tdb" $nosock put t k v --ttl 315360000001ms
+expect_err 2 "tdb: --at 0: a deadline is milliseconds since the epoch" "$tdb" $nosock put t k v --at 0
+expect_err 2 "tdb: --at x: not a number" "$tdb" $nosock put t k v --at x
+expect_err 2 "tdb: put: give --ttl or --at, not both" "$tdb" $nosock put t k v --ttl 1s --at 5
+expect_err 2 "tdb: get: --ttl does not apply here" "$tdb" $nosock get t k --ttl 1s
+expect_err 2 "tdb: del: --ttl does not apply here" "$tdb" $nosock del t k --ttl 1s
+expect_err 2 "tdb: create: --at does not apply here" "$tdb" $nosock create t --at 5
+expect_err 2 "tdb: --ttl 0: zero" "$tdb" $nosock create t --ttl 0
+expect_err 2 "tdb: expire: give the deadline once: DURATION or --at MS" "$tdb" $nosock expire t k
+expect_err 2 "tdb: expire: give the deadline once: DURATION or --at MS" "$tdb" $nosock expire t k 5s --at 7
+expect_err 2 "tdb: DURATION 0: zero" "$tdb" $nosock expire t k 0
+expect_err 2 "tdb: DURATION -3: not a duration: negative" "$tdb" $nosock expire t k -3
+expect_err 2 "tdb: ttl: wrong number of arguments" "$tdb" $nosock ttl t
+expect_err 2 "tdb: persist: wrong number of arguments" "$tdb" $nosock persist t k x
+# the maximum itself is a TTL
+expect_out "" "$tdb" create ex1
+expect_out "" "$tdb" put ex1 max v --ttl 3650d
+expect_rc 0 "$tdb" ttl ex1 max
+left=$(cat "$out")
+checks=$((checks + 1))
+[ "$left" -gt 315359000000 ] && [ "$left" -le 315360000000 ] ||
+	fail "ttl of --ttl 3650d: $left"
+expect_rc 0 "$tdb" tables
+has -E "^ex1 +1 +[0-9]+ +[0-9]+/[0-9]+ +[0-9]+ +- +1 +"
+
+# put --ttl: there, with a deadline, until it passes; then absent to get,
+# ttl, scan, expire, persist (exit 1, "no such key").  TTLs of 1 s, so
+# that the checks before they pass do not race them on a busy machine.
+now=$(date +%s%3N)
+expect_out "" "$tdb" put ex1 short v --ttl 1s
+expect_out "" "$tdb" put ex1 plain p
+expect_rc 0 "$tdb" ttl ex1 short
+left=$(cat "$out")
+checks=$((checks + 1))
+[ "$left" -ge 0 ] && [ "$left" -le 1000 ] || fail "ttl of --ttl 1s: $left"
+expect_rc 0 "$tdb" get ex1 short --deadline
+dl=$(cut -f1 "$out")
+checks=$((checks + 1))
+[ "$dl" -ge $((now + 1000)) ] && [ "$dl" -le $((now + 1000 + 5000)) ] &&
+	[ "$(cut -f2 "$out")" = v ] || fail "get --deadline: $(cat "$out") (now $now)"
+expect_out "no expiry" "$tdb" ttl ex1 plain
+expect_out "-	p" "$tdb" --escape get ex1 plain --deadline
+expect_out '{"key":"plain","value":"p","deadline":null}' "$tdb" --json get ex1 plain --deadline
+expect_out '{"key":"plain","ttl_ms":null,"deadline":null}' "$tdb" --json ttl ex1 plain
+expect_rc 0 "$tdb" --json ttl ex1 short
+json_check 'len(docs) == 1 and docs[0]["key"] == "short" and
+	0 <= docs[0]["ttl_ms"] <= 1000 and docs[0]["deadline"] > 0'
+sleep 1.2
+expect_err 1 "tdb: get ex1 short: no such key" "$tdb" get ex1 short
+expect_err 1 "tdb: get ex1 short: no such key" "$tdb" --no-rings get ex1 short
+expect_err 1 "tdb: ttl ex1 short: no such key" "$tdb" ttl ex1 short
+expect_err 1 "tdb: persist ex1 short: no such key" "$tdb" persist ex1 short
+expect_err 1 "tdb: expire ex1 short: no such key" "$tdb" expire ex1 short 10s
+expect_rc 0 "$tdb" scan ex1 --keys-only
+printf 'max\nplain\n' >"$exp"
+sort "$out" | cmp -s - "$exp" || fail "scan after expiry: $(cat "$out")"
+# a put --if-absent sees an expired key absent
+expect_out "" "$tdb" put ex1 short again --if-absent
+expect_out "no expiry" "$tdb" ttl ex1 short
+
+# persist: the key no longer expires; expire: it does again
+expect_out "" "$tdb" put ex1 kept v --ttl 1s
+expect_out "" "$tdb" persist ex1 kept
+expect_out "no expiry" "$tdb" ttl ex1 kept
+expect_out "" "$tdb" expire ex1 plain 1s
+expect_rc 0 "$tdb" ttl ex1 plain
+left=$(cat "$out")
+checks=$((checks + 1))
+[ "$left" -ge 0 ] && [ "$left" -le 1000 ] || fail "ttl after expire 1s: $left"
+sleep 1.2
+expect_out "v" "$tdb" --escape get ex1 kept
+expect_err 1 "tdb: get ex1 plain: no such key" "$tdb" get ex1 plain
+expect_err 1 "tdb: expire ex1 nosuch: no such key" "$tdb" expire ex1 nosuch 5s
+expect_err 1 "tdb: persist ex1 nosuch: no such key" "$tdb" persist ex1 nosuch
+expect_err 1 "tdb: ttl ex1 nosuch: no such key" "$tdb" ttl ex1 nosuch
+# --at: an absolute deadline, as given; one in the past is absent at once
+at=$(( $(date +%s%3N) + 60000 ))
+expect_out "" "$tdb" put ex1 at v --at "$at"
+expect_out "$at	v" "$tdb" --escape get ex1 at --deadline
+expect_out "{\"key\":\"at\",\"value\":\"v\",\"version\":$("$tdb" get ex1 at --version | cut -f1),\"deadline\":$at}" "$tdb" --json get ex1 at --version --deadline
+expect_out '{"ok":true}' "$tdb" --json expire ex1 at --at $((at + 1000))
+expect_out "$((at + 1000))	v" "$tdb" --escape get ex1 at --deadline
+expect_out "" "$tdb" expire ex1 at --at 1
+expect_err 1 "tdb: get ex1 at: no such key" "$tdb" get ex1 at
+expect_out "" "$tdb" put ex1 past v --at 1
+expect_err 1 "tdb: get ex1 past: no such key" "$tdb" get ex1 past
+# the owner's refusal of a deadline more than 10 years ahead (6)
+expect_err 6 "tdb: put ex1 far: " "$tdb" put ex1 far v --at $(( $(date +%s%3N) + 315360000000 + 600000 ))
+
+# create --ttl: the table's default, for puts without their own
+expect_out "" "$tdb" create ex2 --ttl 1h30m
+expect_rc 0 "$tdb" stat ex2
+has -x 'default_ttl_ms *5400000'
+expect_out "" "$tdb" put ex2 d v
+expect_out "" "$tdb" put ex2 own v --ttl 2s
+expect_rc 0 "$tdb" ttl ex2 d
+left=$(cat "$out")
+checks=$((checks + 1))
+[ "$left" -gt 5390000 ] && [ "$left" -le 5400000 ] || fail "default TTL 1h30m: ttl $left"
+expect_rc 0 "$tdb" ttl ex2 own
+left=$(cat "$out")
+checks=$((checks + 1))
+[ "$left" -gt 0 ] && [ "$left" -le 2000 ] || fail "own TTL under a default: ttl $left"
+expect_rc 0 "$tdb" tables
+has -E "^ex2 +2 +[0-9]+ +[0-9]+/[0-9]+ +[0-9]+ +1h30m +2 +"
+expect_rc 0 "$tdb" --json stat ex2
+json_check 'docs[0]["default_ttl_ms"] == 5400000 and docs[0]["expiring"] == 2'
+
+# batch lines: put --ttl pipelined, get --deadline, ttl/persist/expire
+printf 'put ex1 b1 v --ttl 300ms\nput ex1 b2 w --at %s\nget ex1 b2 --deadline\nttl ex1 b2\npersist ex1 b2\nttl ex1 b2\nget ex1 b1 --deadline\n' \
+	"$at" | "$tdb" batch >"$out" 2>"$err" || fail "batch with --ttl: $(cat "$err")"
+b1dl=$(sed -n 4p "$out" | cut -f1)
+sed 4d "$out" >"$out.rest"
+checks=$((checks + 1))
+[ "$(sed -n 1p "$out.rest")" = "$at	w" ] && [ "$(sed -n 3p "$out.rest")" = "no expiry" ] &&
+	[ "$(sed -n 2p "$out.rest")" -le 60000 ] && [ "$b1dl" -gt 0 ] &&
+	[ "$(sed -n 4p "$out" | cut -f2)" = v ] || fail "batch with --ttl: $(cat "$out")"
+printf 'put ex1 b3 v --ttl 0\n' | "$tdb" batch >"$out" 2>"$err"
+rc=$?
+checks=$((checks + 1))
+[ $rc = 2 ] && grep -q "^tdb: line 1: --ttl 0: zero" "$err" || fail "batch --ttl 0: $(cat "$err")"
+sleep 0.5
+printf 'get ex1 b1\n' | "$tdb" batch >"$out" 2>"$err"
+rc=$?
+checks=$((checks + 1))
+[ $rc = 1 ] && grep -q "^tdb: line 1: get ex1 b1: no such key" "$err" ||
+	fail "batch: an expired key: $(cat "$out") $(cat "$err")"
+
+# watch: tdbd's removal of an expired key is a DEL marked "expired" (a
+# client's DEL is not); a PUT's deadline is in JSON
+wait_watches 0
+"$tdb" watch ex1 --prefix w: --count 4 --timeout 20000 >"$dir/we" 2>"$dir/we.err" &
+we=$!
+"$tdb" --json watch ex1 --prefix w: --count 4 --timeout 20000 >"$dir/wej" 2>"$dir/wej.err" &
+wej=$!
+wait_watches 2
+"$tdb" put ex1 w:del v || fail "put w:del"
+"$tdb" del ex1 w:del || fail "del w:del"
+"$tdb" put ex1 w:gone v --ttl 200ms || fail "put w:gone"
+for w in we wej; do
+	eval "wp=\$$w"
+	checks=$((checks + 1))
+	wait "$wp" || fail "watcher $w exited $?: $(cat "$dir/$w.err")"
+done
+printf 'PUT\tw:del\tv\nDEL\tw:del\nPUT\tw:gone\tv\nDEL\tw:gone\texpired\n' >"$exp"
+checks=$((checks + 1))
+cmp -s "$dir/we" "$exp" || fail "watch of an expiry: got $(cat "$dir/we")"
+out=$dir/wej
+json_check 'len(docs) == 4 and "deadline" not in docs[0] and
+	docs[1] == {"event": "del", "seq": docs[1]["seq"], "key": "w:del"} and
+	docs[2]["key"] == "w:gone" and docs[2]["deadline"] > 0 and
+	docs[3] == {"event": "del", "seq": docs[3]["seq"], "key": "w:gone",
+	"reason": "expired"}'
+out=$dir/out
+expect_err 1 "tdb: get ex1 w:gone: no such key" "$tdb" get ex1 w:gone
+# the sweep's count: in the table's stat and the daemon's stats
+expect_rc 0 "$tdb" --json stat ex1
+json_check 'docs[0]["expired"] >= 1'
+expect_rc 0 "$tdb" --json stats
+json_check 'docs[0]["expired"] >= 1'
+expect_out "" "$tdb" drop ex1
+expect_out "" "$tdb" drop ex2
+
 # --- the shell: tdb alone on a terminal (a pty) ---------------------------------
 if command -v python3 >/dev/null 2>&1; then
 	checks=$((checks + 1))
@@ -753,8 +930,8 @@ if [ "$(id -u)" = 0 ] && ! getent passwd 4242 >/dev/null &&
    ! getent group 4243 >/dev/null; then
 	expect_out "" "$tdb" create noname --uid 4242 --gid 4243
 	expect_rc 0 "$tdb" tables
-	has -E "^noname +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +4242:4243 +0600 +ok$"
-	has -E "^aa +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +$(id -un):$(id -gn) +0600 +ok$"
+	has -E "^noname +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +4242:4243 +0600 +ok$"
+	has -E "^aa +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +$(id -un):$(id -gn) +0600 +ok$"
 	expect_out "" "$tdb" drop noname
 fi
 
@@ -835,7 +1012,7 @@ if command -v prlimit >/dev/null 2>&1 && sa_start; then
 	sa_stop
 	if sa_start prlimit --as=$(( (v0 + 16 * 1024 * 1024) * 1024 )) --; then
 		expect_rc 0 "$tdb" tables
-		has -E "^sbig +0 +0 +0/32768 +0 +$(id -un):$(id -gn) +0600 +aside$"
+		has -E "^sbig +0 +0 +0/32768 +0 +- +0 +$(id -un):$(id -gn) +0600 +aside$"
 		expect_rc 0 "$tdb" --json tables
 		json_check '[d["state"] for d in docs if d["name"] == "sbig"]
 			== ["aside"]'

@@ -89,14 +89,22 @@ static void aside_log(const char *name, const char *why, uint64_t from)
 /* A table that could not be made: into the registry set aside. */
 static int aside_new(struct tdbd *d, const char *name, uint64_t id,
 		     uint32_t max_ext, uint32_t uid, uint32_t gid,
-		     uint32_t mode, uint64_t from, const char *why)
+		     uint32_t mode, uint64_t ttl, uint64_t from,
+		     const char *why)
 {
 	int e = tdbo_table_add_aside(d->o, name, id, max_ext, uid, gid, mode,
 				     from, why);
+	struct tdbo_table *dt;
 
-	if (!e)
-		aside_log(name, why, from);
-	return e;
+	if (e)
+		return e;
+	/* its default TTL stays in its schema (checkpoints write it) */
+	if (ttl && (dt = tdbo_table_get(d->o, name))) {
+		tdbo_table_set_default_ttl(dt, ttl);
+		tdbo_table_put(dt);
+	}
+	aside_log(name, why, from);
+	return 0;
 }
 
 /* A restored table that failed after all. */
@@ -113,9 +121,12 @@ static int aside_set(struct tdbd *d, struct tdbo_table *dt, const char *why)
 
 /* A record of the checkpoint, with its version (0: its table was
  * checkpointed before versions; it gets the checkpoint's LSN, and the
- * counter is raised past that: docs/DURABILITY.md, "Versions"). */
+ * counter is raised past that: docs/DURABILITY.md, "Versions") and its
+ * deadline (0: none; one past by now makes a record no read sees, which
+ * the sweep removes with a logged delete). */
 static int load_record(void *arg, const void *key, size_t klen,
-		       const void *val, size_t vlen, uint64_t version)
+		       const void *val, size_t vlen, uint64_t version,
+		       uint64_t deadline)
 {
 	struct rec_state *rs = arg;
 	struct tdbe_extack ee = { 0 };
@@ -125,7 +136,8 @@ static int load_record(void *arg, const void *key, size_t klen,
 		version = rs->old_version;
 	if (version > rs->max_version)
 		rs->max_version = version;
-	err = tdbe_put_ver(rs->dt->t, key, klen, val, vlen, 0, version, &ee);
+	err = tdbe_put_ex(rs->dt->t, key, klen, val, vlen, 0, version,
+			  deadline, &ee);
 
 	if (err) {
 		snprintf(rs->why, sizeof(rs->why), "a record of its checkpoint "
@@ -154,8 +166,9 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 		snprintf(why, sizeof(why), "its region cannot be made: %s "
 			 "(%s)", ext.msg ? ext.msg : "engine", ERRSTR(e));
 		return aside_new(d, t->name, t->id, t->max_extents, t->uid,
-				 t->gid, t->mode, from, why);
+				 t->gid, t->mode, t->default_ttl, from, why);
 	}
+	tdbo_table_set_default_ttl(rs->dt, t->default_ttl);
 	rs->dt->from = from;
 	rs->why[0] = '\0';
 	e = tdbd_ckpt_load_table(d->ckpt, t->name, load_record, rs,
@@ -256,7 +269,7 @@ static int replay_op(struct rec_state *rs, const struct wal_rec *r,
 		return 0;
 	}
 	err = tdbo_replay(dt, op->op == WAL_OP_DEL, op->key, op->klen,
-			  op->val, op->vlen, version, 0, &ee.msg);
+			  op->val, op->vlen, version, op->deadline, &ee.msg);
 	if (!err) {
 		rs->records++;
 		return 0;
@@ -320,6 +333,7 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 	err = tdbo_table_restore(d->o, c.name, c.id, c.max_extents, c.uid,
 				 c.gid, c.mode, &dt, &ext->msg);
 	if (!err) {
+		tdbo_table_set_default_ttl(dt, c.default_ttl);
 		dt->from = r->lsn - 1;
 		return 0;
 	}
@@ -329,7 +343,7 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 		 ext->msg ? ext->msg : "engine", ERRSTR(err));
 	ext->msg = NULL;
 	return aside_new(d, c.name, c.id, c.max_extents, c.uid, c.gid, c.mode,
-			 r->lsn - 1, why);
+			 c.default_ttl, r->lsn - 1, why);
 }
 
 static int replay_rec(void *arg, const struct wal_rec *r)
