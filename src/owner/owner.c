@@ -529,3 +529,9 @@ void tdbo_owner_free(struct tdbo_owner *o)
 	tdbp_free(o->nbuf);
 	tdbp_free(o);
 }
+
+void tdbo_owner_set_clock(struct tdbo_owner *o, uint64_t (*now)(void *arg),
+			  void *arg)
+{
+	tdbe_engine_set_clock(o->engine, now, arg);
+}

@@ -216,6 +216,10 @@ struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
 				  const struct tdbo_hooks *hooks, int *err);
 /* Frees every table; no client may be left. */
 void tdbo_owner_free(struct tdbo_owner *o);
+/* Tests only (a home never calls it): the clock deadlines are read
+ * against, instead of the wall clock (tdbe_engine_set_clock). */
+void tdbo_owner_set_clock(struct tdbo_owner *o, uint64_t (*now)(void *arg),
+			  void *arg);
 
 /*
  * The owner's and the engine's log lines a client can provoke are rate
