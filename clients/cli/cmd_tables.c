@@ -208,6 +208,7 @@ static void owner_text(uint32_t uid, uint32_t gid, char *buf, size_t size)
 static void print_rows(const struct table_rows *r)
 {
 	size_t w = 4, ow = 5;   /* strlen("NAME"), strlen("OWNER") */
+	size_t tw = 3;          /* strlen("TTL") */
 	size_t i;
 	char ext[32], ttl[FMT_DURATION_MAX];
 	char (*owner)[OWNER_MAX] = calloc(r->n + 1, OWNER_MAX);
@@ -218,6 +219,9 @@ static void print_rows(const struct table_rows *r)
 
 		if (len > w)
 			w = len;
+		if (r->v[i].default_ttl &&
+		    strlen(fmt_format_duration(r->v[i].default_ttl, ttl)) > tw)
+			tw = strlen(ttl);
 		if (owner) {
 			owner_text(r->v[i].uid, r->v[i].gid, owner[i],
 				   OWNER_MAX);
@@ -225,8 +229,8 @@ static void print_rows(const struct table_rows *r)
 				ow = strlen(owner[i]);
 		}
 	}
-	printf("%-*s %10s %12s %11s %7s %8s %10s %-*s %4s %5s\n", (int)w,
-	       "NAME", "RECORDS", "BYTES", "EXTENTS", "PAGE", "TTL",
+	printf("%-*s %10s %12s %11s %7s %*s %10s %-*s %4s %5s\n", (int)w,
+	       "NAME", "RECORDS", "BYTES", "EXTENTS", "PAGE", (int)tw, "TTL",
 	       "EXPIRING", (int)ow, "OWNER", "MODE", "STATE");
 	for (i = 0; i < r->n; i++) {
 		const struct tdbc_table_stat *st = &r->v[i];
@@ -243,10 +247,10 @@ static void print_rows(const struct table_rows *r)
 			snprintf(ttl, sizeof(ttl), "-");
 		print_name(st->name, w);
 		printf(" %10" PRIu64 " %12" PRIu64 " %11s %7" PRIu64
-		       " %8s %10" PRIu64 " %-*s %04" PRIo32 " %5s\n",
-		       st->records, st->bytes_used, ext, st->page_size, ttl,
-		       st->expiring, (int)ow, owner ? owner[i] : num,
-		       st->mode, state_name(st));
+		       " %*s %10" PRIu64 " %-*s %04" PRIo32 " %5s\n",
+		       st->records, st->bytes_used, ext, st->page_size,
+		       (int)tw, ttl, st->expiring, (int)ow,
+		       owner ? owner[i] : num, st->mode, state_name(st));
 	}
 	free(owner);
 }

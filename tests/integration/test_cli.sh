@@ -815,6 +815,14 @@ expect_rc 0 "$tdb" tables
 has -E "^ex2 +2 +[0-9]+ +[0-9]+/[0-9]+ +[0-9]+ +1h30m +2 +"
 expect_rc 0 "$tdb" --json stat ex2
 json_check 'docs[0]["default_ttl_ms"] == 5400000 and docs[0]["expiring"] == 2'
+# a long default TTL widens its column: the lines stay aligned
+expect_out "" "$tdb" create ex3 --ttl 1d2h3m4s5ms
+expect_rc 0 "$tdb" tables
+has -E "^ex3 +0 +[0-9]+ +[0-9]+/[0-9]+ +[0-9]+ +1d2h3m4s5ms +0 +"
+checks=$((checks + 1))
+[ "$(awk '{ print length($0) }' "$out" | sort -u | wc -l)" = 1 ] ||
+	fail "tables with a long TTL: lines of different lengths: $(cat "$out")"
+expect_out "" "$tdb" drop ex3
 
 # batch lines: put --ttl pipelined, get --deadline, ttl/persist/expire
 printf 'put ex1 b1 v --ttl 300ms\nput ex1 b2 w --at %s\nget ex1 b2 --deadline\nttl ex1 b2\npersist ex1 b2\nttl ex1 b2\nget ex1 b1 --deadline\n' \
