@@ -267,6 +267,11 @@ struct tdbe_sample {
 	bool has_access, expired;
 };
 uint32_t *tdbe_rec_access(const void *val, size_t klen);
+/* Each record of t whose key's hash is `hash` (by its index tag: one
+ * that only shares the tag's 24 bits is called too) and that has an
+ * access word: fn(arg, word).  Inside tdbe_read_lock().  How many. */
+unsigned int tdbe_touch_hash(struct tdbe_table *t, uint64_t hash,
+			     void (*fn)(void *arg, uint32_t *word), void *arg);
 /* The key has a record that has expired (absent to readers, there until
  * the sweep or a write removes it). */
 bool tdbe_expired(struct tdbe_table *t, const void *key, size_t klen);
