@@ -838,3 +838,8 @@ unsigned int tdbe_touch_hash(struct tdbe_table *t, uint64_t hash,
 	}
 	return n;
 }
+
+void tdbe_table_reader_flags(struct tdbe_table *t, uint32_t flags)
+{
+	tdb_store_relaxed(&tdb_hdr(&t->map)->reader_flags, flags);
+}
