@@ -115,7 +115,9 @@ const struct tdbp_region *tdbe_table_region(const struct tdbe_table *t);
  * longer be used (the table is dropped).
  */
 void tdbe_table_publish_seq(struct tdbe_table *t, uint64_t seq);
-/* The region header's reader_flags (layout.h, TDB_HDR_F_*). */
+/* The region header's reader_flags (layout.h, TDB_HDR_F_*):
+ * TDBE_READER_TOUCH = TDB_HDR_F_TOUCH. */
+#define TDBE_READER_TOUCH 1u
 void tdbe_table_reader_flags(struct tdbe_table *t, uint32_t flags);
 void tdbe_table_revoke_maps(struct tdbe_table *t);
 uint32_t tdbe_table_map_gen(const struct tdbe_table *t);

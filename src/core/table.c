@@ -839,6 +839,8 @@ unsigned int tdbe_touch_hash(struct tdbe_table *t, uint64_t hash,
 	return n;
 }
 
+_Static_assert(TDBE_READER_TOUCH == TDB_HDR_F_TOUCH, "one flag, two names");
+
 void tdbe_table_reader_flags(struct tdbe_table *t, uint32_t flags)
 {
 	tdb_store_relaxed(&tdb_hdr(&t->map)->reader_flags, flags);

@@ -312,7 +312,7 @@ void tdbo_table_set_bounds(struct tdbo_table *t, uint64_t max_bytes,
 		tdbe_table_reader_flags(t->t, (max_bytes || max_records) &&
 					(evict == TDB_EVICT_LRU ||
 					 evict == TDB_EVICT_LFU) ?
-					TDB_HDR_F_TOUCH : 0);
+					TDBE_READER_TOUCH : 0);
 }
 
 /* What every request on a set-aside table is told: the name (escaped: a
