@@ -9,7 +9,10 @@
  * as they took: a table expiring all at once is emptied in the
  * background with at most a quarter of one CPU (Redis's active expiry
  * takes the same share), while the workers serve clients.
- * Kernel mode has no sweep here: tdb.ko sweeps its own tables and the
+ * Each round's removals are logged changes: the thread writes them to
+ * the WAL itself after the round (tdbd_log_write), as a worker does
+ * after its own; no answer waits for them.  Kernel mode has no sweep
+ * here: tdb.ko sweeps its own tables and the
  * mirror takes the removals from its log like any other change.
  */
 #include <errno.h>
@@ -19,6 +22,7 @@
 
 #include "tdbd.h"
 #include "sweep.h"
+#include "durable/durable.h"   /* tdbd_log_write */
 
 #define SWEEP_BURST   8u        /* rounds in a row at most ... */
 #define SWEEP_SHARE   4u        /* ... then rest: busy 1/SWEEP_SHARE */
@@ -60,6 +64,7 @@ static void *sweeper(void *arg)
 		uint64_t busy_us;
 
 		tdbo_expire_run(d->o, TDBO_SWEEP_BUDGET, &again);
+		tdbd_log_write(d);      /* the round's DELs, as a worker's */
 		if (again && ++burst < SWEEP_BURST)
 			continue;
 		busy_us = (tdbd_now_ns() - busy_from) / 1000;
