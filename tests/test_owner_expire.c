@@ -20,7 +20,10 @@
  *    Every change notification (the owner's on_change, the same
  *    message a feed carries) is checked: PUTs carry DEADLINE, each
  *    record the sweep takes is one DEL with REASON expired, and a sweep
- *    takes only records that expired.  Scans paused across steps
+ *    takes only records that expired.  The log (the home's hooks, what
+ *    the WAL gets) holds exactly those changes: a PUT with its
+ *    deadline, each of the sweep's removals a DEL in a record of its
+ *    own, a commit's ops in one record.  Scans paused across steps
  *    (snapshot and plain) never send a record after its deadline;
  *  - a record expires at its deadline, not a millisecond later;
  *  - hostile values through the codec and the owner, each with its
@@ -183,6 +186,89 @@ static void on_change(void *arg, const void *msg, size_t len)
 	}
 	if (TDB_PROTO_HAS(&m, TDB_A_REASON))
 		n->reason = m.reason;
+}
+
+/* --- the log (the home's hooks: what the WAL would get) ------------------- */
+
+struct logop {
+	uint64_t ver;           /* its record's (log_begin) */
+	uint64_t rec;           /* which record (log_commit counts) */
+	int tab, key;
+	bool del;
+	char val[VMAX + 1];
+	size_t vlen;
+	uint64_t dl;
+};
+
+static struct logop logs[NNOTE];
+static unsigned int nlogs;
+static uint64_t log_ver, log_recs;
+static const struct tdbo_table *tabp[NTAB];     /* the owner's tables */
+
+static int lg_reserve(void *arg, const struct tdbo_log_size *sz,
+		      const char **msg)
+{
+	(void)arg;
+	(void)sz;
+	(void)msg;
+	return 0;
+}
+
+static void lg_cancel(void *arg, const struct tdbo_log_size *sz)
+{
+	(void)arg;
+	(void)sz;
+}
+
+static void lg_begin(void *arg, uint64_t version)
+{
+	(void)arg;
+	log_ver = version;
+}
+
+static void lg_op(void *arg, const struct tdbo_table *t, bool del,
+		  const void *key, size_t klen, const void *val, size_t vlen,
+		  uint64_t deadline)
+{
+	struct logop *l;
+	int i;
+
+	(void)arg;
+	assert_true(nlogs < NNOTE);
+	l = &logs[nlogs++];
+	memset(l, 0, sizeof(*l));
+	l->ver = log_ver;
+	l->rec = log_recs;
+	l->tab = -1;
+	for (i = 0; i < NTAB; i++)
+		if (tabp[i] == t)
+			l->tab = i;
+	assert_true(l->tab >= 0);
+	l->key = key_of(key, klen);
+	assert_true(l->key >= 0 && l->key < NKEY);
+	l->del = del;
+	if (!del) {
+		assert_true(vlen <= VMAX);
+		memcpy(l->val, val, vlen);
+		l->vlen = vlen;
+	}
+	l->dl = deadline;
+}
+
+static uint64_t lg_commit(void *arg, const struct tdbo_log_size *sz)
+{
+	(void)arg;
+	(void)sz;
+	return ++log_recs;
+}
+
+static uint64_t lg_table(void *arg, const struct tdbo_table *t,
+			 const struct tdbo_log_size *sz)
+{
+	(void)arg;
+	(void)t;
+	(void)sz;
+	return ++log_recs;
 }
 
 /* --- answers ------------------------------------------------------------- */
@@ -540,6 +626,30 @@ static unsigned int seed_now;
 
 /* --- applying notifications to the model -------------------------------- */
 
+/* The log holds exactly the changes the notifications told, in their
+ * order: the same key, kind, value, deadline (none for a DEL) and
+ * version; each in a record of its own (one_each) or all in one. */
+static void log_matches(unsigned int n, bool one_each)
+{
+	unsigned int i;
+
+	want(nlogs == n);
+	for (i = 0; i < n; i++) {
+		const struct note *e = &notes[i];
+		const struct logop *l = &logs[i];
+
+		want(l->tab == e->tab && l->key == e->key);
+		want(l->del == (e->cmd == TDB_CMD_DEL));
+		want(l->ver == e->ver);
+		want(l->dl == e->dl);
+		want(l->vlen == e->vlen && !memcmp(l->val, e->val, e->vlen));
+		if (i)
+			want(one_each ? l->rec != logs[i - 1].rec :
+			     l->rec == logs[i - 1].rec);
+	}
+	nlogs = 0;
+}
+
 static void take_ver(uint64_t v)
 {
 	want(v > last_ver);
@@ -558,6 +668,7 @@ static uint64_t expect_one(uint8_t cmd, int tab, int key, const char *val,
 	want(n->cmd == cmd && n->tab == tab && n->key == key);
 	want(n->reason == 0);
 	take_ver(n->ver);
+	log_matches(1, true);
 	if (cmd == TDB_CMD_PUT) {
 		want(n->vlen == vlen && !memcmp(n->val, val, vlen));
 		if (n->dl != dl)
@@ -584,6 +695,7 @@ static uint64_t expect_one(uint8_t cmd, int tab, int key, const char *val,
 static void expect_none(void)
 {
 	want(nnotes == 0);
+	want(nlogs == 0);       /* nothing logged either */
 }
 
 /* The sweep's notifications: each a DEL marked expired of a record that
@@ -592,6 +704,7 @@ static unsigned int take_sweep(void)
 {
 	unsigned int i, n = nnotes;
 
+	log_matches(n, true);   /* each removal one logged DEL */
 	for (i = 0; i < n; i++) {
 		struct note *e = &notes[i];
 		struct mrec *r = &model[e->tab].r[e->key];
@@ -1154,6 +1267,7 @@ static void step_txn(void)
 	want(a.err == 0);
 	seen.commits++;
 	want(nnotes == nop);
+	log_matches(nop, false);        /* one record, every op in it */
 	for (i = 0; i < nop; i++) {
 		const struct top *p = &op[i];
 		struct note *n = &notes[i];
@@ -1353,7 +1467,12 @@ static void random_steps(unsigned int seed, unsigned long steps)
 
 static int setup(void **state)
 {
-	static const struct tdbo_hooks hooks;
+	static const struct tdbo_hooks hooks = {
+		.log_reserve = lg_reserve, .log_cancel = lg_cancel,
+		.log_begin = lg_begin, .log_op = lg_op,
+		.log_commit = lg_commit, .log_create = lg_table,
+		.log_drop = lg_table,
+	};
 	struct tdbo_cred root = { 0, 0, 0, NULL };
 	struct tdbo_cred user = { 1000, 1000, 0, NULL };
 	int err, t;
@@ -1362,6 +1481,7 @@ static int setup(void **state)
 	memset(&W, 0, sizeof(W));
 	memset(model, 0, sizeof(model));
 	nnotes = 0;
+	nlogs = 0;
 	last_ver = 0;
 	now_ms = T0;
 	W.o = tdbo_owner_new(&lim, &hooks, &err);
@@ -1372,8 +1492,16 @@ static int setup(void **state)
 	W.c2 = tdbo_client_new(W.o, &user, false, NULL, NULL, &err);
 	assert_non_null(W.c1);
 	assert_non_null(W.c2);
-	for (t = 0; t < NTAB; t++)
+	for (t = 0; t < NTAB; t++) {
+		struct tdbo_table *tp;
+
 		create(t);
+		tp = tdbo_table_get(W.o, tname[t]);
+		assert_non_null(tp);
+		tabp[t] = tp;
+		tdbo_table_put(tp);     /* the registry holds it meanwhile */
+	}
+	nlogs = 0;
 	return 0;
 }
 
