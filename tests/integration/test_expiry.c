@@ -10,7 +10,9 @@
  *           put (generation, deadline) in shared memory.  Readers in other
  *           processes, half through the zero-copy map (tdbc_get with maps
  *           on: the library checks the deadline with its own clock), half
- *           through the rings (TDBC_NO_MAP), read random keys:
+ *           through the rings (TDBC_NO_MAP), read random keys, one at a
+ *           time and in batches of 8 submitted together (tdbd answers a
+ *           ring round's GETs together: tdbo_get_many):
  *             - a value found has a deadline after the moment the read
  *               began (CLOCK_REALTIME, ms): never a value at or after its
  *               deadline, no slack;
@@ -223,76 +225,129 @@ static void writer(long ms)
 	tdbc_close(c);
 }
 
+/* One read's result against what the writer published: key k read
+ * from ts to te (ms), the put acknowledged before it (g0, dl0); n the
+ * value's length or -ENOENT, dl its deadline. */
+static void check_read(int id, const char *how, unsigned int k, uint64_t ts,
+		       uint64_t te, uint64_t w, long n, const char *v,
+		       uint64_t dl)
+{
+	__typeof__(sh->rd[0]) *st = &sh->rd[id];
+	uint64_t g0 = w >> 32, dl0 = sh->base + (w & 0xffffffffu);
+	unsigned long long a = 0, b = 0;
+	unsigned int gen = 0;
+	char val[64];
+
+	if (!(++st->reads & 255))
+		usleep(200);    /* 2 CPUs: leave the writer some */
+	if (n == -ENOENT) {
+		/* a read that ended before the deadline of the put
+		 * acknowledged before it began finds a value */
+		CHECK(!g0 || te >= dl0, "reader %d (%s): r%04u absent, read "
+		      "%llu..%llu ms, before the deadline %llu of generation "
+		      "%llu", id, how, k, (unsigned long long)ts,
+		      (unsigned long long)te, (unsigned long long)dl0,
+		      (unsigned long long)g0);
+		st->absent++;
+		if (g0 && ts >= dl0 && ts - dl0 < 5)
+			st->just_expired++;
+		return;
+	}
+	CHECK(n > 0 && n < (long)sizeof(val), "reader %d (%s): get r%04u: %s",
+	      id, how, k, h_errname((int)n));
+	memcpy(val, v, (size_t)n);
+	val[n] = '\0';
+	st->found++;
+	/* never at or after its deadline: not a millisecond */
+	CHECK(dl > ts, "reader %d (%s): r%04u '%s' read at %llu ms, its "
+	      "deadline %llu has passed", id, how, k, val,
+	      (unsigned long long)ts, (unsigned long long)dl);
+	if (dl - ts < 5)
+		st->near++;
+	if (sscanf(val, "g%u d%llu", &gen, &a) == 2 &&
+	    val[strcspn(val, " ") + 1] == 'd') {
+		CHECK(dl == a, "reader %d (%s): r%04u '%s' has deadline %llu",
+		      id, how, k, val, (unsigned long long)dl);
+	} else {
+		CHECK(sscanf(val, "g%u t%llu b%llu", &gen, &a, &b) == 3,
+		      "reader %d (%s): r%04u: a value '%s' never written", id,
+		      how, k, val);
+		/* the owner's now was within the put's window */
+		CHECK(dl >= a + b && dl <= a + b + 10000, "reader %d (%s): "
+		      "r%04u '%s' has deadline %llu", id, how, k, val,
+		      (unsigned long long)dl);
+	}
+	CHECK(gen >= g0, "reader %d (%s): r%04u generation %u, older than "
+	      "the %llu acknowledged before the read", id, how, k, gen,
+	      (unsigned long long)g0);
+}
+
+/* Reads one key at a time (tdbc_get_ex), and batches of 8 GETs
+ * submitted together (tdbc_submit: through the map, or a ring round's
+ * GETs that tdbd answers together, tdbo_get_many). */
 static void reader(int id, bool map)
 {
 	struct tdbc *c = h_connect(&d, map ? 0 : TDBC_NO_MAP);
 	struct tdbc_table *t = open_t(c, "rd");
 	uint64_t seed = 0x1234567ull + (uint64_t)id * 7919;
-	__typeof__(sh->rd[0]) *st = &sh->rd[id];
+	const char *how1 = map ? "map" : "rings";
+	const char *how8 = map ? "map, batch" : "rings, batch";
 	char val[64];
 
 	while (!atomic_load(&sh->stop)) {
-		unsigned int k = (unsigned int)(h_rand(&seed) % RK);
-		uint64_t ts, te, w, g0, dl0, ver = 0, dl = 0;
-		unsigned long long a = 0, b = 0;
-		unsigned int gen = 0;
+		struct tdbc_req rq[8];
+		struct tdbc_cqe cq[8];
+		unsigned int ks[8], i, got = 0;
+		char keys[8][16];
+		uint64_t ts, te, w[8], ver = 0, dl = 0;
 		size_t need = 0;
-		char key[16];
 		long n;
+		int r;
 
-		snprintf(key, sizeof(key), "r%04u", k);
-		ts = rt_ms();
-		w = atomic_load_explicit(&sh->slot[k], memory_order_acquire);
-		g0 = w >> 32;
-		dl0 = sh->base + (w & 0xffffffffu);
-		n = tdbc_get_ex(t, NULL, key, strlen(key), val, sizeof(val) - 1,
-				&need, &ver, &dl);
-		te = rt_ms();
-		if (!(++st->reads & 255))
-			usleep(200);    /* 2 CPUs: leave the writer some */
-		if (n == -ENOENT) {
-			/* a read that ended before the deadline of the put
-			 * acknowledged before it began finds a value */
-			CHECK(!g0 || te >= dl0, "reader %d (%s): %s absent, "
-			      "read %llu..%llu ms, before the deadline %llu "
-			      "of generation %llu", id, map ? "map" : "rings",
-			      key, (unsigned long long)ts,
-			      (unsigned long long)te,
-			      (unsigned long long)dl0, (unsigned long long)g0);
-			st->absent++;
-			if (g0 && ts >= dl0 && ts - dl0 < 5)
-				st->just_expired++;
+		if (h_rand(&seed) & 1) {
+			ks[0] = (unsigned int)(h_rand(&seed) % RK);
+			snprintf(keys[0], sizeof(keys[0]), "r%04u", ks[0]);
+			ts = rt_ms();
+			w[0] = atomic_load_explicit(&sh->slot[ks[0]],
+						    memory_order_acquire);
+			n = tdbc_get_ex(t, NULL, keys[0], strlen(keys[0]), val,
+					sizeof(val), &need, &ver, &dl);
+			te = rt_ms();
+			check_read(id, how1, ks[0], ts, te, w[0], n, val, dl);
 			continue;
 		}
-		CHECK(n > 0, "reader %d: get %s: %s", id, key,
-		      h_errname((int)n));
-		val[n] = '\0';
-		st->found++;
-		/* never at or after its deadline: not a millisecond */
-		CHECK(dl > ts, "reader %d (%s): %s '%s' read at %llu ms, its "
-		      "deadline %llu has passed", id, map ? "map" : "rings",
-		      key, val, (unsigned long long)ts,
-		      (unsigned long long)dl);
-		if (dl - ts < 5)
-			st->near++;
-		if (sscanf(val, "g%u d%llu", &gen, &a) == 2 && val[strcspn(val,
-				" ") + 1] == 'd') {
-			CHECK(dl == a, "reader %d: %s '%s' has deadline %llu",
-			      id, key, val, (unsigned long long)dl);
-		} else {
-			CHECK(sscanf(val, "g%u t%llu b%llu", &gen, &a, &b) == 3,
-			      "reader %d: %s: a value '%s' never written", id,
-			      key, val);
-			/* the owner's now was within the put's window */
-			CHECK(dl >= a + b && dl <= a + b + 10000, "reader "
-			      "%d: %s '%s' has deadline %llu", id, key, val,
-			      (unsigned long long)dl);
+		memset(rq, 0, sizeof(rq));
+		ts = rt_ms();
+		for (i = 0; i < 8; i++) {
+			ks[i] = (unsigned int)(h_rand(&seed) % RK);
+			snprintf(keys[i], sizeof(keys[i]), "r%04u", ks[i]);
+			w[i] = atomic_load_explicit(&sh->slot[ks[i]],
+						    memory_order_acquire);
+			rq[i].op = TDBC_OP_GET;
+			rq[i].table = t;
+			rq[i].key = keys[i];
+			rq[i].klen = strlen(keys[i]);
+			rq[i].user = i;
 		}
-		CHECK(gen >= g0, "reader %d: %s generation %u, older than "
-		      "the %llu acknowledged before the read", id, key, gen,
-		      (unsigned long long)g0);
+		r = tdbc_submit(c, rq, 8);
+		CHECK(r == 8, "reader %d: submit: %s", id, h_errname(r));
+		while (got < 8) {
+			int m = tdbc_reap(c, cq, 8 - got, 1, 10000);
+
+			CHECK(m > 0, "reader %d: reap: %s", id, h_errname(m));
+			te = rt_ms();
+			for (i = 0; i < (unsigned int)m; i++) {
+				unsigned int u = (unsigned int)cq[i].user;
+
+				check_read(id, how8, ks[u], ts, te, w[u],
+					   cq[i].res ? cq[i].res :
+					   (long)cq[i].vlen, cq[i].val,
+					   cq[i].deadline);
+			}
+			got += (unsigned int)m;
+		}
 	}
-	st->mapped = (uint64_t)tdbc_table_mapped(t);
+	sh->rd[id].mapped = (uint64_t)tdbc_table_mapped(t);
 	tdbc_table_close(t);
 	tdbc_close(c);
 }
