@@ -354,7 +354,7 @@ static void reader(int id, bool map)
 
 static void part_readers(void)
 {
-	long ms = h_scaled(4000, 1500);
+	long ms = h_scaled(3000, 1500);
 	int nr = (int)h_scaled(4, 2), i, st;
 	uint64_t reads = 0, found = 0, absent = 0, near = 0, just = 0;
 	pid_t w, r[16];
@@ -532,7 +532,7 @@ static void part_memory(void)
 
 static void part_flood(void)
 {
-	long ms = h_scaled(3000, 1000);
+	long ms = h_scaled(2000, 1000);
 	struct tdbc *c = h_connect(&d, 0);
 	struct empty_arg e = { .c = c, .name = "fl" };
 	struct h_pinger pg;
