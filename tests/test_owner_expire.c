@@ -17,10 +17,11 @@
  *    transaction, EXPIRE's read, SCAN and snapshot SCAN, TABLE_STAT
  *    (RECORDS, EXPIRING, EXPIRED, DEFAULT_TTL): nothing expired is ever
  *    returned, everything unexpired is, with its version and deadline.
- *    Every change notification (the owner's on_change, the same
- *    message a feed carries) is checked: PUTs carry DEADLINE, each
- *    record the sweep takes is one DEL with REASON expired, and a sweep
- *    takes only records that expired.  The log (the home's hooks, what
+ *    Every change notification is checked, as the owner's on_change
+ *    hook gets it and as a watcher reads it from each table's feed
+ *    (WATCH): PUTs carry DEADLINE, each record the sweep takes is one
+ *    DEL with REASON expired, and a sweep takes only records that
+ *    expired.  The log (the home's hooks, what
  *    the WAL gets) holds exactly those changes: a PUT with its
  *    deadline, each of the sweep's removals a DEL in a record of its
  *    own, a commit's ops in one record.  Scans paused across steps
@@ -31,7 +32,9 @@
  *    over 10 years ahead, TTL with DEADLINE, EXPIRE with PERSIST and a
  *    TTL, an unknown EXPIRE flag, EXPIRE of an absent or expired key.
  *
- * TDB_EXPIRE_SEED=N replays one seed; TDB_EXPIRE_STEPS=N runs longer.
+ * TDB_EXPIRE_SEED=N runs one seed, TDB_EXPIRE_STEPS=N longer (the order
+ * of a scan's parts depends on the tables' random hash seeds, so a seed
+ * replays the same operations, not always the same scan pauses).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,6 +49,7 @@
 #include <string.h>
 
 #include "owner.h"
+#include "ring.h"           /* src/ring: a feed's reader */
 
 #define NTAB    2               /* "plain" and "dflt" (a default TTL) */
 #define NKEY    12              /* keys per table */
@@ -271,6 +275,103 @@ static uint64_t lg_table(void *arg, const struct tdbo_table *t,
 	return ++log_recs;
 }
 
+/* --- the feeds (WATCH: what a watcher reads) ------------------------------ */
+
+static struct {
+	struct tdb_ring r;
+	bool on;
+} feed[NTAB];
+static struct note fnotes[NNOTE];      /* read from the feeds, in order */
+static unsigned int nfnotes;
+
+static void *fd_alloc(void *arg, size_t size, void **cookie)
+{
+	void *p = aligned_alloc(4096, size);
+
+	(void)arg;
+	*cookie = NULL;
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
+
+static void fd_free(void *arg, void *mem, size_t size, void *cookie)
+{
+	(void)arg;
+	(void)size;
+	(void)cookie;
+	free(mem);
+}
+
+static int fd_msg(void *arg, const struct nlmsghdr *nlh)
+{
+	struct tdb_proto_extack ext = { NULL };
+	struct tdb_proto_msg m;
+	struct note *n;
+
+	(void)arg;
+	assert_int_equal(tdb_proto_parse(nlh, nlh->nlmsg_len,
+					 TDB_PROTO_ANSWER, &m, &ext), 0);
+	assert_true(nfnotes < NNOTE);
+	n = &fnotes[nfnotes++];
+	memset(n, 0, sizeof(*n));
+	n->cmd = m.cmd;
+	n->tab = tab_of(m.table, m.table_len);
+	n->key = TDB_PROTO_HAS(&m, TDB_A_KEY) ? key_of(m.key, m.key_len) : -1;
+	n->ver = TDB_PROTO_HAS(&m, TDB_A_VERSION) ? m.rec_version : 0;
+	if (TDB_PROTO_HAS(&m, TDB_A_VALUE)) {
+		assert_true(m.value_len <= VMAX);
+		memcpy(n->val, m.value, m.value_len);
+		n->vlen = m.value_len;
+	}
+	n->dl = TDB_PROTO_HAS(&m, TDB_A_DEADLINE) ? m.deadline : 0;
+	n->reason = TDB_PROTO_HAS(&m, TDB_A_REASON) ? m.reason : 0;
+	return 0;
+}
+
+/* Every feed read to its end: what it carried must be the
+ * notifications (on_change) of its table, in their order. */
+static void feeds_match(void)
+{
+	unsigned int t, i, j;
+
+	nfnotes = 0;
+	for (t = 0; t < NTAB; t++) {
+		uint64_t lost = 0;
+		int rc;
+
+		if (!feed[t].on)
+			continue;
+		do {
+			rc = tdb_feed_read(&feed[t].r, 64, fd_msg, NULL, &lost);
+			assert_true(rc >= 0);
+		} while (rc > 0);
+		assert_int_equal(lost, 0);
+	}
+	for (t = 0; t < NTAB; t++) {
+		if (!feed[t].on)
+			continue;
+		for (i = 0, j = 0; i < nnotes; i++) {
+			const struct note *a = &notes[i], *b;
+
+			if (a->tab != (int)t)
+				continue;
+			while (j < nfnotes && fnotes[j].tab != (int)t)
+				j++;
+			assert_true(j < nfnotes);
+			b = &fnotes[j++];
+			assert_true(a->cmd == b->cmd && a->key == b->key);
+			assert_true(a->ver == b->ver && a->dl == b->dl);
+			assert_true(a->reason == b->reason);
+			assert_true(a->vlen == b->vlen &&
+				    !memcmp(a->val, b->val, a->vlen));
+		}
+		while (j < nfnotes && fnotes[j].tab != (int)t)
+			j++;
+		assert_true(j == nfnotes);      /* nothing more */
+	}
+}
+
 /* --- answers ------------------------------------------------------------- */
 
 struct part {
@@ -386,6 +487,7 @@ static void sink_init(struct sink *k, struct ans *a, long room)
 struct world {
 	struct tdbo_owner *o;
 	struct tdbo_client *c1, *c2;
+	struct tdbo_client *c3;         /* watches every table */
 };
 
 static struct world W;
@@ -394,6 +496,7 @@ static struct world W;
  * (the builder may refuse it): patch_attr 0 for none. */
 static uint16_t patch_attr;
 static uint64_t patch_val;
+static struct tdbo_feed *last_feed;     /* the last WATCH's */
 
 /* Build `in`, parse it back as a transport does (a codec refusal is the
  * answer, with its text), then run it; a dump is left in *dump if
@@ -429,6 +532,8 @@ static struct ans run_ex(struct tdbo_client *c, struct tdb_proto_msg *in,
 	a->err = tdb_proto_parse(buf, (size_t)n, TDB_PROTO_REQUEST, &m, &ext);
 	if (!a->err)
 		a->err = tdbo_exec(c, &m, &k->s, &ext, &res);
+	if (!a->err && m.cmd == TDB_CMD_WATCH)
+		last_feed = res.feed;
 	if (a->err) {
 		snprintf(a->msg, sizeof(a->msg), "%s", ext.msg ? ext.msg : "");
 		return *a;
@@ -664,6 +769,7 @@ static uint64_t expect_one(uint8_t cmd, int tab, int key, const char *val,
 	struct note *n = &notes[0];
 	struct mrec *r = &model[tab].r[key];
 
+	feeds_match();
 	want(nnotes == 1);
 	want(n->cmd == cmd && n->tab == tab && n->key == key);
 	want(n->reason == 0);
@@ -694,6 +800,7 @@ static uint64_t expect_one(uint8_t cmd, int tab, int key, const char *val,
 
 static void expect_none(void)
 {
+	feeds_match();
 	want(nnotes == 0);
 	want(nlogs == 0);       /* nothing logged either */
 }
@@ -704,6 +811,7 @@ static unsigned int take_sweep(void)
 {
 	unsigned int i, n = nnotes;
 
+	feeds_match();
 	log_matches(n, true);   /* each removal one logged DEL */
 	for (i = 0; i < n; i++) {
 		struct note *e = &notes[i];
@@ -1266,6 +1374,7 @@ static void step_txn(void)
 	}
 	want(a.err == 0);
 	seen.commits++;
+	feeds_match();
 	want(nnotes == nop);
 	log_matches(nop, false);        /* one record, every op in it */
 	for (i = 0; i < nop; i++) {
@@ -1472,6 +1581,7 @@ static int setup(void **state)
 		.log_begin = lg_begin, .log_op = lg_op,
 		.log_commit = lg_commit, .log_create = lg_table,
 		.log_drop = lg_table,
+		.feed_alloc = fd_alloc, .feed_free = fd_free,
 	};
 	struct tdbo_cred root = { 0, 0, 0, NULL };
 	struct tdbo_cred user = { 1000, 1000, 0, NULL };
@@ -1490,8 +1600,10 @@ static int setup(void **state)
 	tdbo_owner_on_change(W.o, on_change, NULL);
 	W.c1 = tdbo_client_new(W.o, &root, false, NULL, NULL, &err);
 	W.c2 = tdbo_client_new(W.o, &user, false, NULL, NULL, &err);
+	W.c3 = tdbo_client_new(W.o, &root, true, NULL, NULL, &err);
 	assert_non_null(W.c1);
 	assert_non_null(W.c2);
+	assert_non_null(W.c3);
 	for (t = 0; t < NTAB; t++) {
 		struct tdbo_table *tp;
 
@@ -1501,13 +1613,35 @@ static int setup(void **state)
 		tabp[t] = tp;
 		tdbo_table_put(tp);     /* the registry holds it meanwhile */
 	}
+	for (t = 0; t < NTAB; t++) {
+		struct tdb_proto_msg m = req(TDB_CMD_WATCH, t, -1, 0);
+		unsigned char *mem;
+
+		last_feed = NULL;
+		assert_int_equal(run(W.c3, &m).err, 0);
+		assert_non_null(last_feed);
+		mem = tdbo_feed_mem(last_feed);
+		assert_int_equal(tdb_ring_attach_consumer(&feed[t].r, mem,
+				mem + TDB_RING_HDR_SIZE,
+				tdbo_feed_size(last_feed) - TDB_RING_HDR_SIZE,
+				TDB_RING_FEED), 0);
+		feed[t].on = true;
+	}
 	nlogs = 0;
 	return 0;
 }
 
 static int teardown(void **state)
 {
+	int t;
+
 	(void)state;
+	for (t = 0; t < NTAB; t++)
+		if (feed[t].on) {
+			tdb_ring_detach(&feed[t].r);
+			feed[t].on = false;
+		}
+	tdbo_client_free(W.c3);
 	tdbo_client_free(W.c1);
 	tdbo_client_free(W.c2);
 	tdbo_owner_free(W.o);
