@@ -15,8 +15,9 @@
  *    After every step each read path is compared with the model: GET
  *    (tdbo_exec and the batched tdbo_get_many), GET inside a
  *    transaction, EXPIRE's read, SCAN and snapshot SCAN, TABLE_STAT
- *    (RECORDS, EXPIRING, EXPIRED, DEFAULT_TTL): nothing expired is ever
- *    returned, everything unexpired is, with its version and deadline.
+ *    (RECORDS, EXPIRING, EXPIRED, DEFAULT_TTL), STATS' EXPIRED: nothing
+ *    expired is ever returned, everything unexpired is, with its
+ *    version and deadline.
  *    Every change notification is checked, as the owner's on_change
  *    hook gets it and as a watcher reads it from each table's feed
  *    (WATCH): PUTs carry DEADLINE, each record the sweep takes is one
@@ -27,6 +28,8 @@
  *    own, a commit's ops in one record.  Scans paused across steps
  *    (snapshot and plain) never send a record after its deadline;
  *  - a record expires at its deadline, not a millisecond later;
+ *  - EXPIRE's read takes read permission, a set or PERSIST write
+ *    permission (-EACCES, nothing changed);
  *  - hostile values through the codec and the owner, each with its
  *    errno and text: TTL 0, TTL over TDB_TTL_MAX, DEADLINE 0, DEADLINE
  *    over 10 years ahead, TTL with DEADLINE, EXPIRE with PERSIST and a
@@ -163,15 +166,14 @@ static void on_change(void *arg, const void *msg, size_t len)
 	memcpy(copy, msg, len);
 	assert_int_equal(tdb_proto_parse(copy, len, TDB_PROTO_ANSWER, &m,
 					 &ext), 0);
-	if (m.cmd == TDB_CMD_TABLE_DROP)
-		return;
+	if (m.cmd == TDB_CMD_TABLE_DROP || tab_of(m.table, m.table_len) < 0)
+		return;         /* not a table of the model */
 	assert_true(nnotes < NNOTE);
 	n = &notes[nnotes++];
 	memset(n, 0, sizeof(*n));
 	n->cmd = m.cmd;
 	assert_true(m.cmd == TDB_CMD_PUT || m.cmd == TDB_CMD_DEL);
 	n->tab = tab_of(m.table, m.table_len);
-	assert_true(n->tab >= 0);
 	n->key = key_of(m.key, m.key_len);
 	assert_true(n->key >= 0 && n->key < NKEY);
 	assert_true(TDB_PROTO_HAS(&m, TDB_A_VERSION));
@@ -238,16 +240,16 @@ static void lg_op(void *arg, const struct tdbo_table *t, bool del,
 	int i;
 
 	(void)arg;
+	for (i = 0; i < NTAB && tabp[i] != t; i++)
+		;
+	if (i == NTAB)
+		return;         /* a table outside the model */
 	assert_true(nlogs < NNOTE);
 	l = &logs[nlogs++];
 	memset(l, 0, sizeof(*l));
 	l->ver = log_ver;
 	l->rec = log_recs;
-	l->tab = -1;
-	for (i = 0; i < NTAB; i++)
-		if (tabp[i] == t)
-			l->tab = i;
-	assert_true(l->tab >= 0);
+	l->tab = i;
 	l->key = key_of(key, klen);
 	assert_true(l->key >= 0 && l->key < NKEY);
 	l->del = del;
@@ -393,6 +395,8 @@ struct ans {
 	uint64_t txn;
 	struct tdb_proto_stat stat;
 	bool has_stat;
+	struct tdb_proto_counters ctr;
+	bool has_ctr;
 	unsigned int nparts;
 	struct part parts[NKEY];
 };
@@ -434,6 +438,10 @@ static void fill(struct ans *a, const struct tdb_proto_msg *m)
 	if (TDB_PROTO_HAS(m, TDB_A_STAT)) {
 		a->stat = m->stat;
 		a->has_stat = true;
+	}
+	if (TDB_PROTO_HAS(m, TDB_A_COUNTERS)) {
+		a->ctr = m->counters;
+		a->has_ctr = true;
 	}
 	a->txn = m->txn;
 }
@@ -1014,6 +1022,15 @@ static void check_all(void)
 		check_stat(t);
 	}
 	check_get_many();
+	/* STATS: the owner's count of records expiry removed */
+	{
+		struct tdb_proto_msg m = req(TDB_CMD_STATS, -1, -1, 0);
+		struct ans a = run(W.c1, &m);
+
+		want(a.err == 0 && a.has_ctr);
+		want(a.ctr.present & TDB_PROTO_BIT(TDB_CTR_A_EXPIRED));
+		want(a.ctr.expired == model[0].expired + model[1].expired);
+	}
 	/* GETs inside a transaction (each key read once), then abort */
 	x = begin(W.c2);
 	for (t = 0; t < NTAB; t++)
@@ -1711,6 +1728,49 @@ static void expires_at_deadline(void **state)
 	assert_int_equal(stat_x(1).stat.expired, 1);
 }
 
+/* EXPIRE's read needs read permission, a set or PERSIST write
+ * permission: uid 1000 on root's 0644 table reads but cannot change. */
+static void expire_needs_write(void **state)
+{
+	struct tdb_proto_msg m = { .cmd = TDB_CMD_TABLE_CREATE };
+	struct ans a;
+
+	(void)state;
+	m.attrs = TDB_PROTO_BIT(TDB_A_TABLE) | TDB_PROTO_BIT(TDB_A_MODE);
+	m.table = "ro";
+	m.table_len = 2;
+	m.mode = 0644;
+	assert_int_equal(run(W.c1, &m).err, 0);
+	m = (struct tdb_proto_msg){ .cmd = TDB_CMD_PUT };
+	m.attrs = TDB_PROTO_BIT(TDB_A_TABLE) | TDB_PROTO_BIT(TDB_A_KEY) |
+		  TDB_PROTO_BIT(TDB_A_VALUE) | TDB_PROTO_BIT(TDB_A_TTL);
+	m.table = "ro";
+	m.table_len = 2;
+	m.key = "k";
+	m.key_len = 1;
+	m.value = "v";
+	m.value_len = 1;
+	m.ttl = 500;
+	assert_int_equal(run(W.c1, &m).err, 0);
+	m.attrs &= ~(TDB_PROTO_BIT(TDB_A_VALUE) | TDB_PROTO_BIT(TDB_A_TTL));
+	m.cmd = TDB_CMD_EXPIRE;
+	a = run(W.c2, &m);
+	assert_int_equal(a.err, 0);
+	assert_int_equal(a.deadline, T0 + 500);
+	set_expiry(&m, (struct expiry){ X_TTL, 100000 });
+	a = run(W.c2, &m);
+	assert_int_equal(a.err, -EACCES);
+	m.attrs &= ~TDB_PROTO_BIT(TDB_A_TTL);
+	set_expiry(&m, (struct expiry){ X_PERSIST, 0 });
+	a = run(W.c2, &m);
+	assert_int_equal(a.err, -EACCES);
+	m.attrs &= ~TDB_PROTO_BIT(TDB_A_EXPIRE_FLAGS);
+	a = run(W.c2, &m);
+	assert_int_equal(a.err, 0);
+	assert_int_equal(a.deadline, T0 + 500);        /* unchanged */
+	expect_none();  /* "ro" is not in the model: nothing of it */
+}
+
 /* Hostile values, each refused with its errno and a text naming it. */
 static void hostile(void **state)
 {
@@ -1850,6 +1910,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(expires_at_deadline, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(hostile, setup, teardown),
+		cmocka_unit_test_setup_teardown(expire_needs_write, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(model_random, setup,
 						teardown),
 	};
