@@ -94,7 +94,12 @@ static int sweep_ms_set(const char *val, const struct kernel_param *kp)
 		return -EINVAL;
 	}
 	WRITE_ONCE(sweep_ms, ms);
-	sweep_queue(0);         /* the new pace from now (nothing if 0) */
+	if (ms)
+		sweep_queue(0);         /* the new pace from now */
+	else
+		/* off once the write returns: a run already queued (or
+		 * running: it queues no other) would sweep once more */
+		cancel_delayed_work_sync(&sweep_work);
 	return 0;
 }
 

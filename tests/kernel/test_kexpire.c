@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +74,7 @@
 #define UNLOAD_BOUND_MS 10000u
 #define BATCH           200u    /* raw PUTs per flush */
 #define PARAM           "/sys/module/tdb/parameters/sweep_ms"
+#define TDBO_PERIOD_MS  100u    /* sweep_ms's default */
 
 static uint64_t now_ms(void)
 {
@@ -959,8 +961,9 @@ static void last_unload_line(char *out, size_t cap)
 static void part_unload(unsigned int n)
 {
 	struct tdbc *c = kt_connect(0);
+	struct kt_genl g;
 	char line[256];
-	uint64_t t0, took;
+	uint64_t t0, took, left;
 	unsigned int i;
 	int st;
 
@@ -968,8 +971,25 @@ static void part_unload(unsigned int n)
 	kt_create(c, "kx_unload", 0600, 0);
 	tdbc_close(c);
 	bulk_put("kx_unload", "u", n, 1);
-	/* every /dev/tdb file is closed; the sweep starts at once */
+	/* every /dev/tdb file is closed (a genl socket holds no reference
+	 * to the module); the sweep starts at once: rmmod once it has
+	 * removed some */
+	kt_genl_open(&g);
 	CHECK(sweep_ms("100") == 0, "sweep_ms=100 refused");
+	t0 = h_now_ms();
+	do {
+		struct tdb_proto_msg m = {
+			.cmd = TDB_CMD_TABLE_STAT,
+			.attrs = TDB_PROTO_BIT(TDB_A_TABLE),
+			.table = "kx_unload",
+		}, a;
+
+		CHECK(h_now_ms() - t0 < SWEEP_BOUND_MS, "the sweep removed "
+		      "nothing of kx_unload in %u ms", SWEEP_BOUND_MS);
+		CHECK(gcall(&g, &m, &a, NULL) == 0, "genl TABLE_STAT");
+		left = a.stat.records;
+	} while (left == n);
+	kt_genl_close(&g);
 	t0 = h_now_ms();
 	st = system("rmmod tdb");
 	took = h_now_ms() - t0;
@@ -980,10 +1000,170 @@ static void part_unload(unsigned int n)
 	last_unload_line(line, sizeof(line));
 	CHECK(!strcmp(line, "tdb: unloaded"), "the kernel log's last unload "
 	      "line: \"%s\"", line);
-	h_note("unload: %u expired records, the sweep started, rmmod in "
-	       "%llu ms: \"%s\"", n, (unsigned long long)took, line);
-	st = system("insmod /lib/modules/tdb.ko");
-	CHECK(st == 0, "insmod tdb.ko again: status %#x", st);
+	h_note("unload: %u expired records, rmmod when the sweep had left "
+	       "%llu, done in %llu ms: \"%s\"", n, (unsigned long long)left,
+	       (unsigned long long)took, line);
+	/* for part 6: a small log ring */
+	st = system("insmod /lib/modules/tdb.ko log_ring_mb=1");
+	CHECK(st == 0, "insmod tdb.ko log_ring_mb=1: status %#x", st);
+	for (i = 0; i < 100 && access(TDB_DEV_PATH, F_OK); i++)
+		h_sleep_ms(10);
+	CHECK(!access(TDB_DEV_PATH, F_OK), "no %s after insmod", TDB_DEV_PATH);
+}
+
+/* --- 6. the sweep beside a supervisor -------------------------------------- */
+
+#define SUPT  "kx_sup"
+#define SUP_N 300u
+
+static struct tdb_sup_stats sup_stats(int fd)
+{
+	struct tdb_sup_stats st;
+
+	CHECK(ioctl(fd, TDB_IOC_SUP_STATS, &st) == 0, "SUP_STATS: %s",
+	      strerror(errno));
+	return st;
+}
+
+/* tdb.ko loaded with log_ring_mb=1 and no supervisor ever: the test
+ * claims the role (sync none), restores SUP_N expired records; the
+ * sweep removes none while recovering.  After READY (the sweep held
+ * with sweep_ms=0) the log ring is filled and never reported durable:
+ * the sweep, let go, is refused by the log, applies nothing, and keeps
+ * trying at its pace, not in a loop.  DURABLE makes room: the sweep
+ * removes them all, each a logged record. */
+static void part_sup(void)
+{
+	struct tdb_sup_claim cl = {
+		.version = TDB_DEV_VERSION, .sync = TDB_SUP_SYNC_NONE,
+		.next_lsn = 1, .instance = 0x6b65787069726531ull,
+	};
+	struct tdb_proto_msg m = {
+		.cmd = TDB_CMD_TABLE_CREATE,
+		.attrs = TDB_PROTO_BIT(TDB_A_TABLE), .table = SUPT,
+	}, a;
+	struct tdb_sup_stats s0, s1, s2;
+	struct tdb_proto_stat st;
+	struct tdbc_table *t;
+	struct kt_raw sup, r;
+	struct tdbc *c;
+	uint64_t t0, refused, lsn = UINT64_MAX;
+	static char big[200 << 10];
+	char key[32];
+	unsigned int i, j;
+	size_t len;
+	int err;
+
+	kt_raw_open(&sup);
+	CHECK(ioctl(sup.fd, TDB_IOC_SUP_CLAIM, &cl) == 0, "SUP_CLAIM: %s",
+	      strerror(errno));
+	CHECK(rcall(&sup, &m, &a, NULL) == 0, "the restore's TABLE_CREATE");
+	for (i = 0; i < SUP_N; i += 100) {
+		for (j = 0; j < 100; j++) {
+			snprintf(key, sizeof(key), "r-%u", i + j);
+			m = put_msg(SUPT, key, "restored", 1, 0);
+			kt_raw_queue(&sup, &m);
+		}
+		kt_raw_flush(&sup);
+		for (j = 0; j < 100; j++) {
+			struct tdb_proto_extack ext = { 0 };
+			long len = kt_raw_recv(&sup, abuf, sizeof(abuf),
+					       10000);
+
+			CHECK(tdb_proto_parse(abuf, (size_t)len,
+					      TDB_PROTO_ANSWER, &a, &ext) == 0 &&
+			      a.type == NLMSG_ERROR && !a.error,
+			      "the restore's PUT r-%u: %s", i + j,
+			      h_errname(a.error));
+		}
+	}
+	s0 = sup_stats(sup.fd);
+	h_sleep_ms(6 * TDBO_PERIOD_MS);
+	st = rstat(&sup, SUPT);
+	s1 = sup_stats(sup.fd);
+	CHECK(STAT(st, SUPT, RECORDS, records) == SUP_N &&
+	      s1.log_records == s0.log_records, "recovering: %llu of %u "
+	      "expired records left, %llu records logged (want all, 0)",
+	      (unsigned long long)st.records, SUP_N,
+	      (unsigned long long)(s1.log_records - s0.log_records));
+
+	CHECK(sweep_ms("0") == 0, "sweep_ms=0 refused");
+	CHECK(ioctl(sup.fd, TDB_IOC_SUP_READY, 0) == 0, "SUP_READY: %s",
+	      strerror(errno));
+	/* Fill the log to the last byte a change can take: values halved
+	 * at each refusal down to an empty one.  Its table name and keys
+	 * are shorter than SUPT's: a DEL of the sweep's needs more room
+	 * than the last PUT refused. */
+	c = kt_connect(0);
+	kt_create(c, "kf", 0600, 0);
+	t = kt_open(c, "kf");
+	memset(big, 'b', sizeof(big));
+	for (i = 0, len = sizeof(big); ; i++) {
+		CHECK(i < 200, "200 puts fit a 1 MiB log ring");
+		snprintf(key, sizeof(key), "f%u", i);
+		err = tdbc_put(t, NULL, key, strlen(key), big, len, 0);
+		if (!err)
+			continue;
+		CHECK(err == -ENOBUFS &&
+		      strstr(tdbc_errmsg(c), "change log is full"),
+		      "filling the log (a put of %zu bytes): %s %s", len,
+		      h_errname(err), tdbc_errmsg(c));
+		if (!len)
+			break;
+		len /= 2;
+	}
+	s1 = sup_stats(sup.fd);
+	CHECK(sweep_ms("100") == 0, "sweep_ms=100 refused");
+	h_sleep_ms(10 * TDBO_PERIOD_MS);
+	kt_raw_open(&r);
+	st = rstat(&r, SUPT);
+	s2 = sup_stats(sup.fd);
+	refused = s2.log_refused - s1.log_refused;
+	CHECK(STAT(st, SUPT, RECORDS, records) == SUP_N &&
+	      s2.log_records == s1.log_records,
+	      "a full log: the sweep left %llu of %u, logged %llu (want all, "
+	      "0)", (unsigned long long)st.records, SUP_N,
+	      (unsigned long long)(s2.log_records - s1.log_records));
+	/* at most a few refusals a round (one per batch of 64 records,
+	 * SUP_N of them, a pass or two a round), a round a period: no
+	 * loop of retries */
+	CHECK(refused >= 1 && refused <= 400, "a full log: the sweep's "
+	      "reservations refused %llu times in %u ms",
+	      (unsigned long long)refused, 10 * TDBO_PERIOD_MS);
+
+	CHECK(ioctl(sup.fd, TDB_IOC_SUP_DURABLE, &lsn) == 0, "SUP_DURABLE: "
+	      "%s", strerror(errno));
+	t0 = h_now_ms();
+	while ((st = rstat(&r, SUPT)).records) {
+		CHECK(h_now_ms() - t0 < SWEEP_BOUND_MS, "room in the log: the "
+		      "sweep left %llu of %u after %u ms",
+		      (unsigned long long)st.records, SUP_N, SWEEP_BOUND_MS);
+		h_sleep_ms(20);
+	}
+	s0 = sup_stats(sup.fd);
+	CHECK(s0.log_records - s2.log_records == SUP_N, "the sweep's %u DELs "
+	      "made %llu log records", SUP_N,
+	      (unsigned long long)(s0.log_records - s2.log_records));
+	h_note("supervisor: the sweep waited out recovery, a full log "
+	       "refused it %llu times in %u ms (nothing applied), then %u "
+	       "logged DELs", (unsigned long long)refused,
+	       10 * TDBO_PERIOD_MS, SUP_N);
+	tdbc_table_close(t);
+	tdbc_close(c);
+	kt_raw_close(&r);
+	kt_raw_close(&sup);
+}
+
+static void reload(const char *params)
+{
+	char cmd[256];
+	unsigned int i;
+	int st = system("rmmod tdb");
+
+	CHECK(st == 0, "rmmod tdb: status %#x", st);
+	snprintf(cmd, sizeof(cmd), "insmod /lib/modules/tdb.ko %s", params);
+	st = system(cmd);
+	CHECK(st == 0, "%s: status %#x", cmd, st);
 	for (i = 0; i < 100 && access(TDB_DEV_PATH, F_OK); i++)
 		h_sleep_ms(10);
 	CHECK(!access(TDB_DEV_PATH, F_OK), "no %s after insmod", TDB_DEV_PATH);
@@ -1004,6 +1184,8 @@ int main(void)
 	part_default();         /* 1 of its records expires */
 	part_sweep(n, 6 + 1);
 	part_unload((unsigned int)h_scaled(20000, 2000));
+	part_sup();
+	reload("");             /* the role is for good: a plain tdb.ko */
 	kt_done();
 	return 0;
 }
