@@ -33,9 +33,9 @@
  *     sweep_ms=100 RECORDS falls to 0 within SWEEP_BOUND_MS, the
  *     table's EXPIRED is N and STATS' EXPIRED grows by every expired
  *     record of the test; a /dev/tdb watcher (tdbc_watch) gets a DEL
- *     of each key once; the "changes" group gets each PUT with its
- *     DEADLINE and each sweep DEL with REASON TDB_REASON_EXPIRED, a
- *     client's DEL without REASON.
+ *     of each key once; a /dev/tdb feed read raw and the "changes"
+ *     group get each PUT with its DEADLINE and each sweep DEL once
+ *     with REASON TDB_REASON_EXPIRED, a client's DEL without REASON.
  *  5. Unload while the sweep works: M expired records in a table, every
  *     client closed, sweep_ms=100 (the sweep starts at once), rmmod:
  *     done within UNLOAD_BOUND_MS, the module gone, the kernel log
@@ -43,6 +43,11 @@
  *     (The guest kernel has no kmemleak; run-qemu.sh's memory check
  *     after the last unload and its scan of the log for WARNING, BUG,
  *     Oops, hung tasks cover what a work left running would do.)
+ *  6. Beside a supervisor (tdb.ko reloaded with log_ring_mb=1, the test
+ *     claims the role): no sweep while recovering; a log ring filled
+ *     to its last byte refuses the sweep's DELs (nothing applied, a
+ *     bounded number of tries); DURABLE makes room and each DEL is one
+ *     logged record.  tdb.ko is reloaded plain at the end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,6 +70,7 @@
 #include <tdb/proto.h>
 
 #include "proto.h"
+#include "ring.h"
 #include "kt.h"
 
 #define TTL_MS          3000u   /* part 2's short TTL */
@@ -380,6 +387,64 @@ static void bulk_put(const char *table, const char *prefix, unsigned int n,
 		i += b;
 	}
 	kt_raw_close(&r);
+}
+
+/* A /dev/tdb change feed read raw (tdb/kdev.h, WATCH's cookie; the
+ * ring core's feed reader): every message parsed, REASON included,
+ * which libtdbclient's events do not carry yet. */
+struct rawfeed {
+	struct kt_raw r;
+	void *hdr, *data;
+	uint32_t size;
+	struct tdb_ring ring;
+	/* what the reader counts (feed_cb) */
+	unsigned int n, dels, puts;
+	bool plain;
+	unsigned char *seen;
+};
+
+static void rawfeed_open(struct rawfeed *f, const char *table)
+{
+	struct tdb_proto_msg m = {
+		.cmd = TDB_CMD_WATCH,
+		.attrs = TDB_PROTO_BIT(TDB_A_TABLE), .table = table,
+	}, a;
+	struct tdb_dev_watch_cookie ck;
+	const char *msg;
+	uint64_t off;
+	int err;
+
+	memset(f, 0, sizeof(*f));
+	kt_raw_open(&f->r);
+	err = rcall(&f->r, &m, &a, &msg);
+	CHECK(err == 0, "raw WATCH %s: %s %s", table, h_errname(err), msg);
+	CHECK(a.ext.cookie_len == sizeof(ck), "WATCH's cookie is %u bytes",
+	      a.ext.cookie_len);
+	memcpy(&ck, a.ext.cookie, sizeof(ck));
+	off = (uint64_t)ck.offset_hi << 32 | ck.offset_lo;
+	f->hdr = mmap(NULL, TDB_RING_HDR_SIZE, PROT_READ, MAP_SHARED, f->r.fd,
+		      (off_t)off);
+	CHECK(f->hdr != MAP_FAILED, "mmap the feed's header: %s",
+	      strerror(errno));
+	f->size = ((const struct tdb_ring_hdr *)f->hdr)->data_size;
+	f->data = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->r.fd,
+		       (off_t)(off + TDB_RING_HDR_SIZE));
+	CHECK(f->data != MAP_FAILED, "mmap the feed's %u bytes: %s", f->size,
+	      strerror(errno));
+	err = tdb_ring_attach_consumer(&f->ring, f->hdr, f->data, f->size,
+				       TDB_RING_FEED);
+	CHECK(err == 0, "attach to the feed: %s", h_errname(err));
+	err = tdb_feed_start_at(&f->ring, ck.seq);
+	CHECK(err == 0, "feed start at %u: %s", ck.seq, h_errname(err));
+}
+
+static void rawfeed_close(struct rawfeed *f)
+{
+	tdb_ring_detach(&f->ring);
+	munmap(f->data, f->size);
+	munmap(f->hdr, TDB_RING_HDR_SIZE);
+	kt_raw_close(&f->r);
+	free(f->seen);
 }
 
 /* --- raw generic netlink --------------------------------------------------- */
@@ -838,12 +903,72 @@ static void check_feed(struct tdbc_watch *w, unsigned int n)
 	free(seen);
 }
 
+static int rawfeed_cb(void *arg, const struct nlmsghdr *nlh)
+{
+	struct rawfeed *f = arg;
+	struct tdb_proto_extack ext = { 0 };
+	struct tdb_proto_msg m;
+	unsigned int i;
+	int err = tdb_proto_parse(nlh, nlh->nlmsg_len, TDB_PROTO_ANSWER, &m,
+				  &ext);
+
+	CHECK(err == 0, "a feed message that does not parse: %s", ext.msg);
+	if (m.key_len == 5 && !memcmp(m.key, "plain", 5)) {
+		if (m.cmd == TDB_CMD_DEL) {
+			CHECK(!TDB_PROTO_HAS(&m, TDB_A_REASON), "feed: a "
+			      "client's DEL with REASON %u", m.reason);
+			f->plain = true;
+		}
+		return 0;
+	}
+	CHECK(key_index(m.key, m.key_len, f->n, &i), "feed: a message of an "
+	      "unknown key");
+	if (m.cmd == TDB_CMD_PUT) {
+		CHECK(TDB_PROTO_HAS(&m, TDB_A_DEADLINE), "feed: the PUT of "
+		      "s-%u without DEADLINE", i);
+		f->puts++;
+		return 0;
+	}
+	CHECK(m.cmd == TDB_CMD_DEL && TDB_PROTO_HAS(&m, TDB_A_REASON) &&
+	      m.reason == TDB_REASON_EXPIRED, "feed: cmd %u of s-%u without "
+	      "REASON expired", m.cmd, i);
+	CHECK(!f->seen[i], "feed: two DELs of s-%u", i);
+	f->seen[i] = 1;
+	f->dels++;
+	return 0;
+}
+
+/* The raw feed: each PUT with DEADLINE, each sweep DEL once with REASON
+ * expired, the client's DEL of plain without. */
+static void check_rawfeed(struct rawfeed *f, unsigned int n)
+{
+	uint64_t end = h_now_ms() + SWEEP_BOUND_MS, lost = 0;
+
+	f->n = n;
+	f->seen = calloc(n, 1);
+	CHECK(f->seen, "out of memory");
+	while (f->dels < n || !f->plain) {
+		int r = tdb_feed_read(&f->ring, 256, rawfeed_cb, f, &lost);
+
+		CHECK(r >= 0, "raw feed: %s (%llu lost)", h_errname(r),
+		      (unsigned long long)lost);
+		if (r)
+			continue;
+		CHECK(h_now_ms() < end, "raw feed: %u DELs of %u, plain %s, "
+		      "after %u ms", f->dels, n, f->plain ? "seen" :
+		      "not seen", SWEEP_BOUND_MS);
+		h_sleep_ms(10);
+	}
+	CHECK(f->puts == n, "raw feed: %u PUTs of %u", f->puts, n);
+}
+
 static void part_sweep(unsigned int n, unsigned int expired_before)
 {
 	struct tdbc *c = kt_connect(0);
 	struct tdbc_table *t;
 	struct tdbc_watch *w;
 	struct tdb_proto_stat st;
+	struct rawfeed feed;
 	struct kt_raw r;
 	struct kt_genl mc;
 	uint64_t e0, e1, t0, took;
@@ -863,6 +988,7 @@ static void part_sweep(unsigned int n, unsigned int expired_before)
 	CHECK(setsockopt(mc.fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &grp,
 			 sizeof(grp)) == 0, "join \"%s\": %s", TDB_GENL_MCGRP,
 	      strerror(errno));
+	rawfeed_open(&feed, ST);
 	kt_raw_open(&r);
 	e0 = rstats_expired(&r);
 
@@ -920,7 +1046,9 @@ static void part_sweep(unsigned int n, unsigned int expired_before)
 	       (unsigned long long)(e1 - e0));
 
 	check_feed(w, n);
+	check_rawfeed(&feed, n);
 	check_mcast(&mc, n);
+	rawfeed_close(&feed);
 	kt_raw_close(&r);
 	kt_genl_close(&mc);
 	tdbc_watch_close(w);
