@@ -3,10 +3,10 @@
  * transport.h - how main.c starts and stops the parts of tdb.ko.
  *
  * Load order: platform (memory limit) -> owner -> genl -> /dev/tdb ->
- * the expiry sweep; unload in reverse.  The misc device's fops hold a module reference
- * per open file, so rmmod is refused (EBUSY) while a /dev/tdb client is
- * attached; generic netlink clients hold none, so genl exit frees their
- * per-socket state itself.
+ * the expiry sweep; unload in reverse.  The misc device's fops hold a
+ * module reference per open file, so rmmod is refused (EBUSY) while a
+ * /dev/tdb client is attached; generic netlink clients hold none, so
+ * genl exit frees their per-socket state itself.
  */
 #ifndef TDBK_TRANSPORT_H
 #define TDBK_TRANSPORT_H

@@ -73,7 +73,7 @@
 #include "ring.h"
 #include "kt.h"
 
-#define TTL_MS          3000u   /* part 2's short TTL */
+#define TTL_MS          4000u   /* part 2's short TTL */
 #define HOUR_MS         3600000u
 #define DEF_TTL_MS      1000u   /* part 3's table default */
 #define SWEEP_TTL_MS    800u
@@ -447,7 +447,7 @@ static void rawfeed_close(struct rawfeed *f)
 	free(f->seen);
 }
 
-/* --- raw generic netlink --------------------------------------------------- */
+/* --- raw generic netlink -------------------------------------------------- */
 
 static unsigned char gbuf[1 << 17] __attribute__((aligned(8)));
 
@@ -520,7 +520,7 @@ static struct seen gget(struct kt_genl *g, const char *table,
 	return s;
 }
 
-/* --- 2. reads -------------------------------------------------------------- */
+/* --- 2. reads ------------------------------------------------------------- */
 
 #define RT "kx_reads"
 
@@ -752,7 +752,7 @@ static void part_reads(void)
 	tdbc_close(c);
 }
 
-/* --- 3. a table's default TTL ---------------------------------------------- */
+/* --- 3. a table's default TTL --------------------------------------------- */
 
 #define DT "kx_default"
 
@@ -797,7 +797,7 @@ static void part_default(void)
 	kt_raw_close(&r);
 }
 
-/* --- 4. the sweep ---------------------------------------------------------- */
+/* --- 4. the sweep --------------------------------------------------------- */
 
 #define ST "kx_sweep"
 
@@ -1056,7 +1056,7 @@ static void part_sweep(unsigned int n, unsigned int expired_before)
 	tdbc_close(c);
 }
 
-/* --- 5. unload while the sweep works --------------------------------------- */
+/* --- 5. unload while the sweep works -------------------------------------- */
 
 /* The last "tdb: unloaded..." line of the kernel log; empty if none. */
 static void last_unload_line(char *out, size_t cap)
@@ -1139,7 +1139,7 @@ static void part_unload(unsigned int n)
 	CHECK(!access(TDB_DEV_PATH, F_OK), "no %s after insmod", TDB_DEV_PATH);
 }
 
-/* --- 6. the sweep beside a supervisor -------------------------------------- */
+/* --- 6. the sweep beside a supervisor ------------------------------------- */
 
 #define SUPT  "kx_sup"
 #define SUP_N 300u
