@@ -83,6 +83,35 @@ uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k)
 	return 0;
 }
 
+unsigned int tdbi_tag_hits(const struct tdb_map *m, uint64_t hash,
+			   uint64_t *rec, unsigned int max)
+{
+	const struct tdbi_node *root = tdb_ptr(m, tdb_hdr(m)->root);
+	uint64_t slot = tdb_load_acquire(&root->slot[hash >> tdbi_shift(0)]);
+	unsigned int depth = 1, got = 0;
+	const struct tdbi_bucket *b;
+	uint32_t i, n;
+
+	while (slot & TDBI_NODE_TAG) {
+		const struct tdbi_node *node = tdb_ptr(m, slot & ~TDBI_NODE_TAG);
+
+		slot = tdb_load_acquire(&node->slot[tdbi_slot_index(hash,
+								    depth)]);
+		depth++;
+	}
+	if (!slot)
+		return 0;
+	b = bucket_at(m, slot);
+	n = tdb_load_acquire(&b->count);
+	for (i = 0; i < n && got < max; i++) {
+		uint64_t e = tdb_load_acquire(&b->e[i]);
+
+		if (e && tdbi_entry_tag_is(e, hash))
+			rec[got++] = tdbi_entry_rec(e);
+	}
+	return got;
+}
+
 /* The next random number of a walk (splitmix64). */
 static uint64_t next_rnd(uint64_t *x)
 {
