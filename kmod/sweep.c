@@ -19,10 +19,11 @@
  * while still in memory, then go when the sweep runs); while rounds
  * keep finding expired records (tdbo_expire_run's `again`) the next
  * follows in the same run, but at most SWEEP_BURST rounds in a row,
- * then the work comes back after SWEEP_REST_MS.  So a table expiring
- * all at once empties at a bounded share of one CPU (each round's
- * batches call cond_resched()), and an idle tdb.ko costs one look at
- * each table's `expiring` count per period.
+ * then the work rests three times as long as they took (their time
+ * counted up to a period): a table expiring all at once empties with
+ * at most a quarter of one CPU (Redis's active expiry takes the same
+ * share; each round's batches call cond_resched()), and an idle tdb.ko
+ * costs one look at each table's `expiring` count per period.
  *
  * When it does nothing: while tdb.ko refuses clients (tdbk_sup_refuse:
  * recovering, the supervisor restoring the tables, or
@@ -48,6 +49,8 @@
 
 #include <linux/jiffies.h>
 #include <linux/kernel.h>
+#include <linux/ktime.h>
+#include <linux/math64.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
@@ -58,7 +61,7 @@
 #include "sup.h"
 
 #define SWEEP_BURST   8u        /* rounds in a row at most ... */
-#define SWEEP_REST_MS 2u        /* ... then this pause */
+#define SWEEP_SHARE   4u        /* ... then rest: busy 1/SWEEP_SHARE */
 #define SWEEP_MS_MAX  60000u    /* sweep_ms's largest */
 
 static struct tdbo_owner *sweep_owner;
@@ -116,6 +119,7 @@ MODULE_PARM_DESC(sweep_ms,
 static void sweep_fn(struct work_struct *work)
 {
 	unsigned int rounds = 0;
+	u64 busy_from = ktime_get_ns(), busy_ms;
 	const char *msg;
 	bool again;
 
@@ -127,7 +131,13 @@ static void sweep_fn(struct work_struct *work)
 		tdbo_expire_run(sweep_owner, TDBO_SWEEP_BUDGET, &again);
 		cond_resched();
 	} while (again && ++rounds < SWEEP_BURST && !READ_ONCE(stopping));
-	sweep_queue(again ? SWEEP_REST_MS : READ_ONCE(sweep_ms));
+	if (!again) {
+		sweep_queue(READ_ONCE(sweep_ms));
+		return;
+	}
+	busy_ms = div_u64(ktime_get_ns() - busy_from, NSEC_PER_MSEC);
+	busy_ms = min_t(u64, busy_ms, TDBO_SWEEP_PERIOD_MS);
+	sweep_queue((unsigned int)busy_ms * (SWEEP_SHARE - 1) + 1);
 }
 
 void tdbk_sweep_start(struct tdbo_owner *o)
