@@ -38,7 +38,10 @@
  *  restart  Records with a TTL of 1 h, records that expired and were
  *           swept, and records that expire while tdbd is down; SIGKILL
  *           and start again (WAL replay): the first come back with their
- *           deadlines to the millisecond, the others never.
+ *           deadlines to the millisecond, the others never.  Then
+ *           SIGKILL in the middle of a sweep (part of its DELs logged):
+ *           again none of those records is read after the start, the
+ *           table settles back to the 1 h records, deadlines intact.
  *
  * The bound of "memory": the last record's deadline is 1 s after the
  * last put; the sweep (src/daemon/serve/sweep.c) then visits
@@ -839,6 +842,56 @@ static void part_restart(void)
 	      "restart: the sweep removed %llu records after the start: the "
 	      "%ld swept before came back", (unsigned long long)st.expired,
 	      n);
+	/* SIGKILL in the middle of a sweep: "m" (a TTL of 300 ms) is being
+	 * removed, part of its DELs logged, part not: after the start none
+	 * is read, and the table settles back to "l" alone */
+	{
+		struct tdbc_table_stat s2;
+		uint64_t e0 = st.expired;
+		unsigned int spins = 0;
+
+		put_many(c, t, "m", 0, 4 * n, TDBC_TTL, 300);
+		do {
+			stat_t(c, "rs", &s2);
+			spins++;
+		} while (s2.expired == e0 && spins < 100000);
+		CHECK(s2.expired > e0, "restart: the sweep of \"m\" never "
+		      "began");
+		tdbc_table_close(t);
+		tdbc_close(c);
+		CHECK(kill(d.pid, SIGKILL) == 0, "kill");
+		CHECK(h_wait_exit(&d, 10000), "tdbd did not die of SIGKILL");
+		h_note("restart: killed with %llu of %ld \"m\" swept",
+		       (unsigned long long)(s2.expired - e0), 4 * n);
+		h_start(&d, "x", start_args);
+		c = h_connect(&d, 0);
+		t = open_t(c, "rs");
+		check_absent(t, "m", 4 * n, "restart (a sweep cut short)");
+		waited = 0;
+		do {
+			stat_t(c, "rs", &s2);
+			if (s2.records == (uint64_t)n)
+				break;
+			h_sleep_ms(50);
+			waited += 50;
+		} while (waited < 10000);
+		CHECK(s2.records == (uint64_t)n, "restart: %llu records after "
+		      "the sweep cut short, want %ld",
+		      (unsigned long long)s2.records, n);
+		for (i = 0; i < n; i++) {
+			char key[32], v[32];
+			uint64_t dl = 0;
+			long r;
+
+			snprintf(key, sizeof(key), "l%08ld", i);
+			r = tdbc_get_ex(t, NULL, key, strlen(key), v,
+					sizeof(v), NULL, NULL, &dl);
+			CHECK(r == 16 && dl == dls[i], "restart 2: %s: %s, "
+			      "deadline %llu, was %llu", key,
+			      h_errname((int)r), (unsigned long long)dl,
+			      (unsigned long long)dls[i]);
+		}
+	}
 	h_note("restart: %ld records came back with their deadlines, %ld "
 	       "swept and %ld expired while down did not (the sweep after "
 	       "the start removed %llu)", n, n, n,
