@@ -1533,7 +1533,7 @@ static void paused_finish(struct paused *p)
 
 static void random_steps(unsigned int seed, unsigned long steps)
 {
-	struct paused ps[2];
+	static struct paused ps[2];     /* big: off the stack */
 	bool paused = false;
 	unsigned long i;
 
