@@ -393,6 +393,12 @@ int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
 /* The same, and the record's version in *version (if not NULL). */
 int tdbc_scan_next_ver(struct tdbc_scan *s, const void **key, size_t *klen,
 		       const void **val, size_t *vlen, uint64_t *version);
+/* The same, and the record's deadline in *deadline (if not NULL; 0: it
+ * has none; TDBCLIENT_1.1).  A scan never returns a record past its
+ * deadline. */
+int tdbc_scan_next_ex(struct tdbc_scan *s, const void **key, size_t *klen,
+		      const void **val, size_t *vlen, uint64_t *version,
+		      uint64_t *deadline);
 void tdbc_scan_close(struct tdbc_scan *s);
 
 /* --- watching ----------------------------------------------------------

@@ -45,6 +45,7 @@ struct rec {
 	struct rec *next;
 	size_t klen, vlen;
 	uint64_t version;       /* 0: the owner sent none */
+	uint64_t deadline;      /* 0: none */
 	unsigned char data[];   /* key, then value */
 };
 
@@ -89,6 +90,7 @@ static int part_record(struct tdbc *c, struct tdbc_scan *s,
 	r->klen = m->key_len;
 	r->vlen = m->value_len;
 	r->version = TDB_PROTO_HAS(m, TDB_A_VERSION) ? m->rec_version : 0;
+	r->deadline = TDB_PROTO_HAS(m, TDB_A_DEADLINE) ? m->deadline : 0;
 	memcpy(r->data, m->key, m->key_len);
 	tdb_proto_value_copy(m, r->data + m->key_len);
 	*s->tailp = r;
@@ -424,6 +426,13 @@ int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
 int tdbc_scan_next_ver(struct tdbc_scan *s, const void **key, size_t *klen,
 		       const void **val, size_t *vlen, uint64_t *version)
 {
+	return tdbc_scan_next_ex(s, key, klen, val, vlen, version, NULL);
+}
+
+int tdbc_scan_next_ex(struct tdbc_scan *s, const void **key, size_t *klen,
+		      const void **val, size_t *vlen, uint64_t *version,
+		      uint64_t *deadline)
+{
 	int err;
 
 	if (!s)
@@ -448,6 +457,8 @@ int tdbc_scan_next_ver(struct tdbc_scan *s, const void **key, size_t *klen,
 				*vlen = r->vlen;
 			if (version)
 				*version = r->version;
+			if (deadline)
+				*deadline = r->deadline;
 			return 1;
 		}
 		if (s->async)
