@@ -99,7 +99,7 @@ static const char shell_help[] =
 "                      [--ttl DURATION | --at MS]\n"
 "  del TABLE KEY [--if-version V]   incr TABLE KEY [DELTA]\n"
 "  ttl TABLE KEY   expire TABLE KEY DURATION | --at MS   persist TABLE KEY\n"
-"  scan TABLE [--prefix P] [--limit N] [--keys-only]\n"
+"  scan TABLE [--prefix P] [--limit N] [--keys-only] [--deadline]\n"
 "  tables   stat TABLE   stats   create TABLE [...]   drop TABLE\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
 "  -k, -v, --hex, --escape on a line apply to that line.\n"

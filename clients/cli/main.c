@@ -76,7 +76,7 @@ static const char usage_text[] =
 "  incr TABLE KEY [DELTA]      add DELTA (default 1; may be negative) to\n"
 "                              a decimal integer value (absent: 0), done\n"
 "                              by tdbd in one step; prints the new value\n"
-"  scan TABLE [--prefix P] [--limit N] [--keys-only]\n"
+"  scan TABLE [--prefix P] [--limit N] [--keys-only] [--deadline]\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
 "                              follow changes, one line each\n"
 "  batch [--txn]               commands from stdin, one a line, quoted\n"
@@ -122,8 +122,8 @@ static const char usage_text[] =
 "      --at MS           put, expire: the record expires at MS, in\n"
 "                        milliseconds since the epoch (date +%s%3N)\n"
 "      --version         after get: print the record's version too\n"
-"      --deadline        get: print the record's deadline too (ms since\n"
-"                        the epoch, - for none)\n"
+"      --deadline        get, scan: print the record's deadline too (ms\n"
+"                        since the epoch, - for none) and a tab first\n"
 "      --prefix P        scan, watch: keys starting with P only\n"
 "      --limit N         scan: at most N records\n"
 "      --keys-only       scan: print keys only\n"
@@ -163,7 +163,8 @@ static const char usage_text[] =
 "    incr    {\"key\":..,\"value\":N} (N a JSON number)\n"
 "    ttl     {\"key\":..,\"ttl_ms\":N,\"deadline\":N} (no expiry:\n"
 "            both null)\n"
-"    scan    {\"key\":..,\"value\":..} per line (no value: --keys-only)\n"
+"    scan    {\"key\":..,\"value\":..} per line (no value: --keys-only;\n"
+"            --deadline: and \"deadline\":N or null)\n"
 "    watch   {\"event\":\"put\",\"seq\":N,\"key\":..,\"value\":..}\n"
 "            (and \"deadline\":N if it has one),\n"
 "            {\"event\":\"del\",\"seq\":N,\"key\":..} (and\n"
@@ -261,7 +262,8 @@ static const struct command commands[] = {
 	  cmd_expire },
 	{ "persist", "TABLE KEY", 2, 2, 0, cmd_persist },
 	{ "scan", "TABLE", 1, 1,
-	  O(OPT_PREFIX) | O(OPT_LIMIT) | O(OPT_KEYS_ONLY), cmd_scan },
+	  O(OPT_PREFIX) | O(OPT_LIMIT) | O(OPT_KEYS_ONLY) |
+	  O(OPT_SHOW_DEADLINE), cmd_scan },
 	{ "watch", "TABLE", 1, 1,
 	  O(OPT_PREFIX) | O(OPT_COUNT) | O(OPT_TIMEOUT), cmd_watch },
 	{ "batch", "", 0, 0, O(OPT_TXN), cmd_batch },

@@ -790,6 +790,10 @@ expect_err 1 "tdb: ttl ex1 nosuch: no such key" "$tdb" ttl ex1 nosuch
 at=$(( $(date +%s%3N) + 60000 ))
 expect_out "" "$tdb" put ex1 at v --at "$at"
 expect_out "$at	v" "$tdb" --escape get ex1 at --deadline
+expect_out "$at	at	v" "$tdb" scan ex1 --prefix at --deadline
+expect_out "-	kept	v" "$tdb" scan ex1 --prefix kept --deadline
+expect_out "{\"key\":\"at\",\"value\":\"v\",\"deadline\":$at}" "$tdb" --json scan ex1 --prefix at --deadline
+expect_out '{"key":"kept","deadline":null}' "$tdb" --json scan ex1 --prefix kept --deadline --keys-only
 expect_out "{\"key\":\"at\",\"value\":\"v\",\"version\":$("$tdb" get ex1 at --version | cut -f1),\"deadline\":$at}" "$tdb" --json get ex1 at --version --deadline
 expect_out '{"ok":true}' "$tdb" --json expire ex1 at --at $((at + 1000))
 expect_out "$((at + 1000))	v" "$tdb" --escape get ex1 at --deadline
