@@ -69,7 +69,7 @@ static const char usage_text[] =
 "                              --if-present or --if-version V\n"
 "  ttl TABLE KEY               the time the key has left, in ms, or\n"
 "                              \"no expiry\"\n"
-"  expire TABLE KEY DURATION | --at MS\n"
+"  expire TABLE KEY DURATION | --ttl DURATION | --at MS\n"
 "                              set the key's deadline\n"
 "  persist TABLE KEY           clear it: the key no longer expires\n"
 "  del TABLE KEY [--if-version V]\n"
@@ -113,8 +113,9 @@ static const char usage_text[] =
 "      --if-present      put: fail (exit 1) if the key is absent\n"
 "      --if-version V    put, del: only if the key is at version V (as\n"
 "                        get --version prints it), else exit 7\n"
-"      --ttl DURATION    put: the record expires after DURATION; create:\n"
-"                        the table's default for puts without --ttl.\n"
+"      --ttl DURATION    put, expire: the record expires after DURATION;\n"
+"                        create: the table's default for puts without\n"
+"                        --ttl.\n"
 "                        DURATION: a whole number and a unit, ms, s, m,\n"
 "                        h or d (500ms, 30s, 2h, 1d), parts may add up\n"
 "                        (1h30m); a number alone is seconds; from 1ms\n"
@@ -258,8 +259,8 @@ static const struct command commands[] = {
 	{ "del", "TABLE KEY", 2, 2, O(OPT_IF_VERSION), cmd_del },
 	{ "incr", "TABLE KEY [DELTA]", 2, 3, 0, cmd_incr },
 	{ "ttl", "TABLE KEY", 2, 2, 0, cmd_ttl },
-	{ "expire", "TABLE KEY DURATION | TABLE KEY --at MS", 2, 3, O(OPT_AT),
-	  cmd_expire },
+	{ "expire", "TABLE KEY DURATION | TABLE KEY --at MS", 2, 3,
+	  O(OPT_TTL) | O(OPT_AT), cmd_expire },
 	{ "persist", "TABLE KEY", 2, 2, 0, cmd_persist },
 	{ "scan", "TABLE", 1, 1,
 	  O(OPT_PREFIX) | O(OPT_LIMIT) | O(OPT_KEYS_ONLY) |
@@ -791,12 +792,12 @@ static int incr_args(struct cli *cli, char **args, int nargs)
 	return 0;
 }
 
-/* expire's DURATION, or --at MS: one of them. */
+/* expire's DURATION, --ttl DURATION or --at MS: one of them. */
 static int expire_args(struct cli *cli, char **args, int nargs)
 {
-	if ((nargs == 3) == !!cli->at_ms)
+	if ((nargs == 3) + !!cli->ttl_ms + !!cli->at_ms != 1)
 		return usage_error("expire", "give the deadline once: "
-				   "DURATION or --at MS");
+				   "DURATION, --ttl DURATION or --at MS");
 	return nargs == 3 ? parse_duration("DURATION", args[2], &cli->ttl_ms)
 			  : 0;
 }

@@ -719,8 +719,10 @@ expect_err 2 "tdb: get: --ttl does not apply here" "$tdb" $nosock get t k --ttl 
 expect_err 2 "tdb: del: --ttl does not apply here" "$tdb" $nosock del t k --ttl 1s
 expect_err 2 "tdb: create: --at does not apply here" "$tdb" $nosock create t --at 5
 expect_err 2 "tdb: --ttl 0: zero" "$tdb" $nosock create t --ttl 0
-expect_err 2 "tdb: expire: give the deadline once: DURATION or --at MS" "$tdb" $nosock expire t k
-expect_err 2 "tdb: expire: give the deadline once: DURATION or --at MS" "$tdb" $nosock expire t k 5s --at 7
+expect_err 2 "tdb: expire: give the deadline once: DURATION, --ttl DURATION or --at MS" "$tdb" $nosock expire t k
+expect_err 2 "tdb: expire: give the deadline once: DURATION, --ttl DURATION or --at MS" "$tdb" $nosock expire t k 5s --at 7
+expect_err 2 "tdb: expire: give the deadline once: DURATION, --ttl DURATION or --at MS" "$tdb" $nosock expire t k 5s --ttl 7s
+expect_err 2 "tdb: expire: give --ttl or --at, not both" "$tdb" $nosock expire t k --ttl 5s --at 7
 expect_err 2 "tdb: DURATION 0: zero" "$tdb" $nosock expire t k 0
 expect_err 2 "tdb: DURATION -3: not a duration: negative" "$tdb" $nosock expire t k -3
 expect_err 2 "tdb: ttl: wrong number of arguments" "$tdb" $nosock ttl t
@@ -775,6 +777,11 @@ expect_out "no expiry" "$tdb" ttl ex1 short
 expect_out "" "$tdb" put ex1 kept v --ttl 1s
 expect_out "" "$tdb" persist ex1 kept
 expect_out "no expiry" "$tdb" ttl ex1 kept
+expect_out "" "$tdb" expire ex1 plain --ttl 1h
+expect_rc 0 "$tdb" ttl ex1 plain
+left=$(cat "$out")
+checks=$((checks + 1))
+[ "$left" -gt 3590000 ] && [ "$left" -le 3600000 ] || fail "ttl after expire --ttl 1h: $left"
 expect_out "" "$tdb" expire ex1 plain 1s
 expect_rc 0 "$tdb" ttl ex1 plain
 left=$(cat "$out")
