@@ -56,7 +56,7 @@ struct figure {
 	uint64_t v;
 };
 
-#define STAT_FIGURES 13
+#define STAT_FIGURES 10
 
 static void stat_figures(const struct tdbc_table_stat *st,
 			 struct figure f[STAT_FIGURES])
@@ -72,9 +72,6 @@ static void stat_figures(const struct tdbc_table_stat *st,
 		{ "index_nodes", st->index_nodes },
 		{ "index_buckets", st->index_buckets },
 		{ "uid", st->uid },
-		{ "default_ttl_ms", st->default_ttl },
-		{ "expiring", st->expiring },
-		{ "expired", st->expired },
 	};
 
 	memcpy(f, all, sizeof(all));
@@ -100,7 +97,12 @@ static void stat_json(const struct tdbc_table_stat *st)
 	for (i = 0; i < STAT_FIGURES; i++)
 		printf(",\"%s\":%" PRIu64, f[i].name, f[i].v);
 	printf(",\"gid\":%" PRIu32 ",\"mode\":\"%04" PRIo32 "\","
-	       "\"state\":\"%s\"}", st->gid, st->mode, state_name(st));
+	       "\"state\":\"%s\"", st->gid, st->mode, state_name(st));
+	/* expiry: the default TTL (0: none), records with a deadline,
+	 * records removed at theirs */
+	printf(",\"default_ttl_ms\":%" PRIu64 ",\"expiring\":%" PRIu64
+	       ",\"expired\":%" PRIu64 "}", st->default_ttl, st->expiring,
+	       st->expired);
 	cli_doc_close();
 }
 
@@ -117,6 +119,9 @@ static void stat_text(const struct tdbc_table_stat *st)
 		printf("%-16s %" PRIu64 "\n", f[i].name, f[i].v);
 	printf("%-16s %" PRIu32 "\n%-16s %04" PRIo32 "\n%-16s %s\n", "gid",
 	       st->gid, "mode", st->mode, "state", state_name(st));
+	printf("%-16s %" PRIu64 "\n%-16s %" PRIu64 "\n%-16s %" PRIu64 "\n",
+	       "default_ttl_ms", st->default_ttl, "expiring", st->expiring,
+	       "expired", st->expired);
 }
 
 int cmd_stat(struct cli *cli)

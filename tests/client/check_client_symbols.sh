@@ -32,7 +32,7 @@ done
 # TDBCLIENT_1's for old programs (src/client/compat.c)
 vsyms=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }')
 for f in tdbc_put_ttl tdbc_put_at tdbc_get_ex tdbc_expire tdbc_expire_at \
-	 tdbc_persist tdbc_ttl; do
+	 tdbc_persist tdbc_ttl tdbc_scan_next_ex; do
 	if ! printf '%s\n' "$vsyms" | grep -qx "$f@@TDBCLIENT_1.1"; then
 		echo "missing export: $f@@TDBCLIENT_1.1" >&2
 		exit 1

@@ -7,7 +7,10 @@
  * Every test of the main group runs twice: over rings and socket-only
  * (TDBC_NO_RINGS).  The last test starts a daemon of its own and kills
  * it under calls in progress: they must fail, not hang (an alarm() is
- * the watchdog).
+ * the watchdog).  Expiry (issue 27): test_expiry, test_async_expiry,
+ * test_scan_expiry and test_table_ttl wait past short TTLs (300 ms to
+ * 1.5 s) and check that nothing reads an expired key, and that the
+ * sweep's removal reaches a watcher marked TDBC_REASON_EXPIRED.
  *
  * TDBC_E2E_KEYS scales the scan and async tests (default 3000).
  * TDBC_E2E_EXPECT_HUGEPAGES=1 (the -hugepages run) asserts that the
@@ -1998,6 +2001,59 @@ static void test_expiry(void **state)
 	tdbc_close(c);
 }
 
+/* Scans (plain and snapshot) give each record's deadline, and no
+ * record past it. */
+static void scan_deadlines(struct tdbc_table *t, unsigned int flags,
+			   uint64_t ds, uint64_t df, int want)
+{
+	struct tdbc_scan *sc;
+	const void *k;
+	size_t kn;
+	uint64_t v, d;
+	int r, n = 0;
+
+	assert_int_equal(tdbc_scan_open_flags(t, NULL, 0, 0, flags, &sc), 0);
+	while ((r = tdbc_scan_next_ex(sc, &k, &kn, NULL, NULL, &v, &d)) > 0) {
+		assert_int_equal(kn, 1);
+		assert_true(v > 0);
+		switch (*(const char *)k) {
+		case 's': assert_int_equal(d, ds); break;
+		case 'f': assert_int_equal(d, df); break;
+		case 'n': assert_int_equal(d, 0); break;
+		default: fail_msg("scan: key %.*s", (int)kn, (const char *)k);
+		}
+		n++;
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(n, want);
+	tdbc_scan_close(sc);
+}
+
+static void test_scan_expiry(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *t;
+	uint64_t ds, far = now_ms() + 3600000;
+	char name[80];
+
+	t = fresh_table(c, m, "sexp", name);
+	assert_int_equal(tdbc_put_ttl(t, NULL, "s", 1, "v", 1, 0, 0, 1000),
+			 0);
+	ds = deadline_of(t, "s", "v");
+	assert_int_equal(tdbc_put_at(t, NULL, "f", 1, "v", 1, 0, 0, far), 0);
+	put_ok(t, "n", "v");
+	scan_deadlines(t, 0, ds, far, 3);
+	scan_deadlines(t, TDBC_SCAN_SNAPSHOT, ds, far, 3);
+	while (now_ms() <= ds + 20)
+		sleep_ms(50);
+	scan_deadlines(t, 0, ds, far, 2);
+	scan_deadlines(t, TDBC_SCAN_SNAPSHOT, ds, far, 2);
+	tdbc_table_close(t);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
 /* tdbc_submit: PUT with TDBC_TTL / TDBC_DEADLINE, GET's deadline in its
  * completion (through the map too), an expired key -ENOENT. */
 static void test_async_expiry(void **state)
@@ -2521,6 +2577,7 @@ int main(void)
 		BOTH(test_async_versions),
 		BOTH(test_expiry),
 		BOTH(test_async_expiry),
+		BOTH(test_scan_expiry),
 		BOTH(test_table_ttl),
 		BOTH(test_contended),
 		MAPPED(test_counter_example),
