@@ -149,7 +149,11 @@ static const unsigned char cursorbytes[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 
 static void full_stat(struct tdb_proto_stat *st)
 {
-	st->present = 0x3fffc;  /* types 2..17 */
+	st->present = 0x3ffffc; /* types 2..21 */
+	st->max_bytes = 1ull << 33;
+	st->max_records = 77;
+	st->evict = TDB_EVICT_TTL;
+	st->evicted = 5;
 	st->default_ttl = 86400000;
 	st->expiring = 1ull << 35;
 	st->expired = 99;
@@ -228,6 +232,9 @@ static void fill_all(struct tdb_proto_msg *m, uint8_t cmd,
 	m->deadline = 1796000000123ull;
 	m->expire_flags = TDB_EXPIRE_PERSIST;
 	m->reason = TDB_REASON_EXPIRED;
+	m->max_bytes = 1ull << 31;
+	m->max_records = 1000000;
+	m->evict = TDB_EVICT_LFU;
 	(void)dir;
 }
 
@@ -239,7 +246,8 @@ static const struct {
 	uint16_t ans_flags;     /* 0xffff: no answer message */
 } spec[TDB_CMD_MAX + 1] = {
 	[TDB_CMD_TABLE_CREATE] = { A(TABLE) | A(MAX_EXTENTS) | A(UID) |
-		A(GID) | A(MODE) | A(TTL), A(TABLE), 0, 0, 0xffff },
+		A(GID) | A(MODE) | A(TTL) | A(MAX_BYTES) | A(MAX_RECORDS) |
+		A(EVICT), A(TABLE), 0, 0, 0xffff },
 	[TDB_CMD_TABLE_DROP] = { A(TABLE), A(TABLE), A(TABLE), 0, 0 },
 	[TDB_CMD_TABLE_LIST] = { 0, 0, A(TABLE) | A(STAT), A(TABLE) | A(STAT),
 		NLM_F_MULTI },

@@ -70,7 +70,9 @@
  *
  *   cmd           request                         answer  reply / part
  *   TABLE_CREATE  TABLE R, MAX_EXTENTS o, UID o,  ack
- *                 GID o, MODE o, TTL o
+ *                 GID o, MODE o, TTL o,
+ *                 MAX_BYTES o, MAX_RECORDS o,
+ *                 EVICT o
  *   TABLE_DROP    TABLE R                         ack     notification: TABLE o
  *   TABLE_LIST    -                               dump    TABLE R, STAT R
  *   TABLE_STAT    TABLE R                         reply   TABLE R, STAT R
@@ -222,6 +224,30 @@
  * The wall clock may step: a step forward expires records early, a
  * step back keeps them longer; deadlines mean the same after a restart.
  *
+ * EVICTION
+ *
+ * TABLE_CREATE may bound a table by the bytes of its keys and values
+ * (MAX_BYTES: TABLE_STAT's BYTES_USED) and/or by its records
+ * (MAX_RECORDS), and say what a write that would take it past a bound
+ * does (EVICT; EVICT without a bound is -EINVAL):
+ *   TDB_EVICT_REFUSE  the write fails with -ENOSPC naming the bound
+ *                     (the default)
+ *   TDB_EVICT_LRU     records least recently used are removed
+ *   TDB_EVICT_LFU     records least frequently used are removed
+ *   TDB_EVICT_TTL     records soonest to expire are removed (only
+ *                     records with a deadline: with none left, the
+ *                     write fails -ENOSPC as under REFUSE)
+ * "Used" is a write or a read the owner serves (GET over the rings or
+ * generic netlink); reads through a zero-copy map do not reach the
+ * owner and do not count.  The policies are approximate, as Redis's
+ * are: each eviction samples a few records and removes the best
+ * candidate among them (LFU counts uses on a logarithmic scale that
+ * decays with time).  Evictions run after the write that needed them,
+ * under the same table lock, so no one sees the table past its bound;
+ * the record just written is never the one evicted.  Each eviction is
+ * a logged change sent to watchers as a DEL with REASON
+ * TDB_REASON_EVICTED and counted (TABLE_STAT EVICTED, STATS EVICTED).
+ *
  * SET_VERSION (the supervisor's restore into tdb.ko only; anyone else
  * gets -EPERM): the PUT stores the record with that version, and the
  * owner's counter is raised past it.
@@ -260,6 +286,9 @@
  *   TDB_A_EXPIRE_FLAGS u32: EXPIRE flags (TDB_EXPIRE_*); unknown bits
  *                      refused
  *   TDB_A_REASON       u32: TDB_REASON_* (notifications only)
+ *   TDB_A_MAX_BYTES    u64, not 0: a table's bound (EVICTION below)
+ *   TDB_A_MAX_RECORDS  u64, not 0: a table's bound (EVICTION below)
+ *   TDB_A_EVICT        u32, TDB_EVICT_*: what a full table does
  *
  * Each attribute appears at most once per message (nest), except PAD and
  * the fragments of one VALUE.  The type and limits of an attribute are
@@ -506,6 +535,11 @@ enum tdb_attr {
 	TDB_A_EXPIRE_FLAGS = 24,      /* u32, TDB_EXPIRE_* */
 	TDB_A_REASON      = 25,       /* u32: why a DEL notification's key
 				       * went (TDB_REASON_*) */
+	TDB_A_MAX_BYTES   = 26,       /* u64: a table's bound on its key and
+				       * value bytes (TABLE_CREATE) */
+	TDB_A_MAX_RECORDS = 27,       /* u64: a table's bound on records */
+	TDB_A_EVICT       = 28,       /* u32: what a bounded table does when
+				       * full (TDB_EVICT_*) */
 	__TDB_A_MAX,
 	TDB_A_MAX = __TDB_A_MAX - 1
 };
@@ -525,6 +559,13 @@ enum tdb_attr {
 #define TDB_EXPIRE_FLAGS_ALL TDB_EXPIRE_PERSIST
 /* TDB_A_REASON of a DEL notification (absent: a client's DEL). */
 #define TDB_REASON_EXPIRED   1u          /* its deadline passed */
+#define TDB_REASON_EVICTED   2u          /* its bounded table was full */
+/* TDB_A_EVICT of TABLE_CREATE (EVICTION below). */
+#define TDB_EVICT_REFUSE     0u          /* writes past the bound fail */
+#define TDB_EVICT_LRU        1u          /* least recently used goes */
+#define TDB_EVICT_LFU        2u          /* least frequently used goes */
+#define TDB_EVICT_TTL        3u          /* soonest to expire goes */
+#define TDB_EVICT_MAX        TDB_EVICT_TTL
 
 /* TDB_A_SCAN_FLAGS of SCAN.  Unknown bits are refused (-EOPNOTSUPP). */
 #define TDB_SCAN_SNAPSHOT    (1u << 0)   /* the table as of the request */
@@ -552,6 +593,11 @@ enum tdb_stat_attr {
 					   * (expired ones until removed) */
 	TDB_STAT_A_EXPIRED         = 17,  /* u64: records removed by expiry
 					   * since the owner started */
+	TDB_STAT_A_MAX_BYTES       = 18,  /* u64: bound; absent = none */
+	TDB_STAT_A_MAX_RECORDS     = 19,  /* u64: bound; absent = none */
+	TDB_STAT_A_EVICT           = 20,  /* u32: TDB_EVICT_* */
+	TDB_STAT_A_EVICTED         = 21,  /* u64: records evicted since the
+					   * owner started */
 	__TDB_STAT_A_MAX,
 	TDB_STAT_A_MAX = __TDB_STAT_A_MAX - 1
 };
@@ -608,6 +654,8 @@ enum tdb_counter_attr {
 					   * for (their lease ran out) */
 	TDB_CTR_A_EXPIRED   = 28,         /* u64: records removed by expiry
 					   * since start (all tables) */
+	TDB_CTR_A_EVICTED   = 29,         /* u64: records evicted since
+					   * start (all tables) */
 	__TDB_CTR_A_MAX,
 	TDB_CTR_A_MAX = __TDB_CTR_A_MAX - 1
 };

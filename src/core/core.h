@@ -155,6 +155,7 @@ uint64_t tdbe_table_now_ms(const struct tdbe_table *t);
 /* --- records --------------------------------------------------------- */
 enum {
 	TDBE_NOOVERWRITE = 1u << 0,  /* put fails with -EEXIST if key exists */
+	TDBE_ACCESS      = 1u << 1,  /* the record keeps an access word */
 };
 enum {
 	TDBE_DEL_EXPIRED = 1u << 0,  /* del only an expired record (sweep) */
@@ -179,6 +180,12 @@ int tdbe_put_ver(struct tdbe_table *t, const void *key, size_t klen,
 int tdbe_put_ex(struct tdbe_table *t, const void *key, size_t klen,
 		const void *val, size_t vlen, unsigned int flags,
 		uint64_t version, uint64_t deadline, struct tdbe_extack *ext);
+/* The same, with TDBE_ACCESS in flags: the record has an access word
+ * (layout.h, TDB_REC_F_ACCESS) starting at `access`. */
+int tdbe_put_acc(struct tdbe_table *t, const void *key, size_t klen,
+		 const void *val, size_t vlen, unsigned int flags,
+		 uint64_t version, uint64_t deadline, uint32_t access,
+		 struct tdbe_extack *ext);
 /* 0 if deleted, -ENOENT if absent (an expired record is). */
 int tdbe_del(struct tdbe_table *t, const void *key, size_t klen,
 	     struct tdbe_extack *ext);
@@ -235,6 +242,36 @@ struct tdbe_lookup_req {
 };
 unsigned int tdbe_lookup_many(struct tdbe_table *t,
 			      struct tdbe_lookup_req *req, unsigned int n);
+
+/* --- eviction ----------------------------------------------------------
+ * The owner's eviction (src/owner/evict.c) keeps an access word in the
+ * records of tables with an LRU or LFU policy and picks victims from
+ * random samples.
+ *
+ * tdbe_rec_access: the access word of the record whose value a lookup
+ * returned at val (its key klen bytes long), or NULL if it has none;
+ * valid, like val, inside the read-side section.  The owner updates it
+ * with relaxed stores; nobody else writes it.
+ *
+ * tdbe_sample: a record of t picked with the random rnd (another rnd,
+ * most likely another record; records in sparse buckets are likelier),
+ * its key copied into keybuf (TDBE_KEY_MAX bytes); -ENOENT if the walk
+ * found none (an empty table, or holes: try another rnd).  Expired
+ * records are returned too (expired set).  For a writer of t.
+ */
+struct tdbe_sample {
+	const void *key;
+	size_t klen;
+	uint64_t version, deadline;
+	uint32_t access;
+	bool has_access, expired;
+};
+uint32_t *tdbe_rec_access(const void *val, size_t klen);
+/* The key has a record that has expired (absent to readers, there until
+ * the sweep or a write removes it). */
+bool tdbe_expired(struct tdbe_table *t, const void *key, size_t klen);
+int tdbe_sample(struct tdbe_table *t, uint64_t rnd, void *keybuf,
+		struct tdbe_sample *out);
 
 /* --- cursors ----------------------------------------------------------
  * A cursor walks a whole table in hash order.  Every key present for the

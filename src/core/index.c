@@ -83,6 +83,75 @@ uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k)
 	return 0;
 }
 
+/* The next random number of a walk (splitmix64). */
+static uint64_t next_rnd(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A non-empty slot of the n at slots (a power of two): random ones
+ * first, so a slot after a long run of empty ones is not likelier than
+ * another; then, in a sparse node, the next non-empty one after a
+ * random place. */
+static uint64_t some_slot(const uint64_t *slots, unsigned int n,
+			  uint64_t *x)
+{
+	unsigned int k, i = 0;
+
+	for (k = 0; k < 64; k++) {
+		uint64_t s;
+
+		i = (unsigned int)next_rnd(x) & (n - 1);
+		s = tdb_load_acquire(&slots[i]);
+		if (s)
+			return s;
+	}
+	for (k = 0; k < n; k++) {
+		uint64_t s = tdb_load_acquire(&slots[(i + k) & (n - 1)]);
+
+		if (s)
+			return s;
+	}
+	return 0;
+}
+
+/*
+ * Eviction's sampling: descend through random non-empty slots, then
+ * take a live entry of the bucket from a random place.  Close to
+ * uniform where nodes are dense; a record in a sparse bucket is likelier
+ * than one of seven, which an approximate policy can live with.
+ */
+uint64_t tdbi_sample(const struct tdb_map *m, uint64_t rnd)
+{
+	const struct tdbi_node *root = tdb_ptr(m, tdb_hdr(m)->root);
+	uint64_t x = rnd;
+	uint64_t slot = some_slot(root->slot, TDBI_ROOT_SLOTS, &x);
+	const struct tdbi_bucket *b;
+	uint32_t i, n, at;
+
+	while (slot & TDBI_NODE_TAG) {
+		const struct tdbi_node *node = tdb_ptr(m, slot & ~TDBI_NODE_TAG);
+
+		slot = some_slot(node->slot, TDBI_NODE_SLOTS, &x);
+	}
+	if (!slot)
+		return 0;
+	b = bucket_at(m, slot);
+	n = tdb_load_acquire(&b->count);
+	at = n ? (uint32_t)(next_rnd(&x) % n) : 0;
+	for (i = 0; i < n; i++) {
+		uint64_t e = tdb_load_acquire(&b->e[(at + i) % n]);
+
+		if (e)
+			return tdbi_entry_rec(e);
+	}
+	return 0;
+}
+
 /*
  * The same walk for a group of keys, interleaved: each round advances
  * every unfinished walk by one step and prefetches what its next step

@@ -107,6 +107,8 @@ unsigned int tdbi_next_many(const struct tdb_map *m,
 			    const struct tdb_key *bound,
 			    struct tdbi_hit *out, uint64_t *bkt,
 			    unsigned int max);
+/* A record picked by the random rnd (tdbe_sample); 0 if none found. */
+uint64_t tdbi_sample(const struct tdb_map *m, uint64_t rnd);
 int tdbi_key_cmp(uint64_t ha, const void *ka, size_t la,
 		 uint64_t hb, const void *kb, size_t lb);
 

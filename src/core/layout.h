@@ -123,13 +123,34 @@ struct tdb_rec {
 	unsigned char data[];  /* key, then value[, deadline] */
 };
 #define TDB_REC_F_DEADLINE  1u
-#define TDB_REC_F_KNOWN     TDB_REC_F_DEADLINE
+#define TDB_REC_F_ACCESS    2u
+#define TDB_REC_F_KNOWN     (TDB_REC_F_DEADLINE | TDB_REC_F_ACCESS)
 
-/* Bytes of a record with these lengths (and a deadline or not). */
-static inline size_t tdb_rec_size(size_t klen, size_t vlen, bool deadline)
+/*
+ * TDB_REC_F_ACCESS: a u32 after the value (and after the deadline, if
+ * any) that the owner's eviction keeps (src/owner/evict.c: a recency
+ * stamp or a frequency counter), in tables with an LRU or LFU policy.
+ * It is the one part of a published record that changes: only the
+ * owner writes it (relaxed stores, racing writes may lose one), and no
+ * reader reads it for anything but eviction; readers of key, value,
+ * version and deadline never look at it.
+ */
+
+/* Bytes of a record with these lengths and flags. */
+static inline size_t tdb_rec_size(size_t klen, size_t vlen,
+				  unsigned int flags)
 {
 	return sizeof(struct tdb_rec) + klen + vlen +
-	       (deadline ? sizeof(uint64_t) : 0);
+	       (flags & TDB_REC_F_DEADLINE ? sizeof(uint64_t) : 0) +
+	       (flags & TDB_REC_F_ACCESS ? sizeof(uint32_t) : 0);
+}
+
+/* Where the record's access word is (it has TDB_REC_F_ACCESS). */
+static inline uint32_t *tdb_rec_access(const struct tdb_rec *r)
+{
+	return (uint32_t *)(r->data + r->klen + r->vlen +
+			    (r->flags & TDB_REC_F_DEADLINE ?
+			     sizeof(uint64_t) : 0));
 }
 
 /* The record's deadline (ms since the epoch), 0 if it has none. */

@@ -499,6 +499,17 @@ int tdbe_put_ex(struct tdbe_table *t, const void *key, size_t klen,
 		const void *val, size_t vlen, unsigned int flags,
 		uint64_t version, uint64_t deadline, struct tdbe_extack *ext)
 {
+	return tdbe_put_acc(t, key, klen, val, vlen, flags, version, deadline,
+			    0, ext);
+}
+
+int tdbe_put_acc(struct tdbe_table *t, const void *key, size_t klen,
+		 const void *val, size_t vlen, unsigned int flags,
+		 uint64_t version, uint64_t deadline, uint32_t access,
+		 struct tdbe_extack *ext)
+{
+	unsigned int rf = (deadline ? TDB_REC_F_DEADLINE : 0) |
+			  (flags & TDBE_ACCESS ? TDB_REC_F_ACCESS : 0);
 	struct tdb_region_hdr *h;
 	struct tdb_key k;
 	struct tdb_rec *r;
@@ -515,7 +526,7 @@ int tdbe_put_ex(struct tdbe_table *t, const void *key, size_t klen,
 		TDB_EXTACK(ext, "value is NULL");
 		return -EINVAL;
 	}
-	if (flags & ~(unsigned int)TDBE_NOOVERWRITE) {
+	if (flags & ~(unsigned int)(TDBE_NOOVERWRITE | TDBE_ACCESS)) {
 		TDB_EXTACK(ext, "unknown put flag");
 		return -EINVAL;
 	}
@@ -535,7 +546,7 @@ int tdbe_put_ex(struct tdbe_table *t, const void *key, size_t klen,
 			goto out;
 		}
 	}
-	rec = tdb_alloc_reclaim(t, tdb_rec_size(klen, vlen, deadline));
+	rec = tdb_alloc_reclaim(t, tdb_rec_size(klen, vlen, rf));
 	if (!rec) {
 		err = -ENOSPC;
 		goto nospace;
@@ -543,7 +554,7 @@ int tdbe_put_ex(struct tdbe_table *t, const void *key, size_t klen,
 	/* Fill the record completely before the index publishes it. */
 	r = tdb_ptr(&t->map, rec);
 	r->klen = (uint16_t)klen;
-	r->flags = deadline ? TDB_REC_F_DEADLINE : 0;
+	r->flags = (uint16_t)rf;
 	r->vlen = (uint32_t)vlen;
 	r->version = version;
 	memcpy(r->data, key, klen);
@@ -551,6 +562,8 @@ int tdbe_put_ex(struct tdbe_table *t, const void *key, size_t klen,
 		memcpy(r->data + klen, val, vlen);
 	if (deadline)
 		memcpy(r->data + klen + vlen, &deadline, sizeof(deadline));
+	if (rf & TDB_REC_F_ACCESS)
+		memcpy(tdb_rec_access(r), &access, sizeof(access));
 	err = tdbi_insert(t, &k, rec, &old);
 	if (err) {
 		tdba_free(t, rec);     /* never published */
@@ -755,4 +768,57 @@ long tdbe_get_ex(struct tdbe_table *t, const void *key, size_t klen,
 	}
 	tdbp_rcu_read_unlock();
 	return ret;
+}
+
+/* --- eviction's helpers ------------------------------------------------- */
+
+uint32_t *tdbe_rec_access(const void *val, size_t klen)
+{
+	const struct tdb_rec *r = (const struct tdb_rec *)
+		((const unsigned char *)val - klen - sizeof(struct tdb_rec));
+
+	return r->flags & TDB_REC_F_ACCESS ? tdb_rec_access(r) : NULL;
+}
+
+int tdbe_sample(struct tdbe_table *t, uint64_t rnd, void *keybuf,
+		struct tdbe_sample *out)
+{
+	const struct tdb_rec *r;
+	uint64_t rec;
+
+	tdbp_rcu_read_lock();
+	rec = tdbi_sample(&t->map, rnd);
+	if (!rec) {
+		tdbp_rcu_read_unlock();
+		return -ENOENT;
+	}
+	r = tdb_ptr(&t->map, rec);
+	memcpy(keybuf, r->data, r->klen);
+	out->key = keybuf;
+	out->klen = r->klen;
+	out->version = r->version;
+	out->deadline = tdb_rec_deadline(r);
+	out->expired = tdb_rec_dead(t, r);
+	out->has_access = r->flags & TDB_REC_F_ACCESS;
+	out->access = 0;
+	if (out->has_access)
+		memcpy(&out->access, tdb_rec_access(r), sizeof(out->access));
+	tdbp_rcu_read_unlock();
+	return 0;
+}
+
+bool tdbe_expired(struct tdbe_table *t, const void *key, size_t klen)
+{
+	struct tdb_key k;
+	uint64_t rec;
+	bool dead;
+
+	if (check_key(key, klen, NULL))
+		return false;
+	make_key(t, &k, key, klen);
+	tdbp_rcu_read_lock();
+	rec = tdbi_lookup(&t->map, &k);
+	dead = rec && tdb_rec_dead(t, tdb_ptr(&t->map, rec));
+	tdbp_rcu_read_unlock();
+	return dead;
 }

@@ -103,7 +103,7 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 		if (r->klen > TDBE_KEY_MAX || r->vlen > TDBE_VALUE_MAX ||
 		    (r->flags & ~TDB_REC_F_KNOWN) ||
 		    !in_view(v, rec, tdb_rec_size(r->klen, r->vlen,
-				r->flags & TDB_REC_F_DEADLINE)))
+						  r->flags)))
 			return -EUCLEAN;
 		if (r->klen == k->len && !memcmp(r->data, k->data, k->len)) {
 			/* expired: absent, by this process's clock */

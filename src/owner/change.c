@@ -268,6 +268,7 @@ static int get_direct(struct tdbo_table *t, const struct tdb_proto_msg *m,
 			a.value_len = (uint32_t)vl;
 			tdbo_set_version(&a, a.rec_version);
 			tdbo_set_deadline(&a, a.deadline);
+			tdbo_evict_hit(t, v, m->key_len);
 			len = tdb_proto_size(TDB_PROTO_ANSWER, &a, NULL);
 			p = len < 0 ? NULL : out->reserve(out, (size_t)len);
 			if (!p || tdb_proto_build(p, (size_t)len,
@@ -336,6 +337,7 @@ static int get_copy(struct tdbo_client *c, struct tdbo_table *t,
 	a.value_len = (uint32_t)n;
 	tdbo_set_version(&a, ver);
 	tdbo_set_deadline(&a, dl);
+	tdbo_evict_touch(t, m->key, m->key_len);
 	return tdbo_reply(out, &a, ext);
 }
 
@@ -418,15 +420,19 @@ int tdbo_apply(struct tdbo_table *t, const struct tdbo_change *ch,
 {
 	int err;
 
+	unsigned int flags = ch->noov ? TDBE_NOOVERWRITE : 0;
+	uint32_t access = 0;
+
 	tdbo_snap_save(t, ch->key, ch->klen);
 	if (ch->del) {
 		err = tdbe_del_ex(t->t, ch->key, ch->klen,
 				  ch->expiry ? TDBE_DEL_EXPIRED : 0, ee);
 		return err == -ENOENT && ch->quiet ? 0 : err;
 	}
-	return tdbe_put_ex(t->t, ch->key, ch->klen, ch->val, ch->vlen,
-			   ch->noov ? TDBE_NOOVERWRITE : 0, ch->version,
-			   ch->deadline, ee);
+	if (tdbo_evict_access(t, ch->key, ch->klen, &access))
+		flags |= TDBE_ACCESS;
+	return tdbe_put_acc(t->t, ch->key, ch->klen, ch->val, ch->vlen, flags,
+			    ch->version, ch->deadline, access, ee);
 }
 
 /* Step 4, for a change that is in: dirty, size, feeds (published by
@@ -445,7 +451,8 @@ void tdbo_applied(struct tdbo_table *t, const struct tdbo_change *ch)
 	tdbo_notify(o, t, ch->del ? TDB_CMD_DEL : TDB_CMD_PUT, ch->key,
 		    ch->klen, ch->val, ch->del ? 0 : ch->vlen, ch->version,
 		    ch->del ? 0 : ch->deadline,
-		    ch->expiry ? TDB_REASON_EXPIRED : 0);
+		    ch->expiry ? TDB_REASON_EXPIRED :
+		    ch->evict ? TDB_REASON_EVICTED : 0);
 }
 
 /* A PUT's deadline, under t->wlock just before it applies: the one it
@@ -458,6 +465,25 @@ void tdbo_change_deadline(struct tdbo_table *t, struct tdbo_change *ch)
 	if (ch->has_deadline || ch->replay)
 		return;
 	ch->deadline = ttl ? tdbe_table_now_ms(t->t) + ttl : 0;
+}
+
+static bool keep_key(void *arg, const struct tdbo_table *t, const void *key,
+		     size_t klen)
+{
+	const struct tdbo_change *ch = arg;
+
+	(void)t;
+	return klen == ch->klen && !memcmp(key, ch->key, klen);
+}
+
+/* A put's evictions, after it applied (evict.c): never its own key. */
+static void evict_after(struct tdbo_table *t, const struct tdbo_change *ch,
+			char *why)
+{
+	struct tdbo_evict_keep keep = { keep_key, (void *)ch };
+
+	if (t->max_bytes || t->max_records)
+		tdbo_evict(t, &keep, why);
 }
 
 /* Steps 1-4 for one change on its own (log: a client's, not replay).
@@ -491,6 +517,8 @@ static int change_one(struct tdbo_table *t, struct tdbo_change *ch,
 	}
 	if (!ch->del)
 		tdbo_change_deadline(t, ch);
+	if (!ch->replay && (err = tdbo_bound_refuse(t, ch, msg)))
+		return err;
 	log = log && o->hooks.log_reserve;
 	if (log) {
 		tdbo_log_size_add(&sz, t, ch->klen, ch->del ? 0 : ch->vlen);
@@ -515,6 +543,8 @@ static int change_one(struct tdbo_table *t, struct tdbo_change *ch,
 		*lsn = o->hooks.log_commit(o->hooks.arg, &sz);
 	}
 	tdbo_applied(t, ch);
+	if (!ch->del && !ch->replay)
+		evict_after(t, ch, why);
 	return 0;
 }
 
@@ -1014,9 +1044,12 @@ static unsigned int get_run(struct tdbo_client *c, struct tdbo_table *t,
 			break;
 		tdbe_read_unlock();
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (!rq[i].err)
+			tdbo_evict_hit(t, rq[i].val, rq[i].klen);
 		if (!get_answer(c, &m[i], &rq[i], out, fail, arg))
 			break;
+	}
 	tdbe_read_unlock();
 	return i;
 }

@@ -187,6 +187,15 @@ struct tdbo_table {
 	uint64_t default_ttl;
 	struct tdbe_cursor *sweep;
 	uint64_t expired;
+	/* Eviction (evict.c): the bounds (0 = none) and the policy
+	 * (TDB_EVICT_*), set at create or by recovery, then constant; the
+	 * records evicted since start (under wlock) and LRU's use clock
+	 * (relaxed: racing readers may lose a tick). */
+	uint64_t max_bytes, max_records;
+	uint32_t evict;
+	uint64_t evicted;
+	uint32_t use_clock;
+	struct tdbo_evict_pool *evict_pool;     /* under wlock (evict.c) */
 	struct tdbp_mutex *wlock;       /* this table's changes (above) */
 	bool dropped;                   /* under wlock */
 	/* The home's durability state, under wlock; the owner only sets
@@ -385,6 +394,8 @@ struct tdbo_owner {
 	uint32_t nreaders;              /* atomic: on the list */
 	uint64_t readers_expired;       /* atomic */
 	uint64_t expired;               /* atomic: records the sweep took */
+	uint64_t evicted;               /* atomic: records evicted */
+	uint64_t evict_rng;             /* evict.c's generator (relaxed) */
 	uint64_t sweep_id;              /* the sweep's last table (expire.c;
 					 * one caller at a time) */
 	uint64_t next_map_slot;         /* reg_lock */
@@ -482,6 +493,7 @@ struct tdbo_change {
 	bool has_deadline;      /* deadline is the one to write, as it is */
 	bool replay;            /* a durable home's replay or restore */
 	bool expiry;            /* the sweep's delete of an expired record */
+	bool evict;             /* eviction's delete (evict.c) */
 };
 /* Under t->wlock: the key's version, 0 if absent. */
 uint64_t tdbo_key_version(struct tdbo_table *t, const void *key,
@@ -499,6 +511,33 @@ int tdbo_change_one(struct tdbo_table *t, struct tdbo_change *ch, bool log,
 /* Under t->wlock (expire.c): t is dropped or freed, or its sweep pass
  * is over: the sweep's cursor goes. */
 void tdbo_expire_forget(struct tdbo_table *t);
+/*
+ * Eviction (evict.c), under t->wlock unless said.  tdbo_bound_refuse:
+ * before a PUT applies, -ENOSPC (*msg) if it would take t past its
+ * bound and nothing may be evicted (refuse, or ttl with no deadline);
+ * tdbo_bound_check_now: the same for what already applied (a commit).
+ * tdbo_evict: after a write, evict until t is within its bound, never a
+ * key keep->fn says to keep; how many went.  tdbo_evict_access: the
+ * access word a PUT's record starts with (false: t keeps none).  Reads
+ * the owner serves count as uses: tdbo_evict_hit (val from a lookup, in
+ * its read-side section; any thread) or tdbo_evict_touch (looks up).
+ */
+struct tdbo_evict_keep {
+	bool (*fn)(void *arg, const struct tdbo_table *t, const void *key,
+		   size_t klen);
+	void *arg;
+};
+int tdbo_bound_refuse(struct tdbo_table *t, const struct tdbo_change *ch,
+		      const char **msg);
+int tdbo_bound_check_now(struct tdbo_table *t, const char **msg);
+unsigned int tdbo_evict(struct tdbo_table *t, struct tdbo_evict_keep *keep,
+			char *why);
+bool tdbo_evict_access(struct tdbo_table *t, const void *key, size_t klen,
+		       uint32_t *access);
+void tdbo_evict_hit(struct tdbo_table *t, const void *val, size_t klen);
+void tdbo_evict_touch(struct tdbo_table *t, const void *key, size_t klen);
+/* t is dropped or freed: its eviction pool goes. */
+void tdbo_evict_forget(struct tdbo_table *t);
 /* Expiry of a change (change.c): a request's TTL/DEADLINE into ch; the
  * deadline it gets under t->wlock; an answer's DEADLINE. */
 int tdbo_expiry_of(struct tdbo_table *t, const struct tdb_proto_msg *m,

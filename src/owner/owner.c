@@ -95,6 +95,20 @@ void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps)
 		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_DEFAULT_TTL);
 		ps->default_ttl = t->default_ttl;
 	}
+	if (t->max_bytes || t->max_records) {
+		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_EVICT) |
+			       TDB_PROTO_BIT(TDB_STAT_A_EVICTED);
+		ps->evict = t->evict;
+		ps->evicted = tdbo_read(&t->evicted);
+	}
+	if (t->max_bytes) {
+		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_MAX_BYTES);
+		ps->max_bytes = t->max_bytes;
+	}
+	if (t->max_records) {
+		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_MAX_RECORDS);
+		ps->max_records = t->max_records;
+	}
 }
 
 static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,
@@ -161,7 +175,8 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	 * nothing on disk, so they are absent there, not 0). */
 	k->present = 0x7fffc | TDB_PROTO_BIT(TDB_CTR_A_TABLES_ASIDE) |
 		     TDB_PROTO_BIT(TDB_CTR_A_READERS_EXPIRED) |
-		     TDB_PROTO_BIT(TDB_CTR_A_EXPIRED);
+		     TDB_PROTO_BIT(TDB_CTR_A_EXPIRED) |
+		     TDB_PROTO_BIT(TDB_CTR_A_EVICTED);
 	stats_tables(c, k);
 	k->clients = tdbo_read(&o->ctr.clients);
 	k->watches = tdbo_read(&o->watches);
@@ -182,6 +197,7 @@ static int do_stats(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	k->dumps = tdbo_read(&o->dumps);
 	k->readers_expired = tdbo_read(&o->readers_expired);
 	k->expired = tdbo_read(&o->expired);
+	k->evicted = tdbo_read(&o->evicted);
 	if (o->hooks.stats)
 		o->hooks.stats(o->hooks.arg, k);
 	return tdbo_reply(out, &a, ext);
@@ -447,6 +463,7 @@ struct tdbo_owner *tdbo_owner_new(const struct tdbo_limits *lim,
 	if (!o->nbuf || !o->wlock || !o->nlock || !o->reg_lock ||
 	    tdbo_quota_init(&o->quota))
 		goto fail;
+	o->evict_rng = tdbp_random_u64() | 1;
 	o->engine = tdbe_engine_new(err);
 	if (!o->engine)
 		goto fail;

@@ -459,6 +459,10 @@ int tdbo_table_set_aside(struct tdbo_owner *o, struct tdbo_table *t,
  * was created with (TABLE_CREATE's TTL; a durable home keeps it with
  * the table's other attributes).  Before clients come. */
 void tdbo_table_set_default_ttl(struct tdbo_table *t, uint64_t ttl_ms);
+/* Recovery or restore: the table's bounds and eviction policy (0, 0:
+ * none; TDB_EVICT_*), as created.  Before clients come. */
+void tdbo_table_set_bounds(struct tdbo_table *t, uint64_t max_bytes,
+			   uint64_t max_records, uint32_t evict);
 /* Replay: a change or a drop through the pipeline, not logged.  The
  * record gets `version` (the logged one) and the owner's version
  * counter is raised past it (tdbo_version_floor). */

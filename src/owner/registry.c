@@ -85,6 +85,7 @@ void tdbo_table_put(struct tdbo_table *t)
 	o = t->o;
 	tdbo_table_feed_release(t);
 	tdbo_expire_forget(t);
+	tdbo_evict_forget(t);
 	tdbe_table_close(t->t);
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_RESERVE, t->reserve);
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_DATA, t->data);
@@ -298,6 +299,14 @@ int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
 void tdbo_table_set_default_ttl(struct tdbo_table *t, uint64_t ttl_ms)
 {
 	t->default_ttl = ttl_ms;
+}
+
+void tdbo_table_set_bounds(struct tdbo_table *t, uint64_t max_bytes,
+			   uint64_t max_records, uint32_t evict)
+{
+	t->max_bytes = max_bytes;
+	t->max_records = max_records;
+	t->evict = evict;
 }
 
 /* What every request on a set-aside table is told: the name (escaped: a
@@ -566,6 +575,10 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 		return err;
 	}
 	nt->default_ttl = TDB_PROTO_HAS(m, TDB_A_TTL) ? m->ttl : 0;
+	tdbo_table_set_bounds(nt, TDB_PROTO_HAS(m, TDB_A_MAX_BYTES) ?
+			      m->max_bytes : 0,
+			      TDB_PROTO_HAS(m, TDB_A_MAX_RECORDS) ?
+			      m->max_records : 0, m->evict);
 	if (o->hooks.log_reserve)
 		res->lsn = o->hooks.log_create(o->hooks.arg, nt, &sz);
 	if (o->hooks.mem_note)          /* under its lock, as the others */
@@ -580,6 +593,15 @@ int tdbo_cmd_create(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	struct tdbo_owner *o = c->o;
 	uint32_t uid = c->uid, gid = c->gid, mode = tdbo_lim(o, default_mode);
 	int err;
+
+	if (TDB_PROTO_HAS(m, TDB_A_EVICT) &&
+	    !TDB_PROTO_HAS(m, TDB_A_MAX_BYTES) &&
+	    !TDB_PROTO_HAS(m, TDB_A_MAX_RECORDS)) {
+		ext->msg = "EVICT without MAX_BYTES or MAX_RECORDS (a policy "
+			   "needs a bound)";
+		ext->offset = m->attr_off[TDB_A_EVICT];
+		return -EINVAL;
+	}
 
 	if (TDB_PROTO_HAS(m, TDB_A_UID))
 		uid = m->uid;
@@ -634,6 +656,7 @@ static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_TABLES, 1);
 	tdb_store_relaxed(&t->dropped, true);
 	tdbo_expire_forget(t);
+	tdbo_evict_forget(t);
 	/* its TDBO_Q_DATA charge stays until its region goes (above) */
 	/* maps of it stop being used: readers see map_gen move, tdb.ko
 	 * unmaps what clients mapped */

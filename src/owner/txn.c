@@ -474,6 +474,10 @@ static int apply_all(struct tdbo_txn *x, struct undo *u,
 		if (!err)
 			done = i + 1;
 	}
+	/* a bounded table that may not evict: past its bound, no */
+	for (i = 0; !err && i < x->nops; i++)
+		if (!x->ops[i].del)
+			err = tdbo_bound_check_now(x->ops[i].t, &ee.msg);
 	if (!err)
 		return 0;
 	ext->msg = ee.msg ? ee.msg : "a change of the transaction failed; "
@@ -627,6 +631,13 @@ static uint64_t log_all(struct tdbo_owner *o, struct tdbo_txn *x,
 	return o->hooks.log_commit(o->hooks.arg, sz);
 }
 
+/* Eviction after the commit never takes a key x wrote. */
+static bool txn_wrote(void *arg, const struct tdbo_table *t, const void *key,
+		      size_t klen)
+{
+	return last_op(arg, t, key, klen) != NULL;
+}
+
 /* The distinct tables of x, in id order (the order their locks are
  * taken in, so two commits cannot wait for each other); *n of them, in
  * a new array, or NULL. */
@@ -721,6 +732,11 @@ int tdbo_txn_commit(struct tdbo_txn *x, uint64_t *lsn,
 	for (i = 0; !err && i < x->nops; i++) {
 		op_change(x, &x->ops[i], &ch);
 		tdbo_applied(x->ops[i].t, &ch);
+	}
+	for (k = 0; !err && k < ntabs; k++) {
+		struct tdbo_evict_keep keep = { txn_wrote, x };
+
+		tdbo_evict(tabs[k], &keep, x->why);
 	}
 	while (ntabs--) {
 		tdbo_feed_flush(tabs[ntabs]);

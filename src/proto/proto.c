@@ -98,6 +98,13 @@ static const struct attr_pol attr_pol[TDB_A_MAX + 1] = {
 		NULL },
 	[TDB_A_REASON] = { PT_U32, MNL_TYPE_U32, 4, 4, EINVAL,
 		"REASON is not a u32", "REASON is not a u32", NULL },
+	[TDB_A_MAX_BYTES] = { PT_U64, MNL_TYPE_U64, 8, 8, EINVAL,
+		"MAX_BYTES is not a u64", "MAX_BYTES is not a u64", NULL },
+	[TDB_A_MAX_RECORDS] = { PT_U64, MNL_TYPE_U64, 8, 8, EINVAL,
+		"MAX_RECORDS is not a u64", "MAX_RECORDS is not a u64",
+		NULL },
+	[TDB_A_EVICT] = { PT_U32, MNL_TYPE_U32, 4, 4, EINVAL,
+		"EVICT is not a u32", "EVICT is not a u32", NULL },
 };
 
 /* Nested attributes: u32, u64 or PAD; `need` is required in answers. */
@@ -127,6 +134,10 @@ static const uint8_t stat_pt[TDB_STAT_A_MAX + 1] = {
 	[TDB_STAT_A_DEFAULT_TTL] = PT_U64,
 	[TDB_STAT_A_EXPIRING] = PT_U64,
 	[TDB_STAT_A_EXPIRED] = PT_U64,
+	[TDB_STAT_A_MAX_BYTES] = PT_U64,
+	[TDB_STAT_A_MAX_RECORDS] = PT_U64,
+	[TDB_STAT_A_EVICT] = PT_U32,
+	[TDB_STAT_A_EVICTED] = PT_U64,
 };
 
 static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
@@ -158,6 +169,7 @@ static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
 	[TDB_CTR_A_TABLES_ASIDE] = PT_U32,
 	[TDB_CTR_A_READERS_EXPIRED] = PT_U64,
 	[TDB_CTR_A_EXPIRED] = PT_U64,
+	[TDB_CTR_A_EVICTED] = PT_U64,
 };
 
 static const struct nest_pol stat_pol = {
@@ -191,8 +203,8 @@ struct cmd_pol {
 #define A(x) BIT(TDB_A_##x)
 static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 	[TDB_CMD_TABLE_CREATE] = { "TABLE_CREATE", false, true,
-		A(TABLE) | A(MAX_EXTENTS) | A(UID) | A(GID) | A(MODE) | A(TTL),
-		A(TABLE),
+		A(TABLE) | A(MAX_EXTENTS) | A(UID) | A(GID) | A(MODE) | A(TTL) |
+		A(MAX_BYTES) | A(MAX_RECORDS) | A(EVICT), A(TABLE),
 		ANS_NONE, 0, 0 },
 	[TDB_CMD_TABLE_DROP] = { "TABLE_DROP", false, true,
 		A(TABLE), A(TABLE),
@@ -359,6 +371,8 @@ static uint64_t *u64_field(struct tdb_proto_msg *m, unsigned int type)
 	case TDB_A_SET_VERSION: return &m->set_version;
 	case TDB_A_TTL:         return &m->ttl;
 	case TDB_A_DEADLINE:    return &m->deadline;
+	case TDB_A_MAX_BYTES:   return &m->max_bytes;
+	case TDB_A_MAX_RECORDS: return &m->max_records;
 	default:                return &m->txn;
 	}
 }
@@ -382,8 +396,19 @@ static int check_int(unsigned int type, uint64_t v,
 				    off);
 		break;
 	case TDB_A_REASON:
-		if (v != TDB_REASON_EXPIRED)
+		if (v != TDB_REASON_EXPIRED && v != TDB_REASON_EVICTED)
 			return fail(ext, EINVAL, "unknown REASON", off);
+		break;
+	case TDB_A_EVICT:
+		if (v > TDB_EVICT_MAX)
+			return fail(ext, EOPNOTSUPP, "unknown EVICT policy "
+				    "(refuse, lru, lfu, ttl)", off);
+		break;
+	case TDB_A_MAX_BYTES:
+	case TDB_A_MAX_RECORDS:
+		if (v == 0)
+			return fail(ext, EINVAL, "a table bound of 0 (leave "
+				    "it out for none)", off);
 		break;
 	case TDB_A_TTL:
 		if (v == 0)
@@ -510,6 +535,10 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_STAT_A_DEFAULT_TTL: st->default_ttl = v; break;
 		case TDB_STAT_A_EXPIRING: st->expiring = v; break;
 		case TDB_STAT_A_EXPIRED: st->expired = v; break;
+		case TDB_STAT_A_MAX_BYTES: st->max_bytes = v; break;
+		case TDB_STAT_A_MAX_RECORDS: st->max_records = v; break;
+		case TDB_STAT_A_EVICT: st->evict = (uint32_t)v; break;
+		case TDB_STAT_A_EVICTED: st->evicted = v; break;
 		}
 		st->present |= BIT(type);
 	} else {
@@ -539,6 +568,7 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_CTR_A_WAL_SYNCS: c->wal_syncs = v; break;
 		case TDB_CTR_A_READERS_EXPIRED: c->readers_expired = v; break;
 		case TDB_CTR_A_EXPIRED: c->expired = v; break;
+		case TDB_CTR_A_EVICTED: c->evicted = v; break;
 		case TDB_CTR_A_CHECKPOINTS: c->checkpoints = v; break;
 		case TDB_CTR_A_CKPT_FAILURES: c->ckpt_failures = v; break;
 		case TDB_CTR_A_CKPT_LSN: c->ckpt_lsn = v; break;
@@ -644,7 +674,8 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 	case TDB_A_MODE:
 	case TDB_A_SCAN_FLAGS:
 	case TDB_A_EXPIRE_FLAGS:
-	case TDB_A_REASON: {
+	case TDB_A_REASON:
+	case TDB_A_EVICT: {
 		uint32_t v = mnl_attr_get_u32(a);
 
 		err = check_int(type, v, s->ext, off);
@@ -660,6 +691,7 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 		else if (type == TDB_A_SCAN_FLAGS) m->scan_flags = v;
 		else if (type == TDB_A_EXPIRE_FLAGS) m->expire_flags = v;
 		else if (type == TDB_A_REASON) m->reason = v;
+		else if (type == TDB_A_EVICT) m->evict = v;
 		else m->mode = v;
 		break;
 	}
@@ -670,7 +702,9 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 	case TDB_A_INT:
 	case TDB_A_SET_VERSION:
 	case TDB_A_TTL:
-	case TDB_A_DEADLINE: {
+	case TDB_A_DEADLINE:
+	case TDB_A_MAX_BYTES:
+	case TDB_A_MAX_RECORDS: {
 		uint64_t v = mnl_attr_get_u64(a);
 
 		err = check_int(type, v, s->ext, off);
@@ -1239,6 +1273,8 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 		case TDB_A_SET_VERSION:
 		case TDB_A_TTL:
 		case TDB_A_DEADLINE:
+		case TDB_A_MAX_BYTES:
+		case TDB_A_MAX_RECORDS:
 			err = check_int(t, *u64_field((struct tdb_proto_msg *)m,
 						      t), ext, 0);
 			if (err)
@@ -1253,7 +1289,8 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 		case TDB_A_MODE:
 		case TDB_A_SCAN_FLAGS:
 		case TDB_A_EXPIRE_FLAGS:
-		case TDB_A_REASON: {
+		case TDB_A_REASON:
+		case TDB_A_EVICT: {
 			uint32_t v = t == TDB_A_FLAGS ? m->flags :
 				     t == TDB_A_LIMIT ? m->limit :
 				     t == TDB_A_MAX_EXTENTS ? m->max_extents :
@@ -1262,6 +1299,7 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 				     t == TDB_A_SCAN_FLAGS ? m->scan_flags :
 				     t == TDB_A_EXPIRE_FLAGS ? m->expire_flags :
 				     t == TDB_A_REASON ? m->reason :
+				     t == TDB_A_EVICT ? m->evict :
 				     m->mode;
 
 			err = check_int(t, v, ext, 0);
@@ -1349,6 +1387,10 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_STAT_A_DEFAULT_TTL: v = st->default_ttl; break;
 			case TDB_STAT_A_EXPIRING: v = st->expiring; break;
 			case TDB_STAT_A_EXPIRED: v = st->expired; break;
+			case TDB_STAT_A_MAX_BYTES: v = st->max_bytes; break;
+			case TDB_STAT_A_MAX_RECORDS: v = st->max_records; break;
+			case TDB_STAT_A_EVICT: v = st->evict; break;
+			case TDB_STAT_A_EVICTED: v = st->evicted; break;
 			}
 		} else {
 			switch (t) {
@@ -1375,6 +1417,7 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_CTR_A_WAL_SYNCS: v = c->wal_syncs; break;
 			case TDB_CTR_A_READERS_EXPIRED: v = c->readers_expired; break;
 			case TDB_CTR_A_EXPIRED: v = c->expired; break;
+			case TDB_CTR_A_EVICTED: v = c->evicted; break;
 			case TDB_CTR_A_CHECKPOINTS: v = c->checkpoints; break;
 			case TDB_CTR_A_CKPT_FAILURES: v = c->ckpt_failures; break;
 			case TDB_CTR_A_CKPT_LSN: v = c->ckpt_lsn; break;
@@ -1445,6 +1488,8 @@ static bool put_attrs(struct nlmsghdr *nlh, size_t size,
 		case TDB_A_SET_VERSION:
 		case TDB_A_TTL:
 		case TDB_A_DEADLINE:
+		case TDB_A_MAX_BYTES:
+		case TDB_A_MAX_RECORDS:
 			ok = mnl_attr_put_u64_check(nlh, size, t,
 				*u64_field((struct tdb_proto_msg *)m, t));
 			break;
@@ -1477,6 +1522,9 @@ static bool put_attrs(struct nlmsghdr *nlh, size_t size,
 			break;
 		case TDB_A_REASON:
 			ok = mnl_attr_put_u32_check(nlh, size, t, m->reason);
+			break;
+		case TDB_A_EVICT:
+			ok = mnl_attr_put_u32_check(nlh, size, t, m->evict);
 			break;
 		case TDB_A_STAT:
 			ok = put_nest(nlh, size, t, &stat_pol, &m->stat);

@@ -64,6 +64,8 @@ struct tdb_proto_stat {
 	uint32_t uid, gid, mode;
 	uint32_t state;         /* TDB_TABLE_* */
 	uint64_t default_ttl, expiring, expired;
+	uint64_t max_bytes, max_records, evicted;
+	uint32_t evict;
 };
 
 /* TDB_A_COUNTERS; `present` has bit (1u << TDB_CTR_A_x) for each field. */
@@ -78,7 +80,7 @@ struct tdb_proto_counters {
 	uint64_t checkpoints, ckpt_failures, ckpt_lsn;
 	uint32_t tables_aside;
 	uint64_t readers_expired;
-	uint64_t expired;
+	uint64_t expired, evicted;
 };
 
 #define TDB_PROTO_BIT(a)    (1u << (a))
@@ -130,6 +132,9 @@ struct tdb_proto_msg {
 	uint64_t deadline;            /* TDB_A_DEADLINE */
 	uint32_t expire_flags;        /* TDB_A_EXPIRE_FLAGS */
 	uint32_t reason;              /* TDB_A_REASON */
+	uint64_t max_bytes;           /* TDB_A_MAX_BYTES */
+	uint64_t max_records;         /* TDB_A_MAX_RECORDS */
+	uint32_t evict;               /* TDB_A_EVICT */
 	struct tdb_proto_stat stat;
 	struct tdb_proto_counters counters;
 	/* parse: offset of each attribute present (its first fragment) */

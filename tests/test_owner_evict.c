@@ -1,0 +1,523 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * test_owner_evict.c - bounded tables in the owner (src/owner/evict.c;
+ * tdb/proto.h, "EVICTION"), in user space against tdbo_exec():
+ *
+ *  - EVICT without a bound is refused; a bound of 0 is refused by the
+ *    codec;
+ *  - refuse: a new key past MAX_RECORDS or MAX_BYTES fails -ENOSPC
+ *    naming the bound, nothing changes; replacing a key within the
+ *    bound works; a commit that would pass it applies nothing;
+ *  - lru, lfu: a write flood keeps the table within its bound and is
+ *    never refused; the keys used since (owner-served GETs) or used
+ *    most survive, those not used go (checked on a recorded pattern,
+ *    with the policies' approximation in the margins);
+ *  - ttl: the soonest deadlines go; records without one never do; with
+ *    no deadline left, writes past the bound are refused;
+ *  - the key just written is never the victim; every eviction is a DEL
+ *    notification with REASON evicted and counted in TABLE_STAT and
+ *    STATS.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "owner.h"
+
+#define ROOM 512
+
+static struct tdbo_limits lim = {
+	.default_mode = 0644, .feed_size = 1u << 16, .max_tables = 64,
+	.max_txns = 16, .max_txn_ops = 64, .max_txn_bytes = 1u << 20,
+	.max_snapshot_bytes = 1u << 20, .max_snapshot_memory = 1u << 20,
+	.max_snapshot_memory_per_uid = 1u << 20,
+};
+
+/* What a request got: its error and text, or the reply's fields. */
+struct ans {
+	int err;
+	char msg[256];
+	char val[64];
+	size_t vlen;
+	uint64_t version;       /* 0: no VERSION */
+	int64_t ival;
+	bool has_int;
+	uint64_t txn;
+	unsigned int parts;     /* SCAN: records */
+	uint64_t part_ver[8];
+	struct tdb_proto_stat stat;
+};
+
+struct sink {
+	struct tdbo_sink s;
+	unsigned char buf[4096] __attribute__((aligned(8)));
+	struct ans *a;
+};
+
+static void *s_reserve(struct tdbo_sink *s, size_t len)
+{
+	struct sink *k = (struct sink *)s;
+
+	return len <= sizeof(k->buf) ? k->buf : NULL;
+}
+
+static void s_commit(struct tdbo_sink *s, void *p, size_t len)
+{
+	struct sink *k = (struct sink *)s;
+	struct tdb_proto_extack ext = { NULL };
+	struct tdb_proto_msg m;
+	struct ans *a = k->a;
+
+	assert_int_equal(tdb_proto_parse(p, len, TDB_PROTO_ANSWER, &m, &ext),
+			 0);
+	if (m.cmd == TDB_CMD_SCAN) {
+		if (TDB_PROTO_HAS(&m, TDB_A_KEY) && a->parts < 8)
+			a->part_ver[a->parts] = TDB_PROTO_HAS(&m,
+					TDB_A_VERSION) ? m.rec_version : 0;
+		a->parts += TDB_PROTO_HAS(&m, TDB_A_KEY);
+		return;
+	}
+	a->txn = m.txn;
+	if (TDB_PROTO_HAS(&m, TDB_A_STAT))
+		a->stat = m.stat;
+	if (TDB_PROTO_HAS(&m, TDB_A_VALUE)) {
+		assert_true(m.value_len < sizeof(a->val));
+		memcpy(a->val, m.value, m.value_len);
+		a->vlen = m.value_len;
+	}
+	if (TDB_PROTO_HAS(&m, TDB_A_VERSION))
+		a->version = m.rec_version;
+	if (TDB_PROTO_HAS(&m, TDB_A_INT)) {
+		a->ival = m.ival;
+		a->has_int = true;
+	}
+}
+
+struct world {
+	struct tdbo_owner *o;
+	struct tdbo_client *c1, *c2;    /* root, and uid 1000 */
+};
+
+/* Build `in`, parse it back (as a transport does) and run it. */
+static struct ans run(struct tdbo_client *c, struct tdb_proto_msg *in)
+{
+	static unsigned char buf[ROOM] __attribute__((aligned(8)));
+	struct tdb_proto_extack ext = { NULL };
+	struct tdb_proto_msg m;
+	struct tdbo_out res;
+	struct sink k;
+	struct ans a;
+	long n;
+
+	memset(&a, 0, sizeof(a));
+	memset(&k, 0, sizeof(k));
+	k.s.reserve = s_reserve;
+	k.s.commit = s_commit;
+	k.s.in_read_section = true;
+	k.a = &a;
+	n = tdb_proto_build(buf, ROOM, TDB_PROTO_REQUEST, in, &ext);
+	assert_true(n > 0);
+	assert_int_equal(tdb_proto_parse(buf, (size_t)n, TDB_PROTO_REQUEST,
+					 &m, &ext), 0);
+	a.err = tdbo_exec(c, &m, &k.s, &ext, &res);
+	if (a.err)
+		snprintf(a.msg, sizeof(a.msg), "%s", ext.msg ? ext.msg : "");
+	while (res.dump) {
+		int rc = tdbo_dump_run(res.dump, &k.s, &ext);
+
+		if (rc <= 0) {
+			tdbo_dump_free(res.dump);
+			break;
+		}
+	}
+	return a;
+}
+
+static struct tdb_proto_msg req(uint8_t cmd, const char *table,
+				const char *key, uint64_t txn)
+{
+	struct tdb_proto_msg m = { .cmd = cmd };
+
+	if (table) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_TABLE);
+		m.table = table;
+		m.table_len = (uint32_t)strlen(table);
+	}
+	if (key) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_KEY);
+		m.key = key;
+		m.key_len = (uint32_t)strlen(key);
+	}
+	if (txn) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_TXN);
+		m.txn = txn;
+	}
+	return m;
+}
+
+static struct ans put_c(struct tdbo_client *c, const char *t, const char *k,
+			const char *v, uint32_t flags, uint64_t ifver,
+			uint64_t txn)
+{
+	struct tdb_proto_msg m = req(TDB_CMD_PUT, t, k, txn);
+
+	m.attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
+	m.value = v;
+	m.value_len = (uint32_t)strlen(v);
+	if (flags) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_FLAGS);
+		m.flags = flags;
+	}
+	if (ifver) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_IF_VERSION);
+		m.if_version = ifver;
+	}
+	return run(c, &m);
+}
+
+static struct ans del_c(struct tdbo_client *c, const char *t, const char *k,
+			uint64_t ifver, uint64_t txn)
+{
+	struct tdb_proto_msg m = req(TDB_CMD_DEL, t, k, txn);
+
+	if (ifver) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_IF_VERSION);
+		m.if_version = ifver;
+	}
+	return run(c, &m);
+}
+
+static struct ans get_c(struct tdbo_client *c, const char *t, const char *k,
+			uint64_t txn)
+{
+	struct tdb_proto_msg m = req(TDB_CMD_GET, t, k, txn);
+
+	return run(c, &m);
+}
+
+static uint64_t begin(struct tdbo_client *c)
+{
+	struct tdb_proto_msg m = req(TDB_CMD_TXN_BEGIN, NULL, NULL, 0);
+	struct ans a = run(c, &m);
+
+	assert_int_equal(a.err, 0);
+	assert_true(a.txn != 0);
+	return a.txn;
+}
+
+static struct ans commit(struct tdbo_client *c, uint64_t txn)
+{
+	struct tdb_proto_msg m = req(TDB_CMD_TXN_COMMIT, NULL, NULL, txn);
+
+	return run(c, &m);
+}
+
+
+/* DEL notifications with REASON evicted, and the keys they named. */
+static unsigned int n_evicted_notes;
+static char evicted_keys[4096][16];
+
+static void on_change(void *arg, const void *msg, size_t len)
+{
+	struct tdb_proto_extack ext = { NULL };
+	struct tdb_proto_msg m;
+
+	(void)arg;
+	assert_int_equal(tdb_proto_parse(msg, len, TDB_PROTO_ANSWER, &m, &ext),
+			 0);
+	if (m.cmd != TDB_CMD_DEL || !TDB_PROTO_HAS(&m, TDB_A_REASON) ||
+	    m.reason != TDB_REASON_EVICTED)
+		return;
+	if (n_evicted_notes < 4096 && m.key_len < 16) {
+		memcpy(evicted_keys[n_evicted_notes], m.key, m.key_len);
+		evicted_keys[n_evicted_notes][m.key_len] = '\0';
+	}
+	n_evicted_notes++;
+}
+
+static int setup(void **state)
+{
+	static const struct tdbo_hooks hooks;
+	struct tdbo_cred root = { 0, 0, 0, NULL };
+	struct world *w = calloc(1, sizeof(*w));
+	int err;
+
+	assert_non_null(w);
+	w->o = tdbo_owner_new(&lim, &hooks, &err);
+	assert_non_null(w->o);
+	tdbo_owner_on_change(w->o, on_change, NULL);
+	n_evicted_notes = 0;
+	w->c1 = tdbo_client_new(w->o, &root, false, NULL, NULL, &err);
+	assert_non_null(w->c1);
+	*state = w;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct world *w = *state;
+
+	tdbo_client_free(w->c1);
+	tdbo_owner_free(w->o);
+	free(w);
+	return 0;
+}
+
+static struct ans create_b(struct world *w, const char *name,
+			   uint64_t max_bytes, uint64_t max_records,
+			   int evict)
+{
+	struct tdb_proto_msg m = req(TDB_CMD_TABLE_CREATE, name, NULL, 0);
+
+	if (max_bytes) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_BYTES);
+		m.max_bytes = max_bytes;
+	}
+	if (max_records) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_RECORDS);
+		m.max_records = max_records;
+	}
+	if (evict >= 0) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_EVICT);
+		m.evict = (uint32_t)evict;
+	}
+	return run(w->c1, &m);
+}
+
+static struct ans put_ttl(struct world *w, const char *t, const char *k,
+			  const char *v, uint64_t ttl)
+{
+	struct tdb_proto_msg m = req(TDB_CMD_PUT, t, k, 0);
+
+	m.attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
+	m.value = v;
+	m.value_len = (uint32_t)strlen(v);
+	if (ttl) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_TTL);
+		m.ttl = ttl;
+	}
+	return run(w->c1, &m);
+}
+
+static struct tdb_proto_stat stat_of(struct world *w, const char *t)
+{
+	struct tdb_proto_msg m = req(TDB_CMD_TABLE_STAT, t, NULL, 0);
+	struct ans a = run(w->c1, &m);
+
+	assert_int_equal(a.err, 0);
+	return a.stat;
+}
+
+static bool present(struct world *w, const char *t, const char *k)
+{
+	struct ans a = get_c(w->c1, t, k, 0);
+
+	assert_true(a.err == 0 || a.err == -ENOENT);
+	return a.err == 0;
+}
+
+static void key(char *out, const char *p, unsigned int i)
+{
+	snprintf(out, 16, "%s%u", p, i);
+}
+
+/* --- the options ------------------------------------------------------- */
+
+static void options(void **state)
+{
+	struct world *w = *state;
+	struct ans a = create_b(w, "t", 0, 0, TDB_EVICT_LRU);
+	struct tdb_proto_stat st;
+
+	assert_int_equal(a.err, -EINVAL);
+	assert_non_null(strstr(a.msg, "EVICT without MAX_BYTES"));
+	assert_int_equal(create_b(w, "t", 1000, 10, TDB_EVICT_LFU).err, 0);
+	st = stat_of(w, "t");
+	assert_true(st.present & TDB_PROTO_BIT(TDB_STAT_A_MAX_BYTES));
+	assert_int_equal(st.max_bytes, 1000);
+	assert_int_equal(st.max_records, 10);
+	assert_int_equal(st.evict, TDB_EVICT_LFU);
+	assert_int_equal(st.evicted, 0);
+	/* an unbounded table says nothing of eviction */
+	assert_int_equal(create_b(w, "u", 0, 0, -1).err, 0);
+	st = stat_of(w, "u");
+	assert_false(st.present & TDB_PROTO_BIT(TDB_STAT_A_EVICT));
+	assert_false(st.present & TDB_PROTO_BIT(TDB_STAT_A_MAX_RECORDS));
+}
+
+/* --- refuse ---------------------------------------------------------------- */
+
+static void refuse(void **state)
+{
+	struct world *w = *state;
+	char k[16];
+	unsigned int i;
+	struct ans a;
+	uint64_t txn;
+
+	assert_int_equal(create_b(w, "r", 0, 3, TDB_EVICT_REFUSE).err, 0);
+	for (i = 0; i < 3; i++) {
+		key(k, "k", i);
+		assert_int_equal(put_c(w->c1, "r", k, "v", 0, 0, 0).err, 0);
+	}
+	a = put_c(w->c1, "r", "new", "v", 0, 0, 0);
+	assert_int_equal(a.err, -ENOSPC);
+	assert_non_null(strstr(a.msg, "bound"));
+	assert_false(present(w, "r", "new"));
+	/* replacing one stays within the bound */
+	assert_int_equal(put_c(w->c1, "r", "k1", "vv", 0, 0, 0).err, 0);
+	/* a commit past it: nothing applied */
+	txn = begin(w->c1);
+	assert_int_equal(put_c(w->c1, "r", "k0", "changed", 0, 0, txn).err, 0);
+	assert_int_equal(put_c(w->c1, "r", "n2", "v", 0, 0, txn).err, 0);
+	a = commit(w->c1, txn);
+	assert_int_equal(a.err, -ENOSPC);
+	assert_false(present(w, "r", "n2"));
+	assert_int_equal(get_c(w->c1, "r", "k0", 0).vlen, 1);
+	assert_int_equal(stat_of(w, "r").records, 3);
+	/* a delete makes room again */
+	assert_int_equal(del_c(w->c1, "r", "k2", 0, 0).err, 0);
+	assert_int_equal(put_c(w->c1, "r", "new", "v", 0, 0, 0).err, 0);
+	assert_int_equal(stat_of(w, "r").records, 3);
+	/* bytes: 10 bytes of key and value at most */
+	assert_int_equal(create_b(w, "rb", 10, 0, -1).err, 0);
+	assert_int_equal(put_c(w->c1, "rb", "ab", "12345678", 0, 0, 0).err, 0);
+	a = put_c(w->c1, "rb", "c", "1", 0, 0, 0);
+	assert_int_equal(a.err, -ENOSPC);
+	assert_int_equal(put_c(w->c1, "rb", "ab", "1234567", 0, 0, 0).err, 0);
+	assert_int_equal(n_evicted_notes, 0);
+}
+
+/* --- lru and lfu ------------------------------------------------------------ */
+
+#define BOUND 200u
+
+/* Fill a BOUND-record table, use the first half (uses times each), then
+ * write BOUND/2 new keys: returns how many of the used half survived. */
+static unsigned int flood_after_use(struct world *w, const char *t,
+				    int policy, unsigned int uses)
+{
+	struct tdb_proto_stat st;
+	unsigned int i, u, kept = 0;
+	char k[16];
+
+	assert_int_equal(create_b(w, t, 0, BOUND, policy).err, 0);
+	for (i = 0; i < BOUND; i++) {
+		key(k, "old", i);
+		assert_int_equal(put_c(w->c1, t, k, "v", 0, 0, 0).err, 0);
+	}
+	for (u = 0; u < uses; u++)
+		for (i = 0; i < BOUND / 2; i++) {
+			key(k, "old", i);
+			assert_int_equal(get_c(w->c1, t, k, 0).err, 0);
+		}
+	for (i = 0; i < BOUND / 2; i++) {
+		key(k, "new", i);
+		/* never refused, never past the bound, and the key just
+		 * written is there */
+		assert_int_equal(put_c(w->c1, t, k, "v", 0, 0, 0).err, 0);
+		assert_true(present(w, t, k));
+		assert_true(stat_of(w, t).records <= BOUND);
+	}
+	st = stat_of(w, t);
+	assert_int_equal(st.records, BOUND);
+	assert_int_equal(st.evicted, BOUND / 2);
+	assert_int_equal(n_evicted_notes, BOUND / 2);
+	for (i = 0; i < BOUND / 2; i++) {
+		key(k, "old", i);
+		kept += present(w, t, k);
+	}
+	return kept;
+}
+
+static void lru(void **state)
+{
+	/* 100 used, 100 not, then 100 new: a true LRU keeps all 100 used
+	 * ones; sampling 5 keeps most (random eviction would keep about
+	 * a third of them) */
+	unsigned int kept = flood_after_use(*state, "l", TDB_EVICT_LRU, 1);
+
+	assert_true(kept >= 75);
+}
+
+static void lfu(void **state)
+{
+	unsigned int kept = flood_after_use(*state, "f", TDB_EVICT_LFU, 20);
+
+	assert_true(kept >= 75);
+}
+
+/* The evicted keys are old ones, never new ones written since (each
+ * new key was the last written when the next eviction ran). */
+static void victims_are_old(void **state)
+{
+	unsigned int i;
+
+	flood_after_use(*state, "v", TDB_EVICT_LRU, 1);
+	for (i = 0; i < n_evicted_notes && i < 4096; i++)
+		assert_memory_equal(evicted_keys[i], "old", 3);
+}
+
+/* --- ttl -------------------------------------------------------------------- */
+
+static void ttl(void **state)
+{
+	struct world *w = *state;
+	unsigned int i;
+	char k[16];
+	struct ans a;
+
+	assert_int_equal(create_b(w, "x", 0, 20, TDB_EVICT_TTL).err, 0);
+	/* 10 without a deadline, 10 with deadlines far apart */
+	for (i = 0; i < 10; i++) {
+		key(k, "forever", i);
+		assert_int_equal(put_ttl(w, "x", k, "v", 0).err, 0);
+		key(k, "ttl", i);
+		assert_int_equal(put_ttl(w, "x", k, "v",
+					 3600000ull * (i + 1)).err, 0);
+	}
+	/* 5 more: the 5 soonest (ttl0..ttl4, give or take the sampling's
+	 * reach) go, no record without a deadline does */
+	for (i = 0; i < 5; i++) {
+		key(k, "more", i);
+		assert_int_equal(put_ttl(w, "x", k, "v", 0).err, 0);
+	}
+	for (i = 0; i < 10; i++) {
+		key(k, "forever", i);
+		assert_true(present(w, "x", k));
+	}
+	assert_int_equal(stat_of(w, "x").records, 20);
+	/* the latest deadline is the last to go: still there */
+	assert_true(present(w, "x", "ttl9"));
+	/* evict the other deadlines, then nothing is left to evict */
+	for (i = 5; i < 10; i++) {
+		key(k, "more", i);
+		assert_int_equal(put_ttl(w, "x", k, "v", 0).err, 0);
+	}
+	a = put_ttl(w, "x", "last", "v", 0);
+	assert_int_equal(a.err, -ENOSPC);
+	assert_non_null(strstr(a.msg, "deadline"));
+	assert_int_equal(stat_of(w, "x").records, 20);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(options, setup, teardown),
+		cmocka_unit_test_setup_teardown(refuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(lru, setup, teardown),
+		cmocka_unit_test_setup_teardown(lfu, setup, teardown),
+		cmocka_unit_test_setup_teardown(victims_are_old, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(ttl, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
