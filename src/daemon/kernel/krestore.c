@@ -4,7 +4,8 @@
  * mirror loaded into tdb.ko through the supervisor's own /dev/tdb file
  * (the only client tdb.ko serves while it is recovering): TDB_IOC_ATTACH
  * on that file, its rings mapped, TABLE_CREATE (owner, group, mode,
- * max-extents, default TTL) then the records as PUTs, each with its
+ * max-extents, default TTL, bounds and eviction policy) then the
+ * records as PUTs, each with its
  * version (TDB_A_SET_VERSION: the supervisor's file may) and its
  * deadline if it has one (TDB_A_DEADLINE: the same instant, not a TTL
  * counted again from now; an expired record is absent to the mirror's
@@ -224,6 +225,18 @@ static int kr_create(struct kr *k, const struct tdbo_table *dt)
 	if (dt->default_ttl) {          /* TABLE_CREATE's TTL */
 		m.attrs |= TDB_PROTO_BIT(TDB_A_TTL);
 		m.ttl = dt->default_ttl;
+	}
+	if (dt->max_bytes) {            /* and its bounds, policy */
+		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_BYTES);
+		m.max_bytes = dt->max_bytes;
+	}
+	if (dt->max_records) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_RECORDS);
+		m.max_records = dt->max_records;
+	}
+	if (dt->evict) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_EVICT);
+		m.evict = dt->evict;
 	}
 	if ((e = kr_send(k, &m)) || (e = kr_flush(k)))
 		return e;
