@@ -5,12 +5,11 @@
  * (the only client tdb.ko serves while it is recovering): TDB_IOC_ATTACH
  * on that file, its rings mapped, TABLE_CREATE (owner, group, mode,
  * max-extents, default TTL, bounds and eviction policy) then the
- * records as PUTs, each with its
- * version (TDB_A_SET_VERSION: the supervisor's file may) and its
- * deadline if it has one (TDB_A_DEADLINE: the same instant, not a TTL
- * counted again from now; an expired record is absent to the mirror's
- * cursor, so it is not restored), as many per
- * TDB_IOC_ENTER as the submission ring holds.  Built with the ring core and the codec
+ * records as PUTs, each with its version (TDB_A_SET_VERSION: the
+ * supervisor's file may) and its deadline if it has one
+ * (TDB_A_DEADLINE: the same instant, not a TTL counted again from now;
+ * an expired record is absent to the mirror's cursor, so it is not
+ * restored), as many per TDB_IOC_ENTER as the submission ring holds.  Built with the ring core and the codec
  * that tdbd already has (not libtdbclient, whose objects carry their
  * own copies of the core's).
  *
