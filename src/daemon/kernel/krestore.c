@@ -9,9 +9,9 @@
  * supervisor's file may) and its deadline if it has one
  * (TDB_A_DEADLINE: the same instant, not a TTL counted again from now;
  * an expired record is absent to the mirror's cursor, so it is not
- * restored), as many per TDB_IOC_ENTER as the submission ring holds.  Built with the ring core and the codec
- * that tdbd already has (not libtdbclient, whose objects carry their
- * own copies of the core's).
+ * restored), as many per TDB_IOC_ENTER as the submission ring holds.
+ * Built with the ring core and the codec that tdbd already has (not
+ * libtdbclient, whose objects carry their own copies of the core's).
  *
  * Invariants: every request is answered by an NLMSG_ERROR ack before
  * ENTER returns (tdb.ko holds no answer of the supervisor: its changes
