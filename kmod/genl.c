@@ -830,6 +830,7 @@ static const struct genl_ops tdbk_genl_ops[] = {
 	OP(TDB_CMD_TXN_ABORT, GENL_ADMIN_PERM),
 	OP(TDB_CMD_INCR, GENL_ADMIN_PERM),
 	OP(TDB_CMD_EXPIRE, GENL_ADMIN_PERM),
+	OP(TDB_CMD_TOUCH, 0),
 	/* The owner answers these -EOPNOTSUPP over genl, with a message
 	 * (no feeds here: the "changes" group carries notifications). */
 	OP(TDB_CMD_WATCH, 0),

@@ -30,6 +30,9 @@
 #include <string.h>
 
 #include "owner.h"
+#include "core.h"
+#include "layout.h"
+#include "internal.h"           /* struct tdbo_table: its engine table */
 
 #define ROOM 512
 
@@ -437,6 +440,62 @@ static unsigned int flood_after_use(struct world *w, const char *t,
 	return kept;
 }
 
+/* The hash a mapped reader computes for key k of table t. */
+static uint64_t key_hash(struct world *w, const char *t, const char *k)
+{
+	struct tdbo_table *tt = tdbo_table_get(w->o, t);
+	const struct tdb_region_hdr *h = tdbe_table_extent(tt->t, 0);
+	uint64_t hash = tdbp_hash64(k, strlen(k), h->seed);
+
+	tdbo_table_put(tt);
+	return hash;
+}
+
+static struct ans touch(struct world *w, const char *t, const uint64_t *h,
+			unsigned int n)
+{
+	struct tdb_proto_msg m = req(TDB_CMD_TOUCH, t, NULL, 0);
+
+	m.attrs |= TDB_PROTO_BIT(TDB_A_HASHES);
+	m.hashes = h;
+	m.nhashes = n;
+	return run(w->c1, &m);
+}
+
+/* Reads through a map, told with TOUCH, count as uses: the same flood
+ * as lru() with TOUCH in place of the GETs. */
+static void lru_touch(void **state)
+{
+	struct world *w = *state;
+	uint64_t h[BOUND / 2];
+	unsigned int i, kept = 0;
+	char k[16];
+
+	assert_int_equal(create_b(w, "tt", 0, BOUND, TDB_EVICT_LRU).err, 0);
+	for (i = 0; i < BOUND; i++) {
+		key(k, "old", i);
+		assert_int_equal(put_c(w->c1, "tt", k, "v", 0, 0, 0).err, 0);
+	}
+	for (i = 0; i < BOUND / 2; i++) {
+		key(k, "old", i);
+		h[i] = key_hash(w, "tt", k);
+	}
+	for (i = 0; i < BOUND / 2; i += 40)     /* what run() can build */
+		assert_int_equal(touch(w, "tt", h + i, BOUND / 2 - i < 40 ?
+				       BOUND / 2 - i : 40).err, 0);
+	for (i = 0; i < BOUND / 2; i++) {
+		key(k, "new", i);
+		assert_int_equal(put_c(w->c1, "tt", k, "v", 0, 0, 0).err, 0);
+	}
+	for (i = 0; i < BOUND / 2; i++) {
+		key(k, "old", i);
+		kept += present(w, "tt", k);
+	}
+	assert_true(kept >= 75);
+	/* TOUCH needs the table and read permission, like GET */
+	assert_int_equal(touch(w, "nope", h, 1).err, -ENOENT);
+}
+
 static void lru(void **state)
 {
 	/* 100 used, 100 not, then 100 new: a true LRU keeps all 100 used
@@ -514,6 +573,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(refuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(lru, setup, teardown),
 		cmocka_unit_test_setup_teardown(lfu, setup, teardown),
+		cmocka_unit_test_setup_teardown(lru_touch, setup, teardown),
 		cmocka_unit_test_setup_teardown(victims_are_old, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(ttl, setup, teardown),

@@ -197,6 +197,11 @@ static void full_counters(struct tdb_proto_counters *c)
 }
 
 /* Fill m with every attribute the command takes in that direction. */
+static const unsigned char hashbytes[24] = {
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+	20, 21, 22, 23, 24,
+};
+
 static void fill_all(struct tdb_proto_msg *m, uint8_t cmd,
 		     enum tdb_proto_dir dir, uint32_t allow)
 {
@@ -235,6 +240,8 @@ static void fill_all(struct tdb_proto_msg *m, uint8_t cmd,
 	m->max_bytes = 1ull << 31;
 	m->max_records = 1000000;
 	m->evict = TDB_EVICT_LFU;
+	m->hashes = hashbytes;
+	m->nhashes = 3;
 	(void)dir;
 }
 
@@ -276,6 +283,8 @@ static const struct {
 	[TDB_CMD_TABLE_MAP] = { A(TABLE), A(TABLE), 0, 0, 0xffff },
 	[TDB_CMD_INCR] = { A(TABLE) | A(KEY) | A(DELTA) | A(TXN),
 		A(TABLE) | A(KEY), A(INT) | A(VERSION), A(INT), 0 },
+	[TDB_CMD_TOUCH] = { A(TABLE) | A(HASHES), A(TABLE) | A(HASHES), 0,
+		0, 0xffff },
 	[TDB_CMD_EXPIRE] = { A(TABLE) | A(KEY) | A(TTL) | A(DEADLINE) |
 		A(EXPIRE_FLAGS), A(TABLE) | A(KEY), A(VERSION) | A(DEADLINE),
 		A(VERSION), 0 },

@@ -91,6 +91,7 @@
  *   INCR          TABLE R, KEY R, DELTA o, TXN o  reply   INT R, VERSION o
  *   EXPIRE        TABLE R, KEY R, TTL o,          reply   VERSION R,
  *                 DEADLINE o, EXPIRE_FLAGS o              DEADLINE o
+ *   TOUCH         TABLE R, HASHES R               ack
  *   TXN_BEGIN     -                               reply   TXN R
  *   TXN_COMMIT    TXN R                           ack
  *   TXN_ABORT     TXN R                           ack
@@ -237,9 +238,15 @@
  *   TDB_EVICT_TTL     records soonest to expire are removed (only
  *                     records with a deadline: with none left, the
  *                     write fails -ENOSPC as under REFUSE)
- * "Used" is a write or a read the owner serves (GET over the rings or
- * generic netlink); reads through a zero-copy map do not reach the
- * owner and do not count.  The policies are approximate, as Redis's
+ * "Used" is a write, a read the owner serves (GET over the rings or
+ * generic netlink), or a read through a zero-copy map that the client
+ * reports with TOUCH: HASHES holds the keys' 64-bit hashes (xxh64 with
+ * the region header's seed, as the map's lookup computes them); the
+ * owner counts a use of each record of the table whose key has such a
+ * hash (a record that only shares the 24 bits of the index's tag may be
+ * counted too: a hint, never a change).  TOUCH needs read permission
+ * and changes nothing a reader sees; the client library sends it for a
+ * sample of its mapped hits, batched.  The policies are approximate, as Redis's
  * are: each eviction samples a few records and removes the best
  * candidate among them (LFU counts uses on a logarithmic scale that
  * decays with time).  Evictions run after the write that needed them,
@@ -289,6 +296,8 @@
  *   TDB_A_MAX_BYTES    u64, not 0: a table's bound (EVICTION below)
  *   TDB_A_MAX_RECORDS  u64, not 0: a table's bound (EVICTION below)
  *   TDB_A_EVICT        u32, TDB_EVICT_*: what a full table does
+ *   TDB_A_HASHES       binary, 8..8 * TDB_TOUCH_MAX bytes, a multiple of
+ *                      8: u64 key hashes (TOUCH, EVICTION below)
  *
  * Each attribute appears at most once per message (nest), except PAD and
  * the fragments of one VALUE.  The type and limits of an attribute are
@@ -501,6 +510,7 @@ enum tdb_cmd {
 	TDB_CMD_TABLE_MAP    = 16,    /* a read-only map of a table */
 	TDB_CMD_INCR         = 17,    /* add to an integer value */
 	TDB_CMD_EXPIRE       = 18,    /* a key's deadline: read, set, clear */
+	TDB_CMD_TOUCH        = 19,    /* keys read through a map: uses */
 	__TDB_CMD_MAX,
 	TDB_CMD_MAX = __TDB_CMD_MAX - 1
 };
@@ -540,6 +550,7 @@ enum tdb_attr {
 	TDB_A_MAX_RECORDS = 27,       /* u64: a table's bound on records */
 	TDB_A_EVICT       = 28,       /* u32: what a bounded table does when
 				       * full (TDB_EVICT_*) */
+	TDB_A_HASHES      = 29,       /* binary: u64 key hashes (TOUCH) */
 	__TDB_A_MAX,
 	TDB_A_MAX = __TDB_A_MAX - 1
 };
@@ -554,6 +565,8 @@ enum tdb_attr {
 /* Expiry (EXPIRY below): a TTL is 1..TDB_TTL_MAX ms (10 years of 365
  * days); a deadline is at most that far ahead of the owner's clock. */
 #define TDB_TTL_MAX          315360000000ull
+/* TOUCH's HASHES: at most this many (8 bytes each). */
+#define TDB_TOUCH_MAX        512u
 /* TDB_A_EXPIRE_FLAGS of EXPIRE.  Unknown bits are refused (-EOPNOTSUPP). */
 #define TDB_EXPIRE_PERSIST   (1u << 0)   /* clear the key's deadline */
 #define TDB_EXPIRE_FLAGS_ALL TDB_EXPIRE_PERSIST

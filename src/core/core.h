@@ -115,6 +115,10 @@ const struct tdbp_region *tdbe_table_region(const struct tdbe_table *t);
  * longer be used (the table is dropped).
  */
 void tdbe_table_publish_seq(struct tdbe_table *t, uint64_t seq);
+/* The region header's reader_flags (layout.h, TDB_HDR_F_*):
+ * TDBE_READER_TOUCH = TDB_HDR_F_TOUCH. */
+#define TDBE_READER_TOUCH 1u
+void tdbe_table_reader_flags(struct tdbe_table *t, uint32_t flags);
 void tdbe_table_revoke_maps(struct tdbe_table *t);
 uint32_t tdbe_table_map_gen(const struct tdbe_table *t);
 /* The region's cap in extents (a map's length). */
@@ -267,6 +271,11 @@ struct tdbe_sample {
 	bool has_access, expired;
 };
 uint32_t *tdbe_rec_access(const void *val, size_t klen);
+/* Each record of t whose key's hash is `hash` (by its index tag: one
+ * that only shares the tag's 24 bits is called too) and that has an
+ * access word: fn(arg, word).  Inside tdbe_read_lock().  How many. */
+unsigned int tdbe_touch_hash(struct tdbe_table *t, uint64_t hash,
+			     void (*fn)(void *arg, uint32_t *word), void *arg);
 /* The key has a record that has expired (absent to readers, there until
  * the sweep or a write removes it). */
 bool tdbe_expired(struct tdbe_table *t, const void *key, size_t klen);

@@ -107,6 +107,11 @@ unsigned int tdbi_next_many(const struct tdb_map *m,
 			    const struct tdb_key *bound,
 			    struct tdbi_hit *out, uint64_t *bkt,
 			    unsigned int max);
+/* The records of hash's bucket whose entries carry hash's tag, at most
+ * max of them into rec; how many. */
+#define TDBI_BUCKET_MAX_HITS 8u
+unsigned int tdbi_tag_hits(const struct tdb_map *m, uint64_t hash,
+			   uint64_t *rec, unsigned int max);
 /* A record picked by the random rnd (tdbe_sample); 0 if none found. */
 uint64_t tdbi_sample(const struct tdb_map *m, uint64_t rnd);
 int tdbi_key_cmp(uint64_t ha, const void *ka, size_t la,

@@ -92,7 +92,13 @@ struct tdb_region_hdr {
 	/* records that carry a deadline (TDB_REC_F_DEADLINE), expired or
 	 * not: the owner's expiry sweep skips a table with none */
 	uint64_t nexpiring;
+	/* TDB_HDR_F_*: what the owner asks of mapped readers (written by
+	 * the owner, read relaxed) */
+	uint32_t reader_flags;
 };
+/* Mapped readers report (a sample of) their hits with TOUCH: the table
+ * evicts by use (docs/PROTOCOL.md, "Eviction"). */
+#define TDB_HDR_F_TOUCH 1u
 
 /* --- records ----------------------------------------------------------- */
 /*

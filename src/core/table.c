@@ -822,3 +822,26 @@ bool tdbe_expired(struct tdbe_table *t, const void *key, size_t klen)
 	tdbp_rcu_read_unlock();
 	return dead;
 }
+
+unsigned int tdbe_touch_hash(struct tdbe_table *t, uint64_t hash,
+			     void (*fn)(void *arg, uint32_t *word), void *arg)
+{
+	uint64_t rec[TDBI_BUCKET_MAX_HITS];
+	unsigned int i, n = tdbi_tag_hits(&t->map, hash, rec,
+					  TDBI_BUCKET_MAX_HITS);
+
+	for (i = 0; i < n; i++) {
+		struct tdb_rec *r = tdb_ptr(&t->map, rec[i]);
+
+		if (r->flags & TDB_REC_F_ACCESS)
+			fn(arg, tdb_rec_access(r));
+	}
+	return n;
+}
+
+_Static_assert(TDBE_READER_TOUCH == TDB_HDR_F_TOUCH, "one flag, two names");
+
+void tdbe_table_reader_flags(struct tdbe_table *t, uint32_t flags)
+{
+	tdb_store_relaxed(&tdb_hdr(&t->map)->reader_flags, flags);
+}

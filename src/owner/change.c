@@ -787,7 +787,7 @@ static int incr_locked(struct tdbo_client *c, struct tdbo_table *t,
 			NULL, &ch.deadline);
 	/* INCR keeps the key's deadline (a rate-limit window stays one);
 	 * an absent key gets the table's default */
-	ch.has_deadline = n >= 0 && ch.deadline;
+	ch.has_deadline = n >= 0;      /* none stays none */
 	if (n == -ENOBUFS) {
 		*msg = "the value is not a signed 64-bit decimal integer "
 		       "(too long)";

@@ -285,6 +285,12 @@ static int scan_run(struct tdbo_dump *d, struct tdbo_sink *out,
 			if (rc == TAKE_SKIP)
 				continue;
 			d->pending = true;
+		} else if (d->dl && d->t && d->t->t &&
+			   d->dl <= tdbe_table_now_ms(d->t->t)) {
+			/* taken before its deadline, and the sink had no
+			 * room then: past it now, it is not sent */
+			d->pending = false;
+			continue;
 		}
 		rc = scan_send(d, out);
 		if (rc == -ENOBUFS)

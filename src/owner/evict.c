@@ -451,3 +451,37 @@ unsigned int tdbo_evict(struct tdbo_table *t, struct tdbo_evict_keep *keep,
 	tdbp_free(kbuf);
 	return n;
 }
+
+/* --- TOUCH: uses of records read through a map --------------------------- */
+
+static void touch_word(void *arg, uint32_t *w)
+{
+	struct tdbo_table *t = arg;
+
+	tdb_store_relaxed(w, access_used(t, tdb_load_relaxed(w), true));
+}
+
+int tdbo_cmd_touch(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		   struct tdb_proto_extack *ext)
+{
+	const unsigned char *h = m->hashes;
+	struct tdbo_table *t;
+	uint32_t i;
+	int err = 0;
+
+	t = tdbo_resolve(c, m, TDBO_MAY_READ, ext, &err);
+	if (!t)
+		return err;
+	if (keeps_access(t)) {
+		tdbe_read_lock();
+		for (i = 0; i < m->nhashes; i++) {
+			uint64_t hash;
+
+			memcpy(&hash, h + 8 * i, sizeof(hash));
+			tdbe_touch_hash(t->t, hash, touch_word, t);
+		}
+		tdbe_read_unlock();
+	}
+	tdbo_table_put(t);
+	return 0;
+}

@@ -536,6 +536,9 @@ bool tdbo_evict_access(struct tdbo_table *t, const void *key, size_t klen,
 		       uint32_t *access);
 void tdbo_evict_hit(struct tdbo_table *t, const void *val, size_t klen);
 void tdbo_evict_touch(struct tdbo_table *t, const void *key, size_t klen);
+/* TOUCH (evict.c): each hash's records count a use. */
+int tdbo_cmd_touch(struct tdbo_client *c, const struct tdb_proto_msg *m,
+		   struct tdb_proto_extack *ext);
 /* t is dropped or freed: its eviction pool goes. */
 void tdbo_evict_forget(struct tdbo_table *t);
 /* Expiry of a change (change.c): a request's TTL/DEADLINE into ch; the

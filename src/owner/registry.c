@@ -307,6 +307,12 @@ void tdbo_table_set_bounds(struct tdbo_table *t, uint64_t max_bytes,
 	t->max_bytes = max_bytes;
 	t->max_records = max_records;
 	t->evict = evict;
+	/* mapped readers of an lru/lfu table report their hits (TOUCH) */
+	if (t->t)
+		tdbe_table_reader_flags(t->t, (max_bytes || max_records) &&
+					(evict == TDB_EVICT_LRU ||
+					 evict == TDB_EVICT_LFU) ?
+					TDBE_READER_TOUCH : 0);
 }
 
 /* What every request on a set-aside table is told: the name (escaped: a

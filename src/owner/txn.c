@@ -350,7 +350,7 @@ int tdbo_txn_incr(struct tdbo_client *c, struct tdbo_txn *x,
 	if (err < 0) {          /* not changed by x: read the table */
 		n = tdbe_get_ex(t->t, m->key, m->key_len, text,
 				sizeof(text), &need, &ver, &ch.deadline);
-		ch.has_deadline = n != -ENOENT && ch.deadline;
+		ch.has_deadline = n >= 0;      /* none stays none */
 		if (n < 0 && n != -ENOENT && n != -ENOBUFS)
 			return (int)n;
 		err = tdbo_txn_read_add(x, t, m->key, m->key_len,

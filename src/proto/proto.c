@@ -105,6 +105,9 @@ static const struct attr_pol attr_pol[TDB_A_MAX + 1] = {
 		NULL },
 	[TDB_A_EVICT] = { PT_U32, MNL_TYPE_U32, 4, 4, EINVAL,
 		"EVICT is not a u32", "EVICT is not a u32", NULL },
+	[TDB_A_HASHES] = { PT_BIN, MNL_TYPE_BINARY, 8, 8 * TDB_TOUCH_MAX,
+		EINVAL, "HASHES is empty", "HASHES holds more than "
+		"TDB_TOUCH_MAX (512) hashes", "TDB_A_HASHES is required" },
 };
 
 /* Nested attributes: u32, u64 or PAD; `need` is required in answers. */
@@ -261,6 +264,9 @@ static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 	[TDB_CMD_INCR] = { "INCR", false, false,
 		A(TABLE) | A(KEY) | A(DELTA) | A(TXN), A(TABLE) | A(KEY),
 		ANS_REPLY, A(INT) | A(VERSION), A(INT) },
+	[TDB_CMD_TOUCH] = { "TOUCH", false, true,
+		A(TABLE) | A(HASHES), A(TABLE) | A(HASHES),
+		ANS_NONE, 0, 0 },
 	[TDB_CMD_EXPIRE] = { "EXPIRE", false, false,
 		A(TABLE) | A(KEY) | A(TTL) | A(DEADLINE) | A(EXPIRE_FLAGS),
 		A(TABLE) | A(KEY),
@@ -665,6 +671,15 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 	case TDB_A_CURSOR:
 		m->cursor = p;
 		m->cursor_len = plen;
+		break;
+	case TDB_A_HASHES:
+		if (plen % 8) {
+			s->err = fail(s->ext, EINVAL, "HASHES is not a whole "
+				      "number of u64s", off);
+			return MNL_CB_ERROR;
+		}
+		m->hashes = p;
+		m->nhashes = plen / 8;
 		break;
 	case TDB_A_FLAGS:
 	case TDB_A_LIMIT:
@@ -1241,6 +1256,13 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 				return fail(ext, EINVAL, "key is NULL", 0);
 			size += attr_size(m->key_len);
 			break;
+		case TDB_A_HASHES:
+			if (!m->nhashes || m->nhashes > TDB_TOUCH_MAX ||
+			    !m->hashes)
+				return fail(ext, EINVAL, "HASHES: 1.."
+					    "TDB_TOUCH_MAX hashes", 0);
+			size += attr_size(8 * m->nhashes);
+			break;
 		case TDB_A_PREFIX:
 		case TDB_A_CURSOR: {
 			uint32_t len = t == TDB_A_PREFIX ? m->prefix_len :
@@ -1479,6 +1501,10 @@ static bool put_attrs(struct nlmsghdr *nlh, size_t size,
 		case TDB_A_CURSOR:
 			ok = put_bytes(nlh, size, t, m->cursor_len,
 				       m->cursor);
+			break;
+		case TDB_A_HASHES:
+			ok = put_bytes(nlh, size, t, 8 * m->nhashes,
+				       m->hashes);
 			break;
 		case TDB_A_TXN:
 		case TDB_A_VERSION:

@@ -135,6 +135,8 @@ struct tdb_proto_msg {
 	uint64_t max_bytes;           /* TDB_A_MAX_BYTES */
 	uint64_t max_records;         /* TDB_A_MAX_RECORDS */
 	uint32_t evict;               /* TDB_A_EVICT */
+	const void *hashes;           /* TDB_A_HASHES: u64s, not aligned */
+	uint32_t nhashes;
 	struct tdb_proto_stat stat;
 	struct tdb_proto_counters counters;
 	/* parse: offset of each attribute present (its first fragment) */
