@@ -435,7 +435,8 @@ u64 tdbk_log_commit(void *arg, const struct tdbo_log_size *sz)
 u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
 		    const struct tdbo_log_size *sz)
 {
-	unsigned char c[WALREC_CREATE_FIX], ttl[WALREC_TTL];
+	unsigned char c[WALREC_CREATE_FIX], ext[WALREC_CREATE_EXT];
+	size_t n;
 	u64 lsn = 0;
 
 	if (lg.on) {
@@ -445,10 +446,11 @@ u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
 		rec_begin(WALREC_CREATE, 0);
 		put(c, sizeof(c));
 		put_name(t->name);
-		if (t->default_ttl) {   /* walrec.h: after the name */
-			walrec_put64(ttl, t->default_ttl);
-			put(ttl, sizeof(ttl));
-		}
+		/* walrec.h: its TTL and bounds after the name, if any */
+		n = walrec_create_ext(ext, t->default_ttl, t->max_bytes,
+				      t->max_records, t->evict);
+		if (n)
+			put(ext, n);
 		lsn = rec_commit(sz);
 		mutex_unlock(&lg.lock);
 	}

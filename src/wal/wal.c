@@ -1083,22 +1083,28 @@ int wal_add_op(struct wal *w, enum wal_op op, const char *name,
 	return wal_add_op_dl(w, op, name, key, klen, val, vlen, 0);
 }
 
-int wal_add_create_ttl(struct wal *w, uint64_t id, const char *name,
-		       uint32_t uid, uint32_t gid, uint32_t mode,
-		       uint32_t max_extents, uint32_t sync,
-		       uint64_t default_ttl)
+int wal_add_create_ex(struct wal *w, uint64_t id, const char *name,
+		      uint32_t uid, uint32_t gid, uint32_t mode,
+		      uint32_t max_extents, uint32_t sync,
+		      uint64_t default_ttl, uint64_t max_bytes,
+		      uint64_t max_records, uint32_t evict)
 {
-	unsigned char *p = grow(w, 28);
+	unsigned char *p = grow(w, 28), ext[WALREC_CREATE_EXT];
+	size_t n;
 	int err;
 
 	if (!p)
 		return w->build_err;
 	walrec_create(p, id, uid, gid, mode, max_extents, sync);
-	if ((err = add_name(w, name)) || !default_ttl)
+	if ((err = add_name(w, name)))
 		return err;
-	if (!(p = grow(w, WALREC_TTL)))
+	n = walrec_create_ext(ext, default_ttl, max_bytes, max_records,
+			      evict);
+	if (!n)
+		return 0;
+	if (!(p = grow(w, n)))
 		return w->build_err;
-	walrec_put64(p, default_ttl);
+	memcpy(p, ext, n);
 	return 0;
 }
 
@@ -1106,8 +1112,8 @@ int wal_add_create(struct wal *w, uint64_t id, const char *name,
 		   uint32_t uid, uint32_t gid, uint32_t mode,
 		   uint32_t max_extents, uint32_t sync)
 {
-	return wal_add_create_ttl(w, id, name, uid, gid, mode, max_extents,
-				  sync, 0);
+	return wal_add_create_ex(w, id, name, uid, gid, mode, max_extents,
+				 sync, 0, 0, 0, 0);
 }
 
 int wal_add_drop(struct wal *w, const char *name)
@@ -1348,11 +1354,18 @@ int wal_get_create(const struct wal_rec *r, struct wal_create *c)
 	c->mode = get32(p + 16);
 	c->max_extents = get32(p + 20);
 	c->sync = get32(p + 24);
-	c->default_ttl = 0;
-	/* the name, then a default TTL if the table has one */
-	if (r->len - 28 == 1u + p[28] + WALREC_TTL) {
-		c->default_ttl = get64(p + r->len - WALREC_TTL);
-		return get_name(p + 28, r->len - 28 - WALREC_TTL, c->name);
+	c->default_ttl = c->max_bytes = c->max_records = 0;
+	c->evict = 0;
+	/* the name, then the attributes if the table has any */
+	if (r->len - 28 == 1u + p[28] + WALREC_CREATE_EXT) {
+		const unsigned char *x = p + r->len - WALREC_CREATE_EXT;
+
+		c->default_ttl = get64(x);
+		c->max_bytes = get64(x + 8);
+		c->max_records = get64(x + 16);
+		c->evict = get32(x + 24);
+		return get_name(p + 28, r->len - 28 - WALREC_CREATE_EXT,
+				c->name);
 	}
 	return get_name(p + 28, r->len - 28, c->name);
 }

@@ -41,8 +41,10 @@
  *               version given after is above any such one.
  *   WAL_CREATE  u64 table id, u32 uid, gid, mode, max_extents, sync,
  *               u8 name_len, name, and for a table with a default TTL
- *               (TABLE_CREATE's TTL) a u64 TTL in ms; without it (as
- *               before issue 27) the table has none
+ *               or a bound (TABLE_CREATE's TTL, MAX_BYTES, MAX_RECORDS,
+ *               EVICT; issue 27) u64 default TTL (ms), u64 max_bytes,
+ *               u64 max_records, u32 evict (all 0 but one, maybe);
+ *               without them (as before issue 27) the table has none
  *   WAL_DROP    u8 name_len, name
  *
  * Writing.  A change is applied first and appended after, by its owner,
@@ -174,12 +176,13 @@ int wal_add_op_dl(struct wal *w, enum wal_op op, const char *name,
 int wal_add_create(struct wal *w, uint64_t id, const char *name,
 		   uint32_t uid, uint32_t gid, uint32_t mode,
 		   uint32_t max_extents, uint32_t sync);
-/* The same for a table with a default TTL (ms; 0: none, the record is
- * wal_add_create's). */
-int wal_add_create_ttl(struct wal *w, uint64_t id, const char *name,
-		       uint32_t uid, uint32_t gid, uint32_t mode,
-		       uint32_t max_extents, uint32_t sync,
-		       uint64_t default_ttl);
+/* The same for a table with a default TTL (ms) or bounds and an
+ * eviction policy (all 0: none, the record is wal_add_create's). */
+int wal_add_create_ex(struct wal *w, uint64_t id, const char *name,
+		      uint32_t uid, uint32_t gid, uint32_t mode,
+		      uint32_t max_extents, uint32_t sync,
+		      uint64_t default_ttl, uint64_t max_bytes,
+		      uint64_t max_records, uint32_t evict);
 int wal_add_drop(struct wal *w, const char *name);
 int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn);
 
@@ -241,7 +244,10 @@ struct wal_create {
 	uint64_t id;
 	uint32_t uid, gid, mode, max_extents, sync;
 	char name[65];
-	uint64_t default_ttl;   /* ms, 0 = none (or a record from before) */
+	/* 0 = none (or a record from before) */
+	uint64_t default_ttl;   /* ms */
+	uint64_t max_bytes, max_records;
+	uint32_t evict;         /* TDB_EVICT_* */
 };
 /* One encoded record of len bytes (no padding, nothing after): its
  * length field, CRC and type checked, *r filled (file: "tdb.ko's log",

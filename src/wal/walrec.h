@@ -35,7 +35,9 @@ enum walrec_op { WALREC_OP_PUT = 1, WALREC_OP_DEL = 2, WALREC_OP_PUT_DL = 3 };
 #define WALREC_OP_HDR   12u     /* op, name_len, u16 0, klen, vlen */
 #define WALREC_OP_DL_HDR 20u    /* PUT_DL: and u64 deadline */
 #define WALREC_OP_HDR_MAX WALREC_OP_DL_HDR
-#define WALREC_TTL      8u      /* a create's u64 default TTL, if any */
+/* A create's attributes after the name, if any is not 0: u64 default
+ * TTL (ms), u64 max_bytes, u64 max_records, u32 evict (TDB_EVICT_*). */
+#define WALREC_CREATE_EXT 28u
 #define WALREC_CREATE_FIX 28u   /* id, uid, gid, mode, max_extents, sync */
 #define WALREC_NAME_MAX 64u
 
@@ -65,13 +67,19 @@ void walrec_op(unsigned char *p, enum walrec_op op, uint8_t name_len,
 size_t walrec_op_dl(unsigned char *p, enum walrec_op op, uint8_t name_len,
 		    uint32_t klen, uint32_t vlen, uint64_t deadline);
 /* A create's fixed part (WALREC_CREATE_FIX bytes); then u8 name_len,
- * the name and, for a table with a default TTL (issue 27), the u64 TTL
- * in ms (WALREC_TTL bytes; absent: none, as in records from before). */
+ * the name and, for a table with a default TTL or a bound (issue 27),
+ * its attributes (walrec_create_ext; absent: none of them, as in
+ * records from before). */
 void walrec_create(unsigned char *p, uint64_t id, uint32_t uid,
 		   uint32_t gid, uint32_t mode, uint32_t max_extents,
 		   uint32_t sync);
 /* The header's len (bytes from crc on, without padding), lsn and, for
  * OPS and OPS_V, nops; the crc is set apart (walrec_set_crc). */
+/* A create's attributes after its name (WALREC_CREATE_EXT bytes at p):
+ * how many bytes were written, 0 (nothing) if every one is 0. */
+size_t walrec_create_ext(unsigned char *p, uint64_t default_ttl,
+			 uint64_t max_bytes, uint64_t max_records,
+			 uint32_t evict);
 void walrec_seal(unsigned char *rec, uint32_t len, uint64_t lsn,
 		 uint32_t nops);
 void walrec_set_crc(unsigned char *rec, uint32_t crc);

@@ -307,6 +307,7 @@ static void put2(struct ckpt_txn *tx, struct recset *rs, const char *name,
 static const struct ckpt_table schema_t1 = {
 	.name = "t1", .id = 7, .uid = 1000, .gid = 100, .mode = 0640,
 	.max_extents = 16, .sync = 1, .default_ttl = 30000,
+	.max_bytes = 0x0102030405060708ull, .max_records = 1000, .evict = 2,
 };
 static const struct ckpt_table schema_t2 = {
 	.name = "t2", .id = 0xfedcba9876543210ULL, .uid = 0xfffffffe,
@@ -390,6 +391,9 @@ static void assert_schema(const struct ckpt_table *got,
 	assert_int_equal(got->max_extents, want->max_extents);
 	assert_int_equal(got->sync, want->sync);
 	assert_int_equal(got->default_ttl, want->default_ttl);
+	assert_int_equal(got->max_bytes, want->max_bytes);
+	assert_int_equal(got->max_records, want->max_records);
+	assert_int_equal(got->evict, want->evict);
 	assert_int_equal(got->aside, want->aside);
 	assert_int_equal(got->from, want->from);
 }
@@ -550,7 +554,7 @@ static void test_layout(void **state)
 	const char *dir = dir_of(state);
 	struct ckpt *ck = open_ok(dir);
 	unsigned char *lk = malloc(maxkey), *v;
-	const unsigned char want_t2[36] = {
+	const unsigned char want_t2[56] = {
 		0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe, /* id */
 		0xfe, 0xff, 0xff, 0xff,                         /* uid */
 		0, 0, 0, 0,                                     /* gid */
@@ -558,8 +562,16 @@ static void test_layout(void **state)
 		1, 0, 0, 0,                                     /* extents */
 		2, 0, 0, 0,                                     /* sync */
 		0, 0, 0, 0, 0, 0, 0, 0,                         /* no TTL */
+		0, 0, 0, 0, 0, 0, 0, 0,                         /* no bound */
+		0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0,                                     /* refuse */
 	};
-	const unsigned char want_t1_ttl[8] = { 0x30, 0x75 };  /* 30000 */
+	const unsigned char want_t1_ext[28] = {
+		0x30, 0x75, 0, 0, 0, 0, 0, 0,                   /* 30000 */
+		8, 7, 6, 5, 4, 3, 2, 1,                         /* max_bytes */
+		0xe8, 0x03, 0, 0, 0, 0, 0, 0,                   /* 1000 */
+		2, 0, 0, 0,                                     /* lfu */
+	};
 	struct dataset ds;
 	size_t vl;
 
@@ -618,8 +630,8 @@ static void test_layout(void **state)
 	free(v);
 	v = raw_get(dir, "/meta", "table/t1", 8, &vl);
 	assert_non_null(v);
-	assert_int_equal(vl, 36);
-	assert_memory_equal(v + 28, want_t1_ttl, 8);
+	assert_int_equal(vl, 56);
+	assert_memory_equal(v + 28, want_t1_ext, 28);
 	free(v);
 
 	free(lk);
@@ -1730,6 +1742,9 @@ static void test_deadlines(void **state)
 	assert_string_equal(tabs[0].name, "t1");
 	assert_int_equal(tabs[0].id, 1);
 	assert_int_equal(tabs[0].default_ttl, 0);
+	assert_int_equal(tabs[0].max_bytes, 0);
+	assert_int_equal(tabs[0].max_records, 0);
+	assert_int_equal(tabs[0].evict, 0);
 	assert_int_equal(tabs[1].default_ttl, schema_t2.default_ttl);
 	free(tabs);
 	tdbd_ckpt_close(ck);

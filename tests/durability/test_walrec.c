@@ -188,7 +188,8 @@ static size_t encode(unsigned char *b)
 	CHECK(walrec_size_max(WALREC_OPS_V, 3, 4 + 3 + 3 + 4 + 3) >=
 	      ((len + 7) & ~7u));
 	r += finish(r, len, 7, 3);
-	/* 8: a create of a table whose default TTL is 2 h */
+	/* 8: a create of a table whose default TTL is 2 h, bounded to
+	 * 1 MiB and 1000 records, evicting LRU (1): by hand */
 	len = walrec_begin(r, WALREC_CREATE);
 	walrec_create(r + len, 78, 0, 0, 0600, 4, 0);
 	len += WALREC_CREATE_FIX;
@@ -196,7 +197,11 @@ static size_t encode(unsigned char *b)
 	memcpy(r + len, "tab4", 4);
 	len += 4;
 	walrec_put64(r + len, 7200000);
-	len += WALREC_TTL;
+	walrec_put64(r + len + 8, 1u << 20);
+	walrec_put64(r + len + 16, 1000);
+	walrec_put32(r + len + 24, 1);
+	CHECK(walrec_create_ext(r + len + 28, 0, 0, 0, 0) == 0);
+	len += WALREC_CREATE_EXT;
 	CHECK(walrec_size_max(WALREC_CREATE, 0, 4) == ((len + 7) & ~7u));
 	r += finish(r, len, 8, 0);
 	return (size_t)(r - b);
@@ -279,7 +284,8 @@ static void append_dl(struct wal *w)
 	sz = wal_rec_size_max(WAL_CREATE, 0, 4);
 	CHECK(!wal_reserve(w, sz, &msg));
 	wal_begin(w, WAL_CREATE);
-	CHECK(!wal_add_create_ttl(w, 78, "tab4", 0, 0, 0600, 4, 0, 7200000));
+	CHECK(!wal_add_create_ex(w, 78, "tab4", 0, 0, 0600, 4, 0, 7200000,
+				 1u << 20, 1000, 1));
 	CHECK(!wal_commit(w, sz, &lsn) && lsn == 8);
 }
 
@@ -318,6 +324,10 @@ static int on_rec(void *arg, const struct wal_rec *r)
 
 		CHECK(!wal_get_create(r, &c));
 		s->ttl[s->n] = c.default_ttl;
+		CHECK(c.id == 77 ? !c.max_bytes && !c.max_records &&
+				   !c.evict :
+		      c.max_bytes == 1u << 20 && c.max_records == 1000 &&
+		      c.evict == 1);
 		CHECK(!strcmp(c.name, c.id == 77 ? "tab3" : "tab4"));
 		CHECK(wal_ops_version(r, &s->ver[s->n]) == -EUCLEAN);
 	} else {
@@ -401,22 +411,27 @@ static void bad_expiry(void)
 	CHECK(!wal_rec_check(b, len, &r, &why));
 	pos = 0;
 	CHECK(wal_next_op(&r, &pos, &op) == -EUCLEAN);
-	/* a create with 4 bytes after its name, then with 8 */
+	/* a create with 4 bytes after its name, then with 28 */
 	len = walrec_begin(b, WALREC_CREATE);
 	walrec_create(b + len, 1, 0, 0, 0600, 4, 0);
 	len += WALREC_CREATE_FIX;
 	b[len++] = 1;
 	b[len++] = 't';
-	memset(b + len, 0, 8);
+	memset(b + len, 0, WALREC_CREATE_EXT);
 	walrec_seal(b, (uint32_t)len + 4, 7, 0);
 	walrec_set_crc(b, walrec_crc(b, (uint32_t)len + 4));
 	CHECK(!wal_rec_check(b, len + 4, &r, &why));
 	CHECK(wal_get_create(&r, &c) == -EUCLEAN);
-	walrec_put64(b + len, 5000);
-	walrec_seal(b, (uint32_t)len + 8, 7, 0);
+	CHECK(walrec_create_ext(b + len, 5000, 0, 7, 3) == WALREC_CREATE_EXT);
+	walrec_seal(b, (uint32_t)len + 8, 7, 0);        /* 8: the TTL alone */
 	walrec_set_crc(b, walrec_crc(b, (uint32_t)len + 8));
 	CHECK(!wal_rec_check(b, len + 8, &r, &why));
+	CHECK(wal_get_create(&r, &c) == -EUCLEAN);
+	walrec_seal(b, (uint32_t)len + WALREC_CREATE_EXT, 7, 0);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len + WALREC_CREATE_EXT));
+	CHECK(!wal_rec_check(b, len + WALREC_CREATE_EXT, &r, &why));
 	CHECK(!wal_get_create(&r, &c) && c.default_ttl == 5000 &&
+	      c.max_bytes == 0 && c.max_records == 7 && c.evict == 3 &&
 	      !strcmp(c.name, "t"));
 }
 

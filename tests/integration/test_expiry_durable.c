@@ -21,7 +21,10 @@
  * After each start: the same deadlines to the millisecond, "kept" and
  * "none" without one, "short" and "down" absent, TABLE_STAT's
  * default_ttl of each table as created, and a new plain put into ex
- * gets now + 1 h (the default works, not only reads back).
+ * gets now + 1 h (the default works, not only reads back).  And a
+ * table "bx" made with bounds and a policy (MAX_BYTES 1 MiB,
+ * MAX_RECORDS 100, EVICT lfu; over the raw protocol: the library has
+ * no call for them) has them after each start (TABLE_STAT).
  */
 #include <errno.h>
 #include <signal.h>
@@ -153,6 +156,56 @@ static void check_all(struct tabs *s, const struct want *w, const char *how)
 	      (unsigned long long)(before + HOUR_MS));
 }
 
+/* --- bx: bounds, over the raw protocol ---------------------------------- */
+
+static void stat_part(void *arg, const struct tdb_proto_msg *m)
+{
+	*(struct tdb_proto_stat *)arg = m->stat;
+}
+
+static void create_bx(struct h_daemon *d)
+{
+	struct tdb_proto_msg m = {
+		.cmd = TDB_CMD_TABLE_CREATE,
+		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
+			 TDB_PROTO_BIT(TDB_A_MAX_BYTES) |
+			 TDB_PROTO_BIT(TDB_A_MAX_RECORDS) |
+			 TDB_PROTO_BIT(TDB_A_EVICT),
+		.table = "bx", .max_bytes = 1u << 20, .max_records = 100,
+		.evict = TDB_EVICT_LFU,
+	};
+	struct h_raw r;
+	char msg[256] = "";
+	int e;
+
+	h_raw_connect(&r, d->sock);
+	e = h_raw_call(&r, &m, NULL, NULL, NULL, msg, sizeof(msg));
+	CHECK(!e, "create bx with bounds: %s (%s)", h_errname(e), msg);
+	h_raw_close(&r);
+}
+
+static void check_bx(struct h_daemon *d, const char *how)
+{
+	struct tdb_proto_msg m = {
+		.cmd = TDB_CMD_TABLE_STAT,
+		.attrs = TDB_PROTO_BIT(TDB_A_TABLE), .table = "bx",
+	};
+	struct tdb_proto_stat st = { 0 };
+	struct h_raw r;
+	char msg[256] = "";
+	int e;
+
+	h_raw_connect(&r, d->sock);
+	e = h_raw_call(&r, &m, stat_part, &st, NULL, msg, sizeof(msg));
+	CHECK(!e, "%s: stat bx: %s (%s)", how, h_errname(e), msg);
+	CHECK(st.max_bytes == 1u << 20 && st.max_records == 100 &&
+	      st.evict == TDB_EVICT_LFU, "%s: bx's bounds %llu B, %llu "
+	      "records, policy %u; created with 1048576, 100, %u", how,
+	      (unsigned long long)st.max_bytes,
+	      (unsigned long long)st.max_records, st.evict, TDB_EVICT_LFU);
+	h_raw_close(&r);
+}
+
 static void put_ttl(struct tdbc_table *t, const char *key, const char *val,
 		    uint64_t ttl)
 {
@@ -180,6 +233,8 @@ int main(void)
 	CHECK(!e, "create ex with a default TTL: %s", h_errname(e));
 	e = tdbc_table_create(s.c, "px", NULL);
 	CHECK(!e, "create px: %s", h_errname(e));
+	create_bx(&d);
+	check_bx(&d, "before any restart");
 	tdbc_close(s.c);
 	open_tabs(&d, &s);
 
@@ -210,10 +265,12 @@ int main(void)
 	h_start(&d, "x", NULL);
 	open_tabs(&d, &s);
 	check_all(&s, &w, "SIGKILL (WAL)");
+	check_bx(&d, "SIGKILL (WAL)");
 
 	/* clean: the checkpoint written at the stop, loaded */
 	restart(&d, "clean", &s);
 	check_all(&s, &w, "clean stop (checkpoint)");
+	check_bx(&d, "clean stop (checkpoint)");
 
 	/* a checkpoint, then changes in the WAL only, SIGKILL */
 	restart(&d, "clean", &s);
@@ -221,10 +278,12 @@ int main(void)
 	w.ttl = deadline_of(s.ex, "ttl", "t");
 	restart(&d, "kill", &s);
 	check_all(&s, &w, "checkpoint + WAL");
+	check_bx(&d, "checkpoint + WAL");
 
 	/* and once more from the checkpoint alone */
 	restart(&d, "clean", &s);
 	check_all(&s, &w, "second checkpoint");
+	check_bx(&d, "second checkpoint");
 	close_tabs(&s);
 	h_stop(&d);
 	h_done();

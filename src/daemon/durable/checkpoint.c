@@ -244,7 +244,8 @@ static int write_table(struct tdbd *d, struct durable *u,
 	struct tdbo_table *dt = k->dt;
 	struct ckpt_table sch = { .id = dt->id, .uid = dt->uid, .gid = dt->gid,
 		.mode = dt->mode, .max_extents = dt->max_extents,
-		.default_ttl = dt->default_ttl };
+		.default_ttl = dt->default_ttl, .max_bytes = dt->max_bytes,
+		.max_records = dt->max_records, .evict = dt->evict };
 	struct keyset ks = KEYSET_INIT;
 	uint64_t t;
 	bool whole;

@@ -53,7 +53,7 @@
 #include "ckpt.h"
 
 /* 3: a version entry may carry its record's deadline, a schema record
- * its table's default TTL (issue 27); 2: tables may have versions
+ * its table's default TTL, bounds and eviction policy (issue 27); 2: tables may have versions
  * ("/ver/", "/lver/"); 1 (before issue 24): its tables have none.  All
  * are still read (2 is 3 without deadlines and TTLs).  A commit writes
  * 3, so a tdbd from before expiry refuses the store rather than drop
@@ -87,9 +87,12 @@ enum {
 	REC_MODE = 16,          /* u32 */
 	REC_MAX_EXTENTS = 20,   /* u32 */
 	REC_SYNC = 24,          /* u32 */
-	REC_SIZE_OLD = 28,      /* up to format 2: no default TTL */
+	REC_SIZE_OLD = 28,      /* up to format 2: none of those below */
 	REC_DEFAULT_TTL = 28,   /* u64, ms; 0 = none */
-	REC_SIZE = 36,
+	REC_MAX_BYTES = 36,     /* u64; 0 = no bound */
+	REC_MAX_RECORDS = 44,   /* u64; 0 = no bound */
+	REC_EVICT = 52,         /* u32, TDB_EVICT_* */
+	REC_SIZE = 56,
 };
 
 struct ckpt {
@@ -570,7 +573,8 @@ static int check_format(struct ckpt *ck, MDB_txn *txn, char *err,
 }
 
 /* "table/<name>" -> *t; the record must be REC_SIZE bytes (or
- * REC_SIZE_OLD: a table without a default TTL, before format 3). */
+ * REC_SIZE_OLD: before format 3, none of its attributes of expiry and
+ * eviction). */
 static int decode_table(struct ckpt *ck, const MDB_val *k, const MDB_val *v,
 			struct ckpt_table *t, char *err, size_t errlen)
 {
@@ -590,8 +594,12 @@ static int decode_table(struct ckpt *ck, const MDB_val *k, const MDB_val *v,
 			   "table %s: schema record of %zu bytes, "
 			   "expected %d (or %d)", t->name, v->mv_size,
 			   REC_SIZE, REC_SIZE_OLD);
-	if (v->mv_size == REC_SIZE)
+	if (v->mv_size == REC_SIZE) {
 		t->default_ttl = get_le64(p + REC_DEFAULT_TTL);
+		t->max_bytes = get_le64(p + REC_MAX_BYTES);
+		t->max_records = get_le64(p + REC_MAX_RECORDS);
+		t->evict = get_le32(p + REC_EVICT);
+	}
 	t->id = get_le64(p + REC_ID);
 	t->uid = get_le32(p + REC_UID);
 	t->gid = get_le32(p + REC_GID);
@@ -1301,6 +1309,9 @@ int tdbd_ckpt_set_table(struct ckpt_txn *tx, const struct ckpt_table *t)
 	put_le32(rec + REC_MAX_EXTENTS, t->max_extents);
 	put_le32(rec + REC_SYNC, t->sync);
 	put_le64(rec + REC_DEFAULT_TTL, t->default_ttl);
+	put_le64(rec + REC_MAX_BYTES, t->max_bytes);
+	put_le64(rec + REC_MAX_RECORDS, t->max_records);
+	put_le32(rec + REC_EVICT, t->evict);
 	k.mv_size = (size_t)snprintf(mkey, sizeof(mkey), META_TABLE "%s",
 				     t->name);
 	k.mv_data = mkey;

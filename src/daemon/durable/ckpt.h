@@ -36,8 +36,9 @@
  *     checkpoint was written: every version given before is <= it;
  *     "table/<name>" -> struct ckpt_table_rec (little-endian fields:
  *     u64 id, u32 uid, gid, mode, max_extents, sync, u64 default TTL
- *     in ms; 28 bytes, without the TTL, before format 3), one per
- *     table present at the checkpoint; "aside/<name>" -> u64 LE,
+ *     in ms, u64 max_bytes, u64 max_records, u32 evict: 56 bytes; 28,
+ *     without the last four, before format 3), one per table present
+ *     at the checkpoint; "aside/<name>" -> u64 LE,
  *     for a table tdbd set aside (it could not be restored at a start):
  *     the LSN its databases here are as of.  Its changes are the WAL
  *     records after that LSN, which may be before the checkpoint LSN;
@@ -68,6 +69,8 @@ struct ckpt_table {
 	uint32_t max_extents;
 	uint32_t sync;          /* enum tdbd_sync of the table */
 	uint64_t default_ttl;   /* ms, 0 = none (TABLE_CREATE's TTL) */
+	uint64_t max_bytes, max_records;        /* 0 = no bound */
+	uint32_t evict;         /* TDB_EVICT_* */
 	/* set aside ("aside/<name>"): its data here is as of LSN `from`,
 	 * its changes are the WAL records after it */
 	bool aside;

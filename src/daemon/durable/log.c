@@ -114,8 +114,9 @@ uint64_t tdbd_log_create(void *arg, const struct tdbo_table *t,
 	struct tdbd *d = arg;
 
 	wal_begin(d->wal, WAL_CREATE);
-	wal_add_create_ttl(d->wal, t->id, t->name, t->uid, t->gid, t->mode,
-			   t->max_extents, d->cfg.sync, t->default_ttl);
+	wal_add_create_ex(d->wal, t->id, t->name, t->uid, t->gid, t->mode,
+			  t->max_extents, d->cfg.sync, t->default_ttl,
+			  t->max_bytes, t->max_records, t->evict);
 	return commit(d, sz);
 }
 

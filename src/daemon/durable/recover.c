@@ -87,9 +87,21 @@ static void aside_log(const char *name, const char *why, uint64_t from)
 }
 
 /* A table that could not be made: into the registry set aside. */
+/* A table's attributes of expiry and eviction, as created. */
+struct tab_attrs {
+	uint64_t ttl, max_bytes, max_records;
+	uint32_t evict;
+};
+
+static void set_attrs(struct tdbo_table *dt, const struct tab_attrs *a)
+{
+	tdbo_table_set_default_ttl(dt, a->ttl);
+	tdbo_table_set_bounds(dt, a->max_bytes, a->max_records, a->evict);
+}
+
 static int aside_new(struct tdbd *d, const char *name, uint64_t id,
 		     uint32_t max_ext, uint32_t uid, uint32_t gid,
-		     uint32_t mode, uint64_t ttl, uint64_t from,
+		     uint32_t mode, const struct tab_attrs *a, uint64_t from,
 		     const char *why)
 {
 	int e = tdbo_table_add_aside(d->o, name, id, max_ext, uid, gid, mode,
@@ -98,9 +110,9 @@ static int aside_new(struct tdbd *d, const char *name, uint64_t id,
 
 	if (e)
 		return e;
-	/* its default TTL stays in its schema (checkpoints write it) */
-	if (ttl && (dt = tdbo_table_get(d->o, name))) {
-		tdbo_table_set_default_ttl(dt, ttl);
+	/* its attributes stay in its schema (checkpoints write them) */
+	if ((dt = tdbo_table_get(d->o, name))) {
+		set_attrs(dt, a);
 		tdbo_table_put(dt);
 	}
 	aside_log(name, why, from);
@@ -157,6 +169,8 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 {
 	struct tdb_proto_extack ext = { 0 };
 	char err[512] = "", why[TDB_PROTO_EXTACK_MAX];
+	const struct tab_attrs a = { t->default_ttl, t->max_bytes,
+				     t->max_records, t->evict };
 	bool versioned = false;
 	int e;
 
@@ -166,9 +180,9 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 		snprintf(why, sizeof(why), "its region cannot be made: %s "
 			 "(%s)", ext.msg ? ext.msg : "engine", ERRSTR(e));
 		return aside_new(d, t->name, t->id, t->max_extents, t->uid,
-				 t->gid, t->mode, t->default_ttl, from, why);
+				 t->gid, t->mode, &a, from, why);
 	}
-	tdbo_table_set_default_ttl(rs->dt, t->default_ttl);
+	set_attrs(rs->dt, &a);
 	rs->dt->from = from;
 	rs->why[0] = '\0';
 	e = tdbd_ckpt_load_table(d->ckpt, t->name, load_record, rs,
@@ -325,15 +339,18 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 	struct tdbd *d = rs->d;
 	struct tdbo_table *dt = NULL;
 	struct wal_create c;
+	struct tab_attrs a;
 	char why[TDB_PROTO_EXTACK_MAX];
 	int err;
 
 	if ((err = wal_get_create(r, &c)))
 		return err;
+	a = (struct tab_attrs){ c.default_ttl, c.max_bytes, c.max_records,
+				c.evict };
 	err = tdbo_table_restore(d->o, c.name, c.id, c.max_extents, c.uid,
 				 c.gid, c.mode, &dt, &ext->msg);
 	if (!err) {
-		tdbo_table_set_default_ttl(dt, c.default_ttl);
+		set_attrs(dt, &a);
 		dt->from = r->lsn - 1;
 		return 0;
 	}
@@ -343,7 +360,7 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 		 ext->msg ? ext->msg : "engine", ERRSTR(err));
 	ext->msg = NULL;
 	return aside_new(d, c.name, c.id, c.max_extents, c.uid, c.gid, c.mode,
-			 c.default_ttl, r->lsn - 1, why);
+			 &a, r->lsn - 1, why);
 }
 
 static int replay_rec(void *arg, const struct wal_rec *r)
