@@ -56,7 +56,7 @@ struct figure {
 	uint64_t v;
 };
 
-#define STAT_FIGURES 13
+#define STAT_FIGURES 10
 
 static void stat_figures(const struct tdbc_table_stat *st,
 			 struct figure f[STAT_FIGURES])
@@ -72,9 +72,6 @@ static void stat_figures(const struct tdbc_table_stat *st,
 		{ "index_nodes", st->index_nodes },
 		{ "index_buckets", st->index_buckets },
 		{ "uid", st->uid },
-		{ "default_ttl_ms", st->default_ttl },
-		{ "expiring", st->expiring },
-		{ "expired", st->expired },
 	};
 
 	memcpy(f, all, sizeof(all));
@@ -100,7 +97,12 @@ static void stat_json(const struct tdbc_table_stat *st)
 	for (i = 0; i < STAT_FIGURES; i++)
 		printf(",\"%s\":%" PRIu64, f[i].name, f[i].v);
 	printf(",\"gid\":%" PRIu32 ",\"mode\":\"%04" PRIo32 "\","
-	       "\"state\":\"%s\"}", st->gid, st->mode, state_name(st));
+	       "\"state\":\"%s\"", st->gid, st->mode, state_name(st));
+	/* expiry: the default TTL (0: none), records with a deadline,
+	 * records removed at theirs */
+	printf(",\"default_ttl_ms\":%" PRIu64 ",\"expiring\":%" PRIu64
+	       ",\"expired\":%" PRIu64 "}", st->default_ttl, st->expiring,
+	       st->expired);
 	cli_doc_close();
 }
 
@@ -117,6 +119,9 @@ static void stat_text(const struct tdbc_table_stat *st)
 		printf("%-16s %" PRIu64 "\n", f[i].name, f[i].v);
 	printf("%-16s %" PRIu32 "\n%-16s %04" PRIo32 "\n%-16s %s\n", "gid",
 	       st->gid, "mode", st->mode, "state", state_name(st));
+	printf("%-16s %" PRIu64 "\n%-16s %" PRIu64 "\n%-16s %" PRIu64 "\n",
+	       "default_ttl_ms", st->default_ttl, "expiring", st->expiring,
+	       "expired", st->expired);
 }
 
 int cmd_stat(struct cli *cli)
@@ -208,6 +213,7 @@ static void owner_text(uint32_t uid, uint32_t gid, char *buf, size_t size)
 static void print_rows(const struct table_rows *r)
 {
 	size_t w = 4, ow = 5;   /* strlen("NAME"), strlen("OWNER") */
+	size_t tw = 3;          /* strlen("TTL") */
 	size_t i;
 	char ext[32], ttl[FMT_DURATION_MAX];
 	char (*owner)[OWNER_MAX] = calloc(r->n + 1, OWNER_MAX);
@@ -218,6 +224,9 @@ static void print_rows(const struct table_rows *r)
 
 		if (len > w)
 			w = len;
+		if (r->v[i].default_ttl &&
+		    strlen(fmt_format_duration(r->v[i].default_ttl, ttl)) > tw)
+			tw = strlen(ttl);
 		if (owner) {
 			owner_text(r->v[i].uid, r->v[i].gid, owner[i],
 				   OWNER_MAX);
@@ -225,8 +234,8 @@ static void print_rows(const struct table_rows *r)
 				ow = strlen(owner[i]);
 		}
 	}
-	printf("%-*s %10s %12s %11s %7s %8s %10s %-*s %4s %5s\n", (int)w,
-	       "NAME", "RECORDS", "BYTES", "EXTENTS", "PAGE", "TTL",
+	printf("%-*s %10s %12s %11s %7s %*s %10s %-*s %4s %5s\n", (int)w,
+	       "NAME", "RECORDS", "BYTES", "EXTENTS", "PAGE", (int)tw, "TTL",
 	       "EXPIRING", (int)ow, "OWNER", "MODE", "STATE");
 	for (i = 0; i < r->n; i++) {
 		const struct tdbc_table_stat *st = &r->v[i];
@@ -243,10 +252,10 @@ static void print_rows(const struct table_rows *r)
 			snprintf(ttl, sizeof(ttl), "-");
 		print_name(st->name, w);
 		printf(" %10" PRIu64 " %12" PRIu64 " %11s %7" PRIu64
-		       " %8s %10" PRIu64 " %-*s %04" PRIo32 " %5s\n",
-		       st->records, st->bytes_used, ext, st->page_size, ttl,
-		       st->expiring, (int)ow, owner ? owner[i] : num,
-		       st->mode, state_name(st));
+		       " %*s %10" PRIu64 " %-*s %04" PRIo32 " %5s\n",
+		       st->records, st->bytes_used, ext, st->page_size,
+		       (int)tw, ttl, st->expiring, (int)ow,
+		       owner ? owner[i] : num, st->mode, state_name(st));
 	}
 	free(owner);
 }

@@ -129,7 +129,8 @@ const char *tdbc_strerror(int err)
 	case EDOM:         return "the value is not a decimal integer "
 				  "(a signed 64-bit one, as INCR keeps)";
 	case ERANGE:       return "out of range: the sum does not fit a "
-				  "signed 64-bit integer";
+				  "signed 64-bit integer, or a TTL or "
+				  "deadline is more than 10 years ahead";
 	case ENOTSOCK:     return "not a socket";
 	case EROFS:        return "read-only file system";
 	case EDQUOT:       return "disk quota exceeded";

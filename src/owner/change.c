@@ -426,6 +426,7 @@ int tdbo_apply(struct tdbo_table *t, const struct tdbo_change *ch,
 	tdbo_snap_save(t, ch->key, ch->klen);
 	if (ch->del) {
 		err = tdbe_del_ex(t->t, ch->key, ch->klen,
+				  ch->replay ? TDBE_DEL_ANY :
 				  ch->expiry ? TDBE_DEL_EXPIRED : 0, ee);
 		return err == -ENOENT && ch->quiet ? 0 : err;
 	}

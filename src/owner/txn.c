@@ -443,6 +443,7 @@ static void op_change(const struct tdbo_txn *x, const struct tdbo_txn_op *op,
 	ch->has_deadline = op->has_deadline;
 	ch->replay = false;
 	ch->expiry = false;
+	ch->evict = false;
 }
 
 /* Under the tables' locks: apply every op or none; the error of the one

@@ -27,5 +27,25 @@ for f in tdbc_connect tdbc_close tdbc_socket_path tdbc_errmsg tdbc_strerror \
 		exit 1
 	fi
 done
+# Expiry (issue 27): its calls in TDBCLIENT_1.1, and the calls whose
+# structs grew in both nodes: the default one new programs bind to and
+# TDBCLIENT_1's for old programs (src/client/compat.c)
+vsyms=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }')
+for f in tdbc_put_ttl tdbc_put_at tdbc_get_ex tdbc_expire tdbc_expire_at \
+	 tdbc_persist tdbc_ttl tdbc_scan_next_ex; do
+	if ! printf '%s\n' "$vsyms" | grep -qx "$f@@TDBCLIENT_1.1"; then
+		echo "missing export: $f@@TDBCLIENT_1.1" >&2
+		exit 1
+	fi
+done
+for f in tdbc_table_opts_init tdbc_table_create tdbc_table_stat \
+	 tdbc_watch_next tdbc_stats; do
+	for v in "$f@@TDBCLIENT_1.1" "$f@TDBCLIENT_1"; do
+		if ! printf '%s\n' "$vsyms" | grep -qx "$v"; then
+			echo "missing export: $v" >&2
+			exit 1
+		fi
+	done
+done
 n=$(printf '%s\n' "$syms" | wc -l)
 echo "ok: $n symbols, all tdbc_*"

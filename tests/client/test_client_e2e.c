@@ -7,7 +7,10 @@
  * Every test of the main group runs twice: over rings and socket-only
  * (TDBC_NO_RINGS).  The last test starts a daemon of its own and kills
  * it under calls in progress: they must fail, not hang (an alarm() is
- * the watchdog).
+ * the watchdog).  Expiry (issue 27): test_expiry, test_async_expiry,
+ * test_scan_expiry and test_table_ttl wait past short TTLs (300 ms to
+ * 1.5 s) and check that nothing reads an expired key, and that the
+ * sweep's removal reaches a watcher marked TDBC_REASON_EXPIRED.
  *
  * TDBC_E2E_KEYS scales the scan and async tests (default 3000).
  * TDBC_E2E_EXPECT_HUGEPAGES=1 (the -hugepages run) asserts that the
@@ -1843,6 +1846,407 @@ static int contend_child(const struct mode *m, const char *name)
 
 /* clients/examples/counter.c ($TDBC_COUNTER_EXAMPLE; skipped without):
  * the example's own check that no update was lost, 4 x 200. */
+/* --- expiry (issue 27) --------------------------------------------------- */
+
+/* CLOCK_REALTIME in ms: the clock deadlines are of (the owner's, on the
+ * same host). */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* k's deadline by tdbc_get_ex (checking the value), 0 if it has none;
+ * ~0 if it is absent. */
+static uint64_t deadline_of(struct tdbc_table *t, const char *k,
+			    const char *want)
+{
+	char buf[64];
+	uint64_t v = 77, d = 77;
+	long n = tdbc_get_ex(t, NULL, k, strlen(k), buf, sizeof(buf), NULL,
+			     &v, &d);
+
+	if (n < 0) {
+		assert_int_equal(n, -ENOENT);
+		assert_int_equal(v, 0);
+		assert_int_equal(d, 0);
+		return ~0ull;
+	}
+	assert_int_equal(n, strlen(want));
+	assert_memory_equal(buf, want, (size_t)n);
+	assert_true(v > 0);
+	return d;
+}
+
+/* The blocking calls: put with a TTL and a deadline, get_ex, the
+ * EXPIRE family, and an expired key absent to all of them. */
+static void test_expiry(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *t;
+	uint64_t t0, d, d2, da, dc, v, v2, far;
+	char name[80], buf[32];
+
+	t = fresh_table(c, m, "exp", name);
+	/* refused before anything is sent, saying why */
+	assert_int_equal(tdbc_put_ttl(t, NULL, "k", 1, "v", 1, 0, 0, 0),
+			 -EINVAL);
+	assert_non_null(strstr(tdbc_errmsg(c), "TTL 0"));
+	assert_int_equal(tdbc_put_ttl(t, NULL, "k", 1, "v", 1, 0, 0,
+				      TDB_TTL_MAX + 1), -ERANGE);
+	assert_non_null(strstr(tdbc_errmsg(c), "10 years"));
+	assert_int_equal(tdbc_put_at(t, NULL, "k", 1, "v", 1, 0, 0, 0),
+			 -EINVAL);
+	assert_int_equal(tdbc_put(t, NULL, "k", 1, "v", 1, TDBC_TTL),
+			 -EINVAL);
+	assert_non_null(strstr(tdbc_errmsg(c), "tdbc_submit"));
+	assert_int_equal(tdbc_expire(t, "k", 1, 0, NULL), -EINVAL);
+	assert_int_equal(tdbc_expire_at(t, "k", 1, 0), -EINVAL);
+	assert_int_equal(tdbc_get(t, NULL, "k", 1, buf, sizeof(buf), NULL),
+			 -ENOENT);
+
+	/* put with a TTL: the deadline is now + TTL, by the owner's clock */
+	t0 = now_ms();
+	assert_int_equal(tdbc_put_ttl(t, NULL, "a", 1, "va", 2, 0, 0, 800),
+			 0);
+	da = deadline_of(t, "a", "va");
+	assert_true(da >= t0 + 800 && da <= now_ms() + 800);
+	assert_int_equal(tdbc_ttl(t, "a", 1, &d2, &v), 0);
+	assert_int_equal(d2, da);
+	assert_int_equal(v, ver_of(t, NULL, "a"));
+	/* with an absolute deadline, and the max TTL */
+	far = now_ms() + 3600000;
+	assert_int_equal(tdbc_put_at(t, NULL, "b", 1, "vb", 2, 0, 0, far), 0);
+	assert_int_equal(deadline_of(t, "b", "vb"), far);
+	assert_int_equal(tdbc_put_ttl(t, NULL, "x", 1, "vx", 2, 0, 0,
+				      TDB_TTL_MAX), 0);
+	assert_true(deadline_of(t, "x", "vx") >= t0 + TDB_TTL_MAX);
+	/* a deadline beyond the max is the owner's -ERANGE */
+	assert_int_equal(tdbc_put_at(t, NULL, "y", 1, "v", 1, 0, 0,
+				     now_ms() + TDB_TTL_MAX + 600000),
+			 -ERANGE);
+	/* a plain put has none, and replaces a deadline with the value */
+	put_ok(t, "c", "vc");
+	assert_int_equal(deadline_of(t, "c", "vc"), 0);
+	assert_int_equal(tdbc_ttl(t, "c", 1, &d2, NULL), 0);
+	assert_int_equal(d2, 0);
+	put_ok(t, "b", "vb2");
+	assert_int_equal(deadline_of(t, "b", "vb2"), 0);
+	/* conditions go with a TTL */
+	assert_int_equal(tdbc_put_ttl(t, NULL, "c", 1, "no", 2,
+				      TDBC_IF_ABSENT, 0, 1000), -EEXIST);
+	v = ver_of(t, NULL, "c");
+	assert_int_equal(tdbc_put_ttl(t, NULL, "c", 1, "vc2", 3,
+				      TDBC_IF_VERSION, v, 60000), 0);
+	assert_true(deadline_of(t, "c", "vc2") > now_ms());
+
+	/* EXPIRE: set (a write: a new version), read, clear */
+	v = ver_of(t, NULL, "b");
+	assert_int_equal(tdbc_expire(t, "b", 1, 60000, &d), 0);
+	assert_true(d > now_ms() + 50000 && d <= now_ms() + 60000);
+	assert_int_equal(deadline_of(t, "b", "vb2"), d);
+	v2 = ver_of(t, NULL, "b");
+	assert_true(v2 > v);
+	assert_int_equal(tdbc_ttl(t, "b", 1, &d2, &v), 0);
+	assert_int_equal(d2, d);
+	assert_int_equal(v, v2);
+	assert_int_equal(tdbc_expire_at(t, "b", 1, far + 5), 0);
+	assert_int_equal(deadline_of(t, "b", "vb2"), far + 5);
+	assert_int_equal(tdbc_persist(t, "b", 1), 0);
+	assert_int_equal(deadline_of(t, "b", "vb2"), 0);
+	assert_int_equal(tdbc_ttl(t, "b", 1, &d2, NULL), 0);
+	assert_int_equal(d2, 0);
+	/* absent keys: -ENOENT, and the outputs zeroed */
+	d2 = v = 9;
+	assert_int_equal(tdbc_ttl(t, "nosuch", 6, &d2, &v), -ENOENT);
+	assert_int_equal(d2, 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(tdbc_expire(t, "nosuch", 6, 1000, &d2), -ENOENT);
+	assert_int_equal(tdbc_expire_at(t, "nosuch", 6, far), -ENOENT);
+	assert_int_equal(tdbc_persist(t, "nosuch", 6), -ENOENT);
+
+	/* past its deadline a key is absent to every call */
+	assert_int_equal(tdbc_expire(t, "c", 1, 300, &dc), 0);
+	assert_int_equal(deadline_of(t, "c", "vc2"), dc);
+	while (now_ms() <= da + 20 || now_ms() <= dc + 20)
+		sleep_ms(50);
+	assert_int_equal(deadline_of(t, "a", NULL), ~0ull);
+	assert_int_equal(deadline_of(t, "c", NULL), ~0ull);
+	assert_int_equal(tdbc_get(t, NULL, "a", 1, buf, sizeof(buf), NULL),
+			 -ENOENT);
+	assert_int_equal(tdbc_ttl(t, "a", 1, &d2, NULL), -ENOENT);
+	assert_int_equal(tdbc_persist(t, "a", 1), -ENOENT);
+	assert_int_equal(tdbc_expire(t, "c", 1, 1000, NULL), -ENOENT);
+	/* and absent to conditions: an if-absent put goes in */
+	assert_int_equal(tdbc_put_if(t, NULL, "a", 1, "new", 3,
+				     TDBC_IF_ABSENT, 0), 0);
+	assert_int_equal(deadline_of(t, "a", "new"), 0);
+	/* a deadline already past writes a record no read sees */
+	assert_int_equal(tdbc_put_at(t, NULL, "p", 1, "v", 1, 0, 0, 1), 0);
+	assert_int_equal(deadline_of(t, "p", NULL), ~0ull);
+	assert_int_equal(deadline_of(t, "b", "vb2"), 0);
+	tdbc_table_close(t);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+/* Scans (plain and snapshot) give each record's deadline, and no
+ * record past it. */
+static void scan_deadlines(struct tdbc_table *t, unsigned int flags,
+			   uint64_t ds, uint64_t df, int want)
+{
+	struct tdbc_scan *sc;
+	const void *k;
+	size_t kn;
+	uint64_t v, d;
+	int r, n = 0;
+
+	assert_int_equal(tdbc_scan_open_flags(t, NULL, 0, 0, flags, &sc), 0);
+	while ((r = tdbc_scan_next_ex(sc, &k, &kn, NULL, NULL, &v, &d)) > 0) {
+		assert_int_equal(kn, 1);
+		assert_true(v > 0);
+		switch (*(const char *)k) {
+		case 's': assert_int_equal(d, ds); break;
+		case 'f': assert_int_equal(d, df); break;
+		case 'n': assert_int_equal(d, 0); break;
+		default: fail_msg("scan: key %.*s", (int)kn, (const char *)k);
+		}
+		n++;
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(n, want);
+	tdbc_scan_close(sc);
+}
+
+static void test_scan_expiry(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *t;
+	uint64_t ds, far = now_ms() + 3600000;
+	char name[80];
+
+	t = fresh_table(c, m, "sexp", name);
+	assert_int_equal(tdbc_put_ttl(t, NULL, "s", 1, "v", 1, 0, 0, 1000),
+			 0);
+	ds = deadline_of(t, "s", "v");
+	assert_int_equal(tdbc_put_at(t, NULL, "f", 1, "v", 1, 0, 0, far), 0);
+	put_ok(t, "n", "v");
+	scan_deadlines(t, 0, ds, far, 3);
+	scan_deadlines(t, TDBC_SCAN_SNAPSHOT, ds, far, 3);
+	while (now_ms() <= ds + 20)
+		sleep_ms(50);
+	scan_deadlines(t, 0, ds, far, 2);
+	scan_deadlines(t, TDBC_SCAN_SNAPSHOT, ds, far, 2);
+	tdbc_table_close(t);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+/* tdbc_submit: PUT with TDBC_TTL / TDBC_DEADLINE, GET's deadline in its
+ * completion (through the map too), an expired key -ENOENT. */
+static void test_async_expiry(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table *t;
+	struct tdbc_cqe cqe[8];
+	uint64_t t0, far, dl[8] = { 0 };
+	int res[8], n, got, i;
+	char name[80];
+
+	t = fresh_table(c, m, "aexp", name);
+	t0 = now_ms();
+	far = t0 + 3600000;
+	{
+		struct tdbc_req reqs[] = {
+			{ .op = TDBC_OP_PUT, .table = t, .key = "s",
+			  .klen = 1, .val = "v", .vlen = 1,
+			  .flags = TDBC_TTL, .expiry = 1000, .user = 0 },
+			{ .op = TDBC_OP_PUT, .table = t, .key = "f",
+			  .klen = 1, .val = "w", .vlen = 1,
+			  .flags = TDBC_DEADLINE, .expiry = far, .user = 1 },
+			{ .op = TDBC_OP_PUT, .table = t, .key = "n",
+			  .klen = 1, .val = "x", .vlen = 1, .user = 2 },
+		};
+
+		assert_int_equal(tdbc_submit(c, reqs, 3), 3);
+		for (got = 0; got < 3; got += n) {
+			n = tdbc_reap(c, cqe, 8, 1, 5000);
+			assert_true(n > 0);
+			for (i = 0; i < n; i++)
+				assert_int_equal(cqe[i].res, 0);
+		}
+	}
+	/* refused in the submit, before anything is sent */
+	{
+		struct tdbc_req bad[] = {
+			{ .op = TDBC_OP_PUT, .table = t, .key = "z",
+			  .klen = 1, .val = "v", .vlen = 1,
+			  .flags = TDBC_TTL, .expiry = 0 },
+			{ .op = TDBC_OP_PUT, .table = t, .key = "z",
+			  .klen = 1, .val = "v", .vlen = 1,
+			  .flags = TDBC_TTL | TDBC_DEADLINE, .expiry = 5 },
+			{ .op = TDBC_OP_PUT, .table = t, .key = "z",
+			  .klen = 1, .val = "v", .vlen = 1,
+			  .flags = TDBC_TTL, .expiry = TDB_TTL_MAX + 1 },
+		};
+
+		assert_int_equal(tdbc_submit(c, &bad[0], 1), -EINVAL);
+		assert_int_equal(tdbc_submit(c, &bad[1], 1), -EINVAL);
+		assert_non_null(strstr(tdbc_errmsg(c), "exclude"));
+		assert_int_equal(tdbc_submit(c, &bad[2], 1), -ERANGE);
+		assert_int_equal(tdbc_inflight(c), 0);
+	}
+	{
+		struct tdbc_req gets[] = {
+			{ .op = TDBC_OP_GET, .table = t, .key = "s",
+			  .klen = 1, .user = 0 },
+			{ .op = TDBC_OP_GET, .table = t, .key = "f",
+			  .klen = 1, .user = 1 },
+			{ .op = TDBC_OP_GET, .table = t, .key = "n",
+			  .klen = 1, .user = 2 },
+		};
+
+		assert_int_equal(tdbc_submit(c, gets, 3), 3);
+		for (got = 0; got < 3; got += n) {
+			n = tdbc_reap(c, cqe, 8, 1, 5000);
+			assert_true(n > 0);
+			for (i = 0; i < n; i++) {
+				assert_true(cqe[i].user < 3);
+				res[cqe[i].user] = cqe[i].res;
+				dl[cqe[i].user] = cqe[i].deadline;
+			}
+		}
+		assert_int_equal(res[0], 0);
+		assert_true(dl[0] >= t0 + 1000 && dl[0] <= now_ms() + 1000);
+		assert_int_equal(res[1], 0);
+		assert_int_equal(dl[1], far);
+		assert_int_equal(res[2], 0);
+		assert_int_equal(dl[2], 0);
+		assert_int_equal(deadline_of(t, "s", "v"), dl[0]);
+		/* past the deadline: -ENOENT, through the map as well */
+		while (now_ms() <= dl[0] + 20)
+			sleep_ms(50);
+		assert_int_equal(tdbc_submit(c, gets, 1), 1);
+		assert_int_equal(tdbc_reap(c, cqe, 8, 1, 5000), 1);
+		assert_int_equal(cqe[0].res, -ENOENT);
+	}
+	tdbc_table_close(t);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
+/* A table's default TTL (create), its figures (stat, list, stats), and
+ * what watchers see: a PUT's deadline, the sweep's DEL with its reason. */
+static void test_table_ttl(void **state)
+{
+	const struct mode *m = *state;
+	struct tdbc *c = conn(m);
+	struct tdbc_table_opts o;
+	struct tdbc_table_stat st;
+	struct tdbc_stats s0, s1;
+	struct tdbc_table *t;
+	struct tdbc_watch *w;
+	struct tdbc_event ev;
+	struct list_find f = { 0 };
+	uint64_t t0, d;
+	char name[80];
+	int r;
+
+	sprintf(name, "dttl-%s", m->tag);
+	tdbc_table_opts_init(&o);
+	assert_int_equal(o.default_ttl, 0);
+	o.default_ttl = TDB_TTL_MAX + 1;
+	assert_int_equal(tdbc_table_create(c, name, &o), -ERANGE);
+	assert_non_null(strstr(tdbc_errmsg(c), "default TTL"));
+	o.default_ttl = 1500;
+	assert_int_equal(tdbc_table_create(c, name, &o), 0);
+	assert_int_equal(tdbc_table_stat(c, name, &st), 0);
+	assert_int_equal(st.default_ttl, 1500);
+	assert_int_equal(st.expiring, 0);
+	assert_int_equal(tdbc_stats(c, &s0), 0);
+	assert_int_equal(tdbc_table_open(c, name, &t), 0);
+	assert_int_equal(tdbc_watch(t, NULL, 0, &w), 0);
+
+	/* a put without its own TTL gets the table's; one with, its own;
+	 * tdbc_persist keeps one for good */
+	t0 = now_ms();
+	put_ok(t, "d", "v");
+	d = deadline_of(t, "d", "v");
+	assert_true(d >= t0 + 1500 && d <= now_ms() + 1500);
+	assert_int_equal(tdbc_put_ttl(t, NULL, "own", 3, "v", 1, 0, 0,
+				      3600000), 0);
+	assert_true(deadline_of(t, "own", "v") > now_ms() + 3500000);
+	put_ok(t, "kept", "v");
+	assert_int_equal(tdbc_persist(t, "kept", 4), 0);
+	assert_int_equal(deadline_of(t, "kept", "v"), 0);
+	assert_int_equal(tdbc_table_stat(c, name, &st), 0);
+	assert_int_equal(st.records, 3);
+	assert_int_equal(st.expiring, 2);
+	f.name = name;
+	assert_int_equal(tdbc_table_list(c, list_fn, &f), 0);
+	assert_int_equal(f.seen, 1);
+	assert_int_equal(f.st.default_ttl, 1500);
+	assert_int_equal(f.st.expiring, 2);
+
+	/* the watcher: PUTs with their deadlines (persist is a PUT of the
+	 * same value without one), then the sweep's DEL of "d" */
+	r = tdbc_watch_next(w, &ev, 5000, NULL);
+	assert_int_equal(r, 1);
+	assert_int_equal(ev.kind, TDBC_EV_PUT);
+	assert_int_equal(ev.deadline, d);
+	assert_int_equal(tdbc_watch_next(w, &ev, 5000, NULL), 1);
+	assert_int_equal(ev.kind, TDBC_EV_PUT);
+	assert_true(ev.deadline > now_ms() + 3500000);
+	assert_int_equal(tdbc_watch_next(w, &ev, 5000, NULL), 1);
+	assert_int_equal(ev.kind, TDBC_EV_PUT);
+	assert_memory_equal(ev.key, "kept", 4);
+	assert_true(ev.deadline > 0);   /* the table's default */
+	assert_int_equal(tdbc_watch_next(w, &ev, 5000, NULL), 1);
+	assert_int_equal(ev.kind, TDBC_EV_PUT);
+	assert_memory_equal(ev.key, "kept", 4);
+	assert_int_equal(ev.deadline, 0);
+	assert_int_equal(tdbc_del(t, NULL, "own", 3), 0);
+	/* a client's DEL (no reason) and, within a few seconds of the
+	 * deadline, the sweep's (expired) */
+	for (r = 0; r < 2; r++) {
+		assert_int_equal(tdbc_watch_next(w, &ev, 10000, NULL), 1);
+		assert_int_equal(ev.kind, TDBC_EV_DEL);
+		if (ev.klen == 3) {
+			assert_memory_equal(ev.key, "own", 3);
+			assert_int_equal(ev.reason, 0);
+		} else {
+			assert_int_equal(ev.klen, 1);
+			assert_memory_equal(ev.key, "d", 1);
+			assert_int_equal(ev.reason, TDBC_REASON_EXPIRED);
+			assert_true(now_ms() >= d);
+		}
+	}
+	/* counted: the table's and the owner's */
+	assert_int_equal(tdbc_table_stat(c, name, &st), 0);
+	assert_int_equal(st.records, 1);
+	assert_int_equal(st.expiring, 0);
+	assert_int_equal(st.expired, 1);
+	assert_int_equal(tdbc_stats(c, &s1), 0);
+	assert_true(s1.expired >= s0.expired + 1);
+	tdbc_watch_close(w);
+	tdbc_table_close(t);
+	assert_int_equal(tdbc_table_drop(c, name), 0);
+	tdbc_close(c);
+}
+
 static void test_counter_example(void **state)
 {
 	const char *exe = getenv("TDBC_COUNTER_EXAMPLE");
@@ -2171,6 +2575,10 @@ int main(void)
 		BOTH(test_txn_conflict),
 		BOTH(test_txn_run),
 		BOTH(test_async_versions),
+		BOTH(test_expiry),
+		BOTH(test_async_expiry),
+		BOTH(test_scan_expiry),
+		BOTH(test_table_ttl),
 		BOTH(test_contended),
 		MAPPED(test_counter_example),
 		MAPPED(test_tables),
@@ -2186,6 +2594,8 @@ int main(void)
 		MAPPED(test_conditions),
 		MAPPED(test_async_versions),
 		MAPPED(test_txn_conflict),
+		MAPPED(test_expiry),
+		MAPPED(test_async_expiry),
 	};
 	const struct CMUnitTest killed[] = {
 		cmocka_unit_test_prestate_setup_teardown(test_daemon_killed,

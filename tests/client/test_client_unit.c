@@ -246,6 +246,7 @@ static void test_strerror(void **state)
 			       "another client; run it again"));
 	assert_non_null(strstr(tdbc_strerror(-EDOM), "decimal integer"));
 	assert_non_null(strstr(tdbc_strerror(-ERANGE), "64-bit"));
+	assert_non_null(strstr(tdbc_strerror(-ERANGE), "TTL"));
 }
 
 /* Conditions that cannot hold, refused before anything is sent. */
@@ -306,6 +307,48 @@ static void test_bad_conditions(void **state)
 	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
 	req.op = TDBC_OP_INCR + 1;
 	req.klen = 1;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	assert_int_equal(tdbc_inflight(c), 0);
+	/* expiry (issue 27): TTLs and deadlines that cannot be, and the
+	 * async flags where they do not belong; nothing sent */
+	assert_int_equal(tdbc_put_ttl(&t, NULL, "k", 1, "v", 1, 0, 0, 0),
+			 -EINVAL);
+	assert_non_null(strstr(tdbc_errmsg(c), "TTL 0"));
+	assert_int_equal(tdbc_put_ttl(&t, NULL, "k", 1, "v", 1, 0, 0,
+				      TDB_TTL_MAX + 1), -ERANGE);
+	assert_non_null(strstr(tdbc_errmsg(c), "10 years"));
+	assert_int_equal(tdbc_put_ttl(&t, NULL, "k", 1, "v", 1,
+				      TDBC_IF_VERSION, 0, 5), -EINVAL);
+	assert_int_equal(tdbc_put_at(&t, NULL, "k", 1, "v", 1, 0, 0, 0),
+			 -EINVAL);
+	assert_non_null(strstr(tdbc_errmsg(c), "deadline 0"));
+	assert_int_equal(tdbc_put_if(&t, NULL, "k", 1, "v", 1, TDBC_TTL, 0),
+			 -EINVAL);
+	assert_non_null(strstr(tdbc_errmsg(c), "TDBC_TTL"));
+	assert_int_equal(tdbc_put(&t, NULL, "k", 1, "v", 1, TDBC_DEADLINE),
+			 -EINVAL);
+	assert_int_equal(tdbc_put_ttl(&t, NULL, "k", 1, "v", 1, TDBC_TTL, 0,
+				      5), -EINVAL);
+	assert_int_equal(tdbc_expire(&t, "k", 1, 0, NULL), -EINVAL);
+	assert_int_equal(tdbc_expire(&t, "k", 1, TDB_TTL_MAX + 1, NULL),
+			 -ERANGE);
+	assert_int_equal(tdbc_expire_at(&t, "k", 1, 0), -EINVAL);
+	assert_int_equal(tdbc_expire(&t, "k", 0, 5, NULL), -EINVAL);
+	assert_int_equal(tdbc_ttl(&t, "k", 0, NULL, NULL), -EINVAL);
+	assert_int_equal(tdbc_persist(NULL, "k", 1), -EINVAL);
+	req.op = TDBC_OP_PUT;
+	req.flags = TDBC_TTL;
+	req.expiry = 0;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	req.flags = TDBC_TTL | TDBC_DEADLINE;
+	req.expiry = 5;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	req.flags = TDBC_DEADLINE;
+	req.expiry = 0;
+	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
+	req.op = TDBC_OP_DEL;
+	req.flags = TDBC_TTL;
+	req.expiry = 5;
 	assert_int_equal(tdbc_submit(c, &req, 1), -EINVAL);
 	assert_int_equal(tdbc_inflight(c), 0);
 	/* tdbc_txn_run: no function, unknown flags */
