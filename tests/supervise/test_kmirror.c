@@ -373,10 +373,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_and_recover),
-		cmocka_unit_test(test_expiry),
 		cmocka_unit_test(test_checkpoint_during_apply),
 		cmocka_unit_test(test_instance),
 		cmocka_unit_test(test_backend_config),
+		cmocka_unit_test(test_expiry),
 	};
 	char cmd[64];
 	int rc;
