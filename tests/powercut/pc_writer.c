@@ -57,12 +57,11 @@
  * now + 0.2..20 s (tdbc_put_at), the value a header naming (w, C, n,
  * the deadline) and bytes from it.  Its ack line is "X w C n D" (D: the
  * deadline).  The check scans "pcx" with the records' deadlines and
- * counts as bad a record whose deadline is not its value's, one
- * returned although its deadline had passed when the scan began, and
- * one older than the latest acknowledged X put of its key (an expired
- * or overwritten record back from the dead); and as lost an
- * acknowledged X put whose key does not hold it (or a later one) while
- * its deadline is still more than X_SLACK_MS ahead when the scan ends
+ * counts as bad a record whose deadline is not its value's, or one
+ * returned although its deadline had passed when the scan began; and
+ * as lost an acknowledged X put whose key holds an older put (whatever
+ * the deadlines), or holds nothing while the put's deadline is still
+ * more than X_SLACK_MS ahead when the scan ends
  * (the guest's clock after a reboot comes from the RTC: a second or so
  * of slack).
  *
@@ -712,12 +711,17 @@ static void check_xrecord(const void *key, size_t klen, const void *val,
 		why = "returned after its deadline";
 		goto bad;
 	}
-	if (pos(h.c, h.n) < SLOT(xexpect, w, k)) {
-		why = "older than the latest acknowledged put of its key";
-		goto bad;
-	}
 	SLOT(xfound, w, k) = pos(h.c, h.n);
 	n_xlive++;
+	if (pos(h.c, h.n) < SLOT(xexpect, w, k)) {
+		/* the latest acknowledged put of the key is lost, whatever
+		 * its deadline: an older record is back in its place */
+		n_xlost++;
+		n_lost++;
+		DETAIL(n_lost, "PCLOST pcx w%02u-x%03u: holds cycle %u op %u, "
+		       "older than the latest acknowledged put of the key\n",
+		       w, k, h.c, h.n);
+	}
 	return;
 bad:
 	n_xbad++;
@@ -760,8 +764,8 @@ static void scan_xtable(struct tdbc *c)
 			uint64_t p = SLOT(xexpect, w, k);
 
 			if (!p || SLOT(xdeadline, w, k) <= t1 + X_SLACK_MS ||
-			    SLOT(xfound, w, k) >= p)
-				continue;
+			    SLOT(xfound, w, k))
+				continue;       /* there, or counted above */
 			n_xlost++;
 			n_lost++;
 			DETAIL(n_lost, "PCLOST pcx w%02u-x%03u: cycle %u op "
