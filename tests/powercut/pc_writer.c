@@ -54,7 +54,7 @@
  *    survived: not a prefix of what the writer did.
  * Expiry (issue 27).  After an op, a writer puts, one time in four, a
  * record that expires into table "pcx": key "wWW-xKKK", a deadline of
- * now + 0.2..20 s (tdbc_put_at), the value a header naming (w, C, n,
+ * now + 0.2..5 s or 30..120 s (tdbc_put_at), the value a header naming (w, C, n,
  * the deadline) and bytes from it.  Its ack line is "X w C n D" (D: the
  * deadline).  The check scans "pcx" with the records' deadlines and
  * counts as bad a record whose deadline is not its value's, or one
@@ -286,14 +286,17 @@ static size_t xval_gen(uint32_t w, uint32_t c, uint32_t n, uint64_t d,
 	return sizeof(h) + len;
 }
 
-/* Op n's expiring put, if it has one: its key, and 0.2..20 s to live. */
+/* Op n's expiring put, if it has one: its key, and its time to live. */
 static bool xop_gen(uint32_t w, uint32_t c, uint32_t n, uint32_t *k,
 		    uint32_t *ttl)
 {
 	uint64_t s = mix(seed_of(w, c, n) ^ 0x5851f42d4c957f2dull);
 
 	*k = (uint32_t)((s >> 8) % opt.keys);
-	*ttl = 200 + (uint32_t)((s >> 32) % 19800);
+	/* half expire before the cut or soon after (the sweep, replay of
+	 * its DELs), half are still live when the next boot checks */
+	*ttl = (s >> 62) & 1 ? 200 + (uint32_t)((s >> 32) % 4800) :
+			       30000 + (uint32_t)((s >> 32) % 90000);
 	return s % 4 == 0;
 }
 
