@@ -861,13 +861,17 @@ static void part_restart(void)
 	{
 		struct tdbc_table_stat s2;
 		uint64_t e0 = st.expired;
-		unsigned int spins = 0;
 
 		put_many(c, t, "m", 0, 4 * n, TDBC_TTL, 300);
+		uint64_t until = h_now_ms() + 10000;
+
+		/* the first deadline is 300 ms after the first put, and a
+		 * round comes every 100 ms: seconds at most, not spins */
 		do {
 			stat_t(c, "rs", &s2);
-			spins++;
-		} while (s2.expired == e0 && spins < 100000);
+			if (s2.expired == e0)
+				h_sleep_ms(5);
+		} while (s2.expired == e0 && h_now_ms() < until);
 		CHECK(s2.expired > e0, "restart: the sweep of \"m\" never "
 		      "began");
 		tdbc_table_close(t);
