@@ -68,7 +68,7 @@
 #define POLL_US    10000u
 #define SAMPLES    (8u << 20)   /* GET samples kept (64 MiB) */
 #define MEM_TTL    3600000ull   /* memory's TTL: nothing expires */
-#define KEY_FMT    "key%013" PRIu32
+#define KEY_MAX    64u
 
 /* What util.c (tdb-bench's helpers, compiled in) reads. */
 struct options opt = { .vsize = 100 };
@@ -76,13 +76,14 @@ char *keys;
 
 static struct {
 	uint32_t records, other, mem_records;
+	unsigned int mem_klen;
 	uint64_t ttl;
 	unsigned int runs;
 	double max_wait;
 	bool mapped, redis, strict, sweep, memory;
 	const char *tdbd, *redis_bin, *dir;
 } o = { .records = 1000000, .other = 10000, .ttl = 1000, .runs = 3,
-	.redis = true, .sweep = true, .memory = true };
+	.redis = true, .sweep = true, .memory = true, .mem_klen = KEY_LEN };
 
 static char tmp[4096];
 static pid_t tdbd_pid, redis_pid, getter;
@@ -142,12 +143,18 @@ static uint64_t real_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Key i: "key" and i in klen - 3 decimal digits (KEY_LEN: tdb-bench's). */
+static void key_make_len(char *k, uint32_t i, unsigned int klen)
+{
+	char buf[KEY_MAX + 1];
+
+	snprintf(buf, sizeof(buf), "key%0*" PRIu32, (int)klen - 3, i);
+	memcpy(k, buf, klen);
+}
+
 static void key_make(char *k, uint32_t i)
 {
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), KEY_FMT, i);
-	memcpy(k, buf, KEY_LEN);
+	key_make_len(k, i, KEY_LEN);
 }
 
 /* --- tdbd ------------------------------------------------------------------ */
@@ -258,15 +265,15 @@ static void table_stat(struct tdbc *c, const char *name,
 		    tdbc_errmsg(c));
 }
 
-/* Records 0..n-1 of table name, batched; flags TDBC_TTL or TDBC_DEADLINE
- * with expiry, or 0. */
-static void fill(struct tdbc *c, const char *name, uint32_t n,
-		 unsigned int flags, uint64_t expiry)
+/* Records 0..n-1 of table name (keys of klen bytes), batched; flags
+ * TDBC_TTL or TDBC_DEADLINE with expiry, or 0. */
+static void fill_len(struct tdbc *c, const char *name, uint32_t n,
+		     unsigned int klen, unsigned int flags, uint64_t expiry)
 {
 	struct tdbc_req req[FILL_PIPE];
 	struct tdbc_cqe cqe[FILL_PIPE];
 	static uint8_t v[FILL_PIPE][128];      /* opt.vsize: 100 */
-	static char k[FILL_PIPE][KEY_LEN];
+	static char k[FILL_PIPE][KEY_MAX];
 	struct tdbc_table *t;
 	int err = tdbc_table_open(c, name, &t);
 
@@ -277,11 +284,11 @@ static void fill(struct tdbc *c, const char *name, uint32_t n,
 		uint32_t sub = 0, done = 0;
 
 		for (uint32_t j = 0; j < m; j++) {
-			key_make(k[j], i + j);
+			key_make_len(k[j], i + j, klen);
 			value_make(v[j], i + j, 1);
 			req[j] = (struct tdbc_req){
 				.op = TDBC_OP_PUT, .table = t, .key = k[j],
-				.klen = KEY_LEN, .val = v[j],
+				.klen = klen, .val = v[j],
 				.vlen = opt.vsize, .flags = flags,
 				.expiry = expiry, .user = i + j,
 			};
@@ -309,6 +316,12 @@ static void fill(struct tdbc *c, const char *name, uint32_t n,
 		die("filling table %s: %s: %s", name, tdbc_strerror(err),
 		    tdbc_errmsg(c));
 	tdbc_table_close(t);
+}
+
+static void fill(struct tdbc *c, const char *name, uint32_t n,
+		 unsigned int flags, uint64_t expiry)
+{
+	fill_len(c, name, n, KEY_LEN, flags, expiry);
 }
 
 /* --- the GET client ----------------------------------------------------- */
@@ -431,13 +444,20 @@ static struct lat window(double from, double to, uint32_t *scratch)
 }
 
 /* --- the sweep ------------------------------------------------------------ */
-struct sweep_run {
+/* One pass: fill, wait for the deadline, poll until empty. */
+struct pass {
 	double fill_s, before_s, empty_s;       /* seconds */
 	double cpu_before, cpu_sweep;           /* tdbd CPU s in the windows */
-	double ns_per_rec, raw_ns_per_rec;
-	double mem_full, mem_empty, mem_table0; /* bytes_allocated */
+	double mem_full, mem_empty, pend_empty, mem_table0; /* bytes */
 	double ext_full, ext_empty;             /* extents */
-	struct lat lb, ls;
+	struct lat lb, ls;                      /* with the GET client */
+};
+
+/* A run: a quiet pass (the CPU figures) and one with the GET client (its
+ * latencies; its CPU is mostly the GETs'). */
+struct sweep_run {
+	struct pass q, g;
+	double ns_per_rec, raw_ns_per_rec;      /* of the quiet pass */
 };
 
 static double fill_estimate;    /* seconds for o.records */
@@ -454,8 +474,36 @@ static void calibrate(struct tdbc *c)
 	table_drop(c, "calib");
 }
 
-static void sweep_run(struct tdbc *c, unsigned int run, struct sweep_run *r,
-		      uint32_t *scratch)
+static void start_getter(double base, unsigned int run)
+{
+	memset((void *)gshared, 0, sizeof(*gshared));
+	fflush(stdout);
+	fflush(stderr);
+	getter = fork();
+	if (getter < 0)
+		die("fork: %s", strerror(errno));
+	if (!getter)
+		get_loop(base, run);
+	while (!gshared->ready && !gshared->failed)
+		usleep(1000);
+	if (gshared->failed)
+		die("%s", gshared->msg);
+}
+
+static void stop_getter(void)
+{
+	int st;
+
+	gshared->stop = 1;
+	waitpid(getter, &st, 0);
+	getter = 0;
+	if (gshared->failed || !WIFEXITED(st) || WEXITSTATUS(st))
+		die("the GET client failed: %s", gshared->failed ?
+		    gshared->msg : "it died");
+}
+
+static void sweep_pass(struct tdbc *c, unsigned int run, bool gets,
+		       struct pass *r, uint32_t *scratch)
 {
 	struct tdbc_table_stat st;
 	struct tdbc_stats s0, s1;
@@ -490,24 +538,17 @@ static void sweep_run(struct tdbc *c, unsigned int run, struct sweep_run *r,
 	r->mem_full = (double)st.bytes_allocated;
 	r->ext_full = st.extents;
 
-	/* The GET client, from the fill's end. */
-	memset((void *)gshared, 0, sizeof(*gshared));
 	base = now();
-	fflush(stdout);
-	getter = fork();
-	if (getter < 0)
-		die("fork: %s", strerror(errno));
-	if (!getter)
-		get_loop(base, run);
-	while (!gshared->ready && !gshared->failed)
-		usleep(1000);
+	if (gets)
+		start_getter(base, run);
 	t_fe = now();
 	c_fe = proc_cpu(tdbd_pid);
-	limit = t_fe + (deadline - real_ms()) / 1000.0 + o.max_wait;
+	limit = t_fe + ((double)deadline - (double)real_ms()) / 1000.0 +
+		o.max_wait;
 	for (;;) {
 		double t;
 
-		if (gshared->failed)
+		if (gets && gshared->failed)
 			die("%s", gshared->msg);
 		usleep(POLL_US);
 		table_stat(c, "exp", &st);
@@ -526,16 +567,8 @@ static void sweep_run(struct tdbc *c, unsigned int run, struct sweep_run *r,
 			    "their deadline (--max-wait)",
 			    (unsigned long long)st.records, o.max_wait);
 	}
-	gshared->stop = 1;
-	{
-		int stt;
-
-		waitpid(getter, &stt, 0);
-		getter = 0;
-		if (gshared->failed || !WIFEXITED(stt) || WEXITSTATUS(stt))
-			die("the GET client failed: %s", gshared->failed ?
-			    gshared->msg : "it died");
-	}
+	if (gets)
+		stop_getter();
 	if (c_fe < 0 || c_d < 0 || c_z < 0)
 		die("cannot read tdbd's CPU time from /proc/%d/stat",
 		    (int)tdbd_pid);
@@ -543,27 +576,37 @@ static void sweep_run(struct tdbc *c, unsigned int run, struct sweep_run *r,
 	r->empty_s = t_z - t_d;
 	r->cpu_before = c_d - c_fe;
 	r->cpu_sweep = c_z - c_d;
-	r->raw_ns_per_rec = r->cpu_sweep * 1e9 / o.records;
-	r->ns_per_rec = (r->cpu_sweep - r->cpu_before / r->before_s *
-			 r->empty_s) * 1e9 / o.records;
-	r->lb = window(t_fe - base, t_d - base, scratch);
-	r->ls = window(t_d - base, t_z - base, scratch);
+	if (gets) {
+		r->lb = window(t_fe - base, t_d - base, scratch);
+		r->ls = window(t_d - base, t_z - base, scratch);
+	}
 
 	/* The figures must add up: every record removed by the sweep. */
 	if ((err = tdbc_stats(c, &s1)))
 		die("STATS: %s", tdbc_strerror(err));
 	table_stat(c, "exp", &st);
 	if (s1.expired - exp0 != o.records || st.expired != o.records)
-		die("the sweep removed %llu records (STATS EXPIRED, the table "
+		die("the sweep removed %llu records (STATS EXPIRED; the table "
 		    "says %llu), not the %u that expired",
 		    (unsigned long long)(s1.expired - exp0),
 		    (unsigned long long)st.expired, o.records);
-	/* The memory a moment later (past the grace period). */
-	usleep(200000);
+	/* The memory a second later (past the grace period). */
+	sleep(1);
 	table_stat(c, "exp", &st);
 	r->mem_empty = (double)st.bytes_allocated;
+	r->pend_empty = (double)st.bytes_pending;
 	r->ext_empty = st.extents;
 	table_drop(c, "exp");
+}
+
+static void sweep_run(struct tdbc *c, unsigned int run, struct sweep_run *r,
+		      uint32_t *scratch)
+{
+	sweep_pass(c, run, false, &r->q, scratch);
+	r->raw_ns_per_rec = r->q.cpu_sweep * 1e9 / o.records;
+	r->ns_per_rec = (r->q.cpu_sweep - r->q.cpu_before / r->q.before_s *
+			 r->q.empty_s) * 1e9 / o.records;
+	sweep_pass(c, run, true, &r->g, scratch);
 }
 
 /* The median over n runs of the double at byte offset off. */
@@ -586,6 +629,7 @@ static void part_sweep(void)
 	uint32_t *scratch = malloc(sizeof(*scratch) * SAMPLES);
 	struct tdbc *c = tdb_connect(0);
 	unsigned int n = o.runs;
+	bool full = false;
 
 	gshared = mmap(NULL, sizeof(*gshared), PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -598,57 +642,67 @@ static void part_sweep(void)
 	calibrate(c);
 	printf("\nthe sweep: %u records of %u B keys and %u B values, one "
 	       "deadline --ttl %llu ms after\nthe fill's expected end, no "
-	       "reads; meanwhile a client GETs random keys of a table of\n"
-	       "%u without a TTL (%s); %u run%s, medians\n", o.records,
-	       KEY_LEN, opt.vsize, (unsigned long long)o.ttl, o.other,
+	       "reads.  A run is two passes: a quiet one (tdbd's CPU) and\n"
+	       "one where a client GETs random keys of a table of %u "
+	       "without a TTL (%s)\nfrom the fill's end on (its latency); "
+	       "%u run%s, medians\n", o.records, KEY_LEN, opt.vsize,
+	       (unsigned long long)o.ttl, o.other,
 	       o.mapped ? "mapped gets" : "through the rings, TDBC_NO_MAP",
 	       o.runs, o.runs == 1 ? "" : "s");
+	fflush(stdout);
 	for (unsigned int i = 0; i < n; i++) {
 		struct sweep_run *r = &runs[i];
 
 		sweep_run(c, i, r, scratch);
+		full |= gshared->n >= SAMPLES;
 		fprintf(stderr, "  run %u: fill %.2f s; empty %.3f s after the "
-			"deadline; tdbd CPU %.3f s in the sweep, %.3f s in "
-			"the %.2f s before; %.0f ns per record; GET p99 %.1f "
-			"-> %.1f us, max %.0f -> %.0f us\n", i + 1, r->fill_s,
-			r->empty_s, r->cpu_sweep, r->cpu_before, r->before_s,
-			r->ns_per_rec, r->lb.p99, r->ls.p99, r->lb.max,
-			r->ls.max);
+			"deadline (%.3f s with GETs); tdbd CPU %.3f s in the "
+			"sweep, %.3f s in the %.2f s before; %.0f ns per "
+			"record; GET p99 %.1f -> %.1f us, max %.0f -> %.0f "
+			"us\n", i + 1, r->q.fill_s, r->q.empty_s,
+			r->g.empty_s, r->q.cpu_sweep, r->q.cpu_before,
+			r->q.before_s, r->ns_per_rec, r->g.lb.p99,
+			r->g.ls.p99, r->g.lb.max, r->g.ls.max);
 	}
 	printf("  fill                     %.2f s (%.0f records/s)\n",
-	       MEDIAN(runs, n, fill_s), o.records / MEDIAN(runs, n, fill_s));
+	       MEDIAN(runs, n, q.fill_s),
+	       o.records / MEDIAN(runs, n, q.fill_s));
 	printf("  time to empty            %.3f s from the deadline to "
-	       "RECORDS 0 (polled every %u ms)\n", MEDIAN(runs, n, empty_s),
-	       POLL_US / 1000);
-	printf("  sweep rate               %.0f records/s\n",
-	       o.records / MEDIAN(runs, n, empty_s));
-	printf("  tdbd CPU                 %.3f s in the sweep window; "
-	       "%.3f s in the %.2f s before it\n",
-	       MEDIAN(runs, n, cpu_sweep), MEDIAN(runs, n, cpu_before),
-	       MEDIAN(runs, n, before_s));
-	printf("  CPU per expired record   %.0f ns (less the before "
-	       "window's rate; %.0f ns without)\n",
+	       "RECORDS 0 (%.3f s with the GETs;\n"
+	       "                           polled every %u ms): %.0f "
+	       "records/s\n", MEDIAN(runs, n, q.empty_s),
+	       MEDIAN(runs, n, g.empty_s), POLL_US / 1000,
+	       o.records / MEDIAN(runs, n, q.empty_s));
+	printf("  tdbd CPU                 %.3f s from the deadline to "
+	       "empty; %.3f s in the %.2f s\n"
+	       "                           from the fill's end to the "
+	       "deadline (full table, nothing expired)\n",
+	       MEDIAN(runs, n, q.cpu_sweep), MEDIAN(runs, n, q.cpu_before),
+	       MEDIAN(runs, n, q.before_s));
+	printf("  CPU per expired record   %.0f ns (less the window before's "
+	       "rate; %.0f ns without)\n",
 	       MEDIAN(runs, n, ns_per_rec), MEDIAN(runs, n, raw_ns_per_rec));
-	printf("  table memory             %.1f MiB allocated, %u extents "
-	       "full; %.1f MiB, %u extents\n"
-	       "                           0.2 s after empty (an empty "
-	       "table: %.1f MiB)\n",
-	       MEDIAN(runs, n, mem_full) / 1048576,
-	       (unsigned int)MEDIAN(runs, n, ext_full),
-	       MEDIAN(runs, n, mem_empty) / 1048576,
-	       (unsigned int)MEDIAN(runs, n, ext_empty),
-	       MEDIAN(runs, n, mem_table0) / 1048576);
-	printf("  GETs of the other table  %-22s %-22s\n", "before (full)",
-	       "during the sweep");
+	printf("  table memory             full: %.1f MiB allocated, %.0f "
+	       "extents; 1 s after empty: %.2f MiB\n"
+	       "                           allocated, %.2f MiB pending, "
+	       "%.0f extents (new table: %.2f MiB)\n",
+	       MEDIAN(runs, n, q.mem_full) / 1048576,
+	       MEDIAN(runs, n, q.ext_full),
+	       MEDIAN(runs, n, q.mem_empty) / 1048576,
+	       MEDIAN(runs, n, q.pend_empty) / 1048576,
+	       MEDIAN(runs, n, q.ext_empty),
+	       MEDIAN(runs, n, q.mem_table0) / 1048576);
+	printf("  GETs of the other table  %-22s %-22s\n",
+	       "before (full table)", "during the sweep");
 	printf("    GETs/s                 %-22.0f %-22.0f\n",
-	       MEDIAN(runs, n, lb.rate), MEDIAN(runs, n, ls.rate));
+	       MEDIAN(runs, n, g.lb.rate), MEDIAN(runs, n, g.ls.rate));
 	printf("    p50 us                 %-22.2f %-22.2f\n",
-	       MEDIAN(runs, n, lb.p50), MEDIAN(runs, n, ls.p50));
+	       MEDIAN(runs, n, g.lb.p50), MEDIAN(runs, n, g.ls.p50));
 	printf("    p99 us                 %-22.2f %-22.2f\n",
-	       MEDIAN(runs, n, lb.p99), MEDIAN(runs, n, ls.p99));
+	       MEDIAN(runs, n, g.lb.p99), MEDIAN(runs, n, g.ls.p99));
 	printf("    max us                 %-22.0f %-22.0f\n",
-	       MEDIAN(runs, n, lb.max), MEDIAN(runs, n, ls.max));
-	if (gshared->n >= SAMPLES)
+	       MEDIAN(runs, n, g.lb.max), MEDIAN(runs, n, g.ls.max));
+	if (full)
 		printf("    (the GET client kept its first %u samples)\n",
 		       SAMPLES);
 	table_drop(c, "other");
@@ -771,7 +825,7 @@ static void r_load(struct rconn *r, uint32_t n, uint64_t ttl)
 	size_t cap = 1000 * (200 + (size_t)opt.vsize), len;
 	char *b = malloc(cap);
 	uint8_t v[65536];
-	char k[KEY_LEN + 1], ms[24];
+	char k[KEY_MAX + 1], ms[24];
 
 	if (!b)
 		die("out of memory");
@@ -781,11 +835,12 @@ static void r_load(struct rconn *r, uint32_t n, uint64_t ttl)
 
 		len = 0;
 		for (uint32_t j = 0; j < m; j++) {
-			key_make(k, i + j);
+			key_make_len(k, i + j, o.mem_klen);
 			value_make(v, i + j, 1);
 			len += (size_t)snprintf(b + len, cap - len,
-				"*%d\r\n$3\r\nSET\r\n$%u\r\n%.16s\r\n$%u\r\n",
-				ttl ? 5 : 3, KEY_LEN, k, opt.vsize);
+				"*%d\r\n$3\r\nSET\r\n$%u\r\n%.*s\r\n$%u\r\n",
+				ttl ? 5 : 3, o.mem_klen, (int)o.mem_klen, k,
+				opt.vsize);
 			memcpy(b + len, v, opt.vsize);
 			len += opt.vsize;
 			len += (size_t)snprintf(b + len, cap - len, "\r\n");
@@ -870,7 +925,7 @@ static void tdb_mem(struct tdbc *c, uint64_t ttl, double *per, double *ext)
 
 	table_create(c, "mem", o.mem_records);
 	table_stat(c, "mem", &st0);
-	fill(c, "mem", o.mem_records, ttl ? TDBC_TTL : 0, ttl);
+	fill_len(c, "mem", o.mem_records, o.mem_klen, ttl ? TDBC_TTL : 0, ttl);
 	table_stat(c, "mem", &st);
 	if (st.records != o.mem_records ||
 	    st.expiring != (ttl ? o.mem_records : 0))
@@ -917,8 +972,9 @@ static void part_memory(void)
 		r_no = redis_mem(&r, 0);
 		r_ttl = redis_mem(&r, MEM_TTL);
 	}
-	printf("\nmemory per record: %u records, %u B keys (\"key%%013u\"), "
-	       "%u B values; TTL 1 h\n", o.mem_records, KEY_LEN, opt.vsize);
+	printf("\nmemory per record: %u records, %u B keys (\"key%%0%uu\"), "
+	       "%u B values; TTL 1 h\n", o.mem_records, o.mem_klen,
+	       o.mem_klen - 3, opt.vsize);
 	printf("  %-34s %10s %10s %10s\n", "B per record", "no TTL",
 	       "TTL", "TTL - no");
 	printf("  %-34s %10.1f %10.1f %10.1f\n",
@@ -955,6 +1011,7 @@ static void usage(FILE *f)
 "                       (default 1000)\n"
 "  -k, --other-keys N   keys of the table the GET client reads (10000)\n"
 "  -M, --mem-records N  records for memory per record (default --records)\n"
+"  -K, --mem-key-len L  their keys' length, 16..64 (default 16)\n"
 "  -r, --runs R         runs of the sweep; medians (default 3)\n"
 "  -w, --max-wait S     fail if the table is not empty S s after the\n"
 "                       deadline (default 60 + 1 s per 20000 records)\n"
@@ -1016,6 +1073,7 @@ static void parse_args(int argc, char **argv)
 		{ "ttl", required_argument, NULL, 'l' },
 		{ "other-keys", required_argument, NULL, 'k' },
 		{ "mem-records", required_argument, NULL, 'M' },
+		{ "mem-key-len", required_argument, NULL, 'K' },
 		{ "runs", required_argument, NULL, 'r' },
 		{ "max-wait", required_argument, NULL, 'w' },
 		{ "mapped", no_argument, NULL, 'm' },
@@ -1030,7 +1088,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "n:l:k:M:r:w:mP:T:R:d:Sh", lo,
+	while ((ch = getopt_long(argc, argv, "n:l:k:M:K:r:w:mP:T:R:d:Sh", lo,
 				 NULL)) != -1) {
 		switch (ch) {
 		case 'n':
@@ -1045,6 +1103,10 @@ static void parse_args(int argc, char **argv)
 		case 'M':
 			o.mem_records = num(optarg, "record count", 1,
 					    50000000);
+			break;
+		case 'K':
+			o.mem_klen = num(optarg, "key length", KEY_LEN,
+					 KEY_MAX);
 			break;
 		case 'r':
 			o.runs = num(optarg, "run count", 1, RUNS_MAX);

@@ -228,6 +228,9 @@ static int reply(struct resp *c, char *out, size_t cap, long *vlen,
 	case '+':
 		*vlen = 0;
 		return 0;
+	case ':':
+		*vlen = strtol(l + 1, NULL, 10);
+		return 0;
 	case '-':
 		msgf(msg, "Redis: %.*s", (int)(len - 1), l + 1);
 		return -1;
@@ -512,6 +515,22 @@ static int ttl_start(char *msg)
 		err = select_db(&c, 1, msg);
 	if (!err)
 		err = load(&c, opt.ttl, msg);
+	if (!err) {
+		/* The keys have the TTL: PTTL of the first one. */
+		static const char pttl[] = "*2\r\n$4\r\nPTTL\r\n$16\r\n";
+		long ms = 0;
+
+		add(&c, pttl, sizeof(pttl) - 1);
+		add(&c, key_of(0), KEY_LEN);
+		add(&c, "\r\n", 2);
+		err = flush(&c, msg) || reply(&c, NULL, 0, &ms, msg) ? -1 : 0;
+		if (!err && (ms <= 0 || (uint64_t)ms > opt.ttl)) {
+			msgf(msg, "Redis: PTTL %.16s is %ld after SET ... PX "
+			     "%llu", key_of(0), ms,
+			     (unsigned long long)opt.ttl);
+			err = -1;
+		}
+	}
 	resp_close(&c);
 	if (err) {
 		if (ttl_own_srv)
