@@ -2,7 +2,8 @@
 /*
  * main.c - tdb.ko's entry points: starting/stopping the parts in order
  * (kmod/transport.h): [selftest] -> owner (src/owner, with home.c's
- * limits and hooks) -> generic netlink -> /dev/tdb; unload in reverse.
+ * limits and hooks) -> generic netlink -> /dev/tdb -> the expiry sweep
+ * (sweep.c); unload in reverse.
  * (The owner's module parameters are in home.c; max_memory_mb lives
  * with the memory it bounds, in platform.c.)
  *
@@ -66,6 +67,7 @@ static int __init tdb_init(void)
 		pr_err("cannot register /dev/tdb (%d)\n", err);
 		goto exit_genl;
 	}
+	tdbk_sweep_start(owner);
 	pr_info("loaded (version %s, max_memory_mb=%lu, max_tables=%u)\n",
 		TDB_VERSION, tdbk_mem_limit() >> 20,
 		tdbk_home_limits()->max_tables);
@@ -86,6 +88,7 @@ static void __exit tdb_exit(void)
 {
 	unsigned long left;
 
+	tdbk_sweep_stop();
 	tdbk_dev_exit();
 	tdbk_genl_exit();
 	tdbk_sup_exit();

@@ -2,11 +2,11 @@
 /*
  * transport.h - how main.c starts and stops the parts of tdb.ko.
  *
- * Load order: platform (memory limit) -> owner -> genl -> /dev/tdb;
- * unload in reverse.  The misc device's fops hold a module reference
- * per open file, so rmmod is refused (EBUSY) while a /dev/tdb client is
- * attached; generic netlink clients hold none, so genl exit frees their
- * per-socket state itself.
+ * Load order: platform (memory limit) -> owner -> genl -> /dev/tdb ->
+ * the expiry sweep; unload in reverse.  The misc device's fops hold a
+ * module reference per open file, so rmmod is refused (EBUSY) while a
+ * /dev/tdb client is attached; generic netlink clients hold none, so
+ * genl exit frees their per-socket state itself.
  */
 #ifndef TDBK_TRANSPORT_H
 #define TDBK_TRANSPORT_H
@@ -23,6 +23,11 @@ int tdbk_genl_init(struct tdbo_owner *o);
 void tdbk_genl_exit(void);
 int tdbk_dev_init(struct tdbo_owner *o);
 void tdbk_dev_exit(void);
+/* sweep.c: expiry's sweep, a delayed work running the owner's rounds;
+ * started last at load, stopped (cancelled and waited for) first at
+ * unload, before anything a round uses goes. */
+void tdbk_sweep_start(struct tdbo_owner *o);
+void tdbk_sweep_stop(void);
 
 /* home.c: what tdb.ko supplies to the shared owner (src/owner).  The
  * limits (module parameters), checked at load (-EINVAL, logged); the

@@ -53,25 +53,31 @@ int tdbi_key_cmp(uint64_t ha, const void *ka, size_t la,
 	return la < lb ? -1 : la > lb;
 }
 
-uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k)
+/* The bucket a hash leads to, or NULL (an empty slot on the way). */
+static const struct tdbi_bucket *bucket_of(const struct tdb_map *m,
+					   uint64_t hash)
 {
 	const struct tdbi_node *root = tdb_ptr(m, tdb_hdr(m)->root);
-	uint64_t slot = tdb_load_acquire(&root->slot[k->hash >>
-						     tdbi_shift(0)]);
+	uint64_t slot = tdb_load_acquire(&root->slot[hash >> tdbi_shift(0)]);
 	unsigned int depth = 1;
-	const struct tdbi_bucket *b;
-	uint32_t i, n;
 
 	while (slot & TDBI_NODE_TAG) {
 		const struct tdbi_node *node = tdb_ptr(m, slot & ~TDBI_NODE_TAG);
 
-		slot = tdb_load_acquire(&node->slot[tdbi_slot_index(k->hash,
+		slot = tdb_load_acquire(&node->slot[tdbi_slot_index(hash,
 								    depth)]);
 		depth++;
 	}
-	if (!slot)
+	return slot ? bucket_at(m, slot) : NULL;
+}
+
+uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k)
+{
+	const struct tdbi_bucket *b = bucket_of(m, k->hash);
+	uint32_t i, n;
+
+	if (!b)
 		return 0;
-	b = bucket_at(m, slot);
 	n = tdb_load_acquire(&b->count);
 	for (i = 0; i < n; i++) {
 		uint64_t e = tdb_load_acquire(&b->e[i]);
@@ -86,22 +92,12 @@ uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k)
 unsigned int tdbi_tag_hits(const struct tdb_map *m, uint64_t hash,
 			   uint64_t *rec, unsigned int max)
 {
-	const struct tdbi_node *root = tdb_ptr(m, tdb_hdr(m)->root);
-	uint64_t slot = tdb_load_acquire(&root->slot[hash >> tdbi_shift(0)]);
-	unsigned int depth = 1, got = 0;
-	const struct tdbi_bucket *b;
+	const struct tdbi_bucket *b = bucket_of(m, hash);
+	unsigned int got = 0;
 	uint32_t i, n;
 
-	while (slot & TDBI_NODE_TAG) {
-		const struct tdbi_node *node = tdb_ptr(m, slot & ~TDBI_NODE_TAG);
-
-		slot = tdb_load_acquire(&node->slot[tdbi_slot_index(hash,
-								    depth)]);
-		depth++;
-	}
-	if (!slot)
+	if (!b)
 		return 0;
-	b = bucket_at(m, slot);
 	n = tdb_load_acquire(&b->count);
 	for (i = 0; i < n && got < max; i++) {
 		uint64_t e = tdb_load_acquire(&b->e[i]);

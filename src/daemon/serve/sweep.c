@@ -5,10 +5,14 @@
  *
  * A round every TDBO_SWEEP_PERIOD_MS; while rounds keep finding expired
  * records (tdbo_expire_run's *again) the next one follows at once, but
- * at most SWEEP_BURST rounds in a row before a pause of SWEEP_REST_US,
- * so a table expiring all at once is emptied in the background at a
- * bounded share of one CPU while the workers serve clients on theirs.
- * Kernel mode has no sweep here: tdb.ko sweeps its own tables and the
+ * at most SWEEP_BURST rounds in a row, then a pause three times as long
+ * as they took: a table expiring all at once is emptied in the
+ * background with at most a quarter of one CPU (Redis's active expiry
+ * takes the same share), while the workers serve clients.
+ * Each round's removals are logged changes: the thread writes them to
+ * the WAL itself after the round (tdbd_log_write), as a worker does
+ * after its own; no answer waits for them.  Kernel mode has no sweep
+ * here: tdb.ko sweeps its own tables and the
  * mirror takes the removals from its log like any other change.
  */
 #include <errno.h>
@@ -18,9 +22,10 @@
 
 #include "tdbd.h"
 #include "sweep.h"
+#include "durable/durable.h"   /* tdbd_log_write */
 
 #define SWEEP_BURST   8u        /* rounds in a row at most ... */
-#define SWEEP_REST_US 2000u     /* ... then this pause */
+#define SWEEP_SHARE   4u        /* ... then rest: busy 1/SWEEP_SHARE */
 
 struct sweep {
 	pthread_t thr;
@@ -52,17 +57,25 @@ static void *sweeper(void *arg)
 {
 	struct tdbd *d = arg;
 	unsigned int burst = 0;
+	uint64_t busy_from = tdbd_now_ns();
 
 	for (;;) {
 		bool again = false;
+		uint64_t busy_us;
 
 		tdbo_expire_run(d->o, TDBO_SWEEP_BUDGET, &again);
+		tdbd_log_write(d);      /* the round's DELs, as a worker's */
 		if (again && ++burst < SWEEP_BURST)
 			continue;
-		if (!pause_us(d->sweep, again ? SWEEP_REST_US :
-				  TDBO_SWEEP_PERIOD_MS * 1000u))
+		busy_us = (tdbd_now_ns() - busy_from) / 1000;
+		if (busy_us > TDBO_SWEEP_PERIOD_MS * 1000u)
+			busy_us = TDBO_SWEEP_PERIOD_MS * 1000u;
+		if (!pause_us(d->sweep, again ?
+			      (unsigned int)busy_us * (SWEEP_SHARE - 1) + 100 :
+			      TDBO_SWEEP_PERIOD_MS * 1000u))
 			return NULL;
 		burst = 0;
+		busy_from = tdbd_now_ns();
 	}
 }
 
