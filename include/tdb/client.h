@@ -52,6 +52,15 @@
 extern "C" {
 #endif
 
+/* struct tdbc_req and tdbc_cqe have an anonymous union (C11, C++); GCC
+ * and Clang accept it in older C modes too, and this keeps -pedantic
+ * quiet there. */
+#if defined(__GNUC__) && !defined(__cplusplus)
+#define TDBC_ANON_UNION __extension__ union
+#else
+#define TDBC_ANON_UNION union
+#endif
+
 /* Where the library looks for tdbd when given no path: the environment
  * variable TDBC_SOCKET_ENV, else TDBC_SOCKET_DEFAULT. */
 #define TDBC_SOCKET_DEFAULT "/run/tdb/tdbd.sock"
@@ -498,7 +507,7 @@ struct tdbc_req {
 	uint64_t user;          /* handed back in the completion */
 	uint64_t version;       /* PUT, DEL with TDBC_IF_VERSION */
 	/* One of (the layout of TDBCLIENT_1, whose delta it was): */
-	union {
+	TDBC_ANON_UNION {
 		int64_t delta;  /* INCR: the addend (0 adds nothing, so
 				 * set it: the 1 of tdbc_incr is not a
 				 * default here) */
@@ -514,7 +523,7 @@ struct tdbc_cqe {
 	size_t vlen;
 	uint64_t version;       /* GET, INCR: the record's version */
 	/* One of (the layout of TDBCLIENT_1, whose num it was): */
-	union {
+	TDBC_ANON_UNION {
 		int64_t num;            /* INCR: the new value */
 		uint64_t deadline;      /* GET: the record's deadline (0:
 					 * none; TDBCLIENT_1.1) */

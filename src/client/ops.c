@@ -2,7 +2,8 @@
 /*
  * ops.c - the blocking calls: tables (create, drop, stat, list, open),
  * data (put, del, get; their conditional, versioned and expiring
- * forms, incr), a key's deadline (expire, persist, ttl), transactions (and tdbc_txn_run's retries) and the owner's stats.  Each builds
+ * forms, incr), a key's deadline (expire, persist, ttl), transactions
+ * (and tdbc_txn_run's retries) and the owner's stats.  Each builds
  * one request, hands it to tdbc__call (io.c) and takes its answer
  * through a small on_msg handler that copies what it needs out of the
  * message before the next one is read.

@@ -7,7 +7,10 @@
  * Every test of the main group runs twice: over rings and socket-only
  * (TDBC_NO_RINGS).  The last test starts a daemon of its own and kills
  * it under calls in progress: they must fail, not hang (an alarm() is
- * the watchdog).
+ * the watchdog).  Expiry (issue 27): test_expiry, test_async_expiry,
+ * test_scan_expiry and test_table_ttl wait past short TTLs (300 ms to
+ * 1.5 s) and check that nothing reads an expired key, and that the
+ * sweep's removal reaches a watcher marked TDBC_REASON_EXPIRED.
  *
  * TDBC_E2E_KEYS scales the scan and async tests (default 3000).
  * TDBC_E2E_EXPECT_HUGEPAGES=1 (the -hugepages run) asserts that the

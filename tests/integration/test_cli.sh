@@ -10,7 +10,10 @@
 # the shell on a pty, --json-array, tables sorted with owners by name,
 # stats counting only the tables the caller may see; versions, conditions
 # and incr (get --version, put/del --if-*, exit 7, a transaction's
-# conflict in batch and batch --txn).
+# conflict in batch and batch --txn); expiry (put --ttl/--at, also on
+# batch lines, ttl, expire, persist, create --ttl, get --deadline, the
+# TTL and EXPIRING columns, watch's DEL ... expired, an expired key
+# absent to every command, durations refused with their reason).
 #   test_cli.sh TDB TDBD
 # Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped (no
 # tdbd given).  The daemon runs on a socket in a scratch directory and is
