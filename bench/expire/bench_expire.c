@@ -416,7 +416,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 struct lat {
-	double p50, p99, max, rate;     /* us, us, us, GETs/s */
+	double p50, p99, p999, max, rate;      /* us; GETs/s */
 	double n;
 };
 
@@ -438,6 +438,7 @@ static struct lat window(double from, double to, uint32_t *scratch)
 	l.n = n;
 	l.p50 = scratch[(size_t)(0.50 * (n - 1))] / 1000.0;
 	l.p99 = scratch[(size_t)(0.99 * (n - 1))] / 1000.0;
+	l.p999 = scratch[(size_t)(0.999 * (n - 1))] / 1000.0;
 	l.max = scratch[n - 1] / 1000.0;
 	l.rate = n / (to - from);
 	return l;
@@ -700,6 +701,8 @@ static void part_sweep(void)
 	       MEDIAN(runs, n, g.lb.p50), MEDIAN(runs, n, g.ls.p50));
 	printf("    p99 us                 %-22.2f %-22.2f\n",
 	       MEDIAN(runs, n, g.lb.p99), MEDIAN(runs, n, g.ls.p99));
+	printf("    p99.9 us               %-22.2f %-22.2f\n",
+	       MEDIAN(runs, n, g.lb.p999), MEDIAN(runs, n, g.ls.p999));
 	printf("    max us                 %-22.0f %-22.0f\n",
 	       MEDIAN(runs, n, g.lb.max), MEDIAN(runs, n, g.ls.max));
 	if (full)
