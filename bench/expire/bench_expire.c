@@ -420,11 +420,17 @@ struct lat {
 	double n;
 };
 
-/* The GETs that started in [from, to) (seconds since base). */
+/* The GETs that started in [from, to) (seconds since base); if the
+ * samples ran out, the window ends at the last one. */
 static struct lat window(double from, double to, uint32_t *scratch)
 {
 	uint32_t n = 0, total = gshared->n;
 	struct lat l = { 0 };
+
+	if (total >= SAMPLES && gsamp[total - 1].t_us * 1e-6 < to)
+		to = gsamp[total - 1].t_us * 1e-6;
+	if (to <= from)
+		return l;
 
 	for (uint32_t i = 0; i < total; i++) {
 		double t = gsamp[i].t_us * 1e-6;
@@ -706,8 +712,8 @@ static void part_sweep(void)
 	printf("    max us                 %-22.0f %-22.0f\n",
 	       MEDIAN(runs, n, g.lb.max), MEDIAN(runs, n, g.ls.max));
 	if (full)
-		printf("    (the GET client kept its first %u samples)\n",
-		       SAMPLES);
+		printf("    (the GET client kept its first %u samples: the "
+		       "windows end at the last one)\n", SAMPLES);
 	table_drop(c, "other");
 	tdbc_close(c);
 	free(scratch);
