@@ -512,7 +512,9 @@ static void stop_getter(void)
 		    gshared->msg : "it died");
 }
 
-static void sweep_pass(struct tdbc *c, unsigned int run, bool gets,
+/* false: the fill ran past the deadline (the table dropped; try again
+ * with a longer estimate). */
+static bool sweep_pass(struct tdbc *c, unsigned int run, bool gets,
 		       struct pass *r, uint32_t *scratch)
 {
 	struct tdbc_table_stat st;
@@ -528,18 +530,23 @@ static void sweep_pass(struct tdbc *c, unsigned int run, bool gets,
 	if ((err = tdbc_stats(c, &s0)))
 		die("STATS: %s", tdbc_strerror(err));
 	exp0 = s0.expired;
-	/* One deadline for all: --ttl after the fill's expected end (1.5x
-	 * the estimate and 0.2 s to spare). */
-	deadline = real_ms() + (uint64_t)(fill_estimate * 1500 + 200) + o.ttl;
+	/* One deadline for all: --ttl after the fill's expected end (twice
+	 * the estimate and 0.5 s to spare: fills on a busy host vary). */
+	deadline = real_ms() + (uint64_t)(fill_estimate * 2000 + 500) + o.ttl;
 	t0 = now();
 	fill(c, "exp", o.records, TDBC_DEADLINE, deadline);
 	t_fe = now();
 	r->fill_s = t_fe - t0;
-	fill_estimate = r->fill_s;
 	table_stat(c, "exp", &st);
-	if (real_ms() >= deadline)
-		die("the fill of %u records took %.1f s, past the deadline "
-		    "(give a longer --ttl)", o.records, r->fill_s);
+	if (real_ms() >= deadline) {
+		fprintf(stderr, "  the fill took %.1f s, past the deadline "
+			"(%.1f s expected): again\n", r->fill_s,
+			fill_estimate);
+		fill_estimate = r->fill_s * 2;
+		table_drop(c, "exp");
+		return false;
+	}
+	fill_estimate = r->fill_s;
 	if (st.records != o.records || st.expiring != o.records)
 		die("table exp holds %llu records, %llu with a deadline, "
 		    "after a fill of %u with one",
@@ -607,16 +614,23 @@ static void sweep_pass(struct tdbc *c, unsigned int run, bool gets,
 	r->pend_empty = (double)st.bytes_pending;
 	r->ext_empty = st.extents;
 	table_drop(c, "exp");
+	return true;
 }
 
 static void sweep_run(struct tdbc *c, unsigned int run, struct sweep_run *r,
 		      uint32_t *scratch)
 {
-	sweep_pass(c, run, false, &r->q, scratch);
+	for (int k = 0; !sweep_pass(c, run, false, &r->q, scratch); k++)
+		if (k == 3)
+			die("4 fills of %u records ran past their deadline",
+			    o.records);
 	r->raw_ns_per_rec = r->q.cpu_sweep * 1e9 / o.records;
 	r->ns_per_rec = (r->q.cpu_sweep - r->q.cpu_before / r->q.before_s *
 			 r->q.empty_s) * 1e9 / o.records;
-	sweep_pass(c, run, true, &r->g, scratch);
+	for (int k = 0; !sweep_pass(c, run, true, &r->g, scratch); k++)
+		if (k == 3)
+			die("4 fills of %u records ran past their deadline",
+			    o.records);
 }
 
 /* The median over n runs of the double at byte offset off. */
