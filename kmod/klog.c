@@ -176,7 +176,8 @@ static u64 need(const struct tdbo_log_size *sz)
 	enum walrec_type type = sz->kind == TDBO_LOG_CREATE ? WALREC_CREATE :
 				sz->kind == TDBO_LOG_DROP ? WALREC_DROP :
 				WALREC_OPS_V;
-	u64 bytes = walrec_size(type, sz->nops, sz->bytes);
+	/* the most: sz does not say which puts carry a deadline */
+	u64 bytes = walrec_size_max(type, sz->nops, sz->bytes);
 	u64 frags = div_u64(bytes, lg.max_msg - NLMSG_HDRLEN) + 2;
 
 	return bytes + frags * (NLMSG_HDRLEN + NLMSG_ALIGNTO) + LOG_MIN_TAIL;
@@ -391,17 +392,18 @@ void tdbk_log_op(void *arg, const struct tdbo_table *t, bool del,
 		 const void *key, size_t klen, const void *val, size_t vlen,
 		 u64 deadline)
 {
-	unsigned char h[WALREC_OP_HDR];
+	unsigned char h[WALREC_OP_HDR_MAX];
 	u8 n = (u8)strnlen(t->name, WALREC_NAME_MAX);
 
-	(void)deadline;   /* not logged yet: walrec's op learns it next */
 	if (!lg.on)
 		return;
-	if (del)
+	if (del) {
 		vlen = 0;
-	walrec_op(h, del ? WALREC_OP_DEL : WALREC_OP_PUT, n, (u32)klen,
-		  (u32)vlen);
-	put(h, sizeof(h));
+		deadline = 0;
+	}
+	/* a put with a deadline is a PUT_DL op (walrec.h) */
+	put(h, walrec_op_dl(h, del ? WALREC_OP_DEL : WALREC_OP_PUT, n,
+			    (u32)klen, (u32)vlen, deadline));
 	put(t->name, n);
 	put(key, klen);
 	if (vlen)
@@ -433,7 +435,8 @@ u64 tdbk_log_commit(void *arg, const struct tdbo_log_size *sz)
 u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
 		    const struct tdbo_log_size *sz)
 {
-	unsigned char c[WALREC_CREATE_FIX];
+	unsigned char c[WALREC_CREATE_FIX], ext[WALREC_CREATE_EXT];
+	size_t n;
 	u64 lsn = 0;
 
 	if (lg.on) {
@@ -443,6 +446,11 @@ u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
 		rec_begin(WALREC_CREATE, 0);
 		put(c, sizeof(c));
 		put_name(t->name);
+		/* walrec.h: its TTL and bounds after the name, if any */
+		n = walrec_create_ext(ext, t->default_ttl, t->max_bytes,
+				      t->max_records, t->evict);
+		if (n)
+			put(ext, n);
 		lsn = rec_commit(sz);
 		mutex_unlock(&lg.lock);
 	}

@@ -71,6 +71,12 @@ run "$tdb" incr users visits 41
 run "$tdb" get --version users visits; echo
 say "$tdb put --if-version 1 users visits 0   # a stale version: refused, nothing changes"
 "$tdb" put --if-version 1 users visits 0 || echo "(exit $?)"
+say "# expiry: a key that lives 500 ms, then is gone for every reader"
+run "$tdb" put users session:alice token --ttl 500ms
+run "$tdb" ttl users session:alice
+sleep 0.7
+say "$tdb get users session:alice   # exit code 1: expired"
+"$tdb" get users session:alice || echo "(exit $?)"
 wait "$wpid" || true
 say "# what the watcher saw:"
 cat "$dir/watch.out"

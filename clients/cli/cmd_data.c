@@ -263,16 +263,21 @@ int cmd_persist(struct cli *cli)
 	return set_deadline(cli, true);
 }
 
-/* One scan line: KEY<tab>VALUE (or KEY), escaped, or hex with --hex. */
+/* One scan line: KEY<tab>VALUE (or KEY), escaped, or hex with --hex;
+ * --deadline: the deadline (- for none) and a tab first. */
 static void scan_line(const struct cli *cli, const void *k, size_t kn,
-		      const void *v, size_t vn)
+		      const void *v, size_t vn, uint64_t deadline)
 {
 	enum fmt_enc enc = cli_enc(cli, FMT_ESCAPE);
 
 	if (cli->json) {
-		json_record(cli, k, kn, v, vn, !cli->keys_only, 0, 0);
+		json_record(cli, k, kn, v, vn, !cli->keys_only, 0, deadline);
 		return;
 	}
+	if (cli->show_deadline && deadline)
+		printf("%" PRIu64 "\t", deadline);
+	else if (cli->show_deadline)
+		fputs("-\t", stdout);
 	fmt_bytes(stdout, k, kn, enc);
 	if (!cli->keys_only) {
 		putchar('\t');
@@ -286,6 +291,7 @@ int cmd_scan(struct cli *cli)
 	struct tdbc_table *t;
 	struct tdbc_scan *s;
 	const void *k, *v;
+	uint64_t deadline = 0;
 	size_t kn, vn;
 	int rc, err;
 
@@ -297,8 +303,9 @@ int cmd_scan(struct cli *cli)
 		rc = cli_fail(cli, err);
 		goto out;
 	}
-	while ((err = tdbc_scan_next(s, &k, &kn, &v, &vn)) > 0)
-		scan_line(cli, k, kn, v, vn);
+	while ((err = tdbc_scan_next_ex(s, &k, &kn, &v, &vn, NULL,
+					&deadline)) > 0)
+		scan_line(cli, k, kn, v, vn, deadline);
 	if (err < 0)
 		rc = cli_fail(cli, err);
 	tdbc_scan_close(s);

@@ -69,14 +69,14 @@ static const char usage_text[] =
 "                              --if-present or --if-version V\n"
 "  ttl TABLE KEY               the time the key has left, in ms, or\n"
 "                              \"no expiry\"\n"
-"  expire TABLE KEY DURATION | --at MS\n"
+"  expire TABLE KEY DURATION | --ttl DURATION | --at MS\n"
 "                              set the key's deadline\n"
 "  persist TABLE KEY           clear it: the key no longer expires\n"
 "  del TABLE KEY [--if-version V]\n"
 "  incr TABLE KEY [DELTA]      add DELTA (default 1; may be negative) to\n"
 "                              a decimal integer value (absent: 0), done\n"
 "                              by tdbd in one step; prints the new value\n"
-"  scan TABLE [--prefix P] [--limit N] [--keys-only]\n"
+"  scan TABLE [--prefix P] [--limit N] [--keys-only] [--deadline]\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
 "                              follow changes, one line each\n"
 "  batch [--txn]               commands from stdin, one a line, quoted\n"
@@ -113,8 +113,9 @@ static const char usage_text[] =
 "      --if-present      put: fail (exit 1) if the key is absent\n"
 "      --if-version V    put, del: only if the key is at version V (as\n"
 "                        get --version prints it), else exit 7\n"
-"      --ttl DURATION    put: the record expires after DURATION; create:\n"
-"                        the table's default for puts without --ttl.\n"
+"      --ttl DURATION    put, expire: the record expires after DURATION;\n"
+"                        create: the table's default for puts without\n"
+"                        --ttl.\n"
 "                        DURATION: a whole number and a unit, ms, s, m,\n"
 "                        h or d (500ms, 30s, 2h, 1d), parts may add up\n"
 "                        (1h30m); a number alone is seconds; from 1ms\n"
@@ -122,8 +123,8 @@ static const char usage_text[] =
 "      --at MS           put, expire: the record expires at MS, in\n"
 "                        milliseconds since the epoch (date +%s%3N)\n"
 "      --version         after get: print the record's version too\n"
-"      --deadline        get: print the record's deadline too (ms since\n"
-"                        the epoch, - for none)\n"
+"      --deadline        get, scan: print the record's deadline too (ms\n"
+"                        since the epoch, - for none) and a tab first\n"
 "      --prefix P        scan, watch: keys starting with P only\n"
 "      --limit N         scan: at most N records\n"
 "      --keys-only       scan: print keys only\n"
@@ -163,7 +164,8 @@ static const char usage_text[] =
 "    incr    {\"key\":..,\"value\":N} (N a JSON number)\n"
 "    ttl     {\"key\":..,\"ttl_ms\":N,\"deadline\":N} (no expiry:\n"
 "            both null)\n"
-"    scan    {\"key\":..,\"value\":..} per line (no value: --keys-only)\n"
+"    scan    {\"key\":..,\"value\":..} per line (no value: --keys-only;\n"
+"            --deadline: and \"deadline\":N or null)\n"
 "    watch   {\"event\":\"put\",\"seq\":N,\"key\":..,\"value\":..}\n"
 "            (and \"deadline\":N if it has one),\n"
 "            {\"event\":\"del\",\"seq\":N,\"key\":..} (and\n"
@@ -257,11 +259,12 @@ static const struct command commands[] = {
 	{ "del", "TABLE KEY", 2, 2, O(OPT_IF_VERSION), cmd_del },
 	{ "incr", "TABLE KEY [DELTA]", 2, 3, 0, cmd_incr },
 	{ "ttl", "TABLE KEY", 2, 2, 0, cmd_ttl },
-	{ "expire", "TABLE KEY DURATION | TABLE KEY --at MS", 2, 3, O(OPT_AT),
-	  cmd_expire },
+	{ "expire", "TABLE KEY DURATION | TABLE KEY --at MS", 2, 3,
+	  O(OPT_TTL) | O(OPT_AT), cmd_expire },
 	{ "persist", "TABLE KEY", 2, 2, 0, cmd_persist },
 	{ "scan", "TABLE", 1, 1,
-	  O(OPT_PREFIX) | O(OPT_LIMIT) | O(OPT_KEYS_ONLY), cmd_scan },
+	  O(OPT_PREFIX) | O(OPT_LIMIT) | O(OPT_KEYS_ONLY) |
+	  O(OPT_SHOW_DEADLINE), cmd_scan },
 	{ "watch", "TABLE", 1, 1,
 	  O(OPT_PREFIX) | O(OPT_COUNT) | O(OPT_TIMEOUT), cmd_watch },
 	{ "batch", "", 0, 0, O(OPT_TXN), cmd_batch },
@@ -789,12 +792,12 @@ static int incr_args(struct cli *cli, char **args, int nargs)
 	return 0;
 }
 
-/* expire's DURATION, or --at MS: one of them. */
+/* expire's DURATION, --ttl DURATION or --at MS: one of them. */
 static int expire_args(struct cli *cli, char **args, int nargs)
 {
-	if ((nargs == 3) == !!cli->at_ms)
+	if ((nargs == 3) + !!cli->ttl_ms + !!cli->at_ms != 1)
 		return usage_error("expire", "give the deadline once: "
-				   "DURATION or --at MS");
+				   "DURATION, --ttl DURATION or --at MS");
 	return nargs == 3 ? parse_duration("DURATION", args[2], &cli->ttl_ms)
 			  : 0;
 }

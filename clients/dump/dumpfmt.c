@@ -63,8 +63,29 @@ int df_write_header(FILE *f, bool print, const char *table,
 			"\ntdb_mode=%04" PRIo32 "\ntdb_max_extents=%" PRIu32
 			"\n", meta->uid, meta->gid, meta->mode,
 			meta->max_extents);
+	if (meta && meta->have && meta->default_ttl)
+		fprintf(f, "tdb_default_ttl=%" PRIu64 "\n", meta->default_ttl);
 	fputs("HEADER=END\n", f);
 	return ferror(f) ? -EIO : 0;
+}
+
+int df_write_deadlines_header(FILE *f, bool print, const char *table,
+			      uint64_t mapsize)
+{
+	char name[sizeof(DF_DEADLINES) + TDB_NAME_MAX];
+
+	snprintf(name, sizeof(name), DF_DEADLINES "%s", table);
+	return df_write_header(f, print, name, mapsize, NULL);
+}
+
+int df_write_deadline(FILE *f, bool print, const void *key, size_t klen,
+		      uint64_t deadline)
+{
+	char d[24];
+	int n = snprintf(d, sizeof(d), "%" PRIu64, deadline);
+	int err = df_write_item(f, print, key, klen);
+
+	return err ? err : df_write_item(f, print, d, (size_t)n);
 }
 
 int df_write_end(FILE *f)
@@ -293,6 +314,17 @@ static const char *const dupkeys[] = {
 	NULL,
 };
 
+int df_parse_deadline(const unsigned char *p, size_t len,
+		      uint64_t *deadline, const char **msg)
+{
+	if (number(p, len, 10, UINT64_MAX, deadline)) {
+		*msg = "a deadline must be 1 to 20 decimal digits (ms since "
+		       "the epoch; 0: none), at most 18446744073709551615";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static bool in_list(const char *const *list, const unsigned char *k,
 		    size_t kl)
 {
@@ -356,6 +388,14 @@ int df_header_line(struct df_header *h, const unsigned char *line,
 			   "Berkeley DB types do not hold key/value pairs");
 	}
 	if (is(line, kl, "database") || is(line, kl, "subdatabase")) {
+		size_t pl = strlen(DF_DEADLINES);
+
+		/* "/deadlines/TABLE": the deadlines of TABLE's records */
+		h->deadlines = vl > pl && !memcmp(v, DF_DEADLINES, pl);
+		if (h->deadlines) {
+			v += pl;
+			vl -= pl;
+		}
 		if (!vl)
 			return bad(msg, "database= is empty");
 		if (vl > TDB_NAME_MAX)
@@ -397,6 +437,14 @@ int df_header_line(struct df_header *h, const unsigned char *line,
 			return bad(msg, "tdb_max_extents= must be 1..32768");
 		h->max_extents = (uint32_t)x;
 		h->have_max_extents = true;
+		return DF_HDR_MORE;
+	}
+	if (is(line, kl, "tdb_default_ttl")) {
+		if (number(v, vl, 10, TDB_TTL_MAX, &x) || x == 0)
+			return bad(msg, "tdb_default_ttl= must be 1.."
+				   "315360000000 (ms: 10 years)");
+		h->default_ttl = x;
+		h->have_default_ttl = true;
 		return DF_HDR_MORE;
 	}
 	if (is(line, kl, "keys")) {

@@ -14,10 +14,28 @@
  *   tdb_group=GID                "unrecognized keyword ignored" and
  *   tdb_mode=0640                goes on; tdb-dump -M leaves them out)
  *   tdb_max_extents=N
+ *   tdb_default_ttl=MS          (a table with a default TTL: ms)
  *   HEADER=END
  *    KEY                        (one leading space; key and value lines
  *    VALUE                       alternate)
  *   DATA=END
+ *
+ * Deadlines (expiry, issue 27).  A table's records that expire are
+ * preceded, in the dump, by a block of their deadlines: its database=
+ * is "/deadlines/TABLE" ('/' is in no table name), its items are KEY
+ * and the deadline as decimal digits (ms of the wall clock since the
+ * Unix epoch), or "0" for a record without one in a table with a
+ * default TTL (which a plain put would give it).  It covers the keys
+ * of the TABLE blocks that follow it, up to the next deadlines block of
+ * the table; a key it does not name has no deadline of its own.  So a
+ * dump streams: tdb-dump writes a table as blocks of at most a chunk
+ * of records, a deadlines block before each chunk that has any (and a
+ * table without them is the one block it always was); tdb-load holds
+ * the deadlines until their records come.  mdb_load loads a deadlines
+ * block as one more named database ("/deadlines/TABLE": key -> the
+ * digits), the table's own database holds exactly its records, and
+ * mdb_dump -a of that writes "/deadlines/TABLE" before "TABLE" (name
+ * order), which tdb-load reads back the same.
  *
  * Encodings of a line's bytes: bytevalue, two lowercase hex digits per
  * byte; print, bytes 0x20..0x7e as they are except '\', and every other
@@ -55,11 +73,27 @@ int df_write_item(FILE *f, bool print, const void *p, size_t len);
 struct df_meta {
 	bool have;              /* write the tdb_* keywords */
 	uint32_t uid, gid, mode, max_extents;
+	uint64_t default_ttl;   /* ms; 0: none, no tdb_default_ttl= */
 };
 /* One block's header, VERSION=3 to HEADER=END (mapsize 0: none). */
 int df_write_header(FILE *f, bool print, const char *table,
 		    uint64_t mapsize, const struct df_meta *meta);
 int df_write_end(FILE *f);
+
+/* The database= of table's deadlines block. */
+#define DF_DEADLINES "/deadlines/"
+/* The header of table's deadlines block (no tdb_* keywords). */
+int df_write_deadlines_header(FILE *f, bool print, const char *table,
+			      uint64_t mapsize);
+/* One item of a deadlines block: the key, then the deadline in decimal
+ * (0: none).  0, or -EIO. */
+int df_write_deadline(FILE *f, bool print, const void *key, size_t klen,
+		      uint64_t deadline);
+/* A deadlines block's value, decoded (its bytes after df_decode): 0 and
+ * *deadline, or -EINVAL with *msg (not 1..20 decimal digits, over
+ * UINT64_MAX). */
+int df_parse_deadline(const unsigned char *p, size_t len,
+		      uint64_t *deadline, const char **msg);
 
 /* --- reading lines ------------------------------------------------------- */
 
@@ -103,6 +137,10 @@ struct df_header {
 	bool have_uid, have_gid, have_mode, have_max_extents;
 	uint32_t uid, gid, mode, max_extents;
 	uint64_t mapsize;       /* 0 if none (ignored by tdb-load) */
+	bool have_default_ttl;
+	uint64_t default_ttl;   /* tdb_default_ttl=, 1..TDB_TTL_MAX ms */
+	bool deadlines;         /* database=/deadlines/TABLE: table is
+				 * TABLE, the block its deadlines */
 };
 void df_header_init(struct df_header *h);
 enum {
@@ -113,8 +151,9 @@ enum {
 /*
  * Take one header line.  Returns DF_HDR_*, or -EINVAL with *msg (a line
  * without '=', VERSION above 3, a format other than print/bytevalue, a
- * type other than btree/hash, a bad tdb_* value or database name, a
- * duplicate-key database: tdb keeps one value per key).
+ * type other than btree/hash, a bad tdb_* value or database name (a
+ * table's, or "/deadlines/" and a table's), a duplicate-key database:
+ * tdb keeps one value per key).
  */
 int df_header_line(struct df_header *h, const unsigned char *line,
 		   size_t len, const char **msg);

@@ -20,6 +20,20 @@
  * then written: no external sort.  The snapshot is closed before the
  * first record is written, so a slow reader of the dump holds nothing
  * of tdbd's.
+ *
+ * Expiry (dumpfmt.h, "Deadlines"): a record that expires goes with its
+ * deadline into a "/deadlines/TABLE" block written before the block of
+ * records that holds it; so does, in a table with a default TTL, a
+ * record without a deadline (as 0), which a plain put would give one.
+ * Those records are held (struct held, at most PEND_RECS records or
+ * PEND_BYTES bytes) while the others are written as they come; when
+ * the hold is full, the open block of records ends, the deadlines block
+ * of the held ones is written, then a new block of the table with them,
+ * which stays open for what follows.  A table without such records is
+ * the one block it always was.  With --sort: one deadlines block (key
+ * order), then the table's one block.  A table's default TTL is its
+ * header's tdb_default_ttl= (not with -M).  The snapshot never holds a
+ * record whose deadline had passed when tdbd read it: none is dumped.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -56,8 +70,9 @@ static const char usage_text[] =
 "                      whole snapshot in memory (its keys and values,\n"
 "                      about 16 bytes a record; one table at a time)\n"
 "  -M, --no-meta       leave out tdb's own header keywords (tdb_owner,\n"
-"                      tdb_group, tdb_mode, tdb_max_extents), which\n"
-"                      mdb_load warns about and ignores\n"
+"                      tdb_group, tdb_mode, tdb_max_extents,\n"
+"                      tdb_default_ttl), which mdb_load warns about and\n"
+"                      ignores\n"
 "  -q, --quiet         no progress bar and no summary (there are only\n"
 "                      when stderr is a terminal and the dump does not\n"
 "                      go to it)\n"
@@ -68,6 +83,11 @@ static const char usage_text[] =
 "      --no-rings      talk over the socket only (no shared rings)\n"
 "  -V, --version       print the version and exit\n"
 "  -h, --help          print this help and exit\n"
+"\n"
+"Records that expire have their deadlines (ms since the epoch) in a\n"
+"block \"database=/deadlines/TABLE\" before them, which tdb-load applies\n"
+"and mdb_load stores as one more database; an expired record is not\n"
+"dumped.\n"
 "\n"
 "Each block's header has mapsize= (room for all the blocks written, so\n"
 "that mdb_load can hold them; LMDB's own default is 1 MiB).  LMDB takes\n"
@@ -219,10 +239,12 @@ static void write_failed(struct out *w)
 
 /* --- --sort: a table's records held in memory ---------------------------- */
 
-/* One record: its key, its value right after it, in a chunk. */
+/* One record: its key, its value right after it, in a chunk; its
+ * deadline (0: none). */
 struct rec {
 	const unsigned char *p;
 	uint32_t kl, vl;
+	uint64_t dl;
 };
 
 /* Records of up to BIG bytes are packed into chunks of CHUNK bytes (at
@@ -285,7 +307,7 @@ static int held_reserve(struct held *h, size_t n)
 
 /* Copy one record in (the scan's pointers die at its next call). */
 static int held_add(struct held *h, const void *k, size_t kl,
-		    const void *v, size_t vl)
+		    const void *v, size_t vl, uint64_t dl)
 {
 	size_t need = kl + vl;
 	struct chunk *c = h->small;
@@ -303,6 +325,7 @@ static int held_add(struct held *h, const void *k, size_t kl,
 	r->p = c->data + c->used;
 	r->kl = (uint32_t)kl;
 	r->vl = (uint32_t)vl;
+	r->dl = dl;
 	memcpy(c->data + c->used, k, kl);
 	if (vl)
 		memcpy(c->data + c->used + kl, v, vl);
@@ -376,6 +399,36 @@ static int open_scan(struct tdbc *c, const struct opts *o,
 	return 0;
 }
 
+/* The records held whose deadline must go with them: each with its
+ * deadline, or in a table with a default TTL (dflt) each, 0 for none. */
+static bool needs_dl(uint64_t dl, uint64_t dflt)
+{
+	return dl || dflt;
+}
+
+/* The deadlines block of h's records that need it, if any. */
+static void write_deadlines(const struct opts *o, struct out *w,
+			    const struct held *h, const char *table,
+			    uint64_t mapsize, uint64_t dflt)
+{
+	size_t i;
+	bool any = false;
+
+	for (i = 0; i < h->n && !any; i++)
+		any = needs_dl(h->v[i].dl, dflt);
+	if (!any)
+		return;
+	if (df_write_deadlines_header(w->f, o->print, table, mapsize))
+		write_failed(w);
+	for (i = 0; i < h->n; i++)
+		if (needs_dl(h->v[i].dl, dflt) &&
+		    df_write_deadline(w->f, o->print, h->v[i].p, h->v[i].kl,
+				      h->v[i].dl))
+			write_failed(w);
+	if (df_write_end(w->f))
+		write_failed(w);
+}
+
 /* --sort: write h's records in key order, the bar showing the bytes
  * written of the table's. */
 static void write_sorted(const struct opts *o, struct out *w,
@@ -385,8 +438,6 @@ static void write_sorted(const struct opts *o, struct out *w,
 	uint64_t done = 0, total = 0;
 	size_t i;
 
-	if (h->n)
-		qsort(h->v, h->n, sizeof(*h->v), by_key);
 	errno = 0;      /* write_failed() names the write's errno, not the
 			 * scan's */
 	for (i = 0; i < h->n; i++)
@@ -404,11 +455,40 @@ static void write_sorted(const struct opts *o, struct out *w,
 	}
 }
 
+/* Held records that need their deadlines (not --sort) are written at
+ * most this many at a time. */
+#define PEND_RECS  4096u
+#define PEND_BYTES (4u << 20)
+
+/* The held records (their deadlines block first): the open block of
+ * records ends, a new one of the table is opened with them, and stays
+ * open. */
+static void flush_pending(const struct opts *o, struct out *w,
+			  struct held *h, const char *table,
+			  uint64_t mapsize, uint64_t dflt)
+{
+	size_t i;
+
+	if (!h->n)
+		return;
+	if (df_write_end(w->f))
+		write_failed(w);
+	write_deadlines(o, w, h, table, mapsize, dflt);
+	if (df_write_header(w->f, o->print, table, mapsize, NULL))
+		write_failed(w);
+	for (i = 0; i < h->n; i++)
+		if (df_write_item(w->f, o->print, h->v[i].p, h->v[i].kl) ||
+		    df_write_item(w->f, o->print, h->v[i].p + h->v[i].kl,
+				  h->v[i].vl))
+			write_failed(w);
+	held_free(h);
+}
+
 /*
  * One table, as one snapshot: its records written as the scan gives
- * them, or with --sort held, then sorted and written after the scan is
- * closed.  0, 1 if it went away before its scan began (-a skips it), or
- * exits.
+ * them (those that need their deadlines held a while: above), or with
+ * --sort held, then sorted and written after the scan is closed.  0, 1
+ * if it went away before its scan began (-a skips it), or exits.
  */
 static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 		    const struct tdbc_table_stat *st, uint64_t mapsize,
@@ -416,7 +496,8 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 {
 	struct df_meta meta = { .have = !o->no_meta, .uid = st->uid,
 				.gid = st->gid, .mode = st->mode,
-				.max_extents = st->max_extents };
+				.max_extents = st->max_extents,
+				.default_ttl = st->default_ttl };
 	struct held h = { 0 };
 	struct tdbc_table *t;
 	struct tdbc_scan *s;
@@ -424,7 +505,7 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 	char e[DX_ESC_NAME];            /* the name, escaped for messages */
 	char size[32];
 	size_t kl, vl;
-	uint64_t n = 0;
+	uint64_t n = 0, dl, dflt = st->default_ttl, pend = 0;
 	int err;
 
 	if (open_scan(c, o, st, &t, &s, pg))
@@ -432,16 +513,28 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 	dx_esc(e, st->name);
 	dx_progress_begin(pg);
 	errno = 0;
-	if (df_write_header(w->f, o->print, st->name, mapsize, &meta))
+	/* with --sort the header follows the deadlines block */
+	if (!o->sort &&
+	    df_write_header(w->f, o->print, st->name, mapsize, &meta))
 		write_failed(w);
 	if (o->sort && held_reserve(&h, st->records > SIZE_MAX / 2 ?
 					SIZE_MAX / 2 : (size_t)(st->records +
 					st->records / 8 + 64)))
 		goto nomem;
-	while ((err = tdbc_scan_next(s, &k, &kl, &v, &vl)) > 0) {
+	while ((err = tdbc_scan_next_ex(s, &k, &kl, &v, &vl, NULL,
+					&dl)) > 0) {
 		if (o->sort) {
-			if (held_add(&h, k, kl, v, vl))
+			if (held_add(&h, k, kl, v, vl, dl))
 				goto nomem;
+		} else if (needs_dl(dl, dflt)) {
+			if (held_add(&h, k, kl, v, vl, dl))
+				goto nomem;
+			pend += kl + vl;
+			if (h.n >= PEND_RECS || pend >= PEND_BYTES) {
+				flush_pending(o, w, &h, st->name, mapsize,
+					      dflt);
+				pend = 0;
+			}
 		} else if (df_write_item(w->f, o->print, k, kl) ||
 			   df_write_item(w->f, o->print, v, vl)) {
 			write_failed(w);
@@ -460,8 +553,17 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 	tdbc_scan_close(s);
 	tdbc_table_close(t);
 	if (o->sort) {
+		if (h.n)
+			qsort(h.v, h.n, sizeof(*h.v), by_key);
+		errno = 0;
+		write_deadlines(o, w, &h, st->name, mapsize, dflt);
+		if (df_write_header(w->f, o->print, st->name, mapsize, &meta))
+			write_failed(w);
 		write_sorted(o, w, &h, e, pg);
 		held_free(&h);
+	} else {
+		errno = 0;
+		flush_pending(o, w, &h, st->name, mapsize, dflt);
 	}
 	if (df_write_end(w->f))
 		write_failed(w);
@@ -469,9 +571,14 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 nomem:
 	dx_progress_clear(pg);
 	dx_fmt_bytes(size, sizeof(size), h.bytes);
-	dx_err("%s: out of memory holding its records for --sort (%s held "
-	       "after %llu records): dump it without --sort", e, size,
-	       (unsigned long long)n);
+	if (o->sort)
+		dx_err("%s: out of memory holding its records for --sort (%s "
+		       "held after %llu records): dump it without --sort", e,
+		       size, (unsigned long long)n);
+	else
+		dx_err("%s: out of memory holding records with deadlines "
+		       "(%s held after %llu records)", e, size,
+		       (unsigned long long)n);
 	exit(DX_OTHER);
 }
 

@@ -32,6 +32,16 @@
  * Malformed input stops the load with "tdb-load: FILE:LINE: why" and
  * exit 7: the records before the bad line's record are committed; that
  * record (never part of it) and everything after are not loaded.
+ *
+ * Expiry (dumpfmt.h, "Deadlines"): a table is created with the dump's
+ * tdb_default_ttl=; a "/deadlines/TABLE" block is held in memory (a
+ * hash of table and key: struct dlmap) until the records it names
+ * come, each put with its deadline (TDBC_DEADLINE, the same instant),
+ * or, for a 0 (no deadline in a table with a default TTL), put and then
+ * persisted (tdbc_persist, after its batch commits: a put names no "no
+ * deadline"), or skipped if its deadline has passed by the loader's
+ * clock (counted as expired).  A record no deadline names is put
+ * plainly: the table's default TTL, if any, applies.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -59,7 +70,8 @@ static const char usage_text[] =
 "Load dumps in the text format of db_dump and mdb_dump (VERSION=3), as\n"
 "tdb-dump and mdb_dump write them, into tdbd.  Each block goes into the\n"
 "table its database= line names; a missing table is created (with the\n"
-"dump's tdb_owner, tdb_group, tdb_mode and tdb_max_extents, if any).\n"
+"dump's tdb_owner, tdb_group, tdb_mode, tdb_max_extents and\n"
+"tdb_default_ttl, if any).\n"
 "\n"
 "  -f, --file FILE     read FILE (default: standard input)\n"
 "  -s, --table TABLE   load every block into TABLE, whatever its\n"
@@ -86,7 +98,9 @@ static const char usage_text[] =
 "\n"
 "Input: format=bytevalue or print; type=btree (or hash); keys 1..4096\n"
 "bytes, values up to 1 MiB; unknown keywords are ignored with a warning;\n"
-"databases with duplicate keys (dupsort) are refused.  Malformed input\n"
+"databases with duplicate keys (dupsort) are refused.  A block\n"
+"\"database=/deadlines/TABLE\" (tdb-dump's) gives the deadlines of the\n"
+"records that follow it; one already past skips its record.  Malformed input\n"
 "stops the load with FILE:LINE and why: the records before the bad one\n"
 "are loaded, it and the rest are not.\n"
 "\n"
@@ -103,10 +117,25 @@ struct opts {
 	uint32_t mode;                  /* --mode, or (uint32_t)-1 */
 };
 
-/* A record of the batch: offsets into the arena. */
+/* A record of the batch: offsets into the arena; its deadline
+ * (TDBC_DEADLINE if not 0) and whether to persist it once put. */
 struct brec {
 	size_t off;
 	uint32_t klen, vlen;
+	uint64_t dl;
+	bool persist;
+};
+
+/* Deadlines waiting for their records: table name, NUL, key -> ms. */
+struct dlent {
+	struct dlent *next;
+	uint64_t dl;
+	size_t len;
+	unsigned char id[];
+};
+struct dlmap {
+	struct dlent **b;
+	size_t nb, n;
 };
 
 struct load {
@@ -128,7 +157,8 @@ struct load {
 	unsigned int n;
 	unsigned char *arena;
 	size_t used;
-	uint64_t loaded, skipped;
+	uint64_t loaded, skipped, expired;
+	struct dlmap dl;
 	char why[512];                  /* tdbd's text of a pipelined
 					 * failure ("" if none) */
 };
@@ -225,13 +255,21 @@ static int put_each(struct load *L, unsigned int lo, unsigned int hi)
 	for (i = lo; i < hi; i++) {
 		const struct brec *r = &L->recs[i];
 
-		err = tdbc_put(L->t, NULL, rec_key(L, r), r->klen,
-			       rec_val(L, r), r->vlen,
-			       L->o.noov ? TDBC_NOOVERWRITE : 0);
+		if (r->dl)
+			err = tdbc_put_at(L->t, NULL, rec_key(L, r), r->klen,
+					  rec_val(L, r), r->vlen,
+					  L->o.noov ? TDBC_NOOVERWRITE : 0, 0,
+					  r->dl);
+		else
+			err = tdbc_put(L->t, NULL, rec_key(L, r), r->klen,
+				       rec_val(L, r), r->vlen,
+				       L->o.noov ? TDBC_NOOVERWRITE : 0);
 		if (err == -EEXIST && L->o.noov) {
 			L->skipped++;
 			continue;
 		}
+		if (!err && r->persist)
+			err = tdbc_persist(L->t, rec_key(L, r), r->klen);
 		if (err)
 			return err;
 		L->loaded++;
@@ -259,6 +297,10 @@ static int put_all(struct load *L, struct tdbc_txn *x, unsigned int lo,
 					.key = rec_key(L, b), .klen = b->klen,
 					.val = rec_val(L, b), .vlen = b->vlen,
 					.flags = flags, .user = next + j };
+				if (b->dl) {    /* as it was: the same instant */
+					rq[j].flags |= TDBC_DEADLINE;
+					rq[j].expiry = b->dl;
+				}
 			}
 			r = tdbc_submit(L->c, rq, m);
 			if (r == -EAGAIN)
@@ -284,6 +326,25 @@ static int put_all(struct load *L, struct tdbc_txn *x, unsigned int lo,
 	return first;
 }
 
+/* Records [lo, hi), committed: those without a deadline in a table with
+ * a default TTL lose the one their put gave them. */
+static int persist_range(struct load *L, unsigned int lo, unsigned int hi)
+{
+	unsigned int i;
+	int err;
+
+	for (i = lo; i < hi; i++) {
+		const struct brec *r = &L->recs[i];
+
+		if (r->persist &&
+		    (err = tdbc_persist(L->t, rec_key(L, r), r->klen))) {
+			L->why[0] = '\0';
+			return err;
+		}
+	}
+	return 0;
+}
+
 /* Records [lo, hi) of the batch as one transaction (or split). */
 static int commit_range(struct load *L, unsigned int lo, unsigned int hi)
 {
@@ -304,7 +365,7 @@ static int commit_range(struct load *L, unsigned int lo, unsigned int hi)
 		err = tdbc_txn_commit(x);
 	if (!err) {
 		L->loaded += hi - lo;
-		return 0;
+		return persist_range(L, lo, hi);
 	}
 	/* Over tdbd's max-txn-ops / max-txn-bytes: halve it; a record too
 	 * big for a transaction alone goes in alone. */
@@ -451,6 +512,8 @@ static int create_table(struct load *L, const struct df_header *h,
 		to.uid = h->uid;
 	if (h->have_gid)
 		to.gid = h->gid;
+	if (h->have_default_ttl)
+		to.default_ttl = h->default_ttl;
 	err = tdbc_table_create(L->c, name, &to);
 	if (err == -EPERM && (h->have_uid || h->have_gid)) {
 		dx_progress_clear(&L->pg);
@@ -495,6 +558,129 @@ static void open_table(struct load *L, const struct df_header *h,
 	check_existing(L, name, want);
 }
 
+/* --- deadlines ------------------------------------------------------------------ */
+
+static uint64_t dl_hash(const unsigned char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;    /* FNV-1a */
+
+	while (n--)
+		h = (h ^ *p++) * 1099511628211ull;
+	return h;
+}
+
+/* table NUL key into buf (TDB_NAME_MAX + 1 + TDB_KEY_MAX): its length */
+static size_t dl_id(unsigned char *buf, const char *table, const void *key,
+		    size_t klen)
+{
+	size_t tl = strlen(table);
+
+	memcpy(buf, table, tl + 1);
+	memcpy(buf + tl + 1, key, klen);
+	return tl + 1 + klen;
+}
+
+static struct dlent **dl_find(struct dlmap *m, const unsigned char *id,
+			      size_t len)
+{
+	struct dlent **e = &m->b[dl_hash(id, len) & (m->nb - 1)];
+
+	for (; *e; e = &(*e)->next)
+		if ((*e)->len == len && !memcmp((*e)->id, id, len))
+			break;
+	return e;
+}
+
+static void dl_oom(struct load *L)
+{
+	dx_progress_clear(&L->pg);
+	dx_err("out of memory holding the dump's deadlines");
+	exit(DX_OTHER);
+}
+
+/* Hold (or replace) a deadline until its record comes. */
+static void dl_put(struct load *L, const unsigned char *id, size_t len,
+		   uint64_t dl)
+{
+	struct dlmap *m = &L->dl;
+	struct dlent **e, *n;
+
+	if (m->n >= m->nb) {            /* grow: load factor 1 */
+		size_t nb = m->nb ? m->nb * 2 : 1024, i;
+		struct dlent **b = calloc(nb, sizeof(*b));
+
+		if (!b)
+			dl_oom(L);
+		for (i = 0; i < m->nb; i++)
+			while (m->b[i]) {
+				n = m->b[i];
+				m->b[i] = n->next;
+				e = &b[dl_hash(n->id, n->len) & (nb - 1)];
+				n->next = *e;
+				*e = n;
+			}
+		free(m->b);
+		m->b = b;
+		m->nb = nb;
+	}
+	e = dl_find(m, id, len);
+	if (*e) {
+		(*e)->dl = dl;
+		return;
+	}
+	n = malloc(sizeof(*n) + len);
+	if (!n)
+		dl_oom(L);
+	n->next = NULL;
+	n->dl = dl;
+	n->len = len;
+	memcpy(n->id, id, len);
+	*e = n;
+	m->n++;
+}
+
+/* The deadline held for id, taken out: 1 and *dl, or 0 if none. */
+static int dl_take(struct dlmap *m, const unsigned char *id, size_t len,
+		   uint64_t *dl)
+{
+	struct dlent **e, *n;
+
+	if (!m->n)
+		return 0;
+	e = dl_find(m, id, len);
+	if (!*e)
+		return 0;
+	n = *e;
+	*e = n->next;
+	*dl = n->dl;
+	free(n);
+	m->n--;
+	return 1;
+}
+
+static void dl_free(struct dlmap *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nb; i++)
+		while (m->b[i]) {
+			struct dlent *n = m->b[i];
+
+			m->b[i] = n->next;
+			free(n);
+		}
+	free(m->b);
+	memset(m, 0, sizeof(*m));
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* --- the input ------------------------------------------------------------------ */
 
 static void progress(struct load *L)
@@ -518,9 +704,67 @@ static void item_line(struct load *L, const unsigned char *line, size_t len,
 		input_error(L, L->in.lineno, what_missing);
 }
 
+/* A deadlines block, up to DATA=END: held for the records of table
+ * (-s TABLE's, else the block's). */
+static void load_deadlines(struct load *L, const struct df_header *h,
+			   uint64_t hdr_line)
+{
+	static unsigned char id[TDB_NAME_MAX + 1 + TDB_KEY_MAX];
+	unsigned char key[TDB_KEY_MAX], digits[24];
+	const char *table = L->o.table ? L->o.table :
+			    h->have_table ? h->table : NULL;
+	const unsigned char *line;
+	const char *msg = NULL;
+	size_t len;
+	long kl, dn;
+	uint64_t dl;
+
+	if (!table)
+		input_error(L, hdr_line, "this deadlines block names no "
+			    "table");
+	for (;;) {
+		uint64_t kline;
+
+		if (!next_line(L, &line, &len))
+			input_error(L, L->in.lineno + 1, "unexpected end of "
+				    "input: no DATA=END");
+		if (is_data_end(line, len))
+			break;
+		item_line(L, line, len, "expected a key line (a space, then "
+			  "the key) or DATA=END");
+		kline = L->in.lineno;
+		kl = df_decode(h->print, line + 1, len - 1, key, sizeof(key),
+			       &msg);
+		if (kl == -E2BIG)
+			input_error(L, kline, "key longer than 4096 bytes "
+				    "(tdb's limit)");
+		if (kl < 0)
+			input_error(L, kline, msg);
+		if (kl == 0)
+			input_error(L, kline, "empty key (tdb keys are 1..4096 "
+				    "bytes)");
+		if (!next_line(L, &line, &len) || is_data_end(line, len))
+			input_error(L, kline, "a key of a deadlines block "
+				    "without its deadline");
+		item_line(L, line, len, "expected a deadline line (a space, "
+			  "then the deadline)");
+		dn = df_decode(h->print, line + 1, len - 1, digits,
+			       sizeof(digits), &msg);
+		if (dn == -E2BIG)
+			msg = "a deadline longer than 20 digits";
+		if (dn < 0 || df_parse_deadline(digits, (size_t)(dn < 0 ? 0 :
+							      dn), &dl, &msg))
+			input_error(L, L->in.lineno, msg);
+		dl_put(L, id, dl_id(id, table, key, (size_t)kl), dl);
+	}
+}
+
 /* One block's records, up to DATA=END. */
 static void load_data(struct load *L, const struct df_header *h)
 {
+	static unsigned char id[TDB_NAME_MAX + 1 + TDB_KEY_MAX];
+	uint64_t now = now_ms();
+
 	const unsigned char *line;
 	const char *msg = NULL;
 	size_t len;
@@ -564,6 +808,20 @@ static void load_data(struct load *L, const struct df_header *h)
 				    "(tdb's limit)");
 		if (vl < 0)
 			input_error(L, L->in.lineno, msg);
+		L->recs[L->n].dl = 0;
+		L->recs[L->n].persist = false;
+		if (dl_take(&L->dl, id, dl_id(id, L->tname, dst, (size_t)kl),
+			    &L->recs[L->n].dl)) {
+			uint64_t d = L->recs[L->n].dl;
+
+			if (!(L->n & 1023))
+				now = now_ms();
+			if (d && d <= now) {    /* expired since the dump */
+				L->expired++;
+				continue;
+			}
+			L->recs[L->n].persist = !d;
+		}
 		L->recs[L->n].off = L->used;
 		L->recs[L->n].klen = (uint32_t)kl;
 		L->recs[L->n].vlen = (uint32_t)vl;
@@ -616,6 +874,10 @@ static void load_all(struct load *L)
 					(int)(eq - line), (const char *)line);
 			}
 		}
+		if (h.deadlines) {
+			load_deadlines(L, &h, start);
+			continue;
+		}
 		open_table(L, &h, start);
 		load_data(L, &h);
 	}
@@ -625,7 +887,8 @@ int main(int argc, char **argv)
 {
 	struct load L;
 	struct stat sb;
-	char kept[64];
+	char kept[128];
+	int kn = 0;
 	int fd = STDIN_FILENO;
 
 	dx_prog = "tdb-load";
@@ -654,9 +917,16 @@ int main(int argc, char **argv)
 	dx_progress_clear(&L.pg);
 	/* Records counts those written; keys -N kept are said apart. */
 	L.pg.records = L.loaded;
-	snprintf(kept, sizeof(kept), "%llu existing key%s kept",
-		 (unsigned long long)L.skipped, L.skipped == 1 ? "" : "s");
-	dx_progress_summary(&L.pg, "loaded", L.skipped ? kept : NULL);
+	kept[0] = '\0';
+	if (L.skipped)
+		kn = snprintf(kept, sizeof(kept), "%llu existing key%s kept",
+			      (unsigned long long)L.skipped,
+			      L.skipped == 1 ? "" : "s");
+	if (L.expired)
+		snprintf(kept + kn, sizeof(kept) - (size_t)kn, "%s%llu "
+			 "expired since the dump skipped", kn ? ", " : "",
+			 (unsigned long long)L.expired);
+	dx_progress_summary(&L.pg, "loaded", kept[0] ? kept : NULL);
 	if (L.t)
 		tdbc_table_close(L.t);
 	tdbc_close(L.c);
@@ -664,6 +934,7 @@ int main(int argc, char **argv)
 	free(L.recs);
 	free(L.arena);
 	free(L.made);
+	dl_free(&L.dl);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	return DX_OK;

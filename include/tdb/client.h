@@ -403,8 +403,7 @@ int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
 int tdbc_scan_next_ver(struct tdbc_scan *s, const void **key, size_t *klen,
 		       const void **val, size_t *vlen, uint64_t *version);
 /* The same, and the record's deadline in *deadline (if not NULL; 0: it
- * has none; TDBCLIENT_1.1).  A scan never returns a record past its
- * deadline. */
+ * has none).  TDBCLIENT_1.1 (expiry). */
 int tdbc_scan_next_ex(struct tdbc_scan *s, const void **key, size_t *klen,
 		      const void **val, size_t *vlen, uint64_t *version,
 		      uint64_t *deadline);

@@ -45,7 +45,7 @@ struct rec {
 	struct rec *next;
 	size_t klen, vlen;
 	uint64_t version;       /* 0: the owner sent none */
-	uint64_t deadline;      /* 0: none */
+	uint64_t deadline;      /* 0: none (or an owner without expiry) */
 	unsigned char data[];   /* key, then value */
 };
 

@@ -163,6 +163,8 @@ enum {
 };
 enum {
 	TDBE_DEL_EXPIRED = 1u << 0,  /* del only an expired record (sweep) */
+	TDBE_DEL_ANY     = 1u << 1,  /* del the record, expired or not
+				      * (replay: the log says it went) */
 };
 
 /*
@@ -195,7 +197,9 @@ int tdbe_del(struct tdbe_table *t, const void *key, size_t klen,
 	     struct tdbe_extack *ext);
 /* With TDBE_DEL_EXPIRED: remove the record only if it has expired (the
  * owner's sweep, which must not take a record written again since it
- * looked); -ENOENT if there is none or it has not. */
+ * looked); -ENOENT if there is none or it has not.  With TDBE_DEL_ANY:
+ * remove it whether it has expired or not (replay of a logged DEL: an
+ * expired record the sweep removed must not stay behind). */
 int tdbe_del_ex(struct tdbe_table *t, const void *key, size_t klen,
 		unsigned int flags, struct tdbe_extack *ext);
 /*
@@ -276,6 +280,11 @@ uint32_t *tdbe_rec_access(const void *val, size_t klen);
  * access word: fn(arg, word).  Inside tdbe_read_lock().  How many. */
 unsigned int tdbe_touch_hash(struct tdbe_table *t, uint64_t hash,
 			     void (*fn)(void *arg, uint32_t *word), void *arg);
+/* Free now what deletes left waiting for a grace period (they are
+ * freed in batches as writes go on; a table no one writes any more
+ * keeps its last batch otherwise): the expiry sweep at the end of a
+ * pass.  Waits for the grace period (may sleep). */
+void tdbe_table_reclaim(struct tdbe_table *t);
 /* The key has a record that has expired (absent to readers, there until
  * the sweep or a write removes it). */
 bool tdbe_expired(struct tdbe_table *t, const void *key, size_t klen);

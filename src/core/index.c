@@ -481,14 +481,35 @@ int tdbi_insert(struct tdbe_table *t, const struct tdb_key *k, uint64_t rec,
 	return rebuild(t, slot, depth, &add);
 }
 
+/* An interior node with no slot in use. */
+static bool node_empty(const struct tdbi_node *node)
+{
+	unsigned int i;
+
+	for (i = 0; i < TDBI_NODE_SLOTS; i++)
+		if (node->slot[i])
+			return false;
+	return true;
+}
+
 uint64_t tdbi_remove(struct tdbe_table *t, const struct tdb_key *k)
 {
-	unsigned int depth;
-	uint64_t *slot = find_slot(t, k->hash, &depth);
+	/* path[d]: the slot followed at depth d (path[0] in the root) */
+	uint64_t *path[TDBI_MAX_DEPTH + 1];
+	struct tdbi_node *node = tdb_ptr(&t->map, tdb_hdr(&t->map)->root);
+	unsigned int depth = 0;
+	uint64_t *slot = &node->slot[tdbi_slot_index(k->hash, 0)];
 	struct tdbi_bucket *b;
 	uint32_t i, live = 0;
-	uint64_t found = 0;
+	uint64_t found = 0, found_bucket;
 
+	path[0] = slot;
+	while (*slot & TDBI_NODE_TAG) {
+		node = tdb_ptr(&t->map, *slot & ~TDBI_NODE_TAG);
+		depth++;
+		slot = &node->slot[tdbi_slot_index(k->hash, depth)];
+		path[depth] = slot;
+	}
 	if (!*slot)
 		return 0;
 	b = bucket_at(&t->map, *slot);
@@ -505,13 +526,26 @@ uint64_t tdbi_remove(struct tdbe_table *t, const struct tdb_key *k)
 		}
 		live++;
 	}
-	/* A bucket with nothing live left is unhooked; empty interior
-	 * nodes stay (they are few and the next insert reuses them). */
-	if (found && !live) {
-		uint64_t off = *slot;
+	if (!found || live)
+		return found;
+	/* A bucket with nothing live left is unhooked, and so is each
+	 * interior node it leaves empty, up the path: a table emptied by
+	 * deletes (expiry's sweep, eviction) gives its index back, down to
+	 * the root.  A reader still inside one of them sees empty slots and
+	 * finds nothing, which is what is there; they are freed after a
+	 * grace period like the records. */
+	found_bucket = *slot;
+	tdb_store_release(slot, 0);
+	bucket_retire(t, found_bucket);
+	while (depth > 0) {
+		uint64_t noff = *path[depth - 1] & ~TDBI_NODE_TAG;
 
-		tdb_store_release(slot, 0);
-		bucket_retire(t, off);
+		if (!node_empty(tdb_ptr(&t->map, noff)))
+			break;
+		tdb_store_release(path[depth - 1], 0);
+		tdb_hdr(&t->map)->index_nodes--;
+		tdb_retire(t, noff);
+		depth--;
 	}
 	return found;
 }

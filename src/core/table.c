@@ -607,7 +607,7 @@ int tdbe_del_ex(struct tdbe_table *t, const void *key, size_t klen,
 
 	if (err)
 		return err;
-	if (flags & ~(unsigned int)TDBE_DEL_EXPIRED) {
+	if (flags & ~(unsigned int)(TDBE_DEL_EXPIRED | TDBE_DEL_ANY)) {
 		TDB_EXTACK(ext, "unknown del flag");
 		return -EINVAL;
 	}
@@ -615,10 +615,11 @@ int tdbe_del_ex(struct tdbe_table *t, const void *key, size_t klen,
 	tdbp_mutex_lock(t->wlock);
 	h = tdb_hdr(&t->map);
 	/* An expired record is absent to a plain delete (it stays for the
-	 * sweep); the sweep's delete takes only an expired one.  A table
-	 * with no deadline anywhere (nexpiring 0) needs no look first. */
+	 * sweep); the sweep's delete takes only an expired one; replay's
+	 * takes either.  A table with no deadline anywhere (nexpiring 0)
+	 * needs no look first. */
 	rec = 1;
-	if (h->nexpiring) {
+	if (h->nexpiring && !(flags & TDBE_DEL_ANY)) {
 		rec = tdbi_lookup(&t->map, &k);
 		if (rec && tdb_rec_dead(t, tdb_ptr(&t->map, rec)) !=
 			   !!(flags & TDBE_DEL_EXPIRED))
@@ -844,4 +845,11 @@ _Static_assert(TDBE_READER_TOUCH == TDB_HDR_F_TOUCH, "one flag, two names");
 void tdbe_table_reader_flags(struct tdbe_table *t, uint32_t flags)
 {
 	tdb_store_relaxed(&tdb_hdr(&t->map)->reader_flags, flags);
+}
+
+void tdbe_table_reclaim(struct tdbe_table *t)
+{
+	tdbp_mutex_lock(t->wlock);
+	limbo_reclaim(t);
+	tdbp_mutex_unlock(t->wlock);
 }

@@ -77,6 +77,7 @@ static unsigned int sweep_batch(struct tdbo_table *t, struct sweep_buf *b,
 	struct tdbe_cursor_rec *rec = b->rec;
 	struct tdbo_owner *o = t->o;
 	unsigned int i, removed = 0;
+	bool removed_in_pass = false;
 	int n, err = 0;
 
 	*visited = 0;
@@ -84,15 +85,20 @@ static unsigned int sweep_batch(struct tdbo_table *t, struct sweep_buf *b,
 	tdbp_mutex_lock(t->wlock);
 	if (t->dropped || !t->t)
 		goto out;
-	if (!t->sweep && !(t->sweep = tdbe_cursor_open(t->t, &err)))
-		goto out;
+	if (!t->sweep) {
+		if (!(t->sweep = tdbe_cursor_open(t->t, &err)))
+			goto out;
+		t->sweep_mark = t->expired;     /* a pass begins */
+	}
 	n = tdbe_cursor_expired(t->sweep, rec, tdbo_min(max, TDBO_SWEEP_BATCH),
 				tdbe_table_now_ms(t->t), visited);
 	if (n < 0)
 		goto out;
 	*end = !*visited;
-	if (*end)
-		tdbo_expire_forget(t);  /* a pass is over: the next starts
+	if (*end) {
+		removed_in_pass = t->expired != t->sweep_mark;
+		tdbo_expire_forget(t);
+	}  /* a pass is over: the next starts
 					 * from the first record */
 	for (i = 0; i < (unsigned int)n; i++) {
 		struct tdbo_change ch = {
@@ -113,6 +119,10 @@ static unsigned int sweep_batch(struct tdbo_table *t, struct sweep_buf *b,
 out:
 	tdbo_feed_flush(t);
 	tdbp_mutex_unlock(t->wlock);
+	/* the pass is over: what it freed goes back now, not when some
+	 * later write of the table (maybe never) fills the engine's batch */
+	if (*end && removed_in_pass && t->t)
+		tdbe_table_reclaim(t->t);
 	return removed;
 }
 

@@ -186,7 +186,7 @@ struct tdbo_table {
 	 * start (expire.c), under wlock. */
 	uint64_t default_ttl;
 	struct tdbe_cursor *sweep;
-	uint64_t expired;
+	uint64_t expired, sweep_mark;
 	/* Eviction (evict.c): the bounds (0 = none) and the policy
 	 * (TDB_EVICT_*), set at create or by recovery, then constant; the
 	 * records evicted since start (under wlock) and LRU's use clock

@@ -443,6 +443,7 @@ static void op_change(const struct tdbo_txn *x, const struct tdbo_txn_op *op,
 	ch->has_deadline = op->has_deadline;
 	ch->replay = false;
 	ch->expiry = false;
+	ch->evict = false;
 }
 
 /* Under the tables' locks: apply every op or none; the error of the one
@@ -533,13 +534,23 @@ static int validate(struct tdbo_txn *x, struct tdb_proto_extack *ext)
 		if (now == r->version)
 			continue;
 		x->why[0] = '\0';
+		if (!now && tdbe_expired(r->t->t, r->key, r->klen)) {
+			/* nobody changed it: its deadline passed */
+			tdbo_text_add(x->why, "a key this transaction read has "
+				      "expired since: table ");
+			tdbo_text_add(x->why, r->t->name);
+			tdbo_text_add(x->why, ", key ");
+			tdbo_text_key(x->why, r->key, r->klen);
+			ext->msg = x->why;
+			return -ESTALE;
+		}
 		tdbo_text_add(x->why, "a key this transaction read was changed "
 			      "by another client: table ");
 		tdbo_text_add(x->why, r->t->name);
 		tdbo_text_add(x->why, ", key ");
 		tdbo_text_key(x->why, r->key, r->klen);
 		tdbo_text_add(x->why, r->version ? (now ? " (changed)" :
-				" (deleted)") : " (created)");
+				" (deleted or expired)") : " (created)");
 		ext->msg = x->why;
 		return -ESTALE;
 	}

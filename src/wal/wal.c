@@ -879,6 +879,11 @@ size_t wal_rec_size(enum wal_type type, uint32_t nops, size_t bytes)
 	return walrec_size((enum walrec_type)type, nops, bytes);
 }
 
+size_t wal_rec_size_max(enum wal_type type, uint32_t nops, size_t bytes)
+{
+	return walrec_size_max((enum walrec_type)type, nops, bytes);
+}
+
 /* The log has no segment (opened on a full disk): make it now, at
  * next_lsn, which follows the last record of the segments before it.
  * Nothing was appended since the open (nothing could be reserved).
@@ -1047,26 +1052,59 @@ static int add_name(struct wal *w, const char *name)
 	return 0;
 }
 
-int wal_add_op(struct wal *w, enum wal_op op, const char *name,
-	       const void *key, uint32_t klen, const void *val, uint32_t vlen)
+int wal_add_op_dl(struct wal *w, enum wal_op op, const char *name,
+		  const void *key, uint32_t klen, const void *val,
+		  uint32_t vlen, uint64_t deadline)
 {
-	size_t n = strlen(name);
+	size_t n = strlen(name), h;
 	unsigned char *p;
 
 	/* what the reader would refuse fails the whole record */
 	if (!n || n > 64 || (op != WAL_OP_PUT && op != WAL_OP_DEL) ||
-	    (op == WAL_OP_DEL && vlen)) {
+	    (op == WAL_OP_DEL && (vlen || deadline))) {
 		w->build_err = -EINVAL;
 		return -EINVAL;
 	}
-	if (!(p = grow(w, 12 + n + klen + vlen)))
+	h = deadline ? WALREC_OP_DL_HDR : WALREC_OP_HDR;
+	if (!(p = grow(w, h + n + klen + vlen)))
 		return w->build_err;
-	walrec_op(p, (enum walrec_op)op, (uint8_t)n, klen, vlen);
-	memcpy(p + 12, name, n);
-	memcpy(p + 12 + n, key, klen);
+	walrec_op_dl(p, (enum walrec_op)op, (uint8_t)n, klen, vlen, deadline);
+	memcpy(p + h, name, n);
+	memcpy(p + h + n, key, klen);
 	if (vlen)
-		memcpy(p + 12 + n + klen, val, vlen);
+		memcpy(p + h + n + klen, val, vlen);
 	w->nops++;
+	return 0;
+}
+
+int wal_add_op(struct wal *w, enum wal_op op, const char *name,
+	       const void *key, uint32_t klen, const void *val, uint32_t vlen)
+{
+	return wal_add_op_dl(w, op, name, key, klen, val, vlen, 0);
+}
+
+int wal_add_create_ex(struct wal *w, uint64_t id, const char *name,
+		      uint32_t uid, uint32_t gid, uint32_t mode,
+		      uint32_t max_extents, uint32_t sync,
+		      uint64_t default_ttl, uint64_t max_bytes,
+		      uint64_t max_records, uint32_t evict)
+{
+	unsigned char *p = grow(w, 28), ext[WALREC_CREATE_EXT];
+	size_t n;
+	int err;
+
+	if (!p)
+		return w->build_err;
+	walrec_create(p, id, uid, gid, mode, max_extents, sync);
+	if ((err = add_name(w, name)))
+		return err;
+	n = walrec_create_ext(ext, default_ttl, max_bytes, max_records,
+			      evict);
+	if (!n)
+		return 0;
+	if (!(p = grow(w, n)))
+		return w->build_err;
+	memcpy(p, ext, n);
 	return 0;
 }
 
@@ -1074,12 +1112,8 @@ int wal_add_create(struct wal *w, uint64_t id, const char *name,
 		   uint32_t uid, uint32_t gid, uint32_t mode,
 		   uint32_t max_extents, uint32_t sync)
 {
-	unsigned char *p = grow(w, 28);
-
-	if (!p)
-		return w->build_err;
-	walrec_create(p, id, uid, gid, mode, max_extents, sync);
-	return add_name(w, name);
+	return wal_add_create_ex(w, id, name, uid, gid, mode, max_extents,
+				 sync, 0, 0, 0, 0);
 }
 
 int wal_add_drop(struct wal *w, const char *name)
@@ -1254,7 +1288,7 @@ int wal_ops_version(const struct wal_rec *r, uint64_t *version)
 int wal_next_op(const struct wal_rec *r, uint32_t *pos, struct wal_opv *op)
 {
 	const unsigned char *p;
-	uint32_t start = ops_start(r), at = *pos ? *pos : start, nl;
+	uint32_t start = ops_start(r), at = *pos ? *pos : start, nl, h;
 	uint64_t need;
 
 	if (!start || at < start)
@@ -1269,14 +1303,27 @@ int wal_next_op(const struct wal_rec *r, uint32_t *pos, struct wal_opv *op)
 	op->op = p[0];
 	op->klen = get32(p + 4);
 	op->vlen = get32(p + 8);
-	need = 12ull + nl + op->klen + op->vlen;
+	op->deadline = 0;
+	h = WALREC_OP_HDR;
+	/* a put with a deadline: only in a record with versions (none
+	 * was ever written in an old WAL_OPS one), and never 0 */
+	if (op->op == WAL_OP_PUT_DL) {
+		if (r->type != WAL_OPS_V || r->len - at < WALREC_OP_DL_HDR)
+			return -EUCLEAN;
+		op->deadline = get64(p + WALREC_OP_HDR);
+		if (!op->deadline)
+			return -EUCLEAN;
+		op->op = WAL_OP_PUT;
+		h = WALREC_OP_DL_HDR;
+	}
+	need = (uint64_t)h + nl + op->klen + op->vlen;
 	if ((op->op != WAL_OP_PUT && op->op != WAL_OP_DEL) || !nl || nl > 64 ||
 	    need > r->len - at || (op->op == WAL_OP_DEL && op->vlen))
 		return -EUCLEAN;
-	memcpy(op->name, p + 12, nl);
+	memcpy(op->name, p + h, nl);
 	op->name[nl] = 0;
-	op->key = p + 12 + nl;
-	op->val = p + 12 + nl + op->klen;
+	op->key = p + h + nl;
+	op->val = p + h + nl + op->klen;
 	*pos = at + (uint32_t)need;
 	return 1;
 }
@@ -1307,6 +1354,19 @@ int wal_get_create(const struct wal_rec *r, struct wal_create *c)
 	c->mode = get32(p + 16);
 	c->max_extents = get32(p + 20);
 	c->sync = get32(p + 24);
+	c->default_ttl = c->max_bytes = c->max_records = 0;
+	c->evict = 0;
+	/* the name, then the attributes if the table has any */
+	if (r->len - 28 == 1u + p[28] + WALREC_CREATE_EXT) {
+		const unsigned char *x = p + r->len - WALREC_CREATE_EXT;
+
+		c->default_ttl = get64(x);
+		c->max_bytes = get64(x + 8);
+		c->max_records = get64(x + 16);
+		c->evict = get32(x + 24);
+		return get_name(p + 28, r->len - 28 - WALREC_CREATE_EXT,
+				c->name);
+	}
 	return get_name(p + 28, r->len - 28, c->name);
 }
 

@@ -18,8 +18,17 @@
  *
  * All integers little-endian.  Payloads:
  *   WAL_OPS_V   u32 nops, u32 0, u64 version (not 0), then nops times:
- *               u8 op (WAL_OP_PUT/DEL), u8 name_len, u16 0, u32 klen,
- *               u32 vlen, name, key, value.  One record is one atomic
+ *               u8 op (WAL_OP_PUT/DEL/PUT_DL), u8 name_len, u16 0,
+ *               u32 klen, u32 vlen, for WAL_OP_PUT_DL only a u64
+ *               deadline (not 0), then name, key, value.  PUT_DL is a
+ *               put whose record expires at the deadline (ms of the
+ *               wall clock since the Unix epoch; issue 27), which replay
+ *               gives back; a put without one is a plain PUT, so a log
+ *               without expiry is byte for byte what it was before, and
+ *               a log from before reads as puts without deadlines.  A
+ *               deadline may be past at replay: the record is then
+ *               absent to every read, and the sweep removes it (a
+ *               logged delete).  One record is one atomic
  *               unit: a single put or delete, or a whole transaction;
  *               every op of it has the record's version (the owner's
  *               version of that write: docs/PROTOCOL.md, "Versions"),
@@ -31,7 +40,11 @@
  *               version counter past the log's last LSN, so every
  *               version given after is above any such one.
  *   WAL_CREATE  u64 table id, u32 uid, gid, mode, max_extents, sync,
- *               u8 name_len, name
+ *               u8 name_len, name, and for a table with a default TTL
+ *               or a bound (TABLE_CREATE's TTL, MAX_BYTES, MAX_RECORDS,
+ *               EVICT; issue 27) u64 default TTL (ms), u64 max_bytes,
+ *               u64 max_records, u32 evict (all 0 but one, maybe);
+ *               without them (as before issue 27) the table has none
  *   WAL_DROP    u8 name_len, name
  *
  * Writing.  A change is applied first and appended after, by its owner,
@@ -79,7 +92,9 @@
 #include <stdint.h>
 
 enum wal_type { WAL_OPS = 1, WAL_CREATE = 2, WAL_DROP = 3, WAL_OPS_V = 4 };
-enum wal_op { WAL_OP_PUT = 1, WAL_OP_DEL = 2 };
+/* WAL_OP_PUT_DL is on disk only: wal_next_op gives it as a WAL_OP_PUT
+ * with its deadline. */
+enum wal_op { WAL_OP_PUT = 1, WAL_OP_DEL = 2, WAL_OP_PUT_DL = 3 };
 
 /* When an acknowledgement may go out (per daemon or per table). */
 enum wal_sync {
@@ -128,6 +143,10 @@ void wal_close(struct wal *w);
  * values add up to bytes (WAL_OPS_V, or the old WAL_OPS), or of a create or drop of a table
  * whose name has bytes bytes: what wal_reserve is asked for. */
 size_t wal_rec_size(enum wal_type type, uint32_t nops, size_t bytes);
+/* The most such a record can take when its puts may carry deadlines
+ * and a create a default TTL (walrec_size_max): what a home that cannot
+ * tell reserves; wal_commit takes a smaller record for it. */
+size_t wal_rec_size_max(enum wal_type type, uint32_t nops, size_t bytes);
 /* Room for a record of size bytes: 0, or -ENOSPC/-EDQUOT (a full disk),
  * -EIO (the log failed), -E2BIG (over WAL_REC_MAX), -ENOMEM, with *msg
  * saying so.  Before the change is applied. */
@@ -149,9 +168,21 @@ void wal_begin_ops(struct wal *w, uint64_t version);
 int wal_add_op(struct wal *w, enum wal_op op, const char *name,
 	       const void *key, uint32_t klen, const void *val,
 	       uint32_t vlen);
+/* The same, a put's record expiring at deadline (ms since the epoch;
+ * 0: never, a plain WAL_OP_PUT; a DEL takes none: -EINVAL). */
+int wal_add_op_dl(struct wal *w, enum wal_op op, const char *name,
+		  const void *key, uint32_t klen, const void *val,
+		  uint32_t vlen, uint64_t deadline);
 int wal_add_create(struct wal *w, uint64_t id, const char *name,
 		   uint32_t uid, uint32_t gid, uint32_t mode,
 		   uint32_t max_extents, uint32_t sync);
+/* The same for a table with a default TTL (ms) or bounds and an
+ * eviction policy (all 0: none, the record is wal_add_create's). */
+int wal_add_create_ex(struct wal *w, uint64_t id, const char *name,
+		      uint32_t uid, uint32_t gid, uint32_t mode,
+		      uint32_t max_extents, uint32_t sync,
+		      uint64_t default_ttl, uint64_t max_bytes,
+		      uint64_t max_records, uint32_t evict);
 int wal_add_drop(struct wal *w, const char *name);
 int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn);
 
@@ -203,15 +234,20 @@ struct wal_rec {
 
 /* An op of a WAL_OPS_V (or WAL_OPS) record; iterate with wal_next_op. */
 struct wal_opv {
-	enum wal_op op;
+	enum wal_op op;         /* WAL_OP_PUT or WAL_OP_DEL */
 	char name[65];
 	const void *key, *val;
 	uint32_t klen, vlen;
+	uint64_t deadline;      /* a put's (PUT_DL), else 0 */
 };
 struct wal_create {
 	uint64_t id;
 	uint32_t uid, gid, mode, max_extents, sync;
 	char name[65];
+	/* 0 = none (or a record from before) */
+	uint64_t default_ttl;   /* ms */
+	uint64_t max_bytes, max_records;
+	uint32_t evict;         /* TDB_EVICT_* */
 };
 /* One encoded record of len bytes (no padding, nothing after): its
  * length field, CRC and type checked, *r filled (file: "tdb.ko's log",

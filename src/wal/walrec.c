@@ -51,6 +51,17 @@ size_t walrec_size(enum walrec_type type, uint32_t nops, size_t bytes)
 	return (n + 7) & ~(size_t)7;
 }
 
+size_t walrec_size_max(enum walrec_type type, uint32_t nops, size_t bytes)
+{
+	size_t more = 0;
+
+	if (type == WALREC_OPS || type == WALREC_OPS_V)
+		more = (size_t)nops * (WALREC_OP_DL_HDR - WALREC_OP_HDR);
+	else if (type == WALREC_CREATE)
+		more = WALREC_CREATE_EXT;
+	return walrec_size(type, nops, bytes + more);
+}
+
 size_t walrec_begin(unsigned char *p, enum walrec_type type)
 {
 	size_t n = type == WALREC_OPS ? WALREC_OPS_HDR :
@@ -79,6 +90,18 @@ void walrec_op(unsigned char *p, enum walrec_op op, uint8_t name_len,
 	walrec_put32(p + 8, vlen);
 }
 
+size_t walrec_op_dl(unsigned char *p, enum walrec_op op, uint8_t name_len,
+		    uint32_t klen, uint32_t vlen, uint64_t deadline)
+{
+	if (op != WALREC_OP_PUT || !deadline) {
+		walrec_op(p, op, name_len, klen, vlen);
+		return WALREC_OP_HDR;
+	}
+	walrec_op(p, WALREC_OP_PUT_DL, name_len, klen, vlen);
+	walrec_put64(p + WALREC_OP_HDR, deadline);
+	return WALREC_OP_DL_HDR;
+}
+
 void walrec_create(unsigned char *p, uint64_t id, uint32_t uid,
 		   uint32_t gid, uint32_t mode, uint32_t max_extents,
 		   uint32_t sync)
@@ -89,6 +112,19 @@ void walrec_create(unsigned char *p, uint64_t id, uint32_t uid,
 	walrec_put32(p + 16, mode);
 	walrec_put32(p + 20, max_extents);
 	walrec_put32(p + 24, sync);
+}
+
+size_t walrec_create_ext(unsigned char *p, uint64_t default_ttl,
+			 uint64_t max_bytes, uint64_t max_records,
+			 uint32_t evict)
+{
+	if (!default_ttl && !max_bytes && !max_records && !evict)
+		return 0;
+	walrec_put64(p, default_ttl);
+	walrec_put64(p + 8, max_bytes);
+	walrec_put64(p + 16, max_records);
+	walrec_put32(p + 24, evict);
+	return WALREC_CREATE_EXT;
 }
 
 void walrec_seal(unsigned char *rec, uint32_t len, uint64_t lsn,

@@ -23,13 +23,21 @@
  * ops' version is the record's LSN); new records of ops are OPS_V. */
 enum walrec_type { WALREC_OPS = 1, WALREC_CREATE = 2, WALREC_DROP = 3,
 		   WALREC_OPS_V = 4 };
-enum walrec_op { WALREC_OP_PUT = 1, WALREC_OP_DEL = 2 };
+/* PUT_DL: a put whose record expires (issue 27): its op header has the
+ * u64 deadline (ms since the epoch, not 0) after vlen; a put without
+ * one is a plain PUT and costs nothing more. */
+enum walrec_op { WALREC_OP_PUT = 1, WALREC_OP_DEL = 2, WALREC_OP_PUT_DL = 3 };
 
 #define WALREC_HDR      24u     /* crc, len, lsn, type, pad[7] */
 #define WALREC_OPS_HDR  (WALREC_HDR + 4u)       /* and u32 nops */
 #define WALREC_OPS_V_HDR (WALREC_HDR + 16u)     /* u32 nops, 0, u64 version */
 #define WALREC_BEGIN_MAX WALREC_OPS_V_HDR       /* walrec_begin's most */
 #define WALREC_OP_HDR   12u     /* op, name_len, u16 0, klen, vlen */
+#define WALREC_OP_DL_HDR 20u    /* PUT_DL: and u64 deadline */
+#define WALREC_OP_HDR_MAX WALREC_OP_DL_HDR
+/* A create's attributes after the name, if any is not 0: u64 default
+ * TTL (ms), u64 max_bytes, u64 max_records, u32 evict (TDB_EVICT_*). */
+#define WALREC_CREATE_EXT 28u
 #define WALREC_CREATE_FIX 28u   /* id, uid, gid, mode, max_extents, sync */
 #define WALREC_NAME_MAX 64u
 
@@ -37,6 +45,10 @@ enum walrec_op { WALREC_OP_PUT = 1, WALREC_OP_DEL = 2 };
  * add up to bytes (OPS), or a create/drop of a table whose name has
  * bytes bytes.  (wal_rec_size.) */
 size_t walrec_size(enum walrec_type type, uint32_t nops, size_t bytes);
+/* The most such a record can take: every op a PUT_DL, a create with a
+ * default TTL.  What a home reserves (struct tdbo_log_size does not say
+ * which puts have deadlines); the record built may be smaller. */
+size_t walrec_size_max(enum walrec_type type, uint32_t nops, size_t bytes);
 
 /* The record's first bytes at p (WALREC_OPS_HDR for OPS,
  * WALREC_OPS_V_HDR for OPS_V, else WALREC_HDR): zeros and the type.
@@ -49,13 +61,25 @@ size_t walrec_begin_v(unsigned char *p, uint64_t version);
  * it (the value only for a put). */
 void walrec_op(unsigned char *p, enum walrec_op op, uint8_t name_len,
 	       uint32_t klen, uint32_t vlen);
-/* A create's fixed part (WALREC_CREATE_FIX bytes); then u8 name_len and
- * the name. */
+/* The fixed part of a put or delete whose record expires at deadline
+ * (0: never): a PUT_DL op's (WALREC_OP_DL_HDR bytes) for a put with a
+ * deadline, else walrec_op's.  Returns how many bytes were written. */
+size_t walrec_op_dl(unsigned char *p, enum walrec_op op, uint8_t name_len,
+		    uint32_t klen, uint32_t vlen, uint64_t deadline);
+/* A create's fixed part (WALREC_CREATE_FIX bytes); then u8 name_len,
+ * the name and, for a table with a default TTL or a bound (issue 27),
+ * its attributes (walrec_create_ext; absent: none of them, as in
+ * records from before). */
 void walrec_create(unsigned char *p, uint64_t id, uint32_t uid,
 		   uint32_t gid, uint32_t mode, uint32_t max_extents,
 		   uint32_t sync);
 /* The header's len (bytes from crc on, without padding), lsn and, for
  * OPS and OPS_V, nops; the crc is set apart (walrec_set_crc). */
+/* A create's attributes after its name (WALREC_CREATE_EXT bytes at p):
+ * how many bytes were written, 0 (nothing) if every one is 0. */
+size_t walrec_create_ext(unsigned char *p, uint64_t default_ttl,
+			 uint64_t max_bytes, uint64_t max_records,
+			 uint32_t evict);
 void walrec_seal(unsigned char *rec, uint32_t len, uint64_t lsn,
 		 uint32_t nops);
 void walrec_set_crc(unsigned char *rec, uint32_t crc);

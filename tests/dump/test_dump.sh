@@ -18,7 +18,16 @@
 #    the same bytes (-a, both formats); the records in key order (checked
 #    against sort(1) of the input: NUL and 0xff bytes, keys that are
 #    prefixes of others); a sorted dump loads back to the same bytes;
-#    peak RSS of holding a table as tdb-dump(1) says; bar and summary.
+#    peak RSS of holding a table as tdb-dump(1) says; bar and summary;
+#  - expiry (with the tdb CLI, $TDB_CLI): deadlines blocks (exact
+#    deadlines, 0 for a persisted record in a table with a default TTL,
+#    nothing for an expired record or one without a deadline), the
+#    default TTL keyword, --sort, many records with deadlines among
+#    others (several blocks, each deadline back), tdb-load giving each
+#    record its deadline and the table its default TTL, a record expired
+#    since the dump skipped, a bad deadline refused with FILE:LINE,
+#    mdb_load taking the dump (the table's database exactly its
+#    records) and mdb_dump -a of that loading back with the deadlines.
 #   test_dump.sh TDB_DUMP TDB_LOAD TDBD HELPER
 # Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped (no
 # tdbd, or no mdb_dump / mdb_load).
@@ -638,6 +647,168 @@ if command -v script >/dev/null; then
 		grep -q "tdb-dump: dumped $nlarge records" "$dir/tty.out" ||
 		fail "--sort: no bar or summary on a terminal:" \
 			"$(head -c 300 "$dir/tty.out")"
+fi
+
+# --- expiry --------------------------------------------------------------------
+cli=${TDB_CLI:-}
+if [ -z "$cli" ] || [ ! -x "$cli" ]; then
+	echo "SKIP (part): no tdb CLI (\$TDB_CLI): expiry not checked"
+else
+note "expiry: deadlines blocks, the default TTL, tdb-load, mdb_load"
+tab=$(printf '\t')
+hexs() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
+now=$(date +%s%3N)
+d1=$((now + 7200000))
+d2=$((now + 5400000))
+expect_rc 0 "$cli" create exp --ttl 1h
+expect_rc 0 "$cli" put exp a 1 --at "$d1"
+expect_rc 0 "$cli" put exp b 2                  # the table's 1 h
+expect_rc 0 "$cli" put exp c 3
+expect_rc 0 "$cli" persist exp c                # none, in a TTL table
+expect_rc 0 "$cli" create exq
+expect_rc 0 "$cli" put exq x 9 --at "$d2"
+expect_rc 0 "$cli" put exq y 8                  # none: not listed
+expect_rc 0 "$cli" put exq z 7 --ttl 200ms      # gone before the dump
+expect_rc 0 "$cli" get exp b --deadline
+db=$(cut -f1 "$out")
+checks=$((checks + 1))
+[ "$db" -gt "$now" ] 2>/dev/null || fail "exp/b has no deadline: $db"
+sleep 0.4
+expect_rc 0 "$dump" -p -s exp
+cp "$out" "$dir/exp.txt"
+expect_rc 0 "$dump" -p -s exq
+cp "$out" "$dir/exq.txt"
+# the text: the keyword; each deadline in a block before its record
+checks=$((checks + 1))
+grep -qx 'tdb_default_ttl=3600000' "$dir/exp.txt" ||
+	fail "no tdb_default_ttl=3600000: $(head -c 400 "$dir/exp.txt")"
+checks=$((checks + 1))
+grep -q '^tdb_default_ttl' "$dir/exq.txt" &&
+	fail "exq (no default TTL) has tdb_default_ttl="
+"$helper" norm "$dir/exp.txt" >"$dir/exp.norm" ||
+	fail "helper norm of the exp dump"
+# norm's lines: DB, KEY, VALUE in hex; the deadlines' digits in hex too
+for kv in "a:$d1" "b:$db" "c:0"; do
+	k=${kv%%:*}
+	v=${kv#*:}
+	checks=$((checks + 1))
+	grep -qx "/deadlines/exp$tab$(hexs "$k")$tab$(hexs "$v")" \
+		"$dir/exp.norm" ||
+		fail "exp: no deadline $v for $k: $(cat "$dir/exp.norm")"
+done
+checks=$((checks + 1))
+[ "$(grep -c "^exp$tab" "$dir/exp.norm")" = 3 ] ||
+	fail "exp: not its 3 records: $(cat "$dir/exp.norm")"
+"$helper" norm "$dir/exq.txt" >"$dir/exq.norm" || fail "norm exq"
+checks=$((checks + 1))
+[ "$(grep -c "^/deadlines/exq$tab" "$dir/exq.norm")" = 1 ] &&
+	grep -qx "/deadlines/exq$tab$(hexs x)$tab$(hexs "$d2")" \
+		"$dir/exq.norm" ||
+	fail "exq's deadlines: only x's, $d2: $(cat "$dir/exq.norm")"
+checks=$((checks + 1))
+grep -q "$tab$(hexs z)$tab" "$dir/exq.norm" &&
+	fail "the expired exq/z was dumped"
+# the deadlines block comes before the record it names
+checks=$((checks + 1))
+awk '/^database=\/deadlines\/exq$/ { d = NR }
+	$0 == " x" && !dk { if (!d) bad = 1; dk = NR }
+	END { exit bad || !dk }' "$dir/exq.txt" ||
+	fail "exq: x's record before its deadlines block"
+# --sort: one deadlines block (key order), then the table
+expect_rc 0 "$dump" -p --sort -s exp
+checks=$((checks + 1))
+[ "$(grep -c '^database=' "$out")" = 2 ] &&
+	[ "$(grep '^database=' "$out" | head -1)" = "database=/deadlines/exp" ] &&
+	[ "$(sed -n '/^database=\/deadlines/,/DATA=END/p' "$out" |
+	     grep '^ ' | paste -sd' ')" = " a  $d1  b  $db  c  0" ] ||
+	fail "--sort with deadlines: $(cat "$out")"
+# tdb-load: the deadlines, the default TTL
+expect_rc 0 "$load" -s exp2 -f "$dir/exp.txt" && no_err
+expect_rc 0 "$load" -s exq2 -f "$dir/exq.txt" && no_err
+for kv in "exp2:a:$d1:1" "exp2:b:$db:2" "exp2:c:-:3" "exq2:x:$d2:9" \
+	  "exq2:y:-:8"; do
+	t=${kv%%:*}; r=${kv#*:}
+	k=${r%%:*}; r=${r#*:}
+	v=${r%%:*}; val=${r#*:}
+	expect_rc 0 "$cli" get "$t" "$k" --deadline
+	checks=$((checks + 1))
+	[ "$(cat "$out")" = "$v$tab$val" ] ||
+		fail "tdb-load: $t/$k reads '$(cat "$out")', want '$v$tab$val'"
+done
+expect_rc 1 "$cli" get exq2 z
+expect_rc 0 "$cli" stat exp2
+checks=$((checks + 1))
+grep -Eq '^default_ttl_ms +3600000$' "$out" ||
+	fail "exp2 was not created with the default TTL: $(cat "$out")"
+expect_rc 0 "$cli" stat exq2
+checks=$((checks + 1))
+grep -Eq '^default_ttl_ms +0$' "$out" ||
+	fail "exq2 has a default TTL: $(cat "$out")"
+# a deadline that passed since the dump: the record is skipped
+past=$((now - 1000))
+{
+	printf 'VERSION=3\nformat=print\ndatabase=/deadlines/exr\ntype=btree\n'
+	printf 'HEADER=END\n p\n %s\n f\n %s\nDATA=END\n' "$past" "$d1"
+	printf 'VERSION=3\nformat=print\ndatabase=exr\ntype=btree\n'
+	printf 'HEADER=END\n p\n old\n f\n new\n n\n none\nDATA=END\n'
+} >"$dir/exr.txt"
+expect_rc 0 "$load" -v -f "$dir/exr.txt"
+expect_err "1 expired since the dump skipped"
+expect_rc 1 "$cli" get exr p
+expect_rc 0 "$cli" get exr f --deadline
+checks=$((checks + 1))
+[ "$(cat "$out")" = "$d1${tab}new" ] || fail "exr/f: $(cat "$out")"
+expect_rc 0 "$cli" get exr n --deadline
+checks=$((checks + 1))
+[ "$(cat "$out")" = "-${tab}none" ] || fail "exr/n: $(cat "$out")"
+# a bad deadline: FILE:LINE, exit 7
+{
+	printf 'VERSION=3\nformat=print\ndatabase=/deadlines/exs\ntype=btree\n'
+	printf 'HEADER=END\n p\n 12x\nDATA=END\n'
+} >"$dir/exs.txt"
+expect_rc 7 "$load" -f "$dir/exs.txt"
+expect_err "exs.txt:7: a deadline must be 1 to 20 decimal digits"
+# many records, deadlines among them: several blocks, all come back
+nexl=9000
+awk -v n="$nexl" -v d="$d1" 'BEGIN {
+	print "VERSION=3\nformat=print\ndatabase=/deadlines/exl"
+	print "type=btree\nHEADER=END"
+	for (i = 0; i < n; i += 2) printf " k%06d\n %.0f\n", i, d + i
+	print "DATA=END\nVERSION=3\nformat=print\ndatabase=exl"
+	print "type=btree\nHEADER=END"
+	for (i = 0; i < n; i++) printf " k%06d\n v%d\n", i, i
+	print "DATA=END" }' >"$dir/exl.txt"
+expect_rc 0 "$load" -f "$dir/exl.txt"
+expect_rc 0 "$dump" -p -s exl
+cp "$out" "$dir/exl.out"
+checks=$((checks + 1))
+[ "$(grep -c '^database=/deadlines/exl$' "$dir/exl.out")" -ge 2 ] ||
+	fail "exl: $(grep -c '^database=' "$dir/exl.out") blocks, want its deadlines in chunks"
+norm "$dir/exl.txt" >"$dir/exl.norm"
+norm "$dir/exl.out" >"$dir/x.norm"
+same "$dir/exl.norm" "$dir/x.norm" \
+	"exl: records and deadlines through tdb-load and tdb-dump"
+# mdb_load takes the dump: the table's database holds its records alone
+mkdir "$dir/envx"
+expect_rc 0 mdb_load -f "$dir/exp.txt" "$dir/envx"
+expect_rc 0 mdb_load -f "$dir/exq.txt" "$dir/envx"
+expect_rc 0 mdb_dump -p -s exq "$dir/envx"
+checks=$((checks + 1))
+[ "$(sed -n '/^HEADER=END$/,/^DATA=END$/p' "$out" | grep '^ ' |
+     paste -sd' ')" = " x  9  y  8" ] ||
+	fail "mdb_load of the exq dump: $(cat "$out")"
+# mdb_dump -a of it ("/deadlines/..." first, by name) loads back
+expect_rc 0 mdb_dump -a "$dir/envx"
+cp "$out" "$dir/envx.txt"
+expect_rc 0 "$load" -s exp3 -f "$dir/envx.txt"
+expect_rc 0 "$cli" get exp3 a --deadline
+checks=$((checks + 1))
+[ "$(cat "$out")" = "$d1${tab}1" ] ||
+	fail "mdb_dump -a | tdb-load: exp3/a: $(cat "$out")"
+expect_rc 0 "$cli" get exp3 x --deadline
+checks=$((checks + 1))
+[ "$(cat "$out")" = "$d2${tab}9" ] ||
+	fail "mdb_dump -a | tdb-load: exp3/x: $(cat "$out")"
 fi
 
 # --- the daemon ------------------------------------------------------------------

@@ -54,7 +54,7 @@ static void test_encode(void **state)
 
 static void test_header_out(void **state)
 {
-	struct df_meta meta = { true, 1000, 100, 0640, 512 };
+	struct df_meta meta = { true, 1000, 100, 0640, 512, 0 };
 	char *buf = NULL;
 	size_t size = 0;
 	FILE *f = open_memstream(&buf, &size);
@@ -64,13 +64,36 @@ static void test_header_out(void **state)
 	assert_int_equal(df_write_end(f), 0);
 	meta.have = false;
 	assert_int_equal(df_write_header(f, true, "t2", 0, &meta), 0);
+	assert_int_equal(df_write_end(f), 0);
+	/* expiry: the default TTL with the other keywords, a deadlines
+	 * block (0: none) */
+	meta.have = true;
+	meta.default_ttl = 30000;
+	assert_int_equal(df_write_header(f, true, "t3", 0, &meta), 0);
+	assert_int_equal(df_write_end(f), 0);
+	assert_int_equal(df_write_deadlines_header(f, true, "t3", 4096), 0);
+	assert_int_equal(df_write_deadline(f, true, "k\n", 2,
+					   1893456000000ull), 0);
+	assert_int_equal(df_write_deadline(f, true, "z", 1, 0), 0);
+	assert_int_equal(df_write_end(f), 0);
+	assert_int_equal(df_write_deadlines_header(f, false, "t3", 0), 0);
+	assert_int_equal(df_write_deadline(f, false, "z", 1, 12), 0);
 	fclose(f);
 	assert_string_equal(buf,
 		"VERSION=3\nformat=bytevalue\ndatabase=t1\ntype=btree\n"
 		"mapsize=1048576\ntdb_owner=1000\ntdb_group=100\n"
 		"tdb_mode=0640\ntdb_max_extents=512\nHEADER=END\nDATA=END\n"
 		"VERSION=3\nformat=print\ndatabase=t2\ntype=btree\n"
-		"HEADER=END\n");
+		"HEADER=END\nDATA=END\n"
+		"VERSION=3\nformat=print\ndatabase=t3\ntype=btree\n"
+		"tdb_owner=1000\ntdb_group=100\ntdb_mode=0640\n"
+		"tdb_max_extents=512\ntdb_default_ttl=30000\nHEADER=END\n"
+		"DATA=END\n"
+		"VERSION=3\nformat=print\ndatabase=/deadlines/t3\n"
+		"type=btree\nmapsize=4096\nHEADER=END\n"
+		" k\\0a\n 1893456000000\n z\n 0\nDATA=END\n"
+		"VERSION=3\nformat=bytevalue\ndatabase=/deadlines/t3\n"
+		"type=btree\nHEADER=END\n 7a\n 3132\n");
 	free(buf);
 }
 
@@ -239,7 +262,27 @@ static void test_header_in(void **state)
 		    h.gid == 100 && h.have_mode && h.mode == 0640 &&
 		    h.have_max_extents && h.max_extents == 7);
 	assert_int_equal(hdr(&h, "colour=blue", &msg), DF_HDR_UNKNOWN);
+	assert_false(h.deadlines || h.have_default_ttl);
+	assert_int_equal(hdr(&h, "tdb_default_ttl=315360000000", &msg),
+			 DF_HDR_MORE);
+	assert_true(h.have_default_ttl && h.default_ttl == 315360000000ull);
 	assert_int_equal(hdr(&h, "HEADER=END", &msg), DF_HDR_END);
+	/* a deadlines block names its table */
+	df_header_init(&h);
+	assert_int_equal(hdr(&h, "database=/deadlines/t-1.x", &msg),
+			 DF_HDR_MORE);
+	assert_true(h.deadlines && h.have_table);
+	assert_string_equal(h.table, "t-1.x");
+	assert_int_equal(hdr(&h, "database=t2", &msg), DF_HDR_MORE);
+	assert_false(h.deadlines);
+	assert_int_equal(hdr(&h, "database=/deadlines/", &msg), -EINVAL);
+	assert_int_equal(hdr(&h, "database=/deadlines/a/b", &msg), -EINVAL);
+	assert_int_equal(hdr(&h, "database=/deadline/a", &msg), -EINVAL);
+	assert_int_equal(hdr(&h, "tdb_default_ttl=0", &msg), -EINVAL);
+	assert_non_null(strstr(msg, "tdb_default_ttl"));
+	assert_int_equal(hdr(&h, "tdb_default_ttl=315360000001", &msg),
+			 -EINVAL);
+	assert_int_equal(hdr(&h, "tdb_default_ttl=1s", &msg), -EINVAL);
 	/* errors */
 	assert_int_equal(hdr(&h, "no equals sign", &msg), -EINVAL);
 	assert_int_equal(hdr(&h, " 6b", &msg), -EINVAL);
@@ -267,6 +310,32 @@ static void test_header_in(void **state)
 	assert_int_equal(hdr(&h, "HEADER=START", &msg), -EINVAL);
 }
 
+static int pdl(const char *s, uint64_t *d, const char **msg)
+{
+	*msg = NULL;
+	return df_parse_deadline((const unsigned char *)s, strlen(s), d, msg);
+}
+
+static void test_deadline_values(void **state)
+{
+	uint64_t d = 7;
+	const char *msg;
+
+	(void)state;
+	assert_int_equal(pdl("0", &d, &msg), 0);
+	assert_int_equal(d, 0);
+	assert_int_equal(pdl("1893456000000", &d, &msg), 0);
+	assert_int_equal(d, 1893456000000ull);
+	assert_int_equal(pdl("18446744073709551615", &d, &msg), 0);
+	assert_int_equal(d, UINT64_MAX);
+	assert_int_equal(pdl("18446744073709551616", &d, &msg), -EINVAL);
+	assert_non_null(strstr(msg, "deadline"));
+	assert_int_equal(pdl("", &d, &msg), -EINVAL);
+	assert_int_equal(pdl("-1", &d, &msg), -EINVAL);
+	assert_int_equal(pdl("12 ", &d, &msg), -EINVAL);
+	assert_int_equal(pdl("0x10", &d, &msg), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -275,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_decode),
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_header_in),
+		cmocka_unit_test(test_deadline_values),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -126,6 +126,7 @@ struct rec {
 	unsigned char *k, *v;
 	size_t kl, vl;
 	uint64_t ver;           /* its version (ckpt.h: "/ver/", "/lver/") */
+	uint64_t dl;            /* its deadline (beside the version), 0 */
 };
 
 struct recset {
@@ -172,7 +173,7 @@ static void rs_add(struct recset *rs, const void *k, size_t kl,
 		assert_non_null(rs->r);
 	}
 	rs->r[rs->n++] = (struct rec){ dup_bytes(k, kl), dup_bytes(v, vl),
-				       kl, vl, ver };
+				       kl, vl, ver, 0 };
 }
 
 static void rs_put(struct recset *rs, const void *k, size_t kl,
@@ -212,9 +213,12 @@ static void rs_free(struct recset *rs)
 }
 
 static int collect(void *arg, const void *key, size_t klen, const void *val,
-		   size_t vlen, uint64_t ver)
+		   size_t vlen, uint64_t ver, uint64_t dl)
 {
-	rs_add(arg, key, klen, val, vlen, ver);
+	struct recset *rs = arg;
+
+	rs_add(rs, key, klen, val, vlen, ver);
+	rs->r[rs->n - 1].dl = dl;
 	return 0;
 }
 
@@ -249,6 +253,10 @@ static void rs_assert_equal(struct recset *want, struct recset *got)
 			fail_msg("key #%zu (%zu bytes): version %" PRIu64
 				 ", want %" PRIu64, i, want->r[i].kl,
 				 got->r[i].ver, want->r[i].ver);
+		if (got->r[i].dl != want->r[i].dl)
+			fail_msg("key #%zu (%zu bytes): deadline %" PRIu64
+				 ", want %" PRIu64, i, want->r[i].kl,
+				 got->r[i].dl, want->r[i].dl);
 	}
 }
 
@@ -298,7 +306,8 @@ static void put2(struct ckpt_txn *tx, struct recset *rs, const char *name,
 
 static const struct ckpt_table schema_t1 = {
 	.name = "t1", .id = 7, .uid = 1000, .gid = 100, .mode = 0640,
-	.max_extents = 16, .sync = 1,
+	.max_extents = 16, .sync = 1, .default_ttl = 30000,
+	.max_bytes = 0x0102030405060708ull, .max_records = 1000, .evict = 2,
 };
 static const struct ckpt_table schema_t2 = {
 	.name = "t2", .id = 0xfedcba9876543210ULL, .uid = 0xfffffffe,
@@ -381,6 +390,10 @@ static void assert_schema(const struct ckpt_table *got,
 	assert_int_equal(got->mode, want->mode);
 	assert_int_equal(got->max_extents, want->max_extents);
 	assert_int_equal(got->sync, want->sync);
+	assert_int_equal(got->default_ttl, want->default_ttl);
+	assert_int_equal(got->max_bytes, want->max_bytes);
+	assert_int_equal(got->max_records, want->max_records);
+	assert_int_equal(got->evict, want->evict);
 	assert_int_equal(got->aside, want->aside);
 	assert_int_equal(got->from, want->from);
 }
@@ -541,13 +554,23 @@ static void test_layout(void **state)
 	const char *dir = dir_of(state);
 	struct ckpt *ck = open_ok(dir);
 	unsigned char *lk = malloc(maxkey), *v;
-	const unsigned char want_t2[28] = {
+	const unsigned char want_t2[56] = {
 		0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe, /* id */
 		0xfe, 0xff, 0xff, 0xff,                         /* uid */
 		0, 0, 0, 0,                                     /* gid */
 		0x80, 0x01, 0, 0,                               /* 0600 */
 		1, 0, 0, 0,                                     /* extents */
 		2, 0, 0, 0,                                     /* sync */
+		0, 0, 0, 0, 0, 0, 0, 0,                         /* no TTL */
+		0, 0, 0, 0, 0, 0, 0, 0,                         /* no bound */
+		0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0,                                     /* refuse */
+	};
+	const unsigned char want_t1_ext[28] = {
+		0x30, 0x75, 0, 0, 0, 0, 0, 0,                   /* 30000 */
+		8, 7, 6, 5, 4, 3, 2, 1,                         /* max_bytes */
+		0xe8, 0x03, 0, 0, 0, 0, 0, 0,                   /* 1000 */
+		2, 0, 0, 0,                                     /* lfu */
 	};
 	struct dataset ds;
 	size_t vl;
@@ -593,7 +616,7 @@ static void test_layout(void **state)
 	v = raw_get(dir, "/meta", "format", 6, &vl);
 	assert_non_null(v);
 	assert_int_equal(vl, 4);
-	assert_memory_equal(v, "\2\0\0\0", 4);
+	assert_memory_equal(v, "\3\0\0\0", 4);
 	free(v);
 	v = raw_get(dir, "/meta", "lsn", 3, &vl);
 	assert_non_null(v);
@@ -604,6 +627,11 @@ static void test_layout(void **state)
 	assert_non_null(v);
 	assert_int_equal(vl, sizeof(want_t2));
 	assert_memory_equal(v, want_t2, sizeof(want_t2));
+	free(v);
+	v = raw_get(dir, "/meta", "table/t1", 8, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 56);
+	assert_memory_equal(v + 28, want_t1_ext, 28);
 	free(v);
 
 	free(lk);
@@ -922,11 +950,12 @@ struct stopper {
 };
 
 static int stop_after(void *arg, const void *key, size_t klen,
-		      const void *val, size_t vlen, uint64_t ver)
+		      const void *val, size_t vlen, uint64_t ver, uint64_t dl)
 {
 	struct stopper *s = arg;
 
 	(void)ver;
+	(void)dl;
 	(void)key;
 	(void)klen;
 	(void)val;
@@ -965,7 +994,7 @@ static void test_format(void **state)
 	uint64_t lsn = 9;
 
 	tdbd_ckpt_close(ck);
-	raw_put(dir, "/meta", "format", 6, "\3\0\0\0", 4);
+	raw_put(dir, "/meta", "format", 6, "\4\0\0\0", 4);
 
 	ck = open_ok(dir);      /* opens, leaves the record alone... */
 	err[0] = '\0';
@@ -974,7 +1003,7 @@ static void test_format(void **state)
 	assert_int_equal(lsn, 0);
 	assert_null(tabs);
 	assert_int_equal(n, 0);
-	assert_non_null(strstr(err, "format 3"));
+	assert_non_null(strstr(err, "format 4"));
 	assert_non_null(strstr(err, dir));
 	/* ...and writes nothing into it. */
 	assert_int_equal(tdbd_ckpt_begin(ck, &tx, err, sizeof(err)), -EPROTO);
@@ -1413,9 +1442,10 @@ struct gen_check {
 };
 
 static int check_gen(void *arg, const void *key, size_t klen,
-		     const void *val, size_t vlen, uint64_t ver)
+		     const void *val, size_t vlen, uint64_t ver, uint64_t dl)
 {
 	(void)ver;
+	(void)dl;
 	struct gen_check *g = arg;
 	char buf[32];
 	long gen;
@@ -1583,6 +1613,143 @@ static void append_table(struct ckpt *ck, struct recset *want,
 	assert_int_equal(tdbd_ckpt_set_version(tx, APPEND_VER(gen, n + 1)), 0);
 	commit_ok(tx, gen);
 	free(v);
+	free(lk);
+}
+
+/*
+ * Expiry (format 3): a record's deadline lives beside its version in
+ * "/ver/" or "/lver/" (16 bytes; 8 without one), put or appended, short
+ * key or long, and comes back with it; the table's database holds the
+ * value alone, so mdb_dump shows it as before.  A plain put over a
+ * record with a deadline takes it away.  A deadline of 0 written there
+ * is damage.  A schema record of 28 bytes (format 2) has no default TTL.
+ */
+static void test_deadlines(void **state)
+{
+	const char *dir = dir_of(state);
+	const char *tool = getenv("TDB_MDB_DUMP");
+	const uint64_t d1 = 1893456000000ull, d2 = 0x0102030405060708ull;
+	unsigned char *lk = pattern(maxkey + 5, 11), *v, old[28] = { 1 };
+	struct ckpt *ck = open_ok(dir);
+	struct recset want = { 0 }, want2 = { 0 }, got = { 0 };
+	struct ckpt_table *tabs = NULL;
+	struct ckpt_txn *tx;
+	unsigned int n;
+	uint64_t lsn;
+	char cmd[512], *out;
+	size_t vl;
+	int status;
+
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_reset_table(tx, "t1"), 0);
+	assert_int_equal(tdbd_ckpt_set_table(tx, &schema_t1), 0);
+	assert_int_equal(tdbd_ckpt_put_dl(tx, "t1", "d1", 2, "dv", 2, 11, d1),
+			 0);
+	rs_put(&want, "d1", 2, "dv", 2, 11);
+	want.r[want.n - 1].dl = d1;
+	assert_int_equal(tdbd_ckpt_put_dl(tx, "t1", "p1", 2, "pv", 2, 12, 0),
+			 0);
+	rs_put(&want, "p1", 2, "pv", 2, 12);
+	assert_int_equal(tdbd_ckpt_put_dl(tx, "t1", lk, maxkey + 5, "lv", 2,
+					  13, d2), 0);
+	rs_put(&want, lk, maxkey + 5, "lv", 2, 13);
+	want.r[want.n - 1].dl = d2;
+	/* appended, with and without, and a long key among them */
+	assert_int_equal(tdbd_ckpt_reset_table(tx, "t2"), 0);
+	assert_int_equal(tdbd_ckpt_set_table(tx, &schema_t2), 0);
+	assert_int_equal(tdbd_ckpt_append_dl(tx, "t2", "a", 1, "1", 1, 21, d1),
+			 0);
+	rs_add(&want2, "a", 1, "1", 1, 21);
+	want2.r[want2.n - 1].dl = d1;
+	assert_int_equal(tdbd_ckpt_append_dl(tx, "t2", "b", 1, "2", 1, 22, 0),
+			 0);
+	rs_add(&want2, "b", 1, "2", 1, 22);
+	assert_int_equal(tdbd_ckpt_append_dl(tx, "t2", lk, maxkey + 5, "3", 1,
+					     23, d2 + 1), 0);
+	rs_add(&want2, lk, maxkey + 5, "3", 1, 23);
+	want2.r[want2.n - 1].dl = d2 + 1;
+	assert_int_equal(tdbd_ckpt_append_dl(tx, "t2", "c", 1, "4", 1, 24,
+					     d1 + 1), 0);
+	rs_add(&want2, "c", 1, "4", 1, 24);
+	want2.r[want2.n - 1].dl = d1 + 1;
+	commit_ok(tx, 50);
+	assert_table(ck, "t1", &want);
+	assert_table(ck, "t2", &want2);
+	assert_meta(ck, 50, both, 2);   /* t1's default TTL included */
+
+	/* a plain put over it: no deadline any more */
+	tx = begin_ok(ck);
+	assert_int_equal(tdbd_ckpt_put(tx, "t2", "a", 1, "5", 1, 25), 0);
+	rs_put(&want2, "a", 1, "5", 1, 25);
+	rs_find(&want2, "a", 1)->dl = 0;
+	commit_ok(tx, 51);
+	assert_table(ck, "t2", &want2);
+	tdbd_ckpt_close(ck);
+
+	/* the layout: the value alone in the table, the deadline after
+	 * the version */
+	v = raw_get(dir, "t1", "d1", 2, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 2);
+	assert_memory_equal(v, "dv", 2);
+	free(v);
+	v = raw_get(dir, "/ver/t1", "d1", 2, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 16);
+	assert_memory_equal(v, "\x0b\0\0\0\0\0\0\0", 8);
+	assert_memory_equal(v + 8, "\x00\xb4\xc5\xda\xb8\x01\0\0", 8);
+	free(v);
+	v = raw_get(dir, "/ver/t1", "p1", 2, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 8);
+	free(v);
+	v = raw_get(dir, "/ver/t2", "a", 1, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 8);
+	free(v);
+
+	if (!tool || !*tool)
+		tool = "/usr/bin/mdb_dump";
+	if (!access(tool, X_OK)) {
+		/* "d1" -> "dv" and "p1" -> "pv", plain */
+		snprintf(cmd, sizeof(cmd), "'%s' -s t1 '%s/checkpoint'", tool,
+			 dir);
+		out = run(cmd, &status);
+		assert_int_equal(status, 0);
+		assert_non_null(strstr(out, "\n 6431\n 6476\n 7031\n 7076\n"));
+		free(out);
+	} else {
+		print_message("%s not there (lmdb-utils): mdb_dump not "
+			      "checked\n", tool);
+	}
+
+	/* a deadline of 0 beside a version: damage, said so */
+	raw_put(dir, "/ver/t1", "p1", 2, "\x0c\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+		16);
+	ck = open_ok(dir);
+	assert_int_equal(tdbd_ckpt_load_table(ck, "t1", collect, &got, NULL,
+					      err, sizeof(err)), -EUCLEAN);
+	assert_non_null(strstr(err, "deadline of 0"));
+	rs_free(&got);
+	tdbd_ckpt_close(ck);
+
+	/* a schema record from before default TTLs: none */
+	raw_put(dir, "/meta", "table/t1", 8, old, sizeof(old));
+	ck = open_ok(dir);
+	assert_int_equal(tdbd_ckpt_read_meta(ck, &lsn, &tabs, &n, err,
+					     sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(tabs[0].name, "t1");
+	assert_int_equal(tabs[0].id, 1);
+	assert_int_equal(tabs[0].default_ttl, 0);
+	assert_int_equal(tabs[0].max_bytes, 0);
+	assert_int_equal(tabs[0].max_records, 0);
+	assert_int_equal(tabs[0].evict, 0);
+	assert_int_equal(tabs[1].default_ttl, schema_t2.default_ttl);
+	free(tabs);
+	tdbd_ckpt_close(ck);
+	rs_free(&want);
+	rs_free(&want2);
 	free(lk);
 }
 
@@ -1845,7 +2012,7 @@ static void test_versions(void **state)
 	tdbd_ckpt_close(ck);
 	val = raw_get(dir, "/meta", "format", 6, &vl);
 	assert_non_null(val);
-	assert_memory_equal(val, "\2\0\0\0", 4);    /* the commit's */
+	assert_memory_equal(val, "\3\0\0\0", 4);    /* the commit's */
 	free(val);
 
 	/* dropping a table takes its version databases */
@@ -1866,6 +2033,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_append, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deadlines, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_compact, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_versions, setup,

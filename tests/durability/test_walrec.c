@@ -8,7 +8,10 @@
  * known answer CRC32C("123456789") = 0xe3069283.  Versions: an
  * OPS_V record carries its version (u32 nops, u32 0, u64 version) and
  * the reader gives it back; an old OPS record reads with version = its
- * LSN.
+ * LSN.  Expiry: a put with a deadline is a PUT_DL op (u64 deadline
+ * after the op header), a create of a table with a default TTL has the
+ * u64 TTL after its name; the reader gives both back, and 0 for the
+ * records without them (the format from before, byte for byte).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -95,6 +98,21 @@ static size_t add_op(unsigned char *p, enum walrec_op op, const char *name,
 	return WALREC_OP_HDR + n + kl + vl;
 }
 
+/* The same with a deadline (walrec_op_dl: PUT_DL when not 0). */
+static size_t add_op_dl(unsigned char *p, enum walrec_op op,
+			const char *name, const char *key, const char *val,
+			uint64_t dl)
+{
+	size_t n = strlen(name), kl = strlen(key), vl = val ? strlen(val) : 0;
+	size_t h = walrec_op_dl(p, op, (uint8_t)n, (uint32_t)kl,
+				(uint32_t)vl, dl);
+
+	memcpy(p + h, name, n);
+	memcpy(p + h + n, key, kl);
+	memcpy(p + h + n + kl, val ? val : "", vl);
+	return h + n + kl + vl;
+}
+
 static size_t finish(unsigned char *r, size_t len, uint64_t lsn,
 		     uint32_t nops)
 {
@@ -150,6 +168,42 @@ static size_t encode(unsigned char *b)
 	len += add_op(r + len, WALREC_OP_DEL, "t1", "key", NULL);
 	len += add_op(r + len, WALREC_OP_PUT, "tab2", "x", "y");
 	r += finish(r, len, 6, 2);
+	/* 7: at version 10, a put with a deadline, a delete, a put
+	 * without one */
+	len = walrec_begin_v(r, 10);
+	CHECK(add_op_dl(r + len, WALREC_OP_PUT, "t1", "kd", "vd",
+			0x1122334455667788ull) == WALREC_OP_DL_HDR + 6);
+	/* the op header by hand: op 3, name_len 2, 0, klen, vlen, then
+	 * the deadline LE */
+	CHECK(r[len] == 3 && r[len + 1] == 2 && r[len + 2] == 0 &&
+	      r[len + 3] == 0 && walrec_get32(r + len + 4) == 2 &&
+	      walrec_get32(r + len + 8) == 2 &&
+	      r[len + 12] == 0x88 && r[len + 19] == 0x11);
+	CHECK(!memcmp(r + len + WALREC_OP_DL_HDR, "t1kdvd", 6));
+	len += WALREC_OP_DL_HDR + 6;
+	len += add_op_dl(r + len, WALREC_OP_DEL, "t1", "key", NULL, 0);
+	len += add_op_dl(r + len, WALREC_OP_PUT, "t1", "p", "q", 0);
+	CHECK(walrec_size(WALREC_OPS_V, 3, 4 + 3 + 3 + 4 + 3) + 8 ==
+	      ((len + 7) & ~7u));
+	CHECK(walrec_size_max(WALREC_OPS_V, 3, 4 + 3 + 3 + 4 + 3) >=
+	      ((len + 7) & ~7u));
+	r += finish(r, len, 7, 3);
+	/* 8: a create of a table whose default TTL is 2 h, bounded to
+	 * 1 MiB and 1000 records, evicting LRU (1): by hand */
+	len = walrec_begin(r, WALREC_CREATE);
+	walrec_create(r + len, 78, 0, 0, 0600, 4, 0);
+	len += WALREC_CREATE_FIX;
+	r[len++] = 4;
+	memcpy(r + len, "tab4", 4);
+	len += 4;
+	walrec_put64(r + len, 7200000);
+	walrec_put64(r + len + 8, 1u << 20);
+	walrec_put64(r + len + 16, 1000);
+	walrec_put32(r + len + 24, 1);
+	CHECK(walrec_create_ext(r + len + 28, 0, 0, 0, 0) == 0);
+	len += WALREC_CREATE_EXT;
+	CHECK(walrec_size_max(WALREC_CREATE, 0, 4) == ((len + 7) & ~7u));
+	r += finish(r, len, 8, 0);
 	return (size_t)(r - b);
 }
 
@@ -197,6 +251,42 @@ static void append(struct wal *w)
 	wal_add_op(w, WAL_OP_DEL, "t1", "key", 3, NULL, 0);
 	wal_add_op(w, WAL_OP_PUT, "tab2", "x", 1, "y", 1);
 	CHECK(!wal_commit(w, sz, &lsn) && lsn == 6);
+	CHECK(!wal_write(w));
+
+	/* reserved as a home does, not knowing which puts have deadlines
+	 * (the most); the record is smaller */
+	sz = wal_rec_size_max(WAL_OPS_V, 3, 4 + 3 + 3 + 4 + 3);
+	CHECK(!wal_reserve(w, sz, &msg));
+	wal_begin_ops(w, 10);
+	CHECK(wal_add_op_dl(w, WAL_OP_DEL, "t1", "x", 1, NULL, 0, 5) ==
+	      -EINVAL);         /* a delete has no deadline */
+	CHECK(!wal_commit(w, sz, &lsn) == 0);   /* that failed the record */
+	CHECK(!wal_reserve(w, sz, &msg) == 0);  /* and the log */
+}
+
+/* A log like append()'s, with expiry: the failed record above fails the
+ * log, so this one goes to its own directory. */
+static void append_dl(struct wal *w)
+{
+	const char *msg;
+	uint64_t lsn;
+	size_t sz;
+
+	sz = wal_rec_size_max(WAL_OPS_V, 3, 4 + 3 + 3 + 4 + 3);
+	CHECK(!wal_reserve(w, sz, &msg));
+	wal_begin_ops(w, 10);
+	CHECK(!wal_add_op_dl(w, WAL_OP_PUT, "t1", "kd", 2, "vd", 2,
+			     0x1122334455667788ull));
+	CHECK(!wal_add_op_dl(w, WAL_OP_DEL, "t1", "key", 3, NULL, 0, 0));
+	CHECK(!wal_add_op_dl(w, WAL_OP_PUT, "t1", "p", 1, "q", 1, 0));
+	CHECK(!wal_commit(w, sz, &lsn) && lsn == 7);
+
+	sz = wal_rec_size_max(WAL_CREATE, 0, 4);
+	CHECK(!wal_reserve(w, sz, &msg));
+	wal_begin(w, WAL_CREATE);
+	CHECK(!wal_add_create_ex(w, 78, "tab4", 0, 0, 0600, 4, 0, 7200000,
+				 1u << 20, 1000, 1));
+	CHECK(!wal_commit(w, sz, &lsn) && lsn == 8);
 }
 
 /* Replay: each ops record's version (OPS_V: its own; OPS: its LSN) and
@@ -205,6 +295,8 @@ struct seen {
 	int n;
 	uint64_t ver[8];
 	uint32_t nops[8];
+	uint64_t dl[8][3];      /* the ops' deadlines */
+	uint64_t ttl[8];        /* a create's default TTL */
 };
 
 static int on_rec(void *arg, const struct wal_rec *r)
@@ -220,9 +312,24 @@ static int on_rec(void *arg, const struct wal_rec *r)
 	if (wal_is_ops(r)) {
 		CHECK(!wal_ops_version(r, &s->ver[s->n]));
 		CHECK(!wal_ops_count(r, &cnt));
-		while ((k = wal_next_op(r, &pos, &op)) == 1)
+		while ((k = wal_next_op(r, &pos, &op)) == 1) {
+			CHECK(op.op == WAL_OP_PUT || op.op == WAL_OP_DEL);
+			if (n < 3)
+				s->dl[s->n][n] = op.deadline;
 			n++;
+		}
 		CHECK(k == 0 && n == cnt);
+	} else if (r->type == WAL_CREATE) {
+		struct wal_create c;
+
+		CHECK(!wal_get_create(r, &c));
+		s->ttl[s->n] = c.default_ttl;
+		CHECK(c.id == 77 ? !c.max_bytes && !c.max_records &&
+				   !c.evict :
+		      c.max_bytes == 1u << 20 && c.max_records == 1000 &&
+		      c.evict == 1);
+		CHECK(!strcmp(c.name, c.id == 77 ? "tab3" : "tab4"));
+		CHECK(wal_ops_version(r, &s->ver[s->n]) == -EUCLEAN);
 	} else {
 		CHECK(wal_ops_version(r, &s->ver[s->n]) == -EUCLEAN);
 	}
@@ -230,11 +337,12 @@ static int on_rec(void *arg, const struct wal_rec *r)
 	return 0;
 }
 
-static void replay(const char *dir)
+static void replay(const char *dir, const char *dir_dl)
 {
-	static const uint64_t want_ver[6] = { 1, 2, 0, 0,
-					      0x0102030405060708ull, 9 };
-	static const uint32_t want_nops[6] = { 1, 3, 0, 0, 1, 2 };
+	static const uint64_t want_ver[8] = { 1, 2, 0, 0,
+					      0x0102030405060708ull, 9, 10,
+					      0 };
+	static const uint32_t want_nops[8] = { 1, 3, 0, 0, 1, 2, 3, 0 };
 	struct seen s = { 0 };
 	struct wal_replay_opts o = { .fn = on_rec, .arg = &s };
 	struct wal_replay_result res;
@@ -242,10 +350,89 @@ static void replay(const char *dir)
 
 	CHECK(!wal_replay(dir, &o, &res, err, sizeof(err)));
 	CHECK(s.n == 6);
-	for (int i = 0; i < 6 && i < s.n; i++) {
+	o.after = 6;
+	CHECK(!wal_replay(dir_dl, &o, &res, err, sizeof(err)));
+	CHECK(s.n == 8);
+	for (int i = 0; i < 8 && i < s.n; i++) {
 		CHECK(s.ver[i] == want_ver[i]);
 		CHECK(s.nops[i] == want_nops[i]);
+		/* only record 7's first op and 8's create have them */
+		for (int j = 0; j < 3; j++)
+			CHECK(s.dl[i][j] == (i == 6 && j == 0 ?
+					     0x1122334455667788ull : 0));
+		CHECK(s.ttl[i] == (i == 7 ? 7200000u : 0));
 	}
+}
+
+/* Expiry's fields the decoders refuse: a PUT_DL whose deadline is 0 or
+ * cut short, a PUT_DL in an old OPS record (never written there), a
+ * create with bytes after its name that are not a u64 TTL. */
+static void bad_expiry(void)
+{
+	unsigned char b[128];
+	struct wal_rec r;
+	struct wal_opv op;
+	struct wal_create c;
+	const char *why;
+	uint32_t pos;
+	size_t len;
+
+	/* a good one first, so that the faults below are the only ones */
+	len = walrec_begin_v(b, 3);
+	len += add_op_dl(b + len, WALREC_OP_PUT, "t", "k", "v", 99);
+	walrec_seal(b, (uint32_t)len, 7, 1);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len));
+	CHECK(!wal_rec_check(b, len, &r, &why));
+	pos = 0;
+	CHECK(wal_next_op(&r, &pos, &op) == 1 && op.op == WAL_OP_PUT &&
+	      op.deadline == 99 && op.klen == 1 && op.vlen == 1 &&
+	      !memcmp(op.key, "k", 1) && !memcmp(op.val, "v", 1) &&
+	      !strcmp(op.name, "t"));
+	CHECK(wal_next_op(&r, &pos, &op) == 0);
+	walrec_put64(b + WALREC_OPS_V_HDR + WALREC_OP_HDR, 0);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len));
+	CHECK(!wal_rec_check(b, len, &r, &why));
+	pos = 0;
+	CHECK(wal_next_op(&r, &pos, &op) == -EUCLEAN);
+	/* cut inside its deadline */
+	len = walrec_begin_v(b, 3);
+	walrec_op_dl(b + len, WALREC_OP_PUT, 1, 0, 0, 99);
+	len += WALREC_OP_HDR + 4;
+	walrec_seal(b, (uint32_t)len, 7, 1);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len));
+	CHECK(!wal_rec_check(b, len, &r, &why));
+	pos = 0;
+	CHECK(wal_next_op(&r, &pos, &op) == -EUCLEAN);
+	/* in an old OPS record */
+	len = walrec_begin(b, WALREC_OPS);
+	len += add_op_dl(b + len, WALREC_OP_PUT, "t", "k", "v", 99);
+	walrec_seal(b, (uint32_t)len, 7, 1);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len));
+	CHECK(!wal_rec_check(b, len, &r, &why));
+	pos = 0;
+	CHECK(wal_next_op(&r, &pos, &op) == -EUCLEAN);
+	/* a create with 4 bytes after its name, then with 28 */
+	len = walrec_begin(b, WALREC_CREATE);
+	walrec_create(b + len, 1, 0, 0, 0600, 4, 0);
+	len += WALREC_CREATE_FIX;
+	b[len++] = 1;
+	b[len++] = 't';
+	memset(b + len, 0, WALREC_CREATE_EXT);
+	walrec_seal(b, (uint32_t)len + 4, 7, 0);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len + 4));
+	CHECK(!wal_rec_check(b, len + 4, &r, &why));
+	CHECK(wal_get_create(&r, &c) == -EUCLEAN);
+	CHECK(walrec_create_ext(b + len, 5000, 0, 7, 3) == WALREC_CREATE_EXT);
+	walrec_seal(b, (uint32_t)len + 8, 7, 0);        /* 8: the TTL alone */
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len + 8));
+	CHECK(!wal_rec_check(b, len + 8, &r, &why));
+	CHECK(wal_get_create(&r, &c) == -EUCLEAN);
+	walrec_seal(b, (uint32_t)len + WALREC_CREATE_EXT, 7, 0);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len + WALREC_CREATE_EXT));
+	CHECK(!wal_rec_check(b, len + WALREC_CREATE_EXT, &r, &why));
+	CHECK(!wal_get_create(&r, &c) && c.default_ttl == 5000 &&
+	      c.max_bytes == 0 && c.max_records == 7 && c.evict == 3 &&
+	      !strcmp(c.name, "t"));
 }
 
 /* An OPS_V record whose version field is 0, or whose u32 after nops is
@@ -284,13 +471,14 @@ static void bad_headers(void)
 int main(void)
 {
 	char dir[] = "/tmp/test_walrec.XXXXXX", path[256], err[256];
+	char dir_dl[] = "/tmp/test_walrec.XXXXXX", path_dl[256];
 	static unsigned char want[4096], got[8192];
 	struct wal_opts o = { .segment_size = 1 << 20,
 			      .sync = WAL_SYNC_NONE };
 	struct wal *w;
-	size_t n;
+	size_t n, m;
 	ssize_t r;
-	int fd;
+	int fd, k;
 
 	crc_cases();
 	if (!mkdtemp(dir) || wal_open(dir, 1, &o, &w, err, sizeof(err))) {
@@ -298,6 +486,13 @@ int main(void)
 		return 1;
 	}
 	append(w);
+	wal_close(w);
+	if (!mkdtemp(dir_dl) ||
+	    wal_open(dir_dl, 7, &o, &w, err, sizeof(err))) {
+		fprintf(stderr, "wal_open: %s\n", err);
+		return 1;
+	}
+	append_dl(w);
 	CHECK(!wal_write(w));
 	wal_close(w);
 	n = encode(want);
@@ -305,16 +500,29 @@ int main(void)
 	fd = open(path, O_RDONLY);
 	CHECK(fd >= 0);
 	r = pread(fd, got, sizeof(got), WAL_SEG_HDR);
-	CHECK(r >= (ssize_t)n);
-	CHECK(r >= (ssize_t)n && !memcmp(got, want, n));
+	/* records 1-6 in dir, 7-8 in dir_dl */
+	for (m = 0, k = 0; k < 6; k++)
+		m += (walrec_get32(want + m + 4) + 7) & ~7u;
+	CHECK(r >= (ssize_t)m);
+	CHECK(r >= (ssize_t)m && !memcmp(got, want, m));
 	close(fd);
-	replay(dir);
+	snprintf(path_dl, sizeof(path_dl), "%s/wal-%016x.log", dir_dl, 7);
+	fd = open(path_dl, O_RDONLY);
+	CHECK(fd >= 0);
+	r = pread(fd, got, sizeof(got), WAL_SEG_HDR);
+	CHECK(r >= (ssize_t)(n - m));
+	CHECK(r >= (ssize_t)(n - m) && !memcmp(got, want + m, n - m));
+	close(fd);
+	replay(dir, dir_dl);
 	bad_headers();
+	bad_expiry();
 	unlink(path);
 	rmdir(dir);
+	unlink(path_dl);
+	rmdir(dir_dl);
 	if (fails)
 		fprintf(stderr, "%d checks failed\n", fails);
 	else
-		printf("walrec: %zu bytes of 6 records equal the WAL's\n", n);
+		printf("walrec: %zu bytes of 8 records equal the WAL's\n", n);
 	return fails ? 1 : 0;
 }

@@ -25,7 +25,8 @@
  *    or "/lver/" databases, no "version" in /meta: made here from a new
  *    one with LMDB): its records load at the checkpoint's LSN as their
  *    version, later versions are above it, and the checkpoint after
- *    that start writes the table whole with its versions (format 2),
+ *    that start writes the table whole with its versions (format 3,
+ *    which has deadlines beside them too),
  *    which the next start gives back unchanged.
  */
 #include <errno.h>
@@ -371,8 +372,8 @@ static void part_oldckpt(void)
 		      "no /ver/ after the rewrite");
 		CHECK(!mdb_dbi_open(txn, "/meta", 0, &dbi) &&
 		      !mdb_get(txn, dbi, &k, &v) && v.mv_size == 4 &&
-		      !memcmp(v.mv_data, "\2\0\0\0", 4),
-		      "format 2 after the rewrite");
+		      !memcmp(v.mv_data, "\3\0\0\0", 4),
+		      "format 3 (versions, deadlines) after the rewrite");
 		mdb_txn_abort(txn);
 		mdb_env_close(env);
 	}

@@ -14,7 +14,12 @@
  *     deleted before the reload, written again after it, gets a version
  *     above every one tdb.ko gave before (TDB_IOC_SUP_VERSION);
  *     then a bulk load (bulk(): ring wraps and WAL segment switches)
- *     is restored whole;
+ *     is restored whole; and expiry (issue 27): a table "supx" made
+ *     with a default TTL of 1 h keeps it, a record with its own
+ *     deadline and one with the default come back with the same
+ *     deadlines to the millisecond (tdb.ko's log records, tdbd's WAL,
+ *     the restore's DEADLINE beside SET_VERSION), and one that expired
+ *     before the reload does not come back;
  *  2. SIGKILL: three writer processes make puts, deletes and
  *     transactions one at a time (sync always: each returns once tdbd
  *     made it durable) while tdbd is SIGKILLed at random moments and
@@ -120,6 +125,86 @@ static unsigned int verify(const unsigned char *acked, unsigned int n)
 	tdbc_table_close(t);
 	tdbc_close(c);
 	return found;
+}
+
+/* Phase 1's expiry: "supx" (default TTL 1 h): "own" with a deadline of
+ * its own, "dflt" with the table's, "gone" with 300 ms (expired before
+ * the reload).  The deadlines read before the reload. */
+#define HOUR_MS 3600000ull
+static uint64_t dl_own, dl_dflt;
+
+/* The wall clock, as deadlines count (ksup_now_ms is CLOCK_MONOTONIC) */
+static uint64_t real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t deadline_of(struct tdbc_table *t, const char *key)
+{
+	char buf[32];
+	uint64_t dl = 7;
+	long n = tdbc_get_ex(t, NULL, key, strlen(key), buf, sizeof(buf),
+			     NULL, NULL, &dl);
+
+	CHECK(n == 1, "supx/%s: %ld", key, n);
+	return dl;
+}
+
+static void expiry_before(struct tdbc *c)
+{
+	struct tdbc_table_opts to;
+	struct tdbc_table *t = NULL;
+
+	tdbc_table_opts_init(&to);
+	to.default_ttl = HOUR_MS;
+	CHECK(!tdbc_table_create(c, "supx", &to), "create supx: %s",
+	      tdbc_errmsg(c));
+	CHECK(!tdbc_table_open(c, "supx", &t), "open supx: %s",
+	      tdbc_errmsg(c));
+	CHECK(!tdbc_put_at(t, NULL, "own", 3, "o", 1, 0, 0,
+			   real_ms() + 2 * HOUR_MS), "put own: %s",
+	      tdbc_errmsg(c));
+	CHECK(!tdbc_put(t, NULL, "dflt", 4, "d", 1, 0), "put dflt: %s",
+	      tdbc_errmsg(c));
+	CHECK(!tdbc_put_ttl(t, NULL, "gone", 4, "g", 1, 0, 0, 300),
+	      "put gone: %s", tdbc_errmsg(c));
+	dl_own = deadline_of(t, "own");
+	dl_dflt = deadline_of(t, "dflt");
+	CHECK(dl_own > real_ms() + HOUR_MS && dl_dflt,
+	      "supx's deadlines before the reload: %llu, %llu",
+	      (unsigned long long)dl_own, (unsigned long long)dl_dflt);
+	tdbc_table_close(t);
+	ksup_msleep(400);
+}
+
+static void expiry_after(void)
+{
+	struct tdbc *c = ksup_connect(0);
+	struct tdbc_table_stat st;
+	struct tdbc_table *t = NULL;
+	char buf[8];
+
+	CHECK(!tdbc_table_stat(c, "supx", &st), "stat supx: %s",
+	      tdbc_errmsg(c));
+	CHECK(st.default_ttl == HOUR_MS, "supx's default TTL %llu after "
+	      "the restore", (unsigned long long)st.default_ttl);
+	CHECK(!tdbc_table_open(c, "supx", &t), "open supx: %s",
+	      tdbc_errmsg(c));
+	CHECK(deadline_of(t, "own") == dl_own, "supx/own: deadline %llu "
+	      "after the restore, %llu before",
+	      (unsigned long long)deadline_of(t, "own"),
+	      (unsigned long long)dl_own);
+	CHECK(deadline_of(t, "dflt") == dl_dflt, "supx/dflt: deadline %llu "
+	      "after the restore, %llu before",
+	      (unsigned long long)deadline_of(t, "dflt"),
+	      (unsigned long long)dl_dflt);
+	CHECK(tdbc_get(t, NULL, "gone", 4, buf, sizeof(buf), NULL) ==
+	      -ENOENT, "supx/gone, expired before the reload, came back");
+	tdbc_table_close(t);
+	tdbc_close(c);
 }
 
 /* Phase 1's versions: of keys 0..VKEYS-1 before the reload, and the
@@ -513,6 +598,7 @@ int main(void)
 	CHECK(!tdbc_del(t, NULL, k, strlen(k)), "del %s: %s", k,
 	      tdbc_errmsg(c));
 	tdbc_table_close(t);
+	expiry_before(c);
 	tdbc_close(c);
 	ksup_stop(&td, SIGTERM);
 	reload_module();
@@ -522,6 +608,9 @@ int main(void)
 	check_versions();
 	printf("test_supervise: versions restored, a CAS across the reload, "
 	       "none given twice\n");
+	expiry_after();
+	printf("test_supervise: deadlines and the default TTL restored, an "
+	       "expired record not\n");
 	stats_check(1001);
 	printf("test_supervise: restore at start: 1000 keys back\n");
 	bulk(getenv("TDB_KTEST_SUP_BULK") ?

@@ -8,7 +8,10 @@
  * applied; a record on a table the mirror lacks is refused.  Each key
  * has the version of the record that wrote it (tdb.ko's, REC_VERSION,
  * not the LSN), in the mirror and after the recovery, and the mirror's
- * counter is past every one.  And the
+ * counter is past every one.  Expiry: records built with the encoder
+ * tdb.ko's log uses (src/wal/walrec.c: a create with a default TTL and
+ * bounds, PUT_DL ops) give the mirror's table its attributes and each
+ * put its deadline, also after the recovery.  And the
  * `backend` key of tdbd.conf and --backend.
  *
  * Linked with tdbd's objects (src/daemon, without main.c).
@@ -31,6 +34,7 @@
 #include "kernel.h"
 #include "rec.h"
 #include "tdbd.h"
+#include "walrec.h"
 
 uint64_t tdbd_now_ns(void)
 {
@@ -148,6 +152,103 @@ static void test_apply_and_recover(void **state)
 	start(&d);
 	assert_null(tdbo_table_get(d.o, "kt"));
 	assert_int_equal(wal_appended(d.wal), base + 5);
+	stop(&d);
+}
+
+/* Expiry, with tdb.ko's encoder (kmod/klog.c: tdbk_log_create,
+ * tdbk_log_op): a create with its default TTL and bounds, then a record
+ * of a put with a deadline, one without and a delete. */
+static size_t kcreate(unsigned char *r, uint64_t lsn, const char *tab)
+{
+	size_t len = walrec_begin(r, WALREC_CREATE), n = strlen(tab);
+
+	walrec_create(r + len, 78, 0, 0, 0600, 0, 0);
+	len += WALREC_CREATE_FIX;
+	r[len++] = (unsigned char)n;
+	memcpy(r + len, tab, n);
+	len += n;
+	len += walrec_create_ext(r + len, 60000, 1u << 20, 50,
+				 TDB_EVICT_TTL);
+	walrec_seal(r, (uint32_t)len, lsn, 0);
+	walrec_set_crc(r, walrec_crc(r, (uint32_t)len));
+	return len;
+}
+
+static size_t kop(unsigned char *r, size_t len, const char *tab,
+		  const char *key, const char *val, uint64_t dl)
+{
+	size_t n = strlen(tab), kl = strlen(key), vl = val ? strlen(val) : 0;
+	size_t h = walrec_op_dl(r + len, val ? WALREC_OP_PUT : WALREC_OP_DEL,
+				(uint8_t)n, (uint32_t)kl, (uint32_t)vl, dl);
+
+	memcpy(r + len + h, tab, n);
+	memcpy(r + len + h + n, key, kl);
+	memcpy(r + len + h + n + kl, val ? val : "", vl);
+	return len + h + n + kl + vl;
+}
+
+static uint64_t deadline_of(struct tdbd *d, const char *tab, const char *key)
+{
+	struct tdbo_table *t = tdbo_table_get(d->o, tab);
+	char buf[64];
+	uint64_t dl = 7;
+	long n;
+
+	assert_non_null(t);
+	n = tdbe_get_ex(t->t, key, strlen(key), buf, sizeof(buf), NULL, NULL,
+			&dl);
+	tdbo_table_put(t);
+	assert_true(n >= 0);
+	return dl;
+}
+
+static void check_expiry(struct tdbd *d, uint64_t dl)
+{
+	struct tdbo_table *t = tdbo_table_get(d->o, "ke");
+
+	assert_non_null(t);
+	assert_int_equal(t->default_ttl, 60000);
+	assert_int_equal(t->max_bytes, 1u << 20);
+	assert_int_equal(t->max_records, 50);
+	assert_int_equal(t->evict, TDB_EVICT_TTL);
+	tdbo_table_put(t);
+	assert_int_equal(deadline_of(d, "ke", "x"), dl);
+	/* replay takes the logged "none" as it is, not the default */
+	assert_int_equal(deadline_of(d, "ke", "y"), 0);
+	assert_null(value(d, "ke", "z"));
+}
+
+/* Last of the tests: the WAL it leaves makes the next start replay and
+ * checkpoint after the recovery, which test_checkpoint_during_apply's
+ * hook would see. */
+static void test_expiry(void **state)
+{
+	static struct tdbd d;
+	unsigned char r[512];
+	uint64_t base, dl = 4102444800000ull;   /* 2100-01-01 */
+	size_t n;
+
+	(void)state;
+	start(&d);
+	base = wal_appended(d.wal);
+	n = kcreate(r, base + 1, "ke");
+	assert_int_equal(apply(&d, r, n), 0);
+	n = walrec_begin_v(r, REC_VERSION(base + 2));
+	n = kop(r, n, "ke", "x", "1", dl);
+	n = kop(r, n, "ke", "y", "2", 0);
+	n = kop(r, n, "ke", "z", "3", 0);
+	walrec_seal(r, (uint32_t)n, base + 2, 3);
+	walrec_set_crc(r, walrec_crc(r, (uint32_t)n));
+	assert_int_equal(apply(&d, r, n), 0);
+	n = walrec_begin_v(r, REC_VERSION(base + 3));
+	n = kop(r, n, "ke", "z", NULL, 0);
+	walrec_seal(r, (uint32_t)n, base + 3, 1);
+	walrec_set_crc(r, walrec_crc(r, (uint32_t)n));
+	assert_int_equal(apply(&d, r, n), 0);
+	check_expiry(&d, dl);
+	stop(&d);
+	start(&d);      /* again: the WAL replayed (no checkpoint at stop) */
+	check_expiry(&d, dl);
 	stop(&d);
 }
 
@@ -278,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_during_apply),
 		cmocka_unit_test(test_instance),
 		cmocka_unit_test(test_backend_config),
+		cmocka_unit_test(test_expiry),
 	};
 	char cmd[64];
 	int rc;

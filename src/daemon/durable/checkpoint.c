@@ -184,12 +184,16 @@ static int write_batch(struct durable *u, struct ckpt_txn *tx,
 			break;
 		}
 		u->written++;
-		err = append ? tdbd_ckpt_append(tx, dt->name, rq[i].key,
+		/* with its deadline; one expired already was absent to
+		 * the lookup (-ENOENT above): not written */
+		err = append ? tdbd_ckpt_append_dl(tx, dt->name, rq[i].key,
+						   rq[i].klen, val,
+						   rq[i].vlen, rq[i].version,
+						   rq[i].deadline) :
+			       tdbd_ckpt_put_dl(tx, dt->name, rq[i].key,
 						rq[i].klen, val, rq[i].vlen,
-						rq[i].version) :
-			       tdbd_ckpt_put(tx, dt->name, rq[i].key,
-					     rq[i].klen, val, rq[i].vlen,
-					     rq[i].version);
+						rq[i].version,
+						rq[i].deadline);
 	}
 	return err;
 }
@@ -239,7 +243,9 @@ static int write_table(struct tdbd *d, struct durable *u,
 {
 	struct tdbo_table *dt = k->dt;
 	struct ckpt_table sch = { .id = dt->id, .uid = dt->uid, .gid = dt->gid,
-		.mode = dt->mode, .max_extents = dt->max_extents };
+		.mode = dt->mode, .max_extents = dt->max_extents,
+		.default_ttl = dt->default_ttl, .max_bytes = dt->max_bytes,
+		.max_records = dt->max_records, .evict = dt->evict };
 	struct keyset ks = KEYSET_INIT;
 	uint64_t t;
 	bool whole;

@@ -19,7 +19,9 @@
  *    a longer one lives only in "/long/<table>".  The two never hold the
  *    same key, so a record has exactly one place.  Its version lives
  *    beside it under the same LMDB key, in "/ver/<table>" or
- *    "/lver/<table>": every put, append and delete changes both in the
+ *    "/lver/<table>", and so is its deadline if it has one (the same
+ *    value, 16 bytes instead of 8): every put, append and delete
+ *    changes both in the
  *    same transaction, so the version databases hold exactly the keys
  *    of theirs (load checks it, walking both in order).  A table without
  *    "/ver/" was checkpointed before versions: loaded with version 0,
@@ -50,16 +52,23 @@
 
 #include "ckpt.h"
 
-/* 2: tables may have versions ("/ver/", "/lver/"); 1 (before issue 24)
- * is still read: its tables have none.  A commit writes 2. */
-#define CKPT_FORMAT 2u
+/* 3: a version entry may carry its record's deadline, a schema record
+ * its table's default TTL, bounds and eviction policy (issue 27); 2: tables may have versions
+ * ("/ver/", "/lver/"); 1 (before issue 24): its tables have none.  All
+ * are still read (2 is 3 without deadlines and TTLs).  A commit writes
+ * 3, so a tdbd from before expiry refuses the store rather than drop
+ * the deadlines. */
+#define CKPT_FORMAT 3u
 #define CKPT_FORMAT_OLD 1u
 #define CKPT_MAXDBS 16384u              /* 4 per table (4000) and /meta */
 #define CKPT_MAPSIZE (1ULL << 40)       /* 1 TiB of address space */
 #define NAME_MAX_LEN 64u                /* table name, bytes, no NUL */
 #define LONG_PREFIX "/long/"
-#define VER_PREFIX "/ver/"              /* short key -> u64 LE version */
-#define LVER_PREFIX "/lver/"            /* long key's LMDB key -> u64 */
+/* short key -> u64 LE version, then u64 LE deadline if it has one */
+#define VER_PREFIX "/ver/"
+#define LVER_PREFIX "/lver/"            /* long key's LMDB key -> same */
+#define VER_SIZE 8u                     /* a version */
+#define VER_DL_SIZE 16u                 /* a version and a deadline */
 #define META_DB "/meta"
 #define META_TABLE "table/"
 #define META_ASIDE "aside/"
@@ -78,7 +87,12 @@ enum {
 	REC_MODE = 16,          /* u32 */
 	REC_MAX_EXTENTS = 20,   /* u32 */
 	REC_SYNC = 24,          /* u32 */
-	REC_SIZE = 28,
+	REC_SIZE_OLD = 28,      /* up to format 2: none of those below */
+	REC_DEFAULT_TTL = 28,   /* u64, ms; 0 = none */
+	REC_MAX_BYTES = 36,     /* u64; 0 = no bound */
+	REC_MAX_RECORDS = 44,   /* u64; 0 = no bound */
+	REC_EVICT = 52,         /* u32, TDB_EVICT_* */
+	REC_SIZE = 56,
 };
 
 struct ckpt {
@@ -551,14 +565,16 @@ static int check_format(struct ckpt *ck, MDB_txn *txn, char *err,
 			   META_DB ": format record of %zu bytes, expected 4",
 			   v.mv_size);
 	fmt = get_le32(v.mv_data);
-	if (fmt != CKPT_FORMAT && fmt != CKPT_FORMAT_OLD)
+	if (fmt < CKPT_FORMAT_OLD || fmt > CKPT_FORMAT)
 		return say(err, errlen, ck->path, -EPROTO, NULL,
 			   "format %" PRIu32 ", this tdbd reads formats %u "
-			   "and %u", fmt, CKPT_FORMAT_OLD, CKPT_FORMAT);
+			   "to %u", fmt, CKPT_FORMAT_OLD, CKPT_FORMAT);
 	return 0;
 }
 
-/* "table/<name>" -> *t; the record must be REC_SIZE bytes. */
+/* "table/<name>" -> *t; the record must be REC_SIZE bytes (or
+ * REC_SIZE_OLD: before format 3, none of its attributes of expiry and
+ * eviction). */
 static int decode_table(struct ckpt *ck, const MDB_val *k, const MDB_val *v,
 			struct ckpt_table *t, char *err, size_t errlen)
 {
@@ -573,10 +589,17 @@ static int decode_table(struct ckpt *ck, const MDB_val *k, const MDB_val *v,
 			   "(%zu bytes)", nlen);
 	memset(t, 0, sizeof(*t));
 	memcpy(t->name, name, nlen);
-	if (v->mv_size != REC_SIZE)
+	if (v->mv_size != REC_SIZE && v->mv_size != REC_SIZE_OLD)
 		return say(err, errlen, ck->path, -EUCLEAN, NULL,
 			   "table %s: schema record of %zu bytes, "
-			   "expected %d", t->name, v->mv_size, REC_SIZE);
+			   "expected %d (or %d)", t->name, v->mv_size,
+			   REC_SIZE, REC_SIZE_OLD);
+	if (v->mv_size == REC_SIZE) {
+		t->default_ttl = get_le64(p + REC_DEFAULT_TTL);
+		t->max_bytes = get_le64(p + REC_MAX_BYTES);
+		t->max_records = get_le64(p + REC_MAX_RECORDS);
+		t->evict = get_le32(p + REC_EVICT);
+	}
 	t->id = get_le64(p + REC_ID);
 	t->uid = get_le32(p + REC_UID);
 	t->gid = get_le32(p + REC_GID);
@@ -709,11 +732,14 @@ out:
  * The version of the record whose LMDB key is k: the next entry of the
  * cursor vc on its version database ("/ver/" or "/lver/": keyed the same,
  * so in the same order), which must have exactly that key and a u64 LE
- * value that is not 0.  vc at NULL position before the first (*first).
+ * value that is not 0, then the record's deadline (u64 LE, not 0) if it
+ * has one (*deadline, else 0).  vc at NULL position before the first
+ * (*first).
  */
 static int next_version(struct ckpt *ck, MDB_cursor *vc, bool *first,
 			const MDB_val *k, const char *name, bool is_long,
-			uint64_t *version, char *err, size_t errlen)
+			uint64_t *version, uint64_t *deadline, char *err,
+			size_t errlen)
 {
 	const char *vpre = is_long ? LVER_PREFIX : VER_PREFIX;
 	MDB_val vk, vv;
@@ -730,12 +756,22 @@ static int next_version(struct ckpt *ck, MDB_cursor *vc, bool *first,
 			   "keys (a record without its version, or a version "
 			   "without its record)", name,
 			   is_long ? LONG_PREFIX : "", name, vpre, name);
-	if (vv.mv_size != 8 || !get_le64(vv.mv_data))
+	if ((vv.mv_size != VER_SIZE && vv.mv_size != VER_DL_SIZE) ||
+	    !get_le64(vv.mv_data))
 		return say(err, errlen, ck->path, -EUCLEAN, NULL,
 			   "table %s: %s%s holds a version of %zu bytes or "
-			   "of 0 (must be a u64, not 0)", name, vpre, name,
-			   vv.mv_size);
+			   "of 0 (must be a u64, not 0, and maybe a u64 "
+			   "deadline)", name, vpre, name, vv.mv_size);
 	*version = get_le64(vv.mv_data);
+	*deadline = 0;
+	if (vv.mv_size == VER_DL_SIZE) {
+		*deadline = get_le64((const unsigned char *)vv.mv_data + 8);
+		if (!*deadline)
+			return say(err, errlen, ck->path, -EUCLEAN, NULL,
+				   "table %s: %s%s holds a deadline of 0 "
+				   "(a record without one has none there)",
+				   name, vpre, name);
+	}
 	return 0;
 }
 
@@ -749,7 +785,7 @@ static int load_db(struct ckpt *ck, MDB_txn *txn, MDB_dbi dbi,
 	const size_t pre = ck->maxkey - HASH_BYTES;
 	MDB_cursor *cur, *vc = NULL;
 	bool first = true;
-	uint64_t version = 0;
+	uint64_t version = 0, deadline = 0;
 	MDB_val k, v;
 	int rc;
 
@@ -767,11 +803,11 @@ static int load_db(struct ckpt *ck, MDB_txn *txn, MDB_dbi dbi,
 
 		if (!is_long) {
 			if (vc && (rc = next_version(ck, vc, &first, &k, name,
-						     false, &version, err,
-						     errlen)))
+						     false, &version,
+						     &deadline, err, errlen)))
 				goto out;
 			rc = fn(arg, k.mv_data, k.mv_size, v.mv_data,
-				v.mv_size, version);
+				v.mv_size, version, deadline);
 			if (rc)
 				goto out;
 			continue;
@@ -811,10 +847,11 @@ static int load_db(struct ckpt *ck, MDB_txn *txn, MDB_dbi dbi,
 			goto out;
 		}
 		if (vc && (rc = next_version(ck, vc, &first, &k, name, true,
-					     &version, err, errlen)))
+					     &version, &deadline, err,
+					     errlen)))
 			goto out;
 		rc = fn(arg, key, klen, key + klen, v.mv_size - 4 - klen,
-			version);
+			version, deadline);
 		if (rc)
 			goto out;
 	}
@@ -1133,16 +1170,19 @@ static int long_get(struct ckpt_txn *tx, MDB_dbi ldbi, MDB_val *lk,
 	return 0;
 }
 
-/* A record's version beside it: key k (the record's LMDB key) in the
- * version database vdbi, with flags (MDB_APPEND or 0). */
+/* A record's version (and deadline, if it has one) beside it: key k
+ * (the record's LMDB key) in the version database vdbi, with flags
+ * (MDB_APPEND or 0). */
 static int put_version(struct ckpt_txn *tx, MDB_dbi vdbi, MDB_val *k,
-		       uint64_t version, unsigned int flags, const char *name)
+		       uint64_t version, uint64_t deadline,
+		       unsigned int flags, const char *name)
 {
-	unsigned char buf[8];
-	MDB_val v = { sizeof(buf), buf };
+	unsigned char buf[VER_DL_SIZE];
+	MDB_val v = { deadline ? VER_DL_SIZE : VER_SIZE, buf };
 	int rc;
 
 	put_le64(buf, version);
+	put_le64(buf + 8, deadline);
 	rc = mdb_put(tx->txn, vdbi, k, &v, flags);
 	if (rc)
 		return tx_fail_mdb(tx, rc, "put %s: its version", name);
@@ -1151,6 +1191,13 @@ static int put_version(struct ckpt_txn *tx, MDB_dbi vdbi, MDB_val *k,
 
 int tdbd_ckpt_put(struct ckpt_txn *tx, const char *name, const void *key,
 		  size_t klen, const void *val, size_t vlen, uint64_t version)
+{
+	return tdbd_ckpt_put_dl(tx, name, key, klen, val, vlen, version, 0);
+}
+
+int tdbd_ckpt_put_dl(struct ckpt_txn *tx, const char *name,
+		     const void *key, size_t klen, const void *val,
+		     size_t vlen, uint64_t version, uint64_t deadline)
 {
 	struct ckpt *ck = tx->ck;
 	MDB_val k, v;
@@ -1176,7 +1223,8 @@ int tdbd_ckpt_put(struct ckpt_txn *tx, const char *name, const void *key,
 		rc = mdb_put(tx->txn, tx->cur_dbi, &k, &v, 0);
 		if (rc)
 			return tx_fail_mdb(tx, rc, "put %s", name);
-		return put_version(tx, tx->cur_ver, &k, version, 0, name);
+		return put_version(tx, tx->cur_ver, &k, version, deadline, 0,
+				   name);
 	}
 	if (vlen > SIZE_MAX - 4 - klen)
 		return tx_fail(tx, -E2BIG, NULL, "put %s: record too big",
@@ -1202,7 +1250,7 @@ int tdbd_ckpt_put(struct ckpt_txn *tx, const char *name, const void *key,
 	memcpy((unsigned char *)v.mv_data + 4, key, klen);
 	if (vlen)
 		memcpy((unsigned char *)v.mv_data + 4 + klen, val, vlen);
-	return put_version(tx, tx->cur_lver, &k, version, 0, name);
+	return put_version(tx, tx->cur_lver, &k, version, deadline, 0, name);
 }
 
 int tdbd_ckpt_del(struct ckpt_txn *tx, const char *name, const void *key,
@@ -1260,6 +1308,10 @@ int tdbd_ckpt_set_table(struct ckpt_txn *tx, const struct ckpt_table *t)
 	put_le32(rec + REC_MODE, t->mode);
 	put_le32(rec + REC_MAX_EXTENTS, t->max_extents);
 	put_le32(rec + REC_SYNC, t->sync);
+	put_le64(rec + REC_DEFAULT_TTL, t->default_ttl);
+	put_le64(rec + REC_MAX_BYTES, t->max_bytes);
+	put_le64(rec + REC_MAX_RECORDS, t->max_records);
+	put_le32(rec + REC_EVICT, t->evict);
 	k.mv_size = (size_t)snprintf(mkey, sizeof(mkey), META_TABLE "%s",
 				     t->name);
 	k.mv_data = mkey;
@@ -1407,13 +1459,22 @@ int tdbd_ckpt_append(struct ckpt_txn *tx, const char *name, const void *key,
 		     size_t klen, const void *val, size_t vlen,
 		     uint64_t version)
 {
+	return tdbd_ckpt_append_dl(tx, name, key, klen, val, vlen, version,
+				   0);
+}
+
+int tdbd_ckpt_append_dl(struct ckpt_txn *tx, const char *name,
+			const void *key, size_t klen, const void *val,
+			size_t vlen, uint64_t version, uint64_t deadline)
+{
 	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
 	int rc;
 
 	if (tx->rc)
 		return tx->rc;
 	if (klen > tx->ck->maxkey)      /* "/long/": hash order, not ours */
-		return tdbd_ckpt_put(tx, name, key, klen, val, vlen, version);
+		return tdbd_ckpt_put_dl(tx, name, key, klen, val, vlen,
+					version, deadline);
 	rc = check_key(tx, "append", name, klen);
 	if (!rc && !version)
 		rc = tx_fail(tx, -EINVAL, NULL, "append %s: version 0", name);
@@ -1429,7 +1490,8 @@ int tdbd_ckpt_append(struct ckpt_txn *tx, const char *name, const void *key,
 	if (rc)
 		return tx_fail_mdb(tx, rc, "append %s", name);
 	/* "/ver/" in the same order: appended too */
-	return put_version(tx, tx->cur_ver, &k, version, MDB_APPEND, name);
+	return put_version(tx, tx->cur_ver, &k, version, deadline,
+			   MDB_APPEND, name);
 }
 
 /* --- space and compaction ------------------------------------------------ */

@@ -15,19 +15,30 @@
  *     value: u32 little-endian key length, the key, then the value;
  *   - "/ver/<table>": key -> u64 LE, the record's version (never 0), for
  *     every key of the table's own database (the same keys: written in
- *     the same order, with MDB_APPEND when the table is written whole);
- *     "/lver/<table>": the same for "/long/<table>", keyed by the LMDB
- *     key of the long record.  So the table's database holds only the
- *     values (mdb_dump shows them plain).  A table without "/ver/" was
+ *     the same order, with MDB_APPEND when the table is written whole),
+ *     followed, for a record that expires (issue 27), by its u64 LE
+ *     deadline (ms of the wall clock since the Unix epoch, never 0):
+ *     8 bytes without one, 16 with; "/lver/<table>": the same for
+ *     "/long/<table>", keyed by the LMDB key of the long record.  So
+ *     the table's database holds only the values (mdb_dump shows them
+ *     plain, deadlines or not).  A record already expired when the
+ *     checkpoint reads it is not written (to the engine it is absent:
+ *     a delete); one that expires after is loaded with its deadline,
+ *     absent to every read, and removed by the sweep (a logged
+ *     delete).  A table without "/ver/" was
  *     written before versions (format 1): its records load with version
  *     0 (the caller's fallback) and it must be written whole (reset)
  *     before a put or delete;
- *   - "/meta": "lsn" -> u64 LE, the checkpoint LSN; "format" -> u32 LE 2
- *     (1: before versions, still read; a commit writes 2); "version" ->
+ *   - "/meta": "lsn" -> u64 LE, the checkpoint LSN; "format" -> u32 LE 3
+ *     (2: before deadlines and default TTLs, 1: before versions, both
+ *     still read; a commit writes 3); "version" ->
  *     u64 LE, the owner's version counter (tdbo_version_last) when the
  *     checkpoint was written: every version given before is <= it;
- *     "table/<name>" -> struct ckpt_table_rec (little-endian fields),
- *     one per table present at the checkpoint; "aside/<name>" -> u64 LE,
+ *     "table/<name>" -> struct ckpt_table_rec (little-endian fields:
+ *     u64 id, u32 uid, gid, mode, max_extents, sync, u64 default TTL
+ *     in ms, u64 max_bytes, u64 max_records, u32 evict: 56 bytes; 28,
+ *     without the last four, before format 3), one per table present
+ *     at the checkpoint; "aside/<name>" -> u64 LE,
  *     for a table tdbd set aside (it could not be restored at a start):
  *     the LSN its databases here are as of.  Its changes are the WAL
  *     records after that LSN, which may be before the checkpoint LSN;
@@ -57,6 +68,9 @@ struct ckpt_table {
 	uint32_t uid, gid, mode;
 	uint32_t max_extents;
 	uint32_t sync;          /* enum tdbd_sync of the table */
+	uint64_t default_ttl;   /* ms, 0 = none (TABLE_CREATE's TTL) */
+	uint64_t max_bytes, max_records;        /* 0 = no bound */
+	uint32_t evict;         /* TDB_EVICT_* */
 	/* set aside ("aside/<name>"): its data here is as of LSN `from`,
 	 * its changes are the WAL records after it */
 	bool aside;
@@ -80,14 +94,15 @@ int tdbd_ckpt_read_version(struct ckpt *ck, uint64_t *version, char *err,
 			   size_t errlen);
 
 /* Call fn for every record of the table (short and long keys) with its
- * version (0 for every record of a table written before versions: then
+ * deadline (0: none) and version (0 for every record of a table
+ * written before versions: then
  * *versioned, if not NULL, is false); stops at the first non-zero
  * return of fn and returns it.  A versioned table whose "/ver/" or
  * "/lver/" does not hold exactly its keys, each with a u64 not 0, is
  * -EUCLEAN. */
 typedef int (*ckpt_record_fn)(void *arg, const void *key, size_t klen,
 			      const void *val, size_t vlen,
-			      uint64_t version);
+			      uint64_t version, uint64_t deadline);
 int tdbd_ckpt_load_table(struct ckpt *ck, const char *name,
 			 ckpt_record_fn fn, void *arg, bool *versioned,
 			 char *err, size_t errlen);
@@ -103,6 +118,11 @@ int tdbd_ckpt_drop_table(struct ckpt_txn *tx, const char *name);
 /* A record and its version (not 0: -EINVAL). */
 int tdbd_ckpt_put(struct ckpt_txn *tx, const char *name, const void *key,
 		  size_t klen, const void *val, size_t vlen, uint64_t version);
+/* The same for a record that expires at deadline (ms since the epoch;
+ * 0: never, tdbd_ckpt_put's). */
+int tdbd_ckpt_put_dl(struct ckpt_txn *tx, const char *name,
+		     const void *key, size_t klen, const void *val,
+		     size_t vlen, uint64_t version, uint64_t deadline);
 /* Deleting a key that is not there is not an error.  Its version goes
  * with it. */
 int tdbd_ckpt_del(struct ckpt_txn *tx, const char *name, const void *key,
@@ -129,6 +149,9 @@ void tdbd_ckpt_abort(struct ckpt_txn *tx);
 int tdbd_ckpt_append(struct ckpt_txn *tx, const char *name, const void *key,
 		     size_t klen, const void *val, size_t vlen,
 		     uint64_t version);
+int tdbd_ckpt_append_dl(struct ckpt_txn *tx, const char *name,
+			const void *key, size_t klen, const void *val,
+			size_t vlen, uint64_t version, uint64_t deadline);
 
 /* How big the store is and how much of it holds data. */
 struct ckpt_space {

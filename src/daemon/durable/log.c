@@ -35,7 +35,8 @@ static size_t rec_size(const struct tdbo_log_size *sz)
 	enum wal_type type = sz->kind == TDBO_LOG_CREATE ? WAL_CREATE :
 			     sz->kind == TDBO_LOG_DROP ? WAL_DROP : WAL_OPS_V;
 
-	return wal_rec_size(type, sz->nops, sz->bytes);
+	/* the most: sz does not say which puts carry a deadline */
+	return wal_rec_size_max(type, sz->nops, sz->bytes);
 }
 
 /* Room for a record, before its change applies; and a line in the log
@@ -65,7 +66,8 @@ void tdbd_log_cancel(void *arg, const struct tdbo_log_size *sz)
 /* The record of a change that applied, under its tables' locks: a copy
  * into the WAL's buffer, written by the worker's round (tdbd_log_write)
  * before the answer goes out.  A WAL_OPS_V record: every op of it has
- * the write's version, which replay gives the keys back. */
+ * the write's version, which replay gives the keys back, and a put its
+ * record's deadline (WAL_OP_PUT_DL), if it has one. */
 void tdbd_log_begin(void *arg, uint64_t version)
 {
 	struct tdbd *d = arg;
@@ -79,9 +81,9 @@ void tdbd_log_op(void *arg, const struct tdbo_table *t, bool del,
 {
 	struct tdbd *d = arg;
 
-	(void)deadline;   /* not logged yet: the WAL's op learns it next */
-	wal_add_op(d->wal, del ? WAL_OP_DEL : WAL_OP_PUT, t->name, key,
-		   (uint32_t)klen, del ? NULL : val, del ? 0 : (uint32_t)vlen);
+	wal_add_op_dl(d->wal, del ? WAL_OP_DEL : WAL_OP_PUT, t->name, key,
+		      (uint32_t)klen, del ? NULL : val,
+		      del ? 0 : (uint32_t)vlen, del ? 0 : deadline);
 }
 
 /* wal_commit; a record it could not take (it failed the log, which the
@@ -112,8 +114,9 @@ uint64_t tdbd_log_create(void *arg, const struct tdbo_table *t,
 	struct tdbd *d = arg;
 
 	wal_begin(d->wal, WAL_CREATE);
-	wal_add_create(d->wal, t->id, t->name, t->uid, t->gid, t->mode,
-		       t->max_extents, d->cfg.sync);
+	wal_add_create_ex(d->wal, t->id, t->name, t->uid, t->gid, t->mode,
+			  t->max_extents, d->cfg.sync, t->default_ttl,
+			  t->max_bytes, t->max_records, t->evict);
 	return commit(d, sz);
 }
 

@@ -87,16 +87,36 @@ static void aside_log(const char *name, const char *why, uint64_t from)
 }
 
 /* A table that could not be made: into the registry set aside. */
+/* A table's attributes of expiry and eviction, as created. */
+struct tab_attrs {
+	uint64_t ttl, max_bytes, max_records;
+	uint32_t evict;
+};
+
+static void set_attrs(struct tdbo_table *dt, const struct tab_attrs *a)
+{
+	tdbo_table_set_default_ttl(dt, a->ttl);
+	tdbo_table_set_bounds(dt, a->max_bytes, a->max_records, a->evict);
+}
+
 static int aside_new(struct tdbd *d, const char *name, uint64_t id,
 		     uint32_t max_ext, uint32_t uid, uint32_t gid,
-		     uint32_t mode, uint64_t from, const char *why)
+		     uint32_t mode, const struct tab_attrs *a, uint64_t from,
+		     const char *why)
 {
 	int e = tdbo_table_add_aside(d->o, name, id, max_ext, uid, gid, mode,
 				     from, why);
+	struct tdbo_table *dt;
 
-	if (!e)
-		aside_log(name, why, from);
-	return e;
+	if (e)
+		return e;
+	/* its attributes stay in its schema (checkpoints write them) */
+	if ((dt = tdbo_table_get(d->o, name))) {
+		set_attrs(dt, a);
+		tdbo_table_put(dt);
+	}
+	aside_log(name, why, from);
+	return 0;
 }
 
 /* A restored table that failed after all. */
@@ -113,9 +133,12 @@ static int aside_set(struct tdbd *d, struct tdbo_table *dt, const char *why)
 
 /* A record of the checkpoint, with its version (0: its table was
  * checkpointed before versions; it gets the checkpoint's LSN, and the
- * counter is raised past that: docs/DURABILITY.md, "Versions"). */
+ * counter is raised past that: docs/DURABILITY.md, "Versions") and its
+ * deadline (0: none; one past by now makes a record no read sees, which
+ * the sweep removes with a logged delete). */
 static int load_record(void *arg, const void *key, size_t klen,
-		       const void *val, size_t vlen, uint64_t version)
+		       const void *val, size_t vlen, uint64_t version,
+		       uint64_t deadline)
 {
 	struct rec_state *rs = arg;
 	struct tdbe_extack ee = { 0 };
@@ -125,7 +148,8 @@ static int load_record(void *arg, const void *key, size_t klen,
 		version = rs->old_version;
 	if (version > rs->max_version)
 		rs->max_version = version;
-	err = tdbe_put_ver(rs->dt->t, key, klen, val, vlen, 0, version, &ee);
+	err = tdbe_put_ex(rs->dt->t, key, klen, val, vlen, 0, version,
+			  deadline, &ee);
 
 	if (err) {
 		snprintf(rs->why, sizeof(rs->why), "a record of its checkpoint "
@@ -145,6 +169,8 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 {
 	struct tdb_proto_extack ext = { 0 };
 	char err[512] = "", why[TDB_PROTO_EXTACK_MAX];
+	const struct tab_attrs a = { t->default_ttl, t->max_bytes,
+				     t->max_records, t->evict };
 	bool versioned = false;
 	int e;
 
@@ -154,8 +180,9 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 		snprintf(why, sizeof(why), "its region cannot be made: %s "
 			 "(%s)", ext.msg ? ext.msg : "engine", ERRSTR(e));
 		return aside_new(d, t->name, t->id, t->max_extents, t->uid,
-				 t->gid, t->mode, from, why);
+				 t->gid, t->mode, &a, from, why);
 	}
+	set_attrs(rs->dt, &a);
 	rs->dt->from = from;
 	rs->why[0] = '\0';
 	e = tdbd_ckpt_load_table(d->ckpt, t->name, load_record, rs,
@@ -256,7 +283,7 @@ static int replay_op(struct rec_state *rs, const struct wal_rec *r,
 		return 0;
 	}
 	err = tdbo_replay(dt, op->op == WAL_OP_DEL, op->key, op->klen,
-			  op->val, op->vlen, version, 0, &ee.msg);
+			  op->val, op->vlen, version, op->deadline, &ee.msg);
 	if (!err) {
 		rs->records++;
 		return 0;
@@ -312,14 +339,18 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 	struct tdbd *d = rs->d;
 	struct tdbo_table *dt = NULL;
 	struct wal_create c;
+	struct tab_attrs a;
 	char why[TDB_PROTO_EXTACK_MAX];
 	int err;
 
 	if ((err = wal_get_create(r, &c)))
 		return err;
+	a = (struct tab_attrs){ c.default_ttl, c.max_bytes, c.max_records,
+				c.evict };
 	err = tdbo_table_restore(d->o, c.name, c.id, c.max_extents, c.uid,
 				 c.gid, c.mode, &dt, &ext->msg);
 	if (!err) {
+		set_attrs(dt, &a);
 		dt->from = r->lsn - 1;
 		return 0;
 	}
@@ -329,7 +360,7 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 		 ext->msg ? ext->msg : "engine", ERRSTR(err));
 	ext->msg = NULL;
 	return aside_new(d, c.name, c.id, c.max_extents, c.uid, c.gid, c.mode,
-			 r->lsn - 1, why);
+			 &a, r->lsn - 1, why);
 }
 
 static int replay_rec(void *arg, const struct wal_rec *r)

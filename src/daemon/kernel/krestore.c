@@ -4,11 +4,14 @@
  * mirror loaded into tdb.ko through the supervisor's own /dev/tdb file
  * (the only client tdb.ko serves while it is recovering): TDB_IOC_ATTACH
  * on that file, its rings mapped, TABLE_CREATE (owner, group, mode,
- * max-extents) then the records as PUTs, each with its version
- * (TDB_A_SET_VERSION: the supervisor's file may), as many per
- * TDB_IOC_ENTER as the submission ring holds.  Built with the ring core and the codec
- * that tdbd already has (not libtdbclient, whose objects carry their
- * own copies of the core's).
+ * max-extents, default TTL, bounds and eviction policy) then the
+ * records as PUTs, each with its version (TDB_A_SET_VERSION: the
+ * supervisor's file may) and its deadline if it has one
+ * (TDB_A_DEADLINE: the same instant, not a TTL counted again from now;
+ * an expired record is absent to the mirror's cursor, so it is not
+ * restored), as many per TDB_IOC_ENTER as the submission ring holds.
+ * Built with the ring core and the codec that tdbd already has (not
+ * libtdbclient, whose objects carry their own copies of the core's).
  *
  * Invariants: every request is answered by an NLMSG_ERROR ack before
  * ENTER returns (tdb.ko holds no answer of the supervisor: its changes
@@ -218,6 +221,22 @@ static int kr_create(struct kr *k, const struct tdbo_table *dt)
 		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_EXTENTS);
 		m.max_extents = dt->max_extents;
 	}
+	if (dt->default_ttl) {          /* TABLE_CREATE's TTL */
+		m.attrs |= TDB_PROTO_BIT(TDB_A_TTL);
+		m.ttl = dt->default_ttl;
+	}
+	if (dt->max_bytes) {            /* and its bounds, policy */
+		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_BYTES);
+		m.max_bytes = dt->max_bytes;
+	}
+	if (dt->max_records) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_RECORDS);
+		m.max_records = dt->max_records;
+	}
+	if (dt->evict) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_EVICT);
+		m.evict = dt->evict;
+	}
 	if ((e = kr_send(k, &m)) || (e = kr_flush(k)))
 		return e;
 	return 0;
@@ -273,6 +292,12 @@ static int kr_table(struct kr *k, const struct tdbo_table *dt,
 			if (rv[i].version) {
 				m.attrs |= TDB_PROTO_BIT(TDB_A_SET_VERSION);
 				m.set_version = rv[i].version;
+			}
+			/* and its deadline, as it was (without one the
+			 * table's default TTL would give it one) */
+			if (rv[i].deadline) {
+				m.attrs |= TDB_PROTO_BIT(TDB_A_DEADLINE);
+				m.deadline = rv[i].deadline;
 			}
 			if ((e = kr_send(k, &m)))
 				goto out;
