@@ -18,6 +18,11 @@
  *          ratio: whether writers to different tables run in parallel.
  *          -L adds log hooks as tdbd's WAL has them: the record copied
  *          into one buffer under a mutex, after the change applied.
+ *   ttl    --ops random PUTs through tdbo_exec() to table "t" (loaded
+ *          without a TTL), and the same keys' PUTs with a TTL of 1 h
+ *          to table "x" (loaded with it), alternating, the order
+ *          swapped every run: what a TTL adds to the write path (no
+ *          sweep runs: this owner has no home to call it).  -L too.
  *
  * Prints, per op, the median over --runs of ns per request.  The sink
  * parses nothing: it only takes the bytes (a transport copies them).
@@ -97,6 +102,10 @@ static void make(struct req *r, struct tdb_proto_msg *in)
 }
 
 static char val[100];
+/* make_kv's table and, for PUTs, TTL (ms; 0: none). */
+static const char *kv_table = "t";
+static uint64_t kv_ttl;
+#define TTL_MS 3600000ull
 
 static void make_kv(struct req *r, uint8_t cmd, unsigned int k, uint64_t txn)
 {
@@ -104,7 +113,8 @@ static void make_kv(struct req *r, uint8_t cmd, unsigned int k, uint64_t txn)
 	struct tdb_proto_msg in = {
 		.cmd = cmd, .seq = k,
 		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) | TDB_PROTO_BIT(TDB_A_KEY),
-		.table = "t", .table_len = 1, .key = key, .key_len = 16,
+		.table = kv_table, .table_len = (uint32_t)strlen(kv_table),
+		.key = key, .key_len = 16,
 	};
 
 	snprintf(key, sizeof(key), "key%013u", k);
@@ -112,6 +122,10 @@ static void make_kv(struct req *r, uint8_t cmd, unsigned int k, uint64_t txn)
 		in.attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
 		in.value = val;
 		in.value_len = sizeof(val);
+	}
+	if (cmd == TDB_CMD_PUT && kv_ttl) {
+		in.attrs |= TDB_PROTO_BIT(TDB_A_TTL);
+		in.ttl = kv_ttl;
 	}
 	if (txn) {
 		in.attrs |= TDB_PROTO_BIT(TDB_A_TXN);
@@ -167,6 +181,18 @@ static double get_many(struct tdbo_client *c)
 		if (tdbo_get_many(c, m, n, &sink, s_fail, NULL) != n || fails)
 			die("get_many", -EIO);
 	}
+	return (double)(now_ns() - t0) / nops;
+}
+
+/* nops requests through tdbo_exec, ns per request. */
+static double exec_all(struct tdbo_client *c, const struct req *r)
+{
+	uint64_t t0 = now_ns();
+	unsigned int i;
+
+	for (i = 0; i < nops; i++)
+		if (exec(c, &r[i].m))
+			die("PUT", -EIO);
 	return (double)(now_ns() - t0) / nops;
 }
 
@@ -403,7 +429,7 @@ int main(int argc, char **argv)
 		case 't': txn_size = (unsigned int)atoi(optarg); break;
 		default:
 			printf("usage: tdb-bench-owner [-n keys] [-o ops] "
-			       "[-r runs] [-w get|txn|put2] [-t txn-size] "
+			       "[-r runs] [-w get|txn|put2|ttl] [-t txn-size] "
 			       "[-L]\n");
 			return opt == 'h' ? 0 : 2;
 		}
@@ -429,11 +455,11 @@ int main(int argc, char **argv)
 		if ((err = exec(c, &r.m)))
 			die("create", err);
 	}
-	if (!strcmp(op, "put2")) {
+	if (!strcmp(op, "put2") || !strcmp(op, "ttl")) {
 		struct tdb_proto_msg in = {
 			.cmd = TDB_CMD_TABLE_CREATE,
 			.attrs = TDB_PROTO_BIT(TDB_A_TABLE),
-			.table = "u", .table_len = 1,
+			.table = op[0] == 't' ? "x" : "u", .table_len = 1,
 		};
 
 		make(&r, &in);
@@ -445,7 +471,47 @@ int main(int argc, char **argv)
 		if ((err = exec(c, &r.m)))
 			die("load", err);
 	}
-	if (!strcmp(op, "put2")) {
+	if (!strcmp(op, "ttl")) {
+		struct req *pa = malloc((size_t)nops * sizeof(*pa));
+		struct req *pb = malloc((size_t)nops * sizeof(*pb));
+		double q[64];
+
+		if (!pa || !pb)
+			die("memory", -ENOMEM);
+		kv_table = "x";
+		kv_ttl = TTL_MS;
+		for (i = 0; i < nkeys; i++) {
+			make_kv(&r, TDB_CMD_PUT, i, 0);
+			if ((err = exec(c, &r.m)))
+				die("load x", err);
+		}
+		for (i = 0; i < nops; i++) {
+			unsigned int k = rnd();
+
+			kv_table = "t";
+			kv_ttl = 0;
+			make_kv(&pa[i], TDB_CMD_PUT, k, 0);
+			kv_table = "x";
+			kv_ttl = TTL_MS;
+			make_kv(&pb[i], TDB_CMD_PUT, k, 0);
+		}
+		for (i = 0; i < runs; i++) {    /* alternating, order swapped */
+			if (i % 2) {
+				b[i] = exec_all(c, pb);
+				a[i] = exec_all(c, pa);
+			} else {
+				a[i] = exec_all(c, pa);
+				b[i] = exec_all(c, pb);
+			}
+			q[i] = b[i] / a[i];
+		}
+		printf("put, %u keys, %u ops, median of %u: no TTL %.1f ns/PUT, "
+		       "TTL %.1f ns/PUT, TTL/no (median of the runs' ratios) "
+		       "%.3f%s\n", nkeys, nops, runs, median(a), median(b),
+		       median(q), hooks.log_op ? " (with -L's log hooks)" : "");
+		free(pa);
+		free(pb);
+	} else if (!strcmp(op, "put2")) {
 		put2(o, &cr);
 	} else if (!strcmp(op, "get")) {
 		reqs = malloc((size_t)nops * sizeof(*reqs));

@@ -55,6 +55,8 @@ struct options {
 	bool strict;            /* --strict: a missing peer is exit 77 */
 	bool verbose;
 	const char *csv;        /* --csv FILE: the figures as CSV too */
+	uint64_t ttl;           /* --ttl MS: also puts with this TTL
+				 * (tdb+ttl, Redis+ttl); 0: none */
 };
 extern struct options opt;
 
@@ -109,7 +111,7 @@ struct peer {
 	void (*close)(void *h);
 };
 extern const struct peer peer_tdb, peer_tdb_rings, peer_lmdb, peer_lmdb_sync,
-	peer_redis;
+	peer_redis, peer_tdb_ttl, peer_redis_ttl;
 
 /* --- helpers (util.c) ---------------------------------------------------- */
 double now(void);

@@ -21,6 +21,14 @@
  * workers and the server used (in CPUs), and ratios of tdb's ops/s to
  * the peers'.  Then the issue's goals, each MET or MISSED.
  *
+ * --ttl MS adds tdb+ttl and Redis+ttl: the same servers, tables (a
+ * database) of their own loaded with that TTL, and the same put cells
+ * with it (tdbc_put_ttl / TDBC_TTL; SET ... PX), measured in the same
+ * runs as the plain puts, in the rotation; a table of puts with and
+ * without the TTL follows, each ratio the median of the runs' ratios
+ * (a run's two cells are measured one after the other).  LMDB has no
+ * TTL: it has no such row.
+ *
  * Children: servers die with us (PR_SET_PDEATHSIG); so do workers.
  * Errors stop the benchmark (exit 1) with the system's message; a
  * system that is missing or did not start is reported as skipped.
@@ -44,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <tdb/proto.h>
+
 #include "bench.h"
 #include "../../bench/common/csv.h"
 #include "../../bench/common/machine.h"
@@ -62,9 +72,16 @@ char tmpdir[4096];
 /* The systems, in report order. */
 static const struct peer *const peers[] = {
 	&peer_tdb, &peer_tdb_rings, &peer_lmdb, &peer_lmdb_sync, &peer_redis,
+	&peer_tdb_ttl, &peer_redis_ttl,
 };
 #define NPEERS (sizeof(peers) / sizeof(peers[0]))
-enum { S_TDB, S_TDB_RINGS, S_LMDB, S_LMDB_SYNC, S_REDIS };
+enum { S_TDB, S_TDB_RINGS, S_LMDB, S_LMDB_SYNC, S_REDIS, S_TDB_TTL,
+       S_REDIS_TTL };
+
+static bool is_ttl(size_t s)
+{
+	return s == S_TDB_TTL || s == S_REDIS_TTL;
+}
 
 static const char *const op_name[OP_N] = { "get", "put" };
 
@@ -492,7 +509,7 @@ static void print_table(int op)
 				double v = MED(s, op, bi, pi, ops_s);
 				char what[64], cpu[16];
 
-				if (!wanted(s) ||
+				if (!wanted(s) || is_ttl(s) ||
 				    !peers[s]->ops(op, b, opt.procs[pi]))
 					continue;
 				label(what, sizeof(what), s, op, b);
@@ -523,6 +540,94 @@ static void print_table(int op)
 			}
 		}
 	}
+}
+
+/* The median over runs of a/b of the runs' ops/s (both cells done). */
+static double med_ratio(size_t a, size_t b, int op, unsigned int bi,
+			unsigned int pi)
+{
+	double v[RUNS_MAX];
+	unsigned int n = 0;
+
+	for (unsigned int r = 0; r < opt.runs; r++) {
+		const struct result *x = &res[a][op][bi][pi][r];
+		const struct result *y = &res[b][op][bi][pi][r];
+
+		if (x->done && y->done && y->ops_s > 0)
+			v[n++] = x->ops_s / y->ops_s;
+	}
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* --ttl: puts with the TTL against the same puts without, per system
+ * (the ratio: the median of the runs' ratios), and tdb's against
+ * Redis's with the TTL. */
+static void print_ttl_table(void)
+{
+	static const size_t pair[2][2] = { { S_TDB, S_TDB_TTL },
+					   { S_REDIS, S_REDIS_TTL } };
+	int b1 = batch_index(1), bb = big_batch();
+
+	printf("\nput with a TTL of %llu ms (--ttl; nothing expires during "
+	       "the run) against put without:\nthe same cells, tables "
+	       "(tdb) or a database (Redis) of their own loaded with the "
+	       "TTL\n", (unsigned long long)opt.ttl);
+	printf("%-9s %-27s %5s %5s %11s %11s %7s %13s %13s %9s %9s\n",
+	       "system", "call with TTL", "procs", "batch", "ops/s no TTL",
+	       "ops/s TTL", "TTL/no", "p50 us no/TTL", "p99 us no/TTL",
+	       "tdb/Redis", "tdb/Rpipe");
+	for (unsigned int pi = 0; pi < opt.nprocs; pi++)
+		for (size_t k = 0; k < 2; k++)
+			for (unsigned int bi = 0; bi < opt.nbatches; bi++) {
+				size_t s = pair[k][0], t = pair[k][1];
+				unsigned int b = opt.batches[bi];
+				double v = MED(t, OP_PUT, bi, pi, ops_s);
+				double r = med_ratio(t, s, OP_PUT, bi, pi);
+				char what[64], lat[2][32], param[48];
+
+				if (!wanted(t))
+					continue;
+				label(what, sizeof(what), t, OP_PUT, b);
+				if (sys[s].started || sys[t].started) {
+					printf("%-9s %-27s %5u %5u %11s\n",
+					       peers[t]->name, what,
+					       opt.procs[pi], b, "skipped");
+					continue;
+				}
+				snprintf(lat[0], sizeof(lat[0]), "%.2f/%.2f",
+					 MED(s, OP_PUT, bi, pi, p50),
+					 MED(t, OP_PUT, bi, pi, p50));
+				snprintf(lat[1], sizeof(lat[1]), "%.2f/%.2f",
+					 MED(s, OP_PUT, bi, pi, p99),
+					 MED(t, OP_PUT, bi, pi, p99));
+				printf("%-9s %-27s %5u %5u %11.0f %11.0f %6.3fx "
+				       "%13s %13s", peers[t]->name, what,
+				       opt.procs[pi], b,
+				       MED(s, OP_PUT, bi, pi, ops_s), v, r,
+				       lat[0], lat[1]);
+				snprintf(param, sizeof(param),
+					 "procs %u batch %u", opt.procs[pi], b);
+				if (csv && r > 0)
+					bench_csv_row(csv, "daemon",
+						      peers[t]->name,
+						      peers[s]->name,
+						      "put TTL", param, v,
+						      "ops/s", r);
+				if (t == S_TDB_TTL) {
+					ratio(v, b1 < 0 || sys[S_REDIS_TTL]
+					      .started ? 0 :
+					      MED(S_REDIS_TTL, OP_PUT, b1, pi,
+						  ops_s));
+					ratio(v, bb < 0 || sys[S_REDIS_TTL]
+					      .started ? 0 :
+					      MED(S_REDIS_TTL, OP_PUT, bb, pi,
+						  ops_s));
+				}
+				printf("\n");
+			}
 }
 
 static const char *verdict(bool met)
@@ -583,6 +688,29 @@ static void goal_get(size_t me, size_t peer, double goal, const char *what)
 	printf(" %s\n", verdict(all));
 }
 
+/* --ttl: tdb's puts with the TTL at least 0.9x those without, in every
+ * cell (median of the runs' ratios). */
+static void goal_ttl(void)
+{
+	bool all = true;
+
+	printf("  put with TTL >= 0.9x without (tdb):    ");
+	if (sys[S_TDB].started || sys[S_TDB_TTL].started ||
+	    !opt.op_on[OP_PUT]) {
+		printf(" not evaluated\n");
+		return;
+	}
+	for (unsigned int pi = 0; pi < opt.nprocs; pi++)
+		for (unsigned int bi = 0; bi < opt.nbatches; bi++) {
+			double r = med_ratio(S_TDB_TTL, S_TDB, OP_PUT, bi, pi);
+
+			printf(" p%u b%u %.3fx;", opt.procs[pi],
+			       opt.batches[bi], r);
+			all &= r >= 0.9;
+		}
+	printf(" %s\n", verdict(all));
+}
+
 static void print_goals(void)
 {
 	int b1 = batch_index(1);
@@ -593,6 +721,8 @@ static void print_goals(void)
 	goal_put(S_REDIS, 20, "Redis SET, unpipelined:");
 
 	goal_get(S_TDB, S_LMDB, 2, "LMDB, 1 read txn per get:");
+	if (opt.ttl)
+		goal_ttl();
 
 	printf("  get round trip p50 < 2 us (tdbc_get):  ");
 	if (sys[S_TDB].started || b1 < 0 || !opt.op_on[OP_GET]) {
@@ -749,6 +879,8 @@ static void print_header(void)
 	print_list("; batch", opt.batches, opt.nbatches);
 	printf("; %u run%s\n", opt.runs, opt.runs == 1 ? "" : "s");
 	for (size_t s = 0; s < NPEERS; s++) {
+		if (is_ttl(s) && !opt.ttl)
+			continue;
 		if (!sys[s].started)
 			peers[s]->describe();
 		else
@@ -820,9 +952,13 @@ static void usage(FILE *f)
 "  -S, --strict         exit 77 (skip) if tdbd or redis-server is missing\n"
 "                       and 1 if a system fails to start (for the tests)\n"
 "  -v, --verbose        each run's figures on stderr\n"
+"      --ttl MS         also puts with a TTL of MS ms (1..%llu; e.g. 3600000:\n"
+"                       nothing expires during the run) for tdb and Redis,\n"
+"                       against the same puts without, in the same runs\n"
 "      --csv FILE       also write the figures to FILE as CSV\n"
 "                       (bench/common/csv.h; bench/summary/make-charts.sh)\n"
-"  -h, --help           this text\n", VAL_MIN);
+"  -h, --help           this text\n", VAL_MIN,
+		(unsigned long long)TDB_TTL_MAX);
 }
 
 static uint64_t parse_num(const char *s, const char *what, uint64_t min,
@@ -892,9 +1028,12 @@ static void parse_ops(const char *s)
 static bool wanted(size_t s)
 {
 	const char *name = s == S_LMDB_SYNC ? "lmdb" :
-			   s == S_TDB_RINGS ? "tdb" : peers[s]->name;
+			   s == S_TDB_RINGS || s == S_TDB_TTL ? "tdb" :
+			   s == S_REDIS_TTL ? "redis" : peers[s]->name;
 	char buf[256], *save = NULL;
 
+	if (is_ttl(s) && (!opt.ttl || !opt.op_on[OP_PUT]))
+		return false;
 	if (!opt.only)
 		return true;
 	snprintf(buf, sizeof(buf), "%s", opt.only);
@@ -926,6 +1065,7 @@ static void parse_args(int argc, char **argv)
 		{ "strict", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "csv", required_argument, NULL, 'C' },
+		{ "ttl", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -983,6 +1123,10 @@ static void parse_args(int argc, char **argv)
 		case 'S': opt.strict = true; break;
 		case 'v': opt.verbose = true; break;
 		case 'C': opt.csv = optarg; break;
+		case 'L':
+			opt.ttl = parse_num(optarg, "TTL in ms", 1,
+					    TDB_TTL_MAX);
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -1001,7 +1145,9 @@ static void start_all(void)
 	for (size_t s = 0; s < NPEERS; s++) {
 		if (!wanted(s)) {
 			sys[s].started = 1;
-			msgf(sys[s].why, "not asked for (--only)");
+			msgf(sys[s].why, "%s", is_ttl(s) && (!opt.ttl ||
+			     !opt.op_on[OP_PUT]) ? "no --ttl or no put" :
+			     "not asked for (--only)");
 			continue;
 		}
 		sys[s].started = peers[s]->start(sys[s].why);
@@ -1104,6 +1250,8 @@ int main(int argc, char **argv)
 	for (int op = 0; op < OP_N; op++)
 		if (opt.op_on[op])
 			print_table(op);
+	if (opt.ttl && opt.op_on[OP_PUT])
+		print_ttl_table();
 	print_goals();
 	print_footer(now() - t0);
 	bench_csv_note(csv, "medians of %u run(s), %u keys, %u ops per "

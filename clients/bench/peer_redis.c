@@ -12,6 +12,11 @@
  *
  * Values are binary (100 bytes by default); a GET's value is copied out
  * of the reply buffer and checked like every peer's.
+ *
+ * Redis+ttl (--ttl MS): the same redis-server, database 1 (SELECT 1 on
+ * every connection) loaded with SET key value PX ms, and the same SETs
+ * with PX: as tdb+ttl, plain SETs keep writing keys without a TTL and
+ * these keys with one.
  */
 #include <errno.h>
 #include <signal.h>
@@ -64,7 +69,7 @@ static int resp_connect(struct resp *c, char *msg)
 		c->fd = -1;
 		return -1;
 	}
-	c->wcap = (size_t)LOAD_PIPE * (64 + opt.vsize);
+	c->wcap = (size_t)LOAD_PIPE * (128 + opt.vsize);  /* SET ... PX ms */
 	c->rcap = RBUF_MIN + 2 * (size_t)LOAD_PIPE * (32 + opt.vsize);
 	c->w = malloc(c->wcap);
 	c->r = malloc(c->rcap);
@@ -93,7 +98,8 @@ static void add(struct resp *c, const void *p, size_t n)
 	c->wlen += n;
 }
 
-/* "*2 GET key" and "*3 SET key value" (the key is always 16 bytes). */
+/* "*2 GET key" and "*3 SET key value", "*5 SET key value PX ms" with a
+ * TTL (the key is always 16 bytes). */
 static void req_get(struct resp *c, uint32_t i)
 {
 	static const char hd[] = "*2\r\n$3\r\nGET\r\n$16\r\n";
@@ -103,19 +109,34 @@ static void req_get(struct resp *c, uint32_t i)
 	add(c, "\r\n", 2);
 }
 
-static void req_set(struct resp *c, uint32_t i, uint32_t gen)
+static void req_set(struct resp *c, uint32_t i, uint32_t gen, uint64_t ttl)
 {
 	static const char hd[] = "*3\r\n$3\r\nSET\r\n$16\r\n";
-	char len[32];
+	static const char hd_px[] = "*5\r\n$3\r\nSET\r\n$16\r\n";
+	char len[48];
 	int n = snprintf(len, sizeof(len), "\r\n$%u\r\n", opt.vsize);
 
-	add(c, hd, sizeof(hd) - 1);
+	if (ttl)
+		add(c, hd_px, sizeof(hd_px) - 1);
+	else
+		add(c, hd, sizeof(hd) - 1);
 	add(c, key_of(i), KEY_LEN);
 	add(c, len, (size_t)n);
 	value_make(c->vbuf, i, gen);
 	add(c, c->vbuf, opt.vsize);
 	add(c, "\r\n", 2);
+	if (ttl) {
+		char ms[24];
+		int m = snprintf(ms, sizeof(ms), "%llu",
+				 (unsigned long long)ttl);
+
+		n = snprintf(len, sizeof(len), "$2\r\nPX\r\n$%d\r\n", m);
+		add(c, len, (size_t)n);
+		add(c, ms, (size_t)m);
+		add(c, "\r\n", 2);
+	}
 }
+
 
 static int flush(struct resp *c, char *msg)
 {
@@ -207,6 +228,9 @@ static int reply(struct resp *c, char *out, size_t cap, long *vlen,
 	case '+':
 		*vlen = 0;
 		return 0;
+	case ':':
+		*vlen = strtol(l + 1, NULL, 10);
+		return 0;
 	case '-':
 		msgf(msg, "Redis: %.*s", (int)(len - 1), l + 1);
 		return -1;
@@ -226,6 +250,18 @@ static int reply(struct resp *c, char *out, size_t cap, long *vlen,
 		msgf(msg, "Redis: unexpected reply '%.*s'", (int)len, l);
 		return -1;
 	}
+}
+
+/* SELECT db, its reply read. */
+static int select_db(struct resp *c, unsigned int db, char *msg)
+{
+	char cmd[48];
+	long vlen;
+	int n = snprintf(cmd, sizeof(cmd), "*2\r\n$6\r\nSELECT\r\n$1\r\n%u"
+			 "\r\n", db);
+
+	add(c, cmd, (size_t)n);
+	return flush(c, msg) || reply(c, NULL, 0, &vlen, msg) ? -1 : 0;
 }
 
 /* --- driver ---------------------------------------------------------- */
@@ -272,7 +308,7 @@ static void read_version(struct resp *c)
 			 (int)strcspn(v + 14, "\r\n"), v + 14);
 }
 
-static int load(struct resp *c, char *msg)
+static int load(struct resp *c, uint64_t ttl, char *msg)
 {
 	long vlen;
 
@@ -281,7 +317,7 @@ static int load(struct resp *c, char *msg)
 			LOAD_PIPE;
 
 		for (uint32_t j = 0; j < n; j++)
-			req_set(c, i + j, 1);
+			req_set(c, i + j, 1, ttl);
 		if (flush(c, msg))
 			return -1;
 		for (uint32_t j = 0; j < n; j++)
@@ -338,7 +374,7 @@ static int redis_start(char *msg)
 	err = wait_ready(&c, msg);
 	if (!err) {
 		read_version(&c);
-		err = load(&c, msg);
+		err = load(&c, 0, msg);
 	}
 	resp_close(&c);
 	if (err) {
@@ -380,6 +416,8 @@ static uint32_t redis_ops(enum op op, unsigned int batch, unsigned int procs)
 }
 
 /* --- worker ------------------------------------------------------------ */
+static bool h_ttl;      /* this worker is Redis+ttl (set by its open) */
+
 static int redis_open(struct work *w, void **out)
 {
 	struct resp *c = malloc(sizeof(*c));
@@ -388,7 +426,7 @@ static int redis_open(struct work *w, void **out)
 		msgf(w->msg, "out of memory");
 		return -1;
 	}
-	if (resp_connect(c, w->msg)) {
+	if (resp_connect(c, w->msg) || (h_ttl && select_db(c, 1, w->msg))) {
 		resp_close(c);
 		free(c);
 		return -1;
@@ -427,7 +465,7 @@ static int redis_put(void *h, struct work *w, const uint32_t *idx,
 	long vlen;
 
 	for (unsigned int j = 0; j < n; j++)
-		req_set(c, idx[j], w->gen);
+		req_set(c, idx[j], w->gen, h_ttl ? opt.ttl : 0);
 	if (flush(c, w->msg))
 		return -1;
 	for (unsigned int j = 0; j < n; j++)
@@ -449,5 +487,93 @@ const struct peer peer_redis = {
 	.start = redis_start, .stop = redis_stop, .server = redis_server,
 	.describe = redis_describe, .ops = redis_ops,
 	.open = redis_open, .get = redis_get, .put = redis_put,
+	.close = redis_close,
+};
+
+/* --- Redis+ttl: the same redis-server, database 1, SET ... PX ------------
+ * Started after Redis (it shares its redis-server; else starts its own). */
+static bool ttl_own_srv;
+
+static int ttl_start(char *msg)
+{
+	struct resp c = { .fd = -1 };
+	double t0 = now();
+	int err;
+
+	if (!opt.ttl) {
+		msgf(msg, "no --ttl");
+		return 1;
+	}
+	if (!srv.pid) {
+		err = redis_start(msg);
+		if (err)
+			return err;
+		ttl_own_srv = true;
+	}
+	err = resp_connect(&c, msg);
+	if (!err)
+		err = select_db(&c, 1, msg);
+	if (!err)
+		err = load(&c, opt.ttl, msg);
+	if (!err) {
+		/* The keys have the TTL: PTTL of the first one. */
+		static const char pttl[] = "*2\r\n$4\r\nPTTL\r\n$16\r\n";
+		long ms = 0;
+
+		add(&c, pttl, sizeof(pttl) - 1);
+		add(&c, key_of(0), KEY_LEN);
+		add(&c, "\r\n", 2);
+		err = flush(&c, msg) || reply(&c, NULL, 0, &ms, msg) ? -1 : 0;
+		if (!err && (ms <= 0 || (uint64_t)ms > opt.ttl)) {
+			msgf(msg, "Redis: PTTL %.16s is %ld after SET ... PX "
+			     "%llu", key_of(0), ms,
+			     (unsigned long long)opt.ttl);
+			err = -1;
+		}
+	}
+	resp_close(&c);
+	if (err) {
+		if (ttl_own_srv)
+			redis_stop();
+		ttl_own_srv = false;
+		return -1;
+	}
+	fprintf(stderr, "  Redis+ttl: loaded %u keys with PX %llu in %.1f s\n",
+		opt.keys, (unsigned long long)opt.ttl, now() - t0);
+	return 0;
+}
+
+static void ttl_stop(void)
+{
+	if (ttl_own_srv && srv.pid)
+		redis_stop();
+	ttl_own_srv = false;
+}
+
+static void ttl_describe(void)
+{
+	printf("  Redis+ttl the same redis-server, database 1 loaded with SET "
+	       "... PX %llu; SET ... PX\n", (unsigned long long)opt.ttl);
+}
+
+static uint32_t ttl_ops(enum op op, unsigned int batch, unsigned int procs)
+{
+	(void)batch, (void)procs;
+	return op == OP_PUT ? opt.ops : 0;
+}
+
+static int redis_open_ttl(struct work *w, void **out)
+{
+	h_ttl = true;
+	return redis_open(w, out);
+}
+
+const struct peer peer_redis_ttl = {
+	.name = "Redis+ttl",
+	.what = { { "", "" },
+		  { "SET PX, unpipelined", "SET PX, pipelined by %u" } },
+	.start = ttl_start, .stop = ttl_stop, .server = redis_server,
+	.describe = ttl_describe, .ops = ttl_ops,
+	.open = redis_open_ttl, .get = redis_get, .put = redis_put,
 	.close = redis_close,
 };

@@ -15,6 +15,12 @@
  * worker process opens its own connection (a connection cannot cross a
  * fork) and its table (process i: table i % N), and refuses to run if it
  * did not get rings.
+ *
+ * tdb+ttl (--ttl MS): the same tdbd, tables of their own ("bench.ttl",
+ * "bench.ttl.1", ...) loaded with puts carrying the TTL, and the same
+ * puts with it: tdbc_put_ttl (batch 1), TDBC_TTL requests (batch B).
+ * Its own tables so that the plain puts keep writing records without a
+ * deadline and the TTL puts records with one.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -29,6 +35,7 @@
 #include "bench.h"
 
 #define TABLE     "bench"
+#define TABLE_TTL "bench.ttl"
 #define LOAD_PIPE 256u
 #define EXTENT    (2u << 20)
 
@@ -95,12 +102,16 @@ static int connect_retry(struct tdbc **c, char *msg)
 	return -1;
 }
 
-/* The name of table i ("bench", then "bench.1", ...). */
-static const char *table_name(unsigned int i, char *buf, size_t size)
+/* The name of table i ("bench", then "bench.1", ...; with a TTL
+ * "bench.ttl", "bench.ttl.1", ...). */
+static const char *table_name(unsigned int i, bool ttl, char *buf,
+			      size_t size)
 {
+	const char *base = ttl ? TABLE_TTL : TABLE;
+
 	if (!i)
-		return TABLE;
-	snprintf(buf, size, "%s.%u", TABLE, i);
+		return base;
+	snprintf(buf, size, "%s.%u", base, i);
 	return buf;
 }
 
@@ -123,8 +134,10 @@ static int create_table(struct tdbc *c, const char *name, char *msg)
 	return err;
 }
 
-/* Batched asynchronous puts of every key, generation 1. */
-static int load(struct tdbc *c, struct tdbc_table *t, char *msg)
+/* Batched asynchronous puts of every key, generation 1; with a TTL in
+ * ms if ttl is not 0. */
+static int load(struct tdbc *c, struct tdbc_table *t, uint64_t ttl,
+		char *msg)
 {
 	struct tdbc_req req[LOAD_PIPE];
 	struct tdbc_cqe cqe[LOAD_PIPE];
@@ -146,6 +159,7 @@ static int load(struct tdbc *c, struct tdbc_table *t, char *msg)
 				.key = key_of(i + j), .klen = KEY_LEN,
 				.val = v + (size_t)j * opt.vsize,
 				.vlen = opt.vsize, .user = i + j,
+				.flags = ttl ? TDBC_TTL : 0, .expiry = ttl,
 			};
 		}
 		while (done < n && !err) {
@@ -174,12 +188,45 @@ static int load(struct tdbc *c, struct tdbc_table *t, char *msg)
 	return err ? -1 : 0;
 }
 
+/* The --tables tables (with a TTL: the TTL ones), created and loaded;
+ * *st: the last one's figures after the load. */
+static int make_tables(struct tdbc *c, bool ttl, struct tdbc_table_stat *st,
+		       char *msg)
+{
+	struct tdbc_table *t = NULL;
+	int err = 0;
+
+	for (unsigned int i = 0; !err && i < opt.tables; i++) {
+		char nb[32];
+		const char *name = table_name(i, ttl, nb, sizeof(nb));
+
+		err = create_table(c, name, msg);
+		if (!err && (err = tdbc_table_open(c, name, &t)))
+			msgf(msg, "tdbc_table_open %s: %s", name,
+			     tdbc_strerror(err));
+		if (!err)
+			err = load(c, t, ttl ? opt.ttl : 0, msg);
+		if (!err && (err = tdbc_table_stat(c, name, st)))
+			msgf(msg, "tdbc_table_stat %s: %s", name,
+			     tdbc_strerror(err));
+		if (!err && st->records != opt.keys) {
+			msgf(msg, "table %s holds %llu records after loading "
+			     "%u keys", name, (unsigned long long)st->records,
+			     opt.keys);
+			err = -1;
+		}
+		if (t)
+			tdbc_table_close(t);
+		t = NULL;
+	}
+	return err;
+}
+
 static int tdb_start(char *msg)
 {
 	const char *bin = find_tdbd();
 	const char *argv[32];
 	struct tdbc *c = NULL;
-	struct tdbc_table *t = NULL;
 	unsigned int a = 0;
 	double t0 = now();
 	int err;
@@ -228,31 +275,11 @@ static int tdb_start(char *msg)
 		msgf(msg, "tdbd gave no rings (see %s)", srv.log);
 		err = -1;
 	}
-	for (unsigned int i = 0; !err && i < opt.tables; i++) {
-		char nb[32];
-		const char *name = table_name(i, nb, sizeof(nb));
-
-		err = create_table(c, name, msg);
-		if (!err && (err = tdbc_table_open(c, name, &t)))
-			msgf(msg, "tdbc_table_open: %s", tdbc_strerror(err));
-		if (!err)
-			err = load(c, t, msg);
-		if (!err && (err = tdbc_table_stat(c, name, &srv.st)))
-			msgf(msg, "tdbc_table_stat: %s", tdbc_strerror(err));
-		if (t)
-			tdbc_table_close(t);
-		t = NULL;
-	}
+	if (!err)
+		err = make_tables(c, false, &srv.st, msg);
 	if (c)
 		tdbc_close(c);
 	if (err) {
-		stop_server(srv.pid);
-		srv.pid = 0;
-		return -1;
-	}
-	if (srv.st.records != opt.keys) {
-		msgf(msg, "tdb holds %llu records after loading %u keys",
-		     (unsigned long long)srv.st.records, opt.keys);
 		stop_server(srv.pid);
 		srv.pid = 0;
 		return -1;
@@ -277,6 +304,25 @@ static pid_t tdb_server(void)
 	return srv.pid;
 }
 
+/* The table's page size and memory after the load. */
+static void describe_table(const struct tdbc_table_stat *st)
+{
+	double raw = (double)opt.keys * (KEY_LEN + opt.vsize);
+
+	printf("\n            rings; table page size %s, %u extents "
+	       "(%.0f MiB) after the load\n",
+	       st->page_size == EXTENT ? "2 MiB (hugetlb)" :
+	       st->page_size == 4096 ? "4 KiB (no hugetlb)" : "unknown",
+	       st->extents, st->extents * 2.0);
+	printf("            table memory after the load: %.1f MiB "
+	       "allocated to records and index (%.2fx the raw\n"
+	       "            keys + values, %.1f MiB), %.1f MiB of "
+	       "extents (%.2fx)\n",
+	       st->bytes_allocated / 1048576.0,
+	       st->bytes_allocated / raw, raw / 1048576.0,
+	       st->extents * 2.0, st->extents * 2.0 * 1048576.0 / raw);
+}
+
 static void tdb_describe(void)
 {
 	printf("  tdb       %s --config /dev/null --sync none --socket ... "
@@ -284,23 +330,7 @@ static void tdb_describe(void)
 	       srv.bin);
 	for (unsigned int i = 0; i < opt.ntdbd_args; i++)
 		printf(" %s", opt.tdbd_args[i]);
-	printf("\n            rings; table page size %s, %u extents "
-	       "(%.0f MiB) after the load\n",
-	       srv.st.page_size == EXTENT ? "2 MiB (hugetlb)" :
-	       srv.st.page_size == 4096 ? "4 KiB (no hugetlb)" : "unknown",
-	       srv.st.extents, srv.st.extents * 2.0);
-	{
-		double raw = (double)opt.keys * (KEY_LEN + opt.vsize);
-
-		printf("            table memory after the load: %.1f MiB "
-		       "allocated to records and index (%.2fx the raw\n"
-		       "            keys + values, %.1f MiB), %.1f MiB of "
-		       "extents (%.2fx)\n",
-		       srv.st.bytes_allocated / 1048576.0,
-		       srv.st.bytes_allocated / raw, raw / 1048576.0,
-		       srv.st.extents * 2.0,
-		       srv.st.extents * 2.0 * 1048576.0 / raw);
-	}
+	describe_table(&srv.st);
 	printf("  tdb       gets in the table's read-only map (tdbc_get); "
 	       "tdb-rings: the same\n            tdbd, connections with "
 	       "TDBC_NO_MAP (gets through the rings)\n");
@@ -316,6 +346,7 @@ static uint32_t tdb_ops(enum op op, unsigned int batch, unsigned int procs)
 struct tdb_h {
 	struct tdbc *c;
 	struct tdbc_table *t;
+	uint64_t ttl;           /* puts carry this TTL (tdb+ttl), or 0 */
 	uint8_t *vbuf, *rbuf;
 	struct tdbc_req req[BATCH_MAX];
 	struct tdbc_cqe cqe[BATCH_MAX];
@@ -343,8 +374,10 @@ static void tdb_close(void *hv)
 }
 
 /* Connect flags of the peer this worker is: 0 (tdb, mapped gets) or
- * TDBC_NO_MAP (tdb-rings).  Set by the open functions below. */
+ * TDBC_NO_MAP (tdb-rings); whether it is tdb+ttl.  Set by the open
+ * functions below. */
 static unsigned int h_flags;
+static bool h_ttl;
 
 static int tdb_open(struct work *w, void **out)
 {
@@ -370,8 +403,9 @@ static int tdb_open(struct work *w, void **out)
 		tdb_close(h);
 		return -1;
 	}
-	err = tdbc_table_open(h->c, table_name(w->proc % opt.tables, nb,
-					       sizeof(nb)), &h->t);
+	h->ttl = h_ttl ? opt.ttl : 0;
+	err = tdbc_table_open(h->c, table_name(w->proc % opt.tables, h_ttl,
+					       nb, sizeof(nb)), &h->t);
 	if (err) {
 		fail(h, w, "table open", err);
 		tdb_close(h);
@@ -450,8 +484,11 @@ static int tdb_put(void *hv, struct work *w, const uint32_t *idx,
 		int err;
 
 		value_make(h->vbuf, idx[0], w->gen);
-		err = tdbc_put(h->t, NULL, key_of(idx[0]), KEY_LEN, h->vbuf,
-			       opt.vsize, 0);
+		err = h->ttl ?
+			tdbc_put_ttl(h->t, NULL, key_of(idx[0]), KEY_LEN,
+				     h->vbuf, opt.vsize, 0, 0, h->ttl) :
+			tdbc_put(h->t, NULL, key_of(idx[0]), KEY_LEN, h->vbuf,
+				 opt.vsize, 0);
 		return err ? fail(h, w, "put", err) : 0;
 	}
 	for (unsigned int j = 0; j < n; j++) {
@@ -462,6 +499,7 @@ static int tdb_put(void *hv, struct work *w, const uint32_t *idx,
 			.op = TDBC_OP_PUT, .table = h->t,
 			.key = key_of(idx[j]), .klen = KEY_LEN,
 			.val = v, .vlen = opt.vsize, .user = j,
+			.flags = h->ttl ? TDBC_TTL : 0, .expiry = h->ttl,
 		};
 	}
 	return run_batch(h, w, idx, n);
@@ -470,6 +508,7 @@ static int tdb_put(void *hv, struct work *w, const uint32_t *idx,
 static int tdb_open_map(struct work *w, void **out)
 {
 	h_flags = 0;
+	h_ttl = false;
 	return tdb_open(w, out);
 }
 
@@ -511,6 +550,7 @@ static uint32_t rings_ops(enum op op, unsigned int batch, unsigned int procs)
 static int tdb_open_rings(struct work *w, void **out)
 {
 	h_flags = TDBC_NO_MAP;
+	h_ttl = false;
 	return tdb_open(w, out);
 }
 
@@ -531,5 +571,92 @@ const struct peer peer_tdb = {
 	.start = tdb_start, .stop = tdb_stop, .server = tdb_server,
 	.describe = tdb_describe, .ops = tdb_ops,
 	.open = tdb_open_map, .get = tdb_get, .put = tdb_put,
+	.close = tdb_close,
+};
+
+/* --- tdb+ttl: the same tdbd, puts with a TTL into tables of their own ----
+ * Started after tdb (it shares its tdbd; else starts its own). */
+static bool ttl_own_srv;
+static struct tdbc_table_stat ttl_st;
+
+static int ttl_start(char *msg)
+{
+	struct tdbc *c = NULL;
+	double t0 = now();
+	int err;
+
+	if (!opt.ttl) {
+		msgf(msg, "no --ttl");
+		return 1;
+	}
+	if (!srv.pid) {
+		err = tdb_start(msg);
+		if (err)
+			return err;
+		ttl_own_srv = true;
+	}
+	err = connect_retry(&c, msg);
+	if (!err)
+		err = make_tables(c, true, &ttl_st, msg);
+	if (c)
+		tdbc_close(c);
+	if (err) {
+		if (ttl_own_srv)
+			tdb_stop();
+		ttl_own_srv = false;
+		return -1;
+	}
+	if (ttl_st.expiring != opt.keys) {
+		msgf(msg, "table %s has %llu records with a deadline after "
+		     "loading %u keys with a TTL of %llu ms", TABLE_TTL,
+		     (unsigned long long)ttl_st.expiring, opt.keys,
+		     (unsigned long long)opt.ttl);
+		if (ttl_own_srv)
+			tdb_stop();
+		ttl_own_srv = false;
+		return -1;
+	}
+	fprintf(stderr, "  tdb+ttl: loaded %u keys with a TTL of %llu ms in "
+		"%.1f s\n", opt.keys, (unsigned long long)opt.ttl,
+		now() - t0);
+	return 0;
+}
+
+static void ttl_stop(void)
+{
+	if (ttl_own_srv && srv.pid)
+		tdb_stop();
+	ttl_own_srv = false;
+}
+
+static void ttl_describe(void)
+{
+	printf("  tdb+ttl   the same tdbd; table%s %s%s loaded with a TTL of "
+	       "%llu ms; tdbc_put_ttl,\n            TDBC_TTL requests",
+	       opt.tables > 1 ? "s" : "", TABLE_TTL,
+	       opt.tables > 1 ? ".N" : "", (unsigned long long)opt.ttl);
+	describe_table(&ttl_st);
+}
+
+static uint32_t ttl_ops(enum op op, unsigned int batch, unsigned int procs)
+{
+	(void)batch, (void)procs;
+	return op == OP_PUT ? opt.ops : 0;
+}
+
+static int tdb_open_ttl(struct work *w, void **out)
+{
+	h_flags = 0;
+	h_ttl = true;
+	return tdb_open(w, out);
+}
+
+const struct peer peer_tdb_ttl = {
+	.name = "tdb+ttl",
+	.what = { { "", "" },
+		  { "tdbc_put_ttl", "tdbc_submit %u PUTs TTL+reap" } },
+	.start = ttl_start, .stop = ttl_stop, .server = tdb_server,
+	.describe = ttl_describe, .ops = ttl_ops,
+	.open = tdb_open_ttl, .get = tdb_get, .put = tdb_put,
 	.close = tdb_close,
 };
