@@ -316,8 +316,12 @@ int tdbc_ttl(struct tdbc_table *t, const void *key, size_t klen,
  * Where there is no map (refused, TDBC_NO_MAP, no rings, a map gone
  * stale after a drop, a mode change or a move of the table's memory,
  * or a reader that overstayed tdbd's reader-lease), reads take the
- * rings, with the same results.  Docs: docs/ARCHITECTURE.md,
- * "Zero-copy reads".
+ * rings, with the same results.  Mapped reads of a table bounded with
+ * TDBC_EVICT_LRU or TDBC_EVICT_LFU are reported to the owner as uses: a
+ * sample of 1 hit in 16 per table, 64 key hashes a TOUCH message sent
+ * without waiting (its answer is dropped by the library; best effort: a
+ * full ring drops the batch).  Docs: docs/ARCHITECTURE.md, "Zero-copy
+ * reads".
  */
 #define TDBC_NO_MAP     (1u << 2)  /* connect: never map tables */
 #define TDBC_NO_MAP_ENV "TDBC_NO_MAP"  /* set, not "0": the same */
