@@ -55,6 +55,9 @@ struct options {
 	bool strict;            /* --strict: a missing peer is exit 77 */
 	bool verbose;
 	const char *csv;        /* --csv FILE: the figures as CSV too */
+	uint32_t evict;         /* --evict: tdb's tables bounded with this
+				 * policy (TDBC_EVICT_*; 0: unbounded) */
+	uint64_t max_records;   /* --max-records (default 2 x --keys) */
 };
 extern struct options opt;
 

@@ -44,6 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <tdb/proto.h>
+
 #include "bench.h"
 #include "../../bench/common/csv.h"
 #include "../../bench/common/machine.h"
@@ -822,6 +824,11 @@ static void usage(FILE *f)
 "  -v, --verbose        each run's figures on stderr\n"
 "      --csv FILE       also write the figures to FILE as CSV\n"
 "                       (bench/common/csv.h; bench/summary/make-charts.sh)\n"
+"      --evict POLICY   tdb only: bound the tables (--max-records) with\n"
+"                       lru, lfu or ttl: mapped gets of lru/lfu tables\n"
+"                       send TOUCH hints (what they cost readers)\n"
+"      --max-records N  with --evict: the bound (default 2 x --keys:\n"
+"                       nothing is evicted)\n"
 "  -h, --help           this text\n", VAL_MIN);
 }
 
@@ -927,6 +934,8 @@ static void parse_args(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "csv", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "evict", required_argument, NULL, 1000 },
+		{ "max-records", required_argument, NULL, 1001 },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -983,6 +992,20 @@ static void parse_args(int argc, char **argv)
 		case 'S': opt.strict = true; break;
 		case 'v': opt.verbose = true; break;
 		case 'C': opt.csv = optarg; break;
+		case 1000:
+			opt.evict = !strcmp(optarg, "lru") ? TDB_EVICT_LRU :
+				    !strcmp(optarg, "lfu") ? TDB_EVICT_LFU :
+				    !strcmp(optarg, "ttl") ? TDB_EVICT_TTL : 0;
+			if (!opt.evict) {
+				fprintf(stderr, "tdb-bench: --evict %s: one "
+					"of lru, lfu, ttl\n", optarg);
+				exit(2);
+			}
+			break;
+		case 1001:
+			opt.max_records = parse_num(optarg, "max records", 1,
+						    UINT64_MAX);
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
