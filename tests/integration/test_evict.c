@@ -22,9 +22,11 @@
  *           a periodic order could alias with the 1-in-16 sampler), then
  *           BOUND/2 new keys: at least 75 of the 100 read keys survive
  *           (test_owner_evict's margin for lru; with no hints they are
- *           the least recently used and go first).  The reader ends with
- *           a blocking call (STATS), which must work: the hints' acks
- *           never reach it.
+ *           the least recently used and go first).  Half the rounds are
+ *           tdbc_submit batches, reaped: exactly their completions; the
+ *           reader then reaps a DEL of an absent key (the ring) alone,
+ *           and makes a blocking call (STATS), which must work: the
+ *           hints' acks reach neither.
  *  hostile  By design, a user with write permission on another user's
  *           bounded table evicts that user's records by writing (the
  *           bound is the table's, not per writer: whoever may write may
@@ -270,6 +272,64 @@ static void part_refuse(void)
 
 #define BOUND 200L
 
+/* The round's GETs through tdbc_submit (mapped: completed at once),
+ * reaped: exactly ours, each found. */
+static void reap_gets(struct tdbc *x, struct tdbc_table *xt,
+		      const long *order)
+{
+	static char keys[BOUND / 2][32];
+	struct tdbc_req req[BOUND / 2];
+	struct tdbc_cqe cqe[BOUND / 2];
+	bool seen[BOUND / 2] = { false };
+	long j;
+	int n, got = 0, k;
+
+	memset(req, 0, sizeof(req));
+	for (j = 0; j < BOUND / 2; j++) {
+		req[j].op = TDBC_OP_GET;
+		req[j].table = xt;
+		req[j].key = keys[j];
+		req[j].klen = (size_t)snprintf(keys[j], sizeof(keys[j]),
+					       "old%ld", order[j]);
+		req[j].user = (uint64_t)order[j] + 1;
+	}
+	n = tdbc_submit(x, req, BOUND / 2);
+	CHECK(n == BOUND / 2, "submit: %d (%s)", n, tdbc_errmsg(x));
+	while (got < BOUND / 2) {
+		n = tdbc_reap(x, cqe, BOUND / 2, 1, 5000);
+		CHECK(n > 0, "reap: %d", n);
+		for (k = 0; k < n; k++) {
+			uint64_t u = cqe[k].user;
+
+			CHECK(u >= 1 && u <= BOUND / 2 && !seen[u - 1],
+			      "a completion of user %llu, not one of ours",
+			      (unsigned long long)u);
+			CHECK(cqe[k].res == 0 && cqe[k].vlen == 5, "GET old%llu: "
+			      "%s", (unsigned long long)u - 1,
+			      h_errname(cqe[k].res));
+			seen[u - 1] = true;
+		}
+		got += n;
+	}
+}
+
+static void reap_del_absent(struct tdbc *x, struct tdbc_table *xt)
+{
+	struct tdbc_req req = { .op = TDBC_OP_DEL, .table = xt,
+				.key = "absent", .klen = 6, .user = 777 };
+	struct tdbc_cqe cqe[4];
+	int n;
+
+	CHECK(tdbc_submit(x, &req, 1) == 1, "submit DEL: %s", tdbc_errmsg(x));
+	n = tdbc_reap(x, cqe, 4, 1, 5000);
+	CHECK(n == 1 && cqe[0].user == 777 && cqe[0].res == -ENOENT,
+	      "reaped %d: user %llu res %d", n,
+	      n > 0 ? (unsigned long long)cqe[0].user : 0ull,
+	      n > 0 ? cqe[0].res : 0);
+	n = tdbc_reap(x, cqe, 4, 0, 200);
+	CHECK(n == 0, "%d more completions than asked for", n);
+}
+
 static void part_touch(void)
 {
 	struct tdbc *c = h_connect(&d, TDBC_NO_MAP);
@@ -302,10 +362,17 @@ static void part_touch(void)
 				order[j] = order[o];
 				order[o] = tmp;
 			}
+			if (round % 2) {
+				reap_gets(x, xt, order);
+				continue;
+			}
 			for (j = 0; j < BOUND / 2; j++)
 				CHECK(present(xt, "old", order[j]), "old%ld "
 				      "absent", order[j]);
 		}
+		/* a request through the ring after the hints: reaped
+		 * alone (a TOUCH's ack is no completion) */
+		reap_del_absent(x, xt);
 		CHECK(tdbc_table_mapped(xt) == 1, "the reader lost its map");
 		/* a blocking call after the hints: answered (the TOUCH acks
 		 * went nowhere), and the owner has taken the hints, which
