@@ -662,6 +662,9 @@ int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
 			return -EINVAL;
 		}
 		ch.version = m->set_version;
+		/* a restore puts back what was: the record's own deadline
+		 * (or none), no default TTL, no bound checked or evicted */
+		ch.replay = true;
 	}
 	/* A condition tells whether the key exists: a reader's right, so
 	 * it needs read permission too (no oracle beyond GET's). */

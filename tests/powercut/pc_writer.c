@@ -52,6 +52,19 @@
  *    of it holds an older value (all or nothing);
  *  - holes: a lost op of a writer some later op of which (same cycle)
  *    survived: not a prefix of what the writer did.
+ * Expiry (issue 27).  After an op, a writer puts, one time in four, a
+ * record that expires into table "pcx": key "wWW-xKKK", a deadline of
+ * now + 0.2..5 s or 30..120 s (tdbc_put_at), the value a header naming (w, C, n,
+ * the deadline) and bytes from it.  Its ack line is "X w C n D" (D: the
+ * deadline).  The check scans "pcx" with the records' deadlines and
+ * counts as bad a record whose deadline is not its value's, or one
+ * returned although its deadline had passed when the scan began; and
+ * as lost an acknowledged X put whose key holds an older put (whatever
+ * the deadlines), or holds nothing while the put's deadline is still
+ * more than X_SLACK_MS ahead when the scan ends
+ * (the guest's clock after a reboot comes from the RTC: a second or so
+ * of slack).
+ *
  * It prints "PCCHECK cycle=C ... lost=.. torn=.. holes=.. bad=.." and
  * details (PCLOST, PCTORN, PCBAD, at most a few each); exit 0 when all
  * are 0, 1 when not, 2 when it could not check.
@@ -71,6 +84,8 @@
 #include <tdb/client.h>
 
 #define TABLE       "pc"
+#define XTABLE      "pcx"       /* records that expire */
+#define X_SLACK_MS  2000u
 #define MAX_WRITERS 16
 #define MAX_KEYS    512
 #define MAX_TXN     4
@@ -206,12 +221,15 @@ static pthread_mutex_t ack_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ack_fd = -1;
 static bool ack_tty;
 
-/* One line per acknowledged op, out of the guest before the next op. */
-static void ack(uint32_t w, uint32_t n)
+/* One line per acknowledged op, out of the guest before the next op:
+ * "A w C n", or "X w C n D" for an expiring put with deadline D. */
+static void ack_line(uint32_t w, uint32_t n, bool x, uint64_t d)
 {
-	char line[64];
-	int len = snprintf(line, sizeof(line), "A %u %u %u\n", w, opt.cycle,
-			   n);
+	char line[96];
+	int len = x ? snprintf(line, sizeof(line), "X %u %u %u %llu\n", w,
+			       opt.cycle, n, (unsigned long long)d) :
+		      snprintf(line, sizeof(line), "A %u %u %u\n", w,
+			       opt.cycle, n);
 	ssize_t r;
 
 	pthread_mutex_lock(&ack_lock);
@@ -225,6 +243,84 @@ static void ack(uint32_t w, uint32_t n)
 		exit(2);
 	}
 	pthread_mutex_unlock(&ack_lock);
+}
+
+static void ack(uint32_t w, uint32_t n)
+{
+	ack_line(w, n, false, 0);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The value of expiring put (w, c, n) with deadline d; its length. */
+struct xval_hdr {
+	char magic[4];
+	uint32_t w, c, n;
+	uint64_t deadline;
+};
+static const char xmagic[4] = { 'P', 'C', 'X', '1' };
+
+static size_t xval_gen(uint32_t w, uint32_t c, uint32_t n, uint64_t d,
+		       uint8_t *buf)
+{
+	uint64_t s = mix(seed_of(w, c, n) ^ d);
+	struct xval_hdr h;
+	size_t i, len = 8 + (size_t)(s % 200);
+
+	memcpy(h.magic, xmagic, sizeof(xmagic));
+	h.w = w;
+	h.c = c;
+	h.n = n;
+	h.deadline = d;
+	memcpy(buf, &h, sizeof(h));
+	for (i = 0; i < len; i++) {
+		s = mix(s);
+		buf[sizeof(h) + i] = (uint8_t)s;
+	}
+	return sizeof(h) + len;
+}
+
+/* Op n's expiring put, if it has one: its key, and its time to live. */
+static bool xop_gen(uint32_t w, uint32_t c, uint32_t n, uint32_t *k,
+		    uint32_t *ttl)
+{
+	uint64_t s = mix(seed_of(w, c, n) ^ 0x5851f42d4c957f2dull);
+
+	*k = (uint32_t)((s >> 8) % opt.keys);
+	/* half expire before the cut or soon after (the sweep, replay of
+	 * its DELs), half are still live when the next boot checks */
+	*ttl = (s >> 62) & 1 ? 200 + (uint32_t)((s >> 32) % 4800) :
+			       30000 + (uint32_t)((s >> 32) % 90000);
+	return s % 4 == 0;
+}
+
+static void xkey_name(uint32_t w, uint32_t k, char *buf)
+{
+	snprintf(buf, KEY_LEN, "w%02u-x%03u", w % 100, k % 1000);
+}
+
+/* Op n's expiring put: 0 and its deadline in *d, or < 0. */
+static int do_xop(struct tdbc_table *xt, uint32_t w, uint32_t n,
+		  uint64_t *d)
+{
+	static __thread uint8_t val[512];
+	char key[KEY_LEN];
+	uint32_t k, ttl;
+	size_t len;
+
+	*d = 0;
+	if (!xop_gen(w, opt.cycle, n, &k, &ttl))
+		return 0;
+	*d = now_ms() + ttl;
+	xkey_name(w, k, key);
+	len = xval_gen(w, opt.cycle, n, *d, val);
+	return tdbc_put_at(xt, NULL, key, KEY_LEN - 1, val, len, 0, 0, *d);
 }
 
 static int do_op(struct tdbc *c, struct tdbc_table *t, uint32_t w,
@@ -284,11 +380,14 @@ static void *writer(void *arg)
 {
 	uint32_t w = (uint32_t)(uintptr_t)arg;
 	struct tdbc *c = connect_or_die();
-	struct tdbc_table *t;
-	uint64_t n;
+	struct tdbc_table *t, *xt;
+	uint64_t n, d;
 	int r;
 
 	r = tdbc_table_open(c, TABLE, &t);
+	if (r < 0)
+		die("table open", r, tdbc_errmsg(c));
+	r = tdbc_table_open(c, XTABLE, &xt);
 	if (r < 0)
 		die("table open", r, tdbc_errmsg(c));
 	for (n = 1; !opt.ops || n <= opt.ops; n++) {
@@ -299,7 +398,20 @@ static void *writer(void *arg)
 			die("change", r, tdbc_errmsg(c));
 		}
 		ack(w, (uint32_t)n);
+		r = do_xop(xt, w, (uint32_t)n, &d);
+		while (r == -ENOBUFS) {         /* tdb.ko's full log */
+			usleep(1000);
+			r = do_xop(xt, w, (uint32_t)n, &d);
+		}
+		if (r < 0) {
+			fprintf(stderr, "pc_writer: writer %u op %llu: ", w,
+				(unsigned long long)n);
+			die("expiring put", r, tdbc_errmsg(c));
+		}
+		if (d)
+			ack_line(w, (uint32_t)n, true, d);
 	}
+	tdbc_table_close(xt);
 	tdbc_table_close(t);
 	tdbc_close(c);
 	return NULL;
@@ -321,6 +433,9 @@ static int cmd_write(void)
 	ack_tty = isatty(ack_fd);
 	/* The table's creation is acknowledged too: it must survive. */
 	r = tdbc_table_create(c, TABLE, NULL);
+	if (r < 0 && r != -EEXIST)
+		die("table create", r, tdbc_errmsg(c));
+	r = tdbc_table_create(c, XTABLE, NULL);
 	if (r < 0 && r != -EEXIST)
 		die("table create", r, tdbc_errmsg(c));
 	tdbc_close(c);
@@ -358,11 +473,29 @@ static uint32_t *topfound;      /* [w][c]: latest op seen in the table */
 #define SLOT(a, w, k) a[(size_t)(w) * opt.keys + (k)]
 
 static unsigned long n_bad, n_lost, n_lost_last, n_torn, n_holes;
+/* expiring puts: [w][k] the latest acked one's place and deadline, and
+ * what the scan found there */
+static uint64_t *xexpect, *xdeadline, *xfound;
+static uint32_t *xlastack;      /* [w][c]: last X line's op */
+static unsigned long n_xacked, n_xlive, n_xlost, n_xbad;
 
 #define DETAIL(count, ...) do { \
 		if ((count) <= DETAILS) \
 			printf(__VA_ARGS__); \
 	} while (0)
+
+/* An acknowledged expiring put: the latest of its key so far (the log
+ * is in cycle order, and each writer's lines in op order). */
+static void xack(uint32_t w, uint32_t c, uint32_t n, uint64_t d)
+{
+	uint32_t k, ttl;
+
+	if (!xop_gen(w, c, n, &k, &ttl))
+		return;
+	SLOT(xexpect, w, k) = pos(c, n);
+	SLOT(xdeadline, w, k) = d;
+	n_xacked++;
+}
 
 static int read_acks(void)
 {
@@ -376,6 +509,23 @@ static int read_acks(void)
 		return -1;
 	}
 	while (fgets(line, sizeof(line), f)) {
+		unsigned long long d;
+
+		if (line[0] == 'X') {
+			if (sscanf(line, "X %u %u %u %llu", &w, &c, &n,
+				   &d) != 4 || w >= opt.writers ||
+			    c >= opt.cycle || !d ||
+			    n <= xlastack[(size_t)w * opt.cycle + c]) {
+				printf("PCBAD ack log line %lu: %s",
+				       lines + 1, line);
+				fclose(f);
+				return -1;
+			}
+			xack(w, c, n, d);
+			xlastack[(size_t)w * opt.cycle + c] = n;
+			lines++;
+			continue;
+		}
 		if (sscanf(line, "A %u %u %u", &w, &c, &n) != 3 ||
 		    w >= opt.writers || c >= opt.cycle) {
 			printf("PCBAD ack log line %lu: %s", lines + 1, line);
@@ -519,6 +669,116 @@ static int scan_table(struct tdbc *c, unsigned long *records)
 	return 0;
 }
 
+/* A record of "pcx" returned by a scan that began at t0. */
+static void check_xrecord(const void *key, size_t klen, const void *val,
+			  size_t vlen, uint64_t deadline, uint64_t t0)
+{
+	static uint8_t want[512];
+	struct xval_hdr h;
+	char buf[KEY_LEN], back[KEY_LEN];
+	unsigned int w = 0, k = 0;
+	const char *why = NULL;
+	uint32_t kk, ttl;
+
+	if (klen != KEY_LEN - 1) {
+		why = "key never written";
+		goto bad;
+	}
+	memcpy(buf, key, klen);
+	buf[klen] = 0;
+	if (sscanf(buf, "w%2u-x%3u", &w, &k) != 2 || w >= opt.writers ||
+	    k >= opt.keys || (xkey_name(w, k, back), strcmp(buf, back))) {
+		why = "key never written";
+		goto bad;
+	}
+	if (vlen < sizeof(h)) {
+		why = "value shorter than its header";
+		goto bad;
+	}
+	memcpy(&h, val, sizeof(h));
+	if (memcmp(h.magic, xmagic, sizeof(xmagic)) || h.w != w ||
+	    h.c >= opt.cycle || !xop_gen(w, h.c, h.n, &kk, &ttl) || kk != k) {
+		why = "header does not name an expiring put of this key";
+		goto bad;
+	}
+	if (vlen != xval_gen(w, h.c, h.n, h.deadline, want) ||
+	    memcmp(val, want, vlen)) {
+		why = "bytes differ from what the put wrote";
+		goto bad;
+	}
+	if (deadline != h.deadline) {
+		why = "its deadline is not the one it was put with";
+		goto bad;
+	}
+	if (deadline <= t0) {
+		why = "returned after its deadline";
+		goto bad;
+	}
+	SLOT(xfound, w, k) = pos(h.c, h.n);
+	n_xlive++;
+	if (pos(h.c, h.n) < SLOT(xexpect, w, k)) {
+		/* the latest acknowledged put of the key is lost, whatever
+		 * its deadline: an older record is back in its place */
+		n_xlost++;
+		n_lost++;
+		DETAIL(n_lost, "PCLOST pcx w%02u-x%03u: holds cycle %u op %u, "
+		       "older than the latest acknowledged put of the key\n",
+		       w, k, h.c, h.n);
+	}
+	return;
+bad:
+	n_xbad++;
+	n_bad++;
+	DETAIL(n_bad, "PCBAD pcx w%02u-x%03u: %s (deadline %llu, scan at "
+	       "%llu)\n", w, k, why, (unsigned long long)deadline,
+	       (unsigned long long)t0);
+}
+
+static void scan_xtable(struct tdbc *c)
+{
+	const void *key, *val;
+	size_t klen, vlen;
+	struct tdbc_table *t;
+	struct tdbc_scan *s;
+	uint64_t t0, t1, d;
+	uint32_t w, k;
+	int r;
+
+	r = tdbc_table_open(c, XTABLE, &t);
+	if (r == -ENOENT)
+		return;
+	if (r < 0)
+		die("table open", r, tdbc_errmsg(c));
+	t0 = now_ms();          /* before the owner can send a part */
+	r = tdbc_scan_open(t, NULL, 0, 0, &s);
+	if (r < 0)
+		die("scan open", r, tdbc_errmsg(c));
+	while ((r = tdbc_scan_next_ex(s, &key, &klen, &val, &vlen, NULL,
+				      &d)) == 1)
+		check_xrecord(key, klen, val, vlen, d, t0);
+	if (r < 0)
+		die("scan", r, tdbc_errmsg(c));
+	t1 = now_ms();
+	tdbc_scan_close(s);
+	tdbc_table_close(t);
+	/* acknowledged, still well before its deadline: must be there */
+	for (w = 0; w < opt.writers; w++)
+		for (k = 0; k < opt.keys; k++) {
+			uint64_t p = SLOT(xexpect, w, k);
+
+			if (!p || SLOT(xdeadline, w, k) <= t1 + X_SLACK_MS ||
+			    SLOT(xfound, w, k))
+				continue;       /* there, or counted above */
+			n_xlost++;
+			n_lost++;
+			DETAIL(n_lost, "PCLOST pcx w%02u-x%03u: cycle %u op "
+			       "%u (deadline in %llu ms) is not there\n", w, k,
+			       (uint32_t)(p >> 32) - 1, (uint32_t)p,
+			       (unsigned long long)(SLOT(xdeadline, w, k) -
+						    t1));
+		}
+}
+
 static void lost_detail(uint32_t w, uint32_t c, uint32_t n,
 			const struct op *op, uint32_t k)
 {
@@ -609,7 +869,12 @@ static int cmd_check(void)
 	topfound = calloc(wc, sizeof(*topfound));
 	expect = calloc(wk, sizeof(*expect));
 	found = calloc(wk, sizeof(*found));
-	if (!lastack || !topfound || !expect || !found) {
+	xexpect = calloc(wk, sizeof(*xexpect));
+	xdeadline = calloc(wk, sizeof(*xdeadline));
+	xfound = calloc(wk, sizeof(*xfound));
+	xlastack = calloc(wc, sizeof(*xlastack));
+	if (!lastack || !topfound || !expect || !found || !xexpect ||
+	    !xdeadline || !xfound || !xlastack) {
 		fprintf(stderr, "pc_writer: out of memory\n");
 		return 2;
 	}
@@ -618,9 +883,12 @@ static int cmd_check(void)
 	acked = compute_expect();
 	c = connect_or_die();
 	scan_table(c, &records);
+	scan_xtable(c);
 	tdbc_close(c);
 	find_lost();
 	find_torn();
+	printf("PCCHECK-X acked=%lu live=%lu lost=%lu bad=%lu\n", n_xacked,
+	       n_xlive, n_xlost, n_xbad);
 	printf("PCCHECK cycle=%u acked=%lu records=%lu lost=%lu "
 	       "lost_last=%lu torn=%lu holes=%lu bad=%lu\n", opt.cycle,
 	       acked, records, n_lost, n_lost_last, n_torn, n_holes, n_bad);
@@ -649,7 +917,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: pc_writer write|check [--socket PATH] "
 		"--acks FILE --cycle N [--writers N] [--keys N] "
-		"[--ops N]\n");
+		"[--ops N]\n       pc_writer xkey W C N\n");
 	exit(2);
 }
 
@@ -670,6 +938,19 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		usage();
 	cmd = argv[1];
+	/* for test-checker.sh: op (W, C, N)'s expiring key, if it has one */
+	if (!strcmp(cmd, "xkey") && argc == 5) {
+		char key[KEY_LEN];
+		uint32_t k, ttl;
+
+		if (!xop_gen((uint32_t)num(argv[2], MAX_WRITERS - 1),
+			     (uint32_t)num(argv[3], 100000),
+			     (uint32_t)num(argv[4], UINT32_MAX), &k, &ttl))
+			return 1;
+		xkey_name((uint32_t)num(argv[2], MAX_WRITERS - 1), k, key);
+		printf("%s\n", key);
+		return 0;
+	}
 	optind = 2;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {

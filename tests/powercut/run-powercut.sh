@@ -375,6 +375,9 @@ boot() {	# last (0/1)
 	if grep -aq '^PCCHECK-RC' "$con"; then
 		check_line=$(grep -a '^PCCHECK cycle=' "$con" | tr -d '\r')
 		[ -n "$check_line" ] || boot_fail "no PCCHECK line"
+		# the expiring puts' own counts (pc_writer.c, "Expiry")
+		check_line="$check_line $(grep -a '^PCCHECK-X ' "$con" |
+			tr -d '\r' | sed 's/^PCCHECK-X /x_/; s/ / x_/g')"
 	fi
 	if [ "$1" = 1 ]; then
 		wait_for '^PCEND\|^PCFAIL' "$con" 120 || boot_fail "no PCEND"
@@ -410,8 +413,10 @@ boot() {	# last (0/1)
 		# whole lines only: the cut may fall inside one
 		[ "$(tail -c 1 "$acks" | od -An -tx1 | tr -d ' ')" = 0a ] ||
 			sed -i '$d' "$acks"
-		tr -d '\r' < "$acks" | grep -a '^A [0-9]* [0-9]* [0-9]*$' \
-			>> "$acks_all" || true
+		# ops' lines and expiring puts' (pc_writer.c)
+		ackre='^A [0-9]* [0-9]* [0-9]*$'
+		ackre="$ackre"'\|^X [0-9]* [0-9]* [0-9]* [0-9]*$'
+		tr -d '\r' < "$acks" | grep -a "$ackre" >> "$acks_all" || true
 		acked=$(grep -ac '^A ' "$acks" || true)
 	fi
 	pattern='WARNING:|BUG:|Oops|general protection|Call Trace|Kernel panic'

@@ -64,6 +64,9 @@ check 1 0 "cycle 0 as written" lost=0 torn=0 holes=0 bad=0 acked=1200
 "$pcw" write --socket "$sock" --acks "$acks" --cycle 1 --ops 300 \
 	> /dev/null || fail "writers, cycle 1"
 check 2 0 "cycles 0-1 as written" lost=0 torn=0 holes=0 bad=0 acked=2400
+grep -q '^PCCHECK-X acked=[1-9][0-9]* live=[1-9]' "$dir/out" ||
+	fail "no expiring put acknowledged and live: $(grep '^PCCHECK-X' \
+	"$dir/out")"
 cp "$acks" "$dir/acks.good"
 # values of a cycle the checker was not told of are bad
 grep '^A [0-9]* 0 ' "$dir/acks.good" > "$acks"
@@ -80,6 +83,33 @@ cp "$dir/acks.good" "$acks"
 echo "A 0 1 305" >> "$acks"
 check 2 2 "a gap in the ack log"
 cp "$dir/acks.good" "$acks"
+
+# Expiry (table pcx): an acknowledged expiring put still a minute from
+# its deadline that is not there is lost; a record whose deadline is not
+# the one it was put with is bad.
+n=302
+while ! "$pcw" xkey 0 1 $n > /dev/null; do n=$((n + 1)); done
+echo "X 0 1 $n $(( $(date +%s) * 1000 + 60000 ))" >> "$acks"
+check 2 1 "an acknowledged expiring put missing" lost=1
+grep -q '^PCCHECK-X .* lost=1 ' "$dir/out" ||
+	fail "the missing expiring put not counted: $(cat "$dir/out")"
+cp "$dir/acks.good" "$acks"
+now=$(( $(date +%s) * 1000 ))
+line=$(awk -v now="$now" '$1 == "X" && $5 > now + 4000 { l = $0 } END {
+	print l }' "$acks")
+if [ -n "$line" ]; then
+	set -- $line
+	key=$("$pcw" xkey "$2" "$3" "$4")
+	tdb expire pcx "$key" --at $(( $5 + 1 )) > /dev/null ||
+		fail "tdb expire pcx $key"
+	check 2 1 "a deadline changed" bad=1
+	grep -q "^PCBAD pcx $key: its deadline is not" "$dir/out" ||
+		fail "the changed deadline not seen: $(cat "$dir/out")"
+	tdb expire pcx "$key" --at "$5" > /dev/null || fail "tdb expire back"
+else
+	echo "test-checker: no expiring put 4 s from its deadline left;" \
+	     "the changed-deadline check is skipped"
+fi
 
 # Garbage in place of a value, and a key nobody wrote: bad (and the
 # acknowledged ops of the key are lost).

@@ -218,6 +218,9 @@ static void check_expiry(struct tdbd *d, uint64_t dl)
 	assert_null(value(d, "ke", "z"));
 }
 
+/* Last of the tests: the WAL it leaves makes the next start replay and
+ * checkpoint after the recovery, which test_checkpoint_during_apply's
+ * hook would see. */
 static void test_expiry(void **state)
 {
 	static struct tdbd d;
@@ -244,7 +247,7 @@ static void test_expiry(void **state)
 	assert_int_equal(apply(&d, r, n), 0);
 	check_expiry(&d, dl);
 	stop(&d);
-	start(&d);      /* again: from the checkpoint of the stop */
+	start(&d);      /* again: the WAL replayed (no checkpoint at stop) */
 	check_expiry(&d, dl);
 	stop(&d);
 }
@@ -373,10 +376,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_and_recover),
-		cmocka_unit_test(test_expiry),
 		cmocka_unit_test(test_checkpoint_during_apply),
 		cmocka_unit_test(test_instance),
 		cmocka_unit_test(test_backend_config),
+		cmocka_unit_test(test_expiry),
 	};
 	char cmd[64];
 	int rc;
