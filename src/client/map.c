@@ -350,10 +350,18 @@ int tdbc__map_open(struct tdbc_table *t)
 	return 0;
 }
 
+static void touch_send(struct tdbc_table *t);
+
 void tdbc__map_close(struct tdbc_table *t)
 {
+	struct tdbc_reader *rd;
+
 	if (!t->map)
 		return;
+	/* the last partial batch of hints, unless pointers are held */
+	rd = reader(t->h.c);
+	if (t->map->ntouch && (!rd || !rd->odd))
+		touch_send(t);
 	unmap(t->map);
 	free(t->map);
 	t->map = NULL;
@@ -589,8 +597,9 @@ long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
  * batch is dropped.  A reader pays a relaxed load and a counter per hit,
  * a hash per sampled hit and a ring message per TOUCH_SAMPLE *
  * TOUCH_BATCH (1024) hits (docs/BENCHMARKS.md §13).  The table's last
- * partial batch is dropped at close.  Connections without rings (no
- * maps) send none.
+ * partial batch is sent at its close (tdbc_table_close, and tdbc_close's
+ * of its tables; not inside a read section).  Connections without rings
+ * (no maps) send none.
  */
 static void touch_send(struct tdbc_table *t)
 {
