@@ -64,7 +64,8 @@ static int bound_opts(struct tdbc *c, const struct tdbc_table_opts *opts,
 	if (opts->evict != TDBC_EVICT_REFUSE && !opts->max_bytes &&
 	    !opts->max_records)
 		return tdbc__fail(c, -EINVAL,
-				  "an eviction policy needs a bound (max_bytes or max_records)");
+				  "an eviction policy needs a bound "
+				  "(max_bytes or max_records)");
 	if (opts->max_bytes) {
 		m->attrs |= TDB_PROTO_BIT(TDB_A_MAX_BYTES);
 		m->max_bytes = opts->max_bytes;

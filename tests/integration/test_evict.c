@@ -125,7 +125,7 @@ static void reap(pid_t p, const char *what)
 	      what, st);
 }
 
-/* --- flood ------------------------------------------------------------------ */
+/* --- flood ---------------------------------------------------------------- */
 
 #define FLOOD_BOUND 300u
 
@@ -176,7 +176,7 @@ static void part_flood(void)
 			long k;
 
 			for (k = 0; k < per; k++)
-				put_k(xt, i ? "b" : "a", k);     /* never refused */
+				put_k(xt, i ? "b" : "a", k);
 			tdbc_close(x);
 			_exit(0);
 		}
@@ -224,7 +224,7 @@ static void part_flood(void)
 	tdbc_close(c);
 }
 
-/* --- refuse ----------------------------------------------------------------- */
+/* --- refuse --------------------------------------------------------------- */
 
 static void part_refuse(void)
 {
@@ -268,7 +268,7 @@ static void part_refuse(void)
 	tdbc_close(c);
 }
 
-/* --- touch ------------------------------------------------------------------ */
+/* --- touch ---------------------------------------------------------------- */
 
 #define BOUND 200L
 
@@ -304,8 +304,8 @@ static void reap_gets(struct tdbc *x, struct tdbc_table *xt,
 			CHECK(u >= 1 && u <= BOUND / 2 && !seen[u - 1],
 			      "a completion of user %llu, not one of ours",
 			      (unsigned long long)u);
-			CHECK(cqe[k].res == 0 && cqe[k].vlen == 5, "GET old%llu: "
-			      "%s", (unsigned long long)u - 1,
+			CHECK(cqe[k].res == 0 && cqe[k].vlen == 5,
+			      "GET old%llu: %s", (unsigned long long)u - 1,
 			      h_errname(cqe[k].res));
 			seen[u - 1] = true;
 		}
@@ -404,7 +404,7 @@ static void part_touch(void)
 	tdbc_close(c);
 }
 
-/* --- hostile ---------------------------------------------------------------- */
+/* --- hostile -------------------------------------------------------------- */
 
 /* A TOUCH of n hashes: built as the library builds it for 1..512; for
  * 0 or past TDB_TOUCH_MAX (the builder refuses those), a TOUCH of 1
@@ -527,7 +527,7 @@ static void part_hostile(void)
 	tdbc_close(c);
 }
 
-/* --- restart ---------------------------------------------------------------- */
+/* --- restart -------------------------------------------------------------- */
 
 static void part_restart(void)
 {
