@@ -57,6 +57,9 @@ struct options {
 	const char *csv;        /* --csv FILE: the figures as CSV too */
 	uint64_t ttl;           /* --ttl MS: also puts with this TTL
 				 * (tdb+ttl, Redis+ttl); 0: none */
+	uint32_t evict;         /* --evict: tdb's tables bounded with this
+				 * policy (TDBC_EVICT_*; 0: unbounded) */
+	uint64_t max_records;   /* --max-records (default 2 x --keys) */
 };
 extern struct options opt;
 

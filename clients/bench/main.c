@@ -957,6 +957,11 @@ static void usage(FILE *f)
 "                       against the same puts without, in the same runs\n"
 "      --csv FILE       also write the figures to FILE as CSV\n"
 "                       (bench/common/csv.h; bench/summary/make-charts.sh)\n"
+"      --evict POLICY   tdb only: bound the tables (--max-records) with\n"
+"                       lru, lfu or ttl: mapped gets of lru/lfu tables\n"
+"                       send TOUCH hints (what they cost readers)\n"
+"      --max-records N  with --evict: the bound (default 2 x --keys:\n"
+"                       nothing is evicted)\n"
 "  -h, --help           this text\n", VAL_MIN,
 		(unsigned long long)TDB_TTL_MAX);
 }
@@ -1067,6 +1072,8 @@ static void parse_args(int argc, char **argv)
 		{ "csv", required_argument, NULL, 'C' },
 		{ "ttl", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "evict", required_argument, NULL, 1000 },
+		{ "max-records", required_argument, NULL, 1001 },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -1126,6 +1133,20 @@ static void parse_args(int argc, char **argv)
 		case 'L':
 			opt.ttl = parse_num(optarg, "TTL in ms", 1,
 					    TDB_TTL_MAX);
+			break;
+		case 1000:
+			opt.evict = !strcmp(optarg, "lru") ? TDB_EVICT_LRU :
+				    !strcmp(optarg, "lfu") ? TDB_EVICT_LFU :
+				    !strcmp(optarg, "ttl") ? TDB_EVICT_TTL : 0;
+			if (!opt.evict) {
+				fprintf(stderr, "tdb-bench: --evict %s: one "
+					"of lru, lfu, ttl\n", optarg);
+				exit(2);
+			}
+			break;
+		case 1001:
+			opt.max_records = parse_num(optarg, "max records", 1,
+						    UINT64_MAX);
 			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);

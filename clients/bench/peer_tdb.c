@@ -127,6 +127,11 @@ static int create_table(struct tdbc *c, const char *name, char *msg)
 	tdbc_table_opts_init(&to);
 	to.max_extents = ext < 1024 ? 1024 : ext > 32768 ? 32768 :
 		(uint32_t)ext;
+	if (opt.evict) {        /* --evict: mapped reads then send hints */
+		to.evict = opt.evict;
+		to.max_records = opt.max_records ? opt.max_records :
+				 2 * (uint64_t)opt.keys;
+	}
 	err = tdbc_table_create(c, name, &to);
 	if (err)
 		msgf(msg, "tdbc_table_create: %s: %s", tdbc_strerror(err),

@@ -102,6 +102,8 @@ static const char shell_help[] =
 "  expire TABLE KEY DURATION | --ttl DURATION | --at MS\n"
 "  scan TABLE [--prefix P] [--limit N] [--keys-only] [--deadline]\n"
 "  tables   stat TABLE   stats   create TABLE [...]   drop TABLE\n"
+"  create TABLE [--ttl DURATION] [--max-bytes SIZE] [--max-records N]\n"
+"               [--evict refuse|lru|lfu|ttl]\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
 "  -k, -v, --hex, --escape on a line apply to that line.\n"
 "  begin           start a transaction: put, del, get and incr join it\n"

@@ -61,6 +61,8 @@ struct cli {
 	uint64_t ttl_ms;        /* put, create --ttl; expire DURATION; 0:
 				 * none */
 	uint64_t at_ms;         /* put, expire --at: a deadline; 0: none */
+	uint64_t max_bytes, max_records;        /* create; 0: none */
+	uint32_t evict;         /* create --evict: TDBC_EVICT_* */
 	int64_t delta;          /* incr: DELTA (1 when not given) */
 	struct cli_bytes prefix;
 	uint64_t limit;         /* scan; 0: all */
@@ -129,6 +131,11 @@ void cli_ok_doc(void);
  * (cli_exit_code).
  */
 int cli_fail(const struct cli *cli, int err);
+/* --evict's words: refuse, lru, lfu, ttl (TDBC_EVICT_*); -EINVAL for
+ * another.  cli_evict_name gives a policy's word ("unknown" for a
+ * number it does not know). */
+int cli_evict_parse(const char *s, uint32_t *evict);
+const char *cli_evict_name(uint32_t evict);
 /* The exit code for a negative errno of a command (not of connecting). */
 int cli_exit_code(int err);
 /* The encoding for keys and values: the forced one or the default. */

@@ -23,6 +23,29 @@ static int ok_doc(const struct cli *cli)
 	return EXIT_OK;
 }
 
+static const char *const evict_names[] = {
+	[TDBC_EVICT_REFUSE] = "refuse", [TDBC_EVICT_LRU] = "lru",
+	[TDBC_EVICT_LFU] = "lfu", [TDBC_EVICT_TTL] = "ttl",
+};
+
+int cli_evict_parse(const char *s, uint32_t *evict)
+{
+	uint32_t i;
+
+	for (i = 0; i < sizeof(evict_names) / sizeof(evict_names[0]); i++)
+		if (!strcmp(s, evict_names[i])) {
+			*evict = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *cli_evict_name(uint32_t evict)
+{
+	return evict < sizeof(evict_names) / sizeof(evict_names[0]) ?
+	       evict_names[evict] : "unknown";
+}
+
 int cmd_create(struct cli *cli)
 {
 	struct tdbc_table_opts o;
@@ -37,6 +60,9 @@ int cmd_create(struct cli *cli)
 	if (cli->gid != (uint32_t)-1)
 		o.gid = cli->gid;
 	o.default_ttl = cli->ttl_ms;
+	o.max_bytes = cli->max_bytes;
+	o.max_records = cli->max_records;
+	o.evict = cli->evict;
 	err = tdbc_table_create(cli->c, cli->table, &o);
 	return err ? cli_fail(cli, err) : ok_doc(cli);
 }
@@ -101,8 +127,13 @@ static void stat_json(const struct tdbc_table_stat *st)
 	/* expiry: the default TTL (0: none), records with a deadline,
 	 * records removed at theirs */
 	printf(",\"default_ttl_ms\":%" PRIu64 ",\"expiring\":%" PRIu64
-	       ",\"expired\":%" PRIu64 "}", st->default_ttl, st->expiring,
+	       ",\"expired\":%" PRIu64, st->default_ttl, st->expiring,
 	       st->expired);
+	/* eviction: the bounds (0: none), the policy, records evicted */
+	printf(",\"max_bytes\":%" PRIu64 ",\"max_records\":%" PRIu64
+	       ",\"evict\":\"%s\",\"evicted\":%" PRIu64 "}",
+	       st->max_bytes, st->max_records, cli_evict_name(st->evict),
+	       st->evicted);
 	cli_doc_close();
 }
 
@@ -122,6 +153,10 @@ static void stat_text(const struct tdbc_table_stat *st)
 	printf("%-16s %" PRIu64 "\n%-16s %" PRIu64 "\n%-16s %" PRIu64 "\n",
 	       "default_ttl_ms", st->default_ttl, "expiring", st->expiring,
 	       "expired", st->expired);
+	printf("%-16s %" PRIu64 "\n%-16s %" PRIu64 "\n%-16s %s\n"
+	       "%-16s %" PRIu64 "\n", "max_bytes", st->max_bytes,
+	       "max_records", st->max_records, "evict",
+	       cli_evict_name(st->evict), "evicted", st->evicted);
 }
 
 int cmd_stat(struct cli *cli)
@@ -209,13 +244,39 @@ static void owner_text(uint32_t uid, uint32_t gid, char *buf, size_t size)
 }
 
 #define OWNER_MAX 80
+#define BOUND_MAX 48
+
+/* The BOUND column: "1000r" (records), "64M" (key and value bytes, in
+ * the unit --max-bytes reads back), both as "1000r,64M", or "-". */
+static void bound_text(const struct tdbc_table_stat *st, char *buf,
+		       size_t size)
+{
+	static const char units[] = "KMGT";
+	uint64_t b = st->max_bytes;
+	int u = 0, n = 0;
+
+	buf[0] = '\0';
+	if (st->max_records)
+		n = snprintf(buf, size, "%" PRIu64 "r", st->max_records);
+	if (b) {
+		while (u < 4 && b >= 1024 && !(b % 1024)) {
+			b /= 1024;
+			u++;
+		}
+		snprintf(buf + n, size - (size_t)n, "%s%" PRIu64 "%.*s",
+			 n ? "," : "", b, u ? 1 : 0, u ? &units[u - 1] : "");
+	}
+	if (!buf[0])
+		snprintf(buf, size, "-");
+}
 
 static void print_rows(const struct table_rows *r)
 {
 	size_t w = 4, ow = 5;   /* strlen("NAME"), strlen("OWNER") */
 	size_t tw = 3;          /* strlen("TTL") */
+	size_t bw = 5;          /* strlen("BOUND") */
 	size_t i;
-	char ext[32], ttl[FMT_DURATION_MAX];
+	char ext[32], ttl[FMT_DURATION_MAX], bound[BOUND_MAX];
 	char (*owner)[OWNER_MAX] = calloc(r->n + 1, OWNER_MAX);
 
 	for (i = 0; i < r->n; i++) {
@@ -227,6 +288,9 @@ static void print_rows(const struct table_rows *r)
 		if (r->v[i].default_ttl &&
 		    strlen(fmt_format_duration(r->v[i].default_ttl, ttl)) > tw)
 			tw = strlen(ttl);
+		bound_text(&r->v[i], bound, sizeof(bound));
+		if (strlen(bound) > bw)
+			bw = strlen(bound);
 		if (owner) {
 			owner_text(r->v[i].uid, r->v[i].gid, owner[i],
 				   OWNER_MAX);
@@ -234,9 +298,10 @@ static void print_rows(const struct table_rows *r)
 				ow = strlen(owner[i]);
 		}
 	}
-	printf("%-*s %10s %12s %11s %7s %*s %10s %-*s %4s %5s\n", (int)w,
-	       "NAME", "RECORDS", "BYTES", "EXTENTS", "PAGE", (int)tw, "TTL",
-	       "EXPIRING", (int)ow, "OWNER", "MODE", "STATE");
+	printf("%-*s %10s %12s %11s %7s %*s %10s %*s %6s %-*s %4s %5s\n",
+	       (int)w, "NAME", "RECORDS", "BYTES", "EXTENTS", "PAGE", (int)tw,
+	       "TTL", "EXPIRING", (int)bw, "BOUND", "EVICT", (int)ow,
+	       "OWNER", "MODE", "STATE");
 	for (i = 0; i < r->n; i++) {
 		const struct tdbc_table_stat *st = &r->v[i];
 		char num[32];
@@ -250,11 +315,14 @@ static void print_rows(const struct table_rows *r)
 			fmt_format_duration(st->default_ttl, ttl);
 		else
 			snprintf(ttl, sizeof(ttl), "-");
+		bound_text(st, bound, sizeof(bound));
 		print_name(st->name, w);
 		printf(" %10" PRIu64 " %12" PRIu64 " %11s %7" PRIu64
-		       " %*s %10" PRIu64 " %-*s %04" PRIo32 " %5s\n",
+		       " %*s %10" PRIu64 " %*s %6s %-*s %04" PRIo32 " %5s\n",
 		       st->records, st->bytes_used, ext, st->page_size,
-		       (int)tw, ttl, st->expiring, (int)ow,
+		       (int)tw, ttl, st->expiring, (int)bw, bound,
+		       st->max_bytes || st->max_records ?
+		       cli_evict_name(st->evict) : "-", (int)ow,
 		       owner ? owner[i] : num, st->mode, state_name(st));
 	}
 	free(owner);
@@ -303,6 +371,7 @@ int cmd_stats(struct cli *cli)
 		{ "tables_aside", s.tables_aside },
 		{ "readers_expired", s.readers_expired },
 		{ "expired", s.expired },
+		{ "evicted", s.evicted },
 	};
 	const int n = (int)(sizeof(f) / sizeof(f[0]));
 

@@ -7,7 +7,9 @@
  *
  * and DEL<tab>KEY<tab>expired for a key the owner removed at its
  * deadline (JSON: "reason":"expired"; a PUT's deadline is JSON's
- * "deadline" only, so text lines keep their fields).
+ * "deadline" only, so text lines keep their fields), DEL<tab>KEY<tab>
+ * evicted for one it removed to keep a bounded table within its bound
+ * ("reason":"evicted").
  *
  * It ends after --count changes (OVERRUN is not a change), at the
  * table's drop, or when --timeout (milliseconds in all, from the start)
@@ -32,6 +34,9 @@ static void print_event(const struct cli *cli, const struct tdbc_event *ev)
 	};
 	bool hex = cli->enc == FMT_HEX;
 	enum fmt_enc enc = cli_enc(cli, FMT_ESCAPE);
+	const char *reason = ev->reason == TDBC_REASON_EXPIRED ? "expired" :
+			     ev->reason == TDBC_REASON_EVICTED ? "evicted" :
+			     NULL;
 
 	if (cli->json) {
 		cli_doc_open();
@@ -49,9 +54,8 @@ static void print_event(const struct cli *cli, const struct tdbc_event *ev)
 				printf(",\"deadline\":%" PRIu64,
 				       ev->deadline);
 		}
-		if (ev->kind == TDBC_EV_DEL &&
-		    ev->reason == TDBC_REASON_EXPIRED)
-			fputs(",\"reason\":\"expired\"", stdout);
+		if (ev->kind == TDBC_EV_DEL && reason)
+			printf(",\"reason\":\"%s\"", reason);
 		putchar('}');
 		cli_doc_close();
 		return;
@@ -65,8 +69,8 @@ static void print_event(const struct cli *cli, const struct tdbc_event *ev)
 		putchar('\t');
 		fmt_bytes(stdout, ev->val, ev->vlen, enc);
 	}
-	if (ev->kind == TDBC_EV_DEL && ev->reason == TDBC_REASON_EXPIRED)
-		fputs("\texpired", stdout);
+	if (ev->kind == TDBC_EV_DEL && reason)
+		printf("\t%s", reason);
 	putchar('\n');
 }
 

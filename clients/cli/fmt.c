@@ -238,6 +238,40 @@ int fmt_parse_u64(const char *s, int base, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+int fmt_parse_size(const char *s, uint64_t max, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	const char *u = s;
+	char digits[21];
+	uint64_t v, mul = 1;
+	size_t n;
+	int err;
+
+	while (*u >= '0' && *u <= '9')
+		u++;
+	n = (size_t)(u - s);
+	if (!n || n >= sizeof(digits))
+		return n ? -ERANGE : -EINVAL;
+	if (*u) {
+		const char *p = strchr(units, u[0] & ~0x20);
+
+		/* (a space & ~0x20 is the NUL strchr finds too) */
+		if (!p || !*p || (u[1] && strcmp(u + 1, "iB") &&
+			   strcmp(u + 1, "ib")))
+			return -EINVAL;
+		mul = 1ull << (10 * (p - units + 1));
+	}
+	memcpy(digits, s, n);
+	digits[n] = '\0';
+	err = fmt_parse_u64(digits, 10, UINT64_MAX, &v);
+	if (err)
+		return err;
+	if (v > UINT64_MAX / mul || v * mul > max)
+		return -ERANGE;
+	*out = v * mul;
+	return 0;
+}
+
 int fmt_parse_s64(const char *s, int64_t *out)
 {
 	bool neg = *s == '-';

@@ -76,6 +76,13 @@ int fmt_parse_s64(const char *s, int64_t *out);
  */
 int fmt_parse_duration(const char *s, uint64_t max_ms, uint64_t *ms,
 		       const char **why);
+/*
+ * A size in bytes (create --max-bytes): a whole number, optionally with
+ * a suffix K, M, G or T (powers of 1024; KiB, MiB, GiB, TiB and lower
+ * case accepted too).  No sign, space or fraction.  0 and *out;
+ * -EINVAL (not a size), -ERANGE if it is over max.
+ */
+int fmt_parse_size(const char *s, uint64_t max, uint64_t *out);
 /* The longest text fmt_format_duration writes, NUL included
  * ("213503982334d...": any uint64_t of ms). */
 #define FMT_DURATION_MAX 48

@@ -56,6 +56,8 @@ static const char usage_text[] =
 "  tables                      list the tables one may read\n"
 "  create TABLE [--max-extents N] [--mode MODE] [--uid U] [--gid G]\n"
 "         [--ttl DURATION]     (--ttl: the table's default TTL)\n"
+"         [--max-bytes SIZE] [--max-records N] [--evict POLICY]\n"
+"                              bounds, and what a write past one does\n"
 "  drop TABLE\n"
 "  stat TABLE                  one table's figures\n"
 "  stats                       the daemon's counters\n"
@@ -107,6 +109,15 @@ static const char usage_text[] =
 "      --mode MODE       create: permission bits, octal (default: tdbd's\n"
 "                        table-mode, 0600 unless set)\n"
 "      --uid U, --gid G  create: owner, a number or name (root only)\n"
+"      --max-bytes SIZE  create: bound on the table's key and value bytes\n"
+"                        (stat's bytes_used); SIZE a number of bytes,\n"
+"                        or with K, M, G or T (powers of 1024: 64M)\n"
+"      --max-records N   create: bound on the table's records\n"
+"      --evict POLICY    create: what a write past a bound does: refuse\n"
+"                        (the default: it fails, exit 6), lru, lfu (the\n"
+"                        least recently / frequently used records are\n"
+"                        removed), ttl (those soonest to expire; none\n"
+"                        left: refuse); lru, lfu, ttl need a bound\n"
 "      --file F, --stdin put: the value is the file's (stdin's) bytes\n"
 "      --no-overwrite, --if-absent\n"
 "                        put: fail (exit 3) if the key exists\n"
@@ -145,12 +156,15 @@ static const char usage_text[] =
 "  expired key is absent to every command (exit 1).\n"
 "  scan prints KEY<tab>VALUE lines, watch PUT<tab>KEY<tab>VALUE,\n"
 "  DEL<tab>KEY (DEL<tab>KEY<tab>expired when tdbd removed it at its\n"
-"  deadline), DROP, and OVERRUN lost=N when changes were lost (it\n"
-"  goes on); both escape keys and values by default: printable ASCII as\n"
-"  is, \\\\ \\n \\t \\r, other bytes \\xHH.\n"
+"  deadline, DEL<tab>KEY<tab>evicted when it removed it to keep a\n"
+"  bounded table within its bound), DROP, and OVERRUN lost=N when\n"
+"  changes were lost (it goes on); both escape keys and values by\n"
+"  default: printable ASCII as is, \\\\ \\n \\t \\r, other bytes \\xHH.\n"
 "  tables prints a header and one line per table, sorted by name,\n"
 "  owners by name, TTL the default TTL (- for none), EXPIRING the\n"
-"  records with a deadline; stat and stats print NAME VALUE lines;\n"
+"  records with a deadline, BOUND the bounds (1000r: records, 64M: key\n"
+"  and value bytes, both 1000r,64M; - for none), EVICT the policy;\n"
+"  stat and stats print NAME VALUE lines;\n"
 "  table names are escaped as keys are.  Modes are octal.  stats counts\n"
 "  the tables one may see.  batch prints get's values escaped, a line\n"
 "  each, and names a failed line: \"tdb: line N: ...\".\n"
@@ -169,7 +183,8 @@ static const char usage_text[] =
 "    watch   {\"event\":\"put\",\"seq\":N,\"key\":..,\"value\":..}\n"
 "            (and \"deadline\":N if it has one),\n"
 "            {\"event\":\"del\",\"seq\":N,\"key\":..} (and\n"
-"            \"reason\":\"expired\" if it expired),\n"
+"            \"reason\":\"expired\" or \"evicted\" if tdbd removed\n"
+"            it),\n"
 "            {\"event\":\"drop\",\"seq\":N},\n"
 "            {\"event\":\"overrun\",\"lost\":N}\n"
 "    tables  per line, and stat: {\"name\":..,\"records\":N,\n"
@@ -177,7 +192,9 @@ static const char usage_text[] =
 "            \"extents\":N,\"max_extents\":N,\"page_size\":N,\n"
 "            \"index_nodes\":N,\"index_buckets\":N,\"uid\":N,\"gid\":N,\n"
 "            \"mode\":\"0640\",\"state\":\"ok\",\"default_ttl_ms\":N,\n"
-"            \"expiring\":N,\"expired\":N}  (state \"aside\": tdbd\n"
+"            \"expiring\":N,\"expired\":N,\"max_bytes\":N,\n"
+"            \"max_records\":N,\"evict\":\"lru\",\"evicted\":N}\n"
+"            (bounds 0: none; state \"aside\": tdbd\n"
 "            set the table aside at start; its data is kept on disk)\n"
 "    stats   {\"tables\":N,...} every counter of the daemon\n"
 "    create, drop, put, del, expire, persist: {\"ok\":true}\n"
@@ -203,7 +220,8 @@ enum {
 	OPT_MAX_EXTENTS = OPT_CMD0, OPT_MODE, OPT_UID, OPT_GID, OPT_FILE,
 	OPT_STDIN, OPT_NO_OVERWRITE, OPT_PREFIX, OPT_LIMIT, OPT_KEYS_ONLY,
 	OPT_COUNT, OPT_TIMEOUT, OPT_TXN, OPT_IF_ABSENT, OPT_IF_PRESENT,
-	OPT_IF_VERSION, OPT_TTL, OPT_AT, OPT_SHOW_DEADLINE,
+	OPT_IF_VERSION, OPT_TTL, OPT_AT, OPT_SHOW_DEADLINE, OPT_MAX_BYTES,
+	OPT_MAX_RECORDS, OPT_EVICT,
 	OPT_SHOW_VERSION,       /* get --version (not in long_opts: -V) */
 	OPT_END
 };
@@ -239,6 +257,9 @@ static const struct option long_opts[] = {
 	{ "ttl",          required_argument, NULL, OPT_TTL },
 	{ "at",           required_argument, NULL, OPT_AT },
 	{ "deadline",     no_argument,       NULL, OPT_SHOW_DEADLINE },
+	{ "max-bytes",    required_argument, NULL, OPT_MAX_BYTES },
+	{ "max-records",  required_argument, NULL, OPT_MAX_RECORDS },
+	{ "evict",        required_argument, NULL, OPT_EVICT },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -246,7 +267,8 @@ static const struct command commands[] = {
 	{ "tables", "", 0, 0, 0, cmd_tables },
 	{ "create", "TABLE", 1, 1,
 	  O(OPT_MAX_EXTENTS) | O(OPT_MODE) | O(OPT_UID) | O(OPT_GID) |
-	  O(OPT_TTL), cmd_create },
+	  O(OPT_TTL) | O(OPT_MAX_BYTES) | O(OPT_MAX_RECORDS) | O(OPT_EVICT),
+	  cmd_create },
 	{ "drop", "TABLE", 1, 1, 0, cmd_drop },
 	{ "stat", "TABLE", 1, 1, 0, cmd_stat },
 	{ "stats", "", 0, 0, 0, cmd_stats },
@@ -450,6 +472,29 @@ static int parse_cmd_opt(struct cli *cli, struct parsed *p, int opt,
 		break;
 	case OPT_SHOW_DEADLINE:
 		cli->show_deadline = true;
+		break;
+	case OPT_MAX_BYTES:
+		rc = fmt_parse_size(arg, UINT64_MAX, &cli->max_bytes);
+		if (rc)
+			rc = usage_error(NULL, "--max-bytes %s: not a size "
+					 "(a number, maybe with K, M, G or "
+					 "T)", arg);
+		else if (!cli->max_bytes)
+			rc = usage_error(NULL, "--max-bytes %s: at least 1",
+					 arg);
+		break;
+	case OPT_MAX_RECORDS:
+		rc = parse_num("max-records", arg, 10, UINT64_MAX,
+			       &cli->max_records);
+		if (!rc && !cli->max_records)
+			rc = usage_error(NULL, "--max-records %s: at least 1",
+					 arg);
+		break;
+	case OPT_EVICT:
+		rc = cli_evict_parse(arg, &cli->evict);
+		if (rc)
+			rc = usage_error(NULL, "--evict %s: one of refuse, "
+					 "lru, lfu, ttl", arg);
 		break;
 	case OPT_PREFIX:
 		p->prefix_arg = arg;

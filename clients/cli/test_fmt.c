@@ -192,6 +192,24 @@ static void test_numbers(void)
 	CHECK(!fmt_parse_u64("0640", 8, 0777, &v) && v == 0640);
 	CHECK(fmt_parse_u64("8", 8, 0777, &v) == -EINVAL);
 	CHECK(fmt_parse_u64("1000", 8, 0777, &v) == -ERANGE);
+
+	/* sizes: K M G T are powers of 1024, "KiB" and lower case too */
+	CHECK(!fmt_parse_size("4096", UINT64_MAX, &v) && v == 4096);
+	CHECK(!fmt_parse_size("64K", UINT64_MAX, &v) && v == 65536);
+	CHECK(!fmt_parse_size("3m", UINT64_MAX, &v) && v == 3u << 20);
+	CHECK(!fmt_parse_size("2GiB", UINT64_MAX, &v) && v == 2ull << 30);
+	CHECK(!fmt_parse_size("1T", UINT64_MAX, &v) && v == 1ull << 40);
+	CHECK(fmt_parse_size("", UINT64_MAX, &v) == -EINVAL);
+	CHECK(fmt_parse_size("K", UINT64_MAX, &v) == -EINVAL);
+	CHECK(fmt_parse_size("1 ", UINT64_MAX, &v) == -EINVAL);
+	CHECK(fmt_parse_size("1KB", UINT64_MAX, &v) == -EINVAL);
+	CHECK(fmt_parse_size("1P", UINT64_MAX, &v) == -EINVAL);
+	CHECK(fmt_parse_size("-1", UINT64_MAX, &v) == -EINVAL);
+	CHECK(fmt_parse_size("1.5M", UINT64_MAX, &v) == -EINVAL);
+	CHECK(fmt_parse_size("16777216T", UINT64_MAX, &v) == -ERANGE);
+	CHECK(fmt_parse_size("2K", 2047, &v) == -ERANGE);
+	CHECK(fmt_parse_size("99999999999999999999999", UINT64_MAX, &v) ==
+	      -ERANGE);
 }
 
 /* fmt_parse_duration's result for s (max: 10 years, as tdb's TTLs):

@@ -51,6 +51,29 @@ int df_write_item(FILE *f, bool print, const void *p, size_t len)
 	return 0;
 }
 
+static const char *const evict_names[] = {
+	[TDB_EVICT_REFUSE] = "refuse", [TDB_EVICT_LRU] = "lru",
+	[TDB_EVICT_LFU] = "lfu", [TDB_EVICT_TTL] = "ttl",
+};
+
+const char *df_evict_name(uint32_t evict)
+{
+	return evict <= TDB_EVICT_MAX ? evict_names[evict] : "unknown";
+}
+
+int df_evict_parse(const char *p, size_t len, uint32_t *evict)
+{
+	uint32_t i;
+
+	for (i = 0; i <= TDB_EVICT_MAX; i++)
+		if (strlen(evict_names[i]) == len &&
+		    !memcmp(p, evict_names[i], len)) {
+			*evict = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 int df_write_header(FILE *f, bool print, const char *table,
 		    uint64_t mapsize, const struct df_meta *meta)
 {
@@ -65,6 +88,13 @@ int df_write_header(FILE *f, bool print, const char *table,
 			meta->max_extents);
 	if (meta && meta->have && meta->default_ttl)
 		fprintf(f, "tdb_default_ttl=%" PRIu64 "\n", meta->default_ttl);
+	if (meta && meta->have && meta->max_bytes)
+		fprintf(f, "tdb_max_bytes=%" PRIu64 "\n", meta->max_bytes);
+	if (meta && meta->have && meta->max_records)
+		fprintf(f, "tdb_max_records=%" PRIu64 "\n",
+			meta->max_records);
+	if (meta && meta->have && (meta->max_bytes || meta->max_records))
+		fprintf(f, "tdb_evict=%s\n", df_evict_name(meta->evict));
 	fputs("HEADER=END\n", f);
 	return ferror(f) ? -EIO : 0;
 }
@@ -445,6 +475,23 @@ int df_header_line(struct df_header *h, const unsigned char *line,
 				   "315360000000 (ms: 10 years)");
 		h->default_ttl = x;
 		h->have_default_ttl = true;
+		return DF_HDR_MORE;
+	}
+	if (is(line, kl, "tdb_max_bytes") || is(line, kl, "tdb_max_records")) {
+		if (number(v, vl, 10, UINT64_MAX, &x) || x == 0)
+			return bad(msg, "tdb_max_bytes= / tdb_max_records= "
+				   "must be a number, at least 1");
+		if (line[8] == 'b')
+			h->max_bytes = x;
+		else
+			h->max_records = x;
+		return DF_HDR_MORE;
+	}
+	if (is(line, kl, "tdb_evict")) {
+		if (df_evict_parse((const char *)v, vl, &h->evict))
+			return bad(msg, "tdb_evict= must be refuse, lru, lfu "
+				   "or ttl");
+		h->have_evict = true;
 		return DF_HDR_MORE;
 	}
 	if (is(line, kl, "keys")) {

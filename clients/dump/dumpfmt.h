@@ -15,6 +15,9 @@
  *   tdb_mode=0640                goes on; tdb-dump -M leaves them out)
  *   tdb_max_extents=N
  *   tdb_default_ttl=MS          (a table with a default TTL: ms)
+ *   tdb_max_bytes=N             (a bounded table: its bounds, either
+ *   tdb_max_records=N            or both, and its policy, refuse, lru,
+ *   tdb_evict=lru                lfu or ttl; eviction, issue 27)
  *   HEADER=END
  *    KEY                        (one leading space; key and value lines
  *    VALUE                       alternate)
@@ -74,7 +77,13 @@ struct df_meta {
 	bool have;              /* write the tdb_* keywords */
 	uint32_t uid, gid, mode, max_extents;
 	uint64_t default_ttl;   /* ms; 0: none, no tdb_default_ttl= */
+	uint64_t max_bytes, max_records;        /* 0: none (no keyword) */
+	uint32_t evict;         /* TDB_EVICT_*: tdb_evict= if bounded */
 };
+/* tdb_evict='s words, by TDB_EVICT_* ("unknown" past them); -EINVAL if
+ * a word is none of them. */
+const char *df_evict_name(uint32_t evict);
+int df_evict_parse(const char *p, size_t len, uint32_t *evict);
 /* One block's header, VERSION=3 to HEADER=END (mapsize 0: none). */
 int df_write_header(FILE *f, bool print, const char *table,
 		    uint64_t mapsize, const struct df_meta *meta);
@@ -139,6 +148,10 @@ struct df_header {
 	uint64_t mapsize;       /* 0 if none (ignored by tdb-load) */
 	bool have_default_ttl;
 	uint64_t default_ttl;   /* tdb_default_ttl=, 1..TDB_TTL_MAX ms */
+	uint64_t max_bytes, max_records;        /* tdb_max_bytes=, tdb_max_
+						 * records= (>= 1; 0: none) */
+	bool have_evict;
+	uint32_t evict;         /* tdb_evict=, TDB_EVICT_* */
 	bool deadlines;         /* database=/deadlines/TABLE: table is
 				 * TABLE, the block its deadlines */
 };

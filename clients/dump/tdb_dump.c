@@ -497,7 +497,10 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 	struct df_meta meta = { .have = !o->no_meta, .uid = st->uid,
 				.gid = st->gid, .mode = st->mode,
 				.max_extents = st->max_extents,
-				.default_ttl = st->default_ttl };
+				.default_ttl = st->default_ttl,
+				.max_bytes = st->max_bytes,
+				.max_records = st->max_records,
+				.evict = st->evict };
 	struct held h = { 0 };
 	struct tdbc_table *t;
 	struct tdbc_scan *s;

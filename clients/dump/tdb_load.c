@@ -514,6 +514,10 @@ static int create_table(struct load *L, const struct df_header *h,
 		to.gid = h->gid;
 	if (h->have_default_ttl)
 		to.default_ttl = h->default_ttl;
+	to.max_bytes = h->max_bytes;
+	to.max_records = h->max_records;
+	if (h->have_evict)
+		to.evict = h->evict;
 	err = tdbc_table_create(L->c, name, &to);
 	if (err == -EPERM && (h->have_uid || h->have_gid)) {
 		dx_progress_clear(&L->pg);

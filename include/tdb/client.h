@@ -130,7 +130,23 @@ struct tdbc_table_opts {
 	 * (1..TDB_TTL_MAX), given to every put that names no TTL or
 	 * deadline of its own and to an incr of an absent key; 0 = none */
 	uint64_t default_ttl;
+	/* Since TDBCLIENT_1.1 (eviction): bounds on the table's key and
+	 * value bytes (tdbc_table_stat.bytes_used) and on its records (0 =
+	 * none), and what a write that would pass one does (TDBC_EVICT_*;
+	 * not TDBC_EVICT_REFUSE without a bound: -EINVAL) */
+	uint64_t max_bytes, max_records;
+	uint32_t evict;
 };
+/* tdbc_table_opts.evict: the write fails with -ENOSPC naming the bound
+ * (the default); the least recently used, least frequently used, or
+ * soonest to expire records are removed (approximately: a few sampled,
+ * the best of them evicted; watchers see a DEL with reason
+ * TDBC_REASON_EVICTED).  TTL evicts only records with a deadline: with
+ * none left, writes past the bound fail as under REFUSE. */
+#define TDBC_EVICT_REFUSE TDB_EVICT_REFUSE
+#define TDBC_EVICT_LRU    TDB_EVICT_LRU
+#define TDBC_EVICT_LFU    TDB_EVICT_LFU
+#define TDBC_EVICT_TTL    TDB_EVICT_TTL
 /* Fill opts with the defaults. */
 void tdbc_table_opts_init(struct tdbc_table_opts *opts);
 
@@ -156,6 +172,11 @@ struct tdbc_table_stat {
 	 * the owner's sweep removes them), and the records removed by
 	 * expiry since the owner started */
 	uint64_t default_ttl, expiring, expired;
+	/* Since TDBCLIENT_1.1 (eviction): the bounds (0: none), the policy
+	 * (TDBC_EVICT_*) and the records evicted since the owner started */
+	uint64_t max_bytes, max_records;
+	uint32_t evict;
+	uint64_t evicted;
 };
 int tdbc_table_stat(struct tdbc *c, const char *name,
 		    struct tdbc_table_stat *st);
@@ -295,8 +316,12 @@ int tdbc_ttl(struct tdbc_table *t, const void *key, size_t klen,
  * Where there is no map (refused, TDBC_NO_MAP, no rings, a map gone
  * stale after a drop, a mode change or a move of the table's memory,
  * or a reader that overstayed tdbd's reader-lease), reads take the
- * rings, with the same results.  Docs: docs/ARCHITECTURE.md,
- * "Zero-copy reads".
+ * rings, with the same results.  Mapped reads of a table bounded with
+ * TDBC_EVICT_LRU or TDBC_EVICT_LFU are reported to the owner as uses: a
+ * sample of 1 hit in 16 per table, 64 key hashes a TOUCH message sent
+ * without waiting (its answer is dropped by the library; best effort: a
+ * full ring drops the batch).  Docs: docs/ARCHITECTURE.md, "Zero-copy
+ * reads".
  */
 #define TDBC_NO_MAP     (1u << 2)  /* connect: never map tables */
 #define TDBC_NO_MAP_ENV "TDBC_NO_MAP"  /* set, not "0": the same */
@@ -424,8 +449,10 @@ enum tdbc_event_kind {
 	TDBC_EV_DROP = 3,       /* the table was dropped; the watch ends */
 };
 /* tdbc_event.reason of a DEL: the owner removed the key because its
- * deadline passed (0: a client deleted it). */
+ * deadline passed, or to keep its bounded table within its bound (0: a
+ * client deleted it). */
 #define TDBC_REASON_EXPIRED TDB_REASON_EXPIRED
+#define TDBC_REASON_EVICTED TDB_REASON_EVICTED
 struct tdbc_event {
 	enum tdbc_event_kind kind;
 	uint32_t seq;           /* the feed's sequence number */
@@ -437,7 +464,8 @@ struct tdbc_event {
 				 * an owner that sends none) */
 	/* Since TDBCLIENT_1.1 (expiry): */
 	uint64_t deadline;      /* PUT: the record's deadline (0: none) */
-	uint32_t reason;        /* DEL: 0, or TDBC_REASON_EXPIRED */
+	uint32_t reason;        /* DEL: 0, TDBC_REASON_EXPIRED or
+				 * TDBC_REASON_EVICTED */
 };
 int tdbc_watch(struct tdbc_table *t, const void *prefix, size_t plen,
 	       struct tdbc_watch **out);
@@ -471,6 +499,9 @@ struct tdbc_stats {
 	/* Since TDBCLIENT_1.1: records removed by expiry since the start
 	 * (all tables) */
 	uint64_t expired;
+	/* Since TDBCLIENT_1.1: records evicted since the start (all
+	 * tables) */
+	uint64_t evicted;
 };
 int tdbc_stats(struct tdbc *c, struct tdbc_stats *st);
 

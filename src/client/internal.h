@@ -115,6 +115,8 @@ enum tdbc_backend {
 	TDBC_BE_GENL,           /* tdb.ko: generic netlink socket */
 };
 
+#define TDBC_TOUCH_INFLIGHT 8
+
 struct tdbc {
 	int fd;                 /* the socket, or /dev/tdb (TDBC_BE_KDEV) */
 	int evfd;               /* the submission ring's wake-up, or -1 */
@@ -166,6 +168,10 @@ struct tdbc {
 
 	struct tdbc_reader *reader;     /* read sections (map.c), or NULL:
 					 * no SUBMIT ring, no maps */
+	/* TOUCH hints sent and not answered yet (map.c): their sequence
+	 * numbers; their answers are dropped (tdbc__touch_answer) */
+	uint32_t touch_seq[TDBC_TOUCH_INFLIGHT];
+	unsigned int touch_inflight;
 };
 
 /* The handle kinds share a header so tdbc_close can free any of them. */
@@ -328,6 +334,8 @@ long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
 /* A GET of tdbc_submit through the map: 1 completed (its completion is
  * queued), 0 take the ring, < 0 an error of the submit. */
 int tdbc__map_submit_get(struct tdbc *c, const struct tdbc_req *r);
+/* An answer to a TOUCH hint map.c sent: 1 (it is dropped), else 0. */
+int tdbc__touch_answer(struct tdbc *c, const struct tdb_proto_msg *m);
 
 /* --- ops.c, async.c: for map.c ------------------------------------------- */
 /* tdbc_get_alloc through the ring, whatever the map (checks done);

@@ -164,6 +164,8 @@ static int route(struct tdbc *c, const struct tdb_proto_msg *m)
 	r = tdbc__async_deliver(c, m);
 	if (r)
 		return r < 0 ? r : 0;
+	if (tdbc__touch_answer(c, m))
+		return 0;       /* a hint's ack (or refusal): nobody waits */
 	return tdbc__die(c, -EPROTO, "%s answered a request that is not "
 			 "outstanding (seq %u)", c->peer, m->seq);
 }

@@ -109,6 +109,11 @@ enum tmap_state {
 	TM_OFF,         /* refused or given up: the rings */
 };
 
+/* TOUCH hints: 1 mapped hit in TOUCH_SAMPLE of a table that asks for
+ * them is sampled; TOUCH_BATCH sampled hashes make one TOUCH. */
+#define TOUCH_SAMPLE 16u
+#define TOUCH_BATCH  64u
+
 struct tdbc_tmap {
 	enum tmap_state state;
 	int fd;                 /* where the extents come from */
@@ -123,6 +128,10 @@ struct tdbc_tmap {
 	/* tdbc_read_begin sections */
 	uint64_t sec;           /* the section that took s0, 0 = none */
 	uint64_t s0;
+	/* TOUCH hints (below): hits since the last sampled one, and the
+	 * sampled keys' hashes not sent yet */
+	uint32_t touch_hits, ntouch;
+	uint64_t touch[TOUCH_BATCH];
 };
 
 struct tdbc_reader {
@@ -341,10 +350,18 @@ int tdbc__map_open(struct tdbc_table *t)
 	return 0;
 }
 
+static void touch_send(struct tdbc_table *t);
+
 void tdbc__map_close(struct tdbc_table *t)
 {
+	struct tdbc_reader *rd;
+
 	if (!t->map)
 		return;
+	/* the last partial batch of hints, unless pointers are held */
+	rd = reader(t->h.c);
+	if (t->map->ntouch && (!rd || !rd->odd))
+		touch_send(t);
 	unmap(t->map);
 	free(t->map);
 	t->map = NULL;
@@ -502,6 +519,10 @@ static int verdict(struct tdbc *c, struct tdbc_tmap *m, uint64_t s0,
 	return 0;
 }
 
+/* A mapped hit, maybe sampled as a TOUCH hint (below). */
+static void touch_hit(struct tdbc_table *t, const void *key, size_t klen,
+		      bool may_send);
+
 /* Inside a tdbc_read_begin section a get is part of it (tdbc_read_end
  * judges what it returned); defined with the in-place API below. */
 static long get_in_section(struct tdbc_table *t, const void *key,
@@ -553,9 +574,87 @@ long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
 		if (v)
 			return v;
 		m->remaps = 0;
+		if (!err)
+			touch_hit(t, key, klen, true);
 		return res;
 	}
 	return TDBC__MAP_RING;
+}
+
+/* --- hints: reads through the map reported to the owner -----------------
+ * A table bounded with an LRU or LFU policy (its region header's
+ * reader_flags has TDB_HDR_F_TOUCH) needs to hear of reads, or records
+ * read only through maps would look unused and be evicted first.  After
+ * a successful mapped get of such a table, 1 hit in TOUCH_SAMPLE (a
+ * per-table counter: no random number) has its key's 64-bit hash (the
+ * view's: xxh64 with the header's seed) appended to the table's buffer;
+ * TOUCH_BATCH of them are sent as one TOUCH, without waiting: its
+ * sequence number is kept in c->touch_seq (at most TDBC_TOUCH_INFLIGHT)
+ * and io.c's routing drops its answer (tdbc__touch_answer), so it never
+ * reaches a completion or a blocking call.  Best effort: with the
+ * submission ring full, TDBC_TOUCH_INFLIGHT unanswered, or inside a
+ * tdbc_read_begin section (nothing is sent with pointers held), the
+ * batch is dropped.  A reader pays a relaxed load and a counter per hit,
+ * a hash per sampled hit and a ring message per TOUCH_SAMPLE *
+ * TOUCH_BATCH (1024) hits (docs/BENCHMARKS.md §13).  The table's last
+ * partial batch is sent at its close (tdbc_table_close, and tdbc_close's
+ * of its tables; not inside a read section).  Connections without rings
+ * (no maps) send none.
+ */
+static void touch_send(struct tdbc_table *t)
+{
+	struct tdbc *c = t->h.c;
+	struct tdbc_tmap *m = t->map;
+	struct tdb_proto_msg msg = { .cmd = TDB_CMD_TOUCH,
+				     .attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
+					      TDB_PROTO_BIT(TDB_A_HASHES),
+				     .table = t->name,
+				     .hashes = m->touch, .nhashes = m->ntouch };
+	uint32_t seq;
+
+	m->ntouch = 0;
+	if (!c->rings || c->dead || c->backend == TDBC_BE_GENL ||
+	    c->touch_inflight >= TDBC_TOUCH_INFLIGHT)
+		return;
+	seq = tdbc__seq(c);
+	msg.seq = seq;
+	/* kept before the send: a wait for the socket reads answers */
+	c->touch_seq[c->touch_inflight++] = seq;
+	if (tdbc__send_nowait(c, &msg) || tdbc__publish(c)) {
+		/* not sent (ring full: -EAGAIN): forget it; a failed publish
+		 * killed the connection, whose calls now all fail */
+		if (c->touch_inflight &&
+		    c->touch_seq[c->touch_inflight - 1] == seq)
+			c->touch_inflight--;
+	}
+}
+
+static void touch_hit(struct tdbc_table *t, const void *key, size_t klen,
+		      bool may_send)
+{
+	struct tdbc_tmap *m = t->map;
+	const struct tdb_region_hdr *h = region(m);
+
+	if (!(__atomic_load_n(&h->reader_flags, __ATOMIC_RELAXED) &
+	      TDB_HDR_F_TOUCH) || ++m->touch_hits < TOUCH_SAMPLE)
+		return;
+	m->touch_hits = 0;
+	if (m->ntouch < TOUCH_BATCH)
+		m->touch[m->ntouch++] = tdbp_hash64(key, klen, h->seed);
+	if (m->ntouch == TOUCH_BATCH && may_send)
+		touch_send(t);
+}
+
+int tdbc__touch_answer(struct tdbc *c, const struct tdb_proto_msg *m)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->touch_inflight; i++)
+		if (c->touch_seq[i] == m->seq) {
+			c->touch_seq[i] = c->touch_seq[--c->touch_inflight];
+			return 1;
+		}
+	return 0;
 }
 
 /* --- the connection ------------------------------------------------------ */
@@ -739,9 +838,10 @@ static int get_ref(struct tdbc_table *t, const void *key, size_t klen,
 	if (rd->stale)
 		return get_ref_ring(t, key, klen, val, vlen, version,
 				    deadline);
-	if (!err)
+	if (!err) {
 		rd->held = true;
-	else if (version)
+		touch_hit(t, key, klen, false);
+	} else if (version)
 		*version = 0;
 	return err;
 }

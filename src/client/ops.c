@@ -25,6 +25,9 @@ void tdbc_table_opts_init(struct tdbc_table_opts *opts)
 	opts->uid = (uint32_t)-1;
 	opts->gid = (uint32_t)-1;
 	opts->default_ttl = 0;
+	opts->max_bytes = 0;
+	opts->max_records = 0;
+	opts->evict = TDBC_EVICT_REFUSE;
 }
 
 static int check_name(struct tdbc *c, const char *name)
@@ -47,6 +50,35 @@ static int check_new_name(struct tdbc *c, const char *name)
 	if (err && why)
 		return tdbc__fail(c, err, "%s", why);
 	return err;
+}
+
+/* The bounds and policy of a new table, checked as the owner checks
+ * them, so a wrong one fails with its reason before anything is sent. */
+static int bound_opts(struct tdbc *c, const struct tdbc_table_opts *opts,
+		      struct tdb_proto_msg *m)
+{
+	if (opts->evict > TDB_EVICT_MAX)
+		return tdbc__fail(c, -EINVAL,
+				  "eviction policy %u is unknown (0..%u)",
+				  opts->evict, TDB_EVICT_MAX);
+	if (opts->evict != TDBC_EVICT_REFUSE && !opts->max_bytes &&
+	    !opts->max_records)
+		return tdbc__fail(c, -EINVAL,
+				  "an eviction policy needs a bound "
+				  "(max_bytes or max_records)");
+	if (opts->max_bytes) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_MAX_BYTES);
+		m->max_bytes = opts->max_bytes;
+	}
+	if (opts->max_records) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_MAX_RECORDS);
+		m->max_records = opts->max_records;
+	}
+	if (opts->evict != TDBC_EVICT_REFUSE) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_EVICT);
+		m->evict = opts->evict;
+	}
+	return 0;
 }
 
 int tdbc_table_create(struct tdbc *c, const char *name,
@@ -84,6 +116,11 @@ int tdbc_table_create(struct tdbc *c, const char *name,
 			return err;
 		m.attrs |= TDB_PROTO_BIT(TDB_A_TTL);
 		m.ttl = opts->default_ttl;
+	}
+	if (opts) {
+		err = bound_opts(c, opts, &m);
+		if (err)
+			return err;
 	}
 	return tdbc__call(c, &m, &call, false);
 }
@@ -127,6 +164,10 @@ static void fill_stat(struct tdbc_table_stat *st,
 	st->default_ttl = s->default_ttl;
 	st->expiring = s->expiring;
 	st->expired = s->expired;
+	st->max_bytes = s->max_bytes;
+	st->max_records = s->max_records;
+	st->evict = s->evict;
+	st->evicted = s->evicted;
 }
 
 static int stat_msg(struct tdbc *c, struct tdbc_call *call,
@@ -946,6 +987,7 @@ static int stats_msg(struct tdbc *c, struct tdbc_call *call,
 	st->violations = k->violations;
 	st->readers_expired = k->readers_expired;
 	st->expired = k->expired;
+	st->evicted = k->evicted;
 	return 0;
 }
 

@@ -27,7 +27,11 @@
 #    record its deadline and the table its default TTL, a record expired
 #    since the dump skipped, a bad deadline refused with FILE:LINE,
 #    mdb_load taking the dump (the table's database exactly its
-#    records) and mdb_dump -a of that loading back with the deadlines.
+#    records) and mdb_dump -a of that loading back with the deadlines;
+#  - eviction: a bounded table's tdb_max_bytes=, tdb_max_records= and
+#    tdb_evict= (none for an unbounded table), tdb-load creating the
+#    table with them, a policy without a bound refused, mdb_load taking
+#    the keywords.
 #   test_dump.sh TDB_DUMP TDB_LOAD TDBD HELPER
 # Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped (no
 # tdbd, or no mdb_dump / mdb_load).
@@ -809,6 +813,53 @@ expect_rc 0 "$cli" get exp3 x --deadline
 checks=$((checks + 1))
 [ "$(cat "$out")" = "$d2${tab}9" ] ||
 	fail "mdb_dump -a | tdb-load: exp3/x: $(cat "$out")"
+
+# eviction: a bounded table's bounds and policy in its header, and
+# tdb-load creates the table with them; none for an unbounded table
+expect_rc 0 "$cli" create evb --max-bytes 1M --max-records 5 --evict lfu
+expect_rc 0 "$cli" create evr --max-records 7
+for k in a b; do expect_rc 0 "$cli" put evb $k v; done
+expect_rc 0 "$dump" -p -s evb
+cp "$out" "$dir/evb.txt"
+expect_rc 0 "$dump" -p -s evr
+cp "$out" "$dir/evr.txt"
+checks=$((checks + 1))
+[ "$(grep '^tdb_max\|^tdb_evict' "$dir/evb.txt" | paste -sd' ')" = \
+  "tdb_max_extents=512 tdb_max_bytes=1048576 tdb_max_records=5 tdb_evict=lfu" ] ||
+	fail "evb's header: $(head -c 400 "$dir/evb.txt")"
+checks=$((checks + 1))
+grep -qx 'tdb_max_records=7' "$dir/evr.txt" &&
+	grep -qx 'tdb_evict=refuse' "$dir/evr.txt" &&
+	! grep -q '^tdb_max_bytes' "$dir/evr.txt" ||
+	fail "evr's header: $(head -c 400 "$dir/evr.txt")"
+checks=$((checks + 1))
+grep -q '^tdb_max_bytes\|^tdb_max_records\|^tdb_evict' "$dir/exp.txt" &&
+	fail "exp (no bound) has bound keywords"
+expect_rc 0 "$load" -s evb2 -f "$dir/evb.txt" && no_err
+expect_rc 0 "$load" -s evr2 -f "$dir/evr.txt" && no_err
+expect_rc 0 "$cli" --json stat evb2
+checks=$((checks + 1))
+grep -q '"records":2,' "$out" && grep -q '"max_bytes":1048576,' "$out" &&
+	grep -q '"max_records":5,' "$out" && grep -q '"evict":"lfu"' "$out" ||
+	fail "evb2 not created with evb's bounds: $(cat "$out")"
+expect_rc 0 "$cli" --json stat evr2
+checks=$((checks + 1))
+grep -q '"max_bytes":0,' "$out" && grep -q '"max_records":7,' "$out" &&
+	grep -q '"evict":"refuse"' "$out" ||
+	fail "evr2 not created with evr's bound: $(cat "$out")"
+# a policy without a bound: tdb-load says what the owner said
+{
+	printf 'VERSION=3\nformat=print\ndatabase=evx\ntype=btree\n'
+	printf 'tdb_evict=lru\nHEADER=END\n k\n v\nDATA=END\n'
+} >"$dir/evx.txt"
+expect_rc 6 "$load" -f "$dir/evx.txt"
+checks=$((checks + 1))
+grep -q "evx: opening the table: an eviction policy needs a bound" "$err" &&
+	! "$cli" stat evx >/dev/null 2>&1 ||
+	fail "tdb-load of a policy without a bound: $(cat "$err")"
+# mdb_load takes the keywords (warns, goes on)
+mkdir "$dir/envb"
+expect_rc 0 mdb_load -f "$dir/evb.txt" "$dir/envb"
 fi
 
 # --- the daemon ------------------------------------------------------------------

@@ -54,7 +54,8 @@ static void test_encode(void **state)
 
 static void test_header_out(void **state)
 {
-	struct df_meta meta = { true, 1000, 100, 0640, 512, 0 };
+	struct df_meta meta = { .have = true, .uid = 1000, .gid = 100,
+				.mode = 0640, .max_extents = 512 };
 	char *buf = NULL;
 	size_t size = 0;
 	FILE *f = open_memstream(&buf, &size);
@@ -78,6 +79,17 @@ static void test_header_out(void **state)
 	assert_int_equal(df_write_end(f), 0);
 	assert_int_equal(df_write_deadlines_header(f, false, "t3", 0), 0);
 	assert_int_equal(df_write_deadline(f, false, "z", 1, 12), 0);
+	assert_int_equal(df_write_end(f), 0);
+	/* eviction: bounds and policy after the default TTL; a table
+	 * with one bound names only it, and its policy */
+	meta.default_ttl = 0;
+	meta.max_bytes = 67108864;
+	meta.max_records = 1000;
+	meta.evict = TDB_EVICT_LRU;
+	assert_int_equal(df_write_header(f, false, "t4", 0, &meta), 0);
+	meta.max_bytes = 0;
+	meta.evict = TDB_EVICT_REFUSE;
+	assert_int_equal(df_write_header(f, false, "t5", 0, &meta), 0);
 	fclose(f);
 	assert_string_equal(buf,
 		"VERSION=3\nformat=bytevalue\ndatabase=t1\ntype=btree\n"
@@ -93,7 +105,15 @@ static void test_header_out(void **state)
 		"type=btree\nmapsize=4096\nHEADER=END\n"
 		" k\\0a\n 1893456000000\n z\n 0\nDATA=END\n"
 		"VERSION=3\nformat=bytevalue\ndatabase=/deadlines/t3\n"
-		"type=btree\nHEADER=END\n 7a\n 3132\n");
+		"type=btree\nHEADER=END\n 7a\n 3132\nDATA=END\n"
+		"VERSION=3\nformat=bytevalue\ndatabase=t4\ntype=btree\n"
+		"tdb_owner=1000\ntdb_group=100\ntdb_mode=0640\n"
+		"tdb_max_extents=512\ntdb_max_bytes=67108864\n"
+		"tdb_max_records=1000\ntdb_evict=lru\nHEADER=END\n"
+		"VERSION=3\nformat=bytevalue\ndatabase=t5\ntype=btree\n"
+		"tdb_owner=1000\ntdb_group=100\ntdb_mode=0640\n"
+		"tdb_max_extents=512\ntdb_max_records=1000\n"
+		"tdb_evict=refuse\nHEADER=END\n");
 	free(buf);
 }
 
@@ -266,6 +286,16 @@ static void test_header_in(void **state)
 	assert_int_equal(hdr(&h, "tdb_default_ttl=315360000000", &msg),
 			 DF_HDR_MORE);
 	assert_true(h.have_default_ttl && h.default_ttl == 315360000000ull);
+	assert_false(h.max_bytes || h.max_records || h.have_evict);
+	assert_int_equal(hdr(&h, "tdb_max_bytes=67108864", &msg),
+			 DF_HDR_MORE);
+	assert_int_equal(hdr(&h, "tdb_max_records=18446744073709551615",
+			     &msg), DF_HDR_MORE);
+	assert_int_equal(hdr(&h, "tdb_evict=lfu", &msg), DF_HDR_MORE);
+	assert_true(h.max_bytes == 67108864 && h.max_records == UINT64_MAX &&
+		    h.have_evict && h.evict == TDB_EVICT_LFU);
+	assert_int_equal(hdr(&h, "tdb_evict=ttl", &msg), DF_HDR_MORE);
+	assert_int_equal(h.evict, TDB_EVICT_TTL);
 	assert_int_equal(hdr(&h, "HEADER=END", &msg), DF_HDR_END);
 	/* a deadlines block names its table */
 	df_header_init(&h);
@@ -283,6 +313,16 @@ static void test_header_in(void **state)
 	assert_int_equal(hdr(&h, "tdb_default_ttl=315360000001", &msg),
 			 -EINVAL);
 	assert_int_equal(hdr(&h, "tdb_default_ttl=1s", &msg), -EINVAL);
+	assert_int_equal(hdr(&h, "tdb_max_bytes=0", &msg), -EINVAL);
+	assert_non_null(strstr(msg, "tdb_max_bytes"));
+	assert_int_equal(hdr(&h, "tdb_max_records=18446744073709551616",
+			     &msg), -EINVAL);
+	assert_non_null(strstr(msg, "tdb_max_records"));
+	assert_int_equal(hdr(&h, "tdb_max_bytes=64M", &msg), -EINVAL);
+	assert_int_equal(hdr(&h, "tdb_evict=LRU", &msg), -EINVAL);
+	assert_non_null(strstr(msg, "tdb_evict"));
+	assert_int_equal(hdr(&h, "tdb_evict=", &msg), -EINVAL);
+	assert_int_equal(hdr(&h, "tdb_evict=lr", &msg), -EINVAL);
 	/* errors */
 	assert_int_equal(hdr(&h, "no equals sign", &msg), -EINVAL);
 	assert_int_equal(hdr(&h, " 6b", &msg), -EINVAL);

@@ -13,7 +13,10 @@
 # conflict in batch and batch --txn); expiry (put --ttl/--at, also on
 # batch lines, ttl, expire, persist, create --ttl, get --deadline, the
 # TTL and EXPIRING columns, watch's DEL ... expired, an expired key
-# absent to every command, durations refused with their reason).
+# absent to every command, durations refused with their reason);
+# eviction (create --max-bytes/--max-records/--evict, sizes and policies
+# refused with their reason, the BOUND and EVICT columns, stat's and
+# stats' figures, watch's DEL ... evicted, a refused put past a bound).
 #   test_cli.sh TDB TDBD
 # Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped (no
 # tdbd given).  The daemon runs on a socket in a scratch directory and is
@@ -210,12 +213,12 @@ expect_out "" "$tdb" create t1 --mode 0640
 expect_err 3 "tdb: create t1: table exists" "$tdb" create t1
 expect_out '{"ok":true}' "$tdb" --json create t2 --max-extents 3
 expect_rc 0 "$tdb" tables
-has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *TTL  *EXPIRING  *OWNER  *MODE  *STATE$'
+has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *TTL  *EXPIRING  *BOUND  *EVICT  *OWNER  *MODE  *STATE$'
 [ "$(grep -c . "$out")" = 3 ] || fail "tables: not a header and 2 lines: $(cat "$out")"
 run "$tdb" tables
-has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +$(id -un):$(id -gn) +0640 +ok$"
+has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +- +- +$(id -un):$(id -gn) +0640 +ok$"
 run "$tdb" tables
-has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +- +0 +[^ ]+:[^ ]+ +0600 +ok$'
+has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +- +0 +- +- +[^ ]+:[^ ]+ +0600 +ok$'
 expect_rc 0 "$tdb" --json tables
 json_check 'sorted(d["name"] for d in docs) == ["t1", "t2"] and
 	[d["mode"] for d in docs if d["name"] == "t1"] == ["0640"] and
@@ -229,7 +232,11 @@ has -x 'state *ok'
 has -x 'default_ttl_ms *0'
 has -x 'expiring *0'
 has -x 'expired *0'
-[ "$(wc -l <"$out")" = 17 ] || fail "stat: $(wc -l <"$out") lines, want 17"
+has -x 'max_bytes *0'
+has -x 'max_records *0'
+has -x 'evict *refuse'
+has -x 'evicted *0'
+[ "$(wc -l <"$out")" = 21 ] || fail "stat: $(wc -l <"$out") lines, want 21"
 expect_out "" "$tdb" drop t2
 expect_err 1 "tdb: drop t2: no such table" "$tdb" drop t2
 expect_err 1 "tdb: stat t2: no such table" "$tdb" stat t2
@@ -330,10 +337,10 @@ for f in tables clients watches txns requests errors uptime_ms accepted \
 	cleanups txns_aborted watches_dropped rings throttled dumps \
 	rings_freed stuck violations wal_records wal_lsn wal_durable \
 	wal_syncs checkpoints ckpt_failures ckpt_lsn tables_aside \
-	readers_expired expired; do
+	readers_expired expired evicted; do
 	grep -Eq "^$f +[0-9]+$" "$out" || fail "stats has no $f line"
 done
-[ "$(wc -l <"$out")" = 27 ] || fail "stats: $(wc -l <"$out") lines, want 27"
+[ "$(wc -l <"$out")" = 28 ] || fail "stats: $(wc -l <"$out") lines, want 28"
 has -Ex 'tables +1'
 expect_rc 0 "$tdb" --json stats
 json_check 'len(docs) == 1 and sorted(docs[0]) == sorted("""tables clients
@@ -341,7 +348,7 @@ json_check 'len(docs) == 1 and sorted(docs[0]) == sorted("""tables clients
 	watches_dropped rings throttled dumps rings_freed stuck
 	violations wal_records wal_lsn wal_durable wal_syncs checkpoints
 	ckpt_failures ckpt_lsn tables_aside readers_expired
-	expired""".split()) and
+	expired evicted""".split()) and
 	docs[0]["tables"] == 1 and
 	docs[0]["tables_aside"] == 0 and
 	docs[0]["requests"] > 0 and docs[0]["clients"] >= 1 and
@@ -352,7 +359,8 @@ json_check 'len(docs) == 1 and docs[0]["name"] == "t1" and
 	docs[0]["records"] == 13 and docs[0]["mode"] == "0640" and
 	sorted(docs[0]) == sorted("""name records bytes_used bytes_allocated
 	bytes_pending extents max_extents page_size index_nodes index_buckets
-	uid gid mode state default_ttl_ms expiring expired""".split()) and
+	uid gid mode state default_ttl_ms expiring expired max_bytes
+	max_records evict evicted""".split()) and
 	docs[0]["bytes_used"] > 0 and
 	docs[0]["state"] == "ok"'
 
@@ -899,6 +907,76 @@ json_check 'docs[0]["expired"] >= 1'
 expect_out "" "$tdb" drop ex1
 expect_out "" "$tdb" drop ex2
 
+# --- eviction (issue 27): create --max-bytes/--max-records/--evict ----------
+expect_err 2 "tdb: --max-bytes 0: at least 1" "$tdb" $nosock create ev1 --max-bytes 0
+expect_err 2 "tdb: --max-bytes 1X: not a size (a number, maybe with K, M, G or T)" "$tdb" $nosock create ev1 --max-bytes 1X
+expect_err 2 "tdb: --max-bytes 1.5M: not a size" "$tdb" $nosock create ev1 --max-bytes 1.5M
+expect_err 2 "tdb: --max-records 0: at least 1" "$tdb" $nosock create ev1 --max-records 0
+expect_err 2 "tdb: --evict LRU: one of refuse, lru, lfu, ttl" "$tdb" $nosock create ev1 --evict LRU --max-records 3
+expect_err 2 "tdb: put: --evict does not apply here" "$tdb" $nosock put t k v --evict lru
+# a policy needs a bound: the library says so before anything is sent
+expect_err 6 "tdb: create ev1: an eviction policy needs a bound" "$tdb" create ev1 --evict lru
+expect_err 1 "tdb: stat ev1: no such table" "$tdb" stat ev1
+# lru, 3 records: the fourth put evicts one of the first three, which a
+# watcher sees as a DEL marked "evicted"
+expect_out "" "$tdb" create ev1 --max-records 3 --evict lru
+wait_watches 0
+"$tdb" watch ev1 --count 5 --timeout 20000 >"$dir/wv" 2>"$dir/wv.err" &
+wv=$!
+"$tdb" --json watch ev1 --count 5 --timeout 20000 >"$dir/wvj" 2>"$dir/wvj.err" &
+wvj=$!
+wait_watches 2
+for k in a b c d; do "$tdb" put ev1 $k v || fail "put ev1 $k"; done
+for w in wv wvj; do
+	eval "wp=\$$w"
+	checks=$((checks + 1))
+	wait "$wp" || fail "watcher $w exited $?: $(cat "$dir/$w.err")"
+done
+checks=$((checks + 1))
+[ "$(head -n 4 "$dir/wv" | tr '\n\t' ' :')" = "PUT:a:v PUT:b:v PUT:c:v PUT:d:v " ] &&
+	grep -Eqx 'DEL	[abc]	evicted' "$dir/wv" ||
+	fail "watch of an eviction: got $(cat "$dir/wv")"
+victim=$(sed -n 's/^DEL	\(.\)	evicted$/\1/p' "$dir/wv")
+out=$dir/wvj
+json_check "len(docs) == 5 and
+	docs[4] == {'event': 'del', 'seq': docs[4]['seq'], 'key': '$victim',
+	'reason': 'evicted'}"
+out=$dir/out
+expect_err 1 "tdb: get ev1 $victim: no such key" "$tdb" get ev1 "$victim"
+expect_rc 0 "$tdb" stat ev1
+has -x 'records *3'
+has -x 'max_records *3'
+has -x 'max_bytes *0'
+has -x 'evict *lru'
+has -x 'evicted *1'
+expect_rc 0 "$tdb" --json stat ev1
+json_check 'docs[0]["max_records"] == 3 and docs[0]["max_bytes"] == 0 and
+	docs[0]["evict"] == "lru" and docs[0]["evicted"] == 1'
+expect_rc 0 "$tdb" --json stats
+json_check 'docs[0]["evicted"] >= 1'
+# both bounds, SIZE with a unit; refuse: the put past the bound fails (6)
+# and says which bound
+expect_out "" "$tdb" create ev2 --max-bytes 64K --max-records 2
+expect_rc 0 "$tdb" --json stat ev2
+json_check 'docs[0]["max_bytes"] == 65536 and docs[0]["max_records"] == 2 and
+	docs[0]["evict"] == "refuse"'
+expect_out "" "$tdb" put ev2 a v
+expect_out "" "$tdb" put ev2 b v
+expect_err 6 "tdb: put ev2 c: " "$tdb" put ev2 c v
+checks=$((checks + 1))
+grep -q "at its bound (MAX_BYTES / MAX_RECORDS" "$err" ||
+	fail "refused put: the message names no bound: $(cat "$err")"
+expect_out "" "$tdb" put ev2 a w
+expect_out "" "$tdb" create ev3 --max-bytes 3G --evict ttl
+expect_rc 0 "$tdb" tables
+has -E "^ev1 +3 +[0-9]+ +[0-9]+/[0-9]+ +[0-9]+ +- +0 +3r +lru +"
+has -E "^ev2 +2 +[0-9]+ +[0-9]+/[0-9]+ +[0-9]+ +- +0 +2r,64K +refuse +"
+has -E "^ev3 +0 +[0-9]+ +[0-9]+/[0-9]+ +[0-9]+ +- +0 +3G +ttl +"
+checks=$((checks + 1))
+[ "$(awk '{ print length($0) }' "$out" | sort -u | wc -l)" = 1 ] ||
+	fail "tables with bounds: lines of different lengths: $(cat "$out")"
+for t in ev1 ev2 ev3; do expect_out "" "$tdb" drop $t; done
+
 # --- the shell: tdb alone on a terminal (a pty) ---------------------------------
 if command -v python3 >/dev/null 2>&1; then
 	checks=$((checks + 1))
@@ -958,8 +1036,8 @@ if [ "$(id -u)" = 0 ] && ! getent passwd 4242 >/dev/null &&
    ! getent group 4243 >/dev/null; then
 	expect_out "" "$tdb" create noname --uid 4242 --gid 4243
 	expect_rc 0 "$tdb" tables
-	has -E "^noname +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +4242:4243 +0600 +ok$"
-	has -E "^aa +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +$(id -un):$(id -gn) +0600 +ok$"
+	has -E "^noname +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +- +- +4242:4243 +0600 +ok$"
+	has -E "^aa +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +- +- +$(id -un):$(id -gn) +0600 +ok$"
 	expect_out "" "$tdb" drop noname
 fi
 
@@ -1040,7 +1118,7 @@ if command -v prlimit >/dev/null 2>&1 && sa_start; then
 	sa_stop
 	if sa_start prlimit --as=$(( (v0 + 16 * 1024 * 1024) * 1024 )) --; then
 		expect_rc 0 "$tdb" tables
-		has -E "^sbig +0 +0 +0/32768 +0 +- +0 +$(id -un):$(id -gn) +0600 +aside$"
+		has -E "^sbig +0 +0 +0/32768 +0 +- +0 +- +- +$(id -un):$(id -gn) +0600 +aside$"
 		expect_rc 0 "$tdb" --json tables
 		json_check '[d["state"] for d in docs if d["name"] == "sbig"]
 			== ["aside"]'
