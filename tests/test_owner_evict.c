@@ -372,7 +372,7 @@ static void refuse(void **state)
 	}
 	a = put_c(w->c1, "r", "new", "v", 0, 0, 0);
 	assert_int_equal(a.err, -ENOSPC);
-	assert_non_null(strstr(a.msg, "bound"));
+	assert_non_null(strstr(a.msg, "at its bound: MAX_RECORDS 3 records"));
 	assert_false(present(w, "r", "new"));
 	/* replacing one stays within the bound */
 	assert_int_equal(put_c(w->c1, "r", "k1", "vv", 0, 0, 0).err, 0);
@@ -382,6 +382,7 @@ static void refuse(void **state)
 	assert_int_equal(put_c(w->c1, "r", "n2", "v", 0, 0, txn).err, 0);
 	a = commit(w->c1, txn);
 	assert_int_equal(a.err, -ENOSPC);
+	assert_non_null(strstr(a.msg, "MAX_RECORDS 3"));
 	assert_false(present(w, "r", "n2"));
 	assert_int_equal(get_c(w->c1, "r", "k0", 0).vlen, 1);
 	assert_int_equal(stat_of(w, "r").records, 3);
@@ -394,6 +395,7 @@ static void refuse(void **state)
 	assert_int_equal(put_c(w->c1, "rb", "ab", "12345678", 0, 0, 0).err, 0);
 	a = put_c(w->c1, "rb", "c", "1", 0, 0, 0);
 	assert_int_equal(a.err, -ENOSPC);
+	assert_non_null(strstr(a.msg, "MAX_BYTES 10 bytes"));
 	assert_int_equal(put_c(w->c1, "rb", "ab", "1234567", 0, 0, 0).err, 0);
 	assert_int_equal(n_evicted_notes, 0);
 }

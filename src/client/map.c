@@ -128,9 +128,9 @@ struct tdbc_tmap {
 	/* tdbc_read_begin sections */
 	uint64_t sec;           /* the section that took s0, 0 = none */
 	uint64_t s0;
-	/* TOUCH hints (below): hits since the last sampled one, and the
-	 * sampled keys' hashes not sent yet */
-	uint32_t touch_hits, ntouch;
+	/* TOUCH hints (below): the sampling's generator (xorshift32, 0:
+	 * not seeded yet), and the sampled keys' hashes not sent yet */
+	uint32_t touch_rng, ntouch;
 	uint64_t touch[TOUCH_BATCH];
 };
 
@@ -585,8 +585,10 @@ long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
  * A table bounded with an LRU or LFU policy (its region header's
  * reader_flags has TDB_HDR_F_TOUCH) needs to hear of reads, or records
  * read only through maps would look unused and be evicted first.  After
- * a successful mapped get of such a table, 1 hit in TOUCH_SAMPLE (a
- * per-table counter: no random number) has its key's 64-bit hash (the
+ * a successful mapped get of such a table, 1 hit in TOUCH_SAMPLE (at
+ * random: a per-table xorshift, so a reader that reads its keys in a
+ * fixed cycle does not always sample the same ones) has its key's
+ * 64-bit hash (the
  * view's: xxh64 with the header's seed) appended to the table's buffer;
  * TOUCH_BATCH of them are sent as one TOUCH, without waiting: its
  * sequence number is kept in c->touch_seq (at most TDBC_TOUCH_INFLIGHT)
@@ -594,7 +596,8 @@ long tdbc__map_get(struct tdbc_table *t, const void *key, size_t klen,
  * reaches a completion or a blocking call.  Best effort: with the
  * submission ring full, TDBC_TOUCH_INFLIGHT unanswered, or inside a
  * tdbc_read_begin section (nothing is sent with pointers held), the
- * batch is dropped.  A reader pays a relaxed load and a counter per hit,
+ * batch is dropped.  A reader pays a relaxed load and a few shifts per
+ * hit,
  * a hash per sampled hit and a ring message per TOUCH_SAMPLE *
  * TOUCH_BATCH (1024) hits (docs/BENCHMARKS.md §13).  The table's last
  * partial batch is sent at its close (tdbc_table_close, and tdbc_close's
@@ -635,10 +638,19 @@ static void touch_hit(struct tdbc_table *t, const void *key, size_t klen,
 	struct tdbc_tmap *m = t->map;
 	const struct tdb_region_hdr *h = region(m);
 
+	uint32_t x;
+
 	if (!(__atomic_load_n(&h->reader_flags, __ATOMIC_RELAXED) &
-	      TDB_HDR_F_TOUCH) || ++m->touch_hits < TOUCH_SAMPLE)
+	      TDB_HDR_F_TOUCH))
 		return;
-	m->touch_hits = 0;
+	x = m->touch_rng ? m->touch_rng :
+	    (uint32_t)(uintptr_t)m | 1;         /* any non-zero seed */
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	m->touch_rng = x;
+	if (x % TOUCH_SAMPLE)
+		return;
 	if (m->ntouch < TOUCH_BATCH)
 		m->touch[m->ntouch++] = tdbp_hash64(key, klen, h->seed);
 	if (m->ntouch == TOUCH_BATCH && may_send)

@@ -518,7 +518,7 @@ static int change_one(struct tdbo_table *t, struct tdbo_change *ch,
 	}
 	if (!ch->del)
 		tdbo_change_deadline(t, ch);
-	if (!ch->replay && (err = tdbo_bound_refuse(t, ch, msg)))
+	if (!ch->replay && (err = tdbo_bound_refuse(t, ch, msg, why)))
 		return err;
 	log = log && o->hooks.log_reserve;
 	if (log) {

@@ -134,27 +134,49 @@ void tdbo_evict_touch(struct tdbo_table *t, const void *key, size_t klen)
 	tdbe_read_unlock();
 }
 
-/* Past a bound now, with add_bytes and add_records more. */
-static bool over(struct tdbo_table *t, int64_t add_bytes, int64_t add_recs)
+enum { OVER_NONE, OVER_BYTES, OVER_RECORDS };
+
+/* Which bound is passed now, with add_bytes and add_records more. */
+static int over_which(struct tdbo_table *t, int64_t add_bytes,
+		      int64_t add_recs)
 {
 	struct tdbe_table_stat st;
 
 	tdbe_table_stat(t->t, &st);
-	return (t->max_bytes &&
-		(int64_t)st.bytes_used + add_bytes > (int64_t)t->max_bytes) ||
-	       (t->max_records &&
-		(int64_t)st.records + add_recs > (int64_t)t->max_records);
+	if (t->max_bytes &&
+	    (int64_t)st.bytes_used + add_bytes > (int64_t)t->max_bytes)
+		return OVER_BYTES;
+	if (t->max_records &&
+	    (int64_t)st.records + add_recs > (int64_t)t->max_records)
+		return OVER_RECORDS;
+	return OVER_NONE;
 }
 
-/* Which bound, for an error's text. */
-static const char *bound_text(const struct tdbo_table *t)
+static bool over(struct tdbo_table *t, int64_t add_bytes, int64_t add_recs)
 {
-	if (t->evict == TDB_EVICT_TTL)
-		return "table is at its bound (MAX_BYTES / MAX_RECORDS) and "
-		       "none of its records has a deadline to evict by "
-		       "(EVICT ttl)";
-	return "table is at its bound (MAX_BYTES / MAX_RECORDS, EVICT "
-	       "refuse)";
+	return over_which(t, add_bytes, add_recs) != OVER_NONE;
+}
+
+/* The refusal's text, naming the bound and its value, into why
+ * (TDBO_TEXT bytes). */
+static const char *bound_text(const struct tdbo_table *t, int which,
+			      char *why)
+{
+	why[0] = '\0';
+	tdbo_text_add(why, "table is at its bound: ");
+	if (which == OVER_BYTES) {
+		tdbo_text_add(why, "MAX_BYTES ");
+		tdbo_text_u64(why, t->max_bytes);
+		tdbo_text_add(why, " bytes of keys and values");
+	} else {
+		tdbo_text_add(why, "MAX_RECORDS ");
+		tdbo_text_u64(why, t->max_records);
+		tdbo_text_add(why, " records");
+	}
+	tdbo_text_add(why, t->evict == TDB_EVICT_TTL ?
+		      "; none of its records has a deadline to evict by "
+		      "(EVICT ttl)" : " (EVICT refuse)");
+	return why;
 }
 
 /* Nothing may be evicted to make room: refuse, or ttl with no record
@@ -172,10 +194,11 @@ static bool must_refuse(struct tdbo_table *t)
 }
 
 int tdbo_bound_refuse(struct tdbo_table *t, const struct tdbo_change *ch,
-		      const char **msg)
+		      const char **msg, char *why)
 {
 	size_t need = 0;
 	int64_t bytes, recs = 1;
+	int which;
 
 	if ((!t->max_bytes && !t->max_records) || ch->del || !must_refuse(t))
 		return 0;
@@ -185,18 +208,23 @@ int tdbo_bound_refuse(struct tdbo_table *t, const struct tdbo_change *ch,
 		bytes -= (int64_t)(ch->klen + need);    /* it replaces one */
 		recs = 0;
 	}
-	if (!over(t, bytes, recs))
+	which = over_which(t, bytes, recs);
+	if (which == OVER_NONE)
 		return 0;
-	*msg = bound_text(t);
+	*msg = bound_text(t, which, why);
 	return -ENOSPC;
 }
 
-int tdbo_bound_check_now(struct tdbo_table *t, const char **msg)
+int tdbo_bound_check_now(struct tdbo_table *t, const char **msg, char *why)
 {
-	if ((!t->max_bytes && !t->max_records) || !must_refuse(t) ||
-	    !over(t, 0, 0))
+	int which;
+
+	if ((!t->max_bytes && !t->max_records) || !must_refuse(t))
 		return 0;
-	*msg = bound_text(t);
+	which = over_which(t, 0, 0);
+	if (which == OVER_NONE)
+		return 0;
+	*msg = bound_text(t, which, why);
 	return -ENOSPC;
 }
 

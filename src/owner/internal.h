@@ -513,8 +513,9 @@ int tdbo_change_one(struct tdbo_table *t, struct tdbo_change *ch, bool log,
 void tdbo_expire_forget(struct tdbo_table *t);
 /*
  * Eviction (evict.c), under t->wlock unless said.  tdbo_bound_refuse:
- * before a PUT applies, -ENOSPC (*msg) if it would take t past its
- * bound and nothing may be evicted (refuse, or ttl with no deadline);
+ * before a PUT applies, -ENOSPC (*msg: a text in why, TDBO_TEXT bytes,
+ * naming the bound and its value) if it would take t past its bound
+ * and nothing may be evicted (refuse, or ttl with no deadline);
  * tdbo_bound_check_now: the same for what already applied (a commit).
  * tdbo_evict: after a write, evict until t is within its bound, never a
  * key keep->fn says to keep; how many went.  tdbo_evict_access: the
@@ -528,8 +529,8 @@ struct tdbo_evict_keep {
 	void *arg;
 };
 int tdbo_bound_refuse(struct tdbo_table *t, const struct tdbo_change *ch,
-		      const char **msg);
-int tdbo_bound_check_now(struct tdbo_table *t, const char **msg);
+		      const char **msg, char *why);
+int tdbo_bound_check_now(struct tdbo_table *t, const char **msg, char *why);
 unsigned int tdbo_evict(struct tdbo_table *t, struct tdbo_evict_keep *keep,
 			char *why);
 bool tdbo_evict_access(struct tdbo_table *t, const void *key, size_t klen,

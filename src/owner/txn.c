@@ -478,7 +478,8 @@ static int apply_all(struct tdbo_txn *x, struct undo *u,
 	/* a bounded table that may not evict: past its bound, no */
 	for (i = 0; !err && i < x->nops; i++)
 		if (!x->ops[i].del)
-			err = tdbo_bound_check_now(x->ops[i].t, &ee.msg);
+			err = tdbo_bound_check_now(x->ops[i].t, &ee.msg,
+						   x->why);
 	if (!err)
 		return 0;
 	ext->msg = ee.msg ? ee.msg : "a change of the transaction failed; "

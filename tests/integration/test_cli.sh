@@ -964,7 +964,7 @@ expect_out "" "$tdb" put ev2 a v
 expect_out "" "$tdb" put ev2 b v
 expect_err 6 "tdb: put ev2 c: " "$tdb" put ev2 c v
 checks=$((checks + 1))
-grep -q "at its bound (MAX_BYTES / MAX_RECORDS" "$err" ||
+grep -q "at its bound: MAX_RECORDS [0-9]* records (EVICT refuse)" "$err" ||
 	fail "refused put: the message names no bound: $(cat "$err")"
 expect_out "" "$tdb" put ev2 a w
 expect_out "" "$tdb" create ev3 --max-bytes 3G --evict ttl
