@@ -551,6 +551,9 @@ enum tdb_attr {
 	TDB_A_EVICT       = 28,       /* u32: what a bounded table does when
 				       * full (TDB_EVICT_*) */
 	TDB_A_HASHES      = 29,       /* binary: u64 key hashes (TOUCH) */
+	TDB_A_TABLE_FLAGS = 30,       /* u32: TDB_TABLE_F_* (TABLE_CREATE) */
+	TDB_A_FROM        = 31,       /* binary key: a range's start (SCAN) */
+	TDB_A_TO          = 32,       /* binary key: a range's end (SCAN) */
 	__TDB_A_MAX,
 	TDB_A_MAX = __TDB_A_MAX - 1
 };
@@ -582,7 +585,16 @@ enum tdb_attr {
 
 /* TDB_A_SCAN_FLAGS of SCAN.  Unknown bits are refused (-EOPNOTSUPP). */
 #define TDB_SCAN_SNAPSHOT    (1u << 0)   /* the table as of the request */
-#define TDB_SCAN_FLAGS_ALL   TDB_SCAN_SNAPSHOT
+#define TDB_SCAN_FROM_EXCL   (1u << 1)   /* FROM itself is not in the range */
+#define TDB_SCAN_TO_INCL     (1u << 2)   /* TO itself is */
+#define TDB_SCAN_REVERSE     (1u << 3)   /* from the range's top down */
+#define TDB_SCAN_FLAGS_ALL   TDB_SCAN_SNAPSHOT   /* ranges: issue 28 */
+
+/* TDB_A_TABLE_FLAGS of TABLE_CREATE (and STAT).  Unknown bits are
+ * refused (-EOPNOTSUPP).  A table's flags are fixed at create. */
+#define TDB_TABLE_F_ORDERED  (1u << 0)   /* keys also kept in key order:
+					  * SCAN takes ranges (FROM, TO) */
+#define TDB_TABLE_F_ALL      TDB_TABLE_F_ORDERED
 
 /* Inside TDB_A_STAT: one table (tdbe_table_stat and its owner). */
 enum tdb_stat_attr {
@@ -611,6 +623,7 @@ enum tdb_stat_attr {
 	TDB_STAT_A_EVICT           = 20,  /* u32: TDB_EVICT_* */
 	TDB_STAT_A_EVICTED         = 21,  /* u64: records evicted since the
 					   * owner started */
+	TDB_STAT_A_TABLE_FLAGS     = 22,  /* u32: TDB_TABLE_F_*; absent = 0 */
 	__TDB_STAT_A_MAX,
 	TDB_STAT_A_MAX = __TDB_STAT_A_MAX - 1
 };

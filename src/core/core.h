@@ -43,7 +43,12 @@ struct tdbe_table;
 
 struct tdbe_table_opts {
 	unsigned int max_extents;   /* size cap; 0 = TDBE_EXTENTS_DEFAULT */
+	unsigned int flags;         /* TDBE_TABLE_*, fixed at create */
 };
+/* The table also keeps its keys in order (layout.h, "ordered index"):
+ * cursors walk it in key order and take ranges (tdbe_cursor_range). */
+#define TDBE_TABLE_ORDERED 1u
+#define TDBE_TABLE_FLAGS_ALL TDBE_TABLE_ORDERED
 
 struct tdbe_table_stat {
 	uint64_t records;           /* keys present */
@@ -57,6 +62,8 @@ struct tdbe_table_stat {
 	uint64_t index_buckets;     /* leaf buckets of the hash trie */
 	uint64_t expiring;          /* records with a deadline (expired
 				     * ones included until removed) */
+	unsigned int flags;         /* TDBE_TABLE_* it was created with */
+	uint64_t order_nodes;       /* nodes of the ordered index */
 };
 
 /* --- engine and tables ---------------------------------------------- */
@@ -93,6 +100,8 @@ int tdbe_table_list(struct tdbe_engine *e,
 		    void *arg);
 void tdbe_table_stat(struct tdbe_table *t, struct tdbe_table_stat *st);
 const char *tdbe_table_name(const struct tdbe_table *t);
+/* Created with TDBE_TABLE_ORDERED. */
+bool tdbe_table_ordered(const struct tdbe_table *t);
 /*
  * For mapping the table elsewhere (tdbe_view_*); -1 if none.  The
  * descriptor can change: a table on hugepages whose pool runs dry moves
@@ -292,7 +301,8 @@ int tdbe_sample(struct tdbe_table *t, uint64_t rnd, void *keybuf,
 		struct tdbe_sample *out);
 
 /* --- cursors ----------------------------------------------------------
- * A cursor walks a whole table in hash order.  Every key present for the
+ * A cursor walks a whole table in hash order, or an ordered table
+ * (TDBE_TABLE_ORDERED) in key order (LMDB's: tdbe_key_order).  Every key present for the
  * whole walk is returned exactly once, whatever writers do meanwhile;
  * keys inserted or deleted during the walk may or may not be returned.
  * The cursor copies each record into its own buffer: the pointers it
@@ -355,12 +365,30 @@ void tdbe_cursor_rewind(struct tdbe_cursor *c);
  * in a new cursor from the last key returned.  -EINVAL/-E2BIG for a key
  * out of limits, -ENOMEM. */
 int tdbe_cursor_seek(struct tdbe_cursor *c, const void *key, size_t klen);
-/* The cursors' order of two keys of table t: < 0, 0 or > 0 as a comes
+/* The cursors' order of two keys of table t (hash order, or key order
+ * in an ordered table): < 0, 0 or > 0 as a comes
  * before b, is b, or comes after it (tdbe_cursor_next returns records
  * in increasing order).  For a caller that must tell whether a walk has
  * already gone past a key (tdbd's snapshots).  Any key lengths. */
 int tdbe_key_order(const struct tdbe_table *t, const void *a, size_t alen,
 		   const void *b, size_t blen);
+
+/*
+ * Ranges (ordered tables only): the walk returns the keys of r (view.h,
+ * struct tdbe_range: bounds and direction; the bounds' bytes are
+ * copied) in key order, or in reverse with TDBE_RANGE_REVERSE, and
+ * rewinds to the range's first key in that direction.  The guarantee
+ * above holds for the range.  tdbe_cursor_seek then goes on after the
+ * key in the walk's direction.  -EOPNOTSUPP on a hash table (its
+ * cursors walk in hash order only), -EINVAL/-E2BIG for a bound out of
+ * the key limits, -ENOMEM.  A range whose from is after its to is
+ * empty.
+ */
+int tdbe_cursor_range(struct tdbe_cursor *c, const struct tdbe_range *r);
+/* The walk's order of two keys, as tdbe_key_order but for this cursor
+ * (a reverse range walks backwards): < 0 when a comes first. */
+int tdbe_cursor_order(const struct tdbe_cursor *c, const void *a,
+		      size_t alen, const void *b, size_t blen);
 
 /* --- views: a region mapped elsewhere: view.h (included above) ----- */
 

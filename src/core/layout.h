@@ -250,6 +250,90 @@ static inline unsigned int tdbi_slot_index(uint64_t hash, unsigned int depth)
 	return (unsigned int)(hash >> tdbi_shift(depth)) & mask;
 }
 
+/* --- ordered index: a copy-on-write B+tree ------------------------------
+ * An ordered table keeps its keys in the hash trie above (point reads
+ * and writes) and also in key order here: LMDB's order, bytewise
+ * (memcmp), a key that is a prefix of another first.
+ *
+ * Every node is TDBB_NODE_BYTES: a 16-byte header and 8-byte words.
+ *  - A leaf (level 0) holds n entries in key order, each the record of
+ *    one key in the same form as the trie's: the record offset / 16 in
+ *    the low 40 bits, and in the high 24 bits a "head": the 3 bytes of
+ *    the key that follow the node's common prefix (cpl bytes, which
+ *    every key of the node shares), big-endian, zero-padded past the
+ *    key's end.  Heads order like the keys they come from (a smaller
+ *    head is a smaller key; equal heads say nothing), so a search
+ *    compares heads in the node and reads a record only to break a tie.
+ *  - An interior node (level > 0) holds n children (w[0..n)) and n - 1
+ *    separators (w[TDBB_SEP0 + i - 1] for child i >= 1), entries as in
+ *    a leaf: separator i is the smallest key under child i, so child i
+ *    holds the keys k with sep[i] <= k < sep[i + 1].
+ *
+ * Copy-on-write: a published node's count, level, cpl, separators'
+ * keys and leaf entries' keys never change.  An insert or delete builds
+ * a new node and publishes it with one release store of its offset (in
+ * the parent's child word, or oroot), the old node going to the limbo;
+ * a split or a merge builds the parent anew the same way.  Two stores
+ * are made in place, each of one word, leaving the key set alone: a
+ * replaced key's entry (leaf and, where its key is one, separator) gets
+ * the new record of the same key, and a separator whose key was deleted
+ * gets the entry of the next key (the new smallest under its child).
+ * So a reader that loads a word with acquire finds a whole node, and
+ * every node it reached stays readable until its read section ends.
+ * Every record an entry names is in the table: separators name the
+ * smallest key of their subtree, and a delete moves them first.
+ */
+#define TDBB_NODE_BYTES  512u
+#define TDBB_LEAF_CAP    62u        /* (512 - 16) / 8 */
+#define TDBB_INNER_CAP   31u        /* children: 31 + 30 separators */
+#define TDBB_SEP0        TDBB_INNER_CAP
+#define TDBB_MAX_HEIGHT  12u   /* levels, leaves included (= view.h's TDBB_MAX_HEIGHT_V) */
+#define TDBB_HEAD_BYTES  3u
+
+struct tdbb_node {
+	uint16_t level;        /* 0 = leaf */
+	uint16_t n;            /* entries, or children */
+	uint16_t cpl;          /* common prefix length of every key here */
+	uint16_t pad;
+	uint32_t magic;        /* TDBB_NODE_MAGIC (a view checks it) */
+	uint32_t pad2;
+	uint64_t w[(TDBB_NODE_BYTES - 16) / 8];
+};
+#define TDBB_NODE_MAGIC  0x42545245u   /* "ERTB" */
+
+/* The head of a key at a node whose common prefix is cpl bytes. */
+static inline uint64_t tdbb_head(const unsigned char *key, size_t klen,
+				 unsigned int cpl)
+{
+	uint64_t h = 0;
+	unsigned int i;
+
+	for (i = 0; i < TDBB_HEAD_BYTES; i++)
+		h = h << 8 | (cpl + i < klen ? key[cpl + i] : 0);
+	return h;
+}
+
+static inline uint64_t tdbb_entry(uint64_t head, uint64_t rec)
+{
+	return head << TDBI_REC_BITS | rec >> 4;
+}
+
+static inline uint64_t tdbb_entry_head(uint64_t e)
+{
+	return e >> TDBI_REC_BITS;
+}
+
+/* LMDB's order of two keys: < 0, 0, > 0. */
+static inline int tdbb_key_cmp(const void *a, size_t alen, const void *b,
+			       size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c)
+		return c;
+	return alen < blen ? -1 : alen > blen;
+}
+
 /* --- translation -------------------------------------------------------
  * A map turns offsets into addresses: the address of each extent.  The
  * owner's map has every extent it ever backed (the array is sized for the

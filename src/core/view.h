@@ -17,6 +17,8 @@
 #define TDBE_KEY_MAX        4096u            /* bytes */
 #define TDBE_VALUE_MAX      (1u << 20)       /* 1 MiB */
 
+#define TDBB_MAX_HEIGHT_V 12u        /* layout.h's TDBB_MAX_HEIGHT */
+
 /* The static message of the last error, like struct netlink_ext_ack. */
 struct tdbe_extack {
 	const char *msg;
@@ -48,5 +50,57 @@ int tdbe_view_lookup(const struct tdbe_view *v, const void *key, size_t klen,
 int tdbe_view_lookup_ver(const struct tdbe_view *v, const void *key,
 			 size_t klen, const void **val, size_t *vlen,
 			 uint64_t *version);
+
+/* --- ranges of ordered tables -----------------------------------------
+ * A range of keys: from (NULL: the first key) to (NULL: past the last
+ * key), from inclusive and to exclusive unless flags say otherwise,
+ * walked in key order, or from the top down with TDBE_RANGE_REVERSE.
+ * The bounds are the range's whatever the direction: a reverse walk of
+ * [from, to) starts at the last key before to.
+ */
+#define TDBE_RANGE_FROM_EXCL (1u << 0)   /* from itself is not in it */
+#define TDBE_RANGE_TO_INCL   (1u << 1)   /* to itself is */
+#define TDBE_RANGE_REVERSE   (1u << 2)   /* walk it backwards */
+#define TDBE_RANGE_FLAGS_ALL (TDBE_RANGE_FROM_EXCL | TDBE_RANGE_TO_INCL | \
+			      TDBE_RANGE_REVERSE)
+struct tdbe_range {
+	const void *from;
+	size_t from_len;
+	const void *to;
+	size_t to_len;
+	unsigned int flags;         /* TDBE_RANGE_* */
+};
+
+/*
+ * Walking a range of an ordered table in a view: tdbe_view_range()
+ * positions the iterator at the range's first key, tdbe_view_next()
+ * returns one record at a time (pointers into the view, valid inside
+ * the caller's read section; expired records are skipped by this
+ * process's clock).  The iterator keeps the path it walked, not the
+ * bounds' bytes: r's from/to must stay valid until the walk ends.  A
+ * walk is good inside one read section; across sections (or after its
+ * lease expired) start a new one from the last key returned (with
+ * TDBE_RANGE_FROM_EXCL, or as to in reverse).
+ * -EOPNOTSUPP: the table is not ordered; -EINVAL: a bad range;
+ * -EUCLEAN: the region is damaged (or changed under a read section
+ * that outlived its lease: throw away what was read).
+ */
+struct tdbe_view_iter {
+	const struct tdbe_view *v;
+	struct tdbe_range r;
+	uint64_t node[TDBB_MAX_HEIGHT_V];
+	uint16_t pos[TDBB_MAX_HEIGHT_V];
+	unsigned int height;
+	bool done;
+	unsigned int steps;         /* bounds the walk on a damaged region */
+};
+int tdbe_view_range(const struct tdbe_view *v, const struct tdbe_range *r,
+		    struct tdbe_view_iter *it);
+/* 1 and a record, 0 at the end, or a negative errno. */
+int tdbe_view_next(struct tdbe_view_iter *it, const void **key,
+		   size_t *klen, const void **val, size_t *vlen,
+		   uint64_t *version);
+/* Is the mapped table an ordered one? */
+bool tdbe_view_ordered(const struct tdbe_view *v);
 
 #endif

@@ -439,7 +439,7 @@ int tdbo_reply(struct tdbo_sink *out, const struct tdb_proto_msg *a,
 void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps);
 /* An answer to m: its command, seq and pid, the attributes given. */
 void tdbo_reply_init(const struct tdb_proto_msg *m, struct tdb_proto_msg *a,
-		     uint32_t attrs);
+		     uint64_t attrs);
 
 /* registry.c */
 bool tdbo_may(const struct tdbo_client *c, const struct tdbo_table *t,

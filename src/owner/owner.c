@@ -51,7 +51,7 @@ int tdbo_reply(struct tdbo_sink *out, const struct tdb_proto_msg *a,
 }
 
 void tdbo_reply_init(const struct tdb_proto_msg *m, struct tdb_proto_msg *a,
-		     uint32_t attrs)
+		     uint64_t attrs)
 {
 	memset(a, 0, sizeof(*a));
 	a->cmd = m->cmd;

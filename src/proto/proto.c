@@ -198,9 +198,9 @@ enum ans { ANS_NONE, ANS_REPLY, ANS_PART, ANS_NOTIFY };
 struct cmd_pol {
 	const char *name;
 	bool dump, ack;
-	uint32_t req_allow, req_need;
+	uint64_t req_allow, req_need;
 	uint8_t ans;            /* the kind of family message answering it */
-	uint32_t ans_allow, ans_need;
+	uint64_t ans_allow, ans_need;
 };
 
 #define A(x) BIT(TDB_A_##x)
@@ -464,7 +464,7 @@ static int check_int(unsigned int type, uint64_t v,
 }
 
 /* A SCAN part: a record (KEY and VALUE) and/or a CURSOR. */
-static int check_scan_part(uint32_t attrs, struct tdb_proto_extack *ext)
+static int check_scan_part(uint64_t attrs, struct tdb_proto_extack *ext)
 {
 	bool k = attrs & BIT(TDB_A_KEY), v = attrs & BIT(TDB_A_VALUE);
 
@@ -481,9 +481,9 @@ static int check_scan_part(uint32_t attrs, struct tdb_proto_extack *ext)
 	return 0;
 }
 
-static int lowest_bit(uint32_t x)
+static int lowest_bit(uint64_t x)
 {
-	return __builtin_ctz(x);
+	return __builtin_ctzll(x);
 }
 
 /* --- parsing ----------------------------------------------------------- */
@@ -493,10 +493,10 @@ struct pstate {
 	const char *base;           /* (const char *)nlh */
 	struct tdb_proto_msg *m;
 	struct tdb_proto_extack *ext;
-	uint32_t allow;             /* attributes this message may have */
+	uint64_t allow;             /* attributes this message may have */
 	bool strict;                /* refuse unknown types (requests) */
 	bool new_name;              /* TABLE_CREATE: TABLE is a new name */
-	uint32_t seen;
+	uint64_t seen;
 	uint32_t next;              /* offset after the last attribute seen */
 	bool value_open;            /* the last attribute was a full VALUE
 				     * fragment: a VALUE may follow it */
@@ -878,7 +878,7 @@ static int parse_family(struct pstate *s, enum tdb_proto_dir dir)
 	const struct genlmsghdr *g;
 	const struct cmd_pol *cp;
 	uint16_t f = nlh->nlmsg_flags;
-	uint32_t need;
+	uint64_t need;
 	int rc;
 
 	if (nlh->nlmsg_len < GENL_LEN)
@@ -1193,7 +1193,8 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 		     struct tdb_proto_extack *ext)
 {
 	const struct cmd_pol *cp = get_cmd(m->cmd);
-	uint32_t allow, need, t;
+	uint64_t allow, need;
+	uint32_t t;
 	uint64_t size = GENL_LEN;
 	long n;
 	int err;

@@ -83,11 +83,11 @@ struct tdb_proto_counters {
 	uint64_t expired, evicted;
 };
 
-#define TDB_PROTO_BIT(a)    (1u << (a))
+#define TDB_PROTO_BIT(a)    (1ull << (a))
 #define TDB_PROTO_HAS(m, a) (((m)->attrs & TDB_PROTO_BIT(a)) != 0)
 
 /*
- * A tdb message.  For a family message, `attrs` has bit (1u << TDB_A_x)
+ * A tdb message.  For a family message, `attrs` has bit (1ull << TDB_A_x)
  * for each attribute present and the matching fields hold it; pointers
  * point into the message (parse) or at the caller's data (build).
  * NLMSG_ERROR and NLMSG_DONE fill `error`, `ext` (and `orig`) instead.
@@ -103,7 +103,7 @@ struct tdb_proto_msg {
 	uint8_t cmd;                  /* enum tdb_cmd */
 	uint8_t version;              /* parse only; builder writes 1 */
 
-	uint32_t attrs;
+	uint64_t attrs;
 	const char *table;            /* NUL-terminated */
 	uint32_t table_len;           /* without the NUL */
 	const void *key;
