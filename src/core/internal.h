@@ -117,4 +117,7 @@ uint64_t tdbi_sample(const struct tdb_map *m, uint64_t rnd);
 int tdbi_key_cmp(uint64_t ha, const void *ka, size_t la,
 		 uint64_t hb, const void *kb, size_t lb);
 
+/* order.c: the ordered index of an ordered table (layout.h) */
+int tdbb_init(struct tdbe_table *t);
+
 #endif

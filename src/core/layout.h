@@ -95,7 +95,16 @@ struct tdb_region_hdr {
 	/* TDB_HDR_F_*: what the owner asks of mapped readers (written by
 	 * the owner, read relaxed) */
 	uint32_t reader_flags;
+	/* Ordered tables (TDB_TBL_F_ORDERED in table_flags, fixed at
+	 * create): the offset of the ordered index's root node (below,
+	 * "ordered index"), replaced with a release store when the tree
+	 * grows or shrinks a level; 0 in a hash-only table.  onodes: its
+	 * nodes (statistics, relaxed). */
+	uint32_t table_flags;
+	uint64_t oroot;
+	uint64_t onodes;
 };
+#define TDB_TBL_F_ORDERED 1u
 /* Mapped readers report (a sample of) their hits with TOUCH: the table
  * evicts by use (docs/PROTOCOL.md, "Eviction"). */
 #define TDB_HDR_F_TOUCH 1u

@@ -186,6 +186,10 @@ static int table_new(const char *name, const struct tdbe_table_opts *opts,
 		TDB_EXTACK(ext, "max_extents must be at least 1");
 		return -EINVAL;
 	}
+	if (opts && (opts->flags & ~TDBE_TABLE_FLAGS_ALL)) {
+		TDB_EXTACK(ext, "unknown table flags");
+		return -EINVAL;
+	}
 	t = tdbp_alloc(sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -205,6 +209,13 @@ static int table_new(const char *name, const struct tdbe_table_opts *opts,
 	if (err) {
 		TDB_EXTACK(ext, "no room for the index root");
 		goto fail;
+	}
+	if (opts && (opts->flags & TDBE_TABLE_ORDERED)) {
+		err = tdbb_init(t);
+		if (err) {
+			TDB_EXTACK(ext, "no room for the ordered index's root");
+			goto fail;
+		}
 	}
 	*out = t;
 	return 0;
@@ -352,6 +363,14 @@ void tdbe_table_stat(struct tdbe_table *t, struct tdbe_table_stat *st)
 	st->index_nodes = tdb_load_relaxed(&h->index_nodes);
 	st->index_buckets = tdb_load_relaxed(&h->index_buckets);
 	st->expiring = tdb_load_relaxed(&h->nexpiring);
+	st->flags = h->table_flags & TDB_TBL_F_ORDERED ? TDBE_TABLE_ORDERED
+						       : 0;
+	st->order_nodes = tdb_load_relaxed(&h->onodes);
+}
+
+bool tdbe_table_ordered(const struct tdbe_table *t)
+{
+	return tdb_hdr(&t->map)->table_flags & TDB_TBL_F_ORDERED;
 }
 
 int tdbe_table_list(struct tdbe_engine *e,
