@@ -77,10 +77,15 @@ static inline const struct tdb_rec *tdbb_rec_at(const struct tdbb_src *s,
 	return r;
 }
 
-/* Word i of a node: a child offset or an entry. */
+/* Word i of a node: a child offset or an entry.  i is bounded by the
+ * node's words: a count or level read again after tdbb_node_at checked
+ * them may have changed in a node reused under a mapped reader whose
+ * section outlived its lease, and the read must stay inside the node
+ * (the answer is then wrong, which the checked walk finds). */
 static inline uint64_t tdbb_word(const struct tdbb_node *n, unsigned int i)
 {
-	return tdb_load_acquire(&n->w[i]);
+	return tdb_load_acquire(&n->w[i < TDBB_LEAF_CAP ? i
+					   : TDBB_LEAF_CAP - 1]);
 }
 
 /* Separator i (1..n-1) of an interior node. */
@@ -244,32 +249,34 @@ static inline const struct tdbb_node *tdbb_leaf(const struct tdbb_src *s,
  * the last key of all. */
 static inline int tdbb_fix_fwd(const struct tdbb_src *s, struct tdbb_walk *w)
 {
-	unsigned int leaf = w->height - 1;
-	const struct tdbb_node *n = tdbb_node_at(s, w->node[leaf]);
-	int d;
+	/* a loop, not a recursion: each turn moves the path on, and a
+	 * region changed under a mapped reader must not grow the stack */
+	for (;;) {
+		unsigned int leaf = w->height - 1;
+		const struct tdbb_node *n = tdbb_node_at(s, w->node[leaf]);
+		const struct tdbb_node *p = NULL;
+		int d, err;
 
-	if (!n)
-		return -EUCLEAN;
-	if (w->pos[leaf] < n->n)
-		return 1;
-	for (d = (int)leaf - 1; d >= 0; d--) {
-		const struct tdbb_node *p = tdbb_node_at(s, w->node[d]);
-
-		if (!p)
+		if (!n)
 			return -EUCLEAN;
-		if (w->pos[d] + 1u < p->n) {
-			int err;
-
-			w->pos[d]++;
-			w->node[d + 1] = tdbb_word(p, w->pos[d]);
-			err = tdbb_descend_edge(s, w, (unsigned int)d + 1,
-						false);
-			if (err)
-				return err;
-			return tdbb_fix_fwd(s, w);   /* an empty leaf: on */
+		if (w->pos[leaf] < n->n)
+			return 1;
+		for (d = (int)leaf - 1; d >= 0; d--) {
+			p = tdbb_node_at(s, w->node[d]);
+			if (!p)
+				return -EUCLEAN;
+			if (w->pos[d] + 1u < p->n)
+				break;
 		}
+		if (d < 0)
+			return 0;
+		w->pos[d]++;
+		w->node[d + 1] = tdbb_word(p, w->pos[d]);
+		err = tdbb_descend_edge(s, w, (unsigned int)d + 1, false);
+		if (err)
+			return err;
+		/* an empty leaf: on */
 	}
-	return 0;
 }
 
 static inline int tdbb_step_fwd(const struct tdbb_src *s, struct tdbb_walk *w)
@@ -283,39 +290,38 @@ static inline int tdbb_step_fwd(const struct tdbb_src *s, struct tdbb_walk *w)
 static inline int tdbb_step_back(const struct tdbb_src *s,
 				 struct tdbb_walk *w)
 {
-	unsigned int leaf = w->height - 1;
-	int d;
+	/* a loop, not a recursion, as in tdbb_fix_fwd */
+	for (;;) {
+		unsigned int leaf = w->height - 1;
+		const struct tdbb_node *p = NULL, *l;
+		int d, err;
 
-	if (w->pos[leaf] > 0) {
-		w->pos[leaf]--;
-		return 1;
-	}
-	for (d = (int)leaf - 1; d >= 0; d--) {
-		const struct tdbb_node *p = tdbb_node_at(s, w->node[d]);
-
-		if (!p)
-			return -EUCLEAN;
-		if (w->pos[d] > 0) {
-			const struct tdbb_node *l;
-			int err;
-
-			w->pos[d]--;
-			w->node[d + 1] = tdbb_word(p, w->pos[d]);
-			err = tdbb_descend_edge(s, w, (unsigned int)d + 1,
-						true);
-			if (err)
-				return err;
-			l = tdbb_leaf(s, w);
-			if (!l)
-				return -EUCLEAN;
-			if (l->n)
-				return 1;
-			/* an empty leaf (only a lone root is): on */
-			w->pos[w->height - 1] = 0;
-			return tdbb_step_back(s, w);
+		if (w->pos[leaf] > 0) {
+			w->pos[leaf]--;
+			return 1;
 		}
+		for (d = (int)leaf - 1; d >= 0; d--) {
+			p = tdbb_node_at(s, w->node[d]);
+			if (!p)
+				return -EUCLEAN;
+			if (w->pos[d] > 0)
+				break;
+		}
+		if (d < 0)
+			return 0;
+		w->pos[d]--;
+		w->node[d + 1] = tdbb_word(p, w->pos[d]);
+		err = tdbb_descend_edge(s, w, (unsigned int)d + 1, true);
+		if (err)
+			return err;
+		l = tdbb_leaf(s, w);
+		if (!l)
+			return -EUCLEAN;
+		if (l->n)
+			return 1;
+		/* an empty leaf (only a lone root is): on */
+		w->pos[w->height - 1] = 0;
 	}
-	return 0;
 }
 
 /* Prefetch the record `ahead` entries past the walk's place in its leaf

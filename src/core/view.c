@@ -298,7 +298,11 @@ static int iter_step(struct tdbe_view_iter *it, const struct tdbb_src *s,
 	struct tdbb_walk w;
 	int at;
 
-	if (!rev && it->pos[leaf] + 1u < l->n) {
+	/* the count is read again: bounded by the leaf's capacity, so a
+	 * node reused under a reader that outlived its lease cannot take
+	 * the walk outside it (iter_leaf checks it when the walk leaves) */
+	if (!rev && it->pos[leaf] + 1u < l->n &&
+	    it->pos[leaf] + 1u < TDBB_LEAF_CAP) {
 		it->pos[leaf]++;
 		return 1;
 	}
@@ -336,9 +340,20 @@ int tdbe_view_next(struct tdbe_view_iter *it, const void **key,
 
 		if (!r)
 			return -EUCLEAN;
+		/* every key met follows the last in the walk's direction: a
+		 * damaged region (or one reused under the reader) gives an
+		 * error, never keys twice or out of order, and the walk ends
+		 * after at most as many steps as the region holds records */
+		if (it->last &&
+		    tdbb_key_cmp(r->data, r->klen, it->last,
+				 it->last_len) * (rev ? -1 : 1) <= 0)
+			return -EUCLEAN;
+		it->last = r->data;
+		it->last_len = r->klen;
 		if (view_past_end(&it->r, r))
 			break;
-		if (ahead >= 0 && ahead < (int)l->n) {
+		if (ahead >= 0 && ahead < (int)l->n &&
+		    ahead < (int)TDBB_LEAF_CAP) {
 			const void *p = tdbb_at(&s, tdbi_entry_rec(
 					tdb_load_relaxed(&l->w[ahead])), 16);
 
