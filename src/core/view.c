@@ -340,14 +340,27 @@ int tdbe_view_next(struct tdbe_view_iter *it, const void **key,
 
 		if (!r)
 			return -EUCLEAN;
-		/* every key met follows the last in the walk's direction: a
-		 * damaged region (or one reused under the reader) gives an
-		 * error, never keys twice or out of order, and the walk ends
-		 * after at most as many steps as the region holds records */
+		/* A key that does not follow the last one met in the walk's
+		 * direction is skipped: one written during the walk (a
+		 * separator moved by a delete lets the left neighbour take
+		 * keys of the right one's old range; a walk that met the
+		 * right one's older copy then meets them out of order,
+		 * layout.h "ordered index"), or a damaged region's.  Never
+		 * returned twice or out of order; a region that makes the
+		 * walk skip more keys in a row than it can hold records is
+		 * damaged (a walk ends, never loops). */
 		if (it->last &&
 		    tdbb_key_cmp(r->data, r->klen, it->last,
-				 it->last_len) * (rev ? -1 : 1) <= 0)
-			return -EUCLEAN;
+				 it->last_len) * (rev ? -1 : 1) <= 0) {
+			if (++it->skipped > (uint64_t)it->v->nextents *
+					    (TDBP_EXTENT_SIZE / 32))
+				return -EUCLEAN;
+			at = iter_step(it, &s, rev);
+			if (at < 0)
+				return at;
+			continue;
+		}
+		it->skipped = 0;
 		it->last = r->data;
 		it->last_len = r->klen;
 		if (view_past_end(&it->r, r))
