@@ -41,7 +41,7 @@
 
 #include "owner_harness.h"
 
-#define KMAX 16                 /* the model's keys are short */
+#define KMAX TDB_KEY_MAX
 #define MAXGOT 512
 
 /* --- a SCAN request, and what it got --------------------------------------- */
@@ -128,7 +128,8 @@ static void sink_init(struct osink *k, struct got *g, int room)
 static int scan_start(struct tdbo_client *c, const struct scanreq *r,
 		      struct got *g, struct tdbo_dump **dump)
 {
-	static unsigned char buf[3 * TDB_KEY_MAX] __attribute__((aligned(8)));
+	static unsigned char buf[4 * TDB_KEY_MAX + 1024]
+		__attribute__((aligned(8)));
 	struct tdb_proto_extack ext = { NULL };
 	struct tdb_proto_msg in = { .cmd = TDB_CMD_SCAN }, m;
 	struct tdbo_out res;
@@ -275,6 +276,33 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The harness's run() for requests of up to 4 KiB keys (its buffer is
+ * ROOM bytes): only the error. */
+static int run_big(struct tdbo_client *c, struct tdb_proto_msg *in)
+{
+	static unsigned char buf[2 * TDB_KEY_MAX] __attribute__((aligned(8)));
+	struct tdb_proto_extack ext = { NULL };
+	struct tdb_proto_msg m;
+	struct tdbo_out res;
+	struct ans a;
+	struct sink k;
+	long n;
+
+	memset(&a, 0, sizeof(a));
+	memset(&k, 0, sizeof(k));
+	k.s.reserve = s_reserve;
+	k.s.commit = s_commit;
+	k.s.in_read_section = true;
+	k.a = &a;
+	n = tdb_proto_build(buf, sizeof(buf), TDB_PROTO_REQUEST, in, &ext);
+	assert_true(n > 0);
+	assert_int_equal(tdb_proto_parse(buf, (size_t)n, TDB_PROTO_REQUEST,
+					 &m, &ext), 0);
+	a.err = tdbo_exec(c, &m, &k.s, &ext, &res);
+	assert_null(res.dump);
+	return a.err;
+}
+
 /* A put or delete of a binary key (the harness's take strings). */
 static int bput(struct tdbo_client *c, const char *t, const void *k,
 		size_t kl, const char *v)
@@ -286,7 +314,7 @@ static int bput(struct tdbo_client *c, const char *t, const void *k,
 	m.key_len = (uint32_t)kl;
 	m.value = v;
 	m.value_len = (uint32_t)strlen(v);
-	return run(c, &m).err;
+	return run_big(c, &m);
 }
 
 static int bdel(struct tdbo_client *c, const char *t, const void *k,
@@ -297,7 +325,7 @@ static int bdel(struct tdbo_client *c, const char *t, const void *k,
 	m.attrs |= TDB_PROTO_BIT(TDB_A_KEY);
 	m.key = k;
 	m.key_len = (uint32_t)kl;
-	return run(c, &m).err;
+	return run_big(c, &m);
 }
 
 /* LMDB's order, the test's own. */
@@ -552,6 +580,46 @@ static void plain_scan_in_order(void **state)
 			      .prefix = "\xff", .plen = 1 };
 	assert_int_equal(scan(w->c1, &r, &g), 0);
 	assert_int_equal(g.n, 1);
+}
+
+/* Bounds and cursors of 4 KiB keys; an enormous LIMIT. */
+static void big_keys(void **state)
+{
+	struct world *w = *state;
+	static unsigned char k1[TDB_KEY_MAX], k2[TDB_KEY_MAX];
+	static unsigned char cur[TDB_CURSOR_MAX];
+	static struct got g;
+	struct scanreq r = { .table = "o" };
+
+	memset(k1, 'm', sizeof(k1));
+	memset(k2, 'm', sizeof(k2));
+	k2[TDB_KEY_MAX - 1] = 'n';
+	assert_int_equal(bput(w->c1, "o", k1, sizeof(k1), "1"), 0);
+	assert_int_equal(bput(w->c1, "o", k2, sizeof(k2), "2"), 0);
+	assert_int_equal(bput(w->c1, "o", "m", 1, "0"), 0);
+	assert_int_equal(bput(w->c1, "o", "n", 1, "3"), 0);
+	r.from = k1;
+	r.flen = sizeof(k1);
+	r.to = k2;
+	r.tlen = sizeof(k2);
+	r.flags = TDB_SCAN_TO_INCL | TDB_SCAN_REVERSE;
+	r.limit = 1;
+	assert_int_equal(scan(w->c1, &r, &g), 0);
+	assert_int_equal(g.n, 1);
+	assert_string_equal(g.val[0], "2");
+	assert_int_equal(g.clen, 18 + TDB_KEY_MAX);     /* the whole key */
+	memcpy(cur, g.cursor, g.clen);
+	r.cursor = cur;
+	r.clen = g.clen;
+	assert_int_equal(scan(w->c1, &r, &g), 0);
+	assert_int_equal(g.n, 1);
+	assert_string_equal(g.val[0], "1");
+	r.cursor = NULL;
+	r.limit = UINT32_MAX;           /* as good as none */
+	r.flags = TDB_SCAN_TO_INCL;
+	assert_int_equal(scan(w->c1, &r, &g), 0);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.clen, 0);
 }
 
 /* --- resuming under writers -------------------------------------------------- */
@@ -972,6 +1040,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ranges_model, setup, teardown),
 		cmocka_unit_test_setup_teardown(plain_scan_in_order, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(big_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(resume_under_writers, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(refusals, setup, teardown),
