@@ -258,6 +258,19 @@ static bool ord_past_end(const struct tdbe_cursor *c, const struct tdb_rec *r)
 	return d > 0 || (d == 0 && !(g->flags & TDBE_RANGE_TO_INCL));
 }
 
+/* A bound (tdbe_cursor_seek's key) before where the range starts, in
+ * the walk's direction: the walk starts at the range's start. */
+static bool bound_before_range(const struct tdbe_cursor *c)
+{
+	const struct tdbe_range *g = &c->range;
+
+	if (g->flags & TDBE_RANGE_REVERSE)
+		return g->to && tdbb_key_cmp(c->bound.data, c->bound.len,
+					     g->to, g->to_len) > 0;
+	return g->from && tdbb_key_cmp(c->bound.data, c->bound.len,
+				       g->from, g->from_len) < 0;
+}
+
 /* Position w at the walk's next key: the range's first, or the first
  * past the bound in the walk's direction.  1 = at a key, 0 = none. */
 static int ord_start(const struct tdbe_cursor *c, const struct tdbb_src *s,
@@ -271,7 +284,7 @@ static int ord_start(const struct tdbe_cursor *c, const struct tdbb_src *s,
 	bool upper;
 	int err;
 
-	if (c->started) {
+	if (c->started && !bound_before_range(c)) {
 		k = c->bound.data;
 		klen = c->bound.len;
 		upper = !rev;             /* past the bound */
@@ -317,8 +330,10 @@ static unsigned int ord_collect(struct tdbe_cursor *c, struct tdbi_hit *hits,
 	bool rev = c->range.flags & TDBE_RANGE_REVERSE;
 	struct tdbb_walk w;
 	unsigned int n = 0;
-	int at = ord_start(c, &s, &w);
+	int at = ord_start(c, &s, &w), i;
 
+	for (i = 0; at == 1 && i < TDBB_PREFETCH; i++)
+		tdbb_prefetch(&s, &w, rev ? -i : i);
 	while (at == 1 && n < max) {
 		uint64_t rec = tdbi_entry_rec(tdbb_cur(&s, &w));
 
@@ -328,6 +343,9 @@ static unsigned int ord_collect(struct tdbe_cursor *c, struct tdbi_hit *hits,
 		hits[n].hash = 0;
 		n++;
 		at = rev ? tdbb_step_back(&s, &w) : tdbb_step_fwd(&s, &w);
+		if (at == 1)
+			tdbb_prefetch(&s, &w, rev ? -(TDBB_PREFETCH - 1)
+						  : TDBB_PREFETCH - 1);
 	}
 	return n;
 }
