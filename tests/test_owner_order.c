@@ -46,7 +46,7 @@
 #define KMAX TDB_KEY_MAX
 #define MAXGOT 512
 
-/* --- a SCAN request, and what it got --------------------------------------- */
+/* --- a SCAN request, and what it got ------------------------------------- */
 
 struct scanreq {
 	const char *table;
@@ -226,7 +226,7 @@ static int scan(struct tdbo_client *c, const struct scanreq *r,
 	return g->err;
 }
 
-/* --- set up ---------------------------------------------------------------- */
+/* --- set up -------------------------------------------------------------- */
 
 static void create(struct tdbo_client *c, const char *name, bool ordered)
 {
@@ -349,7 +349,7 @@ static uint32_t rnd(uint32_t n)
 	return (uint32_t)(rnd_state % n);
 }
 
-/* --- create and stat -------------------------------------------------------- */
+/* --- create and stat ----------------------------------------------------- */
 
 static void create_and_stat(void **state)
 {
@@ -383,7 +383,7 @@ static void create_and_stat(void **state)
 	assert_false(a.stat.present & TDB_PROTO_BIT(TDB_STAT_A_TABLE_FLAGS));
 }
 
-/* --- ranges against a sorted reference --------------------------------------- */
+/* --- ranges against a sorted reference ----------------------------------- */
 
 /* The model: keys over { 0x00, 'a', 'b', 0xff } of 1..3 bytes (so keys
  * that are prefixes of others, 0x00 and 0xff bytes). */
@@ -624,7 +624,7 @@ static void big_keys(void **state)
 	assert_int_equal(g.clen, 0);
 }
 
-/* --- resuming under writers -------------------------------------------------- */
+/* --- resuming under writers ---------------------------------------------- */
 
 /* Stable keys s000..s099 (every other number: room between), volatile
  * ones put and deleted around and between them while a range is read in
@@ -643,7 +643,8 @@ static void churn(struct world *w, unsigned int round)
 	for (i = 0; i < 4; i++) {
 		sprintf(k, "s%03u", rnd(200) | 1);
 		if (rnd(2))
-			assert_int_equal(bput(w->c2, "o", k, strlen(k), "x"), 0);
+			assert_int_equal(bput(w->c2, "o", k, strlen(k), "x"),
+					 0);
 		else
 			(void)bdel(w->c2, "o", k, strlen(k));
 	}
@@ -718,7 +719,7 @@ static void resume_under_writers(void **state)
 	}
 }
 
-/* --- refusals ---------------------------------------------------------------- */
+/* --- refusals ------------------------------------------------------------ */
 
 static void refusals(void **state)
 {
@@ -822,7 +823,7 @@ static void refusals(void **state)
 	assert_string_equal(g.msg, "not a cursor this owner made");
 }
 
-/* --- snapshot scans of ordered tables ----------------------------------------- */
+/* --- snapshot scans of ordered tables ------------------------------------ */
 
 static void snapshot_in_order(void **state)
 {
@@ -1026,7 +1027,7 @@ static void snapshot_threads(void **state)
 	assert_true(atomic_load(&ch.seq) > 100);
 }
 
-/* --- transactions' range reads -------------------------------------------------- */
+/* --- transactions' range reads ------------------------------------------- */
 
 static uint64_t txn_scan(struct world *w, struct scanreq r, unsigned int n)
 {

@@ -280,9 +280,10 @@ static int range_make(struct tdbo_dump *d, const struct tdb_proto_msg *m)
 	const void *from = TDB_PROTO_HAS(m, TDB_A_FROM) ? m->from : NULL;
 	const void *to = TDB_PROTO_HAS(m, TDB_A_TO) ? m->to : NULL;
 	size_t flen = from ? m->from_len : 0, tlen = to ? m->to_len : 0;
-	unsigned int rf = ((f & TDB_SCAN_FROM_EXCL) ? TDBE_RANGE_FROM_EXCL : 0) |
-			  ((f & TDB_SCAN_TO_INCL) ? TDBE_RANGE_TO_INCL : 0) |
-			  ((f & TDB_SCAN_REVERSE) ? TDBE_RANGE_REVERSE : 0);
+	unsigned int rf =
+		((f & TDB_SCAN_FROM_EXCL) ? TDBE_RANGE_FROM_EXCL : 0) |
+		((f & TDB_SCAN_TO_INCL) ? TDBE_RANGE_TO_INCL : 0) |
+		((f & TDB_SCAN_REVERSE) ? TDBE_RANGE_REVERSE : 0);
 	unsigned char *end;
 	size_t elen = 0;
 
