@@ -1124,6 +1124,21 @@ static void txn_range_reads(void **state)
 	x = txn_scan(w, (struct scanreq){ .table = "h" }, 1);
 	assert_int_equal(bput(w->c2, "h", "k2", 2, "2"), 0);
 	assert_int_equal(commit(w->c1, x).err, -ESTALE);
+	/* not with a PREFIX (the commit would walk all of it) */
+	r = (struct scanreq){ .table = "h", .has_prefix = true,
+			      .prefix = "k", .plen = 1, .txn = begin(w->c1) };
+	assert_int_equal(scan(w->c1, &r, &g), -EOPNOTSUPP);
+	assert_non_null(strstr(g.msg, "needs an ordered table"));
+	assert_int_equal(commit(w->c1, r.txn).err, 0);
+	/* an empty range read: anything inserted into it is a phantom */
+	r = (struct scanreq){ .table = "o", .from = "e", .flen = 1,
+			      .to = "f", .tlen = 1 };
+	x = txn_scan(w, r, 0);
+	assert_int_equal(bput(w->c2, "o", "e1", 2, "2"), 0);
+	assert_int_equal(commit(w->c1, x).err, -ESTALE);
+	x = txn_scan(w, r, 1);
+	assert_int_equal(bput(w->c2, "o", "f", 1, "2"), 0);   /* TO: out */
+	assert_int_equal(commit(w->c1, x).err, 0);
 }
 
 /* The records a transaction's SCAN sends count against max-txn-ops. */

@@ -366,6 +366,16 @@ static int scan_check(const struct tdbo_table *t,
 			      TDB_A_TO : TDB_A_SCAN_FLAGS];
 		return -EOPNOTSUPP;
 	}
+	/* the commit walks the span again under the table's lock: a hash
+	 * table's PREFIX would have it walk every key of the table */
+	if (TDB_PROTO_HAS(m, TDB_A_TXN) && m->prefix_len &&
+	    !tdbe_table_ordered(t->t)) {
+		ext->msg = "a SCAN with a PREFIX in a transaction needs an "
+			   "ordered table (tdb create --ordered): checking a "
+			   "hash table's at commit would walk all its keys";
+		ext->offset = m->attr_off[TDB_A_PREFIX];
+		return -EOPNOTSUPP;
+	}
 	if (TDB_PROTO_HAS(m, TDB_A_FROM) && TDB_PROTO_HAS(m, TDB_A_TO) &&
 	    tdbo_key_cmp(m->from, m->from_len, m->to, m->to_len) > 0) {
 		ext->msg = "the range's FROM is after its TO";
