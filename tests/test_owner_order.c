@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "owner.h"
+#include "core.h"
 
 #include "owner_harness.h"
 
@@ -375,6 +376,24 @@ static void create_and_stat(void **state)
 	n = tdb_proto_build(buf, sizeof(buf), TDB_PROTO_REQUEST, &m, &ext);
 	assert_int_equal(n, -EOPNOTSUPP);
 	assert_non_null(strstr(ext.msg, "unknown table flags"));
+	/* a durable home's restore keeps the kind */
+	{
+		struct tdbo_table *t = NULL;
+		const char *why = NULL;
+
+		assert_int_equal(tdbo_table_restore_flags(w->o, "r", 0, 0,
+				 TDB_TABLE_F_ORDERED, 0, 0, 0644, &t, &why), 0);
+		assert_non_null(t);
+		assert_int_equal(tdbo_table_flags(t), TDB_TABLE_F_ORDERED);
+		assert_true(tdbe_table_ordered(tdbo_table_engine(t)));
+		m = req(TDB_CMD_TABLE_STAT, "r", NULL, 0);
+		a = run(w->c1, &m);
+		assert_int_equal(a.stat.table_flags, TDB_TABLE_F_ORDERED);
+		assert_int_equal(tdbo_table_restore(w->o, "r2", 0, 0, 0, 0,
+						    0644, &t, &why), 0);
+		assert_int_equal(tdbo_table_flags(t), 0);
+		assert_false(tdbe_table_ordered(tdbo_table_engine(t)));
+	}
 	/* TABLE_FLAGS 0: a hash table */
 	m.table_flags = 0;
 	assert_int_equal(run(w->c1, &m).err, 0);
