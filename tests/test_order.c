@@ -18,6 +18,15 @@
  * readers walk ranges in both directions in small resumed steps; every
  * "stable" key (present throughout) must come exactly once and the
  * output must be in strict order.
+ * Phase 3, block churn: whole walks inside one read section (views) and
+ * in batches of 256 (cursors) while a writer puts and deletes runs of
+ * keys (leaves empty, merge, interior nodes go, the root moves).
+ * Phase 4, damaged views: a private copy of a region with a reused leaf
+ * (count 65535, the leaf against a page that cannot be read) and with a
+ * child shared by two child words: no read outside, no key twice.
+ * Phase 5, every op: the invariants after every single put and delete.
+ * Phase 6, moved separator: a delete moves a separator under a reverse
+ * walk and a key goes into the gap; the walk stays in strict order.
  *
  * Usage: test_order [seed]; TDB_ORDER_OPS=<n> scales phase 1.
  */
