@@ -171,6 +171,9 @@ struct tdbo_table {
 	uint64_t id;                    /* unique for the owner's life (a
 					 * durable home's: its data's) */
 	uint32_t max_extents;           /* as created (0: the default) */
+	uint32_t flags;                 /* TDB_TABLE_F_* as created (kept
+					 * while set aside too: a durable
+					 * home's checkpoints write it) */
 	uint64_t reserve;               /* address space charged to uid
 					 * (TDBO_Q_RESERVE) until closed */
 	/* Set aside by a durable home's recovery (it could not be

@@ -440,17 +440,21 @@ unsigned int tdbo_table_count(struct tdbo_owner *o);
 unsigned int tdbo_table_count_aside(struct tdbo_owner *o);
 /* Address space a table of max_ext extents reserves (0: the default). */
 uint64_t tdbo_table_reserve(uint32_t max_ext);
-/* Recovery: a table as it was (its id; charged whatever the limits
- * say); *out (may be NULL): the registry's, not counted. */
+/* Recovery: a table as it was (its id, its flags TDB_TABLE_F_*: an
+ * ordered table is made ordered; charged whatever the limits say);
+ * *out (may be NULL): the registry's, not counted.  Unknown flags:
+ * -EOPNOTSUPP. */
 int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
-		       uint32_t max_ext, uint32_t uid, uint32_t gid,
-		       uint32_t mode, struct tdbo_table **out,
+		       uint32_t max_ext, uint32_t flags, uint32_t uid,
+		       uint32_t gid, uint32_t mode, struct tdbo_table **out,
 		       const char **msg);
 /* Recovery: a table that cannot be restored goes into the registry set
- * aside, without an engine table; why says what failed.  0, -ENOMEM. */
+ * aside, without an engine table (its flags kept for its schema); why
+ * says what failed.  0, -ENOMEM. */
 int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
-			 uint32_t max_ext, uint32_t uid, uint32_t gid,
-			 uint32_t mode, uint64_t from, const char *why);
+			 uint32_t max_ext, uint32_t flags, uint32_t uid,
+			 uint32_t gid, uint32_t mode, uint64_t from,
+			 const char *why);
 /* Recovery: a restored table that failed after all (a record it cannot
  * take): its engine table is dropped and it is set aside. */
 int tdbo_table_set_aside(struct tdbo_owner *o, struct tdbo_table *t,

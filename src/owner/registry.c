@@ -244,11 +244,13 @@ static void table_log(const struct tdbo_table *t, const char *what)
  * come before any change to the table).  what: "created" or "restored"
  * (the log line). */
 static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
-		      uint32_t max_ext, uint32_t uid, uint32_t gid,
-		      uint32_t mode, bool locked, const char *what,
-		      struct tdbo_table **out, const char **msg)
+		      uint32_t max_ext, uint32_t flags, uint32_t uid,
+		      uint32_t gid, uint32_t mode, bool locked,
+		      const char *what, struct tdbo_table **out,
+		      const char **msg)
 {
-	struct tdbe_table_opts opts = { .max_extents = max_ext };
+	struct tdbe_table_opts opts = { .max_extents = max_ext,
+		.flags = flags & TDB_TABLE_F_ORDERED ? TDBE_TABLE_ORDERED : 0 };
 	struct tdbe_extack ee = { 0 };
 	struct tdbo_table *t = table_alloc(o, name, id, max_ext, uid, gid,
 					   mode);
@@ -268,6 +270,7 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 		tdbp_free(t);
 		return err;
 	}
+	t->flags = flags;
 	t->reserve = tdbo_table_reserve(max_ext);
 	tdbo_quota_force(o, uid, TDBO_Q_TABLES, 1);
 	tdbo_quota_force(o, uid, TDBO_Q_RESERVE, t->reserve);
@@ -283,14 +286,19 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 }
 
 int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
-		       uint32_t max_ext, uint32_t uid, uint32_t gid,
-		       uint32_t mode, struct tdbo_table **out,
+		       uint32_t max_ext, uint32_t flags, uint32_t uid,
+		       uint32_t gid, uint32_t mode, struct tdbo_table **out,
 		       const char **msg)
 {
 	int err;
 
+	if (flags & ~TDB_TABLE_F_ALL) {
+		*msg = "unknown table flags (TDB_TABLE_F_*): from a newer "
+		       "tdb?";
+		return -EOPNOTSUPP;
+	}
 	tdbp_mutex_lock(o->wlock);
-	err = table_make(o, name, id, max_ext, uid, gid, mode, false,
+	err = table_make(o, name, id, max_ext, flags, uid, gid, mode, false,
 			 "restored", out, msg);
 	tdbp_mutex_unlock(o->wlock);
 	return err;
@@ -350,8 +358,9 @@ static int aside_msg(struct tdbo_table *t, const char *why)
 }
 
 int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
-			 uint32_t max_ext, uint32_t uid, uint32_t gid,
-			 uint32_t mode, uint64_t from, const char *why)
+			 uint32_t max_ext, uint32_t flags, uint32_t uid,
+			 uint32_t gid, uint32_t mode, uint64_t from,
+			 const char *why)
 {
 	struct tdbo_table *t;
 
@@ -364,6 +373,7 @@ int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
 		tdbp_free(t);
 		return -ENOMEM;
 	}
+	t->flags = flags;
 	t->from = from;
 	/* it still counts among its owner's tables (a drop gives the slot
 	 * back); it reserves no address space while it has no region */
@@ -574,8 +584,8 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 	sz.bytes = tdbo_strlen(m->table);
 	if ((err = tdbo_log_reserve(o, &sz, &ext->msg)))
 		return err;
-	err = table_make(o, m->table, o->next_table_id + 1, max_ext, uid, gid,
-			 mode, true, "created", &nt, &ext->msg);
+	err = table_make(o, m->table, o->next_table_id + 1, max_ext, 0, uid,
+			 gid, mode, true, "created", &nt, &ext->msg);
 	if (err) {
 		tdbo_log_cancel(o, &sz);
 		return err;
