@@ -584,8 +584,10 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 	sz.bytes = tdbo_strlen(m->table);
 	if ((err = tdbo_log_reserve(o, &sz, &ext->msg)))
 		return err;
-	err = table_make(o, m->table, o->next_table_id + 1, max_ext, 0, uid,
-			 gid, mode, true, "created", &nt, &ext->msg);
+	err = table_make(o, m->table, o->next_table_id + 1, max_ext,
+			 TDB_PROTO_HAS(m, TDB_A_TABLE_FLAGS) ?
+			 m->table_flags : 0, uid, gid, mode, true, "created",
+			 &nt, &ext->msg);
 	if (err) {
 		tdbo_log_cancel(o, &sz);
 		return err;
