@@ -71,6 +71,10 @@ void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps)
 	ps->uid = t->uid;
 	ps->gid = t->gid;
 	ps->mode = t->mode;
+	if (t->flags) {                 /* an ordered table, set aside too */
+		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_TABLE_FLAGS);
+		ps->table_flags = t->flags;
+	}
 	if (t->aside) {
 		/* no engine table: the figures it must send are 0 */
 		ps->max_extents = t->max_extents;
