@@ -449,7 +449,7 @@ u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
 		/* walrec.h: its TTL, bounds and flags after the name, if
 		 * any */
 		n = walrec_create_ext(ext, t->default_ttl, t->max_bytes,
-				      t->max_records, t->evict, t->flags);
+				      t->max_records, t->evict, t->tflags);
 		if (n)
 			put(ext, n);
 		lsn = rec_commit(sz);

@@ -71,13 +71,14 @@ void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps)
 	ps->uid = t->uid;
 	ps->gid = t->gid;
 	ps->mode = t->mode;
-	if (t->flags) {                 /* an ordered table, set aside too */
-		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_TABLE_FLAGS);
-		ps->table_flags = t->flags;
-	}
 	if (t->aside) {
-		/* no engine table: the figures it must send are 0 */
+		/* no engine table: the figures it must send are 0; its
+		 * flags are what it was created with (kept for it) */
 		ps->max_extents = t->max_extents;
+		if (t->tflags) {
+			ps->present |= TDB_PROTO_BIT(TDB_STAT_A_TABLE_FLAGS);
+			ps->table_flags = t->tflags;
+		}
 		ps->state = TDB_TABLE_SET_ASIDE;
 		return;
 	}
@@ -112,6 +113,11 @@ void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps)
 	if (t->max_records) {
 		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_MAX_RECORDS);
 		ps->max_records = t->max_records;
+	}
+	/* the engine's word for it: what the table is, not was asked */
+	if (st.flags & TDBE_TABLE_ORDERED) {
+		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_TABLE_FLAGS);
+		ps->table_flags = TDB_TABLE_F_ORDERED;
 	}
 }
 

@@ -440,14 +440,22 @@ unsigned int tdbo_table_count(struct tdbo_owner *o);
 unsigned int tdbo_table_count_aside(struct tdbo_owner *o);
 /* Address space a table of max_ext extents reserves (0: the default). */
 uint64_t tdbo_table_reserve(uint32_t max_ext);
-/* Recovery: a table as it was (its id, its flags TDB_TABLE_F_*: an
- * ordered table is made ordered; charged whatever the limits say);
- * *out (may be NULL): the registry's, not counted.  Unknown flags:
- * -EOPNOTSUPP. */
+/* Recovery: a table as it was (its id; charged whatever the limits
+ * say); *out (may be NULL): the registry's, not counted. */
 int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
-		       uint32_t max_ext, uint32_t flags, uint32_t uid,
-		       uint32_t gid, uint32_t mode, struct tdbo_table **out,
+		       uint32_t max_ext, uint32_t uid, uint32_t gid,
+		       uint32_t mode, struct tdbo_table **out,
 		       const char **msg);
+/* The same for a table created with TABLE_FLAGS (TDB_TABLE_F_*: an
+ * ordered table), which the engine table must have from its start.
+ * Unknown flags (a newer tdb's): -EOPNOTSUPP. */
+int tdbo_table_restore_flags(struct tdbo_owner *o, const char *name,
+			     uint64_t id, uint32_t max_ext, uint32_t tflags,
+			     uint32_t uid, uint32_t gid, uint32_t mode,
+			     struct tdbo_table **out, const char **msg);
+/* What a durable home keeps of a table with its other attributes:
+ * TDB_TABLE_F_* it was created with (0: a hash table). */
+uint32_t tdbo_table_flags(const struct tdbo_table *t);
 /* Recovery: a table that cannot be restored goes into the registry set
  * aside, without an engine table (its flags kept for its schema); why
  * says what failed.  0, -ENOMEM. */

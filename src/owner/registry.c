@@ -244,13 +244,15 @@ static void table_log(const struct tdbo_table *t, const char *what)
  * come before any change to the table).  what: "created" or "restored"
  * (the log line). */
 static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
-		      uint32_t max_ext, uint32_t flags, uint32_t uid,
+		      uint32_t max_ext, uint32_t tflags, uint32_t uid,
 		      uint32_t gid, uint32_t mode, bool locked,
 		      const char *what, struct tdbo_table **out,
 		      const char **msg)
 {
-	struct tdbe_table_opts opts = { .max_extents = max_ext,
-		.flags = flags & TDB_TABLE_F_ORDERED ? TDBE_TABLE_ORDERED : 0 };
+	struct tdbe_table_opts opts = {
+		.max_extents = max_ext,
+		.flags = (tflags & TDB_TABLE_F_ORDERED) ? TDBE_TABLE_ORDERED : 0,
+	};
 	struct tdbe_extack ee = { 0 };
 	struct tdbo_table *t = table_alloc(o, name, id, max_ext, uid, gid,
 					   mode);
@@ -270,7 +272,7 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 		tdbp_free(t);
 		return err;
 	}
-	t->flags = flags;
+	t->tflags = tflags;
 	t->reserve = tdbo_table_reserve(max_ext);
 	tdbo_quota_force(o, uid, TDBO_Q_TABLES, 1);
 	tdbo_quota_force(o, uid, TDBO_Q_RESERVE, t->reserve);
@@ -285,23 +287,37 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 	return 0;
 }
 
-int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
-		       uint32_t max_ext, uint32_t flags, uint32_t uid,
-		       uint32_t gid, uint32_t mode, struct tdbo_table **out,
-		       const char **msg)
+int tdbo_table_restore_flags(struct tdbo_owner *o, const char *name,
+			     uint64_t id, uint32_t max_ext, uint32_t tflags,
+			     uint32_t uid, uint32_t gid, uint32_t mode,
+			     struct tdbo_table **out, const char **msg)
 {
 	int err;
 
-	if (flags & ~TDB_TABLE_F_ALL) {
+	if (tflags & ~TDB_TABLE_F_ALL) {
 		*msg = "unknown table flags (TDB_TABLE_F_*): from a newer "
 		       "tdb?";
 		return -EOPNOTSUPP;
 	}
 	tdbp_mutex_lock(o->wlock);
-	err = table_make(o, name, id, max_ext, flags, uid, gid, mode, false,
+	err = table_make(o, name, id, max_ext, tflags, uid, gid, mode, false,
 			 "restored", out, msg);
 	tdbp_mutex_unlock(o->wlock);
 	return err;
+}
+
+int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
+		       uint32_t max_ext, uint32_t uid, uint32_t gid,
+		       uint32_t mode, struct tdbo_table **out,
+		       const char **msg)
+{
+	return tdbo_table_restore_flags(o, name, id, max_ext, 0, uid, gid,
+					mode, out, msg);
+}
+
+uint32_t tdbo_table_flags(const struct tdbo_table *t)
+{
+	return t->tflags;
 }
 
 void tdbo_table_set_default_ttl(struct tdbo_table *t, uint64_t ttl_ms)
@@ -373,7 +389,7 @@ int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
 		tdbp_free(t);
 		return -ENOMEM;
 	}
-	t->flags = flags;
+	t->tflags = flags;
 	t->from = from;
 	/* it still counts among its owner's tables (a drop gives the slot
 	 * back); it reserves no address space while it has no region */

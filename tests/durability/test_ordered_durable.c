@@ -16,7 +16,7 @@
  *      it: ordered, the same keys in order; its next checkpoint writes
  *      only the dirty keys;
  *   4. a start from a checkpoint alone (the stop's).
- * After each: the table is ordered (tdbe_table_ordered, tdbo_table.flags
+ * After each: the table is ordered (tdbe_table_ordered, tdbo_table.tflags
  * TDB_TABLE_F_ORDERED), a hash table beside it is not (and refuses
  * ranges), a walk of the whole table equals a sorted reference (keys,
  * values, versions, the deadline), and ranges of every bound kind, both
@@ -295,9 +295,9 @@ static void check(const char *phase)
 	assert_non_null(live);
 	if (!tdbe_table_ordered(t->t))
 		fail_msg("%s: table od is not ordered after the start", phase);
-	assert_int_equal(t->flags, TDB_TABLE_F_ORDERED);
+	assert_int_equal(t->tflags, TDB_TABLE_F_ORDERED);
 	assert_false(tdbe_table_ordered(h->t));
-	assert_int_equal(h->flags, 0);
+	assert_int_equal(h->tflags, 0);
 	qsort(ref, nref, sizeof(*ref), by_key);
 	for (i = 0; i < nref; i++)
 		if (ref[i].live)

@@ -295,7 +295,7 @@ static int write_table(struct tdbd *d, struct durable *u,
 		.mode = dt->mode, .max_extents = dt->max_extents,
 		.default_ttl = dt->default_ttl, .max_bytes = dt->max_bytes,
 		.max_records = dt->max_records, .evict = dt->evict,
-		.flags = dt->flags };
+		.flags = dt->tflags };
 	struct keyset ks = KEYSET_INIT;
 	uint64_t t;
 	bool whole;

@@ -176,9 +176,9 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 
 	/* an ordered table (t->flags) is made ordered: the records below
 	 * go into its ordered index too */
-	e = tdbo_table_restore(d->o, t->name, t->id, t->max_extents,
-			       t->flags, t->uid, t->gid, t->mode, &rs->dt,
-			       &ext.msg);
+	e = tdbo_table_restore_flags(d->o, t->name, t->id, t->max_extents,
+				     t->flags, t->uid, t->gid, t->mode,
+				     &rs->dt, &ext.msg);
 	if (e) {
 		snprintf(why, sizeof(why), "its region cannot be made: %s "
 			 "(%s)", ext.msg ? ext.msg : "engine", ERRSTR(e));
@@ -350,8 +350,9 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 		return err;
 	a = (struct tab_attrs){ c.default_ttl, c.max_bytes, c.max_records,
 				c.evict };
-	err = tdbo_table_restore(d->o, c.name, c.id, c.max_extents, c.flags,
-				 c.uid, c.gid, c.mode, &dt, &ext->msg);
+	err = tdbo_table_restore_flags(d->o, c.name, c.id, c.max_extents,
+				       c.flags, c.uid, c.gid, c.mode, &dt,
+				       &ext->msg);
 	if (!err) {
 		set_attrs(dt, &a);
 		dt->from = r->lsn - 1;

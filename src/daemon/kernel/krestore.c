@@ -238,10 +238,10 @@ static int kr_create(struct kr *k, const struct tdbo_table *dt)
 		m.attrs |= TDB_PROTO_BIT(TDB_A_EVICT);
 		m.evict = dt->evict;
 	}
-	if (dt->flags) {                /* an ordered table: made ordered,
+	if (dt->tflags) {               /* an ordered table: made ordered,
 					 * its records go into its order */
 		m.attrs |= TDB_PROTO_BIT(TDB_A_TABLE_FLAGS);
-		m.table_flags = dt->flags;
+		m.table_flags = dt->tflags;
 	}
 	if ((e = kr_send(k, &m)) || (e = kr_flush(k)))
 		return e;
