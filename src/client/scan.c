@@ -361,9 +361,13 @@ int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
 static int range_copy(struct tdbc_scan *s, const struct tdbc_range *r)
 {
 	s->ranged = true;
+	/* an open side has nothing to include or exclude (the codec
+	 * refuses such a flag without its bound) */
 	s->range_flags =
-		(r->flags & TDBC_RANGE_FROM_EXCL ? TDB_SCAN_FROM_EXCL : 0) |
-		(r->flags & TDBC_RANGE_TO_INCL ? TDB_SCAN_TO_INCL : 0) |
+		(r->from && (r->flags & TDBC_RANGE_FROM_EXCL) ?
+		 TDB_SCAN_FROM_EXCL : 0) |
+		(r->to && (r->flags & TDBC_RANGE_TO_INCL) ?
+		 TDB_SCAN_TO_INCL : 0) |
 		(r->flags & TDBC_RANGE_REVERSE ? TDB_SCAN_REVERSE : 0);
 	if (r->from) {
 		s->from = malloc(r->from_len);
