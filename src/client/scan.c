@@ -407,6 +407,15 @@ static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
 		err = tdbc__check_prefix(c, prefix, plen);
 	if (!err && range)
 		err = tdbc__check_range(c, range);
+	/* A range open on both sides, forward, carries no range attribute:
+	 * the owner would take it for a plain scan, in hash order.  Refuse
+	 * it here for a table that was a hash table when opened (one with
+	 * a bound is the owner's to refuse). */
+	if (!err && range && !range->from && !range->to &&
+	    !(range->flags & TDBC_RANGE_REVERSE) &&
+	    !(t->flags & TDBC_TABLE_ORDERED))
+		err = tdbc__fail(c, -EOPNOTSUPP, "range scans need an "
+				 "ordered table (tdb create --ordered)");
 	if (!err && (flags & ~TDBC_SCAN_SNAPSHOT))
 		err = tdbc__fail(c, -EINVAL, "unknown scan flags %#x",
 				 flags & ~TDBC_SCAN_SNAPSHOT);

@@ -792,7 +792,7 @@ static int walk_rec(void *arg, const void *k, size_t kl, const void *v,
 	const char *why;
 	uint32_t gen;
 	unsigned int num;
-	char tail;
+	char tail, ks[8];
 
 	(void)version;
 	if (!in_range(w->r, k, kl)) {
@@ -815,8 +815,12 @@ static int walk_rec(void *arg, const void *k, size_t kl, const void *v,
 	w->last_len = kl;
 	w->any = true;
 	w->n++;
-	if (w->seen && kl == 7 && sscanf((const char *)k, "s:%5u%c", &num,
-					 &tail) == 1 && !(num & 1)) {
+	if (kl == 7) {
+		memcpy(ks, k, 7);
+		ks[7] = '\0';
+	}
+	if (w->seen && kl == 7 && sscanf(ks, "s:%5u%c", &num, &tail) == 1 &&
+	    !(num & 1)) {
 		w->seen[num / 2]++;
 		w->stable++;
 	}
@@ -893,8 +897,9 @@ static void part_resume(void)
 		      rdesc(&r, 0), w.bad);
 		CHECK_EQ(err, 0, map ? "tdbc_map_range" : "tdbc_scan_next");
 		CHECK(w.stable == want, "%s walk of %s: %lu stable keys, "
-		      "want %u", map ? "map" : "ring", rdesc(&r, 0), w.stable,
-		      want);
+		      "want %u (%lu records, the last %s)", map ? "map" :
+		      "ring", rdesc(&r, 0), w.stable, want, w.n,
+		      khex(w.last, w.last_len));
 		for (i = lo; i <= hi; i++)
 			CHECK(seen[i] == 1, "stable key %u seen %u times", i,
 			      seen[i]);
@@ -1025,7 +1030,8 @@ static void hot_reader(int me)
 			r.to_len = (size_t)snprintf(tk, sizeof(tk),
 						    "g:%03u;", g);
 			r.flags &= TDBC_RANGE_REVERSE;
-			err = tdbc_map_range(t, &r, 0, group_rec, &w);
+			limit = 0;
+			err = tdbc_map_range(t, &r, limit, group_rec, &w);
 		} else {
 			if (h_rand(&rnd) % 4) {
 				r.from = fk;
