@@ -34,6 +34,10 @@
  *           no key out of order, twice or out of range, no torn value,
  *           and a range over one group (one part) sees the group whole
  *           or not at all.  The readers stay mapped throughout.
+ *  stale    a map walk whose table another connection drops and makes
+ *           again (same keys, new values) after 100 records: the rest
+ *           comes through the rings from the last key fn saw, each key
+ *           once, in order, ending on the new table's values.
  */
 #include <errno.h>
 #include <signal.h>
@@ -1172,6 +1176,130 @@ static void part_hostile(void)
 	tdbc_close(c);
 }
 
+/* --- stale: the map goes stale in the middle of a walk ------------------- */
+
+#define NST 1000
+
+struct stale_arg {
+	struct tdbc *c2;        /* another connection: fn may use it */
+	struct cmp *x;
+	unsigned long calls;
+	uint32_t gen;           /* of the last record */
+	bool done;
+};
+
+static void stale_fill(struct tdbc *c, unsigned int gen)
+{
+	struct tdbc_table_opts o;
+	struct tdbc_table *t;
+	unsigned char v[64];
+	unsigned int i;
+	char k[16];
+
+	tdbc_table_opts_init(&o);
+	o.flags = TDBC_TABLE_ORDERED;
+	CHECK_EQ(tdbc_table_create(c, "stale", &o), 0, "create stale");
+	CHECK_EQ(tdbc_table_open(c, "stale", &t), 0, "open stale");
+	for (i = 0; i < NST; i++) {
+		size_t kl = (size_t)snprintf(k, sizeof(k), "k:%04u", i);
+
+		val_make(v, k, kl, gen, 40);
+		CHECK_EQ(tdbc_put(t, NULL, k, kl, v, 40, 0), 0, "put");
+	}
+	tdbc_table_close(t);
+}
+
+/* After 100 records the table is dropped and made again with the same
+ * keys (values of gen 2) by another connection, so the walk's map is
+ * stale from its next part on and the rest comes through the rings:
+ * the keys as expected, the values of gen 1, then of gen 2 (the new
+ * table's; never the dropped one's after them). */
+static int stale_rec(void *arg, const void *k, size_t kl, const void *v,
+		     size_t vl, uint64_t version)
+{
+	struct stale_arg *a = arg;
+	struct cmp *x = a->x;
+	const struct ent *e;
+	const char *why;
+	uint32_t gen = 0;
+
+	(void)version;
+	if (x->i >= x->n) {
+		snprintf(x->bad, sizeof(x->bad), "record %zu past the %zu "
+			 "expected", x->i, x->n);
+		return 1;
+	}
+	e = &x->ref->v[x->idx[x->i]];
+	why = val_bad(k, kl, v, vl, &gen);
+	if (kcmp(k, kl, e->k, e->kl) || why || gen < a->gen ||
+	    (a->calls < 100 && gen != 1)) {
+		snprintf(x->bad, sizeof(x->bad), "record %zu is %s (%s, gen "
+			 "%u after %u), want %s", x->i, khex(k, kl),
+			 why ? why : "a whole value", gen, a->gen,
+			 khex(e->k, e->kl));
+		return 1;
+	}
+	a->gen = gen;
+	x->i++;
+	if (++a->calls == 100) {
+		CHECK_EQ(tdbc_table_drop(a->c2, "stale"), 0, "drop");
+		stale_fill(a->c2, 2);
+		a->done = true;
+	}
+	return 0;
+}
+
+static void part_stale(void)
+{
+	struct tdbc *c = h_connect(&g_d, 0);
+	struct ref ref = { 0 };
+	struct tdbc_range r = { .from = "k:0100", .from_len = 6,
+				.flags = TDBC_RANGE_REVERSE };
+	struct stale_arg a = { .c2 = h_connect(&g_d, TDBC_NO_MAP) };
+	struct tdbc_table *t;
+	unsigned int i, round;
+	struct cmp x;
+	char k[16];
+	int err;
+
+	stale_fill(a.c2, 1);
+	for (i = 0; i < NST; i++)
+		ref_put(&ref, k, (size_t)snprintf(k, sizeof(k), "k:%04u", i),
+			1, 40);
+	for (round = 0; round < 2; round++) {
+		r.flags = round ? TDBC_RANGE_REVERSE : 0;
+		if (round) {
+			CHECK_EQ(tdbc_table_drop(a.c2, "stale"), 0, "drop");
+			stale_fill(a.c2, 1);
+		}
+		a.gen = 0;
+		CHECK_EQ(tdbc_table_open(c, "stale", &t), 0, "open");
+		CHECK(tdbc_table_mapped(t), "not mapped");
+		expect(&ref, &r, 0, &x);
+		a.x = &x;
+		a.calls = 0;
+		a.done = false;
+		err = tdbc_map_range(t, &r, 0, stale_rec, &a);
+		CHECK(a.done, "the walk stopped before its 100th record");
+		CHECK(!x.bad[0], "stale map walk (%s): %s", round ?
+		      "reverse" : "forward", x.bad);
+		CHECK_EQ(err, 0, "a walk whose map went stale");
+		CHECK(x.i == x.n, "stale map walk: %zu records, want %zu",
+		      x.i, x.n);
+		CHECK(a.gen == 2, "the walk ended on the dropped table's "
+		      "values (gen %u)", a.gen);
+		free(x.idx);
+		tdbc_table_close(t);
+	}
+	h_note("stale: walks whose map went stale after 100 records ended "
+	       "through the rings, each key once, in order");
+	for (i = 0; i < ref.n; i++)
+		free(ref.v[i].k);
+	free(ref.v);
+	tdbc_close(a.c2);
+	tdbc_close(c);
+}
+
 int main(void)
 {
 	const char *args[] = { "--sync", "none", "--reader-lease", "100ms",
@@ -1188,6 +1316,8 @@ int main(void)
 		part_resume();
 	if (h_want("hostile"))
 		part_hostile();
+	if (h_want("stale"))
+		part_stale();
 	h_stop(&g_d);
 	h_done();
 	return 0;
