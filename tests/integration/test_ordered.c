@@ -38,6 +38,10 @@
  *           again (same keys, new values) after 100 records: the rest
  *           comes through the rings from the last key fn saw, each key
  *           once, in order, ending on the new table's values.
+ *  lease    a map walk whose fn, on its first record, makes tdbd wait
+ *           for the reader past its reader-lease (another connection
+ *           deletes 6000 keys): tdbd stops waiting, and the walk ends
+ *           with -ESTALE, saying so.
  */
 #include <errno.h>
 #include <signal.h>
@@ -1300,6 +1304,80 @@ static void part_stale(void)
 	tdbc_close(c);
 }
 
+/* --- lease: fn outlives the reader-lease ---------------------------------- */
+
+#define NLEASE 6000
+
+struct lease_arg {
+	struct tdbc *c2;
+	struct tdbc_table *t2;
+	unsigned long calls;
+};
+
+/* On the first record: another connection deletes NLEASE keys of the
+ * table (its limbo is freed after a grace period, for which tdbd waits
+ * for this reader's section at most its lease, then stops waiting). */
+static int lease_rec(void *arg, const void *k, size_t kl, const void *v,
+		     size_t vl, uint64_t version)
+{
+	struct lease_arg *a = arg;
+	unsigned int i;
+	char key[16];
+
+	(void)k; (void)kl; (void)v; (void)vl; (void)version;
+	if (a->calls++)
+		return 0;
+	for (i = 0; i < NLEASE; i++)
+		CHECK_EQ(tdbc_del(a->t2, NULL, key, (size_t)snprintf(key,
+			 sizeof(key), "d:%05u", i)), 0, "del");
+	return 0;
+}
+
+static void part_lease(void)
+{
+	struct tdbc *c = h_connect(&g_d, 0);
+	struct lease_arg a = { .c2 = h_connect(&g_d, TDBC_NO_MAP) };
+	struct tdbc_range r = { .from = "a:", .from_len = 2, .to = "a;",
+				.to_len = 2 };
+	struct tdbc_table_opts o;
+	struct tdbc_stats s0, s1;
+	struct tdbc_table *t;
+	unsigned char v[VAL_MAX];
+	unsigned int i;
+	char k[16];
+	int err;
+
+	tdbc_table_opts_init(&o);
+	o.flags = TDBC_TABLE_ORDERED;
+	CHECK_EQ(tdbc_table_create(c, "lease", &o), 0, "create");
+	CHECK_EQ(tdbc_table_open(a.c2, "lease", &a.t2), 0, "open");
+	for (i = 0; i < NLEASE; i++) {
+		size_t kl = (size_t)snprintf(k, sizeof(k), "d:%05u", i);
+
+		val_make(v, k, kl, 1, 1000);
+		CHECK_EQ(tdbc_put(a.t2, NULL, k, kl, v, 1000, 0), 0, "put");
+	}
+	for (i = 0; i < 10; i++)
+		CHECK_EQ(tdbc_put(a.t2, NULL, k, (size_t)snprintf(k,
+			 sizeof(k), "a:%u", i), "vvvvvvvvvvvv", 12, 0), 0,
+			 "put");
+	CHECK_EQ(tdbc_table_open(c, "lease", &t), 0, "open");
+	CHECK(tdbc_table_mapped(t), "not mapped");
+	h_stats(a.c2, &s0);
+	err = tdbc_map_range(t, &r, 0, lease_rec, &a);
+	h_stats(a.c2, &s1);
+	CHECK(s1.readers_expired > s0.readers_expired, "tdbd never stopped "
+	      "waiting for the walk (readers_expired %llu): the check "
+	      "below means nothing", (unsigned long long)s1.readers_expired);
+	CHECK_EQ(err, -ESTALE, "a walk whose fn outlived the lease");
+	CHECK(strstr(tdbc_errmsg(c), "reader-lease"), "errmsg '%s'",
+	      tdbc_errmsg(c));
+	h_note("lease: a walk whose fn outlived tdbd's reader-lease ended "
+	       "with -ESTALE after %lu records", a.calls);
+	tdbc_close(a.c2);
+	tdbc_close(c);
+}
+
 int main(void)
 {
 	const char *args[] = { "--sync", "none", "--reader-lease", "100ms",
@@ -1318,6 +1396,8 @@ int main(void)
 		part_hostile();
 	if (h_want("stale"))
 		part_stale();
+	if (h_want("lease"))
+		part_lease();
 	h_stop(&g_d);
 	h_done();
 	return 0;
