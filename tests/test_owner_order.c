@@ -33,6 +33,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -912,6 +914,118 @@ static void snapshot_in_order(void **state)
 	}
 }
 
+/* A writer thread against snapshot scans: the walk's order is asked from
+ * the writer's thread (snap.c) while the scan pops the heap. */
+struct churner {
+	struct tdbo_client *c;
+	atomic_uint_fast64_t seq;       /* the last value written */
+	atomic_bool stop;
+};
+
+/* A PUT or DEL from another thread: the harness's buffers are static. */
+static void put_mt(struct tdbo_client *c, const char *k, const char *v,
+		   bool del)
+{
+	unsigned char buf[512] __attribute__((aligned(8)));
+	struct tdb_proto_extack ext = { NULL };
+	struct tdb_proto_msg in = req(del ? TDB_CMD_DEL : TDB_CMD_PUT, "o", k,
+				      0), m;
+	struct tdbo_out res;
+	struct osink sk;
+	struct got g;
+	long n;
+
+	if (!del) {
+		in.attrs |= TDB_PROTO_BIT(TDB_A_VALUE);
+		in.value = v;
+		in.value_len = (uint32_t)strlen(v);
+	}
+	n = tdb_proto_build(buf, sizeof(buf), TDB_PROTO_REQUEST, &in, &ext);
+	if (n <= 0 || tdb_proto_parse(buf, (size_t)n, TDB_PROTO_REQUEST, &m,
+				      &ext))
+		abort();
+	sink_init(&sk, &g, 0);
+	(void)tdbo_exec(c, &m, &sk.s, &ext, &res);
+}
+
+static void *churn_thread(void *arg)
+{
+	struct churner *ch = arg;
+	uint64_t r = 88172645463325252ull;
+
+	while (!atomic_load(&ch->stop)) {
+		char k[16], v[24];
+		uint64_t s;
+
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		sprintf(k, "v%03u", (unsigned int)(r % 300));
+		s = atomic_fetch_add(&ch->seq, 1) + 1;
+		sprintf(v, "%llu", (unsigned long long)s);
+		put_mt(ch->c, k, v, (r >> 20) % 3 == 0);
+	}
+	return NULL;
+}
+
+static void snapshot_threads(void **state)
+{
+	struct world *w = *state;
+	static struct got g;
+	struct churner ch = { .c = w->c2 };
+	unsigned int i, round;
+	pthread_t th;
+
+	for (i = 0; i < 100; i++) {
+		char k[16];
+
+		sprintf(k, "v%03ub", 3 * i);    /* stable, among the churn */
+		assert_int_equal(bput(w->c1, "o", k, strlen(k), "s"), 0);
+	}
+	assert_int_equal(pthread_create(&th, NULL, churn_thread, &ch), 0);
+	for (round = 0; round < 40; round++) {
+		struct scanreq r = { .table = "o",
+				     .flags = TDB_SCAN_SNAPSHOT };
+		bool rev = round & 1;
+		unsigned int stable = 0;
+		struct tdbo_dump *d;
+		uint64_t at;
+		int rc;
+
+		if (rev)
+			r.flags |= TDB_SCAN_REVERSE;
+		if (round & 2) {
+			r.from = "v100";
+			r.flen = 4;
+			r.to = "v200";
+			r.tlen = 4;
+		}
+		assert_int_equal(scan_start(w->c1, &r, &g, &d), 0);
+		at = atomic_load(&ch.seq);      /* nothing later is in it */
+		do
+			rc = scan_step(d, &g, 3);
+		while (rc == 1);
+		assert_int_equal(rc, 0);
+		for (i = 0; i < g.n; i++) {
+			if (i) {
+				int c = kcmp(g.key[i], g.klen[i],
+					     g.key[i - 1], g.klen[i - 1]);
+
+				assert_true(rev ? c < 0 : c > 0);
+			}
+			if (g.val[i][0] == 's')
+				stable++;
+			else
+				assert_true(strtoull(g.val[i], NULL, 10) <=
+					    at);
+		}
+		assert_int_equal(stable, (round & 2) ? 33 : 100);
+	}
+	atomic_store(&ch.stop, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_true(atomic_load(&ch.seq) > 100);
+}
+
 /* --- transactions' range reads -------------------------------------------------- */
 
 static uint64_t txn_scan(struct world *w, struct scanreq r, unsigned int n)
@@ -1045,6 +1159,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(snapshot_in_order, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(snapshot_threads, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(txn_range_reads, setup,
 						teardown),

@@ -1201,6 +1201,11 @@ int tdbc_map_range(struct tdbc_table *t, const struct tdbc_range *r,
 		return tdbc__fail(c, -ENOMEM, "out of memory");
 	*w = (struct range_walk){ .t = t, .r = *r, .limit = limit,
 				  .fn = fn, .arg = arg };
+	/* an open side has nothing to include or exclude */
+	if (!r->from)
+		w->r.flags &= ~TDBC_RANGE_FROM_EXCL;
+	if (!r->to)
+		w->r.flags &= ~TDBC_RANGE_TO_INCL;
 	if (!rd || !map_ready(t)) {
 		err = range_ring(w);
 		goto out;

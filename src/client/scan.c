@@ -361,9 +361,13 @@ int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
 static int range_copy(struct tdbc_scan *s, const struct tdbc_range *r)
 {
 	s->ranged = true;
+	/* an open side has nothing to include or exclude (the codec
+	 * refuses such a flag without its bound) */
 	s->range_flags =
-		(r->flags & TDBC_RANGE_FROM_EXCL ? TDB_SCAN_FROM_EXCL : 0) |
-		(r->flags & TDBC_RANGE_TO_INCL ? TDB_SCAN_TO_INCL : 0) |
+		(r->from && (r->flags & TDBC_RANGE_FROM_EXCL) ?
+		 TDB_SCAN_FROM_EXCL : 0) |
+		(r->to && (r->flags & TDBC_RANGE_TO_INCL) ?
+		 TDB_SCAN_TO_INCL : 0) |
 		(r->flags & TDBC_RANGE_REVERSE ? TDB_SCAN_REVERSE : 0);
 	if (r->from) {
 		s->from = malloc(r->from_len);
@@ -403,6 +407,15 @@ static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
 		err = tdbc__check_prefix(c, prefix, plen);
 	if (!err && range)
 		err = tdbc__check_range(c, range);
+	/* A range open on both sides, forward, carries no range attribute:
+	 * the owner would take it for a plain scan, in hash order.  Refuse
+	 * it here for a table that was a hash table when opened (one with
+	 * a bound is the owner's to refuse). */
+	if (!err && range && !range->from && !range->to &&
+	    !(range->flags & TDBC_RANGE_REVERSE) &&
+	    !(t->flags & TDBC_TABLE_ORDERED))
+		err = tdbc__fail(c, -EOPNOTSUPP, "range scans need an "
+				 "ordered table (tdb create --ordered)");
 	if (!err && (flags & ~TDBC_SCAN_SNAPSHOT))
 		err = tdbc__fail(c, -EINVAL, "unknown scan flags %#x",
 				 flags & ~TDBC_SCAN_SNAPSHOT);
