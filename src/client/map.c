@@ -972,7 +972,9 @@ int tdbc_table_mapped(const struct tdbc_table *t)
  * so a key is never shown twice nor out of order, and a section lasts
  * one part however long the range.  Each part is checked whole against
  * commit_seq, so a transaction is in a part whole or not at all, as in
- * a mapped get.
+ * a mapped get.  The records shown are uses of a bounded LRU or LFU
+ * table, sampled into TOUCH hints as a mapped get's are (sent between
+ * parts, with the slot even).
  */
 #define RANGE_PART 64u
 
@@ -1153,10 +1155,13 @@ static int range_part(struct range_walk *w, bool *end, bool *stop)
 			return tdbc__fail(c, err, "the range is not valid");
 		return TDBC__MAP_RING;  /* -EUCLEAN, -EAGAIN */
 	}
-	/* checked: the part is what the table held at s0, whole */
-	for (i = 0; i < n && !rc; i++)
+	/* checked: the part is what the table held at s0, whole; each
+	 * record shown is a use, as a mapped get's (hints, sent below) */
+	for (i = 0; i < n && !rc; i++) {
 		rc = w->fn(w->arg, w->rec[i].key, w->rec[i].klen,
 			   w->rec[i].val, w->rec[i].vlen, w->rec[i].version);
+		touch_hit(t, w->rec[i].key, w->rec[i].klen, false);
+	}
 	if (i) {                /* i records shown, the last at i - 1 */
 		range_last(w, w->rec[i - 1].key, w->rec[i - 1].klen);
 		w->done += i;
@@ -1165,6 +1170,8 @@ static int range_part(struct range_walk *w, bool *end, bool *stop)
 	g1 = expired(c);
 	slot_leave(c, rd);
 	m->remaps = 0;
+	if (m->ntouch == TOUCH_BATCH)
+		touch_send(t);
 	if (g1 != rd->g0)
 		return tdbc__fail(c, -ESTALE, "a range walk's read section "
 				  "outlived tdbd's reader-lease while fn ran: "

@@ -47,6 +47,9 @@
  *           reverse, what a limited read sent; a hash table read whole)
  *           fails the commit with -ESTALE, a change outside it does not;
  *           a range the transaction wrote in is refused.
+ *  touch    map walks of a bounded LRU ordered table are uses (TOUCH
+ *           hints, as for mapped gets): after 100 walks of half its
+ *           keys and puts of as many new ones, the keys walked stay.
  */
 #include <errno.h>
 #include <signal.h>
@@ -1512,6 +1515,96 @@ static void part_txn(void)
 	tdbc_close(c);
 }
 
+/* --- touch: map walks are uses of a bounded LRU table ------------------- */
+
+#define TBOUND 200u
+
+static int touch_rec(void *arg, const void *k, size_t kl, const void *v,
+		     size_t vl, uint64_t version)
+{
+	(void)k; (void)kl; (void)v; (void)vl; (void)version;
+	(*(unsigned long *)arg)++;
+	return 0;
+}
+
+static bool has_key(struct tdbc_table *t, const char *k)
+{
+	char buf[16];
+	long n = tdbc_get(t, NULL, k, strlen(k), buf, sizeof(buf), NULL);
+
+	CHECK(n >= 0 || n == -ENOENT, "get %s: %ld", k, n);
+	return n >= 0;
+}
+
+static void part_touch(void)
+{
+	struct tdbc *c = h_connect(&g_d, TDBC_NO_MAP);
+	struct tdbc_range r = { .from = "o:000", .from_len = 5,
+				.to = "o:100", .to_len = 5 };
+	struct tdbc_table_opts o;
+	struct tdbc_table_stat st;
+	struct tdbc_table *t;
+	unsigned int i, kept = 0, cold = 0;
+	char k[16];
+	pid_t pid;
+	int status;
+
+	tdbc_table_opts_init(&o);
+	o.flags = TDBC_TABLE_ORDERED;
+	o.max_records = TBOUND;
+	o.evict = TDBC_EVICT_LRU;
+	CHECK_EQ(tdbc_table_create(c, "touch", &o), 0, "create");
+	CHECK_EQ(tdbc_table_open(c, "touch", &t), 0, "open");
+	for (i = 0; i < TBOUND; i++)
+		CHECK_EQ(tdbc_put(t, NULL, k, (size_t)snprintf(k, sizeof(k),
+			 "o:%03u", i), "v", 1, 0), 0, "put");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct tdbc *x = h_connect(&g_d, 0);
+		struct tdbc_table *xt;
+		struct tdbc_stats st2;
+		unsigned long n = 0;
+
+		CHECK_EQ(tdbc_table_open(x, "touch", &xt), 0, "open");
+		CHECK(tdbc_table_mapped(xt), "the reader has no map");
+		for (i = 0; i < 100; i++) {
+			r.flags = i % 2 ? TDBC_RANGE_REVERSE : 0;
+			CHECK_EQ(tdbc_map_range(xt, &r, 0, touch_rec, &n), 0,
+				 "map_range");
+		}
+		CHECK(n == 100u * TBOUND / 2, "%lu records walked", n);
+		/* the hints came before this on the ring: taken */
+		CHECK_EQ(tdbc_stats(x, &st2), 0, "stats");
+		tdbc_close(x);
+		_exit(0);
+	}
+	h_track(pid);
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	h_untrack(pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reader "
+	      "failed");
+	for (i = 0; i < TBOUND / 2; i++)
+		CHECK_EQ(tdbc_put(t, NULL, k, (size_t)snprintf(k, sizeof(k),
+			 "n:%03u", i), "v", 1, 0), 0, "put new");
+	for (i = 0; i < TBOUND / 2; i++) {
+		snprintf(k, sizeof(k), "o:%03u", i);
+		kept += has_key(t, k);
+		snprintf(k, sizeof(k), "o:%03u", TBOUND / 2 + i);
+		cold += has_key(t, k);
+	}
+	CHECK_EQ(tdbc_table_stat(c, "touch", &st), 0, "stat");
+	h_note("touch: %u of %u keys walked through the map kept, %u of %u "
+	       "not walked", kept, TBOUND / 2, cold, TBOUND / 2);
+	CHECK(st.records == TBOUND && st.evicted == TBOUND / 2, "records "
+	      "%llu evicted %llu", (unsigned long long)st.records,
+	      (unsigned long long)st.evicted);
+	CHECK(kept >= 75, "only %u of the %u keys walked through the map "
+	      "were kept: the walks did not reach the policy", kept,
+	      TBOUND / 2);
+	tdbc_close(c);
+}
+
 int main(void)
 {
 	const char *args[] = { "--sync", "none", "--reader-lease", "100ms",
@@ -1534,6 +1627,8 @@ int main(void)
 		part_lease();
 	if (h_want("txn"))
 		part_txn();
+	if (h_want("touch"))
+		part_touch();
 	h_stop(&g_d);
 	h_done();
 	return 0;
