@@ -40,13 +40,14 @@
 #include <string.h>
 
 #include "owner.h"
+#include "core.h"
 
 #include "owner_harness.h"
 
 #define KMAX TDB_KEY_MAX
 #define MAXGOT 512
 
-/* --- a SCAN request, and what it got --------------------------------------- */
+/* --- a SCAN request, and what it got ------------------------------------- */
 
 struct scanreq {
 	const char *table;
@@ -226,7 +227,7 @@ static int scan(struct tdbo_client *c, const struct scanreq *r,
 	return g->err;
 }
 
-/* --- set up ---------------------------------------------------------------- */
+/* --- set up -------------------------------------------------------------- */
 
 static void create(struct tdbo_client *c, const char *name, bool ordered)
 {
@@ -349,7 +350,7 @@ static uint32_t rnd(uint32_t n)
 	return (uint32_t)(rnd_state % n);
 }
 
-/* --- create and stat -------------------------------------------------------- */
+/* --- create and stat ----------------------------------------------------- */
 
 static void create_and_stat(void **state)
 {
@@ -375,6 +376,24 @@ static void create_and_stat(void **state)
 	n = tdb_proto_build(buf, sizeof(buf), TDB_PROTO_REQUEST, &m, &ext);
 	assert_int_equal(n, -EOPNOTSUPP);
 	assert_non_null(strstr(ext.msg, "unknown table flags"));
+	/* a durable home's restore keeps the kind */
+	{
+		struct tdbo_table *t = NULL;
+		const char *why = NULL;
+
+		assert_int_equal(tdbo_table_restore_flags(w->o, "r", 0, 0,
+				 TDB_TABLE_F_ORDERED, 0, 0, 0644, &t, &why), 0);
+		assert_non_null(t);
+		assert_int_equal(tdbo_table_flags(t), TDB_TABLE_F_ORDERED);
+		assert_true(tdbe_table_ordered(tdbo_table_engine(t)));
+		m = req(TDB_CMD_TABLE_STAT, "r", NULL, 0);
+		a = run(w->c1, &m);
+		assert_int_equal(a.stat.table_flags, TDB_TABLE_F_ORDERED);
+		assert_int_equal(tdbo_table_restore(w->o, "r2", 0, 0, 0, 0,
+						    0644, &t, &why), 0);
+		assert_int_equal(tdbo_table_flags(t), 0);
+		assert_false(tdbe_table_ordered(tdbo_table_engine(t)));
+	}
 	/* TABLE_FLAGS 0: a hash table */
 	m.table_flags = 0;
 	assert_int_equal(run(w->c1, &m).err, 0);
@@ -383,7 +402,7 @@ static void create_and_stat(void **state)
 	assert_false(a.stat.present & TDB_PROTO_BIT(TDB_STAT_A_TABLE_FLAGS));
 }
 
-/* --- ranges against a sorted reference --------------------------------------- */
+/* --- ranges against a sorted reference ----------------------------------- */
 
 /* The model: keys over { 0x00, 'a', 'b', 0xff } of 1..3 bytes (so keys
  * that are prefixes of others, 0x00 and 0xff bytes). */
@@ -624,7 +643,7 @@ static void big_keys(void **state)
 	assert_int_equal(g.clen, 0);
 }
 
-/* --- resuming under writers -------------------------------------------------- */
+/* --- resuming under writers ---------------------------------------------- */
 
 /* Stable keys s000..s099 (every other number: room between), volatile
  * ones put and deleted around and between them while a range is read in
@@ -643,7 +662,8 @@ static void churn(struct world *w, unsigned int round)
 	for (i = 0; i < 4; i++) {
 		sprintf(k, "s%03u", rnd(200) | 1);
 		if (rnd(2))
-			assert_int_equal(bput(w->c2, "o", k, strlen(k), "x"), 0);
+			assert_int_equal(bput(w->c2, "o", k, strlen(k), "x"),
+					 0);
 		else
 			(void)bdel(w->c2, "o", k, strlen(k));
 	}
@@ -718,7 +738,7 @@ static void resume_under_writers(void **state)
 	}
 }
 
-/* --- refusals ---------------------------------------------------------------- */
+/* --- refusals ------------------------------------------------------------ */
 
 static void refusals(void **state)
 {
@@ -822,7 +842,7 @@ static void refusals(void **state)
 	assert_string_equal(g.msg, "not a cursor this owner made");
 }
 
-/* --- snapshot scans of ordered tables ----------------------------------------- */
+/* --- snapshot scans of ordered tables ------------------------------------ */
 
 static void snapshot_in_order(void **state)
 {
@@ -1026,7 +1046,7 @@ static void snapshot_threads(void **state)
 	assert_true(atomic_load(&ch.seq) > 100);
 }
 
-/* --- transactions' range reads -------------------------------------------------- */
+/* --- transactions' range reads ------------------------------------------- */
 
 static uint64_t txn_scan(struct world *w, struct scanreq r, unsigned int n)
 {
@@ -1123,6 +1143,21 @@ static void txn_range_reads(void **state)
 	x = txn_scan(w, (struct scanreq){ .table = "h" }, 1);
 	assert_int_equal(bput(w->c2, "h", "k2", 2, "2"), 0);
 	assert_int_equal(commit(w->c1, x).err, -ESTALE);
+	/* not with a PREFIX (the commit would walk all of it) */
+	r = (struct scanreq){ .table = "h", .has_prefix = true,
+			      .prefix = "k", .plen = 1, .txn = begin(w->c1) };
+	assert_int_equal(scan(w->c1, &r, &g), -EOPNOTSUPP);
+	assert_non_null(strstr(g.msg, "needs an ordered table"));
+	assert_int_equal(commit(w->c1, r.txn).err, 0);
+	/* an empty range read: anything inserted into it is a phantom */
+	r = (struct scanreq){ .table = "o", .from = "e", .flen = 1,
+			      .to = "f", .tlen = 1 };
+	x = txn_scan(w, r, 0);
+	assert_int_equal(bput(w->c2, "o", "e1", 2, "2"), 0);
+	assert_int_equal(commit(w->c1, x).err, -ESTALE);
+	x = txn_scan(w, r, 1);
+	assert_int_equal(bput(w->c2, "o", "f", 1, "2"), 0);   /* TO: out */
+	assert_int_equal(commit(w->c1, x).err, 0);
 }
 
 /* The records a transaction's SCAN sends count against max-txn-ops. */
