@@ -24,6 +24,18 @@
  * reader.  Closing a stream early reads the rest of the dump and throws
  * it away (tdbd has no way to stop a dump but the connection's end).
  *
+ * A range scan (tdbc_scan_range, tdbc_scan_submit_range: ordered tables)
+ * is the same with FROM, TO and the range's SCAN_FLAGS in every batch:
+ * the owner's CURSOR says where the walk is, the range where it ends,
+ * so each batch goes on after the last key of the one before, in the
+ * range's order, whatever writers do meanwhile.
+ *
+ * A scan in a transaction (tdbc_scan_range_txn) carries TXN in every
+ * batch: the owner records the span each batch walked and checks it
+ * again at commit (a key added, changed or deleted in it: -ESTALE).
+ * Each batch is read to its end before the call returns, so no SCAN of
+ * the transaction is still sending when the caller commits.
+ *
  * An asynchronous scan (tdbc_scan_submit) sends the same batches
  * without waiting: each is an asynchronous request (async.c routes its
  * parts here and turns its end into a completion for tdbc_reap), and
@@ -54,6 +66,14 @@ struct tdbc_scan {
 	char table[TDB_NAME_MAX + 1];
 	unsigned char *prefix;
 	size_t plen;
+	/* a range (tdbc_scan_range): copies of its bounds (NULL: open) and
+	 * its TDB_SCAN_* flags */
+	bool ranged;
+	unsigned char *from, *to;
+	size_t from_len, to_len;
+	uint32_t range_flags;
+	/* a read of this transaction (tdbc_scan_range_txn); 0: none */
+	uint64_t txn;
 	uint64_t limit, received;    /* records queued, ever */
 	unsigned char cursor[TDB_CURSOR_MAX];
 	uint32_t cursor_len;         /* 0: no cursor (the first batch) */
@@ -124,6 +144,27 @@ static void adapt_batch(struct tdbc_scan *s)
 		s->batch *= 2;
 }
 
+/* A range scan's FROM, TO and SCAN_FLAGS (the snapshot bit kept). */
+static void range_attrs(const struct tdbc_scan *s, struct tdb_proto_msg *m)
+{
+	if (!s->ranged)
+		return;
+	if (s->from) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_FROM);
+		m->from = s->from;
+		m->from_len = (uint32_t)s->from_len;
+	}
+	if (s->to) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_TO);
+		m->to = s->to;
+		m->to_len = (uint32_t)s->to_len;
+	}
+	if (s->range_flags) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_SCAN_FLAGS);
+		m->scan_flags |= s->range_flags;
+	}
+}
+
 /* The next batch's SCAN request. */
 static void batch_msg(struct tdbc_scan *s, struct tdb_proto_msg *mp)
 {
@@ -143,6 +184,11 @@ static void batch_msg(struct tdbc_scan *s, struct tdb_proto_msg *mp)
 		m.attrs |= TDB_PROTO_BIT(TDB_A_CURSOR);
 		m.cursor = s->cursor;
 		m.cursor_len = s->cursor_len;
+	}
+	range_attrs(s, &m);
+	if (s->txn) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_TXN);
+		m.txn = s->txn;
 	}
 	*mp = m;
 	s->last_had_cursor = false;
@@ -296,6 +342,7 @@ static int stream_open(struct tdbc_scan *s)
 		m.prefix = s->prefix;
 		m.prefix_len = (uint32_t)s->plen;
 	}
+	range_attrs(s, &m);
 	m.seq = tdbc__seq(c);
 	s->seq = m.seq;
 	/* Routed from the moment the request could be seen. */
@@ -322,9 +369,42 @@ int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
 	return tdbc_scan_open_flags(t, prefix, plen, limit, 0, out);
 }
 
+/* Copy a (checked) range into s: -ENOMEM, or 0. */
+static int range_copy(struct tdbc_scan *s, const struct tdbc_range *r)
+{
+	s->ranged = true;
+	/* an open side has nothing to include or exclude (the codec
+	 * refuses such a flag without its bound) */
+	s->range_flags =
+		(r->from && (r->flags & TDBC_RANGE_FROM_EXCL) ?
+		 TDB_SCAN_FROM_EXCL : 0) |
+		(r->to && (r->flags & TDBC_RANGE_TO_INCL) ?
+		 TDB_SCAN_TO_INCL : 0) |
+		(r->flags & TDBC_RANGE_REVERSE ? TDB_SCAN_REVERSE : 0);
+	if (r->from) {
+		s->from = malloc(r->from_len);
+		if (!s->from)
+			return -ENOMEM;
+		memcpy(s->from, r->from, r->from_len);
+		s->from_len = r->from_len;
+	}
+	if (r->to) {
+		s->to = malloc(r->to_len);
+		if (!s->to) {
+			free(s->from);
+			s->from = NULL;
+			return -ENOMEM;
+		}
+		memcpy(s->to, r->to, r->to_len);
+		s->to_len = r->to_len;
+	}
+	return 0;
+}
+
 /* Check the arguments and make the handle (linked to c). */
 static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
-		    uint64_t limit, unsigned int flags, struct tdbc_scan **out)
+		    const struct tdbc_range *range, uint64_t limit,
+		    unsigned int flags, struct tdbc_scan **out)
 {
 	struct tdbc_scan *s;
 	struct tdbc *c;
@@ -337,6 +417,17 @@ static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
 	err = tdbc__enter(c);
 	if (!err)
 		err = tdbc__check_prefix(c, prefix, plen);
+	if (!err && range)
+		err = tdbc__check_range(c, range);
+	/* A range open on both sides, forward, carries no range attribute:
+	 * the owner would take it for a plain scan, in hash order.  Refuse
+	 * it here for a table that was a hash table when opened (one with
+	 * a bound is the owner's to refuse). */
+	if (!err && range && !range->from && !range->to &&
+	    !(range->flags & TDBC_RANGE_REVERSE) &&
+	    !(t->flags & TDBC_TABLE_ORDERED))
+		err = tdbc__fail(c, -EOPNOTSUPP, "range scans need an "
+				 "ordered table (tdb create --ordered)");
 	if (!err && (flags & ~TDBC_SCAN_SNAPSHOT))
 		err = tdbc__fail(c, -EINVAL, "unknown scan flags %#x",
 				 flags & ~TDBC_SCAN_SNAPSHOT);
@@ -351,6 +442,11 @@ static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
 		return tdbc__fail(c, -ENOMEM, "out of memory");
 	}
 	memcpy(s->table, t->name, sizeof(s->table));
+	if (range && range_copy(s, range)) {
+		free(s->prefix);
+		free(s);
+		return tdbc__fail(c, -ENOMEM, "out of memory");
+	}
 	if (plen)
 		memcpy(s->prefix, prefix, plen);
 	s->plen = plen;
@@ -363,9 +459,10 @@ static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
 	return 0;
 }
 
-int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
-		     uint64_t limit, unsigned int flags, uint64_t user,
-		     struct tdbc_scan **out)
+static int scan_submit(struct tdbc_table *t, const void *prefix,
+		       size_t plen, const struct tdbc_range *range,
+		       uint64_t limit, unsigned int flags, uint64_t user,
+		       struct tdbc_scan **out)
 {
 	struct tdbc_scan *s;
 	int err;
@@ -376,7 +473,7 @@ int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
 		return tdbc__fail(t->h.c, -EOPNOTSUPP, "a snapshot scan "
 				  "cannot be asynchronous (yet): use "
 				  "tdbc_scan_open_flags");
-	err = scan_new(t, prefix, plen, limit, flags, out);
+	err = scan_new(t, prefix, plen, range, limit, flags, out);
 	if (err)
 		return err;
 	s = *out;
@@ -393,14 +490,33 @@ int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
 	return 0;
 }
 
-int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
-			 size_t plen, uint64_t limit, unsigned int flags,
-			 struct tdbc_scan **out)
+int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
+		     uint64_t limit, unsigned int flags, uint64_t user,
+		     struct tdbc_scan **out)
+{
+	return scan_submit(t, prefix, plen, NULL, limit, flags, user, out);
+}
+
+int tdbc_scan_submit_range(struct tdbc_table *t, const struct tdbc_range *r,
+			   uint64_t limit, unsigned int flags, uint64_t user,
+			   struct tdbc_scan **out)
+{
+	if (t && !r) {
+		if (out)
+			*out = NULL;
+		return tdbc__fail(t->h.c, -EINVAL, "the range is NULL");
+	}
+	return scan_submit(t, NULL, 0, r, limit, flags, user, out);
+}
+
+static int scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
+		     const struct tdbc_range *range, uint64_t limit,
+		     unsigned int flags, struct tdbc_scan **out)
 {
 	struct tdbc_scan *s;
 	int err;
 
-	err = scan_new(t, prefix, plen, limit, flags, out);
+	err = scan_new(t, prefix, plen, range, limit, flags, out);
 	if (err)
 		return err;
 	s = *out;
@@ -408,6 +524,58 @@ int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
 	/* The first batch (or part) now, so that a bad table or prefix
 	 * fails here. */
 	err = s->stream ? stream_open(s) : fetch(s);
+	if (err && !s->head) {
+		tdbc__scan_free(s);
+		return err;
+	}
+	s->err = err;
+	*out = s;
+	return 0;
+}
+
+int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
+			 size_t plen, uint64_t limit, unsigned int flags,
+			 struct tdbc_scan **out)
+{
+	return scan_open(t, prefix, plen, NULL, limit, flags, out);
+}
+
+int tdbc_scan_range(struct tdbc_table *t, const struct tdbc_range *r,
+		    uint64_t limit, unsigned int flags, struct tdbc_scan **out)
+{
+	if (t && !r) {
+		if (out)
+			*out = NULL;
+		return tdbc__fail(t->h.c, -EINVAL, "the range is NULL");
+	}
+	return scan_open(t, NULL, 0, r, limit, flags, out);
+}
+
+int tdbc_scan_range_txn(struct tdbc_table *t, struct tdbc_txn *txn,
+			const struct tdbc_range *r, uint64_t limit,
+			struct tdbc_scan **out)
+{
+	struct tdbc_scan *s;
+	int err;
+
+	if (out)
+		*out = NULL;
+	if (!t)
+		return -EINVAL;
+	if (!txn)
+		return tdbc__fail(t->h.c, -EINVAL, "the transaction is NULL "
+				  "(tdbc_scan_range reads outside one)");
+	if (txn->h.c != t->h.c)
+		return tdbc__fail(t->h.c, -EINVAL, "transaction belongs to "
+				  "another connection");
+	/* no range: the whole table (no range attribute, any table) */
+	err = scan_new(t, NULL, 0, r, limit, 0, out);
+	if (err)
+		return err;
+	s = *out;
+	*out = NULL;
+	s->txn = txn->id;
+	err = fetch(s);
 	if (err && !s->head) {
 		tdbc__scan_free(s);
 		return err;
@@ -500,6 +668,8 @@ void tdbc__scan_free(struct tdbc_scan *s)
 	}
 	free(s->cur);
 	free(s->prefix);
+	free(s->from);
+	free(s->to);
 	free(s);
 }
 
