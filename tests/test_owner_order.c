@@ -34,6 +34,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1012,6 +1013,11 @@ static void snapshot_threads(void **state)
 		uint64_t at;
 		int rc;
 
+		/* the churner writes between any two rounds, however
+		 * loaded the host (it is checked to have run at the end) */
+		at = atomic_load(&ch.seq);
+		while (atomic_load(&ch.seq) < at + 3)
+			sched_yield();
 		if (rev)
 			r.flags |= TDB_SCAN_REVERSE;
 		if (round & 2) {
