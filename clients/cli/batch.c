@@ -23,7 +23,11 @@
  * --txn, ends the batch.  The owner checks at commit that no key the
  * transaction read (get, incr) was changed by another client since:
  * if one was, the commit fails with -ESTALE, its message naming the
- * table and key, and nothing is applied (exit 7, EXIT_CONFLICT).
+ * table and key, and nothing is applied (exit 7, EXIT_CONFLICT).  A
+ * scan there (after draining the window) is a read of the transaction
+ * too (tdbc_scan_range_txn: its range, or the whole table; not a
+ * prefix): a key added, changed or deleted in what it read fails the
+ * commit the same way.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -108,7 +112,8 @@ static const char shell_help[] =
 "               [--evict refuse|lru|lfu|ttl] [--ordered]\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
 "  -k, -v, --hex, --escape on a line apply to that line.\n"
-"  begin           start a transaction: put, del, get and incr join it\n"
+"  begin           start a transaction: put, del, get, incr and scan\n"
+"                  join it (a scan's range is checked at commit)\n"
 "  commit          apply it, all or nothing; fails (nothing applied) if\n"
 "                  another client changed a key it read: run it again\n"
 "  abort           drop it\n"
@@ -487,9 +492,14 @@ static int exec_line(struct batch *b, struct cli *lc,
 		queue(b, lc, op, t, line);
 		return -1;
 	}
+	if (b->txn && cmd->run == cmd_scan) {
+		drain(b);
+		lc->scan_txn = b->txn;
+		return cmd->run(lc);
+	}
 	if (b->cli->txn) {
 		fprintf(cli_err, "tdb: %s: not in a transaction (--txn takes "
-			"get, put, del and incr)\n", cmd->name);
+			"get, put, del, incr and scan)\n", cmd->name);
 		return EXIT_USAGE;
 	}
 	drain(b);

@@ -70,6 +70,9 @@ struct cli {
 	bool ranged;
 	struct cli_bytes from, to;
 	unsigned int range_flags;       /* TDBC_RANGE_* */
+	/* batch: the open transaction a scan reads in (its range, or the
+	 * whole table, checked again at commit); NULL: none */
+	struct tdbc_txn *scan_txn;
 	uint64_t limit;         /* scan; 0: all */
 	bool keys_only;
 	uint64_t count;         /* watch: stop after this many; 0: never */

@@ -295,9 +295,27 @@ int cmd_scan(struct cli *cli)
 	size_t kn, vn;
 	int rc, err;
 
+	if (cli->scan_txn && cli->prefix.set) {
+		fprintf(cli_err, "tdb: scan: a scan in a transaction reads a "
+			"range (--from, --to, ...) or the whole table, not a "
+			"--prefix\n");
+		return EXIT_USAGE;
+	}
 	if ((rc = cli_open_table(cli, &t)))
 		return -rc;
-	if (cli->ranged) {
+	if (cli->scan_txn) {
+		struct tdbc_range r = {
+			.from = cli->from.set ? cli->from.p : NULL,
+			.from_len = cli->from.n,
+			.to = cli->to.set ? cli->to.p : NULL,
+			.to_len = cli->to.n,
+			.flags = cli->range_flags,
+		};
+
+		err = tdbc_scan_range_txn(t, cli->scan_txn,
+					  cli->ranged ? &r : NULL,
+					  cli->limit, &s);
+	} else if (cli->ranged) {
 		struct tdbc_range r = {
 			.from = cli->from.set ? cli->from.p : NULL,
 			.from_len = cli->from.n,

@@ -12,7 +12,8 @@
 # the shell on a pty, --json-array, tables sorted with owners by name,
 # stats counting only the tables the caller may see; versions, conditions
 # and incr (get --version, put/del --if-*, exit 7, a transaction's
-# conflict in batch and batch --txn); expiry (put --ttl/--at, also on
+# conflict in batch and batch --txn; a scan's range in one, a phantom
+# failing its commit); expiry (put --ttl/--at, also on
 # batch lines, ttl, expire, persist, create --ttl, get --deadline, the
 # TTL and EXPIRING columns, watch's DEL ... expired, an expired key
 # absent to every command, durations refused with their reason);
@@ -622,7 +623,9 @@ grep -q "^tdb: batch: line 3 failed: the transaction is aborted, nothing applied
 printf 'put b3 a 1\nput b3 pre 1 --no-overwrite\n' >"$dir/t"
 expect_err 3 "tdb: batch: commit: " "$tdb" batch --txn <"$dir/t"
 printf 'put b3 a 1\nput b3 b 2\nscan b3\n' >"$dir/t"
-expect_err 2 "tdb: line 3: scan: not in a transaction" "$tdb" batch --txn <"$dir/t"
+expect_err 6 "tdb: line 3: scan b3: this transaction already changed a key" "$tdb" batch --txn <"$dir/t"
+printf 'put b3 a 1\nttl b3 a\n' >"$dir/t"
+expect_err 2 "tdb: line 2: ttl: not in a transaction (--txn takes get, put, del, incr and scan)" "$tdb" batch --txn <"$dir/t"
 expect_rc 0 "$tdb" stat b3
 has -x 'records *1'
 printf 'put b3 a 1\ndel b3 pre\nget b3 a\nput b3 "x\\x00" 2\n' >"$dir/t"
@@ -760,6 +763,33 @@ expect_err 1 "tdb: get v1 f0: " "$tdb" get v1 f0
 printf 'get v1 acct\nput v1 acct 6\nincr v1 n\n' | "$tdb" batch --txn >"$out" 2>"$err" ||
 	fail "batch --txn without a conflict: $(cat "$err")"
 expect_out "6" "$tdb" --escape get v1 acct
+# a scan in a transaction: what it read is checked at commit
+expect_out "" "$tdb" create o2 --ordered
+"$tdb" put o2 a 1 && "$tdb" put o2 c 3 || fail "put o2"
+printf 'scan o2 --keys-only --from a --to d\nput o2 z 26\n' >"$dir/t"
+expect_out "$(printf 'a\nc')" "$tdb" batch --txn <"$dir/t"
+expect_out "26" "$tdb" --escape get o2 z
+printf 'begin\nscan o2 --keys-only\nput o2 y 25\ncommit\n' >"$dir/t"
+expect_out "$(printf 'a\nc\nz')" "$tdb" batch <"$dir/t"
+printf 'scan o2 --prefix a\n' >"$dir/t"
+expect_err 2 "tdb: line 1: scan: a scan in a transaction reads a range" "$tdb" batch --txn <"$dir/t"
+# (--json: help goes to stderr, unbuffered)
+"$tdb" --json batch --txn <"$dir/fifo" >"$out" 2>"$err" &
+bpid=$!
+exec 3>"$dir/fifo"
+printf 'scan o2 --keys-only --from a --to d\nhelp\n' >&3
+wait_help "$err"
+"$tdb" put o2 b 2 || fail "a put in the range a transaction read"
+printf 'put o2 x 24\n' >&3
+exec 3>&-
+wait "$bpid"
+rc=$?
+checks=$((checks + 1))
+[ "$rc" = 7 ] || fail "batch --txn after a phantom exited $rc: $(cat "$err")"
+grep -q "^tdb: batch: commit: conflict: a range this transaction read .*o2.*run the transaction again$" "$err" ||
+	fail "batch --txn phantom: $(cat "$err")"
+expect_err 1 "tdb: get o2 x: " "$tdb" get o2 x
+expect_out "" "$tdb" drop o2
 
 # --- expiry (issue 27): --ttl, --at, ttl, expire, persist, create --ttl -----
 # durations refused before connecting (2), each saying what is wrong
