@@ -16,6 +16,7 @@
  * (tdbd's checkpoints collect keys with it).
  */
 #include "internal.h"
+#include "order_walk.h"
 
 struct tdbe_cursor {
 	struct tdbe_table *table;
@@ -25,6 +26,10 @@ struct tdbe_cursor {
 	bool started, done;
 	struct tdbi_hit *hits;     /* next_many's, TDBE_CURSOR_MANY of them */
 	uint64_t *bkt;             /* and its bucket list, as many */
+	/* ordered tables: the walk is in key order, within the range */
+	bool ordered;
+	struct tdbe_range range;   /* from/to point into rbuf */
+	unsigned char *rbuf;
 };
 
 struct tdbe_cursor *tdbe_cursor_open(struct tdbe_table *t, int *err)
@@ -37,6 +42,7 @@ struct tdbe_cursor *tdbe_cursor_open(struct tdbe_table *t, int *err)
 	}
 	tdb_fetch_add(&t->refs, 1);
 	c->table = t;
+	c->ordered = tdbe_table_ordered(t);
 	return c;
 }
 
@@ -48,6 +54,7 @@ void tdbe_cursor_close(struct tdbe_cursor *c)
 	tdbp_free(c->buf);
 	tdbp_free(c->hits);
 	tdbp_free(c->bkt);
+	tdbp_free(c->rbuf);
 	tdbp_free(c);
 }
 
@@ -89,6 +96,22 @@ int tdbe_cursor_next_ex(struct tdbe_cursor *c, const void **key,
 {
 	const struct tdb_map *m = &c->table->map;
 
+	if (c->ordered) {
+		struct tdbe_cursor_rec one;
+		int n = tdbe_cursor_next_many(c, &one, 1, 0);
+
+		if (n <= 0)
+			return n;
+		*key = one.key;
+		*klen = one.klen;
+		*val = one.val;
+		*vlen = one.vlen;
+		if (version)
+			*version = one.version;
+		if (deadline)
+			*deadline = one.deadline;
+		return 1;
+	}
 	if (c->done)
 		return 0;
 	for (;;) {
@@ -215,6 +238,149 @@ static int many_bufs(struct tdbe_cursor *c)
 	return 0;
 }
 
+/* --- ordered tables ------------------------------------------------------ */
+
+/* Is the key of r past the range's end in the walk's direction? */
+static bool ord_past_end(const struct tdbe_cursor *c, const struct tdb_rec *r)
+{
+	const struct tdbe_range *g = &c->range;
+	int d;
+
+	if (g->flags & TDBE_RANGE_REVERSE) {
+		if (!g->from)
+			return false;
+		d = tdbb_key_cmp(r->data, r->klen, g->from, g->from_len);
+		return d < 0 || (d == 0 && (g->flags & TDBE_RANGE_FROM_EXCL));
+	}
+	if (!g->to)
+		return false;
+	d = tdbb_key_cmp(r->data, r->klen, g->to, g->to_len);
+	return d > 0 || (d == 0 && !(g->flags & TDBE_RANGE_TO_INCL));
+}
+
+/* Position w at the walk's next key: the range's first, or the first
+ * past the bound in the walk's direction.  1 = at a key, 0 = none. */
+static int ord_start(const struct tdbe_cursor *c, const struct tdbb_src *s,
+		     struct tdbb_walk *w)
+{
+	uint64_t root = tdb_load_acquire(&tdb_hdr(&c->table->map)->oroot);
+	const struct tdbe_range *g = &c->range;
+	bool rev = g->flags & TDBE_RANGE_REVERSE;
+	const void *k;
+	size_t klen;
+	bool upper;
+	int err;
+
+	if (c->started) {
+		k = c->bound.data;
+		klen = c->bound.len;
+		upper = !rev;             /* past the bound */
+	} else if (rev) {
+		k = g->to;
+		klen = g->to_len;
+		upper = g->flags & TDBE_RANGE_TO_INCL;
+	} else {
+		k = g->from;
+		klen = g->from_len;
+		upper = g->flags & TDBE_RANGE_FROM_EXCL;
+	}
+	if (!k && rev) {
+		w->node[0] = root;
+		err = tdbb_descend_edge(s, w, 0, true);
+		if (err)
+			return err;
+		{
+			const struct tdbb_node *l = tdbb_leaf(s, w);
+
+			if (!l)
+				return -EUCLEAN;
+			w->pos[w->height - 1] = l->n;   /* past the last */
+		}
+		return tdbb_step_back(s, w);
+	}
+	err = tdbb_seek(s, root, k, klen, upper, w);
+	if (err)
+		return err;
+	return rev ? tdbb_step_back(s, w) : tdbb_fix_fwd(s, w);
+}
+
+/* Up to max records of the walk from its place, in order and in the
+ * range, into hits (hash unused); inside a read section. */
+static unsigned int ord_collect(struct tdbe_cursor *c, struct tdbi_hit *hits,
+				unsigned int max)
+{
+	const struct tdb_map *m = &c->table->map;
+	struct tdbb_src s = {
+		.ext = (const void *const *)m->ext,
+		.nextents = 0,
+	};
+	bool rev = c->range.flags & TDBE_RANGE_REVERSE;
+	struct tdbb_walk w;
+	unsigned int n = 0;
+	int at = ord_start(c, &s, &w);
+
+	while (at == 1 && n < max) {
+		uint64_t rec = tdbi_entry_rec(tdbb_cur(&s, &w));
+
+		if (ord_past_end(c, tdb_ptr(m, rec)))
+			break;
+		hits[n].rec = rec;
+		hits[n].hash = 0;
+		n++;
+		at = rev ? tdbb_step_back(&s, &w) : tdbb_step_fwd(&s, &w);
+	}
+	return n;
+}
+
+static int copy_bound(unsigned char **dst, const void *src, size_t len)
+{
+	int err = !len || len > TDBE_KEY_MAX ? (len ? -E2BIG : -EINVAL) : 0;
+
+	if (err)
+		return err;
+	memcpy(*dst, src, len);
+	*dst += len;
+	return 0;
+}
+
+int tdbe_cursor_range(struct tdbe_cursor *c, const struct tdbe_range *r)
+{
+	unsigned char *buf, *p;
+	int err;
+
+	if (!c->ordered)
+		return -EOPNOTSUPP;
+	if (r->flags & ~TDBE_RANGE_FLAGS_ALL)
+		return -EINVAL;
+	buf = tdbp_alloc((r->from ? r->from_len : 0) +
+			 (r->to ? r->to_len : 0) + 1);
+	if (!buf)
+		return -ENOMEM;
+	p = buf;
+	err = r->from ? copy_bound(&p, r->from, r->from_len) : 0;
+	if (!err && r->to)
+		err = copy_bound(&p, r->to, r->to_len);
+	if (err) {
+		tdbp_free(buf);
+		return err;
+	}
+	tdbp_free(c->rbuf);
+	c->rbuf = buf;
+	c->range = *r;
+	c->range.from = r->from ? buf : NULL;
+	c->range.to = r->to ? buf + (r->from ? r->from_len : 0) : NULL;
+	tdbe_cursor_rewind(c);
+	return 0;
+}
+
+int tdbe_cursor_order(const struct tdbe_cursor *c, const void *a,
+		      size_t alen, const void *b, size_t blen)
+{
+	int d = tdbe_key_order(c->table, a, alen, b, blen);
+
+	return c->range.flags & TDBE_RANGE_REVERSE ? -d : d;
+}
+
 /* One step of next_many (want_dead false) or of the sweep's walk (true):
  * how many records went into out; *visited how many were consumed, 0 at
  * the end. */
@@ -237,8 +403,9 @@ static int walk_many(struct tdbe_cursor *c, struct tdbe_cursor_rec *out,
 		int err;
 
 		tdbp_rcu_read_lock();
-		n = tdbi_next_many(m, c->started ? &c->bound : NULL, c->hits,
-				   c->bkt, max);
+		n = c->ordered ? ord_collect(c, c->hits, max) :
+			tdbi_next_many(m, c->started ? &c->bound : NULL,
+				       c->hits, c->bkt, max);
 		if (!n) {
 			tdbp_rcu_read_unlock();
 			c->done = true;
@@ -309,6 +476,8 @@ int tdbe_key_order(const struct tdbe_table *t, const void *a, size_t alen,
 {
 	uint64_t seed = tdb_hdr(&t->map)->seed;
 
+	if (tdbe_table_ordered(t))
+		return tdbb_key_cmp(a, alen, b, blen);
 	return tdbi_key_cmp(tdbp_hash64(a, alen, seed), a, alen,
 			    tdbp_hash64(b, blen, seed), b, blen);
 }

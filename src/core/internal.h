@@ -37,6 +37,7 @@ struct tdb_limbo {
 	uint64_t bytes;
 };
 #define TDB_LIMBO_BATCH 4096u      /* reclaim after this many frees */
+#define TDBB_RESERVE (2 * TDBB_MAX_HEIGHT + 3)
 
 struct tdbe_table {
 	struct tdbe_table *next;   /* engine's list, under engine->lock */
@@ -51,6 +52,10 @@ struct tdbe_table {
 	uint32_t max_extents;
 	uint16_t class_pages[TDBA_NCLASSES];
 	struct tdb_limbo limbo;
+	/* ordered tables: nodes set aside for the next change (order.c) */
+	uint64_t ores[TDBB_RESERVE];
+	unsigned int nores;
+	struct tdbb_scratch *osc;
 };
 
 /* region.c */
@@ -117,7 +122,17 @@ uint64_t tdbi_sample(const struct tdb_map *m, uint64_t rnd);
 int tdbi_key_cmp(uint64_t ha, const void *ka, size_t la,
 		 uint64_t hb, const void *kb, size_t lb);
 
-/* order.c: the ordered index of an ordered table (layout.h) */
+/* order.c: the ordered index of an ordered table (layout.h), changed
+ * under t->wlock after the trie: tdbb_reserve first (-ENOSPC: change
+ * nothing), then exactly one of the others, which cannot fail. */
 int tdbb_init(struct tdbe_table *t);
+void tdbb_free(struct tdbe_table *t);
+int tdbb_reserve(struct tdbe_table *t);
+void tdbb_insert(struct tdbe_table *t, const void *key, size_t klen,
+		 uint64_t rec);
+void tdbb_replace(struct tdbe_table *t, const void *key, size_t klen,
+		  uint64_t old, uint64_t rec);
+void tdbb_remove(struct tdbe_table *t, const void *key, size_t klen,
+		 uint64_t rec);
 
 #endif

@@ -158,6 +158,7 @@ static void table_free(struct tdbe_table *t)
 	/* No handle is left, so no reader can be inside this table; the
 	 * limbo needs no grace period, the region just goes. */
 	tdbp_free(t->limbo.off);
+	tdbb_free(t);
 	tdbr_destroy(t);
 	if (t->wlock)
 		tdbp_mutex_destroy(t->wlock);
@@ -565,6 +566,10 @@ int tdbe_put_acc(struct tdbe_table *t, const void *key, size_t klen,
 			goto out;
 		}
 	}
+	if (h->oroot && tdbb_reserve(t)) {
+		err = -ENOSPC;
+		goto nospace;
+	}
 	rec = tdb_alloc_reclaim(t, tdb_rec_size(klen, vlen, rf));
 	if (!rec) {
 		err = -ENOSPC;
@@ -587,6 +592,12 @@ int tdbe_put_acc(struct tdbe_table *t, const void *key, size_t klen,
 	if (err) {
 		tdba_free(t, rec);     /* never published */
 		goto nospace;
+	}
+	if (h->oroot) {
+		if (old)
+			tdbb_replace(t, key, klen, old, rec);
+		else
+			tdbb_insert(t, key, klen, rec);
 	}
 	if (old) {
 		rec_gone(h, tdb_ptr(&t->map, old));
@@ -646,8 +657,15 @@ int tdbe_del_ex(struct tdbe_table *t, const void *key, size_t klen,
 	} else if (flags & TDBE_DEL_EXPIRED) {
 		rec = 0;
 	}
+	if (rec && h->oroot && tdbb_reserve(t)) {
+		TDB_EXTACK(ext, "no room for the ordered index's change");
+		err = -ENOSPC;
+		goto out;
+	}
 	if (rec)
 		rec = tdbi_remove(t, &k);
+	if (rec && h->oroot)
+		tdbb_remove(t, key, klen, rec);
 	if (rec) {
 		h->nrecords--;
 		rec_gone(h, tdb_ptr(&t->map, rec));
@@ -658,6 +676,7 @@ int tdbe_del_ex(struct tdbe_table *t, const void *key, size_t klen,
 			   "no such key expired" : "no such key");
 		err = -ENOENT;
 	}
+out:
 	tdbp_mutex_unlock(t->wlock);
 	return err;
 }

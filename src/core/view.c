@@ -13,6 +13,7 @@
  */
 #include "view.h"
 #include "layout.h"
+#include "order_walk.h"
 
 #define TDB_EXTACK(ext, text) do { if (ext) (ext)->msg = (text); } while (0)
 
@@ -159,4 +160,154 @@ int tdbe_view_lookup_ver(const struct tdbe_view *v, const void *key,
 	if (!slot)
 		return -ENOENT;
 	return view_bucket(v, slot, &k, val, vlen, version);
+}
+
+/* --- ranges of ordered tables ------------------------------------------- */
+
+bool tdbe_view_ordered(const struct tdbe_view *v)
+{
+	const struct tdb_region_hdr *h;
+
+	if (tdbe_view_check(v, NULL))
+		return false;
+	h = v->ext[0];
+	return (h->table_flags & TDB_TBL_F_ORDERED) &&
+	       tdb_load_acquire(&h->oroot);
+}
+
+static struct tdbb_src view_src(const struct tdbe_view *v)
+{
+	struct tdbb_src s = { .ext = v->ext, .nextents = v->nextents };
+
+	return s;
+}
+
+static void iter_get(const struct tdbe_view_iter *it, struct tdbb_walk *w)
+{
+	memcpy(w->node, it->node, sizeof(w->node));
+	memcpy(w->pos, it->pos, sizeof(w->pos));
+	w->height = it->height;
+}
+
+static void iter_put(struct tdbe_view_iter *it, const struct tdbb_walk *w)
+{
+	memcpy(it->node, w->node, sizeof(it->node));
+	memcpy(it->pos, w->pos, sizeof(it->pos));
+	it->height = w->height;
+}
+
+static bool bound_ok(const void *k, size_t len)
+{
+	return !k || (len >= TDBE_KEY_MIN && len <= TDBE_KEY_MAX);
+}
+
+int tdbe_view_range(const struct tdbe_view *v, const struct tdbe_range *r,
+		    struct tdbe_view_iter *it)
+{
+	const struct tdb_region_hdr *h;
+	struct tdbb_src s;
+	struct tdbb_walk w;
+	bool rev;
+	int err = tdbe_view_check(v, NULL);
+
+	if (err)
+		return err;
+	if (!tdbe_view_ordered(v))
+		return -EOPNOTSUPP;
+	if (!r || (r->flags & ~TDBE_RANGE_FLAGS_ALL) ||
+	    !bound_ok(r->from, r->from_len) || !bound_ok(r->to, r->to_len))
+		return -EINVAL;
+	h = v->ext[0];
+	s = view_src(v);
+	rev = r->flags & TDBE_RANGE_REVERSE;
+	memset(it, 0, sizeof(*it));
+	it->v = v;
+	it->r = *r;
+	w.node[0] = tdb_load_acquire(&h->oroot);
+	if (rev && !r->to) {
+		const struct tdbb_node *l;
+
+		err = tdbb_descend_edge(&s, &w, 0, true);
+		if (err)
+			return err;
+		l = tdbb_leaf(&s, &w);
+		if (!l)
+			return -EUCLEAN;
+		w.pos[w.height - 1] = l->n;
+		err = tdbb_step_back(&s, &w);
+	} else {
+		const void *k = rev ? r->to : r->from;
+		size_t kl = rev ? r->to_len : r->from_len;
+		bool upper = rev ? r->flags & TDBE_RANGE_TO_INCL
+				 : r->flags & TDBE_RANGE_FROM_EXCL;
+
+		err = tdbb_seek(&s, w.node[0], k, kl, upper, &w);
+		if (err)
+			return err;
+		err = rev ? tdbb_step_back(&s, &w) : tdbb_fix_fwd(&s, &w);
+	}
+	if (err < 0)
+		return err;
+	it->done = err == 0;
+	iter_put(it, &w);
+	return 0;
+}
+
+/* Is r past the end of the iterator's range in its direction? */
+static bool view_past_end(const struct tdbe_range *g, const struct tdb_rec *r)
+{
+	int d;
+
+	if (g->flags & TDBE_RANGE_REVERSE) {
+		if (!g->from)
+			return false;
+		d = tdbb_key_cmp(r->data, r->klen, g->from, g->from_len);
+		return d < 0 || (d == 0 && (g->flags & TDBE_RANGE_FROM_EXCL));
+	}
+	if (!g->to)
+		return false;
+	d = tdbb_key_cmp(r->data, r->klen, g->to, g->to_len);
+	return d > 0 || (d == 0 && !(g->flags & TDBE_RANGE_TO_INCL));
+}
+
+int tdbe_view_next(struct tdbe_view_iter *it, const void **key,
+		   size_t *klen, const void **val, size_t *vlen,
+		   uint64_t *version)
+{
+	struct tdbb_src s;
+	struct tdbb_walk w;
+	bool rev = it->r.flags & TDBE_RANGE_REVERSE;
+	int at = 1;
+
+	if (it->done)
+		return 0;
+	s = view_src(it->v);
+	iter_get(it, &w);
+	while (at == 1) {
+		const struct tdb_rec *r = tdbb_rec_at(&s, tdbb_cur(&s, &w));
+		bool live;
+
+		if (!r)
+			return -EUCLEAN;
+		if (view_past_end(&it->r, r))
+			break;
+		live = !(r->flags & TDB_REC_F_DEADLINE) ||
+		       !tdb_rec_expired(r, tdbp_realtime_ms());
+		at = rev ? tdbb_step_back(&s, &w) : tdbb_step_fwd(&s, &w);
+		if (at < 0)
+			return at;
+		if (!live)
+			continue;
+		*key = r->data;
+		*klen = r->klen;
+		*val = r->data + r->klen;
+		*vlen = r->vlen;
+		if (version)
+			*version = r->version;
+		it->done = at == 0;
+		iter_put(it, &w);
+		return 1;
+	}
+	it->done = true;
+	return 0;
 }
