@@ -149,7 +149,8 @@ static const unsigned char cursorbytes[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 
 static void full_stat(struct tdb_proto_stat *st)
 {
-	st->present = 0x3ffffc; /* types 2..21 */
+	st->present = 0x7ffffc; /* types 2..22 */
+	st->table_flags = TDB_TABLE_F_ORDERED;
 	st->max_bytes = 1ull << 33;
 	st->max_records = 77;
 	st->evict = TDB_EVICT_TTL;
@@ -203,7 +204,7 @@ static const unsigned char hashbytes[24] = {
 };
 
 static void fill_all(struct tdb_proto_msg *m, uint8_t cmd,
-		     enum tdb_proto_dir dir, uint32_t allow)
+		     enum tdb_proto_dir dir, uint64_t allow)
 {
 	memset(m, 0, sizeof(*m));
 	m->cmd = cmd;
@@ -242,6 +243,11 @@ static void fill_all(struct tdb_proto_msg *m, uint8_t cmd,
 	m->evict = TDB_EVICT_LFU;
 	m->hashes = hashbytes;
 	m->nhashes = 3;
+	m->table_flags = TDB_TABLE_F_ORDERED;
+	m->from = "a\0from";
+	m->from_len = 6;
+	m->to = "\xffto";
+	m->to_len = 3;
 	(void)dir;
 }
 
@@ -249,12 +255,12 @@ static void fill_all(struct tdb_proto_msg *m, uint8_t cmd,
 
 /* What each command allows and requires: the table in tdb/proto.h. */
 static const struct {
-	uint32_t req_allow, req_need, ans_allow, ans_need;
+	uint64_t req_allow, req_need, ans_allow, ans_need;
 	uint16_t ans_flags;     /* 0xffff: no answer message */
 } spec[TDB_CMD_MAX + 1] = {
 	[TDB_CMD_TABLE_CREATE] = { A(TABLE) | A(MAX_EXTENTS) | A(UID) |
 		A(GID) | A(MODE) | A(TTL) | A(MAX_BYTES) | A(MAX_RECORDS) |
-		A(EVICT), A(TABLE), 0, 0, 0xffff },
+		A(EVICT) | A(TABLE_FLAGS), A(TABLE), 0, 0, 0xffff },
 	[TDB_CMD_TABLE_DROP] = { A(TABLE), A(TABLE), A(TABLE), 0, 0 },
 	[TDB_CMD_TABLE_LIST] = { 0, 0, A(TABLE) | A(STAT), A(TABLE) | A(STAT),
 		NLM_F_MULTI },
@@ -270,8 +276,8 @@ static const struct {
 	[TDB_CMD_DEL] = { A(TABLE) | A(KEY) | A(TXN) | A(IF_VERSION),
 		A(TABLE) | A(KEY), A(TABLE) | A(KEY) | A(VERSION) | A(REASON),
 		A(KEY), 0 },
-	[TDB_CMD_SCAN] = { A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR),
-		A(TABLE), A(KEY) | A(VALUE) | A(CURSOR) | A(VERSION) |
+	[TDB_CMD_SCAN] = { A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR) |
+		A(FROM) | A(TO) | A(TXN), A(TABLE), A(KEY) | A(VALUE) | A(CURSOR) | A(VERSION) |
 		A(DEADLINE), 0, NLM_F_MULTI },
 	[TDB_CMD_TXN_BEGIN] = { 0, 0, A(TXN), A(TXN), 0 },
 	[TDB_CMD_TXN_COMMIT] = { A(TXN), A(TXN), 0, 0, 0xffff },
@@ -294,7 +300,7 @@ static const struct {
 static void assert_same(const struct tdb_proto_msg *in,
 			const struct tdb_proto_msg *out)
 {
-	uint32_t at = in->attrs;
+	uint64_t at = in->attrs;
 
 	assert_int_equal(out->attrs, at);
 	assert_int_equal(out->cmd, in->cmd);
@@ -346,6 +352,18 @@ static void assert_same(const struct tdb_proto_msg *in,
 	}
 	if (at & A(LIMIT))
 		assert_int_equal(out->limit, in->limit);
+	if (at & A(FROM)) {
+		assert_int_equal(out->from_len, in->from_len);
+		assert_memory_equal(out->from, in->from, in->from_len);
+	}
+	if (at & A(TO)) {
+		assert_int_equal(out->to_len, in->to_len);
+		assert_memory_equal(out->to, in->to, in->to_len);
+	}
+	if (at & A(TABLE_FLAGS))
+		assert_int_equal(out->table_flags, in->table_flags);
+	if (at & A(SCAN_FLAGS))
+		assert_int_equal(out->scan_flags, in->scan_flags);
 	if (at & A(CURSOR)) {
 		assert_int_equal(out->cursor_len, in->cursor_len);
 		assert_memory_equal(out->cursor, in->cursor, in->cursor_len);
@@ -369,6 +387,7 @@ static void assert_same(const struct tdb_proto_msg *in,
 		SAME(gid, TDB_STAT_A_GID);
 		SAME(mode, TDB_STAT_A_MODE);
 		SAME(state, TDB_STAT_A_STATE);
+		SAME(table_flags, TDB_STAT_A_TABLE_FLAGS);
 	}
 	if (at & A(COUNTERS)) {
 		const struct tdb_proto_counters *a = &in->counters;
@@ -1091,20 +1110,135 @@ static int raw_int(uint8_t cmd, uint16_t type, const void *val, size_t len,
 	return parse(wbuf, TDB_PROTO_REQUEST, out, ext);
 }
 
-/* A SCAN with TXN: refused, saying scans are not transactional. */
-static void test_scan_txn_refused(void **state)
+/* SCAN's attributes together (check_scan_req): TXN is taken (a read
+ * of the transaction, checked at commit) but not with a snapshot; a
+ * range flag needs its bound.  Parser and builder agree. */
+static void test_scan_request_rules(void **state)
 {
+	static const struct {
+		uint64_t attrs;
+		uint32_t flags;
+		const char *msg;        /* NULL: accepted */
+	} cases[] = {
+		{ A(TXN), 0, NULL },
+		{ A(TXN) | A(FROM) | A(TO), TDB_SCAN_REVERSE, NULL },
+		{ A(TXN), TDB_SCAN_SNAPSHOT, "takes no TXN" },
+		{ 0, TDB_SCAN_SNAPSHOT | TDB_SCAN_REVERSE, NULL },
+		{ A(FROM), TDB_SCAN_FROM_EXCL, NULL },
+		{ A(TO), TDB_SCAN_FROM_EXCL, "TDB_SCAN_FROM_EXCL but the SCAN "
+		  "has no FROM" },
+		{ A(TO), TDB_SCAN_TO_INCL, NULL },
+		{ A(FROM), TDB_SCAN_TO_INCL, "TDB_SCAN_TO_INCL but the SCAN "
+		  "has no TO" },
+		{ 0, TDB_SCAN_FLAGS_ALL & ~TDB_SCAN_SNAPSHOT, "has no FROM" },
+	};
 	struct tdb_proto_extack ext;
-	struct tdb_proto_msg out;
-	struct nlmsghdr *nlh = rawreq(wbuf, TDB_CMD_SCAN);
-	uint64_t id = 7;
+	struct tdb_proto_msg m, out;
+	size_t i;
 
 	(void)state;
-	mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
-	mnl_attr_put(nlh, TDB_A_TXN, 8, &id);
-	assert_int_equal(parse(wbuf, TDB_PROTO_REQUEST, &out, &ext), -EINVAL);
-	assert_non_null(strstr(ext.msg, "not part of a transaction"));
-	assert_int_equal(ext.offset, find_attr(last_copy, TDB_A_TXN));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct nlmsghdr *nlh = rawreq(wbuf, TDB_CMD_SCAN);
+		uint64_t id = 7;
+		int rc;
+
+		mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
+		if (cases[i].attrs & A(TXN))
+			mnl_attr_put(nlh, TDB_A_TXN, 8, &id);
+		if (cases[i].attrs & A(FROM))
+			mnl_attr_put(nlh, TDB_A_FROM, 1, "a");
+		if (cases[i].attrs & A(TO))
+			mnl_attr_put(nlh, TDB_A_TO, 1, "z");
+		mnl_attr_put_u32(nlh, TDB_A_SCAN_FLAGS, cases[i].flags);
+		rc = parse(wbuf, TDB_PROTO_REQUEST, &out, &ext);
+		if (!cases[i].msg) {
+			assert_int_equal(rc, 0);
+			assert_int_equal(out.scan_flags, cases[i].flags);
+		} else {
+			assert_int_equal(rc, -EINVAL);
+			assert_non_null(strstr(ext.msg, cases[i].msg));
+			assert_int_equal(ext.offset,
+					 find_attr(last_copy, TDB_A_SCAN_FLAGS));
+		}
+		fill_all(&m, TDB_CMD_SCAN, TDB_PROTO_REQUEST, A(TABLE) |
+			 A(SCAN_FLAGS) | cases[i].attrs);
+		m.scan_flags = cases[i].flags;
+		if (!cases[i].msg) {
+			roundtrip(&m, TDB_PROTO_REQUEST);
+		} else {
+			assert_int_equal(tdb_proto_size(TDB_PROTO_REQUEST, &m,
+							&ext), -EINVAL);
+			assert_non_null(strstr(ext.msg, cases[i].msg));
+		}
+	}
+}
+
+/* FROM and TO: binary keys of 1..TDB_KEY_MAX bytes; their refusals name
+ * them. */
+static void test_range_limits(void **state)
+{
+	static const uint16_t types[] = { TDB_A_FROM, TDB_A_TO };
+	struct tdb_proto_extack ext;
+	struct tdb_proto_msg m, out;
+	size_t i;
+
+	(void)state;
+	fill_pattern(bigval, sizeof(bigval), 9);
+	for (i = 0; i < 2; i++) {
+		uint16_t t = types[i];
+		const char *name = t == TDB_A_FROM ? "FROM" : "TO";
+		struct nlmsghdr *nlh;
+		uint32_t *len;
+
+		nlh = rawreq(wbuf, TDB_CMD_SCAN);
+		mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
+		mnl_attr_put(nlh, t, TDB_KEY_MAX, bigval);
+		assert_int_equal(parse(wbuf, TDB_PROTO_REQUEST, &out, &ext), 0);
+		assert_int_equal(t == TDB_A_FROM ? out.from_len : out.to_len,
+				 TDB_KEY_MAX);
+		nlh = rawreq(wbuf, TDB_CMD_SCAN);
+		mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
+		mnl_attr_put(nlh, t, TDB_KEY_MAX + 1, bigval);
+		assert_int_equal(parse(wbuf, TDB_PROTO_REQUEST, &out, &ext),
+				 -E2BIG);
+		assert_non_null(strstr(ext.msg, name));
+		assert_int_equal(ext.offset, GENL_LEN + 8);
+		nlh = rawreq(wbuf, TDB_CMD_SCAN);
+		mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
+		mnl_attr_put(nlh, t, 0, NULL);
+		assert_int_equal(parse(wbuf, TDB_PROTO_REQUEST, &out, &ext),
+				 -EINVAL);
+		assert_non_null(strstr(ext.msg, name));
+		assert_non_null(strstr(ext.msg, "empty"));
+		/* a range only in SCAN */
+		nlh = rawreq(wbuf, TDB_CMD_GET);
+		mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
+		mnl_attr_put(nlh, TDB_A_KEY, 1, "k");
+		mnl_attr_put(nlh, t, 1, "a");
+		assert_int_equal(parse(wbuf, TDB_PROTO_REQUEST, &out, &ext),
+				 -EINVAL);
+
+		/* the builder agrees */
+		fill_all(&m, TDB_CMD_SCAN, TDB_PROTO_REQUEST, A(TABLE) |
+			 TDB_PROTO_BIT(t));
+		len = t == TDB_A_FROM ? &m.from_len : &m.to_len;
+		*(t == TDB_A_FROM ? &m.from : &m.to) = bigval;
+		*len = TDB_KEY_MAX;
+		roundtrip(&m, TDB_PROTO_REQUEST);
+		*len = TDB_KEY_MAX + 1;
+		assert_int_equal(tdb_proto_size(TDB_PROTO_REQUEST, &m, &ext),
+				 -E2BIG);
+		assert_non_null(strstr(ext.msg, name));
+		*len = 0;
+		assert_int_equal(tdb_proto_size(TDB_PROTO_REQUEST, &m, &ext),
+				 -EINVAL);
+		assert_non_null(strstr(ext.msg, name));
+		*len = 1;
+		*(t == TDB_A_FROM ? &m.from : &m.to) = NULL;
+		assert_int_equal(tdb_proto_size(TDB_PROTO_REQUEST, &m, &ext),
+				 -EINVAL);
+		assert_non_null(strstr(ext.msg, name));
+	}
 }
 
 static void test_int_values(void **state)
@@ -1145,6 +1279,15 @@ static void test_int_values(void **state)
 		{ TDB_CMD_PUT, TDB_A_SET_VERSION, 9, 0 },
 		{ TDB_CMD_INCR, TDB_A_DELTA, 0, 0 },
 		{ TDB_CMD_INCR, TDB_A_DELTA, (uint64_t)INT64_MIN, 0 },
+		{ TDB_CMD_TABLE_CREATE, TDB_A_TABLE_FLAGS, 0, 0 },
+		{ TDB_CMD_TABLE_CREATE, TDB_A_TABLE_FLAGS, TDB_TABLE_F_ORDERED,
+		  0 },
+		{ TDB_CMD_TABLE_CREATE, TDB_A_TABLE_FLAGS, 2, -EOPNOTSUPP },
+		{ TDB_CMD_TABLE_CREATE, TDB_A_TABLE_FLAGS, 1u << 31,
+		  -EOPNOTSUPP },
+		{ TDB_CMD_SCAN, TDB_A_SCAN_FLAGS, TDB_SCAN_SNAPSHOT |
+		  TDB_SCAN_REVERSE, 0 },
+		{ TDB_CMD_SCAN, TDB_A_SCAN_FLAGS, 1u << 4, -EOPNOTSUPP },
 	};
 	struct tdb_proto_extack ext;
 	struct tdb_proto_msg m, out;
@@ -1180,6 +1323,8 @@ static void test_int_values(void **state)
 		case TDB_A_IF_VERSION: m.if_version = cases[i].v; break;
 		case TDB_A_SET_VERSION: m.set_version = cases[i].v; break;
 		case TDB_A_DELTA: m.delta = (int64_t)cases[i].v; break;
+		case TDB_A_TABLE_FLAGS: m.table_flags = v32; break;
+		case TDB_A_SCAN_FLAGS: m.scan_flags = v32; break;
 		}
 		if (cases[i].err)
 			assert_int_equal(tdb_proto_build(wbuf, sizeof(wbuf),
@@ -1536,9 +1681,9 @@ static void test_missing_required(void **state)
 	(void)state;
 	for (dir = TDB_PROTO_REQUEST; dir <= TDB_PROTO_ANSWER; dir++)
 	for (cmd = 1; cmd <= TDB_CMD_MAX; cmd++) {
-		uint32_t allow = dir == TDB_PROTO_REQUEST ?
+		uint64_t allow = dir == TDB_PROTO_REQUEST ?
 				 spec[cmd].req_allow : spec[cmd].ans_allow;
-		uint32_t need = dir == TDB_PROTO_REQUEST ?
+		uint64_t need = dir == TDB_PROTO_REQUEST ?
 				spec[cmd].req_need : spec[cmd].ans_need;
 
 		if (dir == TDB_PROTO_ANSWER && spec[cmd].ans_flags == 0xffff)
@@ -1577,7 +1722,7 @@ static void test_duplicates(void **state)
 	(void)state;
 	for (dir = TDB_PROTO_REQUEST; dir <= TDB_PROTO_ANSWER; dir++)
 	for (cmd = 1; cmd <= TDB_CMD_MAX; cmd++) {
-		uint32_t allow = dir == TDB_PROTO_REQUEST ?
+		uint64_t allow = dir == TDB_PROTO_REQUEST ?
 				 spec[cmd].req_allow : spec[cmd].ans_allow;
 
 		if (dir == TDB_PROTO_ANSWER && spec[cmd].ans_flags == 0xffff)
@@ -2307,7 +2452,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_new_names, teardown),
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test_teardown(test_prefix_cursor_limits, teardown),
-		cmocka_unit_test_teardown(test_scan_txn_refused, teardown),
+		cmocka_unit_test_teardown(test_scan_request_rules, teardown),
+		cmocka_unit_test_teardown(test_range_limits, teardown),
 		cmocka_unit_test_teardown(test_int_values, teardown),
 		cmocka_unit_test_teardown(test_truncated, teardown),
 		cmocka_unit_test_teardown(test_trailing_messages, teardown),

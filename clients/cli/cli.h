@@ -63,8 +63,13 @@ struct cli {
 	uint64_t at_ms;         /* put, expire --at: a deadline; 0: none */
 	uint64_t max_bytes, max_records;        /* create; 0: none */
 	uint32_t evict;         /* create --evict: TDBC_EVICT_* */
+	uint32_t table_flags;   /* create --ordered: TDBC_TABLE_* */
 	int64_t delta;          /* incr: DELTA (1 when not given) */
 	struct cli_bytes prefix;
+	/* scan's range: --from/--after, --to/--through, --reverse */
+	bool ranged;
+	struct cli_bytes from, to;
+	unsigned int range_flags;       /* TDBC_RANGE_* */
 	uint64_t limit;         /* scan; 0: all */
 	bool keys_only;
 	uint64_t count;         /* watch: stop after this many; 0: never */

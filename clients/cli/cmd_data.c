@@ -297,8 +297,20 @@ int cmd_scan(struct cli *cli)
 
 	if ((rc = cli_open_table(cli, &t)))
 		return -rc;
-	err = tdbc_scan_open(t, cli->prefix.p, cli->prefix.n, cli->limit,
-			     &s);
+	if (cli->ranged) {
+		struct tdbc_range r = {
+			.from = cli->from.set ? cli->from.p : NULL,
+			.from_len = cli->from.n,
+			.to = cli->to.set ? cli->to.p : NULL,
+			.to_len = cli->to.n,
+			.flags = cli->range_flags,
+		};
+
+		err = tdbc_scan_range(t, &r, cli->limit, 0, &s);
+	} else {
+		err = tdbc_scan_open(t, cli->prefix.p, cli->prefix.n,
+				     cli->limit, &s);
+	}
 	if (err) {
 		rc = cli_fail(cli, err);
 		goto out;

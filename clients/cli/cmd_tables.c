@@ -63,6 +63,7 @@ int cmd_create(struct cli *cli)
 	o.max_bytes = cli->max_bytes;
 	o.max_records = cli->max_records;
 	o.evict = cli->evict;
+	o.flags = cli->table_flags;
 	err = tdbc_table_create(cli->c, cli->table, &o);
 	return err ? cli_fail(cli, err) : ok_doc(cli);
 }
@@ -110,6 +111,12 @@ static const char *state_name(const struct tdbc_table_stat *st)
 	return st->state & TDB_TABLE_SET_ASIDE ? "aside" : "ok";
 }
 
+/* "hash", or "ordered" (create --ordered): keys kept in order. */
+static const char *kind_name(const struct tdbc_table_stat *st)
+{
+	return st->flags & TDBC_TABLE_ORDERED ? "ordered" : "hash";
+}
+
 static void stat_json(const struct tdbc_table_stat *st)
 {
 	struct figure f[STAT_FIGURES];
@@ -131,9 +138,10 @@ static void stat_json(const struct tdbc_table_stat *st)
 	       st->expired);
 	/* eviction: the bounds (0: none), the policy, records evicted */
 	printf(",\"max_bytes\":%" PRIu64 ",\"max_records\":%" PRIu64
-	       ",\"evict\":\"%s\",\"evicted\":%" PRIu64 "}",
+	       ",\"evict\":\"%s\",\"evicted\":%" PRIu64,
 	       st->max_bytes, st->max_records, cli_evict_name(st->evict),
 	       st->evicted);
+	printf(",\"kind\":\"%s\"}", kind_name(st));
 	cli_doc_close();
 }
 
@@ -157,6 +165,7 @@ static void stat_text(const struct tdbc_table_stat *st)
 	       "%-16s %" PRIu64 "\n", "max_bytes", st->max_bytes,
 	       "max_records", st->max_records, "evict",
 	       cli_evict_name(st->evict), "evicted", st->evicted);
+	printf("%-16s %s\n", "kind", kind_name(st));
 }
 
 int cmd_stat(struct cli *cli)
@@ -298,10 +307,10 @@ static void print_rows(const struct table_rows *r)
 				ow = strlen(owner[i]);
 		}
 	}
-	printf("%-*s %10s %12s %11s %7s %*s %10s %*s %6s %-*s %4s %5s\n",
+	printf("%-*s %10s %12s %11s %7s %*s %10s %*s %6s %-*s %4s %5s %7s\n",
 	       (int)w, "NAME", "RECORDS", "BYTES", "EXTENTS", "PAGE", (int)tw,
 	       "TTL", "EXPIRING", (int)bw, "BOUND", "EVICT", (int)ow,
-	       "OWNER", "MODE", "STATE");
+	       "OWNER", "MODE", "STATE", "KIND");
 	for (i = 0; i < r->n; i++) {
 		const struct tdbc_table_stat *st = &r->v[i];
 		char num[32];
@@ -318,12 +327,14 @@ static void print_rows(const struct table_rows *r)
 		bound_text(st, bound, sizeof(bound));
 		print_name(st->name, w);
 		printf(" %10" PRIu64 " %12" PRIu64 " %11s %7" PRIu64
-		       " %*s %10" PRIu64 " %*s %6s %-*s %04" PRIo32 " %5s\n",
+		       " %*s %10" PRIu64 " %*s %6s %-*s %04" PRIo32 " %5s"
+		       " %7s\n",
 		       st->records, st->bytes_used, ext, st->page_size,
 		       (int)tw, ttl, st->expiring, (int)bw, bound,
 		       st->max_bytes || st->max_records ?
 		       cli_evict_name(st->evict) : "-", (int)ow,
-		       owner ? owner[i] : num, st->mode, state_name(st));
+		       owner ? owner[i] : num, st->mode, state_name(st),
+		       kind_name(st));
 	}
 	free(owner);
 }

@@ -58,6 +58,7 @@ static const char usage_text[] =
 "         [--ttl DURATION]     (--ttl: the table's default TTL)\n"
 "         [--max-bytes SIZE] [--max-records N] [--evict POLICY]\n"
 "                              bounds, and what a write past one does\n"
+"         [--ordered]          keys kept in order: scan takes ranges\n"
 "  drop TABLE\n"
 "  stat TABLE                  one table's figures\n"
 "  stats                       the daemon's counters\n"
@@ -79,6 +80,10 @@ static const char usage_text[] =
 "                              a decimal integer value (absent: 0), done\n"
 "                              by tdbd in one step; prints the new value\n"
 "  scan TABLE [--prefix P] [--limit N] [--keys-only] [--deadline]\n"
+"  scan TABLE [--from K | --after K] [--to K | --through K] [--reverse]\n"
+"         [--limit N] [--keys-only] [--deadline]\n"
+"                              a range of an ordered table, in key\n"
+"                              order (--reverse: from its top down)\n"
 "  watch TABLE [--prefix P] [--count N] [--timeout MS]\n"
 "                              follow changes, one line each\n"
 "  batch [--txn]               commands from stdin, one a line, quoted\n"
@@ -113,6 +118,10 @@ static const char usage_text[] =
 "                        (stat's bytes_used); SIZE a number of bytes,\n"
 "                        or with K, M, G or T (powers of 1024: 64M)\n"
 "      --max-records N   create: bound on the table's records\n"
+"      --ordered         create: the table keeps its keys in order\n"
+"                        (bytewise, shorter first), so that scan takes\n"
+"                        ranges and lists keys in that order; fixed at\n"
+"                        create\n"
 "      --evict POLICY    create: what a write past a bound does: refuse\n"
 "                        (the default: it fails, exit 6), lru, lfu (the\n"
 "                        least recently / frequently used records are\n"
@@ -137,6 +146,13 @@ static const char usage_text[] =
 "      --deadline        get, scan: print the record's deadline too (ms\n"
 "                        since the epoch, - for none) and a tab first\n"
 "      --prefix P        scan, watch: keys starting with P only\n"
+"      --from K, --after K\n"
+"                        scan: the range starts at K (--from: K\n"
+"                        included; --after: K excluded); ordered tables\n"
+"      --to K, --through K\n"
+"                        scan: the range ends at K (--to: K excluded;\n"
+"                        --through: K included)\n"
+"      --reverse         scan: walk the range from its end down\n"
 "      --limit N         scan: at most N records\n"
 "      --keys-only       scan: print keys only\n"
 "      --count N         watch: stop after N changes\n"
@@ -163,7 +179,8 @@ static const char usage_text[] =
 "  tables prints a header and one line per table, sorted by name,\n"
 "  owners by name, TTL the default TTL (- for none), EXPIRING the\n"
 "  records with a deadline, BOUND the bounds (1000r: records, 64M: key\n"
-"  and value bytes, both 1000r,64M; - for none), EVICT the policy;\n"
+"  and value bytes, both 1000r,64M; - for none), EVICT the policy,\n"
+"  KIND hash or ordered (create --ordered);\n"
 "  stat and stats print NAME VALUE lines;\n"
 "  table names are escaped as keys are.  Modes are octal.  stats counts\n"
 "  the tables one may see.  batch prints get's values escaped, a line\n"
@@ -193,7 +210,8 @@ static const char usage_text[] =
 "            \"index_nodes\":N,\"index_buckets\":N,\"uid\":N,\"gid\":N,\n"
 "            \"mode\":\"0640\",\"state\":\"ok\",\"default_ttl_ms\":N,\n"
 "            \"expiring\":N,\"expired\":N,\"max_bytes\":N,\n"
-"            \"max_records\":N,\"evict\":\"lru\",\"evicted\":N}\n"
+"            \"max_records\":N,\"evict\":\"lru\",\"evicted\":N,\n"
+"            \"kind\":\"hash\"}\n"
 "            (bounds 0: none; state \"aside\": tdbd\n"
 "            set the table aside at start; its data is kept on disk)\n"
 "    stats   {\"tables\":N,...} every counter of the daemon\n"
@@ -221,7 +239,8 @@ enum {
 	OPT_STDIN, OPT_NO_OVERWRITE, OPT_PREFIX, OPT_LIMIT, OPT_KEYS_ONLY,
 	OPT_COUNT, OPT_TIMEOUT, OPT_TXN, OPT_IF_ABSENT, OPT_IF_PRESENT,
 	OPT_IF_VERSION, OPT_TTL, OPT_AT, OPT_SHOW_DEADLINE, OPT_MAX_BYTES,
-	OPT_MAX_RECORDS, OPT_EVICT,
+	OPT_MAX_RECORDS, OPT_EVICT, OPT_ORDERED, OPT_FROM, OPT_AFTER, OPT_TO,
+	OPT_THROUGH, OPT_REVERSE,
 	OPT_SHOW_VERSION,       /* get --version (not in long_opts: -V) */
 	OPT_END
 };
@@ -260,6 +279,12 @@ static const struct option long_opts[] = {
 	{ "max-bytes",    required_argument, NULL, OPT_MAX_BYTES },
 	{ "max-records",  required_argument, NULL, OPT_MAX_RECORDS },
 	{ "evict",        required_argument, NULL, OPT_EVICT },
+	{ "ordered",      no_argument,       NULL, OPT_ORDERED },
+	{ "from",         required_argument, NULL, OPT_FROM },
+	{ "after",        required_argument, NULL, OPT_AFTER },
+	{ "to",           required_argument, NULL, OPT_TO },
+	{ "through",      required_argument, NULL, OPT_THROUGH },
+	{ "reverse",      no_argument,       NULL, OPT_REVERSE },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -267,8 +292,8 @@ static const struct command commands[] = {
 	{ "tables", "", 0, 0, 0, cmd_tables },
 	{ "create", "TABLE", 1, 1,
 	  O(OPT_MAX_EXTENTS) | O(OPT_MODE) | O(OPT_UID) | O(OPT_GID) |
-	  O(OPT_TTL) | O(OPT_MAX_BYTES) | O(OPT_MAX_RECORDS) | O(OPT_EVICT),
-	  cmd_create },
+	  O(OPT_TTL) | O(OPT_MAX_BYTES) | O(OPT_MAX_RECORDS) | O(OPT_EVICT) |
+	  O(OPT_ORDERED), cmd_create },
 	{ "drop", "TABLE", 1, 1, 0, cmd_drop },
 	{ "stat", "TABLE", 1, 1, 0, cmd_stat },
 	{ "stats", "", 0, 0, 0, cmd_stats },
@@ -286,7 +311,8 @@ static const struct command commands[] = {
 	{ "persist", "TABLE KEY", 2, 2, 0, cmd_persist },
 	{ "scan", "TABLE", 1, 1,
 	  O(OPT_PREFIX) | O(OPT_LIMIT) | O(OPT_KEYS_ONLY) |
-	  O(OPT_SHOW_DEADLINE), cmd_scan },
+	  O(OPT_SHOW_DEADLINE) | O(OPT_FROM) | O(OPT_AFTER) | O(OPT_TO) |
+	  O(OPT_THROUGH) | O(OPT_REVERSE), cmd_scan },
 	{ "watch", "TABLE", 1, 1,
 	  O(OPT_PREFIX) | O(OPT_COUNT) | O(OPT_TIMEOUT), cmd_watch },
 	{ "batch", "", 0, 0, O(OPT_TXN), cmd_batch },
@@ -323,6 +349,7 @@ struct parsed {
 	int npos;
 	unsigned int seen;      /* O(OPT_...) of command options given */
 	const char *prefix_arg; /* decoded once -k is known */
+	const char *from_arg, *to_arg;  /* scan's bounds, the same */
 	const char *last_word;  /* the word getopt looked at last */
 	/* negative numbers ("-5") hidden from getopt (parse_line) */
 	char **neg_orig, **neg_copy;
@@ -498,6 +525,30 @@ static int parse_cmd_opt(struct cli *cli, struct parsed *p, int opt,
 		break;
 	case OPT_PREFIX:
 		p->prefix_arg = arg;
+		break;
+	case OPT_ORDERED:
+		cli->table_flags |= TDBC_TABLE_ORDERED;
+		break;
+	case OPT_FROM:
+	case OPT_AFTER:
+		if (p->from_arg)
+			rc = usage_error(NULL, "give the range's start once: "
+					 "--from K or --after K");
+		p->from_arg = arg;
+		if (opt == OPT_AFTER)
+			cli->range_flags |= TDBC_RANGE_FROM_EXCL;
+		break;
+	case OPT_TO:
+	case OPT_THROUGH:
+		if (p->to_arg)
+			rc = usage_error(NULL, "give the range's end once: "
+					 "--to K or --through K");
+		p->to_arg = arg;
+		if (opt == OPT_THROUGH)
+			cli->range_flags |= TDBC_RANGE_TO_INCL;
+		break;
+	case OPT_REVERSE:
+		cli->range_flags |= TDBC_RANGE_REVERSE;
 		break;
 	case OPT_LIMIT:
 		/* the protocol's LIMIT is a u32; the library's 0 means
@@ -710,6 +761,30 @@ static int check_key(const char *cmd, const struct cli_bytes *b)
 	return 0;
 }
 
+/* An ordered table's order: bytewise, a key before the longer keys it
+ * starts (LMDB's). */
+static int key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+	int d = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (d)
+		return d;
+	return alen < blen ? -1 : alen > blen;
+}
+
+/* A range's bound is a key: TDB_KEY_MIN..TDB_KEY_MAX bytes. */
+static int check_bound(const char *cmd, const char *opt,
+		       const struct cli_bytes *b)
+{
+	if (b->n < TDB_KEY_MIN)
+		return usage_error(cmd, "%s is empty (a key has %u to %u "
+				   "bytes)", opt, TDB_KEY_MIN, TDB_KEY_MAX);
+	if (b->n > TDB_KEY_MAX)
+		return usage_error(cmd, "%s is %zu bytes, longer than %u",
+				   opt, b->n, TDB_KEY_MAX);
+	return 0;
+}
+
 /* The length of an argument: a line's word may hold NUL bytes (from
  * "\x00" in double quotes); an argv string has none. */
 static size_t arg_len(const struct cli *cli, const char *arg)
@@ -867,6 +942,43 @@ static int check_new_name(const char *name)
 	return usage_error("create", "%s", why);
 }
 
+/* scan's range: its bounds (keys, in hex under -k), not with --prefix,
+ * from not after to; cli->ranged says a range was asked for. */
+static int range_args(struct cli *cli, const struct parsed *p)
+{
+	const unsigned int bounds = O(OPT_FROM) | O(OPT_AFTER) | O(OPT_TO) |
+				    O(OPT_THROUGH);
+	int rc;
+
+	if (!(p->seen & (bounds | O(OPT_REVERSE))))
+		return 0;
+	if (p->prefix_arg)
+		return usage_error(cli->cmd, "--prefix and a range (--from, "
+				   "--after, --to, --through, --reverse) "
+				   "exclude each other");
+	cli->ranged = true;
+	if (p->from_arg &&
+	    ((rc = take_bytes(cli, "--from", p->from_arg, cli->key_hex,
+			      &cli->from)) ||
+	     (rc = check_bound(cli->cmd, cli->range_flags &
+			       TDBC_RANGE_FROM_EXCL ? "--after" : "--from",
+			       &cli->from))))
+		return rc;
+	if (p->to_arg &&
+	    ((rc = take_bytes(cli, "--to", p->to_arg, cli->key_hex,
+			      &cli->to)) ||
+	     (rc = check_bound(cli->cmd, cli->range_flags &
+			       TDBC_RANGE_TO_INCL ? "--through" : "--to",
+			       &cli->to))))
+		return rc;
+	if (cli->from.set && cli->to.set &&
+	    key_cmp(cli->from.p, cli->from.n, cli->to.p, cli->to.n) > 0)
+		return usage_error(cli->cmd, "the range's start is after its "
+				   "end (keys in bytewise order, shorter "
+				   "first)");
+	return 0;
+}
+
 /* Check the positionals and options against the command; decode them. */
 static int take_args(struct cli *cli, const struct command *cmd,
 		     struct parsed *p)
@@ -898,6 +1010,8 @@ static int take_args(struct cli *cli, const struct command *cmd,
 	if (p->prefix_arg && (rc = take_bytes(cli, "--prefix",
 					      p->prefix_arg, cli->key_hex,
 					      &cli->prefix)))
+		return rc;
+	if ((rc = range_args(cli, p)))
 		return rc;
 	if (!strcmp(cmd->name, "put"))
 		return put_args(cli, args, nargs);
@@ -1008,6 +1122,8 @@ static void cli_free(struct cli *cli, struct parsed *p)
 	free(cli->key.p);
 	free(cli->value.p);
 	free(cli->prefix.p);
+	free(cli->from.p);
+	free(cli->to.p);
 	free(p->pos);
 	neg_free(p);
 }

@@ -136,7 +136,16 @@ struct tdbc_table_opts {
 	 * not TDBC_EVICT_REFUSE without a bound: -EINVAL) */
 	uint64_t max_bytes, max_records;
 	uint32_t evict;
+	/* Since TDBCLIENT_1.2 (ordered tables): TDBC_TABLE_* (0: a hash
+	 * table), fixed at create */
+	uint32_t flags;
 };
+/* tdbc_table_opts.flags: the table also keeps its keys in order
+ * (bytewise, a shorter key before the longer ones it starts: LMDB's
+ * order), so that scans take ranges (tdbc_scan_range, tdbc_map_range)
+ * and return keys in that order.  Point operations cost a little more
+ * than on a hash table.  Unknown bits: -EOPNOTSUPP from the owner. */
+#define TDBC_TABLE_ORDERED TDB_TABLE_F_ORDERED
 /* tdbc_table_opts.evict: the write fails with -ENOSPC naming the bound
  * (the default); the least recently used, least frequently used, or
  * soonest to expire records are removed (approximately: a few sampled,
@@ -177,6 +186,9 @@ struct tdbc_table_stat {
 	uint64_t max_bytes, max_records;
 	uint32_t evict;
 	uint64_t evicted;
+	/* Since TDBCLIENT_1.2 (ordered tables): TDBC_TABLE_* the table was
+	 * created with (0 from an owner without ordered tables) */
+	uint32_t flags;
 };
 int tdbc_table_stat(struct tdbc *c, const char *name,
 		    struct tdbc_table_stat *st);
@@ -433,6 +445,69 @@ int tdbc_scan_next_ex(struct tdbc_scan *s, const void **key, size_t *klen,
 		      const void **val, size_t *vlen, uint64_t *version,
 		      uint64_t *deadline);
 void tdbc_scan_close(struct tdbc_scan *s);
+
+/* --- ranges of ordered tables (TDBCLIENT_1.2) ----------------------------
+ * A range of keys of an ordered table (TDBC_TABLE_ORDERED), in key order
+ * (bytewise, shorter first): from (NULL: the first key) to (NULL: past
+ * the last key), from inclusive and to exclusive as LMDB users write
+ * ranges, unless flags say otherwise; TDBC_RANGE_REVERSE walks it from
+ * the top down.  The bounds are the range's whatever the direction: a
+ * reverse walk of [from, to) starts at the last key before to.  A bound
+ * is a key (1..TDB_KEY_MAX bytes; -EINVAL, -E2BIG otherwise); a from
+ * after to is -EINVAL, from == to with one side exclusive an empty
+ * range.  A hash table refuses ranges: -EOPNOTSUPP.  The bounds' bytes
+ * are copied: the caller may reuse them once the call returns.
+ */
+#define TDBC_RANGE_FROM_EXCL (1u << 0)  /* from itself is not in it */
+#define TDBC_RANGE_TO_INCL   (1u << 1)  /* to itself is */
+#define TDBC_RANGE_REVERSE   (1u << 2)  /* from the top down */
+struct tdbc_range {
+	const void *from;       /* NULL: from the first key */
+	size_t from_len;
+	const void *to;         /* NULL: to past the last key */
+	size_t to_len;
+	unsigned int flags;     /* TDBC_RANGE_* */
+};
+/*
+ * A scan of a range (as tdbc_scan_open_flags, records handed out by
+ * tdbc_scan_next*): every key present for the whole scan that lies in
+ * the range is returned exactly once, in the range's order, across
+ * batches and concurrent writers (each batch goes on after the last key
+ * of the one before).  limit 0 = no limit.  flags: 0 or
+ * TDBC_SCAN_SNAPSHOT (the range as it was when the scan was opened,
+ * in order; a snapshot's rules above).
+ */
+int tdbc_scan_range(struct tdbc_table *t, const struct tdbc_range *r,
+		    uint64_t limit, unsigned int flags,
+		    struct tdbc_scan **out);
+/* The same, asynchronous: tdbc_scan_submit's rules (flags 0). */
+int tdbc_scan_submit_range(struct tdbc_table *t, const struct tdbc_range *r,
+			   uint64_t limit, unsigned int flags, uint64_t user,
+			   struct tdbc_scan **out);
+/*
+ * Walk a range of a mapped ordered table in place: fn(arg, key, klen,
+ * val, vlen, version) for each record, in the range's order, up to
+ * limit records (0: all); fn returns 0 to go on, anything else to stop
+ * (tdbc_map_range then returns that).  Pointers are good only during
+ * the call: fn runs inside a read section (keep it short, as a
+ * tdbc_read_begin section) and must make no call on the connection.
+ * The walk is cut into parts of a bounded number of records, each read
+ * whole in one section and checked (as a mapped get is: no part of a
+ * transaction, nothing torn) before fn sees any of it; a part that
+ * fails the checks is thrown away and read again after the last key fn
+ * saw.  So fn sees every key present throughout once, in order, never
+ * one twice; the walk as a whole is not a snapshot.  A table that is
+ * not mapped is walked through the rings (tdbc_scan_range), with the
+ * same results.  Returns 0 at the range's end (or the limit), fn's
+ * value, or a negative errno: -EOPNOTSUPP a hash table; -EBUSY inside
+ * a tdbc_read_begin section; -ESTALE the owner stopped waiting for a
+ * section while fn ran (it outlived tdbd's reader-lease): what fn saw
+ * in that part may have been overwritten.
+ */
+typedef int tdbc_range_fn(void *arg, const void *key, size_t klen,
+			  const void *val, size_t vlen, uint64_t version);
+int tdbc_map_range(struct tdbc_table *t, const struct tdbc_range *r,
+		   uint64_t limit, tdbc_range_fn *fn, void *arg);
 
 /* --- watching ----------------------------------------------------------
  * Follow a table's change feed: every put, delete (and the table's drop)

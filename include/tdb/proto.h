@@ -588,7 +588,8 @@ enum tdb_attr {
 #define TDB_SCAN_FROM_EXCL   (1u << 1)   /* FROM itself is not in the range */
 #define TDB_SCAN_TO_INCL     (1u << 2)   /* TO itself is */
 #define TDB_SCAN_REVERSE     (1u << 3)   /* from the range's top down */
-#define TDB_SCAN_FLAGS_ALL   TDB_SCAN_SNAPSHOT   /* ranges: issue 28 */
+#define TDB_SCAN_FLAGS_ALL   (TDB_SCAN_SNAPSHOT | TDB_SCAN_FROM_EXCL | \
+			      TDB_SCAN_TO_INCL | TDB_SCAN_REVERSE)
 
 /* TDB_A_TABLE_FLAGS of TABLE_CREATE (and STAT).  Unknown bits are
  * refused (-EOPNOTSUPP).  A table's flags are fixed at create. */

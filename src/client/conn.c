@@ -174,6 +174,43 @@ int tdbc__check_prefix(struct tdbc *c, const void *prefix, size_t plen)
 	return 0;
 }
 
+/* LMDB's order: bytewise, a key before the longer keys it starts. */
+int tdbc__key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+	int d = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (d)
+		return d;
+	return alen < blen ? -1 : alen > blen;
+}
+
+int tdbc__check_range(struct tdbc *c, const struct tdbc_range *r)
+{
+	const unsigned int all = TDBC_RANGE_FROM_EXCL | TDBC_RANGE_TO_INCL |
+				 TDBC_RANGE_REVERSE;
+
+	if (!r)
+		return tdbc__fail(c, -EINVAL, "the range is NULL");
+	if (r->flags & ~all)
+		return tdbc__fail(c, -EINVAL, "unknown range flags %#x",
+				  r->flags & ~all);
+	if (r->from && (!r->from_len || r->from_len > TDB_KEY_MAX))
+		return tdbc__fail(c, r->from_len ? -E2BIG : -EINVAL,
+				  "the range's from is %zu bytes (a key has "
+				  "%u to %u)", r->from_len, TDB_KEY_MIN,
+				  TDB_KEY_MAX);
+	if (r->to && (!r->to_len || r->to_len > TDB_KEY_MAX))
+		return tdbc__fail(c, r->to_len ? -E2BIG : -EINVAL,
+				  "the range's to is %zu bytes (a key has "
+				  "%u to %u)", r->to_len, TDB_KEY_MIN,
+				  TDB_KEY_MAX);
+	if (r->from && r->to &&
+	    tdbc__key_cmp(r->from, r->from_len, r->to, r->to_len) > 0)
+		return tdbc__fail(c, -EINVAL, "the range's FROM is after its "
+				  "TO");
+	return 0;
+}
+
 /* --- ring memfds -------------------------------------------------------- */
 
 /* The header span of a ring memfd: the huge page size on hugetlbfs. */

@@ -210,6 +210,11 @@ void tdbc__unmap_ring(struct tdbc_map *map);
 int tdbc__check_key(struct tdbc *c, const void *key, size_t klen);
 int tdbc__check_value(struct tdbc *c, const void *val, size_t vlen);
 int tdbc__check_prefix(struct tdbc *c, const void *prefix, size_t plen);
+/* A range's flags and bounds (each 1..TDB_KEY_MAX bytes, from not after
+ * to), as the owner checks them: 0, or -EINVAL/-E2BIG with errmsg. */
+int tdbc__check_range(struct tdbc *c, const struct tdbc_range *r);
+/* Keys in an ordered table's order (memcmp, shorter first): <0, 0, >0. */
+int tdbc__key_cmp(const void *a, size_t alen, const void *b, size_t blen);
 
 /* --- io.c --------------------------------------------------------------- */
 /* Send one request (the caller sets m->seq) over the submission ring, or

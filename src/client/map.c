@@ -455,15 +455,13 @@ static uint64_t found_deadline(const void *val, size_t klen)
  * -EUCLEAN (damaged or torn: the caller checks and decides), or
  * -EAGAIN: a commit stayed in progress too long (use the ring).
  */
-static int lookup(struct tdbc *c, struct tdbc_tmap *m, const void *key,
-		  size_t klen, uint64_t *s0, const void **val, size_t *vlen,
-		  uint64_t *version, uint64_t *deadline)
+/* With the slot odd: wait for an even commit_seq (*s0; -EAGAIN after
+ * too long) and grow the map to the header's extents (-EUCLEAN). */
+static int section_start(struct tdbc *c, struct tdbc_tmap *m, uint64_t *s0)
 {
 	const struct tdb_region_hdr *h = region(m);
-	struct tdbe_view v;
 	unsigned int spins = 0;
 	uint32_t n;
-	int err;
 
 	for (;;) {
 		*s0 = __atomic_load_n(&h->commit_seq, __ATOMIC_ACQUIRE);
@@ -486,6 +484,20 @@ static int lookup(struct tdbc *c, struct tdbc_tmap *m, const void *key,
 	n = tdbe_view_extents(h);
 	if (n > m->nmapped && map_to(c, m, n))
 		return -EUCLEAN;
+	return 0;
+}
+
+static int lookup(struct tdbc *c, struct tdbc_tmap *m, const void *key,
+		  size_t klen, uint64_t *s0, const void **val, size_t *vlen,
+		  uint64_t *version, uint64_t *deadline)
+{
+	const struct tdb_region_hdr *h = region(m);
+	struct tdbe_view v;
+	int err;
+
+	err = section_start(c, m, s0);
+	if (err)
+		return err;
 	v.ext = m->ext;
 	v.nextents = m->nmapped;
 	err = tdbe_view_lookup_ver(&v, key, klen, val, vlen, version);
@@ -936,6 +948,286 @@ int tdbc_read_end(struct tdbc *c)
 int tdbc_table_mapped(const struct tdbc_table *t)
 {
 	return t && t->map && t->map->state == TM_MAPPED;
+}
+
+/* --- ranges: walking an ordered table in place ---------------------------
+ * tdbc_map_range walks a range through the engine's view iterator
+ * (tdbe_view_range/tdbe_view_next: the ordered index's B+tree, bounds
+ * checked like a lookup) in parts of at most RANGE_PART records, one
+ * read section each:
+ *   enter the slot; g0; wait for an even commit_seq (s0); walk up to
+ *   RANGE_PART records, keeping pointers; acquire fence; s1, map_gen,
+ *   magic, g1 (the checks of a mapped get, taken with the slot still
+ *   odd); if they pass, hand the part to fn, record by record, with
+ *   the slot still odd (nothing fn sees can be reused meanwhile, unless
+ *   the owner stops waiting for us: g2 after the part, -ESTALE); keep a
+ *   copy of the last key fn saw; leave.
+ * A part that fails the checks was never shown to fn: it is walked
+ * again (s1 != s0: a commit ran; up to MAX_RETRIES times in a row) or
+ * the rest of the range goes through the rings (an expiry, a stale map,
+ * a torn walk: what a mapped get does).  The next part starts after the
+ * last key fn saw (from it, exclusive; in reverse: to it, exclusive),
+ * so a key is never shown twice nor out of order, and a section lasts
+ * one part however long the range.  Each part is checked whole against
+ * commit_seq, so a transaction is in a part whole or not at all, as in
+ * a mapped get.
+ */
+#define RANGE_PART 64u
+
+struct range_rec {
+	const void *key, *val;
+	size_t klen, vlen;
+	uint64_t version;
+};
+
+struct range_walk {
+	struct tdbc_table *t;
+	struct tdbc_range r;            /* the caller's */
+	uint64_t limit, done;           /* records fn was given */
+	bool have_last;
+	size_t last_len;
+	unsigned char last[TDB_KEY_MAX];
+	tdbc_range_fn *fn;
+	void *arg;
+	struct range_rec rec[RANGE_PART];
+};
+
+_Static_assert(TDBC_RANGE_FROM_EXCL == TDBE_RANGE_FROM_EXCL &&
+	       TDBC_RANGE_TO_INCL == TDBE_RANGE_TO_INCL &&
+	       TDBC_RANGE_REVERSE == TDBE_RANGE_REVERSE,
+	       "the client's range flags are the engine's");
+
+/* What is left of the walk's range: after the last key fn saw. */
+static void range_rest(const struct range_walk *w, struct tdbc_range *r)
+{
+	*r = w->r;
+	if (!w->have_last)
+		return;
+	if (r->flags & TDBC_RANGE_REVERSE) {
+		r->to = w->last;
+		r->to_len = w->last_len;
+		r->flags &= ~TDBC_RANGE_TO_INCL;
+	} else {
+		r->from = w->last;
+		r->from_len = w->last_len;
+		r->flags |= TDBC_RANGE_FROM_EXCL;
+	}
+}
+
+static int range_deliver(struct range_walk *w, const void *key, size_t klen,
+			 const void *val, size_t vlen, uint64_t version)
+{
+	int rc = w->fn(w->arg, key, klen, val, vlen, version);
+
+	memcpy(w->last, key, klen);
+	w->last_len = klen;
+	w->have_last = true;
+	w->done++;
+	return rc;
+}
+
+/* The rest of the range through the rings (a ring scan from the last
+ * key fn saw). */
+static int range_ring(struct range_walk *w)
+{
+	struct tdbc_range r;
+	struct tdbc_scan *s;
+	const void *k, *v;
+	size_t kn, vn;
+	uint64_t ver;
+	int err, rc = 0;
+
+	if (w->limit && w->done >= w->limit)
+		return 0;
+	range_rest(w, &r);
+	err = tdbc_scan_range(w->t, &r, w->limit ? w->limit - w->done : 0, 0,
+			      &s);
+	if (err)
+		return err;
+	while (!rc && (err = tdbc_scan_next_ver(s, &k, &kn, &v, &vn,
+						&ver)) > 0)
+		rc = range_deliver(w, k, kn, v, vn, ver);
+	tdbc_scan_close(s);
+	return rc ? rc : err;
+}
+
+/*
+ * With the slot odd: walk one part (section_start first).  0 and *n
+ * records (*end: the range ends after them), or -errno: -EOPNOTSUPP
+ * (not an ordered table), -EUCLEAN (torn or damaged), -EAGAIN.
+ */
+static int range_walk_part(struct tdbc *c, struct tdbc_tmap *m,
+			   struct range_walk *w, uint64_t *s0,
+			   unsigned int max, unsigned int *n, bool *end)
+{
+	const struct tdb_region_hdr *h = region(m);
+	struct tdbe_view_iter it;
+	struct tdbe_range er;
+	struct tdbc_range r;
+	struct tdbe_view v;
+	int err, tries;
+
+	*n = 0;
+	*end = false;
+	err = section_start(c, m, s0);
+	if (err)
+		return err;
+	range_rest(w, &r);
+	er.from = r.from;
+	er.from_len = r.from ? r.from_len : 0;
+	er.to = r.to;
+	er.to_len = r.to ? r.to_len : 0;
+	er.flags = r.flags;
+	v.ext = m->ext;
+	for (tries = 0;; tries++) {
+		v.nextents = m->nmapped;
+		if (!tdbe_view_ordered(&v))
+			return -EOPNOTSUPP;
+		err = tdbe_view_range(&v, &er, &it);
+		while (!err && *n < max) {
+			struct range_rec *x = &w->rec[*n];
+			int rc = tdbe_view_next(&it, &x->key, &x->klen,
+						&x->val, &x->vlen,
+						&x->version);
+
+			if (rc < 0)
+				err = rc;
+			else if (!rc)
+				*end = true;
+			else
+				(*n)++;
+			if (rc <= 0)
+				break;
+		}
+		/* grown between the header's load and the walk: again */
+		if (err != -EUCLEAN || tries ||
+		    tdbe_view_extents(h) <= m->nmapped)
+			return err;
+		if (map_to(c, m, tdbe_view_extents(h)))
+			return -EUCLEAN;
+		*n = 0;
+		*end = false;
+	}
+}
+
+/* One part through the map: 0 the part was shown to fn (*end: the range
+ * is over), 1 walk it again, TDBC__MAP_RING, fn's nonzero value (*stop),
+ * or -errno. */
+static int range_part(struct range_walk *w, bool *end, bool *stop)
+{
+	struct tdbc_table *t = w->t;
+	struct tdbc *c = t->h.c;
+	struct tdbc_reader *rd = reader(c);
+	struct tdbc_tmap *m = t->map;
+	const struct tdb_region_hdr *h = region(m);
+	unsigned int max = RANGE_PART, n, i;
+	uint64_t s0 = 0, s1, g1;
+	bool stale;
+	int err, rc = 0;
+
+	if (w->limit && w->limit - w->done < max)
+		max = (unsigned int)(w->limit - w->done);
+	slot_enter(c, rd);
+	rd->g0 = expired(c);
+	err = range_walk_part(c, m, w, &s0, max, &n, end);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	s1 = __atomic_load_n(&h->commit_seq, __ATOMIC_RELAXED);
+	stale = map_stale(m);
+	g1 = expired(c);
+	if (g1 != rd->g0 || stale || s1 != s0 || err) {
+		slot_leave(c, rd);
+		if (g1 != rd->g0)
+			return TDBC__MAP_RING;
+		if (stale) {
+			map_drop(m);
+			return TDBC__MAP_RING;
+		}
+		if (s1 != s0)
+			return 1;
+		if (err == -EOPNOTSUPP)
+			return tdbc__fail(c, err, "range walks need an ordered "
+					  "table (tdb create --ordered)");
+		if (err == -EINVAL)
+			return tdbc__fail(c, err, "the range is not valid");
+		return TDBC__MAP_RING;  /* -EUCLEAN, -EAGAIN */
+	}
+	/* checked: the part is what the table held at s0, whole */
+	for (i = 0; i < n && !rc; i++)
+		rc = range_deliver(w, w->rec[i].key, w->rec[i].klen,
+				   w->rec[i].val, w->rec[i].vlen,
+				   w->rec[i].version);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	g1 = expired(c);
+	slot_leave(c, rd);
+	m->remaps = 0;
+	if (g1 != rd->g0)
+		return tdbc__fail(c, -ESTALE, "a range walk's read section "
+				  "outlived tdbd's reader-lease while fn ran: "
+				  "what fn saw of its last %u records may have "
+				  "been overwritten", i);
+	if (rc) {
+		*stop = true;
+		return rc;
+	}
+	return 0;
+}
+
+int tdbc_map_range(struct tdbc_table *t, const struct tdbc_range *r,
+		   uint64_t limit, tdbc_range_fn *fn, void *arg)
+{
+	struct tdbc_reader *rd;
+	struct range_walk *w;
+	unsigned int retries = 0;
+	struct tdbc *c;
+	int err;
+
+	if (!t)
+		return -EINVAL;
+	c = t->h.c;
+	err = tdbc__enter(c);
+	if (!err && !fn)
+		err = tdbc__fail(c, -EINVAL, "fn is NULL");
+	if (!err)
+		err = tdbc__check_range(c, r);
+	rd = reader(c);
+	if (!err && rd && rd->user)
+		err = tdbc__fail(c, -EBUSY, "tdbc_map_range inside a read "
+				 "section (tdbc_read_begin): it opens its "
+				 "own");
+	if (err)
+		return err;
+	w = malloc(sizeof(*w));
+	if (!w)
+		return tdbc__fail(c, -ENOMEM, "out of memory");
+	*w = (struct range_walk){ .t = t, .r = *r, .limit = limit,
+				  .fn = fn, .arg = arg };
+	if (!rd || !map_ready(t)) {
+		err = range_ring(w);
+		goto out;
+	}
+	for (;;) {
+		bool end = false, stop = false;
+
+		if (w->limit && w->done >= w->limit) {
+			err = 0;
+			break;
+		}
+		err = range_part(w, &end, &stop);
+		if (stop || (err < 0 && err != TDBC__MAP_RING))
+			break;
+		if (err == 1 && ++retries <= MAX_RETRIES)
+			continue;
+		if (err) {              /* TDBC__MAP_RING, or retried out */
+			err = range_ring(w);
+			break;
+		}
+		retries = 0;
+		if (end)
+			break;
+	}
+out:
+	free(w);
+	return err;
 }
 
 /* --- tdbc_submit's GETs -------------------------------------------------- */

@@ -28,6 +28,7 @@ void tdbc_table_opts_init(struct tdbc_table_opts *opts)
 	opts->max_bytes = 0;
 	opts->max_records = 0;
 	opts->evict = TDBC_EVICT_REFUSE;
+	opts->flags = 0;
 }
 
 static int check_name(struct tdbc *c, const char *name)
@@ -122,6 +123,12 @@ int tdbc_table_create(struct tdbc *c, const char *name,
 		if (err)
 			return err;
 	}
+	if (opts && opts->flags) {
+		/* unknown bits are the owner's to refuse (-EOPNOTSUPP), so
+		 * that a newer owner's flags work through this library */
+		m.attrs |= TDB_PROTO_BIT(TDB_A_TABLE_FLAGS);
+		m.table_flags = opts->flags;
+	}
 	return tdbc__call(c, &m, &call, false);
 }
 
@@ -168,6 +175,7 @@ static void fill_stat(struct tdbc_table_stat *st,
 	st->max_records = s->max_records;
 	st->evict = s->evict;
 	st->evicted = s->evicted;
+	st->flags = s->table_flags;
 }
 
 static int stat_msg(struct tdbc *c, struct tdbc_call *call,

@@ -24,6 +24,12 @@
  * reader.  Closing a stream early reads the rest of the dump and throws
  * it away (tdbd has no way to stop a dump but the connection's end).
  *
+ * A range scan (tdbc_scan_range, tdbc_scan_submit_range: ordered tables)
+ * is the same with FROM, TO and the range's SCAN_FLAGS in every batch:
+ * the owner's CURSOR says where the walk is, the range where it ends,
+ * so each batch goes on after the last key of the one before, in the
+ * range's order, whatever writers do meanwhile.
+ *
  * An asynchronous scan (tdbc_scan_submit) sends the same batches
  * without waiting: each is an asynchronous request (async.c routes its
  * parts here and turns its end into a completion for tdbc_reap), and
@@ -54,6 +60,12 @@ struct tdbc_scan {
 	char table[TDB_NAME_MAX + 1];
 	unsigned char *prefix;
 	size_t plen;
+	/* a range (tdbc_scan_range): copies of its bounds (NULL: open) and
+	 * its TDB_SCAN_* flags */
+	bool ranged;
+	unsigned char *from, *to;
+	size_t from_len, to_len;
+	uint32_t range_flags;
 	uint64_t limit, received;    /* records queued, ever */
 	unsigned char cursor[TDB_CURSOR_MAX];
 	uint32_t cursor_len;         /* 0: no cursor (the first batch) */
@@ -124,6 +136,27 @@ static void adapt_batch(struct tdbc_scan *s)
 		s->batch *= 2;
 }
 
+/* A range scan's FROM, TO and SCAN_FLAGS (the snapshot bit kept). */
+static void range_attrs(const struct tdbc_scan *s, struct tdb_proto_msg *m)
+{
+	if (!s->ranged)
+		return;
+	if (s->from) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_FROM);
+		m->from = s->from;
+		m->from_len = (uint32_t)s->from_len;
+	}
+	if (s->to) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_TO);
+		m->to = s->to;
+		m->to_len = (uint32_t)s->to_len;
+	}
+	if (s->range_flags) {
+		m->attrs |= TDB_PROTO_BIT(TDB_A_SCAN_FLAGS);
+		m->scan_flags |= s->range_flags;
+	}
+}
+
 /* The next batch's SCAN request. */
 static void batch_msg(struct tdbc_scan *s, struct tdb_proto_msg *mp)
 {
@@ -144,6 +177,7 @@ static void batch_msg(struct tdbc_scan *s, struct tdb_proto_msg *mp)
 		m.cursor = s->cursor;
 		m.cursor_len = s->cursor_len;
 	}
+	range_attrs(s, &m);
 	*mp = m;
 	s->last_had_cursor = false;
 	s->batch_bytes = 0;
@@ -296,6 +330,7 @@ static int stream_open(struct tdbc_scan *s)
 		m.prefix = s->prefix;
 		m.prefix_len = (uint32_t)s->plen;
 	}
+	range_attrs(s, &m);
 	m.seq = tdbc__seq(c);
 	s->seq = m.seq;
 	/* Routed from the moment the request could be seen. */
@@ -322,9 +357,38 @@ int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
 	return tdbc_scan_open_flags(t, prefix, plen, limit, 0, out);
 }
 
+/* Copy a (checked) range into s: -ENOMEM, or 0. */
+static int range_copy(struct tdbc_scan *s, const struct tdbc_range *r)
+{
+	s->ranged = true;
+	s->range_flags =
+		(r->flags & TDBC_RANGE_FROM_EXCL ? TDB_SCAN_FROM_EXCL : 0) |
+		(r->flags & TDBC_RANGE_TO_INCL ? TDB_SCAN_TO_INCL : 0) |
+		(r->flags & TDBC_RANGE_REVERSE ? TDB_SCAN_REVERSE : 0);
+	if (r->from) {
+		s->from = malloc(r->from_len);
+		if (!s->from)
+			return -ENOMEM;
+		memcpy(s->from, r->from, r->from_len);
+		s->from_len = r->from_len;
+	}
+	if (r->to) {
+		s->to = malloc(r->to_len);
+		if (!s->to) {
+			free(s->from);
+			s->from = NULL;
+			return -ENOMEM;
+		}
+		memcpy(s->to, r->to, r->to_len);
+		s->to_len = r->to_len;
+	}
+	return 0;
+}
+
 /* Check the arguments and make the handle (linked to c). */
 static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
-		    uint64_t limit, unsigned int flags, struct tdbc_scan **out)
+		    const struct tdbc_range *range, uint64_t limit,
+		    unsigned int flags, struct tdbc_scan **out)
 {
 	struct tdbc_scan *s;
 	struct tdbc *c;
@@ -337,6 +401,8 @@ static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
 	err = tdbc__enter(c);
 	if (!err)
 		err = tdbc__check_prefix(c, prefix, plen);
+	if (!err && range)
+		err = tdbc__check_range(c, range);
 	if (!err && (flags & ~TDBC_SCAN_SNAPSHOT))
 		err = tdbc__fail(c, -EINVAL, "unknown scan flags %#x",
 				 flags & ~TDBC_SCAN_SNAPSHOT);
@@ -351,6 +417,11 @@ static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
 		return tdbc__fail(c, -ENOMEM, "out of memory");
 	}
 	memcpy(s->table, t->name, sizeof(s->table));
+	if (range && range_copy(s, range)) {
+		free(s->prefix);
+		free(s);
+		return tdbc__fail(c, -ENOMEM, "out of memory");
+	}
 	if (plen)
 		memcpy(s->prefix, prefix, plen);
 	s->plen = plen;
@@ -363,9 +434,10 @@ static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
 	return 0;
 }
 
-int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
-		     uint64_t limit, unsigned int flags, uint64_t user,
-		     struct tdbc_scan **out)
+static int scan_submit(struct tdbc_table *t, const void *prefix,
+		       size_t plen, const struct tdbc_range *range,
+		       uint64_t limit, unsigned int flags, uint64_t user,
+		       struct tdbc_scan **out)
 {
 	struct tdbc_scan *s;
 	int err;
@@ -376,7 +448,7 @@ int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
 		return tdbc__fail(t->h.c, -EOPNOTSUPP, "a snapshot scan "
 				  "cannot be asynchronous (yet): use "
 				  "tdbc_scan_open_flags");
-	err = scan_new(t, prefix, plen, limit, flags, out);
+	err = scan_new(t, prefix, plen, range, limit, flags, out);
 	if (err)
 		return err;
 	s = *out;
@@ -393,14 +465,33 @@ int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
 	return 0;
 }
 
-int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
-			 size_t plen, uint64_t limit, unsigned int flags,
-			 struct tdbc_scan **out)
+int tdbc_scan_submit(struct tdbc_table *t, const void *prefix, size_t plen,
+		     uint64_t limit, unsigned int flags, uint64_t user,
+		     struct tdbc_scan **out)
+{
+	return scan_submit(t, prefix, plen, NULL, limit, flags, user, out);
+}
+
+int tdbc_scan_submit_range(struct tdbc_table *t, const struct tdbc_range *r,
+			   uint64_t limit, unsigned int flags, uint64_t user,
+			   struct tdbc_scan **out)
+{
+	if (t && !r) {
+		if (out)
+			*out = NULL;
+		return tdbc__fail(t->h.c, -EINVAL, "the range is NULL");
+	}
+	return scan_submit(t, NULL, 0, r, limit, flags, user, out);
+}
+
+static int scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
+		     const struct tdbc_range *range, uint64_t limit,
+		     unsigned int flags, struct tdbc_scan **out)
 {
 	struct tdbc_scan *s;
 	int err;
 
-	err = scan_new(t, prefix, plen, limit, flags, out);
+	err = scan_new(t, prefix, plen, range, limit, flags, out);
 	if (err)
 		return err;
 	s = *out;
@@ -415,6 +506,24 @@ int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
 	s->err = err;
 	*out = s;
 	return 0;
+}
+
+int tdbc_scan_open_flags(struct tdbc_table *t, const void *prefix,
+			 size_t plen, uint64_t limit, unsigned int flags,
+			 struct tdbc_scan **out)
+{
+	return scan_open(t, prefix, plen, NULL, limit, flags, out);
+}
+
+int tdbc_scan_range(struct tdbc_table *t, const struct tdbc_range *r,
+		    uint64_t limit, unsigned int flags, struct tdbc_scan **out)
+{
+	if (t && !r) {
+		if (out)
+			*out = NULL;
+		return tdbc__fail(t->h.c, -EINVAL, "the range is NULL");
+	}
+	return scan_open(t, NULL, 0, r, limit, flags, out);
 }
 
 int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,
@@ -500,6 +609,8 @@ void tdbc__scan_free(struct tdbc_scan *s)
 	}
 	free(s->cur);
 	free(s->prefix);
+	free(s->from);
+	free(s->to);
 	free(s);
 }
 

@@ -108,6 +108,15 @@ static const struct attr_pol attr_pol[TDB_A_MAX + 1] = {
 	[TDB_A_HASHES] = { PT_BIN, MNL_TYPE_BINARY, 8, 8 * TDB_TOUCH_MAX,
 		EINVAL, "HASHES is empty", "HASHES holds more than "
 		"TDB_TOUCH_MAX (512) hashes", "TDB_A_HASHES is required" },
+	[TDB_A_TABLE_FLAGS] = { PT_U32, MNL_TYPE_U32, 4, 4, EINVAL,
+		"TABLE_FLAGS is not a u32", "TABLE_FLAGS is not a u32", NULL },
+	[TDB_A_FROM] = { PT_BIN, MNL_TYPE_BINARY, TDB_KEY_MIN, TDB_KEY_MAX,
+		E2BIG, "FROM (a range's start key) is empty",
+		"FROM (a range's start key) is longer than 4096 bytes",
+		NULL },
+	[TDB_A_TO] = { PT_BIN, MNL_TYPE_BINARY, TDB_KEY_MIN, TDB_KEY_MAX,
+		E2BIG, "TO (a range's end key) is empty",
+		"TO (a range's end key) is longer than 4096 bytes", NULL },
 };
 
 /* Nested attributes: u32, u64 or PAD; `need` is required in answers. */
@@ -141,6 +150,7 @@ static const uint8_t stat_pt[TDB_STAT_A_MAX + 1] = {
 	[TDB_STAT_A_MAX_RECORDS] = PT_U64,
 	[TDB_STAT_A_EVICT] = PT_U32,
 	[TDB_STAT_A_EVICTED] = PT_U64,
+	[TDB_STAT_A_TABLE_FLAGS] = PT_U32,
 };
 
 static const uint8_t ctr_pt[TDB_CTR_A_MAX + 1] = {
@@ -207,7 +217,8 @@ struct cmd_pol {
 static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 	[TDB_CMD_TABLE_CREATE] = { "TABLE_CREATE", false, true,
 		A(TABLE) | A(MAX_EXTENTS) | A(UID) | A(GID) | A(MODE) | A(TTL) |
-		A(MAX_BYTES) | A(MAX_RECORDS) | A(EVICT), A(TABLE),
+		A(MAX_BYTES) | A(MAX_RECORDS) | A(EVICT) | A(TABLE_FLAGS),
+		A(TABLE),
 		ANS_NONE, 0, 0 },
 	[TDB_CMD_TABLE_DROP] = { "TABLE_DROP", false, true,
 		A(TABLE), A(TABLE),
@@ -233,7 +244,8 @@ static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 		ANS_NOTIFY, A(TABLE) | A(KEY) | A(VERSION) | A(REASON),
 		A(KEY) },
 	[TDB_CMD_SCAN] = { "SCAN", true, false,
-		A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR) | A(SCAN_FLAGS),
+		A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR) | A(SCAN_FLAGS) |
+		A(FROM) | A(TO) | A(TXN),
 		A(TABLE),
 		ANS_PART, A(KEY) | A(VALUE) | A(CURSOR) | A(VERSION) |
 		A(DEADLINE), 0 /* scan_part_ok */ },
@@ -396,6 +408,12 @@ static int check_int(unsigned int type, uint64_t v,
 		if (v & ~(uint64_t)TDB_SCAN_FLAGS_ALL)
 			return fail(ext, EOPNOTSUPP, "unknown SCAN flag", off);
 		break;
+	case TDB_A_TABLE_FLAGS:
+		if (v & ~(uint64_t)TDB_TABLE_F_ALL)
+			return fail(ext, EOPNOTSUPP, "unknown table flags "
+				    "(TABLE_FLAGS: only TDB_TABLE_F_ORDERED)",
+				    off);
+		break;
 	case TDB_A_EXPIRE_FLAGS:
 		if (v & ~(uint64_t)TDB_EXPIRE_FLAGS_ALL)
 			return fail(ext, EOPNOTSUPP, "unknown EXPIRE flag",
@@ -481,6 +499,30 @@ static int check_scan_part(uint64_t attrs, struct tdb_proto_extack *ext)
 	return 0;
 }
 
+/*
+ * A SCAN request's attributes together: a range flag needs its bound,
+ * and a snapshot scan is not part of a transaction.  off: the offset of
+ * SCAN_FLAGS (0 when building).
+ */
+static int check_scan_req(uint64_t attrs, uint32_t flags,
+			  struct tdb_proto_extack *ext, uint32_t off)
+{
+	if (!(attrs & BIT(TDB_A_SCAN_FLAGS)))
+		return 0;
+	if ((flags & TDB_SCAN_FROM_EXCL) && !(attrs & BIT(TDB_A_FROM)))
+		return fail(ext, EINVAL, "SCAN_FLAGS has TDB_SCAN_FROM_EXCL "
+			    "but the SCAN has no FROM", off);
+	if ((flags & TDB_SCAN_TO_INCL) && !(attrs & BIT(TDB_A_TO)))
+		return fail(ext, EINVAL, "SCAN_FLAGS has TDB_SCAN_TO_INCL "
+			    "but the SCAN has no TO", off);
+	if ((flags & TDB_SCAN_SNAPSHOT) && (attrs & BIT(TDB_A_TXN)))
+		return fail(ext, EINVAL, "a snapshot scan (TDB_SCAN_SNAPSHOT) "
+			    "takes no TXN: in a transaction a SCAN reads the "
+			    "table as committed and is checked at commit",
+			    off);
+	return 0;
+}
+
 static int lowest_bit(uint64_t x)
 {
 	return __builtin_ctzll(x);
@@ -545,6 +587,7 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_STAT_A_MAX_RECORDS: st->max_records = v; break;
 		case TDB_STAT_A_EVICT: st->evict = (uint32_t)v; break;
 		case TDB_STAT_A_EVICTED: st->evicted = v; break;
+		case TDB_STAT_A_TABLE_FLAGS: st->table_flags = (uint32_t)v; break;
 		}
 		st->present |= BIT(type);
 	} else {
@@ -672,6 +715,14 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 		m->cursor = p;
 		m->cursor_len = plen;
 		break;
+	case TDB_A_FROM:
+		m->from = p;
+		m->from_len = plen;
+		break;
+	case TDB_A_TO:
+		m->to = p;
+		m->to_len = plen;
+		break;
 	case TDB_A_HASHES:
 		if (plen % 8) {
 			s->err = fail(s->ext, EINVAL, "HASHES is not a whole "
@@ -690,7 +741,8 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 	case TDB_A_SCAN_FLAGS:
 	case TDB_A_EXPIRE_FLAGS:
 	case TDB_A_REASON:
-	case TDB_A_EVICT: {
+	case TDB_A_EVICT:
+	case TDB_A_TABLE_FLAGS: {
 		uint32_t v = mnl_attr_get_u32(a);
 
 		err = check_int(type, v, s->ext, off);
@@ -707,6 +759,7 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 		else if (type == TDB_A_EXPIRE_FLAGS) m->expire_flags = v;
 		else if (type == TDB_A_REASON) m->reason = v;
 		else if (type == TDB_A_EVICT) m->evict = v;
+		else if (type == TDB_A_TABLE_FLAGS) m->table_flags = v;
 		else m->mode = v;
 		break;
 	}
@@ -773,12 +826,8 @@ static int attr_cb(const struct nlattr *a, void *data)
 		return MNL_CB_OK;
 	}
 	if (!(s->allow & BIT(type)))
-		return pfail(s, EINVAL, s->strict && m->cmd == TDB_CMD_SCAN &&
-			     type == TDB_A_TXN ?
-			     "SCAN takes no TXN: scans are not part of a "
-			     "transaction (read keys with GET in it, or take "
-			     "a snapshot scan)" :
-			     "attribute not valid in this message", off);
+		return pfail(s, EINVAL, "attribute not valid in this message",
+			     off);
 	if ((s->seen & BIT(type)) && !cont)
 		return pfail(s, EINVAL, type == TDB_A_VALUE ?
 			     "VALUE fragment after a short fragment or "
@@ -945,6 +994,9 @@ static int parse_family(struct pstate *s, enum tdb_proto_dir dir)
 	}
 	if (dir == TDB_PROTO_ANSWER && cp == &cmd_pol[TDB_CMD_SCAN])
 		return check_scan_part(s->seen, s->ext);
+	if (cp == &cmd_pol[TDB_CMD_SCAN])
+		return check_scan_req(s->seen, m->scan_flags, s->ext,
+				      m->attr_off[TDB_A_SCAN_FLAGS]);
 	return 0;
 }
 
@@ -1225,6 +1277,11 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 		if (err)
 			return err;
 	}
+	if (dir == TDB_PROTO_REQUEST && cp == &cmd_pol[TDB_CMD_SCAN]) {
+		err = check_scan_req(m->attrs, m->scan_flags, ext, 0);
+		if (err)
+			return err;
+	}
 	for (t = 1; t <= TDB_A_MAX; t++) {
 		if (!(m->attrs & BIT(t)))
 			continue;
@@ -1265,18 +1322,25 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 			size += attr_size(8 * m->nhashes);
 			break;
 		case TDB_A_PREFIX:
-		case TDB_A_CURSOR: {
+		case TDB_A_CURSOR:
+		case TDB_A_FROM:
+		case TDB_A_TO: {
 			uint32_t len = t == TDB_A_PREFIX ? m->prefix_len :
-							  m->cursor_len;
+				       t == TDB_A_CURSOR ? m->cursor_len :
+				       t == TDB_A_FROM ? m->from_len :
+				       m->to_len;
 			const void *p = t == TDB_A_PREFIX ? m->prefix :
-							   m->cursor;
+					t == TDB_A_CURSOR ? m->cursor :
+					t == TDB_A_FROM ? m->from : m->to;
 
 			err = check_len(t, len, ext, 0);
 			if (err)
 				return err;
 			if (len && !p)
-				return fail(ext, EINVAL, "prefix or cursor is "
-					    "NULL", 0);
+				return fail(ext, EINVAL, t == TDB_A_FROM ?
+					    "FROM is NULL" : t == TDB_A_TO ?
+					    "TO is NULL" :
+					    "prefix or cursor is NULL", 0);
 			size += attr_size(len);
 			break;
 		}
@@ -1313,7 +1377,8 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 		case TDB_A_SCAN_FLAGS:
 		case TDB_A_EXPIRE_FLAGS:
 		case TDB_A_REASON:
-		case TDB_A_EVICT: {
+		case TDB_A_EVICT:
+		case TDB_A_TABLE_FLAGS: {
 			uint32_t v = t == TDB_A_FLAGS ? m->flags :
 				     t == TDB_A_LIMIT ? m->limit :
 				     t == TDB_A_MAX_EXTENTS ? m->max_extents :
@@ -1323,6 +1388,7 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 				     t == TDB_A_EXPIRE_FLAGS ? m->expire_flags :
 				     t == TDB_A_REASON ? m->reason :
 				     t == TDB_A_EVICT ? m->evict :
+				     t == TDB_A_TABLE_FLAGS ? m->table_flags :
 				     m->mode;
 
 			err = check_int(t, v, ext, 0);
@@ -1414,6 +1480,7 @@ static bool put_nest(struct nlmsghdr *nlh, size_t size, uint16_t type,
 			case TDB_STAT_A_MAX_RECORDS: v = st->max_records; break;
 			case TDB_STAT_A_EVICT: v = st->evict; break;
 			case TDB_STAT_A_EVICTED: v = st->evicted; break;
+			case TDB_STAT_A_TABLE_FLAGS: v = st->table_flags; break;
 			}
 		} else {
 			switch (t) {
@@ -1506,6 +1573,16 @@ static bool put_attrs(struct nlmsghdr *nlh, size_t size,
 		case TDB_A_HASHES:
 			ok = put_bytes(nlh, size, t, 8 * m->nhashes,
 				       m->hashes);
+			break;
+		case TDB_A_FROM:
+			ok = put_bytes(nlh, size, t, m->from_len, m->from);
+			break;
+		case TDB_A_TO:
+			ok = put_bytes(nlh, size, t, m->to_len, m->to);
+			break;
+		case TDB_A_TABLE_FLAGS:
+			ok = mnl_attr_put_u32_check(nlh, size, t,
+						    m->table_flags);
 			break;
 		case TDB_A_TXN:
 		case TDB_A_VERSION:

@@ -66,6 +66,7 @@ struct tdb_proto_stat {
 	uint64_t default_ttl, expiring, expired;
 	uint64_t max_bytes, max_records, evicted;
 	uint32_t evict;
+	uint32_t table_flags;   /* TDB_TABLE_F_* */
 };
 
 /* TDB_A_COUNTERS; `present` has bit (1u << TDB_CTR_A_x) for each field. */
@@ -137,6 +138,11 @@ struct tdb_proto_msg {
 	uint32_t evict;               /* TDB_A_EVICT */
 	const void *hashes;           /* TDB_A_HASHES: u64s, not aligned */
 	uint32_t nhashes;
+	uint32_t table_flags;         /* TDB_A_TABLE_FLAGS: TDB_TABLE_F_* */
+	const void *from;             /* TDB_A_FROM: a range's start key */
+	uint32_t from_len;
+	const void *to;               /* TDB_A_TO: a range's end key */
+	uint32_t to_len;
 	struct tdb_proto_stat stat;
 	struct tdb_proto_counters counters;
 	/* parse: offset of each attribute present (its first fragment) */

@@ -38,9 +38,24 @@ for f in tdbc_put_ttl tdbc_put_at tdbc_get_ex tdbc_expire tdbc_expire_at \
 		exit 1
 	fi
 done
-for f in tdbc_table_opts_init tdbc_table_create tdbc_table_stat \
-	 tdbc_watch_next tdbc_stats; do
+for f in tdbc_watch_next tdbc_stats; do
 	for v in "$f@@TDBCLIENT_1.1" "$f@TDBCLIENT_1"; do
+		if ! printf '%s\n' "$vsyms" | grep -qx "$v"; then
+			echo "missing export: $v" >&2
+			exit 1
+		fi
+	done
+done
+# Ordered tables (issue 28): the range calls in TDBCLIENT_1.2, and the
+# calls whose structs gained flags in all three nodes
+for f in tdbc_scan_range tdbc_scan_submit_range tdbc_map_range; do
+	if ! printf '%s\n' "$vsyms" | grep -qx "$f@@TDBCLIENT_1.2"; then
+		echo "missing export: $f@@TDBCLIENT_1.2" >&2
+		exit 1
+	fi
+done
+for f in tdbc_table_opts_init tdbc_table_create tdbc_table_stat; do
+	for v in "$f@@TDBCLIENT_1.2" "$f@TDBCLIENT_1.1" "$f@TDBCLIENT_1"; do
 		if ! printf '%s\n' "$vsyms" | grep -qx "$v"; then
 			echo "missing export: $v" >&2
 			exit 1

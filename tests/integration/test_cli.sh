@@ -5,7 +5,9 @@
 # exit code, binary keys and values with NUL bytes, a watcher in the
 # background fed by other tdb processes, usage errors, a missing daemon,
 # a refused user, both transports (rings, --no-rings), and a table tdbd
-# set aside at start (state "aside" in tables; prlimit --as); tdb batch
+# set aside at start (state "aside" in tables; prlimit --as); ordered
+# tables (create --ordered, KIND, scan --from/--after/--to/--through/
+# --reverse in key order, ranges refused on a hash table); tdb batch
 # (quoting, binary, pipelining, --txn all or nothing, --json results),
 # the shell on a pty, --json-array, tables sorted with owners by name,
 # stats counting only the tables the caller may see; versions, conditions
@@ -174,6 +176,18 @@ expect_err 2 "tdb: --uid no-such-user-here: no such user" "$tdb" $nosock create 
 expect_err 2 "tdb: --count 0: at least 1" "$tdb" $nosock watch t --count 0
 expect_err 2 "tdb: --limit 0: at least 1" "$tdb" $nosock scan t --limit 0
 expect_err 2 "tdb: watch: --keys-only does not apply" "$tdb" $nosock watch t --keys-only
+# ranges (scan of an ordered table), refused before connecting
+expect_err 2 "tdb: scan: the range's start is after its end" "$tdb" $nosock scan t --from b --to a
+expect_err 2 "tdb: scan: the range's start is after its end" "$tdb" $nosock scan t --after ab --through a
+expect_err 2 "tdb: scan: --prefix and a range (--from" "$tdb" $nosock scan t --prefix a --to b
+expect_err 2 "tdb: scan: --prefix and a range (--from" "$tdb" $nosock scan t --prefix a --reverse
+expect_err 2 "tdb: give the range's start once" "$tdb" $nosock scan t --from a --after b
+expect_err 2 "tdb: give the range's end once" "$tdb" $nosock scan t --to a --through b
+expect_err 2 "tdb: scan: --from is empty" "$tdb" $nosock scan t --from ''
+expect_err 2 "tdb: scan: --through is 4097 bytes, longer than 4096" "$tdb" $nosock scan t --through "$(head -c 4097 /dev/zero | tr '\0' k)"
+expect_err 2 "tdb: scan: --to is not hex" "$tdb" $nosock -k scan t --to 0g
+expect_err 2 "tdb: get: --reverse does not apply" "$tdb" $nosock get t k --reverse
+expect_err 2 "tdb: scan: --ordered does not apply" "$tdb" $nosock scan t --ordered
 # put's input is read before connecting; unreadable or bad input is 6
 expect_err 6 "tdb: put: $dir/none: no such file" "$tdb" $nosock put t k --file "$dir/none"
 expect_err 6 "tdb: put: reading $dir: is a directory" "$tdb" $nosock put t k --file "$dir"
@@ -213,12 +227,12 @@ expect_out "" "$tdb" create t1 --mode 0640
 expect_err 3 "tdb: create t1: table exists" "$tdb" create t1
 expect_out '{"ok":true}' "$tdb" --json create t2 --max-extents 3
 expect_rc 0 "$tdb" tables
-has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *TTL  *EXPIRING  *BOUND  *EVICT  *OWNER  *MODE  *STATE$'
+has '^NAME  *RECORDS  *BYTES  *EXTENTS  *PAGE  *TTL  *EXPIRING  *BOUND  *EVICT  *OWNER  *MODE  *STATE  *KIND$'
 [ "$(grep -c . "$out")" = 3 ] || fail "tables: not a header and 2 lines: $(cat "$out")"
 run "$tdb" tables
-has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +- +- +$(id -un):$(id -gn) +0640 +ok$"
+has -E "^t1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +- +- +$(id -un):$(id -gn) +0640 +ok +hash$"
 run "$tdb" tables
-has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +- +0 +- +- +[^ ]+:[^ ]+ +0600 +ok$'
+has -E '^t2 +0 +0 +[0-9]+/3 +[0-9]+ +- +0 +- +- +[^ ]+:[^ ]+ +0600 +ok +hash$'
 expect_rc 0 "$tdb" --json tables
 json_check 'sorted(d["name"] for d in docs) == ["t1", "t2"] and
 	[d["mode"] for d in docs if d["name"] == "t1"] == ["0640"] and
@@ -236,7 +250,8 @@ has -x 'max_bytes *0'
 has -x 'max_records *0'
 has -x 'evict *refuse'
 has -x 'evicted *0'
-[ "$(wc -l <"$out")" = 21 ] || fail "stat: $(wc -l <"$out") lines, want 21"
+has -x 'kind *hash'
+[ "$(wc -l <"$out")" = 22 ] || fail "stat: $(wc -l <"$out") lines, want 22"
 expect_out "" "$tdb" drop t2
 expect_err 1 "tdb: drop t2: no such table" "$tdb" drop t2
 expect_err 1 "tdb: stat t2: no such table" "$tdb" stat t2
@@ -331,6 +346,42 @@ expect_rc 0 "$tdb" --json scan t1 --keys-only --prefix p:
 json_check 'sorted(d["key"] for d in docs) == ["p:1", "p:2", "p:3", "p:4", "p:5"]
 	and all(len(d) == 1 for d in docs)'
 
+# --- ordered tables: create --ordered, scan's ranges ---------------------------
+expect_out "" "$tdb" create o1 --ordered
+run "$tdb" tables
+has -E "^o1 +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +- +- +[^ ]+:[^ ]+ +0600 +ok +ordered$"
+expect_rc 0 "$tdb" stat o1
+has -x 'kind *ordered'
+expect_rc 0 "$tdb" --json stat o1
+json_check 'len(docs) == 1 and docs[0]["kind"] == "ordered"'
+for k in b a c ab d aa; do
+	"$tdb" put o1 "$k" "v$k" || fail "put o1 $k"
+done
+"$tdb" -k put o1 00ff ff || fail "put o1 00ff"
+"$tdb" -k put o1 ff00 00 || fail "put o1 ff00"
+# an ordered table's scan (no range) is in key order, shorter first
+expect_out "$(printf '\\x00\\xff\na\naa\nab\nb\nc\nd\n\\xff\\x00')" "$tdb" scan o1 --keys-only
+expect_out "$(printf 'a\naa\nab\nb')" "$tdb" scan o1 --keys-only --from a --to c
+expect_out "$(printf 'aa\nab\nb\nc')" "$tdb" scan o1 --keys-only --after a --through c
+expect_out "$(printf 'b\nab\naa\na')" "$tdb" scan o1 --keys-only --from a --to c --reverse
+expect_out "$(printf 'c\nb\nab\naa')" "$tdb" scan o1 --keys-only --after a --through c --reverse
+expect_out "$(printf '\\xff\\x00\nd')" "$tdb" scan o1 --keys-only --reverse --limit 2
+expect_out "ab	vab" "$tdb" scan o1 --from ab --through ab
+expect_out "" "$tdb" scan o1 --from b --to b
+expect_out "" "$tdb" scan o1 --after b --through b
+expect_out "" "$tdb" scan o1 --from e --to f
+expect_out "$(printf '\\x00\\xff\na')" "$tdb" scan o1 --keys-only --to aa
+expect_out "$(printf 'd\n\\xff\\x00')" "$tdb" scan o1 --keys-only --after c
+expect_out '6161	76616161' "$tdb" -k --hex scan o1 --from 6161 --to 6162
+expect_out 'ff00	3030' "$tdb" -k --hex scan o1 --from ff
+expect_out '{"key":"aa","value":"vaa"}' "$tdb" --json scan o1 --after a --limit 1
+expect_out "$(printf 'a\naa')" "$tdb" --no-rings scan o1 --keys-only --from a --to ab
+expect_out "$(printf 'b\nab')" "$tdb" --no-rings scan o1 --keys-only --to c --reverse --limit 2
+printf 'scan o1 --keys-only --from c\nscan o1 --keys-only --to a --reverse\n' >"$dir/t"
+expect_out "$(printf 'c\nd\n\\xff\\x00\n\\x00\\xff')" "$tdb" batch <"$dir/t"
+expect_err 6 "tdb: scan t1: range scans need an ordered table" "$tdb" scan t1 --from a
+expect_out "" "$tdb" drop o1
+
 # --- stats and --json stat ----------------------------------------------------
 expect_rc 0 "$tdb" stats
 for f in tables clients watches txns requests errors uptime_ms accepted \
@@ -360,7 +411,7 @@ json_check 'len(docs) == 1 and docs[0]["name"] == "t1" and
 	sorted(docs[0]) == sorted("""name records bytes_used bytes_allocated
 	bytes_pending extents max_extents page_size index_nodes index_buckets
 	uid gid mode state default_ttl_ms expiring expired max_bytes
-	max_records evict evicted""".split()) and
+	max_records evict evicted kind""".split()) and
 	docs[0]["bytes_used"] > 0 and
 	docs[0]["state"] == "ok"'
 
@@ -1036,8 +1087,8 @@ if [ "$(id -u)" = 0 ] && ! getent passwd 4242 >/dev/null &&
    ! getent group 4243 >/dev/null; then
 	expect_out "" "$tdb" create noname --uid 4242 --gid 4243
 	expect_rc 0 "$tdb" tables
-	has -E "^noname +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +- +- +4242:4243 +0600 +ok$"
-	has -E "^aa +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +- +- +$(id -un):$(id -gn) +0600 +ok$"
+	has -E "^noname +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +- +- +4242:4243 +0600 +ok +hash$"
+	has -E "^aa +0 +0 +[0-9]+/[0-9]+ +[0-9]+ +- +0 +- +- +$(id -un):$(id -gn) +0600 +ok +hash$"
 	expect_out "" "$tdb" drop noname
 fi
 
@@ -1118,7 +1169,7 @@ if command -v prlimit >/dev/null 2>&1 && sa_start; then
 	sa_stop
 	if sa_start prlimit --as=$(( (v0 + 16 * 1024 * 1024) * 1024 )) --; then
 		expect_rc 0 "$tdb" tables
-		has -E "^sbig +0 +0 +0/32768 +0 +- +0 +- +- +$(id -un):$(id -gn) +0600 +aside$"
+		has -E "^sbig +0 +0 +0/32768 +0 +- +0 +- +- +$(id -un):$(id -gn) +0600 +aside +hash$"
 		expect_rc 0 "$tdb" --json tables
 		json_check '[d["state"] for d in docs if d["name"] == "sbig"]
 			== ["aside"]'
