@@ -823,6 +823,13 @@ static int tdbd_load(struct tdbc *c, const char *name, bool ordered,
 		     tdbc_errmsg(c));
 		return -1;
 	}
+#if HAVE_TDBC_RANGE
+	if (ordered && !(st->flags & TDBC_TABLE_ORDERED)) {
+		msgf(msg, "tdbd created table %s without TDBC_TABLE_ORDERED "
+		     "(its owner has no ordered tables)", name);
+		return 1;
+	}
+#endif
 	if (st->records != o.keys) {
 		msgf(msg, "tdb table %s holds %" PRIu64 " records after "
 		     "loading %u", name, (uint64_t)st->records, o.keys);
@@ -1130,10 +1137,6 @@ static int engine_start(char *msg)
 	return 0;
 }
 
-/* TEMP until the engine's ranges land on main: weak, NULL if absent. */
-#pragma weak tdbe_view_range
-#pragma weak tdbe_view_next
-
 struct view_h {
 	const void *ext[TDBE_EXTENTS_MAX];
 	struct tdbe_view v;
@@ -1158,11 +1161,6 @@ static int view_open(unsigned int p, void **out, char *msg)
 	int fd = tdbe_table_fd(eng_ord);
 
 	(void)p;
-	if (!tdbe_view_range) {
-		msgf(msg, "this engine has no tdbe_view_range");
-		free(h);
-		return -1;
-	}
 	if (!h || fd < 0) {
 		msgf(msg, h ? "the engine table has no fd" : "out of memory");
 		free(h);
@@ -1790,11 +1788,6 @@ static void start_all(void)
 			die("%s", msg);
 		fprintf(stderr, "  engine: 3 tables loaded in %.1f s\n",
 			now() - t0);
-	}
-	if (!tdbe_view_range) {
-		rsys[R_VIEW].ready = 1;
-		snprintf(rsys[R_VIEW].why, MSG_LEN, "this engine has no "
-			 "tdbe_view_range");
 	}
 	if (o.part_range || o.part_point) {
 		t0 = now();
