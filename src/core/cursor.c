@@ -317,8 +317,10 @@ static unsigned int ord_collect(struct tdbe_cursor *c, struct tdbi_hit *hits,
 	bool rev = c->range.flags & TDBE_RANGE_REVERSE;
 	struct tdbb_walk w;
 	unsigned int n = 0;
-	int at = ord_start(c, &s, &w);
+	int at = ord_start(c, &s, &w), i;
 
+	for (i = 0; at == 1 && i < TDBB_PREFETCH; i++)
+		tdbb_prefetch(&s, &w, rev ? -i : i);
 	while (at == 1 && n < max) {
 		uint64_t rec = tdbi_entry_rec(tdbb_cur(&s, &w));
 
@@ -328,6 +330,9 @@ static unsigned int ord_collect(struct tdbe_cursor *c, struct tdbi_hit *hits,
 		hits[n].hash = 0;
 		n++;
 		at = rev ? tdbb_step_back(&s, &w) : tdbb_step_fwd(&s, &w);
+		if (at == 1)
+			tdbb_prefetch(&s, &w, rev ? -(TDBB_PREFETCH - 1)
+						  : TDBB_PREFETCH - 1);
 	}
 	return n;
 }

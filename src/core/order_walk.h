@@ -318,6 +318,28 @@ static inline int tdbb_step_back(const struct tdbb_src *s,
 	return 0;
 }
 
+/* Prefetch the record `ahead` entries past the walk's place in its leaf
+ * (before it, walking back): a range walk's reads of records, which lie
+ * anywhere in the region, then overlap instead of following one
+ * another.  A hint only: nothing is read through it. */
+#define TDBB_PREFETCH 8
+static inline void tdbb_prefetch(const struct tdbb_src *s,
+				 const struct tdbb_walk *w, int ahead)
+{
+	const struct tdbb_node *l = tdbb_at(s, w->node[w->height - 1],
+					    TDBB_NODE_BYTES);
+	int p = (int)w->pos[w->height - 1] + ahead;
+
+	if (l && p >= 0 && p < (int)l->n && p < (int)TDBB_LEAF_CAP) {
+		uint64_t off = tdbi_entry_rec(tdb_load_relaxed(&l->w[p]));
+		uint64_t e = off >> TDBP_EXTENT_SHIFT;
+
+		if (!s->nextents || (off && e < s->nextents))
+			tdb_prefetch((const unsigned char *)s->ext[e] +
+				     (off & TDB_EXT_MASK));
+	}
+}
+
 /* The entry the walk is at (after a step that returned 1). */
 static inline uint64_t tdbb_cur(const struct tdbb_src *s,
 				const struct tdbb_walk *w)

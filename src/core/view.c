@@ -249,6 +249,12 @@ int tdbe_view_range(const struct tdbe_view *v, const struct tdbe_range *r,
 	if (err < 0)
 		return err;
 	it->done = err == 0;
+	if (!it->done) {
+		int i;
+
+		for (i = 0; i < TDBB_PREFETCH; i++)
+			tdbb_prefetch(&s, &w, rev ? -i : i);
+	}
 	iter_put(it, &w);
 	return 0;
 }
@@ -270,30 +276,78 @@ static bool view_past_end(const struct tdbe_range *g, const struct tdb_rec *r)
 	return d > 0 || (d == 0 && !(g->flags & TDBE_RANGE_TO_INCL));
 }
 
+/* Set the iterator's leaf from its path (checked), or -EUCLEAN. */
+static int iter_leaf(struct tdbe_view_iter *it, const struct tdbb_src *s)
+{
+	const struct tdbb_node *l = tdbb_node_at(s, it->node[it->height - 1]);
+
+	if (!l || l->level || it->pos[it->height - 1] >= l->n)
+		return -EUCLEAN;
+	it->leaf = l;
+	return 0;
+}
+
+/* The next position in the walk's direction: within the leaf without
+ * looking at anything else, else through the path.  1, 0 at the end,
+ * or -EUCLEAN. */
+static int iter_step(struct tdbe_view_iter *it, const struct tdbb_src *s,
+		     bool rev)
+{
+	const struct tdbb_node *l = it->leaf;
+	unsigned int leaf = it->height - 1;
+	struct tdbb_walk w;
+	int at;
+
+	if (!rev && it->pos[leaf] + 1u < l->n) {
+		it->pos[leaf]++;
+		return 1;
+	}
+	if (rev && it->pos[leaf] > 0) {
+		it->pos[leaf]--;
+		return 1;
+	}
+	iter_get(it, &w);
+	at = rev ? tdbb_step_back(s, &w) : tdbb_step_fwd(s, &w);
+	if (at != 1)
+		return at;
+	iter_put(it, &w);
+	return iter_leaf(it, s) ? -EUCLEAN : 1;
+}
+
 int tdbe_view_next(struct tdbe_view_iter *it, const void **key,
 		   size_t *klen, const void **val, size_t *vlen,
 		   uint64_t *version)
 {
-	struct tdbb_src s;
-	struct tdbb_walk w;
 	bool rev = it->r.flags & TDBE_RANGE_REVERSE;
+	struct tdbb_src s;
 	int at = 1;
 
 	if (it->done)
 		return 0;
 	s = view_src(it->v);
-	iter_get(it, &w);
+	if (!it->leaf && iter_leaf(it, &s))
+		return -EUCLEAN;
 	while (at == 1) {
-		const struct tdb_rec *r = tdbb_rec_at(&s, tdbb_cur(&s, &w));
+		const struct tdbb_node *l = it->leaf;
+		unsigned int pos = it->pos[it->height - 1];
+		const struct tdb_rec *r = tdbb_rec_at(&s, tdbb_word(l, pos));
+		int ahead = (int)pos + (rev ? -TDBB_PREFETCH : TDBB_PREFETCH);
 		bool live;
 
 		if (!r)
 			return -EUCLEAN;
 		if (view_past_end(&it->r, r))
 			break;
+		if (ahead >= 0 && ahead < (int)l->n) {
+			const void *p = tdbb_at(&s, tdbi_entry_rec(
+					tdb_load_relaxed(&l->w[ahead])), 16);
+
+			if (p)
+				tdb_prefetch(p);
+		}
 		live = !(r->flags & TDB_REC_F_DEADLINE) ||
 		       !tdb_rec_expired(r, tdbp_realtime_ms());
-		at = rev ? tdbb_step_back(&s, &w) : tdbb_step_fwd(&s, &w);
+		at = iter_step(it, &s, rev);
 		if (at < 0)
 			return at;
 		if (!live)
@@ -305,7 +359,6 @@ int tdbe_view_next(struct tdbe_view_iter *it, const void **key,
 		if (version)
 			*version = r->version;
 		it->done = at == 0;
-		iter_put(it, &w);
 		return 1;
 	}
 	it->done = true;

@@ -92,7 +92,7 @@ struct tdbe_view_iter {
 	uint16_t pos[TDBB_MAX_HEIGHT_V];
 	unsigned int height;
 	bool done;
-	unsigned int steps;         /* bounds the walk on a damaged region */
+	const void *leaf;           /* the leaf at node[height - 1], checked */
 };
 int tdbe_view_range(const struct tdbe_view *v, const struct tdbe_range *r,
 		    struct tdbe_view_iter *it);
