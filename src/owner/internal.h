@@ -69,6 +69,8 @@
 #define TDBO_BUCKETS     1024u
 #define TDBO_DUMP_BUDGET 256u           /* records examined per run */
 #define TDBO_CURSOR_V1   1              /* SCAN cursor: this byte, key */
+#define TDBO_CURSOR_V2   2              /* dump.c, "Cursors" */
+#define TDBO_CURSOR_HDR  18u            /* V2's bytes before the key */
 
 #define TDBO_MAY_READ  4u
 #define TDBO_MAY_WRITE 2u
@@ -171,6 +173,8 @@ struct tdbo_table {
 	uint64_t id;                    /* unique for the owner's life (a
 					 * durable home's: its data's) */
 	uint32_t max_extents;           /* as created (0: the default) */
+	uint32_t tflags;                /* TDB_TABLE_F_* as created (the
+					 * engine's TDBE_TABLE_* follow) */
 	uint64_t reserve;               /* address space charged to uid
 					 * (TDBO_Q_RESERVE) until closed */
 	/* Set aside by a durable home's recovery (it could not be
@@ -259,6 +263,31 @@ struct tdbo_txn_read {
 	unsigned char *key;
 };
 
+/*
+ * A SCAN of a transaction (txn.c, "Range reads"): the span it walked and
+ * a digest of what it sent, walked again at commit.  Shared, counted,
+ * by the transaction (x->scans) and the dump that sends it; the dump
+ * writes it while running, on the client's thread, the commit reads it
+ * when no dump of it runs any more.
+ */
+struct tdbo_txn_scan {
+	uint32_t refs;
+	struct tdbo_txn *x;             /* NULL once x is freed */
+	struct tdbo_table *t;           /* counted */
+	bool ranged;                    /* range applies (else: all of t) */
+	struct tdbe_range range;        /* bounds in the same block */
+	const unsigned char *prefix;
+	uint32_t plen;
+	const unsigned char *start;     /* resumed after this key (CURSOR) */
+	uint32_t start_len;             /* 0: from the range's start */
+	unsigned char *last;            /* the last key sent (TDB_KEY_MAX) */
+	uint32_t last_len;
+	uint64_t seed;                  /* of the digest's hashes */
+	uint64_t n, sum;                /* records sent, and their digest */
+	bool running;                   /* its dump is sending */
+	bool complete;                  /* the walk reached the range's end */
+};
+
 struct tdbo_txn {
 	struct tdbo_list node;          /* c->txns */
 	struct tdbo_owner *o;
@@ -275,6 +304,11 @@ struct tdbo_txn {
 	uint32_t nreads, readcap;
 	uint32_t *rslot;
 	uint32_t rcap;
+	/* range reads: its SCANs, and the records they sent (counted
+	 * against max-txn-ops with its changes and reads) */
+	struct tdbo_txn_scan **scans;
+	uint32_t nscans, scancap;
+	uint64_t nscanned;
 	uint64_t version;               /* at commit: the write's version */
 	char why[TDBO_TEXT];            /* a commit's error text */
 };
@@ -335,9 +369,26 @@ struct tdbo_dump {
 	size_t kl, vl;
 	uint64_t ver;                   /* its version */
 	uint64_t dl;                    /* and deadline (0: none) */
-	unsigned char *cbuf;            /* TDB_KEY_MAX + 1: a cursor */
+	unsigned char *cbuf;            /* TDBO_CURSOR_HDR + TDB_KEY_MAX:
+					 * a cursor */
 	struct tdbo_snap *snap;         /* a snapshot scan's (else NULL) */
 	bool walked;                    /* it: the cursor's walk is over */
+	/* ordered tables: the range walked (FROM, TO, the direction and
+	 * PREFIX together; its bounds' bytes in rbuf), and what the scan's
+	 * cursors say of the request (dump.c, "Cursors") */
+	bool ranged;
+	struct tdbe_range range;
+	unsigned char *rbuf;
+	uint8_t cflags;                 /* the request's range SCAN_FLAGS */
+	uint64_t cdigest;               /* of its FROM, TO and PREFIX */
+	/* a snapshot scan of an ordered table: the walk's record held
+	 * while pre-images before it go out (tdbo_snap_before) */
+	bool held;
+	const void *hk, *hv;
+	size_t hkl, hvl;
+	uint64_t hver, hdl;
+	struct tdbo_txn_scan *ts;       /* a SCAN of a transaction: its
+					 * record (counted), else NULL */
 	/* TABLE_LIST */
 	struct tdbo_table **tabs;       /* counted */
 	unsigned int ntabs, at;
@@ -600,6 +651,24 @@ int tdbo_txn_add(struct tdbo_txn *x, struct tdbo_table *t,
 int tdbo_txn_read_add(struct tdbo_txn *x, struct tdbo_table *t,
 		      const void *key, size_t klen, uint64_t version,
 		      struct tdb_proto_extack *ext);
+/* A SCAN in x (txn.c, "Range reads") of t: range r (NULL: all of t)
+ * and PREFIX, resumed after start (NULL: none); a new record, running,
+ * registered on x and charged, with a reference for the dump; or
+ * -E2BIG/-EDQUOT/... with ext->msg, or -EOPNOTSUPP when x already
+ * changed a key the scan would read. */
+int tdbo_txn_scan_new(struct tdbo_txn *x, struct tdbo_table *t,
+		      const struct tdbe_range *r, const void *prefix,
+		      size_t plen, const void *start, size_t slen,
+		      struct tdbo_txn_scan **out,
+		      struct tdb_proto_extack *ext);
+/* Before sending a record: 0, or -E2BIG (x is at max-txn-ops). */
+int tdbo_txn_scan_room(struct tdbo_txn_scan *ts,
+		       struct tdb_proto_extack *ext);
+/* A record sent (its key and version). */
+void tdbo_txn_scan_note(struct tdbo_txn_scan *ts, const void *key,
+			size_t klen, uint64_t version);
+/* The dump is done with it (its walk complete or not). */
+void tdbo_txn_scan_put(struct tdbo_txn_scan *ts);
 /* INCR in x: the key's value as x sees it plus delta, buffered as a
  * put; *sum the result. */
 int tdbo_txn_incr(struct tdbo_client *c, struct tdbo_txn *x,
@@ -622,6 +691,11 @@ int tdbo_cmd_map(struct tdbo_client *c, const struct tdb_proto_msg *m,
 uint64_t tdbo_map_slot_pick(struct tdbo_owner *o);
 
 /* dump.c */
+/* LMDB's order of two keys (memcmp, then the shorter first), the order
+ * of an ordered table; and whether a key is in a range in it. */
+int tdbo_key_cmp(const void *a, size_t alen, const void *b, size_t blen);
+bool tdbo_range_has(const struct tdbe_range *r, const void *key,
+		    size_t klen);
 int tdbo_scan(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	      struct tdb_proto_extack *ext, struct tdbo_dump **dump);
 int tdbo_list(struct tdbo_client *c, const struct tdb_proto_msg *m,
@@ -660,11 +734,15 @@ void tdbo_table_feed_release(struct tdbo_table *t);
  * max_snapshot_bytes.  Writers never fail because of a snapshot: a
  * snapshot past a bound or out of memory fails its scan instead.
  */
-/* Under wlock: a new snapshot of t (keys starting with prefix only),
- * registered on it, its memory charged to uid (the scanning client's);
- * NULL if out of memory. */
+/* Under wlock: a new snapshot of t (keys starting with prefix only,
+ * and in r if not NULL; r's bytes are copied) for the walk of cursor
+ * cur (its order; cur must outlive the snapshot), registered on it,
+ * its memory charged to uid (the scanning client's); NULL if out of
+ * memory. */
 struct tdbo_snap *tdbo_snap_new(struct tdbo_table *t, uint32_t uid,
-				const void *prefix, size_t plen);
+				const void *prefix, size_t plen,
+				const struct tdbe_range *r,
+				const struct tdbe_cursor *cur);
 /* Unregister (takes wlock: not under it), give back its memory and free;
  * NULL is a no-op. */
 void tdbo_snap_free(struct tdbo_owner *o, struct tdbo_snap *s);
@@ -679,6 +757,14 @@ void tdbo_snap_detach_all(struct tdbo_table *t);
 int tdbo_snap_check(struct tdbo_snap *s, const void *key, size_t klen,
 		    const void **val, size_t *vlen, uint64_t *version,
 		    uint64_t *deadline, const char **msg);
+/* An ordered table's snapshot, before the walk's next key (key): 1 and
+ * a pre-image to send first (a key deleted before the walk got to it,
+ * before key in the walk's order), 0 none, or the snapshot's error
+ * (*msg).  Pointers valid until tdbo_snap_free(). */
+int tdbo_snap_before(struct tdbo_snap *s, const void *key, size_t klen,
+		     const void **k, size_t *kl, const void **val,
+		     size_t *vlen, uint64_t *version, uint64_t *deadline,
+		     const char **msg);
 /* The walk is over: the snapshot takes no more changes. */
 void tdbo_snap_freeze(struct tdbo_snap *s);
 /* After the freeze: 1 and the next pre-image the walk did not send, 0 at

@@ -109,6 +109,11 @@ void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps)
 		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_MAX_RECORDS);
 		ps->max_records = t->max_records;
 	}
+	/* the engine's word for it: what the table is, not was asked */
+	if (st.flags & TDBE_TABLE_ORDERED) {
+		ps->present |= TDB_PROTO_BIT(TDB_STAT_A_TABLE_FLAGS);
+		ps->table_flags = TDB_TABLE_F_ORDERED;
+	}
 }
 
 static int do_stat(struct tdbo_client *c, const struct tdb_proto_msg *m,

@@ -446,6 +446,15 @@ int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
 		       uint32_t max_ext, uint32_t uid, uint32_t gid,
 		       uint32_t mode, struct tdbo_table **out,
 		       const char **msg);
+/* The same for a table created with TABLE_FLAGS (TDB_TABLE_F_*: an
+ * ordered table), which the engine table must have from its start. */
+int tdbo_table_restore_flags(struct tdbo_owner *o, const char *name,
+			     uint64_t id, uint32_t max_ext, uint32_t tflags,
+			     uint32_t uid, uint32_t gid, uint32_t mode,
+			     struct tdbo_table **out, const char **msg);
+/* What a durable home keeps of a table with its other attributes:
+ * TDB_TABLE_F_* it was created with (0: a hash table). */
+uint32_t tdbo_table_flags(const struct tdbo_table *t);
 /* Recovery: a table that cannot be restored goes into the registry set
  * aside, without an engine table; why says what failed.  0, -ENOMEM. */
 int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,

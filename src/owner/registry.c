@@ -244,11 +244,15 @@ static void table_log(const struct tdbo_table *t, const char *what)
  * come before any change to the table).  what: "created" or "restored"
  * (the log line). */
 static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
-		      uint32_t max_ext, uint32_t uid, uint32_t gid,
-		      uint32_t mode, bool locked, const char *what,
-		      struct tdbo_table **out, const char **msg)
+		      uint32_t max_ext, uint32_t tflags, uint32_t uid,
+		      uint32_t gid, uint32_t mode, bool locked,
+		      const char *what, struct tdbo_table **out,
+		      const char **msg)
 {
-	struct tdbe_table_opts opts = { .max_extents = max_ext };
+	struct tdbe_table_opts opts = {
+		.max_extents = max_ext,
+		.flags = (tflags & TDB_TABLE_F_ORDERED) ? TDBE_TABLE_ORDERED : 0,
+	};
 	struct tdbe_extack ee = { 0 };
 	struct tdbo_table *t = table_alloc(o, name, id, max_ext, uid, gid,
 					   mode);
@@ -268,6 +272,7 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 		tdbp_free(t);
 		return err;
 	}
+	t->tflags = tflags;
 	t->reserve = tdbo_table_reserve(max_ext);
 	tdbo_quota_force(o, uid, TDBO_Q_TABLES, 1);
 	tdbo_quota_force(o, uid, TDBO_Q_RESERVE, t->reserve);
@@ -282,18 +287,32 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 	return 0;
 }
 
+int tdbo_table_restore_flags(struct tdbo_owner *o, const char *name,
+			     uint64_t id, uint32_t max_ext, uint32_t tflags,
+			     uint32_t uid, uint32_t gid, uint32_t mode,
+			     struct tdbo_table **out, const char **msg)
+{
+	int err;
+
+	tdbp_mutex_lock(o->wlock);
+	err = table_make(o, name, id, max_ext, tflags, uid, gid, mode, false,
+			 "restored", out, msg);
+	tdbp_mutex_unlock(o->wlock);
+	return err;
+}
+
 int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
 		       uint32_t max_ext, uint32_t uid, uint32_t gid,
 		       uint32_t mode, struct tdbo_table **out,
 		       const char **msg)
 {
-	int err;
+	return tdbo_table_restore_flags(o, name, id, max_ext, 0, uid, gid,
+					mode, out, msg);
+}
 
-	tdbp_mutex_lock(o->wlock);
-	err = table_make(o, name, id, max_ext, uid, gid, mode, false,
-			 "restored", out, msg);
-	tdbp_mutex_unlock(o->wlock);
-	return err;
+uint32_t tdbo_table_flags(const struct tdbo_table *t)
+{
+	return t->tflags;
 }
 
 void tdbo_table_set_default_ttl(struct tdbo_table *t, uint64_t ttl_ms)
@@ -574,8 +593,10 @@ static int create_locked(struct tdbo_owner *o, const struct tdb_proto_msg *m,
 	sz.bytes = tdbo_strlen(m->table);
 	if ((err = tdbo_log_reserve(o, &sz, &ext->msg)))
 		return err;
-	err = table_make(o, m->table, o->next_table_id + 1, max_ext, uid, gid,
-			 mode, true, "created", &nt, &ext->msg);
+	err = table_make(o, m->table, o->next_table_id + 1, max_ext,
+			 TDB_PROTO_HAS(m, TDB_A_TABLE_FLAGS) ?
+			 m->table_flags : 0, uid, gid, mode, true, "created",
+			 &nt, &ext->msg);
 	if (err) {
 		tdbo_log_cancel(o, &sz);
 		return err;

@@ -19,6 +19,20 @@
  *  - After the walk (tdbo_snap_freeze) tdbo_snap_next_left() gives the
  *    present pre-images the walk did not send (keys deleted before it
  *    got there).
+ *  - An ordered table's snapshot scan comes out in the walk's order
+ *    (key order, or reverse): such pre-images are not left for the end
+ *    but merged into the walk.  Every entry that may need sending (its
+ *    key ahead of the walk, present at snapshot time) also goes into a
+ *    min-heap in the walk's order (tdbe_cursor_order); before the scan
+ *    sends the walk's next key K it asks tdbo_snap_before() for the
+ *    entries before K: the walk has passed them without returning them,
+ *    so they are keys deleted before it got there, and go out first.
+ *    An entry made for a key before K after that has an absent
+ *    pre-image (the key was absent at snapshot time, or the walk would
+ *    have returned it), so it is never sent.  After the walk the heap
+ *    is drained in order.
+ *  - A snapshot of a range (SCAN with FROM, TO or a PREFIX on an ordered
+ *    table) takes only the changes to keys in it.
  *
  * "wlock" below is the snapshot's table's t->wlock.
  *
@@ -31,8 +45,8 @@
  *    snapshots end in different threads) by the entries pointing to it,
  *    plus one held by the change while it is being saved, and freed with
  *    the last.
- *  - A key at or before the walk's position (the cursor's order,
- *    tdbe_key_order) already went out unchanged (present since the
+ *  - A key at or before the walk's position (the walk's order,
+ *    tdbe_cursor_order: hash order, key order or its reverse) already went out unchanged (present since the
  *    snapshot, so the walk returned it): its entry is marked sent at once
  *    and points to no pre-image (nothing copied for it).  Every entry is
  *    sent at most once, so each key of the snapshot goes out exactly
@@ -111,6 +125,16 @@ struct tdbo_snap {
 	uint64_t bytes, max_bytes, charged;
 	unsigned char *prefix;
 	uint32_t plen;
+	bool ranged;            /* only keys in range (its bounds' bytes in
+				 * rbuf) */
+	struct tdbe_range range;
+	unsigned char *rbuf;
+	/* an ordered table's: the walk's cursor (its order), and the
+	 * entries that may still be sent, a min-heap in that order */
+	const struct tdbe_cursor *walk;
+	bool ordered;
+	struct snap_ent **heap;
+	size_t nheap, heapcap;
 	bool frozen;            /* the walk is over: no more changes taken */
 	int err;                /* the snapshot broke: its scan fails */
 	char msg[TDB_PROTO_EXTACK_MAX + 1];     /* why (err), for the scan */
@@ -388,6 +412,79 @@ static int pre_get(struct tdbo_snap *s, struct snap_change *ch,
 	return 0;
 }
 
+/* --- the heap of an ordered table's snapshot (walk order) ------------------ */
+
+static int heap_cmp(const struct tdbo_snap *s, const struct snap_ent *a,
+		    const struct snap_ent *b)
+{
+	return tdbe_cursor_order(s->walk, a->key, a->klen, b->key, b->klen);
+}
+
+/* Under s->lock, with room (heapcap > nheap). */
+static void heap_push(struct tdbo_snap *s, struct snap_ent *e)
+{
+	size_t i = s->nheap++;
+
+	while (i) {
+		size_t up = (i - 1) / 2;
+
+		if (heap_cmp(s, s->heap[up], e) <= 0)
+			break;
+		s->heap[i] = s->heap[up];
+		i = up;
+	}
+	s->heap[i] = e;
+}
+
+static struct snap_ent *heap_pop(struct tdbo_snap *s)
+{
+	struct snap_ent *top = s->heap[0], *last = s->heap[--s->nheap];
+	size_t i = 0, n = s->nheap;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && heap_cmp(s, s->heap[c + 1], s->heap[c]) < 0)
+			c++;
+		if (heap_cmp(s, last, s->heap[c]) <= 0)
+			break;
+		s->heap[i] = s->heap[c];
+		i = c;
+	}
+	if (n)
+		s->heap[i] = last;
+	return top;
+}
+
+/* Bytes the heap grows by to take one more (it doubles). */
+static uint64_t heap_grow_add(const struct tdbo_snap *s)
+{
+	if (s->nheap < s->heapcap)
+		return 0;
+	return (uint64_t)(s->heapcap ? s->heapcap : SNAP_BUCKETS_MIN) *
+	       sizeof(*s->heap);
+}
+
+static int heap_grow(struct tdbo_snap *s)
+{
+	size_t n = s->heapcap ? s->heapcap * 2 : SNAP_BUCKETS_MIN;
+	struct snap_ent **h;
+
+	if (s->nheap < s->heapcap)
+		return 0;
+	h = tdbo_alloc_array(n, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	if (s->nheap)
+		memcpy(h, s->heap, s->nheap * sizeof(*h));
+	tdbp_free(s->heap);
+	s->heap = h;
+	s->heapcap = n;
+	return 0;
+}
+
 /* Under s->lock. */
 static struct snap_ent *snap_find(const struct tdbo_snap *s, uint64_t h,
 				  const void *key, size_t klen)
@@ -403,6 +500,15 @@ static struct snap_ent *snap_find(const struct tdbo_snap *s, uint64_t h,
 	return NULL;
 }
 
+/* Does the entry for this change go into the heap?  An ordered table's,
+ * its key ahead of the walk and present at snapshot time: it may have
+ * to be sent (the change has been probed). */
+static bool snap_heaped(const struct tdbo_snap *s,
+			const struct snap_change *ch, bool sent)
+{
+	return s->ordered && !sent && ch->present;
+}
+
 /* Under s->lock: the entry, counted in bytes and charged. */
 static void snap_insert(struct tdbo_snap *s, struct snap_change *ch,
 			struct snap_ent *e, bool sent, uint64_t ent)
@@ -416,9 +522,20 @@ static void snap_insert(struct tdbo_snap *s, struct snap_change *ch,
 		tdbo_ref_get(&e->pre->refs);
 	e->next = s->buckets[ch->hash & (s->nbuckets - 1)];
 	s->buckets[ch->hash & (s->nbuckets - 1)] = e;
+	if (snap_heaped(s, ch, sent))
+		heap_push(s, e);        /* snap_take made room */
 	s->nents++;
 	s->bytes += ent + (sent ? 0 : pre_size(ch->vlen));
 	s->charged += ent;
+}
+
+/* The walk's order of two keys (a reverse range's walk runs
+ * backwards): the cursor's; any thread may ask it (it reads what
+ * tdbe_cursor_range set before the snapshot was registered). */
+static int snap_order(const struct tdbo_snap *s, const void *a, size_t alen,
+		      const void *b, size_t blen)
+{
+	return tdbe_cursor_order(s->walk, a, alen, b, blen);
 }
 
 /*
@@ -430,10 +547,9 @@ static void snap_insert(struct tdbo_snap *s, struct snap_change *ch,
 static void snap_take(struct tdbo_snap *s, struct snap_change *ch)
 {
 	const char *why = NULL;
-	bool sent = s->pos_len && tdbe_key_order(ch->t->t, ch->key,
-						 ch->klen, s->pos,
-						 s->pos_len) <= 0;
-	uint64_t add = snap_grow_add(s);
+	bool sent = s->pos_len && snap_order(s, ch->key, ch->klen, s->pos,
+					     s->pos_len) <= 0;
+	uint64_t add = snap_grow_add(s), hadd;
 	uint64_t ent = sizeof(struct snap_ent) + ch->klen;
 	struct snap_ent *e;
 	int err;
@@ -445,6 +561,8 @@ static void snap_take(struct tdbo_snap *s, struct snap_change *ch)
 			return;
 		}
 	}
+	hadd = snap_heaped(s, ch, sent) ? heap_grow_add(s) : 0;
+	add += hadd;
 	if (s->bytes + add + ent + (sent ? 0 : pre_size(ch->vlen)) >
 	    s->max_bytes) {
 		snap_fail(s, -ENOBUFS, NULL, ch);
@@ -455,7 +573,9 @@ static void snap_take(struct tdbo_snap *s, struct snap_change *ch)
 		snap_fail(s, err, why, ch);
 		return;
 	}
-	err = add ? snap_grow(s) : 0;
+	err = add - hadd ? snap_grow(s) : 0;
+	if (!err && hadd)
+		err = heap_grow(s);
 	if (err) {
 		snap_uncharge(s->o, s->uid, add + ent);
 		snap_fail(s, err, NULL, ch);
@@ -485,6 +605,8 @@ void tdbo_snap_save(struct tdbo_table *t, const void *key, size_t klen)
 		if (s->plen && (klen < s->plen ||
 				memcmp(key, s->prefix, s->plen)))
 			continue;
+		if (s->ranged && !tdbo_range_has(&s->range, key, klen))
+			continue;
 		tdbp_mutex_lock(s->lock);
 		if (!s->frozen && !s->err &&
 		    !snap_find(s, ch.hash, key, klen))
@@ -497,7 +619,9 @@ void tdbo_snap_save(struct tdbo_table *t, const void *key, size_t klen)
 /* --- a snapshot's life -------------------------------------------------- */
 
 struct tdbo_snap *tdbo_snap_new(struct tdbo_table *t, uint32_t uid,
-				const void *prefix, size_t plen)
+				const void *prefix, size_t plen,
+				const struct tdbe_range *r,
+				const struct tdbe_cursor *cur)
 {
 	struct tdbo_snap *s = tdbp_alloc(sizeof(*s));
 	uint64_t max = tdbo_lim(t->o, max_snapshot_bytes);
@@ -506,18 +630,30 @@ struct tdbo_snap *tdbo_snap_new(struct tdbo_table *t, uint32_t uid,
 		return NULL;
 	if (plen) {
 		s->prefix = tdbo_memdup(prefix, plen);
-		if (!s->prefix) {
-			tdbp_free(s);
-			return NULL;
-		}
+		if (!s->prefix)
+			goto fail;
 	}
 	s->plen = (uint32_t)plen;
-	s->lock = tdbp_mutex_create();
-	if (!s->lock) {
-		tdbp_free(s->prefix);
-		tdbp_free(s);
-		return NULL;
+	if (r) {
+		s->rbuf = tdbp_alloc(r->from_len + r->to_len + 1);
+		if (!s->rbuf)
+			goto fail;
+		s->range = *r;
+		if (r->from) {
+			memcpy(s->rbuf, r->from, r->from_len);
+			s->range.from = s->rbuf;
+		}
+		if (r->to) {
+			memcpy(s->rbuf + r->from_len, r->to, r->to_len);
+			s->range.to = s->rbuf + r->from_len;
+		}
+		s->ranged = true;
 	}
+	s->walk = cur;
+	s->ordered = tdbe_table_ordered(t->t);
+	s->lock = tdbp_mutex_create();
+	if (!s->lock)
+		goto fail;
 	s->max_bytes = max ? max : ~(uint64_t)0;
 	s->t = t;
 	s->o = t->o;
@@ -528,6 +664,11 @@ struct tdbo_snap *tdbo_snap_new(struct tdbo_table *t, uint32_t uid,
 		s->registered = true;
 	}
 	return s;
+fail:
+	tdbp_free(s->rbuf);
+	tdbp_free(s->prefix);
+	tdbp_free(s);
+	return NULL;
 }
 
 void tdbo_snap_free(struct tdbo_owner *o, struct tdbo_snap *s)
@@ -559,6 +700,8 @@ void tdbo_snap_free(struct tdbo_owner *o, struct tdbo_snap *s)
 	}
 	snap_uncharge(o, s->uid, s->charged);
 	tdbp_free(s->buckets);
+	tdbp_free(s->heap);
+	tdbp_free(s->rbuf);
 	tdbp_free(s->prefix);
 	tdbp_mutex_destroy(s->lock);
 	tdbp_free(s);
@@ -630,6 +773,63 @@ void tdbo_snap_freeze(struct tdbo_snap *s)
 	tdbp_mutex_unlock(s->lock);
 }
 
+/* Under s->lock: the next entry of the heap to send before key (all of
+ * them with key NULL), marked sent; NULL if none. */
+static struct snap_ent *heap_next(struct tdbo_snap *s, const void *key,
+				  size_t klen)
+{
+	unsigned int seen = 0;
+
+	while (s->nheap) {
+		struct snap_ent *e = s->heap[0];
+
+		if (key && snap_order(s, e->key, e->klen, key, klen) >= 0)
+			return NULL;
+		heap_pop(s);
+		if (!(++seen & 1023))
+			tdbp_cond_resched();
+		if (e->sent || pre_gone(s, e->pre))
+			continue;
+		e->sent = true;
+		return e;
+	}
+	return NULL;
+}
+
+static void ent_out(const struct snap_ent *e, const void **key,
+		    size_t *klen, const void **val, size_t *vlen,
+		    uint64_t *version, uint64_t *deadline)
+{
+	*key = e->key;
+	*klen = e->klen;
+	*val = e->pre->val;
+	*vlen = e->pre->vlen;
+	*version = e->pre->version;
+	*deadline = e->pre->deadline;
+}
+
+int tdbo_snap_before(struct tdbo_snap *s, const void *key, size_t klen,
+		     const void **k, size_t *kl, const void **val,
+		     size_t *vlen, uint64_t *version, uint64_t *deadline,
+		     const char **msg)
+{
+	struct snap_ent *e;
+	int rc = 0;
+
+	if (!s->ordered)
+		return 0;
+	tdbp_mutex_lock(s->lock);
+	if (s->err) {
+		*msg = s->msg;
+		rc = s->err;
+	} else if ((e = heap_next(s, key, klen)) != NULL) {
+		ent_out(e, k, kl, val, vlen, version, deadline);
+		rc = 1;
+	}
+	tdbp_mutex_unlock(s->lock);
+	return rc;
+}
+
 int tdbo_snap_next_left(struct tdbo_snap *s, const void **key, size_t *klen,
 			const void **val, size_t *vlen, uint64_t *version,
 			uint64_t *deadline, const char **msg)
@@ -641,6 +841,15 @@ int tdbo_snap_next_left(struct tdbo_snap *s, const void **key, size_t *klen,
 	if (s->err) {
 		*msg = s->msg;
 		rc = s->err;
+		goto out;
+	}
+	if (s->ordered) {       /* in the walk's order: the heap's */
+		struct snap_ent *e = heap_next(s, NULL, 0);
+
+		if (e) {
+			ent_out(e, key, klen, val, vlen, version, deadline);
+			rc = 1;
+		}
 		goto out;
 	}
 	for (;;) {

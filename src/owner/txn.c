@@ -45,6 +45,26 @@
  * writes all get one version.  The read set is bounded like the
  * changes: each read counts as an op of the key's size against
  * max-txn-ops and max-txn-bytes and is charged to the uid.
+ *
+ * Range reads.  A SCAN with TXN (a range of an ordered table, or any
+ * scan) reads the table as committed -- not the transaction's own
+ * changes, so a SCAN of a range the transaction already changed a key
+ * of is refused (-EOPNOTSUPP: scan before writing) -- and is recorded
+ * (struct tdbo_txn_scan): its table, the span it walked (the range,
+ * PREFIX and direction, from the key its CURSOR resumed after, to the
+ * range's end if the walk got there, else to the last key it sent), how
+ * many records it sent and a digest of them (the sum of a seeded xxh64
+ * of each key and version: order does not matter).  The commit, under
+ * the table's lock with the point reads, walks that span again and
+ * fails with -ESTALE, naming the table and the range, if what it finds
+ * is not what was sent: a key added in the span (a phantom), removed,
+ * changed or expired.  The walk stops one record past the count sent,
+ * and each record sent counted against max-txn-ops (like a read), so
+ * the commit's walk is bounded by it; the record itself (bounds, prefix,
+ * the last key: TDB_KEY_MAX) is charged as an op of its size.  A commit
+ * while a SCAN of the transaction is still sending is refused (-EBUSY,
+ * the transaction stays open): what it has not sent yet could not be
+ * checked.
  */
 #include "internal.h"
 
@@ -96,6 +116,11 @@ void tdbo_txn_free(struct tdbo_txn *x)
 		tdbo_table_put(x->reads[i].t);
 		tdbp_free(x->reads[i].key);
 	}
+	for (i = 0; i < x->nscans; i++) {
+		x->scans[i]->x = NULL;
+		tdbo_txn_scan_put(x->scans[i]);
+	}
+	tdbp_free(x->scans);
 	tdbp_free(x->reads);
 	tdbp_free(x->rslot);
 	tdbp_free(x->ops);
@@ -138,7 +163,8 @@ static int ops_grow(struct tdbo_txn *x)
 static int txn_charge(struct tdbo_txn *x, size_t klen, size_t vlen,
 		      uint64_t cost, struct tdb_proto_extack *ext)
 {
-	if ((uint64_t)x->nops + x->nreads >= tdbo_lim(x->o, max_txn_ops)) {
+	if ((uint64_t)x->nops + x->nreads + x->nscans + x->nscanned >=
+	    tdbo_lim(x->o, max_txn_ops)) {
 		ext->msg = "transaction has max-txn-ops changes and reads "
 			   "already";
 		return -E2BIG;
@@ -304,6 +330,227 @@ nomem:
 	tdbo_quota_uncharge(x->o, x->uid, TDBO_Q_TXN_BYTES, cost);
 	ext->msg = NULL;
 	return -ENOMEM;
+}
+
+/* --- range reads ---------------------------------------------------------- */
+
+#define SCAN_COST(n) ((uint64_t)(n) + sizeof(struct tdbo_txn_scan) + \
+		      2 * sizeof(void *) + 32)
+
+void tdbo_txn_scan_put(struct tdbo_txn_scan *ts)
+{
+	if (!ts)
+		return;
+	ts->running = false;    /* the dump's, or x's last look */
+	if (!tdbo_ref_put(&ts->refs))
+		return;
+	tdbo_table_put(ts->t);
+	tdbp_free(ts);
+}
+
+/* Would a scan of t in range r (NULL: all) with this prefix read key? */
+static bool scan_covers(const struct tdbe_range *r, const void *prefix,
+			size_t plen, const void *key, size_t klen)
+{
+	if (plen && (klen < plen || memcmp(key, prefix, plen)))
+		return false;
+	return !r || tdbo_range_has(r, key, klen);
+}
+
+int tdbo_txn_scan_new(struct tdbo_txn *x, struct tdbo_table *t,
+		      const struct tdbe_range *r, const void *prefix,
+		      size_t plen, const void *start, size_t slen,
+		      struct tdbo_txn_scan **out,
+		      struct tdb_proto_extack *ext)
+{
+	size_t flen = r && r->from ? r->from_len : 0;
+	size_t tlen = r && r->to ? r->to_len : 0;
+	size_t extra = flen + tlen + plen + slen + TDB_KEY_MAX;
+	uint64_t cost = SCAN_COST(extra);
+	struct tdbo_txn_scan *ts, **v;
+	unsigned char *p;
+	uint32_t i;
+	int err;
+
+	for (i = 0; i < x->nops; i++) {
+		const struct tdbo_txn_op *op = &x->ops[i];
+
+		if (op->t != t || !scan_covers(r, prefix, plen, op->key,
+					       op->klen))
+			continue;
+		x->why[0] = '\0';
+		tdbo_text_add(x->why, "this transaction already changed a key "
+			      "the SCAN would read (table ");
+		tdbo_text_add(x->why, t->name);
+		tdbo_text_add(x->why, ", key ");
+		tdbo_text_key(x->why, op->key, op->klen);
+		tdbo_text_add(x->why, "); in a transaction SCAN reads the "
+			      "table as committed, without the transaction's "
+			      "own changes: scan before writing");
+		ext->msg = x->why;
+		return -EOPNOTSUPP;
+	}
+	err = txn_charge(x, extra - TDB_KEY_MAX, 0, cost, ext);
+	if (err)
+		return err;
+	if (x->nscans == x->scancap) {
+		uint32_t cap = x->scancap ? x->scancap * 2 : 4;
+
+		v = tdbo_alloc_array(cap, sizeof(*v));
+		if (!v)
+			goto nomem;
+		if (x->nscans)
+			memcpy(v, x->scans, x->nscans * sizeof(*v));
+		tdbp_free(x->scans);
+		x->scans = v;
+		x->scancap = cap;
+	}
+	ts = tdbp_alloc(sizeof(*ts) + extra);
+	if (!ts)
+		goto nomem;
+	p = (unsigned char *)(ts + 1);
+	ts->last = p;
+	p += TDB_KEY_MAX;
+	if (r) {
+		ts->ranged = true;
+		ts->range = *r;
+		if (flen) {
+			memcpy(p, r->from, flen);
+			ts->range.from = p;
+			p += flen;
+		}
+		if (tlen) {
+			memcpy(p, r->to, tlen);
+			ts->range.to = p;
+			p += tlen;
+		}
+	}
+	if (plen) {
+		memcpy(p, prefix, plen);
+		ts->prefix = p;
+		ts->plen = (uint32_t)plen;
+		p += plen;
+	}
+	if (slen) {
+		memcpy(p, start, slen);
+		ts->start = p;
+		ts->start_len = (uint32_t)slen;
+	}
+	ts->seed = tdbp_random_u64();
+	ts->x = x;
+	ts->t = t;
+	tdbo_ref_get(&t->refs);
+	ts->running = true;
+	tdbo_ref_init(&ts->refs, 2);    /* x's and the dump's */
+	x->scans[x->nscans++] = ts;
+	x->bytes += extra - TDB_KEY_MAX;
+	tdb_fetch_add(&x->o->txn_bytes, (uint64_t)(extra - TDB_KEY_MAX));
+	x->charged += cost;
+	*out = ts;
+	return 0;
+nomem:
+	tdbo_quota_uncharge(x->o, x->uid, TDBO_Q_TXN_BYTES, cost);
+	ext->msg = NULL;
+	return -ENOMEM;
+}
+
+int tdbo_txn_scan_room(struct tdbo_txn_scan *ts, struct tdb_proto_extack *ext)
+{
+	struct tdbo_txn *x = ts->x;
+
+	if (x && (uint64_t)x->nops + x->nreads + x->nscans + x->nscanned >=
+	    tdbo_lim(x->o, max_txn_ops)) {
+		ext->msg = "transaction has max-txn-ops changes and reads "
+			   "already (each record a SCAN of it sends is a "
+			   "read)";
+		return -E2BIG;
+	}
+	return 0;
+}
+
+static uint64_t scan_hash(const struct tdbo_txn_scan *ts, const void *key,
+			  size_t klen, uint64_t version)
+{
+	return tdbp_hash64(key, klen, ts->seed ^
+			   (version * 0x9e3779b97f4a7c15ull));
+}
+
+void tdbo_txn_scan_note(struct tdbo_txn_scan *ts, const void *key,
+			size_t klen, uint64_t version)
+{
+	ts->n++;
+	ts->sum += scan_hash(ts, key, klen, version);
+	memcpy(ts->last, key, klen);
+	ts->last_len = (uint32_t)klen;
+	if (ts->x)
+		ts->x->nscanned++;
+}
+
+/* Under t's lock: walk ts's span again; 0 if it holds what was sent,
+ * else -ESTALE (or the walk's error) with the text in x->why. */
+static int scan_validate(struct tdbo_txn *x, struct tdbo_txn_scan *ts,
+			 struct tdb_proto_extack *ext)
+{
+	const void *k, *v;
+	size_t kl, vl;
+	uint64_t ver, dl, n = 0, sum = 0;
+	struct tdbe_cursor *c;
+	int err = 0, rc;
+
+	x->why[0] = '\0';
+	if (ts->t->dropped) {
+		tdbo_text_add(x->why, "a table this transaction read (SCAN) "
+			      "was dropped: ");
+		tdbo_text_add(x->why, ts->t->name);
+		ext->msg = x->why;
+		return -ESTALE;
+	}
+	if (!ts->n && !ts->complete)
+		return 0;               /* it sent nothing: nothing read */
+	c = tdbe_cursor_open(ts->t->t, &err);
+	if (!c)
+		return err ? err : -ENOMEM;
+	if (ts->ranged)
+		err = tdbe_cursor_range(c, &ts->range);
+	if (!err && ts->start_len)
+		err = tdbe_cursor_seek(c, ts->start, ts->start_len);
+	while (!err) {
+		rc = tdbe_cursor_next_ex(c, &k, &kl, &v, &vl, &ver, &dl);
+		if (rc <= 0) {
+			err = rc;
+			break;
+		}
+		if (!ts->complete && tdbe_cursor_order(c, k, kl, ts->last,
+						       ts->last_len) > 0)
+			break;
+		if (ts->plen && (kl < ts->plen ||
+				 memcmp(k, ts->prefix, ts->plen)))
+			continue;
+		if (++n > ts->n)
+			break;          /* more than was sent: enough */
+		sum += scan_hash(ts, k, kl, ver);
+	}
+	tdbe_cursor_close(c);
+	if (err) {
+		ext->msg = tdbe_strerror(err);
+		return err;
+	}
+	if (n == ts->n && sum == ts->sum)
+		return 0;
+	tdbo_text_add(x->why, "a range this transaction read (SCAN) was "
+		      "changed by another client (a key added, changed, "
+		      "deleted or expired in it): table ");
+	tdbo_text_add(x->why, ts->t->name);
+	if (ts->ranged && ts->range.from) {
+		tdbo_text_add(x->why, ", from ");
+		tdbo_text_key(x->why, ts->range.from, ts->range.from_len);
+	}
+	if (ts->ranged && ts->range.to) {
+		tdbo_text_add(x->why, ", to ");
+		tdbo_text_key(x->why, ts->range.to, ts->range.to_len);
+	}
+	ext->msg = x->why;
+	return -ESTALE;
 }
 
 /* The latest op of x on this key of t, or NULL. */
@@ -555,6 +802,12 @@ static int validate(struct tdbo_txn *x, struct tdb_proto_extack *ext)
 		ext->msg = x->why;
 		return -ESTALE;
 	}
+	for (i = 0; i < x->nscans; i++) {
+		int err = scan_validate(x, x->scans[i], ext);
+
+		if (err)
+			return err;
+	}
 	return 0;
 }
 
@@ -656,7 +909,7 @@ static bool txn_wrote(void *arg, const struct tdbo_table *t, const void *key,
 static struct tdbo_table **txn_tables(const struct tdbo_txn *x,
 				      unsigned int *n)
 {
-	uint32_t all = x->nops + x->nreads;
+	uint32_t all = x->nops + x->nreads + x->nscans;
 	struct tdbo_table **v = tdbo_alloc_array(all ? all : 1, sizeof(*v));
 	uint32_t i;
 	unsigned int k = 0, j;
@@ -665,7 +918,9 @@ static struct tdbo_table **txn_tables(const struct tdbo_txn *x,
 		return NULL;
 	for (i = 0; i < all; i++) {
 		struct tdbo_table *t = i < x->nops ? x->ops[i].t :
-				       x->reads[i - x->nops].t;
+				       i < x->nops + x->nreads ?
+				       x->reads[i - x->nops].t :
+				       x->scans[i - x->nops - x->nreads]->t;
 
 		for (j = 0; j < k && v[j] != t; j++)
 			;
@@ -866,6 +1121,18 @@ int tdbo_txn_cmd(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	x = tdbo_txn_find(c, m, ext, &err);
 	if (!x)
 		return err;
+	if (m->cmd == TDB_CMD_TXN_COMMIT) {
+		uint32_t i;
+
+		for (i = 0; i < x->nscans; i++) {
+			if (!x->scans[i]->running)
+				continue;
+			ext->msg = "a SCAN of this transaction is still "
+				   "sending: commit after its NLMSG_DONE (the "
+				   "transaction stays open)";
+			return -EBUSY;
+		}
+	}
 	tdbo_list_del(&x->node);
 	c->ntxns--;
 	tdbo_dec(&c->o->txns);
