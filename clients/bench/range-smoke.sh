@@ -19,9 +19,11 @@ fail() {
 }
 for p in 1 2; do
 	for l in 10 100; do
-		printf '%s\n' "$out" | grep -Eq \
-		  "^ratio +$p +$l +(tdb map|engine view) +[0-9.]+x +[0-9.]+x\$" ||
-			fail "no zero-copy range ratio line for $p procs, L $l"
+		for s in "tdb map" "tdb rings" "engine view"; do
+			printf '%s\n' "$out" | grep -Eq \
+			  "^ratio +$p +$l +$s +[0-9.]+x +[0-9.]+x\$" ||
+				fail "no $s range ratio line for $p procs, L $l"
+		done
 	done
 	for op in "get, rings" "get, map" put; do
 		printf '%s\n' "$out" | grep -Eq "^ratio +$p +$op .*[0-9.]+x\$" ||
