@@ -21,12 +21,12 @@ for p in 1 2; do
 	for l in 10 100; do
 		for s in "tdb map" "tdb rings" "engine view"; do
 			printf '%s\n' "$out" | grep -Eq \
-			  "^ratio +$p +$l +$s +[0-9.]+x +[0-9.]+x\$" ||
+			  "^ratio +$p +$l +$s +[0-9.]+x +[0-9.]+x( |$)" ||
 				fail "no $s range ratio line for $p procs, L $l"
 		done
 	done
 	for op in "get, rings" "get, map" put; do
-		printf '%s\n' "$out" | grep -Eq "^ratio +$p +$op .*[0-9.]+x\$" ||
+		printf '%s\n' "$out" | grep -Eq "^ratio +$p +$op .*[0-9.]+x( |$)" ||
 			fail "no point ratio line for $p procs, $op"
 	done
 done

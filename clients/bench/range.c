@@ -1466,6 +1466,26 @@ static bool usable(const struct sys *s)
 	return s->built && !s->ready;
 }
 
+/* The median over runs of each run's ratio a/b (a run's two cells ran
+ * one after the other: the machine's drift between runs cancels out);
+ * 0 if no run has both. */
+static double rmed(const double *a, const double *b)
+{
+	double q[RUNS_CAP];
+
+	for (unsigned int i = 0; i < o.runs; i++)
+		q[i] = a[i] > 0 && b[i] > 0 ? a[i] / b[i] : 0;
+	return median(q);
+}
+
+/* Each run's ratio a/b. */
+static void each_run(const double *a, const double *b)
+{
+	printf("  runs");
+	for (unsigned int i = 0; i < o.runs; i++)
+		printf(" %.2f", a[i] > 0 && b[i] > 0 ? a[i] / b[i] : 0);
+}
+
 static void ratio(double a, double b)
 {
 	if (a > 0 && b > 0)
@@ -1500,26 +1520,30 @@ static void print_ranges(void)
 			}
 			printf("\n");
 		}
-	printf("ratios of ranges/s (the same keys/s ratios):\n");
+	printf("ratios of ranges/s (the same as of keys/s): the median of "
+	       "the runs' ratios;\nruns: each run's ratio to LMDB\n");
 	printf("%-5s %5s %-12s %9s %9s\n", "procs", "L", "tdb", "/LMDB",
 	       "/Redis");
 	for (unsigned int pi = 0; pi < o.nprocs; pi++)
 		for (unsigned int li = 0; li < o.nlens; li++)
 			for (int k = 0; k < 3; k++) {
 				int s = tdbs[k];
-				double t = median(rres[s][li][pi]);
-				double l = median(rres[R_LMDB][li][pi]);
-				double r = median(rres[R_REDIS][li][pi]);
+				double l = rmed(rres[s][li][pi],
+						rres[R_LMDB][li][pi]);
+				double r = rmed(rres[s][li][pi],
+						rres[R_REDIS][li][pi]);
 
 				if (!usable(&rsys[s]))
 					continue;
 				printf("ratio %5u %5u %-12s", o.procs[pi],
 				       o.lens[li], rsys[s].name);
-				ratio(t, l);
-				ratio(t, r);
+				ratio(l, 1);
+				ratio(r, 1);
+				if (o.runs > 1)
+					each_run(rres[s][li][pi],
+						 rres[R_LMDB][li][pi]);
 				printf("\n");
-				missing_ratios += !(t > 0 && l > 0) +
-					!(t > 0 && r > 0);
+				missing_ratios += !(l > 0) + !(r > 0);
 			}
 	/* The goal: zero-copy at least 2x LMDB's cursor. */
 	{
@@ -1528,12 +1552,12 @@ static void print_ranges(void)
 
 		for (unsigned int pi = 0; pi < o.nprocs; pi++)
 			for (unsigned int li = 0; li < o.nlens; li++) {
-				double t = median(rres[s][li][pi]);
-				double l = median(rres[R_LMDB][li][pi]);
+				double q = rmed(rres[s][li][pi],
+						rres[R_LMDB][li][pi]);
 
-				if (t > 0 && l > 0) {
-					lo = t / l < lo ? t / l : lo;
-					hi = t / l > hi ? t / l : hi;
+				if (q > 0) {
+					lo = q < lo ? q : lo;
+					hi = q > hi ? q : hi;
 				}
 			}
 		if (hi > 0)
@@ -1559,29 +1583,34 @@ static void print_points(void)
 					       psys[s][op].call, o.procs[pi],
 					       median(pres[s][op][pi]));
 		}
-	printf("ratios of ops/s:\n");
+	printf("ratios of ops/s: the median of the runs' ratios; runs: each "
+	       "run's ordered/hash\n");
 	printf("%-5s %-11s %14s %14s %14s\n", "procs", "op", "ordered/hash",
 	       "ordered/LMDB", "hash/LMDB");
 	for (unsigned int pi = 0; pi < o.nprocs; pi++)
 		for (int op = 0; op < PO_N; op++) {
-			double or = median(pres[P_ORD][op][pi]);
-			double ha = median(pres[P_HASH][op][pi]);
-			double lm = median(pres[P_LMDB][op == PO_GET_MAP ?
-					    PO_GET_RINGS : op][pi]);
+			const double *lr = pres[P_LMDB][op == PO_GET_MAP ?
+						PO_GET_RINGS : op][pi];
+			double oh = rmed(pres[P_ORD][op][pi],
+					 pres[P_HASH][op][pi]);
+			double ol = rmed(pres[P_ORD][op][pi], lr);
+			double hl = rmed(pres[P_HASH][op][pi], lr);
 
 			bool ord = usable(&psys[P_ORD][op]);
 
 			printf("ratio %5u %-11s", o.procs[pi], po_name[op]);
 			printf("      ");
-			ratio(or, ha);
+			ratio(oh, 1);
 			printf("      ");
-			ratio(or, lm);
+			ratio(ol, 1);
 			printf("      ");
-			ratio(ha, lm);
+			ratio(hl, 1);
+			if (o.runs > 1 && ord)
+				each_run(pres[P_ORD][op][pi],
+					 pres[P_HASH][op][pi]);
 			printf("\n");
-			missing_ratios += (ord && !(or > 0 && ha > 0)) +
-				(ord && !(or > 0 && lm > 0)) +
-				!(ha > 0 && lm > 0);
+			missing_ratios += (ord && !(oh > 0)) +
+				(ord && !(ol > 0)) + !(hl > 0);
 		}
 }
 
