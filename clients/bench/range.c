@@ -103,6 +103,7 @@ static struct {
 	uint32_t point_ops;     /* per process per point cell */
 	bool part_mem, part_range, part_point;
 	bool strict, verbose;
+	bool key_order;         /* --load-order key: no permutation */
 	const char *tdbd, *redis, *dir;
 } o = {
 	.keys = 1000000, .lens = { 10, 100, 1000 }, .nlens = 3,
@@ -1093,12 +1094,18 @@ static uint32_t eng_extents;
 
 struct mem_fig {
 	struct tdbe_table_stat st;
-	double load_s;
+	double load_s;          /* the inserts */
+	double replace_s;       /* as many puts of random present keys */
 };
 static struct mem_fig mem[3];           /* ord random, ord key order, hash */
-static const char *const mem_name[3] = {
-	"ordered, random order", "ordered, key order", "hash, random order"
-};
+static const char *mem_name(int i)
+{
+	if (i == 1)
+		return "ordered, key order";
+	if (o.key_order)
+		return i ? "hash, key order" : "ordered, key order (-k)";
+	return i ? "hash, random order" : "ordered, random order";
+}
 
 static int eng_load(const char *name, bool ordered, bool key_order,
 		    struct mem_fig *f, struct tdbe_table **keep, char *msg)
@@ -1125,13 +1132,22 @@ static int eng_load(const char *name, bool ordered, bool key_order,
 		err = tdbe_put(t, key_at(i), KLEN, v, opt.vsize, 0, &ext_);
 	}
 	f->load_s = now() - t0;
+	if (!err)
+		tdbe_table_stat(t, &f->st);     /* before the replaces */
+	t0 = now();
+	for (uint32_t j = 0, i; !err && j < o.keys; j++) {
+		uint64_t seed = SEED ^ j;
+
+		i = below(&seed, o.keys);
+		value_make(v, i, 2);
+		err = tdbe_put(t, key_at(i), KLEN, v, opt.vsize, 0, &ext_);
+	}
+	f->replace_s = now() - t0;
 	if (!err && ordered && !tdbe_table_ordered(t)) {
 		msgf(msg, "engine table %s: created ordered, "
 		     "tdbe_table_ordered says it is not", name);
 		err = -1;
 	}
-	if (t && err >= 0)
-		tdbe_table_stat(t, &f->st);
 	if (err) {
 		if (!*msg)
 			msgf(msg, "engine table %s: %s%s%s", name,
@@ -1619,19 +1635,24 @@ static void print_memory(void)
 	const struct tdbe_table_stat *h = &mem[2].st;
 
 	printf("\nmemory of the ordered index: %u keys of %u B, values of %u "
-	       "B (the engine's tables,\ntdbe_table_stat; nodes of %u B)\n",
-	       o.keys, KLEN, opt.vsize, TDBB_NODE_BYTES);
-	printf("%-22s %8s %10s %11s %10s %14s %9s\n", "table", "load s",
-	       "nodes", "nodes B/key", "alloc MiB", "alloc B/key",
-	       "- hash");
+	       "B (the engine's tables in this\nprocess, tdbe_table_stat "
+	       "after the inserts; nodes of %u B); ins s: the %u inserts\n"
+	       "(tdbe_put), rep s: as many puts of random present keys "
+	       "after them, one run\n", o.keys, KLEN, opt.vsize,
+	       TDBB_NODE_BYTES, o.keys);
+	printf("%-24s %6s %6s %8s %7s %9s %7s %7s\n", "table", "ins s",
+	       "rep s", "nodes", "nodes", "alloc", "alloc", "- hash");
+	printf("%-24s %6s %6s %8s %7s %9s %7s %7s\n", "", "", "", "",
+	       "B/key", "MiB", "B/key", "B/key");
 	for (int i = 0; i < 3; i++) {
 		const struct tdbe_table_stat *s = &mem[i].st;
 		double nb = (double)s->order_nodes * TDBB_NODE_BYTES /
 			    (double)o.keys;
 		double ab = (double)s->bytes_allocated / (double)o.keys;
 
-		printf("%-22s %8.2f %10" PRIu64 " %11.1f %10.1f %14.1f "
-		       "%+9.1f\n", mem_name[i], mem[i].load_s,
+		printf("%-24s %6.2f %6.2f %8" PRIu64 " %7.1f %9.1f %7.1f "
+		       "%+7.1f\n", mem_name(i), mem[i].load_s,
+		       mem[i].replace_s,
 		       s->order_nodes, nb, s->bytes_allocated / 1048576.0,
 		       ab, ab - (double)h->bytes_allocated / o.keys);
 	}
@@ -1640,7 +1661,7 @@ static void print_memory(void)
 			    (double)h->bytes_allocated) / o.keys;
 
 		printf("goal: the ordered index at most 16 B a key beyond the "
-		       "hash table's (%s): %s (%+.1f B)\n", mem_name[i],
+		       "hash table's (%s): %s (%+.1f B)\n", mem_name(i),
 		       d <= 16 ? "MET" : "MISSED", d);
 	}
 	if (tdbd_st[0].records && tdbd_st[1].records)
@@ -1669,6 +1690,9 @@ static void usage(FILE *f)
 "                     at least 20; default 300000)\n"
 "  -o, --ops N        point ops per process per cell (default 50000)\n"
 "  -P, --part LIST    memory,range,point (default all)\n"
+"  -k, --load-order O random (default) or key: the order tdbd, LMDB,\n"
+"                     Redis and the view's table are loaded in (the\n"
+"                     memory part loads both orders anyway)\n"
 "  -T, --tdbd PATH    the tdbd to start (default $TDBD, the build tree's)\n"
 "  -R, --redis PATH   the redis-server (default from $PATH)\n"
 "  -d, --dir DIR      where the temp dir goes (default $TMPDIR or /tmp)\n"
@@ -1753,6 +1777,7 @@ static void parse_args(int argc, char **argv)
 		{ "budget", required_argument, NULL, 'b' },
 		{ "ops", required_argument, NULL, 'o' },
 		{ "part", required_argument, NULL, 'P' },
+		{ "load-order", required_argument, NULL, 'k' },
 		{ "tdbd", required_argument, NULL, 'T' },
 		{ "redis", required_argument, NULL, 'R' },
 		{ "dir", required_argument, NULL, 'd' },
@@ -1764,7 +1789,7 @@ static void parse_args(int argc, char **argv)
 	unsigned int maxlen = 0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:l:p:r:b:o:P:T:R:d:Svh", lo,
+	while ((c = getopt_long(argc, argv, "n:l:p:r:b:o:P:k:T:R:d:Svh", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'n':
@@ -1791,6 +1816,14 @@ static void parse_args(int argc, char **argv)
 						    UINT32_MAX);
 			break;
 		case 'P': parts(optarg); break;
+		case 'k':
+			if (strcmp(optarg, "random") && strcmp(optarg, "key")) {
+				fprintf(stderr, "tdb-bench-range: --load-order "
+					"%s: random or key\n", optarg);
+				exit(2);
+			}
+			o.key_order = !strcmp(optarg, "key");
+			break;
 		case 'T': o.tdbd = optarg; break;
 		case 'R': o.redis = optarg; break;
 		case 'd': o.dir = optarg; break;
@@ -1827,7 +1860,8 @@ static void make_data(void)
 		key_num(kbuf + (size_t)i * KLEN, 2 * (uint64_t)i);
 		perm[i] = i;
 	}
-	for (uint32_t i = o.keys - 1; i > 0; i--) {     /* Fisher-Yates */
+	for (uint32_t i = o.keys - 1; i > 0 && !o.key_order; i--) {
+		/* Fisher-Yates */
 		uint32_t j = below(&seed, i + 1), t = perm[i];
 
 		perm[i] = perm[j];
@@ -1932,8 +1966,9 @@ static void header(void)
 #endif
 	       );
 	printf("  data      %u keys \"key:%%012llu\" of 0, 2, 4, ... (16 B), "
-	       "values of %u B, loaded in\n            one random order "
-	       "everywhere\n", o.keys, opt.vsize);
+	       "values of %u B, loaded in\n            %s everywhere\n",
+	       o.keys, opt.vsize, o.key_order ? "key order (--load-order "
+	       "key)" : "one random order");
 	printf("  tdb       tdbd --config /dev/null --sync none (%s); tables "
 	       "\"ord\" (ordered) and\n            \"hash\"; the engine's "
 	       "view: an ordered table in this process, its memfd\n"
