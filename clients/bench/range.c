@@ -1180,7 +1180,13 @@ static int engine_start(char *msg)
 	    eng_load("hash", false, false, &mem[2], NULL, msg) ||
 	    eng_load("ord", true, false, &mem[0], &eng_ord, msg))
 		return -1;
-	eng_extents = mem[0].st.extents;
+	{
+		/* now, after the replaces (mem[] was taken before them) */
+		struct tdbe_table_stat st;
+
+		tdbe_table_stat(eng_ord, &st);
+		eng_extents = st.extents;
+	}
 	return 0;
 }
 
