@@ -190,6 +190,8 @@ static void on_signal(int sig)
 			kill(workers[i], SIGKILL);
 	stop_server(tdbd_pid);
 	stop_server(redis_pid);
+	if (tmpdir[0])          /* LMDB's file and tdbd's data: not left */
+		nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	_exit(130);
 }
 
