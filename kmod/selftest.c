@@ -15,7 +15,10 @@
  *     with every extent backed, leaves the existing records intact, and
  *     after deleting the filler the table takes puts again;
  *  4. dropping the table and freeing the engine returns every extent:
- *     tdbk_mem_used() is back where it was.
+ *     tdbk_mem_used() is back where it was;
+ *  5. all of it again on an ordered table (TDBE_TABLE_ORDERED), whose
+ *     walks must also come in strictly increasing key order, with the
+ *     kernel's RCU under the copy-on-write B+tree (src/core/order.c).
  * The first difference fails the test with a line naming the operation,
  * the key and what was expected; success logs "selftest passed (N ops)".
  */
@@ -57,6 +60,9 @@ struct st {
 	unsigned long ops;
 	unsigned int present;
 	unsigned int nfill;		/* fillers in the table (phase 3) */
+	bool ordered;			/* phase 5: an ordered table */
+	u8 prev[KEY_MAX];		/* walk: the last key, ordered */
+	size_t prevlen;
 };
 
 static u64 rnd(struct st *s)	/* xorshift64* */
@@ -319,8 +325,24 @@ static int walk(struct st *s)
 	w.c = tdbe_cursor_open(s->t, &err);
 	if (!w.c)
 		return FAIL(s, err, "cursor_open gave %d", err);
+	s->prevlen = 0;
 	while ((rc = walk_next(s, &w, &k, &klen, &v, &vlen)) == 1) {
 		s->ops++;
+		if (s->ordered) {
+			size_t m = min(klen, s->prevlen);
+			int c = memcmp(s->prev, k, m);
+
+			if (s->prevlen && (c > 0 || (!c && s->prevlen >= klen))) {
+				err = FAIL(s, -EIO, "ordered walk: a key "
+					   "(%zu bytes) not after the one "
+					   "before it", klen);
+				break;
+			}
+			if (klen <= KEY_MAX) {
+				memcpy(s->prev, k, klen);
+				s->prevlen = klen;
+			}
+		}
 		if (klen && *(const u8 *)k == 'f') {
 			err = walk_filler(s, k, klen, v, vlen);
 			if (err)
@@ -426,7 +448,10 @@ static int fill(struct st *s)
 
 static int run(struct st *s)
 {
-	struct tdbe_table_opts opts = { .max_extents = MAX_EXTENTS };
+	struct tdbe_table_opts opts = {
+		.max_extents = MAX_EXTENTS,
+		.flags = s->ordered ? TDBE_TABLE_ORDERED : 0,
+	};
 	struct tdbe_extack ext = { NULL };
 	int err = 0;
 
@@ -481,6 +506,14 @@ int tdbk_selftest(void)
 	if (s->ref && s->seen && s->fseen && s->buf && s->val && s->fill &&
 	    s->recs) {
 		err = run(s);
+		if (!err) {		/* phase 5: the same, ordered */
+			memset(s->ref, 0, NKEYS * sizeof(*s->ref));
+			s->present = 0;
+			s->nfill = 0;
+			s->rng = SEED;
+			s->ordered = true;
+			err = run(s);
+		}
 	} else {
 		pr_err("selftest failed: out of memory for its own state\n");
 		err = -ENOMEM;

@@ -294,6 +294,17 @@ static void walk_cursor(struct tdbe_table *t, const struct tdbe_range *r,
 		CHECK(!tdbe_cursor_range(c, r), "cursor_range failed");
 		if (lastlen)
 			CHECK(!tdbe_cursor_seek(c, last, lastlen), "seek");
+		else if (rnd() % 4 == 0 &&
+			 (rev ? r->to && keycmp("\xff\xff\xff\xff", 4,
+						 r->to, r->to_len) > 0
+			      : r->from && keycmp("", 1, r->from,
+						   r->from_len) < 0))
+			/* a bound before the range's start (a key below
+			 * from, or above to in reverse): the walk must still
+			 * start at the range's start */
+			CHECK(!tdbe_cursor_seek(c, rev ? "\xff\xff\xff\xff"
+						: "\x00", rev ? 4 : 1),
+			      "seek outside");
 		n = tdbe_cursor_next_many(c, out, step, 0);
 		CHECK(n >= 0, "next_many: %d", n);
 		for (i = 0; i < n; i++) {

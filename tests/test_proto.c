@@ -277,8 +277,8 @@ static const struct {
 		A(TABLE) | A(KEY), A(TABLE) | A(KEY) | A(VERSION) | A(REASON),
 		A(KEY), 0 },
 	[TDB_CMD_SCAN] = { A(TABLE) | A(PREFIX) | A(LIMIT) | A(CURSOR) |
-		A(FROM) | A(TO) | A(TXN), A(TABLE), A(KEY) | A(VALUE) | A(CURSOR) | A(VERSION) |
-		A(DEADLINE), 0, NLM_F_MULTI },
+		A(FROM) | A(TO) | A(TXN), A(TABLE), A(KEY) | A(VALUE) |
+		A(CURSOR) | A(VERSION) | A(DEADLINE), 0, NLM_F_MULTI },
 	[TDB_CMD_TXN_BEGIN] = { 0, 0, A(TXN), A(TXN), 0 },
 	[TDB_CMD_TXN_COMMIT] = { A(TXN), A(TXN), 0, 0, 0xffff },
 	[TDB_CMD_TXN_ABORT] = { A(TXN), A(TXN), 0, 0, 0xffff },
@@ -1158,7 +1158,7 @@ static void test_scan_request_rules(void **state)
 			assert_int_equal(rc, -EINVAL);
 			assert_non_null(strstr(ext.msg, cases[i].msg));
 			assert_int_equal(ext.offset,
-					 find_attr(last_copy, TDB_A_SCAN_FLAGS));
+				find_attr(last_copy, TDB_A_SCAN_FLAGS));
 		}
 		fill_all(&m, TDB_CMD_SCAN, TDB_PROTO_REQUEST, A(TABLE) |
 			 A(SCAN_FLAGS) | cases[i].attrs);

@@ -72,7 +72,7 @@
  *   TABLE_CREATE  TABLE R, MAX_EXTENTS o, UID o,  ack
  *                 GID o, MODE o, TTL o,
  *                 MAX_BYTES o, MAX_RECORDS o,
- *                 EVICT o
+ *                 EVICT o, TABLE_FLAGS o
  *   TABLE_DROP    TABLE R                         ack     notification: TABLE o
  *   TABLE_LIST    -                               dump    TABLE R, STAT R
  *   TABLE_STAT    TABLE R                         reply   TABLE R, STAT R
@@ -86,8 +86,8 @@
  *                 IF_VERSION o                            TABLE o, VERSION o,
  *                                                         REASON o
  *   SCAN          TABLE R, PREFIX o, LIMIT o,     dump    KEY, VALUE, CURSOR,
- *                 CURSOR o, SCAN_FLAGS o                  VERSION, DEADLINE
- *                                                         (SCAN below)
+ *                 CURSOR o, SCAN_FLAGS o,                 VERSION, DEADLINE
+ *                 FROM o, TO o, TXN o                     (SCAN below)
  *   INCR          TABLE R, KEY R, DELTA o, TXN o  reply   INT R, VERSION o
  *   EXPIRE        TABLE R, KEY R, TTL o,          reply   VERSION R,
  *                 DEADLINE o, EXPIRE_FLAGS o              DEADLINE o
@@ -129,10 +129,23 @@
  * CURSOR; a part may also carry CURSOR alone.  The owner stops after
  * LIMIT records (no limit when absent) or when it bounds its work; if the
  * table may hold more, the last part carries CURSOR.  A new SCAN with
- * that CURSOR (and the same TABLE and PREFIX) goes on after the last
- * record returned.  A cursor is opaque: clients only hand it back.  Keys
- * present for the whole scan are returned exactly once; order is the
- * owner's (hash order today), not key order.
+ * that CURSOR (and the same TABLE, PREFIX, FROM, TO and range flags)
+ * goes on after the last record returned.  A cursor is opaque: clients
+ * only hand it back; one that another scan made (another table, range or
+ * flags) is refused with -EINVAL naming what differs.  Keys present for
+ * the whole scan are returned exactly once; order is the owner's: hash
+ * order on a hash table, key order on an ordered table.
+ *
+ * ORDERED TABLES.  TABLE_CREATE with TABLE_FLAGS TDB_TABLE_F_ORDERED
+ * makes a table that also keeps its keys in LMDB's order (memcmp, a
+ * prefix before the keys it starts), fixed at create; STAT's
+ * TDB_STAT_A_TABLE_FLAGS says so.  Its SCANs walk in key order and take
+ * a range: FROM (inclusive, or exclusive with TDB_SCAN_FROM_EXCL;
+ * absent: the first key) to TO (exclusive, or inclusive with
+ * TDB_SCAN_TO_INCL; absent: past the last), walked from the top down
+ * with TDB_SCAN_REVERSE; with a PREFIX, the intersection.  FROM after TO
+ * is -EINVAL; a range flag without its bound is -EINVAL.  A range on a
+ * hash table is refused with -EOPNOTSUPP.
  *
  * SCAN with SCAN_FLAGS TDB_SCAN_SNAPSHOT: the dump is the table exactly
  * as it was when the owner took the request (every record present then,
@@ -142,8 +155,9 @@
  * by the client like any dump.  The owner keeps the old value of each
  * key changed during the dump; if that grows past its bound (tdbd:
  * max-snapshot-bytes) the dump ends with NLMSG_DONE -ENOBUFS ("snapshot
- * grew past ...").  The parts of one table's snapshot come in no
- * particular order; a table dropped meanwhile still dumps as it was.
+ * grew past ...").  The parts of a hash table's snapshot come in no
+ * particular order, an ordered table's in the walk's order (ranges and
+ * reverse apply); a table dropped meanwhile still dumps as it was.
  * An owner that does not know SCAN_FLAGS refuses it (-EOPNOTSUPP), so a
  * client never mistakes a plain scan for a snapshot.
  *
@@ -190,8 +204,13 @@
  * 0 means every read was of one consistent state.  A committed
  * transaction is what running it alone at its commit would give.  The
  * read set counts against the same bounds as the changes (max-txn-ops,
- * max-txn-bytes, the per-uid and total transaction memory).  SCAN takes
- * no TXN: scans are not part of a transaction.
+ * max-txn-bytes, the per-uid and total transaction memory).  A SCAN
+ * with TXN (not a snapshot scan) is a range read of the transaction: it
+ * reads the table as committed (a range the transaction already changed
+ * is refused, -EOPNOTSUPP), and the commit walks the span it sent again
+ * under the table's lock: a key added (a phantom), changed, deleted or
+ * expired in it fails the commit with -ESTALE.  Each record it sends
+ * counts against max-txn-ops; a commit while it still sends is -EBUSY.
  *
  * EXPIRY
  *
@@ -298,6 +317,10 @@
  *   TDB_A_EVICT        u32, TDB_EVICT_*: what a full table does
  *   TDB_A_HASHES       binary, 8..8 * TDB_TOUCH_MAX bytes, a multiple of
  *                      8: u64 key hashes (TOUCH, EVICTION below)
+ *   TDB_A_TABLE_FLAGS  u32: TDB_TABLE_F_* (TABLE_CREATE); unknown bits
+ *                      refused
+ *   TDB_A_FROM         binary, TDB_KEY_MIN..TDB_KEY_MAX: a range's start
+ *   TDB_A_TO           binary, TDB_KEY_MIN..TDB_KEY_MAX: a range's end
  *
  * Each attribute appears at most once per message (nest), except PAD and
  * the fragments of one VALUE.  The type and limits of an attribute are

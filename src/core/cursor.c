@@ -258,6 +258,19 @@ static bool ord_past_end(const struct tdbe_cursor *c, const struct tdb_rec *r)
 	return d > 0 || (d == 0 && !(g->flags & TDBE_RANGE_TO_INCL));
 }
 
+/* A bound (tdbe_cursor_seek's key) before where the range starts, in
+ * the walk's direction: the walk starts at the range's start. */
+static bool bound_before_range(const struct tdbe_cursor *c)
+{
+	const struct tdbe_range *g = &c->range;
+
+	if (g->flags & TDBE_RANGE_REVERSE)
+		return g->to && tdbb_key_cmp(c->bound.data, c->bound.len,
+					     g->to, g->to_len) > 0;
+	return g->from && tdbb_key_cmp(c->bound.data, c->bound.len,
+				       g->from, g->from_len) < 0;
+}
+
 /* Position w at the walk's next key: the range's first, or the first
  * past the bound in the walk's direction.  1 = at a key, 0 = none. */
 static int ord_start(const struct tdbe_cursor *c, const struct tdbb_src *s,
@@ -271,7 +284,7 @@ static int ord_start(const struct tdbe_cursor *c, const struct tdbb_src *s,
 	bool upper;
 	int err;
 
-	if (c->started) {
+	if (c->started && !bound_before_range(c)) {
 		k = c->bound.data;
 		klen = c->bound.len;
 		upper = !rev;             /* past the bound */

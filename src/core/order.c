@@ -432,6 +432,87 @@ static void fix_sep(struct tdbe_table *t, struct tdbb_walk *w, unsigned int d,
 	node_retire(t, old);
 }
 
+/* b's keys (those of one node) at the shorter prefix c. */
+static void shrink_to(struct tdbe_table *t, struct nbuf *b, unsigned int c)
+{
+	unsigned int i, cnt = nkeys(b);
+	const unsigned char *p;
+
+	if (c >= b->cpl || !cnt) {
+		b->cpl = cnt ? b->cpl : c;
+		return;
+	}
+	p = wrec(t, *key_word(b, 0))->data;
+	for (i = 0; i < cnt; i++)
+		*key_word(b, i) = head_shrink(*key_word(b, i), p, b->cpl, c);
+	b->cpl = c;
+}
+
+/*
+ * The leaf at the end of the path has few entries left: merge it with a
+ * neighbour under the same parent when both fit in three quarters of a
+ * leaf, so a table whose keys are mostly deleted gives its leaves back.
+ * The parent loses the right one's child word and separator (which
+ * names a key that stays, inside the merged leaf).  Interior nodes are
+ * not merged; they only go when they empty.
+ */
+static void merge_leaf(struct tdbe_table *t, struct tdbb_walk *w)
+{
+	struct nbuf *m = &t->osc->l, *r = &t->osc->r, *p = &t->osc->b;
+	unsigned int leaf = w->height - 1, d = leaf - 1, at = w->pos[d];
+	unsigned int j, i, c;
+	uint64_t lo, ro, old = w->node[d];
+	const unsigned char *pl, *pr;
+
+	nbuf_load(t, old, p);
+	if (p->n < 2)
+		return;
+	/* merge children j and j + 1: with the right neighbour if both
+	 * fit, else with the left one */
+	j = at + 1 < p->n ? at : at - 1;
+	if (j == at && at > 0 &&
+	    wnode(t, p->w[at])->n + wnode(t, p->w[at + 1])->n >
+	    TDBB_LEAF_CAP * 3 / 4)
+		j = at - 1;
+	lo = p->w[j];
+	ro = p->w[j + 1];
+	nbuf_load(t, lo, m);
+	nbuf_load(t, ro, r);
+	if (m->n + r->n > TDBB_LEAF_CAP * 3 / 4)
+		return;
+	/* the longest prefix both share */
+	c = m->cpl < r->cpl ? m->cpl : r->cpl;
+	if (m->n && r->n) {
+		pl = wrec(t, m->w[0])->data;
+		pr = wrec(t, r->w[0])->data;
+		for (i = 0; i < c && pl[i] == pr[i]; i++)
+			;
+		c = i;
+	} else if (!m->n) {
+		c = r->cpl;
+	}
+	shrink_to(t, m, c);
+	shrink_to(t, r, c);
+	for (i = 0; i < r->n; i++)
+		m->w[m->n + i] = r->w[i];
+	m->n += r->n;
+	m->cpl = c;
+	/* the parent without child j + 1 and its separator */
+	p->w[j] = node_new(t, m);
+	for (i = j + 1; i + 1 < p->n; i++) {
+		p->w[i] = p->w[i + 1];
+		p->sep[i] = p->sep[i + 1];
+	}
+	p->n--;
+	if (d == 0 && p->n == 1)
+		publish(t, w, 0, p->w[0]);    /* one level less */
+	else
+		publish(t, w, d, node_new(t, p));
+	node_retire(t, old);
+	node_retire(t, lo);
+	node_retire(t, ro);
+}
+
 /* The highest level above `below` whose separator named the key. */
 static int sep_level(const int *eq, unsigned int below)
 {
@@ -472,6 +553,8 @@ void tdbb_remove(struct tdbe_table *t, const void *key, size_t klen,
 		if (nexte && sd >= 0)
 			fix_sep(t, &w, (unsigned int)sd, (unsigned int)eq[sd],
 				nexte);
+		if (leaf && b->n < TDBB_LEAF_CAP / 4)
+			merge_leaf(t, &w);
 		return;
 	}
 	/* The leaf empties: take it out of its parent, and the parent out

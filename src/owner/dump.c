@@ -280,9 +280,10 @@ static int range_make(struct tdbo_dump *d, const struct tdb_proto_msg *m)
 	const void *from = TDB_PROTO_HAS(m, TDB_A_FROM) ? m->from : NULL;
 	const void *to = TDB_PROTO_HAS(m, TDB_A_TO) ? m->to : NULL;
 	size_t flen = from ? m->from_len : 0, tlen = to ? m->to_len : 0;
-	unsigned int rf = ((f & TDB_SCAN_FROM_EXCL) ? TDBE_RANGE_FROM_EXCL : 0) |
-			  ((f & TDB_SCAN_TO_INCL) ? TDBE_RANGE_TO_INCL : 0) |
-			  ((f & TDB_SCAN_REVERSE) ? TDBE_RANGE_REVERSE : 0);
+	unsigned int rf =
+		((f & TDB_SCAN_FROM_EXCL) ? TDBE_RANGE_FROM_EXCL : 0) |
+		((f & TDB_SCAN_TO_INCL) ? TDBE_RANGE_TO_INCL : 0) |
+		((f & TDB_SCAN_REVERSE) ? TDBE_RANGE_REVERSE : 0);
 	unsigned char *end;
 	size_t elen = 0;
 
@@ -363,6 +364,16 @@ static int scan_check(const struct tdbo_table *t,
 		ext->offset = m->attr_off[TDB_PROTO_HAS(m, TDB_A_FROM) ?
 			      TDB_A_FROM : TDB_PROTO_HAS(m, TDB_A_TO) ?
 			      TDB_A_TO : TDB_A_SCAN_FLAGS];
+		return -EOPNOTSUPP;
+	}
+	/* the commit walks the span again under the table's lock: a hash
+	 * table's PREFIX would have it walk every key of the table */
+	if (TDB_PROTO_HAS(m, TDB_A_TXN) && m->prefix_len &&
+	    !tdbe_table_ordered(t->t)) {
+		ext->msg = "a SCAN with a PREFIX in a transaction needs an "
+			   "ordered table (tdb create --ordered): checking a "
+			   "hash table's at commit would walk all its keys";
+		ext->offset = m->attr_off[TDB_A_PREFIX];
 		return -EOPNOTSUPP;
 	}
 	if (TDB_PROTO_HAS(m, TDB_A_FROM) && TDB_PROTO_HAS(m, TDB_A_TO) &&

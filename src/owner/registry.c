@@ -251,7 +251,8 @@ static int table_make(struct tdbo_owner *o, const char *name, uint64_t id,
 {
 	struct tdbe_table_opts opts = {
 		.max_extents = max_ext,
-		.flags = (tflags & TDB_TABLE_F_ORDERED) ? TDBE_TABLE_ORDERED : 0,
+		.flags = (tflags & TDB_TABLE_F_ORDERED) ?
+			 TDBE_TABLE_ORDERED : 0,
 	};
 	struct tdbe_extack ee = { 0 };
 	struct tdbo_table *t = table_alloc(o, name, id, max_ext, uid, gid,

@@ -46,11 +46,11 @@
  *    plus one held by the change while it is being saved, and freed with
  *    the last.
  *  - A key at or before the walk's position (the walk's order,
- *    tdbe_cursor_order: hash order, key order or its reverse) already went out unchanged (present since the
- *    snapshot, so the walk returned it): its entry is marked sent at once
- *    and points to no pre-image (nothing copied for it).  Every entry is
- *    sent at most once, so each key of the snapshot goes out exactly
- *    once.
+ *    tdbe_cursor_order: hash order, key order or its reverse) already
+ *    went out unchanged (present since the snapshot, so the walk
+ *    returned it): its entry is marked sent at once and points to no
+ *    pre-image (nothing copied for it).  Every entry is sent at most
+ *    once, so each key of the snapshot goes out exactly once.
  *  - Memory: every byte a snapshot holds is charged to its owner (the
  *    scanning client's uid, given to tdbo_snap_new) through quota.c,
  *    TDBO_Q_SNAP_BYTES (max_snapshot_memory_per_uid, root exempt): its
@@ -412,7 +412,7 @@ static int pre_get(struct tdbo_snap *s, struct snap_change *ch,
 	return 0;
 }
 
-/* --- the heap of an ordered table's snapshot (walk order) ------------------ */
+/* --- the heap of an ordered table's snapshot (walk order) ----------------- */
 
 static int heap_cmp(const struct tdbo_snap *s, const struct snap_ent *a,
 		    const struct snap_ent *b)

@@ -46,8 +46,9 @@
  * changes: each read counts as an op of the key's size against
  * max-txn-ops and max-txn-bytes and is charged to the uid.
  *
- * Range reads.  A SCAN with TXN (a range of an ordered table, or any
- * scan) reads the table as committed -- not the transaction's own
+ * Range reads.  A SCAN with TXN (a range or PREFIX of an ordered table,
+ * or all of a table; dump.c refuses a hash table's PREFIX, whose check
+ * would walk every key) reads the table as committed -- not the transaction's own
  * changes, so a SCAN of a range the transaction already changed a key
  * of is refused (-EOPNOTSUPP: scan before writing) -- and is recorded
  * (struct tdbo_txn_scan): its table, the span it walked (the range,

@@ -587,7 +587,9 @@ static void store_nested(const struct nest_pol *np, void *out,
 		case TDB_STAT_A_MAX_RECORDS: st->max_records = v; break;
 		case TDB_STAT_A_EVICT: st->evict = (uint32_t)v; break;
 		case TDB_STAT_A_EVICTED: st->evicted = v; break;
-		case TDB_STAT_A_TABLE_FLAGS: st->table_flags = (uint32_t)v; break;
+		case TDB_STAT_A_TABLE_FLAGS:
+			st->table_flags = (uint32_t)v;
+			break;
 		}
 		st->present |= BIT(type);
 	} else {

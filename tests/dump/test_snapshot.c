@@ -665,7 +665,7 @@ static void part_api(const struct h_daemon *d)
 	CHECK_EQ(rc, -EINVAL, "snapshot with CURSOR");
 	CHECK(strstr(msg, "takes no CURSOR"), "message: %s", msg);
 	m.attrs &= ~TDB_PROTO_BIT(TDB_A_CURSOR);
-	m.scan_flags = 2;
+	m.scan_flags = 1u << 4;     /* no such flag (2, 4, 8: ranges) */
 	{
 		/* the builder refuses unknown flags as the parser does: send
 		 * a valid message and patch the flag's bits */
@@ -683,7 +683,7 @@ static void part_api(const struct h_daemon *d)
 			struct nlattr *a = (struct nlattr *)(buf + off);
 
 			if ((a->nla_type & NLA_TYPE_MASK) == TDB_A_SCAN_FLAGS)
-				memcpy(buf + off + 4, "\x02\0\0\0", 4);
+				memcpy(buf + off + 4, "\x10\0\0\0", 4);
 			off += NLA_ALIGN(a->nla_len);
 		}
 		CHECK_EQ(h_raw_send(&raw, buf, (size_t)len), 0, "send");

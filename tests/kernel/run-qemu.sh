@@ -195,7 +195,7 @@ loadmods() {
 		insmod /lib/modules/$m.ko 2>/dev/null || grep -q "^$m " /proc/modules ||
 			{ say "TDBTEST insmod-$m FAIL"; return 1; }
 	done
-	insmod /lib/modules/tdb.ko
+	insmod /lib/modules/tdb.ko "$@"
 }
 say "TDBTEST-BEGIN kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo)"
 # --disk: /dev/vda on /data (ext4), before the memory baseline
@@ -214,11 +214,16 @@ if [ -n "$DISKMODS" ]; then
 		poweroff -f
 	fi
 fi
-if ! loadmods; then
-	say "TDBTEST insmod FAIL (warm-up load)"
+# the warm-up load runs the engine's in-kernel selftest (kmod/selftest.c:
+# hash and ordered tables against a model, under the kernel's RCU)
+if ! loadmods selftest=1; then
+	dmesg | grep -i 'tdb.*selftest' | tail -3
+	say "TDBTEST insmod FAIL (warm-up load with selftest=1)"
 	say "TDBTEST-END rc=1"
 	poweroff -f
 fi
+dmesg | grep -q 'selftest passed' && say "TDBTEST selftest PASS" ||
+	say "TDBTEST selftest FAIL (no line saying it passed in dmesg)"
 rmmod tdb || { say "TDBTEST rmmod-warmup FAIL"; rc=1; }
 settle
 free0=$(freekb); slab0=$(meminfo SUnreclaim)
