@@ -480,6 +480,20 @@ struct tdbc_range {
 int tdbc_scan_range(struct tdbc_table *t, const struct tdbc_range *r,
 		    uint64_t limit, unsigned int flags,
 		    struct tdbc_scan **out);
+/*
+ * A read of a transaction: the range (r NULL: the whole table, of either
+ * kind) as tdbc_scan_range reads it, checked again at commit, phantoms
+ * included: if another client added, changed or deleted a key in the
+ * span the scan walked (to the range's end, or to its last record when
+ * limit stopped it) before the transaction commits, tdbc_txn_commit
+ * applies nothing and returns -ESTALE.  The scan reads the table as
+ * committed, not the transaction's own changes: a range in which the
+ * transaction already wrote a key is refused (-EOPNOTSUPP: scan before
+ * writing).  Read it to its end (or close it) before committing.
+ */
+int tdbc_scan_range_txn(struct tdbc_table *t, struct tdbc_txn *txn,
+			const struct tdbc_range *r, uint64_t limit,
+			struct tdbc_scan **out);
 /* The same, asynchronous: tdbc_scan_submit's rules (flags 0). */
 int tdbc_scan_submit_range(struct tdbc_table *t, const struct tdbc_range *r,
 			   uint64_t limit, unsigned int flags, uint64_t user,

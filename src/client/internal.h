@@ -186,6 +186,7 @@ struct tdbc_table {
 	struct tdbc_handle h;
 	char name[TDB_NAME_MAX + 1];
 	struct tdbc_tmap *map;  /* the table's read-only map (map.c) */
+	uint32_t flags;         /* TDBC_TABLE_* when it was opened */
 };
 
 struct tdbc_txn {

@@ -151,6 +151,7 @@ struct tdbc_reader {
 	uint64_t sec;           /* section number, never 0 */
 	void **copies;          /* values copied through the ring */
 	size_t ncopies, cap;
+	struct range_walk *walk;        /* tdbc_map_range's, kept */
 };
 
 /* --- the slot ------------------------------------------------------------ */
@@ -720,6 +721,7 @@ void tdbc__reader_free(struct tdbc *c)
 		slot_leave(c, rd);
 	copies_free(rd);
 	free(rd->copies);
+	free(rd->walk);
 	free(rd);
 	c->reader = NULL;
 }
@@ -970,7 +972,9 @@ int tdbc_table_mapped(const struct tdbc_table *t)
  * so a key is never shown twice nor out of order, and a section lasts
  * one part however long the range.  Each part is checked whole against
  * commit_seq, so a transaction is in a part whole or not at all, as in
- * a mapped get.
+ * a mapped get.  The records shown are uses of a bounded LRU or LFU
+ * table, sampled into TOUCH hints as a mapped get's are (sent between
+ * parts, with the slot even).
  */
 #define RANGE_PART 64u
 
@@ -1014,16 +1018,13 @@ static void range_rest(const struct range_walk *w, struct tdbc_range *r)
 	}
 }
 
-static int range_deliver(struct range_walk *w, const void *key, size_t klen,
-			 const void *val, size_t vlen, uint64_t version)
+/* Remember the last key fn saw (a copy: the next part starts after it,
+ * in another section). */
+static void range_last(struct range_walk *w, const void *key, size_t klen)
 {
-	int rc = w->fn(w->arg, key, klen, val, vlen, version);
-
 	memcpy(w->last, key, klen);
 	w->last_len = klen;
 	w->have_last = true;
-	w->done++;
-	return rc;
 }
 
 /* The rest of the range through the rings (a ring scan from the last
@@ -1045,8 +1046,11 @@ static int range_ring(struct range_walk *w)
 	if (err)
 		return err;
 	while (!rc && (err = tdbc_scan_next_ver(s, &k, &kn, &v, &vn,
-						&ver)) > 0)
-		rc = range_deliver(w, k, kn, v, vn, ver);
+						&ver)) > 0) {
+		rc = w->fn(w->arg, k, kn, v, vn, ver);
+		range_last(w, k, kn);
+		w->done++;
+	}
 	tdbc_scan_close(s);
 	return rc ? rc : err;
 }
@@ -1151,15 +1155,23 @@ static int range_part(struct range_walk *w, bool *end, bool *stop)
 			return tdbc__fail(c, err, "the range is not valid");
 		return TDBC__MAP_RING;  /* -EUCLEAN, -EAGAIN */
 	}
-	/* checked: the part is what the table held at s0, whole */
-	for (i = 0; i < n && !rc; i++)
-		rc = range_deliver(w, w->rec[i].key, w->rec[i].klen,
-				   w->rec[i].val, w->rec[i].vlen,
-				   w->rec[i].version);
+	/* checked: the part is what the table held at s0, whole; each
+	 * record shown is a use, as a mapped get's (hints, sent below) */
+	for (i = 0; i < n && !rc; i++) {
+		rc = w->fn(w->arg, w->rec[i].key, w->rec[i].klen,
+			   w->rec[i].val, w->rec[i].vlen, w->rec[i].version);
+		touch_hit(t, w->rec[i].key, w->rec[i].klen, false);
+	}
+	if (i) {                /* i records shown, the last at i - 1 */
+		range_last(w, w->rec[i - 1].key, w->rec[i - 1].klen);
+		w->done += i;
+	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	g1 = expired(c);
 	slot_leave(c, rd);
 	m->remaps = 0;
+	if (m->ntouch == TOUCH_BATCH)
+		touch_send(t);
 	if (g1 != rd->g0)
 		return tdbc__fail(c, -ESTALE, "a range walk's read section "
 				  "outlived tdbd's reader-lease while fn ran: "
@@ -1196,11 +1208,27 @@ int tdbc_map_range(struct tdbc_table *t, const struct tdbc_range *r,
 				 "own");
 	if (err)
 		return err;
-	w = malloc(sizeof(*w));
+	/* ~9 KiB (a key's copy, a part's pointers): kept with the reader
+	 * so that short walks cost no allocation */
+	w = rd && rd->walk ? rd->walk : malloc(sizeof(*w));
 	if (!w)
 		return tdbc__fail(c, -ENOMEM, "out of memory");
-	*w = (struct range_walk){ .t = t, .r = *r, .limit = limit,
-				  .fn = fn, .arg = arg };
+	if (rd)
+		rd->walk = w;
+	/* not the whole struct: last and rec are written before read */
+	w->t = t;
+	w->r = *r;
+	w->limit = limit;
+	w->done = 0;
+	w->have_last = false;
+	w->last_len = 0;
+	w->fn = fn;
+	w->arg = arg;
+	/* an open side has nothing to include or exclude */
+	if (!r->from)
+		w->r.flags &= ~TDBC_RANGE_FROM_EXCL;
+	if (!r->to)
+		w->r.flags &= ~TDBC_RANGE_TO_INCL;
 	if (!rd || !map_ready(t)) {
 		err = range_ring(w);
 		goto out;
@@ -1226,7 +1254,8 @@ int tdbc_map_range(struct tdbc_table *t, const struct tdbc_range *r,
 			break;
 	}
 out:
-	free(w);
+	if (!rd)
+		free(w);
 	return err;
 }
 

@@ -256,6 +256,7 @@ int tdbc_table_list(struct tdbc *c, tdbc_table_fn *fn, void *arg)
 int tdbc_table_open(struct tdbc *c, const char *name,
 		    struct tdbc_table **out)
 {
+	struct tdbc_table_stat st;
 	struct tdbc_table *t;
 	int err = tdbc__enter(c);
 
@@ -264,7 +265,7 @@ int tdbc_table_open(struct tdbc *c, const char *name,
 	if (!err && !out)
 		err = tdbc__fail(c, -EINVAL, "out is NULL");
 	if (!err)
-		err = table_stat(c, name, NULL);
+		err = table_stat(c, name, &st);
 	if (err)
 		return err;
 	t = calloc(1, sizeof(*t));
@@ -272,6 +273,7 @@ int tdbc_table_open(struct tdbc *c, const char *name,
 		return tdbc__fail(c, -ENOMEM, "out of memory");
 	/* table_stat succeeded, so the name is valid (<= TDB_NAME_MAX) */
 	strncpy(t->name, name, TDB_NAME_MAX);
+	t->flags = st.flags;
 	tdbc__link(c, &t->h, TDBC_K_TABLE);
 	err = tdbc__map_open(t);        /* a refused map is not an error */
 	if (err) {

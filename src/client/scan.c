@@ -30,6 +30,12 @@
  * so each batch goes on after the last key of the one before, in the
  * range's order, whatever writers do meanwhile.
  *
+ * A scan in a transaction (tdbc_scan_range_txn) carries TXN in every
+ * batch: the owner records the span each batch walked and checks it
+ * again at commit (a key added, changed or deleted in it: -ESTALE).
+ * Each batch is read to its end before the call returns, so no SCAN of
+ * the transaction is still sending when the caller commits.
+ *
  * An asynchronous scan (tdbc_scan_submit) sends the same batches
  * without waiting: each is an asynchronous request (async.c routes its
  * parts here and turns its end into a completion for tdbc_reap), and
@@ -66,6 +72,8 @@ struct tdbc_scan {
 	unsigned char *from, *to;
 	size_t from_len, to_len;
 	uint32_t range_flags;
+	/* a read of this transaction (tdbc_scan_range_txn); 0: none */
+	uint64_t txn;
 	uint64_t limit, received;    /* records queued, ever */
 	unsigned char cursor[TDB_CURSOR_MAX];
 	uint32_t cursor_len;         /* 0: no cursor (the first batch) */
@@ -178,6 +186,10 @@ static void batch_msg(struct tdbc_scan *s, struct tdb_proto_msg *mp)
 		m.cursor_len = s->cursor_len;
 	}
 	range_attrs(s, &m);
+	if (s->txn) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_TXN);
+		m.txn = s->txn;
+	}
 	*mp = m;
 	s->last_had_cursor = false;
 	s->batch_bytes = 0;
@@ -361,9 +373,13 @@ int tdbc_scan_open(struct tdbc_table *t, const void *prefix, size_t plen,
 static int range_copy(struct tdbc_scan *s, const struct tdbc_range *r)
 {
 	s->ranged = true;
+	/* an open side has nothing to include or exclude (the codec
+	 * refuses such a flag without its bound) */
 	s->range_flags =
-		(r->flags & TDBC_RANGE_FROM_EXCL ? TDB_SCAN_FROM_EXCL : 0) |
-		(r->flags & TDBC_RANGE_TO_INCL ? TDB_SCAN_TO_INCL : 0) |
+		(r->from && (r->flags & TDBC_RANGE_FROM_EXCL) ?
+		 TDB_SCAN_FROM_EXCL : 0) |
+		(r->to && (r->flags & TDBC_RANGE_TO_INCL) ?
+		 TDB_SCAN_TO_INCL : 0) |
 		(r->flags & TDBC_RANGE_REVERSE ? TDB_SCAN_REVERSE : 0);
 	if (r->from) {
 		s->from = malloc(r->from_len);
@@ -403,6 +419,15 @@ static int scan_new(struct tdbc_table *t, const void *prefix, size_t plen,
 		err = tdbc__check_prefix(c, prefix, plen);
 	if (!err && range)
 		err = tdbc__check_range(c, range);
+	/* A range open on both sides, forward, carries no range attribute:
+	 * the owner would take it for a plain scan, in hash order.  Refuse
+	 * it here for a table that was a hash table when opened (one with
+	 * a bound is the owner's to refuse). */
+	if (!err && range && !range->from && !range->to &&
+	    !(range->flags & TDBC_RANGE_REVERSE) &&
+	    !(t->flags & TDBC_TABLE_ORDERED))
+		err = tdbc__fail(c, -EOPNOTSUPP, "range scans need an "
+				 "ordered table (tdb create --ordered)");
 	if (!err && (flags & ~TDBC_SCAN_SNAPSHOT))
 		err = tdbc__fail(c, -EINVAL, "unknown scan flags %#x",
 				 flags & ~TDBC_SCAN_SNAPSHOT);
@@ -524,6 +549,40 @@ int tdbc_scan_range(struct tdbc_table *t, const struct tdbc_range *r,
 		return tdbc__fail(t->h.c, -EINVAL, "the range is NULL");
 	}
 	return scan_open(t, NULL, 0, r, limit, flags, out);
+}
+
+int tdbc_scan_range_txn(struct tdbc_table *t, struct tdbc_txn *txn,
+			const struct tdbc_range *r, uint64_t limit,
+			struct tdbc_scan **out)
+{
+	struct tdbc_scan *s;
+	int err;
+
+	if (out)
+		*out = NULL;
+	if (!t)
+		return -EINVAL;
+	if (!txn)
+		return tdbc__fail(t->h.c, -EINVAL, "the transaction is NULL "
+				  "(tdbc_scan_range reads outside one)");
+	if (txn->h.c != t->h.c)
+		return tdbc__fail(t->h.c, -EINVAL, "transaction belongs to "
+				  "another connection");
+	/* no range: the whole table (no range attribute, any table) */
+	err = scan_new(t, NULL, 0, r, limit, 0, out);
+	if (err)
+		return err;
+	s = *out;
+	*out = NULL;
+	s->txn = txn->id;
+	err = fetch(s);
+	if (err && !s->head) {
+		tdbc__scan_free(s);
+		return err;
+	}
+	s->err = err;
+	*out = s;
+	return 0;
 }
 
 int tdbc_scan_next(struct tdbc_scan *s, const void **key, size_t *klen,

@@ -48,7 +48,8 @@ for f in tdbc_watch_next tdbc_stats; do
 done
 # Ordered tables (issue 28): the range calls in TDBCLIENT_1.2, and the
 # calls whose structs gained flags in all three nodes
-for f in tdbc_scan_range tdbc_scan_submit_range tdbc_map_range; do
+for f in tdbc_scan_range tdbc_scan_submit_range tdbc_map_range \
+	 tdbc_scan_range_txn; do
 	if ! printf '%s\n' "$vsyms" | grep -qx "$f@@TDBCLIENT_1.2"; then
 		echo "missing export: $f@@TDBCLIENT_1.2" >&2
 		exit 1

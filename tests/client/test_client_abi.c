@@ -10,7 +10,15 @@
  * library must fill the old members right, never write past them (the
  * canary stays), and never read past them (tdbc_table_create@TDBCLIENT_1
  * is given a struct followed by bytes that would read as a default TTL:
- * the table must get none).  Against a real tdbd ($TDBD; skipped, 77,
+ * the table must get none).
+ *
+ * The same for TDBCLIENT_1.1's versions after TDBCLIENT_1.2 (ordered
+ * tables) gave struct tdbc_table_opts and tdbc_table_stat a `flags`:
+ * tdbc_table_opts_init@TDBCLIENT_1.1 leaves the old struct's padding
+ * after evict (where flags now is) alone, tdbc_table_create@TDBCLIENT_1.1
+ * never reads it (bytes there that would read as TDBC_TABLE_ORDERED
+ * make no ordered table), tdbc_table_stat@TDBCLIENT_1.1 writes nothing
+ * past the 1.1 struct.  Against a real tdbd ($TDBD; skipped, 77,
  * without it).  Linked with the shared library: the versions are the
  * dynamic linker's business.
  */
@@ -63,6 +71,36 @@ struct stats_1 {
 	uint64_t wal_syncs;
 	uint64_t readers_expired;
 };
+
+/* The structs of TDBCLIENT_1.1 (before ordered tables). */
+struct opts_1_1 {
+	uint32_t max_extents, mode, uid, gid;
+	uint64_t default_ttl;
+	uint64_t max_bytes, max_records;
+	uint32_t evict;
+};
+struct stat_1_1 {
+	char name[TDB_NAME_MAX + 1];
+	uint64_t records, bytes_used, bytes_allocated, bytes_pending;
+	uint32_t extents, max_extents;
+	uint64_t page_size;
+	uint64_t index_nodes, index_buckets;
+	uint32_t uid, gid, mode;
+	uint32_t state;
+	uint64_t default_ttl, expiring, expired;
+	uint64_t max_bytes, max_records;
+	uint32_t evict;
+	uint64_t evicted;
+};
+
+/* The TDBCLIENT_1.1 versions. */
+__asm__(".symver old11_opts_init, tdbc_table_opts_init@TDBCLIENT_1.1");
+__asm__(".symver old11_create, tdbc_table_create@TDBCLIENT_1.1");
+__asm__(".symver old11_stat, tdbc_table_stat@TDBCLIENT_1.1");
+void old11_opts_init(struct opts_1_1 *opts);
+int old11_create(struct tdbc *c, const char *name,
+		 const struct opts_1_1 *o);
+int old11_stat(struct tdbc *c, const char *name, struct stat_1_1 *st);
 
 /* The TDBCLIENT_1 versions, as an old program is bound to them. */
 __asm__(".symver old_opts_init, tdbc_table_opts_init@TDBCLIENT_1");
@@ -178,10 +216,64 @@ static void test_old_structs(void **state)
 	tdbc_close(c);
 }
 
+static void test_structs_1_1(void **state)
+{
+	struct { struct opts_1_1 o; unsigned char canary[CANARY_LEN]; } oi;
+	struct { struct stat_1_1 st; unsigned char canary[CANARY_LEN]; } os;
+	const size_t pad = offsetof(struct opts_1_1, evict) + sizeof(uint32_t);
+	struct opts_1_1 oc;
+	struct tdbc_table_stat st;
+	struct tdbc *c = NULL;
+	char msg[256];
+	size_t i;
+
+	(void)state;
+	assert_int_equal(tdbc_connect(&c, g_daemon.sock, 0, msg,
+				      sizeof(msg)), 0);
+
+	/* init: the 1.1 members, nothing in the padding after evict */
+	memset(&oi, CANARY, sizeof(oi));
+	old11_opts_init(&oi.o);
+	assert_int_equal(oi.o.mode, (uint32_t)-1);
+	assert_int_equal(oi.o.default_ttl, 0);
+	assert_int_equal(oi.o.max_records, 0);
+	assert_int_equal(oi.o.evict, TDBC_EVICT_REFUSE);
+	for (i = pad; i < sizeof(oi.o); i++)
+		if (((unsigned char *)&oi.o)[i] != CANARY)
+			fail_msg("byte %zu (padding after evict) was written",
+				 i);
+	canary_ok(oi.canary);
+
+	/* create: the padding reads as TDBC_TABLE_ORDERED if read */
+	memset(&oc, 0, sizeof(oc));
+	old11_opts_init(&oc);
+	oc.mode = 0640;
+	oc.max_records = 100;
+	for (i = pad; i < sizeof(oc); i += sizeof(uint32_t))
+		memcpy((unsigned char *)&oc + i, &(uint32_t){
+			TDBC_TABLE_ORDERED }, sizeof(uint32_t));
+	assert_int_equal(old11_create(c, "abi11", &oc), 0);
+	assert_int_equal(tdbc_table_stat(c, "abi11", &st), 0);
+	assert_int_equal(st.mode, 0640);
+	assert_int_equal(st.max_records, 100);
+	assert_int_equal(st.flags, 0);
+
+	memset(&os, CANARY, sizeof(os));
+	assert_int_equal(old11_stat(c, "abi11", &os.st), 0);
+	assert_string_equal(os.st.name, "abi11");
+	assert_int_equal(os.st.mode, 0640);
+	assert_int_equal(os.st.max_records, 100);
+	canary_ok(os.canary);
+	assert_int_equal(old11_stat(c, "nosuch", &os.st), -ENOENT);
+	assert_int_equal(tdbc_table_drop(c, "abi11"), 0);
+	tdbc_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_old_structs),
+		cmocka_unit_test(test_structs_1_1),
 	};
 
 	if (!tdbd_path()) {

@@ -372,7 +372,7 @@ expect_out "" "$tdb" scan o1 --after b --through b
 expect_out "" "$tdb" scan o1 --from e --to f
 expect_out "$(printf '\\x00\\xff\na')" "$tdb" scan o1 --keys-only --to aa
 expect_out "$(printf 'd\n\\xff\\x00')" "$tdb" scan o1 --keys-only --after c
-expect_out '6161	76616161' "$tdb" -k --hex scan o1 --from 6161 --to 6162
+expect_out '6161	766161' "$tdb" -k --hex scan o1 --from 6161 --to 6162
 expect_out 'ff00	3030' "$tdb" -k --hex scan o1 --from ff
 expect_out '{"key":"aa","value":"vaa"}' "$tdb" --json scan o1 --after a --limit 1
 expect_out "$(printf 'a\naa')" "$tdb" --no-rings scan o1 --keys-only --from a --to ab
