@@ -10,8 +10,9 @@
  * into
  *   - tdbd (started here, as tdb-bench does): table "ord" created
  *     ordered and table "hash" a plain one;
- *   - an engine in this process (src/core): an ordered and a hash table
- *     for the memory figures, and the ordered one for "engine view";
+ *   - an engine in this process (src/core): ordered and hash tables for
+ *     the memory figures (dropped after), and an ordered table loaded as
+ *     tdbd's is for "engine view";
  *   - LMDB (MDB_NOSYNC, one environment in the temp dir);
  *   - redis-server (started here, Unix socket, no persistence): one
  *     sorted set whose members are the key, a 0 byte and the value, all
@@ -23,7 +24,8 @@
  *   memory  the engine's tables' figures (tdbe_table_stat): order_nodes
  *           x TDBB_NODE_BYTES per key, and bytes_allocated of the
  *           ordered table against the hash table, loaded in random order
- *           and in key order;
+ *           and in key order; the time of the inserts and of as many
+ *           replaces of random keys after them;
  *   range   ranges of L keys (--lens, default 10,100,1000) from a random
  *           start (a present key or, every other range, the absent odd
  *           number just before it), with P processes (--procs): tdb
