@@ -19,7 +19,7 @@ fail() {
 }
 for p in 1 2; do
 	for l in 10 100; do
-		for s in "tdb map" "tdb rings" "engine view"; do
+		for s in "tdb map" "tdb rings" "tdb submit" "engine view"; do
 			printf '%s\n' "$out" | grep -Eq \
 			  "^ratio +$p +$l +$s +[0-9.]+x +[0-9.]+x( |$)" ||
 				fail "no $s range ratio line for $p procs, L $l"

@@ -29,7 +29,8 @@
  *   range   ranges of L keys (--lens, default 10,100,1000) from a random
  *           start (a present key or, every other range, the absent odd
  *           number just before it), with P processes (--procs): tdb
- *           through the rings (a blocking range scan, TDBC_NO_MAP),
+ *           through the rings (a blocking range scan, TDBC_NO_MAP;
+ *           "tdb submit": 8 at once, tdbc_scan_submit_range + reap),
  *           zero-copy in the client's map (tdbc_map_range), the engine's
  *           view iterator on a read-only map of the in-process table (no
  *           client, no read section: what the map walk costs at most),
@@ -83,6 +84,7 @@
 #define LENS_MAX 4u
 #define EXT      (2u << 20)
 #define PIPE_N   256u
+#define PIPE_MAX 8u             /* ranges in flight: tdb submit */
 
 /* The client's range API (issue 28): TDBC_TABLE_ORDERED comes with
  * tdbc_table_opts.flags, the range scans and the map walk. */
@@ -224,6 +226,11 @@ struct sys {
 	int (*open)(unsigned int proc, void **h, char *msg);
 	int (*range)(void *h, const char *from, uint32_t s, unsigned int len,
 		     char *msg);
+	/* Or n ranges at once (pipe > 1: up to pipe in flight). */
+	unsigned int pipe;
+	int (*range_many)(void *h, const char (*from)[KLEN],
+			  const uint32_t *s, unsigned int n, unsigned int len,
+			  char *msg);
 	int (*get)(void *h, uint32_t i, char *msg);
 	int (*put)(void *h, uint32_t i, uint32_t gen, char *msg);
 	void (*close)(void *h);
@@ -1036,6 +1043,80 @@ static int map_rec(void *arg, const void *k, size_t kl, const void *v,
 	return 0;
 }
 
+/* n range scans submitted at once (tdbc_scan_submit_range, one publish
+ * each), their batches reaped as they complete, each scan's records
+ * read with tdbc_scan_next as its batches arrive. */
+static int tdb_range_submit(void *hv, const char (*from)[KLEN],
+			    const uint32_t *s, unsigned int n,
+			    unsigned int len, char *msg)
+{
+	struct tdb_h *h = hv;
+	struct tdbc_scan *sc[PIPE_MAX] = { NULL };
+	struct tdbc_cqe cqe[PIPE_MAX];
+	unsigned int got[PIPE_MAX] = { 0 }, left = n, j;
+	int rc = 0;
+
+	for (j = 0; j < n && !rc; j++) {
+		struct tdbc_range r = { .from = from[j], .from_len = KLEN };
+
+		rc = tdbc_scan_submit_range(h->t, &r, len, 0, j, &sc[j]);
+		if (rc)
+			msgf(msg, "tdbc_scan_submit_range: %s: %s",
+			     tdbc_strerror(rc), tdbc_errmsg(h->c));
+	}
+	while (!rc && left) {
+		int m = tdbc_reap(h->c, cqe, PIPE_MAX, 1, -1);
+
+		if (m < 0) {
+			msgf(msg, "tdbc_reap: %s", tdbc_strerror(m));
+			rc = -1;
+		}
+		for (int q = 0; !rc && q < m; q++) {
+			const void *k, *v;
+			size_t kl, vl;
+			int r;
+
+			j = (unsigned int)cqe[q].user;
+			if (j >= n || !sc[j] || cqe[q].res < 0) {
+				msgf(msg, "a range scan's completion: user "
+				     "%u, %s", j, j < n && sc[j] ?
+				     tdbc_strerror(cqe[q].res) : "unknown");
+				rc = -1;
+				break;
+			}
+			while ((r = tdbc_scan_next(sc[j], &k, &kl, &v,
+						   &vl)) == 1) {
+				if (got[j] >= len ||
+				    check_rec(s[j] + got[j], k, kl, v, vl,
+					      msg)) {
+					if (got[j] >= len)
+						msgf(msg, "a scan gave more "
+						     "than its limit %u", len);
+					rc = -1;
+					break;
+				}
+				got[j]++;
+			}
+			if (rc || r == -EAGAIN)
+				continue;
+			if (r < 0 || got[j] != len) {
+				msgf(msg, "range scan: %s after %u of %u "
+				     "records", r < 0 ? tdbc_strerror(r) :
+				     "the end", got[j], len);
+				rc = -1;
+				break;
+			}
+			tdbc_scan_close(sc[j]);
+			sc[j] = NULL;
+			left--;
+		}
+	}
+	for (j = 0; j < n; j++)
+		if (sc[j])
+			tdbc_scan_close(sc[j]);
+	return rc ? -1 : 0;
+}
+
 static int map_count(void *arg, const void *k, size_t kl, const void *v,
 		     size_t vl, uint64_t version)
 {
@@ -1290,7 +1371,7 @@ static int view_range(void *hv, const char *from, uint32_t s,
 }
 
 /* --- the table of systems ---------------------------------------------- */
-enum { R_RINGS, R_MAP, R_VIEW, R_LMDB, R_REDIS, R_N };
+enum { R_RINGS, R_SUBMIT, R_MAP, R_VIEW, R_LMDB, R_REDIS, R_N };
 static struct sys rsys[R_N] = {
 	[R_RINGS] = { .name = "tdb rings", .call = "tdbc_scan_range, NO_MAP",
 		      .built = HAVE_TDBC_RANGE, .open = open_ord_rings,
@@ -1298,6 +1379,13 @@ static struct sys rsys[R_N] = {
 		      .range = tdb_range_rings,
 #endif
 		      .close = tdb_close_h },
+	[R_SUBMIT] = { .name = "tdb submit",
+		       .call = "tdbc_scan_submit_range x8",
+		       .built = HAVE_TDBC_RANGE, .open = open_ord_rings,
+#if HAVE_TDBC_RANGE
+		       .pipe = PIPE_MAX, .range_many = tdb_range_submit,
+#endif
+		       .close = tdb_close_h },
 	[R_MAP] = { .name = "tdb map", .call = "tdbc_map_range (zero-copy)",
 		    .built = HAVE_TDBC_RANGE,
 #if HAVE_TDBC_RANGE
@@ -1396,7 +1484,24 @@ void worker(const struct cell *c, unsigned int proc, int ready, int go)
 	while (read(go, &ch, 1) < 0 && errno == EINTR)
 		;
 	sl->t0 = now();
-	for (uint32_t k = 0; k < c->ops; k++) {
+	for (uint32_t k = 0; c->range && c->s->pipe > 1 && k < c->ops;) {
+		char from[PIPE_MAX][KLEN];
+		uint32_t st[PIPE_MAX];
+		unsigned int n = 0;
+
+		for (; n < c->s->pipe && k < c->ops; n++, k++) {
+			st[n] = below(&seed, span);
+			key_num(from[n], 2 * (uint64_t)st[n] -
+				((k & 1) && st[n]));
+		}
+		if (c->s->range_many(h, (const char (*)[KLEN])from, st, n,
+				     c->len, sl->msg)) {
+			sl->failed = 1;
+			_exit(1);
+		}
+	}
+	for (uint32_t k = 0; !(c->range && c->s->pipe > 1) && k < c->ops;
+	     k++) {
 		uint32_t i = below(&seed, span);
 
 		if (c->range) {
@@ -1541,7 +1646,7 @@ static unsigned int missing_ratios;
 
 static void print_ranges(void)
 {
-	static const int tdbs[3] = { R_MAP, R_VIEW, R_RINGS };
+	static const int tdbs[4] = { R_MAP, R_VIEW, R_RINGS, R_SUBMIT };
 
 	printf("\nranges: L keys from a random start (a key, or every other "
 	       "range the absent key\nbefore it), each key and value "
@@ -1569,7 +1674,7 @@ static void print_ranges(void)
 	       "/Redis");
 	for (unsigned int pi = 0; pi < o.nprocs; pi++)
 		for (unsigned int li = 0; li < o.nlens; li++)
-			for (int k = 0; k < 3; k++) {
+			for (int k = 0; k < 4; k++) {
 				int s = tdbs[k];
 				double l = rmed(rres[s][li][pi],
 						rres[R_LMDB][li][pi]);
@@ -1933,6 +2038,7 @@ static void start_all(void)
 							 MSG_LEN, "%s", msg);
 					}
 			rsys[R_RINGS].ready = rsys[R_MAP].ready = rc;
+			rsys[R_SUBMIT].ready = rc;
 		}
 		if (rc > 0 && o.strict) {
 			fprintf(stderr, "tdb-bench-range: skipped: %s\n",
