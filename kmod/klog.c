@@ -435,7 +435,7 @@ u64 tdbk_log_commit(void *arg, const struct tdbo_log_size *sz)
 u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
 		    const struct tdbo_log_size *sz)
 {
-	unsigned char c[WALREC_CREATE_FIX], ext[WALREC_CREATE_EXT];
+	unsigned char c[WALREC_CREATE_FIX], ext[WALREC_CREATE_EXT_F];
 	size_t n;
 	u64 lsn = 0;
 
@@ -446,9 +446,10 @@ u64 tdbk_log_create(void *arg, const struct tdbo_table *t,
 		rec_begin(WALREC_CREATE, 0);
 		put(c, sizeof(c));
 		put_name(t->name);
-		/* walrec.h: its TTL and bounds after the name, if any */
+		/* walrec.h: its TTL, bounds and flags after the name, if
+		 * any */
 		n = walrec_create_ext(ext, t->default_ttl, t->max_bytes,
-				      t->max_records, t->evict);
+				      t->max_records, t->evict, t->tflags);
 		if (n)
 			put(ext, n);
 		lsn = rec_commit(sz);

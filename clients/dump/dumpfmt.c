@@ -95,6 +95,8 @@ int df_write_header(FILE *f, bool print, const char *table,
 			meta->max_records);
 	if (meta && meta->have && (meta->max_bytes || meta->max_records))
 		fprintf(f, "tdb_evict=%s\n", df_evict_name(meta->evict));
+	if (meta && meta->have && meta->ordered)
+		fputs("tdb_ordered=1\n", f);
 	fputs("HEADER=END\n", f);
 	return ferror(f) ? -EIO : 0;
 }
@@ -492,6 +494,13 @@ int df_header_line(struct df_header *h, const unsigned char *line,
 			return bad(msg, "tdb_evict= must be refuse, lru, lfu "
 				   "or ttl");
 		h->have_evict = true;
+		return DF_HDR_MORE;
+	}
+	if (is(line, kl, "tdb_ordered")) {
+		if (!is(v, vl, "0") && !is(v, vl, "1"))
+			return bad(msg, "tdb_ordered= must be 0 (a hash table) "
+				   "or 1 (an ordered table)");
+		h->ordered = v[0] == '1';
 		return DF_HDR_MORE;
 	}
 	if (is(line, kl, "keys")) {

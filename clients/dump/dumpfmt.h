@@ -18,6 +18,9 @@
  *   tdb_max_bytes=N             (a bounded table: its bounds, either
  *   tdb_max_records=N            or both, and its policy, refuse, lru,
  *   tdb_evict=lru                lfu or ttl; eviction, issue 27)
+ *   tdb_ordered=1               (an ordered table: its keys kept in
+ *                                order, issue 28; absent or 0: a hash
+ *                                table)
  *   HEADER=END
  *    KEY                        (one leading space; key and value lines
  *    VALUE                       alternate)
@@ -51,6 +54,14 @@
  * 0.9.24 writes '\' unescaped, which no reader can tell from an escape:
  * its bytevalue output is the one to load.)
  *
+ * Ordered tables (issue 28).  tdb-dump writes an ordered table's records
+ * in key order (LMDB's: memcmp, the shorter first) as its scan gives
+ * them, with no sort and nothing held but a chunk that needs its
+ * deadlines: a table's blocks, one after the other, hold its records in
+ * key order (a deadlines block, when one is needed, ends the block of
+ * records before it, and the held chunk follows it in a block of its
+ * own).  So its dump is sorted, with or without --sort.
+ *
  * Everything here works on buffers and file descriptors and returns
  * errors with a static message: it never prints or exits.
  */
@@ -79,6 +90,7 @@ struct df_meta {
 	uint64_t default_ttl;   /* ms; 0: none, no tdb_default_ttl= */
 	uint64_t max_bytes, max_records;        /* 0: none (no keyword) */
 	uint32_t evict;         /* TDB_EVICT_*: tdb_evict= if bounded */
+	bool ordered;           /* tdb_ordered=1 (an ordered table) */
 };
 /* tdb_evict='s words, by TDB_EVICT_* ("unknown" past them); -EINVAL if
  * a word is none of them. */
@@ -152,6 +164,8 @@ struct df_header {
 						 * records= (>= 1; 0: none) */
 	bool have_evict;
 	uint32_t evict;         /* tdb_evict=, TDB_EVICT_* */
+	bool ordered;           /* tdb_ordered=1 (0 or absent: a hash
+				 * table) */
 	bool deadlines;         /* database=/deadlines/TABLE: table is
 				 * TABLE, the block its deadlines */
 };

@@ -34,6 +34,15 @@
  * order), then the table's one block.  A table's default TTL is its
  * header's tdb_default_ttl= (not with -M).  The snapshot never holds a
  * record whose deadline had passed when tdbd read it: none is dumped.
+ *
+ * Ordered tables (issue 28; the header's tdb_ordered=1, not with -M):
+ * their snapshot scan comes in key order, so their records are written
+ * as they come, sorted, with no sort and no table held (--sort changes
+ * nothing for them).  To keep that order across blocks, once a record
+ * that needs its deadline is held every record after it is held too,
+ * up to the hold's bounds: the held chunk is written after its
+ * deadlines block in a block of its own, and the table's blocks, one
+ * after the other, are in key order (dumpfmt.h, "Ordered tables").
  */
 #include <errno.h>
 #include <getopt.h>
@@ -68,11 +77,13 @@ static const char usage_text[] =
 "                      prefix first: mdb_dump's order), so dumps of the\n"
 "                      same data are the same bytes; holds a table's\n"
 "                      whole snapshot in memory (its keys and values,\n"
-"                      about 16 bytes a record; one table at a time)\n"
+"                      about 16 bytes a record; one table at a time).\n"
+"                      An ordered table is dumped in key order anyway,\n"
+"                      without holding it\n"
 "  -M, --no-meta       leave out tdb's own header keywords (tdb_owner,\n"
 "                      tdb_group, tdb_mode, tdb_max_extents,\n"
-"                      tdb_default_ttl), which mdb_load warns about and\n"
-"                      ignores\n"
+"                      tdb_default_ttl, tdb_ordered...), which mdb_load\n"
+"                      warns about and ignores\n"
 "  -q, --quiet         no progress bar and no summary (there are only\n"
 "                      when stderr is a terminal and the dump does not\n"
 "                      go to it)\n"
@@ -500,7 +511,10 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 				.default_ttl = st->default_ttl,
 				.max_bytes = st->max_bytes,
 				.max_records = st->max_records,
-				.evict = st->evict };
+				.evict = st->evict,
+				.ordered = st->flags & TDBC_TABLE_ORDERED };
+	/* an ordered table's scan is in key order already: no sort */
+	bool sort = o->sort && !meta.ordered;
 	struct held h = { 0 };
 	struct tdbc_table *t;
 	struct tdbc_scan *s;
@@ -517,19 +531,21 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 	dx_progress_begin(pg);
 	errno = 0;
 	/* with --sort the header follows the deadlines block */
-	if (!o->sort &&
+	if (!sort &&
 	    df_write_header(w->f, o->print, st->name, mapsize, &meta))
 		write_failed(w);
-	if (o->sort && held_reserve(&h, st->records > SIZE_MAX / 2 ?
-					SIZE_MAX / 2 : (size_t)(st->records +
-					st->records / 8 + 64)))
+	if (sort && held_reserve(&h, st->records > SIZE_MAX / 2 ?
+				     SIZE_MAX / 2 : (size_t)(st->records +
+				     st->records / 8 + 64)))
 		goto nomem;
 	while ((err = tdbc_scan_next_ex(s, &k, &kl, &v, &vl, NULL,
 					&dl)) > 0) {
-		if (o->sort) {
+		if (sort) {
 			if (held_add(&h, k, kl, v, vl, dl))
 				goto nomem;
-		} else if (needs_dl(dl, dflt)) {
+		} else if (needs_dl(dl, dflt) || (meta.ordered && h.n)) {
+			/* an ordered table's records after a held one are
+			 * held too: they stay in key order */
 			if (held_add(&h, k, kl, v, vl, dl))
 				goto nomem;
 			pend += kl + vl;
@@ -555,7 +571,7 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 	}
 	tdbc_scan_close(s);
 	tdbc_table_close(t);
-	if (o->sort) {
+	if (sort) {
 		if (h.n)
 			qsort(h.v, h.n, sizeof(*h.v), by_key);
 		errno = 0;
@@ -574,7 +590,7 @@ static int dump_one(struct tdbc *c, const struct opts *o, struct out *w,
 nomem:
 	dx_progress_clear(pg);
 	dx_fmt_bytes(size, sizeof(size), h.bytes);
-	if (o->sort)
+	if (sort)
 		dx_err("%s: out of memory holding its records for --sort (%s "
 		       "held after %llu records): dump it without --sort", e,
 		       size, (unsigned long long)n);

@@ -42,6 +42,11 @@
  * deadline"), or skipped if its deadline has passed by the loader's
  * clock (counted as expired).  A record no deadline names is put
  * plainly: the table's default TTL, if any, applies.
+ *
+ * Ordered tables (issue 28): a table is created ordered if the dump's
+ * header says tdb_ordered=1, or with --ordered (every table it creates;
+ * a dump from mdb_dump has no such line).  A table that exists keeps its
+ * kind: a dump of the other kind is loaded into it with a warning.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,13 +76,15 @@ static const char usage_text[] =
 "tdb-dump and mdb_dump write them, into tdbd.  Each block goes into the\n"
 "table its database= line names; a missing table is created (with the\n"
 "dump's tdb_owner, tdb_group, tdb_mode, tdb_max_extents and\n"
-"tdb_default_ttl, if any).\n"
+"tdb_default_ttl, if any; ordered if the dump's tdb_ordered=1 says so).\n"
 "\n"
 "  -f, --file FILE     read FILE (default: standard input)\n"
 "  -s, --table TABLE   load every block into TABLE, whatever its\n"
 "                      database= says (needed for a block without one,\n"
 "                      as mdb_dump writes LMDB's main database)\n"
 "  -N, --no-overwrite  keep the values of keys that exist already\n"
+"      --ordered       create the missing tables ordered (keys kept in\n"
+"                      order: range scans), whatever the dump says\n"
 "      --mode MODE     permission bits (octal) of the tables it creates,\n"
 "                      and the widest an existing table may have\n"
 "                      (default: the dump's tdb_mode, else 0600)\n"
@@ -112,6 +119,7 @@ static const char usage_text[] =
 struct opts {
 	bool noov, quiet, no_rings;
 	bool into_existing;             /* --into-existing */
+	bool ordered;                   /* --ordered */
 	const char *table, *file, *sock;
 	unsigned int batch;
 	uint32_t mode;                  /* --mode, or (uint32_t)-1 */
@@ -171,6 +179,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "no-overwrite", no_argument, NULL, 'N' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "into-existing", no_argument, NULL, 'E' },
+		{ "ordered", no_argument, NULL, 'O' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -213,6 +222,7 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->mode = (uint32_t)v;
 			break;
 		case 'E': o->into_existing = true; break;
+		case 'O': o->ordered = true; break;
 		default:
 			if (!dx_common_opt(ch, argv, usage_text, &o->quiet,
 					   &o->sock, &o->no_rings))
@@ -467,7 +477,8 @@ static void remember_made(struct load *L, const char *name)
  * Someone else's table, or one others may read, could be a squatter's
  * trap for the data (tdb-load(1), SECURITY).
  */
-static void check_existing(struct load *L, const char *name, uint32_t want)
+static void check_existing(struct load *L, const char *name, uint32_t want,
+			   bool ordered)
 {
 	struct tdbc_table_stat st;
 	uint32_t me = (uint32_t)geteuid();
@@ -475,11 +486,21 @@ static void check_existing(struct load *L, const char *name, uint32_t want)
 	char whose[64], how[64];
 	int err;
 
-	if (L->o.into_existing || made_here(L, name))
+	if (made_here(L, name))
 		return;
 	err = tdbc_table_stat(L->c, name, &st);
 	if (err)
 		daemon_error(L, err, "checking the existing table");
+	/* its kind is fixed at create: the records go in all the same */
+	if (!(st.flags & TDBC_TABLE_ORDERED) != !ordered) {
+		dx_progress_clear(&L->pg);
+		dx_warn("%s: the table exists as %s table, the dump's is %s: "
+			"loading into it as it is", L->tesc,
+			ordered ? "a hash" : "an ordered",
+			ordered ? "ordered" : "a hash table");
+	}
+	if (L->o.into_existing)
+		return;
 	theirs = st.uid != me;
 	wider = (st.mode & 0777 & ~want) != 0;
 	if (!theirs && !wider)
@@ -518,6 +539,8 @@ static int create_table(struct load *L, const struct df_header *h,
 	to.max_records = h->max_records;
 	if (h->have_evict)
 		to.evict = h->evict;
+	if (h->ordered || L->o.ordered)
+		to.flags |= TDBC_TABLE_ORDERED;
 	err = tdbc_table_create(L->c, name, &to);
 	if (err == -EPERM && (h->have_uid || h->have_gid)) {
 		dx_progress_clear(&L->pg);
@@ -559,7 +582,7 @@ static void open_table(struct load *L, const struct df_header *h,
 	}
 	if (err)
 		daemon_error(L, err, "opening the table");
-	check_existing(L, name, want);
+	check_existing(L, name, want, h->ordered || L->o.ordered);
 }
 
 /* --- deadlines ------------------------------------------------------------------ */

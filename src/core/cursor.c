@@ -336,12 +336,27 @@ static unsigned int ord_collect(struct tdbe_cursor *c, struct tdbi_hit *hits,
 		tdbb_prefetch(&s, &w, rev ? -i : i);
 	while (at == 1 && n < max) {
 		uint64_t rec = tdbi_entry_rec(tdbb_cur(&s, &w));
+		const struct tdb_rec *r = tdb_ptr(m, rec);
 
-		if (ord_past_end(c, tdb_ptr(m, rec)))
+		if (ord_past_end(c, r))
 			break;
+		/* a key not after the last one taken, in the walk's
+		 * direction, was written during the walk (a separator that
+		 * a delete moved lets a left neighbour take keys of the
+		 * right one's old range; layout.h "ordered index"): skip
+		 * it, the walk stays in strict order */
+		if (n) {
+			const struct tdb_rec *p = tdb_ptr(m, hits[n - 1].rec);
+			int d = tdbb_key_cmp(r->data, r->klen, p->data,
+					     p->klen);
+
+			if (rev ? d >= 0 : d <= 0)
+				goto step;
+		}
 		hits[n].rec = rec;
 		hits[n].hash = 0;
 		n++;
+step:
 		at = rev ? tdbb_step_back(&s, &w) : tdbb_step_fwd(&s, &w);
 		if (at == 1)
 			tdbb_prefetch(&s, &w, rev ? -(TDBB_PREFETCH - 1)

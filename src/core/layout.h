@@ -291,6 +291,13 @@ static inline unsigned int tdbi_slot_index(uint64_t hash, unsigned int depth)
  * every node it reached stays readable until its read section ends.
  * Every record an entry names is in the table: separators name the
  * smallest key of their subtree, and a delete moves them first.
+ * A moved separator widens its left neighbour's range over (K, next):
+ * a key put there goes to the left subtree while a reader may still
+ * hold the right one's older copy (through a retired parent), so a walk
+ * can meet a key written during it out of order.  Readers skip a key
+ * that does not follow the last one they met (cursor.c ord_collect,
+ * view.c tdbe_view_next): keys present throughout a walk come once
+ * each, in strict order.
  */
 #define TDBB_NODE_BYTES  512u
 #define TDBB_LEAF_CAP    62u        /* (512 - 16) / 8 */

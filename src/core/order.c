@@ -529,7 +529,7 @@ void tdbb_remove(struct tdbe_table *t, const void *key, size_t klen,
 {
 	struct tdbb_walk w;
 	int eq[TDBB_MAX_HEIGHT], d, sd;
-	unsigned int leaf, pos, i;
+	unsigned int leaf, pos, i, left;
 	struct nbuf *b = &t->osc->b;
 	uint64_t old, nexte = 0;
 
@@ -549,11 +549,12 @@ void tdbb_remove(struct tdbe_table *t, const void *key, size_t klen,
 		node_retire(t, old);
 		if (pos == 0 && b->n)
 			nexte = b->w[0];
+		left = b->n;       /* fix_sep may reuse the scratch b */
 		sd = sep_level(eq, leaf);
 		if (nexte && sd >= 0)
 			fix_sep(t, &w, (unsigned int)sd, (unsigned int)eq[sd],
 				nexte);
-		if (leaf && b->n < TDBB_LEAF_CAP / 4)
+		if (leaf && left < TDBB_LEAF_CAP / 4)
 			merge_leaf(t, &w);
 		return;
 	}

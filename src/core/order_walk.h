@@ -61,26 +61,62 @@ static inline const struct tdbb_node *tdbb_node_at(const struct tdbb_src *s,
 	return n;
 }
 
-/* The record an entry names, or NULL if a checked source does not hold
- * it whole. */
-static inline const struct tdb_rec *tdbb_rec_at(const struct tdbb_src *s,
-						uint64_t e)
+/*
+ * A record as one read saw it.  Its lengths and flags are loaded once
+ * and every later use goes by these copies: a record reused under a
+ * mapped reader whose section outlived its lease may change while it is
+ * read, and lengths read again after the check could lead outside it.
+ */
+struct tdbb_rv {
+	const unsigned char *key;   /* then the value, then the trailers */
+	uint32_t klen, vlen;
+	uint32_t flags;
+	uint64_t version;
+};
+
+/* The record an entry names into *o; false if a checked source does
+ * not hold it whole or its header is not a record's. */
+static inline bool tdbb_rec_get(const struct tdbb_src *s, uint64_t e,
+				struct tdbb_rv *o)
 {
 	uint64_t off = tdbi_entry_rec(e);
 	const struct tdb_rec *r = tdbb_at(s, off, sizeof(*r));
 
-	if (r && s->nextents &&
-	    (r->klen < 1 || r->klen > TDBE_KEY_MAX ||
-	     r->vlen > TDBE_VALUE_MAX || (r->flags & ~TDB_REC_F_KNOWN) ||
-	     !tdbb_at(s, off, tdb_rec_size(r->klen, r->vlen, r->flags))))
-		return NULL;
-	return r;
+	if (!r)
+		return false;
+	o->klen = tdb_load_relaxed(&r->klen);
+	o->vlen = tdb_load_relaxed(&r->vlen);
+	o->flags = tdb_load_relaxed(&r->flags);
+	if (s->nextents &&
+	    (o->klen < 1 || o->klen > TDBE_KEY_MAX ||
+	     o->vlen > TDBE_VALUE_MAX || (o->flags & ~TDB_REC_F_KNOWN) ||
+	     !tdbb_at(s, off, tdb_rec_size(o->klen, o->vlen, o->flags))))
+		return false;
+	o->key = r->data;
+	o->version = tdb_load_relaxed(&r->version);
+	return true;
 }
 
-/* Word i of a node: a child offset or an entry. */
+/* Its deadline (ms since the epoch), 0 if it has none. */
+static inline uint64_t tdbb_rv_deadline(const struct tdbb_rv *o)
+{
+	uint64_t d;
+
+	if (!(o->flags & TDB_REC_F_DEADLINE))
+		return 0;
+	memcpy(&d, o->key + o->klen + o->vlen, sizeof(d));
+	return d;
+}
+
+/* Word i of a node: a child offset or an entry.  i is bounded by the
+ * node's words: a count or level read again after tdbb_node_at checked
+ * them may have changed in a node reused under a mapped reader whose
+ * section outlived its lease, and the read must stay inside the node
+ * (the answer is then wrong, which the checked walk finds). */
 static inline uint64_t tdbb_word(const struct tdbb_node *n, unsigned int i)
 {
-	return tdb_load_acquire(&n->w[i]);
+	return tdb_load_acquire(&n->w[i < TDBB_LEAF_CAP ? i
+					   : TDBB_LEAF_CAP - 1]);
 }
 
 /* Separator i (1..n-1) of an interior node. */
@@ -121,13 +157,13 @@ static inline int tdbb_node_rank(const struct tdbb_src *s,
 	if (!cnt)
 		return 0;
 	if (cpl) {
-		const struct tdb_rec *r = tdbb_rec_at(s, tdbb_key_word(n, 0));
+		struct tdbb_rv r;
 		size_t m = klen < cpl ? klen : cpl;
 		int d;
 
-		if (!r || r->klen < cpl)
+		if (!tdbb_rec_get(s, tdbb_key_word(n, 0), &r) || r.klen < cpl)
 			return -EUCLEAN;
-		d = memcmp(k, r->data, m);
+		d = memcmp(k, r.key, m);
 		if (d < 0 || (d == 0 && klen < cpl))
 			return 0;
 		if (d > 0)
@@ -142,11 +178,11 @@ static inline int tdbb_node_rank(const struct tdbb_src *s,
 		if (kh != eh) {
 			c = kh < eh ? -1 : 1;
 		} else {
-			const struct tdb_rec *r = tdbb_rec_at(s, e);
+			struct tdbb_rv r;
 
-			if (!r)
+			if (!tdbb_rec_get(s, e, &r))
 				return -EUCLEAN;
-			c = tdbb_key_cmp(k, klen, r->data, r->klen);
+			c = tdbb_key_cmp(k, klen, r.key, r.klen);
 			if (!c)
 				*eq = (int)mid;
 		}
@@ -244,32 +280,34 @@ static inline const struct tdbb_node *tdbb_leaf(const struct tdbb_src *s,
  * the last key of all. */
 static inline int tdbb_fix_fwd(const struct tdbb_src *s, struct tdbb_walk *w)
 {
-	unsigned int leaf = w->height - 1;
-	const struct tdbb_node *n = tdbb_node_at(s, w->node[leaf]);
-	int d;
+	/* a loop, not a recursion: each turn moves the path on, and a
+	 * region changed under a mapped reader must not grow the stack */
+	for (;;) {
+		unsigned int leaf = w->height - 1;
+		const struct tdbb_node *n = tdbb_node_at(s, w->node[leaf]);
+		const struct tdbb_node *p = NULL;
+		int d, err;
 
-	if (!n)
-		return -EUCLEAN;
-	if (w->pos[leaf] < n->n)
-		return 1;
-	for (d = (int)leaf - 1; d >= 0; d--) {
-		const struct tdbb_node *p = tdbb_node_at(s, w->node[d]);
-
-		if (!p)
+		if (!n)
 			return -EUCLEAN;
-		if (w->pos[d] + 1u < p->n) {
-			int err;
-
-			w->pos[d]++;
-			w->node[d + 1] = tdbb_word(p, w->pos[d]);
-			err = tdbb_descend_edge(s, w, (unsigned int)d + 1,
-						false);
-			if (err)
-				return err;
-			return tdbb_fix_fwd(s, w);   /* an empty leaf: on */
+		if (w->pos[leaf] < n->n)
+			return 1;
+		for (d = (int)leaf - 1; d >= 0; d--) {
+			p = tdbb_node_at(s, w->node[d]);
+			if (!p)
+				return -EUCLEAN;
+			if (w->pos[d] + 1u < p->n)
+				break;
 		}
+		if (d < 0)
+			return 0;
+		w->pos[d]++;
+		w->node[d + 1] = tdbb_word(p, w->pos[d]);
+		err = tdbb_descend_edge(s, w, (unsigned int)d + 1, false);
+		if (err)
+			return err;
+		/* an empty leaf: on */
 	}
-	return 0;
 }
 
 static inline int tdbb_step_fwd(const struct tdbb_src *s, struct tdbb_walk *w)
@@ -283,39 +321,38 @@ static inline int tdbb_step_fwd(const struct tdbb_src *s, struct tdbb_walk *w)
 static inline int tdbb_step_back(const struct tdbb_src *s,
 				 struct tdbb_walk *w)
 {
-	unsigned int leaf = w->height - 1;
-	int d;
+	/* a loop, not a recursion, as in tdbb_fix_fwd */
+	for (;;) {
+		unsigned int leaf = w->height - 1;
+		const struct tdbb_node *p = NULL, *l;
+		int d, err;
 
-	if (w->pos[leaf] > 0) {
-		w->pos[leaf]--;
-		return 1;
-	}
-	for (d = (int)leaf - 1; d >= 0; d--) {
-		const struct tdbb_node *p = tdbb_node_at(s, w->node[d]);
-
-		if (!p)
-			return -EUCLEAN;
-		if (w->pos[d] > 0) {
-			const struct tdbb_node *l;
-			int err;
-
-			w->pos[d]--;
-			w->node[d + 1] = tdbb_word(p, w->pos[d]);
-			err = tdbb_descend_edge(s, w, (unsigned int)d + 1,
-						true);
-			if (err)
-				return err;
-			l = tdbb_leaf(s, w);
-			if (!l)
-				return -EUCLEAN;
-			if (l->n)
-				return 1;
-			/* an empty leaf (only a lone root is): on */
-			w->pos[w->height - 1] = 0;
-			return tdbb_step_back(s, w);
+		if (w->pos[leaf] > 0) {
+			w->pos[leaf]--;
+			return 1;
 		}
+		for (d = (int)leaf - 1; d >= 0; d--) {
+			p = tdbb_node_at(s, w->node[d]);
+			if (!p)
+				return -EUCLEAN;
+			if (w->pos[d] > 0)
+				break;
+		}
+		if (d < 0)
+			return 0;
+		w->pos[d]--;
+		w->node[d + 1] = tdbb_word(p, w->pos[d]);
+		err = tdbb_descend_edge(s, w, (unsigned int)d + 1, true);
+		if (err)
+			return err;
+		l = tdbb_leaf(s, w);
+		if (!l)
+			return -EUCLEAN;
+		if (l->n)
+			return 1;
+		/* an empty leaf (only a lone root is): on */
+		w->pos[w->height - 1] = 0;
 	}
-	return 0;
 }
 
 /* Prefetch the record `ahead` entries past the walk's place in its leaf

@@ -82,7 +82,8 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 		       uint64_t *version)
 {
 	const struct tdbi_bucket *b;
-	uint32_t i, n;
+	uint32_t i, n, vl;
+	uint16_t klen, fl;
 
 	if (!in_view(v, off, sizeof(*b)))
 		return -EUCLEAN;
@@ -101,18 +102,26 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 		if (!in_view(v, rec, sizeof(*r)))
 			return -EUCLEAN;
 		r = vptr(v, rec);
-		if (r->klen > TDBE_KEY_MAX || r->vlen > TDBE_VALUE_MAX ||
-		    (r->flags & ~TDB_REC_F_KNOWN) ||
-		    !in_view(v, rec, tdb_rec_size(r->klen, r->vlen,
-						  r->flags)))
+		/* lengths and flags loaded once (order_walk.h, struct
+		 * tdbb_rv: a reused record may change under the read) */
+		klen = tdb_load_relaxed(&r->klen);
+		vl = tdb_load_relaxed(&r->vlen);
+		fl = tdb_load_relaxed(&r->flags);
+		if (klen > TDBE_KEY_MAX || vl > TDBE_VALUE_MAX ||
+		    (fl & ~TDB_REC_F_KNOWN) ||
+		    !in_view(v, rec, tdb_rec_size(klen, vl, fl)))
 			return -EUCLEAN;
-		if (r->klen == k->len && !memcmp(r->data, k->data, k->len)) {
+		if (klen == k->len && !memcmp(r->data, k->data, k->len)) {
+			uint64_t dl;
+
 			/* expired: absent, by this process's clock */
-			if ((r->flags & TDB_REC_F_DEADLINE) &&
-			    tdb_rec_expired(r, tdbp_realtime_ms()))
-				return -ENOENT;
-			*val = r->data + r->klen;
-			*vlen = r->vlen;
+			if (fl & TDB_REC_F_DEADLINE) {
+				memcpy(&dl, r->data + klen + vl, sizeof(dl));
+				if (dl <= tdbp_realtime_ms())
+					return -ENOENT;
+			}
+			*val = r->data + klen;
+			*vlen = vl;
 			if (version)
 				*version = r->version;
 			return 0;
@@ -260,19 +269,19 @@ int tdbe_view_range(const struct tdbe_view *v, const struct tdbe_range *r,
 }
 
 /* Is r past the end of the iterator's range in its direction? */
-static bool view_past_end(const struct tdbe_range *g, const struct tdb_rec *r)
+static bool view_past_end(const struct tdbe_range *g, const struct tdbb_rv *r)
 {
 	int d;
 
 	if (g->flags & TDBE_RANGE_REVERSE) {
 		if (!g->from)
 			return false;
-		d = tdbb_key_cmp(r->data, r->klen, g->from, g->from_len);
+		d = tdbb_key_cmp(r->key, r->klen, g->from, g->from_len);
 		return d < 0 || (d == 0 && (g->flags & TDBE_RANGE_FROM_EXCL));
 	}
 	if (!g->to)
 		return false;
-	d = tdbb_key_cmp(r->data, r->klen, g->to, g->to_len);
+	d = tdbb_key_cmp(r->key, r->klen, g->to, g->to_len);
 	return d > 0 || (d == 0 && !(g->flags & TDBE_RANGE_TO_INCL));
 }
 
@@ -298,7 +307,11 @@ static int iter_step(struct tdbe_view_iter *it, const struct tdbb_src *s,
 	struct tdbb_walk w;
 	int at;
 
-	if (!rev && it->pos[leaf] + 1u < l->n) {
+	/* the count is read again: bounded by the leaf's capacity, so a
+	 * node reused under a reader that outlived its lease cannot take
+	 * the walk outside it (iter_leaf checks it when the walk leaves) */
+	if (!rev && it->pos[leaf] + 1u < l->n &&
+	    it->pos[leaf] + 1u < TDBB_LEAF_CAP) {
 		it->pos[leaf]++;
 		return 1;
 	}
@@ -330,15 +343,39 @@ int tdbe_view_next(struct tdbe_view_iter *it, const void **key,
 	while (at == 1) {
 		const struct tdbb_node *l = it->leaf;
 		unsigned int pos = it->pos[it->height - 1];
-		const struct tdb_rec *r = tdbb_rec_at(&s, tdbb_word(l, pos));
+		struct tdbb_rv rv, *r = &rv;
 		int ahead = (int)pos + (rev ? -TDBB_PREFETCH : TDBB_PREFETCH);
 		bool live;
 
-		if (!r)
+		if (!tdbb_rec_get(&s, tdbb_word(l, pos), r))
 			return -EUCLEAN;
+		/* A key that does not follow the last one met in the walk's
+		 * direction is skipped: one written during the walk (a
+		 * separator moved by a delete lets the left neighbour take
+		 * keys of the right one's old range; a walk that met the
+		 * right one's older copy then meets them out of order,
+		 * layout.h "ordered index"), or a damaged region's.  Never
+		 * returned twice or out of order; a region that makes the
+		 * walk skip more keys in a row than it can hold records is
+		 * damaged (a walk ends, never loops). */
+		if (it->last &&
+		    tdbb_key_cmp(r->key, r->klen, it->last,
+				 it->last_len) * (rev ? -1 : 1) <= 0) {
+			if (++it->skipped > (uint64_t)it->v->nextents *
+					    (TDBP_EXTENT_SIZE / 32))
+				return -EUCLEAN;
+			at = iter_step(it, &s, rev);
+			if (at < 0)
+				return at;
+			continue;
+		}
+		it->skipped = 0;
+		it->last = r->key;
+		it->last_len = r->klen;
 		if (view_past_end(&it->r, r))
 			break;
-		if (ahead >= 0 && ahead < (int)l->n) {
+		if (ahead >= 0 && ahead < (int)l->n &&
+		    ahead < (int)TDBB_LEAF_CAP) {
 			const void *p = tdbb_at(&s, tdbi_entry_rec(
 					tdb_load_relaxed(&l->w[ahead])), 16);
 
@@ -346,15 +383,15 @@ int tdbe_view_next(struct tdbe_view_iter *it, const void **key,
 				tdb_prefetch(p);
 		}
 		live = !(r->flags & TDB_REC_F_DEADLINE) ||
-		       !tdb_rec_expired(r, tdbp_realtime_ms());
+		       tdbb_rv_deadline(r) > tdbp_realtime_ms();
 		at = iter_step(it, &s, rev);
 		if (at < 0)
 			return at;
 		if (!live)
 			continue;
-		*key = r->data;
+		*key = r->key;
 		*klen = r->klen;
-		*val = r->data + r->klen;
+		*val = r->key + r->klen;
 		*vlen = r->vlen;
 		if (version)
 			*version = r->version;

@@ -93,6 +93,9 @@ struct tdbe_view_iter {
 	unsigned int height;
 	bool done;
 	const void *leaf;           /* the leaf at node[height - 1], checked */
+	const void *last;           /* the key of the last record met, */
+	size_t last_len;            /* which the next must follow */
+	uint64_t skipped;           /* records skipped since (out of order) */
 };
 int tdbe_view_range(const struct tdbe_view *v, const struct tdbe_range *r,
 		    struct tdbe_view_iter *it);

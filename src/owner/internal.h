@@ -174,7 +174,9 @@ struct tdbo_table {
 					 * durable home's: its data's) */
 	uint32_t max_extents;           /* as created (0: the default) */
 	uint32_t tflags;                /* TDB_TABLE_F_* as created (the
-					 * engine's TDBE_TABLE_* follow) */
+					 * engine's TDBE_TABLE_* follow; kept
+					 * while set aside too: a durable
+					 * home's checkpoints write it) */
 	uint64_t reserve;               /* address space charged to uid
 					 * (TDBO_Q_RESERVE) until closed */
 	/* Set aside by a durable home's recovery (it could not be

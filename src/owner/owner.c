@@ -72,8 +72,13 @@ void tdbo_fill_stat(struct tdbo_table *t, struct tdb_proto_stat *ps)
 	ps->gid = t->gid;
 	ps->mode = t->mode;
 	if (t->aside) {
-		/* no engine table: the figures it must send are 0 */
+		/* no engine table: the figures it must send are 0; its
+		 * flags are what it was created with (kept for it) */
 		ps->max_extents = t->max_extents;
+		if (t->tflags) {
+			ps->present |= TDB_PROTO_BIT(TDB_STAT_A_TABLE_FLAGS);
+			ps->table_flags = t->tflags;
+		}
 		ps->state = TDB_TABLE_SET_ASIDE;
 		return;
 	}

@@ -447,7 +447,8 @@ int tdbo_table_restore(struct tdbo_owner *o, const char *name, uint64_t id,
 		       uint32_t mode, struct tdbo_table **out,
 		       const char **msg);
 /* The same for a table created with TABLE_FLAGS (TDB_TABLE_F_*: an
- * ordered table), which the engine table must have from its start. */
+ * ordered table), which the engine table must have from its start.
+ * Unknown flags (a newer tdb's): -EOPNOTSUPP. */
 int tdbo_table_restore_flags(struct tdbo_owner *o, const char *name,
 			     uint64_t id, uint32_t max_ext, uint32_t tflags,
 			     uint32_t uid, uint32_t gid, uint32_t mode,
@@ -456,10 +457,12 @@ int tdbo_table_restore_flags(struct tdbo_owner *o, const char *name,
  * TDB_TABLE_F_* it was created with (0: a hash table). */
 uint32_t tdbo_table_flags(const struct tdbo_table *t);
 /* Recovery: a table that cannot be restored goes into the registry set
- * aside, without an engine table; why says what failed.  0, -ENOMEM. */
+ * aside, without an engine table (its flags kept for its schema); why
+ * says what failed.  0, -ENOMEM. */
 int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
-			 uint32_t max_ext, uint32_t uid, uint32_t gid,
-			 uint32_t mode, uint64_t from, const char *why);
+			 uint32_t max_ext, uint32_t flags, uint32_t uid,
+			 uint32_t gid, uint32_t mode, uint64_t from,
+			 const char *why);
 /* Recovery: a restored table that failed after all (a record it cannot
  * take): its engine table is dropped and it is set aside. */
 int tdbo_table_set_aside(struct tdbo_owner *o, struct tdbo_table *t,

@@ -295,6 +295,11 @@ int tdbo_table_restore_flags(struct tdbo_owner *o, const char *name,
 {
 	int err;
 
+	if (tflags & ~TDB_TABLE_F_ALL) {
+		*msg = "unknown table flags (TDB_TABLE_F_*): from a newer "
+		       "tdb?";
+		return -EOPNOTSUPP;
+	}
 	tdbp_mutex_lock(o->wlock);
 	err = table_make(o, name, id, max_ext, tflags, uid, gid, mode, false,
 			 "restored", out, msg);
@@ -370,8 +375,9 @@ static int aside_msg(struct tdbo_table *t, const char *why)
 }
 
 int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
-			 uint32_t max_ext, uint32_t uid, uint32_t gid,
-			 uint32_t mode, uint64_t from, const char *why)
+			 uint32_t max_ext, uint32_t flags, uint32_t uid,
+			 uint32_t gid, uint32_t mode, uint64_t from,
+			 const char *why)
 {
 	struct tdbo_table *t;
 
@@ -384,6 +390,7 @@ int tdbo_table_add_aside(struct tdbo_owner *o, const char *name, uint64_t id,
 		tdbp_free(t);
 		return -ENOMEM;
 	}
+	t->tflags = flags;
 	t->from = from;
 	/* it still counts among its owner's tables (a drop gives the slot
 	 * back); it reserves no address space while it has no region */

@@ -1087,9 +1087,9 @@ int wal_add_create_ex(struct wal *w, uint64_t id, const char *name,
 		      uint32_t uid, uint32_t gid, uint32_t mode,
 		      uint32_t max_extents, uint32_t sync,
 		      uint64_t default_ttl, uint64_t max_bytes,
-		      uint64_t max_records, uint32_t evict)
+		      uint64_t max_records, uint32_t evict, uint32_t flags)
 {
-	unsigned char *p = grow(w, 28), ext[WALREC_CREATE_EXT];
+	unsigned char *p = grow(w, 28), ext[WALREC_CREATE_EXT_F];
 	size_t n;
 	int err;
 
@@ -1099,7 +1099,7 @@ int wal_add_create_ex(struct wal *w, uint64_t id, const char *name,
 	if ((err = add_name(w, name)))
 		return err;
 	n = walrec_create_ext(ext, default_ttl, max_bytes, max_records,
-			      evict);
+			      evict, flags);
 	if (!n)
 		return 0;
 	if (!(p = grow(w, n)))
@@ -1113,7 +1113,7 @@ int wal_add_create(struct wal *w, uint64_t id, const char *name,
 		   uint32_t max_extents, uint32_t sync)
 {
 	return wal_add_create_ex(w, id, name, uid, gid, mode, max_extents,
-				 sync, 0, 0, 0, 0);
+				 sync, 0, 0, 0, 0, 0);
 }
 
 int wal_add_drop(struct wal *w, const char *name)
@@ -1345,6 +1345,7 @@ static int get_name(const unsigned char *p, uint32_t left, char name[65])
 int wal_get_create(const struct wal_rec *r, struct wal_create *c)
 {
 	const unsigned char *p = r->payload;
+	uint32_t x_len;
 
 	if (r->type != WAL_CREATE || r->len < 29)
 		return -EUCLEAN;
@@ -1355,17 +1356,22 @@ int wal_get_create(const struct wal_rec *r, struct wal_create *c)
 	c->max_extents = get32(p + 20);
 	c->sync = get32(p + 24);
 	c->default_ttl = c->max_bytes = c->max_records = 0;
-	c->evict = 0;
-	/* the name, then the attributes if the table has any */
-	if (r->len - 28 == 1u + p[28] + WALREC_CREATE_EXT) {
-		const unsigned char *x = p + r->len - WALREC_CREATE_EXT;
+	c->evict = c->flags = 0;
+	/* the name, then the attributes if the table has any: 28 bytes,
+	 * or 32 with its flags (walrec.h) */
+	for (x_len = WALREC_CREATE_EXT; x_len <= WALREC_CREATE_EXT_F;
+	     x_len += WALREC_CREATE_EXT_F - WALREC_CREATE_EXT) {
+		const unsigned char *x = p + r->len - x_len;
 
+		if (r->len - 28 != 1u + p[28] + x_len)
+			continue;
 		c->default_ttl = get64(x);
 		c->max_bytes = get64(x + 8);
 		c->max_records = get64(x + 16);
 		c->evict = get32(x + 24);
-		return get_name(p + 28, r->len - 28 - WALREC_CREATE_EXT,
-				c->name);
+		if (x_len == WALREC_CREATE_EXT_F)
+			c->flags = get32(x + 28);
+		return get_name(p + 28, r->len - 28 - x_len, c->name);
 	}
 	return get_name(p + 28, r->len - 28, c->name);
 }

@@ -44,7 +44,11 @@
  *               or a bound (TABLE_CREATE's TTL, MAX_BYTES, MAX_RECORDS,
  *               EVICT; issue 27) u64 default TTL (ms), u64 max_bytes,
  *               u64 max_records, u32 evict (all 0 but one, maybe);
- *               without them (as before issue 27) the table has none
+ *               without them (as before issue 27) the table has none;
+ *               for a table created with flags (TDB_TABLE_F_*: ordered,
+ *               issue 28) u32 flags after them (32 bytes of attributes
+ *               instead of 28); without (28 or none) its flags are 0.
+ *               A reader tells which by the record's length
  *   WAL_DROP    u8 name_len, name
  *
  * Writing.  A change is applied first and appended after, by its owner,
@@ -144,7 +148,7 @@ void wal_close(struct wal *w);
  * whose name has bytes bytes: what wal_reserve is asked for. */
 size_t wal_rec_size(enum wal_type type, uint32_t nops, size_t bytes);
 /* The most such a record can take when its puts may carry deadlines
- * and a create a default TTL (walrec_size_max): what a home that cannot
+ * and a create a default TTL and flags (walrec_size_max): what a home that cannot
  * tell reserves; wal_commit takes a smaller record for it. */
 size_t wal_rec_size_max(enum wal_type type, uint32_t nops, size_t bytes);
 /* Room for a record of size bytes: 0, or -ENOSPC/-EDQUOT (a full disk),
@@ -177,12 +181,13 @@ int wal_add_create(struct wal *w, uint64_t id, const char *name,
 		   uint32_t uid, uint32_t gid, uint32_t mode,
 		   uint32_t max_extents, uint32_t sync);
 /* The same for a table with a default TTL (ms) or bounds and an
- * eviction policy (all 0: none, the record is wal_add_create's). */
+ * eviction policy, or flags (TDB_TABLE_F_*) (all 0: none, the record is
+ * wal_add_create's). */
 int wal_add_create_ex(struct wal *w, uint64_t id, const char *name,
 		      uint32_t uid, uint32_t gid, uint32_t mode,
 		      uint32_t max_extents, uint32_t sync,
 		      uint64_t default_ttl, uint64_t max_bytes,
-		      uint64_t max_records, uint32_t evict);
+		      uint64_t max_records, uint32_t evict, uint32_t flags);
 int wal_add_drop(struct wal *w, const char *name);
 int wal_commit(struct wal *w, size_t reserved, uint64_t *lsn);
 
@@ -248,6 +253,7 @@ struct wal_create {
 	uint64_t default_ttl;   /* ms */
 	uint64_t max_bytes, max_records;
 	uint32_t evict;         /* TDB_EVICT_* */
+	uint32_t flags;         /* TDB_TABLE_F_* (0 in a record from before) */
 };
 /* One encoded record of len bytes (no padding, nothing after): its
  * length field, CRC and type checked, *r filled (file: "tdb.ko's log",

@@ -58,7 +58,7 @@ size_t walrec_size_max(enum walrec_type type, uint32_t nops, size_t bytes)
 	if (type == WALREC_OPS || type == WALREC_OPS_V)
 		more = (size_t)nops * (WALREC_OP_DL_HDR - WALREC_OP_HDR);
 	else if (type == WALREC_CREATE)
-		more = WALREC_CREATE_EXT;
+		more = WALREC_CREATE_EXT_F;
 	return walrec_size(type, nops, bytes + more);
 }
 
@@ -116,15 +116,18 @@ void walrec_create(unsigned char *p, uint64_t id, uint32_t uid,
 
 size_t walrec_create_ext(unsigned char *p, uint64_t default_ttl,
 			 uint64_t max_bytes, uint64_t max_records,
-			 uint32_t evict)
+			 uint32_t evict, uint32_t flags)
 {
-	if (!default_ttl && !max_bytes && !max_records && !evict)
+	if (!default_ttl && !max_bytes && !max_records && !evict && !flags)
 		return 0;
 	walrec_put64(p, default_ttl);
 	walrec_put64(p + 8, max_bytes);
 	walrec_put64(p + 16, max_records);
 	walrec_put32(p + 24, evict);
-	return WALREC_CREATE_EXT;
+	if (!flags)
+		return WALREC_CREATE_EXT;
+	walrec_put32(p + 28, flags);
+	return WALREC_CREATE_EXT_F;
 }
 
 void walrec_seal(unsigned char *rec, uint32_t len, uint64_t lsn,

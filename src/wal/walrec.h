@@ -36,17 +36,22 @@ enum walrec_op { WALREC_OP_PUT = 1, WALREC_OP_DEL = 2, WALREC_OP_PUT_DL = 3 };
 #define WALREC_OP_DL_HDR 20u    /* PUT_DL: and u64 deadline */
 #define WALREC_OP_HDR_MAX WALREC_OP_DL_HDR
 /* A create's attributes after the name, if any is not 0: u64 default
- * TTL (ms), u64 max_bytes, u64 max_records, u32 evict (TDB_EVICT_*). */
+ * TTL (ms), u64 max_bytes, u64 max_records, u32 evict (TDB_EVICT_*);
+ * and for a table created with flags (TDB_TABLE_F_*: an ordered table,
+ * issue 28) u32 flags after them (WALREC_CREATE_EXT_F bytes in all).
+ * A record's extension is 0, 28 or 32 bytes: one without flags is
+ * byte for byte what it was before. */
 #define WALREC_CREATE_EXT 28u
+#define WALREC_CREATE_EXT_F (WALREC_CREATE_EXT + 4u)
 #define WALREC_CREATE_FIX 28u   /* id, uid, gid, mode, max_extents, sync */
 #define WALREC_NAME_MAX 64u
 
 /* The padded size of a record: nops ops whose names, keys and values
  * add up to bytes (OPS), or a create/drop of a table whose name has
- * bytes bytes.  (wal_rec_size.) */
+ * bytes bytes (a create without attributes).  (wal_rec_size.) */
 size_t walrec_size(enum walrec_type type, uint32_t nops, size_t bytes);
 /* The most such a record can take: every op a PUT_DL, a create with a
- * default TTL.  What a home reserves (struct tdbo_log_size does not say
+ * default TTL and flags.  What a home reserves (struct tdbo_log_size does not say
  * which puts have deadlines); the record built may be smaller. */
 size_t walrec_size_max(enum walrec_type type, uint32_t nops, size_t bytes);
 
@@ -67,19 +72,20 @@ void walrec_op(unsigned char *p, enum walrec_op op, uint8_t name_len,
 size_t walrec_op_dl(unsigned char *p, enum walrec_op op, uint8_t name_len,
 		    uint32_t klen, uint32_t vlen, uint64_t deadline);
 /* A create's fixed part (WALREC_CREATE_FIX bytes); then u8 name_len,
- * the name and, for a table with a default TTL or a bound (issue 27),
- * its attributes (walrec_create_ext; absent: none of them, as in
- * records from before). */
+ * the name and, for a table with a default TTL, a bound (issue 27) or
+ * flags (issue 28), its attributes (walrec_create_ext; absent: none of
+ * them, as in records from before). */
 void walrec_create(unsigned char *p, uint64_t id, uint32_t uid,
 		   uint32_t gid, uint32_t mode, uint32_t max_extents,
 		   uint32_t sync);
 /* The header's len (bytes from crc on, without padding), lsn and, for
  * OPS and OPS_V, nops; the crc is set apart (walrec_set_crc). */
-/* A create's attributes after its name (WALREC_CREATE_EXT bytes at p):
- * how many bytes were written, 0 (nothing) if every one is 0. */
+/* A create's attributes after its name (up to WALREC_CREATE_EXT_F
+ * bytes at p): how many bytes were written: 0 (nothing) if every one is
+ * 0, WALREC_CREATE_EXT if flags is 0, else WALREC_CREATE_EXT_F. */
 size_t walrec_create_ext(unsigned char *p, uint64_t default_ttl,
 			 uint64_t max_bytes, uint64_t max_records,
-			 uint32_t evict);
+			 uint32_t evict, uint32_t flags);
 void walrec_seal(unsigned char *rec, uint32_t len, uint64_t lsn,
 		 uint32_t nops);
 void walrec_set_crc(unsigned char *rec, uint32_t crc);

@@ -19,6 +19,10 @@
  *       sort and cmp; exit 1 on anything malformed
  *   dump_helper rss OUT CMD [ARG]...   run CMD, write its peak RSS (KiB,
  *       getrusage of the child) to OUT, exit with its status
+ *   dump_helper inorder DB   norm's lines on stdin: exit 0 if the keys of
+ *       database DB come in LMDB's order (memcmp of the bytes, then the
+ *       shorter first), each after the one before, else 1 naming the
+ *       first pair out of order (the reference order, not sort(1)'s)
  */
 #include <errno.h>
 #include <stdint.h>
@@ -300,14 +304,65 @@ static int rss(int argc, char **argv)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+/* Hex digits (norm's, lowercase) into bytes: how many. */
+static size_t unhex_all(const char *s, size_t n, unsigned char *out)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		out[i / 2] = (unsigned char)(unhex(s[i]) << 4 | unhex(s[i + 1]));
+	return n / 2;
+}
+
+static int inorder(int argc, char **argv)
+{
+	static unsigned char prev[8192], cur[8192];
+	size_t pl = 0, cl, dbl, n = 0;
+	char *line = NULL, *k, *t;
+	size_t cap = 0;
+	ssize_t len;
+
+	if (argc < 3)
+		return 2;
+	dbl = strlen(argv[2]);
+	while ((len = getline(&line, &cap, stdin)) >= 0) {
+		int c;
+
+		if ((size_t)len <= dbl || strncmp(line, argv[2], dbl) ||
+		    line[dbl] != '\t')
+			continue;
+		k = line + dbl + 1;
+		t = strchr(k, '\t');
+		if (!t || (size_t)(t - k) > 2 * sizeof(cur))
+			return 1;
+		cl = unhex_all(k, (size_t)(t - k), cur);
+		c = memcmp(prev, cur, pl < cl ? pl : cl);
+		if (n && (c > 0 || (!c && pl >= cl))) {
+			fprintf(stderr, "inorder: record %zu (a key of %zu "
+				"bytes) is not after the one before (%zu "
+				"bytes)\n", n, cl, pl);
+			free(line);
+			return 1;
+		}
+		memcpy(prev, cur, cl);
+		pl = cl;
+		n++;
+	}
+	free(line);
+	printf("%zu\n", n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "inorder"))
+		return inorder(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "gen"))
 		return gen(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "norm"))
 		return norm(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "rss"))
 		return rss(argc, argv);
-	fprintf(stderr, "usage: dump_helper gen|norm|rss ...\n");
+	fprintf(stderr, "usage: dump_helper gen|norm|rss|inorder ...\n");
 	return 2;
 }

@@ -31,7 +31,14 @@
 #  - eviction: a bounded table's tdb_max_bytes=, tdb_max_records= and
 #    tdb_evict= (none for an unbounded table), tdb-load creating the
 #    table with them, a policy without a bound refused, mdb_load taking
-#    the keywords.
+#    the keywords;
+#  - ordered tables (issue 28): tdb_ordered=1 in the header (not with -M,
+#    none for a hash table), the records in key order (checked by the
+#    helper against LMDB's order, not sort(1)), --sort the same bytes,
+#    tdb-load --ordered and the header creating ordered tables, a dump
+#    without the line a hash table, the round trip's dump the same bytes,
+#    a load into an existing table of the other kind warned about, and
+#    records with deadlines among others keeping the blocks in order.
 #   test_dump.sh TDB_DUMP TDB_LOAD TDBD HELPER
 # Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped (no
 # tdbd, or no mdb_dump / mdb_load).
@@ -860,6 +867,92 @@ grep -q "evx: opening the table: an eviction policy needs a bound" "$err" &&
 # mdb_load takes the keywords (warns, goes on)
 mkdir "$dir/envb"
 expect_rc 0 mdb_load -f "$dir/evb.txt" "$dir/envb"
+fi
+
+# --- ordered tables (issue 28) --------------------------------------------------
+if [ -z "$cli" ] || [ ! -x "$cli" ]; then
+	echo "SKIP (part): no tdb CLI (\$TDB_CLI): ordered tables not checked"
+else
+note "ordered tables: tdb_ordered=1, records in key order, round trips"
+# kind TABLE WANT: the table's kind (tdb stat --json) is WANT
+kind() {
+	expect_rc 0 "$cli" --json stat "$1" || return
+	checks=$((checks + 1))
+	grep -q "\"kind\":\"$2\"" "$out" ||
+		fail "$1: not a $2 table: $(cat "$out")"
+}
+"$helper" gen 28 400 ord --maxkey 40 >"$dir/ordin.txt"
+norm "$dir/ordin.txt" --nodb >"$dir/ordin.n"
+# a dump without the line (from before, or mdb_dump's): a hash table
+expect_rc 0 "$load" -s ordh -f "$dir/ordin.txt" && no_err
+kind ordh hash
+# --ordered: created ordered
+expect_rc 0 "$load" --ordered -s ord -f "$dir/ordin.txt" && no_err
+kind ord ordered
+expect_rc 0 "$dump" -s ord -f "$dir/ord.txt" && no_err
+checks=$((checks + 1))
+[ "$(grep -c '^tdb_ordered=1$' "$dir/ord.txt")" = 1 ] ||
+	fail "the ordered table's dump has no tdb_ordered=1 line"
+# its records: the same, in the reference order (memcmp, shorter first)
+norm "$dir/ord.txt" --nodb >"$dir/ord.n"
+same "$dir/ordin.n" "$dir/ord.n" "dump of the ordered table"
+checks=$((checks + 1))
+n=$("$helper" norm "$dir/ord.txt" | "$helper" inorder ord) &&
+	[ "$n" = 400 ] || fail "the ordered table's dump is not in key order ($n)"
+# a hash table's dump: no line, and (400 random keys) not in order: the
+# check above can fail
+expect_rc 0 "$dump" -s ordh -f "$dir/ordh.txt" && no_err
+checks=$((checks + 1))
+! grep -q '^tdb_ordered' "$dir/ordh.txt" ||
+	fail "a hash table's dump has a tdb_ordered line"
+checks=$((checks + 1))
+! "$helper" norm "$dir/ordh.txt" | "$helper" inorder ordh >/dev/null 2>&1 ||
+	fail "the hash table's 400 keys came in key order: the check is blind"
+# --sort holds nothing more and gives the same bytes; -M no line
+expect_rc 0 "$dump" -o -s ord -f "$dir/ords.txt" && no_err
+checks=$((checks + 1))
+cmp -s "$dir/ord.txt" "$dir/ords.txt" ||
+	fail "--sort of an ordered table is not its plain dump"
+expect_rc 0 "$dump" -M -s ord -f "$dir/ordm.txt" && no_err
+checks=$((checks + 1))
+! grep -q '^tdb_' "$dir/ordm.txt" || fail "-M left a tdb_ keyword"
+# round trip: the header makes the new table ordered, the same dump
+sed 's/^database=ord$/database=ord2/' "$dir/ord.txt" >"$dir/ord2in.txt"
+expect_rc 0 "$load" -f "$dir/ord2in.txt" && no_err
+kind ord2 ordered
+expect_rc 0 "$dump" -s ord2 -f "$dir/ord2.txt" && no_err
+checks=$((checks + 1))
+cmp -s "$dir/ord2in.txt" "$dir/ord2.txt" ||
+	fail "the round trip of an ordered table changed its dump"
+# loading an ordered dump into an existing hash table: warned, loaded
+expect_rc 0 "$load" -s ordh -f "$dir/ord.txt"
+expect_err "ordh: the table exists as a hash table, the dump's is ordered"
+# records with deadlines among others: blocks of the table still in key
+# order, each deadline back after a round trip
+dl=$(( $(date +%s) * 1000 + 3600000 ))
+{
+	printf 'VERSION=3\nformat=print\ndatabase=/deadlines/ordd\n'
+	printf 'type=btree\nHEADER=END\n'
+	for i in 010 020 150 299; do printf ' k%s\n %s\n' $i $dl; done
+	printf 'DATA=END\nVERSION=3\nformat=print\ndatabase=ordd\n'
+	printf 'type=btree\ntdb_ordered=1\nHEADER=END\n'
+	i=0
+	while [ $i -lt 300 ]; do
+		printf ' k%03d\n v%d\n' $(( (i * 7) % 300 )) $i
+		i=$((i + 1))
+	done
+	printf 'DATA=END\n'
+} >"$dir/orddin.txt"
+expect_rc 0 "$load" -f "$dir/orddin.txt" && no_err
+kind ordd ordered
+expect_rc 0 "$dump" -p -s ordd -f "$dir/ordd.txt" && no_err
+checks=$((checks + 1))
+n=$("$helper" norm "$dir/ordd.txt" | "$helper" inorder ordd) &&
+	[ "$n" = 300 ] ||
+	fail "the dump of an ordered table with deadlines is not in key order ($n)"
+checks=$((checks + 1))
+[ "$("$helper" norm "$dir/ordd.txt" | grep -c '^/deadlines/ordd')" = 4 ] ||
+	fail "the ordered table's four deadlines are not in its dump"
 fi
 
 # --- the daemon ------------------------------------------------------------------

@@ -90,6 +90,12 @@ static void test_header_out(void **state)
 	meta.max_bytes = 0;
 	meta.evict = TDB_EVICT_REFUSE;
 	assert_int_equal(df_write_header(f, false, "t5", 0, &meta), 0);
+	/* an ordered table: tdb_ordered=1, last; none without meta */
+	meta.max_records = 0;
+	meta.ordered = true;
+	assert_int_equal(df_write_header(f, false, "t6", 0, &meta), 0);
+	meta.have = false;
+	assert_int_equal(df_write_header(f, false, "t7", 0, &meta), 0);
 	fclose(f);
 	assert_string_equal(buf,
 		"VERSION=3\nformat=bytevalue\ndatabase=t1\ntype=btree\n"
@@ -113,7 +119,12 @@ static void test_header_out(void **state)
 		"VERSION=3\nformat=bytevalue\ndatabase=t5\ntype=btree\n"
 		"tdb_owner=1000\ntdb_group=100\ntdb_mode=0640\n"
 		"tdb_max_extents=512\ntdb_max_records=1000\n"
-		"tdb_evict=refuse\nHEADER=END\n");
+		"tdb_evict=refuse\nHEADER=END\n"
+		"VERSION=3\nformat=bytevalue\ndatabase=t6\ntype=btree\n"
+		"tdb_owner=1000\ntdb_group=100\ntdb_mode=0640\n"
+		"tdb_max_extents=512\ntdb_ordered=1\nHEADER=END\n"
+		"VERSION=3\nformat=bytevalue\ndatabase=t7\ntype=btree\n"
+		"HEADER=END\n");
 	free(buf);
 }
 
@@ -296,6 +307,17 @@ static void test_header_in(void **state)
 		    h.have_evict && h.evict == TDB_EVICT_LFU);
 	assert_int_equal(hdr(&h, "tdb_evict=ttl", &msg), DF_HDR_MORE);
 	assert_int_equal(h.evict, TDB_EVICT_TTL);
+	/* ordered tables: 1 or 0, nothing else */
+	assert_false(h.ordered);
+	assert_int_equal(hdr(&h, "tdb_ordered=1", &msg), DF_HDR_MORE);
+	assert_true(h.ordered);
+	assert_int_equal(hdr(&h, "tdb_ordered=0", &msg), DF_HDR_MORE);
+	assert_false(h.ordered);
+	assert_int_equal(hdr(&h, "tdb_ordered=2", &msg), -EINVAL);
+	assert_non_null(strstr(msg, "tdb_ordered"));
+	assert_int_equal(hdr(&h, "tdb_ordered=", &msg), -EINVAL);
+	assert_int_equal(hdr(&h, "tdb_ordered=yes", &msg), -EINVAL);
+	assert_int_equal(hdr(&h, "tdb_ordered=1", &msg), DF_HDR_MORE);
 	assert_int_equal(hdr(&h, "HEADER=END", &msg), DF_HDR_END);
 	/* a deadlines block names its table */
 	df_header_init(&h);

@@ -308,6 +308,7 @@ static const struct ckpt_table schema_t1 = {
 	.name = "t1", .id = 7, .uid = 1000, .gid = 100, .mode = 0640,
 	.max_extents = 16, .sync = 1, .default_ttl = 30000,
 	.max_bytes = 0x0102030405060708ull, .max_records = 1000, .evict = 2,
+	.flags = 1,     /* TDB_TABLE_F_ORDERED: an ordered table */
 };
 static const struct ckpt_table schema_t2 = {
 	.name = "t2", .id = 0xfedcba9876543210ULL, .uid = 0xfffffffe,
@@ -394,6 +395,7 @@ static void assert_schema(const struct ckpt_table *got,
 	assert_int_equal(got->max_bytes, want->max_bytes);
 	assert_int_equal(got->max_records, want->max_records);
 	assert_int_equal(got->evict, want->evict);
+	assert_int_equal(got->flags, want->flags);
 	assert_int_equal(got->aside, want->aside);
 	assert_int_equal(got->from, want->from);
 }
@@ -554,7 +556,7 @@ static void test_layout(void **state)
 	const char *dir = dir_of(state);
 	struct ckpt *ck = open_ok(dir);
 	unsigned char *lk = malloc(maxkey), *v;
-	const unsigned char want_t2[56] = {
+	const unsigned char want_t2[60] = {
 		0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe, /* id */
 		0xfe, 0xff, 0xff, 0xff,                         /* uid */
 		0, 0, 0, 0,                                     /* gid */
@@ -565,6 +567,7 @@ static void test_layout(void **state)
 		0, 0, 0, 0, 0, 0, 0, 0,                         /* no bound */
 		0, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0,                                     /* refuse */
+		0, 0, 0, 0,                                     /* hash */
 	};
 	const unsigned char want_t1_ext[28] = {
 		0x30, 0x75, 0, 0, 0, 0, 0, 0,                   /* 30000 */
@@ -616,7 +619,7 @@ static void test_layout(void **state)
 	v = raw_get(dir, "/meta", "format", 6, &vl);
 	assert_non_null(v);
 	assert_int_equal(vl, 4);
-	assert_memory_equal(v, "\3\0\0\0", 4);
+	assert_memory_equal(v, "\4\0\0\0", 4);
 	free(v);
 	v = raw_get(dir, "/meta", "lsn", 3, &vl);
 	assert_non_null(v);
@@ -630,8 +633,9 @@ static void test_layout(void **state)
 	free(v);
 	v = raw_get(dir, "/meta", "table/t1", 8, &vl);
 	assert_non_null(v);
-	assert_int_equal(vl, 56);
+	assert_int_equal(vl, 60);
 	assert_memory_equal(v + 28, want_t1_ext, 28);
+	assert_memory_equal(v + 56, "\1\0\0\0", 4);    /* ordered */
 	free(v);
 
 	free(lk);
@@ -994,7 +998,7 @@ static void test_format(void **state)
 	uint64_t lsn = 9;
 
 	tdbd_ckpt_close(ck);
-	raw_put(dir, "/meta", "format", 6, "\4\0\0\0", 4);
+	raw_put(dir, "/meta", "format", 6, "\5\0\0\0", 4);
 
 	ck = open_ok(dir);      /* opens, leaves the record alone... */
 	err[0] = '\0';
@@ -1003,7 +1007,7 @@ static void test_format(void **state)
 	assert_int_equal(lsn, 0);
 	assert_null(tabs);
 	assert_int_equal(n, 0);
-	assert_non_null(strstr(err, "format 4"));
+	assert_non_null(strstr(err, "format 5"));
 	assert_non_null(strstr(err, dir));
 	/* ...and writes nothing into it. */
 	assert_int_equal(tdbd_ckpt_begin(ck, &tx, err, sizeof(err)), -EPROTO);
@@ -1630,6 +1634,7 @@ static void test_deadlines(void **state)
 	const char *tool = getenv("TDB_MDB_DUMP");
 	const uint64_t d1 = 1893456000000ull, d2 = 0x0102030405060708ull;
 	unsigned char *lk = pattern(maxkey + 5, 11), *v, old[28] = { 1 };
+	unsigned char f3[56] = { 1 };
 	struct ckpt *ck = open_ok(dir);
 	struct recset want = { 0 }, want2 = { 0 }, got = { 0 };
 	struct ckpt_table *tabs = NULL;
@@ -1745,7 +1750,24 @@ static void test_deadlines(void **state)
 	assert_int_equal(tabs[0].max_bytes, 0);
 	assert_int_equal(tabs[0].max_records, 0);
 	assert_int_equal(tabs[0].evict, 0);
+	assert_int_equal(tabs[0].flags, 0);
 	assert_int_equal(tabs[1].default_ttl, schema_t2.default_ttl);
+	free(tabs);
+	tdbd_ckpt_close(ck);
+
+	/* a schema record of format 3 (56 bytes, before table flags): its
+	 * attributes, and flags 0 (a hash table) */
+	f3[28] = 0x30;  /* default TTL 0x30 ms */
+	f3[52] = 3;     /* evict */
+	raw_put(dir, "/meta", "table/t1", 8, f3, sizeof(f3));
+	ck = open_ok(dir);
+	assert_int_equal(tdbd_ckpt_read_meta(ck, &lsn, &tabs, &n, err,
+					     sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(tabs[0].name, "t1");
+	assert_int_equal(tabs[0].default_ttl, 0x30);
+	assert_int_equal(tabs[0].evict, 3);
+	assert_int_equal(tabs[0].flags, 0);
 	free(tabs);
 	tdbd_ckpt_close(ck);
 	rs_free(&want);
@@ -2012,7 +2034,7 @@ static void test_versions(void **state)
 	tdbd_ckpt_close(ck);
 	val = raw_get(dir, "/meta", "format", 6, &vl);
 	assert_non_null(val);
-	assert_memory_equal(val, "\3\0\0\0", 4);    /* the commit's */
+	assert_memory_equal(val, "\4\0\0\0", 4);    /* the commit's */
 	free(val);
 
 	/* dropping a table takes its version databases */

@@ -12,6 +12,9 @@
  * after the op header), a create of a table with a default TTL has the
  * u64 TTL after its name; the reader gives both back, and 0 for the
  * records without them (the format from before, byte for byte).
+ * Ordered tables (issue 28): a create of a table with flags has 32
+ * bytes of attributes after its name (u32 flags after the 28), read
+ * back; one without has flags 0.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -200,10 +203,23 @@ static size_t encode(unsigned char *b)
 	walrec_put64(r + len + 8, 1u << 20);
 	walrec_put64(r + len + 16, 1000);
 	walrec_put32(r + len + 24, 1);
-	CHECK(walrec_create_ext(r + len + 28, 0, 0, 0, 0) == 0);
+	CHECK(walrec_create_ext(r + len + 28, 0, 0, 0, 0, 0) == 0);
 	len += WALREC_CREATE_EXT;
-	CHECK(walrec_size_max(WALREC_CREATE, 0, 4) == ((len + 7) & ~7u));
+	CHECK(walrec_size_max(WALREC_CREATE, 0, 4) >= ((len + 7) & ~7u));
 	r += finish(r, len, 8, 0);
+	/* 9: a create of an ordered table (flags 1), nothing else: by
+	 * hand, 28 zero bytes and the u32 flags after its name */
+	len = walrec_begin(r, WALREC_CREATE);
+	walrec_create(r + len, 79, 0, 0, 0600, 0, 0);
+	len += WALREC_CREATE_FIX;
+	r[len++] = 4;
+	memcpy(r + len, "tab5", 4);
+	len += 4;
+	memset(r + len, 0, 28);
+	walrec_put32(r + len + 28, 1);
+	len += WALREC_CREATE_EXT_F;
+	CHECK(walrec_size_max(WALREC_CREATE, 0, 4) == ((len + 7) & ~7u));
+	r += finish(r, len, 9, 0);
 	return (size_t)(r - b);
 }
 
@@ -285,18 +301,26 @@ static void append_dl(struct wal *w)
 	CHECK(!wal_reserve(w, sz, &msg));
 	wal_begin(w, WAL_CREATE);
 	CHECK(!wal_add_create_ex(w, 78, "tab4", 0, 0, 0600, 4, 0, 7200000,
-				 1u << 20, 1000, 1));
+				 1u << 20, 1000, 1, 0));
 	CHECK(!wal_commit(w, sz, &lsn) && lsn == 8);
+
+	sz = wal_rec_size_max(WAL_CREATE, 0, 4);
+	CHECK(!wal_reserve(w, sz, &msg));
+	wal_begin(w, WAL_CREATE);
+	CHECK(!wal_add_create_ex(w, 79, "tab5", 0, 0, 0600, 0, 0, 0, 0, 0, 0,
+				 1));
+	CHECK(!wal_commit(w, sz, &lsn) && lsn == 9);
 }
 
 /* Replay: each ops record's version (OPS_V: its own; OPS: its LSN) and
  * ops. */
 struct seen {
 	int n;
-	uint64_t ver[8];
-	uint32_t nops[8];
-	uint64_t dl[8][3];      /* the ops' deadlines */
-	uint64_t ttl[8];        /* a create's default TTL */
+	uint64_t ver[9];
+	uint32_t nops[9];
+	uint64_t dl[9][3];      /* the ops' deadlines */
+	uint64_t ttl[9];        /* a create's default TTL */
+	uint32_t flags[9];      /* and its flags */
 };
 
 static int on_rec(void *arg, const struct wal_rec *r)
@@ -306,9 +330,10 @@ static int on_rec(void *arg, const struct wal_rec *r)
 	uint32_t pos = 0, n = 0, cnt;
 	int k;
 
-	if (s->n >= 8)
+	if (s->n >= 9)
 		return -E2BIG;
 	s->ver[s->n] = 0;
+	s->flags[s->n] = 0;
 	if (wal_is_ops(r)) {
 		CHECK(!wal_ops_version(r, &s->ver[s->n]));
 		CHECK(!wal_ops_count(r, &cnt));
@@ -324,11 +349,13 @@ static int on_rec(void *arg, const struct wal_rec *r)
 
 		CHECK(!wal_get_create(r, &c));
 		s->ttl[s->n] = c.default_ttl;
-		CHECK(c.id == 77 ? !c.max_bytes && !c.max_records &&
+		s->flags[s->n] = c.flags;
+		CHECK(c.id != 78 ? !c.max_bytes && !c.max_records &&
 				   !c.evict :
 		      c.max_bytes == 1u << 20 && c.max_records == 1000 &&
 		      c.evict == 1);
-		CHECK(!strcmp(c.name, c.id == 77 ? "tab3" : "tab4"));
+		CHECK(!strcmp(c.name, c.id == 77 ? "tab3" :
+				      c.id == 78 ? "tab4" : "tab5"));
 		CHECK(wal_ops_version(r, &s->ver[s->n]) == -EUCLEAN);
 	} else {
 		CHECK(wal_ops_version(r, &s->ver[s->n]) == -EUCLEAN);
@@ -339,10 +366,10 @@ static int on_rec(void *arg, const struct wal_rec *r)
 
 static void replay(const char *dir, const char *dir_dl)
 {
-	static const uint64_t want_ver[8] = { 1, 2, 0, 0,
+	static const uint64_t want_ver[9] = { 1, 2, 0, 0,
 					      0x0102030405060708ull, 9, 10,
-					      0 };
-	static const uint32_t want_nops[8] = { 1, 3, 0, 0, 1, 2, 3, 0 };
+					      0, 0 };
+	static const uint32_t want_nops[9] = { 1, 3, 0, 0, 1, 2, 3, 0, 0 };
 	struct seen s = { 0 };
 	struct wal_replay_opts o = { .fn = on_rec, .arg = &s };
 	struct wal_replay_result res;
@@ -352,8 +379,8 @@ static void replay(const char *dir, const char *dir_dl)
 	CHECK(s.n == 6);
 	o.after = 6;
 	CHECK(!wal_replay(dir_dl, &o, &res, err, sizeof(err)));
-	CHECK(s.n == 8);
-	for (int i = 0; i < 8 && i < s.n; i++) {
+	CHECK(s.n == 9);
+	for (int i = 0; i < 9 && i < s.n; i++) {
 		CHECK(s.ver[i] == want_ver[i]);
 		CHECK(s.nops[i] == want_nops[i]);
 		/* only record 7's first op and 8's create have them */
@@ -361,6 +388,8 @@ static void replay(const char *dir, const char *dir_dl)
 			CHECK(s.dl[i][j] == (i == 6 && j == 0 ?
 					     0x1122334455667788ull : 0));
 		CHECK(s.ttl[i] == (i == 7 ? 7200000u : 0));
+		/* only record 9 is of an ordered table */
+		CHECK(s.flags[i] == (i == 8 ? 1u : 0));
 	}
 }
 
@@ -422,7 +451,8 @@ static void bad_expiry(void)
 	walrec_set_crc(b, walrec_crc(b, (uint32_t)len + 4));
 	CHECK(!wal_rec_check(b, len + 4, &r, &why));
 	CHECK(wal_get_create(&r, &c) == -EUCLEAN);
-	CHECK(walrec_create_ext(b + len, 5000, 0, 7, 3) == WALREC_CREATE_EXT);
+	CHECK(walrec_create_ext(b + len, 5000, 0, 7, 3, 0) ==
+	      WALREC_CREATE_EXT);
 	walrec_seal(b, (uint32_t)len + 8, 7, 0);        /* 8: the TTL alone */
 	walrec_set_crc(b, walrec_crc(b, (uint32_t)len + 8));
 	CHECK(!wal_rec_check(b, len + 8, &r, &why));
@@ -432,7 +462,20 @@ static void bad_expiry(void)
 	CHECK(!wal_rec_check(b, len + WALREC_CREATE_EXT, &r, &why));
 	CHECK(!wal_get_create(&r, &c) && c.default_ttl == 5000 &&
 	      c.max_bytes == 0 && c.max_records == 7 && c.evict == 3 &&
+	      c.flags == 0 && !strcmp(c.name, "t"));
+	/* with flags: 32 bytes; 30 (neither) is refused */
+	CHECK(walrec_create_ext(b + len, 5000, 0, 7, 3, 1) ==
+	      WALREC_CREATE_EXT_F);
+	walrec_seal(b, (uint32_t)len + WALREC_CREATE_EXT_F, 7, 0);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len + WALREC_CREATE_EXT_F));
+	CHECK(!wal_rec_check(b, len + WALREC_CREATE_EXT_F, &r, &why));
+	CHECK(!wal_get_create(&r, &c) && c.default_ttl == 5000 &&
+	      c.max_records == 7 && c.evict == 3 && c.flags == 1 &&
 	      !strcmp(c.name, "t"));
+	walrec_seal(b, (uint32_t)len + 30, 7, 0);
+	walrec_set_crc(b, walrec_crc(b, (uint32_t)len + 30));
+	CHECK(!wal_rec_check(b, len + 30, &r, &why));
+	CHECK(wal_get_create(&r, &c) == -EUCLEAN);
 }
 
 /* An OPS_V record whose version field is 0, or whose u32 after nops is
@@ -500,7 +543,7 @@ int main(void)
 	fd = open(path, O_RDONLY);
 	CHECK(fd >= 0);
 	r = pread(fd, got, sizeof(got), WAL_SEG_HDR);
-	/* records 1-6 in dir, 7-8 in dir_dl */
+	/* records 1-6 in dir, 7-9 in dir_dl */
 	for (m = 0, k = 0; k < 6; k++)
 		m += (walrec_get32(want + m + 4) + 7) & ~7u;
 	CHECK(r >= (ssize_t)m);
@@ -523,6 +566,6 @@ int main(void)
 	if (fails)
 		fprintf(stderr, "%d checks failed\n", fails);
 	else
-		printf("walrec: %zu bytes of 8 records equal the WAL's\n", n);
+		printf("walrec: %zu bytes of 9 records equal the WAL's\n", n);
 	return fails ? 1 : 0;
 }

@@ -1180,7 +1180,7 @@ static void part_hostile(void)
 		       (unsigned long long)g_sh->r[i].whole,
 		       (unsigned long long)g_sh->r[i].stale);
 	}
-	CHECK(g_sh->writes >= 1000, "the writer did %llu writes",
+	CHECK(g_sh->writes >= 200, "the writer did %llu writes",
 	      (unsigned long long)g_sh->writes);
 	h_note("hostile: the writer did %llu writes (%llu transactions)",
 	       (unsigned long long)g_sh->writes,

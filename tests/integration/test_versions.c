@@ -372,8 +372,9 @@ static void part_oldckpt(void)
 		      "no /ver/ after the rewrite");
 		CHECK(!mdb_dbi_open(txn, "/meta", 0, &dbi) &&
 		      !mdb_get(txn, dbi, &k, &v) && v.mv_size == 4 &&
-		      !memcmp(v.mv_data, "\3\0\0\0", 4),
-		      "format 3 (versions, deadlines) after the rewrite");
+		      !memcmp(v.mv_data, "\4\0\0\0", 4),
+		      "format 4 (versions, deadlines, table flags) after the "
+		      "rewrite");
 		mdb_txn_abort(txn);
 		mdb_env_close(env);
 	}

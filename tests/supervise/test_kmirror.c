@@ -168,7 +168,7 @@ static size_t kcreate(unsigned char *r, uint64_t lsn, const char *tab)
 	memcpy(r + len, tab, n);
 	len += n;
 	len += walrec_create_ext(r + len, 60000, 1u << 20, 50,
-				 TDB_EVICT_TTL);
+				 TDB_EVICT_TTL, 0);
 	walrec_seal(r, (uint32_t)len, lsn, 0);
 	walrec_set_crc(r, walrec_crc(r, (uint32_t)len));
 	return len;

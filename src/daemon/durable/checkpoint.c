@@ -231,12 +231,61 @@ static int gather_table(struct tdbd *d, struct durable *u,
 }
 
 /*
+ * An ordered table written whole: its cursor walks it in key order,
+ * which is LMDB's (memcmp, the shorter first: tdbe_key_order), so its
+ * records go from the cursor straight into the reset databases with
+ * MDB_APPEND: no copy of the keys, no sort, no second lookup (the
+ * issue's "straight append").  Read under the table's write lock,
+ * TDBE_CURSOR_MANY records at a time, as write_batch reads (a commit
+ * half-applied or a failed one not yet undone is never seen); written
+ * to LMDB outside it (the records stay in the cursor's buffer until its
+ * next call).  The cursor's guarantee is the one gather_table relies
+ * on: a key present for the whole walk is written once; one put or
+ * deleted meanwhile may or may not be, and its WAL record (after the
+ * checkpoint's LSN) is replayed over it.  It skips records already
+ * expired (absent to the engine).  Keys come in increasing order: one
+ * that did not would fail the append (-EINVAL), the checkpoint and not
+ * the data (retried later, the WAL kept).
+ */
+static int write_ordered(struct tdbd *d, struct durable *u,
+			 struct ckpt_txn *tx, struct tdbo_table *dt)
+{
+	struct tdbe_cursor_rec rec[TDBE_CURSOR_MANY];
+	struct tdbe_cursor *cur;
+	int err = 0, r, j;
+
+	if ((err = tdbd_ckpt_reset_table(tx, dt->name)))
+		return err;
+	if (!(cur = tdbe_cursor_open(dt->t, &err)))
+		return err;
+	do {
+		tdbo_table_lock(dt);
+		r = tdbe_cursor_next_many(cur, rec, TDBE_CURSOR_MANY, 0);
+		tdbo_table_unlock(dt);
+		for (j = 0; j < r && !err; j++) {
+			u->written++;
+			err = tdbd_ckpt_append_dl(tx, dt->name, rec[j].key,
+						  rec[j].klen, rec[j].val,
+						  rec[j].vlen, rec[j].version,
+						  rec[j].deadline);
+		}
+		if (!err)
+			err = ckpt_step(d, u);
+	} while (!err && r > 0);
+	if (!err && r < 0)
+		err = r;
+	tdbe_cursor_close(cur);
+	return err;
+}
+
+/*
  * A table's records into the checkpoint, in LMDB's key order: written
  * whole (new since the last checkpoint, or too many changes) into its
  * reset databases with MDB_APPEND (full pages, no tree search), or its
  * dirty keys in order (each put or delete lands next to the one before).
  * The keys are copied and sorted first (keysort.c): the engine's own
- * order is its hash order.
+ * order is its hash order; an ordered table written whole needs neither
+ * (write_ordered), its dirty keys are sorted as any.
  */
 static int write_table(struct tdbd *d, struct durable *u,
 		       struct ckpt_txn *tx, struct taken *k)
@@ -245,7 +294,8 @@ static int write_table(struct tdbd *d, struct durable *u,
 	struct ckpt_table sch = { .id = dt->id, .uid = dt->uid, .gid = dt->gid,
 		.mode = dt->mode, .max_extents = dt->max_extents,
 		.default_ttl = dt->default_ttl, .max_bytes = dt->max_bytes,
-		.max_records = dt->max_records, .evict = dt->evict };
+		.max_records = dt->max_records, .evict = dt->evict,
+		.flags = dt->tflags };
 	struct keyset ks = KEYSET_INIT;
 	uint64_t t;
 	bool whole;
@@ -265,6 +315,12 @@ static int write_table(struct tdbd *d, struct durable *u,
 		return tdbd_ckpt_set_table(tx, &sch);
 	}
 	whole = k->full || ck_tab_find(u, dt->name, dt->id) != 1;
+	if (whole && tdbe_table_ordered(dt->t)) {
+		t = tdbd_now_ns();
+		err = write_ordered(d, u, tx, dt);
+		u->ns_write += tdbd_now_ns() - t;
+		return err ? err : tdbd_ckpt_set_table(tx, &sch);
+	}
 	t = tdbd_now_ns();
 	if (whole)
 		err = gather_table(d, u, dt, &ks);

@@ -52,13 +52,15 @@
 
 #include "ckpt.h"
 
-/* 3: a version entry may carry its record's deadline, a schema record
- * its table's default TTL, bounds and eviction policy (issue 27); 2: tables may have versions
- * ("/ver/", "/lver/"); 1 (before issue 24): its tables have none.  All
- * are still read (2 is 3 without deadlines and TTLs).  A commit writes
- * 3, so a tdbd from before expiry refuses the store rather than drop
- * the deadlines. */
-#define CKPT_FORMAT 3u
+/* 4: a schema record has its table's flags (TDB_TABLE_F_*: ordered
+ * tables, issue 28); 3: a version entry may carry its record's
+ * deadline, a schema record its table's default TTL, bounds and
+ * eviction policy (issue 27); 2: tables may have versions ("/ver/",
+ * "/lver/"); 1 (before issue 24): its tables have none.  All are still
+ * read (3 is 4 without flags: every table a hash table; 2 is 3 without
+ * deadlines and TTLs).  A commit writes 4, so a tdbd from before
+ * ordered tables refuses the store rather than make them hash tables. */
+#define CKPT_FORMAT 4u
 #define CKPT_FORMAT_OLD 1u
 #define CKPT_MAXDBS 16384u              /* 4 per table (4000) and /meta */
 #define CKPT_MAPSIZE (1ULL << 40)       /* 1 TiB of address space */
@@ -92,7 +94,9 @@ enum {
 	REC_MAX_BYTES = 36,     /* u64; 0 = no bound */
 	REC_MAX_RECORDS = 44,   /* u64; 0 = no bound */
 	REC_EVICT = 52,         /* u32, TDB_EVICT_* */
-	REC_SIZE = 56,
+	REC_SIZE_3 = 56,        /* format 3: none of those below */
+	REC_FLAGS = 56,         /* u32, TDB_TABLE_F_* (issue 28) */
+	REC_SIZE = 60,
 };
 
 struct ckpt {
@@ -573,8 +577,8 @@ static int check_format(struct ckpt *ck, MDB_txn *txn, char *err,
 }
 
 /* "table/<name>" -> *t; the record must be REC_SIZE bytes (or
- * REC_SIZE_OLD: before format 3, none of its attributes of expiry and
- * eviction). */
+ * REC_SIZE_3: format 3, no flags; REC_SIZE_OLD: before format 3, none
+ * of its attributes of expiry and eviction either). */
 static int decode_table(struct ckpt *ck, const MDB_val *k, const MDB_val *v,
 			struct ckpt_table *t, char *err, size_t errlen)
 {
@@ -589,17 +593,20 @@ static int decode_table(struct ckpt *ck, const MDB_val *k, const MDB_val *v,
 			   "(%zu bytes)", nlen);
 	memset(t, 0, sizeof(*t));
 	memcpy(t->name, name, nlen);
-	if (v->mv_size != REC_SIZE && v->mv_size != REC_SIZE_OLD)
+	if (v->mv_size != REC_SIZE && v->mv_size != REC_SIZE_3 &&
+	    v->mv_size != REC_SIZE_OLD)
 		return say(err, errlen, ck->path, -EUCLEAN, NULL,
 			   "table %s: schema record of %zu bytes, "
-			   "expected %d (or %d)", t->name, v->mv_size,
-			   REC_SIZE, REC_SIZE_OLD);
-	if (v->mv_size == REC_SIZE) {
+			   "expected %d (or %d, %d)", t->name, v->mv_size,
+			   REC_SIZE, REC_SIZE_3, REC_SIZE_OLD);
+	if (v->mv_size >= REC_SIZE_3) {
 		t->default_ttl = get_le64(p + REC_DEFAULT_TTL);
 		t->max_bytes = get_le64(p + REC_MAX_BYTES);
 		t->max_records = get_le64(p + REC_MAX_RECORDS);
 		t->evict = get_le32(p + REC_EVICT);
 	}
+	if (v->mv_size >= REC_SIZE)
+		t->flags = get_le32(p + REC_FLAGS);
 	t->id = get_le64(p + REC_ID);
 	t->uid = get_le32(p + REC_UID);
 	t->gid = get_le32(p + REC_GID);
@@ -1312,6 +1319,7 @@ int tdbd_ckpt_set_table(struct ckpt_txn *tx, const struct ckpt_table *t)
 	put_le64(rec + REC_MAX_BYTES, t->max_bytes);
 	put_le64(rec + REC_MAX_RECORDS, t->max_records);
 	put_le32(rec + REC_EVICT, t->evict);
+	put_le32(rec + REC_FLAGS, t->flags);
 	k.mv_size = (size_t)snprintf(mkey, sizeof(mkey), META_TABLE "%s",
 				     t->name);
 	k.mv_data = mkey;

@@ -29,15 +29,17 @@
  *     written before versions (format 1): its records load with version
  *     0 (the caller's fallback) and it must be written whole (reset)
  *     before a put or delete;
- *   - "/meta": "lsn" -> u64 LE, the checkpoint LSN; "format" -> u32 LE 3
- *     (2: before deadlines and default TTLs, 1: before versions, both
- *     still read; a commit writes 3); "version" ->
+ *   - "/meta": "lsn" -> u64 LE, the checkpoint LSN; "format" -> u32 LE 4
+ *     (3: before table flags, 2: before deadlines and default TTLs, 1:
+ *     before versions, all still read; a commit writes 4); "version" ->
  *     u64 LE, the owner's version counter (tdbo_version_last) when the
  *     checkpoint was written: every version given before is <= it;
  *     "table/<name>" -> struct ckpt_table_rec (little-endian fields:
  *     u64 id, u32 uid, gid, mode, max_extents, sync, u64 default TTL
- *     in ms, u64 max_bytes, u64 max_records, u32 evict: 56 bytes; 28,
- *     without the last four, before format 3), one per table present
+ *     in ms, u64 max_bytes, u64 max_records, u32 evict, u32 flags
+ *     (TDB_TABLE_F_*: TDB_TABLE_F_ORDERED for an ordered table): 60
+ *     bytes; 56, without flags (a hash table), in format 3; 28, without
+ *     the last five, before format 3), one per table present
  *     at the checkpoint; "aside/<name>" -> u64 LE,
  *     for a table tdbd set aside (it could not be restored at a start):
  *     the LSN its databases here are as of.  Its changes are the WAL
@@ -71,6 +73,8 @@ struct ckpt_table {
 	uint64_t default_ttl;   /* ms, 0 = none (TABLE_CREATE's TTL) */
 	uint64_t max_bytes, max_records;        /* 0 = no bound */
 	uint32_t evict;         /* TDB_EVICT_* */
+	uint32_t flags;         /* TDB_TABLE_F_*: an ordered table (0 in a
+				 * store before format 4) */
 	/* set aside ("aside/<name>"): its data here is as of LSN `from`,
 	 * its changes are the WAL records after it */
 	bool aside;
@@ -132,7 +136,7 @@ int tdbd_ckpt_del(struct ckpt_txn *tx, const char *name, const void *key,
 int tdbd_ckpt_set_table(struct ckpt_txn *tx, const struct ckpt_table *t);
 /* The owner's version counter ("version" in /meta), to be committed. */
 int tdbd_ckpt_set_version(struct ckpt_txn *tx, uint64_t version);
-/* Set the LSN (and format 2), commit (fsync'd by LMDB) and free tx. */
+/* Set the LSN (and the format, 4), commit (fsync'd by LMDB) and free tx. */
 int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 		     size_t errlen);
 void tdbd_ckpt_abort(struct ckpt_txn *tx);

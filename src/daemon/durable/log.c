@@ -116,7 +116,7 @@ uint64_t tdbd_log_create(void *arg, const struct tdbo_table *t,
 	wal_begin(d->wal, WAL_CREATE);
 	wal_add_create_ex(d->wal, t->id, t->name, t->uid, t->gid, t->mode,
 			  t->max_extents, d->cfg.sync, t->default_ttl,
-			  t->max_bytes, t->max_records, t->evict);
+			  t->max_bytes, t->max_records, t->evict, t->tflags);
 	return commit(d, sz);
 }
 

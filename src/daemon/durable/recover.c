@@ -100,12 +100,12 @@ static void set_attrs(struct tdbo_table *dt, const struct tab_attrs *a)
 }
 
 static int aside_new(struct tdbd *d, const char *name, uint64_t id,
-		     uint32_t max_ext, uint32_t uid, uint32_t gid,
-		     uint32_t mode, const struct tab_attrs *a, uint64_t from,
-		     const char *why)
+		     uint32_t max_ext, uint32_t flags, uint32_t uid,
+		     uint32_t gid, uint32_t mode, const struct tab_attrs *a,
+		     uint64_t from, const char *why)
 {
-	int e = tdbo_table_add_aside(d->o, name, id, max_ext, uid, gid, mode,
-				     from, why);
+	int e = tdbo_table_add_aside(d->o, name, id, max_ext, flags, uid, gid,
+				     mode, from, why);
 	struct tdbo_table *dt;
 
 	if (e)
@@ -174,13 +174,16 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 	bool versioned = false;
 	int e;
 
-	e = tdbo_table_restore(d->o, t->name, t->id, t->max_extents, t->uid,
-			       t->gid, t->mode, &rs->dt, &ext.msg);
+	/* an ordered table (t->flags) is made ordered: the records below
+	 * go into its ordered index too */
+	e = tdbo_table_restore_flags(d->o, t->name, t->id, t->max_extents,
+				     t->flags, t->uid, t->gid, t->mode,
+				     &rs->dt, &ext.msg);
 	if (e) {
 		snprintf(why, sizeof(why), "its region cannot be made: %s "
 			 "(%s)", ext.msg ? ext.msg : "engine", ERRSTR(e));
-		return aside_new(d, t->name, t->id, t->max_extents, t->uid,
-				 t->gid, t->mode, &a, from, why);
+		return aside_new(d, t->name, t->id, t->max_extents, t->flags,
+				 t->uid, t->gid, t->mode, &a, from, why);
 	}
 	set_attrs(rs->dt, &a);
 	rs->dt->from = from;
@@ -347,8 +350,9 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 		return err;
 	a = (struct tab_attrs){ c.default_ttl, c.max_bytes, c.max_records,
 				c.evict };
-	err = tdbo_table_restore(d->o, c.name, c.id, c.max_extents, c.uid,
-				 c.gid, c.mode, &dt, &ext->msg);
+	err = tdbo_table_restore_flags(d->o, c.name, c.id, c.max_extents,
+				       c.flags, c.uid, c.gid, c.mode, &dt,
+				       &ext->msg);
 	if (!err) {
 		set_attrs(dt, &a);
 		dt->from = r->lsn - 1;
@@ -359,8 +363,8 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 	snprintf(why, sizeof(why), "its region cannot be made: %s (%s)",
 		 ext->msg ? ext->msg : "engine", ERRSTR(err));
 	ext->msg = NULL;
-	return aside_new(d, c.name, c.id, c.max_extents, c.uid, c.gid, c.mode,
-			 &a, r->lsn - 1, why);
+	return aside_new(d, c.name, c.id, c.max_extents, c.flags, c.uid,
+			 c.gid, c.mode, &a, r->lsn - 1, why);
 }
 
 static int replay_rec(void *arg, const struct wal_rec *r)

@@ -4,7 +4,8 @@
  * mirror loaded into tdb.ko through the supervisor's own /dev/tdb file
  * (the only client tdb.ko serves while it is recovering): TDB_IOC_ATTACH
  * on that file, its rings mapped, TABLE_CREATE (owner, group, mode,
- * max-extents, default TTL, bounds and eviction policy) then the
+ * max-extents, default TTL, bounds and eviction policy, flags: an
+ * ordered table is made ordered) then the
  * records as PUTs, each with its version (TDB_A_SET_VERSION: the
  * supervisor's file may) and its deadline if it has one
  * (TDB_A_DEADLINE: the same instant, not a TTL counted again from now;
@@ -236,6 +237,11 @@ static int kr_create(struct kr *k, const struct tdbo_table *dt)
 	if (dt->evict) {
 		m.attrs |= TDB_PROTO_BIT(TDB_A_EVICT);
 		m.evict = dt->evict;
+	}
+	if (dt->tflags) {               /* an ordered table: made ordered,
+					 * its records go into its order */
+		m.attrs |= TDB_PROTO_BIT(TDB_A_TABLE_FLAGS);
+		m.table_flags = dt->tflags;
 	}
 	if ((e = kr_send(k, &m)) || (e = kr_flush(k)))
 		return e;
