@@ -71,7 +71,7 @@ static int add_one(struct tdbc_txn *txn, void *arg)
 {
 	struct tdbc_table *t = arg;
 	uint64_t v;
-	int64_t n;
+	int64_t n = 0;
 	char buf[32];
 	int err = read_num(t, txn, "txn", &n, &v);
 
@@ -85,7 +85,7 @@ static int add_one(struct tdbc_txn *txn, void *arg)
 static int cas_add_one(struct tdbc_table *t)
 {
 	uint64_t v;
-	int64_t n;
+	int64_t n = 0;
 	char buf[32];
 	int err;
 

@@ -285,14 +285,44 @@ static bool view_past_end(const struct tdbe_range *g, const struct tdbb_rv *r)
 	return d > 0 || (d == 0 && !(g->flags & TDBE_RANGE_TO_INCL));
 }
 
-/* Set the iterator's leaf from its path (checked), or -EUCLEAN. */
+
+/* Set the iterator's leaf from its path (checked), or -EUCLEAN.  A leaf
+ * is immutable but for records swapped under the same key, so its keys
+ * are in order: only the first ones met after entering it need the
+ * order check (it->check), and if its last key in the walk's direction
+ * is before the range's end none needs the end check (it->inrange). */
 static int iter_leaf(struct tdbe_view_iter *it, const struct tdbb_src *s)
 {
 	const struct tdbb_node *l = tdbb_node_at(s, it->node[it->height - 1]);
+	bool rev = it->r.flags & TDBE_RANGE_REVERSE;
+	struct tdbb_rv r;
+	unsigned int n;
+	int i;
 
-	if (!l || l->level || it->pos[it->height - 1] >= l->n)
+	if (!l || l->level)
+		return -EUCLEAN;
+	n = l->n;             /* loaded once: a reused node may change */
+	if (n > TDBB_LEAF_CAP || it->pos[it->height - 1] >= n)
 		return -EUCLEAN;
 	it->leaf = l;
+	it->check = it->last != NULL;
+	/* the first records the walk will read here, all at once: their
+	 * misses overlap (the walk then keeps TDBB_PREFETCH ahead) */
+	for (i = 0; i < TDBB_PREFETCH; i++) {
+		int p = (int)it->pos[it->height - 1] + (rev ? -i : i);
+		const unsigned char *a;
+
+		if (p < 0 || p >= (int)n)
+			break;
+		a = tdbb_at(s, tdbi_entry_rec(tdb_load_relaxed(&l->w[p])),
+			    128);
+		if (a) {
+			tdb_prefetch(a);
+			tdb_prefetch(a + 64);
+		}
+	}
+	it->inrange = tdbb_rec_get(s, tdbb_word(l, rev ? 0 : n - 1), &r) &&
+		      !view_past_end(&it->r, &r);
 	return 0;
 }
 
@@ -358,7 +388,7 @@ int tdbe_view_next(struct tdbe_view_iter *it, const void **key,
 		 * returned twice or out of order; a region that makes the
 		 * walk skip more keys in a row than it can hold records is
 		 * damaged (a walk ends, never loops). */
-		if (it->last &&
+		if (it->check && it->last &&
 		    tdbb_key_cmp(r->key, r->klen, it->last,
 				 it->last_len) * (rev ? -1 : 1) <= 0) {
 			if (++it->skipped > (uint64_t)it->v->nextents *
@@ -370,17 +400,20 @@ int tdbe_view_next(struct tdbe_view_iter *it, const void **key,
 			continue;
 		}
 		it->skipped = 0;
+		it->check = false;
 		it->last = r->key;
 		it->last_len = r->klen;
-		if (view_past_end(&it->r, r))
+		if (!it->inrange && view_past_end(&it->r, r))
 			break;
 		if (ahead >= 0 && ahead < (int)l->n &&
 		    ahead < (int)TDBB_LEAF_CAP) {
-			const void *p = tdbb_at(&s, tdbi_entry_rec(
-					tdb_load_relaxed(&l->w[ahead])), 16);
+			const unsigned char *p = tdbb_at(&s, tdbi_entry_rec(
+					tdb_load_relaxed(&l->w[ahead])), 128);
 
-			if (p)
+			if (p) {
 				tdb_prefetch(p);
+				tdb_prefetch(p + 64);
+			}
 		}
 		live = !(r->flags & TDB_REC_F_DEADLINE) ||
 		       tdbb_rv_deadline(r) > tdbp_realtime_ms();

@@ -96,6 +96,11 @@ struct tdbe_view_iter {
 	const void *last;           /* the key of the last record met, */
 	size_t last_len;            /* which the next must follow */
 	uint64_t skipped;           /* records skipped since (out of order) */
+	bool check;                 /* the leaf was entered after `last`:
+				     * its keys are compared with it until
+				     * one follows it */
+	bool inrange;               /* every key of the leaf is before the
+				     * range's end: none is compared with it */
 };
 int tdbe_view_range(const struct tdbe_view *v, const struct tdbe_range *r,
 		    struct tdbe_view_iter *it);

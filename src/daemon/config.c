@@ -500,7 +500,7 @@ static const char *set_key(const struct key *k, struct tdbd_config *c,
 {
 	size_t len = strlen(value);
 	const char *why;
-	uint64_t v;
+	uint64_t v = 0;     /* set by parse_number (gcc -O3 cannot tell) */
 	bool b;
 	int lvl;
 

@@ -60,6 +60,7 @@ static int known_errno(int rc)
 	switch (-rc) {
 	case 0: case EBADMSG: case EMSGSIZE: case EPROTONOSUPPORT:
 	case EOPNOTSUPP: case EINVAL: case E2BIG: case ENAMETOOLONG:
+	case ERANGE:      /* a TTL over TDB_TTL_MAX */
 		return 1;
 	}
 	return 0;
