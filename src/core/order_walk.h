@@ -359,7 +359,7 @@ static inline int tdbb_step_back(const struct tdbb_src *s,
  * (before it, walking back): a range walk's reads of records, which lie
  * anywhere in the region, then overlap instead of following one
  * another.  A hint only: nothing is read through it. */
-#define TDBB_PREFETCH 8
+#define TDBB_PREFETCH 16
 static inline void tdbb_prefetch(const struct tdbb_src *s,
 				 const struct tdbb_walk *w, int ahead)
 {
