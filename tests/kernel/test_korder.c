@@ -10,8 +10,9 @@
  *     and 0xff bytes, keys of up to 4096 bytes) are put and some deleted
  *     (kg's over generic netlink); TABLE_STAT says ordered, and the
  *     whole table and ranges of every bound kind, forward and reverse,
- *     with limits, through the rings and through generic netlink, equal
- *     a sorted reference record for record; a range of the hash table is
+ *     with limits, through the rings, through generic netlink and
+ *     zero-copy in the client's map of the table (tdbc_map_range over
+ *     /dev/tdb's map), equal a sorted reference record for record; a range of the hash table is
  *     refused (EOPNOTSUPP), one whose from is after its to too (EINVAL);
  *  2. restore: tdbd stops (SIGTERM), tdb.ko is reloaded (its tables
  *     gone), a new tdbd restores them from its data (krestore:
@@ -220,7 +221,51 @@ static void range_equal(struct tdbc_table *tt, const struct tdbc_range *r,
 	tdbc_scan_close(sc);
 }
 
-/* t through connection flags cf (rings, or generic netlink). */
+/* The same walk zero-copy in the client's map of the table (tdb.ko's
+ * /dev/tdb map), fn comparing each record with the reference. */
+struct mapw {
+	const struct ref **live;
+	size_t lo, hi, i, n;
+	bool rev;
+	const char *what;
+};
+
+static int map_fn(void *arg, const void *k, size_t kl, const void *v,
+		  size_t vl, uint64_t version)
+{
+	struct mapw *m = arg;
+	const struct ref *w;
+
+	(void)version;
+	CHECK(m->i < m->n, "%s: map: more than the reference's %zu records",
+	      m->what, m->n);
+	w = m->live[m->rev ? m->hi - 1 - m->i : m->lo + m->i];
+	CHECK(!kcmp(k, kl, w->k, w->kl) && vl == w->vl &&
+	      !memcmp(v, w->v, vl), "%s: map: record %zu of %zu differs from "
+	      "the reference", m->what, m->i, m->n);
+	m->i++;
+	return 0;
+}
+
+static void map_equal(struct tdbc_table *tt, const struct tdbc_range *r,
+		      uint64_t limit, const struct ref **live, size_t lo,
+		      size_t hi, const char *what)
+{
+	struct mapw m = { .live = live, .lo = lo, .hi = hi, .n = hi - lo,
+			  .rev = r->flags & TDBC_RANGE_REVERSE,
+			  .what = what };
+	int e;
+
+	if (limit && limit < m.n)
+		m.n = (size_t)limit;
+	e = tdbc_map_range(tt, r, limit, map_fn, &m);
+	CHECK(!e, "%s: tdbc_map_range: %d", what, e);
+	CHECK(m.i == m.n, "%s: map: %zu records, the reference %zu", what,
+	      m.i, m.n);
+}
+
+/* t through connection flags cf (rings, or generic netlink); through
+ * the rings, every range also walked in the map. */
 static void check_tab(struct tab *t, unsigned int cf, const char *how)
 {
 	const struct ref **live = calloc(t->n ? t->n : 1, sizeof(*live));
@@ -249,6 +294,11 @@ static void check_tab(struct tab *t, unsigned int cf, const char *how)
 	snprintf(what, sizeof(what), "%s: %s%s: whole", how, t->name,
 		 cf ? " (genl)" : "");
 	range_equal(tt, &r, 0, live, 0, n, what);
+	if (!cf) {
+		CHECK(tdbc_table_mapped(tt) == 1, "%s: %s is not mapped", how,
+		      t->name);
+		map_equal(tt, &r, 0, live, 0, n, what);
+	}
 	for (int j = 0; j < 40; j++) {
 		const struct ref *a = live[rnd() % n], *b = live[rnd() % n];
 		uint64_t limit = j % 4 == 3 ? 1 + rnd() % 40 : 0;
@@ -284,6 +334,8 @@ static void check_tab(struct tab *t, unsigned int cf, const char *how)
 			 "limit %llu)", how, t->name, cf ? " (genl)" : "", j,
 			 r.flags, (unsigned long long)limit);
 		range_equal(tt, &r, limit, live, lo, hi, what);
+		if (!cf)
+			map_equal(tt, &r, limit, live, lo, hi, what);
 	}
 	/* from after to: refused */
 	r = (struct tdbc_range){ .from = "b", .from_len = 1, .to = "a",
