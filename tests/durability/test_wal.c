@@ -933,10 +933,10 @@ static void inj_arm_slow(const char *fail_path, const char *order_dir,
 {
 	memset(&inj, 0, sizeof(inj));
 	inj.delay_us = delay_us;
-	snprintf(inj.fail_path, sizeof(inj.fail_path), "%s",
-		 fail_path ? fail_path : "");
-	snprintf(inj.order_dir, sizeof(inj.order_dir), "%s",
-		 order_dir ? order_dir : "");
+	snprintf(inj.fail_path, sizeof(inj.fail_path), "%.*s",
+		 (int)sizeof(inj.fail_path) - 1, fail_path ? fail_path : "");
+	snprintf(inj.order_dir, sizeof(inj.order_dir), "%.*s",
+		 (int)sizeof(inj.order_dir) - 1, order_dir ? order_dir : "");
 	inj.appender = pthread_self();
 	__atomic_store_n(&inj.armed, 1, __ATOMIC_RELEASE);
 }

@@ -357,7 +357,7 @@ static int verify(struct writer *w)
 		if (!in_flight(&w->fl, k))
 			order[n++] = k;
 	for (i = 0; i < n; i++) {
-		struct kst got;
+		struct kst got = { 0 };
 		char a[32], b[32];
 
 		k = order[i];
@@ -793,7 +793,7 @@ static uint64_t final_verify(const struct h_daemon *d)
 
 		lines += load_side(w, model);
 		for (k = 0; k < NKEYS; k++) {
-			struct kst got;
+			struct kst got = { 0 };
 			char a[32], b[32];
 
 			err = read_key(t, w, k, &got, "final check");
