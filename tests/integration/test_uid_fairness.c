@@ -18,10 +18,15 @@
  *    connections gets on average (the flood's PUTs: the WAL's records in
  *    the window, less root's): fairness per uid, measured against the
  *    flood under the same load of the machine;
- *  - root's PUT rate is at least MIN_SHARE of its rate alone and its p99
- *    under P99_MAX_US: wide bounds, for root's PUT waits for a WAL sync
- *    of what the flood wrote (at most TDBD_HELD_BYTES of it now), and
- *    the disk is shared with the rest of the machine;
+ *  - root's PUTs get into the WAL's syncs: each of root's blocking PUTs
+ *    waits for a sync of what the flood wrote too (at most
+ *    TDBD_HELD_BYTES of it), so root can make at most one PUT a sync
+ *    and a fair tdbd lets it make one in every sync or the next: at
+ *    least MIN_PER_SYNC of the syncs in the window.  (Not a share of
+ *    root's rate alone: that is the disk's speed under 60 writers of 4
+ *    KiB, which varies tenfold on a shared machine: 1.0% of alone was
+ *    seen with root in 70% of the syncs.)  And root's p99 under
+ *    P99_MAX_US, a wide bound for the shared disk;
  *  - the flooding uid still makes progress (at least FLOOD_MIN PUTs),
  *    and its connections share fairly (flood: the slowest completes at
  *    least a quarter of their mean).
@@ -58,7 +63,8 @@
 #define ALONE_MS     1000       /* root alone */
 #define WINDOW_MS    2000       /* root beside a flood */
 #define MIN_PER_CONN 0.08       /* of a flood connection's PUTs */
-#define MIN_SHARE    0.01       /* of root's rate alone */
+#define MIN_PER_SYNC 0.25       /* of the WAL's syncs in the window */
+#define ROOT_MIN     20         /* root's PUTs in a window */
 #define P99_MAX_US   1000000    /* root's PUT p99 beside a flood (twice
 				 * that under the sanitizers) */
 #define FLOOD_MIN    1000       /* the flood's PUTs in a window */
@@ -354,7 +360,7 @@ static void beside(const struct h_daemon *d, struct tdbc *c,
 	struct flooder f;
 	struct flood_rep fr;
 	struct rate r;
-	uint64_t theirs;
+	uint64_t theirs, syncs;
 	double per_conn;
 	uint32_t one = 1;
 	uint64_t p99_max = P99_MAX_US * (h_sanitized() ? 2u : 1u);
@@ -369,6 +375,7 @@ static void beside(const struct h_daemon *d, struct tdbc *c,
 	/* the flood's PUTs tdbd ran in the window: the WAL's records less
 	 * root's (and the two STATS are not logged) */
 	theirs = s1.wal_records - s0.wal_records - r.n;
+	syncs = s1.wal_syncs - s0.wal_syncs;
 	per_conn = (double)theirs / NFLOOD;
 	h_note("%s: root beside %u connections of uid %u: %llu PUTs in "
 	       "%llu ms (%.0f/s, %.1f%% of alone), p50 %llu us, p99 %llu "
@@ -379,7 +386,7 @@ static void beside(const struct h_daemon *d, struct tdbc *c,
 	       100.0 * r.per_s / alone->per_s, (unsigned long long)r.p50_us,
 	       (unsigned long long)r.p99_us, (unsigned long long)r.max_us,
 	       (unsigned long long)theirs, per_conn, (double)r.n / per_conn,
-	       (unsigned long long)(s1.wal_syncs - s0.wal_syncs));
+	       (unsigned long long)syncs);
 	if (m == FLOOD)
 		h_note("%s: the flood completed %llu PUTs in the window (per "
 		       "connection %llu..%llu)", what,
@@ -393,9 +400,12 @@ static void beside(const struct h_daemon *d, struct tdbc *c,
 	      "PUTs while each of the flood's connections made %.0f on "
 	      "average (want at least %.0f%% of that)", what,
 	      (unsigned long long)r.n, per_conn, 100 * MIN_PER_CONN);
-	CHECK(r.per_s >= MIN_SHARE * alone->per_s, "%s: root's PUT rate "
-	      "%.0f/s beside the flood, under %.0f%% of %.0f/s alone", what,
-	      r.per_s, 100 * MIN_SHARE, alone->per_s);
+	CHECK(r.n >= ROOT_MIN, "%s: root made only %llu PUTs in %u ms", what,
+	      (unsigned long long)r.n, WINDOW_MS);
+	CHECK((double)r.n >= MIN_PER_SYNC * (double)syncs, "%s: root made "
+	      "%llu PUTs in %llu WAL syncs (want at least %.0f%% of them)",
+	      what, (unsigned long long)r.n, (unsigned long long)syncs,
+	      100 * MIN_PER_SYNC);
 	CHECK(r.p99_us < p99_max, "%s: root's PUT p99 %llu us (limit "
 	      "%llu)", what, (unsigned long long)r.p99_us,
 	      (unsigned long long)p99_max);
