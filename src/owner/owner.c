@@ -240,6 +240,8 @@ static int dispatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	case TDB_CMD_INCR:         return tdbo_cmd_incr(c, m, out, ext, res);
 	case TDB_CMD_EXPIRE:       return tdbo_cmd_expire(c, m, out, ext, res);
 	case TDB_CMD_TOUCH:        return tdbo_cmd_touch(c, m, ext);
+	case TDB_CMD_RESTORE_BULK: return tdbo_cmd_restore_bulk(c, m, ext,
+							       res);
 	case TDB_CMD_ATTACH:            /* the transport's, if it has one */
 		ext->msg = "ATTACH is not a command of this transport";
 		return -EOPNOTSUPP;
