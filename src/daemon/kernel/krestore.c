@@ -59,6 +59,7 @@ struct kr {
 	bool single;            /* TDBD_KERNEL_RESTORE=put: no batches */
 	unsigned char *bulk;    /* the batch being packed */
 	uint32_t bulk_len, bulk_n;
+	uint64_t n_bulk, n_put;     /* requests sent: batches, PUTs */
 	uint64_t last_report;   /* ns: progress, once a second */
 };
 
@@ -285,6 +286,7 @@ static int kr_bulk_send(struct kr *k, const char *table)
 
 	if (!k->bulk_n)
 		return 0;
+	k->n_bulk++;
 	e = kr_send(k, &m);
 	k->bulk_len = 0;
 	k->bulk_n = 0;
@@ -319,6 +321,7 @@ static int kr_put(struct kr *k, const char *table,
 		m.attrs |= TDB_PROTO_BIT(TDB_A_DEADLINE);
 		m.deadline = r->deadline;
 	}
+	k->n_put++;
 	return kr_send(k, &m);
 }
 
@@ -420,6 +423,10 @@ int tdbd_kernel_restore(struct tdbd *d, int fd, unsigned int *ntab,
 		else
 			(*ntab)++;
 	}
+	tdbd_log(L_INFO, "kernel mode: restore sent %llu RESTORE_BULK "
+		 "request(s) and %llu PUT(s)%s", (unsigned long long)k.n_bulk,
+		 (unsigned long long)k.n_put, k.single ?
+		 " (TDBD_KERNEL_RESTORE=put)" : "");
 out:
 	if (e && !err[0])
 		snprintf(err, errlen, "%s", k.msg);
