@@ -425,7 +425,9 @@ int main(int argc, char **argv)
 		bytes[i] = (unsigned char)(i * 7 + 1);
 	for (dir = TDB_PROTO_REQUEST; dir <= TDB_PROTO_ANSWER; dir++)
 	for (cmd = 1; cmd <= TDB_CMD_MAX; cmd++) {
-		uint32_t t, all = 0;
+		uint32_t t;
+		uint64_t all = 0;       /* attribute bits go past 31 */
+		static unsigned char recs[2 * TDB_RESTORE_REC_HDR + 8];
 
 		memset(&m, 0, sizeof(m));
 		m.cmd = (uint8_t)cmd;
@@ -453,6 +455,12 @@ int main(int argc, char **argv)
 		m.stat.max_extents = 512;
 		m.counters.present = 0x1fc;
 		m.counters.tables = 2;
+		/* RESTORE_BULK: two packed records */
+		tdb_proto_record_pack(recs, "k1", 2, "v1", 2, 5, 0);
+		tdb_proto_record_pack(recs + TDB_RESTORE_REC_HDR + 4, "key2",
+				      4, NULL, 0, 9, 1796000000123ull);
+		m.records = recs;
+		m.records_len = sizeof(recs);
 		/* every attribute the command takes: alone, one it does
 		 * not take is "not valid", one it takes at worst leaves
 		 * another missing */
