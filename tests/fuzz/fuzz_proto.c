@@ -89,7 +89,7 @@ static unsigned char *scratch(size_t n)
 static void same(const struct tdb_proto_msg *a, const struct tdb_proto_msg *b,
 		 const unsigned char *aval, const unsigned char *bval)
 {
-	uint32_t at = a->attrs;
+	uint64_t at = a->attrs;         /* attribute bits go past 31 */
 
 	CHECK(b->attrs == at && b->cmd == a->cmd && b->seq == a->seq &&
 	      b->pid == a->pid);
@@ -107,6 +107,10 @@ static void same(const struct tdb_proto_msg *a, const struct tdb_proto_msg *b,
 	if (at & TDB_PROTO_BIT(TDB_A_CURSOR))
 		CHECK(a->cursor_len == b->cursor_len &&
 		      memcmp(a->cursor, b->cursor, a->cursor_len) == 0);
+	if (at & TDB_PROTO_BIT(TDB_A_RECORDS))
+		CHECK(a->records_len == b->records_len &&
+		      a->nrecords == b->nrecords &&
+		      memcmp(a->records, b->records, a->records_len) == 0);
 	CHECK(a->flags == b->flags && a->txn == b->txn &&
 	      a->limit == b->limit && a->max_extents == b->max_extents &&
 	      a->uid == b->uid && a->gid == b->gid && a->mode == b->mode);
@@ -148,6 +152,24 @@ static void check_ok(const unsigned char *buf, size_t len,
 	if (m->attrs & TDB_PROTO_BIT(TDB_A_CURSOR))
 		CHECK(inside(m->cursor, m->cursor_len, buf, n) &&
 		      m->cursor_len >= 1 && m->cursor_len <= TDB_CURSOR_MAX);
+	if (m->attrs & TDB_PROTO_BIT(TDB_A_RECORDS)) {
+		/* every record the parser let through lies inside, and
+		 * walking them ends exactly at the attribute's end */
+		struct tdb_proto_record r;
+		uint32_t off = 0, cnt = 0;
+
+		CHECK(inside(m->records, m->records_len, buf, n) &&
+		      m->records_len <= TDB_RESTORE_BULK_MAX);
+		while (tdb_proto_record_next(m, &off, &r)) {
+			CHECK(inside(r.key, r.klen, buf, n) &&
+			      inside(r.val, r.vlen, buf, n) &&
+			      r.klen >= TDB_KEY_MIN &&
+			      r.klen <= TDB_KEY_MAX && r.version != 0);
+			cnt++;
+		}
+		CHECK(off == m->records_len && cnt == m->nrecords &&
+		      cnt >= 1);
+	}
 	val = valbuf[0];
 	if (m->attrs & TDB_PROTO_BIT(TDB_A_VALUE)) {
 		CHECK(m->value_len <= TDB_VALUE_MAX && m->value_frags >= 1 &&
