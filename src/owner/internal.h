@@ -432,6 +432,7 @@ struct tdbo_owner {
 	unsigned char *nbuf;            /* a notification being built */
 	uint32_t change_seq;            /* multicast seq */
 	tdbo_change_fn *on_change;      /* under wlock */
+	bool (*change_wanted)(void *arg);  /* set before any client */
 	void *change_arg;
 	uint64_t start_ns;
 	struct tdbo_counters ctr;

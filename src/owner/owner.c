@@ -517,6 +517,13 @@ void tdbo_owner_on_change(struct tdbo_owner *o, tdbo_change_fn *fn,
 	tdbp_mutex_unlock(o->nlock);
 }
 
+void tdbo_owner_change_wanted(struct tdbo_owner *o, bool (*wanted)(void *))
+{
+	tdbp_mutex_lock(o->nlock);
+	o->change_wanted = wanted;
+	tdbp_mutex_unlock(o->nlock);
+}
+
 struct tdbo_counters *tdbo_owner_counters(struct tdbo_owner *o)
 {
 	return &o->ctr;
