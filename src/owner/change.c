@@ -740,6 +740,7 @@ int tdbo_cmd_restore_bulk(struct tdbo_client *c,
 	struct tdbo_table *t;
 	uint32_t off = 0, i = 0;
 	const char *msg = NULL;
+	uint64_t lsn = 0;
 	int err = 0;
 
 	ext->offset = m->attr_off[TDB_A_RECORDS];
@@ -776,9 +777,12 @@ int tdbo_cmd_restore_bulk(struct tdbo_client *c,
 			break;
 		if ((err = tdbo_table_data_check(o, c->uid, t, &msg)))
 			break;
-		if ((err = change_locked(t, &ch, true, &res->lsn, &msg,
-					 c->why)))
+		if ((err = change_locked(t, &ch, true, &lsn, &msg, c->why)))
 			break;
+		/* the answer waits for the last record that went in, also
+		 * when a later one failed (those before it stay) */
+		if (lsn)
+			res->lsn = lsn;
 		i++;
 	}
 	if (err)
