@@ -89,7 +89,7 @@ static unsigned char *scratch(size_t n)
 static void same(const struct tdb_proto_msg *a, const struct tdb_proto_msg *b,
 		 const unsigned char *aval, const unsigned char *bval)
 {
-	uint64_t at = a->attrs;         /* attribute bits go past 31 */
+	uint64_t at = a->attrs;     /* 64 bits: TO is bit 32 */
 
 	CHECK(b->attrs == at && b->cmd == a->cmd && b->seq == a->seq &&
 	      b->pid == a->pid);
@@ -111,9 +111,16 @@ static void same(const struct tdb_proto_msg *a, const struct tdb_proto_msg *b,
 		CHECK(a->records_len == b->records_len &&
 		      a->nrecords == b->nrecords &&
 		      memcmp(a->records, b->records, a->records_len) == 0);
+	if (at & TDB_PROTO_BIT(TDB_A_FROM))
+		CHECK(a->from_len == b->from_len &&
+		      memcmp(a->from, b->from, a->from_len) == 0);
+	if (at & TDB_PROTO_BIT(TDB_A_TO))
+		CHECK(a->to_len == b->to_len &&
+		      memcmp(a->to, b->to, a->to_len) == 0);
 	CHECK(a->flags == b->flags && a->txn == b->txn &&
 	      a->limit == b->limit && a->max_extents == b->max_extents &&
-	      a->uid == b->uid && a->gid == b->gid && a->mode == b->mode);
+	      a->uid == b->uid && a->gid == b->gid && a->mode == b->mode &&
+	      a->table_flags == b->table_flags);
 	CHECK(memcmp(&a->stat, &b->stat, sizeof(a->stat)) == 0);
 	CHECK(memcmp(&a->counters, &b->counters, sizeof(a->counters)) == 0);
 }
