@@ -902,6 +902,15 @@ static void genl_on_change(void *arg, const void *msg, size_t len)
 	genlmsg_multicast(&tdbk_family, skb, 0, 0, GFP_KERNEL);
 }
 
+/* Does anyone listen to the group?  If not, tdbo_notify() does not
+ * build the notification of a change to a table without a feed (a
+ * restore's records, most changes): the multicast above would drop it. */
+static bool genl_change_wanted(void *arg)
+{
+	return TDBK_HAVE_MCAST_CAP &&
+	       genl_has_listeners(&tdbk_family, &init_net, 0) > 0;
+}
+
 int tdbk_genl_init(struct tdbo_owner *o)
 {
 	int err;
@@ -916,6 +925,7 @@ int tdbk_genl_init(struct tdbo_owner *o)
 		return err;
 	}
 	tdbo_owner_on_change(o, genl_on_change, NULL);
+	tdbo_owner_change_wanted(o, genl_change_wanted);
 	return 0;
 }
 

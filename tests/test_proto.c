@@ -203,6 +203,18 @@ static const unsigned char hashbytes[24] = {
 	20, 21, 22, 23, 24,
 };
 
+/* Two packed records (tdb/proto.h, TDB_A_RECORDS): "k1" -> "v1" at
+ * version 5, no deadline; "key2" -> "" at version 9, deadline 123. */
+static unsigned char recbytes[2 * TDB_RESTORE_REC_HDR + 2 + 2 + 4];
+
+static uint32_t pack_two(unsigned char *p)
+{
+	tdb_proto_record_pack(p, "k1", 2, "v1", 2, 5, 0);
+	tdb_proto_record_pack(p + TDB_RESTORE_REC_HDR + 4, "key2", 4, NULL, 0,
+			      9, 123);
+	return 2 * TDB_RESTORE_REC_HDR + 8;
+}
+
 static void fill_all(struct tdb_proto_msg *m, uint8_t cmd,
 		     enum tdb_proto_dir dir, uint64_t allow)
 {
@@ -248,6 +260,8 @@ static void fill_all(struct tdb_proto_msg *m, uint8_t cmd,
 	m->from_len = 6;
 	m->to = "\xffto";
 	m->to_len = 3;
+	m->records = recbytes;
+	m->records_len = pack_two(recbytes);
 	(void)dir;
 }
 
@@ -294,6 +308,8 @@ static const struct {
 	[TDB_CMD_EXPIRE] = { A(TABLE) | A(KEY) | A(TTL) | A(DEADLINE) |
 		A(EXPIRE_FLAGS), A(TABLE) | A(KEY), A(VERSION) | A(DEADLINE),
 		A(VERSION), 0 },
+	[TDB_CMD_RESTORE_BULK] = { A(TABLE) | A(RECORDS),
+		A(TABLE) | A(RECORDS), 0, 0, 0xffff },
 };
 
 /* Every field that the attributes in `attrs` carry is equal. */
@@ -422,6 +438,10 @@ static void assert_same(const struct tdb_proto_msg *in,
 		assert_int_equal(out->gid, in->gid);
 	if (at & A(MODE))
 		assert_int_equal(out->mode, in->mode);
+	if (at & A(RECORDS)) {
+		assert_int_equal(out->records_len, in->records_len);
+		assert_memory_equal(out->records, in->records, in->records_len);
+	}
 }
 
 /* The pad bytes after every attribute in [a, end) (and in nests) are 0:
@@ -1238,6 +1258,126 @@ static void test_range_limits(void **state)
 		assert_int_equal(tdb_proto_size(TDB_PROTO_REQUEST, &m, &ext),
 				 -EINVAL);
 		assert_non_null(strstr(ext.msg, name));
+	}
+}
+
+/* RESTORE_BULK's RECORDS: the records come back as packed; a malformed
+ * batch is refused by the parser and by the builder with the same errno
+ * and a message naming what is wrong. */
+static int parse_records(const void *recs, uint32_t len,
+			 struct tdb_proto_msg *out,
+			 struct tdb_proto_extack *ext)
+{
+	struct nlmsghdr *nlh = rawreq(wbuf, TDB_CMD_RESTORE_BULK);
+
+	mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
+	mnl_attr_put(nlh, TDB_A_RECORDS, len, recs);
+	return parse(wbuf, TDB_PROTO_REQUEST, out, ext);
+}
+
+static void bad_records(const void *recs, uint32_t len, int err,
+			const char *what)
+{
+	struct tdb_proto_extack ext;
+	struct tdb_proto_msg m, out;
+
+	assert_int_equal(parse_records(recs, len, &out, &ext), err);
+	assert_non_null(ext.msg);
+	assert_non_null(strstr(ext.msg, what));
+	assert_int_equal(ext.offset, GENL_LEN + 8);     /* after TABLE "t" */
+	memset(&m, 0, sizeof(m));
+	m.cmd = TDB_CMD_RESTORE_BULK;
+	m.attrs = A(TABLE) | A(RECORDS);
+	m.table = "t";
+	m.records = recs;
+	m.records_len = len;
+	assert_int_equal(tdb_proto_size(TDB_PROTO_REQUEST, &m, &ext), err);
+	assert_non_null(strstr(ext.msg, what));
+}
+
+static void test_restore_bulk(void **state)
+{
+	static unsigned char r[TDB_RESTORE_BULK_MAX + 64];
+	struct tdb_proto_extack ext;
+	struct tdb_proto_record rec;
+	struct tdb_proto_msg out;
+	uint32_t len, off = 0, u;
+	uint64_t v;
+
+	(void)state;
+	len = pack_two(r);
+	assert_int_equal(parse_records(r, len, &out, &ext), 0);
+	assert_int_equal(out.nrecords, 2);
+	assert_true(tdb_proto_record_next(&out, &off, &rec));
+	assert_int_equal(rec.klen, 2);
+	assert_memory_equal(rec.key, "k1", 2);
+	assert_int_equal(rec.vlen, 2);
+	assert_memory_equal(rec.val, "v1", 2);
+	assert_int_equal(rec.version, 5);
+	assert_int_equal(rec.deadline, 0);
+	assert_true(tdb_proto_record_next(&out, &off, &rec));
+	assert_int_equal(rec.klen, 4);
+	assert_memory_equal(rec.key, "key2", 4);
+	assert_int_equal(rec.vlen, 0);
+	assert_int_equal(rec.version, 9);
+	assert_int_equal(rec.deadline, 123);
+	assert_false(tdb_proto_record_next(&out, &off, &rec));
+	assert_int_equal(off, len);
+
+	/* a header cut short: one byte of a third record */
+	r[len] = 1;
+	bad_records(r, len + 1, -EINVAL, "header is cut short");
+	/* shorter than one header */
+	bad_records(r, TDB_RESTORE_REC_HDR - 1, -EINVAL,
+		    "shorter than one record's header");
+	/* the second record's value runs past the end */
+	pack_two(r);
+	u = 5;
+	memcpy(r + TDB_RESTORE_REC_HDR + 4 + 4, &u, 4);
+	bad_records(r, len, -EINVAL, "run past the attribute's end");
+	/* the first record's key runs past the end */
+	pack_two(r);
+	u = 0xfffffff0u;
+	memcpy(r, &u, 4);
+	bad_records(r, len, -E2BIG, "longer than 4096");
+	/* an empty key */
+	pack_two(r);
+	u = 0;
+	memcpy(r, &u, 4);
+	bad_records(r, len, -EINVAL, "key is empty");
+	/* version 0 */
+	pack_two(r);
+	v = 0;
+	memcpy(r + TDB_RESTORE_REC_HDR + 4 + 8, &v, 8);
+	bad_records(r, len, -EINVAL, "version is 0");
+	/* over TDB_RESTORE_BULK_MAX: the builder refuses it (the parser
+	 * cannot see one: an attribute's length is a u16) */
+	{
+		struct tdb_proto_msg m = { .cmd = TDB_CMD_RESTORE_BULK,
+			.attrs = A(TABLE) | A(RECORDS), .table = "t",
+			.records = r, .records_len = TDB_RESTORE_BULK_MAX + 1 };
+
+		assert_int_equal(tdb_proto_size(TDB_PROTO_REQUEST, &m, &ext),
+				 -E2BIG);
+		assert_non_null(strstr(ext.msg, "TDB_RESTORE_BULK_MAX"));
+	}
+	/* RECORDS only in RESTORE_BULK; RESTORE_BULK needs it */
+	{
+		struct nlmsghdr *nlh = rawreq(wbuf, TDB_CMD_PUT);
+
+		pack_two(r);
+		mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
+		mnl_attr_put(nlh, TDB_A_KEY, 1, "k");
+		mnl_attr_put(nlh, TDB_A_VALUE, 1, "v");
+		mnl_attr_put(nlh, TDB_A_RECORDS, len, r);
+		assert_int_equal(parse(wbuf, TDB_PROTO_REQUEST, &out, &ext),
+				 -EINVAL);
+		assert_non_null(strstr(ext.msg, "not valid in this message"));
+		nlh = rawreq(wbuf, TDB_CMD_RESTORE_BULK);
+		mnl_attr_put_strz(nlh, TDB_A_TABLE, "t");
+		assert_int_equal(parse(wbuf, TDB_PROTO_REQUEST, &out, &ext),
+				 -EINVAL);
+		assert_non_null(strstr(ext.msg, "TDB_A_RECORDS"));
 	}
 }
 
@@ -2454,6 +2594,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_prefix_cursor_limits, teardown),
 		cmocka_unit_test_teardown(test_scan_request_rules, teardown),
 		cmocka_unit_test_teardown(test_range_limits, teardown),
+		cmocka_unit_test_teardown(test_restore_bulk, teardown),
 		cmocka_unit_test_teardown(test_int_values, teardown),
 		cmocka_unit_test_teardown(test_truncated, teardown),
 		cmocka_unit_test_teardown(test_trailing_messages, teardown),

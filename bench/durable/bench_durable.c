@@ -119,6 +119,7 @@ static struct {
 	unsigned int ntdbd_args;
 	bool do_puts, do_recovery, do_ckpt, do_restore;
 	uint64_t rst_records[4];        /* --restore-records */
+	bool rst_put;                   /* --restore-put: also the old way */
 	unsigned int nrst, rst_runs;
 	const char *ko;                 /* --ko: tdb.ko to insmod afresh */
 	const char *ko_args[8];         /* --ko-arg */
@@ -2426,7 +2427,7 @@ static void restore_phase(void)
 	       opt.rst_runs == 1 ? "" : "s");
 	for (unsigned int i = 0; i < opt.nrst; i++) {
 		uint64_t n = opt.rst_records[i];
-		struct rst_run dr[RUNS_MAX], kr[RUNS_MAX];
+		struct rst_run dr[RUNS_MAX], kr[RUNS_MAX], pr[RUNS_MAX];
 
 		printf("\n%" PRIu64 " records (%u B keys, %u B values)\n", n,
 		       KEY_LEN, opt.vsize);
@@ -2446,12 +2447,24 @@ static void restore_phase(void)
 				rst_start(&dd, src.data, n, &dr[r]);
 				rst_start(&kd, src.data, n, &kr[r]);
 			}
+			if (opt.rst_put) {
+				/* the same start, one PUT a record */
+				if (setenv("TDBD_KERNEL_RESTORE", "put", 1))
+					die("setenv: %s", strerror(errno));
+				rst_start(&kd, src.data, n, &pr[r]);
+				unsetenv("TDBD_KERNEL_RESTORE");
+			}
 			nftw(dd.data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 			nftw(kd.data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 		}
 		ko_reload();    /* its tables' memory back */
 		nftw(src.data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 		rst_print(n, dr, kr, opt.rst_runs);
+		if (opt.rst_put) {
+			printf("  RESTORE_BULK (above) against one PUT a record "
+			       "(TDBD_KERNEL_RESTORE=put), same boot:\n");
+			rst_print(n, dr, pr, opt.rst_runs);
+		}
 	}
 	printf("  From tdbd's log lines as they came (read every ms): pre: "
 	       "spawn -> \"recovering:\n  loading the checkpoint\".  ckpt: "
@@ -2554,6 +2567,9 @@ static void usage(FILE *f)
 "      --ckpt-rounds N    rewrites in --only ckpt (default 3)\n"
 "      --restore-records LIST  sizes for --only restore (default 1M,10M)\n"
 "      --restore-runs R   starts of each per size (default 3)\n"
+"      --restore-put      each run also restores into tdb.ko one PUT a\n"
+"                         record (TDBD_KERNEL_RESTORE=put, the way before\n"
+"                         RESTORE_BULK): both against tdbd's recovery\n"
 "      --ko PATH          tdb.ko, insmod'ed afresh (after rmmod tdb) before\n"
 "                         each kernel-mode restore (default\n"
 "                         /lib/modules/tdb.ko, the qemu guest's)\n"
@@ -2716,7 +2732,7 @@ static void env_args(int *argc, char ***argv)
 static void parse_args(int argc, char **argv)
 {
 	enum { O_DROP = 256, O_TMPFS, O_CSV, O_RREC, O_RRUNS, O_KO,
-	       O_KOARG };
+	       O_KOARG, O_RPUT };
 	static const struct option lo[] = {
 		{ "dir", required_argument, NULL, 'd' },
 		{ "keys", required_argument, NULL, 'n' },
@@ -2741,6 +2757,7 @@ static void parse_args(int argc, char **argv)
 		{ "csv", required_argument, NULL, O_CSV },
 		{ "restore-records", required_argument, NULL, O_RREC },
 		{ "restore-runs", required_argument, NULL, O_RRUNS },
+		{ "restore-put", no_argument, NULL, O_RPUT },
 		{ "ko", required_argument, NULL, O_KO },
 		{ "ko-arg", required_argument, NULL, O_KOARG },
 		{ "help", no_argument, NULL, 'h' },
@@ -2830,6 +2847,7 @@ static void parse_args(int argc, char **argv)
 							       1, RUNS_MAX);
 			break;
 		case O_KO: opt.ko = optarg; break;
+		case O_RPUT: opt.rst_put = true; break;
 		case O_KOARG:
 			if (opt.nko_args == 8) {
 				fprintf(stderr, "tdb-bench-durable: at most 8 "

@@ -534,6 +534,8 @@ enum tdb_cmd {
 	TDB_CMD_INCR         = 17,    /* add to an integer value */
 	TDB_CMD_EXPIRE       = 18,    /* a key's deadline: read, set, clear */
 	TDB_CMD_TOUCH        = 19,    /* keys read through a map: uses */
+	TDB_CMD_RESTORE_BULK = 20,    /* the supervisor's restore: many
+				       * records in one request (RECORDS) */
 	__TDB_CMD_MAX,
 	TDB_CMD_MAX = __TDB_CMD_MAX - 1
 };
@@ -577,6 +579,8 @@ enum tdb_attr {
 	TDB_A_TABLE_FLAGS = 30,       /* u32: TDB_TABLE_F_* (TABLE_CREATE) */
 	TDB_A_FROM        = 31,       /* binary key: a range's start (SCAN) */
 	TDB_A_TO          = 32,       /* binary key: a range's end (SCAN) */
+	TDB_A_RECORDS     = 33,       /* binary: packed records
+				       * (RESTORE_BULK, below) */
 	__TDB_A_MAX,
 	TDB_A_MAX = __TDB_A_MAX - 1
 };
@@ -613,6 +617,28 @@ enum tdb_attr {
 #define TDB_SCAN_REVERSE     (1u << 3)   /* from the range's top down */
 #define TDB_SCAN_FLAGS_ALL   (TDB_SCAN_SNAPSHOT | TDB_SCAN_FROM_EXCL | \
 			      TDB_SCAN_TO_INCL | TDB_SCAN_REVERSE)
+
+/*
+ * TDB_A_RECORDS of RESTORE_BULK: the supervisor's restore into tdb.ko,
+ * many records in one request answered by one ack.  One attribute of
+ * TDB_RESTORE_BULK_MAX bytes at most (a netlink attribute's length is a
+ * u16), holding 1 or more records back to back, no padding, host byte
+ * order like every tdb integer:
+ *
+ *     u32 klen   TDB_KEY_MIN..TDB_KEY_MAX
+ *     u32 vlen   0.., the record must fit in the attribute
+ *     u64 version   not 0 (SET_VERSION's rule)
+ *     u64 deadline  0: none, else DEADLINE's rule (ms since the epoch)
+ *     key bytes, value bytes
+ *
+ * Each record is restored exactly as a PUT with SET_VERSION (and
+ * DEADLINE if not 0) would restore it, in order; the first failure
+ * stops the batch (the records before it stay) and its ack names the
+ * record's index.  Only the supervisor's file may send it (-EPERM).  A
+ * record larger than fits goes as a PUT.
+ */
+#define TDB_RESTORE_REC_HDR   24u
+#define TDB_RESTORE_BULK_MAX  65528u     /* = TDB_VALUE_FRAG */
 
 /* TDB_A_TABLE_FLAGS of TABLE_CREATE (and STAT).  Unknown bits are
  * refused (-EOPNOTSUPP).  A table's flags are fixed at create. */

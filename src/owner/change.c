@@ -706,6 +706,91 @@ out:
 	return err;
 }
 
+/* --- RESTORE_BULK ---------------------------------------------------------- */
+
+/*
+ * The supervisor's restore, many records in one request (tdb/proto.h,
+ * TDB_A_RECORDS): each record goes exactly the way a PUT with
+ * SET_VERSION (and DEADLINE when it has one) goes in tdbo_cmd_put_del()
+ * (the same checks, in the same order, and the same change), so a batch
+ * restores what the single PUTs would.  The codec checked the records'
+ * shape; the first record that fails stops the batch, the ones before it
+ * stay (as single PUTs would), and the message says which record.
+ */
+static void bulk_fail(struct tdbo_client *c, uint32_t i, const char *msg,
+		      struct tdb_proto_extack *ext)
+{
+	char text[TDBO_TEXT];
+
+	text[0] = '\0';
+	tdbo_text_add(text, "RESTORE_BULK record ");
+	tdbo_text_u64(text, i);
+	tdbo_text_add(text, ": ");
+	tdbo_text_add(text, msg ? msg : "failed");
+	memcpy(c->why, text, sizeof(text));
+	ext->msg = c->why;
+}
+
+int tdbo_cmd_restore_bulk(struct tdbo_client *c,
+			  const struct tdb_proto_msg *m,
+			  struct tdb_proto_extack *ext, struct tdbo_out *res)
+{
+	struct tdbo_owner *o = c->o;
+	struct tdb_proto_record r;
+	struct tdbo_table *t;
+	uint32_t off = 0, i = 0;
+	const char *msg = NULL;
+	uint64_t lsn = 0;
+	int err = 0;
+
+	ext->offset = m->attr_off[TDB_A_RECORDS];
+	if (!c->may_set_version) {
+		ext->msg = "RESTORE_BULK is the supervisor's restore only";
+		return -EPERM;
+	}
+	t = tdbo_resolve(c, m, TDBO_MAY_WRITE, ext, &err);
+	if (!t)
+		return err;
+	while (tdb_proto_record_next(m, &off, &r)) {
+		struct tdbo_change ch = {
+			.key = r.key, .klen = r.klen,
+			.val = r.val, .vlen = r.vlen,
+			.version = r.version,
+			/* as a PUT with SET_VERSION: the record's own
+			 * deadline (or none), no default TTL, no bound */
+			.replay = true,
+		};
+
+		if (r.deadline) {       /* tdbo_expiry_of()'s DEADLINE rule */
+			if (r.deadline > tdbe_table_now_ms(t->t) +
+					  TDB_TTL_MAX) {
+				err = -ERANGE;
+				msg = "its DEADLINE is more than 10 years "
+				      "ahead (TDB_TTL_MAX)";
+				break;
+			}
+			ch.deadline = r.deadline;
+			ch.has_deadline = true;
+		}
+		if (o->hooks.mem_check &&
+		    (err = o->hooks.mem_check(o->hooks.arg, &msg)))
+			break;
+		if ((err = tdbo_table_data_check(o, c->uid, t, &msg)))
+			break;
+		if ((err = change_locked(t, &ch, true, &lsn, &msg, c->why)))
+			break;
+		/* the answer waits for the last record that went in, also
+		 * when a later one failed (those before it stay) */
+		if (lsn)
+			res->lsn = lsn;
+		i++;
+	}
+	if (err)
+		bulk_fail(c, i, msg, ext);
+	tdbo_table_put(t);
+	return err;
+}
+
 /* --- INCR ------------------------------------------------------------------ */
 
 /*

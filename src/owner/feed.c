@@ -214,7 +214,9 @@ void tdbo_notify(struct tdbo_owner *o, struct tdbo_table *t, uint8_t cmd,
 	struct tdb_proto_msg m;
 	long len;
 
-	if (!t->feed && !tdb_load_relaxed(&o->on_change))
+	if (!t->feed && (!tdb_load_relaxed(&o->on_change) ||
+			 (o->change_wanted &&
+			  !o->change_wanted(o->change_arg))))
 		return;                 /* nobody listens */
 	memset(&m, 0, sizeof(m));
 	m.cmd = cmd;

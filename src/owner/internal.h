@@ -432,6 +432,7 @@ struct tdbo_owner {
 	unsigned char *nbuf;            /* a notification being built */
 	uint32_t change_seq;            /* multicast seq */
 	tdbo_change_fn *on_change;      /* under wlock */
+	bool (*change_wanted)(void *arg);  /* set before any client */
 	void *change_arg;
 	uint64_t start_ns;
 	struct tdbo_counters ctr;
@@ -617,6 +618,11 @@ int tdbo_cmd_get(struct tdbo_client *c, const struct tdb_proto_msg *m,
 int tdbo_cmd_put_del(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		     bool del, struct tdb_proto_extack *ext,
 		     struct tdbo_out *res);
+/* RESTORE_BULK: the supervisor's packed records, each as a PUT with
+ * SET_VERSION (and DEADLINE) would restore it (change.c). */
+int tdbo_cmd_restore_bulk(struct tdbo_client *c,
+			  const struct tdb_proto_msg *m,
+			  struct tdb_proto_extack *ext, struct tdbo_out *res);
 /* Under wlock, the pipeline's steps 3 and 4 (a transaction's commit
  * runs them op by op): the pre-image and the engine; then, for a change
  * that is in, dirty, size and notifications. */

@@ -240,6 +240,8 @@ static int dispatch(struct tdbo_client *c, const struct tdb_proto_msg *m,
 	case TDB_CMD_INCR:         return tdbo_cmd_incr(c, m, out, ext, res);
 	case TDB_CMD_EXPIRE:       return tdbo_cmd_expire(c, m, out, ext, res);
 	case TDB_CMD_TOUCH:        return tdbo_cmd_touch(c, m, ext);
+	case TDB_CMD_RESTORE_BULK: return tdbo_cmd_restore_bulk(c, m, ext,
+							       res);
 	case TDB_CMD_ATTACH:            /* the transport's, if it has one */
 		ext->msg = "ATTACH is not a command of this transport";
 		return -EOPNOTSUPP;
@@ -512,6 +514,13 @@ void tdbo_owner_on_change(struct tdbo_owner *o, tdbo_change_fn *fn,
 	tdbp_mutex_lock(o->nlock);
 	o->change_arg = arg;
 	tdb_store_relaxed(&o->on_change, fn);
+	tdbp_mutex_unlock(o->nlock);
+}
+
+void tdbo_owner_change_wanted(struct tdbo_owner *o, bool (*wanted)(void *))
+{
+	tdbp_mutex_lock(o->nlock);
+	o->change_wanted = wanted;
 	tdbp_mutex_unlock(o->nlock);
 }
 

@@ -238,6 +238,14 @@ void tdbo_log_flush(struct tdbo_owner *o);
 typedef void tdbo_change_fn(void *arg, const void *msg, size_t len);
 void tdbo_owner_on_change(struct tdbo_owner *o, tdbo_change_fn *fn,
 			  void *arg);
+/*
+ * Whether fn would use a notification now (tdb.ko: anyone in the genl
+ * group): when it says no and the table has no feed, the notification
+ * is not built at all (a restore's records, every change nobody
+ * watches).  Cheap, no lock of the owner's; NULL: always.  Set once,
+ * with on_change, before any client exists.
+ */
+void tdbo_owner_change_wanted(struct tdbo_owner *o, bool (*wanted)(void *));
 
 /*
  * A client.  cred: whose permissions every request is checked against

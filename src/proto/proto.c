@@ -117,6 +117,11 @@ static const struct attr_pol attr_pol[TDB_A_MAX + 1] = {
 	[TDB_A_TO] = { PT_BIN, MNL_TYPE_BINARY, TDB_KEY_MIN, TDB_KEY_MAX,
 		E2BIG, "TO (a range's end key) is empty",
 		"TO (a range's end key) is longer than 4096 bytes", NULL },
+	[TDB_A_RECORDS] = { PT_BIN, MNL_TYPE_BINARY, TDB_RESTORE_REC_HDR,
+		TDB_RESTORE_BULK_MAX, E2BIG,
+		"RECORDS is shorter than one record's header (24 bytes)",
+		"RECORDS is longer than TDB_RESTORE_BULK_MAX (65528) bytes",
+		"TDB_A_RECORDS (the packed records) is required" },
 };
 
 /* Nested attributes: u32, u64 or PAD; `need` is required in answers. */
@@ -283,6 +288,9 @@ static const struct cmd_pol cmd_pol[TDB_CMD_MAX + 1] = {
 		A(TABLE) | A(KEY) | A(TTL) | A(DEADLINE) | A(EXPIRE_FLAGS),
 		A(TABLE) | A(KEY),
 		ANS_REPLY, A(VERSION) | A(DEADLINE), A(VERSION) },
+	[TDB_CMD_RESTORE_BULK] = { "RESTORE_BULK", false, true,
+		A(TABLE) | A(RECORDS), A(TABLE) | A(RECORDS),
+		ANS_NONE, 0, 0 },
 };
 #undef A
 
@@ -479,6 +487,80 @@ static int check_int(unsigned int type, uint64_t v,
 		break;
 	}
 	return 0;
+}
+
+/*
+ * RESTORE_BULK's RECORDS (tdb/proto.h): len bytes at p, whole records
+ * back to back, each with its header, a key of TDB_KEY_MIN..TDB_KEY_MAX
+ * bytes, a version that is not 0, and its key and value inside; the
+ * count in *n.  ext->offset is the attribute's, the message names the
+ * record (its index from 0).
+ */
+static int check_records(const unsigned char *p, uint32_t len, uint32_t *n,
+			 struct tdb_proto_extack *ext, uint32_t off)
+{
+	uint32_t at = 0, klen, vlen;
+	uint64_t version;
+
+	*n = 0;
+	while (at < len) {
+		if (len - at < TDB_RESTORE_REC_HDR)
+			return fail(ext, EINVAL, "RECORDS: a record's header "
+				    "is cut short by the attribute's end", off);
+		memcpy(&klen, p + at, 4);
+		memcpy(&vlen, p + at + 4, 4);
+		memcpy(&version, p + at + 8, 8);
+		if (klen < TDB_KEY_MIN)
+			return fail(ext, EINVAL, "RECORDS: a record's key is "
+				    "empty", off);
+		if (klen > TDB_KEY_MAX)
+			return fail(ext, E2BIG, "RECORDS: a record's key is "
+				    "longer than 4096 bytes", off);
+		if (version == 0)
+			return fail(ext, EINVAL, "RECORDS: a record's version "
+				    "is 0 (no record has it)", off);
+		at += TDB_RESTORE_REC_HDR;
+		if ((uint64_t)klen + vlen > len - at)
+			return fail(ext, EINVAL, "RECORDS: a record's key "
+				    "and value run past the attribute's end",
+				    off);
+		at += klen + vlen;
+		(*n)++;
+	}
+	return 0;
+}
+
+bool tdb_proto_record_next(const struct tdb_proto_msg *m, uint32_t *off,
+			   struct tdb_proto_record *r)
+{
+	const unsigned char *p = m->records;
+
+	if (*off >= m->records_len)
+		return false;
+	p += *off;
+	memcpy(&r->klen, p, 4);
+	memcpy(&r->vlen, p + 4, 4);
+	memcpy(&r->version, p + 8, 8);
+	memcpy(&r->deadline, p + 16, 8);
+	r->key = p + TDB_RESTORE_REC_HDR;
+	r->val = p + TDB_RESTORE_REC_HDR + r->klen;
+	*off += TDB_RESTORE_REC_HDR + r->klen + r->vlen;
+	return true;
+}
+
+void tdb_proto_record_pack(void *p, const void *key, uint32_t klen,
+			   const void *val, uint32_t vlen, uint64_t version,
+			   uint64_t deadline)
+{
+	unsigned char *q = p;
+
+	memcpy(q, &klen, 4);
+	memcpy(q + 4, &vlen, 4);
+	memcpy(q + 8, &version, 8);
+	memcpy(q + 16, &deadline, 8);
+	memcpy(q + TDB_RESTORE_REC_HDR, key, klen);
+	if (vlen)
+		memcpy(q + TDB_RESTORE_REC_HDR + klen, val, vlen);
 }
 
 /* A SCAN part: a record (KEY and VALUE) and/or a CURSOR. */
@@ -733,6 +815,15 @@ static int store(struct pstate *s, const struct nlattr *a, unsigned int type,
 		}
 		m->hashes = p;
 		m->nhashes = plen / 8;
+		break;
+	case TDB_A_RECORDS:
+		err = check_records(p, plen, &m->nrecords, s->ext, off);
+		if (err) {
+			s->err = err;
+			return MNL_CB_ERROR;
+		}
+		m->records = p;
+		m->records_len = plen;
 		break;
 	case TDB_A_FLAGS:
 	case TDB_A_LIMIT:
@@ -1323,6 +1414,21 @@ static long msg_size(enum tdb_proto_dir dir, const struct tdb_proto_msg *m,
 					    "TDB_TOUCH_MAX hashes", 0);
 			size += attr_size(8 * m->nhashes);
 			break;
+		case TDB_A_RECORDS: {
+			uint32_t nrec;
+
+			err = check_len(t, m->records_len, ext, 0);
+			if (err)
+				return err;
+			if (!m->records)
+				return fail(ext, EINVAL, "RECORDS is NULL", 0);
+			err = check_records(m->records, m->records_len, &nrec,
+					    ext, 0);
+			if (err)
+				return err;
+			size += attr_size(m->records_len);
+			break;
+		}
 		case TDB_A_PREFIX:
 		case TDB_A_CURSOR:
 		case TDB_A_FROM:
@@ -1581,6 +1687,10 @@ static bool put_attrs(struct nlmsghdr *nlh, size_t size,
 			break;
 		case TDB_A_TO:
 			ok = put_bytes(nlh, size, t, m->to_len, m->to);
+			break;
+		case TDB_A_RECORDS:
+			ok = put_bytes(nlh, size, t, m->records_len,
+				       m->records);
 			break;
 		case TDB_A_TABLE_FLAGS:
 			ok = mnl_attr_put_u32_check(nlh, size, t,

@@ -143,6 +143,9 @@ struct tdb_proto_msg {
 	uint32_t from_len;
 	const void *to;               /* TDB_A_TO: a range's end key */
 	uint32_t to_len;
+	const void *records;          /* TDB_A_RECORDS (RESTORE_BULK): */
+	uint32_t records_len;         /* packed records, checked by the */
+	uint32_t nrecords;            /* parser; tdb_proto_record_next() */
 	struct tdb_proto_stat stat;
 	struct tdb_proto_counters counters;
 	/* parse: offset of each attribute present (its first fragment) */
@@ -175,6 +178,21 @@ int tdb_proto_parse_family(const void *buf, size_t len,
 			   enum tdb_proto_dir dir, uint16_t family,
 			   struct tdb_proto_msg *m,
 			   struct tdb_proto_extack *ext);
+
+/* One record of a parsed RESTORE_BULK's RECORDS (tdb/proto.h). */
+struct tdb_proto_record {
+	const void *key, *val;
+	uint32_t klen, vlen;
+	uint64_t version, deadline;
+};
+/* The record at *off in m->records, and *off moved past it; false at
+ * the end.  The parser checked every record: no bound to check here. */
+bool tdb_proto_record_next(const struct tdb_proto_msg *m, uint32_t *off,
+			   struct tdb_proto_record *r);
+/* Pack one record at p (TDB_RESTORE_REC_HDR + klen + vlen bytes). */
+void tdb_proto_record_pack(void *p, const void *key, uint32_t klen,
+			   const void *val, uint32_t vlen, uint64_t version,
+			   uint64_t deadline);
 
 /* Copy a parsed value (all fragments) to dst, which has room for
  * m->value_len bytes. */

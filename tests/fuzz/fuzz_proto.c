@@ -107,6 +107,10 @@ static void same(const struct tdb_proto_msg *a, const struct tdb_proto_msg *b,
 	if (at & TDB_PROTO_BIT(TDB_A_CURSOR))
 		CHECK(a->cursor_len == b->cursor_len &&
 		      memcmp(a->cursor, b->cursor, a->cursor_len) == 0);
+	if (at & TDB_PROTO_BIT(TDB_A_RECORDS))
+		CHECK(a->records_len == b->records_len &&
+		      a->nrecords == b->nrecords &&
+		      memcmp(a->records, b->records, a->records_len) == 0);
 	if (at & TDB_PROTO_BIT(TDB_A_FROM))
 		CHECK(a->from_len == b->from_len &&
 		      memcmp(a->from, b->from, a->from_len) == 0);
@@ -155,6 +159,24 @@ static void check_ok(const unsigned char *buf, size_t len,
 	if (m->attrs & TDB_PROTO_BIT(TDB_A_CURSOR))
 		CHECK(inside(m->cursor, m->cursor_len, buf, n) &&
 		      m->cursor_len >= 1 && m->cursor_len <= TDB_CURSOR_MAX);
+	if (m->attrs & TDB_PROTO_BIT(TDB_A_RECORDS)) {
+		/* every record the parser let through lies inside, and
+		 * walking them ends exactly at the attribute's end */
+		struct tdb_proto_record r;
+		uint32_t off = 0, cnt = 0;
+
+		CHECK(inside(m->records, m->records_len, buf, n) &&
+		      m->records_len <= TDB_RESTORE_BULK_MAX);
+		while (tdb_proto_record_next(m, &off, &r)) {
+			CHECK(inside(r.key, r.klen, buf, n) &&
+			      inside(r.val, r.vlen, buf, n) &&
+			      r.klen >= TDB_KEY_MIN &&
+			      r.klen <= TDB_KEY_MAX && r.version != 0);
+			cnt++;
+		}
+		CHECK(off == m->records_len && cnt == m->nrecords &&
+		      cnt >= 1);
+	}
 	val = valbuf[0];
 	if (m->attrs & TDB_PROTO_BIT(TDB_A_VALUE)) {
 		CHECK(m->value_len <= TDB_VALUE_MAX && m->value_frags >= 1 &&
@@ -433,7 +455,8 @@ int main(int argc, char **argv)
 	for (dir = TDB_PROTO_REQUEST; dir <= TDB_PROTO_ANSWER; dir++)
 	for (cmd = 1; cmd <= TDB_CMD_MAX; cmd++) {
 		uint32_t t;
-		uint64_t all = 0;
+		uint64_t all = 0;       /* attribute bits go past 31 */
+		static unsigned char recs[2 * TDB_RESTORE_REC_HDR + 8];
 
 		memset(&m, 0, sizeof(m));
 		m.cmd = (uint8_t)cmd;
@@ -461,6 +484,12 @@ int main(int argc, char **argv)
 		m.stat.max_extents = 512;
 		m.counters.present = 0x1fc;
 		m.counters.tables = 2;
+		/* RESTORE_BULK: two packed records */
+		tdb_proto_record_pack(recs, "k1", 2, "v1", 2, 5, 0);
+		tdb_proto_record_pack(recs + TDB_RESTORE_REC_HDR + 4, "key2",
+				      4, NULL, 0, 9, 1796000000123ull);
+		m.records = recs;
+		m.records_len = sizeof(recs);
 		/* every attribute the command takes: alone, one it does
 		 * not take is "not valid", one it takes at worst leaves
 		 * another missing */

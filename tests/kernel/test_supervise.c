@@ -14,7 +14,9 @@
  *     deleted before the reload, written again after it, gets a version
  *     above every one tdb.ko gave before (TDB_IOC_SUP_VERSION);
  *     then a bulk load (bulk(): ring wraps and WAL segment switches)
- *     is restored whole; and expiry (issue 27): a table "supx" made
+ *     is restored whole, in RESTORE_BULK batches (issue 29: tdbd's log
+ *     says so), with 3 records too large for a batch (100 KB values)
+ *     restored as PUTs, byte for byte; and expiry (issue 27): a table "supx" made
  *     with a default TTL of 1 h keeps it, a record with its own
  *     deadline and one with the default come back with the same
  *     deadlines to the millisecond (tdb.ko's log records, tdbd's WAL,
@@ -502,8 +504,12 @@ static void stats_check(uint64_t min)
  * segments several times each: a switch once left tdb.ko's answers
  * held for ever (the WAL's rotation made records durable without
  * telling tdb.ko). */
+#define BIG_N   3u
+#define BIG_LEN 100000u
+
 static void bulk(unsigned int n)
 {
+	static char bigv[BIG_LEN];
 	struct tdbc *c = ksup_connect(0);
 	struct tdbc_table *t = NULL;
 	struct tdbc_req rq[256];
@@ -537,14 +543,52 @@ static void bulk(unsigned int n)
 				CHECK(!cq[j].res, "bulk put: %d", cq[j].res);
 		}
 	}
+	/* records too large for a RESTORE_BULK batch (64 KiB): the
+	 * restore sends each as a PUT, between batches */
+	for (j = 0; j < BIG_N; j++) {
+		char bk[8];
+
+		snprintf(bk, sizeof(bk), "big%u", j);
+		memset(bigv, 'a' + (int)j, BIG_LEN);
+		CHECK(!tdbc_put(t, NULL, bk, strlen(bk), bigv, BIG_LEN - j, 0),
+		      "put %s: %s", bk, tdbc_errmsg(c));
+	}
 	tdbc_table_close(t);
 	tdbc_close(c);
 	ksup_stop(&td, SIGTERM);
 	reload_module();
 	tdbd_start();
 	c = ksup_connect(0);
-	CHECK(!tdbc_table_stat(c, "bulk", &st) && st.records == n,
+	CHECK(!tdbc_table_stat(c, "bulk", &st) && st.records == n + BIG_N,
 	      "bulk after the restore");
+	CHECK(!tdbc_table_open(c, "bulk", &t), "open bulk");
+	for (j = 0; j < BIG_N; j++) {
+		static char got[BIG_LEN];
+		char bk[8];
+		long len;
+
+		snprintf(bk, sizeof(bk), "big%u", j);
+		memset(bigv, 'a' + (int)j, BIG_LEN);
+		len = tdbc_get(t, NULL, bk, strlen(bk), got, sizeof(got),
+			       NULL);
+		CHECK(len == (long)(BIG_LEN - j) &&
+		      !memcmp(got, bigv, BIG_LEN - j),
+		      "%s after the restore: %ld bytes or other bytes", bk,
+		      len);
+	}
+	for (j = 0; j < 256 && j < n; j++) {
+		char got[16];
+
+		snprintf(keys[j], 16, "b%010u", n - 1 - j);
+		CHECK(tdbc_get(t, NULL, keys[j], 11, got, sizeof(got),
+			       NULL) == 11 && !memcmp(got, keys[j], 11),
+		      "%s after the restore", keys[j]);
+	}
+	tdbc_table_close(t);
+	/* and the restore went in batches, the big ones as PUTs */
+	CHECK(ksup_count_lines(LOG_FILE, "RESTORE_BULK request(s) and 3 "
+			       "PUT(s)") >= 1, "no restore in batches with "
+	      "%u PUTs in %s", BIG_N, LOG_FILE);
 	CHECK(!tdbc_table_drop(c, "bulk"), "drop bulk");
 	tdbc_close(c);
 	printf("test_supervise: bulk: %u records restored:\n", n);

@@ -6,11 +6,17 @@
  * on that file, its rings mapped, TABLE_CREATE (owner, group, mode,
  * max-extents, default TTL, bounds and eviction policy, flags: an
  * ordered table is made ordered) then the
- * records as PUTs, each with its version (TDB_A_SET_VERSION: the
- * supervisor's file may) and its deadline if it has one
- * (TDB_A_DEADLINE: the same instant, not a TTL counted again from now;
- * an expired record is absent to the mirror's cursor, so it is not
- * restored), as many per TDB_IOC_ENTER as the submission ring holds.
+ * records in RESTORE_BULK requests (tdb/proto.h, TDB_A_RECORDS): up to
+ * KR_BULK_RECS records or TDB_RESTORE_BULK_MAX bytes each, every record
+ * with its version and its deadline if it has one (the same instant,
+ * not a TTL counted again from now; an expired record is absent to the
+ * mirror's cursor, so it is not restored), one ack per request.  A
+ * record too large for a batch, or one without a version, goes as a
+ * PUT (with TDB_A_SET_VERSION and TDB_A_DEADLINE: what tdb.ko's owner
+ * does with a batch's record is exactly that).  TDBD_KERNEL_RESTORE=put
+ * in tdbd's environment sends every record as a PUT (how restores were
+ * made before RESTORE_BULK: for measuring the two).  As many requests
+ * per TDB_IOC_ENTER as the submission ring holds.
  * Built with the ring core and the codec that tdbd already has (not
  * libtdbclient, whose objects carry their own copies of the core's).
  *
@@ -23,6 +29,7 @@
 #include <errno.h>
 #include <linux/netlink.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -39,6 +46,7 @@
 
 #define KR_RING   (4u << 20)    /* each ring's data: max_msg 2 MiB */
 #define KR_BATCH  256u          /* records per cursor step */
+#define KR_BULK_RECS 256u       /* records per RESTORE_BULK at most */
 
 struct kr {
 	int fd;
@@ -48,7 +56,10 @@ struct kr {
 	uint64_t inflight;
 	int err;                /* the first failed answer */
 	char msg[TDB_PROTO_EXTACK_MAX + 64];
-	void *buf;              /* a private copy of a record's key/value */
+	bool single;            /* TDBD_KERNEL_RESTORE=put: no batches */
+	unsigned char *bulk;    /* the batch being packed */
+	uint32_t bulk_len, bulk_n;
+	uint64_t n_bulk, n_put;     /* requests sent: batches, PUTs */
 	uint64_t last_report;   /* ns: progress, once a second */
 };
 
@@ -260,6 +271,86 @@ static int kr_drop(struct kr *k, const char *name)
 	return kr_flush(k);
 }
 
+/* The batch packed so far as one RESTORE_BULK request. */
+static int kr_bulk_send(struct kr *k, const char *table)
+{
+	struct tdb_proto_msg m = {
+		.cmd = TDB_CMD_RESTORE_BULK,
+		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
+			 TDB_PROTO_BIT(TDB_A_RECORDS),
+		.table = table,
+		.records = k->bulk,
+		.records_len = k->bulk_len,
+	};
+	int e;
+
+	if (!k->bulk_n)
+		return 0;
+	k->n_bulk++;
+	e = kr_send(k, &m);
+	k->bulk_len = 0;
+	k->bulk_n = 0;
+	return e;
+}
+
+/* One record as a PUT with its version and deadline. */
+static int kr_put(struct kr *k, const char *table,
+		  const struct tdbe_cursor_rec *r)
+{
+	struct tdb_proto_msg m = {
+		.cmd = TDB_CMD_PUT,
+		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
+			 TDB_PROTO_BIT(TDB_A_KEY) |
+			 TDB_PROTO_BIT(TDB_A_VALUE),
+		.table = table,
+		.key = r->key,
+		.key_len = (uint32_t)r->klen,
+		.value = r->val,
+		.value_len = (uint32_t)r->vlen,
+	};
+
+	/* the record's version, given back as it was (tdb.ko lets the
+	 * supervisor's file do so) */
+	if (r->version) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_SET_VERSION);
+		m.set_version = r->version;
+	}
+	/* and its deadline, as it was (without one the table's default
+	 * TTL would give it one) */
+	if (r->deadline) {
+		m.attrs |= TDB_PROTO_BIT(TDB_A_DEADLINE);
+		m.deadline = r->deadline;
+	}
+	k->n_put++;
+	return kr_send(k, &m);
+}
+
+/* One record into the batch, sending the batch when it is full; a
+ * record that cannot go in one (too large, or no version) goes as a PUT,
+ * after the batch before it. */
+static int kr_record(struct kr *k, const char *table,
+		     const struct tdbe_cursor_rec *r)
+{
+	uint64_t need = TDB_RESTORE_REC_HDR + (uint64_t)r->klen + r->vlen;
+	int e;
+
+	if (k->single || !r->version || need > TDB_RESTORE_BULK_MAX) {
+		if ((e = kr_bulk_send(k, table)))
+			return e;
+		return kr_put(k, table, r);
+	}
+	if (k->bulk_len + need > TDB_RESTORE_BULK_MAX &&
+	    (e = kr_bulk_send(k, table)))
+		return e;
+	tdb_proto_record_pack(k->bulk + k->bulk_len, r->key,
+			      (uint32_t)r->klen, r->val, (uint32_t)r->vlen,
+			      r->version, r->deadline);
+	k->bulk_len += (uint32_t)need;
+	if (++k->bulk_n == KR_BULK_RECS)
+		return kr_bulk_send(k, table);
+	return 0;
+}
+
 static int kr_table(struct kr *k, const struct tdbo_table *dt,
 		    uint64_t *records)
 {
@@ -280,38 +371,16 @@ static int kr_table(struct kr *k, const struct tdbo_table *dt,
 	if (!(cur = tdbe_cursor_open(dt->t, &e)))
 		return e ? e : -ENOMEM;
 	while ((n = tdbe_cursor_next_many(cur, rv, KR_BATCH, 0)) > 0) {
-		for (i = 0; i < n; i++) {
-			struct tdb_proto_msg m = {
-				.cmd = TDB_CMD_PUT,
-				.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
-					 TDB_PROTO_BIT(TDB_A_KEY) |
-					 TDB_PROTO_BIT(TDB_A_VALUE),
-				.table = dt->name,
-				.key = rv[i].key,
-				.key_len = (uint32_t)rv[i].klen,
-				.value = rv[i].val,
-				.value_len = (uint32_t)rv[i].vlen,
-			};
-
-			/* the record's version, given back as it was
-			 * (tdb.ko lets the supervisor's file do so) */
-			if (rv[i].version) {
-				m.attrs |= TDB_PROTO_BIT(TDB_A_SET_VERSION);
-				m.set_version = rv[i].version;
-			}
-			/* and its deadline, as it was (without one the
-			 * table's default TTL would give it one) */
-			if (rv[i].deadline) {
-				m.attrs |= TDB_PROTO_BIT(TDB_A_DEADLINE);
-				m.deadline = rv[i].deadline;
-			}
-			if ((e = kr_send(k, &m)))
+		for (i = 0; i < n; i++)
+			if ((e = kr_record(k, dt->name, &rv[i])))
 				goto out;
-		}
 		*records += (uint64_t)n;
 		kr_report(k, dt->name, *records);
 	}
-	e = n < 0 ? n : kr_flush(k);
+	if (n < 0)
+		e = n;
+	else if (!(e = kr_bulk_send(k, dt->name)))
+		e = kr_flush(k);
 out:
 	tdbe_cursor_close(cur);
 	return e;
@@ -323,12 +392,21 @@ int tdbd_kernel_restore(struct tdbd *d, int fd, unsigned int *ntab,
 	struct tdbo_table **tabs = NULL;
 	unsigned int n = 0, i;
 	struct kr k = { .fd = fd, .last_report = tdbd_now_ns() };
+	const char *how = getenv("TDBD_KERNEL_RESTORE");
 	int e;
 
 	*ntab = 0;
 	*records = 0;
-	if ((e = tdbo_tables_snapshot(d->o, &tabs, &n)))
+	k.single = how && !strcmp(how, "put");
+	if (!(k.bulk = malloc(TDB_RESTORE_BULK_MAX))) {
+		snprintf(err, errlen, "no memory for a restore batch "
+			 "(%u bytes)", TDB_RESTORE_BULK_MAX);
+		return -ENOMEM;
+	}
+	if ((e = tdbo_tables_snapshot(d->o, &tabs, &n))) {
+		free(k.bulk);
 		return e;
+	}
 	if ((e = kr_attach(&k)))
 		goto out;
 	tdbd_notify("STATUS=restoring %u table(s) into tdb.ko", n);
@@ -345,10 +423,15 @@ int tdbd_kernel_restore(struct tdbd *d, int fd, unsigned int *ntab,
 		else
 			(*ntab)++;
 	}
+	tdbd_log(L_INFO, "kernel mode: restore sent %llu RESTORE_BULK "
+		 "request(s) and %llu PUT(s)%s", (unsigned long long)k.n_bulk,
+		 (unsigned long long)k.n_put, k.single ?
+		 " (TDBD_KERNEL_RESTORE=put)" : "");
 out:
 	if (e && !err[0])
 		snprintf(err, errlen, "%s", k.msg);
 	kr_detach(&k);
 	tdbo_tables_release(tabs, n);
+	free(k.bulk);
 	return e;
 }
