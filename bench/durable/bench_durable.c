@@ -117,7 +117,8 @@ static struct {
 	const char *tdbd;
 	const char *tdbd_args[16];
 	unsigned int ntdbd_args;
-	bool do_puts, do_recovery, do_ckpt, do_restore;
+	bool do_puts, do_recovery, do_ckpt, do_restore, do_memory;
+	uint64_t mem_records;            /* --memory-records */
 	uint64_t rst_records[4];        /* --restore-records */
 	bool rst_put;                   /* --restore-put: also the old way */
 	unsigned int nrst, rst_runs;
@@ -133,6 +134,7 @@ static struct {
 	.sys_on = { [S_ALWAYS] = true, [S_BATCH] = true, [S_NONE] = true,
 		    [S_LMDB] = true }, .runs = 3,
 	.rst_records = { 1000000, 10000000 }, .nrst = 2, .rst_runs = 3,
+	.mem_records = 1000000,
 	.ko = "/lib/modules/tdb.ko",
 	.records = 10000000, .wal_records = 1000000, .rec_runs = 3,
 	.load_procs = 2, .vsize = 100, .dir = "/var/tmp",
@@ -2529,6 +2531,188 @@ static void print_header(void)
 }
 
 /* --- options ------------------------------------------------------------------ */
+/* --- part 5: memory: kernel mode's tdbd and tdb.ko's tables vs tdbd alone - */
+
+/* What a process holds, from /proc/PID/status (kB there, bytes here):
+ * anonymous and shared memory (tdbd's tables are a memfd: RssShmem, or
+ * hugetlb pages, which RSS does not count), file pages (LMDB's map,
+ * page cache, reclaimable), and the peak. */
+struct memfig {
+	uint64_t anon, shmem, file, hwm;
+	uint64_t tables;        /* the table's bytes_allocated (STAT) */
+	uint64_t page_size;
+};
+
+static void proc_mem(pid_t pid, struct memfig *m)
+{
+	static const char *const keys[] = { "RssAnon:", "RssShmem:",
+					    "RssFile:", "VmHWM:" };
+	uint64_t *out[] = { &m->anon, &m->shmem, &m->file, &m->hwm };
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		die("%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		for (unsigned int i = 0; i < 4; i++) {
+			unsigned long long kb;
+			size_t n = strlen(keys[i]);
+
+			if (!strncmp(line, keys[i], n) &&
+			    sscanf(line + n, "%llu", &kb) == 1)
+				*out[i] = (uint64_t)kb << 10;
+		}
+	fclose(f);
+}
+
+static void mem_take(struct tdbd *d, struct tdbc *c, struct memfig *m)
+{
+	struct tdbc_table_stat st;
+	int err = tdbc_table_stat(c, TABLE, &st);
+
+	if (err)
+		die("tdbc_table_stat: %s: %s", tdbc_strerror(err),
+		    tdbc_errmsg(c));
+	memset(m, 0, sizeof(*m));
+	proc_mem(d->pid, m);
+	m->tables = st.bytes_allocated;
+	m->page_size = st.page_size;
+}
+
+/* The data's memory on the host: tdbd's anonymous and shared pages, and
+ * the tables where RSS does not show them (tdb.ko's; hugetlb). */
+static uint64_t mem_total(const struct memfig *m, bool kernel)
+{
+	uint64_t t = m->anon + m->shmem;
+
+	if (kernel || m->page_size == EXTENT)
+		t += m->tables;
+	return t;
+}
+
+static void mem_row(const char *mode, const char *when,
+		    const struct memfig *m, bool kernel)
+{
+	char a[32], s[32], f[32], h[32], t[32], all[32];
+
+	printf("  %-7s %-22s %9s %9s %9s %9s %10s %10s\n", mode, when,
+	       mib(m->anon, a, sizeof(a)), mib(m->shmem, s, sizeof(s)),
+	       mib(m->file, f, sizeof(f)), mib(m->hwm, h, sizeof(h)),
+	       mib(m->tables, t, sizeof(t)),
+	       mib(mem_total(m, kernel), all, sizeof(all)));
+}
+
+/* One mode: load n records, wait for a checkpoint, measure; SIGTERM
+ * (its stop checkpoint) and start again, measure. */
+static void mem_mode(struct tdbd *d, uint64_t n, struct memfig *loaded,
+		     struct memfig *restarted)
+{
+	struct tdbc *c;
+
+	static char wal[32];
+	unsigned int nargs = opt.ntdbd_args;
+
+	/* checkpoints during the load: one per quarter of the data */
+	snprintf(wal, sizeof(wal), "%lluM", (unsigned long long)
+		 ((n * (KEY_LEN + opt.vsize) / 4 >> 20) + 1));
+	if (nargs + 2 > sizeof(opt.tdbd_args) / sizeof(opt.tdbd_args[0]))
+		die("too many --tdbd-arg for --only memory");
+	opt.tdbd_args[opt.ntdbd_args++] = "--checkpoint-wal-size";
+	opt.tdbd_args[opt.ntdbd_args++] = wal;
+	nftw(d->data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	if (d->kernel)
+		ko_reload();
+	tdbd_start(d, "none", false);
+	c = tdbd_wait_ready(d, 600);
+	table_create(c, n);
+	tdbc_close(c);
+	parallel_load(d, 0, n);
+	c = tdbd_connect(d);
+	if (table_count(c, d->kernel) != n)
+		die("%s holds %" PRIu64 " records after the load, not %"
+		    PRIu64, d->kernel ? "tdb.ko" : "tdbd",
+		    table_count(c, d->kernel), n);
+	wait_checkpoint(d, 0);  /* at least one came */
+	mem_take(d, c, loaded);
+	tdbc_close(c);
+	tdbd_stop(d);
+	tdbd_report_bad(d);
+	tdbd_start(d, "none", false);
+	c = tdbd_wait_ready(d, 7200);
+	if (table_count(c, d->kernel) != n)
+		die("%s holds %" PRIu64 " records after a restart, not %"
+		    PRIu64, d->kernel ? "tdb.ko" : "tdbd",
+		    table_count(c, d->kernel), n);
+	check_values(c, 0, n, 1000);
+	mem_take(d, c, restarted);
+	tdbc_close(c);
+	tdbd_stop(d);
+	tdbd_report_bad(d);
+	nftw(d->data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	opt.ntdbd_args = nargs;
+}
+
+static void memory_phase(void)
+{
+	static struct tdbd dd, kd;
+	struct memfig dl, dr, kl, kr;
+	uint64_t n = opt.mem_records;
+	double raw = (double)n * (KEY_LEN + opt.vsize);
+	char b[32];
+
+	printf("\nmemory: %" PRIu64 " records (%u B keys, %u B values, %s "
+	       "raw) loaded by %u processes\ninto tdbd alone and into "
+	       "tdbd --backend kernel (a fresh tdb.ko), checkpoints every "
+	       "quarter of\nthe data's bytes of WAL, then SIGTERM and a start "
+	       "again (kernel mode: the\ntables stay resident in tdb.ko)\n", n, KEY_LEN, opt.vsize,
+	       mib((uint64_t)raw, b, sizeof(b)), opt.load_procs);
+	tdbd_init(&dd, "mdaemon");
+	tdbd_init(&kd, "mkernel");
+	kd.kernel = true;
+	mem_mode(&dd, n, &dl, &dr);
+	mem_mode(&kd, n, &kl, &kr);
+	ko_reload();            /* its tables' memory back */
+	printf("  %-7s %-22s %9s %9s %9s %9s %10s %10s\n", "mode", "when",
+	       "RssAnon", "RssShmem", "RssFile", "VmHWM", "tables",
+	       "total");
+	mem_row("tdbd", "loaded, checkpointed", &dl, false);
+	mem_row("tdbd", "restarted", &dr, false);
+	mem_row("kernel", "loaded, checkpointed", &kl, true);
+	mem_row("kernel", "restarted", &kr, true);
+	printf("  total: tdbd's RssAnon + RssShmem, plus the table's "
+	       "bytes_allocated (STAT)\n  where RSS does not hold it "
+	       "(tdb.ko's, or hugetlb pages).  RssFile (LMDB's map, page\n"
+	       "  cache) is reclaimable and left out.  VmHWM: tdbd's peak "
+	       "RSS, checkpoints included.\n");
+	{
+		char l[32], r[32], pk[32];
+
+		printf("  kernel mode / tdbd alone (total): loaded %.2fx, "
+		       "restarted %.2fx\n  kernel-mode tdbd alone (RssAnon + "
+		       "RssShmem): loaded %s, restarted %s, peak\n  (VmHWM) "
+		       "%s\n", (double)mem_total(&kl, true) /
+		       (double)mem_total(&dl, false),
+		       (double)mem_total(&kr, true) /
+		       (double)mem_total(&dr, false),
+		       mib(kl.anon + kl.shmem, l, sizeof(l)),
+		       mib(kr.anon + kr.shmem, r, sizeof(r)),
+		       mib(kr.hwm > kl.hwm ? kr.hwm : kl.hwm, pk,
+			   sizeof(pk)));
+	}
+	bench_csv_row(csv, "durability", "tdb.ko", "tdbd",
+		      "memory: kernel-mode tdbd + tdb.ko's tables (loaded)",
+		      "records", (double)mem_total(&kl, true), "bytes",
+		      (double)mem_total(&kl, true) /
+		      (double)mem_total(&dl, false));
+	bench_csv_row(csv, "durability", "tdb.ko", "tdbd",
+		      "memory: kernel-mode tdbd + tdb.ko's tables (restarted)",
+		      "records", (double)mem_total(&kr, true), "bytes",
+		      (double)mem_total(&kr, true) /
+		      (double)mem_total(&dr, false));
+	fflush(stdout);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -2554,7 +2738,7 @@ static void usage(FILE *f)
 "  -W, --wal-records N    records in the WAL only (default 1M)\n"
 "  -R, --recovery-runs R  timed restarts (default 3)\n"
 "  -L, --load-procs P     processes loading part 2's records (default 2)\n"
-"  -o, --only PARTS       puts, recovery, ckpt, restore, or several\n"
+"  -o, --only PARTS       puts, recovery, ckpt, restore, memory, or several\n"
 "                         joined by '+' (default puts+recovery).\n"
 "                         ckpt: --records written whole, then rewritten\n"
 "                         --ckpt-rounds times: checkpoint time and\n"
@@ -2570,6 +2754,11 @@ static void usage(FILE *f)
 "      --restore-put      each run also restores into tdb.ko one PUT a\n"
 "                         record (TDBD_KERNEL_RESTORE=put, the way before\n"
 "                         RESTORE_BULK): both against tdbd's recovery\n"
+"      --memory-records N  records for --only memory (default 1M): loaded\n"
+"                         into tdbd alone and into kernel mode, then\n"
+"                         checkpointed and restarted: tdbd's RSS (and\n"
+"                         tdb.ko's tables) against tdbd alone's\n"
+"      --value-size B     value bytes of every record (default 100)\n"
 "      --ko PATH          tdb.ko, insmod'ed afresh (after rmmod tdb) before\n"
 "                         each kernel-mode restore (default\n"
 "                         /lib/modules/tdb.ko, the qemu guest's)\n"
@@ -2646,24 +2835,24 @@ static void parse_systems(const char *s)
 static void parse_parts(const char *s)
 {
 	static const char *const names[] = { "puts", "recovery", "ckpt",
-					      "restore" };
+					      "restore", "memory" };
 	bool *flags[] = { &opt.do_puts, &opt.do_recovery, &opt.do_ckpt,
-			  &opt.do_restore };
+			  &opt.do_restore, &opt.do_memory };
 	char buf[128], *save = NULL;
 
 	snprintf(buf, sizeof(buf), "%s", s);
-	for (unsigned int i = 0; i < 4; i++)
+	for (unsigned int i = 0; i < 5; i++)
 		*flags[i] = false;
 	for (char *t = strtok_r(buf, ",+", &save); t;
 	     t = strtok_r(NULL, ",+", &save)) {
 		unsigned int i;
 
-		for (i = 0; i < 4 && strcmp(t, names[i]); i++)
+		for (i = 0; i < 5 && strcmp(t, names[i]); i++)
 			;
-		if (i == 4) {
+		if (i == 5) {
 			fprintf(stderr, "tdb-bench-durable: --only puts, "
-				"recovery, ckpt or restore (or several: "
-				"puts+restore)\n");
+				"recovery, ckpt, restore or memory (or "
+				"several: puts+restore)\n");
 			exit(2);
 		}
 		*flags[i] = true;
@@ -2732,7 +2921,7 @@ static void env_args(int *argc, char ***argv)
 static void parse_args(int argc, char **argv)
 {
 	enum { O_DROP = 256, O_TMPFS, O_CSV, O_RREC, O_RRUNS, O_KO,
-	       O_KOARG, O_RPUT };
+	       O_KOARG, O_RPUT, O_MREC, O_VSIZE };
 	static const struct option lo[] = {
 		{ "dir", required_argument, NULL, 'd' },
 		{ "keys", required_argument, NULL, 'n' },
@@ -2758,6 +2947,8 @@ static void parse_args(int argc, char **argv)
 		{ "restore-records", required_argument, NULL, O_RREC },
 		{ "restore-runs", required_argument, NULL, O_RRUNS },
 		{ "restore-put", no_argument, NULL, O_RPUT },
+		{ "memory-records", required_argument, NULL, O_MREC },
+		{ "value-size", required_argument, NULL, O_VSIZE },
 		{ "ko", required_argument, NULL, O_KO },
 		{ "ko-arg", required_argument, NULL, O_KOARG },
 		{ "help", no_argument, NULL, 'h' },
@@ -2848,6 +3039,14 @@ static void parse_args(int argc, char **argv)
 			break;
 		case O_KO: opt.ko = optarg; break;
 		case O_RPUT: opt.rst_put = true; break;
+		case O_MREC:
+			opt.mem_records = parse_num(optarg, "--memory-records",
+						    1000, 100000000);
+			break;
+		case O_VSIZE:
+			opt.vsize = (uint32_t)parse_num(optarg, "--value-size",
+							16, 65536);
+			break;
 		case O_KOARG:
 			if (opt.nko_args == 8) {
 				fprintf(stderr, "tdb-bench-durable: at most 8 "
@@ -2972,6 +3171,8 @@ int main(int argc, char **argv)
 		ckpt_phase();
 	if (opt.do_restore)
 		restore_phase();
+	if (opt.do_memory)
+		memory_phase();
 	cpu_sample(&c1);
 	o = cpu_others(&c0, &c1, &steal);
 	printf("\nTotal %.0f s", now() - t0);
