@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ckapply.c - WAL records applied straight to the checkpoint store
+ * (ckapply.h): the core of kernel mode's checkpoint without a mirror
+ * (issue 29; docs/KERNEL.md, "Without a mirror").
+ *
+ * Invariants:
+ *  - One LMDB write transaction per run (tdbd_ckpt_begin .. commit):
+ *    its records, schemas, drops, the version and the LSN of its last
+ *    record become durable together or not at all.
+ *  - a->lsn is the LSN of the last record the transaction holds (the
+ *    store's own at begin); a record is applied only if it is a->lsn + 1.
+ *  - a->tabs is the set of tables the store holds as of a->lsn (its
+ *    tables at begin, plus creates, less drops, of the run).
+ *  - After the first failure (a->rc) nothing more is applied and the
+ *    run cannot commit.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckapply.h"
+#include "ckpt.h"
+#include "wal.h"
+
+struct ckapply {
+	struct ckpt_txn *tx;
+	uint64_t store_lsn;     /* the store's at begin */
+	uint64_t lsn;           /* the last record applied (or store_lsn) */
+	uint64_t version;       /* to write: past every version seen */
+	uint64_t now_ms;        /* puts expired by then are deletes */
+	uint64_t applied;
+	char (*tabs)[65];       /* the tables as of lsn */
+	unsigned int ntabs, captabs;
+	int rc;
+	char err[768];
+};
+
+static int fail(struct ckapply *a, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (a->rc)
+		return a->rc;
+	va_start(ap, fmt);
+	vsnprintf(a->err, sizeof(a->err), fmt, ap);
+	va_end(ap);
+	a->rc = rc;
+	return rc;
+}
+
+static int tab_find(const struct ckapply *a, const char *name)
+{
+	for (unsigned int i = 0; i < a->ntabs; i++)
+		if (!strcmp(a->tabs[i], name))
+			return (int)i;
+	return -1;
+}
+
+static int tab_add(struct ckapply *a, const char *name)
+{
+	if (a->ntabs == a->captabs) {
+		unsigned int cap = a->captabs ? a->captabs * 2 : 16;
+		char (*t)[65] = realloc(a->tabs, cap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		a->tabs = t;
+		a->captabs = cap;
+	}
+	snprintf(a->tabs[a->ntabs++], sizeof(a->tabs[0]), "%s", name);
+	return 0;
+}
+
+static void tab_del(struct ckapply *a, int i)
+{
+	a->ntabs--;
+	if ((unsigned int)i != a->ntabs)
+		memcpy(a->tabs[i], a->tabs[a->ntabs], sizeof(a->tabs[0]));
+}
+
+int tdbd_ckapply_begin(struct ckpt *ck, uint64_t now_ms,
+		       struct ckapply **out, char *err, size_t errlen)
+{
+	struct ckapply *a = calloc(1, sizeof(*a));
+	struct ckpt_table *t = NULL;
+	unsigned int n = 0, i;
+	int e;
+
+	*out = NULL;
+	if (!a) {
+		snprintf(err, errlen, "checkpoint from the WAL: out of memory");
+		return -ENOMEM;
+	}
+	a->now_ms = now_ms;
+	if ((e = tdbd_ckpt_read_meta(ck, &a->store_lsn, &t, &n, err,
+				     errlen)) ||
+	    (e = tdbd_ckpt_read_version(ck, &a->version, err, errlen)))
+		goto fail;
+	for (i = 0; i < n; i++)
+		if ((e = tab_add(a, t[i].name))) {
+			snprintf(err, errlen, "checkpoint from the WAL: out "
+				 "of memory (%u tables)", n);
+			goto fail;
+		}
+	free(t);
+	t = NULL;
+	a->lsn = a->store_lsn;
+	if ((e = tdbd_ckpt_begin(ck, &a->tx, err, errlen)))
+		goto fail;
+	*out = a;
+	return 0;
+fail:
+	free(t);
+	free(a->tabs);
+	free(a);
+	return e;
+}
+
+static int apply_ops(struct ckapply *a, const struct wal_rec *r)
+{
+	struct wal_opv op;
+	uint64_t version;
+	uint32_t pos = 0;
+	int k, e;
+
+	if (wal_ops_version(r, &version))
+		return fail(a, -EUCLEAN, "WAL record %llu: malformed (its "
+			    "version)", (unsigned long long)r->lsn);
+	if (version > a->version)
+		a->version = version;
+	while ((k = wal_next_op(r, &pos, &op)) > 0) {
+		if (tab_find(a, op.name) < 0)
+			return fail(a, -EUCLEAN, "WAL record %llu changes "
+				    "table %s, which the checkpoint store "
+				    "does not hold at LSN %llu",
+				    (unsigned long long)r->lsn, op.name,
+				    (unsigned long long)a->lsn);
+		if (op.op == WAL_OP_DEL ||
+		    (op.deadline && op.deadline <= a->now_ms))
+			e = tdbd_ckpt_del(a->tx, op.name, op.key, op.klen);
+		else
+			e = tdbd_ckpt_put_dl(a->tx, op.name, op.key, op.klen,
+					     op.val, op.vlen, version,
+					     op.deadline);
+		if (e)
+			return fail(a, e, "WAL record %llu: %s",
+				    (unsigned long long)r->lsn,
+				    tdbd_ckpt_txn_error(a->tx));
+	}
+	if (k < 0)
+		return fail(a, -EUCLEAN, "WAL record %llu: malformed inside "
+			    "(an op's lengths)", (unsigned long long)r->lsn);
+	return 0;
+}
+
+static int apply_create(struct ckapply *a, const struct wal_rec *r)
+{
+	struct wal_create c;
+	struct ckpt_table t = { 0 };
+	int e;
+
+	if (wal_get_create(r, &c))
+		return fail(a, -EUCLEAN, "WAL record %llu: a malformed "
+			    "table create", (unsigned long long)r->lsn);
+	if (tab_find(a, c.name) >= 0)
+		return fail(a, -EUCLEAN, "WAL record %llu creates table %s, "
+			    "which the checkpoint store holds at LSN %llu",
+			    (unsigned long long)r->lsn, c.name,
+			    (unsigned long long)a->lsn);
+	snprintf(t.name, sizeof(t.name), "%s", c.name);
+	t.id = c.id;
+	t.uid = c.uid;
+	t.gid = c.gid;
+	t.mode = c.mode & 0777;
+	t.max_extents = c.max_extents;
+	/* t.sync 0: the owner keeps no table's sync, so the mirror's
+	 * checkpoint writes 0 too */
+	t.default_ttl = c.default_ttl;
+	t.max_bytes = c.max_bytes;
+	t.max_records = c.max_records;
+	t.evict = c.evict;
+	t.flags = c.flags;
+	if ((e = tdbd_ckpt_reset_table(a->tx, c.name)) ||
+	    (e = tdbd_ckpt_set_table(a->tx, &t)))
+		return fail(a, e, "WAL record %llu: %s",
+			    (unsigned long long)r->lsn,
+			    tdbd_ckpt_txn_error(a->tx));
+	if (tab_add(a, c.name))
+		return fail(a, -ENOMEM, "WAL record %llu: out of memory "
+			    "(%u tables)", (unsigned long long)r->lsn,
+			    a->ntabs);
+	return 0;
+}
+
+static int apply_drop(struct ckapply *a, const struct wal_rec *r)
+{
+	char name[65];
+	int i, e;
+
+	if (wal_get_drop(r, name))
+		return fail(a, -EUCLEAN, "WAL record %llu: a malformed "
+			    "table drop", (unsigned long long)r->lsn);
+	if ((i = tab_find(a, name)) < 0)
+		return fail(a, -EUCLEAN, "WAL record %llu drops table %s, "
+			    "which the checkpoint store does not hold at LSN "
+			    "%llu", (unsigned long long)r->lsn, name,
+			    (unsigned long long)a->lsn);
+	if ((e = tdbd_ckpt_drop_table(a->tx, name)))
+		return fail(a, e, "WAL record %llu: %s",
+			    (unsigned long long)r->lsn,
+			    tdbd_ckpt_txn_error(a->tx));
+	tab_del(a, i);
+	return 0;
+}
+
+int tdbd_ckapply_rec(struct ckapply *a, const struct wal_rec *r)
+{
+	int e;
+
+	if (a->rc)
+		return a->rc;
+	if (r->lsn <= a->store_lsn)
+		return 0;
+	if (r->lsn != a->lsn + 1)
+		return fail(a, -EPROTO, "WAL record %llu does not follow LSN "
+			    "%llu (the checkpoint store's %s)",
+			    (unsigned long long)r->lsn,
+			    (unsigned long long)a->lsn,
+			    a->lsn == a->store_lsn ? "own LSN" :
+			    "last record applied");
+	if (wal_is_ops(r))
+		e = apply_ops(a, r);
+	else if (r->type == WAL_CREATE)
+		e = apply_create(a, r);
+	else if (r->type == WAL_DROP)
+		e = apply_drop(a, r);
+	else
+		e = fail(a, -EUCLEAN, "WAL record %llu: unknown type %u",
+			 (unsigned long long)r->lsn, (unsigned int)r->type);
+	if (e)
+		return e;
+	/* recovery floors the version counter at the log's last LSN
+	 * (an old WAL_OPS record's version is its LSN): so does this */
+	if (r->lsn > a->version)
+		a->version = r->lsn;
+	a->lsn = r->lsn;
+	a->applied++;
+	return 1;
+}
+
+uint64_t tdbd_ckapply_lsn(const struct ckapply *a)
+{
+	return a->lsn;
+}
+
+uint64_t tdbd_ckapply_count(const struct ckapply *a)
+{
+	return a->applied;
+}
+
+const char *tdbd_ckapply_error(const struct ckapply *a)
+{
+	return a->err;
+}
+
+void tdbd_ckapply_abort(struct ckapply *a)
+{
+	if (!a)
+		return;
+	tdbd_ckpt_abort(a->tx);
+	free(a->tabs);
+	free(a);
+}
+
+int tdbd_ckapply_commit(struct ckapply *a, char *err, size_t errlen)
+{
+	int e = a->rc;
+
+	if (e) {
+		snprintf(err, errlen, "%s", a->err);
+	} else if (a->applied) {
+		/* a failed set_version fails the transaction, and the
+		 * commit then says why and frees it */
+		(void)tdbd_ckpt_set_version(a->tx, a->version);
+		e = tdbd_ckpt_commit(a->tx, a->lsn, err, errlen);
+		a->tx = NULL;
+	}
+	tdbd_ckapply_abort(a);
+	return e;
+}

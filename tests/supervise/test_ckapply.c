@@ -1,0 +1,647 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * test_ckapply.c - kernel mode's checkpoint without a mirror (issue 29;
+ * src/daemon/durable/ckapply.c): a run of records as tdb.ko logs them
+ * applied straight to a checkpoint store gives the store that the
+ * mirror's checkpoint of the same records gives (tdbd in kernel mode:
+ * tdbd_durable_apply, then the last checkpoint at stop).  Compared
+ * through the store's own reader (tdbd_ckpt_read_meta, _read_version,
+ * _load_table): the LSN, every table's schema, the version counter, and
+ * every record with its version and deadline.  The records cover hash,
+ * bounded and ordered tables, a transaction over three tables, puts over
+ * puts, deletes (of a key that is not there too), a key over LMDB's key
+ * limit, a deadline to come and one past, a table dropped and a name
+ * made again.  Also: the run split into several commits gives the same
+ * store; a run again after its commit (a crash before the WAL was cut)
+ * skips what the store has; a gap, a change to a table the store lacks,
+ * a create of one it has and a drop of one it lacks are refused, naming
+ * the LSN and the table, with nothing committed; an abandoned run (a
+ * power cut before the commit) leaves the store as it was.
+ *
+ * Linked with tdbd's objects (src/daemon, without main.c).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "durable/ckapply.h"
+#include "durable/ckpt.h"
+#include "durable/durable.h"
+#include "rec.h"
+#include "tdb/proto.h"
+#include "tdbd.h"
+#include "walrec.h"
+
+uint64_t tdbd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static char err[1024];
+
+/* --- the records -------------------------------------------------------- */
+
+#define NREC_MAX 512
+
+struct recs {
+	unsigned char *r[NREC_MAX];
+	size_t len[NREC_MAX];
+	unsigned int n;
+	uint64_t lsn;           /* the last one's */
+};
+
+static unsigned char *slot(struct recs *s)
+{
+	assert_true(s->n < NREC_MAX);
+	s->r[s->n] = calloc(1, 8192);
+	assert_non_null(s->r[s->n]);
+	return s->r[s->n];
+}
+
+static void done(struct recs *s, size_t len)
+{
+	s->len[s->n++] = len;
+}
+
+static void create(struct recs *s, const char *tab, uint64_t id,
+		   uint64_t ttl, uint64_t max_records, uint32_t evict,
+		   uint32_t flags)
+{
+	unsigned char *r = slot(s);
+	size_t len = walrec_begin(r, WALREC_CREATE), n = strlen(tab);
+
+	walrec_create(r + len, id, 1000, 1001, 0640, 3, 1);  /* sync 1 */
+	len += WALREC_CREATE_FIX;
+	r[len++] = (unsigned char)n;
+	memcpy(r + len, tab, n);
+	len += n;
+	len += walrec_create_ext(r + len, ttl, 0, max_records, evict, flags);
+	walrec_seal(r, (uint32_t)len, ++s->lsn, 0);
+	walrec_set_crc(r, walrec_crc(r, (uint32_t)len));
+	done(s, len);
+}
+
+static void drop(struct recs *s, const char *tab)
+{
+	unsigned char *r = slot(s);
+
+	s->lsn++;
+	done(s, rec_drop(r, s->lsn, tab));
+}
+
+/* A record of ops: begin, op..., end. */
+static unsigned char *cur;
+static size_t curlen;
+static uint32_t curops;
+
+static void begin(struct recs *s)
+{
+	cur = slot(s);
+	s->lsn++;
+	curlen = walrec_begin_v(cur, REC_VERSION(s->lsn));
+	curops = 0;
+}
+
+static void opk(const char *tab, const void *key, size_t kl, const char *val,
+		uint64_t dl)
+{
+	size_t n = strlen(tab), vl = val ? strlen(val) : 0;
+	size_t h = walrec_op_dl(cur + curlen, val ? WALREC_OP_PUT :
+				WALREC_OP_DEL, (uint8_t)n, (uint32_t)kl,
+				(uint32_t)vl, dl);
+
+	assert_true(curlen + h + n + kl + vl <= 8192);
+	memcpy(cur + curlen + h, tab, n);
+	memcpy(cur + curlen + h + n, key, kl);
+	memcpy(cur + curlen + h + n + kl, val ? val : "", vl);
+	curlen += h + n + kl + vl;
+	curops++;
+}
+
+static void op(const char *tab, const char *key, const char *val,
+	       uint64_t dl)
+{
+	opk(tab, key, strlen(key), val, dl);
+}
+
+static void end(struct recs *s)
+{
+	walrec_seal(cur, (uint32_t)curlen, s->lsn, curops);
+	walrec_set_crc(cur, walrec_crc(cur, (uint32_t)curlen));
+	done(s, curlen);
+}
+
+static void put1(struct recs *s, const char *tab, const char *key,
+		 const char *val, uint64_t dl)
+{
+	begin(s);
+	op(tab, key, val, dl);
+	end(s);
+}
+
+/* The history both stores are made of. */
+static void history(struct recs *s)
+{
+	static char longkey[700], v[64];
+	const uint64_t later = 4102444800000ull;        /* 2100-01-01 */
+	char k[32];
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	create(s, "kt", 77, 0, 0, 0, 0);
+	create(s, "ke", 78, 60000, 50, TDB_EVICT_TTL, 0);
+	create(s, "ko", 79, 0, 0, 0, TDB_TABLE_F_ORDERED);
+	for (i = 0; i < 40; i++) {
+		snprintf(k, sizeof(k), "key-%03d", (i * 17) % 40);
+		snprintf(v, sizeof(v), "value %d of kt", i);
+		put1(s, "kt", k, v, 0);
+		put1(s, "ko", k, v, 0);
+	}
+	for (i = 0; i < 40; i += 3) {           /* puts over puts */
+		snprintf(k, sizeof(k), "key-%03d", i);
+		snprintf(v, sizeof(v), "again %d", i);
+		put1(s, "kt", k, v, 0);
+	}
+	for (i = 1; i < 40; i += 4) {           /* deletes */
+		snprintf(k, sizeof(k), "key-%03d", i);
+		put1(s, "kt", k, NULL, 0);
+		put1(s, "ko", k, NULL, 0);
+	}
+	put1(s, "kt", "never-there", NULL, 0);
+	begin(s);                               /* a transaction */
+	op("kt", "txn-a", "A", 0);
+	op("ke", "txn-b", "B", later);
+	op("ko", "key-000", NULL, 0);
+	op("kt", "key-003", NULL, 0);
+	end(s);
+	put1(s, "ke", "soon", "expires in 2100", later);
+	put1(s, "ke", "past", "expired already", 1000);   /* 1970 */
+	put1(s, "ke", "plain", "no deadline", 0);
+	memset(longkey, 'L', sizeof(longkey));
+	begin(s);                               /* over LMDB's key limit */
+	opk("kt", longkey, sizeof(longkey), "long one", 0);
+	end(s);
+	begin(s);
+	opk("kt", longkey, sizeof(longkey), "long two", 0);
+	end(s);
+	longkey[0] = 'M';
+	begin(s);
+	opk("kt", longkey, sizeof(longkey), "long gone", 0);
+	end(s);
+	begin(s);
+	opk("kt", longkey, sizeof(longkey), NULL, 0);
+	end(s);
+	create(s, "kd", 80, 0, 0, 0, 0);        /* made and dropped */
+	put1(s, "kd", "x", "gone with kd", 0);
+	drop(s, "kd");
+	create(s, "kr", 81, 0, 0, 0, 0);        /* a name made again */
+	put1(s, "kr", "old", "of the first kr", 0);
+	drop(s, "kr");
+	create(s, "kr", 82, 0, 0, 0, TDB_TABLE_F_ORDERED);
+	put1(s, "kr", "new", "of the second kr", 0);
+}
+
+static void recs_free(struct recs *s)
+{
+	for (unsigned int i = 0; i < s->n; i++)
+		free(s->r[i]);
+	s->n = 0;
+}
+
+static struct wal_rec decode(const struct recs *s, unsigned int i)
+{
+	struct wal_rec wr;
+	const char *why = "";
+
+	if (wal_rec_check(s->r[i], s->len[i], &wr, &why))
+		fail_msg("record %u: %s", i, why);
+	return wr;
+}
+
+/* --- the two stores ------------------------------------------------------ */
+
+static void tmpdir(char *d, size_t n, const char *what)
+{
+	snprintf(d, n, "/tmp/tdb-ckapply-%s-XXXXXX", what);
+	assert_non_null(mkdtemp(d));
+}
+
+static void rmdir_r(const char *d)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", d);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* The mirror's: tdbd in kernel mode applies every record and writes its
+ * last checkpoint at stop. */
+static void mirror_store(const char *dir, const struct recs *s)
+{
+	static struct tdbd d;
+
+	memset(&d, 0, sizeof(d));
+	tdbd_config_defaults(&d.cfg);
+	d.cfg.hugepages = false;
+	d.cfg.backend = TDBD_BACKEND_KERNEL;
+	snprintf(d.cfg.data_dir, sizeof(d.cfg.data_dir), "%s", dir);
+	pthread_mutex_init(&d.wake_lock, NULL);
+	assert_int_equal(tdbd_owner_start(&d), 0);
+	assert_int_equal(tdbd_durable_start(&d, tdbd_on_durable), 0);
+	assert_int_equal(wal_appended(d.wal), 0);
+	for (unsigned int i = 0; i < s->n; i++) {
+		struct wal_rec wr = decode(s, i);
+
+		err[0] = '\0';
+		if (tdbd_durable_apply(&d, s->r[i], s->len[i], &wr, err,
+				       sizeof(err)))
+			fail_msg("mirror: record %u: %s", i, err);
+	}
+	tdbd_durable_stop(&d);
+	tdbd_owner_stop(&d);
+	pthread_mutex_destroy(&d.wake_lock);
+}
+
+/* Records [from, to) in one run: what tdbd_ckapply_rec said of each
+ * counted into *applied, *skipped; the first error returned (after
+ * which the run is aborted, not committed). */
+static int run(struct ckpt *ck, const struct recs *s, unsigned int from,
+	       unsigned int to, unsigned int *applied, unsigned int *skipped)
+{
+	struct ckapply *a = NULL;
+	int e;
+
+	*applied = *skipped = 0;
+	err[0] = '\0';
+	if ((e = tdbd_ckapply_begin(ck, wall_ms(), &a, err, sizeof(err))))
+		return e;
+	for (unsigned int i = from; i < to; i++) {
+		struct wal_rec wr = decode(s, i);
+
+		e = tdbd_ckapply_rec(a, &wr);
+		if (e < 0) {
+			snprintf(err, sizeof(err), "%s",
+				 tdbd_ckapply_error(a));
+			tdbd_ckapply_abort(a);
+			return e;
+		}
+		*applied += e;
+		*skipped += !e;
+	}
+	return tdbd_ckapply_commit(a, err, sizeof(err));
+}
+
+static struct ckpt *open_store(const char *dir)
+{
+	struct ckpt *ck = NULL;
+
+	if (tdbd_ckpt_open(dir, &ck, err, sizeof(err)))
+		fail_msg("open %s: %s", dir, err);
+	return ck;
+}
+
+/* --- comparing two stores ------------------------------------------------- */
+
+struct item {
+	unsigned char *k, *v;
+	size_t kl, vl;
+	uint64_t ver, dl;
+};
+
+struct items {
+	struct item *v;
+	size_t n, cap;
+};
+
+static int collect(void *arg, const void *key, size_t klen, const void *val,
+		   size_t vlen, uint64_t version, uint64_t deadline)
+{
+	struct items *it = arg;
+	struct item *x;
+
+	if (it->n == it->cap) {
+		it->cap = it->cap ? it->cap * 2 : 64;
+		it->v = realloc(it->v, it->cap * sizeof(*it->v));
+		assert_non_null(it->v);
+	}
+	x = &it->v[it->n++];
+	x->k = malloc(klen + 1);
+	x->v = malloc(vlen + 1);
+	assert_true(x->k && x->v);
+	memcpy(x->k, key, klen);
+	memcpy(x->v, val, vlen);
+	x->kl = klen;
+	x->vl = vlen;
+	x->ver = version;
+	x->dl = deadline;
+	return 0;
+}
+
+static int item_cmp(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	size_t n = x->kl < y->kl ? x->kl : y->kl;
+	int c = memcmp(x->k, y->k, n);
+
+	return c ? c : (x->kl > y->kl) - (x->kl < y->kl);
+}
+
+static void items_free(struct items *it)
+{
+	for (size_t i = 0; i < it->n; i++) {
+		free(it->v[i].k);
+		free(it->v[i].v);
+	}
+	free(it->v);
+	memset(it, 0, sizeof(*it));
+}
+
+static int tab_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ckpt_table *)a)->name,
+		      ((const struct ckpt_table *)b)->name);
+}
+
+/* The stores at a and b are equal; how many records they hold. */
+static size_t assert_stores_equal(const char *da, const char *db)
+{
+	struct ckpt *a = open_store(da), *b = open_store(db);
+	struct ckpt_table *ta = NULL, *tb = NULL;
+	unsigned int na = 0, nb = 0;
+	uint64_t la, lb, va, vb;
+	size_t total = 0;
+
+	if (tdbd_ckpt_read_meta(a, &la, &ta, &na, err, sizeof(err)) ||
+	    tdbd_ckpt_read_meta(b, &lb, &tb, &nb, err, sizeof(err)) ||
+	    tdbd_ckpt_read_version(a, &va, err, sizeof(err)) ||
+	    tdbd_ckpt_read_version(b, &vb, err, sizeof(err)))
+		fail_msg("reading the stores: %s", err);
+	if (la != lb)
+		fail_msg("LSN: %llu (mirror) vs %llu (applied)",
+			 (unsigned long long)la, (unsigned long long)lb);
+	if (va != vb)
+		fail_msg("version: %llu (mirror) vs %llu (applied)",
+			 (unsigned long long)va, (unsigned long long)vb);
+	if (na != nb)
+		fail_msg("tables: %u (mirror) vs %u (applied)", na, nb);
+	qsort(ta, na, sizeof(*ta), tab_cmp);
+	qsort(tb, nb, sizeof(*tb), tab_cmp);
+	for (unsigned int i = 0; i < na; i++) {
+		struct items ia = { 0 }, ib = { 0 };
+		const struct ckpt_table *x = &ta[i], *y = &tb[i];
+
+		if (strcmp(x->name, y->name) || x->id != y->id ||
+		    x->uid != y->uid || x->gid != y->gid ||
+		    x->mode != y->mode || x->max_extents != y->max_extents ||
+		    x->sync != y->sync || x->default_ttl != y->default_ttl ||
+		    x->max_bytes != y->max_bytes ||
+		    x->max_records != y->max_records ||
+		    x->evict != y->evict || x->flags != y->flags ||
+		    x->aside != y->aside)
+			fail_msg("table %s/%s: schemas differ (id %llu/%llu, "
+				 "mode %o/%o, max_extents %u/%u, sync %u/%u, "
+				 "ttl %llu/%llu, max_records %llu/%llu, "
+				 "evict %u/%u, flags %u/%u)", x->name, y->name,
+				 (unsigned long long)x->id,
+				 (unsigned long long)y->id, x->mode, y->mode,
+				 x->max_extents, y->max_extents, x->sync,
+				 y->sync, (unsigned long long)x->default_ttl,
+				 (unsigned long long)y->default_ttl,
+				 (unsigned long long)x->max_records,
+				 (unsigned long long)y->max_records,
+				 x->evict, y->evict, x->flags, y->flags);
+		if (tdbd_ckpt_load_table(a, x->name, collect, &ia, NULL, err,
+					 sizeof(err)) ||
+		    tdbd_ckpt_load_table(b, y->name, collect, &ib, NULL, err,
+					 sizeof(err)))
+			fail_msg("loading table %s: %s", x->name, err);
+		qsort(ia.v, ia.n, sizeof(*ia.v), item_cmp);
+		qsort(ib.v, ib.n, sizeof(*ib.v), item_cmp);
+		if (ia.n != ib.n)
+			fail_msg("table %s: %zu records (mirror) vs %zu "
+				 "(applied)", x->name, ia.n, ib.n);
+		for (size_t j = 0; j < ia.n; j++) {
+			const struct item *p = &ia.v[j], *q = &ib.v[j];
+
+			if (item_cmp(p, q) || p->vl != q->vl ||
+			    memcmp(p->v, q->v, p->vl) || p->ver != q->ver ||
+			    p->dl != q->dl)
+				fail_msg("table %s, record %zu (key %.*s, %zu "
+					 "bytes): value %.*s/%.*s, version "
+					 "%llu/%llu, deadline %llu/%llu "
+					 "(mirror/applied)", x->name, j,
+					 (int)(p->kl > 40 ? 40 : p->kl), p->k,
+					 p->kl, (int)p->vl, p->v, (int)q->vl,
+					 q->v, (unsigned long long)p->ver,
+					 (unsigned long long)q->ver,
+					 (unsigned long long)p->dl,
+					 (unsigned long long)q->dl);
+		}
+		total += ia.n;
+		items_free(&ia);
+		items_free(&ib);
+	}
+	free(ta);
+	free(tb);
+	tdbd_ckpt_close(a);
+	tdbd_ckpt_close(b);
+	return total;
+}
+
+static uint64_t store_lsn(const char *dir)
+{
+	struct ckpt *ck = open_store(dir);
+	struct ckpt_table *t = NULL;
+	unsigned int n = 0;
+	uint64_t lsn;
+
+	if (tdbd_ckpt_read_meta(ck, &lsn, &t, &n, err, sizeof(err)))
+		fail_msg("%s: %s", dir, err);
+	free(t);
+	tdbd_ckpt_close(ck);
+	return lsn;
+}
+
+/* --- tests ------------------------------------------------------------------ */
+
+static char mdir[64], adir[64];
+static struct recs hist;
+
+static int setup(void **state)
+{
+	(void)state;
+	history(&hist);
+	tmpdir(mdir, sizeof(mdir), "mirror");
+	mirror_store(mdir, &hist);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	rmdir_r(mdir);
+	recs_free(&hist);
+	return 0;
+}
+
+/* One run of every record: the mirror's store. */
+static void test_one_run(void **state)
+{
+	struct ckpt *ck;
+	unsigned int ap, sk;
+	size_t n;
+
+	(void)state;
+	tmpdir(adir, sizeof(adir), "applied");
+	ck = open_store(adir);
+	if (run(ck, &hist, 0, hist.n, &ap, &sk))
+		fail_msg("run: %s", err);
+	assert_int_equal(ap, hist.n);
+	assert_int_equal(sk, 0);
+	tdbd_ckpt_close(ck);
+	assert_int_equal(store_lsn(mdir), hist.lsn);
+	n = assert_stores_equal(mdir, adir);
+	assert_true(n > 60);
+	rmdir_r(adir);
+}
+
+/* Runs of 7 records (each a commit), one run again over the last two
+ * commits' records: the same store; what the store had was skipped. */
+static void test_runs(void **state)
+{
+	struct ckpt *ck;
+	unsigned int ap, sk, i, to;
+
+	(void)state;
+	tmpdir(adir, sizeof(adir), "runs");
+	ck = open_store(adir);
+	for (i = 0; i < hist.n; i = to) {
+		to = i + 7 < hist.n ? i + 7 : hist.n;
+		if (run(ck, &hist, i, to, &ap, &sk))
+			fail_msg("run %u..%u: %s", i, to, err);
+		assert_int_equal(ap, to - i);
+		if (i >= 14 && to < hist.n) {   /* again, and 3 more */
+			unsigned int more = to + 3 < hist.n ? to + 3 : hist.n;
+
+			if (run(ck, &hist, i - 14, more, &ap, &sk))
+				fail_msg("run again %u..%u: %s", i - 14, more,
+					 err);
+			assert_int_equal(sk, to - (i - 14));
+			assert_int_equal(ap, more - to);
+			to = more;
+		}
+	}
+	tdbd_ckpt_close(ck);
+	assert_stores_equal(mdir, adir);
+	rmdir_r(adir);
+}
+
+/* Refusals and an abandoned run: the store stays at its LSN. */
+static void test_refused(void **state)
+{
+	struct ckpt *ck;
+	struct ckapply *a;
+	struct recs bad;
+	struct wal_rec wr;
+	unsigned int ap, sk;
+	uint64_t at;
+
+	(void)state;
+	tmpdir(adir, sizeof(adir), "refused");
+	ck = open_store(adir);
+	if (run(ck, &hist, 0, 10, &ap, &sk))
+		fail_msg("run: %s", err);
+	at = 10;
+	/* a gap: record 12 after the store's 10 */
+	assert_int_equal(run(ck, &hist, 11, 13, &ap, &sk), -EPROTO);
+	assert_non_null(strstr(err, "WAL record 12 does not follow LSN 10"));
+	/* within a run too, after one applied */
+	assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), &a, err,
+					    sizeof(err)), 0);
+	wr = decode(&hist, 10);
+	assert_int_equal(tdbd_ckapply_rec(a, &wr), 1);
+	wr = decode(&hist, 12);
+	assert_int_equal(tdbd_ckapply_rec(a, &wr), -EPROTO);
+	assert_non_null(strstr(tdbd_ckapply_error(a), "WAL record 13 does "
+			       "not follow LSN 11"));
+	wr = decode(&hist, 11);         /* and nothing after the failure */
+	assert_int_equal(tdbd_ckapply_rec(a, &wr), -EPROTO);
+	assert_int_equal(tdbd_ckapply_commit(a, err, sizeof(err)), -EPROTO);
+	tdbd_ckpt_close(ck);
+	assert_int_equal(store_lsn(adir), at);
+	ck = open_store(adir);
+
+	/* a change to a table the store lacks, a create of one it has, a
+	 * drop of one it lacks */
+	memset(&bad, 0, sizeof(bad));
+	bad.lsn = at;
+	put1(&bad, "nosuch", "k", "v", 0);
+	assert_int_equal(run(ck, &bad, 0, 1, &ap, &sk), -EUCLEAN);
+	assert_non_null(strstr(err, "WAL record 11 changes table nosuch, "
+			       "which the checkpoint store does not hold at "
+			       "LSN 10"));
+	recs_free(&bad);
+	bad.lsn = at;
+	create(&bad, "kt", 90, 0, 0, 0, 0);
+	assert_int_equal(run(ck, &bad, 0, 1, &ap, &sk), -EUCLEAN);
+	assert_non_null(strstr(err, "WAL record 11 creates table kt, which "
+			       "the checkpoint store holds"));
+	recs_free(&bad);
+	bad.lsn = at;
+	drop(&bad, "nosuch");
+	assert_int_equal(run(ck, &bad, 0, 1, &ap, &sk), -EUCLEAN);
+	assert_non_null(strstr(err, "WAL record 11 drops table nosuch"));
+	recs_free(&bad);
+
+	/* abandoned (a power cut before the commit): nothing of it */
+	assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), &a, err,
+					    sizeof(err)), 0);
+	for (unsigned int i = 10; i < 20; i++) {
+		wr = decode(&hist, i);
+		assert_int_equal(tdbd_ckapply_rec(a, &wr), 1);
+	}
+	assert_int_equal(tdbd_ckapply_lsn(a), 20);
+	tdbd_ckapply_abort(a);
+	tdbd_ckpt_close(ck);
+	assert_int_equal(store_lsn(adir), at);
+
+	/* and the rest, as recovery would finish it: the mirror's store */
+	ck = open_store(adir);
+	if (run(ck, &hist, 0, hist.n, &ap, &sk))
+		fail_msg("run: %s", err);
+	assert_int_equal(sk, 10);
+	tdbd_ckpt_close(ck);
+	assert_stores_equal(mdir, adir);
+	rmdir_r(adir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_run),
+		cmocka_unit_test(test_runs),
+		cmocka_unit_test(test_refused),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
