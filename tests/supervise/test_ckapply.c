@@ -277,6 +277,7 @@ static void mirror_store(const char *dir, const struct recs *s)
 				       sizeof(err)))
 			fail_msg("mirror: record %u: %s", i, err);
 	}
+	tdbd_log_write(&d);     /* the follower's step after a round */
 	tdbd_durable_stop(&d);
 	tdbd_owner_stop(&d);
 	pthread_mutex_destroy(&d.wake_lock);
@@ -496,6 +497,20 @@ static int setup(void **state)
 	return 0;
 }
 
+static int one_setup(void **state)
+{
+	(void)state;
+	tmpdir(adir, sizeof(adir), "applied");
+	return 0;
+}
+
+static int one_teardown(void **state)
+{
+	(void)state;
+	rmdir_r(adir);
+	return 0;
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -512,7 +527,6 @@ static void test_one_run(void **state)
 	size_t n;
 
 	(void)state;
-	tmpdir(adir, sizeof(adir), "applied");
 	ck = open_store(adir);
 	if (run(ck, &hist, 0, hist.n, &ap, &sk))
 		fail_msg("run: %s", err);
@@ -522,7 +536,6 @@ static void test_one_run(void **state)
 	assert_int_equal(store_lsn(mdir), hist.lsn);
 	n = assert_stores_equal(mdir, adir);
 	assert_true(n > 60);
-	rmdir_r(adir);
 }
 
 /* Runs of 7 records (each a commit), one run again over the last two
@@ -533,7 +546,6 @@ static void test_runs(void **state)
 	unsigned int ap, sk, i, to;
 
 	(void)state;
-	tmpdir(adir, sizeof(adir), "runs");
 	ck = open_store(adir);
 	for (i = 0; i < hist.n; i = to) {
 		to = i + 7 < hist.n ? i + 7 : hist.n;
@@ -553,7 +565,6 @@ static void test_runs(void **state)
 	}
 	tdbd_ckpt_close(ck);
 	assert_stores_equal(mdir, adir);
-	rmdir_r(adir);
 }
 
 /* Refusals and an abandoned run: the store stays at its LSN. */
@@ -567,7 +578,6 @@ static void test_refused(void **state)
 	uint64_t at;
 
 	(void)state;
-	tmpdir(adir, sizeof(adir), "refused");
 	ck = open_store(adir);
 	if (run(ck, &hist, 0, 10, &ap, &sk))
 		fail_msg("run: %s", err);
@@ -632,15 +642,17 @@ static void test_refused(void **state)
 	assert_int_equal(sk, 10);
 	tdbd_ckpt_close(ck);
 	assert_stores_equal(mdir, adir);
-	rmdir_r(adir);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_one_run),
-		cmocka_unit_test(test_runs),
-		cmocka_unit_test(test_refused),
+		cmocka_unit_test_setup_teardown(test_one_run, one_setup,
+						one_teardown),
+		cmocka_unit_test_setup_teardown(test_runs, one_setup,
+						one_teardown),
+		cmocka_unit_test_setup_teardown(test_refused, one_setup,
+						one_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
