@@ -644,6 +644,194 @@ static void test_refused(void **state)
 	assert_stores_equal(mdir, adir);
 }
 
+
+/* --- a measurement (TDB_CKAPPLY_BENCH=N; not part of the test) ------------
+ * N records of one 100-byte put each over N/4 keys in random order, in
+ * one table: the mirror's way (tdbd_durable_apply of each, then its
+ * checkpoint at stop: the table new, written whole in key order) and
+ * ckapply's (one run of all N, in log order), then ckapply again over
+ * N more records on the store that has the keys (a checkpoint's steady
+ * state).  TDB_CKAPPLY_RUN=R: ckapply commits every R records (a
+ * checkpoint of several runs).  Peak RSS of each phase from VmHWM after
+ * clear_refs 5; RssAnon (LMDB's dirty pages are malloc'd) before the
+ * last commit. */
+
+static void gen(unsigned char *r, size_t *len, uint64_t lsn, uint64_t nkeys,
+		uint64_t *seed)
+{
+	char k[24], v[101];
+	size_t n = 0;
+
+	*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+	snprintf(k, sizeof(k), "k%010llu",
+		 (unsigned long long)((*seed >> 17) % nkeys));
+	memset(v, 'a' + (int)(lsn % 26), 100);
+	v[100] = '\0';
+	cur = r;
+	curlen = walrec_begin_v(cur, REC_VERSION(lsn));
+	curops = 0;
+	op("kb", k, v, 0);
+	walrec_seal(cur, (uint32_t)curlen, lsn, curops);
+	walrec_set_crc(cur, walrec_crc(cur, (uint32_t)curlen));
+	n = curlen;
+	*len = n;
+}
+
+static long hwm_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static long rss_anon_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static void hwm_reset(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+}
+
+static void test_bench(void **state)
+{
+	uint64_t n = strtoull(getenv("TDB_CKAPPLY_BENCH"), NULL, 10);
+	uint64_t nkeys = n / 4 ? n / 4 : 1, seed, t0, t1, t2;
+	static unsigned char r[512];
+	static struct tdbd d;
+	struct recs c0;
+	struct ckapply *a;
+	struct ckpt *ck;
+	struct wal_rec wr;
+	const char *why;
+	size_t len;
+	long h0, h1, h2, h3, a0, a1;
+	const char *rm = getenv("TDB_CKAPPLY_RUN");     /* records a run */
+	uint64_t runmax = rm ? strtoull(rm, NULL, 10) : 0;
+
+	(void)state;
+	/* the mirror */
+	memset(&d, 0, sizeof(d));
+	tdbd_config_defaults(&d.cfg);
+	d.cfg.hugepages = false;
+	d.cfg.backend = TDBD_BACKEND_KERNEL;
+	d.cfg.checkpoint_interval_ms = 3600000;
+	d.cfg.checkpoint_wal_size = 1ull << 40;
+	snprintf(d.cfg.data_dir, sizeof(d.cfg.data_dir), "%s", adir);
+	pthread_mutex_init(&d.wake_lock, NULL);
+	assert_int_equal(tdbd_owner_start(&d), 0);
+	assert_int_equal(tdbd_durable_start(&d, tdbd_on_durable), 0);
+	memset(&c0, 0, sizeof(c0));
+	c0.lsn = 1;     /* max_extents 0: the default, room for the data */
+	done(&c0, rec_create(slot(&c0), 1, 99, "kb"));
+	wr = decode(&c0, 0);
+	assert_int_equal(tdbd_durable_apply(&d, c0.r[0], c0.len[0], &wr, err,
+					    sizeof(err)), 0);
+	hwm_reset();
+	h0 = hwm_kib();
+	t0 = tdbd_now_ns();
+	seed = 1;
+	for (uint64_t l = 2; l <= n + 1; l++) {
+		gen(r, &len, l, nkeys, &seed);
+		assert_int_equal(wal_rec_check(r, len, &wr, &why), 0);
+		if (tdbd_durable_apply(&d, r, len, &wr, err, sizeof(err)))
+			fail_msg("mirror: %s", err);
+		if (!(l & 1023))
+			tdbd_log_write(&d);
+	}
+	tdbd_log_write(&d);
+	t1 = tdbd_now_ns();
+	h1 = hwm_kib();
+	a1 = rss_anon_kib();
+	tdbd_durable_stop(&d);
+	t2 = tdbd_now_ns();
+	tdbd_owner_stop(&d);
+	pthread_mutex_destroy(&d.wake_lock);
+	printf("bench: %llu records over %llu keys, ckapply runs of %llu "
+	       "records (0: all)\n"
+	       "  mirror: apply %llu ns/record (VmHWM %ld -> %ld KiB, RssAnon "
+	       "%ld KiB after), "
+	       "stop (WAL sync + checkpoint) %llu ms\n",
+	       (unsigned long long)n, (unsigned long long)nkeys,
+	       (unsigned long long)runmax,
+	       (unsigned long long)((t1 - t0) / n), h0, h1, a1,
+	       (unsigned long long)((t2 - t1) / 1000000));
+	rmdir_r(adir);
+	tmpdir(adir, sizeof(adir), "applied");
+
+	/* ckapply: one run, then a second of as many on the full store */
+	ck = open_store(adir);
+	for (int pass = 0; pass < 2; pass++) {
+		hwm_reset();
+		h2 = hwm_kib();
+		a0 = rss_anon_kib();
+		t0 = tdbd_now_ns();
+		assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), &a, err,
+						    sizeof(err)), 0);
+		if (!pass) {
+			wr = decode(&c0, 0);
+			assert_int_equal(tdbd_ckapply_rec(a, &wr), 1);
+		}
+		seed = pass ? 2 : 1;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t l = 2 + pass * n + i;
+
+			if (runmax && i && !(i % runmax)) {     /* a commit */
+				if (tdbd_ckapply_commit(a, err, sizeof(err)))
+					fail_msg("commit: %s", err);
+				assert_int_equal(tdbd_ckapply_begin(ck,
+						 wall_ms(), &a, err,
+						 sizeof(err)), 0);
+			}
+
+			gen(r, &len, l, nkeys, &seed);
+			assert_int_equal(wal_rec_check(r, len, &wr, &why), 0);
+			if (tdbd_ckapply_rec(a, &wr) != 1)
+				fail_msg("ckapply: %s", tdbd_ckapply_error(a));
+		}
+		t1 = tdbd_now_ns();
+		a1 = rss_anon_kib();
+		if (tdbd_ckapply_commit(a, err, sizeof(err)))
+			fail_msg("commit: %s", err);
+		t2 = tdbd_now_ns();
+		h3 = hwm_kib();
+		printf("  ckapply %s: %llu ns/record applying, commit %llu ms, "
+		       "%llu ms in all (VmHWM %ld -> %ld KiB, RssAnon %ld -> "
+		       "%ld KiB before the commit)\n",
+		       pass ? "again (store full)" : "one run",
+		       (unsigned long long)((t1 - t0) / n),
+		       (unsigned long long)((t2 - t1) / 1000000),
+		       (unsigned long long)((t2 - t0) / 1000000), h2, h3, a0,
+		       a1);
+	}
+	tdbd_ckpt_close(ck);
+	recs_free(&c0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -655,5 +843,12 @@ int main(void)
 						one_teardown),
 	};
 
+	const struct CMUnitTest bench[] = {
+		cmocka_unit_test_setup_teardown(test_bench, one_setup,
+						one_teardown),
+	};
+
+	if (getenv("TDB_CKAPPLY_BENCH"))
+		return cmocka_run_group_tests(bench, NULL, NULL);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
