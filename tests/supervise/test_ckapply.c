@@ -16,10 +16,14 @@
  * skips what the store has; a gap, a change to a table the store lacks,
  * a create of one it has and a drop of one it lacks are refused, naming
  * the LSN and the table, with nothing committed; an abandoned run (a
- * power cut before the commit) leaves the store as it was.
+ * power cut before the commit) leaves the store as it was.  And the
+ * checkpoint from a WAL (tdbd_ckapply_wal: wal_read_range, runs): the
+ * records appended to a WAL of several segments, read back and applied,
+ * give the mirror's store too.
  *
  * Linked with tdbd's objects (src/daemon, without main.c).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +44,7 @@
 #include "rec.h"
 #include "tdb/proto.h"
 #include "tdbd.h"
+#include "wal.h"
 #include "walrec.h"
 
 uint64_t tdbd_now_ns(void)
@@ -645,6 +651,72 @@ static void test_refused(void **state)
 }
 
 
+/* The same records in a WAL (several segments, tdb.ko's records
+ * appended as the follower appends them), read back and applied in
+ * runs of 7 and in one: the mirror's store; and read again: nothing
+ * to do.  A WAL that ends before the LSN asked for: an error naming the
+ * records, the runs before it committed. */
+static void test_from_wal(void **state)
+{
+	struct wal_opts wo = { .segment_size = 4096, .sync = WAL_SYNC_NONE };
+	char wdir[80], sdir[80];
+	struct wal *w = NULL;
+	struct ckpt *ck;
+	uint64_t lsn;
+
+	(void)state;
+	snprintf(wdir, sizeof(wdir), "%s/wal", adir);
+	snprintf(sdir, sizeof(sdir), "%s/s1", adir);
+	assert_int_equal(mkdir(wdir, 0700), 0);
+	assert_int_equal(mkdir(sdir, 0700), 0);
+	if (wal_open(wdir, 1, &wo, &w, err, sizeof(err)))
+		fail_msg("wal_open: %s", err);
+	for (unsigned int i = 0; i < hist.n; i++)
+		if (wal_append_rec(w, hist.r[i], hist.len[i], err,
+				   sizeof(err)) || wal_write(w))
+			fail_msg("append %u: %s", i, err);
+	assert_int_equal(wal_sync_to(w, hist.lsn), 0);
+	assert_int_equal(wal_durable(w), hist.lsn);
+	{
+		DIR *dp = opendir(wdir);
+		struct dirent *de;
+		unsigned int segs = 0;
+
+		assert_non_null(dp);
+		while ((de = readdir(dp)))
+			segs += !strncmp(de->d_name, "wal-", 4);
+		closedir(dp);
+		assert_true(segs >= 3);
+	}
+
+	ck = open_store(sdir);
+	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, 7, wall_ms(), &lsn, err,
+			     sizeof(err)))
+		fail_msg("from the WAL: %s", err);
+	assert_int_equal(lsn, hist.lsn);
+	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn, 7, wall_ms(),
+					  &lsn, err, sizeof(err)), 0);
+	assert_int_equal(lsn, hist.lsn);
+	/* past the log's end: the records named, nothing lost */
+	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn + 3, 7,
+					  wall_ms(), &lsn, err, sizeof(err)),
+			 -ENODATA);
+	assert_non_null(strstr(err, "the log ends at record"));
+	assert_int_equal(lsn, hist.lsn);
+	tdbd_ckpt_close(ck);
+	assert_stores_equal(mdir, sdir);
+
+	snprintf(sdir, sizeof(sdir), "%s/s2", adir);
+	assert_int_equal(mkdir(sdir, 0700), 0);
+	ck = open_store(sdir);
+	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, 0, wall_ms(), &lsn, err,
+			     sizeof(err)))
+		fail_msg("from the WAL, one run: %s", err);
+	tdbd_ckpt_close(ck);
+	assert_stores_equal(mdir, sdir);
+	wal_close(w);
+}
+
 /* --- a measurement (TDB_CKAPPLY_BENCH=N; not part of the test) ------------
  * N records of one 100-byte put each over N/4 keys in random order, in
  * one table: the mirror's way (tdbd_durable_apply of each, then its
@@ -840,6 +912,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_runs, one_setup,
 						one_teardown),
 		cmocka_unit_test_setup_teardown(test_refused, one_setup,
+						one_teardown),
+		cmocka_unit_test_setup_teardown(test_from_wal, one_setup,
 						one_teardown),
 	};
 

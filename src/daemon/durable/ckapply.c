@@ -292,3 +292,77 @@ int tdbd_ckapply_commit(struct ckapply *a, char *err, size_t errlen)
 	tdbd_ckapply_abort(a);
 	return e;
 }
+
+/* --- from the WAL ---------------------------------------------------------- */
+
+struct from_wal {
+	struct ckpt *ck;
+	struct ckapply *a;
+	uint64_t run_max, now_ms, n, *lsn;
+	char *err;
+	size_t errlen;
+};
+
+static int from_wal_rec(void *arg, const struct wal_rec *r)
+{
+	struct from_wal *f = arg;
+	int e;
+
+	if (f->run_max && f->n == f->run_max) {
+		uint64_t to = f->a->lsn;
+
+		e = tdbd_ckapply_commit(f->a, f->err, f->errlen);
+		f->a = NULL;
+		if (e)
+			return e;
+		*f->lsn = to;
+		f->n = 0;
+		if ((e = tdbd_ckapply_begin(f->ck, f->now_ms, &f->a, f->err,
+					    f->errlen)))
+			return e;
+	}
+	e = tdbd_ckapply_rec(f->a, r);
+	if (e < 0) {
+		snprintf(f->err, f->errlen, "%s", f->a->err);
+		return e;
+	}
+	f->n += (uint64_t)e;
+	return 0;
+}
+
+int tdbd_ckapply_wal(struct ckpt *ck, const char *wal_dir, uint64_t upto,
+		     uint64_t run_max, uint64_t now_ms, uint64_t *lsn,
+		     char *err, size_t errlen)
+{
+	struct from_wal f = { .ck = ck, .run_max = run_max, .now_ms = now_ms,
+			      .lsn = lsn, .err = err, .errlen = errlen };
+	char werr[512] = "";
+	int e;
+
+	if ((e = tdbd_ckapply_begin(ck, now_ms, &f.a, err, errlen)))
+		return e;
+	*lsn = f.a->store_lsn;
+	err[0] = '\0';
+	e = wal_read_range(wal_dir, f.a->store_lsn, upto, from_wal_rec, &f,
+			   werr, sizeof(werr));
+	if (e) {
+		/* the record's own text if a run refused it, else the
+		 * reader's (which names the file and offset) */
+		if (!err[0])
+			snprintf(err, errlen, "%s", werr);
+		tdbd_ckapply_abort(f.a);
+		return e;
+	}
+	if (!f.a)
+		return 0;
+	if (f.a->applied) {
+		uint64_t to = f.a->lsn;
+
+		if ((e = tdbd_ckapply_commit(f.a, err, errlen)))
+			return e;
+		*lsn = to;
+		return 0;
+	}
+	tdbd_ckapply_abort(f.a);
+	return 0;
+}

@@ -59,4 +59,15 @@ int tdbd_ckapply_commit(struct ckapply *a, char *err, size_t errlen);
 /* Free a without writing anything (NULL is ignored). */
 void tdbd_ckapply_abort(struct ckapply *a);
 
+/*
+ * A checkpoint from the WAL in wal_dir: its records after the store's
+ * LSN up to upto (made durable: wal_read_range) applied in runs of at
+ * most run_max records (0: one run), each run a commit.  *lsn: the
+ * store's LSN after, also on an error (what the runs before it
+ * committed).  0 or a negative errno with err (naming the record).
+ */
+int tdbd_ckapply_wal(struct ckpt *ck, const char *wal_dir, uint64_t upto,
+		     uint64_t run_max, uint64_t now_ms, uint64_t *lsn,
+		     char *err, size_t errlen);
+
 #endif
