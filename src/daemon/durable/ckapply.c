@@ -24,6 +24,7 @@
 
 #include "ckapply.h"
 #include "ckpt.h"
+#include "keysort.h"
 #include "wal.h"
 
 struct ckapply {
@@ -37,6 +38,33 @@ struct ckapply {
 	unsigned int ntabs, captabs;
 	int rc;
 	char err[768];
+	/* a run's changes, gathered: the last of each key is written, in
+	 * LMDB's order, at a create or drop, past PEND_MAX bytes, and at
+	 * the commit (one transaction: only the last change of a key in
+	 * it can be seen) */
+	struct pend *pend;
+	size_t npend, cappend, pend_bytes;
+	struct chunk *chunks;
+	uint64_t seq;
+	uint64_t written;       /* puts and deletes written to LMDB */
+};
+
+#define PEND_MAX (64u << 20)    /* bytes of gathered changes, then written */
+#define CHUNK (1u << 20)
+
+struct pend {
+	const char *tab;        /* in a->tabs: stable while gathered (a
+				 * create or drop writes the gathered first) */
+	const unsigned char *key, *val;
+	uint32_t klen, vlen;
+	uint64_t version, deadline, seq;
+	bool del;
+};
+
+struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	unsigned char data[];
 };
 
 static int fail(struct ckapply *a, int rc, const char *fmt, ...)
@@ -120,6 +148,112 @@ fail:
 	return e;
 }
 
+
+/* n bytes of p into the run's chunks (never NULL for n 0), or NULL. */
+static unsigned char *pend_copy(struct ckapply *a, const void *p, size_t n)
+{
+	struct chunk *c = a->chunks;
+	unsigned char *q;
+
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > CHUNK ? n : CHUNK;
+
+		if (!(c = malloc(sizeof(*c) + cap)))
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		c->next = a->chunks;
+		a->chunks = c;
+	}
+	q = c->data + c->used;
+	if (n)
+		memcpy(q, p, n);
+	c->used += n;
+	return q;
+}
+
+static void pend_clear(struct ckapply *a)
+{
+	while (a->chunks) {
+		struct chunk *c = a->chunks;
+
+		a->chunks = c->next;
+		free(c);
+	}
+	a->npend = 0;
+	a->pend_bytes = 0;
+}
+
+static int pend_cmp(const void *x, const void *y)
+{
+	const struct pend *p = x, *q = y;
+	int c = strcmp(p->tab, q->tab);
+
+	if (!c)
+		c = keysort_cmp(p->key, p->klen, q->key, q->klen);
+	if (!c)
+		c = (p->seq > q->seq) - (p->seq < q->seq);
+	return c;
+}
+
+/* The gathered changes into the transaction: the last of each key, in
+ * LMDB's order. */
+static int pend_flush(struct ckapply *a, uint64_t lsn)
+{
+	size_t i;
+	int e = 0;
+
+	qsort(a->pend, a->npend, sizeof(*a->pend), pend_cmp);
+	for (i = 0; !e && i < a->npend; i++) {
+		const struct pend *p = &a->pend[i], *n = p + 1;
+
+		if (i + 1 < a->npend && !strcmp(p->tab, n->tab) &&
+		    !keysort_cmp(p->key, p->klen, n->key, n->klen))
+			continue;       /* a later change of the key follows */
+		a->written++;
+		e = p->del ? tdbd_ckpt_del(a->tx, p->tab, p->key, p->klen) :
+			     tdbd_ckpt_put_dl(a->tx, p->tab, p->key, p->klen,
+					      p->val, p->vlen, p->version,
+					      p->deadline);
+	}
+	if (e)
+		fail(a, e, "writing the changes up to WAL record %llu: %s",
+		     (unsigned long long)lsn, tdbd_ckpt_txn_error(a->tx));
+	pend_clear(a);
+	return e;
+}
+
+static int pend_add(struct ckapply *a, const char *tab,
+		    const struct wal_opv *op, bool del, uint64_t version)
+{
+	struct pend *p;
+
+	if (a->npend == a->cappend) {
+		size_t cap = a->cappend ? a->cappend * 2 : 1024;
+		struct pend *v = realloc(a->pend, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->pend = v;
+		a->cappend = cap;
+	}
+	p = &a->pend[a->npend];
+	p->tab = tab;
+	p->klen = op->klen;
+	p->vlen = del ? 0 : op->vlen;
+	p->key = pend_copy(a, op->key, op->klen);
+	p->val = del ? NULL : pend_copy(a, op->val, op->vlen);
+	if (!p->key || (!del && !p->val))
+		return -ENOMEM;
+	p->version = version;
+	p->deadline = del ? 0 : op->deadline;
+	p->del = del;
+	p->seq = a->seq++;
+	a->npend++;
+	a->pend_bytes += sizeof(*p) + op->klen + p->vlen;
+	return 0;
+}
+
 static int apply_ops(struct ckapply *a, const struct wal_rec *r)
 {
 	struct wal_opv op;
@@ -133,24 +267,26 @@ static int apply_ops(struct ckapply *a, const struct wal_rec *r)
 	if (version > a->version)
 		a->version = version;
 	while ((k = wal_next_op(r, &pos, &op)) > 0) {
-		if (tab_find(a, op.name) < 0)
+		int t = tab_find(a, op.name);
+
+		if (t < 0)
 			return fail(a, -EUCLEAN, "WAL record %llu changes "
 				    "table %s, which the checkpoint store "
 				    "does not hold at LSN %llu",
 				    (unsigned long long)r->lsn, op.name,
 				    (unsigned long long)a->lsn);
-		if (op.op == WAL_OP_DEL ||
-		    (op.deadline && op.deadline <= a->now_ms))
-			e = tdbd_ckpt_del(a->tx, op.name, op.key, op.klen);
-		else
-			e = tdbd_ckpt_put_dl(a->tx, op.name, op.key, op.klen,
-					     op.val, op.vlen, version,
-					     op.deadline);
+		/* a put expired already is a delete */
+		e = pend_add(a, a->tabs[t], &op, op.op == WAL_OP_DEL ||
+			     (op.deadline && op.deadline <= a->now_ms),
+			     version);
 		if (e)
-			return fail(a, e, "WAL record %llu: %s",
-				    (unsigned long long)r->lsn,
-				    tdbd_ckpt_txn_error(a->tx));
+			return fail(a, e, "WAL record %llu: out of memory "
+				    "gathering its changes (%zu bytes "
+				    "gathered)", (unsigned long long)r->lsn,
+				    a->pend_bytes);
 	}
+	if (a->pend_bytes >= PEND_MAX && (e = pend_flush(a, r->lsn)))
+		return e;
 	if (k < 0)
 		return fail(a, -EUCLEAN, "WAL record %llu: malformed inside "
 			    "(an op's lengths)", (unsigned long long)r->lsn);
@@ -232,6 +368,10 @@ int tdbd_ckapply_rec(struct ckapply *a, const struct wal_rec *r)
 			    (unsigned long long)a->lsn,
 			    a->lsn == a->store_lsn ? "own LSN" :
 			    "last record applied");
+	/* a create or drop changes a->tabs (the gathered point into it)
+	 * and the tables' databases: what was gathered goes first */
+	if (!wal_is_ops(r) && a->npend && (e = pend_flush(a, r->lsn - 1)))
+		return e;
 	if (wal_is_ops(r))
 		e = apply_ops(a, r);
 	else if (r->type == WAL_CREATE)
@@ -262,6 +402,18 @@ uint64_t tdbd_ckapply_count(const struct ckapply *a)
 	return a->applied;
 }
 
+int tdbd_ckapply_flush(struct ckapply *a)
+{
+	if (a->rc)
+		return a->rc;
+	return a->npend ? pend_flush(a, a->lsn) : 0;
+}
+
+uint64_t tdbd_ckapply_written(const struct ckapply *a)
+{
+	return a->written;
+}
+
 const char *tdbd_ckapply_error(const struct ckapply *a)
 {
 	return a->err;
@@ -272,6 +424,8 @@ void tdbd_ckapply_abort(struct ckapply *a)
 	if (!a)
 		return;
 	tdbd_ckpt_abort(a->tx);
+	pend_clear(a);
+	free(a->pend);
 	free(a->tabs);
 	free(a);
 }
@@ -283,6 +437,11 @@ int tdbd_ckapply_commit(struct ckapply *a, char *err, size_t errlen)
 	if (e) {
 		snprintf(err, errlen, "%s", a->err);
 	} else if (a->applied) {
+		if (a->npend && (e = pend_flush(a, a->lsn))) {
+			snprintf(err, errlen, "%s", a->err);
+			tdbd_ckapply_abort(a);
+			return e;
+		}
 		/* a failed set_version fails the transaction, and the
 		 * commit then says why and frees it */
 		(void)tdbd_ckpt_set_version(a->tx, a->version);

@@ -52,6 +52,14 @@ int tdbd_ckapply_rec(struct ckapply *a, const struct wal_rec *r);
 uint64_t tdbd_ckapply_lsn(const struct ckapply *a);
 /* Records applied so far. */
 uint64_t tdbd_ckapply_count(const struct ckapply *a);
+/* Puts and deletes written to LMDB so far: the last change of each key
+ * among those gathered (a record's changes are gathered, then written in
+ * LMDB's key order at a create or drop, past 64 MiB of them, and at the
+ * commit). */
+uint64_t tdbd_ckapply_written(const struct ckapply *a);
+/* Write what is gathered now (the commit does): 0 or < 0 as
+ * tdbd_ckapply_rec. */
+int tdbd_ckapply_flush(struct ckapply *a);
 const char *tdbd_ckapply_error(const struct ckapply *a);
 /* Set the version and the LSN, commit (LMDB's fsync), free a.  Nothing
  * applied: nothing written.  A failed run: its error, nothing written. */
