@@ -14,6 +14,11 @@
  *    tables at begin, plus creates, less drops, of the run).
  *  - After the first failure (a->rc) nothing more is applied and the
  *    run cannot commit.
+ *  - a->pend holds changes of records <= a->lsn not yet written, in
+ *    their order (seq); each points at a->tabs, so a create or drop
+ *    (which change a->tabs and the tables' databases) writes them
+ *    first, and so does the commit.  Written: of each (table, key) the
+ *    change with the highest seq.
  */
 #include <errno.h>
 #include <stdarg.h>

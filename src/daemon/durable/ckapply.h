@@ -22,9 +22,15 @@
  * naming the record's LSN and the table; nothing of the run is
  * committed then, and the caller aborts.
  *
- * Memory: the LMDB transaction's dirty pages (LMDB spills them to the
- * file past its dirty-list limit) and the names of the store's tables;
- * nothing grows with the records applied.  The caller bounds a run's
+ * Writing: a run's changes are gathered (copied) and written as the
+ * last change of each key, in LMDB's key order, at a create or drop,
+ * past PEND_MAX (64 MiB) gathered, and at the commit: a run is one
+ * transaction, so only a key's last change in it can be seen.
+ *
+ * Memory: the changes gathered (at most about PEND_MAX), the LMDB
+ * transaction's dirty pages (LMDB spills them to the file past its
+ * dirty-list limit) and the names of the store's tables; nothing grows
+ * with the data.  The caller bounds a run's
  * records (several runs in a row are several checkpoints: each commit is
  * a prefix of the log, so each is a consistent state).
  *
