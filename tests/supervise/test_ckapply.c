@@ -558,6 +558,28 @@ static void test_one_run(void **state)
 	assert_true(n > 60);
 }
 
+/* One run written every 300 bytes of changes gathered
+ * (TDBD_CKAPPLY_PEND_MAX; 64 MiB in tdbd): a key changed in two
+ * batches is written twice, the last last: the mirror's store. */
+static void test_small_batches(void **state)
+{
+	struct ckpt *ck;
+	unsigned int ap, sk;
+
+	(void)state;
+	setenv("TDBD_CKAPPLY_PEND_MAX", "300", 1);
+	ck = open_store(adir);
+	if (run(ck, &hist, 0, hist.n, &ap, &sk))
+		fail_msg("run: %s", err);
+	unsetenv("TDBD_CKAPPLY_PEND_MAX");
+	assert_int_equal(ap, hist.n);
+	if (last_written <= 91)
+		fail_msg("%llu puts and deletes written: not more than in one "
+			 "batch (91)", (unsigned long long)last_written);
+	tdbd_ckpt_close(ck);
+	assert_stores_equal(mdir, adir);
+}
+
 /* Runs of 7 records (each a commit), one run again over the last two
  * commits' records: the same store; what the store had was skipped. */
 static void test_runs(void **state)
@@ -922,6 +944,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_one_run, one_setup,
+						one_teardown),
+		cmocka_unit_test_setup_teardown(test_small_batches, one_setup,
 						one_teardown),
 		cmocka_unit_test_setup_teardown(test_runs, one_setup,
 						one_teardown),

@@ -52,6 +52,7 @@ struct ckapply {
 	struct chunk *chunks;
 	uint64_t seq;
 	uint64_t written;       /* puts and deletes written to LMDB */
+	size_t pend_max;        /* PEND_MAX, or TDBD_CKAPPLY_PEND_MAX (tests) */
 };
 
 #define PEND_MAX (64u << 20)    /* bytes of gathered changes, then written */
@@ -129,6 +130,10 @@ int tdbd_ckapply_begin(struct ckpt *ck, uint64_t now_ms,
 		return -ENOMEM;
 	}
 	a->now_ms = now_ms;
+	a->pend_max = PEND_MAX;
+	if (getenv("TDBD_CKAPPLY_PEND_MAX"))
+		a->pend_max = strtoull(getenv("TDBD_CKAPPLY_PEND_MAX"), NULL,
+				       10);
 	if ((e = tdbd_ckpt_read_meta(ck, &a->store_lsn, &t, &n, err,
 				     errlen)) ||
 	    (e = tdbd_ckpt_read_version(ck, &a->version, err, errlen)))
@@ -290,7 +295,7 @@ static int apply_ops(struct ckapply *a, const struct wal_rec *r)
 				    "gathered)", (unsigned long long)r->lsn,
 				    a->pend_bytes);
 	}
-	if (a->pend_bytes >= PEND_MAX && (e = pend_flush(a, r->lsn)))
+	if (a->pend_bytes >= a->pend_max && (e = pend_flush(a, r->lsn)))
 		return e;
 	if (k < 0)
 		return fail(a, -EUCLEAN, "WAL record %llu: malformed inside "
