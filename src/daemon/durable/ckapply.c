@@ -39,7 +39,7 @@ struct ckapply {
 	uint64_t version;       /* to write: past every version seen */
 	uint64_t now_ms;        /* puts expired by then are deletes */
 	uint64_t applied;
-	char (*tabs)[65];       /* the tables as of lsn */
+	struct ctab *tabs;      /* the tables as of lsn */
 	unsigned int ntabs, captabs;
 	int rc;
 	char err[768];
@@ -59,12 +59,22 @@ struct ckapply {
 #define CHUNK (1u << 20)
 
 struct pend {
-	const char *tab;        /* in a->tabs: stable while gathered (a
-				 * create or drop writes the gathered first) */
+	unsigned int ti;        /* its table, a->tabs[ti]: stable while
+				 * gathered (a create or drop writes the
+				 * gathered first) */
 	const unsigned char *key, *val;
 	uint32_t klen, vlen;
 	uint64_t version, deadline, seq;
 	bool del;
+};
+
+/* A table of the store.  fresh: created in this run and nothing of it
+ * written yet, so its databases are empty and a batch's puts, in key
+ * order, go in with MDB_APPEND (tdbd_ckpt_append_dl) and its deletes
+ * are of keys not there. */
+struct ctab {
+	char name[65];
+	bool fresh;
 };
 
 struct chunk {
@@ -89,7 +99,7 @@ static int fail(struct ckapply *a, int rc, const char *fmt, ...)
 static int tab_find(const struct ckapply *a, const char *name)
 {
 	for (unsigned int i = 0; i < a->ntabs; i++)
-		if (!strcmp(a->tabs[i], name))
+		if (!strcmp(a->tabs[i].name, name))
 			return (int)i;
 	return -1;
 }
@@ -98,14 +108,16 @@ static int tab_add(struct ckapply *a, const char *name)
 {
 	if (a->ntabs == a->captabs) {
 		unsigned int cap = a->captabs ? a->captabs * 2 : 16;
-		char (*t)[65] = realloc(a->tabs, cap * sizeof(*t));
+		struct ctab *t = realloc(a->tabs, cap * sizeof(*t));
 
 		if (!t)
 			return -ENOMEM;
 		a->tabs = t;
 		a->captabs = cap;
 	}
-	snprintf(a->tabs[a->ntabs++], sizeof(a->tabs[0]), "%s", name);
+	snprintf(a->tabs[a->ntabs].name, sizeof(a->tabs[0].name), "%s",
+		 name);
+	a->tabs[a->ntabs++].fresh = false;
 	return 0;
 }
 
@@ -113,7 +125,7 @@ static void tab_del(struct ckapply *a, int i)
 {
 	a->ntabs--;
 	if ((unsigned int)i != a->ntabs)
-		memcpy(a->tabs[i], a->tabs[a->ntabs], sizeof(a->tabs[0]));
+		a->tabs[i] = a->tabs[a->ntabs];
 }
 
 int tdbd_ckapply_begin(struct ckpt *ck, uint64_t now_ms,
@@ -197,7 +209,7 @@ static void pend_clear(struct ckapply *a)
 static int pend_cmp(const void *x, const void *y)
 {
 	const struct pend *p = x, *q = y;
-	int c = strcmp(p->tab, q->tab);
+	int c = (p->ti > q->ti) - (p->ti < q->ti);
 
 	if (!c)
 		c = keysort_cmp(p->key, p->klen, q->key, q->klen);
@@ -207,7 +219,9 @@ static int pend_cmp(const void *x, const void *y)
 }
 
 /* The gathered changes into the transaction: the last of each key, in
- * LMDB's order. */
+ * LMDB's order; into a fresh table's empty databases with MDB_APPEND
+ * (its deletes are of keys not there: nothing to write).  Then no table
+ * is fresh. */
 static int pend_flush(struct ckapply *a, uint64_t lsn)
 {
 	size_t i;
@@ -216,24 +230,35 @@ static int pend_flush(struct ckapply *a, uint64_t lsn)
 	qsort(a->pend, a->npend, sizeof(*a->pend), pend_cmp);
 	for (i = 0; !e && i < a->npend; i++) {
 		const struct pend *p = &a->pend[i], *n = p + 1;
+		const struct ctab *t = &a->tabs[p->ti];
 
-		if (i + 1 < a->npend && !strcmp(p->tab, n->tab) &&
+		if (i + 1 < a->npend && p->ti == n->ti &&
 		    !keysort_cmp(p->key, p->klen, n->key, n->klen))
 			continue;       /* a later change of the key follows */
+		if (p->del && t->fresh)
+			continue;
 		a->written++;
-		e = p->del ? tdbd_ckpt_del(a->tx, p->tab, p->key, p->klen) :
-			     tdbd_ckpt_put_dl(a->tx, p->tab, p->key, p->klen,
-					      p->val, p->vlen, p->version,
-					      p->deadline);
+		if (p->del)
+			e = tdbd_ckpt_del(a->tx, t->name, p->key, p->klen);
+		else if (t->fresh)
+			e = tdbd_ckpt_append_dl(a->tx, t->name, p->key,
+						p->klen, p->val, p->vlen,
+						p->version, p->deadline);
+		else
+			e = tdbd_ckpt_put_dl(a->tx, t->name, p->key, p->klen,
+					     p->val, p->vlen, p->version,
+					     p->deadline);
 	}
 	if (e)
 		fail(a, e, "writing the changes up to WAL record %llu: %s",
 		     (unsigned long long)lsn, tdbd_ckpt_txn_error(a->tx));
+	for (i = 0; i < a->ntabs; i++)
+		a->tabs[i].fresh = false;
 	pend_clear(a);
 	return e;
 }
 
-static int pend_add(struct ckapply *a, const char *tab,
+static int pend_add(struct ckapply *a, unsigned int ti,
 		    const struct wal_opv *op, bool del, uint64_t version)
 {
 	struct pend *p;
@@ -248,7 +273,7 @@ static int pend_add(struct ckapply *a, const char *tab,
 		a->cappend = cap;
 	}
 	p = &a->pend[a->npend];
-	p->tab = tab;
+	p->ti = ti;
 	p->klen = op->klen;
 	p->vlen = del ? 0 : op->vlen;
 	p->key = pend_copy(a, op->key, op->klen);
@@ -286,7 +311,7 @@ static int apply_ops(struct ckapply *a, const struct wal_rec *r)
 				    (unsigned long long)r->lsn, op.name,
 				    (unsigned long long)a->lsn);
 		/* a put expired already is a delete */
-		e = pend_add(a, a->tabs[t], &op, op.op == WAL_OP_DEL ||
+		e = pend_add(a, (unsigned int)t, &op, op.op == WAL_OP_DEL ||
 			     (op.deadline && op.deadline <= a->now_ms),
 			     version);
 		if (e)
@@ -339,6 +364,7 @@ static int apply_create(struct ckapply *a, const struct wal_rec *r)
 		return fail(a, -ENOMEM, "WAL record %llu: out of memory "
 			    "(%u tables)", (unsigned long long)r->lsn,
 			    a->ntabs);
+	a->tabs[a->ntabs - 1].fresh = true;     /* reset: empty */
 	return 0;
 }
 

@@ -25,7 +25,9 @@
  * Writing: a run's changes are gathered (copied) and written as the
  * last change of each key, in LMDB's key order, at a create or drop,
  * past PEND_MAX (64 MiB) gathered, and at the commit: a run is one
- * transaction, so only a key's last change in it can be seen.
+ * transaction, so only a key's last change in it can be seen.  A table
+ * created in the run gets its first batch with MDB_APPEND (its
+ * databases are empty: a delete writes nothing).
  *
  * Memory: the changes gathered (at most about PEND_MAX), the LMDB
  * transaction's dirty pages (LMDB spills them to the file past its
