@@ -527,7 +527,11 @@ static int store_begin(struct tdbd *d, struct rec_state *rs, char *err,
 }
 
 /* The store's last run committed: it is at the WAL's last LSN.  The
- * checkpointer's idea of it (its tables, its LSN) follows. */
+ * checkpointer's idea of its tables follows (a table the tail dropped
+ * is not in it any more, one it made is); its LSN does not: the
+ * mirror's checkpoint after a replay is taken as before (it writes the
+ * replayed keys again, the same values, until the running path has no
+ * mirror). */
 static int store_commit(struct tdbd *d, struct rec_state *rs, char *err,
 			size_t errlen)
 {
@@ -559,8 +563,6 @@ static int store_commit(struct tdbd *d, struct rec_state *rs, char *err,
 	free(u->tabs);
 	u->tabs = ct;
 	u->ntabs = n;
-	u->ckpt_lsn = lsn;
-	d->ctr.ckpt_lsn = lsn;
 	u->store_current = true;
 	if (applied)
 		tdbd_log(L_INFO, "kernel mode: the WAL applied to the "
