@@ -14,7 +14,9 @@
  *    applied;
  *  - a record whose deadline is over TDB_TTL_MAX ahead stops the batch
  *    with -ERANGE and a message naming its index; the records before it
- *    are in, the ones after it are not (as with single PUTs).
+ *    are in, the ones after it are not (as with single PUTs);
+ *  - the home over its memory bound (its mem_check hook) refuses a
+ *    batch whole with -ENOMEM and its message, naming record 0.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -183,9 +185,22 @@ struct bworld {
 	struct tdbo_client *user;       /* uid 1000 on o[1], not allowed */
 };
 
+/* The home's memory bound, as tdb.ko's mem_check says it: over when
+ * mem_full is set. */
+static bool mem_full;
+
+static int mem_check(void *arg, const char **msg)
+{
+	(void)arg;
+	if (!mem_full)
+		return 0;
+	*msg = "the test's home is over its memory bound";
+	return -ENOMEM;
+}
+
 static int setup(void **state)
 {
-	static const struct tdbo_hooks hooks;
+	static const struct tdbo_hooks hooks = { .mem_check = mem_check };
 	struct tdbo_cred root = { 0, 0, 0, NULL };
 	struct tdbo_cred user = { 1000, 1000, 0, NULL };
 	struct bworld *w = calloc(1, sizeof(*w));
@@ -374,6 +389,17 @@ static void refusals(void **state)
 	assert_int_equal(get(w->c[1], "plain", recs[4].key).version,
 			 recs[4].version);
 	assert_int_equal(get(w->c[1], "plain", recs[6].key).err, -ENOENT);
+
+	/* the home over its memory bound: the batch is refused whole
+	 * with the home's message, naming record 0 (checked once a
+	 * batch, before it) */
+	mem_full = true;
+	a = bulk(w->c[1], "ttl", 0, 10);
+	mem_full = false;
+	assert_int_equal(a.err, -ENOMEM);
+	assert_non_null(strstr(a.msg, "record 0"));
+	assert_non_null(strstr(a.msg, "memory bound"));
+	assert_int_equal(stat(w->c[1], "ttl").stat.records, 0);
 
 	/* no such table */
 	a = bulk(w->c[1], "nope", 0, 1);

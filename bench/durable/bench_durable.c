@@ -121,6 +121,7 @@ static struct {
 	uint64_t mem_records;            /* --memory-records */
 	uint64_t rst_records[4];        /* --restore-records */
 	bool rst_put;                   /* --restore-put: also the old way */
+	bool rst_mirror;                /* --restore-mirror: from the mirror */
 	unsigned int nrst, rst_runs;
 	const char *ko;                 /* --ko: tdb.ko to insmod afresh */
 	const char *ko_args[8];         /* --ko-arg */
@@ -517,9 +518,11 @@ static void logw_line(struct logw *w, const char *line, double t)
 		w->t_serving = t;
 	if (strstr(line, "kernel mode: tdb.ko has no tables yet"))
 		w->t_kclaim = t;
+	/* "... into tdb.ko [from the checkpoint store|mirror] in X ms" */
 	if ((p = strstr(line, "kernel mode: restored ")) &&
-	    sscanf(p, "kernel mode: restored %u table(s), %llu record(s) "
-		   "into tdb.ko in %llu ms", &u, &a, &b) == 3) {
+	    sscanf(p, "kernel mode: restored %u table(s), %llu record(s) ",
+		   &u, &a) == 2 && (p = strstr(p, " into tdb.ko")) &&
+	    (p = strstr(p, " in ")) && sscanf(p, " in %llu ms", &b) == 1) {
 		w->t_krestored = t;
 		w->kr_records = a;
 		w->kr_ms = b;
@@ -2430,6 +2433,7 @@ static void restore_phase(void)
 	for (unsigned int i = 0; i < opt.nrst; i++) {
 		uint64_t n = opt.rst_records[i];
 		struct rst_run dr[RUNS_MAX], kr[RUNS_MAX], pr[RUNS_MAX];
+		struct rst_run mr[RUNS_MAX];
 
 		printf("\n%" PRIu64 " records (%u B keys, %u B values)\n", n,
 		       KEY_LEN, opt.vsize);
@@ -2456,6 +2460,14 @@ static void restore_phase(void)
 				rst_start(&kd, src.data, n, &pr[r]);
 				unsetenv("TDBD_KERNEL_RESTORE");
 			}
+			if (opt.rst_mirror) {
+				/* the same start, from the mirror */
+				if (setenv("TDBD_KERNEL_RESTORE_FROM", "mirror",
+					   1))
+					die("setenv: %s", strerror(errno));
+				rst_start(&kd, src.data, n, &mr[r]);
+				unsetenv("TDBD_KERNEL_RESTORE_FROM");
+			}
 			nftw(dd.data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 			nftw(kd.data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 		}
@@ -2466,6 +2478,12 @@ static void restore_phase(void)
 			printf("  RESTORE_BULK (above) against one PUT a record "
 			       "(TDBD_KERNEL_RESTORE=put), same boot:\n");
 			rst_print(n, dr, pr, opt.rst_runs);
+		}
+		if (opt.rst_mirror) {
+			printf("  From the checkpoint store (first table) against "
+			       "from the mirror\n  (TDBD_KERNEL_RESTORE_FROM="
+			       "mirror), same boot:\n");
+			rst_print(n, dr, mr, opt.rst_runs);
 		}
 	}
 	printf("  From tdbd's log lines as they came (read every ms): pre: "
@@ -2759,6 +2777,9 @@ static void usage(FILE *f)
 "                         checkpointed and restarted: tdbd's RSS (and\n"
 "                         tdb.ko's tables) against tdbd alone's\n"
 "      --value-size B     value bytes of every record (default 100)\n"
+"      --restore-mirror   each run also restores into tdb.ko from tdbd's\n"
+"                         mirror (TDBD_KERNEL_RESTORE_FROM=mirror, the way\n"
+"                         before the restore read the checkpoint store)\n"
 "      --ko PATH          tdb.ko, insmod'ed afresh (after rmmod tdb) before\n"
 "                         each kernel-mode restore (default\n"
 "                         /lib/modules/tdb.ko, the qemu guest's)\n"
@@ -2921,7 +2942,7 @@ static void env_args(int *argc, char ***argv)
 static void parse_args(int argc, char **argv)
 {
 	enum { O_DROP = 256, O_TMPFS, O_CSV, O_RREC, O_RRUNS, O_KO,
-	       O_KOARG, O_RPUT, O_MREC, O_VSIZE };
+	       O_KOARG, O_RPUT, O_MREC, O_VSIZE, O_RMIRROR };
 	static const struct option lo[] = {
 		{ "dir", required_argument, NULL, 'd' },
 		{ "keys", required_argument, NULL, 'n' },
@@ -2949,6 +2970,7 @@ static void parse_args(int argc, char **argv)
 		{ "restore-put", no_argument, NULL, O_RPUT },
 		{ "memory-records", required_argument, NULL, O_MREC },
 		{ "value-size", required_argument, NULL, O_VSIZE },
+		{ "restore-mirror", no_argument, NULL, O_RMIRROR },
 		{ "ko", required_argument, NULL, O_KO },
 		{ "ko-arg", required_argument, NULL, O_KOARG },
 		{ "help", no_argument, NULL, 'h' },
@@ -3047,6 +3069,7 @@ static void parse_args(int argc, char **argv)
 			opt.vsize = (uint32_t)parse_num(optarg, "--value-size",
 							16, 65536);
 			break;
+		case O_RMIRROR: opt.rst_mirror = true; break;
 		case O_KOARG:
 			if (opt.nko_args == 8) {
 				fprintf(stderr, "tdb-bench-durable: at most 8 "

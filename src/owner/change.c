@@ -751,6 +751,24 @@ int tdbo_cmd_restore_bulk(struct tdbo_client *c,
 	t = tdbo_resolve(c, m, TDBO_MAY_WRITE, ext, &err);
 	if (!t)
 		return err;
+	/*
+	 * The limits once a batch, not once a record: the home's memory
+	 * bound (mem_check: a soft check, what is in use against the
+	 * bound; the hard one is the charge of each extent the inserts
+	 * grow, which refuses the record that needs it) and the table
+	 * owner's data bound.  A batch is at most TDB_RESTORE_BULK_MAX
+	 * bytes, so a restore goes past them by at most one batch, as
+	 * single PUTs in flight would.  And the table's write lock once a
+	 * batch: a restore is its only writer (tdb.ko recovers).
+	 */
+	if ((o->hooks.mem_check &&
+	     (err = o->hooks.mem_check(o->hooks.arg, &msg))) ||
+	    (err = tdbo_table_data_check(o, c->uid, t, &msg))) {
+		bulk_fail(c, 0, msg, ext);
+		tdbo_table_put(t);
+		return err;
+	}
+	tdbp_mutex_lock(t->wlock);
 	while (tdb_proto_record_next(m, &off, &r)) {
 		struct tdbo_change ch = {
 			.key = r.key, .klen = r.klen,
@@ -772,12 +790,8 @@ int tdbo_cmd_restore_bulk(struct tdbo_client *c,
 			ch.deadline = r.deadline;
 			ch.has_deadline = true;
 		}
-		if (o->hooks.mem_check &&
-		    (err = o->hooks.mem_check(o->hooks.arg, &msg)))
-			break;
-		if ((err = tdbo_table_data_check(o, c->uid, t, &msg)))
-			break;
-		if ((err = change_locked(t, &ch, true, &lsn, &msg, c->why)))
+		lsn = 0;
+		if ((err = change_one(t, &ch, true, &lsn, &msg, c->why)))
 			break;
 		/* the answer waits for the last record that went in, also
 		 * when a later one failed (those before it stay) */
@@ -785,6 +799,8 @@ int tdbo_cmd_restore_bulk(struct tdbo_client *c,
 			res->lsn = lsn;
 		i++;
 	}
+	tdbo_feed_flush(t);
+	tdbp_mutex_unlock(t->wlock);
 	if (err)
 		bulk_fail(c, i, msg, ext);
 	tdbo_table_put(t);

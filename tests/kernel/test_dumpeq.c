@@ -18,7 +18,14 @@
  * at its creation, so two homes give two orders for the same data).
  * Then again after tdb.ko is reloaded and its tdbd restores the tables
  * from its WAL and checkpoint, and after the daemon-mode tdbd
- * restarts.
+ * restarts.  Then the WAL's tail (issue 29): both homes get more
+ * changes (a hash and an ordered table made, records with deadlines,
+ * keys deleted, tables made and dropped), the supervising tdbd is
+ * SIGKILLed (no stop checkpoint), tdb.ko reloaded: its start applies
+ * the tail to the checkpoint store and restores from the store; the
+ * dumps and every deadline must be equal.  Last, tdb.ko reloaded with
+ * too small a max_memory_mb: the start fails, its error naming the
+ * table and the key refused; with room again it restores everything.
  *
  * It leaves a fresh tdb.ko loaded (no tables, no supervisor).
  */
@@ -47,6 +54,7 @@
 #define KLOG        DIR "/kernel.log"
 #define DLOG        DIR "/daemon.log"
 #define KO_ARGS     "log_ring_mb=8"     /* a 1 MiB value fits */
+#define SMALL_MB    "14"                /* the rings, less than the tables */
 
 #define FAIL(...) do { fprintf(stderr, "test_dumpeq: FAIL: " __VA_ARGS__); \
 	fputc('\n', stderr); exit(1); } while (0)
@@ -318,6 +326,140 @@ static void load_drops(struct load *l)
 	}
 }
 
+/* A deadline far ahead (a year), the same instant in both homes: set
+ * once in main(). */
+static uint64_t FAR_AT;
+
+static void create_ordered(struct load *l, const char *name)
+{
+	struct tdbc_table_opts o;
+
+	tdbc_table_opts_init(&o);
+	o.flags = TDBC_TABLE_ORDERED;
+	CHECK(!tdbc_table_create(l->c, name, &o), "%s: create %s: %s",
+	      l->home, name, tdbc_errmsg(l->c));
+}
+
+static void put_at(struct load *l, struct tdbc_table *t, const void *k,
+		   size_t kl, const void *v, size_t vl, uint64_t at)
+{
+	int e = tdbc_put_at(t, NULL, k, kl, v, vl, 0, 0, at);
+
+	CHECK(!e, "%s: put #%u in %s with a deadline: %d (%s)", l->home,
+	      l->ops, tdbc_table_name(t), e, tdbc_errmsg(l->c));
+	l->ops++;
+}
+
+/*
+ * The WAL's tail (issue 29): changes after the checkpoint that a
+ * kernel-mode start applies to the checkpoint store before restoring
+ * from it: a hash table and an ordered one made, with records with
+ * deadlines, a table made and dropped, a table of load() dropped, keys
+ * of eq_text deleted and overwritten.
+ */
+static void load_tail(bool kernel)
+{
+	struct load *l = calloc(1, sizeof(*l));
+	struct tdbc_table *h, *o, *t;
+	char k[64];
+	unsigned int i;
+	size_t vl;
+
+	CHECK(l, "calloc");
+	rng = 0x2545f4914f6cdd1dull;    /* the same sequence in both */
+	l->c = conn(kernel);
+	l->home = kernel ? "tdb.ko" : "tdbd";
+	create(l, "tail_hash", 0, 0);
+	create_ordered(l, "tail_ord");
+	h = topen(l, "tail_hash");
+	o = topen(l, "tail_ord");
+	for (i = 0; i < 1500; i++) {
+		size_t kl = (size_t)sprintf(k, "tail:%05u", (i * 7919u) % 1500);
+
+		vl = rnd() % 200;
+		fill(l->v, vl);
+		if (i % 3 == 0)
+			put_at(l, h, k, kl, l->v, vl, FAR_AT + i);
+		else
+			put(l, h, NULL, k, kl, l->v, vl, 0, 0);
+		if (i % 5 == 0)
+			put_at(l, o, k, kl, l->v, vl, FAR_AT + 2 * i);
+		else
+			put(l, o, NULL, k, kl, l->v, vl, 0, 0);
+	}
+	for (i = 0; i < 1500; i += 4) {         /* deletes in both */
+		size_t kl = (size_t)sprintf(k, "tail:%05u", i);
+
+		del(l, h, NULL, k, kl, 0);
+		del(l, o, NULL, k, kl, 0);
+	}
+	tdbc_table_close(h);
+	tdbc_table_close(o);
+	t = topen(l, "eq_text");
+	for (i = 1; i < 2000; i += 9) {         /* deletes, overwrites */
+		int e = tdbc_del(t, NULL, k, text_key(k, i));
+
+		CHECK(!e || e == -ENOENT, "%s: delete in eq_text: %d (%s)",
+		      l->home, e, tdbc_errmsg(l->c));
+		l->ops++;
+	}
+	for (i = 2; i < 2000; i += 13) {
+		vl = rnd() % 50;
+		fill(l->v, vl);
+		put(l, t, NULL, k, text_key(k, i), l->v, vl, 0, 0);
+	}
+	tdbc_table_close(t);
+	create(l, "tail_gone", 0, 0);           /* made, dropped */
+	t = topen(l, "tail_gone");
+	put(l, t, NULL, "x", 1, "y", 1, 0, 0);
+	tdbc_table_close(t);
+	CHECK(!tdbc_table_drop(l->c, "tail_gone"), "%s: drop: %s", l->home,
+	      tdbc_errmsg(l->c));
+	CHECK(!tdbc_table_drop(l->c, "eq_again"), "%s: drop eq_again: %s",
+	      l->home, tdbc_errmsg(l->c));
+	printf("test_dumpeq: %s: %u changes of the WAL's tail\n", l->home,
+	       l->ops);
+	tdbc_close(l->c);
+	free(l);
+}
+
+/* Every key of the tail's tables has the same deadline in both homes
+ * (tdb-dump does not write deadlines). */
+static void deadlines_equal(const char *when)
+{
+	static const char *const tabs[] = { "tail_hash", "tail_ord" };
+	struct tdbc *ck = conn(true), *cd = conn(false);
+	unsigned int i, ti, with = 0;
+	char k[64];
+
+	for (ti = 0; ti < 2; ti++) {
+		struct tdbc_table *a = NULL, *b = NULL;
+
+		CHECK(!tdbc_table_open(ck, tabs[ti], &a) &&
+		      !tdbc_table_open(cd, tabs[ti], &b), "%s: open %s",
+		      when, tabs[ti]);
+		for (i = 0; i < 1500; i++) {
+			size_t kl = (size_t)sprintf(k, "tail:%05u", i);
+			uint64_t da = 1, db = 2;
+			int ea = tdbc_ttl(a, k, kl, &da, NULL);
+			int eb = tdbc_ttl(b, k, kl, &db, NULL);
+
+			CHECK(ea == eb && (ea || da == db), "%s: %s key %s: "
+			      "tdb.ko %d deadline %llu, tdbd %d deadline %llu",
+			      when, tabs[ti], k, ea, (unsigned long long)da, eb,
+			      (unsigned long long)db);
+			with += !ea && da;
+		}
+		tdbc_table_close(a);
+		tdbc_table_close(b);
+	}
+	CHECK(with > 300, "%s: only %u keys with a deadline", when, with);
+	printf("test_dumpeq: %s: deadlines the same in both homes (%u keys "
+	       "with one)\n", when, with);
+	tdbc_close(ck);
+	tdbc_close(cd);
+}
+
 static void load(bool kernel)
 {
 	struct load *l = calloc(1, sizeof(*l));
@@ -495,6 +637,12 @@ int main(void)
 			"ioctls (TDB_IOC_SUP_*)\n");
 		return 77;
 	}
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		FAR_AT = ((uint64_t)ts.tv_sec + 365ull * 86400) * 1000;
+	}
 	system("rm -rf " DIR);
 	CHECK(!mkdir(DIR, 0755), "mkdir " DIR ": %s", strerror(errno));
 	ksup_reload(KO_ARGS);
@@ -515,6 +663,57 @@ int main(void)
 	ksup_stop(&dd, SIGTERM);
 	start(&dd);
 	compare("tdbd restarted");
+
+	/* The WAL's tail: changes after the checkpoint, then the
+	 * supervisor killed (no checkpoint at its stop; the interval's is
+	 * 5 minutes away): the next start applies the tail to the store
+	 * and restores from the store (issue 29). */
+	CHECK(ksup_count_lines(KLOG, "from the checkpoint store in") >= 1,
+	      "the restore did not read the checkpoint store");
+	load_tail(true);
+	load_tail(false);
+	compare("the WAL's tail loaded");
+	ksup_stop(&kd, SIGKILL);
+	ksup_reload(KO_ARGS);
+	start(&kd);
+	CHECK(ksup_count_lines(KLOG, "the WAL applied to the checkpoint "
+			       "store: now at LSN") >= 1,
+	      "the WAL's tail was not applied to the checkpoint store");
+	CHECK(ksup_count_lines(KLOG, "from the checkpoint store in") >= 2,
+	      "the restore after the tail did not read the checkpoint store");
+	compare("killed with a WAL tail, tdb.ko reloaded, restored from the "
+		"checkpoint store");
+	deadlines_equal("restored from the checkpoint store");
+
+	/* A record tdb.ko refuses (over its max_memory_mb) stops the
+	 * start, the error naming the table and the key; the data
+	 * directory is left as it was: a start with room restores it. */
+	ksup_stop(&kd, SIGTERM);
+	ksup_reload("log_ring_mb=1 max_memory_mb=" SMALL_MB);
+	{
+		char cmd[1024];
+		int st;
+
+		snprintf(cmd, sizeof(cmd), "timeout 300 %s --backend kernel "
+			 "--data-dir " KDATA " --sync always --config /dev/null "
+			 "> " DIR "/refused.log 2>&1", kd.path);
+		st = system(cmd);
+		CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) &&
+		      WEXITSTATUS(st) != 124, "tdbd started with tdb.ko's "
+		      "max_memory_mb=" SMALL_MB " (status %#x)", st);
+		ksup_sh("grep -h 'restoring the tables' " DIR "/refused.log");
+		CHECK(ksup_count_lines(DIR "/refused.log", "restoring the "
+				       "tables into tdb.ko from the checkpoint "
+				       "store: table ") == 1 &&
+		      ksup_count_lines(DIR "/refused.log", ", key \"") == 1 &&
+		      ksup_count_lines(DIR "/refused.log",
+				       "cannot allocate memory") == 1,
+		      "the refused restore's error does not name the table, "
+		      "the key and the memory that ran out");
+	}
+	ksup_reload(KO_ARGS);
+	start(&kd);
+	compare("restored after a refused restore");
 
 	ksup_stop(&kd, SIGTERM);
 	ksup_stop(&dd, SIGTERM);

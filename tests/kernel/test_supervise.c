@@ -16,7 +16,8 @@
  *     then a bulk load (bulk(): ring wraps and WAL segment switches)
  *     is restored whole, in RESTORE_BULK batches (issue 29: tdbd's log
  *     says so), with 3 records too large for a batch (100 KB values)
- *     restored as PUTs, byte for byte; and expiry (issue 27): a table "supx" made
+ *     restored as PUTs, byte for byte, read from the checkpoint store
+ *     (issue 29: tdbd's log says so); and expiry (issue 27): a table "supx" made
  *     with a default TTL of 1 h keeps it, a record with its own
  *     deadline and one with the default come back with the same
  *     deadlines to the millisecond (tdb.ko's log records, tdbd's WAL,
@@ -589,6 +590,10 @@ static void bulk(unsigned int n)
 	CHECK(ksup_count_lines(LOG_FILE, "RESTORE_BULK request(s) and 3 "
 			       "PUT(s)") >= 1, "no restore in batches with "
 	      "%u PUTs in %s", BIG_N, LOG_FILE);
+	/* read from the checkpoint store, not the mirror (issue 29) */
+	CHECK(ksup_count_lines(LOG_FILE, "into tdb.ko from the checkpoint "
+			       "store in") >= 1, "the restore did not read "
+	      "the checkpoint store (%s)", LOG_FILE);
 	CHECK(!tdbc_table_drop(c, "bulk"), "drop bulk");
 	tdbc_close(c);
 	printf("test_supervise: bulk: %u records restored:\n", n);

@@ -93,6 +93,12 @@ int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
 /* Tests: fn runs inside tdbd_durable_apply, after the mirror took the
  * record and before the WAL does (NULL: none).  (recover.c) */
 void tdbd_durable_test_apply_hook(struct tdbd *d, void (*fn)(struct tdbd *));
+/* Kernel mode: did recovery apply the WAL to the checkpoint store
+ * (ckapply.h), so that the store holds the tables as of the WAL's last
+ * LSN and a restore may read them from it (krestore.c)?  Not when a
+ * table is set aside, nor with TDBD_KERNEL_RESTORE_FROM=mirror.
+ * (recover.c) */
+bool tdbd_durable_store_current(struct tdbd *d);
 /* Ask the checkpointer for a checkpoint now.  (checkpoint.c) */
 void tdbd_durable_checkpoint_soon(struct tdbd *d);
 

@@ -64,6 +64,8 @@ struct durable {
 	bool must;              /* checkpoint even if no record is new (a
 				 * table restored from aside: its catch-up
 				 * is in no checkpoint yet) */
+	bool store_current;     /* kernel mode: recovery applied the WAL
+				 * to the store (recover.c, store_commit) */
 	struct ck_tab *tabs;    /* what the checkpoint holds */
 	unsigned int ntabs;
 	void *buf;              /* values read back */

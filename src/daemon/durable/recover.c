@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckapply.h"
 #include "ckpt.h"
 #include "durable_int.h"
 #include "internal.h"           /* src/owner: struct tdbo_table */
@@ -53,7 +54,15 @@ struct rec_state {
 	uint64_t max_version;   /* the highest version loaded */
 	const char *phase;
 	char why[TDB_PROTO_EXTACK_MAX];  /* why a record could not load */
+	/* kernel mode: the WAL's records applied to the store too
+	 * (ckapply.h), so that it is current when the restore reads it */
+	struct ckapply *ca;
+	uint64_t ca_now_ms;
 };
+
+/* Records a run of the WAL applied to the store commits at most (then
+ * the next run begins): LMDB's dirty pages of one transaction. */
+#define REPLAY_RUN_MAX 1000000u
 
 static void report(struct rec_state *rs, bool force)
 {
@@ -367,6 +376,33 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 			 c.gid, c.mode, &a, r->lsn - 1, why);
 }
 
+/* Kernel mode: r into the store too (ckapply), a commit every
+ * REPLAY_RUN_MAX records.  A record the store cannot take stops the
+ * start: the store is damaged, or the WAL is not its continuation. */
+static int replay_store(struct rec_state *rs, const struct wal_rec *r)
+{
+	char err[512], esc[4 * 512];
+	int e = tdbd_ckapply_rec(rs->ca, r);
+
+	if (e < 0) {
+		snprintf(err, sizeof(err), "%s", tdbd_ckapply_error(rs->ca));
+		goto fail;
+	}
+	if (tdbd_ckapply_count(rs->ca) < REPLAY_RUN_MAX)
+		return 0;
+	e = tdbd_ckapply_commit(rs->ca, err, sizeof(err));
+	rs->ca = NULL;
+	if (!e)
+		e = tdbd_ckapply_begin(rs->d->ckpt, rs->ca_now_ms, &rs->ca,
+				       err, sizeof(err));
+	if (!e)
+		return 0;
+fail:
+	tdbd_log(L_ERR, "kernel mode: the WAL applied to the checkpoint "
+		 "store: %s", tdb_escape(esc, sizeof(esc), err, strlen(err)));
+	return e;
+}
+
 static int replay_rec(void *arg, const struct wal_rec *r)
 {
 	struct rec_state *rs = arg;
@@ -376,6 +412,8 @@ static int replay_rec(void *arg, const struct wal_rec *r)
 	int err;
 
 	report(rs, false);
+	if (rs->ca && (err = replay_store(rs, r)))
+		return err;
 	if (wal_is_ops(r))
 		return replay_ops(rs, r);
 	/* catch-up: the checkpoint has every create and drop up to its
@@ -463,6 +501,81 @@ static int mkdir_if(const char *path)
 	return 0;
 }
 
+/*
+ * Kernel mode: the replay applies the WAL to the store too (ckapply.h),
+ * so that the restore reads the tables from the store (krestore.c) and
+ * not from the mirror.  Not with a table set aside (its databases are
+ * as of its own `from`, which the store's LSN does not describe): the
+ * restore then reads the mirror.  TDBD_KERNEL_RESTORE_FROM=mirror does
+ * as before (for measuring the two).
+ */
+static int store_begin(struct tdbd *d, struct rec_state *rs, char *err,
+		       size_t errlen)
+{
+	const char *from = getenv("TDBD_KERNEL_RESTORE_FROM");
+	int e;
+
+	d->dur->store_current = false;
+	if (d->cfg.backend != TDBD_BACKEND_KERNEL || d->dur->must ||
+	    (from && !strcmp(from, "mirror")))
+		return 0;
+	rs->ca_now_ms = tdbp_realtime_ms();
+	e = tdbd_ckapply_begin(d->ckpt, rs->ca_now_ms, &rs->ca, err, errlen);
+	if (e)
+		tdbd_log(L_ERR, "kernel mode: the checkpoint store: %s", err);
+	return e;
+}
+
+/* The store's last run committed: it is at the WAL's last LSN.  The
+ * checkpointer's idea of its tables follows (a table the tail dropped
+ * is not in it any more, one it made is); its LSN does not: the
+ * mirror's checkpoint after a replay is taken as before (it writes the
+ * replayed keys again, the same values, until the running path has no
+ * mirror). */
+static int store_commit(struct tdbd *d, struct rec_state *rs, char *err,
+			size_t errlen)
+{
+	struct durable *u = d->dur;
+	struct ckpt_table *tabs = NULL;
+	struct ck_tab *ct;
+	unsigned int n = 0, i;
+	uint64_t lsn = 0, applied = tdbd_ckapply_count(rs->ca);
+	int e;
+
+	e = tdbd_ckapply_commit(rs->ca, err, errlen);
+	rs->ca = NULL;
+	if (!e)
+		e = tdbd_ckpt_read_meta(d->ckpt, &lsn, &tabs, &n, err, errlen);
+	if (e) {
+		tdbd_log(L_ERR, "kernel mode: the WAL applied to the "
+			 "checkpoint store: %s", err);
+		return e;
+	}
+	if (!(ct = calloc(n ? n : 1, sizeof(*ct)))) {
+		free(tabs);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(ct[i].name, sizeof(ct[i].name), "%s", tabs[i].name);
+		ct[i].id = tabs[i].id;
+	}
+	free(tabs);
+	free(u->tabs);
+	u->tabs = ct;
+	u->ntabs = n;
+	u->store_current = true;
+	if (applied)
+		tdbd_log(L_INFO, "kernel mode: the WAL applied to the "
+			 "checkpoint store: now at LSN %llu, %u table(s)",
+			 (unsigned long long)lsn, n);
+	return 0;
+}
+
+bool tdbd_durable_store_current(struct tdbd *d)
+{
+	return d->dur && d->dur->store_current;
+}
+
 int tdbd_durable_start(struct tdbd *d, tdbd_durable_hook *on_durable)
 {
 	struct durable *u = dur_new(d->cfg.data_dir);
@@ -500,10 +613,15 @@ int tdbd_durable_start(struct tdbd *d, tdbd_durable_hook *on_durable)
 	d->ctr.ckpt_lsn = lsn;
 	rs.ckpt_lsn = lsn;
 	rs.last_report = tdbd_now_ns();
+	if ((e = store_begin(d, &rs, err, sizeof(err))))
+		return e;
 	if ((e = wal_replay(u->wal_dir, &ro, &res, err, sizeof(err)))) {
+		tdbd_ckapply_abort(rs.ca);
 		tdbd_log(L_ERR, "%s", err);
 		return e;
 	}
+	if (rs.ca && (e = store_commit(d, &rs, err, sizeof(err))))
+		return e;
 	if (res.records)
 		tdbd_log(L_INFO, "WAL: replayed %llu record(s) (%llu "
 			 "change(s)) after LSN %llu from %u segment(s) in %llu "

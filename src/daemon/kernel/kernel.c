@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "durable/ckpt.h"
 #include "durable/durable.h"
 #include "internal.h"           /* src/owner: struct tdbo_table */
 #include "kernel.h"
@@ -265,16 +266,39 @@ static int restore(struct tdbd *d, struct kernel *k)
 	char err[512] = "";
 	int e;
 
-	e = tdbd_kernel_restore(d, k->fd, &ntab, &records, err, sizeof(err));
+	bool store = tdbd_durable_store_current(d);
+
+	if (store)
+		e = tdbd_kernel_restore_store(d, k->fd, &ntab, &records, err,
+					      sizeof(err));
+	else
+		e = tdbd_kernel_restore(d, k->fd, &ntab, &records, err,
+					sizeof(err));
 	if (e) {
 		tdbd_log(L_ERR, "kernel mode: restoring the tables into "
-			 "tdb.ko: %s", err);
+			 "tdb.ko%s: %s", store ? " from the checkpoint store" :
+			 "", err);
 		return e;
 	}
 	/* Before any client writes: tdb.ko gives no version the WAL and
 	 * the checkpoint know of (a deleted key's included), so a version
-	 * never repeats for a key across the reload. */
+	 * never repeats for a key across the reload.  The store's
+	 * "version" is past every version and LSN the WAL applied to it
+	 * had (ckapply.h); the mirror's counter, while there is one,
+	 * is the same or less. */
 	ver = tdbo_version_last(d->o);
+	if (store) {
+		uint64_t sv = 0;
+
+		if ((e = tdbd_ckpt_read_version(d->ckpt, &sv, err,
+						sizeof(err)))) {
+			tdbd_log(L_ERR, "kernel mode: the checkpoint store's "
+				 "version: %s", err);
+			return e;
+		}
+		if (sv > ver)
+			ver = sv;
+	}
 	if (ioctl(k->fd, TDB_IOC_SUP_VERSION, &ver) < 0) {
 		e = -errno;
 		tdbd_log(L_ERR, "kernel mode: TDB_IOC_SUP_VERSION: %s%s",
@@ -290,8 +314,9 @@ static int restore(struct tdbd *d, struct kernel *k)
 	}
 	ms = (tdbd_now_ns() - t0) / 1000000;
 	tdbd_log(L_INFO, "kernel mode: restored %u table(s), %llu "
-		 "record(s) into tdb.ko in %llu ms (%llu records/s)", ntab,
-		 (unsigned long long)records, (unsigned long long)ms,
+		 "record(s) into tdb.ko from the %s in %llu ms (%llu "
+		 "records/s)", ntab, (unsigned long long)records,
+		 store ? "checkpoint store" : "mirror", (unsigned long long)ms,
 		 (unsigned long long)(records * 1000 / (ms ? ms : 1)));
 	return 0;
 }

@@ -10,7 +10,8 @@
  *   kernel.c    the role: claim, restore or resume, the follower thread,
  *               what is durable told to tdb.ko (owns struct kernel)
  *   klog.c      the log ring's reader (klog.h; owns struct klog)
- *   krestore.c  the mirror's tables loaded into tdb.ko at a restore
+ *   krestore.c  the tables loaded into tdb.ko at a restore: from the
+ *               checkpoint store (the WAL applied to it) or the mirror
  *
  * Dependencies.  Kernel mode may call durability (../durable/durable.h:
  * tdbd_durable_apply; the WAL's LSNs and writes through d->wal, wal.h),
@@ -57,6 +58,14 @@ void tdbd_kernel_status(struct tdbd *d, char *buf, size_t len);
  * table and the reason. */
 int tdbd_kernel_restore(struct tdbd *d, int fd, unsigned int *ntab,
 			uint64_t *records, char *err, size_t errlen);
+
+/* krestore.c: the same from the checkpoint store (d->ckpt) instead of
+ * the mirror, after recovery applied the WAL to it
+ * (tdbd_durable_store_current): the data is read from LMDB's
+ * file-backed pages, never copied into tdbd's memory.  A record tdb.ko
+ * refuses is named in err by table and key. */
+int tdbd_kernel_restore_store(struct tdbd *d, int fd, unsigned int *ntab,
+			      uint64_t *records, char *err, size_t errlen);
 
 /* The instance id in data_dir/kernel-instance, made (random, not 0)
  * and stored the first time.  0 or a negative errno with err. */

@@ -1,33 +1,49 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * krestore.c - kernel mode's restore (kernel.h): every table of the
- * mirror loaded into tdb.ko through the supervisor's own /dev/tdb file
- * (the only client tdb.ko serves while it is recovering): TDB_IOC_ATTACH
- * on that file, its rings mapped, TABLE_CREATE (owner, group, mode,
- * max-extents, default TTL, bounds and eviction policy, flags: an
- * ordered table is made ordered) then the
- * records in RESTORE_BULK requests (tdb/proto.h, TDB_A_RECORDS): up to
- * KR_BULK_RECS records or TDB_RESTORE_BULK_MAX bytes each, every record
- * with its version and its deadline if it has one (the same instant,
- * not a TTL counted again from now; an expired record is absent to the
- * mirror's cursor, so it is not restored), one ack per request.  A
- * record too large for a batch, or one without a version, goes as a
- * PUT (with TDB_A_SET_VERSION and TDB_A_DEADLINE: what tdb.ko's owner
- * does with a batch's record is exactly that).  TDBD_KERNEL_RESTORE=put
- * in tdbd's environment sends every record as a PUT (how restores were
- * made before RESTORE_BULK: for measuring the two).  As many requests
- * per TDB_IOC_ENTER as the submission ring holds.
+ * krestore.c - kernel mode's restore (kernel.h): every table loaded into
+ * tdb.ko through the supervisor's own /dev/tdb file (the only client
+ * tdb.ko serves while it is recovering): TDB_IOC_ATTACH on that file,
+ * its rings mapped, TABLE_CREATE (owner, group, mode, max-extents,
+ * default TTL, bounds and eviction policy, flags: an ordered table is
+ * made ordered) then the records in RESTORE_BULK requests (tdb/proto.h,
+ * TDB_A_RECORDS): up to KR_BULK_RECS records or TDB_RESTORE_BULK_MAX
+ * bytes each, every record with its version and its deadline if it has
+ * one (the same instant, not a TTL counted again from now; an expired
+ * record is not restored), one ack per request.  A record too large for
+ * a batch, or one without a version, goes as a PUT (with
+ * TDB_A_SET_VERSION and TDB_A_DEADLINE: what tdb.ko's owner does with a
+ * batch's record is exactly that).  TDBD_KERNEL_RESTORE=put in tdbd's
+ * environment sends every record as a PUT (how restores were made
+ * before RESTORE_BULK: for measuring the two).
+ *
+ * Two sources: the checkpoint store (tdbd_kernel_restore_store: the
+ * store's tables read with tdbd_ckpt_load_table, LMDB's file-backed
+ * pages, after recovery applied the WAL to it: nothing of the data is
+ * copied into tdbd's memory but the batch being packed) or the mirror
+ * (tdbd_kernel_restore: a store with tables set aside, which the WAL
+ * cannot be applied to, or TDBD_KERNEL_RESTORE_FROM=mirror).
+ *
+ * A pipeline: this thread reads the source and packs requests into the
+ * submission ring, publishing each; the enterer thread (kr_enterer)
+ * calls TDB_IOC_ENTER, in which tdb.ko applies what is published, and
+ * takes the answers from the completion ring, so that reading and
+ * packing the next batches overlaps tdb.ko's inserting the last ones.
  * Built with the ring core and the codec that tdbd already has (not
  * libtdbclient, whose objects carry their own copies of the core's).
  *
- * Invariants: every request is answered by an NLMSG_ERROR ack before
- * ENTER returns (tdb.ko holds no answer of the supervisor: its changes
- * are not logged while it recovers), unless the completion ring was
- * full, so we drain it and ENTER again until nothing is in flight.  The
- * first failed answer stops the restore with its errno and message.
+ * Invariants: every request is answered by an NLMSG_ERROR ack (tdb.ko
+ * holds no answer of the supervisor: its changes are not logged while
+ * it recovers); at most KR_SLOTS requests are in flight, and each
+ * request's first record is remembered (slot[seq % KR_SLOTS]) so that a
+ * refused record can be named by table and key: the walk is done again
+ * to it (the same records in the same order: the store is not written
+ * while we restore, and expiry is judged against one instant).  The
+ * first failed answer stops the restore with its errno and message; a
+ * table is finished (every answer in) before the next is created.
  */
 #include <errno.h>
 #include <linux/netlink.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +51,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "durable/ckpt.h"
 #include "internal.h"           /* src/owner: struct tdbo_table */
 #include "kernel.h"
+#include "platform.h"
 #include "proto.h"
 #include "ring.h"
 #include "ring_core.h"
@@ -47,20 +65,40 @@
 #define KR_RING   (4u << 20)    /* each ring's data: max_msg 2 MiB */
 #define KR_BATCH  256u          /* records per cursor step */
 #define KR_BULK_RECS 256u       /* records per RESTORE_BULK at most */
+#define KR_SLOTS  4096u         /* requests in flight at most */
 
 struct kr {
 	int fd;
 	void *sqh, *sqd, *cqh, *cqd;
 	struct tdb_ring sq, cq;
 	uint32_t seq;
-	uint64_t inflight;
-	int err;                /* the first failed answer */
-	char msg[TDB_PROTO_EXTACK_MAX + 64];
 	bool single;            /* TDBD_KERNEL_RESTORE=put: no batches */
 	unsigned char *bulk;    /* the batch being packed */
 	uint32_t bulk_len, bulk_n;
+	uint64_t bulk_first;    /* the ordinal of its first record */
 	uint64_t n_bulk, n_put;     /* requests sent: batches, PUTs */
 	uint64_t last_report;   /* ns: progress, once a second */
+	uint64_t now_ms;        /* expiry is judged against this */
+	uint64_t old_version;   /* a record without one gets it */
+	uint64_t ord;           /* records of this table passed on */
+	uint64_t *records;      /* all tables' */
+	const char *table;
+	/* finding the record at ordinal find (a refused one) */
+	bool finding;
+	uint64_t find;
+	char found[4 * 64 + 1];
+	/* the enterer, under m */
+	pthread_t thr;
+	bool thr_on, inited;
+	pthread_mutex_t m;
+	pthread_cond_t work, done;
+	uint64_t committed, answered;
+	bool quit, dead;
+	int err;                /* the first failure */
+	uint64_t err_ord;       /* the refused record's ordinal */
+	bool err_rec;           /* a record was refused (err_ord is it) */
+	uint64_t slot[KR_SLOTS];        /* seq -> its first record's ordinal */
+	char msg[TDB_PROTO_EXTACK_MAX + 64];
 };
 
 /* Once a second: where the restore is, to the log and systemd (whose
@@ -139,15 +177,19 @@ static void kr_detach(struct kr *k)
 		munmap(k->cqd, KR_RING);
 }
 
-/* An answer: every one is an ack (NLMSG_ERROR) of a request of ours. */
+/* --- the enterer ------------------------------------------------------------ */
+
+/* An answer: every one is an ack (NLMSG_ERROR) of a request of ours.
+ * On the enterer's thread, under k->m. */
 static int kr_answer(void *arg, const struct nlmsghdr *nlh)
 {
 	struct kr *k = arg;
 	struct tdb_proto_msg m;
 	struct tdb_proto_extack ext = { 0 };
+	unsigned int idx = 0;
 	int e;
 
-	k->inflight--;
+	k->answered++;
 	e = tdb_proto_parse(nlh, nlh->nlmsg_len, TDB_PROTO_ANSWER, &m, &ext);
 	if (!e && m.type != NLMSG_ERROR)
 		e = -EPROTO;
@@ -157,35 +199,135 @@ static int kr_answer(void *arg, const struct nlmsghdr *nlh)
 		k->err = e;
 		snprintf(k->msg, sizeof(k->msg), "%s%s%s", ERRSTR(e),
 			 m.ext.msg ? ": " : "", m.ext.msg ? m.ext.msg : "");
+		/* which record: the request's first, plus the index the
+		 * owner's refusal of a batch names (change.c, bulk_fail:
+		 * "RESTORE_BULK record N: ...") */
+		if (m.ext.msg)
+			sscanf(m.ext.msg, "RESTORE_BULK record %u", &idx);
+		k->err_ord = k->slot[nlh->nlmsg_seq % KR_SLOTS] + idx;
+		k->err_rec = true;
 	}
 	return 0;
 }
 
-/* Publish, ENTER and drain, until nothing is in flight. */
-static int kr_flush(struct kr *k)
+/* ENTER while requests are in flight; take the answers. */
+static void *kr_enterer(void *arg)
 {
+	struct kr *k = arg;
 	int e, n;
 
-	if ((e = tdb_ring_publish(&k->sq)) < 0)
-		return e;
-	while (k->inflight) {
-		if (ioctl(k->fd, TDB_IOC_ENTER, 0) < 0) {
-			e = -errno;
-			snprintf(k->msg, sizeof(k->msg), "TDB_IOC_ENTER: %s",
-				 ERRSTR(e));
-			return e;
+	pthread_mutex_lock(&k->m);
+	for (;;) {
+		while (!k->quit && k->answered == k->committed)
+			pthread_cond_wait(&k->work, &k->m);
+		if (k->answered == k->committed)
+			break;          /* quit, and nothing in flight */
+		pthread_mutex_unlock(&k->m);
+		e = ioctl(k->fd, TDB_IOC_ENTER, 0) < 0 ? -errno : 0;
+		pthread_mutex_lock(&k->m);
+		if (e) {
+			if (!k->err) {
+				k->err = e;
+				snprintf(k->msg, sizeof(k->msg),
+					 "TDB_IOC_ENTER: %s", ERRSTR(e));
+			}
+			break;
 		}
 		n = tdb_ring_consume(&k->cq, 1u << 20, kr_answer, k);
 		if (n < 0) {
-			snprintf(k->msg, sizeof(k->msg), "completion ring: %s",
-				 ERRSTR(n));
-			return n;
+			if (!k->err) {
+				k->err = n;
+				snprintf(k->msg, sizeof(k->msg),
+					 "completion ring: %s", ERRSTR(n));
+			}
+			break;
 		}
+		pthread_cond_broadcast(&k->done);
 	}
-	return k->err;
+	k->dead = true;
+	pthread_cond_broadcast(&k->done);
+	pthread_mutex_unlock(&k->m);
+	return NULL;
 }
 
-static int kr_send(struct kr *k, struct tdb_proto_msg *m)
+static int kr_start(struct kr *k)
+{
+	int e;
+
+	pthread_mutex_init(&k->m, NULL);
+	pthread_cond_init(&k->work, NULL);
+	pthread_cond_init(&k->done, NULL);
+	k->inited = true;
+	if ((e = -pthread_create(&k->thr, NULL, kr_enterer, k))) {
+		snprintf(k->msg, sizeof(k->msg), "the restore's thread: %s",
+			 ERRSTR(e));
+		return e;
+	}
+	k->thr_on = true;
+	return 0;
+}
+
+static void kr_stop(struct kr *k)
+{
+	if (!k->thr_on)
+		return;
+	pthread_mutex_lock(&k->m);
+	k->quit = true;
+	pthread_cond_signal(&k->work);
+	pthread_mutex_unlock(&k->m);
+	pthread_join(k->thr, NULL);
+	k->thr_on = false;
+}
+
+/* Until every request sent is answered: the first failure, or 0. */
+static int kr_flush(struct kr *k)
+{
+	int e;
+
+	pthread_mutex_lock(&k->m);
+	while (!k->dead && !k->err && k->answered < k->committed)
+		pthread_cond_wait(&k->done, &k->m);
+	e = k->err;
+	if (!e && k->dead)
+		e = -EPIPE;     /* not reached: the enterer ends on err */
+	pthread_mutex_unlock(&k->m);
+	return e;
+}
+
+/* Room for len bytes in the submission ring (the enterer frees it as
+ * tdb.ko takes the requests), and a slot. */
+static void *kr_reserve(struct kr *k, size_t len, int *e)
+{
+	void *p;
+
+	for (;;) {
+		pthread_mutex_lock(&k->m);
+		while (!k->dead && !k->err &&
+		       k->committed - k->answered >= KR_SLOTS)
+			pthread_cond_wait(&k->done, &k->m);
+		if ((*e = k->err) || (k->dead && (*e = -EPIPE))) {
+			pthread_mutex_unlock(&k->m);
+			return NULL;
+		}
+		pthread_mutex_unlock(&k->m);
+		p = tdb_ring_reserve_err(&k->sq, len, e);
+		if (p || *e != -EAGAIN)
+			break;
+		/* full: wait for the enterer's next round */
+		pthread_mutex_lock(&k->m);
+		if (k->answered < k->committed && !k->dead && !k->err)
+			pthread_cond_wait(&k->done, &k->m);
+		pthread_mutex_unlock(&k->m);
+	}
+	if (!p)
+		snprintf(k->msg, sizeof(k->msg), "submission ring: %s",
+			 ERRSTR(*e));
+	return p;
+}
+
+/* A request into the ring, published, for the enterer; first: the
+ * ordinal of its first record (a refusal names it). */
+static int kr_send(struct kr *k, struct tdb_proto_msg *m, uint64_t first)
 {
 	struct tdb_proto_extack ext = { 0 };
 	long len;
@@ -199,62 +341,68 @@ static int kr_send(struct kr *k, struct tdb_proto_msg *m)
 			 "%s", ext.msg ? ext.msg : ERRSTR(len));
 		return (int)len;
 	}
-	p = tdb_ring_reserve_err(&k->sq, (size_t)len, &e);
-	if (!p && e == -EAGAIN) {
-		if ((e = kr_flush(k)))
-			return e;
-		p = tdb_ring_reserve_err(&k->sq, (size_t)len, &e);
-	}
-	if (!p) {
+	if (!(p = kr_reserve(k, (size_t)len, &e)))
+		return e;
+	tdb_proto_build(p, (size_t)len, TDB_PROTO_REQUEST, m, &ext);
+	pthread_mutex_lock(&k->m);      /* before tdb.ko can answer it */
+	k->slot[m->seq % KR_SLOTS] = first;
+	pthread_mutex_unlock(&k->m);
+	if ((e = tdb_ring_commit(&k->sq, (size_t)len)) < 0 ||
+	    (e = tdb_ring_publish(&k->sq)) < 0) {
 		snprintf(k->msg, sizeof(k->msg), "submission ring: %s",
 			 ERRSTR(e));
 		return e;
 	}
-	tdb_proto_build(p, (size_t)len, TDB_PROTO_REQUEST, m, &ext);
-	if ((e = tdb_ring_commit(&k->sq, (size_t)len)) < 0)
-		return e;
-	k->inflight++;
+	pthread_mutex_lock(&k->m);
+	k->committed++;
+	pthread_cond_signal(&k->work);
+	pthread_mutex_unlock(&k->m);
 	return 0;
 }
 
-static int kr_create(struct kr *k, const struct tdbo_table *dt)
+/* --- requests ---------------------------------------------------------------- */
+
+static int kr_create(struct kr *k, const char *name, uint32_t uid,
+		     uint32_t gid, uint32_t mode, uint32_t max_extents,
+		     uint64_t default_ttl, uint64_t max_bytes,
+		     uint64_t max_records, uint32_t evict, uint32_t tflags)
 {
 	struct tdb_proto_msg m = {
 		.cmd = TDB_CMD_TABLE_CREATE,
 		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
 			 TDB_PROTO_BIT(TDB_A_UID) | TDB_PROTO_BIT(TDB_A_GID) |
 			 TDB_PROTO_BIT(TDB_A_MODE),
-		.table = dt->name, .uid = dt->uid, .gid = dt->gid,
-		.mode = dt->mode & 0777,
+		.table = name, .uid = uid, .gid = gid,
+		.mode = mode & 0777,
 	};
 	int e;
 
-	if (dt->max_extents) {
+	if (max_extents) {
 		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_EXTENTS);
-		m.max_extents = dt->max_extents;
+		m.max_extents = max_extents;
 	}
-	if (dt->default_ttl) {          /* TABLE_CREATE's TTL */
+	if (default_ttl) {              /* TABLE_CREATE's TTL */
 		m.attrs |= TDB_PROTO_BIT(TDB_A_TTL);
-		m.ttl = dt->default_ttl;
+		m.ttl = default_ttl;
 	}
-	if (dt->max_bytes) {            /* and its bounds, policy */
+	if (max_bytes) {                /* and its bounds, policy */
 		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_BYTES);
-		m.max_bytes = dt->max_bytes;
+		m.max_bytes = max_bytes;
 	}
-	if (dt->max_records) {
+	if (max_records) {
 		m.attrs |= TDB_PROTO_BIT(TDB_A_MAX_RECORDS);
-		m.max_records = dt->max_records;
+		m.max_records = max_records;
 	}
-	if (dt->evict) {
+	if (evict) {
 		m.attrs |= TDB_PROTO_BIT(TDB_A_EVICT);
-		m.evict = dt->evict;
+		m.evict = evict;
 	}
-	if (dt->tflags) {               /* an ordered table: made ordered,
+	if (tflags) {                   /* an ordered table: made ordered,
 					 * its records go into its order */
 		m.attrs |= TDB_PROTO_BIT(TDB_A_TABLE_FLAGS);
-		m.table_flags = dt->tflags;
+		m.table_flags = tflags;
 	}
-	if ((e = kr_send(k, &m)) || (e = kr_flush(k)))
+	if ((e = kr_send(k, &m, 0)) || (e = kr_flush(k)))
 		return e;
 	return 0;
 }
@@ -266,19 +414,46 @@ static int kr_drop(struct kr *k, const char *name)
 				   .table = name };
 	int e;
 
-	if ((e = kr_send(k, &m)))
+	if ((e = kr_send(k, &m, 0)))
 		return e;
 	return kr_flush(k);
 }
 
+/* A table, made anew: a restore that did not finish (its tdbd died)
+ * left it in tdb.ko, which logs nothing while recovering, so it starts
+ * over.  Its records are then not refused (err_rec cleared). */
+static int kr_create_fresh(struct kr *k, const char *name, uint32_t uid,
+			   uint32_t gid, uint32_t mode, uint32_t max_extents,
+			   uint64_t default_ttl, uint64_t max_bytes,
+			   uint64_t max_records, uint32_t evict,
+			   uint32_t tflags)
+{
+	int e = kr_create(k, name, uid, gid, mode, max_extents, default_ttl,
+			  max_bytes, max_records, evict, tflags);
+
+	if (e == -EEXIST) {
+		pthread_mutex_lock(&k->m);
+		k->err = 0;
+		k->err_rec = false;
+		pthread_mutex_unlock(&k->m);
+		if (!(e = kr_drop(k, name)))
+			e = kr_create(k, name, uid, gid, mode, max_extents,
+				      default_ttl, max_bytes, max_records,
+				      evict, tflags);
+	}
+	if (e)
+		k->err_rec = false;     /* the table's, not a record's */
+	return e;
+}
+
 /* The batch packed so far as one RESTORE_BULK request. */
-static int kr_bulk_send(struct kr *k, const char *table)
+static int kr_bulk_send(struct kr *k)
 {
 	struct tdb_proto_msg m = {
 		.cmd = TDB_CMD_RESTORE_BULK,
 		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
 			 TDB_PROTO_BIT(TDB_A_RECORDS),
-		.table = table,
+		.table = k->table,
 		.records = k->bulk,
 		.records_len = k->bulk_len,
 	};
@@ -287,103 +462,211 @@ static int kr_bulk_send(struct kr *k, const char *table)
 	if (!k->bulk_n)
 		return 0;
 	k->n_bulk++;
-	e = kr_send(k, &m);
+	e = kr_send(k, &m, k->bulk_first);
 	k->bulk_len = 0;
 	k->bulk_n = 0;
 	return e;
 }
 
 /* One record as a PUT with its version and deadline. */
-static int kr_put(struct kr *k, const char *table,
-		  const struct tdbe_cursor_rec *r)
+static int kr_put(struct kr *k, const void *key, size_t klen,
+		  const void *val, size_t vlen, uint64_t version,
+		  uint64_t deadline)
 {
 	struct tdb_proto_msg m = {
 		.cmd = TDB_CMD_PUT,
 		.attrs = TDB_PROTO_BIT(TDB_A_TABLE) |
 			 TDB_PROTO_BIT(TDB_A_KEY) |
 			 TDB_PROTO_BIT(TDB_A_VALUE),
-		.table = table,
-		.key = r->key,
-		.key_len = (uint32_t)r->klen,
-		.value = r->val,
-		.value_len = (uint32_t)r->vlen,
+		.table = k->table,
+		.key = key,
+		.key_len = (uint32_t)klen,
+		.value = val,
+		.value_len = (uint32_t)vlen,
 	};
 
 	/* the record's version, given back as it was (tdb.ko lets the
 	 * supervisor's file do so) */
-	if (r->version) {
+	if (version) {
 		m.attrs |= TDB_PROTO_BIT(TDB_A_SET_VERSION);
-		m.set_version = r->version;
+		m.set_version = version;
 	}
 	/* and its deadline, as it was (without one the table's default
 	 * TTL would give it one) */
-	if (r->deadline) {
+	if (deadline) {
 		m.attrs |= TDB_PROTO_BIT(TDB_A_DEADLINE);
-		m.deadline = r->deadline;
+		m.deadline = deadline;
 	}
 	k->n_put++;
-	return kr_send(k, &m);
+	return kr_send(k, &m, k->ord);
 }
 
-/* One record into the batch, sending the batch when it is full; a
- * record that cannot go in one (too large, or no version) goes as a PUT,
- * after the batch before it. */
-static int kr_record(struct kr *k, const char *table,
-		     const struct tdbe_cursor_rec *r)
+/* One record of the source (the store's tdbd_ckpt_load_table callback
+ * too): skipped if expired, else into the batch, sending the batch when
+ * it is full; a record that cannot go in one (too large, or no version)
+ * goes as a PUT, after the batch before it.  While finding a refused
+ * record: its key is kept, and 1 stops the walk. */
+static int kr_rec(void *arg, const void *key, size_t klen, const void *val,
+		  size_t vlen, uint64_t version, uint64_t deadline)
 {
-	uint64_t need = TDB_RESTORE_REC_HDR + (uint64_t)r->klen + r->vlen;
+	struct kr *k = arg;
+	uint64_t need = TDB_RESTORE_REC_HDR + (uint64_t)klen + vlen;
 	int e;
 
-	if (k->single || !r->version || need > TDB_RESTORE_BULK_MAX) {
-		if ((e = kr_bulk_send(k, table)))
+	if (deadline && deadline <= k->now_ms)
+		return 0;       /* expired: no read would see it */
+	if (k->finding) {
+		if (k->ord++ != k->find)
+			return 0;
+		tdb_escape(k->found, sizeof(k->found) - 4, key,
+			   klen > 64 ? 64 : klen);
+		if (klen > 64)  /* its first 64 bytes */
+			strcat(k->found, "...");
+		return 1;
+	}
+	if (!version)           /* a table from before versions */
+		version = k->old_version;
+	if (k->single || !version || need > TDB_RESTORE_BULK_MAX) {
+		if ((e = kr_bulk_send(k)) ||
+		    (e = kr_put(k, key, klen, val, vlen, version, deadline)))
 			return e;
-		return kr_put(k, table, r);
+		goto out;
 	}
 	if (k->bulk_len + need > TDB_RESTORE_BULK_MAX &&
-	    (e = kr_bulk_send(k, table)))
+	    (e = kr_bulk_send(k)))
 		return e;
-	tdb_proto_record_pack(k->bulk + k->bulk_len, r->key,
-			      (uint32_t)r->klen, r->val, (uint32_t)r->vlen,
-			      r->version, r->deadline);
+	if (!k->bulk_n)
+		k->bulk_first = k->ord;
+	tdb_proto_record_pack(k->bulk + k->bulk_len, key, (uint32_t)klen, val,
+			      (uint32_t)vlen, version, deadline);
 	k->bulk_len += (uint32_t)need;
-	if (++k->bulk_n == KR_BULK_RECS)
-		return kr_bulk_send(k, table);
+	if (++k->bulk_n == KR_BULK_RECS && (e = kr_bulk_send(k)))
+		return e;
+out:
+	k->ord++;
+	if (!(++*k->records & 0xfff))
+		kr_report(k, k->table, *k->records);
 	return 0;
 }
 
-static int kr_table(struct kr *k, const struct tdbo_table *dt,
-		    uint64_t *records)
+/* --- the sources -------------------------------------------------------------- */
+
+/* The mirror's table: its cursor through kr_rec. */
+static int kr_walk_mirror(struct kr *k, const struct tdbo_table *dt)
 {
 	struct tdbe_cursor_rec rv[KR_BATCH];
 	struct tdbe_cursor *cur;
-	int e, n, i;
+	int e = 0, n, i;
 
-	e = kr_create(k, dt);
-	if (e == -EEXIST) {
-		/* a restore that did not finish (its tdbd died): tdb.ko
-		 * logs nothing while recovering, so start the table over */
-		k->err = 0;
-		if (!(e = kr_drop(k, dt->name)))
-			e = kr_create(k, dt);
-	}
-	if (e)
-		return e;
 	if (!(cur = tdbe_cursor_open(dt->t, &e)))
 		return e ? e : -ENOMEM;
-	while ((n = tdbe_cursor_next_many(cur, rv, KR_BATCH, 0)) > 0) {
+	while ((n = tdbe_cursor_next_many(cur, rv, KR_BATCH, 0)) > 0)
 		for (i = 0; i < n; i++)
-			if ((e = kr_record(k, dt->name, &rv[i])))
+			if ((e = kr_rec(k, rv[i].key, rv[i].klen, rv[i].val,
+					rv[i].vlen, rv[i].version,
+					rv[i].deadline)))
 				goto out;
-		*records += (uint64_t)n;
-		kr_report(k, dt->name, *records);
-	}
 	if (n < 0)
 		e = n;
-	else if (!(e = kr_bulk_send(k, dt->name)))
-		e = kr_flush(k);
 out:
 	tdbe_cursor_close(cur);
 	return e;
+}
+
+/* The store's table through kr_rec; err: the store's own failure. */
+static int kr_walk_store(struct kr *k, struct ckpt *ck, const char *name,
+			 char *err, size_t errlen)
+{
+	return tdbd_ckpt_load_table(ck, name, kr_rec, k, NULL, err, errlen);
+}
+
+/* The end of a table: the last batch, every answer. */
+static int kr_table_end(struct kr *k, int e)
+{
+	if (!e && !(e = kr_bulk_send(k)))
+		e = kr_flush(k);
+	return e;
+}
+
+/* The failure of table `name` into err: a refused record named by its
+ * key (found by walking again, through find), else the message. */
+static void kr_fail(struct kr *k, const char *name, char *err, size_t errlen,
+		    const char *store_err,
+		    int (*find)(struct kr *k, void *src), void *src)
+{
+	kr_stop(k);             /* nothing in flight after */
+	if (k->err && k->err_rec && find) {
+		k->finding = true;
+		k->find = k->err_ord;
+		k->ord = 0;
+		k->found[0] = '\0';
+		if (find(k, src) == 1) {
+			snprintf(err, errlen, "table %s, key \"%s\" (its "
+				 "record %llu): %s", ESC(name), k->found,
+				 (unsigned long long)k->find, k->msg);
+			return;
+		}
+	}
+	snprintf(err, errlen, "table %s: %s", ESC(name),
+		 !k->err && store_err && store_err[0] ? store_err : k->msg);
+}
+
+struct kr_src_store {
+	struct ckpt *ck;
+	const char *name;
+};
+
+static int kr_find_store(struct kr *k, void *arg)
+{
+	struct kr_src_store *s = arg;
+	char err[64];
+
+	return tdbd_ckpt_load_table(s->ck, s->name, kr_rec, k, NULL, err,
+				    sizeof(err));
+}
+
+struct kr_src_mirror {
+	const struct tdbo_table *dt;
+};
+
+static int kr_find_mirror(struct kr *k, void *arg)
+{
+	struct kr_src_mirror *s = arg;
+
+	return kr_walk_mirror(k, s->dt);
+}
+
+static int kr_begin(struct kr *k, int fd)
+{
+	const char *how = getenv("TDBD_KERNEL_RESTORE");
+
+	k->fd = fd;
+	k->last_report = tdbd_now_ns();
+	k->now_ms = tdbp_realtime_ms();
+	k->single = how && !strcmp(how, "put");
+	if (!(k->bulk = malloc(TDB_RESTORE_BULK_MAX))) {
+		snprintf(k->msg, sizeof(k->msg), "no memory for a restore "
+			 "batch (%u bytes)", TDB_RESTORE_BULK_MAX);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void kr_end(struct kr *k)
+{
+	tdbd_log(L_INFO, "kernel mode: restore sent %llu RESTORE_BULK "
+		 "request(s) and %llu PUT(s)%s", (unsigned long long)k->n_bulk,
+		 (unsigned long long)k->n_put, k->single ?
+		 " (TDBD_KERNEL_RESTORE=put)" : "");
+	kr_stop(k);
+	kr_detach(k);
+	if (k->inited) {
+		pthread_cond_destroy(&k->work);
+		pthread_cond_destroy(&k->done);
+		pthread_mutex_destroy(&k->m);
+	}
+	free(k->bulk);
+	free(k);
 }
 
 int tdbd_kernel_restore(struct tdbd *d, int fd, unsigned int *ntab,
@@ -391,47 +674,116 @@ int tdbd_kernel_restore(struct tdbd *d, int fd, unsigned int *ntab,
 {
 	struct tdbo_table **tabs = NULL;
 	unsigned int n = 0, i;
-	struct kr k = { .fd = fd, .last_report = tdbd_now_ns() };
-	const char *how = getenv("TDBD_KERNEL_RESTORE");
+	struct kr *k = calloc(1, sizeof(*k));
 	int e;
 
 	*ntab = 0;
 	*records = 0;
-	k.single = how && !strcmp(how, "put");
-	if (!(k.bulk = malloc(TDB_RESTORE_BULK_MAX))) {
-		snprintf(err, errlen, "no memory for a restore batch "
-			 "(%u bytes)", TDB_RESTORE_BULK_MAX);
+	if (!k) {
+		snprintf(err, errlen, "no memory for the restore");
 		return -ENOMEM;
 	}
-	if ((e = tdbo_tables_snapshot(d->o, &tabs, &n))) {
-		free(k.bulk);
-		return e;
-	}
-	if ((e = kr_attach(&k)))
+	k->records = records;
+	if ((e = kr_begin(k, fd)) ||
+	    (e = tdbo_tables_snapshot(d->o, &tabs, &n)) ||
+	    (e = kr_attach(k)) || (e = kr_start(k))) {
+		snprintf(err, errlen, "%s", k->msg);
 		goto out;
+	}
 	tdbd_notify("STATUS=restoring %u table(s) into tdb.ko", n);
 	for (i = 0; i < n && !e; i++) {
-		if (tabs[i]->aside) {
+		const struct tdbo_table *dt = tabs[i];
+		struct kr_src_mirror src = { dt };
+
+		if (dt->aside) {
 			tdbd_log(L_WARNING, "kernel mode: table %s is set aside "
 				 "(see above): it is not loaded into tdb.ko",
-				 ESC(tabs[i]->name));
+				 ESC(dt->name));
 			continue;
 		}
-		if ((e = kr_table(&k, tabs[i], records)))
-			snprintf(err, errlen, "table %s: %s",
-				 ESC(tabs[i]->name), k.msg);
+		k->table = dt->name;
+		k->ord = 0;
+		k->old_version = 0;     /* the mirror gave every record one */
+		if ((e = kr_create_fresh(k, dt->name, dt->uid, dt->gid,
+					 dt->mode, dt->max_extents,
+					 dt->default_ttl, dt->max_bytes,
+					 dt->max_records, dt->evict,
+					 dt->tflags)) ||
+		    (e = kr_table_end(k, kr_walk_mirror(k, dt))))
+			kr_fail(k, dt->name, err, errlen, NULL,
+				kr_find_mirror, &src);
 		else
 			(*ntab)++;
 	}
-	tdbd_log(L_INFO, "kernel mode: restore sent %llu RESTORE_BULK "
-		 "request(s) and %llu PUT(s)%s", (unsigned long long)k.n_bulk,
-		 (unsigned long long)k.n_put, k.single ?
-		 " (TDBD_KERNEL_RESTORE=put)" : "");
 out:
-	if (e && !err[0])
-		snprintf(err, errlen, "%s", k.msg);
-	kr_detach(&k);
+	kr_end(k);
 	tdbo_tables_release(tabs, n);
-	free(k.bulk);
+	return e;
+}
+
+int tdbd_kernel_restore_store(struct tdbd *d, int fd, unsigned int *ntab,
+			      uint64_t *records, char *err, size_t errlen)
+{
+	struct ckpt_table *tabs = NULL;
+	unsigned int n = 0, i;
+	struct kr *k = calloc(1, sizeof(*k));
+	char serr[512] = "";
+	uint64_t lsn = 0;
+	int e;
+
+	*ntab = 0;
+	*records = 0;
+	if (!k) {
+		snprintf(err, errlen, "no memory for the restore");
+		return -ENOMEM;
+	}
+	k->records = records;
+	if ((e = kr_begin(k, fd))) {
+		snprintf(err, errlen, "%s", k->msg);
+		goto out;
+	}
+	if ((e = tdbd_ckpt_read_meta(d->ckpt, &lsn, &tabs, &n, serr,
+				     sizeof(serr)))) {
+		snprintf(err, errlen, "the checkpoint store: %s", serr);
+		goto out;
+	}
+	if ((e = kr_attach(k)) || (e = kr_start(k))) {
+		snprintf(err, errlen, "%s", k->msg);
+		goto out;
+	}
+	/* a record of a table checkpointed before versions: the
+	 * checkpoint's LSN, as recovery gives it (recover.c) */
+	k->old_version = lsn ? lsn : 1;
+	tdbd_notify("STATUS=restoring %u table(s) into tdb.ko from the "
+		    "checkpoint store", n);
+	for (i = 0; i < n && !e; i++) {
+		const struct ckpt_table *t = &tabs[i];
+		struct kr_src_store src = { d->ckpt, t->name };
+
+		if (t->aside) {
+			/* not reached: recovery restores from the mirror
+			 * when a table is set aside */
+			tdbd_log(L_WARNING, "kernel mode: table %s is set aside "
+				 "(see above): it is not loaded into tdb.ko",
+				 ESC(t->name));
+			continue;
+		}
+		k->table = t->name;
+		k->ord = 0;
+		serr[0] = '\0';
+		if ((e = kr_create_fresh(k, t->name, t->uid, t->gid, t->mode,
+					 t->max_extents, t->default_ttl,
+					 t->max_bytes, t->max_records,
+					 t->evict, t->flags)) ||
+		    (e = kr_table_end(k, kr_walk_store(k, d->ckpt, t->name,
+						       serr, sizeof(serr)))))
+			kr_fail(k, t->name, err, errlen, serr,
+				kr_find_store, &src);
+		else
+			(*ntab)++;
+	}
+out:
+	kr_end(k);
+	free(tabs);
 	return e;
 }
