@@ -1458,14 +1458,16 @@ static void seg_unmap(struct seg *s)
 	s->fd = -1;
 }
 
-static int seg_map(const char *dir, uint64_t first, struct seg *s)
+/* ro: a live log's, read only (wal_read_range); else replay's, which
+ * may cut it. */
+static int seg_map(const char *dir, uint64_t first, struct seg *s, bool ro)
 {
 	struct stat st;
 
 	seg_name(s->name, sizeof(s->name), first);
 	snprintf(s->path, sizeof(s->path), "%s/%s", dir, s->name);
 	s->map = NULL;
-	s->fd = open(s->path, O_RDWR | O_CLOEXEC);
+	s->fd = open(s->path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (s->fd < 0 || fstat(s->fd, &st))
 		return -errno;
 	s->size = (uint64_t)st.st_size;
@@ -1544,7 +1546,7 @@ int wal_replay(const char *dir, const struct wal_replay_opts *o,
 		uint64_t off = WAL_SEG_HDR, had = res->records;
 		const char *bad = NULL;
 
-		if ((e = seg_map(dir, v[i], &s))) {
+		if ((e = seg_map(dir, v[i], &s, false))) {
 			snprintf(err, errlen, "WAL %s: %s", s.path,
 				 strerror(-e));
 			goto out;
@@ -1687,6 +1689,122 @@ int wal_replay(const char *dir, const struct wal_replay_opts *o,
 		seg_unmap(&s);
 	}
 	e = 0;
+out:
+	seg_unmap(&s);
+	free(v);
+	return e;
+}
+
+/*
+ * A live log read back (a checkpoint without a mirror, issue 29): the
+ * records after..upto, all of which were made durable, so each must be
+ * there and intact.  Nothing is written: no cut, no sync, no rename.  A
+ * segment's size is taken when it is mapped; the appender only adds
+ * after it (records past upto are never looked at), and segments are
+ * removed only by the caller's own wal_remove_before.
+ */
+int wal_read_range(const char *dir, uint64_t after, uint64_t upto,
+		   int (*fn)(void *arg, const struct wal_rec *r), void *arg,
+		   char *err, size_t errlen)
+{
+	uint64_t *v = NULL, want = after + 1;
+	unsigned int n = 0, i;
+	struct seg s = { .fd = -1 };
+	int e = 0;
+
+	if (upto <= after)
+		return 0;
+	if ((e = seg_list(dir, &v, &n))) {
+		snprintf(err, errlen, "WAL %s: %s", dir, strerror(-e));
+		return e;
+	}
+	for (i = 0; i + 1 < n && v[i + 1] <= want; i++)
+		;
+	if (i == n || v[i] > want) {
+		if (!n)
+			snprintf(err, errlen, "WAL %s: record %" PRIu64 " is "
+				 "in no segment (there is none)", dir, want);
+		else
+			snprintf(err, errlen, "WAL %s: record %" PRIu64 " is "
+				 "in no segment (the first starts at LSN %"
+				 PRIu64 ")", dir, want, v[i]);
+		free(v);
+		return -ENODATA;
+	}
+	for (; i < n && want <= upto; i++) {
+		uint64_t off = WAL_SEG_HDR;
+
+		if (v[i] > want) {
+			snprintf(err, errlen, "WAL %s: records %" PRIu64 "..%"
+				 PRIu64 " are in no segment (the next starts "
+				 "at LSN %" PRIu64 ")", dir, want, v[i] - 1,
+				 v[i]);
+			e = -ENODATA;
+			goto out;
+		}
+		if ((e = seg_map(dir, v[i], &s, true))) {
+			snprintf(err, errlen, "WAL %s: %s", s.path,
+				 strerror(-e));
+			goto out;
+		}
+		if (s.size < WAL_SEG_HDR || memcmp(s.map, SEG_MAGIC, 8) ||
+		    get64(s.map + 16) != v[i]) {
+			snprintf(err, errlen, "WAL %s: a bad segment header "
+				 "(record %" PRIu64 " was to be in it)", s.path,
+				 want);
+			e = -EUCLEAN;
+			goto out;
+		}
+		while (want <= upto && off < s.size) {
+			const char *bad;
+			struct wal_rec r;
+			uint32_t len;
+			uint64_t lsn;
+
+			if ((bad = rec_bad(s.map, s.size, off, 0, &len))) {
+				snprintf(err, errlen, "WAL %s: offset %" PRIu64
+					 ": %s, where record %" PRIu64 " (made "
+					 "durable) was to be", s.path, off, bad,
+					 want);
+				e = -EUCLEAN;
+				goto out;
+			}
+			lsn = get64(s.map + off + 8);
+			if (lsn < want) {
+				off += (len + 7u) & ~7u;
+				continue;
+			}
+			if (lsn != want) {
+				snprintf(err, errlen, "WAL %s: offset %" PRIu64
+					 ": record %" PRIu64 " where %" PRIu64
+					 " was to be", s.path, off, lsn, want);
+				e = -EUCLEAN;
+				goto out;
+			}
+			r.lsn = lsn;
+			r.type = s.map[off + 16];
+			r.payload = s.map + off + WAL_REC_HDR;
+			r.len = len - WAL_REC_HDR;
+			r.file = s.name;
+			r.off = off;
+			if ((e = fn(arg, &r))) {
+				snprintf(err, errlen, "WAL %s: offset %" PRIu64
+					 ": record %" PRIu64 ": the reader "
+					 "stopped: %s", s.path, off, lsn,
+					 strerror(e < 0 ? -e : e));
+				goto out;
+			}
+			want = lsn + 1;
+			off += (len + 7u) & ~7u;
+		}
+		seg_unmap(&s);
+	}
+	if (want <= upto) {
+		snprintf(err, errlen, "WAL %s: the log ends at record %" PRIu64
+			 ", before %" PRIu64 " (made durable)", dir, want - 1,
+			 upto);
+		e = -ENODATA;
+	}
 out:
 	seg_unmap(&s);
 	free(v);

@@ -293,6 +293,19 @@ struct wal_replay_result {
 	uint32_t segments;
 };
 /*
+ * A live log read back, read only (issue 29: a checkpoint applies the
+ * records to its store): fn gets every record with after < LSN <= upto,
+ * in order.  They were made durable, so each must be there and intact:
+ * else -ENODATA (a record in no segment, the log ending before upto) or
+ * -EUCLEAN (a bad header, record or LSN where one was to be), err
+ * naming the file and offset.  Nothing is cut, synced or renamed; what
+ * follows upto (a tail being written) is not read.  fn's non-zero
+ * return stops the reading and is returned.
+ */
+int wal_read_range(const char *dir, uint64_t after, uint64_t upto,
+		   int (*fn)(void *arg, const struct wal_rec *r), void *arg,
+		   char *err, size_t errlen);
+/*
  * Replay dir's log.  -EUCLEAN for damage (err: "wal-...log: offset N:
  * bad CRC (record LSN M); ..."), -ENOENT-like errors for missing
  * segments (a gap in LSNs), or fn's error.

@@ -1820,6 +1820,94 @@ static void test_torn_every_offset(void **state)
 }
 
 /* Garbage and zeros after the last record; a segment cut in its header. */
+/* --- reading a live log back (wal_read_range, issue 29) --------------------
+ * Records written over several segments and made durable, read back
+ * while the log is open and appending: exactly after..upto, in order,
+ * equal to what was written; nothing past upto read (garbage there is
+ * neither an error nor cut); a log ending before upto, segments removed
+ * before `after`, and a damaged record inside the range are errors that
+ * name the record; and nothing read is ever changed. */
+static int read_range(const char *dir, uint64_t after, uint64_t upto,
+		      struct got *g)
+{
+	recs_clear(&g->r);
+	g->bad = 0;
+	err[0] = 0;
+	return wal_read_range(dir, after, upto, collect, g, err, sizeof(err));
+}
+
+static void test_read_range(void **state)
+{
+	char dir[PATH_MAX], last[PATH_MAX + 64];
+	struct recs model = { 0 };
+	struct got g = { 0 };
+	struct wal *w;
+	uint64_t segs[64], dur, size;
+	unsigned int nseg;
+	unsigned char junk[256];
+
+	subdir(state, "log", dir);
+	w = open_wal(dir, 1, 64 << 10, 0);
+	write_random(w, &model, 300, 2000, 3);
+	assert_int_equal(wal_sync_to(w, wal_written(w)), 0);
+	dur = wal_durable(w);
+	assert_int_equal(dur, 300);
+	nseg = t_segs(dir, segs, 64, NULL);
+	assert_true(nseg >= 3);
+
+	/* all, and a middle range, while the log is open */
+	assert_int_equal(read_range(dir, 0, dur, &g), 0);
+	assert_int_equal(g.bad, 0);
+	expect_recs(&g.r, &model, 0, 300);
+	assert_int_equal(read_range(dir, 100, 200, &g), 0);
+	expect_recs(&g.r, &model, 100, 100);
+	assert_int_equal(read_range(dir, 200, 200, &g), 0);
+	assert_int_equal(g.r.n, 0);
+
+	/* more appended, not synced: the range up to dur is the same */
+	write_random(w, &model, 20, 2000, 3);
+	assert_int_equal(read_range(dir, 250, dur, &g), 0);
+	expect_recs(&g.r, &model, 250, 50);
+	/* and past what is there: the log ends before upto */
+	assert_int_equal(read_range(dir, 0, wal_written(w) + 5, &g), -ENODATA);
+	expect_has(err, "the log ends at record 320, before 325");
+	wal_close(w);
+
+	/* garbage after the last record: not read, not cut */
+	nseg = t_segs(dir, segs, 64, NULL);
+	t_segpath(last, sizeof(last), dir, segs[nseg - 1]);
+	memset(junk, 0xa5, sizeof(junk));
+	spew(last, junk, sizeof(junk), true);
+	size = fsize(last);
+	assert_int_equal(read_range(dir, 0, 320, &g), 0);
+	expect_recs(&g.r, &model, 0, 320);
+	assert_int_equal(fsize(last), size);
+
+	/* a record inside the range damaged: named, nothing changed */
+	{
+		char first[PATH_MAX + 64];
+
+		t_segpath(first, sizeof(first), dir, segs[0]);
+		size = fsize(first);
+		flip(first, WAL_SEG_HDR + 20, 0x40);
+		assert_int_equal(read_range(dir, 0, 10, &g), -EUCLEAN);
+		expect_has(err, "a bad CRC, where record 1 (made durable)");
+		assert_int_equal(fsize(first), size);
+		flip(first, WAL_SEG_HDR + 20, 0x40);
+	}
+
+	/* segments before `after` removed: records in none */
+	w = open_wal(dir, 321, 64 << 10, 0);
+	assert_true(wal_remove_before(w, 200) > 0);
+	assert_int_equal(read_range(dir, 10, 300, &g), -ENODATA);
+	expect_has(err, "record 11 is in no segment (the first starts at LSN");
+	assert_int_equal(read_range(dir, 200, 320, &g), 0);
+	expect_recs(&g.r, &model, 200, 120);
+	wal_close(w);
+	recs_free(&model);
+	recs_free(&g.r);
+}
+
 static void test_torn_garbage(void **state)
 {
 	char dir[PATH_MAX], work[PATH_MAX], wpath[PATH_MAX + 64];
@@ -3376,6 +3464,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_torn_every_offset,
 						setup_fast, teardown),
 		cmocka_unit_test_setup_teardown(test_torn_garbage, setup_fast,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_range, setup_fast,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_last_record,
 						setup_fast, teardown),

@@ -1455,6 +1455,11 @@ int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 	return rc;
 }
 
+const char *tdbd_ckpt_txn_error(const struct ckpt_txn *tx)
+{
+	return tx->rc ? tx->err : "";
+}
+
 void tdbd_ckpt_abort(struct ckpt_txn *tx)
 {
 	if (tx)

@@ -140,6 +140,9 @@ int tdbd_ckpt_set_version(struct ckpt_txn *tx, uint64_t version);
 int tdbd_ckpt_commit(struct ckpt_txn *tx, uint64_t lsn, char *err,
 		     size_t errlen);
 void tdbd_ckpt_abort(struct ckpt_txn *tx);
+/* Why tx failed (the first failure's text, naming the store and the
+ * table), or "" while it has not. */
+const char *tdbd_ckpt_txn_error(const struct ckpt_txn *tx);
 
 /*
  * tdbd_ckpt_put for keys that come in ascending order (LMDB's default
