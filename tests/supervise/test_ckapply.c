@@ -260,30 +260,37 @@ static void rmdir_r(const char *d)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* The mirror's: tdbd in kernel mode applies every record and writes its
- * last checkpoint at stop. */
+/* Daemon mode's store for the same changes (what the mirror's checkpoint
+ * wrote before issue 29): the records in dir's WAL, then tdbd in daemon
+ * mode recovers its tables from it (a replay into its engine) and writes
+ * its checkpoint of them, from its tables (after recovery or at stop). */
 static void mirror_store(const char *dir, const struct recs *s)
 {
+	struct wal_opts wo = { .segment_size = 1 << 20,
+			       .sync = WAL_SYNC_NONE };
 	static struct tdbd d;
+	struct wal *w = NULL;
+	char wdir[128];
+
+	snprintf(wdir, sizeof(wdir), "%s/wal", dir);
+	assert_int_equal(mkdir(wdir, 0700), 0);
+	if (wal_open(wdir, 1, &wo, &w, err, sizeof(err)))
+		fail_msg("wal_open: %s", err);
+	for (unsigned int i = 0; i < s->n; i++)
+		if (wal_append_rec(w, s->r[i], s->len[i], err, sizeof(err)))
+			fail_msg("daemon's WAL: record %u: %s", i, err);
+	assert_int_equal(wal_sync_to(w, wal_appended(w)), 0);
+	wal_close(w);
 
 	memset(&d, 0, sizeof(d));
 	tdbd_config_defaults(&d.cfg);
 	d.cfg.hugepages = false;
-	d.cfg.backend = TDBD_BACKEND_KERNEL;
+	d.cfg.backend = TDBD_BACKEND_DAEMON;
 	snprintf(d.cfg.data_dir, sizeof(d.cfg.data_dir), "%s", dir);
 	pthread_mutex_init(&d.wake_lock, NULL);
 	assert_int_equal(tdbd_owner_start(&d), 0);
 	assert_int_equal(tdbd_durable_start(&d, tdbd_on_durable), 0);
-	assert_int_equal(wal_appended(d.wal), 0);
-	for (unsigned int i = 0; i < s->n; i++) {
-		struct wal_rec wr = decode(s, i);
-
-		err[0] = '\0';
-		if (tdbd_durable_apply(&d, s->r[i], s->len[i], &wr, err,
-				       sizeof(err)))
-			fail_msg("mirror: record %u: %s", i, err);
-	}
-	tdbd_log_write(&d);     /* the follower's step after a round */
+	assert_int_equal(wal_appended(d.wal), s->lsn);
 	tdbd_durable_stop(&d);
 	tdbd_owner_stop(&d);
 	pthread_mutex_destroy(&d.wake_lock);
@@ -302,7 +309,7 @@ static int run(struct ckpt *ck, const struct recs *s, unsigned int from,
 
 	*applied = *skipped = 0;
 	err[0] = '\0';
-	if ((e = tdbd_ckapply_begin(ck, wall_ms(), &a, err, sizeof(err))))
+	if ((e = tdbd_ckapply_begin(ck, wall_ms(), 0, &a, err, sizeof(err))))
 		return e;
 	for (unsigned int i = from; i < to; i++) {
 		struct wal_rec wr = decode(s, i);
@@ -630,7 +637,7 @@ static void test_refused(void **state)
 	assert_int_equal(run(ck, &hist, 11, 13, &ap, &sk), -EPROTO);
 	assert_non_null(strstr(err, "WAL record 12 does not follow LSN 10"));
 	/* within a run too, after one applied */
-	assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), &a, err,
+	assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), 0, &a, err,
 					    sizeof(err)), 0);
 	wr = decode(&hist, 10);
 	assert_int_equal(tdbd_ckapply_rec(a, &wr), 1);
@@ -668,7 +675,7 @@ static void test_refused(void **state)
 	recs_free(&bad);
 
 	/* abandoned (a power cut before the commit): nothing of it */
-	assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), &a, err,
+	assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), 0, &a, err,
 					    sizeof(err)), 0);
 	for (unsigned int i = 10; i < 20; i++) {
 		wr = decode(&hist, i);
@@ -694,8 +701,24 @@ static void test_refused(void **state)
  * runs of 7 and in one: the mirror's store; and read again: nothing
  * to do.  A WAL that ends before the LSN asked for: an error naming the
  * records, the runs before it committed. */
+static unsigned int commits;
+static uint64_t last_commit;
+static int cancel_now(void *arg)
+{
+	(void)arg;
+	return -ECANCELED;
+}
+
+static void count_commit(void *arg, uint64_t lsn)
+{
+	(void)arg;
+	commits++;
+	last_commit = lsn;
+}
+
 static void test_from_wal(void **state)
 {
+	struct ckapply_opts o = { 0 };
 	struct wal_opts wo = { .segment_size = 4096, .sync = WAL_SYNC_NONE };
 	char wdir[80], sdir[80];
 	struct wal *w = NULL;
@@ -728,17 +751,17 @@ static void test_from_wal(void **state)
 	}
 
 	ck = open_store(sdir);
-	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, 7, wall_ms(), &lsn, err,
-			     sizeof(err)))
+	o.run_max = 7;
+	o.now_ms = wall_ms();
+	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, &o, &lsn, err, sizeof(err)))
 		fail_msg("from the WAL: %s", err);
 	assert_int_equal(lsn, hist.lsn);
-	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn, 7, wall_ms(),
-					  &lsn, err, sizeof(err)), 0);
+	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn, &o, &lsn, err,
+					  sizeof(err)), 0);
 	assert_int_equal(lsn, hist.lsn);
 	/* past the log's end: the records named, nothing lost */
-	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn + 3, 7,
-					  wall_ms(), &lsn, err, sizeof(err)),
-			 -ENODATA);
+	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn + 3, &o, &lsn,
+					  err, sizeof(err)), -ENODATA);
 	assert_non_null(strstr(err, "the log ends at record"));
 	assert_int_equal(lsn, hist.lsn);
 	tdbd_ckpt_close(ck);
@@ -747,11 +770,43 @@ static void test_from_wal(void **state)
 	snprintf(sdir, sizeof(sdir), "%s/s2", adir);
 	assert_int_equal(mkdir(sdir, 0700), 0);
 	ck = open_store(sdir);
-	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, 0, wall_ms(), &lsn, err,
-			     sizeof(err)))
+	o.run_max = 0;
+	o.on_commit = count_commit;
+	commits = 0;
+	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, &o, &lsn, err, sizeof(err)))
 		fail_msg("from the WAL, one run: %s", err);
+	assert_int_equal(commits, 1);
+	assert_int_equal(last_commit, hist.lsn);
 	tdbd_ckpt_close(ck);
 	assert_stores_equal(mdir, sdir);
+
+	/* checkpoint-run-size: a run ends once it gathered that many bytes
+	 * (here 2000 bytes, through the opts; tdbd's setting is 1M at
+	 * least),
+	 * each run a commit told to on_commit, the same store */
+	snprintf(sdir, sizeof(sdir), "%s/s3", adir);
+	assert_int_equal(mkdir(sdir, 0700), 0);
+	ck = open_store(sdir);
+	o.run_size = 2000;
+	commits = 0;
+	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, &o, &lsn, err, sizeof(err)))
+		fail_msg("from the WAL, runs of 2000 bytes: %s", err);
+	assert_true(commits > 3);
+	assert_int_equal(last_commit, hist.lsn);
+	tdbd_ckpt_close(ck);
+	assert_stores_equal(mdir, sdir);
+
+	/* cancelled: -ECANCELED before the first record, nothing applied */
+	snprintf(sdir, sizeof(sdir), "%s/s4", adir);
+	assert_int_equal(mkdir(sdir, 0700), 0);
+	ck = open_store(sdir);
+	o.step = cancel_now;
+	commits = 0;
+	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn, &o, &lsn, err,
+					  sizeof(err)), -ECANCELED);
+	assert_non_null(strstr(err, "abandoned at WAL record"));
+	assert_int_equal(commits, 0);
+	tdbd_ckpt_close(ck);
 	wal_close(w);
 }
 
@@ -900,7 +955,7 @@ static void test_bench(void **state)
 		h2 = hwm_kib();
 		a0 = rss_anon_kib();
 		t0 = tdbd_now_ns();
-		assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), &a, err,
+		assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), 0, &a, err,
 						    sizeof(err)), 0);
 		if (!pass) {
 			wr = decode(&c0, 0);
@@ -914,7 +969,7 @@ static void test_bench(void **state)
 				if (tdbd_ckapply_commit(a, err, sizeof(err)))
 					fail_msg("commit: %s", err);
 				assert_int_equal(tdbd_ckapply_begin(ck,
-						 wall_ms(), &a, err,
+						 wall_ms(), 0, &a, err,
 						 sizeof(err)), 0);
 			}
 
