@@ -810,6 +810,202 @@ static void test_from_wal(void **state)
 	wal_close(w);
 }
 
+/* --- tdbd in kernel mode (no mirror) ------------------------------------- */
+
+static uint64_t kseg;   /* the WAL's segment size if not 0 */
+
+static void kstart(struct tdbd *d, const char *dir)
+{
+	memset(d, 0, sizeof(*d));
+	tdbd_config_defaults(&d->cfg);
+	d->cfg.hugepages = false;
+	if (kseg)
+		d->cfg.wal_segment_size = kseg;
+	d->cfg.backend = TDBD_BACKEND_KERNEL;
+	snprintf(d->cfg.data_dir, sizeof(d->cfg.data_dir), "%s", dir);
+	pthread_mutex_init(&d->wake_lock, NULL);
+	assert_int_equal(tdbd_owner_start(d), 0);
+	assert_int_equal(tdbd_durable_start(d, tdbd_on_durable), 0);
+	assert_int_equal(tdbo_table_count(d->o), 0);    /* nothing loaded */
+}
+
+static void kstop(struct tdbd *d)
+{
+	tdbd_durable_stop(d);
+	tdbd_owner_stop(d);
+	pthread_mutex_destroy(&d->wake_lock);
+}
+
+/* Records [from, to) of s through the follower's step, then its write. */
+static void kfollow(struct tdbd *d, const struct recs *s, unsigned int from,
+		    unsigned int to)
+{
+	for (unsigned int i = from; i < to; i++) {
+		struct wal_rec wr = decode(s, i);
+
+		err[0] = '\0';
+		if (tdbd_durable_apply(d, s->r[i], s->len[i], &wr, err,
+				       sizeof(err)))
+			fail_msg("kernel mode: record %u: %s", i, err);
+	}
+	tdbd_log_write(d);
+}
+
+static uint64_t ckpt_count(struct tdbd *d, bool failures)
+{
+	return failures ?
+	       __atomic_load_n(&d->ctr.ckpt_failures, __ATOMIC_RELAXED) :
+	       __atomic_load_n(&d->ctr.checkpoints, __ATOMIC_RELAXED);
+}
+
+static bool wait_count(struct tdbd *d, bool failures, uint64_t above,
+		       int ms)
+{
+	for (int i = 0; i < ms && ckpt_count(d, failures) <= above; i++)
+		usleep(1000);
+	return ckpt_count(d, failures) > above;
+}
+
+/*
+ * tdbd in kernel mode follows the history (tdbd_durable_apply: checked,
+ * into the WAL), is restarted alone half way (tables resident in tdb.ko:
+ * nothing loaded, it goes on from the WAL's last LSN), checkpoints in
+ * runs (checkpoint-run-size, its least: 1M; the history is far smaller,
+ * and TDBD_CKAPPLY_PEND_MAX makes each run write in batches of 300
+ * bytes) on its own thread after a recovery and at stop: the store is
+ * daemon mode's for the same changes (mdir).
+ */
+static void test_kernel_mode(void **state)
+{
+	static struct tdbd d;
+	unsigned int half = hist.n / 2;
+
+	(void)state;
+	setenv("TDBD_CKAPPLY_PEND_MAX", "300", 1);
+	kstart(&d, adir);
+	assert_int_equal(tdbd_durable_kernel_ready(&d), 0);
+	kfollow(&d, &hist, 0, half);
+	assert_int_equal(wal_sync_to(d.wal, wal_appended(d.wal)), 0);
+	tdbd_durable_checkpoint_soon(&d);
+	assert_true(wait_count(&d, false, 0, 10000));
+	assert_int_equal(d.ctr.ckpt_lsn, half);
+	assert_int_equal(ckpt_count(&d, true), 0);
+	kfollow(&d, &hist, half, half + 5);
+	setenv("TDBD_STOP_CKPT_MAX", "0", 1);   /* stop without one */
+	kstop(&d);
+	unsetenv("TDBD_STOP_CKPT_MAX");
+	assert_int_equal(store_lsn(adir), half);
+
+	kstart(&d, adir);       /* restarted alone: nothing loaded */
+	assert_int_equal(wal_appended(d.wal), half + 5);
+	assert_int_equal(tdbd_durable_kernel_ready(&d), 0);
+	kfollow(&d, &hist, half + 5, hist.n);
+	kstop(&d);              /* the last checkpoint, from the WAL */
+	unsetenv("TDBD_CKAPPLY_PEND_MAX");
+	assert_int_equal(store_lsn(adir), hist.lsn);
+	assert_stores_equal(mdir, adir);
+}
+
+/* 300 records of a 7000-byte put each: about 2 MiB. */
+static void big_history(struct recs *s)
+{
+	static char v[7001];
+	char k[32];
+
+	memset(s, 0, sizeof(*s));
+	create(s, "kb", 90, 0, 0, 0, 0);
+	for (int i = 0; i < 299; i++) {
+		snprintf(k, sizeof(k), "big-%04d", i);
+		memset(v, 'a' + i % 26, 7000);
+		v[7000] = '\0';
+		put1(s, "kb", k, v, 0);
+	}
+}
+
+static int dir_segments(const char *wdir)
+{
+	DIR *dp = opendir(wdir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(dp);
+	while ((de = readdir(dp)))
+		n += !strncmp(de->d_name, "wal-", 4);
+	closedir(dp);
+	return n;
+}
+
+/*
+ * A checkpoint that fails: the store's map is 1 MiB (TDBD_CKPT_MAPSIZE)
+ * and the WAL holds 2 MiB of puts, so a run fails with ENOSPC.  It is
+ * counted (ckpt_failures), nothing of the failed run is committed, the
+ * WAL keeps every record after the store's LSN (segments are removed
+ * only after a commit that covers them), and the checkpointer tries
+ * again (the WAL-size trigger, a second after a failure).  Then tdbd
+ * restarts with room: the start finds the records in the WAL, the
+ * checkpoint after recovery applies them, and the store is daemon
+ * mode's for the same changes.
+ */
+static int count_rec(void *arg, const struct wal_rec *r)
+{
+	(void)r;
+	++*(uint64_t *)arg;
+	return 0;
+}
+
+static void test_kernel_ckpt_fails(void **state)
+{
+	static struct tdbd d;
+	struct recs big;
+	char ddir[80], wdir[128];
+	uint64_t lsn;
+
+	(void)state;
+	big_history(&big);
+	snprintf(ddir, sizeof(ddir), "%s/daemon", adir);
+	assert_int_equal(mkdir(ddir, 0700), 0);
+	mirror_store(ddir, &big);
+	snprintf(wdir, sizeof(wdir), "%s/wal", adir);
+
+	setenv("TDBD_CKPT_MAPSIZE", "1048576", 1);
+	kseg = 256 << 10;
+	kstart(&d, adir);
+	kseg = 0;
+	unsetenv("TDBD_CKPT_MAPSIZE");
+	d.cfg.checkpoint_wal_size = 512 << 10;
+	assert_int_equal(tdbd_durable_kernel_ready(&d), 0);
+	kfollow(&d, &big, 0, big.n);
+	assert_int_equal(wal_sync_to(d.wal, wal_appended(d.wal)), 0);
+	assert_true(wait_count(&d, true, 0, 10000));    /* failed */
+	assert_true(wait_count(&d, true, 1, 10000));    /* and again */
+	lsn = d.ctr.ckpt_lsn;
+	assert_true(lsn < big.lsn);
+	assert_int_equal(store_lsn(adir), lsn);
+	/* every record after the store's LSN is still in the WAL */
+	assert_true(dir_segments(wdir) >= 2);
+	{
+		uint64_t seen = 0;
+
+		assert_int_equal(wal_read_range(wdir, lsn, big.lsn, count_rec,
+						&seen, err, sizeof(err)), 0);
+		assert_int_equal(seen, big.lsn - lsn);
+	}
+	setenv("TDBD_STOP_CKPT_MAX", "0", 1);
+	kstop(&d);
+	unsetenv("TDBD_STOP_CKPT_MAX");
+
+	kstart(&d, adir);       /* room now: the checkpoint after recovery */
+	assert_int_equal(wal_appended(d.wal), big.lsn);
+	assert_int_equal(tdbd_durable_kernel_ready(&d), 0);
+	assert_true(wait_count(&d, false, 0, 10000));
+	assert_int_equal(d.ctr.ckpt_lsn, big.lsn);
+	assert_int_equal(ckpt_count(&d, true), 0);
+	kstop(&d);
+	assert_int_equal(store_lsn(adir), big.lsn);
+	assert_stores_equal(ddir, adir);
+	recs_free(&big);
+}
+
 /* --- a measurement (TDB_CKAPPLY_BENCH=N; not part of the test) ------------
  * N records of one 100-byte put each over N/4 keys in random order, in
  * one table: the mirror's way (tdbd_durable_apply of each, then its
@@ -1008,6 +1204,10 @@ int main(void)
 						one_teardown),
 		cmocka_unit_test_setup_teardown(test_refused, one_setup,
 						one_teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_mode, one_setup,
+						one_teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_ckpt_fails,
+						one_setup, one_teardown),
 		cmocka_unit_test_setup_teardown(test_from_wal, one_setup,
 						one_teardown),
 	};
