@@ -114,6 +114,13 @@ int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
 /* Tests: fn runs inside tdbd_durable_apply, after the checks and before
  * the WAL append (NULL: none).  (recover.c) */
 void tdbd_durable_test_apply_hook(struct tdbd *d, void (*fn)(struct tdbd *));
+/* Tests of daemon mode's durability: one record applied to tdbd's own
+ * tables as recovery replays it, then appended to the WAL (its LSN must
+ * be the WAL's next).  Not atomic with a checkpoint: the test runs
+ * checkpoints when no record is being applied.  (recover.c) */
+int tdbd_durable_test_replay(struct tdbd *d, const void *rec, size_t len,
+			     const struct wal_rec *r, char *err,
+			     size_t errlen);
 /* Ask the checkpointer for a checkpoint now.  (checkpoint.c) */
 void tdbd_durable_checkpoint_soon(struct tdbd *d);
 

@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -600,6 +601,31 @@ int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
 	return 0;
 }
 
+int tdbd_durable_test_replay(struct tdbd *d, const void *rec, size_t len,
+			     const struct wal_rec *r, char *err,
+			     size_t errlen)
+{
+	struct rec_state rs = { .d = d, .phase = "a test's record",
+				.last_report = tdbd_now_ns() };
+	uint64_t next = wal_appended(d->wal) + 1;
+	int e;
+
+	if (r->lsn != next) {
+		snprintf(err, errlen, "record LSN %llu is not the WAL's next "
+			 "LSN %llu", (unsigned long long)r->lsn,
+			 (unsigned long long)next);
+		return -EPROTO;
+	}
+	if ((e = replay_rec(&rs, r))) {
+		snprintf(err, errlen, "it cannot be applied: %s", ERRSTR(e));
+		return e;
+	}
+	if ((e = wal_append_rec(d->wal, rec, len, err, errlen)))
+		return e;
+	dur_count_record(d);
+	return 0;
+}
+
 unsigned int tdbd_durable_table_count(struct tdbd *d)
 {
 	return d->dur ? __atomic_load_n(&d->dur->nnames, __ATOMIC_RELAXED) :
@@ -783,6 +809,7 @@ void tdbd_durable_mirror_drop(struct tdbd *d)
 				 ESC(tabs[i]->name), msg ? msg : "");
 	}
 	tdbo_tables_release(tabs, n);
+	malloc_trim(0);         /* the heap they grew goes back too */
 }
 
 int tdbd_durable_start(struct tdbd *d, tdbd_durable_hook *on_durable)
