@@ -1095,7 +1095,10 @@ static void test_bench(void **state)
 	uint64_t runmax = rm ? strtoull(rm, NULL, 10) : 0;
 
 	(void)state;
-	/* the mirror */
+	/* tdbd in kernel mode: the follower's step (before issue 29 the
+	 * mirror's apply, an engine put and a dirty set; now the checks and
+	 * the WAL append), then its stop (WAL sync and the last checkpoint:
+	 * from the mirror before, from the WAL now) */
 	memset(&d, 0, sizeof(d));
 	tdbd_config_defaults(&d.cfg);
 	d.cfg.hugepages = false;
@@ -1120,7 +1123,7 @@ static void test_bench(void **state)
 		gen(r, &len, l, nkeys, &seed);
 		assert_int_equal(wal_rec_check(r, len, &wr, &why), 0);
 		if (tdbd_durable_apply(&d, r, len, &wr, err, sizeof(err)))
-			fail_msg("mirror: %s", err);
+			fail_msg("follower: %s", err);
 		if (!(l & 1023))
 			tdbd_log_write(&d);
 	}
@@ -1134,7 +1137,8 @@ static void test_bench(void **state)
 	pthread_mutex_destroy(&d.wake_lock);
 	printf("bench: %llu records over %llu keys, ckapply runs of %llu "
 	       "records (0: all)\n"
-	       "  mirror: apply %llu ns/record (VmHWM %ld -> %ld KiB, RssAnon "
+	       "  follower: tdbd_durable_apply %llu ns/record (VmHWM %ld -> "
+	       "%ld KiB, RssAnon "
 	       "%ld KiB after), "
 	       "stop (WAL sync + checkpoint) %llu ms\n",
 	       (unsigned long long)n, (unsigned long long)nkeys,
