@@ -25,6 +25,11 @@
  *  - A table set aside at start (recover.c) is never written: only its
  *    schema and "aside/<name>" = from; every WAL segment with records
  *    after the smallest such LSN is kept.
+ *  - Kernel mode (u->kernel: no tables in tdbd) checkpoints with
+ *    checkpoint_k instead: the WAL's durable records after the store's
+ *    LSN applied to the store (ckapply.c) in runs of
+ *    checkpoint-run-size, each a commit, after which the segments it
+ *    covers go.  Same triggers, same failure handling.
  */
 #include <errno.h>
 #include <limits.h>
@@ -612,11 +617,14 @@ static void k_committed(void *arg, uint64_t lsn)
 {
 	struct tdbd *d = arg;
 	struct durable *u = d->dur;
+	int n;
 
 	u->ckpt_lsn = lsn;
 	__atomic_store_n(&d->ctr.ckpt_lsn, lsn, __ATOMIC_RELAXED);
+	n = wal_remove_before(d->wal, lsn);
 	u->k_runs++;
-	u->k_removed += wal_remove_before(d->wal, lsn);
+	if (n > 0)
+		u->k_removed += n;
 }
 
 /*
@@ -676,19 +684,28 @@ static int checkpoint_k(struct tdbd *d, const char *why, uint64_t upto)
 	return e;
 }
 
-/* The checkpoint the triggers ask for, in either mode. */
+/* The checkpoint the triggers ask for, in either mode.  Kernel mode's
+ * takes what is durable after a sync of what the follower wrote (with
+ * `sync none` nothing else would make it durable but a segment's end). */
 static int checkpoint_any(struct tdbd *d, const char *why)
 {
-	if (d->dur->kernel)
-		return checkpoint_k(d, why, wal_durable(d->wal));
-	return checkpoint(d, why);
+	int e;
+
+	if (!d->dur->kernel)
+		return checkpoint(d, why);
+	if ((e = wal_sync_to(d->wal, wal_written(d->wal))))
+		tdbd_log_rl(RL_WAL, L_ERR, "checkpoint (%s): the WAL could not "
+			    "be synced: %s; only what was durable before is "
+			    "checkpointed", why, strerror(-e));
+	return checkpoint_k(d, why, wal_durable(d->wal));
 }
 
 /* Records not yet in a checkpoint: the WAL's appended ones in daemon
- * mode, its durable ones in kernel mode (a checkpoint takes only those). */
+ * mode, its written ones in kernel mode (a checkpoint syncs and takes
+ * those). */
 static uint64_t ckpt_upto(struct tdbd *d)
 {
-	return d->dur->kernel ? wal_durable(d->wal) : wal_appended(d->wal);
+	return d->dur->kernel ? wal_written(d->wal) : wal_appended(d->wal);
 }
 
 static void *checkpointer(void *arg)
