@@ -535,6 +535,32 @@ static void test_backend_config(void **state)
 		assert_string_equal(restart, "backend");
 	}
 	assert_non_null(strstr(tdbd_config_usage(), "  --backend MODE "));
+	/* checkpoint-run-size (issue 29): a size, 1M..16G, 64M by
+	 * default, a restart key */
+	tdbd_config_defaults(&c);
+	assert_int_equal(c.checkpoint_run_size, 64ull << 20);
+	assert_int_equal(tdbd_config_set(&c, "checkpoint-run-size", "8M", err,
+					 sizeof(err)), 0);
+	assert_int_equal(c.checkpoint_run_size, 8ull << 20);
+	assert_int_equal(tdbd_config_set(&c, "checkpoint-run-size", "512K",
+					 err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "checkpoint-run-size"));
+	assert_non_null(strstr(err, "1M..16G"));
+	assert_int_equal(tdbd_config_set(&c, "checkpoint-run-size", "lots",
+					 err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "checkpoint-run-size: not a size"));
+	assert_int_equal(c.checkpoint_run_size, 8ull << 20);
+	{
+		struct tdbd_config o;
+		char changed[256], restart[256];
+
+		tdbd_config_defaults(&o);
+		tdbd_config_diff(&o, &c, changed, sizeof(changed), restart,
+				 sizeof(restart));
+		assert_string_equal(restart, "checkpoint-run-size");
+	}
+	assert_non_null(strstr(tdbd_config_usage(),
+			       "  --checkpoint-run-size SIZE "));
 	unlink(f);
 }
 
