@@ -3,9 +3,12 @@
  * recover.c - durability's start and stop (durable.h): recovery (the
  * checkpoint loaded, the WAL replayed after it), then the WAL opened
  * and the checkpointer started; at stop the last checkpoint and
- * everything closed.  Also kernel mode's records of tdb.ko's log applied
- * to the mirror and appended to the WAL (tdbd_durable_apply: the same
- * replay as at start).
+ * everything closed.  Kernel mode (no mirror, issue 29): its start loads
+ * nothing (start_kernel: the store's LSN, names and version, the WAL
+ * after it checked), tdb.ko's records are checked against the tables'
+ * names and appended to the WAL (tdbd_durable_apply), and the restore
+ * of tables not resident loads a copy that is dropped after
+ * (tdbd_durable_mirror_load, _drop).
  *
  * Invariants:
  *  - Recovery = load the checkpoint, replay the WAL after its LSN, then
