@@ -22,14 +22,14 @@
  *     start loads nothing ("resident" in the log, no restore) and its
  *     RssAnon + RssShmem right after is under 64 MiB + the log ring;
  *     a record put before the restart reads back, and one put after.
- *  3. a clean stop, tdb.ko reloaded, tdbd restores the tables (interim:
- *     the store is loaded into tdbd's owner, streamed, then dropped):
- *     every 1000th record reads back, and tdbd's RssAnon + RssShmem
- *     once supervising is under the same bound as 2 (the copy freed).
+ *  3. a clean stop, tdb.ko reloaded, tdbd restores the tables (from the
+ *     checkpoint store's file-backed pages, krestore.c): every 1000th
+ *     record reads back, and tdbd's RssAnon + RssShmem once supervising
+ *     is under the same bound as 2.
  * Seen failing: tdbd from before issue 29 (the mirror; run without
  * --checkpoint-run-size) went over the bound at 42 240 records of 1 in
  * the guest (110 652 KiB against 94 208: RssShmem grows with the data);
- * this tdbd with the restore's copy kept (not dropped) failed 3 at
+ * a tdbd that restored through a copy of the store it kept failed 3 at
  * 88 256 KiB against 69 632 for 60 000 records.
  */
 #include <errno.h>
@@ -296,7 +296,7 @@ int main(void)
 	sample("restarted alone (tables resident)", small);
 	check_some(n, 997);
 
-	/* 3. a reload: the tables restored, tdbd's copy dropped */
+	/* 3. a reload: the tables restored from the store */
 	ksup_stop(&td, SIGTERM);
 	ksup_reload(cmd);
 	tdbd_start();

@@ -611,22 +611,31 @@ static void k_note(struct durable *u, const struct wal_rec *r)
 		names_del(u, name);
 }
 
+/* A record appended by the follower must be the WAL's next: else
+ * -EPROTO, err naming both LSNs. */
+static int next_lsn(struct tdbd *d, const struct wal_rec *r, char *err,
+		    size_t errlen)
+{
+	uint64_t next = wal_appended(d->wal) + 1;
+
+	if (r->lsn == next)
+		return 0;
+	snprintf(err, errlen, "record LSN %llu is not the WAL's next LSN %llu",
+		 (unsigned long long)r->lsn, (unsigned long long)next);
+	return -EPROTO;
+}
+
 /* Kernel mode: a record of tdb.ko's log, checked, into the WAL (no
  * mirror: the checkpoint applies it to the store from the WAL). */
 int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
 		       const struct wal_rec *r, char *err, size_t errlen)
 {
 	struct durable *u = d->dur;
-	uint64_t next = wal_appended(d->wal) + 1;
 	char why[512];
 	int e;
 
-	if (r->lsn != next) {
-		snprintf(err, errlen, "record LSN %llu is not the WAL's next "
-			 "LSN %llu", (unsigned long long)r->lsn,
-			 (unsigned long long)next);
-		return -EPROTO;
-	}
+	if ((e = next_lsn(d, r, err, errlen)))
+		return e;
 	if ((e = k_check(u, r, why, sizeof(why)))) {
 		snprintf(err, errlen, "it could never be checkpointed: %s",
 			 why);
@@ -647,15 +656,10 @@ int tdbd_durable_test_replay(struct tdbd *d, const void *rec, size_t len,
 {
 	struct rec_state rs = { .d = d, .phase = "a test's record",
 				.last_report = tdbd_now_ns() };
-	uint64_t next = wal_appended(d->wal) + 1;
 	int e;
 
-	if (r->lsn != next) {
-		snprintf(err, errlen, "record LSN %llu is not the WAL's next "
-			 "LSN %llu", (unsigned long long)r->lsn,
-			 (unsigned long long)next);
-		return -EPROTO;
-	}
+	if ((e = next_lsn(d, r, err, errlen)))
+		return e;
 	if ((e = replay_rec(&rs, r))) {
 		snprintf(err, errlen, "it cannot be applied: %s", ERRSTR(e));
 		return e;
