@@ -436,6 +436,9 @@ int main(void)
 	ksup_reload("");
 	for (int i = 0; i < 2; i++)
 		free(tabs[i].r);
+	/* the guest's files are its RAM: run-qemu.sh counts what is left
+	 * (a WAL segment is 8 MiB) as lost memory */
+	system("rm -rf " DATA_DIR " " LOG_FILE);
 	printf("test_korder: PASS\n");
 	return 0;
 }
