@@ -64,7 +64,9 @@
 
 #define KR_RING   (4u << 20)    /* each ring's data: max_msg 2 MiB */
 #define KR_BATCH  256u          /* records per cursor step */
-#define KR_BULK_RECS 256u       /* records per RESTORE_BULK at most */
+#define KR_BULK_RECS 4096u      /* records per RESTORE_BULK at most (the
+				 * bytes bound, TDB_RESTORE_BULK_MAX, cuts
+				 * sooner but for tiny records) */
 #define KR_SLOTS  4096u         /* requests in flight at most */
 
 struct kr {
