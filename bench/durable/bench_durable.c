@@ -458,6 +458,7 @@ struct logw {
 	double t_kclaim, t_krestored;   /* "... no tables yet", "restored" */
 	uint64_t kr_records, kr_ms;
 	char bad[4][300];               /* error and warning lines */
+	char kr_stages[400];            /* krestore's "restore sent ..." */
 	unsigned int nbad;
 };
 
@@ -527,6 +528,10 @@ static void logw_line(struct logw *w, const char *line, double t)
 		w->kr_records = a;
 		w->kr_ms = b;
 	}
+	/* where the restore's time went (krestore.c, kr_end) */
+	if ((p = strstr(line, "kernel mode: restore sent ")))
+		strf(w->kr_stages, sizeof(w->kr_stages), "%s",
+		     p + strlen("kernel mode: "));
 	if (strstr(line, "recovering: loading the checkpoint") &&
 	    !w->t_recover)
 		w->t_recover = t;
@@ -2318,6 +2323,8 @@ static void rst_start(struct tdbd *d, const char *src, uint64_t n,
 		"restore %.2f s, ready %.2f s\n", d->kernel ? "tdb.ko" :
 		"tdbd", x->p[P_PRE], x->p[P_CKPT], x->p[P_CLAIM],
 		x->p[P_RESTORE], x->p[P_READY]);
+	if (d->kernel && w->kr_stages[0])
+		fprintf(stderr, "         %s\n", w->kr_stages);
 }
 
 /* The data dir of n records, made once: tdbd, sync none, a parallel
