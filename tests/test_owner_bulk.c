@@ -16,7 +16,9 @@
  *    with -ERANGE and a message naming its index; the records before it
  *    are in, the ones after it are not (as with single PUTs);
  *  - the home over its memory bound (its mem_check hook) refuses a
- *    batch whole with -ENOMEM and its message, naming record 0.
+ *    batch whole with -ENOMEM and its message, naming record 0;
+ *  - the engine refusing a record (a table at its max-extents cap):
+ *    -ENOSPC, "table is full" named by its record, the ones before in.
  *
  * Each case runs twice: with a home without restore_begin (tdbd: each
  * record through the change pipeline) and with one whose restore_begin
@@ -419,6 +421,41 @@ static void same_as_puts(void **state)
 		assert_int_equal(n_begin, 0);
 }
 
+/* The engine refuses a record (a table at its max-extents cap): the
+ * batch stops there with the engine's errno, the message naming the
+ * record.  One 60000-byte record a batch until the cap. */
+static void capped(struct tdbo_client *c)
+{
+	static unsigned char pack[TDB_RESTORE_BULK_MAX];
+	static unsigned char val[60000];
+	struct tdb_proto_msg m = req(TDB_CMD_TABLE_CREATE, "capped", NULL, 0);
+	struct bans a = { 0 };
+	char key[16];
+	uint32_t i, len;
+
+	m.attrs |= TDB_PROTO_BIT(TDB_A_MODE) |
+		   TDB_PROTO_BIT(TDB_A_MAX_EXTENTS);
+	m.mode = 0600;
+	m.max_extents = 1;
+	assert_int_equal(brun(c, &m).err, 0);
+	memset(val, 'v', sizeof(val));
+	for (i = 0; i < 200 && !a.err; i++) {
+		len = (uint32_t)snprintf(key, sizeof(key), "c%05u", i);
+		tdb_proto_record_pack(pack, key, len, val, sizeof(val),
+				      5000u + i, 0);
+		m = req(TDB_CMD_RESTORE_BULK, "capped", NULL, 0);
+		m.attrs |= TDB_PROTO_BIT(TDB_A_RECORDS);
+		m.records = pack;
+		m.records_len = TDB_RESTORE_REC_HDR + len + sizeof(val);
+		a = brun(c, &m);
+	}
+	assert_int_equal(a.err, -ENOSPC);
+	assert_non_null(strstr(a.msg, "RESTORE_BULK record 0: "));
+	assert_non_null(strstr(a.msg, "full"));
+	assert_true(i > 1 && i < 200);
+	assert_int_equal(stat(c, "capped").stat.records, i - 1);
+}
+
 static void refusals(void **state)
 {
 	struct bworld *w = *state;
@@ -458,6 +495,8 @@ static void refusals(void **state)
 	/* no such table */
 	a = bulk(w->c[1], "nope", 0, 1);
 	assert_int_equal(a.err, -ENOENT);
+
+	capped(w->c[1]);
 
 	if (!w->fast)
 		return;
