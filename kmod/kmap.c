@@ -17,6 +17,16 @@
  *    the last handle) stays allocated until its last PTE goes, and
  *    reads through a stale PTE see old table bytes, never someone
  *    else's memory.  Zero-page PTEs are special PTEs (no reference).
+ *  - Zeros only after the header says stale: a reader checks its section
+ *    against its header page (magic, map_gen), which may still be mapped
+ *    while a page it faults in now is the zero page; a page of zeros
+ *    under a good header reads as an empty bucket, a present key as
+ *    absent.  So the owner moves map_gen before a fault can find the
+ *    table gone (registry.c, reg_drop: the bump, then `dropped` with
+ *    release and the unlink, under reg_lock), and the fault's checks
+ *    read `dropped` with acquire (tdbo_may_read) or take reg_lock
+ *    (tdbo_table_by_map_slot): the reader's loads after the fault see
+ *    the new map_gen and its section says stale.
  *  - Revocation: the owner calls the home's map_revoke hook when a table
  *    is dropped (after its region's map_gen moved).  tdbk_map_revoke()
  *    bumps zap_gen and then unmaps the table's slot range in the one

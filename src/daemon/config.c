@@ -141,6 +141,8 @@ static const struct key keys[] = {
 	  86400000, "1s..1440m", false, true, NULL },
 	{ "checkpoint-wal-size", K_SIZE, FIELD(checkpoint_wal_size), MiB,
 	  64 * GiB, "1M..64G", false, true, NULL },
+	{ "checkpoint-run-size", K_SIZE, FIELD(checkpoint_run_size), MiB,
+	  16 * GiB, "1M..16G", false, true, NULL },
 	{ "wal-truncate-damaged", K_BOOL, FIELD(wal_truncate_damaged), 0, 0,
 	  NULL, false, true, NULL },
 };
@@ -179,6 +181,7 @@ void tdbd_config_defaults(struct tdbd_config *c)
 	c->wal_segment_size = 64 * MiB;
 	c->checkpoint_interval_ms = 300000;
 	c->checkpoint_wal_size = 256 * MiB;
+	c->checkpoint_run_size = 64 * MiB;
 	/* the limits: their defaults are the table's */
 	for (i = 0; i < NKEYS; i++)
 		if (keys[i].lim)
@@ -1024,6 +1027,10 @@ const char *tdbd_config_usage(void)
 "                         anything changed, 1s..1440m (default 5m)\n"
 "  --checkpoint-wal-size SIZE (R) ... or after this much WAL, 1M..64G\n"
 "                         (default 256M)\n"
+"  --checkpoint-run-size SIZE (R) kernel mode: the changes one checkpoint\n"
+"                         run gathers before it is written and committed\n"
+"                         (tdbd's memory for a checkpoint), 1M..16G\n"
+"                         (default 64M)\n"
 "  --backend MODE         (R) daemon: tdbd keeps the tables and serves\n"
 "                         clients on its socket; kernel: tdb.ko keeps them\n"
 "                         and tdbd makes them durable (its supervisor, no\n"

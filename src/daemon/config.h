@@ -125,6 +125,9 @@ struct tdbd_config {
 	uint64_t wal_segment_size; /* wal-segment-size: 1M..1G         64M */
 	uint32_t checkpoint_interval_ms; /* checkpoint-interval: 1s..24h 5m */
 	uint64_t checkpoint_wal_size; /* checkpoint-wal-size: 1M..64G  256M */
+	uint64_t checkpoint_run_size; /* checkpoint-run-size: 1M..16G   64M:
+				* kernel mode, the changes a checkpoint
+				* run gathers, then writes and commits */
 	bool wal_truncate_damaged; /* wal-truncate-damaged: cut a damaged
 				* WAL at the damage at start          no */
 	uint32_t backend;      /* backend: daemon, kernel (enum

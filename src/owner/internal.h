@@ -203,7 +203,10 @@ struct tdbo_table {
 	uint32_t use_clock;
 	struct tdbo_evict_pool *evict_pool;     /* under wlock (evict.c) */
 	struct tdbp_mutex *wlock;       /* this table's changes (above) */
-	bool dropped;                   /* under wlock */
+	bool dropped;                   /* set under wlock and reg_lock,
+					 * after map_gen moved (registry.c,
+					 * reg_drop); tdb.ko's map fault
+					 * reads it with neither (acquire) */
 	/* The home's durability state, under wlock; the owner only sets
 	 * ckpt_full at create: tdbd's durability (src/daemon/durable/:
 	 * dirty.c, checkpoint.c, recover.c) keeps its dirty set here,

@@ -369,10 +369,24 @@ int tdbo_cmd_map(struct tdbo_client *c, const struct tdb_proto_msg *m,
 		return err;
 	reader_add(c);
 	/* after reader_add: a drop that bumps map_gen from here on is seen
-	 * by the client, and the owner waits for its sections */
+	 * by the client, and the owner waits for its sections.  Under
+	 * reg_lock, as a drop bumps it and marks the table dropped
+	 * (registry.c, reg_drop): either the generation from before the
+	 * drop, which the client then sees move, or none. */
+	tdbp_mutex_lock(c->o->reg_lock);
+	if (t->dropped) {
+		err = -ENOENT;
+	} else {
+		res->map_gen = tdbe_table_map_gen(t->t);
+		res->map_extents = tdbe_table_max_extents(t->t);
+	}
+	tdbp_mutex_unlock(c->o->reg_lock);
+	if (err) {
+		ext->msg = "no such table (dropped while being mapped)";
+		tdbo_table_put(t);
+		return err;
+	}
 	res->map = t;
-	res->map_gen = tdbe_table_map_gen(t->t);
-	res->map_extents = tdbe_table_max_extents(t->t);
 	return 0;
 }
 
@@ -406,7 +420,10 @@ struct tdbo_table *tdbo_table_by_map_slot(struct tdbo_owner *o,
 
 int tdbo_may_read(const struct tdbo_client *c, const struct tdbo_table *t)
 {
-	if (tdb_load_relaxed(&t->dropped) || !t->t)
+	/* acquire: dropped is stored (release) after the region's map_gen
+	 * moved (registry.c, reg_drop), so a map fault that serves zeros
+	 * for a dropped table leaves its reader to see the new map_gen */
+	if (tdb_load_acquire(&t->dropped) || !t->t)
 		return -ENOENT;
 	return tdbo_may(c, t, TDBO_MAY_READ) ? 0 : -EACCES;
 }

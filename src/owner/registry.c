@@ -174,14 +174,45 @@ static void reg_add(struct tdbo_owner *o, struct tdbo_table *t)
 	tdbp_mutex_unlock(o->reg_lock);
 }
 
-/* Under wlock (or at owner_free): take t out of the registry. */
-void tdbo_table_unlink(struct tdbo_owner *o, struct tdbo_table *t)
+/* Under reg_lock. */
+static void reg_del(struct tdbo_owner *o, struct tdbo_table *t)
 {
-	tdbp_mutex_lock(o->reg_lock);
 	tdbo_list_del(&t->hnode);
 	tdbo_list_del(&t->lnode);
 	o->ntables--;
 	tdb_fetch_add(&o->reg_gen, 1);
+}
+
+/* Under wlock (or at owner_free): take t out of the registry. */
+void tdbo_table_unlink(struct tdbo_owner *o, struct tdbo_table *t)
+{
+	tdbp_mutex_lock(o->reg_lock);
+	reg_del(o, t);
+	tdbp_mutex_unlock(o->reg_lock);
+}
+
+/*
+ * Under o->wlock and t->wlock, for a drop: maps of t stop being good
+ * (its region's map_gen moves), then t is marked dropped and leaves the
+ * registry, all in one reg_lock section.  In this order because
+ * whoever finds t gone serves a mapped reader zeros (tdb.ko's map fault:
+ * tdbo_table_by_map_slot, tdbo_may_read), while the reader's header
+ * page may still be mapped from before: the header must already say
+ * the map is stale, or the reader takes a page of zeros for an empty
+ * bucket and a present key for an absent one.  Release/acquire: a fault
+ * that reads `dropped` true, or takes reg_lock after this section,
+ * is followed by loads that see the new map_gen.  And in one section
+ * with the bump, because TABLE_MAP reads map_gen under reg_lock and
+ * refuses a dropped table (tdbo_cmd_map): no client is handed the
+ * new generation of a table on its way out.
+ */
+static void reg_drop(struct tdbo_owner *o, struct tdbo_table *t)
+{
+	tdbp_mutex_lock(o->reg_lock);
+	if (t->t)
+		tdbe_table_revoke_maps(t->t);
+	tdb_store_release(&t->dropped, true);
+	reg_del(o, t);
 	tdbp_mutex_unlock(o->reg_lock);
 }
 
@@ -687,19 +718,16 @@ static int drop_locked(struct tdbo_owner *o, struct tdbo_table *t,
 	}
 	if (t->aside)
 		tdbo_dec(&o->naside);
-	tdbo_table_unlink(o, t);
+	/* maps of it stop being used: readers see map_gen move (before
+	 * anyone can find it gone: reg_drop), then tdb.ko unmaps what
+	 * clients mapped */
+	reg_drop(o, t);
 	tdbo_quota_uncharge(o, t->uid, TDBO_Q_TABLES, 1);
-	tdb_store_relaxed(&t->dropped, true);
 	tdbo_expire_forget(t);
 	tdbo_evict_forget(t);
 	/* its TDBO_Q_DATA charge stays until its region goes (above) */
-	/* maps of it stop being used: readers see map_gen move, tdb.ko
-	 * unmaps what clients mapped */
-	if (t->t) {
-		tdbe_table_revoke_maps(t->t);
-		if (o->hooks.map_revoke)
-			o->hooks.map_revoke(o->hooks.arg, t);
-	}
+	if (t->t && o->hooks.map_revoke)
+		o->hooks.map_revoke(o->hooks.arg, t);
 	tdbo_snap_detach_all(t);        /* a dropped table changes no more */
 	tdbo_notify(o, t, TDB_CMD_TABLE_DROP, NULL, 0, NULL, 0, 0, 0, 0);
 	tdbo_feed_flush(t);

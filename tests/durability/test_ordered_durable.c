@@ -3,9 +3,10 @@
  * test_ordered_durable.c - ordered tables (issue 28) across tdbd's
  * restarts, in process (tdbd's objects, as test_kmirror.c): WAL records
  * built with the shared encoder (src/wal/walrec.c: a create with its
- * flags, puts and deletes with versions and a deadline) applied through
- * tdbd_durable_apply (the path tdb.ko's records take; user mode's
- * creates log the same record, durable/log.c), then:
+ * flags, puts and deletes with versions and a deadline) applied to
+ * daemon mode's tables as recovery replays them and logged
+ * (tdbd_durable_test_replay; user mode's creates log the same record,
+ * durable/log.c), then:
  *   1. a start that replays the WAL only (the stop writes no checkpoint:
  *      TDBD_STOP_CKPT_MAX=0): the table is ordered again, its keys in
  *      order;
@@ -137,7 +138,7 @@ static void apply_buf(size_t n)
 
 	assert_int_equal(wal_rec_check(rec, n, &wr, &why), 0);
 	err[0] = '\0';
-	if (tdbd_durable_apply(&d, rec, n, &wr, err, sizeof(err)))
+	if (tdbd_durable_test_replay(&d, rec, n, &wr, err, sizeof(err)))
 		fail_msg("apply: %s", err);
 }
 
@@ -383,7 +384,8 @@ static void start(void)
 	memset(&d, 0, sizeof(d));
 	tdbd_config_defaults(&d.cfg);
 	d.cfg.hugepages = false;
-	d.cfg.backend = TDBD_BACKEND_KERNEL;    /* the mirror: records applied */
+	d.cfg.backend = TDBD_BACKEND_DAEMON;    /* records applied to its
+						 * tables (a test hook) */
 	snprintf(d.cfg.data_dir, sizeof(d.cfg.data_dir), "%s", dir);
 	pthread_mutex_init(&d.wake_lock, NULL);
 	assert_int_equal(tdbd_owner_start(&d), 0);

@@ -260,30 +260,37 @@ static void rmdir_r(const char *d)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* The mirror's: tdbd in kernel mode applies every record and writes its
- * last checkpoint at stop. */
+/* Daemon mode's store for the same changes (what the mirror's checkpoint
+ * wrote before issue 29): the records in dir's WAL, then tdbd in daemon
+ * mode recovers its tables from it (a replay into its engine) and writes
+ * its checkpoint of them, from its tables (after recovery or at stop). */
 static void mirror_store(const char *dir, const struct recs *s)
 {
+	struct wal_opts wo = { .segment_size = 1 << 20,
+			       .sync = WAL_SYNC_NONE };
 	static struct tdbd d;
+	struct wal *w = NULL;
+	char wdir[128];
+
+	snprintf(wdir, sizeof(wdir), "%s/wal", dir);
+	assert_int_equal(mkdir(wdir, 0700), 0);
+	if (wal_open(wdir, 1, &wo, &w, err, sizeof(err)))
+		fail_msg("wal_open: %s", err);
+	for (unsigned int i = 0; i < s->n; i++)
+		if (wal_append_rec(w, s->r[i], s->len[i], err, sizeof(err)))
+			fail_msg("daemon's WAL: record %u: %s", i, err);
+	assert_int_equal(wal_sync_to(w, wal_appended(w)), 0);
+	wal_close(w);
 
 	memset(&d, 0, sizeof(d));
 	tdbd_config_defaults(&d.cfg);
 	d.cfg.hugepages = false;
-	d.cfg.backend = TDBD_BACKEND_KERNEL;
+	d.cfg.backend = TDBD_BACKEND_DAEMON;
 	snprintf(d.cfg.data_dir, sizeof(d.cfg.data_dir), "%s", dir);
 	pthread_mutex_init(&d.wake_lock, NULL);
 	assert_int_equal(tdbd_owner_start(&d), 0);
 	assert_int_equal(tdbd_durable_start(&d, tdbd_on_durable), 0);
-	assert_int_equal(wal_appended(d.wal), 0);
-	for (unsigned int i = 0; i < s->n; i++) {
-		struct wal_rec wr = decode(s, i);
-
-		err[0] = '\0';
-		if (tdbd_durable_apply(&d, s->r[i], s->len[i], &wr, err,
-				       sizeof(err)))
-			fail_msg("mirror: record %u: %s", i, err);
-	}
-	tdbd_log_write(&d);     /* the follower's step after a round */
+	assert_int_equal(wal_appended(d.wal), s->lsn);
 	tdbd_durable_stop(&d);
 	tdbd_owner_stop(&d);
 	pthread_mutex_destroy(&d.wake_lock);
@@ -302,7 +309,7 @@ static int run(struct ckpt *ck, const struct recs *s, unsigned int from,
 
 	*applied = *skipped = 0;
 	err[0] = '\0';
-	if ((e = tdbd_ckapply_begin(ck, wall_ms(), &a, err, sizeof(err))))
+	if ((e = tdbd_ckapply_begin(ck, wall_ms(), 0, &a, err, sizeof(err))))
 		return e;
 	for (unsigned int i = from; i < to; i++) {
 		struct wal_rec wr = decode(s, i);
@@ -630,7 +637,7 @@ static void test_refused(void **state)
 	assert_int_equal(run(ck, &hist, 11, 13, &ap, &sk), -EPROTO);
 	assert_non_null(strstr(err, "WAL record 12 does not follow LSN 10"));
 	/* within a run too, after one applied */
-	assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), &a, err,
+	assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), 0, &a, err,
 					    sizeof(err)), 0);
 	wr = decode(&hist, 10);
 	assert_int_equal(tdbd_ckapply_rec(a, &wr), 1);
@@ -668,7 +675,7 @@ static void test_refused(void **state)
 	recs_free(&bad);
 
 	/* abandoned (a power cut before the commit): nothing of it */
-	assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), &a, err,
+	assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), 0, &a, err,
 					    sizeof(err)), 0);
 	for (unsigned int i = 10; i < 20; i++) {
 		wr = decode(&hist, i);
@@ -694,8 +701,24 @@ static void test_refused(void **state)
  * runs of 7 and in one: the mirror's store; and read again: nothing
  * to do.  A WAL that ends before the LSN asked for: an error naming the
  * records, the runs before it committed. */
+static unsigned int commits;
+static uint64_t last_commit;
+static int cancel_now(void *arg)
+{
+	(void)arg;
+	return -ECANCELED;
+}
+
+static void count_commit(void *arg, uint64_t lsn)
+{
+	(void)arg;
+	commits++;
+	last_commit = lsn;
+}
+
 static void test_from_wal(void **state)
 {
+	struct ckapply_opts o = { 0 };
 	struct wal_opts wo = { .segment_size = 4096, .sync = WAL_SYNC_NONE };
 	char wdir[80], sdir[80];
 	struct wal *w = NULL;
@@ -728,17 +751,17 @@ static void test_from_wal(void **state)
 	}
 
 	ck = open_store(sdir);
-	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, 7, wall_ms(), &lsn, err,
-			     sizeof(err)))
+	o.run_max = 7;
+	o.now_ms = wall_ms();
+	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, &o, &lsn, err, sizeof(err)))
 		fail_msg("from the WAL: %s", err);
 	assert_int_equal(lsn, hist.lsn);
-	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn, 7, wall_ms(),
-					  &lsn, err, sizeof(err)), 0);
+	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn, &o, &lsn, err,
+					  sizeof(err)), 0);
 	assert_int_equal(lsn, hist.lsn);
 	/* past the log's end: the records named, nothing lost */
-	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn + 3, 7,
-					  wall_ms(), &lsn, err, sizeof(err)),
-			 -ENODATA);
+	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn + 3, &o, &lsn,
+					  err, sizeof(err)), -ENODATA);
 	assert_non_null(strstr(err, "the log ends at record"));
 	assert_int_equal(lsn, hist.lsn);
 	tdbd_ckpt_close(ck);
@@ -747,12 +770,242 @@ static void test_from_wal(void **state)
 	snprintf(sdir, sizeof(sdir), "%s/s2", adir);
 	assert_int_equal(mkdir(sdir, 0700), 0);
 	ck = open_store(sdir);
-	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, 0, wall_ms(), &lsn, err,
-			     sizeof(err)))
+	o.run_max = 0;
+	o.on_commit = count_commit;
+	commits = 0;
+	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, &o, &lsn, err, sizeof(err)))
 		fail_msg("from the WAL, one run: %s", err);
+	assert_int_equal(commits, 1);
+	assert_int_equal(last_commit, hist.lsn);
 	tdbd_ckpt_close(ck);
 	assert_stores_equal(mdir, sdir);
+
+	/* checkpoint-run-size: a run ends once it gathered that many bytes
+	 * (here 2000 bytes, through the opts; tdbd's setting is 1M at
+	 * least),
+	 * each run a commit told to on_commit, the same store */
+	snprintf(sdir, sizeof(sdir), "%s/s3", adir);
+	assert_int_equal(mkdir(sdir, 0700), 0);
+	ck = open_store(sdir);
+	o.run_size = 2000;
+	commits = 0;
+	if (tdbd_ckapply_wal(ck, wdir, hist.lsn, &o, &lsn, err, sizeof(err)))
+		fail_msg("from the WAL, runs of 2000 bytes: %s", err);
+	assert_true(commits > 3);
+	assert_int_equal(last_commit, hist.lsn);
+	tdbd_ckpt_close(ck);
+	assert_stores_equal(mdir, sdir);
+
+	/* cancelled: -ECANCELED before the first record, nothing applied */
+	snprintf(sdir, sizeof(sdir), "%s/s4", adir);
+	assert_int_equal(mkdir(sdir, 0700), 0);
+	ck = open_store(sdir);
+	o.step = cancel_now;
+	commits = 0;
+	assert_int_equal(tdbd_ckapply_wal(ck, wdir, hist.lsn, &o, &lsn, err,
+					  sizeof(err)), -ECANCELED);
+	assert_non_null(strstr(err, "abandoned at WAL record"));
+	assert_int_equal(commits, 0);
+	tdbd_ckpt_close(ck);
 	wal_close(w);
+}
+
+/* --- tdbd in kernel mode (no mirror) ------------------------------------- */
+
+static uint64_t kseg;   /* the WAL's segment size if not 0 */
+
+static void kstart(struct tdbd *d, const char *dir)
+{
+	memset(d, 0, sizeof(*d));
+	tdbd_config_defaults(&d->cfg);
+	d->cfg.hugepages = false;
+	if (kseg)
+		d->cfg.wal_segment_size = kseg;
+	d->cfg.backend = TDBD_BACKEND_KERNEL;
+	snprintf(d->cfg.data_dir, sizeof(d->cfg.data_dir), "%s", dir);
+	pthread_mutex_init(&d->wake_lock, NULL);
+	assert_int_equal(tdbd_owner_start(d), 0);
+	assert_int_equal(tdbd_durable_start(d, tdbd_on_durable), 0);
+	assert_int_equal(tdbo_table_count(d->o), 0);    /* nothing loaded */
+}
+
+static void kstop(struct tdbd *d)
+{
+	tdbd_durable_stop(d);
+	tdbd_owner_stop(d);
+	pthread_mutex_destroy(&d->wake_lock);
+}
+
+/* Records [from, to) of s through the follower's step, then its write. */
+static void kfollow(struct tdbd *d, const struct recs *s, unsigned int from,
+		    unsigned int to)
+{
+	for (unsigned int i = from; i < to; i++) {
+		struct wal_rec wr = decode(s, i);
+
+		err[0] = '\0';
+		if (tdbd_durable_apply(d, s->r[i], s->len[i], &wr, err,
+				       sizeof(err)))
+			fail_msg("kernel mode: record %u: %s", i, err);
+	}
+	tdbd_log_write(d);
+}
+
+static uint64_t ckpt_count(struct tdbd *d, bool failures)
+{
+	return failures ?
+	       __atomic_load_n(&d->ctr.ckpt_failures, __ATOMIC_RELAXED) :
+	       __atomic_load_n(&d->ctr.checkpoints, __ATOMIC_RELAXED);
+}
+
+static bool wait_count(struct tdbd *d, bool failures, uint64_t above,
+		       int ms)
+{
+	for (int i = 0; i < ms && ckpt_count(d, failures) <= above; i++)
+		usleep(1000);
+	return ckpt_count(d, failures) > above;
+}
+
+/*
+ * tdbd in kernel mode follows the history (tdbd_durable_apply: checked,
+ * into the WAL), is restarted alone half way (tables resident in tdb.ko:
+ * nothing loaded, it goes on from the WAL's last LSN), checkpoints in
+ * runs (checkpoint-run-size, its least: 1M; the history is far smaller,
+ * and TDBD_CKAPPLY_PEND_MAX makes each run write in batches of 300
+ * bytes) on its own thread after a recovery and at stop: the store is
+ * daemon mode's for the same changes (mdir).
+ */
+static void test_kernel_mode(void **state)
+{
+	static struct tdbd d;
+	unsigned int half = hist.n / 2;
+
+	(void)state;
+	setenv("TDBD_CKAPPLY_PEND_MAX", "300", 1);
+	kstart(&d, adir);
+	assert_int_equal(tdbd_durable_kernel_ready(&d), 0);
+	kfollow(&d, &hist, 0, half);
+	assert_int_equal(wal_sync_to(d.wal, wal_appended(d.wal)), 0);
+	tdbd_durable_checkpoint_soon(&d);
+	assert_true(wait_count(&d, false, 0, 10000));
+	assert_int_equal(d.ctr.ckpt_lsn, half);
+	assert_int_equal(ckpt_count(&d, true), 0);
+	kfollow(&d, &hist, half, half + 5);
+	setenv("TDBD_STOP_CKPT_MAX", "0", 1);   /* stop without one */
+	kstop(&d);
+	unsetenv("TDBD_STOP_CKPT_MAX");
+	assert_int_equal(store_lsn(adir), half);
+
+	kstart(&d, adir);       /* restarted alone: nothing loaded */
+	assert_int_equal(wal_appended(d.wal), half + 5);
+	assert_int_equal(tdbd_durable_kernel_ready(&d), 0);
+	kfollow(&d, &hist, half + 5, hist.n);
+	kstop(&d);              /* the last checkpoint, from the WAL */
+	unsetenv("TDBD_CKAPPLY_PEND_MAX");
+	assert_int_equal(store_lsn(adir), hist.lsn);
+	assert_stores_equal(mdir, adir);
+}
+
+/* 300 records of a 7000-byte put each: about 2 MiB. */
+static void big_history(struct recs *s)
+{
+	static char v[7001];
+	char k[32];
+
+	memset(s, 0, sizeof(*s));
+	create(s, "kb", 90, 0, 0, 0, 0);
+	for (int i = 0; i < 299; i++) {
+		snprintf(k, sizeof(k), "big-%04d", i);
+		memset(v, 'a' + i % 26, 7000);
+		v[7000] = '\0';
+		put1(s, "kb", k, v, 0);
+	}
+}
+
+static int dir_segments(const char *wdir)
+{
+	DIR *dp = opendir(wdir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(dp);
+	while ((de = readdir(dp)))
+		n += !strncmp(de->d_name, "wal-", 4);
+	closedir(dp);
+	return n;
+}
+
+/*
+ * A checkpoint that fails: the store's map is 1 MiB (TDBD_CKPT_MAPSIZE)
+ * and the WAL holds 2 MiB of puts, so a run fails with ENOSPC.  It is
+ * counted (ckpt_failures), nothing of the failed run is committed, the
+ * WAL keeps every record after the store's LSN (segments are removed
+ * only after a commit that covers them), and the checkpointer tries
+ * again (the WAL-size trigger, a second after a failure).  Then tdbd
+ * restarts with room: the start finds the records in the WAL, the
+ * checkpoint after recovery applies them, and the store is daemon
+ * mode's for the same changes.
+ */
+static int count_rec(void *arg, const struct wal_rec *r)
+{
+	(void)r;
+	++*(uint64_t *)arg;
+	return 0;
+}
+
+static void test_kernel_ckpt_fails(void **state)
+{
+	static struct tdbd d;
+	struct recs big;
+	char ddir[80], wdir[128];
+	uint64_t lsn;
+
+	(void)state;
+	big_history(&big);
+	snprintf(ddir, sizeof(ddir), "%s/daemon", adir);
+	assert_int_equal(mkdir(ddir, 0700), 0);
+	mirror_store(ddir, &big);
+	snprintf(wdir, sizeof(wdir), "%s/wal", adir);
+
+	setenv("TDBD_CKPT_MAPSIZE", "1048576", 1);
+	kseg = 256 << 10;
+	kstart(&d, adir);
+	kseg = 0;
+	unsetenv("TDBD_CKPT_MAPSIZE");
+	d.cfg.checkpoint_wal_size = 512 << 10;
+	assert_int_equal(tdbd_durable_kernel_ready(&d), 0);
+	kfollow(&d, &big, 0, big.n);
+	assert_int_equal(wal_sync_to(d.wal, wal_appended(d.wal)), 0);
+	assert_true(wait_count(&d, true, 0, 10000));    /* failed */
+	assert_true(wait_count(&d, true, 1, 10000));    /* and again */
+	lsn = d.ctr.ckpt_lsn;
+	assert_true(lsn < big.lsn);
+	assert_int_equal(store_lsn(adir), lsn);
+	/* every record after the store's LSN is still in the WAL */
+	assert_true(dir_segments(wdir) >= 2);
+	{
+		uint64_t seen = 0;
+
+		assert_int_equal(wal_read_range(wdir, lsn, big.lsn, count_rec,
+						&seen, err, sizeof(err)), 0);
+		assert_int_equal(seen, big.lsn - lsn);
+	}
+	setenv("TDBD_STOP_CKPT_MAX", "0", 1);
+	kstop(&d);
+	unsetenv("TDBD_STOP_CKPT_MAX");
+
+	/* room now: the start applies the WAL to the store (recovery
+	 * finishes the checkpoint), before tdb.ko is restored */
+	kstart(&d, adir);
+	assert_int_equal(wal_appended(d.wal), big.lsn);
+	assert_int_equal(store_lsn(adir), big.lsn);
+	assert_int_equal(tdbd_durable_kernel_ready(&d), 0);
+	assert_int_equal(d.ctr.ckpt_lsn, big.lsn);
+	assert_int_equal(ckpt_count(&d, true), 0);
+	kstop(&d);
+	assert_int_equal(store_lsn(adir), big.lsn);
+	assert_stores_equal(ddir, adir);
+	recs_free(&big);
 }
 
 /* --- a measurement (TDB_CKAPPLY_BENCH=N; not part of the test) ------------
@@ -844,7 +1097,10 @@ static void test_bench(void **state)
 	uint64_t runmax = rm ? strtoull(rm, NULL, 10) : 0;
 
 	(void)state;
-	/* the mirror */
+	/* tdbd in kernel mode: the follower's step (before issue 29 the
+	 * mirror's apply, an engine put and a dirty set; now the checks and
+	 * the WAL append), then its stop (WAL sync and the last checkpoint:
+	 * from the mirror before, from the WAL now) */
 	memset(&d, 0, sizeof(d));
 	tdbd_config_defaults(&d.cfg);
 	d.cfg.hugepages = false;
@@ -869,7 +1125,7 @@ static void test_bench(void **state)
 		gen(r, &len, l, nkeys, &seed);
 		assert_int_equal(wal_rec_check(r, len, &wr, &why), 0);
 		if (tdbd_durable_apply(&d, r, len, &wr, err, sizeof(err)))
-			fail_msg("mirror: %s", err);
+			fail_msg("follower: %s", err);
 		if (!(l & 1023))
 			tdbd_log_write(&d);
 	}
@@ -883,7 +1139,8 @@ static void test_bench(void **state)
 	pthread_mutex_destroy(&d.wake_lock);
 	printf("bench: %llu records over %llu keys, ckapply runs of %llu "
 	       "records (0: all)\n"
-	       "  mirror: apply %llu ns/record (VmHWM %ld -> %ld KiB, RssAnon "
+	       "  follower: tdbd_durable_apply %llu ns/record (VmHWM %ld -> "
+	       "%ld KiB, RssAnon "
 	       "%ld KiB after), "
 	       "stop (WAL sync + checkpoint) %llu ms\n",
 	       (unsigned long long)n, (unsigned long long)nkeys,
@@ -900,7 +1157,7 @@ static void test_bench(void **state)
 		h2 = hwm_kib();
 		a0 = rss_anon_kib();
 		t0 = tdbd_now_ns();
-		assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), &a, err,
+		assert_int_equal(tdbd_ckapply_begin(ck, wall_ms(), 0, &a, err,
 						    sizeof(err)), 0);
 		if (!pass) {
 			wr = decode(&c0, 0);
@@ -914,7 +1171,7 @@ static void test_bench(void **state)
 				if (tdbd_ckapply_commit(a, err, sizeof(err)))
 					fail_msg("commit: %s", err);
 				assert_int_equal(tdbd_ckapply_begin(ck,
-						 wall_ms(), &a, err,
+						 wall_ms(), 0, &a, err,
 						 sizeof(err)), 0);
 			}
 
@@ -953,6 +1210,10 @@ int main(void)
 						one_teardown),
 		cmocka_unit_test_setup_teardown(test_refused, one_setup,
 						one_teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_mode, one_setup,
+						one_teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_ckpt_fails,
+						one_setup, one_teardown),
 		cmocka_unit_test_setup_teardown(test_from_wal, one_setup,
 						one_teardown),
 	};

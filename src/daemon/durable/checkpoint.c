@@ -25,6 +25,11 @@
  *  - A table set aside at start (recover.c) is never written: only its
  *    schema and "aside/<name>" = from; every WAL segment with records
  *    after the smallest such LSN is kept.
+ *  - Kernel mode (u->kernel: no tables in tdbd) checkpoints with
+ *    checkpoint_k instead: the WAL's durable records after the store's
+ *    LSN applied to the store (ckapply.c) in runs of
+ *    checkpoint-run-size, each a commit, after which the segments it
+ *    covers go.  Same triggers, same failure handling.
  */
 #include <errno.h>
 #include <limits.h>
@@ -34,6 +39,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckapply.h"
 #include "ckpt.h"
 #include "durable_int.h"
 #include "internal.h"           /* src/owner: struct tdbo_table */
@@ -57,7 +63,6 @@ struct durable *dur_new(const char *data_dir)
 	if (!u)
 		return NULL;
 	pthread_mutex_init(&u->m, NULL);
-	pthread_mutex_init(&u->apply_m, NULL);
 	pthread_cond_init(&u->cv, NULL);
 	snprintf(u->wal_dir, sizeof(u->wal_dir), "%s/wal", data_dir);
 	return u;
@@ -70,7 +75,7 @@ void dur_free(struct durable *u)
 	free(u->tabs);
 	free(u->buf);
 	pthread_mutex_destroy(&u->m);
-	pthread_mutex_destroy(&u->apply_m);
+	free(u->names);
 	pthread_cond_destroy(&u->cv);
 	free(u);
 }
@@ -434,12 +439,10 @@ static int checkpoint(struct tdbd *d, const char *why)
 	char err[512] = "", esc[4 * 512];
 	int e;
 
-	pthread_mutex_lock(&u->apply_m);
 	tdbo_write_lock(d->o);
 	lsn = wal_appended(d->wal);
 	if (lsn == u->ckpt_lsn && !u->must) {
 		tdbo_write_unlock(d->o);
-		pthread_mutex_unlock(&u->apply_m);
 		return 0;
 	}
 	e = tdbo_tables_snapshot(d->o, &tabs, &n);
@@ -453,7 +456,6 @@ static int checkpoint(struct tdbd *d, const char *why)
 		tabs[i]->ckpt_full = false;
 	}
 	tdbo_write_unlock(d->o);
-	pthread_mutex_unlock(&u->apply_m);
 	if (e) {
 		for (i = 0; i < n; i++)
 			tdbo_table_put(tabs[i]);
@@ -590,6 +592,122 @@ fail_logged:
 	return e ? e : -EIO;
 }
 
+/* --- kernel mode: a checkpoint from the WAL (no mirror) ------------------ */
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Before each record: abandoned when tdbd stops (or past the stop
+ * checkpoint's deadline). */
+static int k_step(void *arg)
+{
+	struct tdbd *d = arg;
+
+	return ckpt_step(d, d->dur);
+}
+
+/* After each run's commit: the store is at lsn; the segments it covers
+ * go (never before: the WAL keeps every record after the store's LSN). */
+static void k_committed(void *arg, uint64_t lsn)
+{
+	struct tdbd *d = arg;
+	struct durable *u = d->dur;
+	int n;
+
+	u->ckpt_lsn = lsn;
+	__atomic_store_n(&d->ctr.ckpt_lsn, lsn, __ATOMIC_RELAXED);
+	n = wal_remove_before(d->wal, lsn);
+	u->k_runs++;
+	if (n > 0)
+		u->k_removed += n;
+}
+
+/*
+ * Kernel mode's checkpoint (docs/KERNEL.md, "Without a mirror"): the
+ * WAL's records after the store's LSN up to T = wal_durable() applied to
+ * the store (ckapply.c) in runs of checkpoint-run-size, each a commit
+ * after which the segments it covers are removed.  Only durable
+ * records: the store is never ahead of the WAL.  A failure keeps the
+ * WAL (what the runs before it committed stays committed) and is
+ * retried like any failed checkpoint.
+ */
+static int checkpoint_k(struct tdbd *d, const char *why, uint64_t upto)
+{
+	struct durable *u = d->dur;
+	struct ckapply_opts o = { .run_size = d->cfg.checkpoint_run_size,
+		.now_ms = wall_ms(), .step = k_step,
+		.on_commit = k_committed, .arg = d };
+	uint64_t from = u->ckpt_lsn, lsn = from, ms, t0 = tdbd_now_ns();
+	char err[768] = "", esc[4 * 768];
+	int e;
+
+	if (upto <= u->ckpt_lsn)
+		return 0;
+	u->k_runs = 0;
+	u->k_removed = 0;
+	e = tdbd_ckapply_wal(d->ckpt, u->wal_dir, upto, &o, &lsn, err,
+			     sizeof(err));
+	u->last_ns = tdbd_now_ns();
+	ms = (u->last_ns - t0) / 1000000;
+	if (!e) {
+		u->failing = false;
+		__atomic_fetch_add(&d->ctr.checkpoints, 1, __ATOMIC_RELAXED);
+		tdbd_log(L_INFO, "checkpoint at LSN %llu (%s): %llu WAL "
+			 "record(s) after LSN %llu applied to the store in "
+			 "%llu run(s), %llu ms; %d WAL segment(s) removed",
+			 (unsigned long long)lsn, why,
+			 (unsigned long long)(lsn - from),
+			 (unsigned long long)from,
+			 (unsigned long long)u->k_runs,
+			 (unsigned long long)ms, u->k_removed);
+		return 0;
+	}
+	if (e == -ECANCELED) {
+		tdbd_log(L_NOTICE, "checkpoint (%s) abandoned after %llu ms: "
+			 "tdbd is stopping; the store is at LSN %llu, the WAL "
+			 "has every change since and the next start applies "
+			 "it", why, (unsigned long long)ms,
+			 (unsigned long long)u->ckpt_lsn);
+		return e;
+	}
+	u->failing = true;
+	__atomic_fetch_add(&d->ctr.ckpt_failures, 1, __ATOMIC_RELAXED);
+	tdbd_log(L_ERR, "checkpoint (%s) failed: %s; the store is at LSN "
+		 "%llu, the WAL is kept, nothing is lost; trying again later",
+		 why, tdb_escape(esc, sizeof(esc), err, strlen(err)),
+		 (unsigned long long)u->ckpt_lsn);
+	return e;
+}
+
+/* The checkpoint the triggers ask for, in either mode.  Kernel mode's
+ * takes what is durable after a sync of what the follower wrote (with
+ * `sync none` nothing else would make it durable but a segment's end). */
+static int checkpoint_any(struct tdbd *d, const char *why)
+{
+	int e;
+
+	if (!d->dur->kernel)
+		return checkpoint(d, why);
+	if ((e = wal_sync_to(d->wal, wal_written(d->wal))))
+		tdbd_log_rl(RL_WAL, L_ERR, "checkpoint (%s): the WAL could not "
+			    "be synced: %s; only what was durable before is "
+			    "checkpointed", why, strerror(-e));
+	return checkpoint_k(d, why, wal_durable(d->wal));
+}
+
+/* Records not yet in a checkpoint: the WAL's appended ones in daemon
+ * mode, its written ones in kernel mode (a checkpoint syncs and takes
+ * those). */
+static uint64_t ckpt_upto(struct tdbd *d)
+{
+	return d->dur->kernel ? wal_written(d->wal) : wal_appended(d->wal);
+}
+
 static void *checkpointer(void *arg)
 {
 	struct tdbd *d = arg;
@@ -611,12 +729,12 @@ static void *checkpointer(void *arg)
 			 (!u->failing || since >= CKPT_RETRY_NS))
 			why = "WAL size";
 		else if (since >= (uint64_t)d->cfg.checkpoint_interval_ms *
-				  1000000 && wal_appended(d->wal) != u->ckpt_lsn)
+				  1000000 && ckpt_upto(d) != u->ckpt_lsn)
 			why = "interval";
 		if (why) {
 			u->now = false;
 			pthread_mutex_unlock(&u->m);
-			checkpoint(d, why);
+			checkpoint_any(d, why);
 			pthread_mutex_lock(&u->m);
 			continue;
 		}
@@ -722,6 +840,29 @@ void dur_last_checkpoint(struct tdbd *d)
 			 strerror(-e));
 	if (wal_written(d->wal) == u->ckpt_lsn && !u->must)
 		return;
+	if (u->kernel) {
+		/* records to apply: what is durable past the store */
+		uint64_t upto = wal_durable(d->wal);
+
+		est = upto > u->ckpt_lsn ? upto - u->ckpt_lsn : 0;
+		if (!est)
+			return;
+		if (est > max) {
+			tdbd_log(L_NOTICE, "stopping without a checkpoint: it "
+				 "would apply %llu WAL record(s), over %llu; the "
+				 "WAL has every change after LSN %llu and the "
+				 "next start applies it",
+				 (unsigned long long)est,
+				 (unsigned long long)max,
+				 (unsigned long long)u->ckpt_lsn);
+			return;
+		}
+		tdbd_notify("STATUS=stopping: last checkpoint");
+		u->deadline_ns = tdbd_now_ns() + STOP_CKPT_NS;
+		checkpoint_k(d, "stopping", upto);
+		u->deadline_ns = 0;
+		return;
+	}
 	est = ckpt_estimate(d);
 	if (est > max) {
 		tdbd_log(L_NOTICE, "stopping without a checkpoint: it would "

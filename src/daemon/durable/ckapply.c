@@ -44,7 +44,7 @@ struct ckapply {
 	int rc;
 	char err[768];
 	/* a run's changes, gathered: the last of each key is written, in
-	 * LMDB's order, at a create or drop, past PEND_MAX bytes, and at
+	 * LMDB's order, at a create or drop, past the run size, and at
 	 * the commit (one transaction: only the last change of a key in
 	 * it can be seen) */
 	struct pend *pend;
@@ -52,10 +52,11 @@ struct ckapply {
 	struct chunk *chunks;
 	uint64_t seq;
 	uint64_t written;       /* puts and deletes written to LMDB */
-	size_t pend_max;        /* PEND_MAX, or TDBD_CKAPPLY_PEND_MAX (tests) */
+	size_t pend_max;        /* the run size (checkpoint-run-size), or
+				 * TDBD_CKAPPLY_PEND_MAX (tests) */
+	uint64_t run_bytes;     /* gathered in this run, written or not */
 };
 
-#define PEND_MAX (64u << 20)    /* bytes of gathered changes, then written */
 #define CHUNK (1u << 20)
 
 struct pend {
@@ -128,7 +129,7 @@ static void tab_del(struct ckapply *a, int i)
 		a->tabs[i] = a->tabs[a->ntabs];
 }
 
-int tdbd_ckapply_begin(struct ckpt *ck, uint64_t now_ms,
+int tdbd_ckapply_begin(struct ckpt *ck, uint64_t now_ms, uint64_t run_size,
 		       struct ckapply **out, char *err, size_t errlen)
 {
 	struct ckapply *a = calloc(1, sizeof(*a));
@@ -142,7 +143,7 @@ int tdbd_ckapply_begin(struct ckpt *ck, uint64_t now_ms,
 		return -ENOMEM;
 	}
 	a->now_ms = now_ms;
-	a->pend_max = PEND_MAX;
+	a->pend_max = run_size ? (size_t)run_size : CKAPPLY_RUN_SIZE;
 	if (getenv("TDBD_CKAPPLY_PEND_MAX"))
 		a->pend_max = strtoull(getenv("TDBD_CKAPPLY_PEND_MAX"), NULL,
 				       10);
@@ -286,6 +287,7 @@ static int pend_add(struct ckapply *a, unsigned int ti,
 	p->seq = a->seq++;
 	a->npend++;
 	a->pend_bytes += sizeof(*p) + op->klen + p->vlen;
+	a->run_bytes += sizeof(*p) + op->klen + p->vlen;
 	return 0;
 }
 
@@ -450,6 +452,11 @@ uint64_t tdbd_ckapply_written(const struct ckapply *a)
 	return a->written;
 }
 
+uint64_t tdbd_ckapply_gathered(const struct ckapply *a)
+{
+	return a->run_bytes;
+}
+
 const char *tdbd_ckapply_error(const struct ckapply *a)
 {
 	return a->err;
@@ -493,26 +500,49 @@ int tdbd_ckapply_commit(struct ckapply *a, char *err, size_t errlen)
 struct from_wal {
 	struct ckpt *ck;
 	struct ckapply *a;
-	uint64_t run_max, now_ms, n, *lsn;
+	const struct ckapply_opts *o;
+	uint64_t n, runs, *lsn;
 	char *err;
 	size_t errlen;
 };
 
+/* The run so far committed and a new one begun. */
+static int from_wal_commit(struct from_wal *f)
+{
+	uint64_t to = f->a->lsn;
+	int e;
+
+	e = tdbd_ckapply_commit(f->a, f->err, f->errlen);
+	f->a = NULL;
+	if (e)
+		return e;
+	*f->lsn = to;
+	f->n = 0;
+	f->runs++;
+	if (f->o->on_commit)
+		f->o->on_commit(f->o->arg, to);
+	return 0;
+}
+
 static int from_wal_rec(void *arg, const struct wal_rec *r)
 {
 	struct from_wal *f = arg;
+	uint64_t size = f->o->run_size ? f->o->run_size : CKAPPLY_RUN_SIZE;
 	int e;
 
-	if (f->run_max && f->n == f->run_max) {
-		uint64_t to = f->a->lsn;
-
-		e = tdbd_ckapply_commit(f->a, f->err, f->errlen);
-		f->a = NULL;
-		if (e)
+	if (f->o->step && (e = f->o->step(f->o->arg))) {
+		snprintf(f->err, f->errlen, "abandoned at WAL record %llu",
+			 (unsigned long long)r->lsn);
+		return e;
+	}
+	/* a run ends after run_max records or once its gathered changes
+	 * reached the run size (they were written then: pend_max) */
+	if ((f->o->run_max && f->n == f->o->run_max) ||
+	    (f->n && tdbd_ckapply_gathered(f->a) >= size)) {
+		if ((e = from_wal_commit(f)))
 			return e;
-		*f->lsn = to;
-		f->n = 0;
-		if ((e = tdbd_ckapply_begin(f->ck, f->now_ms, &f->a, f->err,
+		if ((e = tdbd_ckapply_begin(f->ck, f->o->now_ms,
+					    f->o->run_size, &f->a, f->err,
 					    f->errlen)))
 			return e;
 	}
@@ -526,15 +556,16 @@ static int from_wal_rec(void *arg, const struct wal_rec *r)
 }
 
 int tdbd_ckapply_wal(struct ckpt *ck, const char *wal_dir, uint64_t upto,
-		     uint64_t run_max, uint64_t now_ms, uint64_t *lsn,
+		     const struct ckapply_opts *o, uint64_t *lsn,
 		     char *err, size_t errlen)
 {
-	struct from_wal f = { .ck = ck, .run_max = run_max, .now_ms = now_ms,
-			      .lsn = lsn, .err = err, .errlen = errlen };
+	struct from_wal f = { .ck = ck, .o = o, .lsn = lsn, .err = err,
+			      .errlen = errlen };
 	char werr[512] = "";
 	int e;
 
-	if ((e = tdbd_ckapply_begin(ck, now_ms, &f.a, err, errlen)))
+	if ((e = tdbd_ckapply_begin(ck, o->now_ms, o->run_size, &f.a, err,
+				    errlen)))
 		return e;
 	*lsn = f.a->store_lsn;
 	err[0] = '\0';
@@ -550,14 +581,8 @@ int tdbd_ckapply_wal(struct ckpt *ck, const char *wal_dir, uint64_t upto,
 	}
 	if (!f.a)
 		return 0;
-	if (f.a->applied) {
-		uint64_t to = f.a->lsn;
-
-		if ((e = tdbd_ckapply_commit(f.a, err, errlen)))
-			return e;
-		*lsn = to;
-		return 0;
-	}
+	if (f.a->applied)
+		return from_wal_commit(&f);
 	tdbd_ckapply_abort(f.a);
 	return 0;
 }

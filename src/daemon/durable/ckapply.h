@@ -24,12 +24,13 @@
  *
  * Writing: a run's changes are gathered (copied) and written as the
  * last change of each key, in LMDB's key order, at a create or drop,
- * past PEND_MAX (64 MiB) gathered, and at the commit: a run is one
+ * past the run size (checkpoint-run-size, 64 MiB by default) gathered,
+ * and at the commit: a run is one
  * transaction, so only a key's last change in it can be seen.  A table
  * created in the run gets its first batch with MDB_APPEND (its
  * databases are empty: a delete writes nothing).
  *
- * Memory: the changes gathered (at most about PEND_MAX), the LMDB
+ * Memory: the changes gathered (at most about the run size), the LMDB
  * transaction's dirty pages (LMDB spills them to the file past its
  * dirty-list limit) and the names of the store's tables; nothing grows
  * with the data.  The caller bounds a run's
@@ -49,8 +50,14 @@ struct ckpt;
 struct ckapply;
 struct wal_rec;
 
-/* Read the store's LSN, tables and version, begin its transaction. */
-int tdbd_ckapply_begin(struct ckpt *ck, uint64_t now_ms,
+/* checkpoint-run-size's default (config.c): bytes of changes gathered */
+#define CKAPPLY_RUN_SIZE (64ull << 20)
+
+/* Read the store's LSN, tables and version, begin its transaction.
+ * run_size: the gathered changes are written once they reach it (0:
+ * CKAPPLY_RUN_SIZE; TDBD_CKAPPLY_PEND_MAX in the environment overrides
+ * it, for tests). */
+int tdbd_ckapply_begin(struct ckpt *ck, uint64_t now_ms, uint64_t run_size,
 		       struct ckapply **out, char *err, size_t errlen);
 /* One record (decoded, as wal_rec_check or the WAL reader give it):
  * 1 applied, 0 skipped (at or before the store's LSN), < 0 failed
@@ -68,6 +75,8 @@ uint64_t tdbd_ckapply_written(const struct ckapply *a);
 /* Write what is gathered now (the commit does): 0 or < 0 as
  * tdbd_ckapply_rec. */
 int tdbd_ckapply_flush(struct ckapply *a);
+/* Bytes of changes gathered in this run so far (written or not). */
+uint64_t tdbd_ckapply_gathered(const struct ckapply *a);
 const char *tdbd_ckapply_error(const struct ckapply *a);
 /* Set the version and the LSN, commit (LMDB's fsync), free a.  Nothing
  * applied: nothing written.  A failed run: its error, nothing written. */
@@ -75,15 +84,31 @@ int tdbd_ckapply_commit(struct ckapply *a, char *err, size_t errlen);
 /* Free a without writing anything (NULL is ignored). */
 void tdbd_ckapply_abort(struct ckapply *a);
 
+struct ckapply_opts {
+	uint64_t run_max;       /* records a run (0: no bound) */
+	uint64_t run_size;      /* a run ends once it gathered this many
+				 * bytes of changes (0: CKAPPLY_RUN_SIZE) */
+	uint64_t now_ms;        /* puts expired by then are deletes */
+	/* before each record (may be NULL): non-zero (a negative errno,
+	 * -ECANCELED to abandon) stops the checkpoint and is returned, the
+	 * running run aborted */
+	int (*step)(void *arg);
+	/* after each run's commit, with its LSN (may be NULL): the WAL
+	 * segments it covers may go */
+	void (*on_commit)(void *arg, uint64_t lsn);
+	void *arg;
+};
+
 /*
  * A checkpoint from the WAL in wal_dir: its records after the store's
- * LSN up to upto (made durable: wal_read_range) applied in runs of at
- * most run_max records (0: one run), each run a commit.  *lsn: the
- * store's LSN after, also on an error (what the runs before it
- * committed).  0 or a negative errno with err (naming the record).
+ * LSN up to upto (made durable: wal_read_range) applied in runs, each
+ * run a commit: a run ends after o->run_max records or once it gathered
+ * o->run_size bytes of changes.  *lsn: the store's LSN after, also on
+ * an error (what the runs before it committed).  0 or a negative errno
+ * with err (naming the record).
  */
 int tdbd_ckapply_wal(struct ckpt *ck, const char *wal_dir, uint64_t upto,
-		     uint64_t run_max, uint64_t now_ms, uint64_t *lsn,
+		     const struct ckapply_opts *o, uint64_t *lsn,
 		     char *err, size_t errlen);
 
 #endif

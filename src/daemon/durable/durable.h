@@ -11,8 +11,11 @@
  *   checkpoint.c  the checkpointer thread, checkpoints into LMDB, the
  *                 last one at stop (owns struct durable)
  *   recover.c     start (checkpoint loaded, WAL replayed, WAL opened,
- *                 checkpointer started) and stop; kernel mode's records
- *                 applied to the mirror (tdbd_durable_apply)
+ *                 checkpointer started) and stop; kernel mode's start
+ *                 (nothing loaded) and records checked into the WAL
+ *                 (tdbd_durable_apply)
+ *   ckapply.c     kernel mode's checkpoint: WAL records applied to the
+ *                 store (ckapply.h)
  *   ckpt.c        the LMDB checkpoint store (ckpt.h)
  *   keysort.c     a checkpoint's keys sorted in LMDB's order (keysort.h)
  *
@@ -83,22 +86,47 @@ void tdbd_dirty_add(void *arg, struct tdbo_table *t, const void *key,
 		    size_t klen);
 void tdbd_dirty_free(struct dirty *s);
 
+/*
+ * Kernel mode (docs/KERNEL.md, "Without a mirror"): tdbd_durable_start
+ * loads nothing: it reads the store's LSN, tables and version, checks
+ * the WAL after it (cutting a torn tail) and opens the WAL after its
+ * last record; the checkpointer starts with tdbd_durable_kernel_ready,
+ * once tdb.ko has its tables.  Checkpoints apply the WAL's durable
+ * records to the store (checkpoint-run-size a run).  (recover.c)
+ */
+int tdbd_durable_kernel_ready(struct tdbd *d);
+/* Tables not resident (interim): the store and the WAL loaded into
+ * tdbd's owner for krestore.c (0 or a negative errno, logged); then
+ * every table of it dropped (its memory freed) once restored. */
+int tdbd_durable_mirror_load(struct tdbd *d);
+void tdbd_durable_mirror_drop(struct tdbd *d);
+/* Tables as of the WAL's last record (kernel mode; any thread). */
+unsigned int tdbd_durable_table_count(struct tdbd *d);
 /* Kernel mode: one record of tdb.ko's log (encoded whole, rec/len;
- * decoded, r) applied to the mirror and appended to the WAL.  Its LSN
- * must be the WAL's next: else -EPROTO, err naming both.  An error that
- * applied nothing to the mirror, or one that applied it and could not
- * log it (err says which).  (recover.c) */
+ * decoded, r) checked and appended to the WAL.  Its LSN must be the
+ * WAL's next: else -EPROTO, err naming both.  A record that could
+ * never be checkpointed (an op on a table that does not exist, a
+ * create of one that does, a drop of one that does not, a malformed
+ * one): -EUCLEAN, err naming the table, nothing appended.  Or the WAL's
+ * error.  (recover.c) */
 int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
 		       const struct wal_rec *r, char *err, size_t errlen);
-/* Tests: fn runs inside tdbd_durable_apply, after the mirror took the
- * record and before the WAL does (NULL: none).  (recover.c) */
+/* Tests: fn runs inside tdbd_durable_apply, after the checks and before
+ * the WAL append (NULL: none).  (recover.c) */
 void tdbd_durable_test_apply_hook(struct tdbd *d, void (*fn)(struct tdbd *));
 /* Kernel mode: did recovery apply the WAL to the checkpoint store
  * (ckapply.h), so that the store holds the tables as of the WAL's last
- * LSN and a restore may read them from it (krestore.c)?  Not when a
- * table is set aside, nor with TDBD_KERNEL_RESTORE_FROM=mirror.
+ * LSN and a restore may read them from it (krestore.c)?  Not with
+ * TDBD_KERNEL_RESTORE_FROM=mirror.
  * (recover.c) */
 bool tdbd_durable_store_current(struct tdbd *d);
+/* Tests of daemon mode's durability: one record applied to tdbd's own
+ * tables as recovery replays it, then appended to the WAL (its LSN must
+ * be the WAL's next).  Not atomic with a checkpoint: the test runs
+ * checkpoints when no record is being applied.  (recover.c) */
+int tdbd_durable_test_replay(struct tdbd *d, const void *rec, size_t len,
+			     const struct wal_rec *r, char *err,
+			     size_t errlen);
 /* Ask the checkpointer for a checkpoint now.  (checkpoint.c) */
 void tdbd_durable_checkpoint_soon(struct tdbd *d);
 

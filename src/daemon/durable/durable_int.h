@@ -73,16 +73,24 @@ struct durable {
 	uint64_t written, tick_ns;      /* this checkpoint's progress */
 	uint64_t steps;         /* records read or written: cancel checks */
 	uint64_t ns_gather, ns_sort, ns_write;  /* this checkpoint's phases */
-	/* Kernel mode: tdbd_durable_apply holds apply_m from applying a
-	 * record to the mirror until the record is in the WAL, and a
-	 * checkpoint while it fixes its LSN and takes the tables, so that
-	 * no checkpoint sees a change applied without its record (a drop
-	 * applied at the LSN before it: the next start could not replay
-	 * the drop).  Daemon mode needs none: its records are taken under
-	 * the tables' locks, which tdbo_write_lock() takes too.  Order:
-	 * apply_m, then the owner's locks. */
-	pthread_mutex_t apply_m;
-	void (*apply_hook)(struct tdbd *d);     /* tests: between the two */
+	/* Kernel mode (no mirror: docs/KERNEL.md, "Without a mirror"):
+	 * checkpoints apply the WAL's durable records to the store
+	 * (checkpoint_k, ckapply.c); the follower checks each record
+	 * against the names of the tables as of the WAL's last record
+	 * (recover.c; the follower's thread writes them, nnames is read
+	 * atomically elsewhere).  k_version: past the store's version and
+	 * every version and LSN in the WAL (the version floor). */
+	bool kernel;
+	bool k_after_recovery;  /* the WAL had records after the store */
+	char (*names)[TDBE_NAME_MAX + 1];
+	unsigned int nnames, capnames;
+	uint64_t k_version;
+	uint64_t k_runs;        /* this checkpoint's runs */
+	int k_removed;          /* and the segments they removed */
+	void (*apply_hook)(struct tdbd *d);     /* tests: in
+						 * tdbd_durable_apply, after
+						 * the checks, before the
+						 * WAL append */
 };
 
 /* The state for data_dir (its WAL in data_dir/wal), or NULL; freed with

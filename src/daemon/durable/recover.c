@@ -3,9 +3,12 @@
  * recover.c - durability's start and stop (durable.h): recovery (the
  * checkpoint loaded, the WAL replayed after it), then the WAL opened
  * and the checkpointer started; at stop the last checkpoint and
- * everything closed.  Also kernel mode's records of tdb.ko's log applied
- * to the mirror and appended to the WAL (tdbd_durable_apply: the same
- * replay as at start).
+ * everything closed.  Kernel mode (no mirror, issue 29): its start loads
+ * nothing (start_kernel: the store's LSN, names and version, the WAL
+ * after it checked), tdb.ko's records are checked against the tables'
+ * names and appended to the WAL (tdbd_durable_apply), and the restore
+ * of tables not resident loads a copy that is dropped after
+ * (tdbd_durable_mirror_load, _drop).
  *
  * Invariants:
  *  - Recovery = load the checkpoint, replay the WAL after its LSN, then
@@ -28,6 +31,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,7 +397,8 @@ static int replay_store(struct rec_state *rs, const struct wal_rec *r)
 	e = tdbd_ckapply_commit(rs->ca, err, sizeof(err));
 	rs->ca = NULL;
 	if (!e)
-		e = tdbd_ckapply_begin(rs->d->ckpt, rs->ca_now_ms, &rs->ca,
+		e = tdbd_ckapply_begin(rs->d->ckpt, rs->ca_now_ms,
+				       rs->d->cfg.checkpoint_run_size, &rs->ca,
 				       err, sizeof(err));
 	if (!e)
 		return 0;
@@ -412,8 +417,6 @@ static int replay_rec(void *arg, const struct wal_rec *r)
 	int err;
 
 	report(rs, false);
-	if (rs->ca && (err = replay_store(rs, r)))
-		return err;
 	if (wal_is_ops(r))
 		return replay_ops(rs, r);
 	/* catch-up: the checkpoint has every create and drop up to its
@@ -449,38 +452,228 @@ static int replay_rec(void *arg, const struct wal_rec *r)
 	return err;
 }
 
-/* Kernel mode: a record of tdb.ko's log into the mirror, then the WAL
- * (kernel.c checks it follows the mirror's last LSN; so does the WAL). */
+/* --- kernel mode: the names of the tables (no mirror) ------------------
+ * u->names: the tables as of the WAL's last record, sorted (strcmp).
+ * Every record the follower takes, and every one a start finds in the
+ * WAL after the store's LSN, is checked against them as the checkpoint
+ * will apply it (ckapply.c): an op on a table not there, a create of
+ * one there, a drop of one not there could never be checkpointed, so
+ * such a record stops tdbd before it is in the WAL. */
+
+static int names_at(const struct durable *u, const char *name, bool *found)
+{
+	unsigned int lo = 0, hi = u->nnames;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+		int c = strcmp(u->names[mid], name);
+
+		if (!c) {
+			*found = true;
+			return (int)mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return (int)lo;
+}
+
+static bool names_has(const struct durable *u, const char *name)
+{
+	bool f;
+
+	names_at(u, name, &f);
+	return f;
+}
+
+/* Room for one more name (before a create is logged: its insertion
+ * then cannot fail). */
+static int names_reserve(struct durable *u)
+{
+	unsigned int cap;
+	char (*v)[TDBE_NAME_MAX + 1];
+
+	if (u->nnames < u->capnames)
+		return 0;
+	cap = u->capnames ? u->capnames * 2 : 16;
+	if (!(v = realloc(u->names, cap * sizeof(*v))))
+		return -ENOMEM;
+	u->names = v;
+	u->capnames = cap;
+	return 0;
+}
+
+static void names_add(struct durable *u, const char *name)
+{
+	bool f;
+	int i = names_at(u, name, &f);
+
+	if (f || u->nnames == u->capnames)
+		return;         /* names_reserve and the check come first */
+	memmove(&u->names[i + 1], &u->names[i],
+		(u->nnames - (unsigned int)i) * sizeof(u->names[0]));
+	snprintf(u->names[i], sizeof(u->names[0]), "%s", name);
+	__atomic_store_n(&u->nnames, u->nnames + 1, __ATOMIC_RELAXED);
+}
+
+static void names_del(struct durable *u, const char *name)
+{
+	bool f;
+	int i = names_at(u, name, &f);
+
+	if (!f)
+		return;
+	memmove(&u->names[i], &u->names[i + 1],
+		(u->nnames - (unsigned int)i - 1) * sizeof(u->names[0]));
+	__atomic_store_n(&u->nnames, u->nnames - 1, __ATOMIC_RELAXED);
+}
+
+/* Can r follow the records before it (the tables in u->names)?  0, or
+ * -EUCLEAN (-ENOMEM) with err naming the table.  Its version (or LSN)
+ * raises u->k_version. */
+static int k_check(struct durable *u, const struct wal_rec *r, char *err,
+		   size_t errlen)
+{
+	struct wal_create c;
+	struct wal_opv op;
+	char name[TDBE_NAME_MAX + 1];
+	uint64_t version;
+	uint32_t pos = 0;
+	int k;
+
+	if (r->lsn > u->k_version)
+		u->k_version = r->lsn;
+	if (wal_is_ops(r)) {
+		if (wal_ops_version(r, &version))
+			goto bad;
+		if (version > u->k_version)
+			u->k_version = version;
+		while ((k = wal_next_op(r, &pos, &op)) > 0)
+			if (!names_has(u, op.name)) {
+				snprintf(err, errlen, "it changes table %s, "
+					 "which does not exist (no create of "
+					 "it since the checkpoint, or a drop)",
+					 op.name);
+				return -EUCLEAN;
+			}
+		if (k < 0)
+			goto bad;
+		return 0;
+	}
+	switch (r->type) {
+	case WAL_CREATE:
+		if (wal_get_create(r, &c))
+			goto bad;
+		if (names_has(u, c.name)) {
+			snprintf(err, errlen, "it creates table %s, which "
+				 "exists", c.name);
+			return -EUCLEAN;
+		}
+		if (names_reserve(u)) {
+			snprintf(err, errlen, "out of memory for the name of "
+				 "table %s (%u tables)", c.name, u->nnames);
+			return -ENOMEM;
+		}
+		return 0;
+	case WAL_DROP:
+		if (wal_get_drop(r, name))
+			goto bad;
+		if (!names_has(u, name)) {
+			snprintf(err, errlen, "it drops table %s, which does "
+				 "not exist", name);
+			return -EUCLEAN;
+		}
+		return 0;
+	default:
+		snprintf(err, errlen, "unknown record type %u",
+			 (unsigned int)r->type);
+		return -EUCLEAN;
+	}
+bad:
+	snprintf(err, errlen, "malformed inside (its CRC is right: a bug?)");
+	return -EUCLEAN;
+}
+
+/* r (checked) is in the WAL: its create or drop changes the names. */
+static void k_note(struct durable *u, const struct wal_rec *r)
+{
+	struct wal_create c;
+	char name[TDBE_NAME_MAX + 1];
+
+	if (wal_is_ops(r))
+		return;
+	if (r->type == WAL_CREATE && !wal_get_create(r, &c))
+		names_add(u, c.name);
+	else if (r->type == WAL_DROP && !wal_get_drop(r, name))
+		names_del(u, name);
+}
+
+/* A record appended by the follower must be the WAL's next: else
+ * -EPROTO, err naming both LSNs. */
+static int next_lsn(struct tdbd *d, const struct wal_rec *r, char *err,
+		    size_t errlen)
+{
+	uint64_t next = wal_appended(d->wal) + 1;
+
+	if (r->lsn == next)
+		return 0;
+	snprintf(err, errlen, "record LSN %llu is not the WAL's next LSN %llu",
+		 (unsigned long long)r->lsn, (unsigned long long)next);
+	return -EPROTO;
+}
+
+/* Kernel mode: a record of tdb.ko's log, checked, into the WAL (no
+ * mirror: the checkpoint applies it to the store from the WAL). */
 int tdbd_durable_apply(struct tdbd *d, const void *rec, size_t len,
 		       const struct wal_rec *r, char *err, size_t errlen)
 {
-	struct rec_state rs = { .d = d, .phase = "following tdb.ko",
-				.last_report = tdbd_now_ns() };
-	uint64_t next = wal_appended(d->wal) + 1;
+	struct durable *u = d->dur;
+	char why[512];
 	int e;
 
-	if (r->lsn != next) {
-		snprintf(err, errlen, "record LSN %llu is not the WAL's next "
-			 "LSN %llu", (unsigned long long)r->lsn,
-			 (unsigned long long)next);
-		return -EPROTO;
-	}
-	/* applied and logged as one step for a checkpoint (apply_m) */
-	pthread_mutex_lock(&d->dur->apply_m);
-	if ((e = replay_rec(&rs, r))) {
-		pthread_mutex_unlock(&d->dur->apply_m);
-		snprintf(err, errlen, "it cannot be applied to the mirror: "
-			 "%s", ERRSTR(e));
+	if ((e = next_lsn(d, r, err, errlen)))
+		return e;
+	if ((e = k_check(u, r, why, sizeof(why)))) {
+		snprintf(err, errlen, "it could never be checkpointed: %s",
+			 why);
 		return e;
 	}
-	if (d->dur->apply_hook)
-		d->dur->apply_hook(d);
-	e = wal_append_rec(d->wal, rec, len, err, errlen);
-	pthread_mutex_unlock(&d->dur->apply_m);
-	if (e)
+	if (u->apply_hook)
+		u->apply_hook(d);
+	if ((e = wal_append_rec(d->wal, rec, len, err, errlen)))
+		return e;
+	k_note(u, r);
+	dur_count_record(d);
+	return 0;
+}
+
+int tdbd_durable_test_replay(struct tdbd *d, const void *rec, size_t len,
+			     const struct wal_rec *r, char *err,
+			     size_t errlen)
+{
+	struct rec_state rs = { .d = d, .phase = "a test's record",
+				.last_report = tdbd_now_ns() };
+	int e;
+
+	if ((e = next_lsn(d, r, err, errlen)))
+		return e;
+	if ((e = replay_rec(&rs, r))) {
+		snprintf(err, errlen, "it cannot be applied: %s", ERRSTR(e));
+		return e;
+	}
+	if ((e = wal_append_rec(d->wal, rec, len, err, errlen)))
 		return e;
 	dur_count_record(d);
 	return 0;
+}
+
+unsigned int tdbd_durable_table_count(struct tdbd *d)
+{
+	return d->dur ? __atomic_load_n(&d->dur->nnames, __ATOMIC_RELAXED) :
+			0;
 }
 
 void tdbd_durable_test_apply_hook(struct tdbd *d, void (*fn)(struct tdbd *))
@@ -502,12 +695,11 @@ static int mkdir_if(const char *path)
 }
 
 /*
- * Kernel mode: the replay applies the WAL to the store too (ckapply.h),
- * so that the restore reads the tables from the store (krestore.c) and
- * not from the mirror.  Not with a table set aside (its databases are
- * as of its own `from`, which the store's LSN does not describe): the
- * restore then reads the mirror.  TDBD_KERNEL_RESTORE_FROM=mirror does
- * as before (for measuring the two).
+ * Kernel mode: the start's scan of the WAL applies it to the store too
+ * (ckapply.h), so that the restore reads the tables from the store
+ * (krestore.c) as of the WAL's last record.  TDBD_KERNEL_RESTORE_FROM=
+ * mirror restores from a copy loaded into tdbd instead (for measuring
+ * the two; tdbd_durable_mirror_load).
  */
 static int store_begin(struct tdbd *d, struct rec_state *rs, char *err,
 		       size_t errlen)
@@ -516,22 +708,19 @@ static int store_begin(struct tdbd *d, struct rec_state *rs, char *err,
 	int e;
 
 	d->dur->store_current = false;
-	if (d->cfg.backend != TDBD_BACKEND_KERNEL || d->dur->must ||
-	    (from && !strcmp(from, "mirror")))
+	if (from && !strcmp(from, "mirror"))
 		return 0;
 	rs->ca_now_ms = tdbp_realtime_ms();
-	e = tdbd_ckapply_begin(d->ckpt, rs->ca_now_ms, &rs->ca, err, errlen);
+	e = tdbd_ckapply_begin(d->ckpt, rs->ca_now_ms,
+			       d->cfg.checkpoint_run_size, &rs->ca, err, errlen);
 	if (e)
 		tdbd_log(L_ERR, "kernel mode: the checkpoint store: %s", err);
 	return e;
 }
 
-/* The store's last run committed: it is at the WAL's last LSN.  The
- * checkpointer's idea of its tables follows (a table the tail dropped
- * is not in it any more, one it made is); its LSN does not: the
- * mirror's checkpoint after a replay is taken as before (it writes the
- * replayed keys again, the same values, until the running path has no
- * mirror). */
+/* The store's last run committed: it is at the WAL's last LSN, and so
+ * is the checkpointer's next start (u->ckpt_lsn): its next checkpoint
+ * applies what the follower appends after it. */
 static int store_commit(struct tdbd *d, struct rec_state *rs, char *err,
 			size_t errlen)
 {
@@ -564,6 +753,8 @@ static int store_commit(struct tdbd *d, struct rec_state *rs, char *err,
 	u->tabs = ct;
 	u->ntabs = n;
 	u->store_current = true;
+	u->ckpt_lsn = lsn;
+	__atomic_store_n(&d->ctr.ckpt_lsn, lsn, __ATOMIC_RELAXED);
 	if (applied)
 		tdbd_log(L_INFO, "kernel mode: the WAL applied to the "
 			 "checkpoint store: now at LSN %llu, %u table(s)",
@@ -574,6 +765,173 @@ static int store_commit(struct tdbd *d, struct rec_state *rs, char *err,
 bool tdbd_durable_store_current(struct tdbd *d)
 {
 	return d->dur && d->dur->store_current;
+}
+
+/* Kernel mode's start: a record of the WAL after the store's LSN. */
+static int k_scan_rec(void *arg, const struct wal_rec *r)
+{
+	struct rec_state *rs = arg;
+	struct durable *u = rs->d->dur;
+	char why[512];
+	int e;
+
+	report(rs, false);
+	if (r->lsn <= rs->ckpt_lsn)
+		return 0;       /* the store has it */
+	if ((e = k_check(u, r, why, sizeof(why)))) {
+		tdbd_log(L_ERR, "WAL %s: offset %llu: record %llu cannot be "
+			 "checkpointed: %s", r->file,
+			 (unsigned long long)r->off,
+			 (unsigned long long)r->lsn, why);
+		return e;
+	}
+	k_note(u, r);
+	rs->records++;
+	return rs->ca ? replay_store(rs, r) : 0;
+}
+
+/*
+ * Kernel mode (no mirror): nothing is loaded.  The store's LSN S, its
+ * tables' names and its version are read; the WAL after S is scanned
+ * (wal_replay: it cuts a torn tail before anything appends), each
+ * record checked as the follower checks them (k_check), its creates
+ * and drops tracked; the version floor is past the store's version and
+ * every version and LSN in the WAL.  The checkpointer starts later
+ * (tdbd_durable_kernel_ready), once tdb.ko has its tables.
+ */
+static int start_kernel(struct tdbd *d, struct wal_opts *wo)
+{
+	struct durable *u = d->dur;
+	struct rec_state rs = { .d = d, .phase = "scanning the WAL" };
+	struct wal_replay_opts ro = { .fn = k_scan_rec, .arg = &rs,
+		.note = replay_note,
+		.truncate_damage = d->cfg.wal_truncate_damaged };
+	struct wal_replay_result res;
+	struct ckpt_table *tabs = NULL;
+	unsigned int n = 0, i;
+	uint64_t lsn = 0, version = 0, t0 = tdbd_now_ns();
+	char err[PATH_MAX + 512], esc[4 * 512];
+	int e;
+
+	u->kernel = true;
+	if ((e = tdbd_ckpt_read_meta(d->ckpt, &lsn, &tabs, &n, err,
+				     sizeof(err))) ||
+	    (e = tdbd_ckpt_read_version(d->ckpt, &version, err,
+					sizeof(err)))) {
+		free(tabs);
+		tdbd_log(L_ERR, "%s", tdb_escape(esc, sizeof(esc), err,
+					       strlen(err)));
+		return e;
+	}
+	for (i = 0; i < n && !e; i++)
+		if (!(e = names_reserve(u)))
+			names_add(u, tabs[i].name);
+	free(tabs);
+	if (e) {
+		tdbd_log(L_ERR, "out of memory for the names of %u tables", n);
+		return e;
+	}
+	u->ckpt_lsn = lsn;
+	d->ctr.ckpt_lsn = lsn;
+	u->k_version = version > lsn ? version : lsn;
+	tdbd_log(L_INFO, "checkpoint store at LSN %llu: %u table(s); "
+		 "versions up to %llu (kernel mode: nothing is loaded)",
+		 (unsigned long long)lsn, n, (unsigned long long)version);
+	rs.ckpt_lsn = lsn;
+	ro.after = lsn;
+	rs.last_report = tdbd_now_ns();
+	if ((e = store_begin(d, &rs, err, sizeof(err))))
+		return e;
+	if ((e = wal_replay(u->wal_dir, &ro, &res, err, sizeof(err)))) {
+		tdbd_ckapply_abort(rs.ca);
+		tdbd_log(L_ERR, "%s", err);
+		return e;
+	}
+	if (rs.ca && (e = store_commit(d, &rs, err, sizeof(err))))
+		return e;
+	if (res.last_lsn < lsn)
+		res.last_lsn = lsn;
+	if (res.last_lsn > u->k_version)
+		u->k_version = res.last_lsn;
+	tdbd_log(L_INFO, "WAL: %llu record(s) after LSN %llu checked in %llu "
+		 "ms (%u segment(s)); now at LSN %llu, %u table(s), versions "
+		 "up to %llu", (unsigned long long)rs.records,
+		 (unsigned long long)lsn,
+		 (unsigned long long)((tdbd_now_ns() - t0) / 1000000),
+		 res.segments, (unsigned long long)res.last_lsn, u->nnames,
+		 (unsigned long long)u->k_version);
+	/* what a restore into tdb.ko gives as its version counter */
+	tdbo_version_floor(d->o, u->k_version);
+	if ((e = wal_open(u->wal_dir, res.last_lsn + 1, wo, &d->wal, err,
+			  sizeof(err)))) {
+		tdbd_log(L_ERR, "%s", err);
+		return e;
+	}
+	if (!wal_has_segment(d->wal))
+		tdbd_log(L_WARNING, "%s (free space on that filesystem)",
+			 err);
+	u->k_after_recovery = res.last_lsn > lsn;
+	return 0;
+}
+
+int tdbd_durable_kernel_ready(struct tdbd *d)
+{
+	return dur_checkpointer_start(d, d->dur->k_after_recovery);
+}
+
+/*
+ * Kernel mode, tables not resident (interim, until the restore streams
+ * the store: docs/KERNEL.md): the store and the WAL after it loaded
+ * into tdbd's own owner for krestore.c, read back from the live WAL
+ * (wal_read_range: start_kernel cut any torn tail) up to its last
+ * record.  tdbd_durable_mirror_drop frees them once restored.
+ */
+int tdbd_durable_mirror_load(struct tdbd *d)
+{
+	struct durable *u = d->dur;
+	struct rec_state rs = { .d = d, .phase = "loading the WAL" };
+	uint64_t lsn = 0, after = 0;
+	char err[PATH_MAX + 512];
+	int e;
+
+	report(&(struct rec_state){ .phase = "loading the checkpoint" }, true);
+	if ((e = load_checkpoint(d, &lsn, &after)))
+		return e;
+	free(u->tabs);          /* a daemon-mode checkpoint's; not used */
+	u->tabs = NULL;
+	u->ntabs = 0;
+	u->must = false;
+	rs.ckpt_lsn = lsn;
+	rs.last_report = tdbd_now_ns();
+	if ((e = wal_read_range(u->wal_dir, after, wal_appended(d->wal),
+				replay_rec, &rs, err, sizeof(err)))) {
+		tdbd_log(L_ERR, "loading the WAL after LSN %llu for the "
+			 "restore: %s", (unsigned long long)after,
+			 err[0] ? err : ERRSTR(e));
+		return e;
+	}
+	tdbo_version_floor(d->o, u->k_version);
+	return 0;
+}
+
+void tdbd_durable_mirror_drop(struct tdbd *d)
+{
+	struct tdbo_table **tabs = NULL;
+	unsigned int n = 0, i;
+	const char *msg = NULL;
+
+	if (tdbo_tables_snapshot(d->o, &tabs, &n))
+		return;
+	for (i = 0; i < n; i++) {
+		/* drop_replay puts the registry's reference; the
+		 * snapshot's is ours */
+		if (tdbo_table_drop_replay(d->o, tabs[i], &msg))
+			tdbd_log(L_WARNING, "kernel mode: table %s stays in "
+				 "tdbd's memory after the restore: %s",
+				 ESC(tabs[i]->name), msg ? msg : "");
+	}
+	tdbo_tables_release(tabs, n);
+	malloc_trim(0);         /* the heap they grew goes back too */
 }
 
 int tdbd_durable_start(struct tdbd *d, tdbd_durable_hook *on_durable)
@@ -606,6 +964,8 @@ int tdbd_durable_start(struct tdbd *d, tdbd_durable_hook *on_durable)
 		tdbd_log(L_ERR, "%s", err);
 		return e;
 	}
+	if (d->cfg.backend == TDBD_BACKEND_KERNEL)
+		return start_kernel(d, &wo);
 	report(&(struct rec_state){ .phase = "loading the checkpoint" }, true);
 	if ((e = load_checkpoint(d, &lsn, &ro.after)))
 		return e;
@@ -613,15 +973,10 @@ int tdbd_durable_start(struct tdbd *d, tdbd_durable_hook *on_durable)
 	d->ctr.ckpt_lsn = lsn;
 	rs.ckpt_lsn = lsn;
 	rs.last_report = tdbd_now_ns();
-	if ((e = store_begin(d, &rs, err, sizeof(err))))
-		return e;
 	if ((e = wal_replay(u->wal_dir, &ro, &res, err, sizeof(err)))) {
-		tdbd_ckapply_abort(rs.ca);
 		tdbd_log(L_ERR, "%s", err);
 		return e;
 	}
-	if (rs.ca && (e = store_commit(d, &rs, err, sizeof(err))))
-		return e;
 	if (res.records)
 		tdbd_log(L_INFO, "WAL: replayed %llu record(s) (%llu "
 			 "change(s)) after LSN %llu from %u segment(s) in %llu "

@@ -4,25 +4,29 @@
  * tdb/kdev.h "THE SUPERVISOR"; docs/DURABILITY.md, "Kernel-resident
  * tables").
  *
- * Start: the mirror (tdbd's own owner and engine) is recovered from
- * LMDB and the WAL as in daemon mode; then /dev/tdb is opened (after a
- * modprobe if it is missing), the role claimed with the WAL's next LSN
- * and the data directory's instance id, and either every table of the
- * mirror is loaded into tdb.ko through this file's own rings (nothing
- * resident: krestore.c, then TDB_IOC_SUP_READY) or the
- * log ring is read from the mirror's last LSN on (resident).
+ * Start (no mirror: docs/KERNEL.md, "Without a mirror"): durability's
+ * start reads the store's LSN and tables and checks the WAL after it,
+ * loading nothing; then /dev/tdb is opened (after a modprobe if it is
+ * missing), the role claimed with the WAL's next LSN and the data
+ * directory's instance id, and either the tables are restored into
+ * tdb.ko (nothing resident: for now the store and the WAL are loaded
+ * into tdbd's owner, krestore.c streams them through this file's own
+ * rings, TDB_IOC_SUP_READY, and tdbd's copy is dropped) or the log ring
+ * is read from the WAL's last LSN on (resident: nothing is loaded).
+ * Then the checkpointer starts.
  *
  * Then the follower thread: poll the file, take every whole record out
- * of the log ring (klog.c), apply it to the mirror and append it to the
- * WAL with its own LSN (tdbd_durable_apply: the LSN must be the WAL's
- * next), one wal_write per round, TDB_IOC_SUP_READ.  The WAL's flusher
+ * of the log ring (klog.c), check it and append it to the WAL with its
+ * own LSN (tdbd_durable_apply: the LSN must be the WAL's next, and the
+ * record one the checkpoint can apply), one wal_write per round,
+ * TDB_IOC_SUP_READ.  The WAL's flusher
  * reports what became durable (tdbd_kernel_durable ->
  * TDB_IOC_SUP_DURABLE), which lets tdb.ko give ring space back and, with
  * sync always, release the answers it holds.
  *
  * Invariants:
  *  - The WAL holds exactly tdb.ko's records, in LSN order, with no gap:
- *    the mirror's last LSN D is the WAL's, the kernel numbers from D + 1
+ *    k->last is the WAL's last LSN D, the kernel numbers from D + 1
  *    (claim's next_lsn at a restore) or has kept every record after D
  *    (it frees ring space only up to what we said is durable, and we
  *    say it only of what the WAL has).  A record out of sequence stops
@@ -65,7 +69,7 @@ struct kernel {
 	void *map;              /* the log ring, read-only */
 	size_t map_len;
 	struct klog log;
-	uint64_t last;          /* LSN of the last record in the mirror */
+	uint64_t last;          /* LSN of the last record in the WAL */
 	uint64_t applied;       /* atomic: records applied since start */
 	uint64_t heartbeat;     /* atomic: ns */
 	pthread_t thr;
@@ -257,8 +261,15 @@ static int claim(struct tdbd *d, struct kernel *k, uint64_t instance,
 	return 0;
 }
 
-/* --- restore: the mirror's tables into tdb.ko ------------------------------ */
+/* --- restore: the tables into tdb.ko ----------------------------------- */
 
+/*
+ * Interim (issue 29): the store and the WAL after it are loaded into
+ * tdbd's owner (tdbd_durable_mirror_load), krestore.c streams them into
+ * tdb.ko, and they are dropped from tdbd (tdbd_durable_mirror_drop) as
+ * soon as that is over, whether it worked or not: nothing stays in
+ * tdbd's memory while it follows the log.
+ */
 static int restore(struct tdbd *d, struct kernel *k)
 {
 	uint64_t t0 = tdbd_now_ns(), records = 0, ms, ver;
@@ -268,12 +279,20 @@ static int restore(struct tdbd *d, struct kernel *k)
 
 	bool store = tdbd_durable_store_current(d);
 
-	if (store)
+	if (store) {
 		e = tdbd_kernel_restore_store(d, k->fd, &ntab, &records, err,
 					      sizeof(err));
-	else
+	} else {
+		/* TDBD_KERNEL_RESTORE_FROM=mirror: a copy in tdbd, for
+		 * measuring; dropped whatever happens */
+		if ((e = tdbd_durable_mirror_load(d))) {
+			tdbd_durable_mirror_drop(d);
+			return e;
+		}
 		e = tdbd_kernel_restore(d, k->fd, &ntab, &records, err,
 					sizeof(err));
+		tdbd_durable_mirror_drop(d);
+	}
 	if (e) {
 		tdbd_log(L_ERR, "kernel mode: restoring the tables into "
 			 "tdb.ko%s: %s", store ? " from the checkpoint store" :
@@ -323,7 +342,7 @@ static int restore(struct tdbd *d, struct kernel *k)
 
 /* --- following the log --------------------------------------------------- */
 
-/* One record: skipped if the mirror has it, else applied and logged. */
+/* One record: skipped if the WAL has it, else checked and logged. */
 static int follow_one(struct tdbd *d, struct kernel *k, const void *rec,
 		      size_t len, const struct wal_rec *r)
 {
@@ -486,7 +505,7 @@ static int check_resume(struct tdbd *d, struct kernel *k,
 /* Give up the role (close) and what goes with it.  The struct stays
  * until tdbd_kernel_free: the WAL's flusher may still look at it. */
 /*
- * Resuming: the records up to the mirror's LSN are in the WAL, but the
+ * Resuming: the records up to the WAL's last LSN are in it, but the
  * tdbd before us may have died between its write (or fdatasync) and its
  * TDB_IOC_SUP_DURABLE, and tdb.ko then holds their answers (sync
  * always) and their ring space until someone says so.  We do, after a
@@ -572,6 +591,8 @@ int tdbd_kernel_start(struct tdbd *d)
 	} else if (!(e = check_resume(d, k, &c))) {
 		resume_durable(d, k);
 	}
+	if (!e)
+		e = tdbd_durable_kernel_ready(d);
 	if (e)
 		goto fail_kern;
 	k->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -662,7 +683,7 @@ void tdbd_kernel_status(struct tdbd *d, char *buf, size_t len)
 		 "followed, durable to LSN %llu; tdb.ko cleaned up %llu dead "
 		 "client(s) (%llu txn(s) aborted, %llu watch(es) dropped), "
 		 "%llu answer(s) held, %llu change(s) refused (log full)",
-		 tdbo_table_count(d->o),
+		 tdbd_durable_table_count(d),
 		 (unsigned long long)__atomic_load_n(&k->applied,
 						     __ATOMIC_RELAXED),
 		 (unsigned long long)said,
