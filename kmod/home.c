@@ -226,7 +226,8 @@ static void stats(void *arg, struct tdb_proto_counters *k)
 }
 
 /* The log hooks (klog.c) log nothing until a supervisor has claimed
- * (today's in-memory mode), nor while it restores the tables. */
+ * (today's in-memory mode), nor while it restores the tables: then a
+ * RESTORE_BULK batch goes into the engine straight (restore_begin). */
 const struct tdbo_hooks tdbk_home_hooks = {
 	.feed_alloc = feed_alloc,
 	.feed_free = feed_free,
@@ -240,6 +241,8 @@ const struct tdbo_hooks tdbk_home_hooks = {
 	.log_commit = tdbk_log_commit,
 	.log_create = tdbk_log_create,
 	.log_drop = tdbk_log_drop,
+	.restore_begin = tdbk_log_restore_begin,
+	.restore_end = tdbk_log_restore_end,
 };
 
 /* --- credentials ---------------------------------------------------------- */

@@ -24,6 +24,8 @@ void tdbk_log_exit(void);               /* free the ring */
 int tdbk_log_reserve(void *arg, const struct tdbo_log_size *sz,
 		     const char **msg);
 void tdbk_log_cancel(void *arg, const struct tdbo_log_size *sz);
+int tdbk_log_restore_begin(void *arg, const char **msg);
+void tdbk_log_restore_end(void *arg);
 void tdbk_log_begin(void *arg, u64 version);
 void tdbk_log_op(void *arg, const struct tdbo_table *t, bool del,
 		 const void *key, size_t klen, const void *val, size_t vlen,

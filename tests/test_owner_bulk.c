@@ -16,7 +16,17 @@
  *    with -ERANGE and a message naming its index; the records before it
  *    are in, the ones after it are not (as with single PUTs);
  *  - the home over its memory bound (its mem_check hook) refuses a
- *    batch whole with -ENOMEM and its message, naming record 0.
+ *    batch whole with -ENOMEM and its message, naming record 0;
+ *  - the engine refusing a record (a table at its max-extents cap):
+ *    -ENOSPC, "table is full" named by its record, the ones before in.
+ *
+ * Each case runs twice: with a home without restore_begin (tdbd: each
+ * record through the change pipeline) and with one whose restore_begin
+ * says nothing is logged (tdb.ko while recovering: the batch straight
+ * into the engine, restore_fast), which must restore the same; there
+ * also a restore_begin that refuses (the batch refused whole, its
+ * message naming record 0, restore_end not called) and one that says
+ * the home logs (the pipeline again).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -180,6 +190,7 @@ static void create(struct tdbo_client *c, const char *name, uint64_t ttl,
 static const char *const tables[] = { "plain", "ttl", "bound", "ordered" };
 
 struct bworld {
+	bool fast;                      /* o[1] has restore_begin */
 	struct tdbo_owner *o[2];        /* 0: PUTs, 1: batches */
 	struct tdbo_client *c[2];       /* root, allowed SET_VERSION */
 	struct tdbo_client *user;       /* uid 1000 on o[1], not allowed */
@@ -198,17 +209,46 @@ static int mem_check(void *arg, const char **msg)
 	return -ENOMEM;
 }
 
-static int setup(void **state)
+/* restore_begin's answer (1: unlogged, 0: logged, < 0: refused) and
+ * the calls of each hook. */
+static int restore_mode;
+static unsigned int n_begin, n_end;
+
+static int restore_begin(void *arg, const char **msg)
+{
+	(void)arg;
+	n_begin++;
+	if (restore_mode < 0)
+		*msg = "the test's home refuses the batch";
+	return restore_mode;
+}
+
+static void restore_end(void *arg)
+{
+	(void)arg;
+	n_end++;
+}
+
+static int setup_with(void **state, bool fast)
 {
 	static const struct tdbo_hooks hooks = { .mem_check = mem_check };
+	static const struct tdbo_hooks fast_hooks = {
+		.mem_check = mem_check,
+		.restore_begin = restore_begin,
+		.restore_end = restore_end,
+	};
 	struct tdbo_cred root = { 0, 0, 0, NULL };
 	struct tdbo_cred user = { 1000, 1000, 0, NULL };
 	struct bworld *w = calloc(1, sizeof(*w));
 	int err, i;
 
 	assert_non_null(w);
+	w->fast = fast;
+	restore_mode = 1;
+	n_begin = n_end = 0;
 	for (i = 0; i < 2; i++) {
-		w->o[i] = tdbo_owner_new(&lim, &hooks, &err);
+		w->o[i] = tdbo_owner_new(&lim, i && fast ? &fast_hooks :
+					 &hooks, &err);
 		assert_non_null(w->o[i]);
 		w->c[i] = tdbo_client_new(w->o[i], &root, false, NULL, NULL,
 					  &err);
@@ -225,6 +265,16 @@ static int setup(void **state)
 		make_recs();
 	*state = w;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_with(state, false);
+}
+
+static int setup_fast(void **state)
+{
+	return setup_with(state, true);
 }
 
 static int teardown(void **state)
@@ -363,6 +413,47 @@ static void same_as_puts(void **state)
 	assert_int_equal(tdbo_version_last(w->o[0]),
 			 tdbo_version_last(w->o[1]));
 	assert_true(tdbo_version_last(w->o[1]) >= recs[NREC - 1].version);
+	/* the path each batch took: the fast one in the fast home */
+	assert_int_equal(n_end, n_begin);
+	if (w->fast)
+		assert_true(n_begin >= 4 * (NREC / 256));
+	else
+		assert_int_equal(n_begin, 0);
+}
+
+/* The engine refuses a record (a table at its max-extents cap): the
+ * batch stops there with the engine's errno, the message naming the
+ * record.  One 60000-byte record a batch until the cap. */
+static void capped(struct tdbo_client *c)
+{
+	static unsigned char pack[TDB_RESTORE_BULK_MAX];
+	static unsigned char val[60000];
+	struct tdb_proto_msg m = req(TDB_CMD_TABLE_CREATE, "capped", NULL, 0);
+	struct bans a = { 0 };
+	char key[16];
+	uint32_t i, len;
+
+	m.attrs |= TDB_PROTO_BIT(TDB_A_MODE) |
+		   TDB_PROTO_BIT(TDB_A_MAX_EXTENTS);
+	m.mode = 0600;
+	m.max_extents = 1;
+	assert_int_equal(brun(c, &m).err, 0);
+	memset(val, 'v', sizeof(val));
+	for (i = 0; i < 200 && !a.err; i++) {
+		len = (uint32_t)snprintf(key, sizeof(key), "c%05u", i);
+		tdb_proto_record_pack(pack, key, len, val, sizeof(val),
+				      5000u + i, 0);
+		m = req(TDB_CMD_RESTORE_BULK, "capped", NULL, 0);
+		m.attrs |= TDB_PROTO_BIT(TDB_A_RECORDS);
+		m.records = pack;
+		m.records_len = TDB_RESTORE_REC_HDR + len + sizeof(val);
+		a = brun(c, &m);
+	}
+	assert_int_equal(a.err, -ENOSPC);
+	assert_non_null(strstr(a.msg, "RESTORE_BULK record 0: "));
+	assert_non_null(strstr(a.msg, "full"));
+	assert_true(i > 1 && i < 200);
+	assert_int_equal(stat(c, "capped").stat.records, i - 1);
 }
 
 static void refusals(void **state)
@@ -404,6 +495,32 @@ static void refusals(void **state)
 	/* no such table */
 	a = bulk(w->c[1], "nope", 0, 1);
 	assert_int_equal(a.err, -ENOENT);
+
+	capped(w->c[1]);
+
+	if (!w->fast)
+		return;
+	assert_int_equal(n_end, n_begin);
+	/* the home refuses the batch (tdb.ko: another process than the
+	 * supervisor while it recovers): whole, record 0, its message,
+	 * and restore_end is not called */
+	restore_mode = -EAGAIN;
+	a = bulk(w->c[1], "ordered", 0, 10);
+	assert_int_equal(a.err, -EAGAIN);
+	assert_non_null(strstr(a.msg, "record 0"));
+	assert_non_null(strstr(a.msg, "refuses the batch"));
+	assert_int_equal(stat(w->c[1], "ordered").stat.records, 0);
+	assert_int_equal(n_end + 1, n_begin);
+	/* the home logs (tdb.ko after READY): each record through the
+	 * pipeline, restore_end not called, the records in */
+	restore_mode = 0;
+	a = bulk(w->c[1], "ordered", 0, 10);
+	assert_int_equal(a.err, 0);
+	assert_int_equal(stat(w->c[1], "ordered").stat.records, 10);
+	assert_int_equal(get(w->c[1], "ordered", recs[9].key).version,
+			 recs[9].version);
+	assert_int_equal(n_end + 2, n_begin);
+	restore_mode = 1;
 }
 
 int main(void)
@@ -411,6 +528,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(same_as_puts, setup, teardown),
 		cmocka_unit_test_setup_teardown(refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(same_as_puts, setup_fast,
+						teardown),
+		cmocka_unit_test_setup_teardown(refusals, setup_fast,
+						teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

@@ -122,9 +122,10 @@ static struct {
 	uint64_t rst_records[4];        /* --restore-records */
 	bool rst_put;                   /* --restore-put: also the old way */
 	bool rst_mirror;                /* --restore-mirror: from the mirror */
+	bool rst_slow;                  /* --restore-slow: restore_fast=0 */
 	unsigned int nrst, rst_runs;
 	const char *ko;                 /* --ko: tdb.ko to insmod afresh */
-	const char *ko_args[8];         /* --ko-arg */
+	const char *ko_args[9];         /* --ko-arg (8), and --restore-slow's */
 	unsigned int nko_args;
 	bool markers;                   /* options from the environment */
 	unsigned int ckpt_rounds;
@@ -458,6 +459,7 @@ struct logw {
 	double t_kclaim, t_krestored;   /* "... no tables yet", "restored" */
 	uint64_t kr_records, kr_ms;
 	char bad[4][300];               /* error and warning lines */
+	char kr_stages[400];            /* krestore's "restore sent ..." */
 	unsigned int nbad;
 };
 
@@ -527,6 +529,10 @@ static void logw_line(struct logw *w, const char *line, double t)
 		w->kr_records = a;
 		w->kr_ms = b;
 	}
+	/* where the restore's time went (krestore.c, kr_end) */
+	if ((p = strstr(line, "kernel mode: restore sent ")))
+		strf(w->kr_stages, sizeof(w->kr_stages), "%s",
+		     p + strlen("kernel mode: "));
 	if (strstr(line, "recovering: loading the checkpoint") &&
 	    !w->t_recover)
 		w->t_recover = t;
@@ -2318,6 +2324,8 @@ static void rst_start(struct tdbd *d, const char *src, uint64_t n,
 		"restore %.2f s, ready %.2f s\n", d->kernel ? "tdb.ko" :
 		"tdbd", x->p[P_PRE], x->p[P_CKPT], x->p[P_CLAIM],
 		x->p[P_RESTORE], x->p[P_READY]);
+	if (d->kernel && w->kr_stages[0])
+		fprintf(stderr, "         %s\n", w->kr_stages);
 }
 
 /* The data dir of n records, made once: tdbd, sync none, a parallel
@@ -2433,7 +2441,7 @@ static void restore_phase(void)
 	for (unsigned int i = 0; i < opt.nrst; i++) {
 		uint64_t n = opt.rst_records[i];
 		struct rst_run dr[RUNS_MAX], kr[RUNS_MAX], pr[RUNS_MAX];
-		struct rst_run mr[RUNS_MAX];
+		struct rst_run mr[RUNS_MAX], sr[RUNS_MAX];
 
 		printf("\n%" PRIu64 " records (%u B keys, %u B values)\n", n,
 		       KEY_LEN, opt.vsize);
@@ -2468,6 +2476,12 @@ static void restore_phase(void)
 				rst_start(&kd, src.data, n, &mr[r]);
 				unsetenv("TDBD_KERNEL_RESTORE_FROM");
 			}
+			if (opt.rst_slow) {
+				/* the same start, without the fast path */
+				opt.ko_args[opt.nko_args++] = "restore_fast=0";
+				rst_start(&kd, src.data, n, &sr[r]);
+				opt.nko_args--;
+			}
 			nftw(dd.data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 			nftw(kd.data, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 		}
@@ -2484,6 +2498,12 @@ static void restore_phase(void)
 			       "from the mirror\n  (TDBD_KERNEL_RESTORE_FROM="
 			       "mirror), same boot:\n");
 			rst_print(n, dr, mr, opt.rst_runs);
+		}
+		if (opt.rst_slow) {
+			printf("  Without the fast path (tdb.ko restore_fast=0: "
+			       "each record through the\n  change pipeline), "
+			       "same boot:\n");
+			rst_print(n, dr, sr, opt.rst_runs);
 		}
 	}
 	printf("  From tdbd's log lines as they came (read every ms): pre: "
@@ -2780,6 +2800,9 @@ static void usage(FILE *f)
 "      --restore-mirror   each run also restores into tdb.ko from tdbd's\n"
 "                         mirror (TDBD_KERNEL_RESTORE_FROM=mirror, the way\n"
 "                         before the restore read the checkpoint store)\n"
+"      --restore-slow     each run also restores into tdb.ko with tdb.ko's\n"
+"                         restore_fast=0 (each RESTORE_BULK record through\n"
+"                         the change pipeline, the way before the fast path)\n"
 "      --ko PATH          tdb.ko, insmod'ed afresh (after rmmod tdb) before\n"
 "                         each kernel-mode restore (default\n"
 "                         /lib/modules/tdb.ko, the qemu guest's)\n"
@@ -2942,7 +2965,7 @@ static void env_args(int *argc, char ***argv)
 static void parse_args(int argc, char **argv)
 {
 	enum { O_DROP = 256, O_TMPFS, O_CSV, O_RREC, O_RRUNS, O_KO,
-	       O_KOARG, O_RPUT, O_MREC, O_VSIZE, O_RMIRROR };
+	       O_KOARG, O_RPUT, O_MREC, O_VSIZE, O_RMIRROR, O_RSLOW };
 	static const struct option lo[] = {
 		{ "dir", required_argument, NULL, 'd' },
 		{ "keys", required_argument, NULL, 'n' },
@@ -2971,6 +2994,7 @@ static void parse_args(int argc, char **argv)
 		{ "memory-records", required_argument, NULL, O_MREC },
 		{ "value-size", required_argument, NULL, O_VSIZE },
 		{ "restore-mirror", no_argument, NULL, O_RMIRROR },
+		{ "restore-slow", no_argument, NULL, O_RSLOW },
 		{ "ko", required_argument, NULL, O_KO },
 		{ "ko-arg", required_argument, NULL, O_KOARG },
 		{ "help", no_argument, NULL, 'h' },
@@ -3070,6 +3094,7 @@ static void parse_args(int argc, char **argv)
 							16, 65536);
 			break;
 		case O_RMIRROR: opt.rst_mirror = true; break;
+		case O_RSLOW: opt.rst_slow = true; break;
 		case O_KOARG:
 			if (opt.nko_args == 8) {
 				fprintf(stderr, "tdb-bench-durable: at most 8 "

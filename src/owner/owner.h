@@ -193,6 +193,19 @@ struct tdbo_hooks {
 			       const struct tdbo_log_size *sz);
 	uint64_t (*log_drop)(void *arg, const struct tdbo_table *t,
 			     const struct tdbo_log_size *sz);
+	/*
+	 * RESTORE_BULK's batch (change.c, tdbo_cmd_restore_bulk): 1 if
+	 * nothing is logged from here until restore_end (tdb.ko while its
+	 * supervisor restores the tables: a batch's records then go into
+	 * the engine straight, without the per-record steps of a logged
+	 * change), 0 if the home may log them (each record then goes
+	 * through the change pipeline as a PUT would; restore_end is not
+	 * called), or a negative errno with *msg: the batch is refused,
+	 * as log_reserve would refuse its first record.  May sleep (taken
+	 * under the table's wlock).  NULL: 0.
+	 */
+	int (*restore_begin)(void *arg, const char **msg);
+	void (*restore_end)(void *arg);
 	/* A key of t changed (the home's checkpoint keeps a dirty set). */
 	void (*dirty)(void *arg, struct tdbo_table *t, const void *key,
 		      size_t klen);
