@@ -734,6 +734,32 @@ bad:
 	       (unsigned long long)t0);
 }
 
+/* Could an expiring put of key k by writer w that was never acknowledged
+ * have replaced the acknowledged one at place p, and then expired?  A
+ * writer's op whose line did not reach the log may still have been
+ * applied (made durable, then the cut took the ack): its expiring put is
+ * op n's after the last X line of the cycle, up to the op after its last
+ * A line, in p's cycle (after p's op) or a later one. */
+static bool x_unacked_may_hide(uint32_t w, uint32_t k, uint64_t p)
+{
+	uint32_t pc = (uint32_t)(p >> 32) - 1, pn = (uint32_t)p;
+
+	for (uint32_t c = pc; c < opt.cycle; c++) {
+		uint32_t from = xlastack[(size_t)w * opt.cycle + c];
+		uint32_t to = LASTACK(w, c) + 1;
+
+		if (c == pc && from < pn)
+			from = pn;
+		for (uint32_t n = from + 1; n <= to; n++) {
+			uint32_t kk, ttl;
+
+			if (xop_gen(w, c, n, &kk, &ttl) && kk == k)
+				return true;
+		}
+	}
+	return false;
+}
+
 static void scan_xtable(struct tdbc *c)
 {
 	const void *key, *val;
@@ -769,6 +795,16 @@ static void scan_xtable(struct tdbc *c)
 			if (!p || SLOT(xdeadline, w, k) <= t1 + X_SLACK_MS ||
 			    SLOT(xfound, w, k))
 				continue;       /* there, or counted above */
+			if (x_unacked_may_hide(w, k, p)) {
+				/* a later put of the key, in flight at a
+				 * cut, may have landed and expired */
+				printf("PCNOTE pcx w%02u-x%03u: cycle %u op "
+				       "%u gone, a later unacknowledged put "
+				       "of the key may have replaced it\n",
+				       w, k, (uint32_t)(p >> 32) - 1,
+				       (uint32_t)p);
+				continue;
+			}
 			n_xlost++;
 			n_lost++;
 			DETAIL(n_lost, "PCLOST pcx w%02u-x%03u: cycle %u op "
