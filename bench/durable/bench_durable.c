@@ -477,7 +477,12 @@ static void logw_line(struct logw *w, const char *line, double t)
 			w->ck_lsn = a;
 			w->ck_records = b;
 		} else if (sscanf(p, "checkpoint at LSN %llu (%31[^)]): %u "
-				  "table(s), %llu ms", &a, why, &u, &b) == 4) {
+				  "table(s), %llu ms", &a, why, &u, &b) == 4 ||
+			   /* kernel mode's: the WAL applied to the store */
+			   sscanf(p, "checkpoint at LSN %llu (%31[^)]): %llu "
+				  "WAL record(s) after LSN %llu applied to the "
+				  "store in %u run(s), %llu ms", &a, why, &c, &d,
+				  &u, &b) == 6) {
 			w->t_ckpt = t;
 			w->ckpt_ms = b;
 			snprintf(w->ckpt_why, sizeof(w->ckpt_why), "%s", why);
