@@ -33,6 +33,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -652,6 +653,11 @@ static int checkpoint_k(struct tdbd *d, const char *why, uint64_t upto)
 	u->k_removed = 0;
 	e = tdbd_ckapply_wal(d->ckpt, u->wal_dir, upto, &o, &lsn, err,
 			     sizeof(err));
+	/* the runs' gathered changes and LMDB's dirty pages (up to about
+	 * 3 x checkpoint-run-size) go back to the system, not kept in the
+	 * heap until the next checkpoint: tdbd's memory between
+	 * checkpoints is its buffers */
+	malloc_trim(0);
 	u->last_ns = tdbd_now_ns();
 	ms = (u->last_ns - t0) / 1000000;
 	if (!e) {

@@ -849,6 +849,7 @@ static int start_kernel(struct tdbd *d, struct wal_opts *wo)
 	}
 	if (rs.ca && (e = store_commit(d, &rs, err, sizeof(err))))
 		return e;
+	malloc_trim(0);         /* the runs' memory, as after a checkpoint */
 	if (res.last_lsn < lsn)
 		res.last_lsn = lsn;
 	if (res.last_lsn > u->k_version)
