@@ -381,7 +381,7 @@ static int replay_create(struct rec_state *rs, const struct wal_rec *r,
 }
 
 /* Kernel mode: r into the store too (ckapply), a commit every
- * REPLAY_RUN_MAX records.  A record the store cannot take stops the
+ * REPLAY_RUN_MAX records or checkpoint-run-size of changes.  A record the store cannot take stops the
  * start: the store is damaged, or the WAL is not its continuation. */
 static int replay_store(struct rec_state *rs, const struct wal_rec *r)
 {
@@ -392,7 +392,11 @@ static int replay_store(struct rec_state *rs, const struct wal_rec *r)
 		snprintf(err, sizeof(err), "%s", tdbd_ckapply_error(rs->ca));
 		goto fail;
 	}
-	if (tdbd_ckapply_count(rs->ca) < REPLAY_RUN_MAX)
+	/* a commit every REPLAY_RUN_MAX records or checkpoint-run-size of
+	 * gathered changes, as a checkpoint's runs: one run's dirty pages
+	 * are what LMDB holds (and keeps for the next) */
+	if (tdbd_ckapply_count(rs->ca) < REPLAY_RUN_MAX &&
+	    tdbd_ckapply_gathered(rs->ca) < rs->d->cfg.checkpoint_run_size)
 		return 0;
 	e = tdbd_ckapply_commit(rs->ca, err, sizeof(err));
 	rs->ca = NULL;
