@@ -730,8 +730,7 @@ static int store_commit(struct tdbd *d, struct rec_state *rs, char *err,
 {
 	struct durable *u = d->dur;
 	struct ckpt_table *tabs = NULL;
-	struct ck_tab *ct;
-	unsigned int n = 0, i;
+	unsigned int n = 0;
 	uint64_t lsn = 0, applied = tdbd_ckapply_count(rs->ca);
 	int e;
 
@@ -744,18 +743,7 @@ static int store_commit(struct tdbd *d, struct rec_state *rs, char *err,
 			 "checkpoint store: %s", err);
 		return e;
 	}
-	if (!(ct = calloc(n ? n : 1, sizeof(*ct)))) {
-		free(tabs);
-		return -ENOMEM;
-	}
-	for (i = 0; i < n; i++) {
-		snprintf(ct[i].name, sizeof(ct[i].name), "%s", tabs[i].name);
-		ct[i].id = tabs[i].id;
-	}
-	free(tabs);
-	free(u->tabs);
-	u->tabs = ct;
-	u->ntabs = n;
+	free(tabs);    /* kernel mode tracks names (k_note), not these */
 	u->store_current = true;
 	u->ckpt_lsn = lsn;
 	__atomic_store_n(&d->ctr.ckpt_lsn, lsn, __ATOMIC_RELAXED);
