@@ -215,6 +215,28 @@ static int load_table(struct tdbd *d, struct rec_state *rs,
 	return 0;
 }
 
+/* The checkpoint store's LSN, tables and version counter, or an error
+ * logged (its text names tables: escaped). */
+static int store_meta(struct tdbd *d, uint64_t *lsn, struct ckpt_table **tabs,
+		      unsigned int *n, uint64_t *version)
+{
+	char err[PATH_MAX + 512], esc[4 * (PATH_MAX + 512)];
+	int e;
+
+	*tabs = NULL;
+	*n = 0;
+	if ((e = tdbd_ckpt_read_meta(d->ckpt, lsn, tabs, n, err,
+				     sizeof(err))) ||
+	    (e = tdbd_ckpt_read_version(d->ckpt, version, err,
+					sizeof(err)))) {
+		free(*tabs);
+		*tabs = NULL;
+		tdbd_log(L_ERR, "%s", tdb_escape(esc, sizeof(esc), err,
+					       strlen(err)));
+	}
+	return e;
+}
+
 /* Load every table; *after: where the WAL replay must start (before
  * the checkpoint's LSN if a table was set aside before). */
 static int load_checkpoint(struct tdbd *d, uint64_t *lsn, uint64_t *after)
@@ -224,18 +246,10 @@ static int load_checkpoint(struct tdbd *d, uint64_t *lsn, uint64_t *after)
 	struct ckpt_table *tabs = NULL;
 	unsigned int n = 0, i;
 	uint64_t version = 0;
-	char err[512], esc[4 * 512];    /* err names tables: escaped */
 	int e = 0;
 
-	if ((e = tdbd_ckpt_read_meta(d->ckpt, lsn, &tabs, &n, err,
-				     sizeof(err))) ||
-	    (e = tdbd_ckpt_read_version(d->ckpt, &version, err,
-					sizeof(err)))) {
-		free(tabs);
-		tdbd_log(L_ERR, "%s", tdb_escape(esc, sizeof(esc), err,
-					       strlen(err)));
+	if ((e = store_meta(d, lsn, &tabs, &n, &version)))
 		return e;
-	}
 	rs.old_version = *lsn ? *lsn : 1;
 	u->tabs = calloc(n ? n : 1, sizeof(*u->tabs));
 	if (!u->tabs) {
@@ -802,19 +816,12 @@ static int start_kernel(struct tdbd *d, struct wal_opts *wo)
 	struct ckpt_table *tabs = NULL;
 	unsigned int n = 0, i;
 	uint64_t lsn = 0, version = 0, t0 = tdbd_now_ns();
-	char err[PATH_MAX + 512], esc[4 * 512];
+	char err[PATH_MAX + 512];
 	int e;
 
 	u->kernel = true;
-	if ((e = tdbd_ckpt_read_meta(d->ckpt, &lsn, &tabs, &n, err,
-				     sizeof(err))) ||
-	    (e = tdbd_ckpt_read_version(d->ckpt, &version, err,
-					sizeof(err)))) {
-		free(tabs);
-		tdbd_log(L_ERR, "%s", tdb_escape(esc, sizeof(esc), err,
-					       strlen(err)));
+	if ((e = store_meta(d, &lsn, &tabs, &n, &version)))
 		return e;
-	}
 	for (i = 0; i < n && !e; i++)
 		if (!(e = names_reserve(u)))
 			names_add(u, tabs[i].name);
