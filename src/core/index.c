@@ -676,9 +676,10 @@ static void chain_tidy(struct tdbe_table *t, uint64_t hash, uint64_t s,
 		tdb_store_release(&prev->next, b->next);
 		tdb_hdr(&t->map)->index_buckets--;
 		tdb_retire(t, o);
+	} else if (b->next) {
 		return;
 	}
-	if (b->next || !page_empty(bucket_at(&t->map, slot_page(s))))
+	if (!page_empty(bucket_at(&t->map, slot_page(s))))
 		return;
 	slots_store(dir, g, hash, slot_depth(s), slot_depth(s));
 	page_free(t, slot_page(s), true);
