@@ -14,7 +14,8 @@
  * key whose delete returned before the section began must be absent
  * (its grace period is over for this section, so no old page or chain
  * may still show it).  At the end every key is deleted and the index
- * must give all its pages and overflow buckets back.
+ * must give all its pages, overflow buckets and its grown directory
+ * back.
  *
  * TDB_SPLIT_KEYS=<n> sets N (default 300000).
  */
@@ -178,8 +179,9 @@ static void *reader(void *arg)
 	return (void *)(uintptr_t)rounds;
 }
 
-/* Delete every key left; the index must be empty afterwards. */
-static int drain(void)
+/* Delete every key left; the index must be empty afterwards and hold
+ * no more than it did empty (empty: its bytes_allocated then). */
+static int drain(uint64_t empty)
 {
 	struct tdbe_extack ext = { 0 };
 	struct tdbe_table_stat st;
@@ -205,6 +207,13 @@ static int drain(void)
 			st.index_nodes, st.index_buckets);
 		return 1;
 	}
+	if (st.bytes_allocated - st.bytes_pending > empty) {
+		fprintf(stderr, "test_index_split: emptied, the table holds "
+			"%" PRIu64 " bytes (%" PRIu64 " pending), empty it "
+			"held %" PRIu64 "\n", st.bytes_allocated,
+			st.bytes_pending, empty);
+		return 1;
+	}
 	return 0;
 }
 
@@ -217,6 +226,7 @@ int main(void)
 	struct tdbe_engine *e;
 	pthread_t w, rd[2];
 	void *rounds[2];
+	uint64_t empty;
 	int err = 0, rc;
 
 	g_n = s && *s ? (uint32_t)strtoul(s, NULL, 10) : 300000u;
@@ -234,6 +244,8 @@ int main(void)
 			rc, ext.msg);
 		return 1;
 	}
+	tdbe_table_stat(g_t, &st);
+	empty = st.bytes_allocated;
 	pthread_create(&rd[0], NULL, reader, (void *)(uintptr_t)1);
 	pthread_create(&rd[1], NULL, reader, (void *)(uintptr_t)2);
 	pthread_create(&w, NULL, writer, NULL);
@@ -254,7 +266,7 @@ int main(void)
 			g_n);
 		return 1;
 	}
-	rc = drain();
+	rc = drain(empty);
 	tdbe_table_close(g_t);
 	tdbe_engine_free(e);
 	return rc;

@@ -481,6 +481,25 @@ static int dir_double(struct tdbe_table *t)
 	return 0;
 }
 
+/* The index holds no page: the directory goes back to its first size
+ * (if there is no room for the small one, the big one stays). */
+static void dir_reset(struct tdbe_table *t)
+{
+	struct tdb_region_hdr *h = tdb_hdr(&t->map);
+	uint64_t old_off = slot_page(h->root);
+	uint64_t off = tdb_alloc_reclaim(t, tdbi_dir_bytes(0));
+
+	if (!off)
+		return;
+	if (off & TDBI_DEPTH_MASK) {
+		tdba_free(t, off);
+		return;
+	}
+	memset(tdb_ptr(&t->map, off), 0, tdbi_dir_bytes(0));
+	tdb_store_release(&h->root, off);
+	tdb_retire(t, old_off);
+}
+
 /* Move the live entries of page (depth l) into p[0] and p[1] (depth
  * l + 1, private), by the hash bit below the top l. */
 static int page_spread(struct tdbe_table *t, uint64_t page, unsigned int l,
@@ -683,6 +702,8 @@ static void chain_tidy(struct tdbe_table *t, uint64_t hash, uint64_t s,
 		return;
 	slots_store(dir, g, hash, slot_depth(s), slot_depth(s));
 	page_free(t, slot_page(s), true);
+	if (!tdb_hdr(&t->map)->index_nodes && g)
+		dir_reset(t);
 }
 
 uint64_t tdbi_remove(struct tdbe_table *t, const struct tdb_key *k)
