@@ -1332,49 +1332,36 @@ static const void *pf_ptr(const struct tdbc_tmap *m, uint64_t off,
 
 struct pf {
 	const struct tdbc_tmap *m;
-	uint64_t hash, slot;    /* slot: node (tagged) or bucket offset */
-	unsigned int depth;
+	uint64_t hash;
+	const uint64_t *slot;   /* the directory slot to read, or NULL */
+	uint64_t bucket;        /* then: the bucket's offset; 0 = done */
 };
 
-/* Where the next step of p will load: its node's slot, or its bucket. */
-static void pf_next(const struct pf *p)
-{
-	const uint64_t *s;
-
-	if (!(p->slot & TDBI_NODE_TAG)) {
-		__builtin_prefetch(pf_ptr(p->m, p->slot, 64));
-		return;
-	}
-	s = pf_ptr(p->m, p->slot & ~TDBI_NODE_TAG, sizeof(struct tdbi_node));
-	if (s)
-		__builtin_prefetch(&s[tdbi_slot_index(p->hash, p->depth)]);
-}
-
-/* One step of one request: read its slot's target, prefetch the next. */
+/* One step of one request: read its slot and prefetch its bucket, or
+ * read its bucket and prefetch the records its tag matches.  True while
+ * there is a next step. */
 static bool pf_step(struct pf *p)
 {
 	const struct tdbi_bucket *b;
-	const uint64_t *s;
-	uint32_t i, n;
+	uint64_t s;
+	unsigned int i, l;
 
-	if (p->slot & TDBI_NODE_TAG) {
-		s = pf_ptr(p->m, p->slot & ~TDBI_NODE_TAG,
-			   sizeof(struct tdbi_node));
-		if (!s || p->depth > TDBI_MAX_DEPTH)
+	if (p->slot) {
+		s = __atomic_load_n(p->slot, __ATOMIC_RELAXED);
+		p->slot = NULL;
+		l = (unsigned int)(s & TDBI_DEPTH_MASK);
+		if (!(s & ~TDBI_DEPTH_MASK) || l > TDBI_MAX_PAGE_DEPTH)
 			return false;
-		p->slot = __atomic_load_n(&s[tdbi_slot_index(p->hash,
-							     p->depth++)],
-					  __ATOMIC_RELAXED);
-		if (!p->slot)
-			return false;
-		pf_next(p);
+		p->bucket = (s & ~TDBI_DEPTH_MASK) +
+			    (uint64_t)tdbi_page_index(p->hash, l) * 64;
+		__builtin_prefetch(pf_ptr(p->m, p->bucket, 64));
 		return true;
 	}
-	b = pf_ptr(p->m, p->slot, 64);
+	b = pf_ptr(p->m, p->bucket, 64);
+	p->bucket = 0;
 	if (!b)
 		return false;
-	n = __atomic_load_n(&b->count, __ATOMIC_RELAXED);
-	for (i = 0; i < n && i < TDBI_BUCKET_CAP; i++) {
+	for (i = 0; i < TDBI_BUCKET_CAP; i++) {
 		uint64_t e = __atomic_load_n(&b->e[i], __ATOMIC_RELAXED);
 
 		if (e && tdbi_entry_tag_is(e, p->hash))
@@ -1392,12 +1379,23 @@ static void pf_batch(struct pf *p, unsigned int n)
 	do {
 		more = false;
 		for (i = 0; i < n; i++) {
-			if (p[i].slot && pf_step(&p[i]))
+			if ((p[i].slot || p[i].bucket) && pf_step(&p[i]))
 				more = true;
-			else
-				p[i].slot = 0;
 		}
 	} while (more);
+}
+
+/* The directory slot of hash in m's region, or NULL (out of the map). */
+static const uint64_t *pf_slot(const struct tdbc_tmap *m, uint64_t hash)
+{
+	uint64_t d = __atomic_load_n(&region(m)->root, __ATOMIC_ACQUIRE);
+	unsigned int g = (unsigned int)(d & TDBI_DEPTH_MASK);
+	const uint64_t *dir;
+
+	if (g > TDBI_MAX_PAGE_DEPTH)
+		return NULL;
+	dir = pf_ptr(m, d & ~TDBI_DEPTH_MASK, tdbi_dir_bytes(g));
+	return dir ? &dir[tdbi_dir_index(hash, g)] : NULL;
 }
 
 void tdbc__map_prefetch(struct tdbc *c, const struct tdbc_req *reqs,
@@ -1412,7 +1410,6 @@ void tdbc__map_prefetch(struct tdbc *c, const struct tdbc_req *reqs,
 		const struct tdbc_req *r = &reqs[i];
 		const struct tdb_region_hdr *h;
 		const struct tdbc_tmap *m;
-		const uint64_t *root;
 
 		if (r->op != TDBC_OP_GET || r->txn || !r->table ||
 		    r->table->h.c != c || !r->key || !r->klen ||
@@ -1421,16 +1418,13 @@ void tdbc__map_prefetch(struct tdbc *c, const struct tdbc_req *reqs,
 			continue;
 		m = r->table->map;
 		h = region(m);
-		root = pf_ptr(m, h->root, sizeof(uint64_t) * TDBI_ROOT_SLOTS);
-		if (!root)
-			continue;
 		p[k].m = m;
 		p[k].hash = tdbp_hash64(r->key, r->klen, h->seed);
-		p[k].depth = 1;
-		p[k].slot = __atomic_load_n(&root[tdbi_slot_index(p[k].hash,
-								  0)],
-					    __ATOMIC_RELAXED);
-		pf_next(&p[k]);
+		p[k].slot = pf_slot(m, p[k].hash);
+		p[k].bucket = 0;
+		if (!p[k].slot)
+			continue;
+		__builtin_prefetch(p[k].slot);
 		if (++k == PF_BATCH) {
 			pf_batch(p, k);
 			k = 0;

@@ -58,8 +58,8 @@ struct tdbe_table_stat {
 	uint32_t extents;           /* extents backed now */
 	uint32_t max_extents;       /* the cap */
 	uint64_t page_size;         /* 2097152 (hugetlb) or 4096 */
-	uint64_t index_nodes;       /* interior nodes of the hash trie */
-	uint64_t index_buckets;     /* leaf buckets of the hash trie */
+	uint64_t index_nodes;       /* bucket pages of the hash index */
+	uint64_t index_buckets;     /* its overflow buckets */
 	uint64_t expiring;          /* records with a deadline (expired
 				     * ones included until removed) */
 	unsigned int flags;         /* TDBE_TABLE_* it was created with */

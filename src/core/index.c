@@ -1,21 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * index.c - the full-key hash trie (see layout.h for its shape).
+ * index.c - the full-key hash index: a directory of bucket pages
+ * (extendible hashing; see layout.h for its shape).
  *
  * Readers (tdbi_lookup, tdbi_next) run under RCU and never block: they
- * follow slots and entries with acquire loads and confirm every tag match
- * by comparing the full key.  The writer (insert, remove) changes the
- * trie only by single release stores that a reader sees entirely or not
- * at all:
- *   - store an entry into a hole, or append one and then publish the new
- *     count;
- *   - replace an entry's record (same key) or clear it to a hole;
- *   - replace a whole bucket (burst or growth) by building the new nodes
- *     privately and publishing them with one store of the slot; the old
- *     bucket is retired and freed after a grace period.
- * Records never change once published, so an entry always names a
- * consistent key, and the key's hash can be recomputed from it (bursts
- * and the ordered walk do so; entries keep only a 24-bit tag).
+ * follow the directory, slots, overflow links and entries with acquire
+ * loads and confirm every tag match by comparing the full key.  A lookup
+ * reads one directory slot (the directory is small and stays in cache),
+ * one bucket and the record.  The writer (insert, remove) changes the
+ * index only by single release stores that a reader sees entirely or
+ * not at all:
+ *   - store an entry into a hole, replace an entry's record (same key)
+ *     or clear it to a hole;
+ *   - link a new overflow bucket (built first) at the end of a chain, or
+ *     unlink an empty one;
+ *   - split a page: both halves are built privately, then the slots that
+ *     named the old page are stored one by one with the new ones; a
+ *     reader that read an old slot finds the old page whole, as it was;
+ *   - double the directory: a copy published by one store of h->root.
+ * What is replaced (pages, overflow buckets, directories) is retired and
+ * freed after a grace period.  Records never change once published, so
+ * an entry always names a consistent key, and the key's hash can be
+ * recomputed from it (splits and the ordered walk do so; entries keep
+ * only a 24-bit tag).
  */
 #include "internal.h"
 
@@ -23,6 +30,23 @@ static inline struct tdbi_bucket *bucket_at(const struct tdb_map *m,
 					    uint64_t off)
 {
 	return tdb_ptr(m, off);
+}
+
+static inline uint64_t slot_page(uint64_t s)
+{
+	return s & ~TDBI_DEPTH_MASK;
+}
+
+static inline unsigned int slot_depth(uint64_t s)
+{
+	return (unsigned int)(s & TDBI_DEPTH_MASK);
+}
+
+/* The offset of the in-page bucket of hash under slot value s. */
+static inline uint64_t bucket_off(uint64_t s, uint64_t hash)
+{
+	return slot_page(s) + (uint64_t)tdbi_page_index(hash, slot_depth(s)) *
+			      sizeof(struct tdbi_bucket);
 }
 
 static inline bool rec_has_key(const struct tdb_map *m, uint64_t rec,
@@ -53,38 +77,48 @@ int tdbi_key_cmp(uint64_t ha, const void *ka, size_t la,
 	return la < lb ? -1 : la > lb;
 }
 
-/* The bucket a hash leads to, or NULL (an empty slot on the way). */
+/* The directory's slots and its depth (readers). */
+static const uint64_t *dir_of(const struct tdb_map *m, unsigned int *g)
+{
+	uint64_t d = tdb_load_acquire(&tdb_hdr(m)->root);
+
+	*g = slot_depth(d);
+	return tdb_ptr(m, slot_page(d));
+}
+
+/* The in-page bucket a hash leads to, or NULL (no page there). */
 static const struct tdbi_bucket *bucket_of(const struct tdb_map *m,
 					   uint64_t hash)
 {
-	const struct tdbi_node *root = tdb_ptr(m, tdb_hdr(m)->root);
-	uint64_t slot = tdb_load_acquire(&root->slot[hash >> tdbi_shift(0)]);
-	unsigned int depth = 1;
+	unsigned int g;
+	const uint64_t *dir = dir_of(m, &g);
+	uint64_t s = tdb_load_acquire(&dir[tdbi_dir_index(hash, g)]);
 
-	while (slot & TDBI_NODE_TAG) {
-		const struct tdbi_node *node = tdb_ptr(m, slot & ~TDBI_NODE_TAG);
+	return slot_page(s) ? bucket_at(m, bucket_off(s, hash)) : NULL;
+}
 
-		slot = tdb_load_acquire(&node->slot[tdbi_slot_index(hash,
-								    depth)]);
-		depth++;
-	}
-	return slot ? bucket_at(m, slot) : NULL;
+/* The overflow bucket after b, or NULL. */
+static const struct tdbi_bucket *bucket_next(const struct tdb_map *m,
+					     const struct tdbi_bucket *b)
+{
+	uint64_t n = tdb_load_acquire(&b->next);
+
+	return n ? bucket_at(m, n) : NULL;
 }
 
 uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k)
 {
-	const struct tdbi_bucket *b = bucket_of(m, k->hash);
-	uint32_t i, n;
+	const struct tdbi_bucket *b;
+	unsigned int i;
 
-	if (!b)
-		return 0;
-	n = tdb_load_acquire(&b->count);
-	for (i = 0; i < n; i++) {
-		uint64_t e = tdb_load_acquire(&b->e[i]);
+	for (b = bucket_of(m, k->hash); b; b = bucket_next(m, b)) {
+		for (i = 0; i < TDBI_BUCKET_CAP; i++) {
+			uint64_t e = tdb_load_acquire(&b->e[i]);
 
-		if (e && tdbi_entry_tag_is(e, k->hash) &&
-		    rec_has_key(m, tdbi_entry_rec(e), k))
-			return tdbi_entry_rec(e);
+			if (e && tdbi_entry_tag_is(e, k->hash) &&
+			    rec_has_key(m, tdbi_entry_rec(e), k))
+				return tdbi_entry_rec(e);
+		}
 	}
 	return 0;
 }
@@ -92,18 +126,16 @@ uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k)
 unsigned int tdbi_tag_hits(const struct tdb_map *m, uint64_t hash,
 			   uint64_t *rec, unsigned int max)
 {
-	const struct tdbi_bucket *b = bucket_of(m, hash);
-	unsigned int got = 0;
-	uint32_t i, n;
+	const struct tdbi_bucket *b;
+	unsigned int i, got = 0;
 
-	if (!b)
-		return 0;
-	n = tdb_load_acquire(&b->count);
-	for (i = 0; i < n && got < max; i++) {
-		uint64_t e = tdb_load_acquire(&b->e[i]);
+	for (b = bucket_of(m, hash); b && got < max; b = bucket_next(m, b)) {
+		for (i = 0; i < TDBI_BUCKET_CAP && got < max; i++) {
+			uint64_t e = tdb_load_acquire(&b->e[i]);
 
-		if (e && tdbi_entry_tag_is(e, hash))
-			rec[got++] = tdbi_entry_rec(e);
+			if (e && tdbi_entry_tag_is(e, hash))
+				rec[got++] = tdbi_entry_rec(e);
+		}
 	}
 	return got;
 }
@@ -118,61 +150,71 @@ static uint64_t next_rnd(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-/* A non-empty slot of the n at slots (a power of two): random ones
+/* A slot naming a page, of the n at slots (a power of two): random ones
  * first, so a slot after a long run of empty ones is not likelier than
- * another; then, in a sparse node, the next non-empty one after a
- * random place. */
-static uint64_t some_slot(const uint64_t *slots, unsigned int n,
-			  uint64_t *x)
+ * another; then the next one after a random place. */
+static uint64_t some_slot(const uint64_t *slots, uint64_t n, uint64_t *x)
 {
-	unsigned int k, i = 0;
+	uint64_t k, i = 0;
 
 	for (k = 0; k < 64; k++) {
 		uint64_t s;
 
-		i = (unsigned int)next_rnd(x) & (n - 1);
+		i = next_rnd(x) & (n - 1);
 		s = tdb_load_acquire(&slots[i]);
-		if (s)
+		if (slot_page(s))
 			return s;
 	}
 	for (k = 0; k < n; k++) {
 		uint64_t s = tdb_load_acquire(&slots[(i + k) & (n - 1)]);
 
-		if (s)
+		if (slot_page(s))
 			return s;
 	}
 	return 0;
 }
 
+/* A live entry of the chain at b, from a random place of each bucket. */
+static uint64_t some_entry(const struct tdb_map *m,
+			   const struct tdbi_bucket *b, uint64_t *x)
+{
+	unsigned int i, at = (unsigned int)(next_rnd(x) % TDBI_BUCKET_CAP);
+
+	for (; b; b = bucket_next(m, b)) {
+		for (i = 0; i < TDBI_BUCKET_CAP; i++) {
+			uint64_t e = tdb_load_acquire(
+				&b->e[(at + i) % TDBI_BUCKET_CAP]);
+
+			if (e)
+				return tdbi_entry_rec(e);
+		}
+	}
+	return 0;
+}
+
 /*
- * Eviction's sampling: descend through random non-empty slots, then
- * take a live entry of the bucket from a random place.  Close to
- * uniform where nodes are dense; a record in a sparse bucket is likelier
- * than one of seven, which an approximate policy can live with.
+ * Eviction's sampling: a random page, a random non-empty bucket of it,
+ * a live entry of that from a random place.  Close to uniform; a record
+ * in a sparse bucket or page is likelier, which an approximate policy
+ * can live with.
  */
 uint64_t tdbi_sample(const struct tdb_map *m, uint64_t rnd)
 {
-	const struct tdbi_node *root = tdb_ptr(m, tdb_hdr(m)->root);
-	uint64_t x = rnd;
-	uint64_t slot = some_slot(root->slot, TDBI_ROOT_SLOTS, &x);
-	const struct tdbi_bucket *b;
-	uint32_t i, n, at;
+	unsigned int g, j, k;
+	const uint64_t *dir = dir_of(m, &g);
+	uint64_t x = rnd, s = some_slot(dir, 1ull << g, &x);
+	const struct tdbi_bucket *page;
 
-	while (slot & TDBI_NODE_TAG) {
-		const struct tdbi_node *node = tdb_ptr(m, slot & ~TDBI_NODE_TAG);
-
-		slot = some_slot(node->slot, TDBI_NODE_SLOTS, &x);
-	}
-	if (!slot)
+	if (!s)
 		return 0;
-	b = bucket_at(m, slot);
-	n = tdb_load_acquire(&b->count);
-	at = n ? (uint32_t)(next_rnd(&x) % n) : 0;
-	for (i = 0; i < n; i++) {
-		uint64_t e = tdb_load_acquire(&b->e[(at + i) % n]);
+	page = bucket_at(m, slot_page(s));
+	j = (unsigned int)next_rnd(&x);
+	for (k = 0; k < TDBI_PAGE_BUCKETS; k++) {
+		uint64_t rec = some_entry(m, &page[(j + k) &
+						   (TDBI_PAGE_BUCKETS - 1)], &x);
 
-		if (e)
-			return tdbi_entry_rec(e);
+		if (rec)
+			return rec;
 	}
 	return 0;
 }
@@ -180,43 +222,58 @@ uint64_t tdbi_sample(const struct tdb_map *m, uint64_t rnd)
 /*
  * The same walk for a group of keys, interleaved: each round advances
  * every unfinished walk by one step and prefetches what its next step
- * will read, so the group's cache misses overlap.  A walk is: slots
- * (root, then nodes) -> bucket -> the records its tag matches.
+ * will read, so the group's cache misses overlap.  A walk is: directory
+ * slot -> bucket (and its overflow chain) -> the records its tag
+ * matches.
  */
 enum { WALK_SLOT, WALK_BUCKET, WALK_RECORD, WALK_DONE };
 
 struct walk {
-	const uint64_t *slot;      /* WALK_SLOT: the slot to read next */
+	const uint64_t *slot;      /* WALK_SLOT: the slot to read */
 	const struct tdbi_bucket *b;
 	uint64_t rec;              /* WALK_RECORD: candidate to compare */
-	uint32_t depth, i;         /* node depth; next bucket entry */
+	uint32_t i;                /* next bucket entry */
 	int state;
 };
 
-/* One step of walk w for key k; prefetches what the next step reads.
- * Returns true when the walk is over (found in *rec, or not there). */
+/* Scan the rest of w's bucket for a tag match, or go on to the next
+ * bucket of the chain; prefetches what the next step reads.  True when
+ * the walk is over (not there). */
+static bool walk_bucket(const struct tdb_map *m, struct walk *w,
+			const struct tdb_key *k)
+{
+	for (; w->i < TDBI_BUCKET_CAP; w->i++) {
+		uint64_t v = tdb_load_acquire(&w->b->e[w->i]);
+
+		if (v && tdbi_entry_tag_is(v, k->hash)) {
+			w->rec = tdbi_entry_rec(v);
+			w->state = WALK_RECORD;
+			tdb_prefetch(tdb_ptr(m, w->rec));
+			return false;
+		}
+	}
+	w->b = bucket_next(m, w->b);
+	if (!w->b)
+		return true;
+	w->i = 0;
+	w->state = WALK_BUCKET;
+	tdb_prefetch(w->b);
+	return false;
+}
+
+/* One step of walk w for key k.  Returns true when the walk is over
+ * (found in *rec, or not there). */
 static bool walk_step(const struct tdb_map *m, struct walk *w,
 		      const struct tdb_key *k, uint64_t *rec)
 {
 	uint64_t v;
-	uint32_t n;
 
 	switch (w->state) {
 	case WALK_SLOT:
 		v = tdb_load_acquire(w->slot);
-		if (v & TDBI_NODE_TAG) {
-			const struct tdbi_node *node =
-				tdb_ptr(m, v & ~TDBI_NODE_TAG);
-
-			w->depth++;
-			w->slot = &node->slot[tdbi_slot_index(k->hash,
-							      w->depth)];
-			tdb_prefetch(w->slot);
-			return false;
-		}
-		if (!v)
+		if (!slot_page(v))
 			return true;
-		w->b = bucket_at(m, v);
+		w->b = bucket_at(m, bucket_off(v, k->hash));
 		w->i = 0;
 		w->state = WALK_BUCKET;
 		tdb_prefetch(w->b);
@@ -229,30 +286,20 @@ static bool walk_step(const struct tdb_map *m, struct walk *w,
 		w->i++;
 		/* fall through - look for the next tag match */
 	default:
-		n = tdb_load_acquire(&w->b->count);
-		for (; w->i < n; w->i++) {
-			v = tdb_load_acquire(&w->b->e[w->i]);
-			if (v && tdbi_entry_tag_is(v, k->hash)) {
-				w->rec = tdbi_entry_rec(v);
-				w->state = WALK_RECORD;
-				tdb_prefetch(tdb_ptr(m, w->rec));
-				return false;
-			}
-		}
-		return true;
+		return walk_bucket(m, w, k);
 	}
 }
 
 void tdbi_lookup_group(const struct tdb_map *m, const struct tdb_key *k,
 		       unsigned int n, uint64_t *rec)
 {
-	const struct tdbi_node *root = tdb_ptr(m, tdb_hdr(m)->root);
+	unsigned int g;
+	const uint64_t *dir = dir_of(m, &g);
 	struct walk w[TDBE_LOOKUP_GROUP];
 	unsigned int i, left = n;
 
 	for (i = 0; i < n; i++) {
-		w[i].slot = &root->slot[tdbi_slot_index(k[i].hash, 0)];
-		w[i].depth = 0;
+		w[i].slot = &dir[tdbi_dir_index(k[i].hash, g)];
 		w[i].state = WALK_SLOT;
 		rec[i] = 0;
 		tdb_prefetch(w[i].slot);
@@ -274,286 +321,421 @@ void tdbi_lookup_group(const struct tdb_map *m, const struct tdb_key *k,
 int tdbi_init(struct tdbe_table *t)
 {
 	struct tdb_region_hdr *h = tdb_hdr(&t->map);
-	uint64_t root = tdba_alloc(t, sizeof(uint64_t) * TDBI_ROOT_SLOTS);
+	uint64_t dir = tdba_alloc(t, tdbi_dir_bytes(0));
 
-	if (!root)
+	if (!dir)
 		return -ENOSPC;
-	memset(tdb_ptr(&t->map, root), 0, sizeof(uint64_t) * TDBI_ROOT_SLOTS);
-	h->index_nodes = 1;
-	tdb_store_release(&h->root, root);
+	if (dir & TDBI_DEPTH_MASK) {
+		/* the allocator gives 64-byte objects their own lines */
+		tdba_free(t, dir);
+		return -EINVAL;
+	}
+	memset(tdb_ptr(&t->map, dir), 0, tdbi_dir_bytes(0));
+	h->index_nodes = 0;
+	h->index_buckets = 0;
+	tdb_store_release(&h->root, dir);
 	return 0;
 }
 
-/* Where the key's bucket hangs: the slot, and the depth of its node. */
-static uint64_t *find_slot(struct tdbe_table *t, uint64_t hash,
-			   unsigned int *depth)
+/* The directory's slots and depth (the writer). */
+static uint64_t *wdir(struct tdbe_table *t, unsigned int *g)
 {
-	struct tdbi_node *node = tdb_ptr(&t->map, tdb_hdr(&t->map)->root);
-	unsigned int d = 0;
-	uint64_t *slot = &node->slot[tdbi_slot_index(hash, 0)];
+	uint64_t d = tdb_hdr(&t->map)->root;
 
-	while (*slot & TDBI_NODE_TAG) {
-		node = tdb_ptr(&t->map, *slot & ~TDBI_NODE_TAG);
-		d++;
-		slot = &node->slot[tdbi_slot_index(hash, d)];
-	}
-	*depth = d;
-	return slot;
+	*g = slot_depth(d);
+	return tdb_ptr(&t->map, slot_page(d));
 }
 
-/* A live entry with its full hash, for rebuilding. */
-struct wide_entry {
-	uint64_t hash, e;
-};
-
-static uint64_t bucket_new(struct tdbe_table *t, const struct wide_entry *w,
-			   uint32_t n, uint32_t cap)
+/* Store v into every slot naming the range of depth l that holds hash. */
+static void slots_store(uint64_t *dir, unsigned int g, uint64_t hash,
+			unsigned int l, uint64_t v)
 {
-	uint64_t off = tdb_alloc_reclaim(t, sizeof(struct tdbi_bucket) +
-					       cap * sizeof(uint64_t));
-	struct tdbi_bucket *b;
-	uint32_t i;
+	uint64_t i, n = 1ull << (g - l);
+	uint64_t first = tdbi_dir_index(hash, g) & ~(n - 1);
+
+	for (i = 0; i < n; i++)
+		tdb_store_release(&dir[first + i], v);
+}
+
+/* A zeroed page (4 KiB, 64-byte aligned), or 0. */
+static uint64_t page_new(struct tdbe_table *t)
+{
+	uint64_t off = tdb_alloc_reclaim(t, TDBI_PAGE_BYTES);
 
 	if (!off)
 		return 0;
-	b = bucket_at(&t->map, off);
-	b->count = n;
-	b->cap = cap;
-	for (i = 0; i < n; i++)
-		b->e[i] = w[i].e;
+	if (off & TDBI_DEPTH_MASK) {
+		tdba_free(t, off);
+		return 0;
+	}
+	memset(tdb_ptr(&t->map, off), 0, TDBI_PAGE_BYTES);
+	tdb_hdr(&t->map)->index_nodes++;
+	return off;
+}
+
+/* A zeroed overflow bucket, or 0. */
+static uint64_t overflow_new(struct tdbe_table *t)
+{
+	uint64_t off = tdb_alloc_reclaim(t, sizeof(struct tdbi_bucket));
+
+	if (!off)
+		return 0;
+	memset(tdb_ptr(&t->map, off), 0, sizeof(struct tdbi_bucket));
 	tdb_hdr(&t->map)->index_buckets++;
 	return off;
 }
 
-static void bucket_retire(struct tdbe_table *t, uint64_t off)
+/* Free (retire: readers may be in it) a page and its overflow chains. */
+static void page_free(struct tdbe_table *t, uint64_t page, bool retire)
 {
-	tdb_hdr(&t->map)->index_buckets--;
-	tdb_retire(t, off);
+	struct tdbi_bucket *b = bucket_at(&t->map, page);
+	struct tdb_region_hdr *h = tdb_hdr(&t->map);
+	unsigned int j;
+
+	for (j = 0; j < TDBI_PAGE_BUCKETS; j++) {
+		uint64_t o = b[j].next;
+
+		while (o) {
+			uint64_t next = bucket_at(&t->map, o)->next;
+
+			h->index_buckets--;
+			if (retire)
+				tdb_retire(t, o);
+			else
+				tdba_free(t, o);
+			o = next;
+		}
+	}
+	h->index_nodes--;
+	if (retire)
+		tdb_retire(t, page);
+	else
+		tdba_free(t, page);
 }
 
-/* Free a subtree that was built but never published. */
-static void subtree_discard(struct tdbe_table *t, uint64_t slot)
+/* Put e into the first hole of the chain at b, linking a new overflow
+ * bucket at its end if there is none. */
+static int chain_add(struct tdbe_table *t, struct tdbi_bucket *b, uint64_t e)
 {
-	struct tdb_region_hdr *h = tdb_hdr(&t->map);
+	struct tdbi_bucket *nb;
+	uint64_t o;
 	unsigned int i;
 
-	if (!slot)
-		return;
-	if (slot & TDBI_NODE_TAG) {
-		struct tdbi_node *node = tdb_ptr(&t->map, slot & ~TDBI_NODE_TAG);
-
-		for (i = 0; i < TDBI_NODE_SLOTS; i++)
-			subtree_discard(t, node->slot[i]);
-		h->index_nodes--;
-		tdba_free(t, slot & ~TDBI_NODE_TAG);
-		return;
-	}
-	h->index_buckets--;
-	tdba_free(t, slot);
-}
-
-/*
- * Build, privately, the subtree for n live entries whose slot sits in a
- * node at depth `depth`: one bucket if they fit (or no hash bits are
- * left), else a node one level down.  Returns the slot value, or 0 when
- * out of room (everything built so far is discarded).  w[] is reordered.
- */
-static uint64_t build(struct tdbe_table *t, struct wide_entry *w, uint32_t n,
-		      unsigned int depth)
-{
-	struct tdbi_node *node;
-	uint64_t off;
-	unsigned int i, d = depth + 1;
-	uint32_t lo = 0;
-
-	if (n <= TDBI_BUCKET_CAP || d > TDBI_MAX_DEPTH) {
-		uint32_t cap = TDBI_BUCKET_CAP;
-
-		while (cap < n)
-			cap = cap * 2 + 1;
-		return bucket_new(t, w, n, cap);
-	}
-	off = tdb_alloc_reclaim(t, sizeof(*node));
-	if (!off)
-		return 0;
-	node = tdb_ptr(&t->map, off);
-	memset(node, 0, sizeof(*node));
-	tdb_hdr(&t->map)->index_nodes++;
-	/* Partition w[] by slot index in the new node, in slot order. */
-	for (i = 0; i < TDBI_NODE_SLOTS && lo < n; i++) {
-		uint32_t j, hi = lo;
-
-		for (j = lo; j < n; j++) {
-			if (tdbi_slot_index(w[j].hash, d) == i) {
-				struct wide_entry tmp = w[hi];
-
-				w[hi++] = w[j];
-				w[j] = tmp;
+	for (;;) {
+		for (i = 0; i < TDBI_BUCKET_CAP; i++) {
+			if (!b->e[i]) {
+				tdb_store_release(&b->e[i], e);
+				return 0;
 			}
 		}
-		if (hi == lo)
-			continue;
-		node->slot[i] = build(t, w + lo, hi - lo, d);
-		if (!node->slot[i]) {
-			subtree_discard(t, off | TDBI_NODE_TAG);
-			return 0;
-		}
-		lo = hi;
+		if (!b->next)
+			break;
+		b = bucket_at(&t->map, b->next);
 	}
-	return off | TDBI_NODE_TAG;
+	o = overflow_new(t);
+	if (!o)
+		return -ENOSPC;
+	nb = bucket_at(&t->map, o);
+	nb->e[0] = e;
+	tdb_store_release(&b->next, o);
+	return 0;
 }
 
-/* Replace a full bucket by a subtree holding its live entries plus one
- * more.  The scratch array lives in private memory. */
-static int rebuild(struct tdbe_table *t, uint64_t *slot, unsigned int depth,
-		   const struct wide_entry *add)
+/* Live entries in a page, its chains included. */
+static uint32_t page_entries(const struct tdb_map *m, uint64_t page)
 {
-	struct tdbi_bucket *b = bucket_at(&t->map, *slot);
-	struct wide_entry stack_w[TDBI_BUCKET_CAP + 1], *w = stack_w;
-	uint64_t sub, old = *slot;
-	uint32_t i, n = 0;
+	const struct tdbi_bucket *b = bucket_at(m, page), *c;
+	uint32_t n = 0;
+	unsigned int i, j;
 
-	if (b->cap > TDBI_BUCKET_CAP) {
-		w = tdbp_alloc(sizeof(*w) * (b->cap + 1));
-		if (!w)
-			return -ENOMEM;
-	}
-	for (i = 0; i < b->count; i++) {
-		if (!b->e[i])
-			continue;
-		w[n].hash = rec_hash(&t->map, tdbi_entry_rec(b->e[i]));
-		w[n++].e = b->e[i];
-	}
-	w[n++] = *add;
-	sub = build(t, w, n, depth);
-	if (w != stack_w)
-		tdbp_free(w);
-	if (!sub)
+	for (j = 0; j < TDBI_PAGE_BUCKETS; j++)
+		for (c = &b[j]; c; c = c->next ? bucket_at(m, c->next) : NULL)
+			for (i = 0; i < TDBI_BUCKET_CAP; i++)
+				n += c->e[i] != 0;
+	return n;
+}
+
+/* Replace the directory by one twice its size (same pages). */
+static int dir_double(struct tdbe_table *t)
+{
+	struct tdb_region_hdr *h = tdb_hdr(&t->map);
+	unsigned int g;
+	uint64_t *old = wdir(t, &g), *nd, i;
+	uint64_t old_off = slot_page(h->root), off;
+
+	if (g + 1 > TDBI_MAX_PAGE_DEPTH)
 		return -ENOSPC;
-	tdb_store_release(slot, sub);
-	bucket_retire(t, old);
+	off = tdb_alloc_reclaim(t, tdbi_dir_bytes(g + 1));
+	if (!off)
+		return -ENOSPC;
+	if (off & TDBI_DEPTH_MASK) {
+		tdba_free(t, off);
+		return -ENOSPC;
+	}
+	nd = tdb_ptr(&t->map, off);
+	memset(nd, 0, tdbi_dir_bytes(g + 1));
+	for (i = 0; i < 1ull << g; i++)
+		nd[2 * i] = nd[2 * i + 1] = old[i];
+	tdb_store_release(&h->root, off | (g + 1));
+	tdb_retire(t, old_off);
+	return 0;
+}
+
+/* The index holds no page: the directory goes back to its first size
+ * (if there is no room for the small one, the big one stays). */
+static void dir_reset(struct tdbe_table *t)
+{
+	struct tdb_region_hdr *h = tdb_hdr(&t->map);
+	uint64_t old_off = slot_page(h->root);
+	uint64_t off = tdb_alloc_reclaim(t, tdbi_dir_bytes(0));
+
+	if (!off)
+		return;
+	if (off & TDBI_DEPTH_MASK) {
+		tdba_free(t, off);
+		return;
+	}
+	memset(tdb_ptr(&t->map, off), 0, tdbi_dir_bytes(0));
+	tdb_store_release(&h->root, off);
+	tdb_retire(t, old_off);
+}
+
+/* Move the live entries of page (depth l) into p[0] and p[1] (depth
+ * l + 1, private), by the hash bit below the top l. */
+static int page_spread(struct tdbe_table *t, uint64_t page, unsigned int l,
+		       const uint64_t p[2], uint32_t cnt[2])
+{
+	const struct tdbi_bucket *b = bucket_at(&t->map, page), *c;
+	unsigned int i, j;
+
+	for (j = 0; j < TDBI_PAGE_BUCKETS; j++) {
+		for (c = &b[j]; c;
+		     c = c->next ? bucket_at(&t->map, c->next) : NULL) {
+			for (i = 0; i < TDBI_BUCKET_CAP; i++) {
+				uint64_t e = c->e[i], hh;
+				unsigned int side;
+				struct tdbi_bucket *dst;
+
+				if (!e)
+					continue;
+				hh = rec_hash(&t->map, tdbi_entry_rec(e));
+				side = (unsigned int)(hh >> (63 - l)) & 1;
+				dst = bucket_at(&t->map, p[side]);
+				if (chain_add(t, &dst[tdbi_page_index(hh,
+								      l + 1)],
+					      e))
+					return -ENOSPC;
+				cnt[side]++;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Split the page that holds hash in two, doubling the directory first
+ * if it must. */
+static int page_split(struct tdbe_table *t, uint64_t hash)
+{
+	unsigned int g, l, side;
+	uint64_t *dir = wdir(t, &g), s, p[2], bit;
+	uint32_t cnt[2] = { 0, 0 };
+	int err;
+
+	s = dir[tdbi_dir_index(hash, g)];
+	l = slot_depth(s);
+	if (l == g) {
+		err = dir_double(t);
+		if (err)
+			return err;
+		dir = wdir(t, &g);
+	}
+	p[0] = page_new(t);
+	p[1] = p[0] ? page_new(t) : 0;
+	if (!p[1] || page_spread(t, slot_page(s), l, p, cnt)) {
+		if (p[0])
+			page_free(t, p[0], false);
+		if (p[1])
+			page_free(t, p[1], false);
+		return -ENOSPC;
+	}
+	bit = 1ull << (63 - l);
+	for (side = 0; side < 2; side++) {
+		uint64_t v = p[side] | (l + 1);
+
+		if (!cnt[side]) {
+			page_free(t, p[side], false);
+			v = l + 1;
+		}
+		slots_store(dir, g, side ? hash | bit : hash & ~bit, l + 1, v);
+	}
+	page_free(t, slot_page(s), true);
+	return 0;
+}
+
+/* Replace the key's entry in the chain at b if it is there (*old = its
+ * record): 0; else 1. */
+static int chain_replace(struct tdbe_table *t, struct tdbi_bucket *b,
+			 const struct tdb_key *k, uint64_t e, uint64_t *old)
+{
+	unsigned int i;
+
+	for (; b; b = b->next ? bucket_at(&t->map, b->next) : NULL) {
+		for (i = 0; i < TDBI_BUCKET_CAP; i++) {
+			uint64_t x = b->e[i];
+
+			if (!x || !tdbi_entry_tag_is(x, k->hash) ||
+			    !rec_has_key(&t->map, tdbi_entry_rec(x), k))
+				continue;
+			*old = tdbi_entry_rec(x);
+			tdb_store_release(&b->e[i], e);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* The chain at b has no hole. */
+static bool chain_full(const struct tdb_map *m, const struct tdbi_bucket *b)
+{
+	unsigned int i;
+
+	for (; b; b = b->next ? bucket_at(m, b->next) : NULL)
+		for (i = 0; i < TDBI_BUCKET_CAP; i++)
+			if (!b->e[i])
+				return false;
+	return true;
+}
+
+/* The first page of a range: made with e in it, then published. */
+static int page_first(struct tdbe_table *t, uint64_t hash, uint64_t e)
+{
+	unsigned int g;
+	uint64_t *dir = wdir(t, &g);
+	uint64_t s = dir[tdbi_dir_index(hash, g)], p = page_new(t);
+	struct tdbi_bucket *b;
+
+	if (!p)
+		return -ENOSPC;
+	b = bucket_at(&t->map, p);
+	b[tdbi_page_index(hash, slot_depth(s))].e[0] = e;
+	slots_store(dir, g, hash, slot_depth(s), p | slot_depth(s));
 	return 0;
 }
 
 int tdbi_insert(struct tdbe_table *t, const struct tdb_key *k, uint64_t rec,
 		uint64_t *old)
 {
-	unsigned int depth;
-	uint64_t *slot = find_slot(t, k->hash, &depth);
-	struct wide_entry add = { k->hash, tdbi_entry(k->hash, rec) };
-	struct tdbi_bucket *b;
-	uint32_t i, hole = UINT32_MAX;
+	uint64_t e = tdbi_entry(k->hash, rec);
 
 	*old = 0;
-	if (!*slot) {
-		uint64_t off = bucket_new(t, &add, 1, TDBI_BUCKET_CAP);
+	for (;;) {
+		unsigned int g;
+		uint64_t *dir = wdir(t, &g);
+		uint64_t s = dir[tdbi_dir_index(k->hash, g)];
+		struct tdbi_bucket *b;
 
-		if (!off)
-			return -ENOSPC;
-		tdb_store_release(slot, off);
-		return 0;
-	}
-	b = bucket_at(&t->map, *slot);
-	for (i = 0; i < b->count; i++) {
-		uint64_t e = b->e[i];
-
-		if (!e) {
-			if (hole == UINT32_MAX)
-				hole = i;
+		if (!slot_page(s))
+			return page_first(t, k->hash, e);
+		b = bucket_at(&t->map, bucket_off(s, k->hash));
+		if (!chain_replace(t, b, k, e, old))
+			return 0;
+		/* A full bucket splits its page once the page holds enough
+		 * to be worth it (else, or when a split has no room, the
+		 * bucket chains an overflow bucket). */
+		if (chain_full(&t->map, b) &&
+		    slot_depth(s) < TDBI_MAX_PAGE_DEPTH &&
+		    page_entries(&t->map, slot_page(s)) >= TDBI_SPLIT_KEYS &&
+		    !page_split(t, k->hash))
 			continue;
-		}
-		if (!tdbi_entry_tag_is(e, k->hash) ||
-		    !rec_has_key(&t->map, tdbi_entry_rec(e), k))
-			continue;
-		*old = tdbi_entry_rec(e);
-		tdb_store_release(&b->e[i], add.e);
-		return 0;
+		return chain_add(t, b, e);
 	}
-	if (hole != UINT32_MAX) {
-		tdb_store_release(&b->e[hole], add.e);
-		return 0;
-	}
-	if (b->count < b->cap) {
-		b->e[b->count] = add.e;
-		tdb_store_release(&b->count, b->count + 1);
-		return 0;
-	}
-	return rebuild(t, slot, depth, &add);
 }
 
-/* An interior node with no slot in use. */
-static bool node_empty(const struct tdbi_node *node)
+/* No live entry and no overflow bucket in the page. */
+static bool page_empty(const struct tdbi_bucket *page)
+{
+	unsigned int i, j;
+
+	for (j = 0; j < TDBI_PAGE_BUCKETS; j++) {
+		if (page[j].next)
+			return false;
+		for (i = 0; i < TDBI_BUCKET_CAP; i++)
+			if (page[j].e[i])
+				return false;
+	}
+	return true;
+}
+
+static bool bucket_empty(const struct tdbi_bucket *b)
 {
 	unsigned int i;
 
-	for (i = 0; i < TDBI_NODE_SLOTS; i++)
-		if (node->slot[i])
+	for (i = 0; i < TDBI_BUCKET_CAP; i++)
+		if (b->e[i])
 			return false;
 	return true;
 }
 
+/* After a delete in bucket b of the chain at head (prev before b): an
+ * overflow bucket left empty is unlinked, and a page left empty is
+ * unhooked from the directory, so a table emptied by deletes (expiry's
+ * sweep, eviction) gives its index back.  A reader still inside sees
+ * holes and finds nothing, which is what is there; both are freed after
+ * a grace period like the records. */
+static void chain_tidy(struct tdbe_table *t, uint64_t hash, uint64_t s,
+		       struct tdbi_bucket *prev, struct tdbi_bucket *b)
+{
+	unsigned int g;
+	uint64_t *dir = wdir(t, &g), o;
+
+	if (!bucket_empty(b))
+		return;
+	if (prev) {
+		o = prev->next;
+		tdb_store_release(&prev->next, b->next);
+		tdb_hdr(&t->map)->index_buckets--;
+		tdb_retire(t, o);
+	} else if (b->next) {
+		return;
+	}
+	if (!page_empty(bucket_at(&t->map, slot_page(s))))
+		return;
+	slots_store(dir, g, hash, slot_depth(s), slot_depth(s));
+	page_free(t, slot_page(s), true);
+	if (!tdb_hdr(&t->map)->index_nodes && g)
+		dir_reset(t);
+}
+
 uint64_t tdbi_remove(struct tdbe_table *t, const struct tdb_key *k)
 {
-	/* path[d]: the slot followed at depth d (path[0] in the root) */
-	uint64_t *path[TDBI_MAX_DEPTH + 1];
-	struct tdbi_node *node = tdb_ptr(&t->map, tdb_hdr(&t->map)->root);
-	unsigned int depth = 0;
-	uint64_t *slot = &node->slot[tdbi_slot_index(k->hash, 0)];
-	struct tdbi_bucket *b;
-	uint32_t i, live = 0;
-	uint64_t found = 0, found_bucket;
+	unsigned int g, i;
+	uint64_t *dir = wdir(t, &g);
+	uint64_t s = dir[tdbi_dir_index(k->hash, g)];
+	struct tdbi_bucket *b, *prev = NULL;
 
-	path[0] = slot;
-	while (*slot & TDBI_NODE_TAG) {
-		node = tdb_ptr(&t->map, *slot & ~TDBI_NODE_TAG);
-		depth++;
-		slot = &node->slot[tdbi_slot_index(k->hash, depth)];
-		path[depth] = slot;
-	}
-	if (!*slot)
+	if (!slot_page(s))
 		return 0;
-	b = bucket_at(&t->map, *slot);
-	for (i = 0; i < b->count; i++) {
-		uint64_t e = b->e[i];
+	b = bucket_at(&t->map, bucket_off(s, k->hash));
+	for (; b; prev = b, b = b->next ? bucket_at(&t->map, b->next) : NULL) {
+		for (i = 0; i < TDBI_BUCKET_CAP; i++) {
+			uint64_t e = b->e[i];
 
-		if (!e)
-			continue;
-		if (!found && tdbi_entry_tag_is(e, k->hash) &&
-		    rec_has_key(&t->map, tdbi_entry_rec(e), k)) {
-			found = tdbi_entry_rec(e);
+			if (!e || !tdbi_entry_tag_is(e, k->hash) ||
+			    !rec_has_key(&t->map, tdbi_entry_rec(e), k))
+				continue;
 			tdb_store_release(&b->e[i], 0);
-			continue;
+			chain_tidy(t, k->hash, s, prev, b);
+			return tdbi_entry_rec(e);
 		}
-		live++;
 	}
-	if (!found || live)
-		return found;
-	/* A bucket with nothing live left is unhooked, and so is each
-	 * interior node it leaves empty, up the path: a table emptied by
-	 * deletes (expiry's sweep, eviction) gives its index back, down to
-	 * the root.  A reader still inside one of them sees empty slots and
-	 * finds nothing, which is what is there; they are freed after a
-	 * grace period like the records. */
-	found_bucket = *slot;
-	tdb_store_release(slot, 0);
-	bucket_retire(t, found_bucket);
-	while (depth > 0) {
-		uint64_t noff = *path[depth - 1] & ~TDBI_NODE_TAG;
-
-		if (!node_empty(tdb_ptr(&t->map, noff)))
-			break;
-		tdb_store_release(path[depth - 1], 0);
-		tdb_hdr(&t->map)->index_nodes--;
-		tdb_retire(t, noff);
-		depth--;
-	}
-	return found;
+	return 0;
 }
 
 /* --- ordered walk -------------------------------------------------------
- * Records are ordered by (hash, key).  The trie is ordered by hash (slot
- * indexes come from the hash's high bits down), so the successor of a
- * bound is found by descending along the bound's hash and moving right.
+ * Records are ordered by (hash, key).  The index is ordered by hash:
+ * directory slots by the top bits, a page's buckets by the bits below,
+ * so the successor of a bound is found from the bound's slot and bucket
+ * onwards; only the entries of one bucket (and its chain) are unordered.
  */
 struct next_best {
 	uint64_t rec, hash;
@@ -577,155 +759,158 @@ static void consider(const struct tdb_map *m, uint64_t rec,
 	best->r = r;
 }
 
-static bool next_in(const struct tdb_map *m, uint64_t slot,
-		    unsigned int depth, const struct tdb_key *bound,
-		    struct next_best *best)
+/* The page of each slot from the bound's (or the first) on, once each:
+ * consecutive slots naming the same page hold the same value.  Calls
+ * fn for each with the bucket to start at; stops when fn returns true. */
+typedef bool (*page_fn)(const struct tdb_map *m, uint64_t s,
+			unsigned int j, void *arg);
+
+static void pages_from(const struct tdb_map *m, const struct tdb_key *bound,
+		       page_fn fn, void *arg)
 {
-	const struct tdbi_bucket *b;
-	uint32_t i, cnt;
+	unsigned int g;
+	const uint64_t *dir = dir_of(m, &g);
+	uint64_t i, n = 1ull << g, prev = 0;
+	bool first = true;
 
-	if (!slot)
-		return false;
-	if (slot & TDBI_NODE_TAG) {
-		const struct tdbi_node *node = tdb_ptr(m, slot & ~TDBI_NODE_TAG);
-		unsigned int n = depth ? TDBI_NODE_SLOTS : TDBI_ROOT_SLOTS;
-		unsigned int j = bound ? tdbi_slot_index(bound->hash, depth) : 0;
-		bool first = true;
+	for (i = bound ? tdbi_dir_index(bound->hash, g) : 0; i < n; i++) {
+		uint64_t s = tdb_load_acquire(&dir[i]);
+		unsigned int j = 0;
 
-		for (; j < n; j++, first = false)
-			if (next_in(m, tdb_load_acquire(&node->slot[j]),
-				    depth + 1, first ? bound : NULL, best))
-				return true;
-		return false;
+		if (!slot_page(s) || (!first && s == prev)) {
+			prev = s;
+			first = false;
+			continue;
+		}
+		if (first && bound)
+			j = tdbi_page_index(bound->hash, slot_depth(s));
+		prev = s;
+		first = false;
+		if (fn(m, s, j, arg))
+			return;
 	}
-	b = bucket_at(m, slot);
-	cnt = tdb_load_acquire(&b->count);
-	for (i = 0; i < cnt; i++) {
-		uint64_t e = tdb_load_acquire(&b->e[i]);
+}
 
-		if (e)
-			consider(m, tdbi_entry_rec(e), bound, best);
+struct next_arg {
+	const struct tdb_key *bound;
+	struct next_best best;
+};
+
+static bool next_in_page(const struct tdb_map *m, uint64_t s, unsigned int j,
+			 void *arg)
+{
+	struct next_arg *a = arg;
+	const struct tdbi_bucket *page = bucket_at(m, slot_page(s)), *b;
+	unsigned int i;
+
+	for (; j < TDBI_PAGE_BUCKETS; j++) {
+		for (b = &page[j]; b; b = bucket_next(m, b)) {
+			for (i = 0; i < TDBI_BUCKET_CAP; i++) {
+				uint64_t e = tdb_load_acquire(&b->e[i]);
+
+				if (e)
+					consider(m, tdbi_entry_rec(e),
+						 a->bound, &a->best);
+			}
+		}
+		if (a->best.rec)
+			return true;
 	}
-	return best->rec != 0;
+	return false;
 }
 
 uint64_t tdbi_next(const struct tdb_map *m, const struct tdb_key *bound,
 		   uint64_t *hash)
 {
-	struct next_best best = { 0, 0, NULL };
+	struct next_arg a = { bound, { 0, 0, NULL } };
 
-	next_in(m, tdb_hdr(m)->root | TDBI_NODE_TAG, 0, bound, &best);
-	*hash = best.hash;
-	return best.rec;
+	pages_from(m, bound, next_in_page, &a);
+	*hash = a.best.hash;
+	return a.best.rec;
 }
 
 /* --- ordered walk, many at a time -------------------------------------
  * The same walk as tdbi_next, but it goes on from bucket to bucket and
- * takes every live record of each, so the descent from the root is done
- * once per call and each key is hashed once.  Its cost is cache misses
- * (a bucket holds few records and every bucket and record is somewhere
- * else in memory), so it is in three passes that each prefetch what the
- * next one reads, and the misses overlap instead of following one
- * another:
+ * takes every live record of each, so each key is hashed once.  Its
+ * cost is cache misses (a bucket holds few records and every record is
+ * somewhere else in memory), so it is in three passes that each
+ * prefetch what the next one reads, and the misses overlap instead of
+ * following one another:
  *   1. follow the slots in order and list up to max buckets (prefetch);
- *   2. read the buckets' entries, in order, while they fit whole in out
- *      (prefetch the records);
+ *   2. read the buckets' entries and chains, in order, while they fit
+ *      whole in out (prefetch the records);
  *   3. hash the records and sort them.
  * Only whole buckets are taken, so every record left out comes after
  * every record taken: a call returns the first records of the walk that
  * tdbi_next calls would make one by one.  A bucket listed in pass 1 may
- * be retired before pass 2 reads it; it stays readable until the grace
- * period ends and is no longer written, and every key present when its
- * slot was read is in it.
+ * be retired (its page split) before pass 2 reads it; it stays readable
+ * until the grace period ends and is no longer written, and every key
+ * present when its slot was read is in it.
  */
 struct many_walk {
-	const struct tdb_map *m;
 	uint64_t *bkt;             /* pass 1: bucket offsets, in order */
 	unsigned int nb, max;
 	bool bound_first;          /* bkt[0] is the bound's own bucket */
 	bool truncated;            /* stopped at max buckets */
+	bool bound;
 };
 
-static void prefetch_node(const struct tdbi_node *node)
+static bool many_in_page(const struct tdb_map *m, uint64_t s, unsigned int j,
+			 void *arg)
 {
-	unsigned int i;
+	struct many_walk *w = arg;
 
-	for (i = 0; i < TDBI_NODE_SLOTS; i += 64 / sizeof(uint64_t))
-		tdb_prefetch(&node->slot[i]);
-}
+	if (w->bound && !w->nb)
+		w->bound_first = true;
+	w->bound = false;
+	for (; j < TDBI_PAGE_BUCKETS; j++) {
+		uint64_t off = slot_page(s) + (uint64_t)j * sizeof(struct tdbi_bucket);
 
-static void many_in(struct many_walk *w, uint64_t slot, unsigned int depth,
-		    const struct tdb_key *bound)
-{
-	const struct tdbi_node *node;
-	unsigned int j, n;
-
-	if (!slot)
-		return;
-	if (!(slot & TDBI_NODE_TAG)) {
 		if (w->nb == w->max) {
 			w->truncated = true;
-			return;
+			return true;
 		}
-		if (bound)
-			w->bound_first = true;
-		w->bkt[w->nb++] = slot;
-		tdb_prefetch(bucket_at(w->m, slot));
-		return;
+		w->bkt[w->nb++] = off;
+		tdb_prefetch(bucket_at(m, off));
 	}
-	node = tdb_ptr(w->m, slot & ~TDBI_NODE_TAG);
-	n = depth ? TDBI_NODE_SLOTS : TDBI_ROOT_SLOTS;
-	j = bound ? tdbi_slot_index(bound->hash, depth) : 0;
-	for (; j < n && !w->truncated; j++, bound = NULL) {
-		uint64_t v = tdb_load_acquire(&node->slot[j]);
-
-		/* a node below is read whole: fetch the next one's start
-		 * while this one is walked */
-		if (j + 1 < n && (v & TDBI_NODE_TAG)) {
-			uint64_t ahead = tdb_load_acquire(&node->slot[j + 1]);
-
-			if (ahead & TDBI_NODE_TAG)
-				prefetch_node(tdb_ptr(w->m,
-						      ahead & ~TDBI_NODE_TAG));
-		}
-		many_in(w, v, depth + 1, bound);
-	}
+	return false;
 }
 
-/* Pass 2 for one bucket: its live entries (after the bound, for the
- * bound's own bucket, hashed at once) into out[*n...], or false if they
- * do not all fit in max. */
+/* Pass 2 for one bucket and its chain: its live entries (after the
+ * bound, for the bound's own bucket, hashed at once) into out[*n...],
+ * or false if they do not all fit in max. */
 static bool many_take(const struct tdb_map *m, uint64_t off,
 		      const struct tdb_key *bound, struct tdbi_hit *out,
 		      unsigned int *n, unsigned int max)
 {
-	const struct tdbi_bucket *b = bucket_at(m, off);
-	uint32_t i, cnt = tdb_load_acquire(&b->count);
-	unsigned int k = *n;
+	const struct tdbi_bucket *b;
+	unsigned int i, k = *n;
 
-	for (i = 0; i < cnt; i++) {
-		uint64_t e = tdb_load_acquire(&b->e[i]);
-		struct tdbi_hit *h = &out[k];
-		const struct tdb_rec *r;
+	for (b = bucket_at(m, off); b; b = bucket_next(m, b)) {
+		for (i = 0; i < TDBI_BUCKET_CAP; i++) {
+			uint64_t e = tdb_load_acquire(&b->e[i]);
+			struct tdbi_hit *h = &out[k];
+			const struct tdb_rec *r;
 
-		if (!e)
-			continue;
-		if (k == max)
-			return false;
-		h->rec = tdbi_entry_rec(e);
-		r = tdb_ptr(m, h->rec);
-		if (bound) {
-			h->hash = tdbp_hash64(r->data, r->klen,
-					      tdb_hdr(m)->seed);
-			if (tdbi_key_cmp(h->hash, r->data, r->klen,
-					 bound->hash, bound->data,
-					 bound->len) <= 0)
+			if (!e)
 				continue;
-		} else {
-			tdb_prefetch(r);
-			h->hash = 0;            /* pass 3 */
+			if (k == max)
+				return false;
+			h->rec = tdbi_entry_rec(e);
+			r = tdb_ptr(m, h->rec);
+			if (bound) {
+				h->hash = tdbp_hash64(r->data, r->klen,
+						      tdb_hdr(m)->seed);
+				if (tdbi_key_cmp(h->hash, r->data, r->klen,
+						 bound->hash, bound->data,
+						 bound->len) <= 0)
+					continue;
+			} else {
+				tdb_prefetch(r);
+				h->hash = 0;            /* pass 3 */
+			}
+			k++;
 		}
-		k++;
 	}
 	*n = k;
 	return true;
@@ -749,14 +934,14 @@ unsigned int tdbi_next_many(const struct tdb_map *m,
 			    struct tdbi_hit *out, uint64_t *bkt,
 			    unsigned int max)
 {
-	struct many_walk w = { .m = m, .bkt = bkt, .max = max };
+	struct many_walk w = { .bkt = bkt, .max = max, .bound = bound };
 	uint64_t seed = tdb_hdr(m)->seed;
 	unsigned int i, j, n = 0, hashed = 0;
 	bool whole = true;
 
 	if (!max)
 		return 0;
-	many_in(&w, tdb_hdr(m)->root | TDBI_NODE_TAG, 0, bound);
+	pages_from(m, bound, many_in_page, &w);
 	for (i = 0; i < w.nb && whole; i++) {
 		bool b = i == 0 && w.bound_first;
 

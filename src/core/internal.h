@@ -91,7 +91,8 @@ uint64_t tdbi_lookup(const struct tdb_map *m, const struct tdb_key *k);
 void tdbi_lookup_group(const struct tdb_map *m, const struct tdb_key *k,
 		       unsigned int n, uint64_t *rec);
 /* Insert or replace; *old gets the replaced record (0 if none).
- * -ENOSPC / -ENOMEM when a bucket must burst and there is no room. */
+ * -ENOSPC when the key's bucket is full and there is no room for an
+ * overflow bucket (a page split that finds no room falls back to one). */
 int tdbi_insert(struct tdbe_table *t, const struct tdb_key *k, uint64_t rec,
 		uint64_t *old);
 /* Tombstone the key's entry; returns its record or 0. */

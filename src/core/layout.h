@@ -26,8 +26,9 @@
 #include "platform.h"
 
 #define TDB_REGION_MAGIC   0x314e4f4947455242ull  /* "BREGION1" */
-#define TDB_LAYOUT_VERSION 4u   /* 3: records carry a version; 4: and
-				 * may carry a deadline */
+#define TDB_LAYOUT_VERSION 5u   /* 3: records carry a version; 4: and
+				 * may carry a deadline; 5: the index is a
+				 * directory of bucket pages */
 
 #define TDB_PAGE_SHIFT     12
 #define TDB_PAGE           (1u << TDB_PAGE_SHIFT)
@@ -70,9 +71,10 @@ struct tdb_region_hdr {
 	uint32_t version;
 	uint32_t max_extents;
 	uint32_t nextents;     /* extents backed; release-published */
-	uint32_t root_slots;   /* slots of the root node */
+	uint32_t root_slots;   /* buckets of an index page (64) */
 	uint64_t seed;         /* xxh64 seed of this table */
-	uint64_t root;         /* offset of the root node; never changes */
+	uint64_t root;         /* index directory: offset | depth; replaced
+				* with a release store when it doubles */
 	/* statistics, written by the writer, read relaxed */
 	uint64_t nrecords;
 	uint64_t bytes_used;
@@ -188,13 +190,34 @@ static inline bool tdb_rec_expired(const struct tdb_rec *r, uint64_t now_ms)
 	       tdb_rec_deadline(r) <= now_ms;
 }
 
-/* --- index: a hash trie over xxh64(key, seed) -------------------------
- * The root node has TDBI_ROOT_SLOTS slots chosen by the top 12 bits of
- * the hash; each interior node below it has 64 slots chosen by the next
- * 6 bits.  A slot holds 0 (empty), the offset of a node with bit 0 set,
- * or the offset of a bucket.  A bucket is one 64-byte cache line of up to
- * 7 entries; a full bucket bursts into a node one level down, except at
- * TDBI_MAX_DEPTH where it is copied into a bigger bucket instead.
+/* --- index: extendible hashing over xxh64(key, seed) ------------------
+ * Two cache misses a lookup at any size: the directory (small, hot) ->
+ * one 64-byte bucket -> the record.
+ *
+ * Directory: h->root holds its offset | G (its depth, the low 6 bits;
+ * the directory is 64-byte aligned).  It has 2^G slots (at least 8 are
+ * allocated, TDBI_DIR_MIN_BYTES), slot i for the hashes whose top G bits
+ * are i.  A bigger directory replaces it whole (one release store of
+ * h->root; the old one is retired and freed after a grace period).
+ *
+ * Slot: a bucket page's offset | L, the page's local depth (L <= G, low
+ * 6 bits), or just L when no page holds that range yet (offset 0).  A
+ * page of depth L holds every hash with its top L bits, and is named by
+ * the 2^(G - L) consecutive slots that share them.
+ *
+ * Page: TDBI_PAGE_BUCKETS buckets of 64 bytes, one 4 KiB allocation;
+ * bucket j holds the hashes whose 6 bits below the top L are j, so a
+ * lookup computes its bucket's address from the slot and the hash.
+ * Pages (and their buckets) are in hash order, as the ordered walk
+ * needs.  A page splits in two (L + 1) when a bucket is full and the
+ * page holds TDBI_SPLIT_KEYS entries: both halves are built privately,
+ * the slots naming them are stored (release) one by one, and the old
+ * page is retired; a reader sees the old page whole or a new one.
+ *
+ * Bucket: next (offset of an overflow bucket of the same shape, 0 =
+ * none) and 7 entries.  A full bucket in a page that is not yet worth
+ * splitting (or at TDBI_MAX_PAGE_DEPTH) chains an overflow bucket: the
+ * rare key there costs a third miss.
  *
  * An entry is one 64-bit word, so it is published, replaced and cleared
  * atomically: the low 40 bits are the record offset / 16 (records are
@@ -202,28 +225,46 @@ static inline bool tdb_rec_expired(const struct tdb_rec *r, uint64_t now_ms)
  * hash's low bits, which lets a lookup skip most non-matching records.
  * The tag only steers: every match is confirmed by comparing the full key
  * stored in the record.  Entry 0 is a hole: deleting stores 0 in place,
- * so a delete never needs memory; an insert fills a hole before
- * appending.
+ * so a delete never needs memory; an insert fills the first hole of the
+ * bucket's chain.
  */
-#define TDBI_ROOT_BITS   12
-#define TDBI_ROOT_SLOTS  (1u << TDBI_ROOT_BITS)
-#define TDBI_NODE_BITS   6
-#define TDBI_NODE_SLOTS  (1u << TDBI_NODE_BITS)
-#define TDBI_MAX_DEPTH   8          /* interior levels below the root */
-#define TDBI_BUCKET_CAP  7          /* 8-byte header + 7 entries = 64 B */
-#define TDBI_NODE_TAG    1ull
-#define TDBI_REC_BITS    40
-#define TDBI_REC_MASK    ((1ull << TDBI_REC_BITS) - 1)
-
-struct tdbi_node {
-	uint64_t slot[TDBI_NODE_SLOTS];
-};
+#define TDBI_PAGE_BITS      6
+#define TDBI_PAGE_BUCKETS   (1u << TDBI_PAGE_BITS)    /* 64 */
+#define TDBI_PAGE_BYTES     (TDBI_PAGE_BUCKETS * 64u)  /* 4 KiB */
+#define TDBI_BUCKET_CAP     7          /* 8-byte next + 7 entries = 64 B */
+#define TDBI_SPLIT_KEYS     (TDBI_PAGE_BUCKETS * 5u)   /* 320 */
+#define TDBI_MAX_PAGE_DEPTH 34u        /* L + 6 bucket bits + 24 tag bits */
+#define TDBI_DEPTH_MASK     63ull
+#define TDBI_DIR_MIN_BYTES  64u
+#define TDBI_MAX_CHAIN      4096u      /* readers of maps give up beyond */
+#define TDBI_REC_BITS       40
+#define TDBI_REC_MASK       ((1ull << TDBI_REC_BITS) - 1)
 
 struct tdbi_bucket {
-	uint32_t count;        /* entries in use (live or hole) */
-	uint32_t cap;          /* 7, 15, 31, ... */
-	uint64_t e[];
+	uint64_t next;         /* overflow bucket, 0 = none */
+	uint64_t e[TDBI_BUCKET_CAP];
 };
+
+/* Bytes of a directory of depth g. */
+static inline uint64_t tdbi_dir_bytes(unsigned int g)
+{
+	uint64_t b = sizeof(uint64_t) << g;
+
+	return b < TDBI_DIR_MIN_BYTES ? TDBI_DIR_MIN_BYTES : b;
+}
+
+/* The directory slot of a hash in a directory of depth g. */
+static inline uint64_t tdbi_dir_index(uint64_t hash, unsigned int g)
+{
+	return g ? hash >> (64 - g) : 0;
+}
+
+/* The bucket of a hash in a page of depth l. */
+static inline unsigned int tdbi_page_index(uint64_t hash, unsigned int l)
+{
+	return (unsigned int)(hash >> (64 - TDBI_PAGE_BITS - l)) &
+	       (TDBI_PAGE_BUCKETS - 1);
+}
 
 static inline uint64_t tdbi_tag(uint64_t hash)
 {
@@ -243,20 +284,6 @@ static inline uint64_t tdbi_entry_rec(uint64_t e)
 static inline bool tdbi_entry_tag_is(uint64_t e, uint64_t hash)
 {
 	return (e & ~TDBI_REC_MASK) == tdbi_tag(hash);
-}
-
-/* Bit position of the slot index at a given depth (root = depth 0). */
-static inline unsigned int tdbi_shift(unsigned int depth)
-{
-	return depth == 0 ? 64 - TDBI_ROOT_BITS
-			  : 64 - TDBI_ROOT_BITS - TDBI_NODE_BITS * depth;
-}
-
-static inline unsigned int tdbi_slot_index(uint64_t hash, unsigned int depth)
-{
-	unsigned int mask = depth == 0 ? TDBI_ROOT_SLOTS - 1
-				       : TDBI_NODE_SLOTS - 1;
-	return (unsigned int)(hash >> tdbi_shift(depth)) & mask;
 }
 
 /* --- ordered index: a copy-on-write B+tree ------------------------------

@@ -55,7 +55,7 @@ int tdbr_init(struct tdbe_table *t, const char *name, struct tdbe_extack *ext)
 	h->magic = TDB_REGION_MAGIC;
 	h->version = TDB_LAYOUT_VERSION;
 	h->max_extents = t->max_extents;
-	h->root_slots = TDBI_ROOT_SLOTS;
+	h->root_slots = TDBI_PAGE_BUCKETS;
 	h->seed = tdbp_random_u64();
 	tdba_init_extent(&t->map, 0);
 	tdb_store_release(&h->nextents, 1);

@@ -65,9 +65,8 @@ int tdbe_view_check(const struct tdbe_view *v, struct tdbe_extack *ext)
 		TDB_EXTACK(ext, "region layout version is not supported");
 		return -EUCLEAN;
 	}
-	if (h->root_slots != TDBI_ROOT_SLOTS ||
-	    !in_view(v, h->root, sizeof(uint64_t) * TDBI_ROOT_SLOTS)) {
-		TDB_EXTACK(ext, "region's index root is out of bounds");
+	if (h->root_slots != TDBI_PAGE_BUCKETS) {
+		TDB_EXTACK(ext, "region's index pages are not of 64 buckets");
 		return -EUCLEAN;
 	}
 	if (tdb_load_acquire(&h->nextents) > v->nextents) {
@@ -77,57 +76,116 @@ int tdbe_view_check(const struct tdbe_view *v, struct tdbe_extack *ext)
 	return 0;
 }
 
+/* A record found by a view: its lengths and flags loaded once (order_walk.h,
+ * struct tdbb_rv: a reused record may change under the read). */
+struct view_hit {
+	const struct tdb_rec *r;
+	uint32_t vlen;
+	uint16_t klen, flags;
+};
+
+/* The record of the entry e if it holds key k: 0 and *hit; -ENOENT if
+ * another key; -EUCLEAN if it lies outside the view or is damaged. */
+static int view_rec(const struct tdbe_view *v, uint64_t e,
+		    const struct view_key *k, struct view_hit *hit)
+{
+	const struct tdb_rec *r;
+	uint64_t rec = tdbi_entry_rec(e);
+	uint32_t vl;
+	uint16_t klen, fl;
+
+	if (!in_view(v, rec, sizeof(*r)))
+		return -EUCLEAN;
+	r = vptr(v, rec);
+	klen = tdb_load_relaxed(&r->klen);
+	vl = tdb_load_relaxed(&r->vlen);
+	fl = tdb_load_relaxed(&r->flags);
+	if (klen > TDBE_KEY_MAX || vl > TDBE_VALUE_MAX ||
+	    (fl & ~TDB_REC_F_KNOWN) ||
+	    !in_view(v, rec, tdb_rec_size(klen, vl, fl)))
+		return -EUCLEAN;
+	if (klen != k->len || memcmp(r->data, k->data, k->len))
+		return -ENOENT;
+	hit->r = r;
+	hit->vlen = vl;
+	hit->klen = klen;
+	hit->flags = fl;
+	return 0;
+}
+
+/* The record of k in the bucket chain at off: 0 and *hit, -ENOENT, or
+ * -EUCLEAN (out of the view, or a chain too long to be sound). */
+static int view_chain(const struct tdbe_view *v, uint64_t off,
+		      const struct view_key *k, struct view_hit *hit)
+{
+	unsigned int i, hops;
+	int err;
+
+	for (hops = 0; off; hops++) {
+		const struct tdbi_bucket *b;
+
+		if (hops > TDBI_MAX_CHAIN || (off & 15) ||
+		    !in_view(v, off, sizeof(*b)))
+			return -EUCLEAN;
+		b = vptr(v, off);
+		for (i = 0; i < TDBI_BUCKET_CAP; i++) {
+			uint64_t e = tdb_load_acquire(&b->e[i]);
+
+			if (!e || !tdbi_entry_tag_is(e, k->hash))
+				continue;
+			err = view_rec(v, e, k, hit);
+			if (err != -ENOENT)
+				return err;
+		}
+		off = tdb_load_acquire(&b->next);
+	}
+	return -ENOENT;
+}
+
 static int view_bucket(const struct tdbe_view *v, uint64_t off,
 		       const struct view_key *k, const void **val, size_t *vlen,
 		       uint64_t *version)
 {
-	const struct tdbi_bucket *b;
-	uint32_t i, n, vl;
-	uint16_t klen, fl;
+	struct view_hit hit;
+	uint64_t dl;
+	int err = view_chain(v, off, k, &hit);
 
-	if (!in_view(v, off, sizeof(*b)))
-		return -EUCLEAN;
-	b = vptr(v, off);
-	n = tdb_load_acquire(&b->count);
-	if (n > b->cap ||
-	    !in_view(v, off, sizeof(*b) + (uint64_t)n * sizeof(b->e[0])))
-		return -EUCLEAN;
-	for (i = 0; i < n; i++) {
-		const struct tdb_rec *r;
-		uint64_t e = tdb_load_acquire(&b->e[i]), rec;
-
-		if (!e || !tdbi_entry_tag_is(e, k->hash))
-			continue;
-		rec = tdbi_entry_rec(e);
-		if (!in_view(v, rec, sizeof(*r)))
-			return -EUCLEAN;
-		r = vptr(v, rec);
-		/* lengths and flags loaded once (order_walk.h, struct
-		 * tdbb_rv: a reused record may change under the read) */
-		klen = tdb_load_relaxed(&r->klen);
-		vl = tdb_load_relaxed(&r->vlen);
-		fl = tdb_load_relaxed(&r->flags);
-		if (klen > TDBE_KEY_MAX || vl > TDBE_VALUE_MAX ||
-		    (fl & ~TDB_REC_F_KNOWN) ||
-		    !in_view(v, rec, tdb_rec_size(klen, vl, fl)))
-			return -EUCLEAN;
-		if (klen == k->len && !memcmp(r->data, k->data, k->len)) {
-			uint64_t dl;
-
-			/* expired: absent, by this process's clock */
-			if (fl & TDB_REC_F_DEADLINE) {
-				memcpy(&dl, r->data + klen + vl, sizeof(dl));
-				if (dl <= tdbp_realtime_ms())
-					return -ENOENT;
-			}
-			*val = r->data + klen;
-			*vlen = vl;
-			if (version)
-				*version = r->version;
-			return 0;
-		}
+	if (err)
+		return err;
+	/* expired: absent, by this process's clock */
+	if (hit.flags & TDB_REC_F_DEADLINE) {
+		memcpy(&dl, hit.r->data + hit.klen + hit.vlen, sizeof(dl));
+		if (dl <= tdbp_realtime_ms())
+			return -ENOENT;
 	}
-	return -ENOENT;
+	*val = hit.r->data + hit.klen;
+	*vlen = hit.vlen;
+	if (version)
+		*version = hit.r->version;
+	return 0;
+}
+
+/* The in-page bucket of hash, through the directory: 0 and *off, or
+ * -ENOENT (no page there), -EUCLEAN (out of the view). */
+static int view_slot(const struct tdbe_view *v, uint64_t hash, uint64_t *off)
+{
+	const struct tdb_region_hdr *h = v->ext[0];
+	uint64_t d = tdb_load_acquire(&h->root), s;
+	unsigned int g = (unsigned int)(d & TDBI_DEPTH_MASK), l;
+	uint64_t dir = d & ~TDBI_DEPTH_MASK;
+
+	if (g > TDBI_MAX_PAGE_DEPTH || !in_view(v, dir, tdbi_dir_bytes(g)))
+		return -EUCLEAN;
+	s = tdb_load_acquire(&((const uint64_t *)vptr(v, dir))
+			     [tdbi_dir_index(hash, g)]);
+	l = (unsigned int)(s & TDBI_DEPTH_MASK);
+	if (!(s & ~TDBI_DEPTH_MASK))
+		return -ENOENT;
+	if (l > g || !in_view(v, s & ~TDBI_DEPTH_MASK, TDBI_PAGE_BYTES))
+		return -EUCLEAN;
+	*off = (s & ~TDBI_DEPTH_MASK) + (uint64_t)tdbi_page_index(hash, l) *
+					sizeof(struct tdbi_bucket);
+	return 0;
 }
 
 int tdbe_view_lookup(const struct tdbe_view *v, const void *key, size_t klen,
@@ -143,7 +201,6 @@ int tdbe_view_lookup_ver(const struct tdbe_view *v, const void *key,
 	const struct tdb_region_hdr *h;
 	struct view_key k;
 	uint64_t slot;
-	unsigned int depth;
 	int err = tdbe_view_check(v, NULL);
 
 	if (err)
@@ -154,20 +211,9 @@ int tdbe_view_lookup_ver(const struct tdbe_view *v, const void *key,
 	k.data = key;
 	k.len = klen;
 	k.hash = tdbp_hash64(key, klen, h->seed);
-	slot = tdb_load_acquire(&((const uint64_t *)vptr(v, h->root))
-					[tdbi_slot_index(k.hash, 0)]);
-	for (depth = 1; slot & TDBI_NODE_TAG; depth++) {
-		uint64_t off = slot & ~TDBI_NODE_TAG;
-
-		if (depth > TDBI_MAX_DEPTH ||
-		    !in_view(v, off, sizeof(struct tdbi_node)))
-			return -EUCLEAN;
-		slot = tdb_load_acquire(&((const struct tdbi_node *)
-					  vptr(v, off))->slot[
-					  tdbi_slot_index(k.hash, depth)]);
-	}
-	if (!slot)
-		return -ENOENT;
+	err = view_slot(v, k.hash, &slot);
+	if (err)
+		return err;
 	return view_bucket(v, slot, &k, val, vlen, version);
 }
 
