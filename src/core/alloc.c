@@ -31,7 +31,8 @@ uint32_t tdba_class_size(unsigned int cls)
 	return (1u << p) + k * (1u << (p - 2));
 }
 
-static unsigned int size_class(size_t size)
+/* The smallest class that holds size bytes (1 .. TDBA_SMALL_MAX). */
+unsigned int tdba_size_class(size_t size)
 {
 	unsigned int p, k;
 
@@ -250,7 +251,7 @@ uint64_t tdba_alloc(struct tdbe_table *t, size_t size)
 
 	if (size > TDBA_SMALL_MAX)
 		return alloc_large(t, size);
-	cls = size_class(size ? size : 1);
+	cls = tdba_size_class(size ? size : 1);
 	sz = tdba_class_size(cls);
 	so = h->partial[cls];
 	if (!so) {
@@ -307,4 +308,60 @@ void tdba_free(struct tdbe_table *t, uint64_t obj)
 		s->magic = 0;
 		free_pages(t, so, s->npages);
 	}
+}
+
+/* --- statistics ---------------------------------------------------------- */
+
+static void stat_slab(const struct tdba_slab *s, struct tdbe_alloc_stat *st)
+{
+	uint64_t bytes = (uint64_t)s->npages * TDB_PAGE;
+	uint64_t sz;
+
+	if (s->cls == TDBA_CLASS_LARGE) {
+		st->runs++;
+		st->run_pages += s->npages;
+		return;
+	}
+	sz = tdba_class_size(s->cls);
+	st->slabs++;
+	st->slab_pages += s->npages;
+	st->slab_headers += TDBA_SLAB_HDR;
+	st->slab_tails += bytes - TDBA_SLAB_HDR - s->nobj * sz;
+	st->slab_free += s->nfree * sz;
+	st->slab_used += (uint64_t)(s->nobj - s->nfree) * sz;
+	if (s->nfree)
+		st->partial_slabs++;
+}
+
+static void stat_extent(struct tdbe_table *t, uint32_t e,
+			struct tdbe_alloc_stat *st)
+{
+	struct tdba_ext *x = tdbr_ext_hdr(&t->map, e);
+	unsigned int p;
+
+	st->pages_free += x->nfree;
+	for (p = 1; p < TDB_EXT_PAGES; p++) {
+		uint64_t off;
+
+		if (x->free_map[p / 64] >> (p % 64) & 1 ||
+		    x->page_slab[p] != p)
+			continue;
+		off = ((uint64_t)e << TDBP_EXTENT_SHIFT) +
+		      ((uint64_t)p << TDB_PAGE_SHIFT);
+		stat_slab(slab_at(t, off), st);
+	}
+}
+
+void tdbe_table_alloc_stat(struct tdbe_table *t, struct tdbe_alloc_stat *st)
+{
+	uint32_t e, n;
+
+	memset(st, 0, sizeof(*st));
+	tdbp_mutex_lock(t->wlock);
+	n = tdb_hdr(&t->map)->nextents;
+	st->pages_backed = (uint64_t)n * TDB_EXT_PAGES;
+	st->pages_header = n;
+	for (e = 0; e < n; e++)
+		stat_extent(t, e, st);
+	tdbp_mutex_unlock(t->wlock);
 }
