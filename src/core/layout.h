@@ -35,7 +35,12 @@
 #define TDB_EXT_MASK       (TDBP_EXTENT_SIZE - 1)
 
 /* --- allocator ------------------------------------------------------- */
-#define TDBA_NCLASSES      44          /* 16..256 by 16, then 4 per 2^n */
+/* Size classes: 16..256 B by 16, then TDBA_CLASS_STEPS per power of two
+ * up to TDBA_SMALL_MAX (256 + 16, 256 + 32, ... 512, 544, ... 32768), so
+ * an object over 256 B wastes at most 1/16 of its size to its class. */
+#define TDBA_CLASS_STEPS   16u
+#define TDBA_NCLASSES      128         /* 16 + 7 powers x 16 steps */
+#define TDBA_PARTIAL_LO    44          /* partial[] in the header's middle */
 #define TDBA_SMALL_MAX     32768u      /* bigger objects get page runs */
 #define TDBA_SLAB_HDR      64u         /* objects start this far in */
 #define TDBA_CLASS_LARGE   0xffffu
@@ -79,8 +84,10 @@ struct tdb_region_hdr {
 	uint64_t bytes_allocated;
 	uint64_t index_nodes;
 	uint64_t index_buckets;
-	/* allocator */
-	uint64_t partial[TDBA_NCLASSES];  /* slabs with free objects */
+	/* allocator: the slabs with free objects of each class, the first
+	 * TDBA_PARTIAL_LO classes here, the rest in partial_hi at the end
+	 * (where the fields readers use stay where they were) */
+	uint64_t partial[TDBA_PARTIAL_LO];
 	uint32_t ext_hint;                /* no free page below this extent */
 	/* For readers in other processes (zero-copy maps), written by the
 	 * owner only.  map_gen: bumped (release) when maps of the region
@@ -103,6 +110,7 @@ struct tdb_region_hdr {
 	uint32_t table_flags;
 	uint64_t oroot;
 	uint64_t onodes;
+	uint64_t partial_hi[TDBA_NCLASSES - TDBA_PARTIAL_LO];
 };
 #define TDB_TBL_F_ORDERED 1u
 /* Mapped readers report (a sample of) their hits with TOUCH: the table
