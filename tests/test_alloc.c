@@ -3,7 +3,9 @@
  * test_alloc.c - unit tests of the record allocator (src/core/alloc.c):
  * its size classes, its slab sizes, and what tdbe_table_alloc_stat
  * counts of a table filled with records of many classes and emptied
- * again.
+ * again; and of the 12-byte record header it holds (layout.h, struct
+ * tdb_rec): its bit-fields, the words readers decode by hand, and the
+ * versions and lengths it can hold.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -172,12 +174,111 @@ static void test_fill_and_empty(void **state)
 	free(out);
 }
 
+static uint64_t mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* What the writer sets through the bit-fields, tdb_rec_load (a view's
+ * relaxed word loads) and tdb_rec_version read back, for the extremes
+ * and random values of every field. */
+static void test_rec_header(void **state)
+{
+	uint32_t buf[8] = { 0 };
+	struct tdb_rec *r = (struct tdb_rec *)buf;
+	struct tdb_rec_hdr h;
+	uint64_t seed = 1;
+
+	(void)state;
+	assert_int_equal(sizeof(*r), 12);
+	assert_ptr_equal(r->data, (unsigned char *)buf + 12);
+	for (int i = 0; i < 100000; i++) {
+		uint64_t x = mix(&seed);
+		uint32_t kl = i == 0 ? TDBE_KEY_MAX : i == 1 ? 1 :
+			      (uint32_t)(x % TDBE_KEY_MAX) + 1;
+		uint32_t vl = i == 0 ? TDBE_VALUE_MAX : i == 1 ? 0 :
+			      (uint32_t)(x >> 12) % (TDBE_VALUE_MAX + 1);
+		uint32_t fl = i == 0 ? 7 : (uint32_t)(x >> 40) % 8;
+		uint64_t ver = i == 0 ? TDB_REC_VERSION_MAX : i == 1 ? 0 :
+			       mix(&seed) & TDB_REC_VERSION_MAX;
+
+		r->klen = kl;
+		r->flags = fl;
+		r->vlen = vl;
+		tdb_rec_set_version(r, ver);
+		assert_int_equal(r->klen, kl);
+		assert_int_equal(r->flags, fl);
+		assert_int_equal(r->vlen, vl);
+		assert_int_equal(tdb_rec_version(r), ver);
+		tdb_rec_load(r, &h);
+		assert_int_equal(h.klen, kl);
+		assert_int_equal(h.flags, fl);
+		assert_int_equal(h.vlen, vl);
+		assert_int_equal(h.version, ver);
+		assert_int_equal(buf[3], 0);     /* nothing past 12 bytes */
+	}
+}
+
+/* Versions up to 2^59 - 1 are kept whole; a bigger one is refused and
+ * the table is unchanged.  The longest key and value fit the header. */
+static void test_rec_limits(void **state)
+{
+	static const uint64_t vers[] = { 1, 0xffffffffull, 1ull << 32,
+		(1ull << 43) - 1, 1ull << 43, TDB_REC_VERSION_MAX };
+	struct tdbe_engine *eng;
+	struct tdbe_table *t = table_new(&eng);
+	unsigned char *big = calloc(1, TDBE_VALUE_MAX + 1);
+	unsigned char key[TDBE_KEY_MAX];
+	struct tdbe_extack ext = { 0 };
+	uint64_t ver = 0;
+	size_t i;
+
+	(void)state;
+	assert_non_null(big);
+	for (i = 0; i < sizeof(vers) / sizeof(vers[0]); i++) {
+		assert_int_equal(tdbe_put_ver(t, "v", 1, "x", 1, 0, vers[i],
+					      NULL), 0);
+		assert_int_equal(tdbe_get_ver(t, "v", 1, big, 8, NULL, &ver),
+				 1);
+		assert_int_equal(ver, vers[i]);
+	}
+	assert_int_equal(tdbe_put_ver(t, "v", 1, "y", 1, 0,
+				      TDB_REC_VERSION_MAX + 1, &ext),
+			 -EOVERFLOW);
+	assert_non_null(ext.msg);
+	assert_int_equal(tdbe_get_ver(t, "v", 1, big, 8, NULL, &ver), 1);
+	assert_int_equal(big[0], 'x');
+	assert_int_equal(ver, TDB_REC_VERSION_MAX);
+	memset(key, 'k', sizeof(key));
+	for (i = 0; i < TDBE_VALUE_MAX; i++)
+		big[i] = (unsigned char)(i * 13);
+	assert_int_equal(tdbe_put_ver(t, key, sizeof(key), big,
+				      TDBE_VALUE_MAX, 0, 77, NULL), 0);
+	memset(big, 0, TDBE_VALUE_MAX);
+	assert_int_equal(tdbe_get_ver(t, key, sizeof(key), big,
+				      TDBE_VALUE_MAX, NULL, &ver),
+			 TDBE_VALUE_MAX);
+	assert_int_equal(ver, 77);
+	for (i = 0; i < TDBE_VALUE_MAX; i++)
+		if (big[i] != (unsigned char)(i * 13))
+			fail();
+	tdbe_table_close(t);
+	tdbe_engine_free(eng);
+	free(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classes),
 		cmocka_unit_test(test_slab_pages),
 		cmocka_unit_test(test_fill_and_empty),
+		cmocka_unit_test(test_rec_header),
+		cmocka_unit_test(test_rec_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

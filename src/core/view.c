@@ -62,7 +62,9 @@ int tdbe_view_check(const struct tdbe_view *v, struct tdbe_extack *ext)
 		return -EUCLEAN;
 	}
 	if (h->version != TDB_LAYOUT_VERSION) {
-		TDB_EXTACK(ext, "region layout version is not supported");
+		TDB_EXTACK(ext, "region layout version is not "
+			   TDB_LAYOUT_VERSION_STR ", this reader's: the "
+			   "table's owner runs another tdb release");
 		return -EUCLEAN;
 	}
 	if (h->root_slots != TDBI_ROOT_SLOTS ||
@@ -82,6 +84,7 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 		       uint64_t *version)
 {
 	const struct tdbi_bucket *b;
+	struct tdb_rec_hdr rh;
 	uint32_t i, n, vl;
 	uint16_t klen, fl;
 
@@ -104,9 +107,10 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 		r = vptr(v, rec);
 		/* lengths and flags loaded once (order_walk.h, struct
 		 * tdbb_rv: a reused record may change under the read) */
-		klen = tdb_load_relaxed(&r->klen);
-		vl = tdb_load_relaxed(&r->vlen);
-		fl = tdb_load_relaxed(&r->flags);
+		tdb_rec_load(r, &rh);
+		klen = rh.klen;
+		vl = rh.vlen;
+		fl = rh.flags;
 		if (klen > TDBE_KEY_MAX || vl > TDBE_VALUE_MAX ||
 		    (fl & ~TDB_REC_F_KNOWN) ||
 		    !in_view(v, rec, tdb_rec_size(klen, vl, fl)))
@@ -123,7 +127,7 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 			*val = r->data + klen;
 			*vlen = vl;
 			if (version)
-				*version = r->version;
+				*version = rh.version;
 			return 0;
 		}
 	}
