@@ -185,7 +185,8 @@ static inline void tdb_rec_set_version(struct tdb_rec *r, uint64_t v)
 
 /* A record's header as a reader of memory that may change under it
  * loads it: each word once, relaxed, decoded by hand (the same bits as
- * the bit-fields: tests/test_alloc.c checks they agree). */
+ * the bit-fields, which GCC lays out from bit 0 up on little-endian
+ * Linux: tests/test_alloc.c checks they agree). */
 struct tdb_rec_hdr {
 	uint32_t klen, flags, vlen;
 	uint64_t version;
