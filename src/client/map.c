@@ -290,6 +290,11 @@ static int map_install(struct tdbc *c, struct tdbc_tmap *m,
 		err = map_to(c, m, tdbe_view_extents(m->base));
 	if (!err && region(m)->magic != TDB_REGION_MAGIC)
 		err = -EUCLEAN;
+	/* A region of another layout (layout.h, TDB_LAYOUT_VERSION: the
+	 * owner is another tdb release) is never read here: the table
+	 * stays on the rings, as tdbe_view_check would send every read. */
+	if (!err && region(m)->version != TDB_LAYOUT_VERSION)
+		err = -EPROTONOSUPPORT;
 	if (!err) {
 		m->state = TM_MAPPED;
 		return 0;
@@ -443,7 +448,7 @@ static bool map_ready(struct tdbc_table *t)
 static uint64_t found_deadline(const void *val, size_t klen)
 {
 	const struct tdb_rec *r = (const struct tdb_rec *)
-		((const unsigned char *)val - klen - sizeof(struct tdb_rec));
+		((const unsigned char *)val - klen - TDB_REC_HDR);
 
 	return tdb_rec_deadline(r);
 }

@@ -4,9 +4,11 @@
  * table's extents, freed in any order and reused.
  *
  * Pages (4 KiB) of an extent are free or belong to a slab.  A slab serves
- * one size class (44 classes, spaced 16 B up to 256 B then four per power
- * of two up to 32 KiB), spans as many pages as keeps the tail waste under
- * 1/8, and keeps its free objects on a list threaded through them.  An
+ * one size class (128 classes, spaced 16 B up to 256 B then sixteen per
+ * power of two up to 32 KiB, so a class is at most 1/16 bigger than what
+ * it holds), spans as many pages (up to 32) as keeps its header and tail
+ * within 1/64 of it, and keeps its free objects on a list threaded
+ * through them.  An
  * object over 32 KiB gets its own run of pages (waste < 4 KiB).  Slabs
  * with free objects sit on their class's partial list; an empty slab goes
  * back to its extent's page map unless it is the class's last one.
@@ -20,44 +22,86 @@
  */
 #include "internal.h"
 
+_Static_assert(sizeof(struct tdb_region_hdr) <= TDBA_EXT_HDR_OFF_0,
+	       "the region header overlaps extent 0's extent header");
+_Static_assert(TDBA_NCLASSES == 16 + 7 * TDBA_CLASS_STEPS,
+	       "TDBA_NCLASSES must cover 256 B .. TDBA_SMALL_MAX");
+
+#define STEP_BITS 4u               /* log2(TDBA_CLASS_STEPS) */
+#define SLAB_WASTE_DIV 64u         /* header + tail <= 1/64 of a slab */
+#define SLAB_PAGES_MAX 32u
+
 uint32_t tdba_class_size(unsigned int cls)
 {
 	unsigned int p, k;
 
 	if (cls < 16)
 		return (cls + 1) * 16;
-	p = 8 + (cls - 16) / 4;
-	k = (cls - 16) % 4 + 1;
-	return (1u << p) + k * (1u << (p - 2));
+	p = 8 + (cls - 16) / TDBA_CLASS_STEPS;
+	k = (cls - 16) % TDBA_CLASS_STEPS + 1;
+	return (1u << p) + k * (1u << (p - STEP_BITS));
 }
 
-static unsigned int size_class(size_t size)
+/* The smallest class that holds size bytes (1 .. TDBA_SMALL_MAX). */
+unsigned int tdba_size_class(size_t size)
 {
 	unsigned int p, k;
 
 	if (size <= 256)
 		return size <= 16 ? 0 : (unsigned int)((size + 15) / 16) - 1;
 	p = 63 - (unsigned int)__builtin_clzll((unsigned long long)size - 1);
-	k = (unsigned int)((size - (1ull << p) + (1ull << (p - 2)) - 1) >>
-			   (p - 2));
-	return 16 + (p - 8) * 4 + k - 1;
+	k = (unsigned int)((size - (1ull << p) + (1ull << (p - STEP_BITS)) -
+			    1) >> (p - STEP_BITS));
+	return 16 + (p - 8) * TDBA_CLASS_STEPS + k - 1;
+}
+
+/* Bytes of an n-page slab of objects of sz bytes that hold no object:
+ * its header and the tail too short for one more. */
+static uint32_t slab_waste(unsigned int n, uint32_t sz)
+{
+	uint32_t room = n * TDB_PAGE - TDBA_SLAB_HDR;
+
+	return room % sz + TDBA_SLAB_HDR;
+}
+
+/* Pages of a slab of class size sz: the fewest whose header and tail are
+ * at most 1/64 of the slab, or (none up to 32 pages is) the 32 or fewer
+ * that waste the least share. */
+static unsigned int slab_pages(uint32_t sz)
+{
+	unsigned int n, best = 0;
+	uint64_t bw = 1, bn = 0;         /* best waste / best n*PAGE */
+
+	for (n = 1; n <= SLAB_PAGES_MAX; n++) {
+		uint32_t w;
+
+		if (n * TDB_PAGE - TDBA_SLAB_HDR < sz)
+			continue;
+		w = slab_waste(n, sz);
+		if (w * SLAB_WASTE_DIV <= n * TDB_PAGE)
+			return n;
+		if (!best || (uint64_t)w * bn < bw * n * TDB_PAGE) {
+			best = n;
+			bw = w;
+			bn = (uint64_t)n * TDB_PAGE;
+		}
+	}
+	return best;
 }
 
 void tdba_init_classes(uint16_t class_pages[TDBA_NCLASSES])
 {
-	unsigned int c, n;
+	unsigned int c;
 
-	for (c = 0; c < TDBA_NCLASSES; c++) {
-		uint32_t sz = tdba_class_size(c);
+	for (c = 0; c < TDBA_NCLASSES; c++)
+		class_pages[c] = (uint16_t)slab_pages(tdba_class_size(c));
+}
 
-		for (n = 1; n < 64; n++) {
-			uint32_t room = n * TDB_PAGE - TDBA_SLAB_HDR;
-
-			if (room >= sz && (room % sz) * 8 <= n * TDB_PAGE)
-				break;
-		}
-		class_pages[c] = (uint16_t)n;
-	}
+/* The head of class cls's list of slabs with free objects. */
+static uint64_t *partial_head(struct tdb_region_hdr *h, unsigned int cls)
+{
+	return cls < TDBA_PARTIAL_LO ? &h->partial[cls]
+				     : &h->partial_hi[cls - TDBA_PARTIAL_LO];
 }
 
 void tdba_init_extent(struct tdb_map *m, uint32_t idx)
@@ -178,10 +222,10 @@ static void partial_push(struct tdbe_table *t, unsigned int cls, uint64_t so)
 	struct tdba_slab *s = slab_at(t, so);
 
 	s->prev = 0;
-	s->next = h->partial[cls];
+	s->next = *partial_head(h, cls);
 	if (s->next)
 		slab_at(t, s->next)->prev = so;
-	h->partial[cls] = so;
+	*partial_head(h, cls) = so;
 }
 
 static void partial_unlink(struct tdbe_table *t, unsigned int cls, uint64_t so)
@@ -192,7 +236,7 @@ static void partial_unlink(struct tdbe_table *t, unsigned int cls, uint64_t so)
 	if (s->prev)
 		slab_at(t, s->prev)->next = s->next;
 	else
-		h->partial[cls] = s->next;
+		*partial_head(h, cls) = s->next;
 	if (s->next)
 		slab_at(t, s->next)->prev = s->prev;
 	s->next = s->prev = 0;
@@ -250,9 +294,9 @@ uint64_t tdba_alloc(struct tdbe_table *t, size_t size)
 
 	if (size > TDBA_SMALL_MAX)
 		return alloc_large(t, size);
-	cls = size_class(size ? size : 1);
+	cls = tdba_size_class(size ? size : 1);
 	sz = tdba_class_size(cls);
-	so = h->partial[cls];
+	so = *partial_head(h, cls);
 	if (!so) {
 		so = slab_new(t, cls);
 		if (!so)
@@ -307,4 +351,60 @@ void tdba_free(struct tdbe_table *t, uint64_t obj)
 		s->magic = 0;
 		free_pages(t, so, s->npages);
 	}
+}
+
+/* --- statistics ---------------------------------------------------------- */
+
+static void stat_slab(const struct tdba_slab *s, struct tdbe_alloc_stat *st)
+{
+	uint64_t bytes = (uint64_t)s->npages * TDB_PAGE;
+	uint64_t sz;
+
+	if (s->cls == TDBA_CLASS_LARGE) {
+		st->runs++;
+		st->run_pages += s->npages;
+		return;
+	}
+	sz = tdba_class_size(s->cls);
+	st->slabs++;
+	st->slab_pages += s->npages;
+	st->slab_headers += TDBA_SLAB_HDR;
+	st->slab_tails += bytes - TDBA_SLAB_HDR - s->nobj * sz;
+	st->slab_free += s->nfree * sz;
+	st->slab_used += (uint64_t)(s->nobj - s->nfree) * sz;
+	if (s->nfree)
+		st->partial_slabs++;
+}
+
+static void stat_extent(struct tdbe_table *t, uint32_t e,
+			struct tdbe_alloc_stat *st)
+{
+	struct tdba_ext *x = tdbr_ext_hdr(&t->map, e);
+	unsigned int p;
+
+	st->pages_free += x->nfree;
+	for (p = 1; p < TDB_EXT_PAGES; p++) {
+		uint64_t off;
+
+		if (x->free_map[p / 64] >> (p % 64) & 1 ||
+		    x->page_slab[p] != p)
+			continue;
+		off = ((uint64_t)e << TDBP_EXTENT_SHIFT) +
+		      ((uint64_t)p << TDB_PAGE_SHIFT);
+		stat_slab(slab_at(t, off), st);
+	}
+}
+
+void tdbe_table_alloc_stat(struct tdbe_table *t, struct tdbe_alloc_stat *st)
+{
+	uint32_t e, n;
+
+	memset(st, 0, sizeof(*st));
+	tdbp_mutex_lock(t->wlock);
+	n = tdb_hdr(&t->map)->nextents;
+	st->pages_backed = (uint64_t)n * TDB_EXT_PAGES;
+	st->pages_header = n;
+	for (e = 0; e < n; e++)
+		stat_extent(t, e, st);
+	tdbp_mutex_unlock(t->wlock);
 }

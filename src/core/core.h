@@ -99,6 +99,25 @@ int tdbe_table_list(struct tdbe_engine *e,
 			      const struct tdbe_table_stat *st),
 		    void *arg);
 void tdbe_table_stat(struct tdbe_table *t, struct tdbe_table_stat *st);
+
+/* Where the table's backed pages go (src/core/alloc.c), for measuring
+ * memory per record: walks every extent under the table's write lock, so
+ * it takes time in proportion to the table's size. */
+struct tdbe_alloc_stat {
+	uint64_t pages_backed;      /* 4 KiB pages of the backed extents */
+	uint64_t pages_header;      /* page 0 of each: region/extent header */
+	uint64_t pages_free;        /* backed and not in a slab or run */
+	uint64_t slabs, slab_pages; /* slabs of small objects */
+	uint64_t partial_slabs;     /* slabs with a free object */
+	uint64_t slab_headers;      /* bytes: 64 at each slab's start */
+	uint64_t slab_tails;        /* bytes at a slab's end, too few for an
+				     * object of its class */
+	uint64_t slab_free;         /* bytes of free objects in slabs */
+	uint64_t slab_used;         /* bytes of objects given out (their
+				     * class's size) */
+	uint64_t runs, run_pages;   /* objects over 32 KiB: page runs */
+};
+void tdbe_table_alloc_stat(struct tdbe_table *t, struct tdbe_alloc_stat *st);
 const char *tdbe_table_name(const struct tdbe_table *t);
 /* Created with TDBE_TABLE_ORDERED. */
 bool tdbe_table_ordered(const struct tdbe_table *t);

@@ -143,7 +143,7 @@ int tdbe_cursor_next_ex(struct tdbe_cursor *c, const void **key,
 				continue;
 			}
 			if (version)
-				*version = r->version;
+				*version = tdb_rec_version(r);
 			if (deadline)
 				*deadline = tdb_rec_deadline(r);
 			tdbp_rcu_read_unlock();
@@ -209,7 +209,7 @@ static unsigned int copy_many(struct tdbe_cursor *c, const struct tdbi_hit *h,
 		out[o].key = c->buf + at;
 		out[o].klen = r->klen;
 		out[o].vlen = r->vlen;
-		out[o].version = r->version;
+		out[o].version = tdb_rec_version(r);
 		out[o].deadline = tdb_rec_deadline(r);
 		out[o].val = flags & TDBE_CURSOR_KEYS ? NULL :
 			     c->buf + at + r->klen;

@@ -71,6 +71,7 @@ uint64_t tdba_alloc(struct tdbe_table *t, size_t size);
 void tdba_free(struct tdbe_table *t, uint64_t off);
 size_t tdba_usable(const struct tdbe_table *t, uint64_t off);
 uint32_t tdba_class_size(unsigned int cls);
+unsigned int tdba_size_class(size_t size);
 
 /* table.c: allocation with reclaim; deferred free */
 uint64_t tdb_alloc_reclaim(struct tdbe_table *t, size_t size);

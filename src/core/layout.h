@@ -27,8 +27,10 @@
 
 #define TDB_REGION_MAGIC   0x314e4f4947455242ull  /* "BREGION1" */
 #define TDB_LAYOUT_VERSION 5u   /* 3: records carry a version; 4: and
-				 * may carry a deadline; 5: the index is a
-				 * directory of bucket pages */
+				 * may carry a deadline; 5: a 12-byte
+				 * record header (struct tdb_rec) and the
+				 * index a directory of bucket pages */
+#define TDB_LAYOUT_VERSION_STR "5"
 
 #define TDB_PAGE_SHIFT     12
 #define TDB_PAGE           (1u << TDB_PAGE_SHIFT)
@@ -36,7 +38,12 @@
 #define TDB_EXT_MASK       (TDBP_EXTENT_SIZE - 1)
 
 /* --- allocator ------------------------------------------------------- */
-#define TDBA_NCLASSES      44          /* 16..256 by 16, then 4 per 2^n */
+/* Size classes: 16..256 B by 16, then TDBA_CLASS_STEPS per power of two
+ * up to TDBA_SMALL_MAX (256 + 16, 256 + 32, ... 512, 544, ... 32768), so
+ * an object over 256 B wastes at most 1/16 of its size to its class. */
+#define TDBA_CLASS_STEPS   16u
+#define TDBA_NCLASSES      128         /* 16 + 7 powers x 16 steps */
+#define TDBA_PARTIAL_LO    44          /* partial[] in the header's middle */
 #define TDBA_SMALL_MAX     32768u      /* bigger objects get page runs */
 #define TDBA_SLAB_HDR      64u         /* objects start this far in */
 #define TDBA_CLASS_LARGE   0xffffu
@@ -81,8 +88,10 @@ struct tdb_region_hdr {
 	uint64_t bytes_allocated;
 	uint64_t index_nodes;
 	uint64_t index_buckets;
-	/* allocator */
-	uint64_t partial[TDBA_NCLASSES];  /* slabs with free objects */
+	/* allocator: the slabs with free objects of each class, the first
+	 * TDBA_PARTIAL_LO classes here, the rest in partial_hi at the end
+	 * (where the fields readers use stay where they were) */
+	uint64_t partial[TDBA_PARTIAL_LO];
 	uint32_t ext_hint;                /* no free page below this extent */
 	/* For readers in other processes (zero-copy maps), written by the
 	 * owner only.  map_gen: bumped (release) when maps of the region
@@ -105,6 +114,7 @@ struct tdb_region_hdr {
 	uint32_t table_flags;
 	uint64_t oroot;
 	uint64_t onodes;
+	uint64_t partial_hi[TDBA_NCLASSES - TDBA_PARTIAL_LO];
 };
 #define TDB_TBL_F_ORDERED 1u
 /* Mapped readers report (a sample of) their hits with TOUCH: the table
@@ -118,9 +128,21 @@ struct tdb_region_hdr {
  * version: the owner's version of the write that made this record
  * (docs/PROTOCOL.md, "Versions"): it changes on every write of the key
  * and never repeats for a key; 0 only for records written by the bare
- * engine (tests, tdbe_put).  flags: TDB_REC_F_* (a reader that finds a
- * bit it does not know treats the record as damaged).  16 bytes, so
- * data stays 16-byte aligned like the record.
+ * engine (tests, tdbe_put).  At most TDB_REC_VERSION_MAX (2^59 - 1: a
+ * billion writes a second for 18 years); the engine refuses a bigger one
+ * (-EOVERFLOW).  flags: TDB_REC_F_* (a reader that finds a bit it does
+ * not know treats the record as damaged).
+ *
+ * 12 bytes, in three 32-bit words (layout version 5; 16 before, with a
+ * u64 version): klen, flags and the version's top 16 bits; vlen and its
+ * next 11 bits; its low 32 bits.  A record of 16 + 100 B is 128 B, one
+ * size class below the 144 B a 16-byte header took.  Key and value
+ * follow at offset 12, so the record (16-byte aligned, index entries
+ * hold offset / 16) keeps data 4-byte aligned only; nothing reads data
+ * but with memcpy/memcmp.  Write and read klen, flags and vlen through
+ * the bit-fields, the version with tdb_rec_version/tdb_rec_set_version;
+ * readers of memory that may be reused under them (views: maps in other
+ * processes) load the words with tdb_rec_load instead.
  *
  * TDB_REC_F_DEADLINE: the record expires.  A u64 trailer after the value
  * (data + klen + vlen, not aligned: read it with tdb_rec_deadline) holds
@@ -133,12 +155,58 @@ struct tdb_region_hdr {
  * nothing.
  */
 struct tdb_rec {
-	uint16_t klen;         /* 1..TDBE_KEY_MAX (4096) */
-	uint16_t flags;        /* TDB_REC_F_* */
-	uint32_t vlen;
-	uint64_t version;
+	union {
+		struct {
+			uint32_t klen : 13;   /* 1..TDBE_KEY_MAX (4096) */
+			uint32_t flags : 3;   /* TDB_REC_F_* */
+			uint32_t ver_hi : 16; /* version bits 43..58 */
+			uint32_t vlen : 21;   /* 0..TDBE_VALUE_MAX (1 MiB) */
+			uint32_t ver_mid : 11;/* version bits 32..42 */
+			uint32_t ver_lo;      /* version bits 0..31 */
+		};
+		uint32_t w[3];
+	};
 	unsigned char data[];  /* key, then value[, deadline] */
 };
+#define TDB_REC_HDR          12u
+#define TDB_REC_VERSION_MAX  ((1ull << 59) - 1)
+
+static inline uint64_t tdb_rec_version(const struct tdb_rec *r)
+{
+	return (uint64_t)r->ver_hi << 43 | (uint64_t)r->ver_mid << 32 |
+	       r->ver_lo;
+}
+
+/* v <= TDB_REC_VERSION_MAX (the caller checks). */
+static inline void tdb_rec_set_version(struct tdb_rec *r, uint64_t v)
+{
+	r->ver_hi = (uint32_t)(v >> 43) & 0xffff;
+	r->ver_mid = (uint32_t)(v >> 32) & 0x7ff;
+	r->ver_lo = (uint32_t)v;
+}
+
+/* A record's header as a reader of memory that may change under it
+ * loads it: each word once, relaxed, decoded by hand (the same bits as
+ * the bit-fields, which GCC lays out from bit 0 up on little-endian
+ * Linux: tests/test_alloc.c checks they agree). */
+struct tdb_rec_hdr {
+	uint32_t klen, flags, vlen;
+	uint64_t version;
+};
+
+static inline void tdb_rec_load(const struct tdb_rec *r,
+				struct tdb_rec_hdr *o)
+{
+	uint32_t w0 = tdb_load_relaxed(&r->w[0]);
+	uint32_t w1 = tdb_load_relaxed(&r->w[1]);
+	uint32_t w2 = tdb_load_relaxed(&r->w[2]);
+
+	o->klen = w0 & 0x1fff;
+	o->flags = w0 >> 13 & 7;
+	o->vlen = w1 & 0x1fffff;
+	o->version = (uint64_t)(w0 >> 16) << 43 | (uint64_t)(w1 >> 21) << 32 |
+		     w2;
+}
 #define TDB_REC_F_DEADLINE  1u
 #define TDB_REC_F_ACCESS    2u
 #define TDB_REC_F_KNOWN     (TDB_REC_F_DEADLINE | TDB_REC_F_ACCESS)
@@ -157,7 +225,7 @@ struct tdb_rec {
 static inline size_t tdb_rec_size(size_t klen, size_t vlen,
 				  unsigned int flags)
 {
-	return sizeof(struct tdb_rec) + klen + vlen +
+	return TDB_REC_HDR + klen + vlen +
 	       (flags & TDB_REC_F_DEADLINE ? sizeof(uint64_t) : 0) +
 	       (flags & TDB_REC_F_ACCESS ? sizeof(uint32_t) : 0);
 }

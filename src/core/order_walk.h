@@ -81,19 +81,21 @@ static inline bool tdbb_rec_get(const struct tdbb_src *s, uint64_t e,
 {
 	uint64_t off = tdbi_entry_rec(e);
 	const struct tdb_rec *r = tdbb_at(s, off, sizeof(*r));
+	struct tdb_rec_hdr rh;
 
 	if (!r)
 		return false;
-	o->klen = tdb_load_relaxed(&r->klen);
-	o->vlen = tdb_load_relaxed(&r->vlen);
-	o->flags = tdb_load_relaxed(&r->flags);
+	tdb_rec_load(r, &rh);
+	o->klen = rh.klen;
+	o->vlen = rh.vlen;
+	o->flags = rh.flags;
 	if (s->nextents &&
 	    (o->klen < 1 || o->klen > TDBE_KEY_MAX ||
 	     o->vlen > TDBE_VALUE_MAX || (o->flags & ~TDB_REC_F_KNOWN) ||
 	     !tdbb_at(s, off, tdb_rec_size(o->klen, o->vlen, o->flags))))
 		return false;
 	o->key = r->data;
-	o->version = tdb_load_relaxed(&r->version);
+	o->version = rh.version;
 	return true;
 }
 

@@ -550,6 +550,11 @@ int tdbe_put_acc(struct tdbe_table *t, const void *key, size_t klen,
 		TDB_EXTACK(ext, "unknown put flag");
 		return -EINVAL;
 	}
+	if (version > TDB_REC_VERSION_MAX) {
+		TDB_EXTACK(ext, "version is over 2^59 - 1, the most a record "
+			   "holds (layout.h, TDB_REC_VERSION_MAX)");
+		return -EOVERFLOW;
+	}
 	make_key(t, &k, key, klen);
 
 	tdbp_mutex_lock(t->wlock);
@@ -577,10 +582,10 @@ int tdbe_put_acc(struct tdbe_table *t, const void *key, size_t klen,
 	}
 	/* Fill the record completely before the index publishes it. */
 	r = tdb_ptr(&t->map, rec);
-	r->klen = (uint16_t)klen;
-	r->flags = (uint16_t)rf;
-	r->vlen = (uint32_t)vlen;
-	r->version = version;
+	r->klen = (uint32_t)klen & 0x1fff;
+	r->flags = rf & 7;
+	r->vlen = (uint32_t)vlen & 0x1fffff;
+	tdb_rec_set_version(r, version);
 	memcpy(r->data, key, klen);
 	if (vlen)
 		memcpy(r->data + klen, val, vlen);
@@ -723,7 +728,7 @@ int tdbe_lookup_ex(struct tdbe_table *t, const void *key, size_t klen,
 	*val = r->data + r->klen;
 	*vlen = r->vlen;
 	if (version)
-		*version = r->version;
+		*version = tdb_rec_version(r);
 	if (deadline)
 		*deadline = tdb_rec_deadline(r);
 	return 0;
@@ -764,7 +769,7 @@ unsigned int tdbe_lookup_many(struct tdbe_table *t,
 			}
 			r->val = rp->data + rp->klen;
 			r->vlen = rp->vlen;
-			r->version = rp->version;
+			r->version = tdb_rec_version(rp);
 			r->deadline = tdb_rec_deadline(rp);
 			found++;
 		}
@@ -814,7 +819,7 @@ long tdbe_get_ex(struct tdbe_table *t, const void *key, size_t klen,
 uint32_t *tdbe_rec_access(const void *val, size_t klen)
 {
 	const struct tdb_rec *r = (const struct tdb_rec *)
-		((const unsigned char *)val - klen - sizeof(struct tdb_rec));
+		((const unsigned char *)val - klen - TDB_REC_HDR);
 
 	return r->flags & TDB_REC_F_ACCESS ? tdb_rec_access(r) : NULL;
 }
@@ -835,7 +840,7 @@ int tdbe_sample(struct tdbe_table *t, uint64_t rnd, void *keybuf,
 	memcpy(keybuf, r->data, r->klen);
 	out->key = keybuf;
 	out->klen = r->klen;
-	out->version = r->version;
+	out->version = tdb_rec_version(r);
 	out->deadline = tdb_rec_deadline(r);
 	out->expired = tdb_rec_dead(t, r);
 	out->has_access = r->flags & TDB_REC_F_ACCESS;
@@ -891,3 +896,8 @@ void tdbe_table_reclaim(struct tdbe_table *t)
 	limbo_reclaim(t);
 	tdbp_mutex_unlock(t->wlock);
 }
+_Static_assert(sizeof(struct tdb_rec) == TDB_REC_HDR &&
+	       offsetof(struct tdb_rec, data) == TDB_REC_HDR,
+	       "struct tdb_rec is the 12-byte header of layout version 5");
+_Static_assert(TDBE_KEY_MAX < 1u << 13 && TDBE_VALUE_MAX < 1u << 21,
+	       "struct tdb_rec's klen and vlen bit-fields hold every length");

@@ -62,7 +62,9 @@ int tdbe_view_check(const struct tdbe_view *v, struct tdbe_extack *ext)
 		return -EUCLEAN;
 	}
 	if (h->version != TDB_LAYOUT_VERSION) {
-		TDB_EXTACK(ext, "region layout version is not supported");
+		TDB_EXTACK(ext, "region layout version is not "
+			   TDB_LAYOUT_VERSION_STR ", this reader's: the "
+			   "table's owner runs another tdb release");
 		return -EUCLEAN;
 	}
 	if (h->root_slots != TDBI_PAGE_BUCKETS) {
@@ -82,6 +84,7 @@ struct view_hit {
 	const struct tdb_rec *r;
 	uint32_t vlen;
 	uint16_t klen, flags;
+	uint64_t version;
 };
 
 /* The record of the entry e if it holds key k: 0 and *hit; -ENOENT if
@@ -90,6 +93,7 @@ static int view_rec(const struct tdbe_view *v, uint64_t e,
 		    const struct view_key *k, struct view_hit *hit)
 {
 	const struct tdb_rec *r;
+	struct tdb_rec_hdr rh;
 	uint64_t rec = tdbi_entry_rec(e);
 	uint32_t vl;
 	uint16_t klen, fl;
@@ -97,9 +101,10 @@ static int view_rec(const struct tdbe_view *v, uint64_t e,
 	if (!in_view(v, rec, sizeof(*r)))
 		return -EUCLEAN;
 	r = vptr(v, rec);
-	klen = tdb_load_relaxed(&r->klen);
-	vl = tdb_load_relaxed(&r->vlen);
-	fl = tdb_load_relaxed(&r->flags);
+	tdb_rec_load(r, &rh);
+	klen = (uint16_t)rh.klen;
+	vl = rh.vlen;
+	fl = (uint16_t)rh.flags;
 	if (klen > TDBE_KEY_MAX || vl > TDBE_VALUE_MAX ||
 	    (fl & ~TDB_REC_F_KNOWN) ||
 	    !in_view(v, rec, tdb_rec_size(klen, vl, fl)))
@@ -110,6 +115,7 @@ static int view_rec(const struct tdbe_view *v, uint64_t e,
 	hit->vlen = vl;
 	hit->klen = klen;
 	hit->flags = fl;
+	hit->version = rh.version;
 	return 0;
 }
 
@@ -161,7 +167,7 @@ static int view_bucket(const struct tdbe_view *v, uint64_t off,
 	*val = hit.r->data + hit.klen;
 	*vlen = hit.vlen;
 	if (version)
-		*version = hit.r->version;
+		*version = hit.version;
 	return 0;
 }
 
