@@ -102,6 +102,11 @@ static inline size_t ycsb_vlen(const struct ycsb_conf *c)
  */
 struct ycsb_peer {
 	const char *name;
+	/* The client "processes" run as threads of one process, each with
+	 * its own handle from open(): for a system only one process may
+	 * open read-write (RocksDB's LOCK file), as YCSB runs its threads
+	 * against one DB object.  Every other peer runs real processes. */
+	bool threads_only;
 	int (*start)(const struct ycsb_conf *c, char *msg);
 	void (*stop)(void);
 	pid_t (*server)(void);          /* for its CPU time; 0 if none */
