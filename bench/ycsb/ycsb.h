@@ -63,6 +63,11 @@ struct ycsb_conf {
 					 * one at a time, YCSB's model) */
 	const char *dir;                /* where stores and sockets go */
 	const char *workload;           /* the -P file's name, for reports */
+	/* Added by the driver's branch: true in the open() of the load
+	 * phase, whose inserts a peer may batch its own way (transactions,
+	 * pipelines, requests in flight) until flush(); false in the run
+	 * phase, where `batch` says what may be in flight. */
+	bool loading;
 };
 
 /* Key number n's key: its length; buf holds YCSB_KEY_MAX bytes. */
