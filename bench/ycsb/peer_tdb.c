@@ -203,12 +203,14 @@ static pid_t tdb_server(void)
 
 static void tdb_describe(const struct ycsb_conf *c, char *buf, size_t len)
 {
+	const char *bin = find_tdbd();
+
 	(void)c;
 	snprintf(buf, len, "%s --config /dev/null --sync none; one ordered "
 		 "table; read: tdbc_get in the map; update/rmw: mapped get "
 		 "+ tdbc_put_if version (CAS, atomic); insert: tdbc_put (batch "
 		 "1) or tdbc_submit; scan: tdbc_map_range (zero-copy)",
-		 srv.bin[0] ? srv.bin : "tdbd");
+		 bin ? bin : "(no tdbd found)");
 }
 
 /* --- client ----------------------------------------------------------- */
