@@ -406,7 +406,7 @@ static void release(struct shared *sh, unsigned int procs)
 	atomic_store(&sh->go, bad ? -1 : 1);    /* -1: all stop */
 }
 
-static int phase_threads(const struct ycsb_peer *p, struct client *k,
+static int phase_threads(struct client *k,
 			 unsigned int procs, struct shared *sh)
 {
 	pthread_t t[YCSB_PROCS_MAX];
@@ -424,7 +424,6 @@ static int phase_threads(const struct ycsb_peer *p, struct client *k,
 	release(sh, procs);
 	for (unsigned int i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
-	(void)p;
 	return 0;
 }
 
@@ -517,7 +516,7 @@ static double phase(const struct ycsb_peer *p, const struct ycsb_conf *conf,
 					.phase = ph, .seed = seed,
 					.s = &sh->slot[i] };
 	if (p->threads_only)
-		phase_threads(p, k, c.threads, sh);
+		phase_threads(k, c.threads, sh);
 	else
 		phase_procs(k, c.threads, sh);
 	return merge(sh, &c, ph, r);
@@ -834,6 +833,30 @@ static int need(int argc, char **argv, int i)
 	return 0;
 }
 
+/* -threads N, --runs R, --seed S. */
+static int set_number(const char *a, const char *v, struct ycsb_conf *c,
+		      struct options *o)
+{
+	unsigned long long max = !strcmp(a, "-threads") ? YCSB_PROCS_MAX :
+		!strcmp(a, "--runs") ? RUNS_MAX : UINT64_MAX, n;
+	char *end;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (!*v || *end || errno || *v == '-' || !n || n > max) {
+		fprintf(stderr, "tdb-bench-ycsb: %s %s: want 1..%llu\n", a, v,
+			max);
+		return -1;
+	}
+	if (max == YCSB_PROCS_MAX)
+		c->threads = (unsigned int)n;
+	else if (max == RUNS_MAX)
+		o->runs = (unsigned int)n;
+	else
+		o->seed = n;
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct ycsb_conf *c,
 		 struct options *o)
 {
@@ -872,26 +895,9 @@ static int parse(int argc, char **argv, struct ycsb_conf *c,
 				c->workload = argv[i];
 		} else if (!strcmp(a, "-threads") || !strcmp(a, "--runs") ||
 			   !strcmp(a, "--seed")) {
-			char *end;
-			unsigned long long v;
-
-			if (need(argc, argv, i))
+			if (need(argc, argv, i) ||
+			    set_number(a, argv[++i], c, o))
 				return -1;
-			v = strtoull(argv[++i], &end, 10);
-			if (*end || !v || (a[1] == 't' && v > YCSB_PROCS_MAX) ||
-			    (a[2] == 'r' && v > RUNS_MAX)) {
-				fprintf(stderr, "tdb-bench-ycsb: %s %s: want "
-					"1..%u\n", a, argv[i], a[1] == 't' ?
-					YCSB_PROCS_MAX : a[2] == 'r' ?
-					RUNS_MAX : UINT32_MAX);
-				return -1;
-			}
-			if (a[1] == 't')
-				c->threads = (unsigned int)v;
-			else if (a[2] == 'r')
-				o->runs = (unsigned int)v;
-			else
-				o->seed = v;
 		} else if (!strcmp(a, "--systems") || !strcmp(a, "--csv") ||
 			   !strcmp(a, "--tdbd") || !strcmp(a, "--dir")) {
 			if (need(argc, argv, i))
