@@ -178,6 +178,9 @@ struct client {
 	struct slot *s;
 	void *h;
 	uint8_t *val, *rbuf;
+	struct ycsb_chooser *ch;        /* the run phase's key chooser */
+	struct ycsb_discrete mix;       /* its operations */
+	struct ycsb_rng rng;
 	uint64_t pending[1024];         /* run-phase inserts not acked */
 	unsigned int npending;
 };
@@ -325,24 +328,10 @@ static int client_ops(struct client *k, char *msg)
 			if (do_insert(k, n, msg))
 				return -1;
 	} else {
-		struct ycsb_chooser *ch = malloc(sizeof(*ch));
-		struct ycsb_discrete d;
-		struct ycsb_rng r;
-
-		if (!ch) {
-			ycsb_msgf(k->s->msg, "out of memory");
-			return -1;
-		}
-		ycsb_rng_seed(&r, k->seed * 0x100000001b3ull + k->proc);
-		ycsb_chooser_init(ch, c, &k->sh->ins, k->proc);
-		ycsb_discrete_init(&d, c);
 		for (uint64_t i = from; i < to; i++)
-			if (do_op(k, ycsb_discrete_next(&d, &r), ch, &r,
-				  msg)) {
-				free(ch);
+			if (do_op(k, ycsb_discrete_next(&k->mix, &k->rng),
+				  k->ch, &k->rng, msg))
 				return -1;
-			}
-		free(ch);
 		if (ack_pending(k, msg))
 			return -1;
 	}
@@ -361,12 +350,22 @@ static int client_run(struct client *k)
 
 	k->val = malloc(ycsb_vlen(k->c));
 	k->rbuf = malloc(ycsb_vlen(k->c));
-	if (!k->val || !k->rbuf) {
+	k->ch = malloc(sizeof(*k->ch));
+	if (!k->val || !k->rbuf || !k->ch) {
 		ycsb_msgf(k->s->msg, "client %u: out of memory", k->proc);
 		k->s->failed = 1;
 		atomic_fetch_add(&k->sh->ready, 1);
+		free(k->val);
+		free(k->rbuf);
+		free(k->ch);
 		return -1;
 	}
+	/* The generators before the barrier: latest's zeta over the
+	 * records is not timed. */
+	ycsb_rng_seed(&k->rng, k->seed * 0x100000001b3ull + k->proc);
+	ycsb_discrete_init(&k->mix, k->c);
+	if (k->phase == RUN)
+		ycsb_chooser_init(k->ch, k->c, &k->sh->ins, k->proc);
 	rc = k->p->open(k->c, k->proc, &k->h, msg);
 	if (rc) {
 		ycsb_msgf(k->s->msg, "client %u: open: %s", k->proc, msg);
@@ -385,6 +384,7 @@ static int client_run(struct client *k)
 		k->p->close(k->h);
 	free(k->val);
 	free(k->rbuf);
+	free(k->ch);
 	return rc;
 }
 
