@@ -29,7 +29,6 @@
  * loading (c->load) both peers queue up to YCSB_LOAD_BATCH inserts, as
  * tdb-bench loads Redis.
  */
-#define _GNU_SOURCE     /* memmem */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -230,8 +229,8 @@ static int line(struct conn *c, const char **l, size_t *len, char *msg)
  */
 static int reply(struct conn *c, const char **p, long *n, char *msg)
 {
-	const char *l;
-	size_t len;
+	const char *l = NULL;
+	size_t len = 0;
 	int err = line(c, &l, &len, msg);
 
 	*p = NULL;

@@ -78,7 +78,7 @@ struct handle {
 /* Sets msg from RocksDB's error string (freed); -EIO. */
 static int fail(char *msg, const char *what, char *err)
 {
-	snprintf(msg, YCSB_MSG, "RocksDB: %s: %s", what, err);
+	snprintf(msg, YCSB_MSG, "RocksDB: %.200s: %.280s", what, err);
 	rocksdb_free(err);
 	return -EIO;
 }
