@@ -13,13 +13,16 @@
  * updated (the other fields must stay), whole values written, rmw, new
  * inserts outside the load, and scans from keys spread over the key
  * order and from keys between two records, whose counts must be the
- * number of keys >= the start key (capped by count); stop().  Keys are
+ * number of keys >= the start key (capped by count); every record read
+ * again by threads with a handle each (RocksDB's one DB shared by
+ * threads, as the driver runs it); stop().  Keys are
  * hashed so that insert order is not key order.
  * Exit: 0 every peer passed, 1 a check failed (each failure a line
  * naming the peer, the operation and the key), 77 every peer skipped
  * (not built in, redis-server missing).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +257,66 @@ static int run(struct check *k)
 	return err;
 }
 
+/* THREADS threads at once, each opening its own handle (proc t), reading
+ * every record and closing: RocksDB's shared DB opened and closed under
+ * them (as the driver runs a threads_only peer), Redis's connections. */
+#define THREADS 3
+
+struct reader {
+	struct check *k;
+	unsigned int proc;
+	int fails;
+	char msg[YCSB_MSG];
+};
+
+static void *reader(void *arg)
+{
+	struct reader *r = arg;
+	struct check *k = r->k;
+	size_t vlen = ycsb_vlen(&k->c);
+	unsigned char want[4096], got[4096];
+	void *h;
+
+	if (k->p->open(&k->c, r->proc, &h, r->msg)) {
+		r->fails++;
+		return NULL;
+	}
+	for (unsigned int i = 0; i < ALL && !r->fails; i++) {
+		value_make(k, i, want);
+		if (k->p->read(h, k->keys[i], k->klen[i], got, vlen, r->msg))
+			r->fails++;
+		else if (memcmp(got, want, vlen)) {
+			snprintf(r->msg, sizeof(r->msg), "read %s: wrong "
+				 "value", k->keys[i]);
+			r->fails++;
+		}
+	}
+	k->p->close(h);
+	return NULL;
+}
+
+static int readers(struct check *k)
+{
+	struct reader r[THREADS];
+	pthread_t t[THREADS];
+	unsigned int n = 0;
+	int err = 0;
+
+	for (; n < THREADS; n++) {
+		r[n] = (struct reader){ .k = k, .proc = n };
+		if (pthread_create(&t[n], NULL, reader, &r[n])) {
+			err = fail(k, "pthread_create: %s", strerror(errno));
+			break;
+		}
+	}
+	while (n--) {
+		pthread_join(t[n], NULL);
+		if (r[n].fails)
+			err = fail(k, "thread %u: %s", n, r[n].msg);
+	}
+	return err;
+}
+
 /* 0 passed, 1 skipped, -1 failed. */
 static int check_peer(struct check *k, const char *dir)
 {
@@ -277,6 +340,8 @@ static int check_peer(struct check *k, const char *dir)
 	err = load(k);
 	if (!err)
 		err = run(k);
+	if (!err)
+		err = readers(k);
 	k->p->stop();
 	if (!err)
 		printf("ok %s\n", k->p->name);
