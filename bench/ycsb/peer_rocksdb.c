@@ -2,6 +2,9 @@
 /*
  * peer_rocksdb.c - RocksDB as a tdb-bench-ycsb peer (ycsb_rocksdb),
  * through its C API (rocksdb/c.h, Debian 12's librocksdb-dev 7.8.3).
+ * Built with YCSB_ROCKSDB defined as the library's version (meson, from
+ * pkg-config); without it, a stub whose start() says the peer is not
+ * built in (skipped).
  *
  * One DB in <dir>/rocksdb.  RocksDB lets one process open a DB (its LOCK
  * file), so this peer is threads_only: the driver runs its client
@@ -253,13 +256,14 @@ static pid_t rdb_server(void)
 
 static void rdb_describe(const struct ycsb_conf *c, char *buf, size_t len)
 {
-	snprintf(buf, len, "RocksDB 7.8 (librocksdb-dev) C API, threads of "
+	snprintf(buf, len, "RocksDB %s C API, threads of "
 		 "one process on one DB: level compaction, LRU block cache "
 		 "%zu MiB, full bloom filter %d bits/key, no compression, WAL "
 		 "on, unsynced (as tdb --sync none, LMDB NOSYNC); update = "
 		 "Merge of the field (atomic), rmw = Get then Merge (not "
 		 "atomic), scan = iterator Seek + Next, load in WriteBatches "
-		 "of %u", cache_bytes(c) >> 20, BLOOM_BITS, YCSB_LOAD_BATCH);
+		 "of %u", YCSB_ROCKSDB, cache_bytes(c) >> 20, BLOOM_BITS,
+		 YCSB_LOAD_BATCH);
 }
 
 /* --- a handle ----------------------------------------------------------------- */
