@@ -150,8 +150,9 @@ static int load(struct check *k)
 	return err;
 }
 
-/* One field of records 0..99 (h), whole values of 100..109 and rmw of
- * 200..209 (h2), inserts of RECORDS..ALL-1; then every record read. */
+/* One field of records 0..99 and 50 fields of record 300 (h), whole
+ * values of 100..109 and rmw of 200..209 (h2), inserts of
+ * RECORDS..ALL-1; then every record read. */
 static int writes(struct check *k, void *h, void *h2)
 {
 	unsigned int fl = k->c.fieldlength;
@@ -159,6 +160,16 @@ static int writes(struct check *k, void *h, void *h2)
 
 	for (unsigned int i = 0; i < 100; i++) {
 		unsigned int f = i % k->c.fieldcount;
+
+		field_make(k, i, f, ++k->gen[i][f], v);
+		if (k->p->update(h, k->keys[i], k->klen[i], (int)f, v, fl,
+				 k->msg))
+			return fail(k, "update %s: %s", k->keys[i], k->msg);
+	}
+	/* One key updated 50 times over: RocksDB folds its operands into
+	 * a value on the way (max_successive_merges). */
+	for (unsigned int n = 0; n < 50; n++) {
+		unsigned int i = 300, f = (n * 3) % k->c.fieldcount;
 
 		field_make(k, i, f, ++k->gen[i][f], v);
 		if (k->p->update(h, k->keys[i], k->klen[i], (int)f, v, fl,
