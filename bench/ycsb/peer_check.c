@@ -7,7 +7,7 @@
  *   tdb-bench-ycsb-peers [rocksdb|redis|redis-pipelined ...]
  *
  * For each peer: start(); a load of RECORDS records through two handles
- * (c->load, alternating, so RocksDB's shared DB and Redis's two
+ * (c->loading, alternating, so RocksDB's shared DB and Redis's two
  * connections both serve); then on two fresh handles: every record read
  * back and compared byte for byte, a missing key is -ENOENT, one field
  * updated (the other fields must stay), whole values written, rmw, new
@@ -134,7 +134,7 @@ static int load(struct check *k)
 	void *h[2] = { NULL, NULL };
 	int err = 0;
 
-	k->c.load = true;
+	k->c.loading = true;
 	for (unsigned int p = 0; p < 2 && !err; p++)
 		if (k->p->open(&k->c, p, &h[p], k->msg))
 			err = fail(k, "open %u for the load: %s", p, k->msg);
@@ -146,7 +146,7 @@ static int load(struct check *k)
 	for (unsigned int p = 0; p < 2; p++)
 		if (h[p])
 			k->p->close(h[p]);
-	k->c.load = false;
+	k->c.loading = false;
 	return err;
 }
 

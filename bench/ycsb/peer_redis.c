@@ -26,7 +26,7 @@
  * they are sent and their replies read.  A read, scan or rmw sends the
  * queued writes ahead of its own request in one write() and reads their
  * replies before its own, so the order of one connection is kept.  While
- * loading (c->load) both peers queue up to YCSB_LOAD_BATCH inserts, as
+ * loading (c->loading) both peers queue up to LOAD_BATCH inserts, as
  * tdb-bench loads Redis.
  */
 #include <errno.h>
@@ -47,6 +47,7 @@
 
 #define INDEX      "ycsb:index"
 #define RBUF_MIN   (64u * 1024)
+#define LOAD_BATCH 1000u        /* inserts in flight while loading */
 
 enum { PLAIN, PIPELINED };
 
@@ -508,7 +509,7 @@ static int open_conn(const struct ycsb_conf *c, int which, void **hp,
 	h->fd = -1;
 	h->vlen = ycsb_vlen(c);
 	h->flen = c->fieldlength;
-	h->limit = c->load ? YCSB_LOAD_BATCH :
+	h->limit = c->loading ? LOAD_BATCH :
 		which == PIPELINED && c->batch > 1 ? c->batch : 1;
 	h->val = malloc(h->vlen ? h->vlen : 1);
 	err = h->val ? sock_path(c->dir, which, path, sizeof(path), msg) :
@@ -719,7 +720,7 @@ static void describe(const struct ycsb_conf *c, int which, char *buf,
 		 "then MGET, two round trips), rmw = GET then SETRANGE (not "
 		 "atomic), load pipelined by %u", srv[which].version[0] ?
 		 srv[which].version : "?", srv[which].bin, how, INDEX,
-		 YCSB_LOAD_BATCH);
+		 LOAD_BATCH);
 }
 
 static int plain_start(const struct ycsb_conf *c, char *msg)

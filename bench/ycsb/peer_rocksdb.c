@@ -2,9 +2,9 @@
 /*
  * peer_rocksdb.c - RocksDB as a tdb-bench-ycsb peer (ycsb_rocksdb),
  * through its C API (rocksdb/c.h, Debian 12's librocksdb-dev 7.8.3).
- * Built with YCSB_ROCKSDB defined as the library's version (meson, from
- * pkg-config); without it, a stub whose start() says the peer is not
- * built in (skipped).
+ * Built with YCSB_HAVE_ROCKSDB (meson, when pkg-config finds rocksdb);
+ * without it, a stub whose start() says the peer is not built in
+ * (skipped).
  *
  * One DB in <dir>/rocksdb.  RocksDB lets one process open a DB (its LOCK
  * file), so this peer is threads_only: the driver runs its client
@@ -27,8 +27,8 @@
  * nothing, one of the machine the last writes).
  *
  * Operations:
- *   insert   Put; while loading (c->load), Puts gathered in a WriteBatch
- *            written every YCSB_LOAD_BATCH records and by flush()
+ *   insert   Put; while loading (c->loading), Puts gathered in a
+ *            WriteBatch written every LOAD_BATCH records and by flush()
  *   read     Get (pinned, then copied out)
  *   update   Merge of the field (offset, bytes) through this file's merge
  *            operator: one write, no read, atomic (RocksDB applies the
@@ -50,11 +50,12 @@
 
 #include "ycsb.h"
 
-#ifdef YCSB_ROCKSDB
+#ifdef YCSB_HAVE_ROCKSDB
 #include <rocksdb/c.h>
 
 #define BLOOM_BITS      10
 #define MERGES_MAX      8       /* max_successive_merges */
+#define LOAD_BATCH      1000u   /* Puts a WriteBatch while loading */
 #define CACHE_MIN       (64ull << 20)
 #define REC_OVERHEAD    64u     /* key, block and index bytes a record */
 
@@ -67,6 +68,7 @@ static struct {
 	rocksdb_t *db;
 	unsigned int refs;
 	char path[4096];
+	char version[32];       /* from the DB's LOG: "RocksDB version: " */
 } shared = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 struct handle {
@@ -223,6 +225,31 @@ static rocksdb_t *db_open(const struct ycsb_conf *c, bool create,
 	return db;
 }
 
+/* The library's version, as RocksDB writes it at the top of its LOG (the
+ * C API has no call for it; version.h is C++). */
+static void read_version(void)
+{
+	char path[4200], line[512];
+	FILE *f;
+
+	snprintf(shared.version, sizeof(shared.version), "?");
+	snprintf(path, sizeof(path), "%s/LOG", shared.path);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		const char *v = strstr(line, "RocksDB version: ");
+
+		if (v) {
+			snprintf(shared.version, sizeof(shared.version),
+				 "%.*s", (int)strcspn(v + 17, " \r\n"),
+				 v + 17);
+			break;
+		}
+	}
+	fclose(f);
+}
+
 static int rdb_start(const struct ycsb_conf *c, char *msg)
 {
 	rocksdb_t *db;
@@ -237,6 +264,7 @@ static int rdb_start(const struct ycsb_conf *c, char *msg)
 	if (!db)
 		return -EIO;
 	rocksdb_close(db);
+	read_version();
 	return 0;
 }
 
@@ -275,8 +303,8 @@ static void rdb_describe(const struct ycsb_conf *c, char *buf, size_t len)
 		 "(as tdb --sync none, LMDB NOSYNC); update = Merge of the "
 		 "field (atomic; max_successive_merges %d), rmw = Get then "
 		 "Merge (not atomic), scan = iterator Seek + Next, load in "
-		 "WriteBatches of %u", YCSB_ROCKSDB, cache_bytes(c) >> 20,
-		 BLOOM_BITS, MERGES_MAX, YCSB_LOAD_BATCH);
+		 "WriteBatches of %u", shared.version, cache_bytes(c) >> 20,
+		 BLOOM_BITS, MERGES_MAX, LOAD_BATCH);
 }
 
 /* --- a handle ----------------------------------------------------------------- */
@@ -322,7 +350,7 @@ static int rdb_open(const struct ycsb_conf *c, unsigned int proc, void **hp,
 	}
 	h->vlen = ycsb_vlen(c);
 	h->flen = c->fieldlength;
-	h->load = c->load;
+	h->load = c->loading;
 	h->ro = rocksdb_readoptions_create();
 	h->wo = rocksdb_writeoptions_create();
 	h->wb = rocksdb_writebatch_create();
@@ -366,7 +394,7 @@ static int rdb_insert(void *hv, const char *key, size_t klen,
 
 	if (h->load) {
 		rocksdb_writebatch_put(h->wb, key, klen, val, vlen);
-		if (++h->inbatch < YCSB_LOAD_BATCH)
+		if (++h->inbatch < LOAD_BATCH)
 			return 0;
 		return rdb_flush(h, msg);
 	}
@@ -488,7 +516,7 @@ const struct ycsb_peer ycsb_rocksdb = {
 	.rmw = rdb_rmw, .flush = rdb_flush, .close = rdb_close,
 };
 
-#else /* !YCSB_ROCKSDB: built without librocksdb-dev */
+#else /* !YCSB_HAVE_ROCKSDB: built without librocksdb-dev */
 
 static int rdb_missing(const struct ycsb_conf *c, char *msg)
 {

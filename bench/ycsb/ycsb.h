@@ -33,7 +33,6 @@
 #define YCSB_MSG        512u
 #define YCSB_KEY_MAX    64u     /* "user" + 20 digits + zero padding */
 #define YCSB_PROCS_MAX  64u
-#define YCSB_LOAD_BATCH 1000u   /* inserts a peer may gather while loading */
 
 enum ycsb_dist { YCSB_UNIFORM, YCSB_ZIPFIAN, YCSB_LATEST, YCSB_HOTSPOT,
 		 YCSB_SEQUENTIAL, YCSB_EXPONENTIAL };
@@ -62,14 +61,13 @@ struct ycsb_conf {
 	unsigned int batch;             /* tdb.batch / redis.pipeline: writes
 					 * a process may keep in flight (1:
 					 * one at a time, YCSB's model) */
-	bool load;                      /* set for the load phase's open():
-					 * the handle only inserts, then
-					 * flush(); a peer may gather up to
-					 * YCSB_LOAD_BATCH inserts whatever
-					 * batch says (RocksDB's WriteBatch,
-					 * Redis's pipeline) */
 	const char *dir;                /* where stores and sockets go */
 	const char *workload;           /* the -P file's name, for reports */
+	/* Added by the driver's branch: true in the open() of the load
+	 * phase, whose inserts a peer may batch its own way (transactions,
+	 * pipelines, requests in flight) until flush(); false in the run
+	 * phase, where `batch` says what may be in flight. */
+	bool loading;
 };
 
 /* Key number n's key: its length; buf holds YCSB_KEY_MAX bytes. */
