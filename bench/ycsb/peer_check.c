@@ -339,6 +339,10 @@ static int check_peer(struct check *k, const char *dir)
 		.fieldlength = 100, .threads = 2, .batch = 8, .dir = dir,
 		.workload = "peer_check" };
 	memset(k->gen, 0, sizeof(k->gen));
+	/* The driver describes the systems before it starts them. */
+	desc[0] = 0;
+	if (k->p->describe)
+		k->p->describe(&k->c, desc, sizeof(desc));
 	err = k->p->start(&k->c, k->msg);
 	if (err == 1) {
 		printf("skip %s: %s\n", k->p->name, k->msg);
@@ -346,8 +350,12 @@ static int check_peer(struct check *k, const char *dir)
 	}
 	if (err)
 		return fail(k, "start: %s", k->msg);
-	k->p->describe(&k->c, desc, sizeof(desc));
 	printf("%s: %s\n", k->p->name, desc);
+	if (strchr(desc, '?')) {
+		k->p->stop();
+		return fail(k, "describe() before start() knows no version: "
+			    "%s", desc);
+	}
 	err = load(k);
 	if (!err)
 		err = run(k);

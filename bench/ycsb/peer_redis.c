@@ -419,6 +419,26 @@ static int wait_ready(struct server *s, struct conn *c, const char *path,
 		     "in 10 s; its log: %s", path, s->log);
 }
 
+/* Before start(): what `redis-server --version` says ("v=7.0.15"). */
+static void bin_version(struct server *s)
+{
+	char cmd[4200], out[256];
+	const char *v;
+	FILE *f;
+
+	if ((!s->bin[0] && find_redis(s->bin, sizeof(s->bin))) ||
+	    strchr(s->bin, '\''))
+		return;
+	snprintf(cmd, sizeof(cmd), "'%s' --version 2>/dev/null", s->bin);
+	f = popen(cmd, "r");
+	if (!f)
+		return;
+	if (fgets(out, sizeof(out), f) && (v = strstr(out, " v=")))
+		snprintf(s->version, sizeof(s->version), "%.*s",
+			 (int)strcspn(v + 3, " \n"), v + 3);
+	pclose(f);
+}
+
 static void read_version(struct server *s, struct conn *c)
 {
 	static const char *const info[] = { "INFO", "server" };
@@ -709,6 +729,8 @@ static void describe(const struct ycsb_conf *c, int which, char *buf,
 {
 	char how[64];
 
+	if (!srv[which].version[0])
+		bin_version(&srv[which]);
 	if (which == PIPELINED && c->batch > 1)
 		snprintf(how, sizeof(how), "writes pipelined by %u", c->batch);
 	else

@@ -51,6 +51,8 @@
 #include "ycsb.h"
 
 #ifdef YCSB_HAVE_ROCKSDB
+#include <dlfcn.h>
+#include <limits.h>
 #include <rocksdb/c.h>
 
 #define BLOOM_BITS      10
@@ -68,7 +70,6 @@ static struct {
 	rocksdb_t *db;
 	unsigned int refs;
 	char path[4096];
-	char version[32];       /* from the DB's LOG: "RocksDB version: " */
 } shared = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 struct handle {
@@ -225,29 +226,22 @@ static rocksdb_t *db_open(const struct ycsb_conf *c, bool create,
 	return db;
 }
 
-/* The library's version, as RocksDB writes it at the top of its LOG (the
- * C API has no call for it; version.h is C++). */
-static void read_version(void)
+/* The library's version, from the file the dynamic linker loaded it from
+ * (librocksdb.so.7.8.3): the C API has no call for it, version.h is C++,
+ * and describe() comes before start(). */
+static void lib_version(char *buf, size_t len)
 {
-	char path[4200], line[512];
-	FILE *f;
+	char path[4096];
+	const char *v;
+	Dl_info info;
 
-	snprintf(shared.version, sizeof(shared.version), "?");
-	snprintf(path, sizeof(path), "%s/LOG", shared.path);
-	f = fopen(path, "r");
-	if (!f)
+	snprintf(buf, len, "?");
+	if (!dladdr((void *)rocksdb_open, &info) || !info.dli_fname ||
+	    !realpath(info.dli_fname, path))
 		return;
-	while (fgets(line, sizeof(line), f)) {
-		const char *v = strstr(line, "RocksDB version: ");
-
-		if (v) {
-			snprintf(shared.version, sizeof(shared.version),
-				 "%.*s", (int)strcspn(v + 17, " \r\n"),
-				 v + 17);
-			break;
-		}
-	}
-	fclose(f);
+	v = strstr(path, ".so.");
+	if (v)
+		snprintf(buf, len, "%s", v + 4);
 }
 
 static int rdb_start(const struct ycsb_conf *c, char *msg)
@@ -264,7 +258,6 @@ static int rdb_start(const struct ycsb_conf *c, char *msg)
 	if (!db)
 		return -EIO;
 	rocksdb_close(db);
-	read_version();
 	return 0;
 }
 
@@ -297,13 +290,16 @@ static pid_t rdb_server(void)
 
 static void rdb_describe(const struct ycsb_conf *c, char *buf, size_t len)
 {
+	char version[64];
+
+	lib_version(version, sizeof(version));
 	snprintf(buf, len, "RocksDB %s C API, threads of one process on "
 		 "one DB: level compaction, LRU block cache %zu MiB, full "
 		 "bloom filter %d bits/key, no compression, WAL on, unsynced "
 		 "(as tdb --sync none, LMDB NOSYNC); update = Merge of the "
 		 "field (atomic; max_successive_merges %d), rmw = Get then "
 		 "Merge (not atomic), scan = iterator Seek + Next, load in "
-		 "WriteBatches of %u", shared.version, cache_bytes(c) >> 20,
+		 "WriteBatches of %u", version, cache_bytes(c) >> 20,
 		 BLOOM_BITS, MERGES_MAX, LOAD_BATCH);
 }
 
