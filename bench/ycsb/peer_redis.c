@@ -61,8 +61,8 @@ static struct server {
 } srv[2];
 
 /* A connection.  w[0, wlen): requests not yet sent; r[rpos, rlen):
- * replies read, not yet parsed; `queued` replies owed for sent or
- * queued writes. */
+ * replies read, not yet parsed; `owed` replies still to read for the
+ * `queued` writes. */
 struct conn {
 	int fd;
 	char *w, *r;
