@@ -8,7 +8,10 @@
 # rings.csv (tdb-bench-ring), daemon.csv (tdb-bench), durability.csv
 # (tdb-bench-durable) and kernel.csv (tdb-bench-kdev, or copied: its
 # header says); OUT_DIR (default docs/images) gets bench-AREA.png for each
-# file present.  Each chart is a bar per ratio tdb/peer (> 1: tdb is
+# file present.  ycsb.csv (tdb-bench-ycsb's --csv files of the workloads
+# and process counts, one after the other) gets bench-ycsb.png instead:
+# a panel per workload, each system's run-phase throughput with 1 and 8
+# processes (ycsb.gp).  Each chart is a bar per ratio tdb/peer (> 1: tdb is
 # better), titled with the area and the CSV's "# date" and "# machine"
 # lines; log scale where the ratios span a decade or more.  Needs gnuplot
 # with pngcairo (Debian gnuplot-nox, scripts/install-deps.sh bench).
@@ -115,4 +118,37 @@ for area in engine rings daemon durability kernel; do
 	echo "$out/bench-$area.png"
 	made=$((made + 1))
 done
+
+# YCSB: absolute throughput, not ratios.  Rows "ycsb,SYSTEM,,workloadX
+# run,PROCS,OPS,ops/s," (no peer: a system's own figure) become
+# "X SYSTEM OPS_1 OPS_8" in the systems' first-seen order.
+f=$data/ycsb.csv
+if [ -f "$f" ]; then
+	awk -F, '!/^#/ && $1 == "ycsb" && $3 == "" && $4 ~ / run$/ &&
+		($5 == 1 || $5 == 8) {
+		w = $4; sub(/ run$/, "", w); sub(/^workload/, "", w)
+		w = toupper(w); k = w " " $2
+		if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+		ops[k, $5] = $6
+	}
+	END {
+		for (i = 1; i <= n; i++) {
+			k = order[i]
+			printf "%s %s %s\n", k,
+			    (k SUBSEP 1) in ops ? ops[k, 1] : "-",
+			    (k SUBSEP 8) in ops ? ops[k, 8] : "-"
+		}
+	}' "$f" > "$tmp/ycsb.rows"
+	[ -s "$tmp/ycsb.rows" ] || {
+		echo "$0: $f: no run-phase rows to chart" >&2; exit 1; }
+	wls=$(cut -d' ' -f1 "$tmp/ycsb.rows" | sort -u | tr '\n' ' ')
+	date=$(sed -n 's/^# date: //p' "$f" | head -n 1)
+	machine=$(sed -n 's/^# machine: //p' "$f" | head -n 1)
+	sub=$(printf '%s; %s' "${date:-undated}" \
+		"${machine:-machine not recorded}" | cut -c 1-120)
+	gnuplot -c "$here/ycsb.gp" "$tmp/ycsb.rows" "$out/bench-ycsb.png" \
+		"$sub" "$wls"
+	echo "$out/bench-ycsb.png"
+	made=$((made + 1))
+fi
 [ "$made" -gt 0 ] || { echo "$0: no CSV in $data" >&2; exit 1; }

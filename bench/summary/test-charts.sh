@@ -4,7 +4,7 @@
 # bench/summary/data has the header make-charts.sh needs (# command,
 # # date, # machine; the columns of bench/common/csv.h, or tdb-bench-ring's
 # own for rings.csv) and at least one ratio; then make-charts.sh draws the
-# five charts into OUT_DIR (not docs/images) and each is a PNG.  Exit 77
+# five charts (six with ycsb.csv) into OUT_DIR (not docs/images) and each is a PNG.  Exit 77
 # (skip) after the header checks when gnuplot is missing.
 #   bench/summary/test-charts.sh OUT_DIR
 set -eu
@@ -42,6 +42,17 @@ done
 grep -q '^# source: copied' "$data/kernel.csv" ||
 	grep -q '^# host:' "$data/kernel.csv" ||
 	bad "kernel.csv: neither '# source: copied ...' nor a run's '# host:'"
+# ycsb.csv (tdb-bench-ycsb): the same header, run-phase rows to chart
+f=$data/ycsb.csv
+if [ -f "$f" ]; then
+	for h in command date machine; do
+		grep -q "^# $h: ." "$f" || bad "$f: no '# $h:' line"
+	done
+	first=$(grep -v '^#' "$f" | head -n 1)
+	[ "$first" = "$cols" ] || bad "$f: columns '$first', not '$cols'"
+	grep -q '^ycsb,[^,]*,,workload[a-f] run,[18],' "$f" ||
+		bad "$f: no run-phase row of 1 or 8 processes"
+fi
 [ "$fail" = 0 ] || exit 1
 echo "ok: the CSV headers and columns"
 
@@ -53,5 +64,10 @@ for area in engine rings daemon durability kernel; do
 	[ "$(head -c 4 "$p" 2>/dev/null | tail -c 3)" = PNG ] ||
 		bad "$p is not a PNG"
 done
+if [ -f "$data/ycsb.csv" ]; then
+	p=$out/bench-ycsb.png
+	[ "$(head -c 4 "$p" 2>/dev/null | tail -c 3)" = PNG ] ||
+		bad "$p is not a PNG"
+fi
 [ "$fail" = 0 ] || exit 1
-echo "ok: five charts in $out"
+echo "ok: the charts in $out"
