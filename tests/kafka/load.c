@@ -7,6 +7,10 @@
  *   kafka_load SOCKET SEED OPS
  * Exit 0, or 1 with the failed call named.  Tables t0..t5; a dropped
  * table is created again later (the applier sees drop, create, puts).
+ * Every transaction also puts key "c" of tables mono and mono2 to the
+ * same increasing number (SEED * 10^9 + its index, 20 digits): check.c
+ * reads them on the replica, where they must be equal (no transaction
+ * half applied) and never go down (nothing older over newer).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +42,32 @@ static int die(const char *what, int e)
 static void name(char *buf, int i)
 {
 	snprintf(buf, 16, "t%d", i);
+}
+
+static struct tdbc_table *mono[2];
+
+static void mono_open(void)
+{
+	static const char *const names[2] = { "mono", "mono2" };
+	int e;
+
+	for (int i = 0; i < 2; i++) {
+		e = tdbc_table_create(c, names[i], NULL);
+		if (e && e != -EEXIST)
+			die("create mono", e);
+		if ((e = tdbc_table_open(c, names[i], &mono[i])))
+			die("open mono", e);
+	}
+}
+
+static void mono_put(struct tdbc_txn *txn, unsigned long long v)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%020llu", v), e;
+
+	for (int i = 0; i < 2; i++)
+		if ((e = tdbc_put(mono[i], txn, "c", 1, buf, (size_t)n, 0)))
+			die("mono put", e);
 }
 
 static void ensure(int i)
@@ -107,6 +137,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kafka_load: %s\n", err);
 		return 1;
 	}
+	mono_open();
 	for (long i = 0; i < ops; i++) {
 		unsigned int r = rnd(100);
 
@@ -122,6 +153,8 @@ int main(int argc, char **argv)
 				die("txn begin", e);
 			while (nops--)
 				one(txn);
+			mono_put(txn, strtoull(argv[2], NULL, 10) *
+				 1000000000ull + (unsigned long long)i);
 			if ((e = tdbc_txn_commit(txn)))
 				die("commit", e);
 		} else {

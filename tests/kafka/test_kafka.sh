@@ -18,10 +18,14 @@
 #  5. a second shipper with --snapshot and no position (topics
 #     "snap.") into a second replica while the load runs: snapshot, then
 #     the stream;
+# Meanwhile check.c reads the replica (tables mono and mono2, which every
+# transaction of the load sets to one increasing number) until step 6:
+# never two different numbers (a transaction seen half applied), never
+# a number going down (an older change applied over a newer one).
 #  6. the check can fail: the shipper's position moved 5 records ahead
 #     (as if saved before Kafka acknowledged them) while a load it did
 #     not see ran: the replica must then differ (a negative control).
-#   test_kafka.sh TDB_KAFKA TDBD TDB_DUMP LOAD MOCK
+#   test_kafka.sh TDB_KAFKA TDBD TDB_DUMP LOAD MOCK CHECK
 # Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped.
 set -u
 
@@ -30,8 +34,9 @@ tdbd=${2:?}
 dump=${3:?}
 load=${4:?}
 mock=${5:?}
+check=${6:?}
 scale=${TDB_ITEST_SCALE:-1}
-for x in "$kafka" "$tdbd" "$dump" "$load" "$mock"; do
+for x in "$kafka" "$tdbd" "$dump" "$load" "$mock" "$check"; do
 	if [ ! -x "$x" ]; then
 		echo "SKIP: $x not built"
 		exit 77
@@ -159,6 +164,10 @@ ops=$(awk "BEGIN { print int(3000 * $scale) }")
 # 1. a load, then equal
 start_ship
 start_apply
+"$check" "$dir/rep.sock" "$dir/check.stop" >"$dir/check.out" \
+	2>"$dir/check.err" &
+check_pid=$!
+pids="$pids $check_pid"
 note "1. load of $ops operations"
 run_load 1 $ops
 wait_same src rep 60 "1. after the load"
@@ -167,9 +176,18 @@ wait_same src rep 60 "1. after the load"
 note "2. shipper SIGKILLed during a load"
 "$load" "$dir/src.sock" 2 $ops &
 lp=$!
-sleep 0.5
+# kill it once it has shipped part of this load
+read -r _ p0 <"$dir/state/position"
+i=0
+while read -r _ p1 <"$dir/state/position" && [ "$p1" -lt $((p0 + 300)) ] &&
+	[ $i -lt 100 ]; do
+	i=$((i + 1))
+	sleep 0.05
+done
 kill -KILL $ship_pid
 before=$(cat "$dir/state/position" 2>/dev/null)
+note "2. killed at $before, the load's first at $p0"
+
 sleep 0.3
 start_ship
 wait $lp || fail "load 2 failed"
@@ -222,6 +240,13 @@ wait_same src rep2 60 "5. snapshot then stream"
 grep -q "snapshot at LSN" "$dir/ship2.log" ||
 	fail "5. the second shipper took no snapshot"
 wait_same src rep 60 "5. replica 1 still equal"
+
+touch "$dir/check.stop"
+if wait $check_pid; then
+	note "reads of the replica: $(cat "$dir/check.out")"
+else
+	fail "the replica's reader: $(cat "$dir/check.out" "$dir/check.err")"
+fi
 
 # 6. the negative control: a position ahead of what Kafka has
 note "6. negative control: the position moved ahead by 5 records"
