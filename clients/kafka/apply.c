@@ -680,6 +680,25 @@ static void apply_free(struct applier *a)
 	free(a->run);
 }
 
+/* Nothing applied for a while with messages queued: say what waits
+ * (a transaction whose ops have not all come, a partition not found). */
+static void log_stall(const struct applier *a)
+{
+	for (unsigned int i = 0; i < a->nparts; i++) {
+		const struct part *p = &a->parts[i];
+		const struct amsg *x;
+
+		if (!p->len)
+			continue;
+		x = &p->q[p->head];
+		kf_log("waiting: %s [%d]: %zu queued, the first LSN %" PRIu64
+		       " (transaction %" PRIu64 ", op %" PRIu64 " of %" PRIu64
+		       "), applied up to LSN %" PRIu64, p->topic,
+		       (int)p->partition, p->len, x->lsn, x->txn, x->idx + 1,
+		       x->ops, p->lsn);
+	}
+}
+
 /* Take what the consumer has (waiting up to ms for the first). */
 static int consume(struct applier *a, int ms)
 {
@@ -704,7 +723,7 @@ static int consume(struct applier *a, int ms)
 int kf_apply(const struct kf_opts *o)
 {
 	struct applier a = { 0 };
-	uint64_t last = 0, status = 0;
+	uint64_t last = 0, status = 0, moved = 0, done = 0;
 	int e;
 
 	if ((e = apply_setup(&a, o)))
@@ -720,6 +739,13 @@ int kf_apply(const struct kf_opts *o)
 		}
 		if ((e = consume(&a, 100)) || (e = apply_ready(&a)))
 			break;
+		if (a.applied_txns + a.dups != done) {
+			done = a.applied_txns + a.dups;
+			moved = now;
+		} else if (now - moved >= 5000) {
+			log_stall(&a);
+			moved = now;
+		}
 		if (now - status >= 1000) {
 			kf_notify("STATUS=applied %" PRIu64 " transactions, "
 				  "%" PRIu64 " duplicates dropped",

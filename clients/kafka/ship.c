@@ -439,6 +439,17 @@ static int start_pos(struct shipper *s)
 	return 0;
 }
 
+/* Did --kafka-conf set key? */
+static bool conf_given(const struct kf_opts *o, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (unsigned int i = 0; i < o->nconf; i++)
+		if (!strncmp(o->conf[i], key, n) && o->conf[i][n] == '=')
+			return true;
+	return false;
+}
+
 static int ship_setup(struct shipper *s, const struct kf_opts *o)
 {
 	char err[512];
@@ -472,6 +483,15 @@ static int ship_setup(struct shipper *s, const struct kf_opts *o)
 	if (rd_kafka_conf_set(conf, "enable.idempotence", "true", err,
 			      sizeof(err)) ||
 	    rd_kafka_conf_set(conf, "acks", "all", err, sizeof(err))) {
+		kf_log("librdkafka: %s", err);
+		rd_kafka_conf_destroy(conf);
+		return -EINVAL;
+	}
+	/* Kafka away for long only makes the shipper lag: librdkafka
+	 * retries for ever unless told otherwise (-X message.timeout.ms) */
+	if (!conf_given(o, "message.timeout.ms") &&
+	    rd_kafka_conf_set(conf, "message.timeout.ms", "0", err,
+			      sizeof(err))) {
 		kf_log("librdkafka: %s", err);
 		rd_kafka_conf_destroy(conf);
 		return -EINVAL;

@@ -4,7 +4,7 @@
  * transactions over several tables, puts with deadlines, tables
  * created (hash and ordered) and dropped, on tdbd through libtdbclient.
  *
- *   kafka_load SOCKET SEED OPS
+ *   kafka_load SOCKET SEED OPS [VALUE_BYTES]
  * Exit 0, or 1 with the failed call named.  Tables t0..t5; a dropped
  * table is created again later (the applier sees drop, create, puts).
  * Every transaction also puts key "c" of tables mono and mono2 to the
@@ -25,6 +25,7 @@
 static struct tdbc *c;
 static struct tdbc_table *tab[NTAB];
 static unsigned long long rng;
+static int pad;         /* values padded to this many bytes (< 4096) */
 
 static unsigned int rnd(unsigned int n)
 {
@@ -92,12 +93,16 @@ static void ensure(int i)
 static void one(struct tdbc_txn *txn)
 {
 	int i = (int)rnd(NTAB), e;
-	char k[32], v[64];
+	char k[32], v[4096];
 	int kl, vl;
 
 	ensure(i);
 	kl = snprintf(k, sizeof(k), "k%u", rnd(200));
 	vl = snprintf(v, sizeof(v), "v%u-%u", rnd(1000000), rnd(10));
+	if (vl < pad) {
+		memset(v + vl, 'x', (size_t)(pad - vl));
+		vl = pad;
+	}
 	switch (rnd(10)) {
 	case 0: case 1:
 		e = tdbc_del(tab[i], txn, k, (size_t)kl);
@@ -127,12 +132,16 @@ int main(int argc, char **argv)
 	long ops;
 	int e;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: kafka_load SOCKET SEED OPS\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: kafka_load SOCKET SEED OPS "
+			"[VALUE_BYTES]\n");
 		return 2;
 	}
 	rng = strtoull(argv[2], NULL, 10) * 2654435761ull + 1;
 	ops = atol(argv[3]);
+	pad = argc == 5 ? atoi(argv[4]) : 0;
+	if (pad < 0 || pad >= 4096)
+		pad = 0;
 	if ((e = tdbc_connect(&c, argv[1], 0, err, sizeof(err)))) {
 		fprintf(stderr, "kafka_load: %s\n", err);
 		return 1;

@@ -24,7 +24,10 @@
 # a number going down (an older change applied over a newer one).
 #  6. the check can fail: the shipper's position moved 5 records ahead
 #     (as if saved before Kafka acknowledged them) while a load it did
-#     not see ran: the replica must then differ (a negative control).
+#     not see ran: the replica must then differ (a negative control);
+#  7. a third pair (topics "gone."): the shipper stopped, a checkpoint
+#     removes the WAL after its position, the shipper started again
+#     with --snapshot says so and sends a new snapshot: equal again.
 #   test_kafka.sh TDB_KAFKA TDBD TDB_DUMP LOAD MOCK CHECK
 # Exit 0: all passed; 1: a check failed (each says FAIL); 77: skipped.
 set -u
@@ -83,18 +86,20 @@ ctl() {
 
 # --- tdbd --------------------------------------------------------------------
 : >"$dir/empty.conf"
-start_tdbd() {  # NAME
-	mkdir -p "$dir/$1"
-	"$tdbd" --config "$dir/empty.conf" --socket "$dir/$1.sock" \
-		--data-dir "$dir/$1" --sync batch --log-level notice \
-		--workers 1 >>"$dir/$1.log" 2>&1 &
+start_tdbd() {  # NAME [TDBD OPTION...]
+	name=$1
+	shift
+	mkdir -p "$dir/$name"
+	"$tdbd" --config "$dir/empty.conf" --socket "$dir/$name.sock" \
+		--data-dir "$dir/$name" --sync batch --log-level notice \
+		--workers 1 "$@" >>"$dir/$name.log" 2>&1 &
 	pids="$pids $!"
 	i=0
-	while [ ! -S "$dir/$1.sock" ]; do
+	while [ ! -S "$dir/$name.sock" ]; do
 		i=$((i + 1))
 		if [ $i -gt 200 ]; then
-			echo "FAIL: tdbd $1 did not start"
-			cat "$dir/$1.log"
+			echo "FAIL: tdbd $name did not start"
+			cat "$dir/$name.log"
 			exit 1
 		fi
 		sleep 0.05
@@ -104,7 +109,14 @@ start_tdbd src
 start_tdbd rep
 start_tdbd rep2
 
+# One Produce request in flight: librdkafka 2.0.2's mock cluster, given
+# an injected error for one request, still takes the next one in flight
+# (a broker refuses it: out of order), and the retried first is then
+# taken for a duplicate and dropped, acknowledged: a message lost by the
+# mock (seen here: a transaction the applier waits for, op 2 of 4 not
+# in its topic).  The fix of the mock is librdkafka's PR #5491 (2026).
 pconf="-X linger.ms=5 -X retry.backoff.ms=50"
+pconf="$pconf -X max.in.flight.requests.per.connection=1"
 cconf="-X fetch.wait.max.ms=50 -X fetch.error.backoff.ms=50"
 ship_pid=
 apply_pid=
@@ -263,6 +275,43 @@ if same src rep; then
 else
 	note "6. the replica differs, as it must"
 fi
+
+# 7. the WAL after the shipper's position removed by a checkpoint: it
+# says so and, with --snapshot, sends a new snapshot (the applier drops
+# and creates each table again: keys deleted meanwhile go too)
+note "7. the WAL the shipper needs removed by a checkpoint"
+start_tdbd src3 --wal-segment-size 1M --checkpoint-wal-size 1M
+start_tdbd rep3
+ship3() {
+	"$kafka" ship -s "$dir/src3.sock" -d "$dir/src3" -S "$dir/state3" \
+		-b "$boot" -p gone. --snapshot $pconf >>"$dir/ship3.log" 2>&1 &
+	ship3_pid=$!
+	pids="$pids $ship3_pid"
+}
+ship3
+"$kafka" apply -s "$dir/rep3.sock" -b "$boot" -p gone. $cconf \
+	>>"$dir/apply3.log" 2>&1 &
+pids="$pids $!"
+"$load" "$dir/src3.sock" 8 300 || fail "load 8 failed"
+wait_same src3 rep3 60 "7a. before"
+kill -TERM $ship3_pid
+wait $ship3_pid
+read -r _ pos3 <"$dir/state3/position"
+# about 5 MiB of WAL: segments of 1 MiB, a checkpoint after each MiB
+"$load" "$dir/src3.sock" 9 3000 1500 || fail "load 9 failed"
+i=0
+while first=$(ls "$dir/src3/wal" | head -n1) &&
+	[ $((0x$(echo "$first" | sed 's/^wal-//; s/\.log$//'))) -le \
+	  $((pos3 + 1)) ] && [ $i -lt 300 ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
+note "7. position $pos3, the first segment left: $first"
+ship3
+wait_same src3 rep3 90 "7b. after a new snapshot"
+grep -q "is gone" "$dir/ship3.log" ||
+	fail "7. the shipper did not say that the WAL it needs is gone"
+grep "is gone" "$dir/ship3.log" | head -n1
 
 if [ $failures -gt 0 ]; then
 	echo "logs:"
