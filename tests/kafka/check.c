@@ -95,6 +95,11 @@ int main(int argc, char **argv)
 			last = v;
 		}
 	}
+	if (a)
+		tdbc_table_close(a);
+	if (b)
+		tdbc_table_close(b);
+	tdbc_close(c);
 	printf("reads %llu, last %llu, violations %llu\n", reads, last, bad);
 	return bad ? 1 : 0;
 }
