@@ -507,6 +507,8 @@ static int ship_setup(struct shipper *s, const struct kf_opts *o)
 		kf_log("listing tdbd's tables: %s", tdbc_strerror(e));
 		return e;
 	}
+	/* ready before a snapshot, which may outlast a start timeout */
+	kf_notify("READY=1");
 	return start_pos(s);
 }
 
@@ -561,7 +563,6 @@ int kf_ship(const struct kf_opts *o)
 
 	if ((e = ship_setup(&s, o)))
 		goto out;
-	kf_notify("READY=1");
 	while (!kf_stop && !s.fatal) {
 		if ((e = poll_durable(&s)))
 			break;
