@@ -24,6 +24,9 @@
  * LSN order is its order of changes, so applied in order and without
  * duplicates, no older change is ever written over a newer one.
  *
+ * A partition whose queue passes QUEUE_HIGH messages is paused until
+ * it is under QUEUE_LOW (flow()), so memory stays bounded.
+ *
  * Table events are not transactional in tdb: a create or drop is done,
  * then the position written; after a crash between, it is done again,
  * and an existing table (create) or an absent one (drop) is no error.
@@ -40,6 +43,8 @@
 
 #define SNAP_BATCH 256
 #define DISCOVER_MS 1000
+#define QUEUE_HIGH 50000        /* a partition's queue: pause it above */
+#define QUEUE_LOW 25000         /* and resume below */
 
 enum akind { A_PUT, A_DEL, A_CREATE, A_DROP, A_SNAPEV, A_SNAPREC };
 
@@ -58,6 +63,7 @@ struct part {
 	uint64_t lsn;           /* applied up to (0: nothing) */
 	int64_t offset;         /* the last applied message's (-1: none) */
 	bool assigned;
+	bool paused;            /* its queue is long: not fetched */
 	struct amsg *q;         /* queued, q[head .. head + len) */
 	size_t head, len, cap;
 };
@@ -680,6 +686,32 @@ static void apply_free(struct applier *a)
 	free(a->run);
 }
 
+/* Bound the queues: a partition far ahead of the others (waiting for
+ * a transaction's ops on them, or a snapshot applied slower than it
+ * comes) is paused.  Never all of them: the oldest transaction's ops
+ * are at the heads of the queues, which a paused partition does not
+ * hold back. */
+static void flow(struct applier *a)
+{
+	for (unsigned int i = 0; i < a->nparts; i++) {
+		struct part *p = &a->parts[i];
+		rd_kafka_topic_partition_list_t *l;
+		bool pause = !p->paused && p->len > QUEUE_HIGH;
+
+		if (!pause && !(p->paused && p->len < QUEUE_LOW))
+			continue;
+		l = rd_kafka_topic_partition_list_new(1);
+		rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+		if (pause ? rd_kafka_pause_partitions(a->rk, l) :
+			    rd_kafka_resume_partitions(a->rk, l))
+			kf_log("%s [%d]: cannot %s fetching", p->topic,
+			       (int)p->partition, pause ? "pause" : "resume");
+		else
+			p->paused = pause;
+		rd_kafka_topic_partition_list_destroy(l);
+	}
+}
+
 /* Nothing applied for a while with messages queued: say what waits
  * (a transaction whose ops have not all come, a partition not found). */
 static void log_stall(const struct applier *a)
@@ -739,6 +771,7 @@ int kf_apply(const struct kf_opts *o)
 		}
 		if ((e = consume(&a, 100)) || (e = apply_ready(&a)))
 			break;
+		flow(&a);
 		if (a.applied_txns + a.dups != done) {
 			done = a.applied_txns + a.dups;
 			moved = now;
