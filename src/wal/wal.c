@@ -274,6 +274,8 @@ struct wal {
 	pthread_cond_t cv;      /* the flusher waits here */
 	pthread_cond_t done;    /* wal_sync_to waits here */
 	bool urgent, stop;
+	bool idle;              /* atomic: the flusher may sleep until
+				 * signalled; a batch write then wakes it */
 	uint64_t told_lsn;      /* the durable LSN on_durable was last
 				 * given: the flusher calls it again when
 				 * durable is past it (a rotation's sync
@@ -609,8 +611,14 @@ int wal_write(struct wal *w)
 	if (!err && w->off >= w->o.segment_size)
 		rotate(w);      /* a failure leaves us on this segment */
 	pthread_mutex_unlock(&w->flock);
-	/* batch: the first record after a sync starts the flusher's clock */
-	if (!err && was_synced && w->o.sync == WAL_SYNC_BATCH) {
+	/* batch: the first record after a sync starts the flusher's clock.
+	 * was_synced alone can miss it: read while the flusher was still
+	 * syncing the records before, it is false, and the flusher, done,
+	 * finds nothing written past durable and sleeps for good; so a
+	 * flusher about to sleep (idle, set before it looks at written,
+	 * which was stored above: one of us sees the other) is woken. */
+	if (!err && w->o.sync == WAL_SYNC_BATCH &&
+	    (was_synced || __atomic_load_n(&w->idle, __ATOMIC_SEQ_CST))) {
 		pthread_mutex_lock(&w->m);
 		pthread_cond_signal(&w->cv);
 		pthread_mutex_unlock(&w->m);
@@ -750,6 +758,8 @@ static void *flusher(void *arg)
 			pthread_mutex_lock(&w->m);
 			continue;
 		}
+		__atomic_store_n(&w->idle, true, __ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		wait = next_sync(w, &since);
 		if (wait && w->stop)
 			break;
@@ -757,6 +767,7 @@ static void *flusher(void *arg)
 			pthread_cond_wait(&w->cv, &w->m);
 			continue;
 		}
+		__atomic_store_n(&w->idle, false, __ATOMIC_SEQ_CST);
 		if (wait > 0) {
 			struct timespec ts;
 			uint64_t at;
