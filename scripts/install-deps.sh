@@ -16,7 +16,9 @@
 #           (systemd-socket-activate), python3 (JSON checks), mandoc
 #           (man-lint), clang + libclang-rt-14-dev (libFuzzer and the
 #           sanitizer runtimes for tests/fuzz; clang-14 only recommends
-#           libclang-rt-14-dev).
+#           libclang-rt-14-dev), librdkafka-dev (tdb-kafka and its test
+#           `kafka` on librdkafka's mock cluster; without it meson
+#           skips both).
 #   kernel  tdb.ko and the qemu tests (tests/kernel, tests/powercut):
 #           linux-headers-amd64 to build tdb.ko, linux-image-amd64 for the
 #           kernel qemu boots (its /boot/vmlinuz-* and /lib/modules),
@@ -46,7 +48,7 @@ BUILD="build-essential g++ meson ninja-build pkg-config
       libxxhash-dev liburcu-dev libcmocka-dev liblmdb-dev
       libmnl-dev libsystemd-dev libedit-dev"
 TEST="lmdb-utils binutils procps systemd python3 mandoc
-      clang libclang-rt-14-dev"
+      clang libclang-rt-14-dev librdkafka-dev"
 KERNEL="linux-headers-amd64 linux-image-amd64 qemu-system-x86
       busybox-static cpio kmod
       nbdkit qemu-utils e2fsprogs"
