@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -44,6 +43,7 @@
 #include <unistd.h>
 
 #include "ycsb.h"
+#include "../common/proc.h"
 
 #define INDEX      "ycsb:index"
 #define RBUF_MIN   (64u * 1024)
@@ -345,50 +345,9 @@ static int find_redis(char *buf, size_t len)
 	return -ENOENT;
 }
 
-static pid_t spawn(const char *const argv[], const char *log, char *msg)
-{
-	pid_t parent = getpid(), pid;
-	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	if (fd < 0)
-		return failf(msg, -errno, "Redis: cannot create %s: %s", log,
-			     strerror(errno));
-	pid = fork();
-	if (pid < 0) {
-		close(fd);
-		return failf(msg, -errno, "Redis: fork: %s", strerror(errno));
-	}
-	if (pid == 0) {
-		/* The server must not outlive a benchmark that dies. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], (char *const *)argv);
-		dprintf(2, "tdb-bench-ycsb: cannot run %s: %s\n", argv[0],
-			strerror(errno));
-		_exit(127);
-	}
-	close(fd);
-	return pid;
-}
-
 static void stop_server(struct server *s)
 {
-	int st;
-
-	if (s->pid <= 0)
-		return;
-	kill(s->pid, SIGTERM);
-	for (int i = 0; i < 500; i++) {
-		if (waitpid(s->pid, &st, WNOHANG) != 0)
-			goto done;
-		usleep(10000);
-	}
-	kill(s->pid, SIGKILL);
-	waitpid(s->pid, &st, 0);
-done:
+	bench_stop_server(s->pid);
 	s->pid = 0;
 }
 
@@ -483,12 +442,11 @@ static int start(const struct ycsb_conf *c, int which, char *msg)
 			"--dir", s->dir, NULL,
 		};
 
-		s->pid = spawn(argv, s->log, msg);
+		s->pid = bench_spawn(argv, s->log, msg, YCSB_MSG);
 	}
 	if (s->pid < 0) {
-		err = s->pid;
 		s->pid = 0;
-		return err;
+		return -ECHILD;         /* msg says why */
 	}
 	err = wait_ready(s, &conn, s->sock, msg);
 	if (!err)

@@ -34,6 +34,7 @@
 #include <tdb/client.h>
 
 #include "driver.h"
+#include "../common/tdbd.h"
 
 #define TABLE     "usertable"
 #define LOAD_PIPE 256u
@@ -49,55 +50,22 @@ static struct {
 	uint32_t extents;
 } srv;
 
-static bool runnable(const char *p)
-{
-	return p && *p && !access(p, X_OK);
-}
-
 static const char *find_tdbd(void)
 {
-	char self[PATH_MAX];
-	ssize_t n;
-
-	if (ycsb_tdbd_path)
-		return ycsb_tdbd_path;
-	if (runnable(getenv("TDBD")))
-		return getenv("TDBD");
 #ifdef TDB_BENCH_TDBD
-	if (runnable(TDB_BENCH_TDBD))
-		return TDB_BENCH_TDBD;
+	const char *built = TDB_BENCH_TDBD;
+#else
+	const char *built = NULL;
 #endif
-	/* <build>/bench/ycsb/tdb-bench-ycsb and <build>/src/daemon/tdbd */
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = 0;
-		snprintf(srv.bin, sizeof(srv.bin), "%s/../../src/daemon/tdbd",
-			 dirname(self));
-		if (runnable(srv.bin))
-			return srv.bin;
-	}
-	return NULL;
+	return bench_find_tdbd(ycsb_tdbd_path, built, srv.bin,
+			       sizeof(srv.bin));
 }
 
 /* --- driver ------------------------------------------------------------ */
 static int connect_retry(struct tdbc **c, char *msg)
 {
-	char why[YCSB_MSG] = "";
-
-	for (int i = 0; i < 2000; i++) {
-		if (ycsb_exited(srv.pid, why)) {
-			srv.pid = 0;
-			ycsb_msgf(msg, "tdbd %s", why);
-			ycsb_log_tail(srv.log, msg);
-			return -1;
-		}
-		if (!tdbc_connect(c, srv.sock, 0, why, sizeof(why)))
-			return 0;
-		usleep(10000);
-	}
-	ycsb_msgf(msg, "tdbd did not accept on %s in 20 s: %s", srv.sock, why);
-	ycsb_log_tail(srv.log, msg);
-	return -1;
+	return bench_tdbd_connect(&srv.pid, srv.sock, srv.log, c, msg,
+				  YCSB_MSG);
 }
 
 static int create_table(struct tdbc *c, const struct ycsb_conf *conf,

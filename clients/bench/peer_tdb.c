@@ -33,6 +33,7 @@
 #include <tdb/client.h>
 
 #include "bench.h"
+#include "../../bench/common/tdbd.h"
 
 #define TABLE     "bench"
 #define TABLE_TTL "bench.ttl"
@@ -49,57 +50,26 @@ static struct {
 	int rings;
 } srv;
 
-/* --- finding tdbd -------------------------------------------------------- */
+/* --- finding tdbd, connecting (bench/common/tdbd.c) ---------------------- */
+static const char *find_tdbd(void)
+{
+#ifdef TDB_BENCH_TDBD
+	const char *built = TDB_BENCH_TDBD;
+#else
+	const char *built = NULL;
+#endif
+	return bench_find_tdbd(opt.tdbd, built, srv.bin, sizeof(srv.bin));
+}
+
 static bool runnable(const char *p)
 {
 	return p && *p && !access(p, X_OK);
 }
 
-static const char *find_tdbd(void)
-{
-	char self[PATH_MAX];
-	ssize_t n;
-
-	if (opt.tdbd)
-		return opt.tdbd;
-	if (runnable(getenv("TDBD")))
-		return getenv("TDBD");
-#ifdef TDB_BENCH_TDBD
-	if (runnable(TDB_BENCH_TDBD))
-		return TDB_BENCH_TDBD;
-#endif
-	/* In a build tree: <build>/clients/bench/tdb-bench and
-	 * <build>/src/daemon/tdbd. */
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = 0;
-		snprintf(srv.bin, sizeof(srv.bin), "%s/../../src/daemon/tdbd",
-			 dirname(self));
-		if (runnable(srv.bin))
-			return srv.bin;
-	}
-	return NULL;
-}
-
-/* --- driver ---------------------------------------------------------- */
 static int connect_retry(struct tdbc **c, char *msg)
 {
-	char why[MSG_LEN] = "";
-
-	for (int i = 0; i < 2000; i++) {
-		if (exited(srv.pid, why)) {
-			srv.pid = 0;
-			msgf(msg, "tdbd %s", why);
-			log_tail(srv.log, msg, MSG_LEN);
-			return -1;
-		}
-		if (!tdbc_connect(c, srv.sock, 0, why, sizeof(why)))
-			return 0;
-		usleep(10000);
-	}
-	msgf(msg, "tdbd did not accept on %s in 20 s: %s", srv.sock, why);
-	log_tail(srv.log, msg, MSG_LEN);
-	return -1;
+	return bench_tdbd_connect(&srv.pid, srv.sock, srv.log, c, msg,
+				  MSG_LEN);
 }
 
 /* The name of table i ("bench", then "bench.1", ...; with a TTL
