@@ -6,7 +6,8 @@
  * asks the index for the least record after it (tdbi_next).  Records are
  * totally ordered by (hash, key), and a key that stays present keeps its
  * place in that order, so each such key is returned exactly once however
- * the trie is rebuilt between calls.  Nothing is held between calls.
+ * the index is rebuilt (a page split, the directory grown) between
+ * calls.  Nothing is held between calls.
  *
  * tdbe_cursor_next_many takes many records in one read-side section
  * (tdbi_next_many: whole buckets, one descent and one hash per record

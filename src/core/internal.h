@@ -2,7 +2,7 @@
 /*
  * internal.h - the engine's private structures and the interfaces between
  * its files: region.c (extents), alloc.c (record allocator), index.c (hash
- * trie), table.c (engine, tables, records), cursor.c, view.c.
+ * index: a directory of bucket pages), table.c (engine, tables, records), cursor.c, view.c.
  */
 #ifndef TDB_CORE_INTERNAL_H
 #define TDB_CORE_INTERNAL_H
@@ -125,7 +125,7 @@ int tdbi_key_cmp(uint64_t ha, const void *ka, size_t la,
 		 uint64_t hb, const void *kb, size_t lb);
 
 /* order.c: the ordered index of an ordered table (layout.h), changed
- * under t->wlock after the trie: tdbb_reserve first (-ENOSPC: change
+ * under t->wlock after the hash index: tdbb_reserve first (-ENOSPC: change
  * nothing), then exactly one of the others, which cannot fail. */
 int tdbb_init(struct tdbe_table *t);
 void tdbb_free(struct tdbe_table *t);

@@ -355,7 +355,7 @@ static inline bool tdbi_entry_tag_is(uint64_t e, uint64_t hash)
 }
 
 /* --- ordered index: a copy-on-write B+tree ------------------------------
- * An ordered table keeps its keys in the hash trie above (point reads
+ * An ordered table keeps its keys in the hash index above (point reads
  * and writes) and also in key order here: LMDB's order, bytewise
  * (memcmp), a key that is a prefix of another first.
  *

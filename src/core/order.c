@@ -4,10 +4,10 @@
  * copy-on-write B+tree of the table's records in key order (layout.h,
  * "ordered index"; readers walk it with order_walk.h).
  *
- * table.c calls it under the table's writer lock, after the hash trie
+ * table.c calls it under the table's writer lock, after the hash index
  * took the change: tdbb_insert for a new key, tdbb_replace for a new
  * record of a present key, tdbb_remove for a key that went.  None of
- * them can fail: tdbb_reserve, called before the trie is touched, sets
+ * them can fail: tdbb_reserve, called before the hash index is touched, sets
  * aside every node the worst case of the change can need, so a change
  * is made to both indexes or to neither.
  *
