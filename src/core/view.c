@@ -5,7 +5,8 @@
  * The same walk as tdbi_lookup, but the region is not trusted: every
  * offset is checked to lie, with the whole object it names, inside one
  * of the extents the caller mapped, and the walk is bounded (the
- * directory's depth, TDBI_MAX_CHAIN overflow buckets), so a damaged region yields -EUCLEAN, never a wild read or a loop.
+ * directory's depth, TDBI_MAX_CHAIN overflow buckets), so a damaged
+ * region yields -EUCLEAN, never a wild read or a loop.
  *
  * MIT, with view.h and layout.h: libtdbclient compiles it in (its maps of
  * tables, src/client/map.c), so it includes nothing of the engine but
