@@ -32,7 +32,8 @@
  *        evicted (with none left, writes past the bound are refused).
  * Cost: a record of an LRU or LFU table carries 4 bytes more (the
  * access word); an owner-served read of such a table stores to it; an
- * eviction samples TDBO_EVICT_SAMPLES records (tdbi_sample: a directory slot, a bucket, a try or a few).
+ * eviction samples TDBO_EVICT_SAMPLES records (tdbi_sample each: a
+ * directory slot, a bucket, one try or a few).
  * Reads through the zero-copy maps do not reach the owner and are not
  * counted as uses.
  */
