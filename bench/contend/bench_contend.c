@@ -91,6 +91,7 @@
 #include <tdb/client.h>
 
 #include "../common/machine.h"
+#include "../common/proc.h"
 
 #ifdef TDBC_IF_VERSION
 /* The calls of issue 24.  Weak: this program links and runs against a
@@ -266,93 +267,28 @@ static struct zipf zipf;
 /* --- children: servers and workers -------------------------------------- */
 static pid_t workers[PROCS_MAX];
 
+/* The servers (bench/common/proc.c), with this program's messages. */
 static pid_t spawn(const char *const argv[], const char *logpath, char *msg)
 {
-	pid_t parent = getpid(), pid;
-	int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		      0600);
-
-	if (fd < 0) {
-		msgf(msg, "cannot create %s: %s", logpath, strerror(errno));
-		return -1;
-	}
-	pid = fork();
-	if (pid < 0) {
-		msgf(msg, "fork: %s", strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], (char *const *)argv);
-		dprintf(2, "tdb-bench-contend: cannot run %s: %s\n", argv[0],
-			strerror(errno));
-		_exit(127);
-	}
-	close(fd);
-	return pid;
+	return bench_spawn(argv, logpath, msg, MSG_LEN);
 }
 
 static bool exited(pid_t pid, char *msg)
 {
-	int st;
-
-	if (waitpid(pid, &st, WNOHANG) != pid)
-		return false;
-	if (WIFEXITED(st))
-		msgf(msg, "exited with status %d", WEXITSTATUS(st));
-	else
-		msgf(msg, "ended (status %#x)", st);
-	return true;
+	return bench_exited(pid, msg, MSG_LEN);
 }
 
 static int stop_server(pid_t pid)
 {
-	int st = 0;
-
-	if (pid <= 0)
-		return 0;
-	kill(pid, SIGTERM);
-	for (int i = 0; i < 500; i++) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) :
-				128 + WTERMSIG(st);
-		if (r < 0)
-			return -1;
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return 128 + SIGKILL;
+	return bench_stop_server(pid);
 }
 
+/* 0 for no server or an unknown figure: the sum is what others took. */
 static double proc_cpu(pid_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long ut, st;
-	FILE *f;
-	size_t n;
+	double c = pid > 0 ? bench_proc_cpu(pid) : 0;
 
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-			 "%lu %lu", &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	return c < 0 ? 0 : c;
 }
 
 /* The servers' CPU time (they count as "others" in cpu_others). */

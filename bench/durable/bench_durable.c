@@ -71,6 +71,7 @@
 
 #include "../common/csv.h"
 #include "../common/machine.h"
+#include "../common/proc.h"
 
 #define KEY_LEN       16u
 #define VAL_MIN       16u
@@ -308,22 +309,7 @@ static double self_cpu(void)
 /* utime + stime of a process in seconds, -1 if unknown. */
 static double proc_cpu(pid_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long ut, st;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-			 "%lu %lu", &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	return bench_proc_cpu(pid);
 }
 
 static void read_line(const char *path, char *buf, size_t len)
